@@ -1,0 +1,8 @@
+//! dcirouter data plane.
+//!
+//! * [`wire`]: packet formats, pure Rust, no DPDK types.
+//! * behaviour modules written against [`packet::PacketBuffer`].
+//! * [`dpdk`] (feature `dpdk`): EAL, pools, ports, `Mbuf`, workers.
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub mod wire;
