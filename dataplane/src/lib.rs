@@ -6,3 +6,6 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod wire;
+pub mod counters;
+pub mod packet;
+pub mod tables;

@@ -1,0 +1,218 @@
+//! Counters: per port packets/bytes in and out, and every drop under a named
+//! reason (VPP's per-node error counters are the model). Each worker owns its
+//! counters (one writer); the control thread reads them for the status line,
+//! `show counters` and the exit table, which therefore all agree.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+macro_rules! reasons {
+    ($name:ident, $count:ident { $($var:ident => $s:literal,)* }) => {
+        /// Why a packet was dropped, or what a local behaviour did with it.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[repr(u16)]
+        pub enum $name { $($var,)* }
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$var,)*];
+            /// The counter's name as the CLI and telemetry show it.
+            pub const fn name(self) -> &'static str {
+                match self { $($name::$var => $s,)* }
+            }
+            pub fn from_name(s: &str) -> Option<$name> {
+                match s { $($s => Some($name::$var),)* _ => None }
+            }
+        }
+        pub const $count: usize = [$($s,)*].len();
+    };
+}
+
+reasons!(Drop, N_DROPS {
+    // L2
+    Runt => "runt",
+    NotForUs => "l2-not-for-us",
+    UnknownEthertype => "unknown-ethertype",
+    VlanUnknown => "vlan-unknown",
+    MalformedArp => "malformed-arp",
+    ArpNotForUs => "arp-not-for-us",
+    MultiSeg => "multi-segment",
+    // IPv4
+    MalformedIpv4 => "malformed-ipv4",
+    Ipv4Checksum => "ipv4-bad-checksum",
+    Ipv4Options => "ipv4-options",
+    Ipv4Martian => "ipv4-martian",
+    // IPv6
+    MalformedIpv6 => "malformed-ipv6",
+    Ipv6Martian => "ipv6-martian",
+    MalformedNd => "malformed-nd",
+    // forwarding
+    TtlExpired => "ttl-expired",
+    NoRoute => "no-route",
+    NeighbourMiss => "neighbour-miss",
+    MtuExceeded => "mtu-exceeded",
+    // local
+    LocalUnsupported => "local-unsupported",
+    MalformedIcmp => "malformed-icmp",
+    IcmpRateLimited => "icmp-rate-limited",
+    // resources
+    NoHeadroom => "no-headroom",
+    NoMbuf => "no-mbuf",
+    TxFull => "tx-full",
+    EventQueueFull => "event-queue-full",
+    BadPort => "bad-port",
+});
+
+reasons!(Local, N_LOCAL {
+    ArpReply => "arp-reply-sent",
+    ArpLearned => "arp-learned",
+    NdAdvert => "nd-advert-sent",
+    NdLearned => "nd-learned",
+    EchoReply4 => "icmp-echo-reply",
+    EchoReply6 => "icmpv6-echo-reply",
+    TimeExceeded4 => "icmp-time-exceeded-sent",
+    TimeExceeded6 => "icmpv6-time-exceeded-sent",
+    ArpRequestSent => "arp-request-sent",
+    NsSent => "nd-solicit-sent",
+});
+
+/// Maximum number of DPDK ports a worker keeps counters for.
+pub const MAX_PORTS: usize = 16;
+
+/// A counter with one writer: the owning worker does a relaxed load and store
+/// (no locked RMW on the packet path); readers do relaxed loads.
+#[derive(Default)]
+#[repr(transparent)]
+pub struct Counter(AtomicU64);
+
+impl Counter {
+    #[inline(always)]
+    pub fn add(&self, n: u64) {
+        self.0.store(self.0.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+    }
+    #[inline(always)]
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+#[derive(Default)]
+pub struct PortCounters {
+    pub rx_pkts: Counter,
+    pub rx_bytes: Counter,
+    pub tx_pkts: Counter,
+    pub tx_bytes: Counter,
+}
+
+/// One worker's counters, cache-line aligned so workers never share a line.
+#[repr(align(64))]
+pub struct WorkerCounters {
+    pub ports: [PortCounters; MAX_PORTS],
+    pub drops: [Counter; N_DROPS],
+    pub local: [Counter; N_LOCAL],
+    pub bursts: Counter,
+    pub busy_bursts: Counter,
+}
+
+impl Default for WorkerCounters {
+    fn default() -> Self {
+        WorkerCounters {
+            ports: std::array::from_fn(|_| PortCounters::default()),
+            drops: std::array::from_fn(|_| Counter::default()),
+            local: std::array::from_fn(|_| Counter::default()),
+            bursts: Counter::default(),
+            busy_bursts: Counter::default(),
+        }
+    }
+}
+
+impl WorkerCounters {
+    #[inline(always)]
+    pub fn drop(&self, r: Drop) {
+        self.drops[r as usize].add(1);
+    }
+    #[inline(always)]
+    pub fn drop_n(&self, r: Drop, n: u64) {
+        self.drops[r as usize].add(n);
+    }
+    #[inline(always)]
+    pub fn local(&self, l: Local) {
+        self.local[l as usize].add(1);
+    }
+}
+
+/// A plain snapshot of counters, summed over workers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    pub rx_pkts: [u64; MAX_PORTS],
+    pub rx_bytes: [u64; MAX_PORTS],
+    pub tx_pkts: [u64; MAX_PORTS],
+    pub tx_bytes: [u64; MAX_PORTS],
+    pub drops: Vec<u64>,
+    pub local: Vec<u64>,
+}
+
+impl Snapshot {
+    pub fn sum<'a>(workers: impl IntoIterator<Item = &'a WorkerCounters>) -> Snapshot {
+        let mut s = Snapshot { drops: vec![0; N_DROPS], local: vec![0; N_LOCAL], ..Default::default() };
+        for w in workers {
+            for p in 0..MAX_PORTS {
+                s.rx_pkts[p] += w.ports[p].rx_pkts.get();
+                s.rx_bytes[p] += w.ports[p].rx_bytes.get();
+                s.tx_pkts[p] += w.ports[p].tx_pkts.get();
+                s.tx_bytes[p] += w.ports[p].tx_bytes.get();
+            }
+            for (i, c) in w.drops.iter().enumerate() {
+                s.drops[i] += c.get();
+            }
+            for (i, c) in w.local.iter().enumerate() {
+                s.local[i] += c.get();
+            }
+        }
+        s
+    }
+    pub fn total_rx(&self) -> u64 {
+        self.rx_pkts.iter().sum()
+    }
+    pub fn total_tx(&self) -> u64 {
+        self.tx_pkts.iter().sum()
+    }
+    pub fn total_drops(&self) -> u64 {
+        self.drops.iter().sum()
+    }
+    pub fn drop_count(&self, r: Drop) -> u64 {
+        self.drops[r as usize]
+    }
+    pub fn local_count(&self, l: Local) -> u64 {
+        self.local[l as usize]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_round_trip() {
+        let mut seen = std::collections::HashSet::new();
+        for r in Drop::ALL {
+            assert!(seen.insert(r.name()), "duplicate {}", r.name());
+            assert_eq!(Drop::from_name(r.name()), Some(*r));
+        }
+        for l in Local::ALL {
+            assert!(seen.insert(l.name()));
+        }
+        assert_eq!(Drop::NoRoute.name(), "no-route");
+    }
+
+    #[test]
+    fn snapshot_sums_workers() {
+        let a = WorkerCounters::default();
+        let b = WorkerCounters::default();
+        a.drop(Drop::NoRoute);
+        b.drop_n(Drop::NoRoute, 2);
+        a.ports[1].rx_pkts.add(5);
+        b.ports[1].rx_pkts.add(7);
+        let s = Snapshot::sum([&a, &b]);
+        assert_eq!(s.drop_count(Drop::NoRoute), 3);
+        assert_eq!(s.rx_pkts[1], 12);
+        assert_eq!(s.total_drops(), 3);
+    }
+}

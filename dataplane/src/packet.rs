@@ -1,0 +1,124 @@
+//! The test seam: behaviours work on any [`PacketBuffer`], i.e. on plain byte
+//! buffers in unit tests and on DPDK mbufs in production.
+
+/// A packet whose bytes are contiguous and which has room to grow at the
+/// front (headroom) and the back (tailroom).
+pub trait PacketBuffer {
+    /// The packet bytes.
+    fn data(&self) -> &[u8];
+    /// The packet bytes, writable.
+    fn data_mut(&mut self) -> &mut [u8];
+    /// Grow the packet at the front by `n` bytes; returns false (and leaves
+    /// the packet as it was) when the headroom is too small.
+    fn prepend(&mut self, n: usize) -> bool;
+    /// Remove `n` bytes from the front; false when the packet is shorter.
+    fn adj(&mut self, n: usize) -> bool;
+    /// Grow the packet at the back by `n` bytes (contents unspecified).
+    fn append(&mut self, n: usize) -> bool;
+    /// Remove `n` bytes from the back.
+    fn trim(&mut self, n: usize) -> bool;
+    /// Packet length in bytes.
+    fn len(&self) -> usize {
+        self.data().len()
+    }
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Set the length to exactly `n` bytes, growing or shrinking at the back.
+    fn set_len(&mut self, n: usize) -> bool {
+        let l = self.len();
+        if n >= l {
+            self.append(n - l)
+        } else {
+            self.trim(l - n)
+        }
+    }
+}
+
+/// A heap packet with headroom, for tests, the simulation harness and
+/// control-plane generated packets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VecPacket {
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+}
+
+impl VecPacket {
+    pub const DEFAULT_HEADROOM: usize = 128;
+    pub const CAPACITY: usize = 2048 + Self::DEFAULT_HEADROOM;
+
+    pub fn from_bytes(bytes: &[u8]) -> Self {
+        Self::with_headroom(bytes, Self::DEFAULT_HEADROOM)
+    }
+
+    pub fn with_headroom(bytes: &[u8], headroom: usize) -> Self {
+        let cap = (headroom + bytes.len()).max(Self::CAPACITY);
+        let mut buf = vec![0u8; cap];
+        buf[headroom..headroom + bytes.len()].copy_from_slice(bytes);
+        VecPacket { buf, start: headroom, end: headroom + bytes.len() }
+    }
+
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.data().to_vec()
+    }
+}
+
+impl PacketBuffer for VecPacket {
+    fn data(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+    fn data_mut(&mut self) -> &mut [u8] {
+        &mut self.buf[self.start..self.end]
+    }
+    fn prepend(&mut self, n: usize) -> bool {
+        if n > self.start {
+            return false;
+        }
+        self.start -= n;
+        true
+    }
+    fn adj(&mut self, n: usize) -> bool {
+        if n > self.end - self.start {
+            return false;
+        }
+        self.start += n;
+        true
+    }
+    fn append(&mut self, n: usize) -> bool {
+        if self.end + n > self.buf.len() {
+            return false;
+        }
+        self.end += n;
+        true
+    }
+    fn trim(&mut self, n: usize) -> bool {
+        if n > self.end - self.start {
+            return false;
+        }
+        self.end -= n;
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vec_packet_grow_shrink() {
+        let mut p = VecPacket::from_bytes(&[1, 2, 3]);
+        assert!(p.prepend(2));
+        assert_eq!(p.len(), 5);
+        p.data_mut()[..2].copy_from_slice(&[9, 9]);
+        assert_eq!(p.data(), &[9, 9, 1, 2, 3]);
+        assert!(p.adj(4));
+        assert_eq!(p.data(), &[3]);
+        assert!(!p.adj(2));
+        assert!(p.set_len(3));
+        assert_eq!(p.len(), 3);
+        assert!(!p.prepend(10_000));
+        assert!(p.trim(3));
+        assert!(p.is_empty());
+    }
+}

@@ -1,0 +1,309 @@
+//! Forwarding state pushed by the control thread: interfaces and local
+//! addresses, the FIB (longest-prefix match for IPv4 and IPv6) and the
+//! neighbour table. Workers hold them as immutable `Arc` snapshots and swap
+//! in a new one between bursts (see `worker`).
+
+use ipnet::{Ipv4Net, Ipv6Net};
+use prefix_trie::PrefixMap;
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+pub use crate::wire::ethernet::MacAddr;
+
+/// A layer-3 interface: a port, optionally a VLAN on it, with addresses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interface {
+    pub name: String,
+    pub port: u16,
+    pub vlan: Option<u16>,
+    pub mac: MacAddr,
+    pub mtu: u16,
+    pub v4: Vec<Ipv4Net>,
+    pub v6: Vec<Ipv6Net>,
+    /// fe80::/64 address derived from the MAC (modified EUI-64).
+    pub link_local: Ipv6Addr,
+}
+
+impl Interface {
+    pub fn new(name: &str, port: u16, vlan: Option<u16>, mac: MacAddr, mtu: u16) -> Self {
+        Interface {
+            name: name.to_owned(),
+            port,
+            vlan,
+            mac,
+            mtu,
+            v4: Vec::new(),
+            v6: Vec::new(),
+            link_local: eui64_link_local(&mac),
+        }
+    }
+    /// The address to source IPv4 packets from on this interface.
+    pub fn primary_v4(&self) -> Option<Ipv4Addr> {
+        self.v4.first().map(|n| n.addr())
+    }
+    /// The address to source IPv6 packets from (a global one if any).
+    pub fn primary_v6(&self) -> Ipv6Addr {
+        self.v6.first().map(|n| n.addr()).unwrap_or(self.link_local)
+    }
+    /// The interface address on the same subnet as `peer`, if any.
+    pub fn v4_for(&self, peer: Ipv4Addr) -> Option<Ipv4Addr> {
+        self.v4.iter().find(|n| n.contains(&peer)).map(|n| n.addr()).or(self.primary_v4())
+    }
+    pub fn v6_for(&self, peer: Ipv6Addr) -> Ipv6Addr {
+        if is_link_local(&peer) {
+            return self.link_local;
+        }
+        self.v6.iter().find(|n| n.contains(&peer)).map(|n| n.addr()).unwrap_or(self.primary_v6())
+    }
+}
+
+pub fn is_link_local(a: &Ipv6Addr) -> bool {
+    a.segments()[0] & 0xffc0 == 0xfe80
+}
+
+/// fe80::/64 with the modified EUI-64 interface identifier of `mac` (RFC 4291).
+pub fn eui64_link_local(mac: &MacAddr) -> Ipv6Addr {
+    let mut b = [0u8; 16];
+    b[0] = 0xfe;
+    b[1] = 0x80;
+    b[8] = mac[0] ^ 0x02;
+    b[9] = mac[1];
+    b[10] = mac[2];
+    b[11] = 0xff;
+    b[12] = 0xfe;
+    b[13] = mac[3];
+    b[14] = mac[4];
+    b[15] = mac[5];
+    Ipv6Addr::from(b)
+}
+
+/// The solicited-node multicast address of `a` (RFC 4291 section 2.7.1).
+pub fn solicited_node(a: &Ipv6Addr) -> Ipv6Addr {
+    let o = a.octets();
+    Ipv6Addr::new(0xff02, 0, 0, 0, 0, 1, 0xff00 | u16::from(o[13]), u16::from_be_bytes([o[14], o[15]]))
+}
+
+/// The interfaces and the router's own addresses.
+#[derive(Debug, Clone, Default)]
+pub struct Topology {
+    pub interfaces: Vec<Interface>,
+    local4: FxHashSet<Ipv4Addr>,
+    local6: FxHashSet<Ipv6Addr>,
+    /// (port, vlan or 0) -> interface index.
+    by_port_vlan: FxHashMap<(u16, u16), u16>,
+}
+
+impl Topology {
+    pub fn new(interfaces: Vec<Interface>) -> Self {
+        let mut t = Topology { interfaces, ..Default::default() };
+        for (i, ifc) in t.interfaces.iter().enumerate() {
+            for n in &ifc.v4 {
+                t.local4.insert(n.addr());
+            }
+            for n in &ifc.v6 {
+                t.local6.insert(n.addr());
+            }
+            t.local6.insert(ifc.link_local);
+            t.by_port_vlan.insert((ifc.port, ifc.vlan.unwrap_or(0)), i as u16);
+        }
+        t
+    }
+    #[inline]
+    pub fn iface_of(&self, port: u16, vlan: Option<u16>) -> Option<u16> {
+        self.by_port_vlan.get(&(port, vlan.unwrap_or(0))).copied()
+    }
+    #[inline]
+    pub fn iface(&self, i: u16) -> Option<&Interface> {
+        self.interfaces.get(usize::from(i))
+    }
+    #[inline]
+    pub fn is_local4(&self, a: &Ipv4Addr) -> bool {
+        self.local4.contains(a)
+    }
+    #[inline]
+    pub fn is_local6(&self, a: &Ipv6Addr) -> bool {
+        self.local6.contains(a)
+    }
+    /// True when `a` is one of our addresses or a multicast group we listen
+    /// to (all-nodes, all-routers, our solicited-node groups).
+    pub fn accepts6(&self, a: &Ipv6Addr) -> bool {
+        if self.local6.contains(a) {
+            return true;
+        }
+        let s = a.segments();
+        if s[0] == 0xff02 {
+            if *a == Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1) || *a == Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 2) {
+                return true;
+            }
+            if s[5] == 1 && s[6] & 0xff00 == 0xff00 {
+                return self.local6.iter().any(|l| solicited_node(l) == *a);
+            }
+        }
+        false
+    }
+}
+
+/// Where to send a packet that matched a route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct NextHop {
+    /// Egress interface index.
+    pub iface: u16,
+    /// The gateway; `None` for a connected route (the destination itself is
+    /// the neighbour).
+    pub gateway: Option<IpAddr>,
+}
+
+/// The forwarding information base: longest-prefix match per family.
+#[derive(Debug, Clone, Default)]
+pub struct Fib {
+    v4: PrefixMap<Ipv4Net, NextHop>,
+    v6: PrefixMap<Ipv6Net, NextHop>,
+}
+
+impl Fib {
+    pub fn insert4(&mut self, p: Ipv4Net, nh: NextHop) -> Option<NextHop> {
+        self.v4.insert(p.trunc(), nh)
+    }
+    pub fn insert6(&mut self, p: Ipv6Net, nh: NextHop) -> Option<NextHop> {
+        self.v6.insert(p.trunc(), nh)
+    }
+    pub fn remove4(&mut self, p: &Ipv4Net) -> Option<NextHop> {
+        self.v4.remove(&p.trunc())
+    }
+    pub fn remove6(&mut self, p: &Ipv6Net) -> Option<NextHop> {
+        self.v6.remove(&p.trunc())
+    }
+    #[inline]
+    pub fn lookup4(&self, a: Ipv4Addr) -> Option<&NextHop> {
+        self.v4.get_lpm(&Ipv4Net::from(a)).map(|(_, nh)| nh)
+    }
+    #[inline]
+    pub fn lookup6(&self, a: Ipv6Addr) -> Option<&NextHop> {
+        self.v6.get_lpm(&Ipv6Net::from(a)).map(|(_, nh)| nh)
+    }
+    pub fn routes4(&self) -> impl Iterator<Item = (Ipv4Net, &NextHop)> {
+        self.v4.iter()
+    }
+    pub fn routes6(&self) -> impl Iterator<Item = (Ipv6Net, &NextHop)> {
+        self.v6.iter()
+    }
+    pub fn len(&self) -> usize {
+        self.v4.len() + self.v6.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// How a neighbour entry came to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NeighSource {
+    Static,
+    Learned,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Neighbour {
+    pub mac: MacAddr,
+    pub source: NeighSource,
+}
+
+/// IP -> MAC per interface.
+#[derive(Debug, Clone, Default)]
+pub struct Neighbours {
+    map: FxHashMap<(u16, IpAddr), Neighbour>,
+}
+
+impl Neighbours {
+    #[inline]
+    pub fn get(&self, iface: u16, ip: IpAddr) -> Option<&Neighbour> {
+        self.map.get(&(iface, ip))
+    }
+    /// Insert or refresh; a learned entry never replaces a static one.
+    /// Returns true when the table changed.
+    pub fn learn(&mut self, iface: u16, ip: IpAddr, mac: MacAddr, source: NeighSource) -> bool {
+        match self.map.get(&(iface, ip)) {
+            Some(n) if n.source == NeighSource::Static && source == NeighSource::Learned => false,
+            Some(n) if n.mac == mac && n.source == source => false,
+            _ => {
+                self.map.insert((iface, ip), Neighbour { mac, source });
+                true
+            }
+        }
+    }
+    pub fn remove(&mut self, iface: u16, ip: IpAddr) -> Option<Neighbour> {
+        self.map.remove(&(iface, ip))
+    }
+    pub fn iter(&self) -> impl Iterator<Item = (&(u16, IpAddr), &Neighbour)> {
+        self.map.iter()
+    }
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nh(i: u16) -> NextHop {
+        NextHop { iface: i, gateway: None }
+    }
+
+    #[test]
+    fn lpm_prefers_longest() {
+        let mut f = Fib::default();
+        f.insert4("0.0.0.0/0".parse().unwrap(), nh(0));
+        f.insert4("10.0.0.0/8".parse().unwrap(), nh(1));
+        f.insert4("10.1.2.0/24".parse().unwrap(), nh(2));
+        assert_eq!(f.lookup4("10.1.2.3".parse().unwrap()).unwrap().iface, 2);
+        assert_eq!(f.lookup4("10.1.3.3".parse().unwrap()).unwrap().iface, 1);
+        assert_eq!(f.lookup4("192.0.2.1".parse().unwrap()).unwrap().iface, 0);
+        f.remove4(&"0.0.0.0/0".parse().unwrap());
+        assert!(f.lookup4("192.0.2.1".parse().unwrap()).is_none());
+        // Host bits in a configured prefix are ignored.
+        f.insert6("2001:db8::1/32".parse().unwrap(), nh(3));
+        f.insert6("2001:db8:1::/48".parse().unwrap(), nh(4));
+        assert_eq!(f.lookup6("2001:db8:1::5".parse().unwrap()).unwrap().iface, 4);
+        assert_eq!(f.lookup6("2001:db8:2::5".parse().unwrap()).unwrap().iface, 3);
+        assert!(f.lookup6("2001:db9::".parse().unwrap()).is_none());
+        assert_eq!(f.len(), 4);
+    }
+
+    #[test]
+    fn link_local_and_solicited_node() {
+        let mac = [0x02, 0x00, 0x00, 0xaa, 0xbb, 0xcc];
+        assert_eq!(eui64_link_local(&mac), "fe80::ff:feaa:bbcc".parse::<Ipv6Addr>().unwrap());
+        let a: Ipv6Addr = "2001:db8::1:2:3".parse().unwrap();
+        assert_eq!(solicited_node(&a), "ff02::1:ff02:3".parse::<Ipv6Addr>().unwrap());
+    }
+
+    #[test]
+    fn topology_local_and_groups() {
+        let mut i = Interface::new("p0", 0, None, [2, 0, 0, 0, 0, 1], 1500);
+        i.v4.push("10.0.0.1/24".parse().unwrap());
+        i.v6.push("2001:db8::1/64".parse().unwrap());
+        let t = Topology::new(vec![i]);
+        assert!(t.is_local4(&"10.0.0.1".parse().unwrap()));
+        assert!(!t.is_local4(&"10.0.0.2".parse().unwrap()));
+        assert!(t.accepts6(&"ff02::1:ff00:1".parse().unwrap()));
+        assert!(!t.accepts6(&"ff02::1:ff00:2".parse().unwrap()));
+        assert!(t.accepts6(&"fe80::ff:fe00:1".parse().unwrap()));
+        assert_eq!(t.iface_of(0, None), Some(0));
+        assert_eq!(t.iface_of(0, Some(5)), None);
+    }
+
+    #[test]
+    fn static_neighbour_wins() {
+        let mut n = Neighbours::default();
+        let ip: IpAddr = "10.0.0.2".parse().unwrap();
+        assert!(n.learn(0, ip, [1; 6], NeighSource::Static));
+        assert!(!n.learn(0, ip, [2; 6], NeighSource::Learned));
+        assert_eq!(n.get(0, ip).unwrap().mac, [1; 6]);
+        assert!(n.learn(0, "10.0.0.3".parse().unwrap(), [3; 6], NeighSource::Learned));
+        assert!(!n.learn(0, "10.0.0.3".parse().unwrap(), [3; 6], NeighSource::Learned));
+    }
+}
