@@ -700,7 +700,7 @@ mod tests {
 
     #[test]
     fn options() {
-        let mut b = vec![0u8; 32];
+        let mut b = [0u8; 32];
         b[0] = 0x46;
         b[3] = 32;
         b[20..24].copy_from_slice(&[0x01, 0x01, 0x01, 0x00]); // NOP NOP NOP EOL
@@ -807,7 +807,7 @@ mod tests {
             b[2..4].copy_from_slice(&tl.to_be_bytes());
             let res = Ipv4Packet::new_checked(&b[..]).and_then(|p| Ipv4Repr::parse(&p));
             // 0x0000 and 0xffff are the same one's-complement number.
-            if tl != old && !(tl ^ old == 0xffff) { prop_assert!(res.is_err()); }
+            if tl != old && tl ^ old != 0xffff { prop_assert!(res.is_err()); }
         }
 
         #[test]

@@ -1139,7 +1139,7 @@ mod tests {
         assert_eq!(p.src_addr(), "2001:db8::1".parse::<Ipv6Addr>().unwrap());
         assert_eq!(p.dst_addr(), "2001:db8::2".parse::<Ipv6Addr>().unwrap());
         let r = Ipv6Repr::parse(&p).unwrap();
-        let mut out = vec![0u8; 40];
+        let mut out = [0u8; 40];
         r.emit(&mut Ipv6Packet::new_unchecked(&mut out[..]));
         assert_eq!(out[..], b[..40]);
     }
