@@ -373,7 +373,9 @@ impl<'a, T: AsRef<[u8]> + ?Sized> ExtStructure<&'a T> {
     /// The objects as raw `(class_num, c_type, data)` (data unpadded).
     pub fn objects(&self) -> RawObjects<'a> {
         let b = self.buffer.as_ref();
-        RawObjects { rest: b.get(EXT_HEADER_LEN..).unwrap_or(&[]) }
+        RawObjects {
+            rest: b.get(EXT_HEADER_LEN..).unwrap_or(&[]),
+        }
     }
 }
 
@@ -418,7 +420,11 @@ impl<'a> Iterator for RawObjects<'a> {
             self.rest = &[];
             return None;
         }
-        let item = (r[field::OBJ_CLASS], r[field::OBJ_CTYPE], &r[OBJ_HEADER_LEN..len]);
+        let item = (
+            r[field::OBJ_CLASS],
+            r[field::OBJ_CTYPE],
+            &r[OBJ_HEADER_LEN..len],
+        );
         self.rest = &r[pad4(len)..];
         Some(item)
     }
@@ -449,7 +455,12 @@ pub struct ExtObject<'a> {
 impl<'a> ExtObject<'a> {
     /// Type a raw object: in the Long-haul CNP class (`lhcnp_class`),
     /// C-Types 1..=3 must be well formed (8 octets; valid UTF-8).
-    pub fn from_raw(lhcnp_class: u8, class_num: u8, c_type: u8, data: &'a [u8]) -> Result<ExtObject<'a>> {
+    pub fn from_raw(
+        lhcnp_class: u8,
+        class_num: u8,
+        c_type: u8,
+        data: &'a [u8],
+    ) -> Result<ExtObject<'a>> {
         let data = if class_num != lhcnp_class {
             ObjectData::Raw { c_type, data }
         } else {
@@ -555,15 +566,22 @@ impl<'a> Objects<'a> {
         for (class_num, c_type, data) in s.objects() {
             ExtObject::from_raw(lhcnp_class, class_num, c_type, data)?;
         }
-        Ok(Objects::Parsed { lhcnp_class, objects: &ext[EXT_HEADER_LEN..] })
+        Ok(Objects::Parsed {
+            lhcnp_class,
+            objects: &ext[EXT_HEADER_LEN..],
+        })
     }
 
     /// Iterate over the objects.
     pub fn iter(&self) -> ObjectIter<'a> {
         match *self {
-            Objects::Parsed { lhcnp_class, objects } => {
-                ObjectIter::Parsed { lhcnp_class, raw: RawObjects { rest: objects } }
-            }
+            Objects::Parsed {
+                lhcnp_class,
+                objects,
+            } => ObjectIter::Parsed {
+                lhcnp_class,
+                raw: RawObjects { rest: objects },
+            },
             Objects::List(l) => ObjectIter::List(l.iter()),
         }
     }
@@ -613,7 +631,10 @@ impl Eq for Objects<'_> {}
 /// Iterator over [`Objects`].
 #[derive(Debug, Clone)]
 pub enum ObjectIter<'a> {
-    Parsed { lhcnp_class: u8, raw: RawObjects<'a> },
+    Parsed {
+        lhcnp_class: u8,
+        raw: RawObjects<'a>,
+    },
     List(core::slice::Iter<'a, ExtObject<'a>>),
 }
 
@@ -768,7 +789,11 @@ impl<'a> Icmpv6LhCnpRepr<'a> {
         }
         let info = CnpInfo::parse(&packet.body())?;
         let objects = Objects::parse(packet.extension(), params.lhcnp_ext_class_num)?;
-        Ok(Icmpv6LhCnpRepr { code: packet.msg_code(), info, objects })
+        Ok(Icmpv6LhCnpRepr {
+            code: packet.msg_code(),
+            info,
+            objects,
+        })
     }
 
     /// Length of the ICMPv6 message.
@@ -819,7 +844,12 @@ pub fn emit_icmpv6_packet(
     b[7] = hop_limit;
     b[8..24].copy_from_slice(src);
     b[24..40].copy_from_slice(dst);
-    repr.emit(&mut Icmpv6LhCnp::new_unchecked(&mut b[40..]), src, dst, params)?;
+    repr.emit(
+        &mut Icmpv6LhCnp::new_unchecked(&mut b[40..]),
+        src,
+        dst,
+        params,
+    )?;
     Ok(n)
 }
 
@@ -847,7 +877,10 @@ impl<'a> RoceLhCnpRepr<'a> {
     /// and E=1 (else `Unrecognized`), BECN=1, TVer 0 and PadCnt 0 (else
     /// `Malformed`); FECN, SE, M, A and the PSN are ignored. The ICRC is
     /// not checked here (it needs the IP header: see `roce::icrc_check`).
-    pub fn parse<T: AsRef<[u8]> + ?Sized>(bth: &Bth<&'a T>, params: &Params) -> Result<RoceLhCnpRepr<'a>> {
+    pub fn parse<T: AsRef<[u8]> + ?Sized>(
+        bth: &Bth<&'a T>,
+        params: &Params,
+    ) -> Result<RoceLhCnpRepr<'a>> {
         bth.check_len()?;
         if !is_roce_lhcnp(bth) || bth.tver() != 0 {
             return Err(Error::Unrecognized);
@@ -861,7 +894,12 @@ impl<'a> RoceLhCnpRepr<'a> {
         }
         let info = CnpInfo::parse(&Body::new_unchecked(&p[..BODY_LEN]))?;
         let objects = Objects::parse(&p[BODY_LEN..], params.lhcnp_ext_class_num)?;
-        Ok(RoceLhCnpRepr { pkey: bth.pkey(), dest_qp: bth.dest_qp(), info, objects })
+        Ok(RoceLhCnpRepr {
+            pkey: bth.pkey(),
+            dest_qp: bth.dest_qp(),
+            info,
+            objects,
+        })
     }
 
     /// BTH + body + extension structure + ICRC.
@@ -895,7 +933,11 @@ impl<'a> RoceLhCnpRepr<'a> {
 /// Emit a complete RoCEv2 Long-haul CNP datagram (IPv4 or IPv6, UDP, BTH,
 /// body, objects, ICRC, and UDP checksum if enabled) into `buf`; returns its
 /// length.
-pub fn emit_roce_datagram(ipudp: &IpUdpRepr, repr: &RoceLhCnpRepr<'_>, buf: &mut [u8]) -> Result<usize> {
+pub fn emit_roce_datagram(
+    ipudp: &IpUdpRepr,
+    repr: &RoceLhCnpRepr<'_>,
+    buf: &mut [u8],
+) -> Result<usize> {
     let hl = ipudp.header_len();
     let pl = repr.buffer_len();
     let n = hl + pl;
@@ -912,7 +954,10 @@ mod tests {
     use proptest::prelude::*;
 
     fn unhex(s: &str) -> Vec<u8> {
-        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
     }
 
     const P: Params = Params::DEFAULT;
@@ -930,7 +975,9 @@ mod tests {
         metric_value: 130_000,
     };
     /// The body, by hand: b4 | 10 000000 | 001e | 00000064 | 01 | 01fbd0.
-    const STEP4_BODY: [u8; 12] = [0xb4, 0x80, 0x00, 0x1e, 0x00, 0x00, 0x00, 0x64, 0x01, 0x01, 0xfb, 0xd0];
+    const STEP4_BODY: [u8; 12] = [
+        0xb4, 0x80, 0x00, 0x1e, 0x00, 0x00, 0x00, 0x64, 0x01, 0x01, 0xfb, 0xd0,
+    ];
 
     /// scapy: IP(src=10.0.0.2, dst=10.0.0.1, id=0, DF, ttl=64)/UDP(4791,
     /// 4791, chksum=0)/BTH(opcode=0x81, becn=1, resv6=0x20, dqpn=100)/body.
@@ -944,9 +991,18 @@ mod tests {
     const STEP4_ROCE6_EXT: &str = "600000000048114020010db800000000000000000000000220010db800000000000000000000000112b712b70048a7508100ffff6000006400000000b480001e000000640101fbd020006f35000cf701e8f0a1b2c3d4e5f60006f7024e3100000009f70301020304050000001a6c2985";
 
     const OBJS: [ExtObject<'static>; 3] = [
-        ExtObject { class_num: 247, data: ObjectData::Timestamp(0xe8f0_a1b2_c3d4_e5f6) },
-        ExtObject { class_num: 247, data: ObjectData::DeviceId("N1") },
-        ExtObject { class_num: 247, data: ObjectData::PathId(&[1, 2, 3, 4, 5]) },
+        ExtObject {
+            class_num: 247,
+            data: ObjectData::Timestamp(0xe8f0_a1b2_c3d4_e5f6),
+        },
+        ExtObject {
+            class_num: 247,
+            data: ObjectData::DeviceId("N1"),
+        },
+        ExtObject {
+            class_num: 247,
+            data: ObjectData::PathId(&[1, 2, 3, 4, 5]),
+        },
     ];
 
     #[test]
@@ -954,15 +1010,29 @@ mod tests {
         let mut b = [0u8; 12];
         STEP4.emit(&mut Body::new_unchecked(&mut b[..])).unwrap();
         assert_eq!(b, STEP4_BODY);
-        assert_eq!(CnpInfo::parse(&Body::new_checked(&b[..]).unwrap()).unwrap(), STEP4);
+        assert_eq!(
+            CnpInfo::parse(&Body::new_checked(&b[..]).unwrap()).unwrap(),
+            STEP4
+        );
     }
 
     #[test]
     fn step4_roce_ipv4() {
         let want = unhex(STEP4_ROCE4);
-        let r = RoceLhCnpRepr { pkey: 0xffff, dest_qp: 100, info: STEP4, objects: Objects::NONE };
+        let r = RoceLhCnpRepr {
+            pkey: 0xffff,
+            dest_qp: 100,
+            info: STEP4,
+            objects: Objects::NONE,
+        };
         let ipudp = IpUdpRepr {
-            ip: IpHeader::V4 { src: [10, 0, 0, 2], dst: [10, 0, 0, 1], tos: 0, ttl: 64, ident: 0 },
+            ip: IpHeader::V4 {
+                src: [10, 0, 0, 2],
+                dst: [10, 0, 0, 1],
+                tos: 0,
+                ttl: 64,
+                ident: 0,
+            },
             src_port: 4791,
             dst_port: 4791,
             udp_checksum: false,
@@ -984,7 +1054,11 @@ mod tests {
     #[test]
     fn step4_icmpv6() {
         let want = unhex(STEP4_ICMP6);
-        let r = Icmpv6LhCnpRepr { code: CODE_FLOW_LEVEL, info: STEP4, objects: Objects::NONE };
+        let r = Icmpv6LhCnpRepr {
+            code: CODE_FLOW_LEVEL,
+            info: STEP4,
+            objects: Objects::NONE,
+        };
         let mut buf = [0u8; 256];
         let n = emit_icmpv6_packet(&N1, &SRC, 64, &r, &P, &mut buf).unwrap();
         assert_eq!(&buf[..n], &want[..]);
@@ -994,15 +1068,28 @@ mod tests {
         // Wrong address: checksum; other type: unrecognized.
         let mut other = SRC;
         other[15] = 9;
-        assert_eq!(Icmpv6LhCnpRepr::parse(&m, &N1, &other, &P), Err(Error::Checksum));
-        let p2 = Params { icmpv6_lhcnp_type: 201, ..P };
-        assert_eq!(Icmpv6LhCnpRepr::parse(&m, &N1, &SRC, &p2), Err(Error::Unrecognized));
+        assert_eq!(
+            Icmpv6LhCnpRepr::parse(&m, &N1, &other, &P),
+            Err(Error::Checksum)
+        );
+        let p2 = Params {
+            icmpv6_lhcnp_type: 201,
+            ..P
+        };
+        assert_eq!(
+            Icmpv6LhCnpRepr::parse(&m, &N1, &SRC, &p2),
+            Err(Error::Unrecognized)
+        );
     }
 
     #[test]
     fn step4_icmpv6_with_objects() {
         let want = unhex(STEP4_ICMP6_EXT);
-        let r = Icmpv6LhCnpRepr { code: 0, info: STEP4, objects: Objects::List(&OBJS) };
+        let r = Icmpv6LhCnpRepr {
+            code: 0,
+            info: STEP4,
+            objects: Objects::List(&OBJS),
+        };
         assert_eq!(r.buffer_len(), want.len() - 40);
         let mut buf = [0u8; 256];
         let n = emit_icmpv6_packet(&N1, &SRC, 64, &r, &P, &mut buf).unwrap();
@@ -1013,20 +1100,37 @@ mod tests {
         let objs: Vec<_> = back.objects.iter().collect();
         assert_eq!(objs, OBJS.to_vec());
         // With another class number configured the objects stay raw.
-        let p2 = Params { lhcnp_ext_class_num: 248, ..P };
+        let p2 = Params {
+            lhcnp_ext_class_num: 248,
+            ..P
+        };
         let other = Icmpv6LhCnpRepr::parse(&m, &N1, &SRC, &p2).unwrap();
         assert_eq!(
             other.objects.iter().next().unwrap().data,
-            ObjectData::Raw { c_type: 1, data: &[0xe8, 0xf0, 0xa1, 0xb2, 0xc3, 0xd4, 0xe5, 0xf6] }
+            ObjectData::Raw {
+                c_type: 1,
+                data: &[0xe8, 0xf0, 0xa1, 0xb2, 0xc3, 0xd4, 0xe5, 0xf6]
+            }
         );
     }
 
     #[test]
     fn step4_roce_ipv6_with_objects() {
         let want = unhex(STEP4_ROCE6_EXT);
-        let r = RoceLhCnpRepr { pkey: 0xffff, dest_qp: 100, info: STEP4, objects: Objects::List(&OBJS) };
+        let r = RoceLhCnpRepr {
+            pkey: 0xffff,
+            dest_qp: 100,
+            info: STEP4,
+            objects: Objects::List(&OBJS),
+        };
         let ipudp = IpUdpRepr {
-            ip: IpHeader::V6 { src: N1, dst: SRC, traffic_class: 0, flow_label: 0, hop_limit: 64 },
+            ip: IpHeader::V6 {
+                src: N1,
+                dst: SRC,
+                traffic_class: 0,
+                flow_label: 0,
+                hop_limit: 64,
+            },
             src_port: 4791,
             dst_port: 4791,
             udp_checksum: true,
@@ -1087,12 +1191,24 @@ mod tests {
         );
         // Timestamp of the wrong size; invalid UTF-8 device id.
         let mut tmp = [0u8; 64];
-        let bad = [ExtObject { class_num: 247, data: ObjectData::Raw { c_type: 1, data: &[1, 2, 3] } }];
+        let bad = [ExtObject {
+            class_num: 247,
+            data: ObjectData::Raw {
+                c_type: 1,
+                data: &[1, 2, 3],
+            },
+        }];
         let o = Objects::List(&bad);
         let n = o.buffer_len();
         o.emit(&mut tmp[..n]).unwrap();
         assert_eq!(Objects::parse(&tmp[..n], 247), Err(Error::Malformed));
-        let bad = [ExtObject { class_num: 247, data: ObjectData::Raw { c_type: 2, data: &[0xff, 0xfe] } }];
+        let bad = [ExtObject {
+            class_num: 247,
+            data: ObjectData::Raw {
+                c_type: 2,
+                data: &[0xff, 0xfe],
+            },
+        }];
         let o = Objects::List(&bad);
         let n = o.buffer_len();
         o.emit(&mut tmp[..n]).unwrap();
@@ -1117,30 +1233,50 @@ mod tests {
         let b = &d[28..];
         let mut e = b.to_vec();
         e[4] = 0x40; // E clear: a standard CNP
-        assert_eq!(RoceLhCnpRepr::parse(&Bth::new_checked(&e[..]).unwrap(), &P), Err(Error::Unrecognized));
+        assert_eq!(
+            RoceLhCnpRepr::parse(&Bth::new_checked(&e[..]).unwrap(), &P),
+            Err(Error::Unrecognized)
+        );
         let mut e = b.to_vec();
         e[0] = 0x11;
-        assert_eq!(RoceLhCnpRepr::parse(&Bth::new_checked(&e[..]).unwrap(), &P), Err(Error::Unrecognized));
+        assert_eq!(
+            RoceLhCnpRepr::parse(&Bth::new_checked(&e[..]).unwrap(), &P),
+            Err(Error::Unrecognized)
+        );
         let mut e = b.to_vec();
         e[4] = 0x20; // BECN clear
-        assert_eq!(RoceLhCnpRepr::parse(&Bth::new_checked(&e[..]).unwrap(), &P), Err(Error::Malformed));
+        assert_eq!(
+            RoceLhCnpRepr::parse(&Bth::new_checked(&e[..]).unwrap(), &P),
+            Err(Error::Malformed)
+        );
         // Body cut short (ICRC kept).
         let mut e = b[..20].to_vec();
         e.extend_from_slice(&[0; 4]);
-        assert_eq!(RoceLhCnpRepr::parse(&Bth::new_checked(&e[..]).unwrap(), &P), Err(Error::Truncated));
+        assert_eq!(
+            RoceLhCnpRepr::parse(&Bth::new_checked(&e[..]).unwrap(), &P),
+            Err(Error::Truncated)
+        );
     }
 
     fn arb_info() -> impl Strategy<Value = CnpInfo> {
-        (any::<u8>(), 0u8..4, any::<u16>(), any::<u32>(), any::<u8>(), 0u32..0x100_0000).prop_map(
-            |(congestion_level, a, parameter, source_qp, mt, metric_value)| CnpInfo {
-                congestion_level,
-                action: Action::from_flags(a << 6),
-                parameter,
-                source_qp,
-                metric_type: MetricType::from(mt),
-                metric_value,
-            },
+        (
+            any::<u8>(),
+            0u8..4,
+            any::<u16>(),
+            any::<u32>(),
+            any::<u8>(),
+            0u32..0x100_0000,
         )
+            .prop_map(
+                |(congestion_level, a, parameter, source_qp, mt, metric_value)| CnpInfo {
+                    congestion_level,
+                    action: Action::from_flags(a << 6),
+                    parameter,
+                    source_qp,
+                    metric_type: MetricType::from(mt),
+                    metric_value,
+                },
+            )
     }
 
     #[derive(Debug, Clone)]
@@ -1159,9 +1295,16 @@ mod tests {
                 proptest::collection::vec(any::<u8>(), 0..20).prop_map(Obj::Path),
                 // Canonical raw objects: foreign class, or our class with an
                 // untyped C-Type.
-                (0u8..247, any::<u8>(), proptest::collection::vec(any::<u8>(), 0..20))
+                (
+                    0u8..247,
+                    any::<u8>(),
+                    proptest::collection::vec(any::<u8>(), 0..20)
+                )
                     .prop_map(|(c, t, d)| Obj::Raw(c, t, d)),
-                (prop_oneof![Just(0u8), 4u8..=255], proptest::collection::vec(any::<u8>(), 0..20))
+                (
+                    prop_oneof![Just(0u8), 4u8..=255],
+                    proptest::collection::vec(any::<u8>(), 0..20)
+                )
                     .prop_map(|(t, d)| Obj::Raw(247, t, d)),
             ],
             0..5,
@@ -1171,10 +1314,25 @@ mod tests {
     fn to_ext(v: &[Obj]) -> Vec<ExtObject<'_>> {
         v.iter()
             .map(|o| match o {
-                Obj::Ts(t) => ExtObject { class_num: 247, data: ObjectData::Timestamp(*t) },
-                Obj::Dev(s) => ExtObject { class_num: 247, data: ObjectData::DeviceId(s) },
-                Obj::Path(p) => ExtObject { class_num: 247, data: ObjectData::PathId(p) },
-                Obj::Raw(c, t, d) => ExtObject { class_num: *c, data: ObjectData::Raw { c_type: *t, data: d } },
+                Obj::Ts(t) => ExtObject {
+                    class_num: 247,
+                    data: ObjectData::Timestamp(*t),
+                },
+                Obj::Dev(s) => ExtObject {
+                    class_num: 247,
+                    data: ObjectData::DeviceId(s),
+                },
+                Obj::Path(p) => ExtObject {
+                    class_num: 247,
+                    data: ObjectData::PathId(p),
+                },
+                Obj::Raw(c, t, d) => ExtObject {
+                    class_num: *c,
+                    data: ObjectData::Raw {
+                        c_type: *t,
+                        data: d,
+                    },
+                },
             })
             .collect()
     }

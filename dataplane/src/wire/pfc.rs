@@ -54,7 +54,8 @@ pub fn nanos_from_quanta(quanta: u16, link_bps: u64) -> u64 {
     if link_bps == 0 {
         return 0;
     }
-    (u128::from(quanta) * u128::from(QUANTUM_BIT_TIMES) * 1_000_000_000 / u128::from(link_bps)) as u64
+    (u128::from(quanta) * u128::from(QUANTUM_BIT_TIMES) * 1_000_000_000 / u128::from(link_bps))
+        as u64
 }
 
 /// A view of a MAC Control PDU (after the EtherType).
@@ -172,12 +173,18 @@ impl PfcRepr {
             }
             i += 1;
         }
-        PfcRepr { class_enable: prios, times }
+        PfcRepr {
+            class_enable: prios,
+            times,
+        }
     }
 
     /// Resume (zero time) the priorities in `prios`.
     pub const fn resume(prios: u8) -> PfcRepr {
-        PfcRepr { class_enable: prios, times: [0; 8] }
+        PfcRepr {
+            class_enable: prios,
+            times: [0; 8],
+        }
     }
 
     /// The effective pause time for `prio`: `None` if not enabled.
@@ -205,13 +212,18 @@ impl MacControlRepr {
     pub fn parse<T: AsRef<[u8]> + ?Sized>(p: &MacControl<&T>) -> Result<MacControlRepr> {
         p.check_len()?;
         match p.opcode() {
-            OPCODE_PAUSE => Ok(MacControlRepr::Pause { quanta: p.pause_time() }),
+            OPCODE_PAUSE => Ok(MacControlRepr::Pause {
+                quanta: p.pause_time(),
+            }),
             OPCODE_PFC => {
                 let mut times = [0u16; 8];
                 for (i, t) in times.iter_mut().enumerate() {
                     *t = p.class_time(i);
                 }
-                Ok(MacControlRepr::Pfc(PfcRepr { class_enable: p.class_enable(), times }))
+                Ok(MacControlRepr::Pfc(PfcRepr {
+                    class_enable: p.class_enable(),
+                    times,
+                }))
             }
             _ => Err(Error::Unrecognized),
         }
@@ -261,7 +273,11 @@ pub struct FrameRepr {
 impl FrameRepr {
     /// A PFC frame to the reserved multicast address.
     pub const fn pfc(src: [u8; 6], pfc: PfcRepr) -> FrameRepr {
-        FrameRepr { dst: DST_MAC, src, control: MacControlRepr::Pfc(pfc) }
+        FrameRepr {
+            dst: DST_MAC,
+            src,
+            control: MacControlRepr::Pfc(pfc),
+        }
     }
 
     /// Parse an untagged Ethernet frame (FCS stripped; padding allowed, or
@@ -278,7 +294,11 @@ impl FrameRepr {
         let mut src = [0u8; 6];
         src.copy_from_slice(&frame[6..12]);
         let p = MacControl::new_checked(&frame[ETH_HEADER_LEN..])?;
-        Ok(FrameRepr { dst, src, control: MacControlRepr::parse(&p)? })
+        Ok(FrameRepr {
+            dst,
+            src,
+            control: MacControlRepr::parse(&p)?,
+        })
     }
 
     /// Frame length (the 60-octet minimum; the FCS is the NIC's).
@@ -293,7 +313,8 @@ impl FrameRepr {
         b[6..12].copy_from_slice(&self.src);
         b[12..14].copy_from_slice(&ETHERTYPE_MAC_CONTROL.to_be_bytes());
         b[ETH_HEADER_LEN..].fill(0);
-        self.control.emit(&mut MacControl::new_unchecked(&mut b[ETH_HEADER_LEN..]))?;
+        self.control
+            .emit(&mut MacControl::new_unchecked(&mut b[ETH_HEADER_LEN..]))?;
         Ok(MIN_FRAME_LEN)
     }
 }
@@ -329,7 +350,9 @@ mod tests {
         assert_eq!(buf[60], 0xaa);
         let back = FrameRepr::parse(&buf[..60]).unwrap();
         assert_eq!(back, f);
-        let MacControlRepr::Pfc(p) = back.control else { panic!() };
+        let MacControlRepr::Pfc(p) = back.control else {
+            panic!()
+        };
         assert_eq!(p.time(3), Some(0xffff));
         assert_eq!(p.time(5), Some(0));
         assert_eq!(p.time(4), None);
@@ -351,7 +374,9 @@ mod tests {
     #[test]
     fn errors() {
         let mut buf = [0u8; 60];
-        FrameRepr::pfc(SRC, PfcRepr::resume(0xff)).emit(&mut buf).unwrap();
+        FrameRepr::pfc(SRC, PfcRepr::resume(0xff))
+            .emit(&mut buf)
+            .unwrap();
         assert_eq!(FrameRepr::parse(&buf[..33]), Err(Error::Truncated));
         FrameRepr::parse(&buf[..34]).unwrap();
         let mut e = buf;
@@ -363,9 +388,18 @@ mod tests {
         // Reserved upper octet of the vector is ignored.
         let mut e = buf;
         e[16] = 0xff;
-        assert_eq!(FrameRepr::parse(&e).unwrap().control, MacControlRepr::Pfc(PfcRepr::resume(0xff)));
-        assert_eq!(MacControl::new_checked(&[0x00u8, 0x01, 0x00][..]), Err(Error::Truncated));
-        assert_eq!(MacControl::new_checked(&[0x00u8][..]), Err(Error::Truncated));
+        assert_eq!(
+            FrameRepr::parse(&e).unwrap().control,
+            MacControlRepr::Pfc(PfcRepr::resume(0xff))
+        );
+        assert_eq!(
+            MacControl::new_checked(&[0x00u8, 0x01, 0x00][..]),
+            Err(Error::Truncated)
+        );
+        assert_eq!(
+            MacControl::new_checked(&[0x00u8][..]),
+            Err(Error::Truncated)
+        );
     }
 
     #[test]

@@ -102,7 +102,10 @@ pub mod opcode {
         match transport(op) {
             RC => matches!(
                 operation(op),
-                RDMA_WRITE_FIRST | RDMA_WRITE_ONLY | RDMA_WRITE_ONLY_WITH_IMMEDIATE | RDMA_READ_REQUEST
+                RDMA_WRITE_FIRST
+                    | RDMA_WRITE_ONLY
+                    | RDMA_WRITE_ONLY_WITH_IMMEDIATE
+                    | RDMA_READ_REQUEST
             ),
             UC => matches!(
                 operation(op),
@@ -612,7 +615,10 @@ pub struct AethRepr {
 impl AethRepr {
     pub fn parse<T: AsRef<[u8]> + ?Sized>(aeth: &Aeth<&T>) -> Result<AethRepr> {
         aeth.check_len()?;
-        Ok(AethRepr { syndrome: Syndrome::from_octet(aeth.syndrome())?, msn: aeth.msn() })
+        Ok(AethRepr {
+            syndrome: Syndrome::from_octet(aeth.syndrome())?,
+            msn: aeth.msn(),
+        })
     }
     pub const fn buffer_len(&self) -> usize {
         AETH_LEN
@@ -748,7 +754,11 @@ impl CnpRepr {
         if !bth.becn() {
             return Err(Error::Malformed);
         }
-        Ok(CnpRepr { pkey: bth.pkey(), dest_qp: bth.dest_qp(), fecn: bth.fecn() })
+        Ok(CnpRepr {
+            pkey: bth.pkey(),
+            dest_qp: bth.dest_qp(),
+            fecn: bth.fecn(),
+        })
     }
 
     /// BTH + reserved + ICRC.
@@ -789,7 +799,11 @@ const PREFIX_CRC: u32 = {
         crc ^= 0xff;
         let mut k = 0;
         while k < 8 {
-            crc = if crc & 1 != 0 { (crc >> 1) ^ POLY } else { crc >> 1 };
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ POLY
+            } else {
+                crc >> 1
+            };
             k += 1;
         }
         i += 1;
@@ -948,7 +962,11 @@ impl IcrcLayout {
         if udp_len != total - hlen {
             return Err(Error::BadLength);
         }
-        Ok(IcrcLayout { ip_version, ip_header_len: hlen, datagram_len: total })
+        Ok(IcrcLayout {
+            ip_version,
+            ip_header_len: hlen,
+            datagram_len: total,
+        })
     }
 }
 
@@ -1002,7 +1020,10 @@ pub fn icrc(ip_header: &[u8], udp_to_payload: &[u8]) -> Result<u32> {
 /// content is ignored; trailing octets beyond the IP length are ignored).
 pub fn icrc_full(datagram: &[u8]) -> Result<u32> {
     let l = IcrcLayout::of(datagram)?;
-    icrc(&datagram[..l.ip_header_len], &datagram[l.ip_header_len..l.icrc_offset()])
+    icrc(
+        &datagram[..l.ip_header_len],
+        &datagram[l.ip_header_len..l.icrc_offset()],
+    )
 }
 
 /// The ICRC stored in the trailer of a RoCEv2 IP datagram.
@@ -1024,7 +1045,10 @@ pub fn icrc_check(datagram: &[u8]) -> Result<()> {
 /// Compute and write the ICRC trailer of a RoCEv2 IP datagram; returns it.
 pub fn icrc_fill(datagram: &mut [u8]) -> Result<u32> {
     let l = IcrcLayout::of(datagram)?;
-    let c = icrc(&datagram[..l.ip_header_len], &datagram[l.ip_header_len..l.icrc_offset()])?;
+    let c = icrc(
+        &datagram[..l.ip_header_len],
+        &datagram[l.ip_header_len..l.icrc_offset()],
+    )?;
     datagram[l.icrc_offset()..l.datagram_len].copy_from_slice(&c.to_le_bytes());
     Ok(c)
 }
@@ -1050,7 +1074,10 @@ pub fn icrc_update(old_icrc: u32, covered_len: usize, rewrites: &[(usize, &[u8],
     let mut c = old_icrc;
     for &(offset, old, new) in rewrites {
         debug_assert_eq!(old.len(), new.len());
-        let n = old.len().min(new.len()).min(covered_len.saturating_sub(offset));
+        let n = old
+            .len()
+            .min(new.len())
+            .min(covered_len.saturating_sub(offset));
         debug_assert_eq!(n, old.len(), "rewrite beyond the ICRC coverage");
         if n == 0 {
             continue;
@@ -1068,8 +1095,20 @@ pub fn icrc_update(old_icrc: u32, covered_len: usize, rewrites: &[(usize, &[u8],
 /// The IP addressing of a RoCEv2 datagram that this router originates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum IpHeader {
-    V4 { src: [u8; 4], dst: [u8; 4], tos: u8, ttl: u8, ident: u16 },
-    V6 { src: [u8; 16], dst: [u8; 16], traffic_class: u8, flow_label: u32, hop_limit: u8 },
+    V4 {
+        src: [u8; 4],
+        dst: [u8; 4],
+        tos: u8,
+        ttl: u8,
+        ident: u16,
+    },
+    V6 {
+        src: [u8; 16],
+        dst: [u8; 16],
+        traffic_class: u8,
+        flow_label: u32,
+        hop_limit: u8,
+    },
 }
 
 /// A minimal IP + UDP encapsulation for RoCEv2 datagrams that the router
@@ -1108,7 +1147,13 @@ impl IpUdpRepr {
         }
         let udp_len = 8 + udp_payload_len;
         match self.ip {
-            IpHeader::V4 { src, dst, tos, ttl, ident } => {
+            IpHeader::V4 {
+                src,
+                dst,
+                tos,
+                ttl,
+                ident,
+            } => {
                 let total = 20 + udp_len;
                 if total > 0xffff {
                     return Err(Error::BadLength);
@@ -1129,7 +1174,13 @@ impl IpUdpRepr {
                 let c = checksum::checksum(h);
                 h[10..12].copy_from_slice(&c.to_be_bytes());
             }
-            IpHeader::V6 { src, dst, traffic_class, flow_label, hop_limit } => {
+            IpHeader::V6 {
+                src,
+                dst,
+                traffic_class,
+                flow_label,
+                hop_limit,
+            } => {
                 if udp_len > 0xffff {
                     return Err(Error::BadLength);
                 }
@@ -1163,10 +1214,17 @@ impl IpUdpRepr {
         if self.udp_checksum {
             let udp_len = l.datagram_len - uo;
             let ps = match self.ip {
-                IpHeader::V4 { src, dst, .. } => checksum::pseudo_v4(&src, &dst, 17, udp_len as u16),
-                IpHeader::V6 { src, dst, .. } => checksum::pseudo_v6(&src, &dst, 17, udp_len as u32),
+                IpHeader::V4 { src, dst, .. } => {
+                    checksum::pseudo_v4(&src, &dst, 17, udp_len as u16)
+                }
+                IpHeader::V6 { src, dst, .. } => {
+                    checksum::pseudo_v6(&src, &dst, 17, udp_len as u32)
+                }
             };
-            let mut c = !checksum::fold(checksum::combine(ps, checksum::sum(&datagram[uo..l.datagram_len])));
+            let mut c = !checksum::fold(checksum::combine(
+                ps,
+                checksum::sum(&datagram[uo..l.datagram_len]),
+            ));
             if c == 0 {
                 c = 0xffff;
             }
@@ -1209,7 +1267,10 @@ pub fn rewrite_v6_dst_qpn(datagram: &mut [u8], dst: &[u8; 16], dest_qp: u32) -> 
     let new_icrc = icrc_update(
         old_icrc,
         l.covered_len(),
-        &[(24, &old_da[..], &dst[..]), (qp_off, &old_qp[..], &new_qp[..])],
+        &[
+            (24, &old_da[..], &dst[..]),
+            (qp_off, &old_qp[..], &new_qp[..]),
+        ],
     );
     // UDP checksum covers the pseudo-header DA, the QPN and the ICRC.
     let uc = l.udp_offset() + 6;
@@ -1246,14 +1307,16 @@ pub fn rewrite_v6_dst_qpn(datagram: &mut [u8], dst: &[u8; 16], dest_qp: u32) -> 
     Ok(())
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
 
     fn unhex(s: &str) -> Vec<u8> {
-        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
     }
 
     /// scapy 2.8 `IP()/UDP(dport=4791)/BTH(opcode=0x04, dqpn=200,
@@ -1327,10 +1390,19 @@ mod tests {
         icrc_check(&d).unwrap();
         let bth = Bth::new_checked(&d[48..]).unwrap();
         let r = BthRepr::parse(&bth).unwrap();
-        assert_eq!((r.opcode, r.dest_qp, r.psn), (opcode::RC_ACKNOWLEDGE, 100, 0xabcdef));
+        assert_eq!(
+            (r.opcode, r.dest_qp, r.psn),
+            (opcode::RC_ACKNOWLEDGE, 100, 0xabcdef)
+        );
         assert!(opcode::has_aeth(r.opcode));
         let a = AethRepr::parse(&Aeth::new_checked(bth.payload()).unwrap()).unwrap();
-        assert_eq!(a, AethRepr { syndrome: Syndrome::Ack { credits: 31 }, msn: 0x102 });
+        assert_eq!(
+            a,
+            AethRepr {
+                syndrome: Syndrome::Ack { credits: 31 },
+                msn: 0x102
+            }
+        );
         let mut e = d.clone();
         e[0] = 0x6f; // traffic class
         e[3] = 0; // flow label
@@ -1345,7 +1417,14 @@ mod tests {
         let d = unhex(SCAPY_CNP6);
         icrc_check(&d).unwrap();
         let c = CnpRepr::parse(&Bth::new_checked(&d[48..]).unwrap()).unwrap();
-        assert_eq!(c, CnpRepr { pkey: 0xffff, dest_qp: 100, fecn: false });
+        assert_eq!(
+            c,
+            CnpRepr {
+                pkey: 0xffff,
+                dest_qp: 100,
+                fecn: false
+            }
+        );
         // Our emitter produces the same octets.
         let ipudp = IpUdpRepr {
             ip: IpHeader::V6 {
@@ -1387,11 +1466,26 @@ mod tests {
     #[test]
     fn aeth_syndromes() {
         assert_eq!(Syndrome::from_octet(0x00), Ok(Syndrome::Ack { credits: 0 }));
-        assert_eq!(Syndrome::from_octet(0x2e), Ok(Syndrome::RnrNak { timer: 14 }));
-        assert_eq!(Syndrome::from_octet(0x60), Ok(Syndrome::Nak(NakCode::PsnSequenceError)));
-        assert_eq!(Syndrome::from_octet(0x63), Ok(Syndrome::Nak(NakCode::RemoteOperationalError)));
-        assert_eq!(Syndrome::from_octet(0x64), Ok(Syndrome::Nak(NakCode::InvalidRdRequest)));
-        assert_eq!(Syndrome::from_octet(0x6a), Ok(Syndrome::Nak(NakCode::Reserved(10))));
+        assert_eq!(
+            Syndrome::from_octet(0x2e),
+            Ok(Syndrome::RnrNak { timer: 14 })
+        );
+        assert_eq!(
+            Syndrome::from_octet(0x60),
+            Ok(Syndrome::Nak(NakCode::PsnSequenceError))
+        );
+        assert_eq!(
+            Syndrome::from_octet(0x63),
+            Ok(Syndrome::Nak(NakCode::RemoteOperationalError))
+        );
+        assert_eq!(
+            Syndrome::from_octet(0x64),
+            Ok(Syndrome::Nak(NakCode::InvalidRdRequest))
+        );
+        assert_eq!(
+            Syndrome::from_octet(0x6a),
+            Ok(Syndrome::Nak(NakCode::Reserved(10)))
+        );
         assert_eq!(Syndrome::from_octet(0x40), Err(Error::Unrecognized));
         assert_eq!(Syndrome::from_octet(0x80), Err(Error::Malformed));
         assert_eq!(Syndrome::Nak(NakCode::RemoteAccessError).to_octet(), 0x62);
@@ -1407,7 +1501,9 @@ mod tests {
         assert!(!opcode::has_aeth(opcode::RDMA_READ_RESPONSE_MIDDLE));
         assert!(!opcode::has_aeth(opcode::CNP));
         assert!(opcode::has_immediate(opcode::SEND_ONLY_WITH_IMMEDIATE));
-        assert!(!opcode::has_immediate(opcode::CNP | opcode::SEND_ONLY_WITH_IMMEDIATE));
+        assert!(!opcode::has_immediate(
+            opcode::CNP | opcode::SEND_ONLY_WITH_IMMEDIATE
+        ));
     }
 
     #[test]
@@ -1445,17 +1541,36 @@ mod tests {
 
     fn arb_ip() -> impl Strategy<Value = IpHeader> {
         prop_oneof![
-            (any::<[u8; 4]>(), any::<[u8; 4]>(), any::<u8>(), any::<u8>(), any::<u16>())
-                .prop_map(|(src, dst, tos, ttl, ident)| IpHeader::V4 { src, dst, tos, ttl, ident }),
-            (any::<[u8; 16]>(), any::<[u8; 16]>(), any::<u8>(), 0u32..0x10_0000, any::<u8>()).prop_map(
-                |(src, dst, traffic_class, flow_label, hop_limit)| IpHeader::V6 {
+            (
+                any::<[u8; 4]>(),
+                any::<[u8; 4]>(),
+                any::<u8>(),
+                any::<u8>(),
+                any::<u16>()
+            )
+                .prop_map(|(src, dst, tos, ttl, ident)| IpHeader::V4 {
                     src,
                     dst,
-                    traffic_class,
-                    flow_label,
-                    hop_limit
-                }
-            ),
+                    tos,
+                    ttl,
+                    ident
+                }),
+            (
+                any::<[u8; 16]>(),
+                any::<[u8; 16]>(),
+                any::<u8>(),
+                0u32..0x10_0000,
+                any::<u8>()
+            )
+                .prop_map(|(src, dst, traffic_class, flow_label, hop_limit)| {
+                    IpHeader::V6 {
+                        src,
+                        dst,
+                        traffic_class,
+                        flow_label,
+                        hop_limit,
+                    }
+                }),
         ]
     }
 
@@ -1468,26 +1583,40 @@ mod tests {
             0u32..0x100_0000,
             0u32..0x100_0000,
         )
-            .prop_map(|(opcode, (solicited, migreq, fecn, becn, ext, ack_req), pad_count, pkey, dest_qp, psn)| {
-                BthRepr {
+            .prop_map(
+                |(
                     opcode,
-                    solicited,
-                    migreq,
+                    (solicited, migreq, fecn, becn, ext, ack_req),
                     pad_count,
-                    tver: 0,
                     pkey,
-                    fecn,
-                    becn,
-                    ext,
                     dest_qp,
-                    ack_req,
                     psn,
-                }
-            })
+                )| {
+                    BthRepr {
+                        opcode,
+                        solicited,
+                        migreq,
+                        pad_count,
+                        tver: 0,
+                        pkey,
+                        fecn,
+                        becn,
+                        ext,
+                        dest_qp,
+                        ack_req,
+                        psn,
+                    }
+                },
+            )
     }
 
     fn build(ip: IpHeader, udp_checksum: bool, bth: &BthRepr, payload: &[u8]) -> Vec<u8> {
-        let r = IpUdpRepr { ip, src_port: 0xc000, dst_port: 4791, udp_checksum };
+        let r = IpUdpRepr {
+            ip,
+            src_port: 0xc000,
+            dst_port: 4791,
+            udp_checksum,
+        };
         let hl = r.header_len();
         let plen = BTH_LEN + payload.len() + ICRC_LEN;
         let mut v = vec![0u8; hl + plen];
@@ -1508,9 +1637,19 @@ mod tests {
         }
         let ulen = l.datagram_len - u;
         let ps = if l.ip_version == 4 {
-            checksum::pseudo_v4(d[12..16].try_into().unwrap(), d[16..20].try_into().unwrap(), 17, ulen as u16)
+            checksum::pseudo_v4(
+                d[12..16].try_into().unwrap(),
+                d[16..20].try_into().unwrap(),
+                17,
+                ulen as u16,
+            )
         } else {
-            checksum::pseudo_v6(d[8..24].try_into().unwrap(), d[24..40].try_into().unwrap(), 17, ulen as u32)
+            checksum::pseudo_v6(
+                d[8..24].try_into().unwrap(),
+                d[24..40].try_into().unwrap(),
+                17,
+                ulen as u32,
+            )
         };
         checksum::fold(checksum::combine(ps, checksum::sum(&d[u..l.datagram_len]))) == 0xffff
     }
