@@ -3,7 +3,9 @@
 //! with the source/target link-layer address options.
 //!
 //! The checksum covers the IPv6 pseudo-header (upper-layer length = the
-//! whole buffer given to the view, next header 58) and the message.
+//! whole buffer given to the view, next header 58) and the message. With a
+//! routing header that has segments left, the destination to pass is the
+//! final one (`Ipv6Packet::pseudo_dst_addr`, RFC 8200 s.8.1).
 //!
 //! Other message types (e.g. the Long-haul CNP or FANN types of
 //! `wire::params`) are built and read through the generic accessors:

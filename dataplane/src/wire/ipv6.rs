@@ -175,6 +175,14 @@ impl<T: AsRef<[u8]>> Ipv6Packet<T> {
     pub fn ext_chain(&self) -> Result<ExtChain> {
         walk_ext_chain(self.next_header(), self.packet(), HEADER_LEN)
     }
+
+    /// The destination address for the upper-layer pseudo-header (UDP,
+    /// ICMPv6 checksums): the routing header's final destination while
+    /// segments are left, else the IPv6 destination (RFC 8200 s.8.1).
+    #[inline]
+    pub fn pseudo_dst_addr(&self, chain: &ExtChain) -> Ipv6Addr {
+        chain.final_destination(self.packet()).unwrap_or_else(|| self.dst_addr())
+    }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv6Packet<T> {
@@ -984,6 +992,34 @@ impl ExtChain {
     pub fn is_later_fragment(&self) -> bool {
         matches!(self.fragment, Some(f) if f.frag_offset != 0)
     }
+
+    /// The final destination named by the routing header, which upper-layer
+    /// checksums use instead of the IPv6 destination (RFC 8200 s.8.1) while
+    /// segments are left: the last address of a type 0 header, the home
+    /// address of type 2, Segment List[0] of an SRH (type 4). `None` if there
+    /// is no routing header, no segment left, another type, or the address
+    /// is not in `packet` (the buffer the chain was walked over).
+    pub fn final_destination(&self, packet: &[u8]) -> Option<Ipv6Addr> {
+        let rh = self.routing?;
+        if rh.segments_left == 0 {
+            return None;
+        }
+        let at = match rh.routing_type {
+            routing_type::TYPE0 => {
+                let n = rh.len.checked_sub(8)? / 16;
+                rh.offset + 8 + 16 * n.checked_sub(1)?
+            }
+            routing_type::TYPE2 | routing_type::SRH => rh.offset + 8,
+            _ => return None,
+        };
+        if at + 16 > rh.offset + rh.len {
+            return None;
+        }
+        let b = packet.get(at..at + 16)?;
+        let mut a = [0u8; 16];
+        a.copy_from_slice(b);
+        Some(Ipv6Addr::from(a))
+    }
 }
 
 /// Walk the chain of extension headers in `buf` starting at `start`, where
@@ -1227,6 +1263,42 @@ mod tests {
     }
 
     #[test]
+    fn final_destination() {
+        let b = sample();
+        let p = Ipv6Packet::new_checked(&b[..]).unwrap();
+        let c = p.ext_chain().unwrap();
+        // SRH with SL 1: Segment List[0].
+        assert_eq!(c.final_destination(p.packet()), Some("fc00::9".parse().unwrap()));
+        assert_eq!(p.pseudo_dst_addr(&c), "fc00::9".parse::<Ipv6Addr>().unwrap());
+        let mut t = b.clone();
+        t[51] = 0; // SL 0: the IPv6 destination is final
+        let p = Ipv6Packet::new_checked(&t[..]).unwrap();
+        let c = p.ext_chain().unwrap();
+        assert_eq!(c.final_destination(p.packet()), None);
+        assert_eq!(p.pseudo_dst_addr(&c), p.dst_addr());
+        // Type 0 with two addresses: the last one.
+        let mut t = b[..40].to_vec();
+        t[6] = 43;
+        t.extend_from_slice(&[17, 4, 0, 2, 0, 0, 0, 0]);
+        t.extend_from_slice(&"2001:db8::a".parse::<Ipv6Addr>().unwrap().octets());
+        t.extend_from_slice(&"2001:db8::b".parse::<Ipv6Addr>().unwrap().octets());
+        let plen = (t.len() - 40) as u16;
+        t[4..6].copy_from_slice(&plen.to_be_bytes());
+        let p = Ipv6Packet::new_checked(&t[..]).unwrap();
+        let c = p.ext_chain().unwrap();
+        assert_eq!(c.final_destination(p.packet()), Some("2001:db8::b".parse().unwrap()));
+        // Type 0 with no address, and an unknown type: none.
+        t[41] = 0;
+        t.truncate(48);
+        t[4..6].copy_from_slice(&8u16.to_be_bytes());
+        let p = Ipv6Packet::new_checked(&t[..]).unwrap();
+        assert_eq!(p.ext_chain().unwrap().final_destination(p.packet()), None);
+        t[42] = 3;
+        let p = Ipv6Packet::new_checked(&t[..]).unwrap();
+        assert_eq!(p.ext_chain().unwrap().final_destination(p.packet()), None);
+    }
+
+    #[test]
     fn later_fragment_stops() {
         let mut t = sample()[..40].to_vec();
         t[6] = 44;
@@ -1459,8 +1531,14 @@ mod tests {
         fn never_panics(data in proptest::collection::vec(any::<u8>(), 0..120), nh in any::<u8>()) {
             let _ = walk_ext_chain(IpProtocol(nh), &data, 0);
             let _ = walk_ext_chain(IpProtocol(nh), &data, data.len());
+            if let Ok(c) = walk_ext_chain(IpProtocol(nh), &data, 0) {
+                let _ = c.final_destination(&data);
+            }
             if let Ok(p) = Ipv6Packet::new_checked(&data[..]) {
-                let _ = (p.payload().len(), Ipv6Repr::parse(&p), p.ext_chain());
+                let _ = (p.payload().len(), Ipv6Repr::parse(&p));
+                if let Ok(c) = p.ext_chain() {
+                    let _ = p.pseudo_dst_addr(&c);
+                }
             }
             if let Ok(h) = Ipv6ExtHeader::new_checked(&data[..]) {
                 let _ = Ipv6OptionsRepr::parse(&h);

@@ -6,6 +6,9 @@
 //! the length). Checksums take the IP addresses as [`IpAddr`]; a source and
 //! destination of different families never verify.
 //!
+//! Over IPv6 the destination to pass is the final one when a routing header
+//! has segments left (RFC 8200 s.8.1): `Ipv6Packet::pseudo_dst_addr`.
+//!
 //! A zero checksum means "none" over IPv4 and verifies. Over IPv6 it does
 //! not verify (RFC 8200); tunnels that use zero checksums (RFC 6935, some
 //! RoCEv2 senders) should check `checksum() == 0` themselves or use
