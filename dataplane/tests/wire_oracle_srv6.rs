@@ -47,7 +47,12 @@ fn run_py(script: &str, args: &[&str], stdin: &str) -> String {
              (pip install 'scapy>=2.6'); tshark too (apt-get install tshark)"
         ),
     };
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -92,7 +97,10 @@ fn one(b: &[Line], k: &str) -> String {
 }
 
 fn all<'a>(b: &'a [Line], k: &str) -> Vec<&'a [String]> {
-    b.iter().filter(|(kk, _)| kk == k).map(|(_, v)| v.as_slice()).collect()
+    b.iter()
+        .filter(|(kk, _)| kk == k)
+        .map(|(_, v)| v.as_slice())
+        .collect()
 }
 
 fn hex(b: &[u8]) -> String {
@@ -103,7 +111,10 @@ fn unhex(s: &str) -> Vec<u8> {
     if s == "-" {
         return Vec::new();
     }
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
 }
 
 fn a(s: &str) -> Ipv6Addr {
@@ -150,19 +161,24 @@ fn write_pcap(name: &str, frames: &[Vec<u8>]) -> PathBuf {
     let f = std::fs::File::create(&path).unwrap();
     let mut w = pcap_file::pcap::PcapWriter::new(f).unwrap();
     for (i, fr) in frames.iter().enumerate() {
-        let pkt = pcap_file::pcap::PcapPacket::new(Duration::from_millis(i as u64), fr.len() as u32, fr);
+        let pkt =
+            pcap_file::pcap::PcapPacket::new(Duration::from_millis(i as u64), fr.len() as u32, fr);
         w.write_packet(&pkt).unwrap();
     }
     path
 }
 
-fn tshark(path: &PathBuf) -> Vec<Vec<Line>> {
+fn tshark(path: &std::path::Path) -> Vec<Vec<Line>> {
     let out = run_py("tshark_srv6.py", &[path.to_str().unwrap()], "");
     blocks(&out, "frame")
 }
 
 fn fields<'a>(b: &'a [Line], name: &str) -> Vec<&'a str> {
-    all(b, "field").into_iter().filter(|v| v[0] == name).map(|v| v[1].as_str()).collect()
+    all(b, "field")
+        .into_iter()
+        .filter(|v| v[0] == name)
+        .map(|v| v[1].as_str())
+        .collect()
 }
 
 fn assert_clean(frame: &[Line]) {
@@ -184,7 +200,11 @@ fn our_tlv_lines(srh: &Srh<&[u8]>) -> Vec<(u8, String, String)> {
             } else if t.tlv_type == 5 {
                 (5, t.value.len().to_string(), "-".into())
             } else {
-                let v = if t.value.is_empty() { "-".into() } else { hex(t.value) };
+                let v = if t.value.is_empty() {
+                    "-".into()
+                } else {
+                    hex(t.value)
+                };
                 (t.tlv_type, t.value.len().to_string(), v)
             }
         })
@@ -215,19 +235,28 @@ fn compare_srh(srh: &Srh<&[u8]>, b: &[Line]) {
             Tlv::Hmac(h) => Some((
                 u8::from(h.d_flag()).to_string(),
                 h.key_id().to_string(),
-                if h.hmac().is_empty() { "-".into() } else { hex(h.hmac()) },
+                if h.hmac().is_empty() {
+                    "-".into()
+                } else {
+                    hex(h.hmac())
+                },
             )),
             _ => None,
         })
         .collect();
-    let theirs_hmac: Vec<(String, String, String)> =
-        all(b, "hmac").iter().map(|v| (v[0].clone(), v[1].clone(), v[2].clone())).collect();
+    let theirs_hmac: Vec<(String, String, String)> = all(b, "hmac")
+        .iter()
+        .map(|v| (v[0].clone(), v[1].clone(), v[2].clone()))
+        .collect();
     assert_eq!(ours_hmac, theirs_hmac, "{ctx}");
     let ours_mt: Vec<Vec<String>> = srh
         .end_mt_tlvs(P.srh_tlv_end_mt)
         .map(|t| {
             let t = t.unwrap();
-            let mut v = vec![t.edge_node_address().to_string(), t.num_receivers().to_string()];
+            let mut v = vec![
+                t.edge_node_address().to_string(),
+                t.num_receivers().to_string(),
+            ];
             v.extend(t.receivers().map(|r| format!("{}/{}", r.address, r.qpn)));
             v
         })
@@ -258,7 +287,12 @@ fn scapy_built_srhs_parse_identically() {
             let key = HmacKey::new(key_id, &unhex(&k[1]), k[2].parse().unwrap()).unwrap();
             let table: HmacKeyTable = [key.clone()].into_iter().collect();
             let src = a(&one(b, "src"));
-            assert_eq!(srh.verify_hmac(&src, None, &table), Ok(()), "{:?}", get(b, "case"));
+            assert_eq!(
+                srh.verify_hmac(&src, None, &table),
+                Ok(()),
+                "{:?}",
+                get(b, "case")
+            );
             let field = srh.hmac_tlv().unwrap().hmac().to_vec();
             assert_eq!(&srh.compute_hmac(&src, &key)[..field.len()], &field[..]);
             // A different source must not verify.
@@ -270,10 +304,16 @@ fn scapy_built_srhs_parse_identically() {
     let b = cases.iter().find(|b| one(b, "case") == "endmt").unwrap();
     let bytes = unhex(&one(b, "hex"));
     let srh = Srh::new_checked(&bytes[..]).unwrap();
-    let t = srh.end_mt_tlv_for(P.srh_tlv_end_mt, &a("fc00::e2")).unwrap().unwrap();
+    let t = srh
+        .end_mt_tlv_for(P.srh_tlv_end_mt, &a("fc00::e2"))
+        .unwrap()
+        .unwrap();
     assert_eq!(
         t.receivers().collect::<Vec<_>>(),
-        vec![EndMtReceiver { address: a("2001:db8:2::1"), qpn: 0xffffff }]
+        vec![EndMtReceiver {
+            address: a("2001:db8:2::1"),
+            qpn: 0xffffff
+        }]
     );
 }
 
@@ -281,7 +321,10 @@ fn scapy_built_srhs_parse_identically() {
 struct Lcg(u64);
 impl Lcg {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         self.0 >> 33
     }
     fn below(&mut self, n: u64) -> u64 {
@@ -310,14 +353,20 @@ fn random_srh(g: &mut Lcg, keys: &[HmacKey]) -> SrhRepr {
                 tlv_type: P.srh_tlv_end_mt,
                 edge_node_address: g.addr(),
                 receivers: (0..g.below(4))
-                    .map(|_| EndMtReceiver { address: g.addr(), qpn: g.below(1 << 24) as u32 })
+                    .map(|_| EndMtReceiver {
+                        address: g.addr(),
+                        qpn: g.below(1 << 24) as u32,
+                    })
                     .collect(),
             }),
             3 => TlvRepr::Other {
                 tlv_type: 128 + g.below(100) as u8,
                 value: (0..g.below(20)).map(|_| g.next() as u8).collect(),
             },
-            _ => TlvRepr::Other { tlv_type: 6 + g.below(100) as u8, value: vec![] },
+            _ => TlvRepr::Other {
+                tlv_type: 6 + g.below(100) as u8,
+                value: vec![],
+            },
         });
     }
     if g.below(2) == 0 {
@@ -353,14 +402,23 @@ fn scapy_parses_our_srhs() {
                 tlv_type: P.srh_tlv_end_mt,
                 edge_node_address: a("fc00::e1"),
                 receivers: vec![
-                    EndMtReceiver { address: a("2001:db8:1::10"), qpn: 0x000102 },
-                    EndMtReceiver { address: a("2001:db8:1::11"), qpn: 0xabcdef },
+                    EndMtReceiver {
+                        address: a("2001:db8:1::10"),
+                        qpn: 0x000102,
+                    },
+                    EndMtReceiver {
+                        address: a("2001:db8:1::11"),
+                        qpn: 0xabcdef,
+                    },
                 ],
             }),
             TlvRepr::EndMt(EndMtRepr {
                 tlv_type: P.srh_tlv_end_mt,
                 edge_node_address: a("fc00::e2"),
-                receivers: vec![EndMtReceiver { address: a("2001:db8:2::1"), qpn: 7 }],
+                receivers: vec![EndMtReceiver {
+                    address: a("2001:db8:2::1"),
+                    qpn: 7,
+                }],
             }),
             TlvRepr::Hmac(HmacTlvRepr::placeholder(&keys[0], false)),
         ],
@@ -418,7 +476,10 @@ fn scapy_detects_tampered_hmac() {
     let r = SrhRepr::for_path(
         59,
         &[a("2001:db8::a"), a("2001:db8::b")],
-        vec![TlvRepr::Hmac(HmacTlvRepr::placeholder(table.lookup(3).unwrap(), false))],
+        vec![TlvRepr::Hmac(HmacTlvRepr::placeholder(
+            table.lookup(3).unwrap(),
+            false,
+        ))],
     );
     let mut b = r.to_bytes().unwrap();
     let mut srh = Srh::new_checked(&mut b[..]).unwrap();
@@ -476,7 +537,11 @@ fn fann_reprs() -> Vec<PacketRepr> {
         path_id: Some(*b"SRv6-path-id-16B"),
     };
     vec![
-        PacketRepr { msg_type: P.icmpv6_fann_type, code: fann::CODE_EVENT, message: base.clone() },
+        PacketRepr {
+            msg_type: P.icmpv6_fann_type,
+            code: fann::CODE_EVENT,
+            message: base.clone(),
+        },
         PacketRepr {
             msg_type: P.icmpv6_fann_type,
             code: fann::CODE_RECOVERY,
@@ -489,7 +554,11 @@ fn fann_reprs() -> Vec<PacketRepr> {
         PacketRepr {
             msg_type: P.icmpv6_fann_type,
             code: fann::CODE_EVENT,
-            message: MessageRepr { event_type: fann::event::LINK_FAILURE, metadata: all, ..base.clone() },
+            message: MessageRepr {
+                event_type: fann::event::LINK_FAILURE,
+                metadata: all,
+                ..base.clone()
+            },
         },
         PacketRepr {
             msg_type: P.icmpv6_fann_type,
@@ -545,12 +614,17 @@ fn fann_packets() -> Vec<(Vec<u8>, MessageRepr, &'static str)> {
 fn our_items(m: &MessageRepr) -> Vec<(String, String)> {
     let b = m.to_bytes();
     let msg = Message::new_checked(&b[..]).unwrap();
-    msg.items().map(|(bit, i)| (bit.to_string(), hex(i))).collect()
+    msg.items()
+        .map(|(bit, i)| (bit.to_string(), hex(i)))
+        .collect()
 }
 
 #[test]
 fn scapy_validates_fann_checksums_and_layout() {
-    let pkts: Vec<_> = fann_packets().into_iter().filter(|(_, _, k)| *k != "icmpv6-srh").collect();
+    let pkts: Vec<_> = fann_packets()
+        .into_iter()
+        .filter(|(_, _, k)| *k != "icmpv6-srh")
+        .collect();
     let input: String = pkts.iter().map(|(p, _, _)| hex(p) + "\n").collect();
     let out = run_py("scapy_srv6.py", &["fann-check"], &input);
     let cases = blocks(&out, "case");
@@ -581,8 +655,10 @@ fn scapy_validates_fann_checksums_and_layout() {
             m.metadata.bitmap().to_string(),
         ];
         assert_eq!(f, &expect[..], "{ctx}");
-        let theirs: Vec<(String, String)> =
-            all(c, "item").iter().map(|v| (v[0].clone(), v[1].clone())).collect();
+        let theirs: Vec<(String, String)> = all(c, "item")
+            .iter()
+            .map(|v| (v[0].clone(), v[1].clone()))
+            .collect();
         assert_eq!(our_items(m), theirs, "{ctx}");
         assert!(get(c, "fann-bad").is_none(), "{ctx}");
     }
@@ -595,7 +671,9 @@ fn scapy_validates_fann_checksums_and_layout() {
 
 #[test]
 fn tshark_dissects_srh_and_fann_cleanly() {
-    let keys: HmacKeyTable = [HmacKey::new(9, b"tshark", 32).unwrap()].into_iter().collect();
+    let keys: HmacKeyTable = [HmacKey::new(9, b"tshark", 32).unwrap()]
+        .into_iter()
+        .collect();
     let src = a("2001:db8:1::1");
     let mut frames = Vec::new();
     let mut expect_srh = Vec::new();
@@ -638,13 +716,18 @@ fn tshark_dissects_srh_and_fann_cleanly() {
         assert_clean(f);
         assert!(one(f, "protocols").contains("ipv6.routing"), "{f:?}");
         assert_eq!(fields(f, "ipv6.routing.type"), vec!["4"]);
-        assert_eq!(fields(f, "ipv6.routing.segleft"), vec![r.segments_left.to_string()]);
+        assert_eq!(
+            fields(f, "ipv6.routing.segleft"),
+            vec![r.segments_left.to_string()]
+        );
         assert_eq!(
             fields(f, "ipv6.routing.srh.last_entry"),
             vec![(r.segments.len() - 1).to_string()]
         );
-        let addrs: Vec<Ipv6Addr> =
-            fields(f, "ipv6.routing.srh.addr").iter().map(|s| a(s)).collect();
+        let addrs: Vec<Ipv6Addr> = fields(f, "ipv6.routing.srh.addr")
+            .iter()
+            .map(|s| a(s))
+            .collect();
         assert_eq!(addrs, r.segments, "{f:?}");
         if r.next_header == 41 {
             assert!(one(f, "protocols").contains("ipv6:udp"), "{f:?}");
@@ -659,8 +742,15 @@ fn tshark_dissects_srh_and_fann_cleanly() {
                 assert_eq!(fields(f, "udp.dstport"), vec![P.fann_udp_port.to_string()]);
             }
             _ => {
-                assert_eq!(fields(f, "icmpv6.checksum.status"), vec!["1"], "{kind} {f:?}");
-                assert_eq!(fields(f, "icmpv6.type"), vec![P.icmpv6_fann_type.to_string()]);
+                assert_eq!(
+                    fields(f, "icmpv6.checksum.status"),
+                    vec!["1"],
+                    "{kind} {f:?}"
+                );
+                assert_eq!(
+                    fields(f, "icmpv6.type"),
+                    vec![P.icmpv6_fann_type.to_string()]
+                );
             }
         }
     }
@@ -670,7 +760,10 @@ fn tshark_dissects_srh_and_fann_cleanly() {
     bad[42] ^= 0x80;
     let path = write_pcap("bad.pcap", &[ether(&bad)]);
     let out = tshark(&path);
-    assert!(!all(&out[0], "bad").is_empty(), "tshark did not flag {out:?}");
+    assert!(
+        !all(&out[0], "bad").is_empty(),
+        "tshark did not flag {out:?}"
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -686,7 +779,12 @@ fn tshark_dissects_isis_srv6_tlvs() {
     cap_tlv.extend(&caps);
     cap_tlv[1] = (cap_tlv.len() - 2) as u8;
 
-    let st = SidStructure { locator_block_len: 32, locator_node_len: 16, function_len: 16, argument_len: 0 };
+    let st = SidStructure {
+        locator_block_len: 32,
+        locator_node_len: 16,
+        function_len: 16,
+        argument_len: 0,
+    };
     let loc = LocatorTlvRepr {
         mt_id: 0,
         entries: vec![LocatorEntryRepr {
@@ -708,7 +806,11 @@ fn tshark_dissects_isis_srv6_tlvs() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("isis.pcap");
     let input = format!("{}\n{}\n", hex(&cap_tlv), hex(&loc));
-    let out = run_py("scapy_srv6.py", &["isis-lsp", path.to_str().unwrap()], &input);
+    let out = run_py(
+        "scapy_srv6.py",
+        &["isis-lsp", path.to_str().unwrap()],
+        &input,
+    );
     assert!(out.starts_with("ok"), "{out}");
     let frames = tshark(&path);
     assert_eq!(frames.len(), 1);
@@ -730,14 +832,22 @@ fn tshark_dissects_isis_srv6_tlvs() {
     .collect();
     assert_eq!(m["isis.lsp.srv6_cap.flags.o"], vec!["1"], "{f:?}");
     let flags = m["isis.lsp.srv6_cap.flags"][0];
-    assert_eq!(u16::from_str_radix(flags.trim_start_matches("0x"), 16).unwrap(), 0x4000 | P.isis_srv6_cap_c_flag);
+    assert_eq!(
+        u16::from_str_radix(flags.trim_start_matches("0x"), 16).unwrap(),
+        0x4000 | P.isis_srv6_cap_c_flag
+    );
     assert_eq!(m["isis.lsp.srv6_locator.metric"], vec!["10"]);
     assert_eq!(m["isis.lsp.srv6_locator.locator_size"], vec!["48"]);
     assert_eq!(a(m["isis.lsp.srv6_locator.locator"][0]), a("fc00:0:1::"));
-    let behaviours: Vec<u16> =
-        m["isis.lsp.srv6_end_sid.endpoint_function"].iter().map(|s| s.parse().unwrap()).collect();
+    let behaviours: Vec<u16> = m["isis.lsp.srv6_end_sid.endpoint_function"]
+        .iter()
+        .map(|s| s.parse().unwrap())
+        .collect();
     assert_eq!(behaviours, vec![P.behaviour_end_c, P.behaviour_end_e]);
-    let sids: Vec<Ipv6Addr> = m["isis.lsp.srv6_end_sid.sid"].iter().map(|s| a(s)).collect();
+    let sids: Vec<Ipv6Addr> = m["isis.lsp.srv6_end_sid.sid"]
+        .iter()
+        .map(|s| a(s))
+        .collect();
     assert_eq!(sids, vec![a("fc00:0:1:e00c::"), a("fc00:0:1:e00e::")]);
     assert_eq!(m["isis.lsp.srv6_end_sid.subsubclvs_length"], vec!["6", "6"]);
 }

@@ -107,7 +107,8 @@ pub mod bit {
 pub const DEFINED_BITS: u8 = 15;
 
 /// Octets of the metadata item of each defined bit.
-pub const ITEM_SIZES: [usize; DEFINED_BITS as usize] = [4, 4, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4, 4, 37, 16];
+pub const ITEM_SIZES: [usize; DEFINED_BITS as usize] =
+    [4, 4, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4, 4, 37, 16];
 
 /// The bitmap mask of bit `index` (0 = most significant).
 #[inline]
@@ -279,7 +280,8 @@ impl<T: AsRef<[u8]>> Message<T> {
             return None;
         }
         let off = item_offset(self.bitmap(), index);
-        self.metadata_bytes().get(off..off + ITEM_SIZES[usize::from(index)])
+        self.metadata_bytes()
+            .get(off..off + ITEM_SIZES[usize::from(index)])
     }
 
     /// A 4-octet item as a number.
@@ -304,7 +306,12 @@ impl<T: AsRef<[u8]>> Message<T> {
 
     /// Every present item in ascending bit order (allocation-free).
     pub fn items(&self) -> Items<'_> {
-        Items { bitmap: self.bitmap(), data: self.metadata_bytes(), next_bit: 0, pos: 0 }
+        Items {
+            bitmap: self.bitmap(),
+            data: self.metadata_bytes(),
+            next_bit: 0,
+            pos: 0,
+        }
     }
 }
 
@@ -353,7 +360,9 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Message<T> {
         }
         let off = item_offset(self.bitmap(), index);
         let len = ITEM_SIZES[usize::from(index)];
-        self.buffer.as_mut().get_mut(field::METADATA + off..field::METADATA + off + len)
+        self.buffer
+            .as_mut()
+            .get_mut(field::METADATA + off..field::METADATA + off + len)
     }
 
     /// Decrement the Hop Limit (s.5.1.2: "decremented by each forwarding
@@ -893,7 +902,11 @@ mod tests {
         assert_eq!(b.len(), 57);
         let mut s: u64 = 0;
         for c in b.chunks(2) {
-            let w = if c.len() == 2 { u16::from_be_bytes([c[0], c[1]]) } else { u16::from(c[0]) << 8 };
+            let w = if c.len() == 2 {
+                u16::from_be_bytes([c[0], c[1]])
+            } else {
+                u16::from(c[0]) << 8
+            };
             s += u64::from(w);
         }
         s += 0x2001 + 0x0db8 + 0x0011 + 0x2001 + 0x0db8 + 0x0001 + 57 + 58;
@@ -930,9 +943,15 @@ mod tests {
         );
         assert_eq!(m.item_u32(bit::LATENCY), Some(1000));
         assert_eq!(m.item_u32(bit::JITTER), None);
-        assert_eq!(PacketRepr::parse(&p, &a(SRC), &a(DST), 200), Err(Error::Unrecognized));
-        assert_eq!(PacketRepr::parse(&p, &a(DST), &a(SRC), T).is_ok(), true); // symmetric sum
-        assert_eq!(PacketRepr::parse(&p, &a("::1"), &a(DST), T), Err(Error::Checksum));
+        assert_eq!(
+            PacketRepr::parse(&p, &a(SRC), &a(DST), 200),
+            Err(Error::Unrecognized)
+        );
+        assert!(PacketRepr::parse(&p, &a(DST), &a(SRC), T).is_ok()); // symmetric sum
+        assert_eq!(
+            PacketRepr::parse(&p, &a("::1"), &a(DST), T),
+            Err(Error::Checksum)
+        );
     }
 
     #[test]
@@ -956,7 +975,10 @@ mod tests {
         assert_eq!(b.len(), 41 + 8 + 4 + 4 + 37 + 16);
         let p = Packet::new_checked(&b[..]).unwrap();
         let m = p.message();
-        assert_eq!(m.bitmap(), bitmap_bit(2) | bitmap_bit(11) | bitmap_bit(12) | bitmap_bit(13) | bitmap_bit(14));
+        assert_eq!(
+            m.bitmap(),
+            bitmap_bit(2) | bitmap_bit(11) | bitmap_bit(12) | bitmap_bit(13) | bitmap_bit(14)
+        );
         assert_eq!(m.bitmap(), 0x201e_0000);
         // Flow ID right after ts(8) + link down(4) + microburst(4).
         assert_eq!(&m.metadata_bytes()[16..32], &a("2001:db8::a").octets());
@@ -972,15 +994,27 @@ mod tests {
         let b = example_repr().to_bytes(&a(SRC), &a(DST));
         let mut longer = b.clone();
         longer.push(0);
-        assert_eq!(Packet::new_checked(&longer[..]).unwrap_err(), Error::BadLength);
-        assert_eq!(Packet::new_checked(&b[..b.len() - 1]).unwrap_err(), Error::Truncated);
+        assert_eq!(
+            Packet::new_checked(&longer[..]).unwrap_err(),
+            Error::BadLength
+        );
+        assert_eq!(
+            Packet::new_checked(&b[..b.len() - 1]).unwrap_err(),
+            Error::Truncated
+        );
         assert_eq!(Packet::new_checked(&b[..10]).unwrap_err(), Error::Truncated);
         let mut rb = b.clone();
         rb[40] |= 0x01; // bit 31
-        assert_eq!(Packet::new_checked(&rb[..]).unwrap_err(), Error::Unrecognized);
+        assert_eq!(
+            Packet::new_checked(&rb[..]).unwrap_err(),
+            Error::Unrecognized
+        );
         let mut rb = b.clone();
         rb[38] |= 0x01; // bit 15
-        assert_eq!(Packet::new_checked(&rb[..]).unwrap_err(), Error::Unrecognized);
+        assert_eq!(
+            Packet::new_checked(&rb[..]).unwrap_err(),
+            Error::Unrecognized
+        );
         let mut bb = b.clone();
         bb[37] |= 0x80; // bit 0 added: 4 more octets claimed
         assert_eq!(Packet::new_checked(&bb[..]).unwrap_err(), Error::Truncated);
@@ -1038,33 +1072,41 @@ mod tests {
                 any::<Option<u32>>(),
                 any::<Option<bool>>(),
                 any::<Option<bool>>(),
-                proptest::option::of((arb_addr(), arb_addr(), any::<u16>(), any::<u16>(), any::<u8>())),
+                proptest::option::of((
+                    arb_addr(),
+                    arb_addr(),
+                    any::<u16>(),
+                    any::<u16>(),
+                    any::<u8>(),
+                )),
                 any::<Option<[u8; 16]>>(),
             ),
         )
-            .prop_map(|((a0, a1, a2, a3, a4, a5, a6, a7), (a8, a9, a10, a11, a12, f, p))| Metadata {
-                ingress_port_id: a0,
-                egress_port_id: a1,
-                ingress_timestamp: a2,
-                egress_timestamp: a3,
-                egress_tx_utilization: a4,
-                packet_loss: a5,
-                latency: a6,
-                jitter: a7,
-                queue_occupancy: a8,
-                buffer_occupancy: a9,
-                signal_degradation: a10,
-                link_down: a11,
-                microburst: a12,
-                flow_id: f.map(|(src, dst, src_port, dst_port, protocol)| FlowId {
-                    src,
-                    dst,
-                    src_port,
-                    dst_port,
-                    protocol,
-                }),
-                path_id: p,
-            })
+            .prop_map(
+                |((a0, a1, a2, a3, a4, a5, a6, a7), (a8, a9, a10, a11, a12, f, p))| Metadata {
+                    ingress_port_id: a0,
+                    egress_port_id: a1,
+                    ingress_timestamp: a2,
+                    egress_timestamp: a3,
+                    egress_tx_utilization: a4,
+                    packet_loss: a5,
+                    latency: a6,
+                    jitter: a7,
+                    queue_occupancy: a8,
+                    buffer_occupancy: a9,
+                    signal_degradation: a10,
+                    link_down: a11,
+                    microburst: a12,
+                    flow_id: f.map(|(src, dst, src_port, dst_port, protocol)| FlowId {
+                        src,
+                        dst,
+                        src_port,
+                        dst_port,
+                        protocol,
+                    }),
+                    path_id: p,
+                },
+            )
     }
 
     prop_compose! {
@@ -1094,7 +1136,7 @@ mod tests {
             prop_assert!(Packet::new_checked(&b[..n]).is_err());
             prop_assert!(Message::new_checked(&b[4..n.max(4)]).is_err());
             let mut l = b.clone();
-            l.extend(std::iter::repeat(0).take(extra));
+            l.extend(vec![0u8; extra]);
             prop_assert_eq!(Packet::new_checked(&l[..]).unwrap_err(), Error::BadLength);
         }
 

@@ -98,11 +98,18 @@ impl<'a> RawTlvs<'a> {
         if self.pos >= self.data.len() {
             return Ok(None);
         }
-        let hdr = self.data.get(self.pos..self.pos + 2).ok_or(Error::BadLength)?;
+        let hdr = self
+            .data
+            .get(self.pos..self.pos + 2)
+            .ok_or(Error::BadLength)?;
         let end = self.pos + 2 + usize::from(hdr[1]);
         let bytes = self.data.get(self.pos..end).ok_or(Error::BadLength)?;
         self.pos = end;
-        Ok(Some(RawTlv { tlv_type: bytes[0], value: &bytes[2..], bytes }))
+        Ok(Some(RawTlv {
+            tlv_type: bytes[0],
+            value: &bytes[2..],
+            bytes,
+        }))
     }
 
     /// Check that the whole sequence is well formed.
@@ -254,7 +261,10 @@ impl Srv6CapsRepr {
         if c_flag {
             flags |= params.isis_srv6_cap_c_flag;
         }
-        Srv6CapsRepr { flags, sub_tlvs: Vec::new() }
+        Srv6CapsRepr {
+            flags,
+            sub_tlvs: Vec::new(),
+        }
     }
 
     pub fn o_flag(&self) -> bool {
@@ -271,13 +281,21 @@ impl Srv6CapsRepr {
             flags: t.flags(),
             sub_tlvs: t
                 .sub_tlvs()
-                .map(|s| RawTlvRepr { tlv_type: s.tlv_type, value: s.value.to_vec() })
+                .map(|s| RawTlvRepr {
+                    tlv_type: s.tlv_type,
+                    value: s.value.to_vec(),
+                })
                 .collect(),
         })
     }
 
     pub fn buffer_len(&self) -> usize {
-        cap_field::SUB + self.sub_tlvs.iter().map(RawTlvRepr::buffer_len).sum::<usize>()
+        cap_field::SUB
+            + self
+                .sub_tlvs
+                .iter()
+                .map(RawTlvRepr::buffer_len)
+                .sum::<usize>()
     }
 
     /// Emit at the start of `buf`; returns the octets written. `BadLength`
@@ -408,7 +426,10 @@ impl<T: AsRef<[u8]>> EndSidTlv<T> {
     /// Endpoint Behavior codepoint (RFC 8986 s.10.2).
     pub fn behavior(&self) -> u16 {
         let d = self.buffer.as_ref();
-        u16::from_be_bytes([d[sid_field::BEHAVIOR.start], d[sid_field::BEHAVIOR.start + 1]])
+        u16::from_be_bytes([
+            d[sid_field::BEHAVIOR.start],
+            d[sid_field::BEHAVIOR.start + 1],
+        ])
     }
 
     pub fn sid(&self) -> Ipv6Addr {
@@ -542,14 +563,27 @@ impl EndSidRepr {
             sub_tlvs.push(if s.tlv_type == SUBSUBTLV_SID_STRUCTURE {
                 EndSidSubTlv::Structure(SidStructure::from_value(s.value)?)
             } else {
-                EndSidSubTlv::Other(RawTlvRepr { tlv_type: s.tlv_type, value: s.value.to_vec() })
+                EndSidSubTlv::Other(RawTlvRepr {
+                    tlv_type: s.tlv_type,
+                    value: s.value.to_vec(),
+                })
             });
         }
-        Ok(EndSidRepr { flags: t.flags(), behavior: t.behavior(), sid: t.sid(), sub_tlvs })
+        Ok(EndSidRepr {
+            flags: t.flags(),
+            behavior: t.behavior(),
+            sid: t.sid(),
+            sub_tlvs,
+        })
     }
 
     pub fn buffer_len(&self) -> usize {
-        sid_field::SUBSUB + self.sub_tlvs.iter().map(EndSidSubTlv::buffer_len).sum::<usize>()
+        sid_field::SUBSUB
+            + self
+                .sub_tlvs
+                .iter()
+                .map(EndSidSubTlv::buffer_len)
+                .sum::<usize>()
     }
 
     /// Emit at the start of `buf`; returns the octets written.
@@ -614,7 +648,13 @@ fn split_entry(d: &[u8]) -> Result<(LocatorEntry<'_>, usize)> {
     let sub_len = usize::from(*d.get(sub_len_at).ok_or(Error::BadLength)?);
     let end = sub_len_at + 1 + sub_len;
     let bytes = d.get(..end).ok_or(Error::BadLength)?;
-    Ok((LocatorEntry { bytes, sub_at: sub_len_at + 1 }, end))
+    Ok((
+        LocatorEntry {
+            bytes,
+            sub_at: sub_len_at + 1,
+        },
+        end,
+    ))
 }
 
 impl<T: AsRef<[u8]>> LocatorTlv<T> {
@@ -668,7 +708,9 @@ impl<T: AsRef<[u8]>> LocatorTlv<T> {
 
     /// The locator entries.
     pub fn entries(&self) -> LocatorEntries<'_> {
-        LocatorEntries { rest: &self.buffer.as_ref()[loc_field::ENTRIES..self.total_len()] }
+        LocatorEntries {
+            rest: &self.buffer.as_ref()[loc_field::ENTRIES..self.total_len()],
+        }
     }
 }
 
@@ -789,7 +831,10 @@ impl LocatorEntryRepr {
             sub_tlvs.push(if s.tlv_type == SUBTLV_SRV6_END_SID {
                 LocatorSubTlv::EndSid(EndSidRepr::parse(&EndSidTlv::new_checked(s.bytes)?)?)
             } else {
-                LocatorSubTlv::Other(RawTlvRepr { tlv_type: s.tlv_type, value: s.value.to_vec() })
+                LocatorSubTlv::Other(RawTlvRepr {
+                    tlv_type: s.tlv_type,
+                    value: s.value.to_vec(),
+                })
             });
         }
         Ok(LocatorEntryRepr {
@@ -848,11 +893,19 @@ impl LocatorTlvRepr {
         for e in t.entries() {
             entries.push(LocatorEntryRepr::parse(&e)?);
         }
-        Ok(LocatorTlvRepr { mt_id: t.mt_id(), entries })
+        Ok(LocatorTlvRepr {
+            mt_id: t.mt_id(),
+            entries,
+        })
     }
 
     pub fn buffer_len(&self) -> usize {
-        loc_field::ENTRIES + self.entries.iter().map(LocatorEntryRepr::buffer_len).sum::<usize>()
+        loc_field::ENTRIES
+            + self
+                .entries
+                .iter()
+                .map(LocatorEntryRepr::buffer_len)
+                .sum::<usize>()
     }
 
     /// Emit at the start of `buf`; returns the octets written. `BadLength`
@@ -906,23 +959,50 @@ mod tests {
         let t = Srv6CapsTlv::new_checked(&b[..]).unwrap();
         assert!(!t.c_flag(&P));
         // A configured C bit of 0x2000 (right after O, as the draft's figure draws it).
-        let p2 = Params { isis_srv6_cap_c_flag: 0x2000, ..P };
-        assert_eq!(Srv6CapsRepr::new(false, true, &p2).to_bytes().unwrap(), vec![25, 2, 0x20, 0x00]);
+        let p2 = Params {
+            isis_srv6_cap_c_flag: 0x2000,
+            ..P
+        };
+        assert_eq!(
+            Srv6CapsRepr::new(false, true, &p2).to_bytes().unwrap(),
+            vec![25, 2, 0x20, 0x00]
+        );
         // With a sub-sub-TLV.
         let b = [25, 5, 0x00, 0x00, 9, 1, 0xaa];
         let t = Srv6CapsTlv::new_checked(&b[..]).unwrap();
         let r = Srv6CapsRepr::parse(&t).unwrap();
-        assert_eq!(r.sub_tlvs, vec![RawTlvRepr { tlv_type: 9, value: vec![0xaa] }]);
+        assert_eq!(
+            r.sub_tlvs,
+            vec![RawTlvRepr {
+                tlv_type: 9,
+                value: vec![0xaa]
+            }]
+        );
         assert_eq!(r.to_bytes().unwrap(), b.to_vec());
     }
 
     #[test]
     fn caps_errors() {
-        assert_eq!(Srv6CapsTlv::new_checked(&[25][..]).unwrap_err(), Error::Truncated);
-        assert_eq!(Srv6CapsTlv::new_checked(&[26, 2, 0, 0][..]).unwrap_err(), Error::Unrecognized);
-        assert_eq!(Srv6CapsTlv::new_checked(&[25, 1, 0][..]).unwrap_err(), Error::BadLength);
-        assert_eq!(Srv6CapsTlv::new_checked(&[25, 3, 0, 0][..]).unwrap_err(), Error::Truncated);
-        assert_eq!(Srv6CapsTlv::new_checked(&[25, 5, 0, 0, 9, 2, 0][..]).unwrap_err(), Error::BadLength);
+        assert_eq!(
+            Srv6CapsTlv::new_checked(&[25][..]).unwrap_err(),
+            Error::Truncated
+        );
+        assert_eq!(
+            Srv6CapsTlv::new_checked(&[26, 2, 0, 0][..]).unwrap_err(),
+            Error::Unrecognized
+        );
+        assert_eq!(
+            Srv6CapsTlv::new_checked(&[25, 1, 0][..]).unwrap_err(),
+            Error::BadLength
+        );
+        assert_eq!(
+            Srv6CapsTlv::new_checked(&[25, 3, 0, 0][..]).unwrap_err(),
+            Error::Truncated
+        );
+        assert_eq!(
+            Srv6CapsTlv::new_checked(&[25, 5, 0, 0, 9, 2, 0][..]).unwrap_err(),
+            Error::BadLength
+        );
     }
 
     fn end_c_bytes() -> Vec<u8> {
@@ -963,17 +1043,32 @@ mod tests {
         let b = end_c_bytes();
         let mut x = b.clone();
         x[21] = 5; // sub-sub-len disagrees with Length
-        assert_eq!(EndSidTlv::new_checked(&x[..]).unwrap_err(), Error::BadLength);
+        assert_eq!(
+            EndSidTlv::new_checked(&x[..]).unwrap_err(),
+            Error::BadLength
+        );
         let mut x = b.clone();
         x[23] = 3; // SID structure length 3 -> also overruns
-        assert_eq!(EndSidTlv::new_checked(&x[..]).unwrap_err(), Error::BadLength);
+        assert_eq!(
+            EndSidTlv::new_checked(&x[..]).unwrap_err(),
+            Error::BadLength
+        );
         let mut x = b.clone();
         x[24] = 100; // 100 + 16 + 16 > 128
-        assert_eq!(EndSidTlv::new_checked(&x[..]).unwrap_err(), Error::Malformed);
+        assert_eq!(
+            EndSidTlv::new_checked(&x[..]).unwrap_err(),
+            Error::Malformed
+        );
         let mut x = b.clone();
         x[1] = 19;
-        assert_eq!(EndSidTlv::new_checked(&x[..]).unwrap_err(), Error::BadLength);
-        assert_eq!(EndSidTlv::new_checked(&b[..27]).unwrap_err(), Error::Truncated);
+        assert_eq!(
+            EndSidTlv::new_checked(&x[..]).unwrap_err(),
+            Error::BadLength
+        );
+        assert_eq!(
+            EndSidTlv::new_checked(&b[..27]).unwrap_err(),
+            Error::Truncated
+        );
     }
 
     fn locator_repr() -> LocatorTlvRepr {
@@ -1029,22 +1124,37 @@ mod tests {
         let v = locator_repr().to_bytes().unwrap();
         let mut x = v.clone();
         x[10] = 0; // loc size 0
-        assert_eq!(LocatorTlv::new_checked(&x[..]).unwrap_err(), Error::Malformed);
+        assert_eq!(
+            LocatorTlv::new_checked(&x[..]).unwrap_err(),
+            Error::Malformed
+        );
         let mut x = v.clone();
         x[10] = 129;
-        assert_eq!(LocatorTlv::new_checked(&x[..]).unwrap_err(), Error::Malformed);
+        assert_eq!(
+            LocatorTlv::new_checked(&x[..]).unwrap_err(),
+            Error::Malformed
+        );
         let mut x = v.clone();
         x[17] += 1; // sub-TLV len overruns the TLV
-        assert_eq!(LocatorTlv::new_checked(&x[..]).unwrap_err(), Error::BadLength);
+        assert_eq!(
+            LocatorTlv::new_checked(&x[..]).unwrap_err(),
+            Error::BadLength
+        );
         let mut x = v.clone();
         x[0] = 135;
-        assert_eq!(LocatorTlv::new_checked(&x[..]).unwrap_err(), Error::Unrecognized);
+        assert_eq!(
+            LocatorTlv::new_checked(&x[..]).unwrap_err(),
+            Error::Unrecognized
+        );
     }
 
     // --- proptest ---
 
     fn arb_raw(excl: u8) -> impl Strategy<Value = RawTlvRepr> {
-        (any::<u8>().prop_filter("reserved type", move |t| *t != excl), prop::collection::vec(any::<u8>(), 0..12))
+        (
+            any::<u8>().prop_filter("reserved type", move |t| *t != excl),
+            prop::collection::vec(any::<u8>(), 0..12),
+        )
             .prop_map(|(tlv_type, value)| RawTlvRepr { tlv_type, value })
     }
 
@@ -1095,7 +1205,14 @@ mod tests {
                 for b in l.iter_mut().skip(locator_octets(loc_size)) {
                     *b = 0;
                 }
-                LocatorEntryRepr { metric, flags, algorithm, loc_size, locator: Ipv6Addr::from(l), sub_tlvs }
+                LocatorEntryRepr {
+                    metric,
+                    flags,
+                    algorithm,
+                    loc_size,
+                    locator: Ipv6Addr::from(l),
+                    sub_tlvs,
+                }
             });
         (0u16..4096, prop::collection::vec(entry, 0..3))
             .prop_map(|(mt_id, entries)| LocatorTlvRepr { mt_id, entries })
@@ -1122,7 +1239,7 @@ mod tests {
             let mut x = b.clone();
             x[1] = x[1].wrapping_add(d);
             let mut y = x.clone();
-            y.extend(std::iter::repeat(0).take(300));
+            y.extend([0u8; 300]);
             prop_assert!(EndSidTlv::new_checked(&y[..]).is_err());
             let mut x = b.clone();
             x[21] = x[21].wrapping_add(d);

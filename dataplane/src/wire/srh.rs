@@ -137,7 +137,10 @@ impl<T: AsRef<[u8]>> Srh<T> {
         if usize::from(data[field::SEGMENTS_LEFT]) > n {
             return Err(Error::Malformed);
         }
-        let mut it = RawTlvs { data: &data[seg_end..total], pos: 0 };
+        let mut it = RawTlvs {
+            data: &data[seg_end..total],
+            pos: 0,
+        };
         while let Some(t) = it.next_checked()? {
             if t.tlv_type == TLV_HMAC {
                 HmacTlv::new_checked(t.bytes)?;
@@ -226,7 +229,10 @@ impl<T: AsRef<[u8]>> Srh<T> {
     /// The segment list in index order (`Segment List[0]` first, i.e. the
     /// final segment first).
     pub fn segments(&self) -> Segments<'_> {
-        Segments { data: self.segment_list_bytes(), pos: 0 }
+        Segments {
+            data: self.segment_list_bytes(),
+            pos: 0,
+        }
     }
 
     /// The TLV area (after the segment list, up to the end of the header).
@@ -238,13 +244,19 @@ impl<T: AsRef<[u8]>> Srh<T> {
 
     /// All TLVs, padding included, in order, without interpreting them.
     pub fn raw_tlvs(&self) -> RawTlvs<'_> {
-        RawTlvs { data: self.tlv_bytes(), pos: 0 }
+        RawTlvs {
+            data: self.tlv_bytes(),
+            pos: 0,
+        }
     }
 
     /// All TLVs, typed. `end_mt_type` is the End.MT TLV type in force
     /// (`Params::srh_tlv_end_mt`). A malformed End.MT TLV yields `Err`.
     pub fn tlvs(&self, end_mt_type: u8) -> Tlvs<'_> {
-        Tlvs { raw: self.raw_tlvs(), end_mt_type }
+        Tlvs {
+            raw: self.raw_tlvs(),
+            end_mt_type,
+        }
     }
 
     /// The first HMAC TLV, if any.
@@ -257,7 +269,10 @@ impl<T: AsRef<[u8]>> Srh<T> {
     /// Every End.MT TLV (type `end_mt_type`), in order; a malformed one
     /// yields `Err`.
     pub fn end_mt_tlvs(&self, end_mt_type: u8) -> EndMtTlvs<'_> {
-        EndMtTlvs { raw: self.raw_tlvs(), end_mt_type }
+        EndMtTlvs {
+            raw: self.raw_tlvs(),
+            end_mt_type,
+        }
     }
 
     /// The End.MT TLV whose Edge Node Address equals `edge` (the End.MT TLV
@@ -332,7 +347,8 @@ impl<T: AsRef<[u8]>> Srh<T> {
         }
         let mut mac = key.mac.clone();
         self.hmac_text(&mut mac, src, key.key_id);
-        mac.verify_truncated_left(field).map_err(|_| Error::Checksum)
+        mac.verify_truncated_left(field)
+            .map_err(|_| Error::Checksum)
     }
 }
 
@@ -523,13 +539,21 @@ impl<'a> RawTlvs<'a> {
         if t == TLV_PAD1 {
             let bytes = &data[self.pos..self.pos + 1];
             self.pos += 1;
-            return Ok(Some(RawTlv { tlv_type: t, value: &[], bytes }));
+            return Ok(Some(RawTlv {
+                tlv_type: t,
+                value: &[],
+                bytes,
+            }));
         }
         let len = usize::from(*data.get(self.pos + 1).ok_or(Error::BadLength)?);
         let end = self.pos + 2 + len;
         let bytes = data.get(self.pos..end).ok_or(Error::BadLength)?;
         self.pos = end;
-        Ok(Some(RawTlv { tlv_type: t, value: &bytes[2..], bytes }))
+        Ok(Some(RawTlv {
+            tlv_type: t,
+            value: &bytes[2..],
+            bytes,
+        }))
     }
 }
 
@@ -555,7 +579,10 @@ pub enum Tlv<'a> {
     Hmac(HmacTlv<&'a [u8]>),
     EndMt(EndMtTlv<&'a [u8]>),
     /// Any other type, skipped by its length.
-    Other { tlv_type: u8, value: &'a [u8] },
+    Other {
+        tlv_type: u8,
+        value: &'a [u8],
+    },
 }
 
 impl<'a> Tlv<'a> {
@@ -566,7 +593,10 @@ impl<'a> Tlv<'a> {
             TLV_PADN => Tlv::PadN(raw.value),
             TLV_HMAC => Tlv::Hmac(HmacTlv::new_checked(raw.bytes)?),
             t if t == end_mt_type => Tlv::EndMt(EndMtTlv::new_checked(raw.bytes)?),
-            t => Tlv::Other { tlv_type: t, value: raw.value },
+            t => Tlv::Other {
+                tlv_type: t,
+                value: raw.value,
+            },
         })
     }
 }
@@ -661,7 +691,7 @@ impl<T: AsRef<[u8]>> HmacTlv<T> {
         if d.len() < 2 + len {
             return Err(Error::Truncated);
         }
-        if len < 6 || (len - 6) % 8 != 0 || len - 6 > HMAC_MAX_LEN {
+        if len < 6 || (len - 6) & 7 != 0 || len - 6 > HMAC_MAX_LEN {
             return Err(Error::BadLength);
         }
         Ok(())
@@ -738,13 +768,21 @@ pub struct HmacTlvRepr {
 impl HmacTlvRepr {
     pub fn parse<T: AsRef<[u8]>>(t: &HmacTlv<T>) -> Result<Self> {
         t.check_len()?;
-        Ok(HmacTlvRepr { d_flag: t.d_flag(), key_id: t.key_id(), hmac: t.hmac().to_vec() })
+        Ok(HmacTlvRepr {
+            d_flag: t.d_flag(),
+            key_id: t.key_id(),
+            hmac: t.hmac().to_vec(),
+        })
     }
 
     /// A TLV with a zero HMAC field of `key.len()` octets, to be filled by
     /// [`Srh::fill_hmac`] after emission.
     pub fn placeholder(key: &HmacKey, d_flag: bool) -> Self {
-        HmacTlvRepr { d_flag, key_id: key.key_id, hmac: vec![0; key.len] }
+        HmacTlvRepr {
+            d_flag,
+            key_id: key.key_id,
+            hmac: vec![0; key.len],
+        }
     }
 
     pub fn buffer_len(&self) -> usize {
@@ -752,7 +790,7 @@ impl HmacTlvRepr {
     }
 
     fn check(&self) -> Result<()> {
-        if self.hmac.len() % 8 != 0 || self.hmac.len() > HMAC_MAX_LEN {
+        if self.hmac.len() & 7 != 0 || self.hmac.len() > HMAC_MAX_LEN {
             return Err(Error::BadLength);
         }
         Ok(())
@@ -787,14 +825,17 @@ pub struct HmacKey {
 impl fmt::Debug for HmacKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Never print the secret.
-        f.debug_struct("HmacKey").field("key_id", &self.key_id).field("len", &self.len).finish()
+        f.debug_struct("HmacKey")
+            .field("key_id", &self.key_id)
+            .field("len", &self.len)
+            .finish()
     }
 }
 
 impl HmacKey {
     /// `len` must be 8, 16, 24 or 32 (`BadLength` otherwise).
     pub fn new(key_id: u32, secret: &[u8], len: usize) -> Result<Self> {
-        if len == 0 || len % 8 != 0 || len > HMAC_MAX_LEN {
+        if len == 0 || len & 7 != 0 || len > HMAC_MAX_LEN {
             return Err(Error::BadLength);
         }
         let mac = <Hmac<Sha256> as Mac>::new_from_slice(secret).map_err(|_| Error::BadLength)?;
@@ -1004,7 +1045,10 @@ impl<T: AsRef<[u8]>> EndMtTlv<T> {
 
     /// The receivers in order (allocation-free).
     pub fn receivers(&self) -> EndMtReceivers<'_> {
-        EndMtReceivers { data: self.receiver_area(), pos: 0 }
+        EndMtReceivers {
+            data: self.receiver_area(),
+            pos: 0,
+        }
     }
 }
 
@@ -1132,7 +1176,10 @@ pub enum TlvRepr {
     EndMt(EndMtRepr),
     /// Any other TLV, kept verbatim. `tlv_type` must not be 0, 4, 5 nor the
     /// End.MT type in force.
-    Other { tlv_type: u8, value: Vec<u8> },
+    Other {
+        tlv_type: u8,
+        value: Vec<u8>,
+    },
 }
 
 impl TlvRepr {
@@ -1224,9 +1271,10 @@ impl SrhRepr {
                 Tlv::PadN(p) => TlvRepr::PadN(p.len() as u8),
                 Tlv::Hmac(h) => TlvRepr::Hmac(HmacTlvRepr::parse(&h)?),
                 Tlv::EndMt(m) => TlvRepr::EndMt(EndMtRepr::parse(&m)?),
-                Tlv::Other { tlv_type, value } => {
-                    TlvRepr::Other { tlv_type, value: value.to_vec() }
-                }
+                Tlv::Other { tlv_type, value } => TlvRepr::Other {
+                    tlv_type,
+                    value: value.to_vec(),
+                },
             });
         }
         Ok(SrhRepr {
@@ -1264,7 +1312,7 @@ impl SrhRepr {
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, srh: &mut Srh<T>) -> Result<()> {
         let len = self.buffer_len();
         let n = self.segments.len();
-        if len % 8 != 0 || len > MAX_LEN || n == 0 || n > 256 {
+        if len & 7 != 0 || len > MAX_LEN || n == 0 || n > 256 {
             return Err(Error::BadLength);
         }
         if usize::from(self.segments_left) > n {
@@ -1312,7 +1360,10 @@ mod tests {
 
     fn hex(s: &str) -> Vec<u8> {
         let s: String = s.chars().filter(|c| c.is_ascii_hexdigit()).collect();
-        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
     }
 
     // --- RFC 4231 HMAC-SHA-256 test vectors (the primitive) ---
@@ -1367,7 +1418,10 @@ mod tests {
 
     #[test]
     fn rfc4231_case6_7_long_key() {
-        let d = rfc4231(&[0xaa; 131], b"Test Using Larger Than Block-Size Key - Hash Key First");
+        let d = rfc4231(
+            &[0xaa; 131],
+            b"Test Using Larger Than Block-Size Key - Hash Key First",
+        );
         assert_eq!(
             d.to_vec(),
             hex("60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54")
@@ -1399,7 +1453,7 @@ mod tests {
         v.extend(a("2001:db8::3").octets()); // Segment List[0]
         v.extend(a("2001:db8::2").octets()); // Segment List[1]
         v.extend(a("2001:db8::1").octets()); // Segment List[2]
-        // End.MT TLV: type 124, length 22 + 2*20 = 62.
+                                             // End.MT TLV: type 124, length 22 + 2*20 = 62.
         v.extend([124, 62, 0, 0]);
         v.extend(a("fc00::e1").octets());
         v.extend([2, 0, 0, 0]);
@@ -1407,7 +1461,7 @@ mod tests {
         v.extend([0x00, 0x01, 0x02, 0x00]); // QPN 0x000102
         v.extend(a("2001:db8:1::11").octets());
         v.extend([0xab, 0xcd, 0xef, 0x00]); // QPN 0xabcdef
-        // HMAC TLV: type 5, length 38, D=0, key id 7, 32 octets of HMAC.
+                                            // HMAC TLV: type 5, length 38, D=0, key id 7, 32 octets of HMAC.
         v.extend([5, 38, 0x00, 0x00, 0, 0, 0, 7]);
         v.extend([0u8; 32]);
         // 8 + 48 + 64 + 40 = 160 -> aligned, no padding needed; add a PadN
@@ -1429,11 +1483,21 @@ mod tests {
                     tlv_type: MT,
                     edge_node_address: a("fc00::e1"),
                     receivers: vec![
-                        EndMtReceiver { address: a("2001:db8:1::10"), qpn: 0x000102 },
-                        EndMtReceiver { address: a("2001:db8:1::11"), qpn: 0xabcdef },
+                        EndMtReceiver {
+                            address: a("2001:db8:1::10"),
+                            qpn: 0x000102,
+                        },
+                        EndMtReceiver {
+                            address: a("2001:db8:1::11"),
+                            qpn: 0xabcdef,
+                        },
                     ],
                 }),
-                TlvRepr::Hmac(HmacTlvRepr { d_flag: false, key_id: 7, hmac: vec![0; 32] }),
+                TlvRepr::Hmac(HmacTlvRepr {
+                    d_flag: false,
+                    key_id: 7,
+                    hmac: vec![0; 32],
+                }),
                 TlvRepr::PadN(6),
             ],
         }
@@ -1463,7 +1527,10 @@ mod tests {
             TlvRepr::EndMt(EndMtRepr {
                 tlv_type: MT,
                 edge_node_address: a("fc00::e2"),
-                receivers: vec![EndMtReceiver { address: a("2001:db8:2::1"), qpn: 0xffffff }],
+                receivers: vec![EndMtReceiver {
+                    address: a("2001:db8:2::1"),
+                    qpn: 0xffffff,
+                }],
             }),
         );
         r.tlvs.pop();
@@ -1476,8 +1543,14 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                EndMtReceiver { address: a("2001:db8:1::10"), qpn: 0x000102 },
-                EndMtReceiver { address: a("2001:db8:1::11"), qpn: 0xabcdef },
+                EndMtReceiver {
+                    address: a("2001:db8:1::10"),
+                    qpn: 0x000102
+                },
+                EndMtReceiver {
+                    address: a("2001:db8:1::11"),
+                    qpn: 0xabcdef
+                },
             ]
         );
         assert_eq!(t.receivers().len(), 2);
@@ -1498,7 +1571,10 @@ mod tests {
         assert_eq!(bytes[nr], 2);
         bytes[nr] = 3;
         let srh = Srh::new_checked(&bytes[..]).unwrap(); // generic structure is fine
-        assert_eq!(srh.end_mt_tlv_for(MT, &a("fc00::e1")), Err(Error::BadLength));
+        assert_eq!(
+            srh.end_mt_tlv_for(MT, &a("fc00::e1")),
+            Err(Error::BadLength)
+        );
         assert_eq!(SrhRepr::parse(&srh, MT), Err(Error::BadLength));
         assert!(srh.tlvs(MT).any(|t| t.is_err()));
     }
@@ -1507,7 +1583,10 @@ mod tests {
     fn validation_errors() {
         let good = example_bytes();
         assert_eq!(Srh::new_checked(&good[..7]).unwrap_err(), Error::Truncated);
-        assert_eq!(Srh::new_checked(&good[..167]).unwrap_err(), Error::Truncated);
+        assert_eq!(
+            Srh::new_checked(&good[..167]).unwrap_err(),
+            Error::Truncated
+        );
         let mut b = good.clone();
         b[2] = 3;
         assert_eq!(Srh::new_checked(&b[..]).unwrap_err(), Error::Unrecognized);
@@ -1528,7 +1607,7 @@ mod tests {
         assert_eq!(Srh::new_checked(&b[..]).unwrap_err(), Error::BadLength);
         let mut b = good.clone();
         b[121] = 37; // HMAC TLV length not 6 + 8k
-        // (the following TLV then starts mid-HMAC; either error is a length error)
+                     // (the following TLV then starts mid-HMAC; either error is a length error)
         assert_eq!(Srh::new_checked(&b[..]).unwrap_err(), Error::BadLength);
         let mut b = good.clone();
         b[121] = 30; // 6 + 24: valid HMAC, but then garbage TLVs: zeros = Pad1s, fine
@@ -1594,15 +1673,27 @@ mod tests {
         assert_eq!(srh.compute_hmac(&src, key), expect);
         srh.fill_hmac(&src, &keys).unwrap();
         assert_eq!(srh.hmac_tlv().unwrap().hmac(), &expect[..]);
-        assert_eq!(srh.verify_hmac(&src, Some(&a("2001:db8::1")), &keys), Ok(()));
+        assert_eq!(
+            srh.verify_hmac(&src, Some(&a("2001:db8::1")), &keys),
+            Ok(())
+        );
         assert_eq!(srh.verify_hmac(&src, None, &keys), Ok(()));
         // Wrong source.
-        assert_eq!(srh.verify_hmac(&a("::1"), None, &keys), Err(Error::Checksum));
+        assert_eq!(
+            srh.verify_hmac(&a("::1"), None, &keys),
+            Err(Error::Checksum)
+        );
         // DA not the active segment.
-        assert_eq!(srh.verify_hmac(&src, Some(&a("2001:db8::2")), &keys), Err(Error::Malformed));
+        assert_eq!(
+            srh.verify_hmac(&src, Some(&a("2001:db8::2")), &keys),
+            Err(Error::Malformed)
+        );
         // Segments Left is not covered; decrementing keeps it valid.
         srh.decrement_segments_left().unwrap();
-        assert_eq!(srh.verify_hmac(&src, Some(&a("2001:db8::2")), &keys), Ok(()));
+        assert_eq!(
+            srh.verify_hmac(&src, Some(&a("2001:db8::2")), &keys),
+            Ok(())
+        );
         // Tampering with a segment breaks it.
         srh.set_segment(0, &a("2001:db8::66")).unwrap();
         assert_eq!(srh.verify_hmac(&src, None, &keys), Err(Error::Checksum));
@@ -1668,7 +1759,10 @@ mod tests {
         let r = SrhRepr::for_path(
             41,
             &[a("2001:db8::1"), a("2001:db8::2")],
-            vec![TlvRepr::Other { tlv_type: 200, value: vec![1, 2, 3] }],
+            vec![TlvRepr::Other {
+                tlv_type: 200,
+                value: vec![1, 2, 3],
+            }],
         );
         assert_eq!(r.segments, vec![a("2001:db8::2"), a("2001:db8::1")]);
         assert_eq!(r.segments_left, 1);
@@ -1677,7 +1771,10 @@ mod tests {
         let srh = Srh::new_checked(&b[..]).unwrap();
         assert_eq!(srh.active_segment(), Some(a("2001:db8::1")));
         assert_eq!(SrhRepr::parse(&srh, MT).unwrap(), r);
-        let unaligned = SrhRepr { tlvs: vec![TlvRepr::Pad1], ..r.clone() };
+        let unaligned = SrhRepr {
+            tlvs: vec![TlvRepr::Pad1],
+            ..r.clone()
+        };
         assert_eq!(unaligned.to_bytes(), Err(Error::BadLength));
     }
 
@@ -1698,7 +1795,10 @@ mod tests {
                     hmac: h[..n * 8].to_vec()
                 })
             ),
-            (arb_addr(), prop::collection::vec((arb_addr(), 0u32..=0xffffff), 0..=END_MT_MAX_RECEIVERS))
+            (
+                arb_addr(),
+                prop::collection::vec((arb_addr(), 0u32..=0xffffff), 0..=END_MT_MAX_RECEIVERS)
+            )
                 .prop_map(|(e, rs)| TlvRepr::EndMt(EndMtRepr {
                     tlv_type: MT,
                     edge_node_address: e,
