@@ -48,6 +48,7 @@ reasons!(Drop, N_DROPS {
     NoRoute => "no-route",
     NeighbourMiss => "neighbour-miss",
     MtuExceeded => "mtu-exceeded",
+    MulticastNotRouted => "multicast-not-routed",
     // local
     LocalUnsupported => "local-unsupported",
     MalformedIcmp => "malformed-icmp",
@@ -125,7 +126,7 @@ impl Default for WorkerCounters {
 
 impl WorkerCounters {
     #[inline(always)]
-    pub fn drop(&self, r: Drop) {
+    pub fn dropped(&self, r: Drop) {
         self.drops[r as usize].add(1);
     }
     #[inline(always)]
@@ -206,7 +207,7 @@ mod tests {
     fn snapshot_sums_workers() {
         let a = WorkerCounters::default();
         let b = WorkerCounters::default();
-        a.drop(Drop::NoRoute);
+        a.dropped(Drop::NoRoute);
         b.drop_n(Drop::NoRoute, 2);
         a.ports[1].rx_pkts.add(5);
         b.ports[1].rx_pkts.add(7);

@@ -9,3 +9,8 @@ pub mod wire;
 pub mod counters;
 pub mod packet;
 pub mod tables;
+#[cfg(feature = "dpdk")]
+pub mod dpdk;
+pub mod pipeline;
+#[cfg(feature = "dpdk")]
+pub mod worker;

@@ -1,0 +1,596 @@
+//! The TOML configuration (serde), and its validation into a [`RouterConfig`].
+//!
+//! Validation is complete before anything starts: every error names the
+//! field, the value and why (`port[1].rx_queues = 0: must be at least 1`).
+
+use dataplane::tables::{Fib, Interface, NeighSource, Neighbours, NextHop, Topology};
+use dataplane::wire::params::Params;
+use ipnet::IpNet;
+use serde::Deserialize;
+use std::collections::HashSet;
+use std::net::IpAddr;
+
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    #[serde(default)]
+    pub eal: EalSection,
+    #[serde(default)]
+    pub dataplane: DataplaneSection,
+    #[serde(default)]
+    pub mempool: MempoolSection,
+    #[serde(default)]
+    pub wire: WireSection,
+    #[serde(default, rename = "port")]
+    pub ports: Vec<PortSection>,
+    #[serde(default, rename = "route")]
+    pub routes: Vec<RouteSection>,
+    #[serde(default, rename = "neighbour")]
+    pub neighbours: Vec<NeighbourSection>,
+}
+
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct EalSection {
+    /// EAL arguments used when the command line gives none.
+    #[serde(default)]
+    pub args: Vec<String>,
+}
+
+fn d_burst() -> usize {
+    32
+}
+fn d_status() -> u64 {
+    5000
+}
+fn d_icmp_rate() -> u32 {
+    100
+}
+fn d_icmp_burst() -> u32 {
+    10
+}
+fn d_solicit() -> u64 {
+    1000
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DataplaneSection {
+    /// CPU ids for worker threads; (port, rx queue) pairs are spread over them.
+    #[serde(default)]
+    pub worker_cores: Vec<usize>,
+    /// Packets per RX burst (1..=256).
+    #[serde(default = "d_burst")]
+    pub burst_size: usize,
+    /// Status line period; 0 disables it.
+    #[serde(default = "d_status")]
+    pub status_interval_ms: u64,
+    /// ICMP error (Time Exceeded) rate limit per worker, packets per second.
+    #[serde(default = "d_icmp_rate")]
+    pub icmp_error_rate_pps: u32,
+    #[serde(default = "d_icmp_burst")]
+    pub icmp_error_burst: u32,
+    /// Minimum interval between ARP requests / Neighbor Solicitations for one address.
+    #[serde(default = "d_solicit")]
+    pub neighbour_solicit_interval_ms: u64,
+}
+
+impl Default for DataplaneSection {
+    fn default() -> Self {
+        DataplaneSection {
+            worker_cores: Vec::new(),
+            burst_size: d_burst(),
+            status_interval_ms: d_status(),
+            icmp_error_rate_pps: d_icmp_rate(),
+            icmp_error_burst: d_icmp_burst(),
+            neighbour_solicit_interval_ms: d_solicit(),
+        }
+    }
+}
+
+fn d_mbufs() -> u32 {
+    16383
+}
+fn d_cache() -> u32 {
+    256
+}
+fn d_room() -> u16 {
+    2176
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MempoolSection {
+    /// Mbufs per NUMA socket in use (2^n - 1 is most efficient).
+    #[serde(default = "d_mbufs")]
+    pub mbufs_per_socket: u32,
+    /// Per-lcore cache (<= 512 and <= mbufs / 1.5).
+    #[serde(default = "d_cache")]
+    pub cache_size: u32,
+    /// Data room per mbuf including the 128-byte headroom.
+    #[serde(default = "d_room")]
+    pub data_room: u16,
+}
+
+impl Default for MempoolSection {
+    fn default() -> Self {
+        MempoolSection { mbufs_per_socket: d_mbufs(), cache_size: d_cache(), data_room: d_room() }
+    }
+}
+
+/// Overrides of the IANA-pending values (see `dataplane::wire::params`).
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct WireSection {
+    pub icmpv6_lhcnp_type: Option<u8>,
+    pub icmpv6_fann_type: Option<u8>,
+    pub lhcnp_ext_class_num: Option<u8>,
+    pub srh_tlv_end_mt: Option<u8>,
+    pub behaviour_end_mt: Option<u16>,
+    pub behaviour_end_c: Option<u16>,
+    pub behaviour_end_e: Option<u16>,
+    pub fann_udp_port: Option<u16>,
+}
+
+fn d_q() -> u16 {
+    1
+}
+fn d_desc() -> u16 {
+    1024
+}
+fn d_mtu() -> u16 {
+    1500
+}
+fn d_true() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PortSection {
+    pub name: String,
+    /// A DPDK virtual device (`net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap`,
+    /// `net_tap0,iface=dtap0`) or a PCI address (`0000:3b:00.0`).
+    pub device: String,
+    #[serde(default = "d_q")]
+    pub rx_queues: u16,
+    #[serde(default = "d_desc")]
+    pub rx_desc: u16,
+    #[serde(default = "d_desc")]
+    pub tx_desc: u16,
+    #[serde(default = "d_mtu")]
+    pub mtu: u16,
+    pub mac: Option<String>,
+    #[serde(default = "d_true")]
+    pub promiscuous: bool,
+    #[serde(default)]
+    pub addresses: Vec<String>,
+    #[serde(default, rename = "vlan")]
+    pub vlans: Vec<VlanSection>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VlanSection {
+    pub id: u16,
+    #[serde(default)]
+    pub addresses: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteSection {
+    pub prefix: String,
+    pub via: Option<String>,
+    pub interface: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NeighbourSection {
+    pub ip: String,
+    pub mac: String,
+    pub interface: String,
+}
+
+/// A port after validation.
+#[derive(Debug, Clone)]
+pub struct PortPlan {
+    pub name: String,
+    pub device: String,
+    /// The name DPDK knows the device by (vdev name or PCI address).
+    pub device_name: String,
+    pub is_vdev: bool,
+    pub rx_queues: u16,
+    pub rx_desc: u16,
+    pub tx_desc: u16,
+    pub mtu: u16,
+    pub mac: Option<[u8; 6]>,
+    pub promiscuous: bool,
+}
+
+/// A validated configuration: everything needed to start, nothing unchecked.
+#[derive(Debug, Clone)]
+pub struct RouterConfig {
+    pub eal_args: Vec<String>,
+    pub dataplane: DataplaneSection,
+    pub mempool: MempoolSection,
+    pub params: Params,
+    pub ports: Vec<PortPlan>,
+    /// Interfaces (MACs filled in from the device at start when not configured).
+    pub interfaces: Vec<Interface>,
+    pub fib: Fib,
+    pub neighbours: Neighbours,
+}
+
+impl RouterConfig {
+    pub fn topology(&self) -> Topology {
+        Topology::new(self.interfaces.clone())
+    }
+    pub fn iface_index(&self, name: &str) -> Option<u16> {
+        self.interfaces.iter().position(|i| i.name == name).map(|i| i as u16)
+    }
+}
+
+pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
+    let mut out = [0u8; 6];
+    let mut n = 0;
+    for (i, part) in s.split([':', '-']).enumerate() {
+        if i >= 6 || part.len() != 2 {
+            return None;
+        }
+        out[i] = u8::from_str_radix(part, 16).ok()?;
+        n += 1;
+    }
+    (n == 6).then_some(out)
+}
+
+fn is_pci(s: &str) -> bool {
+    // dddd:bb:dd.f or bb:dd.f
+    let b = s.as_bytes();
+    let hex = |c: u8| c.is_ascii_hexdigit();
+    match b.len() {
+        12 => b[4] == b':' && b[7] == b':' && b[10] == b'.' && b.iter().enumerate().all(|(i, c)| [4, 7, 10].contains(&i) || hex(*c)),
+        7 => b[2] == b':' && b[5] == b'.' && b.iter().enumerate().all(|(i, c)| [2, 5].contains(&i) || hex(*c)),
+        _ => false,
+    }
+}
+
+/// Parse TOML text into a validated configuration.
+pub fn load_str(text: &str) -> Result<RouterConfig, String> {
+    let f: FileConfig = toml::from_str(text).map_err(|e| format!("configuration: {e}"))?;
+    validate(f)
+}
+
+pub fn load_file(path: &str) -> Result<RouterConfig, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("configuration file {path}: {e}"))?;
+    load_str(&text).map_err(|e| format!("{path}: {e}"))
+}
+
+pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
+    let err = |field: String, value: &dyn std::fmt::Display, why: &str| -> Result<RouterConfig, String> {
+        Err(format!("{field} = {value}: {why}"))
+    };
+    let d = &f.dataplane;
+    if d.burst_size == 0 || d.burst_size > 256 {
+        return err("dataplane.burst_size".into(), &d.burst_size, "must be 1..=256");
+    }
+    let ncpu = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let mut seen = HashSet::new();
+    for (i, c) in d.worker_cores.iter().enumerate() {
+        if *c >= ncpu.max(256) {
+            return err(format!("dataplane.worker_cores[{i}]"), c, "no such CPU");
+        }
+        if !seen.insert(*c) {
+            return err(format!("dataplane.worker_cores[{i}]"), c, "listed twice");
+        }
+    }
+    if d.icmp_error_burst == 0 && d.icmp_error_rate_pps > 0 {
+        return err("dataplane.icmp_error_burst".into(), &0, "must be >= 1 when icmp_error_rate_pps > 0");
+    }
+    let m = &f.mempool;
+    if m.mbufs_per_socket < 1024 {
+        return err("mempool.mbufs_per_socket".into(), &m.mbufs_per_socket, "must be at least 1024");
+    }
+    if m.cache_size > 512 || f64::from(m.cache_size) * 1.5 > f64::from(m.mbufs_per_socket) {
+        return err("mempool.cache_size".into(), &m.cache_size, "must be <= 512 and <= mbufs_per_socket / 1.5");
+    }
+    if m.data_room < 128 + 1518 {
+        return err("mempool.data_room".into(), &m.data_room, "must hold 128 bytes of headroom and a 1518-byte frame (>= 1646)");
+    }
+
+    let mut params = Params::DEFAULT;
+    let w = &f.wire;
+    macro_rules! ovr {
+        ($($f:ident),*) => { $( if let Some(v) = w.$f { params.$f = v; } )* };
+    }
+    ovr!(icmpv6_lhcnp_type, icmpv6_fann_type, lhcnp_ext_class_num, srh_tlv_end_mt, behaviour_end_mt, behaviour_end_c, behaviour_end_e, fann_udp_port);
+    for (name, v) in [("wire.icmpv6_lhcnp_type", params.icmpv6_lhcnp_type), ("wire.icmpv6_fann_type", params.icmpv6_fann_type)] {
+        if v < 128 {
+            return err(name.into(), &v, "must be an ICMPv6 informational type (128..=255)");
+        }
+    }
+    if params.icmpv6_lhcnp_type == params.icmpv6_fann_type {
+        return err("wire.icmpv6_fann_type".into(), &params.icmpv6_fann_type, "must differ from wire.icmpv6_lhcnp_type");
+    }
+    if params.fann_udp_port == 0 || params.fann_udp_port == dataplane::wire::params::ROCEV2_UDP_PORT {
+        return err("wire.fann_udp_port".into(), &params.fann_udp_port, "must be non-zero and not 4791");
+    }
+
+    if f.ports.is_empty() {
+        return Err("port: at least one [[port]] is required".into());
+    }
+    if f.ports.len() > dataplane::counters::MAX_PORTS {
+        return err("port".into(), &f.ports.len(), &format!("at most {} ports", dataplane::counters::MAX_PORTS));
+    }
+    let mut ports = Vec::new();
+    let mut interfaces: Vec<Interface> = Vec::new();
+    let mut names = HashSet::new();
+    let mut devs = HashSet::new();
+    let mut addrs: HashSet<IpAddr> = HashSet::new();
+    for (i, p) in f.ports.iter().enumerate() {
+        let fld = |s: &str| format!("port[{i}].{s}");
+        if p.name.is_empty() || p.name.contains(char::is_whitespace) || p.name.contains('.') {
+            return err(fld("name"), &format!("{:?}", p.name), "must be non-empty, without spaces or dots");
+        }
+        if !names.insert(p.name.clone()) {
+            return err(fld("name"), &p.name, "duplicate port name");
+        }
+        let device_name = p.device.split(',').next().unwrap_or("").to_string();
+        let is_vdev = device_name.starts_with("net_");
+        if !is_vdev && !is_pci(&device_name) {
+            return err(fld("device"), &p.device, "must be a DPDK virtual device (net_pcap0,...) or a PCI address (0000:3b:00.0)");
+        }
+        if !devs.insert(device_name.clone()) {
+            return err(fld("device"), &p.device, "device used by two ports");
+        }
+        if p.rx_queues == 0 || p.rx_queues > 64 {
+            return err(fld("rx_queues"), &p.rx_queues, "must be 1..=64");
+        }
+        for (f2, v) in [("rx_desc", p.rx_desc), ("tx_desc", p.tx_desc)] {
+            if !(64..=16384).contains(&v) || !v.is_power_of_two() {
+                return err(fld(f2), &v, "must be a power of two in 64..=16384");
+            }
+        }
+        if !(576..=9600).contains(&p.mtu) {
+            return err(fld("mtu"), &p.mtu, "must be 576..=9600");
+        }
+        if usize::from(p.mtu) + 18 + 128 > usize::from(m.data_room) {
+            return err(fld("mtu"), &p.mtu, "frame does not fit mempool.data_room (multi-segment RX is not enabled)");
+        }
+        let mac = match &p.mac {
+            None => None,
+            Some(s) => match parse_mac(s) {
+                Some(mac) if mac[0] & 1 == 0 && mac != [0; 6] => Some(mac),
+                _ => return err(fld("mac"), &format!("{s:?}"), "must be a unicast MAC like 02:00:00:00:00:01"),
+            },
+        };
+        let port_id = i as u16; // provisional: the position; fixed up at start
+        let mut ifc = Interface::new(&p.name, port_id, None, mac.unwrap_or([0; 6]), p.mtu);
+        parse_addrs(&p.addresses, &fld("addresses"), &mut ifc, &mut addrs)?;
+        interfaces.push(ifc);
+        let mut vids = HashSet::new();
+        for (j, v) in p.vlans.iter().enumerate() {
+            let vf = format!("port[{i}].vlan[{j}]");
+            if v.id == 0 || v.id >= 4095 {
+                return err(format!("{vf}.id"), &v.id, "must be 1..=4094");
+            }
+            if !vids.insert(v.id) {
+                return err(format!("{vf}.id"), &v.id, "duplicate VLAN on this port");
+            }
+            let mut vi = Interface::new(&format!("{}.{}", p.name, v.id), port_id, Some(v.id), mac.unwrap_or([0; 6]), p.mtu - 4);
+            parse_addrs(&v.addresses, &format!("{vf}.addresses"), &mut vi, &mut addrs)?;
+            interfaces.push(vi);
+        }
+        ports.push(PortPlan {
+            name: p.name.clone(),
+            device: p.device.clone(),
+            device_name,
+            is_vdev,
+            rx_queues: p.rx_queues,
+            rx_desc: p.rx_desc,
+            tx_desc: p.tx_desc,
+            mtu: p.mtu,
+            mac,
+            promiscuous: p.promiscuous,
+        });
+    }
+
+    // Connected routes from interface addresses.
+    let mut fib = Fib::default();
+    for (idx, ifc) in interfaces.iter().enumerate() {
+        for n in &ifc.v4 {
+            fib.insert4(n.trunc(), NextHop { iface: idx as u16, gateway: None });
+        }
+        for n in &ifc.v6 {
+            fib.insert6(n.trunc(), NextHop { iface: idx as u16, gateway: None });
+        }
+    }
+    let iface_idx = |name: &str| interfaces.iter().position(|i| i.name == name).map(|i| i as u16);
+    for (i, r) in f.routes.iter().enumerate() {
+        let fld = |s: &str| format!("route[{i}].{s}");
+        let prefix: IpNet = r.prefix.parse().map_err(|_| format!("{} = {:?}: not an IP prefix like 10.0.0.0/8", fld("prefix"), r.prefix))?;
+        let via: Option<IpAddr> = match &r.via {
+            None => None,
+            Some(s) => Some(s.parse().map_err(|_| format!("{} = {s:?}: not an IP address", fld("via")))?),
+        };
+        let nh = resolve_nexthop(&fib, &interfaces, prefix, via, r.interface.as_deref(), &iface_idx).map_err(|why| {
+            format!("route[{i}] (prefix {}{}): {why}", r.prefix, r.via.as_ref().map(|v| format!(" via {v}")).unwrap_or_default())
+        })?;
+        match prefix {
+            IpNet::V4(p) => {
+                fib.insert4(p, nh);
+            }
+            IpNet::V6(p) => {
+                fib.insert6(p, nh);
+            }
+        }
+    }
+    let mut neighbours = Neighbours::default();
+    for (i, n) in f.neighbours.iter().enumerate() {
+        let fld = |s: &str| format!("neighbour[{i}].{s}");
+        let ip: IpAddr = n.ip.parse().map_err(|_| format!("{} = {:?}: not an IP address", fld("ip"), n.ip))?;
+        let mac = parse_mac(&n.mac).filter(|m| m[0] & 1 == 0).ok_or_else(|| format!("{} = {:?}: not a unicast MAC", fld("mac"), n.mac))?;
+        let idx = iface_idx(&n.interface).ok_or_else(|| format!("{} = {:?}: no such interface", fld("interface"), n.interface))?;
+        neighbours.learn(idx, ip, mac, NeighSource::Static);
+    }
+
+    Ok(RouterConfig {
+        eal_args: f.eal.args.clone(),
+        dataplane: f.dataplane.clone(),
+        mempool: f.mempool.clone(),
+        params,
+        ports,
+        interfaces,
+        fib,
+        neighbours,
+    })
+}
+
+fn parse_addrs(list: &[String], field: &str, ifc: &mut Interface, seen: &mut HashSet<IpAddr>) -> Result<(), String> {
+    for (k, a) in list.iter().enumerate() {
+        let net: IpNet = a.parse().map_err(|_| format!("{field}[{k}] = {a:?}: not an address with prefix length like 10.0.0.1/24"))?;
+        let ip = net.addr();
+        if ip.is_multicast() || ip.is_unspecified() || ip.is_loopback() {
+            return Err(format!("{field}[{k}] = {a:?}: not a unicast address"));
+        }
+        if let IpNet::V4(n) = net {
+            if n.prefix_len() < 31 && (n.addr() == n.network() || n.addr() == n.broadcast()) {
+                return Err(format!("{field}[{k}] = {a:?}: is the network or broadcast address of its subnet"));
+            }
+        }
+        if !seen.insert(ip) {
+            return Err(format!("{field}[{k}] = {a:?}: address configured twice"));
+        }
+        match net {
+            IpNet::V4(n) => ifc.v4.push(n),
+            IpNet::V6(n) => ifc.v6.push(n),
+        }
+    }
+    Ok(())
+}
+
+/// Work out the egress interface of a route: given explicitly, or from the
+/// connected subnet that contains the gateway.
+pub fn resolve_nexthop(
+    fib: &Fib,
+    interfaces: &[Interface],
+    prefix: IpNet,
+    via: Option<IpAddr>,
+    interface: Option<&str>,
+    iface_idx: &dyn Fn(&str) -> Option<u16>,
+) -> Result<NextHop, String> {
+    let explicit = match interface {
+        None => None,
+        Some(n) => Some(iface_idx(n).ok_or_else(|| format!("interface {n:?}: no such interface"))?),
+    };
+    if let Some(v) = via {
+        let fam_ok = matches!((prefix, v), (IpNet::V4(_), IpAddr::V4(_)) | (IpNet::V6(_), IpAddr::V6(_)));
+        if !fam_ok {
+            return Err(format!("via {v}: address family differs from the prefix"));
+        }
+    }
+    let iface = match (explicit, via) {
+        (Some(i), _) => i,
+        (None, Some(IpAddr::V4(g))) => connected4(fib, g).ok_or_else(|| format!("via {g}: not on any connected subnet; give interface = \"...\""))?,
+        (None, Some(IpAddr::V6(g))) => connected6(fib, g).ok_or_else(|| format!("via {g}: not on any connected subnet; give interface = \"...\""))?,
+        (None, None) => return Err("needs via, interface, or both".into()),
+    };
+    if usize::from(iface) >= interfaces.len() {
+        return Err(format!("interface index {iface} out of range"));
+    }
+    Ok(NextHop { iface, gateway: via })
+}
+
+fn connected4(fib: &Fib, g: std::net::Ipv4Addr) -> Option<u16> {
+    fib.lookup4(g).filter(|n| n.gateway.is_none()).map(|n| n.iface)
+}
+fn connected6(fib: &Fib, g: std::net::Ipv6Addr) -> Option<u16> {
+    fib.lookup6(g).filter(|n| n.gateway.is_none()).map(|n| n.iface)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+[dataplane]
+worker_cores = [0]
+[[port]]
+name = "dc"
+device = "net_pcap0,rx_pcap=a.pcap,tx_pcap=b.pcap"
+mac = "02:00:00:00:00:01"
+addresses = ["10.0.1.1/24", "2001:db8:1::1/64"]
+[[port]]
+name = "wan"
+device = "0000:3b:00.0"
+rx_queues = 4
+addresses = ["10.0.2.1/24"]
+[[port.vlan]]
+id = 100
+addresses = ["10.0.3.1/24"]
+[[route]]
+prefix = "192.0.2.0/24"
+via = "10.0.2.2"
+[[route]]
+prefix = "2001:db8:99::/48"
+interface = "dc"
+[[neighbour]]
+ip = "10.0.2.2"
+mac = "02:00:00:00:00:22"
+interface = "wan"
+"#;
+
+    #[test]
+    fn good_config_validates() {
+        let c = load_str(GOOD).unwrap();
+        assert_eq!(c.ports.len(), 2);
+        assert!(c.ports[0].is_vdev);
+        assert_eq!(c.ports[0].device_name, "net_pcap0");
+        assert_eq!(c.ports[1].device_name, "0000:3b:00.0");
+        assert_eq!(c.interfaces.len(), 3);
+        assert_eq!(c.interfaces[2].name, "wan.100");
+        assert_eq!(c.fib.lookup4("192.0.2.7".parse().unwrap()).unwrap().iface, 1);
+        assert_eq!(c.fib.lookup4("10.0.3.9".parse().unwrap()).unwrap().iface, 2);
+        assert_eq!(c.neighbours.len(), 1);
+    }
+
+    fn bad(patch: (&str, &str)) -> String {
+        let t = GOOD.replacen(patch.0, patch.1, 1);
+        assert_ne!(t, GOOD, "patch did not apply: {patch:?}");
+        load_str(&t).unwrap_err()
+    }
+
+    #[test]
+    fn errors_name_field_value_and_reason() {
+        let e = bad(("rx_queues = 4", "rx_queues = 0"));
+        assert!(e.contains("port[1].rx_queues = 0") && e.contains("must be"), "{e}");
+        let e = bad(("02:00:00:00:00:01", "zz:00:00:00:00:01"));
+        assert!(e.contains("port[0].mac") && e.contains("zz:00"), "{e}");
+        let e = bad(("via = \"10.0.2.2\"", "via = \"172.16.0.1\""));
+        assert!(e.contains("route[0]") && e.contains("172.16.0.1") && e.contains("connected"), "{e}");
+        let e = bad(("10.0.1.1/24", "10.0.1.1/33"));
+        assert!(e.contains("port[0].addresses[0]") && e.contains("10.0.1.1/33"), "{e}");
+        let e = bad(("device = \"0000:3b:00.0\"", "device = \"eth0\""));
+        assert!(e.contains("port[1].device = eth0"), "{e}");
+        let e = bad(("id = 100", "id = 4095"));
+        assert!(e.contains("port[1].vlan[0].id = 4095"), "{e}");
+        let e = bad(("interface = \"wan\"", "interface = \"nope\""));
+        assert!(e.contains("neighbour[0].interface") && e.contains("nope"), "{e}");
+        let e = bad(("worker_cores = [0]", "worker_cores = [0, 0]"));
+        assert!(e.contains("dataplane.worker_cores[1] = 0") && e.contains("twice"), "{e}");
+        let e = bad(("[dataplane]", "[dataplane]\nbogus = 1"));
+        assert!(e.contains("bogus"), "{e}");
+        let e = bad(("addresses = [\"10.0.2.1/24\"]", "addresses = [\"10.0.1.1/24\"]"));
+        assert!(e.contains("configured twice"), "{e}");
+    }
+
+    #[test]
+    fn pci_and_mac_parsing() {
+        assert!(is_pci("0000:3b:00.0"));
+        assert!(is_pci("3b:00.1"));
+        assert!(!is_pci("0000:3b:00"));
+        assert_eq!(parse_mac("02:00:00:aa:bb:cc"), Some([2, 0, 0, 0xaa, 0xbb, 0xcc]));
+        assert_eq!(parse_mac("02:00:00:aa:bb"), None);
+    }
+}

@@ -1,0 +1,129 @@
+//! The management socket: a Unix stream socket taking one line-oriented
+//! command per connection, e.g. `route add 10.9.0.0/16 via 10.0.2.2`.
+//! `dcirouter ctl --socket PATH <command...>` is its client. Commands run on
+//! the control thread; route and neighbour changes reach the workers as new
+//! snapshots without a restart.
+
+use crate::config;
+use crate::display;
+use crate::router::Control;
+use dataplane::dpdk::Port;
+use dataplane::tables::NeighSource;
+use ipnet::IpNet;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::IpAddr;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::time::Duration;
+
+pub const HELP: &str = "commands:
+  show counters | show routes | show neighbours | show interfaces
+  route add PREFIX [via ADDR] [dev INTERFACE]
+  route del PREFIX
+  neighbour add ADDR MAC INTERFACE
+  neighbour del ADDR INTERFACE";
+
+pub struct CtlServer {
+    listener: UnixListener,
+}
+
+pub fn remove_socket(path: &str) {
+    let _ = std::fs::remove_file(path);
+}
+
+impl CtlServer {
+    pub fn bind(path: &str) -> Result<CtlServer, String> {
+        remove_socket(path);
+        let listener = UnixListener::bind(path).map_err(|e| format!("ctl socket {path}: {e}"))?;
+        listener.set_nonblocking(true).map_err(|e| format!("ctl socket {path}: {e}"))?;
+        Ok(CtlServer { listener })
+    }
+
+    /// Serve the connections that are waiting (never blocks for long).
+    pub fn poll(&mut self, control: &mut Control, ports: &[Port], names: &[(u16, String)]) {
+        while let Ok((mut s, _)) = self.listener.accept() {
+            let _ = s.set_nonblocking(false);
+            let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+            let mut line = String::new();
+            let mut r = BufReader::new(&mut s);
+            if r.read_line(&mut line).is_err() {
+                continue;
+            }
+            let reply = match execute(control, ports, names, line.trim()) {
+                Ok(out) => format!("{out}OK\n"),
+                Err(e) => format!("ERR {e}\n"),
+            };
+            let _ = s.write_all(reply.as_bytes());
+        }
+    }
+}
+
+fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str) -> Result<String, String> {
+    let w: Vec<&str> = line.split_whitespace().collect();
+    let iface_idx = |n: &str| c.cfg.iface_index(n);
+    match w.as_slice() {
+        ["show", "counters"] => {
+            let stats: Vec<_> = ports.iter().map(|p| (p.id, p.stats())).collect();
+            Ok(format!("{}\n", display::counter_table(&c.snapshot(), names, &stats)))
+        }
+        ["show", "routes"] => Ok(display::routes(&c.fib, &c.topo)),
+        ["show", "neighbours"] => Ok(display::neighbours(&c.neighbours, &c.topo)),
+        ["show", "interfaces"] => Ok(display::interfaces(&c.topo)),
+        ["route", "add", prefix, rest @ ..] => {
+            let prefix: IpNet = prefix.parse().map_err(|_| format!("prefix {prefix:?}: not an IP prefix"))?;
+            let (mut via, mut dev) = (None, None);
+            let mut it = rest.iter();
+            while let Some(k) = it.next() {
+                match (*k, it.next()) {
+                    ("via", Some(v)) => via = Some(v.parse::<IpAddr>().map_err(|_| format!("via {v:?}: not an address"))?),
+                    ("dev", Some(d)) => dev = Some(*d),
+                    (k, _) => return Err(format!("unexpected {k:?}; {HELP}")),
+                }
+            }
+            let nh = config::resolve_nexthop(&c.fib, &c.topo.interfaces, prefix, via, dev, &iface_idx)?;
+            match prefix {
+                IpNet::V4(p) => c.fib.insert4(p, nh),
+                IpNet::V6(p) => c.fib.insert6(p, nh),
+            };
+            c.push_fib();
+            Ok(String::new())
+        }
+        ["route", "del", prefix] => {
+            let prefix: IpNet = prefix.parse().map_err(|_| format!("prefix {prefix:?}: not an IP prefix"))?;
+            let old = match prefix {
+                IpNet::V4(p) => c.fib.remove4(&p),
+                IpNet::V6(p) => c.fib.remove6(&p),
+            };
+            old.ok_or_else(|| format!("no route {prefix}"))?;
+            c.push_fib();
+            Ok(String::new())
+        }
+        ["neighbour", "add", ip, mac, dev] => {
+            let ip: IpAddr = ip.parse().map_err(|_| format!("{ip:?}: not an address"))?;
+            let mac = config::parse_mac(mac).ok_or_else(|| format!("{mac:?}: not a MAC"))?;
+            let i = iface_idx(dev).ok_or_else(|| format!("{dev:?}: no such interface"))?;
+            c.neighbours.remove(i, ip);
+            c.neighbours.learn(i, ip, mac, NeighSource::Static);
+            c.push_neighbours();
+            Ok(String::new())
+        }
+        ["neighbour", "del", ip, dev] => {
+            let ip: IpAddr = ip.parse().map_err(|_| format!("{ip:?}: not an address"))?;
+            let i = iface_idx(dev).ok_or_else(|| format!("{dev:?}: no such interface"))?;
+            c.neighbours.remove(i, ip).ok_or_else(|| format!("no neighbour {ip} on {dev}"))?;
+            c.push_neighbours();
+            Ok(String::new())
+        }
+        ["help"] | [] => Ok(format!("{HELP}\n")),
+        _ => Err(format!("unknown command {line:?}; {HELP}")),
+    }
+}
+
+/// Client side: send one command, return the reply.
+pub fn request(path: &str, command: &str) -> Result<String, String> {
+    let mut s = UnixStream::connect(path).map_err(|e| format!("connect {path}: {e}"))?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok();
+    s.write_all(format!("{command}\n").as_bytes()).map_err(|e| e.to_string())?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).map_err(|e| e.to_string())?;
+    Ok(out)
+}

@@ -1,0 +1,235 @@
+//! `dcirouter demo`: the router on its embedded default configuration with
+//! net_pcap virtual devices and generated traffic. It writes the input and
+//! output pcaps (open them in Wireshark) and prints what the router did.
+
+use crate::config;
+use crate::gen::{self, L2};
+use crate::router::{self, RunOptions};
+use dataplane::counters::{Drop, Local};
+use pcap_file::pcap::{PcapPacket, PcapReader, PcapWriter};
+use std::fmt::Write as _;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub const ROUTER_DC_MAC: [u8; 6] = [0x02, 0xdc, 0, 0, 0, 0x01];
+pub const ROUTER_WAN_MAC: [u8; 6] = [0x02, 0xdc, 0, 0, 0, 0x02];
+pub const HOST_MAC: [u8; 6] = [0x02, 0x00, 0x00, 0x00, 0x01, 0x02];
+pub const WAN_GW_MAC: [u8; 6] = [0x02, 0x00, 0x00, 0x00, 0x02, 0x02];
+
+/// The embedded default configuration; `{dir}` is the output directory.
+pub const DEFAULT_CONFIG: &str = r#"# dcirouter demo: a DC-side port and a WAN-side port on net_pcap.
+[dataplane]
+status_interval_ms = 0
+
+[mempool]
+mbufs_per_socket = 4095
+cache_size = 128
+
+[[port]]
+name = "dc"
+device = "net_pcap0,rx_pcap={dir}/dc-in.pcap,tx_pcap={dir}/dc-out.pcap"
+mac = "02:dc:00:00:00:01"
+addresses = ["10.0.1.1/24", "2001:db8:1::1/64"]
+
+[[port]]
+name = "wan"
+device = "net_pcap1,rx_pcap={dir}/wan-in.pcap,tx_pcap={dir}/wan-out.pcap"
+mac = "02:dc:00:00:00:02"
+addresses = ["10.0.2.1/24", "2001:db8:2::1/64"]
+
+# The remote data centre, behind the WAN gateway.
+[[route]]
+prefix = "10.0.3.0/24"
+via = "10.0.2.2"
+
+[[route]]
+prefix = "2001:db8:3::/48"
+via = "2001:db8:2::2"
+
+[[neighbour]]
+ip = "10.0.2.2"
+mac = "02:00:00:00:02:02"
+interface = "wan"
+
+[[neighbour]]
+ip = "2001:db8:2::2"
+mac = "02:00:00:00:02:02"
+interface = "wan"
+"#;
+
+pub const DEMO_EAL: &[&str] = &["--no-huge", "--no-pci", "--no-shconf", "-l", "0", "-m", "256", "--log-level", "lib.eal:error"];
+
+pub fn write_pcap(path: &Path, frames: &[Vec<u8>]) -> Result<(), String> {
+    let f = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut w = PcapWriter::new(f).map_err(|e| format!("{}: {e}", path.display()))?;
+    for (i, fr) in frames.iter().enumerate() {
+        let ts = Duration::from_micros(i as u64 * 10);
+        w.write_packet(&PcapPacket::new(ts, fr.len() as u32, fr)).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+pub fn read_pcap(path: &Path) -> Result<Vec<Vec<u8>>, String> {
+    let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut r = PcapReader::new(f).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut out = Vec::new();
+    while let Some(p) = r.next_packet() {
+        out.push(p.map_err(|e| format!("{}: {e}", path.display()))?.data.into_owned());
+    }
+    Ok(out)
+}
+
+/// The demo's traffic: what the DC host and the WAN side send.
+pub fn traffic() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    let host4 = Ipv4Addr::new(10, 0, 1, 2);
+    let host6: Ipv6Addr = "2001:db8:1::2".parse().unwrap();
+    let r4 = Ipv4Addr::new(10, 0, 1, 1);
+    let r6: Ipv6Addr = "2001:db8:1::1".parse().unwrap();
+    let to_router = L2 { src: HOST_MAC, dst: ROUTER_DC_MAC };
+    let mut dc = vec![
+        // The host resolves the router, then pings it.
+        gen::arp_request(HOST_MAC, host4, r4),
+        gen::neighbour_solicit(HOST_MAC, host6, r6),
+        gen::echo4(&to_router, host4, r4, 0x1234, 1),
+        gen::echo6(&to_router, host6, r6, 0x1234, 1),
+    ];
+    // RoCEv2 flows to the remote DC over IPv4 and IPv6, 64 B and 1 KiB payloads.
+    for i in 0..16u32 {
+        let dst4 = Ipv4Addr::new(10, 0, 3, 2 + (i % 4) as u8);
+        let dst6: Ipv6Addr = format!("2001:db8:3::{}", 2 + i % 4).parse().unwrap();
+        let len = if i % 2 == 0 { 64 } else { 1024 };
+        dc.push(gen::roce4(&to_router, host4, dst4, 49152 + i as u16, 0x100 + i, i, len, 64));
+        dc.push(gen::roce6(&to_router, host6, dst6, 49152 + i as u16, 0x200 + i, i, len, 64));
+    }
+    // traceroute-style probes: TTL / hop limit 1 -> Time Exceeded.
+    dc.push(gen::udp4(&to_router, host4, Ipv4Addr::new(10, 0, 3, 9), 40000, 33434, b"probe", 1));
+    dc.push(gen::udp6(&to_router, host6, "2001:db8:3::9".parse().unwrap(), 40000, 33434, b"probe", 1));
+    // No route.
+    dc.push(gen::udp4(&to_router, host4, Ipv4Addr::new(192, 0, 2, 1), 40000, 9, b"nowhere", 64));
+    dc.push(gen::udp6(&to_router, host6, "2001:db8:99::1".parse().unwrap(), 40000, 9, b"nowhere", 64));
+    // Malformed: bad IPv4 header checksum, and a runt frame.
+    let mut bad = gen::udp4(&to_router, host4, Ipv4Addr::new(10, 0, 3, 2), 1, 2, b"bad", 64);
+    bad[24] ^= 0xff;
+    dc.push(bad);
+    dc.push(vec![0x02, 0xdc, 0, 0, 0, 1, 0x02, 0, 0, 0, 1]);
+
+    // From the WAN: RoCEv2 responses coming back to the DC host.
+    let from_wan = L2 { src: WAN_GW_MAC, dst: ROUTER_WAN_MAC };
+    let mut wan = Vec::new();
+    for i in 0..8u32 {
+        wan.push(gen::roce4(&from_wan, Ipv4Addr::new(10, 0, 3, 2), host4, 49152, 0x300 + i, i, 0, 63));
+        wan.push(gen::roce6(&from_wan, "2001:db8:3::2".parse().unwrap(), host6, 49152, 0x300 + i, i, 0, 63));
+    }
+    (dc, wan)
+}
+
+/// One line describing a frame the router sent.
+pub fn describe(f: &[u8]) -> String {
+    if f.len() < 14 {
+        return format!("runt ({} bytes)", f.len());
+    }
+    let et = u16::from_be_bytes([f[12], f[13]]);
+    let p = &f[14..];
+    match et {
+        0x0806 if p.len() >= 28 => {
+            let op = u16::from_be_bytes([p[6], p[7]]);
+            let spa = Ipv4Addr::new(p[14], p[15], p[16], p[17]);
+            let tpa = Ipv4Addr::new(p[24], p[25], p[26], p[27]);
+            if op == 2 { format!("ARP reply {spa} is-at {}", dataplane::wire::ethernet::Mac([p[8], p[9], p[10], p[11], p[12], p[13]])) } else { format!("ARP who-has {tpa} tell {spa}") }
+        }
+        0x0800 if p.len() >= 20 => {
+            let src = Ipv4Addr::new(p[12], p[13], p[14], p[15]);
+            let dst = Ipv4Addr::new(p[16], p[17], p[18], p[19]);
+            let hl = usize::from(p[0] & 0xf) * 4;
+            let what = match p[9] {
+                1 if p.len() > hl => match p[hl] {
+                    0 => "ICMP echo reply".to_string(),
+                    11 => "ICMP time exceeded".to_string(),
+                    t => format!("ICMP type {t}"),
+                },
+                17 if p.len() >= hl + 8 && u16::from_be_bytes([p[hl + 2], p[hl + 3]]) == 4791 => format!("RoCEv2 DestQP {:#x}", u32::from_be_bytes([0, p[hl + 13], p[hl + 14], p[hl + 15]])),
+                17 => "UDP".to_string(),
+                n => format!("proto {n}"),
+            };
+            format!("IPv4 {src} -> {dst} ttl {} {what}", p[8])
+        }
+        0x86dd if p.len() >= 40 => {
+            let src = Ipv6Addr::from(<[u8; 16]>::try_from(&p[8..24]).unwrap());
+            let dst = Ipv6Addr::from(<[u8; 16]>::try_from(&p[24..40]).unwrap());
+            let what = match p[6] {
+                58 if p.len() > 40 => match p[40] {
+                    129 => "ICMPv6 echo reply".to_string(),
+                    3 => "ICMPv6 time exceeded".to_string(),
+                    135 => "ICMPv6 neighbor solicitation".to_string(),
+                    136 => "ICMPv6 neighbor advertisement".to_string(),
+                    t => format!("ICMPv6 type {t}"),
+                },
+                17 if p.len() >= 48 + 12 && u16::from_be_bytes([p[42], p[43]]) == 4791 => format!("RoCEv2 DestQP {:#x}", u32::from_be_bytes([0, p[53], p[54], p[55]])),
+                17 => "UDP".to_string(),
+                n => format!("next header {n}"),
+            };
+            format!("IPv6 {src} -> {dst} hlim {} {what}", p[7])
+        }
+        _ => format!("ethertype {et:#06x}"),
+    }
+}
+
+fn summarize(frames: &[Vec<u8>]) -> String {
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for f in frames {
+        let d = describe(f);
+        // Group RoCEv2 data by family and direction, keep the rest verbatim.
+        let key = if d.contains("RoCEv2") { d.split(" RoCEv2").next().map(|s| format!("{} RoCEv2 ...", s.split(" ttl").next().unwrap_or(s).split(" hlim").next().unwrap_or(s))).unwrap_or(d) } else { d };
+        match counts.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((key, 1)),
+        }
+    }
+    let mut o = String::new();
+    for (k, n) in counts {
+        let _ = writeln!(o, "    {n:>3} x {k}");
+    }
+    o
+}
+
+pub fn run(out: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let dir: PathBuf = out.canonicalize().map_err(|e| e.to_string())?;
+    let (dc, wan) = traffic();
+    write_pcap(&dir.join("dc-in.pcap"), &dc)?;
+    write_pcap(&dir.join("wan-in.pcap"), &wan)?;
+    let text = DEFAULT_CONFIG.replace("{dir}", &dir.display().to_string());
+    std::fs::write(dir.join("demo.toml"), &text).map_err(|e| e.to_string())?;
+    let cfg = config::load_str(&text)?;
+    println!("== dcirouter demo: DC port 'dc' (10.0.1.1/24, 2001:db8:1::1/64) and WAN port 'wan' (10.0.2.1/24, 2001:db8:2::1/64)");
+    println!("   input: {} frames from the DC host, {} from the WAN (written to {})", dc.len(), wan.len(), dir.display());
+    let eal: Vec<String> = DEMO_EAL.iter().map(|s| s.to_string()).collect();
+    let opts = RunOptions { exit_when_idle: Some(Duration::from_millis(500)), duration: Some(Duration::from_secs(30)), ctl_socket: None, quiet: false };
+    let rep = router::run(cfg, &eal, &opts)?;
+    let dc_out = read_pcap(&dir.join("dc-out.pcap"))?;
+    let wan_out = read_pcap(&dir.join("wan-out.pcap"))?;
+    println!("\n== what the router sent");
+    println!("  on 'dc' ({}/dc-out.pcap, {} frames):", dir.display(), dc_out.len());
+    print!("{}", summarize(&dc_out));
+    println!("  on 'wan' ({}/wan-out.pcap, {} frames):", dir.display(), wan_out.len());
+    print!("{}", summarize(&wan_out));
+    let c = &rep.counters;
+    println!("\n== in short");
+    println!(
+        "  forwarded {} packets; answered ARP {} / ND {} / ping {} + {}; Time Exceeded {} + {}; dropped: no-route {}, ipv4-bad-checksum {}, runt {}",
+        c.total_tx() - (c.local_count(Local::ArpReply) + c.local_count(Local::NdAdvert) + c.local_count(Local::EchoReply4) + c.local_count(Local::EchoReply6) + c.local_count(Local::TimeExceeded4) + c.local_count(Local::TimeExceeded6) + c.local_count(Local::ArpRequestSent) + c.local_count(Local::NsSent)),
+        c.local_count(Local::ArpReply),
+        c.local_count(Local::NdAdvert),
+        c.local_count(Local::EchoReply4),
+        c.local_count(Local::EchoReply6),
+        c.local_count(Local::TimeExceeded4),
+        c.local_count(Local::TimeExceeded6),
+        c.drop_count(Drop::NoRoute),
+        c.drop_count(Drop::Ipv4Checksum),
+        c.drop_count(Drop::Runt)
+    );
+    println!("  mempool: {} of {} mbufs in use after shutdown", rep.mempool_in_use_after, rep.mempool_size);
+    println!("  open the pcaps in Wireshark: wireshark {}/dc-out.pcap", dir.display());
+    Ok(())
+}

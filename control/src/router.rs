@@ -1,0 +1,315 @@
+//! Start-up, the control thread, and shutdown.
+//!
+//! Start-up order: validated configuration -> EAL -> mempool(s) -> ports ->
+//! workers (pinned, registered with DPDK). The control thread (the main
+//! thread) then owns the configuration: it folds learned neighbours and
+//! management commands into new table snapshots and pushes them to every
+//! worker over lock-free queues; it prints the status line; on SIGINT/SIGTERM
+//! it stops the workers, closes the ports and prints the final counters.
+
+use crate::config::RouterConfig;
+use crate::ctl::{self, CtlServer};
+use crate::display;
+use crossbeam::channel::{bounded, Receiver, Sender};
+use dataplane::counters::{Snapshot, WorkerCounters};
+use dataplane::dpdk::{self, Eal, Mempool, Port, PortConfig};
+use dataplane::pipeline::{Event, Pipeline, PipelineConfig};
+use dataplane::tables::{Fib, NeighSource, Neighbours, Topology};
+use dataplane::worker::{Update, Worker, WorkerLinks, WorkerSpec};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Run-time options that are not part of the router's configuration.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Stop once no packet has arrived for this long (after the first one, or
+    /// from start if none arrives): for pcap replays, tests and the demo.
+    pub exit_when_idle: Option<Duration>,
+    /// Stop after this long in any case.
+    pub duration: Option<Duration>,
+    /// Management socket path.
+    pub ctl_socket: Option<String>,
+    /// Print the status line (false in the demo's quiet mode).
+    pub quiet: bool,
+}
+
+/// What a run left behind, for the demo and tests.
+pub struct RunReport {
+    pub counters: Snapshot,
+    pub port_names: Vec<(u16, String)>,
+    pub mempool_in_use_after: u32,
+    pub mempool_size: u32,
+    pub elapsed: Duration,
+    pub fib: Fib,
+    pub neighbours: Neighbours,
+}
+
+struct WorkerHandle {
+    counters: Arc<WorkerCounters>,
+    updates: Sender<Update>,
+    join: Option<std::thread::JoinHandle<()>>,
+}
+
+/// The control thread's view of the router.
+pub struct Control {
+    pub cfg: RouterConfig,
+    pub topo: Arc<Topology>,
+    pub fib: Fib,
+    pub neighbours: Neighbours,
+    workers: Vec<WorkerHandle>,
+}
+
+impl Control {
+    fn push(&self, make: impl Fn() -> Update) {
+        for w in &self.workers {
+            // Bounded queue; the worker drains it every loop. If it were full,
+            // waiting is right here: the control thread may block, a worker never.
+            let _ = w.updates.send(make());
+        }
+    }
+    pub fn push_fib(&self) {
+        let f = Arc::new(self.fib.clone());
+        self.push(|| Update::Fib(f.clone()));
+    }
+    pub fn push_neighbours(&self) {
+        let n = Arc::new(self.neighbours.clone());
+        self.push(|| Update::Neighbours(n.clone()));
+    }
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot::sum(self.workers.iter().map(|w| &*w.counters))
+    }
+}
+
+pub fn eal_args_for(cfg: &RouterConfig, cli_eal: &[String]) -> Vec<String> {
+    let mut args = vec!["dcirouter".to_string()];
+    if cli_eal.is_empty() {
+        args.extend(cfg.eal_args.iter().cloned());
+    } else {
+        args.extend(cli_eal.iter().cloned());
+    }
+    for p in &cfg.ports {
+        if p.is_vdev {
+            if !args.iter().any(|a| a.starts_with(&p.device_name) && a.len() >= p.device_name.len()) {
+                args.push("--vdev".into());
+                args.push(p.device.clone());
+            }
+        } else if !args.iter().any(|a| a == &p.device || a.starts_with(&format!("{},", p.device))) && !args.iter().any(|a| a == "--no-pci") {
+            args.push("-a".into());
+            args.push(p.device.clone());
+        }
+    }
+    args
+}
+
+/// Run the router until a signal (or an exit condition in `opts`).
+pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Result<RunReport, String> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone()).map_err(|e| format!("signal handler: {e}"))?;
+    }
+    let eal_args = eal_args_for(&cfg, cli_eal);
+    eprintln!("EAL: {}", eal_args[1..].join(" "));
+    let eal = Eal::init(&eal_args)?;
+    let socket = eal.socket_id().max(0);
+
+    let nworkers = cfg.dataplane.worker_cores.len().max(1);
+    let pool = Arc::new(Mempool::new(
+        &format!("mbuf_s{socket}"),
+        cfg.mempool.mbufs_per_socket,
+        cfg.mempool.cache_size,
+        cfg.mempool.data_room,
+        socket,
+    )?);
+
+    // Ports; fix up interface port numbers to DPDK's ids.
+    let mut ports: Vec<Port> = Vec::new();
+    for (i, p) in cfg.ports.iter().enumerate() {
+        let pc = PortConfig {
+            device_name: p.device_name.clone(),
+            rx_queues: p.rx_queues,
+            tx_queues: nworkers as u16,
+            rx_desc: p.rx_desc,
+            tx_desc: p.tx_desc,
+            mtu: p.mtu,
+            mac: p.mac,
+            promiscuous: p.promiscuous,
+        };
+        let port = Port::open(&pc, &pool).map_err(|e| format!("port[{i}] ({}): {e}", p.name))?;
+        if usize::from(port.id) >= dataplane::counters::MAX_PORTS {
+            return Err(format!("port[{i}] ({}): DPDK port id {} >= {}", p.name, port.id, dataplane::counters::MAX_PORTS));
+        }
+        eprintln!(
+            "port {} = {} (dpdk port {}, driver {}, mac {}, {} rx queue(s){})",
+            p.name,
+            p.device_name,
+            port.id,
+            port.driver,
+            dataplane::wire::ethernet::Mac(port.mac),
+            p.rx_queues,
+            if port.rss { ", RSS" } else { "" }
+        );
+        for ifc in cfg.interfaces.iter_mut().filter(|f| f.port == i as u16) {
+            ifc.mac = port.mac;
+            ifc.link_local = dataplane::tables::eui64_link_local(&port.mac);
+        }
+        ports.push(port);
+    }
+    // Second pass: interface.port was the config position.
+    for ifc in cfg.interfaces.iter_mut() {
+        ifc.port = ports[usize::from(ifc.port)].id;
+    }
+
+    let topo = Arc::new(cfg.topology());
+    let (ev_tx, ev_rx) = bounded::<(usize, Event)>(4096);
+    let (garbage_tx, garbage_rx) = bounded::<Update>(1024);
+    let fib0 = Arc::new(cfg.fib.clone());
+    let neigh0 = Arc::new(cfg.neighbours.clone());
+    let pcfg = PipelineConfig {
+        icmp_error_rate_pps: cfg.dataplane.icmp_error_rate_pps,
+        icmp_error_burst: cfg.dataplane.icmp_error_burst,
+        solicit_interval_ns: cfg.dataplane.neighbour_solicit_interval_ms * 1_000_000,
+    };
+
+    // (port, queue) pairs spread round-robin over the worker cores.
+    let mut assign: Vec<Vec<(u16, u16)>> = vec![Vec::new(); nworkers];
+    let mut k = 0;
+    for (pi, p) in cfg.ports.iter().enumerate() {
+        for q in 0..p.rx_queues {
+            assign[k % nworkers].push((ports[pi].id, q));
+            k += 1;
+        }
+    }
+    let core_ids = core_affinity::get_core_ids().unwrap_or_default();
+    let hz = dpdk::tsc_hz();
+    let mut workers = Vec::new();
+    for (w, queues) in assign.into_iter().enumerate() {
+        let counters = Arc::new(WorkerCounters::default());
+        let (up_tx, up_rx) = bounded::<Update>(64);
+        let pipeline = Pipeline::new(topo.clone(), fib0.clone(), neigh0.clone(), counters.clone(), pcfg);
+        let spec = WorkerSpec { id: w, rx_queues: queues.clone(), tx_queue: w as u16, burst: cfg.dataplane.burst_size, pool: pool.clone(), tsc_hz: hz };
+        let links = WorkerLinks { updates: up_rx, events: ev_tx.clone(), garbage: garbage_tx.clone(), stop: stop.clone() };
+        let mut worker = Worker::new(spec, links, pipeline);
+        let core = cfg.dataplane.worker_cores.get(w).copied();
+        let core_id = core.and_then(|c| core_ids.iter().find(|id| id.id == c).copied());
+        if core.is_some() && core_id.is_none() {
+            return Err(format!("dataplane.worker_cores[{w}] = {}: not a CPU this process may run on", core.unwrap_or(0)));
+        }
+        let desc = queues.iter().map(|(p, q)| format!("{p}/{q}")).collect::<Vec<_>>().join(" ");
+        eprintln!("worker {w}: core {} rx queues (port/queue) [{desc}] tx queue {w}", core.map(|c| c.to_string()).unwrap_or("any".into()));
+        let join = std::thread::Builder::new()
+            .name(format!("dcir-w{w}"))
+            .spawn(move || {
+                if let Some(c) = core_id {
+                    core_affinity::set_for_current(c);
+                }
+                if let Err(e) = dpdk::register_thread() {
+                    eprintln!("worker {w}: {e}; mempool cache disabled");
+                }
+                worker.run();
+                drop(worker);
+                dpdk::unregister_thread();
+            })
+            .map_err(|e| format!("spawn worker {w}: {e}"))?;
+        workers.push(WorkerHandle { counters, updates: up_tx, join: Some(join) });
+    }
+    drop(ev_tx);
+
+    let mut ctl_server = match &opts.ctl_socket {
+        Some(p) => Some(CtlServer::bind(p)?),
+        None => None,
+    };
+    let mut control = Control { topo, fib: cfg.fib.clone(), neighbours: cfg.neighbours.clone(), cfg, workers };
+    let port_names: Vec<(u16, String)> = ports.iter().zip(control.cfg.ports.iter()).map(|(p, c)| (p.id, c.name.clone())).collect();
+
+    let started = Instant::now();
+    let status_every = Duration::from_millis(control.cfg.dataplane.status_interval_ms);
+    let mut last_status = Instant::now();
+    let mut last_snap = control.snapshot();
+    let mut last_rx_total = 0u64;
+    let mut last_rx_change = Instant::now();
+    eprintln!("dcirouter running: {} worker(s), {} port(s); Ctrl-C to stop", control.workers.len(), ports.len());
+
+    while !stop.load(Ordering::Relaxed) {
+        // Learned neighbours -> new snapshot for every worker.
+        let mut changed = false;
+        while let Ok((_w, ev)) = ev_rx.try_recv() {
+            match ev {
+                Event::NeighbourLearned { iface, ip, mac } => {
+                    changed |= control.neighbours.learn(iface, ip, mac, NeighSource::Learned);
+                }
+            }
+        }
+        if changed {
+            control.push_neighbours();
+        }
+        while garbage_rx.try_recv().is_ok() {}
+        if let Some(s) = ctl_server.as_mut() {
+            s.poll(&mut control, &ports, &port_names);
+        }
+        let now = Instant::now();
+        if !status_every.is_zero() && now.duration_since(last_status) >= status_every && !opts.quiet {
+            let snap = control.snapshot();
+            eprintln!("{}", display::status_line(&last_snap, &snap, now.duration_since(last_status)));
+            last_snap = snap;
+            last_status = now;
+        }
+        if let Some(idle) = opts.exit_when_idle {
+            let rx = control.snapshot().total_rx();
+            if rx != last_rx_total {
+                last_rx_total = rx;
+                last_rx_change = now;
+            } else if now.duration_since(last_rx_change) >= idle {
+                break;
+            }
+        }
+        if let Some(d) = opts.duration {
+            if now.duration_since(started) >= d {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+
+    // Shutdown: stop workers (they drain), close ports, then count.
+    stop.store(true, Ordering::Relaxed);
+    for w in control.workers.iter_mut() {
+        if let Some(j) = w.join.take() {
+            let _ = j.join();
+        }
+    }
+    while garbage_rx.try_recv().is_ok() {}
+    let elapsed = started.elapsed();
+    let counters = control.snapshot();
+    let port_stats: Vec<_> = ports.iter().map(|p| (p.id, p.stats())).collect();
+    for p in ports.iter_mut() {
+        p.close();
+    }
+    drop(ctl_server);
+    let in_use = pool.in_use();
+    let size = pool.size();
+    if !opts.quiet {
+        println!("{}", display::counter_table(&counters, &port_names, &port_stats));
+        println!("mempool {}: {} of {} mbufs in use after shutdown", pool.name(), in_use, size);
+    }
+    if let Some(p) = &opts.ctl_socket {
+        ctl::remove_socket(p);
+    }
+    let report = RunReport {
+        counters,
+        port_names,
+        mempool_in_use_after: in_use,
+        mempool_size: size,
+        elapsed,
+        fib: control.fib.clone(),
+        neighbours: control.neighbours.clone(),
+    };
+    drop(control);
+    drop(ports);
+    drop(pool);
+    drop(eal);
+    Ok(report)
+}
+
+/// Keep the receiver type nameable for other modules.
+pub type EventRx = Receiver<(usize, Event)>;

@@ -1,0 +1,214 @@
+//! Ethernet ports: virtual devices (`net_pcap0,...`, `net_tap0,...`) or PCI
+//! devices, with RX/TX queues and descriptor counts from the configuration,
+//! RSS across RX queues where the device supports it.
+
+use super::{strerror, Mempool};
+use std::ffi::CString;
+use std::mem::MaybeUninit;
+
+#[derive(Debug, Clone)]
+pub struct PortConfig {
+    /// DPDK device name: the vdev name (`net_pcap0`) or PCI address.
+    pub device_name: String,
+    pub rx_queues: u16,
+    pub tx_queues: u16,
+    pub rx_desc: u16,
+    pub tx_desc: u16,
+    pub mtu: u16,
+    pub mac: Option<[u8; 6]>,
+    pub promiscuous: bool,
+}
+
+pub struct Port {
+    pub id: u16,
+    pub name: String,
+    pub socket: i32,
+    pub mac: [u8; 6],
+    pub rss: bool,
+    pub driver: String,
+    pub speed_mbps: u32,
+    started: bool,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PortStats {
+    pub ipackets: u64,
+    pub opackets: u64,
+    pub ibytes: u64,
+    pub obytes: u64,
+    pub imissed: u64,
+    pub ierrors: u64,
+    pub oerrors: u64,
+    pub rx_nombuf: u64,
+}
+
+impl Port {
+    /// Look up the device by name and configure and start it. `pools[q]` is
+    /// the mempool RX queue `q` allocates from.
+    pub fn open(cfg: &PortConfig, pool: &Mempool) -> Result<Port, String> {
+        let cname = CString::new(cfg.device_name.as_str()).map_err(|_| "device name contains NUL".to_string())?;
+        let mut id = 0u16;
+        // SAFETY: valid C string and out pointer.
+        let r = unsafe { dpdk_sys::rte_eth_dev_get_port_by_name(cname.as_ptr(), &mut id) };
+        if r != 0 {
+            return Err(format!("device {:?} not found (is it in the EAL --vdev / -a arguments?)", cfg.device_name));
+        }
+        let mut info = MaybeUninit::<dpdk_sys::rte_eth_dev_info>::zeroed();
+        // SAFETY: valid port id and out pointer.
+        let r = unsafe { dpdk_sys::rte_eth_dev_info_get(id, info.as_mut_ptr()) };
+        if r != 0 {
+            return Err(format!("rte_eth_dev_info_get({id}): {}", strerror(r)));
+        }
+        // SAFETY: filled by the call above.
+        let info = unsafe { info.assume_init() };
+        if cfg.rx_queues > info.max_rx_queues || cfg.tx_queues > info.max_tx_queues {
+            return Err(format!(
+                "device {}: wants {} rx / {} tx queues, device supports {} / {}",
+                cfg.device_name, cfg.rx_queues, cfg.tx_queues, info.max_rx_queues, info.max_tx_queues
+            ));
+        }
+        let driver = if info.driver_name.is_null() {
+            String::new()
+        } else {
+            // SAFETY: driver_name is a static C string.
+            unsafe { std::ffi::CStr::from_ptr(info.driver_name).to_string_lossy().into_owned() }
+        };
+
+        let mut conf: dpdk_sys::rte_eth_conf = Default::default();
+        // SAFETY: reading extern consts.
+        let (rss_ip, rss_udp, rss_tcp, mq_rss) = unsafe {
+            (dpdk_sys::DCIR_ETH_RSS_IP, dpdk_sys::DCIR_ETH_RSS_UDP, dpdk_sys::DCIR_ETH_RSS_TCP, dpdk_sys::DCIR_ETH_MQ_RX_RSS)
+        };
+        let rss_hf = (rss_ip | rss_udp | rss_tcp) & info.flow_type_rss_offloads;
+        let rss = cfg.rx_queues > 1 && rss_hf != 0;
+        if rss {
+            conf.rxmode.mq_mode = mq_rss as _;
+            conf.rx_adv_conf.rss_conf.rss_hf = rss_hf;
+        }
+        // SAFETY: plain FFI calls on a valid port.
+        let r = unsafe { dpdk_sys::rte_eth_dev_configure(id, cfg.rx_queues, cfg.tx_queues, &conf) };
+        if r != 0 {
+            return Err(format!("rte_eth_dev_configure({}): {}", cfg.device_name, strerror(r)));
+        }
+        let (mut nrx, mut ntx) = (cfg.rx_desc, cfg.tx_desc);
+        // SAFETY: valid port and out pointers.
+        let r = unsafe { dpdk_sys::rte_eth_dev_adjust_nb_rx_tx_desc(id, &mut nrx, &mut ntx) };
+        if r != 0 {
+            return Err(format!("rte_eth_dev_adjust_nb_rx_tx_desc({}): {}", cfg.device_name, strerror(r)));
+        }
+        // SAFETY: plain FFI.
+        let socket = unsafe { dpdk_sys::rte_eth_dev_socket_id(id) };
+        let qsock = if socket < 0 { 0 } else { socket as u32 };
+        for q in 0..cfg.rx_queues {
+            // SAFETY: valid port, queue, pool.
+            let r = unsafe { dpdk_sys::rte_eth_rx_queue_setup(id, q, nrx, qsock, std::ptr::null(), pool.as_ptr()) };
+            if r != 0 {
+                return Err(format!("rx queue {q} of {}: {}", cfg.device_name, strerror(r)));
+            }
+        }
+        for q in 0..cfg.tx_queues {
+            // SAFETY: valid port and queue.
+            let r = unsafe { dpdk_sys::rte_eth_tx_queue_setup(id, q, ntx, qsock, std::ptr::null()) };
+            if r != 0 {
+                return Err(format!("tx queue {q} of {}: {}", cfg.device_name, strerror(r)));
+            }
+        }
+        if let Some(mac) = cfg.mac {
+            let mut a = dpdk_sys::rte_ether_addr { addr_bytes: mac };
+            // SAFETY: valid port and address.
+            let r = unsafe { dpdk_sys::rte_eth_dev_default_mac_addr_set(id, &mut a) };
+            if r != 0 {
+                // Some virtual devices cannot change their MAC; we still
+                // source from the configured one, and run promiscuous.
+                eprintln!("note: {}: cannot set MAC ({}), using it in software only", cfg.device_name, strerror(r));
+            }
+        }
+        // SAFETY: valid port. MTU errors are reported but net_pcap ignores MTU.
+        let r = unsafe { dpdk_sys::rte_eth_dev_set_mtu(id, cfg.mtu) };
+        if r != 0 && r != -95 {
+            eprintln!("note: {}: set_mtu({}) -> {}", cfg.device_name, cfg.mtu, strerror(r));
+        }
+        // SAFETY: valid port.
+        let r = unsafe { dpdk_sys::rte_eth_dev_start(id) };
+        if r != 0 {
+            return Err(format!("rte_eth_dev_start({}): {}", cfg.device_name, strerror(r)));
+        }
+        if cfg.promiscuous {
+            // SAFETY: valid port.
+            unsafe {
+                dpdk_sys::rte_eth_promiscuous_enable(id);
+                dpdk_sys::rte_eth_allmulticast_enable(id);
+            }
+        }
+        let mac = match cfg.mac {
+            Some(m) => m,
+            None => {
+                let mut a = dpdk_sys::rte_ether_addr::default();
+                // SAFETY: valid port and out pointer.
+                unsafe { dpdk_sys::rte_eth_macaddr_get(id, &mut a) };
+                a.addr_bytes
+            }
+        };
+        let mut link = dpdk_sys::rte_eth_link::default();
+        // SAFETY: valid port and out pointer.
+        unsafe { dpdk_sys::rte_eth_link_get_nowait(id, &mut link) };
+        Ok(Port {
+            id,
+            name: cfg.device_name.clone(),
+            socket,
+            mac,
+            rss,
+            driver,
+            speed_mbps: link.link_speed,
+            started: true,
+        })
+    }
+
+    pub fn stats(&self) -> PortStats {
+        let mut s = dpdk_sys::rte_eth_stats::default();
+        // SAFETY: valid port and out pointer.
+        unsafe { dpdk_sys::rte_eth_stats_get(self.id, &mut s) };
+        PortStats {
+            ipackets: s.ipackets,
+            opackets: s.opackets,
+            ibytes: s.ibytes,
+            obytes: s.obytes,
+            imissed: s.imissed,
+            ierrors: s.ierrors,
+            oerrors: s.oerrors,
+            rx_nombuf: s.rx_nombuf,
+        }
+    }
+
+    /// Stop and close the device; its queues give their mbufs back.
+    pub fn close(&mut self) {
+        if self.started {
+            // SAFETY: valid port, no worker uses it any more.
+            unsafe {
+                dpdk_sys::rte_eth_dev_stop(self.id);
+                dpdk_sys::rte_eth_dev_close(self.id);
+            }
+            self.started = false;
+        }
+    }
+}
+
+impl Drop for Port {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// Receive up to `out.len()` packets.
+#[inline(always)]
+pub fn rx_burst(port: u16, queue: u16, out: &mut [*mut dpdk_sys::rte_mbuf]) -> usize {
+    // SAFETY: the caller owns queue `queue` of `port` on this thread.
+    unsafe { usize::from(dpdk_sys::rte_eth_rx_burst(port, queue, out.as_mut_ptr(), out.len() as u16)) }
+}
+
+/// Transmit; returns how many the NIC took (the rest still belong to the caller).
+#[inline(always)]
+pub fn tx_burst(port: u16, queue: u16, pkts: &mut [*mut dpdk_sys::rte_mbuf]) -> usize {
+    // SAFETY: the caller owns queue `queue` of `port` on this thread.
+    unsafe { usize::from(dpdk_sys::rte_eth_tx_burst(port, queue, pkts.as_mut_ptr(), pkts.len() as u16)) }
+}

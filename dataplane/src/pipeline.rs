@@ -1,0 +1,770 @@
+//! The forwarding pipeline for one packet: parse once, classify (local address
+//! or transit), forward through the FIB with neighbour resolution, or answer
+//! locally (ARP, Neighbor Discovery, echo, Time Exceeded).
+//!
+//! It works on any [`PacketBuffer`], in place: replies reuse the received
+//! buffer, so the per-packet path allocates nothing. Packets the router has to
+//! originate (ARP requests, Neighbor Solicitations) are queued as
+//! [`Solicit`]s and built by the worker into fresh buffers after the burst.
+
+use crate::counters::{Drop, Local, WorkerCounters};
+use crate::packet::PacketBuffer;
+use crate::tables::{solicited_node, Fib, Interface, MacAddr, Neighbours, NextHop, Topology};
+use crate::wire::arp::{ArpOperation, ArpPacket, ArpRepr};
+use crate::wire::checksum;
+use crate::wire::ethernet::{self, EtherType, EthernetFrame};
+use crate::wire::icmpv4::{Icmpv4Message, Icmpv4Packet};
+use crate::wire::ipv4::{IpProtocol, Ipv4Packet};
+use crate::wire::ipv6::{walk_ext_chain, Ipv6Packet};
+use rustc_hash::FxHashMap;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
+
+/// What to do with a packet after [`Pipeline::process`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Transmit on this DPDK port (the buffer has been rewritten).
+    Tx(u16),
+    /// Drop and count under this reason.
+    Drop(Drop),
+    /// A local behaviour took it (learned from it); free it without a drop.
+    Consumed,
+}
+
+/// Something the control thread needs to know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// A neighbour seen in ARP / ND traffic.
+    NeighbourLearned { iface: u16, ip: IpAddr, mac: MacAddr },
+}
+
+/// An address to resolve: the worker builds an ARP request or NS for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Solicit {
+    pub iface: u16,
+    pub target: IpAddr,
+}
+
+/// Tunables of the pipeline.
+#[derive(Debug, Clone, Copy)]
+pub struct PipelineConfig {
+    pub icmp_error_rate_pps: u32,
+    pub icmp_error_burst: u32,
+    pub solicit_interval_ns: u64,
+}
+
+impl Default for PipelineConfig {
+    fn default() -> Self {
+        PipelineConfig { icmp_error_rate_pps: 100, icmp_error_burst: 10, solicit_interval_ns: 1_000_000_000 }
+    }
+}
+
+/// A token bucket on injected time.
+#[derive(Debug, Clone)]
+pub struct TokenBucket {
+    rate_per_s: u64,
+    burst: u64,
+    /// Tokens scaled by 1e9 (token-nanoseconds).
+    level: u64,
+    last_ns: u64,
+}
+
+impl TokenBucket {
+    pub fn new(rate_per_s: u32, burst: u32) -> Self {
+        TokenBucket {
+            rate_per_s: u64::from(rate_per_s),
+            burst: u64::from(burst),
+            level: u64::from(burst) * 1_000_000_000,
+            last_ns: 0,
+        }
+    }
+    /// Take one token at time `now_ns`; false when the bucket is empty.
+    pub fn take(&mut self, now_ns: u64) -> bool {
+        let cap = self.burst * 1_000_000_000;
+        let dt = now_ns.saturating_sub(self.last_ns);
+        self.last_ns = self.last_ns.max(now_ns);
+        self.level = (self.level + dt.saturating_mul(self.rate_per_s)).min(cap);
+        if self.level >= 1_000_000_000 {
+            self.level -= 1_000_000_000;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+const MAX_SOLICIT_STATE: usize = 4096;
+
+/// One worker's pipeline: snapshots of the tables plus its own state.
+pub struct Pipeline {
+    pub topo: Arc<Topology>,
+    pub fib: Arc<Fib>,
+    pub neigh: Arc<Neighbours>,
+    pub counters: Arc<WorkerCounters>,
+    cfg: PipelineConfig,
+    icmp_bucket: TokenBucket,
+    /// Events for the control thread, drained by the worker after each burst.
+    pub events: Vec<Event>,
+    /// Addresses to resolve, drained by the worker after each burst.
+    pub solicits: Vec<Solicit>,
+    solicit_last: FxHashMap<(u16, IpAddr), u64>,
+    /// Neighbours this worker learned that are not yet in a snapshot from
+    /// the control thread, so that forwarding to them works at once.
+    learned: FxHashMap<(u16, IpAddr), MacAddr>,
+}
+
+/// Where the layers of a received frame are.
+#[derive(Debug, Clone, Copy)]
+struct L2 {
+    iface: u16,
+    /// Length of the Ethernet header including the VLAN tag.
+    l3: usize,
+    /// PCP of the received tag (0 when untagged).
+    pcp: u8,
+}
+
+const EVENTS_CAP: usize = 256;
+const MAX_LEARNED: usize = 1024;
+
+impl Pipeline {
+    pub fn new(topo: Arc<Topology>, fib: Arc<Fib>, neigh: Arc<Neighbours>, counters: Arc<WorkerCounters>, cfg: PipelineConfig) -> Self {
+        let mut solicit_last = FxHashMap::default();
+        solicit_last.reserve(MAX_SOLICIT_STATE);
+        Pipeline {
+            topo,
+            fib,
+            neigh,
+            counters,
+            cfg,
+            icmp_bucket: TokenBucket::new(cfg.icmp_error_rate_pps, cfg.icmp_error_burst),
+            events: Vec::with_capacity(EVENTS_CAP),
+            solicits: Vec::with_capacity(EVENTS_CAP),
+            solicit_last,
+            learned: {
+                let mut m = FxHashMap::default();
+                m.reserve(MAX_LEARNED);
+                m
+            },
+        }
+    }
+
+    /// Install a new neighbour snapshot; keep local learnings it lacks.
+    pub fn set_neighbours(&mut self, n: Arc<Neighbours>) -> Arc<Neighbours> {
+        self.learned.retain(|(i, ip), mac| n.get(*i, *ip).map(|e| e.mac) != Some(*mac));
+        std::mem::replace(&mut self.neigh, n)
+    }
+
+    /// Process one received packet in place.
+    #[inline]
+    pub fn process<P: PacketBuffer>(&mut self, p: &mut P, port: u16, now_ns: u64) -> Verdict {
+        match self.process_inner(p, port, now_ns) {
+            Ok(v) => v,
+            Err(r) => Verdict::Drop(r),
+        }
+    }
+
+    fn process_inner<P: PacketBuffer>(&mut self, p: &mut P, port: u16, now_ns: u64) -> Result<Verdict, Drop> {
+        let (l2, ethertype) = {
+            let eth = EthernetFrame::new_checked(p.data()).map_err(|_| Drop::Runt)?;
+            let vlan = match eth.vlan_count() {
+                0 => None,
+                1 => eth.outer_vid(),
+                _ => return Err(Drop::VlanUnknown),
+            };
+            let pcp = eth.vlan_tag(0).map(|t| (t.tci() >> 13) as u8).unwrap_or(0);
+            let iface = self.topo.iface_of(port, vlan).ok_or(Drop::VlanUnknown)?;
+            let ifc = self.topo.iface(iface).ok_or(Drop::VlanUnknown)?;
+            let dst = eth.dst_addr();
+            if dst != ifc.mac && !ethernet::is_multicast(&dst) {
+                return Err(Drop::NotForUs);
+            }
+            (L2 { iface, l3: eth.header_len(), pcp }, eth.payload_ethertype())
+        };
+        match ethertype {
+            EtherType::IPV4 => self.ipv4(p, l2, now_ns),
+            EtherType::IPV6 => self.ipv6(p, l2, now_ns),
+            EtherType::ARP => self.arp(p, l2),
+            _ => Err(Drop::UnknownEthertype),
+        }
+    }
+
+    // ------------------------------------------------------------------ ARP
+
+    fn arp<P: PacketBuffer>(&mut self, p: &mut P, l2: L2) -> Result<Verdict, Drop> {
+        let req = {
+            let a = ArpPacket::new_checked(&p.data()[l2.l3..]).map_err(|_| Drop::MalformedArp)?;
+            ArpRepr::parse(&a).map_err(|_| Drop::MalformedArp)?
+        };
+        let sender = req.source_protocol_addr;
+        let (mac, port, ours, valid_sender) = {
+            let ifc = self.topo.iface(l2.iface).ok_or(Drop::VlanUnknown)?;
+            (
+                ifc.mac,
+                ifc.port,
+                ifc.v4.iter().any(|n| n.addr() == req.target_protocol_addr),
+                !sender.is_unspecified() && ifc.v4.iter().any(|n| n.contains(&sender)),
+            )
+        };
+        let known = self.neigh.get(l2.iface, IpAddr::V4(sender)).is_some();
+        if valid_sender && (ours || known) && ethernet::is_unicast(&req.source_hardware_addr) {
+            self.learn(l2.iface, IpAddr::V4(sender), req.source_hardware_addr);
+        }
+        if !ours {
+            return if known { Ok(Verdict::Consumed) } else { Err(Drop::ArpNotForUs) };
+        }
+        if req.operation != ArpOperation::REQUEST {
+            self.counters.local(Local::ArpLearned);
+            return Ok(Verdict::Consumed);
+        }
+        let reply = req.reply(mac);
+        {
+            let d = p.data_mut();
+            let mut a = ArpPacket::new_unchecked(&mut d[l2.l3..]);
+            reply.emit(&mut a);
+            let mut eth = EthernetFrame::new_unchecked(&mut d[..]);
+            eth.set_dst_addr(req.source_hardware_addr);
+            eth.set_src_addr(mac);
+        }
+        self.counters.local(Local::ArpReply);
+        Ok(Verdict::Tx(port))
+    }
+
+    fn learn(&mut self, iface: u16, ip: IpAddr, mac: MacAddr) {
+        if self.neigh.get(iface, ip).map(|n| n.mac) == Some(mac) || self.learned.get(&(iface, ip)) == Some(&mac) {
+            return;
+        }
+        // Suppress repeats within one snapshot period.
+        if self.events.iter().any(|e| *e == Event::NeighbourLearned { iface, ip, mac }) {
+            return;
+        }
+        if self.learned.len() < MAX_LEARNED || self.learned.contains_key(&(iface, ip)) {
+            self.learned.insert((iface, ip), mac);
+        }
+        if self.events.len() < EVENTS_CAP {
+            self.events.push(Event::NeighbourLearned { iface, ip, mac });
+            self.counters.local(if ip.is_ipv4() { Local::ArpLearned } else { Local::NdLearned });
+        } else {
+            self.counters.dropped(Drop::EventQueueFull);
+        }
+    }
+
+    // ----------------------------------------------------------------- IPv4
+
+    fn ipv4<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, now_ns: u64) -> Result<Verdict, Drop> {
+        let (dst, src, ttl, proto, hl, total) = {
+            let ip = Ipv4Packet::new_checked(&p.data()[l2.l3..]).map_err(|_| Drop::MalformedIpv4)?;
+            if ip.version() != 4 {
+                return Err(Drop::MalformedIpv4);
+            }
+            if !ip.verify_checksum() {
+                return Err(Drop::Ipv4Checksum);
+            }
+            (ip.dst_addr(), ip.src_addr(), ip.ttl(), ip.protocol(), ip.header_len(), usize::from(ip.total_len()))
+        };
+        if src.is_multicast() || src.is_broadcast() || src.is_loopback() || src.is_unspecified() {
+            return Err(Drop::Ipv4Martian);
+        }
+        if self.topo.is_local4(&dst) {
+            return self.local4(p, l2, src, dst, proto, hl, total);
+        }
+        if dst.is_multicast() || dst.is_broadcast() || self.is_subnet_broadcast(l2.iface, dst) {
+            return Err(Drop::MulticastNotRouted);
+        }
+        if dst.is_loopback() || dst.is_unspecified() {
+            return Err(Drop::Ipv4Martian);
+        }
+        if ttl <= 1 {
+            return self.time_exceeded4(p, l2, src, total, now_ns);
+        }
+        let nh = *self.fib.lookup4(dst).ok_or(Drop::NoRoute)?;
+        let (ifc, mac) = self.resolve(&nh, IpAddr::V4(dst), now_ns)?;
+        if total > usize::from(ifc.mtu) {
+            return Err(Drop::MtuExceeded);
+        }
+        let (port, out_mac, vlan) = (ifc.port, ifc.mac, ifc.vlan);
+        {
+            let mut ip = Ipv4Packet::new_unchecked(&mut p.data_mut()[l2.l3..]);
+            ip.decrement_ttl_incremental();
+        }
+        write_l2(p, l2, mac, out_mac, vlan, EtherType::IPV4)?;
+        Ok(Verdict::Tx(port))
+    }
+
+    fn is_subnet_broadcast(&self, iface: u16, dst: Ipv4Addr) -> bool {
+        self.topo.iface(iface).map(|i| i.v4.iter().any(|n| n.prefix_len() < 31 && n.broadcast() == dst)).unwrap_or(false)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn local4<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, src: Ipv4Addr, dst: Ipv4Addr, proto: IpProtocol, hl: usize, total: usize) -> Result<Verdict, Drop> {
+        if proto != IpProtocol::ICMP {
+            return Err(Drop::LocalUnsupported);
+        }
+        {
+            let d = p.data_mut();
+            let end = l2.l3 + total;
+            let icmp_buf = d.get_mut(l2.l3 + hl..end).ok_or(Drop::MalformedIpv4)?;
+            let mut icmp = Icmpv4Packet::new_checked(icmp_buf).map_err(|_| Drop::MalformedIcmp)?;
+            if !icmp.verify_checksum() {
+                return Err(Drop::MalformedIcmp);
+            }
+            if icmp.msg_type() != Icmpv4Message::ECHO_REQUEST || icmp.msg_code() != 0 {
+                return Err(Drop::LocalUnsupported);
+            }
+            icmp.echo_request_to_reply();
+            let mut ip = Ipv4Packet::new_unchecked(&mut d[l2.l3..]);
+            ip.set_src_addr(dst);
+            ip.set_dst_addr(src);
+            ip.set_ttl(64);
+            ip.fill_checksum();
+        }
+        self.counters.local(Local::EchoReply4);
+        self.output4(p, l2, src)
+    }
+
+    /// Send a locally answered IPv4 packet (already at `l2.l3`) to `dst`.
+    fn output4<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, dst: Ipv4Addr) -> Result<Verdict, Drop> {
+        let nh = *self.fib.lookup4(dst).ok_or(Drop::NoRoute)?;
+        // Replies never wait for resolution: fall back to the frame's sender.
+        let (port, out_mac, vlan, mac) = match self.resolve(&nh, IpAddr::V4(dst), 0) {
+            Ok((ifc, mac)) => (ifc.port, ifc.mac, ifc.vlan, mac),
+            Err(_) => self.back_to_sender(p, l2)?,
+        };
+        write_l2(p, l2, mac, out_mac, vlan, EtherType::IPV4)?;
+        Ok(Verdict::Tx(port))
+    }
+
+    fn back_to_sender<P: PacketBuffer>(&self, p: &P, l2: L2) -> Result<(u16, MacAddr, Option<u16>, MacAddr), Drop> {
+        let ifc = self.topo.iface(l2.iface).ok_or(Drop::VlanUnknown)?;
+        let src = EthernetFrame::new_unchecked(p.data()).src_addr();
+        Ok((ifc.port, ifc.mac, ifc.vlan, src))
+    }
+
+    /// Turn an expired packet into ICMP Time Exceeded (RFC 792, RFC 1812
+    /// s.4.3.2.3: as much of the original as fits in 576 bytes).
+    fn time_exceeded4<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, src: Ipv4Addr, total: usize, now_ns: u64) -> Result<Verdict, Drop> {
+        if !self.icmp_bucket.take(now_ns) {
+            return Err(Drop::TtlExpired);
+        }
+        let ifc = self.topo.iface(l2.iface).ok_or(Drop::VlanUnknown)?;
+        let our = ifc.v4_for(src).ok_or(Drop::TtlExpired)?;
+        let quote = total.min(576 - 28).min(p.len() - l2.l3);
+        if !p.set_len(l2.l3 + 28 + quote) {
+            return Err(Drop::NoHeadroom);
+        }
+        {
+            let d = p.data_mut();
+            d.copy_within(l2.l3..l2.l3 + quote, l2.l3 + 28);
+            let icmp_len = 8 + quote;
+            {
+                let mut icmp = Icmpv4Packet::new_unchecked(&mut d[l2.l3 + 20..l2.l3 + 20 + icmp_len]);
+                icmp.set_msg_type(Icmpv4Message::TIME_EXCEEDED);
+                icmp.set_msg_code(0);
+                icmp.set_rest_of_header(0);
+                icmp.fill_checksum();
+            }
+            write_ipv4_header(&mut d[l2.l3..], our, src, IpProtocol::ICMP, (20 + icmp_len) as u16);
+        }
+        self.counters.local(Local::TimeExceeded4);
+        self.output4(p, l2, src)
+    }
+
+    // ----------------------------------------------------------------- IPv6
+
+    fn ipv6<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, now_ns: u64) -> Result<Verdict, Drop> {
+        let (dst, src, hop, total) = {
+            let ip = Ipv6Packet::new_checked(&p.data()[l2.l3..]).map_err(|_| Drop::MalformedIpv6)?;
+            if ip.version() != 6 {
+                return Err(Drop::MalformedIpv6);
+            }
+            (ip.dst_addr(), ip.src_addr(), ip.hop_limit(), 40 + usize::from(ip.payload_len()))
+        };
+        if src.is_multicast() || src.is_loopback() {
+            return Err(Drop::Ipv6Martian);
+        }
+        if self.topo.accepts6(&dst) {
+            return self.local6(p, l2, src, dst, hop, total);
+        }
+        if dst.is_multicast() {
+            return Err(Drop::MulticastNotRouted);
+        }
+        if dst.is_loopback() || dst.is_unspecified() || crate::tables::is_link_local(&dst) || crate::tables::is_link_local(&src) {
+            return Err(Drop::Ipv6Martian);
+        }
+        if hop <= 1 {
+            return self.time_exceeded6(p, l2, src, total, now_ns);
+        }
+        let nh = *self.fib.lookup6(dst).ok_or(Drop::NoRoute)?;
+        let (ifc, mac) = self.resolve(&nh, IpAddr::V6(dst), now_ns)?;
+        if total > usize::from(ifc.mtu) {
+            return Err(Drop::MtuExceeded);
+        }
+        let (port, out_mac, vlan) = (ifc.port, ifc.mac, ifc.vlan);
+        Ipv6Packet::new_unchecked(&mut p.data_mut()[l2.l3..]).decrement_hop_limit();
+        write_l2(p, l2, mac, out_mac, vlan, EtherType::IPV6)?;
+        Ok(Verdict::Tx(port))
+    }
+
+    fn local6<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, src: Ipv6Addr, dst: Ipv6Addr, hop: u8, total: usize) -> Result<Verdict, Drop> {
+        let (proto, off) = {
+            let d = p.data();
+            let pkt = d.get(l2.l3..l2.l3 + total).ok_or(Drop::MalformedIpv6)?;
+            let nh = Ipv6Packet::new_unchecked(pkt).next_header();
+            let chain = walk_ext_chain(nh, pkt, 40).map_err(|_| Drop::MalformedIpv6)?;
+            if chain.fragment.is_some() {
+                return Err(Drop::LocalUnsupported);
+            }
+            (chain.upper_protocol, chain.upper_offset)
+        };
+        if proto != IpProtocol::ICMPV6 {
+            return Err(Drop::LocalUnsupported);
+        }
+        let icmp_len = total - off;
+        let (ty, code) = {
+            let d = p.data();
+            let m = &d[l2.l3 + off..l2.l3 + total];
+            if m.len() < 8 {
+                return Err(Drop::MalformedIcmp);
+            }
+            let sum = checksum::combine(checksum::pseudo_v6(&src.octets(), &dst.octets(), 58, icmp_len as u32), checksum::sum(m));
+            if checksum::fold(sum) != 0xffff {
+                return Err(Drop::MalformedIcmp);
+            }
+            (m[0], m[1])
+        };
+        match ty {
+            128 if code == 0 => self.echo6(p, l2, src, dst, off, total),
+            135 => self.neighbour_solicit(p, l2, src, dst, hop, off, total),
+            136 => self.neighbour_advert(p, l2, hop, off, total),
+            // Router Solicitation / Advertisement, redirects: not a host, not
+            // an RA sender.
+            _ => Err(Drop::LocalUnsupported),
+        }
+    }
+
+    fn echo6<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, src: Ipv6Addr, dst: Ipv6Addr, off: usize, total: usize) -> Result<Verdict, Drop> {
+        let ifc = self.topo.iface(l2.iface).ok_or(Drop::VlanUnknown)?;
+        let our = if dst.is_multicast() { ifc.v6_for(src) } else { dst };
+        let body_len = total - off;
+        {
+            // Rebuild as a plain IPv6 + ICMPv6 packet (extension headers of
+            // the request are not echoed).
+            let d = p.data_mut();
+            d.copy_within(l2.l3 + off..l2.l3 + total, l2.l3 + 40);
+            let m = &mut d[l2.l3 + 40..l2.l3 + 40 + body_len];
+            m[0] = 129;
+            m[2] = 0;
+            m[3] = 0;
+            write_ipv6_header(&mut d[l2.l3..], our, src, 58, body_len as u16, 64);
+            fill_icmpv6_checksum(&mut d[l2.l3..l2.l3 + 40 + body_len]);
+        }
+        if !p.set_len(l2.l3 + 40 + body_len) {
+            return Err(Drop::NoHeadroom);
+        }
+        self.counters.local(Local::EchoReply6);
+        self.output6(p, l2, src)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn neighbour_solicit<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, src: Ipv6Addr, dst: Ipv6Addr, hop: u8, off: usize, total: usize) -> Result<Verdict, Drop> {
+        // RFC 4861 s.7.1.1 validation.
+        if hop != 255 || total - off < 24 {
+            return Err(Drop::MalformedNd);
+        }
+        let (target, sllao) = {
+            let m = &p.data()[l2.l3 + off..l2.l3 + total];
+            if m[1] != 0 {
+                return Err(Drop::MalformedNd);
+            }
+            let target = Ipv6Addr::from(<[u8; 16]>::try_from(&m[8..24]).unwrap_or([0; 16]));
+            (target, nd_lladdr(&m[24..], 1)?)
+        };
+        if target.is_multicast() || (src.is_unspecified() && (dst != solicited_node(&target) || sllao.is_some())) {
+            return Err(Drop::MalformedNd);
+        }
+        let ifc = self.topo.iface(l2.iface).ok_or(Drop::VlanUnknown)?;
+        if target != ifc.link_local && !ifc.v6.iter().any(|n| n.addr() == target) {
+            return Err(Drop::LocalUnsupported);
+        }
+        let our_mac = ifc.mac;
+        let port = ifc.port;
+        let vlan = ifc.vlan;
+        if let Some(mac) = sllao {
+            if !src.is_unspecified() {
+                self.learn(l2.iface, IpAddr::V6(src), mac);
+            }
+        }
+        let frame_src = EthernetFrame::new_unchecked(p.data()).src_addr();
+        let (to, to_mac, solicited) = if src.is_unspecified() {
+            let all = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
+            (all, ethernet::ipv6_multicast_mac(&all), false)
+        } else {
+            (src, sllao.unwrap_or(frame_src), true)
+        };
+        // NA: R (router), S (solicited), O (override); target; TLLAO.
+        let body_len = 32usize;
+        if !p.set_len(l2.l3 + 40 + body_len) {
+            return Err(Drop::NoHeadroom);
+        }
+        {
+            let d = p.data_mut();
+            let m = &mut d[l2.l3 + 40..l2.l3 + 40 + body_len];
+            m[0] = 136;
+            m[1] = 0;
+            m[2] = 0;
+            m[3] = 0;
+            m[4] = 0x80 | if solicited { 0x40 } else { 0 } | 0x20;
+            m[5..8].fill(0);
+            m[8..24].copy_from_slice(&target.octets());
+            m[24] = 2;
+            m[25] = 1;
+            m[26..32].copy_from_slice(&our_mac);
+            write_ipv6_header(&mut d[l2.l3..], target, to, 58, body_len as u16, 255);
+            fill_icmpv6_checksum(&mut d[l2.l3..l2.l3 + 40 + body_len]);
+        }
+        write_l2(p, l2, to_mac, our_mac, vlan, EtherType::IPV6)?;
+        self.counters.local(Local::NdAdvert);
+        Ok(Verdict::Tx(port))
+    }
+
+    fn neighbour_advert<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, hop: u8, off: usize, total: usize) -> Result<Verdict, Drop> {
+        if hop != 255 || total - off < 24 {
+            return Err(Drop::MalformedNd);
+        }
+        let (target, tllao) = {
+            let m = &p.data()[l2.l3 + off..l2.l3 + total];
+            if m[1] != 0 {
+                return Err(Drop::MalformedNd);
+            }
+            let target = Ipv6Addr::from(<[u8; 16]>::try_from(&m[8..24]).unwrap_or([0; 16]));
+            (target, nd_lladdr(&m[24..], 2)?)
+        };
+        if target.is_multicast() {
+            return Err(Drop::MalformedNd);
+        }
+        let mac = tllao.unwrap_or_else(|| EthernetFrame::new_unchecked(p.data()).src_addr());
+        if ethernet::is_unicast(&mac) {
+            self.learn(l2.iface, IpAddr::V6(target), mac);
+        }
+        Ok(Verdict::Consumed)
+    }
+
+    fn output6<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, dst: Ipv6Addr) -> Result<Verdict, Drop> {
+        let found = if crate::tables::is_link_local(&dst) {
+            let nh = NextHop { iface: l2.iface, gateway: None };
+            self.resolve(&nh, IpAddr::V6(dst), 0).ok()
+        } else {
+            match self.fib.lookup6(dst).copied() {
+                Some(nh) => self.resolve(&nh, IpAddr::V6(dst), 0).ok(),
+                None => None,
+            }
+        };
+        let (port, out_mac, vlan, mac) = match found {
+            Some((ifc, mac)) => (ifc.port, ifc.mac, ifc.vlan, mac),
+            None => self.back_to_sender(p, l2)?,
+        };
+        write_l2(p, l2, mac, out_mac, vlan, EtherType::IPV6)?;
+        Ok(Verdict::Tx(port))
+    }
+
+    /// ICMPv6 Time Exceeded (RFC 4443 s.3.3): as much of the original as fits
+    /// in the minimum MTU of 1280.
+    fn time_exceeded6<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, src: Ipv6Addr, total: usize, now_ns: u64) -> Result<Verdict, Drop> {
+        if src.is_unspecified() || !self.icmp_bucket.take(now_ns) {
+            return Err(Drop::TtlExpired);
+        }
+        let ifc = self.topo.iface(l2.iface).ok_or(Drop::VlanUnknown)?;
+        let our = ifc.v6_for(src);
+        let quote = total.min(1280 - 48).min(p.len() - l2.l3);
+        if !p.set_len(l2.l3 + 48 + quote) {
+            return Err(Drop::NoHeadroom);
+        }
+        {
+            let d = p.data_mut();
+            d.copy_within(l2.l3..l2.l3 + quote, l2.l3 + 48);
+            let body = 8 + quote;
+            let m = &mut d[l2.l3 + 40..l2.l3 + 48];
+            m.copy_from_slice(&[3, 0, 0, 0, 0, 0, 0, 0]);
+            write_ipv6_header(&mut d[l2.l3..], our, src, 58, body as u16, 64);
+            fill_icmpv6_checksum(&mut d[l2.l3..l2.l3 + 40 + body]);
+        }
+        self.counters.local(Local::TimeExceeded6);
+        self.output6(p, l2, src)
+    }
+
+    // ------------------------------------------------------- neighbours
+
+    /// The egress interface and neighbour MAC for a next hop, or a drop
+    /// (queuing a resolution when the neighbour is unknown).
+    #[inline]
+    fn resolve(&mut self, nh: &NextHop, dst: IpAddr, now_ns: u64) -> Result<(&Interface, MacAddr), Drop> {
+        let target = nh.gateway.unwrap_or(dst);
+        let mac = match self.neigh.get(nh.iface, target) {
+            Some(n) => Some(n.mac),
+            None if !self.learned.is_empty() => self.learned.get(&(nh.iface, target)).copied(),
+            None => None,
+        };
+        if let Some(mac) = mac {
+            let ifc = self.topo.iface(nh.iface).ok_or(Drop::NoRoute)?;
+            return Ok((ifc, mac));
+        }
+        if now_ns != 0 {
+            self.want_solicit(nh.iface, target, now_ns);
+        }
+        Err(Drop::NeighbourMiss)
+    }
+
+    fn want_solicit(&mut self, iface: u16, target: IpAddr, now_ns: u64) {
+        let key = (iface, target);
+        if let Some(last) = self.solicit_last.get(&key) {
+            if now_ns.saturating_sub(*last) < self.cfg.solicit_interval_ns {
+                return;
+            }
+        }
+        if self.solicit_last.len() >= MAX_SOLICIT_STATE && !self.solicit_last.contains_key(&key) {
+            let horizon = self.cfg.solicit_interval_ns;
+            self.solicit_last.retain(|_, t| now_ns.saturating_sub(*t) < horizon);
+            if self.solicit_last.len() >= MAX_SOLICIT_STATE {
+                return;
+            }
+        }
+        if self.solicits.len() < EVENTS_CAP {
+            self.solicit_last.insert(key, now_ns);
+            self.solicits.push(Solicit { iface, target });
+        }
+    }
+
+    /// Build the ARP request or Neighbor Solicitation for `s` into `p` (a
+    /// fresh buffer). Returns the port to send it on.
+    pub fn build_solicit<P: PacketBuffer>(&self, p: &mut P, s: &Solicit) -> Option<u16> {
+        let ifc = self.topo.iface(s.iface)?;
+        let l2len = if ifc.vlan.is_some() { 18 } else { 14 };
+        match s.target {
+            IpAddr::V4(t) => {
+                let our = ifc.v4_for(t)?;
+                if !p.set_len(l2len + 28) {
+                    return None;
+                }
+                let d = p.data_mut();
+                write_l2_header(d, ethernet::BROADCAST, ifc.mac, ifc.vlan, 0, EtherType::ARP);
+                let req = ArpRepr {
+                    operation: ArpOperation::REQUEST,
+                    source_hardware_addr: ifc.mac,
+                    source_protocol_addr: our,
+                    target_hardware_addr: [0; 6],
+                    target_protocol_addr: t,
+                };
+                req.emit(&mut ArpPacket::new_unchecked(&mut d[l2len..]));
+                self.counters.local(Local::ArpRequestSent);
+            }
+            IpAddr::V6(t) => {
+                let our = ifc.v6_for(t);
+                let group = solicited_node(&t);
+                if !p.set_len(l2len + 40 + 32) {
+                    return None;
+                }
+                let d = p.data_mut();
+                write_l2_header(d, ethernet::ipv6_multicast_mac(&group), ifc.mac, ifc.vlan, 0, EtherType::IPV6);
+                let m = &mut d[l2len + 40..l2len + 72];
+                m.fill(0);
+                m[0] = 135;
+                m[8..24].copy_from_slice(&t.octets());
+                m[24] = 1;
+                m[25] = 1;
+                m[26..32].copy_from_slice(&ifc.mac);
+                write_ipv6_header(&mut d[l2len..], our, group, 58, 32, 255);
+                fill_icmpv6_checksum(&mut d[l2len..l2len + 72]);
+                self.counters.local(Local::NsSent);
+            }
+        }
+        Some(ifc.port)
+    }
+}
+
+/// The link-layer address option of type `want` (1 source, 2 target) in ND
+/// options; malformed options are an error (RFC 4861 s.4.6: length 0 is invalid).
+fn nd_lladdr(mut opts: &[u8], want: u8) -> Result<Option<MacAddr>, Drop> {
+    let mut found = None;
+    while !opts.is_empty() {
+        if opts.len() < 2 {
+            return Err(Drop::MalformedNd);
+        }
+        let len = usize::from(opts[1]) * 8;
+        if len == 0 || len > opts.len() {
+            return Err(Drop::MalformedNd);
+        }
+        if opts[0] == want && len >= 8 {
+            let mut m = [0u8; 6];
+            m.copy_from_slice(&opts[2..8]);
+            found = Some(m);
+        }
+        opts = &opts[len..];
+    }
+    Ok(found)
+}
+
+/// Write an Ethernet header (with an 802.1Q tag when `vlan` is set).
+fn write_l2_header(d: &mut [u8], dst: MacAddr, src: MacAddr, vlan: Option<u16>, pcp: u8, et: EtherType) {
+    d[0..6].copy_from_slice(&dst);
+    d[6..12].copy_from_slice(&src);
+    match vlan {
+        Some(v) => {
+            d[12..14].copy_from_slice(&0x8100u16.to_be_bytes());
+            d[14..16].copy_from_slice(&((u16::from(pcp) << 13) | v).to_be_bytes());
+            d[16..18].copy_from_slice(&et.0.to_be_bytes());
+        }
+        None => d[12..14].copy_from_slice(&et.0.to_be_bytes()),
+    }
+}
+
+/// Replace the received L2 header with the egress one (adding, removing or
+/// rewriting the VLAN tag as needed).
+#[inline]
+fn write_l2<P: PacketBuffer>(p: &mut P, l2: L2, dst: MacAddr, src: MacAddr, vlan: Option<u16>, et: EtherType) -> Result<(), Drop> {
+    let new = if vlan.is_some() { 18 } else { 14 };
+    if new > l2.l3 {
+        if !p.prepend(new - l2.l3) {
+            return Err(Drop::NoHeadroom);
+        }
+    } else if new < l2.l3 && !p.adj(l2.l3 - new) {
+        return Err(Drop::NoHeadroom);
+    }
+    write_l2_header(p.data_mut(), dst, src, vlan, l2.pcp, et);
+    Ok(())
+}
+
+fn write_ipv4_header(d: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr, proto: IpProtocol, total: u16) {
+    let h = &mut d[..20];
+    h.fill(0);
+    h[0] = 0x45;
+    h[2..4].copy_from_slice(&total.to_be_bytes());
+    h[6] = 0x40; // DF
+    h[8] = 64;
+    h[9] = proto.0;
+    h[12..16].copy_from_slice(&src.octets());
+    h[16..20].copy_from_slice(&dst.octets());
+    let c = checksum::checksum(h);
+    h[10..12].copy_from_slice(&c.to_be_bytes());
+}
+
+fn write_ipv6_header(d: &mut [u8], src: Ipv6Addr, dst: Ipv6Addr, nh: u8, payload: u16, hop: u8) {
+    let h = &mut d[..40];
+    h[0..4].copy_from_slice(&[0x60, 0, 0, 0]);
+    h[4..6].copy_from_slice(&payload.to_be_bytes());
+    h[6] = nh;
+    h[7] = hop;
+    h[8..24].copy_from_slice(&src.octets());
+    h[24..40].copy_from_slice(&dst.octets());
+}
+
+/// Fill the ICMPv6 checksum of a packet that is an IPv6 header followed
+/// directly by the ICMPv6 message.
+fn fill_icmpv6_checksum(pkt: &mut [u8]) {
+    let (h, m) = pkt.split_at_mut(40);
+    let src: [u8; 16] = h[8..24].try_into().unwrap_or([0; 16]);
+    let dst: [u8; 16] = h[24..40].try_into().unwrap_or([0; 16]);
+    m[2] = 0;
+    m[3] = 0;
+    let s = checksum::combine(checksum::pseudo_v6(&src, &dst, 58, m.len() as u32), checksum::sum(m));
+    let c = !checksum::fold(s);
+    m[2..4].copy_from_slice(&c.to_be_bytes());
+}

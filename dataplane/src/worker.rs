@@ -1,0 +1,263 @@
+//! The run-to-completion poll-mode worker: RX burst on each of its (port,
+//! queue) pairs, the pipeline on every packet, TX bursts on its own TX queue
+//! of each port, bulk frees. Table updates from the control thread arrive on a
+//! lock-free queue and are applied between bursts; the worker never blocks.
+
+use crate::counters::{Drop, WorkerCounters, MAX_PORTS};
+use crate::dpdk::mempool::free_bulk;
+use crate::dpdk::port::{rx_burst, tx_burst};
+use crate::dpdk::{rdtsc, Mbuf, Mempool};
+use crate::packet::PacketBuffer;
+use crate::pipeline::{Event, Pipeline, Verdict};
+use crate::tables::{Fib, Neighbours, Topology};
+use crossbeam::channel::{Receiver, Sender, TrySendError};
+use dpdk_sys::rte_mbuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+pub const MAX_BURST: usize = 256;
+
+/// A table update pushed by the control thread.
+pub enum Update {
+    Fib(Arc<Fib>),
+    Neighbours(Arc<Neighbours>),
+    Topology(Arc<Topology>),
+}
+
+/// What a worker is told to do.
+pub struct WorkerSpec {
+    pub id: usize,
+    /// (port, rx queue) pairs this worker polls.
+    pub rx_queues: Vec<(u16, u16)>,
+    /// The TX queue this worker owns on every port.
+    pub tx_queue: u16,
+    pub burst: usize,
+    pub pool: Arc<Mempool>,
+    /// TSC ticks per second.
+    pub tsc_hz: u64,
+}
+
+/// The worker's ends of its queues to and from the control thread.
+pub struct WorkerLinks {
+    pub updates: Receiver<Update>,
+    pub events: Sender<(usize, Event)>,
+    /// Superseded snapshots go back so the control thread frees them.
+    pub garbage: Sender<Update>,
+    pub stop: Arc<AtomicBool>,
+}
+
+struct TxBuf {
+    pkts: [*mut rte_mbuf; MAX_BURST],
+    lens: [u32; MAX_BURST],
+    n: usize,
+}
+
+impl TxBuf {
+    fn new() -> Self {
+        TxBuf { pkts: [std::ptr::null_mut(); MAX_BURST], lens: [0; MAX_BURST], n: 0 }
+    }
+}
+
+/// Converts TSC ticks to nanoseconds with a 32.32 fixed-point multiplier.
+#[derive(Clone, Copy)]
+pub struct TscClock {
+    mult: u128,
+}
+
+impl TscClock {
+    pub fn new(hz: u64) -> Self {
+        TscClock { mult: ((1_000_000_000u128) << 32) / u128::from(hz.max(1)) }
+    }
+    #[inline(always)]
+    pub fn ns(&self, tsc: u64) -> u64 {
+        ((u128::from(tsc) * self.mult) >> 32) as u64
+    }
+    #[inline(always)]
+    pub fn now(&self) -> u64 {
+        self.ns(rdtsc())
+    }
+}
+
+pub struct Worker {
+    spec: WorkerSpec,
+    links: WorkerLinks,
+    pipeline: Pipeline,
+    counters: Arc<WorkerCounters>,
+    tx: Vec<TxBuf>,
+    free: Vec<*mut rte_mbuf>,
+    clock: TscClock,
+}
+
+// SAFETY: the raw mbuf pointers in the buffers are owned by the worker and
+// only touched on its thread; the worker is moved into its thread once.
+unsafe impl Send for Worker {}
+
+impl Worker {
+    pub fn new(spec: WorkerSpec, links: WorkerLinks, pipeline: Pipeline) -> Self {
+        let counters = pipeline.counters.clone();
+        let clock = TscClock::new(spec.tsc_hz);
+        Worker {
+            tx: (0..MAX_PORTS).map(|_| TxBuf::new()).collect(),
+            free: Vec::with_capacity(2 * MAX_BURST),
+            spec,
+            links,
+            pipeline,
+            counters,
+            clock,
+        }
+    }
+
+    /// Poll until the stop flag is raised, then drain.
+    pub fn run(&mut self) {
+        let burst = self.spec.burst.clamp(1, MAX_BURST);
+        let mut rx = [std::ptr::null_mut::<rte_mbuf>(); MAX_BURST];
+        while !self.links.stop.load(Ordering::Relaxed) {
+            self.apply_updates();
+            let now = self.clock.now();
+            let mut busy = false;
+            for qi in 0..self.spec.rx_queues.len() {
+                let (port, queue) = self.spec.rx_queues[qi];
+                let n = rx_burst(port, queue, &mut rx[..burst]);
+                if n == 0 {
+                    continue;
+                }
+                busy = true;
+                self.handle_burst(port, &rx[..n], now);
+            }
+            self.send_solicits();
+            self.flush_all();
+            free_bulk(&mut self.free);
+            self.free.clear();
+            self.post_events();
+            self.counters.bursts.add(1);
+            if busy {
+                self.counters.busy_bursts.add(1);
+            }
+        }
+        self.drain();
+    }
+
+    #[inline]
+    fn handle_burst(&mut self, port: u16, rx: &[*mut rte_mbuf], now: u64) {
+        let counters = self.counters.clone();
+        let pc = &counters.ports[usize::from(port) % MAX_PORTS];
+        pc.rx_pkts.add(rx.len() as u64);
+        let mut bytes = 0u64;
+        for (i, &raw) in rx.iter().enumerate() {
+            if let Some(&next) = rx.get(i + 1) {
+                // SAFETY: next is a valid received mbuf.
+                if let Some(m) = unsafe { Mbuf::from_raw(next) } {
+                    m.prefetch();
+                    std::mem::forget(m);
+                }
+            }
+            // SAFETY: rx_burst handed us ownership of each mbuf.
+            let Some(mut m) = (unsafe { Mbuf::from_raw(raw) }) else { continue };
+            bytes += m.len() as u64;
+            let verdict = if m.nb_segs() != 1 {
+                Verdict::Drop(Drop::MultiSeg)
+            } else {
+                self.pipeline.process(&mut m, port, now)
+            };
+            match verdict {
+                Verdict::Tx(out) => self.enqueue_tx(out, m),
+                Verdict::Drop(r) => {
+                    self.counters.dropped(r);
+                    self.free.push(m.into_raw());
+                }
+                Verdict::Consumed => self.free.push(m.into_raw()),
+            }
+        }
+        pc.rx_bytes.add(bytes);
+    }
+
+    #[inline]
+    fn enqueue_tx(&mut self, port: u16, m: Mbuf) {
+        let p = usize::from(port);
+        if p >= MAX_PORTS {
+            self.counters.dropped(Drop::BadPort);
+            return; // m dropped here, freed
+        }
+        let len = m.len() as u32;
+        let t = &mut self.tx[p];
+        t.pkts[t.n] = m.into_raw();
+        t.lens[t.n] = len;
+        t.n += 1;
+        if t.n == MAX_BURST {
+            self.flush(p);
+        }
+    }
+
+    fn flush(&mut self, p: usize) {
+        let t = &mut self.tx[p];
+        if t.n == 0 {
+            return;
+        }
+        let sent = tx_burst(p as u16, self.spec.tx_queue, &mut t.pkts[..t.n]);
+        let bytes: u64 = t.lens[..sent].iter().map(|&l| u64::from(l)).sum();
+        let pc = &self.counters.ports[p];
+        pc.tx_pkts.add(sent as u64);
+        pc.tx_bytes.add(bytes);
+        if sent < t.n {
+            // The NIC queue is full: free what it did not take, and count it.
+            self.counters.drop_n(Drop::TxFull, (t.n - sent) as u64);
+            free_bulk(&mut t.pkts[sent..t.n]);
+        }
+        t.n = 0;
+    }
+
+    fn flush_all(&mut self) {
+        for p in 0..MAX_PORTS {
+            self.flush(p);
+        }
+    }
+
+    fn send_solicits(&mut self) {
+        if self.pipeline.solicits.is_empty() {
+            return;
+        }
+        let solicits = std::mem::take(&mut self.pipeline.solicits);
+        for s in &solicits {
+            let Some(mut m) = self.spec.pool.alloc() else {
+                self.counters.dropped(Drop::NoMbuf);
+                continue;
+            };
+            m.reset_len(0);
+            match self.pipeline.build_solicit(&mut m, s) {
+                Some(port) => self.enqueue_tx(port, m),
+                None => drop(m),
+            }
+        }
+        self.pipeline.solicits = solicits;
+        self.pipeline.solicits.clear();
+    }
+
+    fn post_events(&mut self) {
+        for e in self.pipeline.events.drain(..) {
+            if let Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) = self.links.events.try_send((self.spec.id, e)) {
+                self.counters.dropped(Drop::EventQueueFull);
+            }
+        }
+    }
+
+    fn apply_updates(&mut self) {
+        while let Ok(u) = self.links.updates.try_recv() {
+            let old = match u {
+                Update::Fib(f) => Update::Fib(std::mem::replace(&mut self.pipeline.fib, f)),
+                Update::Neighbours(n) => Update::Neighbours(self.pipeline.set_neighbours(n)),
+                Update::Topology(t) => Update::Topology(std::mem::replace(&mut self.pipeline.topo, t)),
+            };
+            // Hand the old snapshot back; if the control thread is gone,
+            // dropping it here is fine (we are shutting down).
+            let _ = self.links.garbage.try_send(old);
+        }
+    }
+
+    /// After stop: transmit what is buffered, free the rest.
+    fn drain(&mut self) {
+        self.flush_all();
+        free_bulk(&mut self.free);
+        self.free.clear();
+        self.post_events();
+    }
+}
