@@ -291,6 +291,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     if !opts.quiet {
         println!("{}", display::counter_table(&counters, &port_names, &port_stats));
         println!("mempool {}: {} of {} mbufs in use after shutdown", pool.name(), in_use, size);
+        println!("ran {:.3} s: rx {} tx {} drops {}", elapsed.as_secs_f64(), counters.total_rx(), counters.total_tx(), counters.total_drops());
     }
     if let Some(p) = &opts.ctl_socket {
         ctl::remove_socket(p);

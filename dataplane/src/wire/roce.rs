@@ -828,23 +828,8 @@ const CRC_TABLE: [u32; 256] = {
     t
 };
 
-/// `X2N[k]` = x^(8 * 2^k) mod P, in the reflected representation (the
-/// operator that appends 2^k zero octets).
-const X2N: [u32; 64] = {
-    let mut t = [0u32; 64];
-    // x^8: in reflected form the bit for x^i is 1 << (31 - i).
-    let mut p = 1u32 << (31 - 8);
-    let mut k = 0;
-    while k < 64 {
-        t[k] = p;
-        p = multmodp(p, p);
-        k += 1;
-    }
-    t
-};
-
-/// Multiply two polynomials modulo P (reflected representation).
-#[inline]
+/// Multiply two polynomials modulo P (reflected representation), one bit at
+/// a time. Only used at compile time to build [`ZEROS`] and in tests.
 const fn multmodp(a: u32, mut b: u32) -> u32 {
     let mut m = 1u32 << 31;
     let mut p = 0u32;
@@ -864,29 +849,148 @@ const fn multmodp(a: u32, mut b: u32) -> u32 {
     p
 }
 
-/// x^(8n) mod P: the operator that appends `n` zero octets to a raw CRC.
-#[inline]
-fn zeros_operator(mut n: u64) -> u32 {
-    let mut p = 1u32 << 31; // x^0
+/// `ZEROS[k][i]` = x^(8 * i * 256^k) mod P (reflected): the operator that
+/// appends `i * 256^k` zero octets to a raw CRC. Four base-256 digits cover
+/// any length below 2^32.
+const ZEROS: [[u32; 256]; 4] = {
+    let mut t = [[0u32; 256]; 4];
+    // x^8: in reflected form the bit for x^i is 1 << (31 - i).
+    let mut unit = 1u32 << (31 - 8);
     let mut k = 0;
-    while n != 0 {
-        if n & 1 != 0 {
-            p = multmodp(X2N[k], p);
+    while k < 4 {
+        t[k][0] = 1u32 << 31; // x^0
+        let mut i = 1;
+        while i < 256 {
+            t[k][i] = multmodp(t[k][i - 1], unit);
+            i += 1;
         }
-        n >>= 1;
+        unit = multmodp(t[k][255], unit);
         k += 1;
     }
-    p
+    t
+};
+
+/// Carry-less product of two 32-bit values: PCLMULQDQ where the CPU has it
+/// (detected once by std), else a portable 4-bit-window loop.
+#[inline]
+fn clmul32(a: u32, b: u32) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("pclmulqdq") {
+            // SAFETY: the CPU supports PCLMULQDQ and SSE2 (checked above;
+            // SSE2 is baseline on x86_64).
+            return unsafe { clmul32_pclmul(a, b) };
+        }
+    }
+    clmul32_soft(a, b)
 }
 
-/// Raw CRC (zero initial register, no final xor) of `data`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "pclmulqdq")]
+unsafe fn clmul32_pclmul(a: u32, b: u32) -> u64 {
+    use core::arch::x86_64::{_mm_clmulepi64_si128, _mm_cvtsi128_si64, _mm_cvtsi64_si128};
+    let va = _mm_cvtsi64_si128(i64::from(a));
+    let vb = _mm_cvtsi64_si128(i64::from(b));
+    _mm_cvtsi128_si64(_mm_clmulepi64_si128(va, vb, 0x00)) as u64
+}
+
+/// Portable carry-less product (4-bit windows, no branches on data).
 #[inline]
-fn raw_crc(data: impl Iterator<Item = u8>) -> u32 {
-    let mut c = 0u32;
-    for b in data {
-        c = CRC_TABLE[((c ^ u32::from(b)) & 0xff) as usize] ^ (c >> 8);
+fn clmul32_soft(a: u32, b: u32) -> u64 {
+    let b = u64::from(b);
+    let mut t = [0u64; 16];
+    let mut i = 1;
+    while i < 16 {
+        // t[i] = t[i without its top bit] ^ (b << top bit).
+        let top = 63 - (i as u64).leading_zeros() as usize;
+        t[i] = t[i ^ (1 << top)] ^ (b << top);
+        i += 1;
     }
-    c
+    let mut r = 0u64;
+    let mut s = 28i32;
+    while s >= 0 {
+        r = (r << 4) ^ t[((a >> s) & 0xf) as usize];
+        s -= 4;
+    }
+    r
+}
+
+/// a * b mod P in the reflected representation. The reflected carry-less
+/// product, shifted left by one, holds x^63..x^32 in its low half and
+/// x^31..x^0 in its high half; the low half times x^32 is reduced by four
+/// zero-octet steps of the byte table.
+#[inline]
+fn mulmod(a: u32, b: u32) -> u32 {
+    let r = clmul32(a, b) << 1;
+    let lo = r as u32;
+    // Four zero octets at once (slicing-by-4): independent loads.
+    let t = &SLICE4;
+    t[3][(lo & 0xff) as usize]
+        ^ t[2][((lo >> 8) & 0xff) as usize]
+        ^ t[1][((lo >> 16) & 0xff) as usize]
+        ^ t[0][(lo >> 24) as usize]
+        ^ (r >> 32) as u32
+}
+
+/// `SLICE4[k][i]`: the raw CRC register `i` advanced by `k + 1` zero octets
+/// (`SLICE4[0]` is the byte table).
+const SLICE4: [[u32; 256]; 4] = {
+    let mut t = [[0u32; 256]; 4];
+    let mut i = 0;
+    while i < 256 {
+        t[0][i] = CRC_TABLE[i];
+        let mut k = 1;
+        while k < 4 {
+            let v = t[k - 1][i];
+            t[k][i] = (v >> 8) ^ CRC_TABLE[(v & 0xff) as usize];
+            k += 1;
+        }
+        i += 1;
+    }
+    t
+};
+
+/// Append `n` zero octets to the raw CRC `v`: v * x^(8n) mod P, with at most
+/// one multiplication per non-zero base-256 digit of `n` (two for any IP
+/// datagram).
+#[inline]
+fn append_zeros(mut v: u32, n: usize) -> u32 {
+    let mut n = n as u64;
+    let mut k = 0;
+    while n != 0 {
+        let digit = (n & 0xff) as usize;
+        if k < 4 {
+            if digit != 0 {
+                v = mulmod(v, ZEROS[k][digit]);
+            }
+        } else {
+            // Beyond 2^32 octets: fold the rest with 256^4 steps.
+            for _ in 0..digit {
+                v = mulmod(v, mulmod(ZEROS[3][255], ZEROS[3][1]));
+            }
+        }
+        n >>= 8;
+        k += 1;
+    }
+    v
+}
+
+/// Raw CRC (zero initial register, no final xor) of `old ^ new`, hashed in
+/// 64-octet stack chunks with crc32fast (slicing-by-16).
+#[inline]
+fn raw_crc_xor(old: &[u8], new: &[u8]) -> u32 {
+    // crc32fast complements the state on entry and exit: starting from
+    // !0 runs the register from 0, and the result is the complement.
+    let mut h = crc32fast::Hasher::new_with_initial(0xffff_ffff);
+    let mut buf = [0u8; 64];
+    for (o, n) in old.chunks(64).zip(new.chunks(64)) {
+        let k = o.len().min(n.len());
+        for i in 0..k {
+            buf[i] = o[i] ^ n[i];
+        }
+        h.update(&buf[..k]);
+    }
+    !h.finalize()
 }
 
 /// Where the ICRC trailer sits and what it covers in an IP datagram that
@@ -1070,6 +1174,9 @@ pub fn icrc_fill(datagram: &mut [u8]) -> Result<u32> {
 /// whatever their value, so they need no update at all. Out-of-range parts of
 /// a rewrite (beyond `covered_len`) and a length mismatch between `old` and
 /// `new` are ignored (debug builds assert).
+///
+/// The cost is one table step per rewritten octet plus at most two
+/// carry-less multiplications (a few ns each) per rewrite.
 pub fn icrc_update(old_icrc: u32, covered_len: usize, rewrites: &[(usize, &[u8], &[u8])]) -> u32 {
     let mut c = old_icrc;
     for &(offset, old, new) in rewrites {
@@ -1082,12 +1189,12 @@ pub fn icrc_update(old_icrc: u32, covered_len: usize, rewrites: &[(usize, &[u8],
         if n == 0 {
             continue;
         }
-        let d = raw_crc(old[..n].iter().zip(&new[..n]).map(|(a, b)| a ^ b));
+        let d = raw_crc_xor(&old[..n], &new[..n]);
         if d == 0 {
             continue;
         }
-        let after = (covered_len - offset - n) as u64;
-        c ^= multmodp(zeros_operator(after), d);
+        let after = covered_len - offset - n;
+        c ^= append_zeros(d, after);
     }
     c
 }
@@ -1509,13 +1616,13 @@ mod tests {
     #[test]
     fn zero_operator() {
         // Appending n zero octets to a raw crc equals the operator.
-        for n in [0u64, 1, 2, 3, 7, 100, 4096, 65535] {
+        for n in [0usize, 1, 2, 3, 7, 100, 255, 256, 257, 4096, 65535, 65536, 1 << 20] {
             let d = 0xdead_beefu32;
             let mut c = d;
             for _ in 0..n {
                 c = CRC_TABLE[(c & 0xff) as usize] ^ (c >> 8);
             }
-            assert_eq!(multmodp(zeros_operator(n), d), c, "n={n}");
+            assert_eq!(append_zeros(d, n), c, "n={n}");
         }
     }
 
@@ -1720,6 +1827,12 @@ mod tests {
             let u = 40 + 6;
             prop_assert_eq!(&d[..u], &want[..u]);
             prop_assert_eq!(&d[u + 2..], &want[u + 2..]);
+        }
+
+        #[test]
+        fn mulmod_matches_bitwise(a in any::<u32>(), b in any::<u32>()) {
+            prop_assert_eq!(mulmod(a, b), multmodp(a, b));
+            prop_assert_eq!(clmul32(a, b), clmul32_soft(a, b));
         }
 
         #[test]
