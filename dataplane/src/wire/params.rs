@@ -14,7 +14,7 @@
 //! | `behaviour_end_c` | 65281 | same |
 //! | `behaviour_end_e` | 65282 | same |
 //! | `fann_udp_port` | 49790 | UDP port, RFC 6335: 49152-65535 dynamic/private |
-//! | `isis_srv6_cap_c_flag` | 0x01 | bit of the SRv6 Capabilities sub-TLV flags (draft-hu-acn-rocev2 s.5.1 leaves it TBD; RFC 9352 uses 0x40 for O) |
+//! | `isis_srv6_cap_c_flag` | 0x2000 | bit of the SRv6 Capabilities sub-TLV flags: draft-hu-acn-rocev2 s.5.1 draws C right after RFC 9352's O-flag (0x4000) |
 
 /// The IANA-pending values in force.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +40,7 @@ impl Params {
         behaviour_end_c: 65281,
         behaviour_end_e: 65282,
         fann_udp_port: 49790,
-        isis_srv6_cap_c_flag: 0x01,
+        isis_srv6_cap_c_flag: 0x2000,
     };
 }
 
