@@ -266,13 +266,23 @@ const STEP4: CnpInfo = CnpInfo {
 };
 
 fn rand_info(r: &mut Rng) -> CnpInfo {
+    let action = Action::from_flags(r.next() as u8);
+    let metric_type = MetricType::from(r.next() as u8);
     CnpInfo {
         congestion_level: r.next() as u8,
-        action: Action::from_flags(r.next() as u8),
-        parameter: r.next() as u16,
+        action,
+        parameter: match action {
+            Action::Notify => 0,
+            Action::Pause => r.next() as u16,
+            _ => r.below(101) as u16,
+        },
         source_qp: r.next() as u32,
-        metric_type: MetricType::from(r.next() as u8),
-        metric_value: r.below(1 << 24) as u32,
+        metric_type,
+        metric_value: if metric_type == MetricType::EcnMarkingPercent {
+            r.below(101) as u32
+        } else {
+            r.below(1 << 24) as u32
+        },
     }
 }
 

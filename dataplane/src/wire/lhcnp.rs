@@ -276,12 +276,29 @@ impl CnpInfo {
         BODY_LEN
     }
 
-    /// Write the body. A metric value wider than 24 bits is an error.
+    /// Whether a sender may emit this instruction (s.6.1): Notify carries
+    /// Parameter 0; Rate Reduce and Resume carry a percentage (0-100); an
+    /// ECN marking rate is a percentage; the metric value has 24 bits.
+    /// Parsing is liberal and does not apply these rules.
+    pub fn validate(&self) -> Result<()> {
+        let param_ok = match self.action {
+            Action::Notify => self.parameter == 0,
+            Action::RateReduce | Action::Resume => self.parameter <= 100,
+            Action::Pause => true,
+        };
+        let metric_ok = self.metric_value <= 0x00ff_ffff
+            && (self.metric_type != MetricType::EcnMarkingPercent || self.metric_value <= 100);
+        if param_ok && metric_ok {
+            Ok(())
+        } else {
+            Err(Error::Malformed)
+        }
+    }
+
+    /// Write the body; refuses what [`CnpInfo::validate`] refuses.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, body: &mut Body<T>) -> Result<()> {
         body.check_len()?;
-        if self.metric_value > 0x00ff_ffff {
-            return Err(Error::Malformed);
-        }
+        self.validate()?;
         body.set_congestion_level(self.congestion_level);
         body.set_action_flags(self.action.to_flags());
         body.set_parameter(self.parameter);
@@ -1216,6 +1233,52 @@ mod tests {
     }
 
     #[test]
+    fn sender_rules() {
+        let mut b = [0u8; 12];
+        let mut body = Body::new_unchecked(&mut b[..]);
+        let bad = [
+            CnpInfo {
+                action: Action::Notify,
+                parameter: 1,
+                ..STEP4
+            },
+            CnpInfo {
+                parameter: 101,
+                ..STEP4
+            },
+            CnpInfo {
+                action: Action::Resume,
+                parameter: 200,
+                ..STEP4
+            },
+            CnpInfo {
+                metric_value: 0x100_0000,
+                ..STEP4
+            },
+            CnpInfo {
+                metric_type: MetricType::EcnMarkingPercent,
+                metric_value: 101,
+                ..STEP4
+            },
+        ];
+        for i in bad {
+            assert_eq!(i.emit(&mut body), Err(Error::Malformed), "{i:?}");
+        }
+        CnpInfo {
+            action: Action::Pause,
+            parameter: 65535,
+            ..STEP4
+        }
+        .emit(&mut body)
+        .unwrap();
+        // The parser is liberal: a Notify with a parameter is read as is.
+        body.set_action_flags(0x3f);
+        body.set_parameter(7);
+        let i = CnpInfo::parse(&body).unwrap();
+        assert_eq!((i.action, i.parameter), (Action::Notify, 7));
+    }
+
+    #[test]
     fn action_flags() {
         assert_eq!(Action::Notify.to_flags(), 0x00);
         assert_eq!(Action::Pause.to_flags(), 0x40);
@@ -1268,13 +1331,26 @@ mod tests {
             0u32..0x100_0000,
         )
             .prop_map(
-                |(congestion_level, a, parameter, source_qp, mt, metric_value)| CnpInfo {
-                    congestion_level,
-                    action: Action::from_flags(a << 6),
-                    parameter,
-                    source_qp,
-                    metric_type: MetricType::from(mt),
-                    metric_value,
+                |(congestion_level, a, parameter, source_qp, mt, metric_value)| {
+                    // Only what a sender may emit (CnpInfo::validate).
+                    let action = Action::from_flags(a << 6);
+                    let metric_type = MetricType::from(mt);
+                    CnpInfo {
+                        congestion_level,
+                        action,
+                        parameter: match action {
+                            Action::Notify => 0,
+                            Action::Pause => parameter,
+                            _ => parameter % 101,
+                        },
+                        source_qp,
+                        metric_type,
+                        metric_value: if metric_type == MetricType::EcnMarkingPercent {
+                            metric_value % 101
+                        } else {
+                            metric_value
+                        },
+                    }
                 },
             )
     }

@@ -975,22 +975,25 @@ fn append_zeros(mut v: u32, n: usize) -> u32 {
     v
 }
 
-/// Raw CRC (zero initial register, no final xor) of `old ^ new`, hashed in
-/// 64-octet stack chunks with crc32fast (slicing-by-16).
+/// Raw CRC (zero initial register, no final xor) of `old ^ new`
+/// (slicing-by-4; rewrites are a few octets).
 #[inline]
 fn raw_crc_xor(old: &[u8], new: &[u8]) -> u32 {
-    // crc32fast complements the state on entry and exit: starting from
-    // !0 runs the register from 0, and the result is the complement.
-    let mut h = crc32fast::Hasher::new_with_initial(0xffff_ffff);
-    let mut buf = [0u8; 64];
-    for (o, n) in old.chunks(64).zip(new.chunks(64)) {
-        let k = o.len().min(n.len());
-        for i in 0..k {
-            buf[i] = o[i] ^ n[i];
-        }
-        h.update(&buf[..k]);
+    let t = &SLICE4;
+    let mut c = 0u32;
+    let mut o4 = old.chunks_exact(4);
+    let mut n4 = new.chunks_exact(4);
+    for (o, n) in (&mut o4).zip(&mut n4) {
+        c ^= u32::from_le_bytes([o[0] ^ n[0], o[1] ^ n[1], o[2] ^ n[2], o[3] ^ n[3]]);
+        c = t[3][(c & 0xff) as usize]
+            ^ t[2][((c >> 8) & 0xff) as usize]
+            ^ t[1][((c >> 16) & 0xff) as usize]
+            ^ t[0][(c >> 24) as usize];
     }
-    !h.finalize()
+    for (o, n) in o4.remainder().iter().zip(n4.remainder()) {
+        c = CRC_TABLE[((c ^ u32::from(o ^ n)) & 0xff) as usize] ^ (c >> 8);
+    }
+    c
 }
 
 /// Where the ICRC trailer sits and what it covers in an IP datagram that
@@ -1616,7 +1619,21 @@ mod tests {
     #[test]
     fn zero_operator() {
         // Appending n zero octets to a raw crc equals the operator.
-        for n in [0usize, 1, 2, 3, 7, 100, 255, 256, 257, 4096, 65535, 65536, 1 << 20] {
+        for n in [
+            0usize,
+            1,
+            2,
+            3,
+            7,
+            100,
+            255,
+            256,
+            257,
+            4096,
+            65535,
+            65536,
+            1 << 20,
+        ] {
             let d = 0xdead_beefu32;
             let mut c = d;
             for _ in 0..n {
@@ -1827,6 +1844,16 @@ mod tests {
             let u = 40 + 6;
             prop_assert_eq!(&d[..u], &want[..u]);
             prop_assert_eq!(&d[u + 2..], &want[u + 2..]);
+        }
+
+        #[test]
+        fn raw_crc_matches_crc32(d in proptest::collection::vec(any::<u8>(), 0..100)) {
+            let zeros = vec![0u8; d.len()];
+            // raw CRC = crc32 with initial register 0 and no final xor.
+            let mut h = crc32fast::Hasher::new_with_initial(0xffff_ffff);
+            h.update(&d);
+            let want = !h.finalize();
+            prop_assert_eq!(raw_crc_xor(&d, &zeros), want);
         }
 
         #[test]
