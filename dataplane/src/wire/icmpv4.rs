@@ -247,7 +247,14 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Icmpv4Packet<T> {
         let new = u16::from_be_bytes([Icmpv4Message::ECHO_REPLY.0, code]);
         self.set_msg_type(Icmpv4Message::ECHO_REPLY);
         let c = checksum::update16(self.checksum(), old, new);
-        self.set_checksum(c);
+        if c == 0 {
+            // RFC 1624 s.3: eqn. 3 yields 0x0000 where a full computation
+            // yields 0xffff when everything else sums to zero (an all-zero
+            // reply); recompute in that rare case.
+            self.fill_checksum();
+        } else {
+            self.set_checksum(c);
+        }
         true
     }
 }
@@ -410,6 +417,18 @@ mod tests {
             Icmpv4Repr::parse(&Icmpv4Packet::new_checked(&b[..]).unwrap()).unwrap(),
             Icmpv4Repr::EchoReply { ident: 0x1234, seq_no: 1, data: b"abcd" }
         );
+    }
+
+    #[test]
+    fn all_zero_reply_checksum() {
+        // Found by fuzzing: request 08 00 f7 ff 00 00 00 00 becomes an
+        // all-zero reply whose checksum must be 0xffff, not 0x0000.
+        let mut b = [0x08, 0x00, 0xf7, 0xff, 0, 0, 0, 0];
+        assert!(Icmpv4Packet::new_checked(&b[..]).unwrap().verify_checksum());
+        let mut p = Icmpv4Packet::new_unchecked(&mut b[..]);
+        assert!(p.echo_request_to_reply());
+        assert_eq!(p.checksum(), 0xffff);
+        assert!(p.verify_checksum());
     }
 
     #[test]

@@ -506,7 +506,7 @@ pub enum Icmpv6Repr<'a> {
 impl<'a> Icmpv6Repr<'a> {
     /// Parse a message sent `src` -> `dst` and verify its checksum.
     ///
-    /// `Malformed` for: echo or ND with a non-zero code; an NS or NA whose
+    /// `Malformed` for: echo, RS, NS or NA with a non-zero code; an NS or NA whose
     /// target is multicast; an NA to a multicast destination with the S
     /// flag; an NS from the unspecified address carrying a source
     /// link-layer option; a link-layer option that is not 8 bytes. ND
@@ -531,7 +531,15 @@ impl<'a> Icmpv6Repr<'a> {
         packet.check_len()?;
         let code = packet.msg_code();
         let t = packet.msg_type();
-        if (t == Icmpv6Message::ECHO_REQUEST || t == Icmpv6Message::ECHO_REPLY || t.is_ndisc()) && code != 0 {
+        let strict = matches!(
+            t,
+            Icmpv6Message::ECHO_REQUEST
+                | Icmpv6Message::ECHO_REPLY
+                | Icmpv6Message::ROUTER_SOLICIT
+                | Icmpv6Message::NEIGHBOR_SOLICIT
+                | Icmpv6Message::NEIGHBOR_ADVERT
+        );
+        if strict && code != 0 {
             return Err(Error::Malformed);
         }
         Ok(match t {
