@@ -83,7 +83,7 @@ impl TokenBucket {
         let cap = self.burst * 1_000_000_000;
         let dt = now_ns.saturating_sub(self.last_ns);
         self.last_ns = self.last_ns.max(now_ns);
-        self.level = (self.level + dt.saturating_mul(self.rate_per_s)).min(cap);
+        self.level = self.level.saturating_add(dt.saturating_mul(self.rate_per_s)).min(cap);
         if self.level >= 1_000_000_000 {
             self.level -= 1_000_000_000;
             true
@@ -121,6 +121,9 @@ struct L2 {
     l3: usize,
     /// PCP of the received tag (0 when untagged).
     pcp: u8,
+    /// Received as a link-layer broadcast / multicast: never forwarded
+    /// (RFC 1812 s.5.3.4), never answered with an ICMP error (s.4.3.2.7).
+    mcast: bool,
 }
 
 const EVENTS_CAP: usize = 256;
@@ -178,7 +181,7 @@ impl Pipeline {
             if dst != ifc.mac && !ethernet::is_multicast(&dst) {
                 return Err(Drop::NotForUs);
             }
-            (L2 { iface, l3: eth.header_len(), pcp }, eth.payload_ethertype())
+            (L2 { iface, l3: eth.header_len(), pcp, mcast: dst != ifc.mac }, eth.payload_ethertype())
         };
         match ethertype {
             EtherType::IPV4 => self.ipv4(p, l2, now_ns),
@@ -213,7 +216,7 @@ impl Pipeline {
             return if known { Ok(Verdict::Consumed) } else { Err(Drop::ArpNotForUs) };
         }
         if req.operation != ArpOperation::REQUEST {
-            self.counters.local(Local::ArpLearned);
+            // `learn` above counted arp-learned if the sender was new.
             return Ok(Verdict::Consumed);
         }
         let reply = req.reply(mac);
@@ -267,7 +270,7 @@ impl Pipeline {
         if self.topo.is_local4(&dst) {
             return self.local4(p, l2, src, dst, proto, hl, total);
         }
-        if dst.is_multicast() || dst.is_broadcast() || self.is_subnet_broadcast(l2.iface, dst) {
+        if dst.is_multicast() || dst.is_broadcast() || self.is_subnet_broadcast(l2.iface, dst) || l2.mcast {
             return Err(Drop::MulticastNotRouted);
         }
         if dst.is_loopback() || dst.is_unspecified() {
@@ -342,7 +345,7 @@ impl Pipeline {
     /// Turn an expired packet into ICMP Time Exceeded (RFC 792, RFC 1812
     /// s.4.3.2.3: as much of the original as fits in 576 bytes).
     fn time_exceeded4<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, src: Ipv4Addr, total: usize, now_ns: u64) -> Result<Verdict, Drop> {
-        if !self.icmp_bucket.take(now_ns) {
+        if !icmp4_error_allowed(&p.data()[l2.l3..l2.l3 + total]) || !self.icmp_bucket.take(now_ns) {
             return Err(Drop::TtlExpired);
         }
         let ifc = self.topo.iface(l2.iface).ok_or(Drop::VlanUnknown)?;
@@ -384,10 +387,11 @@ impl Pipeline {
         if self.topo.accepts6(&dst) {
             return self.local6(p, l2, src, dst, hop, total);
         }
-        if dst.is_multicast() {
+        if dst.is_multicast() || l2.mcast {
             return Err(Drop::MulticastNotRouted);
         }
-        if dst.is_loopback() || dst.is_unspecified() || crate::tables::is_link_local(&dst) || crate::tables::is_link_local(&src) {
+        // RFC 4291 s.2.5.2: a packet from :: is never forwarded.
+        if dst.is_loopback() || dst.is_unspecified() || src.is_unspecified() || crate::tables::is_link_local(&dst) || crate::tables::is_link_local(&src) {
             return Err(Drop::Ipv6Martian);
         }
         if hop <= 1 {
@@ -569,7 +573,7 @@ impl Pipeline {
     /// ICMPv6 Time Exceeded (RFC 4443 s.3.3): as much of the original as fits
     /// in the minimum MTU of 1280.
     fn time_exceeded6<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, src: Ipv6Addr, total: usize, now_ns: u64) -> Result<Verdict, Drop> {
-        if src.is_unspecified() || !self.icmp_bucket.take(now_ns) {
+        if src.is_unspecified() || !icmp6_error_allowed(p.data().get(l2.l3..l2.l3 + total).unwrap_or(&[])) || !self.icmp_bucket.take(now_ns) {
             return Err(Drop::TtlExpired);
         }
         let ifc = self.topo.iface(l2.iface).ok_or(Drop::VlanUnknown)?;
@@ -677,6 +681,31 @@ impl Pipeline {
             }
         }
         Some(ifc.port)
+    }
+}
+
+/// RFC 1812 s.4.3.2.7: no ICMP error about a non-initial fragment or about
+/// an ICMP message that is not a query (echo, timestamp, ...). `ip` is the
+/// IPv4 packet up to its total length.
+fn icmp4_error_allowed(ip: &[u8]) -> bool {
+    if ip.len() < 20 || u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff != 0 {
+        return false;
+    }
+    if ip[9] != IpProtocol::ICMP.0 {
+        return true;
+    }
+    matches!(ip.get(usize::from(ip[0] & 0x0f) * 4), Some(0 | 8 | 9 | 10 | 13..=18))
+}
+
+/// RFC 4443 s.2.4 (e.1): no ICMPv6 error about an ICMPv6 error message.
+/// `pkt` is the IPv6 packet up to its payload length.
+fn icmp6_error_allowed(pkt: &[u8]) -> bool {
+    if pkt.len() < 40 {
+        return false;
+    }
+    match walk_ext_chain(Ipv6Packet::new_unchecked(pkt).next_header(), pkt, 40) {
+        Ok(c) if c.upper_protocol == IpProtocol::ICMPV6 && c.fragment.is_none() => pkt.get(c.upper_offset).is_some_and(|t| *t >= 128),
+        _ => true,
     }
 }
 
