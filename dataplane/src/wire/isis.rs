@@ -949,9 +949,10 @@ mod tests {
     #[test]
     fn caps_byte_exact() {
         let r = Srv6CapsRepr::new(true, true, &P);
-        // Type 25, Length 2, Flags O (0x4000) | C (default mask 0x0001).
-        assert_eq!(r.to_bytes().unwrap(), vec![25, 2, 0x40, 0x01]);
-        let b = [25, 2, 0x40, 0x01];
+        // Type 25, Length 2, Flags O (0x4000) | C (default mask 0x2000, the
+        // bit after O as draft-hu-acn-rocev2 s.5.1 draws it).
+        assert_eq!(r.to_bytes().unwrap(), vec![25, 2, 0x60, 0x00]);
+        let b = [25, 2, 0x60, 0x00];
         let t = Srv6CapsTlv::new_checked(&b[..]).unwrap();
         assert!(t.o_flag());
         assert!(t.c_flag(&P));
