@@ -160,6 +160,8 @@ impl Pipeline {
     /// Process one received packet in place.
     #[inline]
     pub fn process<P: PacketBuffer>(&mut self, p: &mut P, port: u16, now_ns: u64) -> Verdict {
+        // `resolve` takes 0 as "do not solicit"; a virtual clock may start at 0.
+        let now_ns = now_ns.max(1);
         match self.process_inner(p, port, now_ns) {
             Ok(v) => v,
             Err(r) => Verdict::Drop(r),
@@ -320,8 +322,9 @@ impl Pipeline {
             ip.set_ttl(64);
             ip.fill_checksum();
         }
+        let v = self.output4(p, l2, src)?;
         self.counters.local(Local::EchoReply4);
-        self.output4(p, l2, src)
+        Ok(v)
     }
 
     /// Send a locally answered IPv4 packet (already at `l2.l3`) to `dst`.
@@ -367,8 +370,9 @@ impl Pipeline {
             }
             write_ipv4_header(&mut d[l2.l3..], our, src, IpProtocol::ICMP, (20 + icmp_len) as u16);
         }
+        let v = self.output4(p, l2, src)?;
         self.counters.local(Local::TimeExceeded4);
-        self.output4(p, l2, src)
+        Ok(v)
     }
 
     // ----------------------------------------------------------------- IPv6
@@ -464,8 +468,9 @@ impl Pipeline {
         if !p.set_len(l2.l3 + 40 + body_len) {
             return Err(Drop::NoHeadroom);
         }
+        let v = self.output6(p, l2, src)?;
         self.counters.local(Local::EchoReply6);
-        self.output6(p, l2, src)
+        Ok(v)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -591,8 +596,9 @@ impl Pipeline {
             write_ipv6_header(&mut d[l2.l3..], our, src, 58, body as u16, 64);
             fill_icmpv6_checksum(&mut d[l2.l3..l2.l3 + 40 + body]);
         }
+        let v = self.output6(p, l2, src)?;
         self.counters.local(Local::TimeExceeded6);
-        self.output6(p, l2, src)
+        Ok(v)
     }
 
     // ------------------------------------------------------- neighbours

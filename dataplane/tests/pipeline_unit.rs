@@ -46,7 +46,7 @@ const GW2: MacAddr = [0x00, 0x11, 0x22, 0x02, 0x00, 0xfe]; // 10.2.0.254 / 2001:
 const NEW: MacAddr = [0x00, 0x55, 0x66, 0x77, 0x88, 0x99];
 const NEW2: MacAddr = [0x00, 0x55, 0x66, 0x77, 0x88, 0xaa];
 
-const T0: u64 = 5_000_000_000; // virtual time, never 0 (see report)
+const T0: u64 = 5_000_000_000; // virtual time
 const SEC: u64 = 1_000_000_000;
 
 fn v4(s: &str) -> Ipv4Addr {
@@ -1619,7 +1619,12 @@ mod fuzz {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 2000, failure_persistence: None, ..ProptestConfig::default() })]
+        // PROPTEST_CASES=N for a longer run.
+        #![proptest_config(ProptestConfig {
+            cases: std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(2000),
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
 
         #[test]
         fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300), port in 0u16..5, headroom in 0usize..24, now in 1u64..u64::MAX) {
@@ -1683,4 +1688,160 @@ mod fuzz {
             }
         }
     }
+}
+
+// ============================================================ more cases
+
+#[test]
+fn neighbour_miss_at_virtual_time_zero_still_solicits() {
+    // A simulation clock starts at 0; the first packet must trigger
+    // resolution like any other.
+    let mut pl = pipeline();
+    let ip = ipv4(v4("10.0.0.2"), v4("198.51.100.7"), 64, 17, &udp(8));
+    let mut p = VecPacket::from_bytes(&frame4(R0, H0, None, &ip));
+    assert_eq!(run(&mut pl, &mut p, 0, 0), Verdict::Drop(Drop::NeighbourMiss));
+    assert_eq!(pl.solicits, vec![Solicit { iface: 1, target: IpAddr::V4(v4("10.1.0.99")) }]);
+    // And pacing works from there.
+    let mut p = VecPacket::from_bytes(&frame4(R0, H0, None, &ip));
+    assert_eq!(run(&mut pl, &mut p, 0, SEC - 1), Verdict::Drop(Drop::NeighbourMiss));
+    assert_eq!(pl.solicits.len(), 1);
+}
+
+#[test]
+fn local_reply_counters_only_count_what_is_sent() {
+    // Invariant 4: one packet, one outcome. A reply that cannot be sent is
+    // a drop, not also an "...-sent".
+    let mut pl = pipeline();
+    // Time Exceeded for a source we have no route back to.
+    let ip = ipv4(v4("100.64.0.9"), v4("192.0.2.5"), 1, 17, &udp(8));
+    let mut p = VecPacket::from_bytes(&frame4(R0, H0, None, &ip));
+    let v = run(&mut pl, &mut p, 0, T0);
+    if let Verdict::Drop(_) = v {
+        assert_eq!(local(&pl, Local::TimeExceeded4), 0, "{v:?} but counted as sent");
+    } else {
+        assert_eq!(v, Verdict::Tx(0));
+        assert_eq!(local(&pl, Local::TimeExceeded4), 1);
+    }
+    // Echo from such a source.
+    let ip = ipv4(v4("100.64.0.9"), v4("10.0.0.1"), 64, 1, &icmpv4_echo(8, 1, 1, b"x"));
+    let mut p = VecPacket::from_bytes(&frame4(R0, H0, None, &ip));
+    let v = run(&mut pl, &mut p, 0, T0);
+    if let Verdict::Drop(_) = v {
+        assert_eq!(local(&pl, Local::EchoReply4), 0, "{v:?} but counted as sent");
+    } else {
+        assert_eq!(local(&pl, Local::EchoReply4), 1);
+    }
+    // A reply that needs a tag with no headroom to insert it.
+    let ip = ipv4(v4("10.0.0.2"), v4("10.0.0.1"), 64, 1, &icmpv4_echo(8, 1, 1, b"x"));
+    let mut n = neighbours();
+    n.learn(2, IpAddr::V4(v4("10.0.0.2")), H0, NeighSource::Static);
+    let mut f = fib();
+    f.insert4("10.0.0.2/32".parse().unwrap(), conn(2));
+    pl.fib = Arc::new(f);
+    pl.set_neighbours(Arc::new(n));
+    let before = local(&pl, Local::EchoReply4);
+    let mut p = VecPacket::with_headroom(&frame4(R0, H0, None, &ip), 0);
+    let v = run(&mut pl, &mut p, 0, T0);
+    assert_eq!(v, Verdict::Drop(Drop::NoHeadroom));
+    assert_eq!(local(&pl, Local::EchoReply4), before, "NoHeadroom but counted as sent");
+}
+
+#[test]
+fn icmpv6_echo_to_all_nodes_and_with_extension_header() {
+    let mut pl = pipeline();
+    let src = v6("2001:db8::2");
+    // To ff02::1: answered from our address on the requester's subnet.
+    let all = v6("ff02::1");
+    let m = icmpv6(src, all, 128, 0, &[0, 7, 0, 8, 1, 2, 3]);
+    let ip = ipv6(src, all, 64, 58, &m);
+    let mut p = VecPacket::from_bytes(&frame6([0x33, 0x33, 0, 0, 0, 1], H0, None, &ip));
+    assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Tx(0));
+    let ip = &p.data()[14..];
+    assert_eq!(&ip[8..24], &v6("2001:db8::1").octets());
+    assert_eq!(&ip[24..40], &src.octets());
+    assert_eq!(&ip[40..42], &[129, 0]);
+    assert_eq!(&ip[44..], &[0, 7, 0, 8, 1, 2, 3]);
+    icmpv6_ok(ip);
+    // With a hop-by-hop header (PadN): the reply is plain IPv6 + ICMPv6.
+    let ours = v6("2001:db8::1");
+    let m = icmpv6(src, ours, 128, 0, &[0, 9, 0, 1, 0xaa, 0xbb]);
+    let mut payload = vec![58, 0, 1, 4, 0, 0, 0, 0];
+    payload.extend_from_slice(&m);
+    let ip = ipv6(src, ours, 64, 0, &payload);
+    let mut p = VecPacket::from_bytes(&frame6(R0, H0, None, &ip));
+    assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Tx(0));
+    let d = p.data();
+    assert_eq!(d.len(), 14 + 40 + m.len());
+    let ip = &d[14..];
+    assert_eq!(ip[6], 58);
+    assert_eq!(&ip[40..42], &[129, 0]);
+    assert_eq!(&ip[44..], &[0, 9, 0, 1, 0xaa, 0xbb]);
+    icmpv6_ok(ip);
+    assert_eq!(local(&pl, Local::EchoReply6), 2);
+}
+
+#[test]
+fn ethernet_padding_is_forwarded_untouched() {
+    let mut pl = pipeline();
+    let ip = ipv4(v4("10.0.0.2"), v4("10.1.0.2"), 64, 17, &udp(4));
+    let mut f = frame4(R0, H0, None, &ip);
+    f.resize(60, 0xee);
+    let mut p = VecPacket::from_bytes(&f);
+    assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Tx(1));
+    let d = p.data();
+    assert_eq!(d.len(), 60);
+    ipv4_header_ok(&d[14..]);
+    assert_eq!(&d[14 + 20..], &f[14 + 20..]);
+}
+
+#[test]
+fn event_and_solicit_queues_are_bounded() {
+    let mut pl = pipeline();
+    // 300 new neighbours ask for us in one burst: 256 events, the rest
+    // counted as event-queue-full; every request is still answered.
+    for i in 0..300u32 {
+        let mac = [0x00, 0x77, 0, 0, (i >> 8) as u8, i as u8];
+        let host = Ipv4Addr::from(u32::from(v4("10.0.0.0")) + 2 + i % 250);
+        let host = if i < 250 { host } else { Ipv4Addr::new(10, 0, 0, (i - 250 + 2) as u8) };
+        let req = arp(1, mac, host, [0; 6], v4("10.0.0.1"));
+        let mut p = VecPacket::from_bytes(&eth([0xff; 6], mac, None, 0x0806, &req));
+        assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Tx(0));
+    }
+    assert_eq!(pl.events.len(), 256);
+    assert_eq!(drops(&pl, Drop::EventQueueFull), 300 - 256);
+    assert_eq!(local(&pl, Local::ArpReply), 300);
+    // 300 misses to distinct hosts: at most 256 solicits per burst.
+    for i in 0..300u32 {
+        let dst = Ipv4Addr::from(u32::from(v4("10.1.0.0")) + 3 + (i % 250));
+        let dst = if i < 250 { dst } else { Ipv4Addr::new(10, 3, 0, (i - 250 + 3) as u8) };
+        let ip = ipv4(v4("10.0.0.2"), dst, 64, 17, &udp(4));
+        let mut p = VecPacket::from_bytes(&frame4(R0, H0, None, &ip));
+        assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Drop(Drop::NeighbourMiss));
+    }
+    assert_eq!(pl.solicits.len(), 256);
+    // The ones that did not fit are asked for in the next burst.
+    pl.solicits.clear();
+    let ip = ipv4(v4("10.0.0.2"), v4("10.3.0.40"), 64, 17, &udp(4));
+    let mut p = VecPacket::from_bytes(&frame4(R0, H0, None, &ip));
+    assert_eq!(run(&mut pl, &mut p, 0, T0 + 1), Verdict::Drop(Drop::NeighbourMiss));
+    assert_eq!(pl.solicits, vec![Solicit { iface: 3, target: IpAddr::V4(v4("10.3.0.40")) }]);
+}
+
+#[test]
+fn set_neighbours_swaps_snapshot() {
+    let mut pl = pipeline();
+    let ip = ipv4(v4("10.0.0.2"), v4("10.1.0.2"), 64, 17, &udp(4));
+    let f = frame4(R0, H0, None, &ip);
+    // A snapshot with a new MAC for 10.1.0.2 is used from the next packet.
+    let mut n = neighbours();
+    n.learn(1, IpAddr::V4(v4("10.1.0.2")), NEW2, NeighSource::Static);
+    let old = pl.set_neighbours(Arc::new(n));
+    assert!(old.get(1, IpAddr::V4(v4("10.1.0.2"))).is_some());
+    let mut p = VecPacket::from_bytes(&f);
+    assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Tx(1));
+    assert_eq!(mac_at(p.data(), 0), NEW2);
+    // One without it: a miss.
+    pl.set_neighbours(Arc::new(Neighbours::default()));
+    let mut p = VecPacket::from_bytes(&f);
+    assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Drop(Drop::NeighbourMiss));
 }
