@@ -24,8 +24,8 @@ use dataplane::wire::icmpv4::{Icmpv4Message, Icmpv4Packet, Icmpv4Repr};
 use dataplane::wire::icmpv6::{na_flags, Icmpv6Message, Icmpv6Packet, Icmpv6Repr};
 use dataplane::wire::ipv4::{IpProtocol, Ipv4Packet, Ipv4Repr};
 use dataplane::wire::ipv6::{
-    Ipv6AuthHeader, Ipv6AuthRepr, Ipv6ExtHeader, Ipv6FragmentHeader, Ipv6FragmentRepr, Ipv6OptionsRepr,
-    Ipv6Packet, Ipv6Repr, Ipv6RoutingHeader, Ipv6RoutingRepr,
+    Ipv6AuthHeader, Ipv6AuthRepr, Ipv6ExtHeader, Ipv6FragmentHeader, Ipv6FragmentRepr,
+    Ipv6OptionsRepr, Ipv6Packet, Ipv6Repr, Ipv6RoutingHeader, Ipv6RoutingRepr,
 };
 use dataplane::wire::udp::{UdpPacket, UdpRepr};
 
@@ -35,7 +35,10 @@ fn script() -> PathBuf {
 
 fn python() -> Command {
     let ok = Command::new("python3")
-        .args(["-c", "import scapy.all, scapy.layers.inet6, scapy.layers.ipsec"])
+        .args([
+            "-c",
+            "import scapy.all, scapy.layers.inet6, scapy.layers.ipsec",
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status();
@@ -47,7 +50,12 @@ fn python() -> Command {
 }
 
 fn tshark() -> Command {
-    match Command::new("tshark").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status() {
+    match Command::new("tshark")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+    {
         Ok(s) if s.success() => Command::new("tshark"),
         _ => panic!("tshark is missing: install it with `apt-get install tshark`"),
     }
@@ -58,7 +66,10 @@ fn hex(b: &[u8]) -> String {
 }
 
 fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
 }
 
 /// xorshift64*: deterministic test data without a dependency.
@@ -110,7 +121,11 @@ fn parse_records(out: &str) -> Vec<Record> {
                     (k.to_string(), v.to_string())
                 })
                 .collect();
-            Record { name, frame, fields }
+            Record {
+                name,
+                frame,
+                fields,
+            }
         })
         .collect()
 }
@@ -224,7 +239,13 @@ fn dissect_into(frame: &[u8], put: &mut dyn FnMut(&str, String)) -> dataplane::w
     Ok(())
 }
 
-fn upper(proto: IpProtocol, data: &[u8], s: &IpAddr, d: &IpAddr, put: &mut dyn FnMut(&str, String)) -> dataplane::wire::Result<()> {
+fn upper(
+    proto: IpProtocol,
+    data: &[u8],
+    s: &IpAddr,
+    d: &IpAddr,
+    put: &mut dyn FnMut(&str, String),
+) -> dataplane::wire::Result<()> {
     match proto {
         IpProtocol::UDP => {
             let p = UdpPacket::new_checked(data)?;
@@ -241,11 +262,16 @@ fn upper(proto: IpProtocol, data: &[u8], s: &IpAddr, d: &IpAddr, put: &mut dyn F
             put("icmp.code", p.msg_code().to_string());
             put("icmp.chksum", p.checksum().to_string());
             match r {
-                Icmpv4Repr::EchoRequest { ident, seq_no, .. } | Icmpv4Repr::EchoReply { ident, seq_no, .. } => {
+                Icmpv4Repr::EchoRequest { ident, seq_no, .. }
+                | Icmpv4Repr::EchoReply { ident, seq_no, .. } => {
                     put("icmp.id", ident.to_string());
                     put("icmp.seq", seq_no.to_string());
                 }
-                Icmpv4Repr::DstUnreachable { code, next_hop_mtu, data } => {
+                Icmpv4Repr::DstUnreachable {
+                    code,
+                    next_hop_mtu,
+                    data,
+                } => {
                     if code == 4 {
                         put("icmp.mtu", next_hop_mtu.to_string());
                     }
@@ -256,14 +282,25 @@ fn upper(proto: IpProtocol, data: &[u8], s: &IpAddr, d: &IpAddr, put: &mut dyn F
             }
         }
         IpProtocol::ICMPV6 => {
-            let (IpAddr::V6(s), IpAddr::V6(d)) = (s, d) else { unreachable!() };
+            let (IpAddr::V6(s), IpAddr::V6(d)) = (s, d) else {
+                unreachable!()
+            };
             let p = Icmpv6Packet::new_checked(data)?;
             let r = Icmpv6Repr::parse(&p, s, d)?;
             put("icmp6.type", p.msg_type().0.to_string());
             put("icmp6.code", p.msg_code().to_string());
             put("icmp6.chksum", p.checksum().to_string());
             match r {
-                Icmpv6Repr::EchoRequest { ident, seq_no, data } | Icmpv6Repr::EchoReply { ident, seq_no, data } => {
+                Icmpv6Repr::EchoRequest {
+                    ident,
+                    seq_no,
+                    data,
+                }
+                | Icmpv6Repr::EchoReply {
+                    ident,
+                    seq_no,
+                    data,
+                } => {
                     put("icmp6.id", ident.to_string());
                     put("icmp6.seq", seq_no.to_string());
                     put("icmp6.datalen", data.len().to_string());
@@ -279,13 +316,20 @@ fn upper(proto: IpProtocol, data: &[u8], s: &IpAddr, d: &IpAddr, put: &mut dyn F
                 Icmpv6Repr::TimeExceeded { data, .. } | Icmpv6Repr::DstUnreachable { data, .. } => {
                     put("icmp6.quoted", data.len().to_string())
                 }
-                Icmpv6Repr::NeighborSolicit { target_addr, source_lladdr } => {
+                Icmpv6Repr::NeighborSolicit {
+                    target_addr,
+                    source_lladdr,
+                } => {
                     put("nd.target", target_addr.to_string());
                     if let Some(m) = source_lladdr {
                         put("nd.sll", Mac(m).to_string());
                     }
                 }
-                Icmpv6Repr::NeighborAdvert { flags, target_addr, target_lladdr } => {
+                Icmpv6Repr::NeighborAdvert {
+                    flags,
+                    target_addr,
+                    target_lladdr,
+                } => {
                     put("nd.target", target_addr.to_string());
                     put("nd.flags", flags.to_string());
                     if let Some(m) = target_lladdr {
@@ -318,9 +362,21 @@ enum L4<'a> {
 enum Ext<'a> {
     HopByHop(&'a [u8]),
     DstOpts(&'a [u8]),
-    Routing { routing_type: u8, segments_left: u8, data: &'a [u8] },
-    Fragment { offset: u16, more: bool, ident: u32 },
-    Auth { spi: u32, seq: u32, icv: &'a [u8] },
+    Routing {
+        routing_type: u8,
+        segments_left: u8,
+        data: &'a [u8],
+    },
+    Fragment {
+        offset: u16,
+        more: bool,
+        ident: u32,
+    },
+    Auth {
+        spi: u32,
+        seq: u32,
+        icv: &'a [u8],
+    },
 }
 
 impl Ext<'_> {
@@ -338,22 +394,48 @@ impl Ext<'_> {
         let start = out.len();
         match *self {
             Ext::HopByHop(o) | Ext::DstOpts(o) => {
-                let r = Ipv6OptionsRepr { next_header: next, options: o };
+                let r = Ipv6OptionsRepr {
+                    next_header: next,
+                    options: o,
+                };
                 out.resize(start + r.buffer_len(), 0);
                 r.emit(&mut Ipv6ExtHeader::new_unchecked(&mut out[start..]));
             }
-            Ext::Routing { routing_type, segments_left, data } => {
-                let r = Ipv6RoutingRepr { next_header: next, routing_type, segments_left, data };
+            Ext::Routing {
+                routing_type,
+                segments_left,
+                data,
+            } => {
+                let r = Ipv6RoutingRepr {
+                    next_header: next,
+                    routing_type,
+                    segments_left,
+                    data,
+                };
                 out.resize(start + r.buffer_len(), 0);
                 r.emit(&mut Ipv6RoutingHeader::new_unchecked(&mut out[start..]));
             }
-            Ext::Fragment { offset, more, ident } => {
-                let r = Ipv6FragmentRepr { next_header: next, frag_offset: offset, more_frags: more, ident };
+            Ext::Fragment {
+                offset,
+                more,
+                ident,
+            } => {
+                let r = Ipv6FragmentRepr {
+                    next_header: next,
+                    frag_offset: offset,
+                    more_frags: more,
+                    ident,
+                };
                 out.resize(start + r.buffer_len(), 0);
                 r.emit(&mut Ipv6FragmentHeader::new_unchecked(&mut out[start..]));
             }
             Ext::Auth { spi, seq, icv } => {
-                let r = Ipv6AuthRepr { next_header: next, spi, seq_no: seq, icv };
+                let r = Ipv6AuthRepr {
+                    next_header: next,
+                    spi,
+                    seq_no: seq,
+                    icv,
+                };
                 out.resize(start + r.buffer_len(), 0);
                 r.emit(&mut Ipv6AuthHeader::new_unchecked(&mut out[start..]));
             }
@@ -375,7 +457,9 @@ fn emit_l4(l4: &L4, s: &IpAddr, d: &IpAddr) -> (IpProtocol, Vec<u8>) {
             (IpProtocol::ICMP, b)
         }
         L4::Icmp6(r) => {
-            let (IpAddr::V6(s), IpAddr::V6(d)) = (s, d) else { unreachable!() };
+            let (IpAddr::V6(s), IpAddr::V6(d)) = (s, d) else {
+                unreachable!()
+            };
             let mut b = vec![0u8; r.buffer_len()];
             r.emit(&mut Icmpv6Packet::new_unchecked(&mut b[..]), s, d);
             (IpProtocol::ICMPV6, b)
@@ -384,7 +468,13 @@ fn emit_l4(l4: &L4, s: &IpAddr, d: &IpAddr) -> (IpProtocol, Vec<u8>) {
     }
 }
 
-fn eth(src: u8, dst: u8, outer: Option<VlanTag>, inner: Option<VlanTag>, ty: EtherType) -> EthernetRepr {
+fn eth(
+    src: u8,
+    dst: u8,
+    outer: Option<VlanTag>,
+    inner: Option<VlanTag>,
+    ty: EtherType,
+) -> EthernetRepr {
     EthernetRepr {
         dst_addr: [0x02, 0, 0, 0, 0, dst],
         src_addr: [0x02, 0, 0, 0, 0, src],
@@ -408,7 +498,13 @@ fn v4_frame(e: EthernetRepr, mut ip: Ipv4Repr, l4: &L4) -> Vec<u8> {
     let mut b = vec![0u8; ip.buffer_len()];
     ip.emit(&mut Ipv4Packet::new_unchecked(&mut b[..]));
     b[20..].copy_from_slice(&body);
-    frame(&EthernetRepr { ethertype: EtherType::IPV4, ..e }, &b)
+    frame(
+        &EthernetRepr {
+            ethertype: EtherType::IPV4,
+            ..e
+        },
+        &b,
+    )
 }
 
 fn v6_frame(e: EthernetRepr, mut ip: Ipv6Repr, exts: &[Ext], l4: &L4) -> Vec<u8> {
@@ -431,12 +527,21 @@ fn v6_frame(e: EthernetRepr, mut ip: Ipv6Repr, exts: &[Ext], l4: &L4) -> Vec<u8>
     if fd != ip.dst_addr && !c.is_later_fragment() {
         let (s, d) = (ip.src_addr, fd);
         match c.upper_protocol {
-            IpProtocol::UDP => UdpPacket::new_unchecked(&mut b[c.upper_offset..]).fill_checksum(&IpAddr::V6(s), &IpAddr::V6(d)),
-            IpProtocol::ICMPV6 => Icmpv6Packet::new_unchecked(&mut b[c.upper_offset..]).fill_checksum(&s, &d),
+            IpProtocol::UDP => UdpPacket::new_unchecked(&mut b[c.upper_offset..])
+                .fill_checksum(&IpAddr::V6(s), &IpAddr::V6(d)),
+            IpProtocol::ICMPV6 => {
+                Icmpv6Packet::new_unchecked(&mut b[c.upper_offset..]).fill_checksum(&s, &d)
+            }
             _ => {}
         }
     }
-    frame(&EthernetRepr { ethertype: EtherType::IPV6, ..e }, &b)
+    frame(
+        &EthernetRepr {
+            ethertype: EtherType::IPV6,
+            ..e
+        },
+        &b,
+    )
 }
 
 fn v4(src: [u8; 4], dst: [u8; 4]) -> Ipv4Repr {
@@ -470,31 +575,157 @@ fn v6(src: &str, dst: &str) -> Ipv6Repr {
 /// A fixed set of frames covering every format and the per-packet mutators.
 fn our_fixed_frames() -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();
-    let tag = |tpid: EtherType, pcp: u8, dei: bool, vid: u16| Some(VlanTag { tpid, pcp, dei, vid });
+    let tag = |tpid: EtherType, pcp: u8, dei: bool, vid: u16| {
+        Some(VlanTag {
+            tpid,
+            pcp,
+            dei,
+            vid,
+        })
+    };
     let plain = eth(1, 2, None, None, EtherType::IPV4);
     let quoted4 = {
         let mut q = v4([10, 0, 0, 1], [10, 0, 0, 2]);
         q.ttl = 1;
-        v4_frame(plain, q, &L4::Udp(UdpRepr { src_port: 5000, dst_port: 49999, payload_len: 8 }, b"quoted!!"))[14..].to_vec()
+        v4_frame(
+            plain,
+            q,
+            &L4::Udp(
+                UdpRepr {
+                    src_port: 5000,
+                    dst_port: 49999,
+                    payload_len: 8,
+                },
+                b"quoted!!",
+            ),
+        )[14..]
+            .to_vec()
     };
 
-    out.push(("udp4".into(), v4_frame(plain, Ipv4Repr { dscp: 46, ecn: 2, ident: 0x1234, ..v4([192, 0, 2, 1], [198, 51, 100, 7]) },
-        &L4::Udp(UdpRepr { src_port: 49152, dst_port: 49999, payload_len: 12 }, b"hello, world"))));
-    out.push(("udp4_vlan_odd".into(), v4_frame(eth(1, 2, tag(EtherType::VLAN, 5, true, 100), None, EtherType::IPV4),
-        Ipv4Repr { ttl: 3, ecn: 3, dont_frag: false, ..v4([192, 0, 2, 1], [198, 51, 100, 7]) },
-        &L4::Udp(UdpRepr { src_port: 1, dst_port: 2, payload_len: 3 }, b"odd"))));
-    out.push(("udp6_qinq".into(), v6_frame(eth(1, 2, tag(EtherType::QINQ, 3, false, 10), tag(EtherType::VLAN, 7, false, 4094), EtherType::IPV6),
-        Ipv6Repr { traffic_class: (0x2e << 2) | 1, flow_label: 0xabcde, hop_limit: 200, ..v6("2001:db8::1", "2001:db8:0:1::2") }, &[],
-        &L4::Udp(UdpRepr { src_port: 7, dst_port: 49999, payload_len: 33 }, &(0..33).collect::<Vec<u8>>()))));
-    out.push(("icmp4_echo".into(), v4_frame(plain, v4([192, 0, 2, 1], [198, 51, 100, 7]),
-        &L4::Icmp4(Icmpv4Repr::EchoRequest { ident: 0x4242, seq_no: 9, data: b"ping-data" }))));
-    out.push(("icmp4_time_exceeded".into(), v4_frame(plain, v4([192, 0, 2, 1], [10, 0, 0, 1]),
-        &L4::Icmp4(Icmpv4Repr::TimeExceeded { code: 0, data: &quoted4 }))));
-    out.push(("icmp4_frag_needed".into(), v4_frame(plain, v4([192, 0, 2, 1], [10, 0, 0, 1]),
-        &L4::Icmp4(Icmpv4Repr::DstUnreachable { code: 4, next_hop_mtu: 1400, data: &quoted4 }))));
-    out.push(("icmp4_port_unreach".into(), v4_frame(plain, v4([192, 0, 2, 1], [10, 0, 0, 1]),
-        &L4::Icmp4(Icmpv4Repr::DstUnreachable { code: 3, next_hop_mtu: 0, data: &quoted4 }))));
-    for (name, op, tha) in [("arp_request", ArpOperation::REQUEST, [0u8; 6]), ("arp_reply", ArpOperation::REPLY, [2, 0, 0, 0, 0, 1])] {
+    out.push((
+        "udp4".into(),
+        v4_frame(
+            plain,
+            Ipv4Repr {
+                dscp: 46,
+                ecn: 2,
+                ident: 0x1234,
+                ..v4([192, 0, 2, 1], [198, 51, 100, 7])
+            },
+            &L4::Udp(
+                UdpRepr {
+                    src_port: 49152,
+                    dst_port: 49999,
+                    payload_len: 12,
+                },
+                b"hello, world",
+            ),
+        ),
+    ));
+    out.push((
+        "udp4_vlan_odd".into(),
+        v4_frame(
+            eth(
+                1,
+                2,
+                tag(EtherType::VLAN, 5, true, 100),
+                None,
+                EtherType::IPV4,
+            ),
+            Ipv4Repr {
+                ttl: 3,
+                ecn: 3,
+                dont_frag: false,
+                ..v4([192, 0, 2, 1], [198, 51, 100, 7])
+            },
+            &L4::Udp(
+                UdpRepr {
+                    src_port: 1,
+                    dst_port: 2,
+                    payload_len: 3,
+                },
+                b"odd",
+            ),
+        ),
+    ));
+    out.push((
+        "udp6_qinq".into(),
+        v6_frame(
+            eth(
+                1,
+                2,
+                tag(EtherType::QINQ, 3, false, 10),
+                tag(EtherType::VLAN, 7, false, 4094),
+                EtherType::IPV6,
+            ),
+            Ipv6Repr {
+                traffic_class: (0x2e << 2) | 1,
+                flow_label: 0xabcde,
+                hop_limit: 200,
+                ..v6("2001:db8::1", "2001:db8:0:1::2")
+            },
+            &[],
+            &L4::Udp(
+                UdpRepr {
+                    src_port: 7,
+                    dst_port: 49999,
+                    payload_len: 33,
+                },
+                &(0..33).collect::<Vec<u8>>(),
+            ),
+        ),
+    ));
+    out.push((
+        "icmp4_echo".into(),
+        v4_frame(
+            plain,
+            v4([192, 0, 2, 1], [198, 51, 100, 7]),
+            &L4::Icmp4(Icmpv4Repr::EchoRequest {
+                ident: 0x4242,
+                seq_no: 9,
+                data: b"ping-data",
+            }),
+        ),
+    ));
+    out.push((
+        "icmp4_time_exceeded".into(),
+        v4_frame(
+            plain,
+            v4([192, 0, 2, 1], [10, 0, 0, 1]),
+            &L4::Icmp4(Icmpv4Repr::TimeExceeded {
+                code: 0,
+                data: &quoted4,
+            }),
+        ),
+    ));
+    out.push((
+        "icmp4_frag_needed".into(),
+        v4_frame(
+            plain,
+            v4([192, 0, 2, 1], [10, 0, 0, 1]),
+            &L4::Icmp4(Icmpv4Repr::DstUnreachable {
+                code: 4,
+                next_hop_mtu: 1400,
+                data: &quoted4,
+            }),
+        ),
+    ));
+    out.push((
+        "icmp4_port_unreach".into(),
+        v4_frame(
+            plain,
+            v4([192, 0, 2, 1], [10, 0, 0, 1]),
+            &L4::Icmp4(Icmpv4Repr::DstUnreachable {
+                code: 3,
+                next_hop_mtu: 0,
+                data: &quoted4,
+            }),
+        ),
+    ));
+    for (name, op, tha) in [
+        ("arp_request", ArpOperation::REQUEST, [0u8; 6]),
+        ("arp_reply", ArpOperation::REPLY, [2, 0, 0, 0, 0, 1]),
+    ] {
         let r = ArpRepr {
             operation: op,
             source_hardware_addr: [2, 0, 0, 0, 0, 2],
@@ -504,7 +735,19 @@ fn our_fixed_frames() -> Vec<(String, Vec<u8>)> {
         };
         let mut b = [0u8; 28];
         r.emit(&mut ArpPacket::new_unchecked(&mut b[..]));
-        out.push((name.into(), frame(&eth(2, 1, tag(EtherType::VLAN, 0, false, 33), None, EtherType::ARP), &b)));
+        out.push((
+            name.into(),
+            frame(
+                &eth(
+                    2,
+                    1,
+                    tag(EtherType::VLAN, 0, false, 33),
+                    None,
+                    EtherType::ARP,
+                ),
+                &b,
+            ),
+        ));
     }
     let seg: Vec<u8> = {
         let mut v = vec![0u8; 4];
@@ -520,39 +763,213 @@ fn our_fixed_frames() -> Vec<(String, Vec<u8>)> {
         v
     };
     let e6 = eth(1, 2, None, None, EtherType::IPV6);
-    out.push(("udp6_ext_chain".into(), v6_frame(e6, v6("2001:db8::1", "2001:db8:0:1::2"),
-        &[Ext::HopByHop(&[1, 4, 0, 0, 0, 0]), Ext::Routing { routing_type: 0, segments_left: 1, data: &seg },
-          Ext::Fragment { offset: 0, more: true, ident: 0xdeadbeef }, Ext::DstOpts(&[0, 0, 1, 2, 0, 0])],
-        &L4::Udp(UdpRepr { src_port: 1234, dst_port: 49999, payload_len: 20 }, &[b'x'; 20]))));
-    out.push(("udp6_srh".into(), v6_frame(e6, v6("2001:db8::1", "fc00:0:1::1"),
-        &[Ext::Routing { routing_type: 4, segments_left: 2, data: &srh }],
-        &L4::Udp(UdpRepr { src_port: 4000, dst_port: 49999, payload_len: 4 }, b"roce"))));
-    out.push(("udp6_ah".into(), v6_frame(e6, v6("2001:db8::1", "2001:db8:0:1::2"),
-        &[Ext::Auth { spi: 0x1000, seq: 5, icv: &[0xaa; 12] }],
-        &L4::Udp(UdpRepr { src_port: 9, dst_port: 9, payload_len: 2 }, b"ah"))));
-    out.push(("udp6_later_fragment".into(), v6_frame(e6, v6("2001:db8::1", "2001:db8:0:1::2"),
-        &[Ext::Fragment { offset: 1480, more: false, ident: 7 }], &L4::Raw(IpProtocol::UDP, b"fragment-payload"))));
-    out.push(("icmp6_echo".into(), v6_frame(e6, v6("2001:db8::1", "2001:db8:0:1::2"), &[],
-        &L4::Icmp6(Icmpv6Repr::EchoRequest { ident: 0x1111, seq_no: 2, data: b"abcdefg" }))));
-    out.push(("icmp6_echo_reply_hbh".into(), v6_frame(e6, v6("2001:db8:0:1::2", "2001:db8::1"), &[Ext::HopByHop(&[1, 4, 0, 0, 0, 0])],
-        &L4::Icmp6(Icmpv6Repr::EchoReply { ident: 3, seq_no: 4, data: b"" }))));
-    let hl255 = |s: &str, d: &str| Ipv6Repr { hop_limit: 255, ..v6(s, d) };
-    out.push(("icmp6_ns".into(), v6_frame(e6, hl255("fe80::1", "ff02::1:ff00:2"), &[],
-        &L4::Icmp6(Icmpv6Repr::NeighborSolicit { target_addr: "2001:db8::2".parse().unwrap(), source_lladdr: Some([2, 0, 0, 0, 0, 1]) }))));
-    out.push(("icmp6_ns_dad".into(), v6_frame(e6, hl255("::", "ff02::1:ff00:2"), &[],
-        &L4::Icmp6(Icmpv6Repr::NeighborSolicit { target_addr: "2001:db8::2".parse().unwrap(), source_lladdr: None }))));
-    out.push(("icmp6_na".into(), v6_frame(e6, hl255("fe80::2", "fe80::1"), &[],
-        &L4::Icmp6(Icmpv6Repr::NeighborAdvert { flags: na_flags::ROUTER | na_flags::SOLICITED | na_flags::OVERRIDE,
-            target_addr: "2001:db8::2".parse().unwrap(), target_lladdr: Some([2, 0, 0, 0, 0, 2]) }))));
-    out.push(("icmp6_rs".into(), v6_frame(e6, hl255("fe80::1", "ff02::2"), &[],
-        &L4::Icmp6(Icmpv6Repr::RouterSolicit { source_lladdr: Some([2, 0, 0, 0, 0, 1]) }))));
-    let quoted6 = v6_frame(e6, Ipv6Repr { hop_limit: 1, ..v6("2001:db8::1", "2001:db8:0:1::2") }, &[],
-        &L4::Udp(UdpRepr { src_port: 5000, dst_port: 49999, payload_len: 8 }, b"quoted!!"))[14..].to_vec();
+    out.push((
+        "udp6_ext_chain".into(),
+        v6_frame(
+            e6,
+            v6("2001:db8::1", "2001:db8:0:1::2"),
+            &[
+                Ext::HopByHop(&[1, 4, 0, 0, 0, 0]),
+                Ext::Routing {
+                    routing_type: 0,
+                    segments_left: 1,
+                    data: &seg,
+                },
+                Ext::Fragment {
+                    offset: 0,
+                    more: true,
+                    ident: 0xdeadbeef,
+                },
+                Ext::DstOpts(&[0, 0, 1, 2, 0, 0]),
+            ],
+            &L4::Udp(
+                UdpRepr {
+                    src_port: 1234,
+                    dst_port: 49999,
+                    payload_len: 20,
+                },
+                &[b'x'; 20],
+            ),
+        ),
+    ));
+    out.push((
+        "udp6_srh".into(),
+        v6_frame(
+            e6,
+            v6("2001:db8::1", "fc00:0:1::1"),
+            &[Ext::Routing {
+                routing_type: 4,
+                segments_left: 2,
+                data: &srh,
+            }],
+            &L4::Udp(
+                UdpRepr {
+                    src_port: 4000,
+                    dst_port: 49999,
+                    payload_len: 4,
+                },
+                b"roce",
+            ),
+        ),
+    ));
+    out.push((
+        "udp6_ah".into(),
+        v6_frame(
+            e6,
+            v6("2001:db8::1", "2001:db8:0:1::2"),
+            &[Ext::Auth {
+                spi: 0x1000,
+                seq: 5,
+                icv: &[0xaa; 12],
+            }],
+            &L4::Udp(
+                UdpRepr {
+                    src_port: 9,
+                    dst_port: 9,
+                    payload_len: 2,
+                },
+                b"ah",
+            ),
+        ),
+    ));
+    out.push((
+        "udp6_later_fragment".into(),
+        v6_frame(
+            e6,
+            v6("2001:db8::1", "2001:db8:0:1::2"),
+            &[Ext::Fragment {
+                offset: 1480,
+                more: false,
+                ident: 7,
+            }],
+            &L4::Raw(IpProtocol::UDP, b"fragment-payload"),
+        ),
+    ));
+    out.push((
+        "icmp6_echo".into(),
+        v6_frame(
+            e6,
+            v6("2001:db8::1", "2001:db8:0:1::2"),
+            &[],
+            &L4::Icmp6(Icmpv6Repr::EchoRequest {
+                ident: 0x1111,
+                seq_no: 2,
+                data: b"abcdefg",
+            }),
+        ),
+    ));
+    out.push((
+        "icmp6_echo_reply_hbh".into(),
+        v6_frame(
+            e6,
+            v6("2001:db8:0:1::2", "2001:db8::1"),
+            &[Ext::HopByHop(&[1, 4, 0, 0, 0, 0])],
+            &L4::Icmp6(Icmpv6Repr::EchoReply {
+                ident: 3,
+                seq_no: 4,
+                data: b"",
+            }),
+        ),
+    ));
+    let hl255 = |s: &str, d: &str| Ipv6Repr {
+        hop_limit: 255,
+        ..v6(s, d)
+    };
+    out.push((
+        "icmp6_ns".into(),
+        v6_frame(
+            e6,
+            hl255("fe80::1", "ff02::1:ff00:2"),
+            &[],
+            &L4::Icmp6(Icmpv6Repr::NeighborSolicit {
+                target_addr: "2001:db8::2".parse().unwrap(),
+                source_lladdr: Some([2, 0, 0, 0, 0, 1]),
+            }),
+        ),
+    ));
+    out.push((
+        "icmp6_ns_dad".into(),
+        v6_frame(
+            e6,
+            hl255("::", "ff02::1:ff00:2"),
+            &[],
+            &L4::Icmp6(Icmpv6Repr::NeighborSolicit {
+                target_addr: "2001:db8::2".parse().unwrap(),
+                source_lladdr: None,
+            }),
+        ),
+    ));
+    out.push((
+        "icmp6_na".into(),
+        v6_frame(
+            e6,
+            hl255("fe80::2", "fe80::1"),
+            &[],
+            &L4::Icmp6(Icmpv6Repr::NeighborAdvert {
+                flags: na_flags::ROUTER | na_flags::SOLICITED | na_flags::OVERRIDE,
+                target_addr: "2001:db8::2".parse().unwrap(),
+                target_lladdr: Some([2, 0, 0, 0, 0, 2]),
+            }),
+        ),
+    ));
+    out.push((
+        "icmp6_rs".into(),
+        v6_frame(
+            e6,
+            hl255("fe80::1", "ff02::2"),
+            &[],
+            &L4::Icmp6(Icmpv6Repr::RouterSolicit {
+                source_lladdr: Some([2, 0, 0, 0, 0, 1]),
+            }),
+        ),
+    ));
+    let quoted6 = v6_frame(
+        e6,
+        Ipv6Repr {
+            hop_limit: 1,
+            ..v6("2001:db8::1", "2001:db8:0:1::2")
+        },
+        &[],
+        &L4::Udp(
+            UdpRepr {
+                src_port: 5000,
+                dst_port: 49999,
+                payload_len: 8,
+            },
+            b"quoted!!",
+        ),
+    )[14..]
+        .to_vec();
     let err6 = |r: Icmpv6Repr| v6_frame(e6, v6("2001:db8::fe", "2001:db8::1"), &[], &L4::Icmp6(r));
-    out.push(("icmp6_time_exceeded".into(), err6(Icmpv6Repr::TimeExceeded { code: 0, data: &quoted6 })));
-    out.push(("icmp6_dest_unreach".into(), err6(Icmpv6Repr::DstUnreachable { code: 3, data: &quoted6 })));
-    out.push(("icmp6_packet_too_big".into(), err6(Icmpv6Repr::PacketTooBig { mtu: 1280, data: &quoted6 })));
-    out.push(("icmp6_param_problem".into(), err6(Icmpv6Repr::ParamProblem { code: 1, pointer: 40, data: &quoted6 })));
+    out.push((
+        "icmp6_time_exceeded".into(),
+        err6(Icmpv6Repr::TimeExceeded {
+            code: 0,
+            data: &quoted6,
+        }),
+    ));
+    out.push((
+        "icmp6_dest_unreach".into(),
+        err6(Icmpv6Repr::DstUnreachable {
+            code: 3,
+            data: &quoted6,
+        }),
+    ));
+    out.push((
+        "icmp6_packet_too_big".into(),
+        err6(Icmpv6Repr::PacketTooBig {
+            mtu: 1280,
+            data: &quoted6,
+        }),
+    ));
+    out.push((
+        "icmp6_param_problem".into(),
+        err6(Icmpv6Repr::ParamProblem {
+            code: 1,
+            pointer: 40,
+            data: &quoted6,
+        }),
+    ));
 
     // The per-packet mutators: their incremental checksum updates must give
     // frames scapy and tshark accept.
@@ -585,7 +1002,12 @@ fn our_fixed_frames() -> Vec<(String, Vec<u8>)> {
     let mut f = out[3].1.clone();
     Icmpv4Packet::new_unchecked(&mut f[34..]).echo_request_to_reply();
     out.push(("icmp4_echo_to_reply".into(), f));
-    let echo6 = out.iter().find(|(n, _)| n == "icmp6_echo").unwrap().1.clone();
+    let echo6 = out
+        .iter()
+        .find(|(n, _)| n == "icmp6_echo")
+        .unwrap()
+        .1
+        .clone();
     let mut f = echo6;
     {
         // Swap addresses and turn the request around in place.
@@ -608,26 +1030,67 @@ fn our_random_frames(n: usize) -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();
     for i in 0..n {
         let outer = if rng.bool() {
-            Some(VlanTag { tpid: if rng.bool() { EtherType::VLAN } else { EtherType::QINQ }, pcp: rng.below(8) as u8, dei: rng.bool(), vid: 1 + rng.below(4094) as u16 })
+            Some(VlanTag {
+                tpid: if rng.bool() {
+                    EtherType::VLAN
+                } else {
+                    EtherType::QINQ
+                },
+                pcp: rng.below(8) as u8,
+                dei: rng.bool(),
+                vid: 1 + rng.below(4094) as u16,
+            })
         } else {
             None
         };
         let inner = if outer.is_some() && rng.bool() {
-            Some(VlanTag { tpid: EtherType::VLAN, pcp: rng.below(8) as u8, dei: rng.bool(), vid: 1 + rng.below(4094) as u16 })
+            Some(VlanTag {
+                tpid: EtherType::VLAN,
+                pcp: rng.below(8) as u8,
+                dei: rng.bool(),
+                vid: 1 + rng.below(4094) as u16,
+            })
         } else {
             None
         };
-        let e = EthernetRepr { dst_addr: { let mut m: [u8; 6] = rng.bytes(); m[0] &= 0xfe; m }, src_addr: { let mut m: [u8; 6] = rng.bytes(); m[0] &= 0xfe; m }, outer_vlan: outer, inner_vlan: inner, ethertype: EtherType::IPV4 };
+        let e = EthernetRepr {
+            dst_addr: {
+                let mut m: [u8; 6] = rng.bytes();
+                m[0] &= 0xfe;
+                m
+            },
+            src_addr: {
+                let mut m: [u8; 6] = rng.bytes();
+                m[0] &= 0xfe;
+                m
+            },
+            outer_vlan: outer,
+            inner_vlan: inner,
+            ethertype: EtherType::IPV4,
+        };
         let data = rng.vec(80);
         let ident = rng.next() as u16;
         let seq = rng.next() as u16;
         // Dynamic ports only: tshark has no dissector there to misread random payloads.
-        let ports = (49152 + rng.below(16384) as u16, 49152 + rng.below(16384) as u16);
+        let ports = (
+            49152 + rng.below(16384) as u16,
+            49152 + rng.below(16384) as u16,
+        );
         let f = if rng.bool() {
             // IPv4: global unicast-ish addresses.
             let ip = Ipv4Repr {
-                src_addr: Ipv4Addr::new(11 + rng.below(100) as u8, rng.next() as u8, rng.next() as u8, 1 + rng.below(250) as u8),
-                dst_addr: Ipv4Addr::new(11 + rng.below(100) as u8, rng.next() as u8, rng.next() as u8, 1 + rng.below(250) as u8),
+                src_addr: Ipv4Addr::new(
+                    11 + rng.below(100) as u8,
+                    rng.next() as u8,
+                    rng.next() as u8,
+                    1 + rng.below(250) as u8,
+                ),
+                dst_addr: Ipv4Addr::new(
+                    11 + rng.below(100) as u8,
+                    rng.next() as u8,
+                    rng.next() as u8,
+                    1 + rng.below(250) as u8,
+                ),
                 protocol: IpProtocol::UDP,
                 payload_len: 0,
                 ttl: 1 + rng.below(255) as u8,
@@ -639,9 +1102,24 @@ fn our_random_frames(n: usize) -> Vec<(String, Vec<u8>)> {
                 frag_offset: 0,
             };
             let l4 = match rng.below(3) {
-                0 => L4::Icmp4(Icmpv4Repr::EchoRequest { ident, seq_no: seq, data: &data }),
-                1 => L4::Icmp4(Icmpv4Repr::EchoReply { ident, seq_no: seq, data: &data }),
-                _ => L4::Udp(UdpRepr { src_port: ports.0, dst_port: ports.1, payload_len: data.len() }, &data),
+                0 => L4::Icmp4(Icmpv4Repr::EchoRequest {
+                    ident,
+                    seq_no: seq,
+                    data: &data,
+                }),
+                1 => L4::Icmp4(Icmpv4Repr::EchoReply {
+                    ident,
+                    seq_no: seq,
+                    data: &data,
+                }),
+                _ => L4::Udp(
+                    UdpRepr {
+                        src_port: ports.0,
+                        dst_port: ports.1,
+                        payload_len: data.len(),
+                    },
+                    &data,
+                ),
             };
             v4_frame(e, ip, &l4)
         } else {
@@ -669,19 +1147,66 @@ fn our_random_frames(n: usize) -> Vec<(String, Vec<u8>)> {
                 exts.push(Ext::DstOpts(&opts));
             }
             if rng.below(4) == 0 {
-                exts.push(Ext::Fragment { offset: 0, more: true, ident: rng.next() as u32 });
+                exts.push(Ext::Fragment {
+                    offset: 0,
+                    more: true,
+                    ident: rng.next() as u32,
+                });
             }
-            let target: Ipv6Addr = { let mut t: [u8; 16] = rng.bytes(); t[0] = 0x20; t[1] = 0x01; t.into() };
-            let mac = { let mut m: [u8; 6] = rng.bytes(); m[0] &= 0xfe; m };
-            let l4 = match rng.below(6) {
-                0 => L4::Icmp6(Icmpv6Repr::EchoRequest { ident, seq_no: seq, data: &data }),
-                1 => L4::Icmp6(Icmpv6Repr::EchoReply { ident, seq_no: seq, data: &data }),
-                2 => { exts.clear(); L4::Icmp6(Icmpv6Repr::NeighborSolicit { target_addr: target, source_lladdr: if rng.bool() { Some(mac) } else { None } }) }
-                3 => { exts.clear(); L4::Icmp6(Icmpv6Repr::NeighborAdvert { flags: (rng.next() as u8) & 0xe0, target_addr: target, target_lladdr: if rng.bool() { Some(mac) } else { None } }) }
-                _ => L4::Udp(UdpRepr { src_port: ports.0, dst_port: ports.1, payload_len: data.len() }, &data),
+            let target: Ipv6Addr = {
+                let mut t: [u8; 16] = rng.bytes();
+                t[0] = 0x20;
+                t[1] = 0x01;
+                t.into()
             };
-            let ip = if matches!(l4, L4::Icmp6(Icmpv6Repr::NeighborSolicit { .. } | Icmpv6Repr::NeighborAdvert { .. })) {
-                Ipv6Repr { hop_limit: 255, ..ip }
+            let mac = {
+                let mut m: [u8; 6] = rng.bytes();
+                m[0] &= 0xfe;
+                m
+            };
+            let l4 = match rng.below(6) {
+                0 => L4::Icmp6(Icmpv6Repr::EchoRequest {
+                    ident,
+                    seq_no: seq,
+                    data: &data,
+                }),
+                1 => L4::Icmp6(Icmpv6Repr::EchoReply {
+                    ident,
+                    seq_no: seq,
+                    data: &data,
+                }),
+                2 => {
+                    exts.clear();
+                    L4::Icmp6(Icmpv6Repr::NeighborSolicit {
+                        target_addr: target,
+                        source_lladdr: if rng.bool() { Some(mac) } else { None },
+                    })
+                }
+                3 => {
+                    exts.clear();
+                    L4::Icmp6(Icmpv6Repr::NeighborAdvert {
+                        flags: (rng.next() as u8) & 0xe0,
+                        target_addr: target,
+                        target_lladdr: if rng.bool() { Some(mac) } else { None },
+                    })
+                }
+                _ => L4::Udp(
+                    UdpRepr {
+                        src_port: ports.0,
+                        dst_port: ports.1,
+                        payload_len: data.len(),
+                    },
+                    &data,
+                ),
+            };
+            let ip = if matches!(
+                l4,
+                L4::Icmp6(Icmpv6Repr::NeighborSolicit { .. } | Icmpv6Repr::NeighborAdvert { .. })
+            ) {
+                Ipv6Repr {
+                    hop_limit: 255,
+                    ..ip
+                }
             } else {
                 ip
             };
@@ -697,9 +1222,17 @@ fn our_random_frames(n: usize) -> Vec<(String, Vec<u8>)> {
 
 #[test]
 fn scapy_built_frames_parse_to_the_given_fields() {
-    let out = python().arg(script()).arg("build").output().expect("run scapy_l3.py");
+    let out = python()
+        .arg(script())
+        .arg("build")
+        .output()
+        .expect("run scapy_l3.py");
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "scapy_l3.py build failed: {text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "scapy_l3.py build failed: {text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let recs = parse_records(&text);
     assert!(recs.len() >= 20, "too few scapy frames: {text}");
     let mut problems = Vec::new();
@@ -736,7 +1269,11 @@ fn scapy_check(frames: &[(String, Vec<u8>)]) {
     }
     let out = child.wait_with_output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "scapy_l3.py check failed: {text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "scapy_l3.py check failed: {text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let recs = parse_records(&text);
     assert_eq!(recs.len(), frames.len(), "{text}");
     let mut problems = Vec::new();
@@ -770,7 +1307,11 @@ fn scapy_check(frames: &[(String, Vec<u8>)]) {
         }
         assert!(seen > 4, "{name}: scapy saw too little: {:?}", r.fields);
     }
-    assert!(problems.is_empty(), "scapy disagrees:\n{}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "scapy disagrees:\n{}",
+        problems.join("\n")
+    );
 }
 
 #[test]
@@ -796,15 +1337,36 @@ fn our_emitter_is_exercised_by_the_oracle() {
             format!(
                 "{}/{}/{}",
                 d.get("eth.type").cloned().unwrap_or_default(),
-                d.get("icmp.type").or(d.get("icmp6.type")).cloned().unwrap_or_default(),
-                d.get("udp.dport").is_some()
+                d.get("icmp.type")
+                    .or(d.get("icmp6.type"))
+                    .cloned()
+                    .unwrap_or_default(),
+                d.contains_key("udp.dport")
             )
         })
         .collect();
-    for want in ["2054//false", "2048//true", "34525//true", "2048/8/false", "2048/11/false", "2048/3/false",
-                 "34525/128/false", "34525/129/false", "34525/135/false", "34525/136/false", "34525/133/false",
-                 "34525/1/false", "34525/2/false", "34525/3/false", "34525/4/false", "2048/0/false"] {
-        assert!(kinds.iter().any(|k| k == want), "missing {want} in {kinds:?}");
+    for want in [
+        "2054//false",
+        "2048//true",
+        "34525//true",
+        "2048/8/false",
+        "2048/11/false",
+        "2048/3/false",
+        "34525/128/false",
+        "34525/129/false",
+        "34525/135/false",
+        "34525/136/false",
+        "34525/133/false",
+        "34525/1/false",
+        "34525/2/false",
+        "34525/3/false",
+        "34525/4/false",
+        "2048/0/false",
+    ] {
+        assert!(
+            kinds.iter().any(|k| k == want),
+            "missing {want} in {kinds:?}"
+        );
     }
     // And a corrupted frame is caught by our checksum verification.
     let mut f = frames[0].1.clone();
@@ -826,7 +1388,8 @@ fn tshark_finds_no_malformed_frame_or_bad_checksum() {
         let mut w = pcap_file::pcap::PcapWriter::new(file).unwrap();
         for (i, (_, f)) in frames.iter().enumerate() {
             let ts = std::time::Duration::from_millis(i as u64);
-            w.write_packet(&pcap_file::pcap::PcapPacket::new(ts, f.len() as u32, f)).unwrap();
+            w.write_packet(&pcap_file::pcap::PcapPacket::new(ts, f.len() as u32, f))
+                .unwrap();
         }
     }
     let fields = [
@@ -868,7 +1431,11 @@ fn tshark_finds_no_malformed_frame_or_bad_checksum() {
         cmd.args(["-e", f]);
     }
     let out = cmd.output().unwrap();
-    assert!(out.status.success(), "tshark: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "tshark: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split('\t').collect()).collect();
     assert_eq!(rows.len(), frames.len(), "{text}");
@@ -880,18 +1447,32 @@ fn tshark_finds_no_malformed_frame_or_bad_checksum() {
         if !get("_ws.malformed").is_empty() {
             problems.push(format!("{name}: malformed"));
         }
-        let sev: Vec<&str> = get("_ws.expert.severity").split(',').filter(|s| !s.is_empty()).collect();
+        let sev: Vec<&str> = get("_ws.expert.severity")
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .collect();
         let msgs: Vec<&str> = get("_ws.expert.message").split(',').collect();
         for (i, s) in sev.iter().enumerate() {
-            let v = s.strip_prefix("0x").map(|h| u64::from_str_radix(h, 16).unwrap()).unwrap_or_else(|| s.parse().unwrap_or(u64::MAX));
+            let v = s
+                .strip_prefix("0x")
+                .map(|h| u64::from_str_radix(h, 16).unwrap())
+                .unwrap_or_else(|| s.parse().unwrap_or(u64::MAX));
             // Note 0x400000, warning 0x600000, error 0x800000.
             if v >= 0x60_0000 {
-                problems.push(format!("{name}: expert {s}: {}", msgs.get(i).unwrap_or(&"")));
+                problems.push(format!(
+                    "{name}: expert {s}: {}",
+                    msgs.get(i).unwrap_or(&"")
+                ));
             }
         }
         // Checksum status: 0 bad, 1 good, 2 unverified. Every checksum must
         // be good; the quoted headers inside ICMP errors count too.
-        for k in ["ip.checksum.status", "udp.checksum.status", "icmp.checksum.status", "icmpv6.checksum.status"] {
+        for k in [
+            "ip.checksum.status",
+            "udp.checksum.status",
+            "icmp.checksum.status",
+            "icmpv6.checksum.status",
+        ] {
             for s in get(k).split(',').filter(|s| !s.is_empty()) {
                 if s == "0" {
                     problems.push(format!("{name}: {k} bad"));
@@ -902,8 +1483,14 @@ fn tshark_finds_no_malformed_frame_or_bad_checksum() {
         }
         // tshark must read the fields we wrote.
         let d = dissect(f);
-        for (ours, theirs) in [("ip.ttl", "ip.ttl"), ("ip6.hlim", "ipv6.hlim"), ("udp.dport", "udp.dstport"),
-                               ("icmp.type", "icmp.type"), ("icmp6.type", "icmpv6.type"), ("arp.op", "arp.opcode")] {
+        for (ours, theirs) in [
+            ("ip.ttl", "ip.ttl"),
+            ("ip6.hlim", "ipv6.hlim"),
+            ("udp.dport", "udp.dstport"),
+            ("icmp.type", "icmp.type"),
+            ("icmp6.type", "icmpv6.type"),
+            ("arp.op", "arp.opcode"),
+        ] {
             if let Some(v) = d.get(ours) {
                 let t = get(theirs).split(',').next().unwrap_or("");
                 if t != v {
@@ -912,11 +1499,22 @@ fn tshark_finds_no_malformed_frame_or_bad_checksum() {
             }
         }
     }
-    assert!(verified > frames.len(), "tshark verified too few checksums ({verified})");
+    assert!(
+        verified > frames.len(),
+        "tshark verified too few checksums ({verified})"
+    );
     let out = tshark()
         .arg("-r")
         .arg(&path)
-        .args(["-o", "ip.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE", "-q", "-z", "expert"])
+        .args([
+            "-o",
+            "ip.check_checksum:TRUE",
+            "-o",
+            "udp.check_checksum:TRUE",
+            "-q",
+            "-z",
+            "expert",
+        ])
         .output()
         .unwrap();
     let summary = String::from_utf8_lossy(&out.stdout);
@@ -924,5 +1522,9 @@ fn tshark_finds_no_malformed_frame_or_bad_checksum() {
         problems.push(format!("expert summary:\n{summary}"));
     }
     let _ = std::fs::remove_dir_all(&dir);
-    assert!(problems.is_empty(), "tshark problems:\n{}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "tshark problems:\n{}",
+        problems.join("\n")
+    );
 }

@@ -12,7 +12,8 @@ mod imp {
     use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
     const MAX_REGIONS: usize = 4096;
-    static STARTS: [AtomicPtr<u8>; MAX_REGIONS] = [const { AtomicPtr::new(core::ptr::null_mut()) }; MAX_REGIONS];
+    static STARTS: [AtomicPtr<u8>; MAX_REGIONS] =
+        [const { AtomicPtr::new(core::ptr::null_mut()) }; MAX_REGIONS];
     static LENS: [AtomicUsize; MAX_REGIONS] = [const { AtomicUsize::new(0) }; MAX_REGIONS];
     static COUNT: AtomicUsize = AtomicUsize::new(0);
 
@@ -32,7 +33,12 @@ mod imp {
 
     pub fn regions() -> impl Iterator<Item = (*mut u8, usize)> {
         let n = COUNT.load(Ordering::SeqCst).min(MAX_REGIONS);
-        (0..n).map(|i| (STARTS[i].load(Ordering::SeqCst), LENS[i].load(Ordering::SeqCst)))
+        (0..n).map(|i| {
+            (
+                STARTS[i].load(Ordering::SeqCst),
+                LENS[i].load(Ordering::SeqCst),
+            )
+        })
     }
 }
 
@@ -96,7 +102,10 @@ impl Default for Seen {
 
 impl Seen {
     pub fn new() -> Seen {
-        Seen { map: vec![0; counters()], count: 0 }
+        Seen {
+            map: vec![0; counters()],
+            count: 0,
+        }
     }
 
     /// The number of (counter, bucket) features seen.
@@ -124,7 +133,18 @@ impl Seen {
                 let mut i = 0;
                 while i < l {
                     // Skip zero words quickly.
-                    if i + 8 <= l && u64::from_ne_bytes([c[i], c[i + 1], c[i + 2], c[i + 3], c[i + 4], c[i + 5], c[i + 6], c[i + 7]]) == 0 {
+                    if i + 8 <= l
+                        && u64::from_ne_bytes([
+                            c[i],
+                            c[i + 1],
+                            c[i + 2],
+                            c[i + 3],
+                            c[i + 4],
+                            c[i + 5],
+                            c[i + 6],
+                            c[i + 7],
+                        ]) == 0
+                    {
                         i += 8;
                         continue;
                     }

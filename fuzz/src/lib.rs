@@ -71,7 +71,9 @@ impl Rng {
 pub const MAX_LEN: usize = 2048;
 
 const INTERESTING8: [u8; 10] = [0, 1, 2, 4, 8, 0x10, 0x40, 0x7f, 0x80, 0xff];
-const INTERESTING16: [u16; 12] = [0, 1, 2, 7, 8, 0x28, 0x7f, 0x80, 0xff, 0x7fff, 0x8000, 0xffff];
+const INTERESTING16: [u16; 12] = [
+    0, 1, 2, 7, 8, 0x28, 0x7f, 0x80, 0xff, 0x7fff, 0x8000, 0xffff,
+];
 
 fn mutate_once(d: &mut Vec<u8>, rng: &mut Rng, corpus: &[Vec<u8>]) {
     let len = d.len();
@@ -95,7 +97,10 @@ fn mutate_once(d: &mut Vec<u8>, rng: &mut Rng, corpus: &[Vec<u8>]) {
             let old = u16::from_be_bytes([d[i], d[i + 1]]);
             let v = match rng.below(3) {
                 0 => INTERESTING16[rng.below(INTERESTING16.len())],
-                1 => (len as u16).wrapping_sub(i as u16).wrapping_add(rng.below(17) as u16).wrapping_sub(8),
+                1 => (len as u16)
+                    .wrapping_sub(i as u16)
+                    .wrapping_add(rng.below(17) as u16)
+                    .wrapping_sub(8),
                 _ => old.wrapping_add(rng.below(33) as u16).wrapping_sub(16),
             };
             d[i..i + 2].copy_from_slice(&v.to_be_bytes());
@@ -103,12 +108,18 @@ fn mutate_once(d: &mut Vec<u8>, rng: &mut Rng, corpus: &[Vec<u8>]) {
         4 if len > 0 => {
             let i = rng.below(len);
             let delta = 1 + rng.below(16) as u8;
-            d[i] = if rng.chance(2) { d[i].wrapping_add(delta) } else { d[i].wrapping_sub(delta) };
+            d[i] = if rng.chance(2) {
+                d[i].wrapping_add(delta)
+            } else {
+                d[i].wrapping_sub(delta)
+            };
         }
         5 if len < MAX_LEN => {
             let at = rng.below(len + 1);
             let n = 1 + rng.below(16);
-            let fill: Vec<u8> = (0..n).map(|_| if rng.chance(2) { 0 } else { rng.next() as u8 }).collect();
+            let fill: Vec<u8> = (0..n)
+                .map(|_| if rng.chance(2) { 0 } else { rng.next() as u8 })
+                .collect();
             d.splice(at..at, fill);
         }
         6 if len > 0 => {
@@ -202,7 +213,9 @@ pub fn install_panic_hook() {
 }
 
 fn fnv(data: &[u8]) -> u64 {
-    data.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
+    data.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    })
 }
 
 /// Where findings and the on-disk corpus live.
@@ -230,7 +243,13 @@ pub fn run_one(t: &Target, input: &[u8]) -> Option<String> {
 }
 
 /// Fuzz `t` until `deadline` or `max_iters` runs, whichever is first.
-pub fn fuzz(t: &Target, deadline: Instant, max_iters: Option<u64>, seed: u64, dirs: &Dirs) -> Report {
+pub fn fuzz(
+    t: &Target,
+    deadline: Instant,
+    max_iters: Option<u64>,
+    seed: u64,
+    dirs: &Dirs,
+) -> Report {
     let mut rng = Rng::new(seed ^ fnv(t.name.as_bytes()));
     let mut report = Report::default();
     let mut seen = cov::Seen::new();
@@ -257,8 +276,17 @@ pub fn fuzz(t: &Target, deadline: Instant, max_iters: Option<u64>, seed: u64, di
             return;
         }
         crash_sites.push(site);
-        let saved = save(&dirs.artifacts.join(t.name), &format!("crash-{:016x}", fnv(input)), input);
-        report.findings.push(Finding { target: t.name, message: msg, input: input.to_vec(), saved });
+        let saved = save(
+            &dirs.artifacts.join(t.name),
+            &format!("crash-{:016x}", fnv(input)),
+            input,
+        );
+        report.findings.push(Finding {
+            target: t.name,
+            message: msg,
+            input: input.to_vec(),
+            saved,
+        });
     };
     // The seeds first.
     let mut kept = Vec::with_capacity(corpus.len());

@@ -34,11 +34,26 @@ fn main() -> ExitCode {
     while let Some(a) = args.next() {
         let mut val = || args.next();
         match a.as_str() {
-            "--seconds" => match val().and_then(|v| v.parse().ok()) { Some(v) => seconds = v, None => return usage() },
-            "--iters" => match val().and_then(|v| v.parse().ok()) { Some(v) => iters = Some(v), None => return usage() },
-            "--seed" => match val().and_then(|v| v.parse().ok()) { Some(v) => seed = v, None => return usage() },
-            "--group" => match val() { Some(v) => groups.push(v), None => return usage() },
-            "--target" => match val() { Some(v) => names.push(v), None => return usage() },
+            "--seconds" => match val().and_then(|v| v.parse().ok()) {
+                Some(v) => seconds = v,
+                None => return usage(),
+            },
+            "--iters" => match val().and_then(|v| v.parse().ok()) {
+                Some(v) => iters = Some(v),
+                None => return usage(),
+            },
+            "--seed" => match val().and_then(|v| v.parse().ok()) {
+                Some(v) => seed = v,
+                None => return usage(),
+            },
+            "--group" => match val() {
+                Some(v) => groups.push(v),
+                None => return usage(),
+            },
+            "--target" => match val() {
+                Some(v) => names.push(v),
+                None => return usage(),
+            },
             "--corpus" => corpus = true,
             "--require-coverage" => require_cov = true,
             "--list" => {
@@ -48,7 +63,9 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             "--repro" => {
-                let (Some(name), Some(file)) = (val(), val()) else { return usage() };
+                let (Some(name), Some(file)) = (val(), val()) else {
+                    return usage();
+                };
                 let Some(t) = TARGETS.iter().find(|t| t.name == name) else {
                     eprintln!("no target {name}");
                     return ExitCode::from(2);
@@ -78,11 +95,21 @@ fn main() -> ExitCode {
     println!(
         "fuzzing {} targets, {} per group, seed {seed:#x}, coverage: {}",
         selected.len(),
-        match iters { Some(n) => format!("{n} runs per target"), None => format!("{seconds}s") },
-        if cov::available() { format!("{} counters", cov::counters()) } else { "off".into() }
+        match iters {
+            Some(n) => format!("{n} runs per target"),
+            None => format!("{seconds}s"),
+        },
+        if cov::available() {
+            format!("{} counters", cov::counters())
+        } else {
+            "off".into()
+        }
     );
     install_panic_hook();
-    let dirs = Dirs { artifacts: root.join("artifacts"), corpus: corpus.then(|| root.join("corpus")) };
+    let dirs = Dirs {
+        artifacts: root.join("artifacts"),
+        corpus: corpus.then(|| root.join("corpus")),
+    };
     let mut findings = Vec::new();
     let mut group_names: Vec<&str> = selected.iter().map(|t| t.group).collect();
     group_names.dedup();
@@ -112,14 +139,30 @@ fn main() -> ExitCode {
         let t = TARGETS.iter().find(|t| t.name == f.target).unwrap();
         let again = run_one(t, &f.input).is_some();
         println!("FINDING in {}: {}", f.target, f.message);
-        println!("  input ({} bytes): {}", f.input.len(), f.input.iter().map(|b| format!("{b:02x}")).collect::<String>());
+        println!(
+            "  input ({} bytes): {}",
+            f.input.len(),
+            f.input
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        );
         if let Some(p) = &f.saved {
-            println!("  saved: {}   (reproduce: dcirouter-fuzz --repro {} {})", p.display(), f.target, p.display());
+            println!(
+                "  saved: {}   (reproduce: dcirouter-fuzz --repro {} {})",
+                p.display(),
+                f.target,
+                p.display()
+            );
         }
         if !again {
             println!("  (did not reproduce on a second run)");
         }
     }
     println!("{} runs, {} findings", total, findings.len());
-    if findings.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+    if findings.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }

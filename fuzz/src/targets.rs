@@ -12,8 +12,8 @@ use dataplane::wire::icmpv4::{Icmpv4Packet, Icmpv4Repr};
 use dataplane::wire::icmpv6::{Icmpv6Packet, Icmpv6Repr};
 use dataplane::wire::ipv4::{IpProtocol, Ipv4Packet, Ipv4Repr};
 use dataplane::wire::ipv6::{
-    walk_ext_chain, Ipv6AuthHeader, Ipv6AuthRepr, Ipv6ExtHeader, Ipv6FragmentHeader, Ipv6FragmentRepr,
-    Ipv6OptionsRepr, Ipv6Packet, Ipv6Repr, Ipv6RoutingHeader, Ipv6RoutingRepr,
+    walk_ext_chain, Ipv6AuthHeader, Ipv6AuthRepr, Ipv6ExtHeader, Ipv6FragmentHeader,
+    Ipv6FragmentRepr, Ipv6OptionsRepr, Ipv6Packet, Ipv6Repr, Ipv6RoutingHeader, Ipv6RoutingRepr,
 };
 use dataplane::wire::udp::{UdpPacket, UdpRepr};
 use dataplane::wire::{fann, isis, lhcnp, params::Params, pfc, roce, srh};
@@ -22,23 +22,125 @@ use crate::Target;
 
 /// Every target, by group.
 pub const TARGETS: &[Target] = &[
-    Target { name: "ethernet", group: "l2l3", seeds: seeds_ethernet, fixup: None, run: run_ethernet },
-    Target { name: "arp", group: "l2l3", seeds: seeds_arp, fixup: None, run: run_arp },
-    Target { name: "ipv4", group: "l2l3", seeds: seeds_ipv4, fixup: Some(fix_ipv4), run: run_ipv4 },
-    Target { name: "ipv6", group: "l2l3", seeds: seeds_ipv6, fixup: None, run: run_ipv6 },
-    Target { name: "ipv6_ext_chain", group: "l2l3", seeds: seeds_ext_chain, fixup: None, run: run_ext_chain },
-    Target { name: "udp", group: "l2l3", seeds: seeds_udp, fixup: Some(fix_udp), run: run_udp },
-    Target { name: "icmpv4", group: "l2l3", seeds: seeds_icmpv4, fixup: Some(fix_icmpv4), run: run_icmpv4 },
-    Target { name: "icmpv6", group: "l2l3", seeds: seeds_icmpv6, fixup: Some(fix_icmpv6), run: run_icmpv6 },
-    Target { name: "frame", group: "l2l3", seeds: seeds_frame, fixup: Some(fix_frame), run: run_frame },
-    Target { name: "roce_bth", group: "roce", seeds: seeds_bth, fixup: None, run: run_bth },
-    Target { name: "roce_icrc", group: "roce", seeds: seeds_roce_datagram, fixup: Some(fix_icrc), run: run_icrc },
-    Target { name: "srh", group: "srv6", seeds: seeds_srh, fixup: None, run: run_srh },
-    Target { name: "lhcnp_icmpv6", group: "notify", seeds: seeds_lhcnp, fixup: Some(fix_icmpv6), run: run_lhcnp },
-    Target { name: "lhcnp_objects", group: "notify", seeds: seeds_objects, fixup: None, run: run_objects },
-    Target { name: "fann", group: "notify", seeds: seeds_fann, fixup: Some(fix_icmpv6), run: run_fann },
-    Target { name: "pfc", group: "notify", seeds: seeds_pfc, fixup: None, run: run_pfc },
-    Target { name: "isis", group: "isis", seeds: seeds_isis, fixup: None, run: run_isis },
+    Target {
+        name: "ethernet",
+        group: "l2l3",
+        seeds: seeds_ethernet,
+        fixup: None,
+        run: run_ethernet,
+    },
+    Target {
+        name: "arp",
+        group: "l2l3",
+        seeds: seeds_arp,
+        fixup: None,
+        run: run_arp,
+    },
+    Target {
+        name: "ipv4",
+        group: "l2l3",
+        seeds: seeds_ipv4,
+        fixup: Some(fix_ipv4),
+        run: run_ipv4,
+    },
+    Target {
+        name: "ipv6",
+        group: "l2l3",
+        seeds: seeds_ipv6,
+        fixup: None,
+        run: run_ipv6,
+    },
+    Target {
+        name: "ipv6_ext_chain",
+        group: "l2l3",
+        seeds: seeds_ext_chain,
+        fixup: None,
+        run: run_ext_chain,
+    },
+    Target {
+        name: "udp",
+        group: "l2l3",
+        seeds: seeds_udp,
+        fixup: Some(fix_udp),
+        run: run_udp,
+    },
+    Target {
+        name: "icmpv4",
+        group: "l2l3",
+        seeds: seeds_icmpv4,
+        fixup: Some(fix_icmpv4),
+        run: run_icmpv4,
+    },
+    Target {
+        name: "icmpv6",
+        group: "l2l3",
+        seeds: seeds_icmpv6,
+        fixup: Some(fix_icmpv6),
+        run: run_icmpv6,
+    },
+    Target {
+        name: "frame",
+        group: "l2l3",
+        seeds: seeds_frame,
+        fixup: Some(fix_frame),
+        run: run_frame,
+    },
+    Target {
+        name: "roce_bth",
+        group: "roce",
+        seeds: seeds_bth,
+        fixup: None,
+        run: run_bth,
+    },
+    Target {
+        name: "roce_icrc",
+        group: "roce",
+        seeds: seeds_roce_datagram,
+        fixup: Some(fix_icrc),
+        run: run_icrc,
+    },
+    Target {
+        name: "srh",
+        group: "srv6",
+        seeds: seeds_srh,
+        fixup: None,
+        run: run_srh,
+    },
+    Target {
+        name: "lhcnp_icmpv6",
+        group: "notify",
+        seeds: seeds_lhcnp,
+        fixup: Some(fix_icmpv6),
+        run: run_lhcnp,
+    },
+    Target {
+        name: "lhcnp_objects",
+        group: "notify",
+        seeds: seeds_objects,
+        fixup: None,
+        run: run_objects,
+    },
+    Target {
+        name: "fann",
+        group: "notify",
+        seeds: seeds_fann,
+        fixup: Some(fix_icmpv6),
+        run: run_fann,
+    },
+    Target {
+        name: "pfc",
+        group: "notify",
+        seeds: seeds_pfc,
+        fixup: None,
+        run: run_pfc,
+    },
+    Target {
+        name: "isis",
+        group: "isis",
+        seeds: seeds_isis,
+        fixup: None,
+        run: run_isis,
+    },
 ];
 
 const S6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
@@ -49,13 +151,39 @@ const D4: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 7);
 // ---------------------------------------------------------------------------
 // Emitting seeds with our own Reprs.
 
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len() / 2)
+        .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap_or(0))
+        .collect()
+}
+
 fn eth_repr(ty: EtherType, tags: usize) -> EthernetRepr {
-    let tag = |tpid, vid| VlanTag { tpid, pcp: 3, dei: false, vid };
+    let tag = |tpid, vid| VlanTag {
+        tpid,
+        pcp: 3,
+        dei: false,
+        vid,
+    };
     EthernetRepr {
         dst_addr: [2, 0, 0, 0, 0, 2],
         src_addr: [2, 0, 0, 0, 0, 1],
-        outer_vlan: if tags > 0 { Some(tag(if tags > 1 { EtherType::QINQ } else { EtherType::VLAN }, 100)) } else { None },
-        inner_vlan: if tags > 1 { Some(tag(EtherType::VLAN, 200)) } else { None },
+        outer_vlan: if tags > 0 {
+            Some(tag(
+                if tags > 1 {
+                    EtherType::QINQ
+                } else {
+                    EtherType::VLAN
+                },
+                100,
+            ))
+        } else {
+            None
+        },
+        inner_vlan: if tags > 1 {
+            Some(tag(EtherType::VLAN, 200))
+        } else {
+            None
+        },
         ethertype: ty,
     }
 }
@@ -69,7 +197,11 @@ fn with_eth(ty: EtherType, tags: usize, body: &[u8]) -> Vec<u8> {
 }
 
 fn udp_bytes(payload: &[u8], s: &IpAddr, d: &IpAddr) -> Vec<u8> {
-    let r = UdpRepr { src_port: 49152, dst_port: 4791, payload_len: payload.len() };
+    let r = UdpRepr {
+        src_port: 49152,
+        dst_port: 4791,
+        payload_len: payload.len(),
+    };
     let mut b = vec![0u8; r.buffer_len()];
     b[8..].copy_from_slice(payload);
     r.emit(&mut UdpPacket::new_unchecked(&mut b[..]), s, d);
@@ -131,7 +263,9 @@ fn ext_chain_bytes(last: IpProtocol) -> Vec<u8> {
     v.extend_from_slice(&D6.octets());
     v.extend_from_slice(&[60, 0, 0, 1, 0, 0, 0, 9]);
     v.extend_from_slice(&[51, 0, 1, 4, 0, 0, 0, 0]);
-    v.extend_from_slice(&[last.0, 2, 0, 0, 0, 0, 1, 0, 0, 0, 0, 5, 0xaa, 0xaa, 0xaa, 0xaa]);
+    v.extend_from_slice(&[
+        last.0, 2, 0, 0, 0, 0, 1, 0, 0, 0, 0, 5, 0xaa, 0xaa, 0xaa, 0xaa,
+    ]);
     v
 }
 
@@ -165,14 +299,21 @@ fn seeds_ipv4() -> Vec<Vec<u8>> {
     opts[0] = 0x46;
     opts[20..24].copy_from_slice(&[1, 1, 1, 0]);
     fix_ipv4(&mut opts);
-    vec![ipv4_bytes(IpProtocol::UDP, &udp_bytes(b"hello", &s, &d)), ipv4_bytes(IpProtocol::ICMP, &[8, 0, 0, 0]), opts]
+    vec![
+        ipv4_bytes(IpProtocol::UDP, &udp_bytes(b"hello", &s, &d)),
+        ipv4_bytes(IpProtocol::ICMP, &[8, 0, 0, 0]),
+        opts,
+    ]
 }
 
 fn seeds_ipv6() -> Vec<Vec<u8>> {
     let (s, d) = (IpAddr::V6(S6), IpAddr::V6(D6));
     let mut chain = ext_chain_bytes(IpProtocol::UDP);
     chain.extend_from_slice(&udp_bytes(b"x", &s, &d));
-    vec![ipv6_bytes(IpProtocol::UDP, &udp_bytes(b"roce", &s, &d)), ipv6_bytes(IpProtocol::HOP_BY_HOP, &chain)]
+    vec![
+        ipv6_bytes(IpProtocol::UDP, &udp_bytes(b"roce", &s, &d)),
+        ipv6_bytes(IpProtocol::HOP_BY_HOP, &chain),
+    ]
 }
 
 fn seeds_ext_chain() -> Vec<Vec<u8>> {
@@ -191,9 +332,23 @@ fn seeds_udp() -> Vec<Vec<u8>> {
 fn seeds_icmpv4() -> Vec<Vec<u8>> {
     let quoted = ipv4_bytes(IpProtocol::UDP, &[0; 8]);
     vec![
-        icmpv4_bytes(&Icmpv4Repr::EchoRequest { ident: 1, seq_no: 2, data: b"ping" }),
-        icmpv4_bytes(&Icmpv4Repr::TimeExceeded { code: 0, data: &quoted }),
-        icmpv4_bytes(&Icmpv4Repr::DstUnreachable { code: 4, next_hop_mtu: 1400, data: &quoted }),
+        icmpv4_bytes(&Icmpv4Repr::EchoRequest {
+            ident: 1,
+            seq_no: 2,
+            data: b"ping",
+        }),
+        icmpv4_bytes(&Icmpv4Repr::TimeExceeded {
+            code: 0,
+            data: &quoted,
+        }),
+        icmpv4_bytes(&Icmpv4Repr::DstUnreachable {
+            code: 4,
+            next_hop_mtu: 1400,
+            data: &quoted,
+        }),
+        // Past findings (echo reply checksum 0x0000 vs 0xffff).
+        unhex("0800f7ff00000000"),
+        unhex("0800f7ff000000661d0000fb04810000850be40000410000891b000097000000"),
     ]
 }
 
@@ -201,12 +356,31 @@ fn seeds_icmpv6() -> Vec<Vec<u8>> {
     let quoted = ipv6_bytes(IpProtocol::UDP, &[0; 8]);
     let t: Ipv6Addr = "2001:db8::2".parse().unwrap();
     vec![
-        icmpv6_bytes(&Icmpv6Repr::EchoRequest { ident: 1, seq_no: 2, data: b"ping" }),
-        icmpv6_bytes(&Icmpv6Repr::TimeExceeded { code: 0, data: &quoted }),
-        icmpv6_bytes(&Icmpv6Repr::PacketTooBig { mtu: 1280, data: &quoted }),
-        icmpv6_bytes(&Icmpv6Repr::NeighborSolicit { target_addr: t, source_lladdr: Some([2, 0, 0, 0, 0, 1]) }),
-        icmpv6_bytes(&Icmpv6Repr::NeighborAdvert { flags: 0xe0, target_addr: t, target_lladdr: Some([2, 0, 0, 0, 0, 2]) }),
-        icmpv6_bytes(&Icmpv6Repr::RouterSolicit { source_lladdr: Some([2, 0, 0, 0, 0, 1]) }),
+        icmpv6_bytes(&Icmpv6Repr::EchoRequest {
+            ident: 1,
+            seq_no: 2,
+            data: b"ping",
+        }),
+        icmpv6_bytes(&Icmpv6Repr::TimeExceeded {
+            code: 0,
+            data: &quoted,
+        }),
+        icmpv6_bytes(&Icmpv6Repr::PacketTooBig {
+            mtu: 1280,
+            data: &quoted,
+        }),
+        icmpv6_bytes(&Icmpv6Repr::NeighborSolicit {
+            target_addr: t,
+            source_lladdr: Some([2, 0, 0, 0, 0, 1]),
+        }),
+        icmpv6_bytes(&Icmpv6Repr::NeighborAdvert {
+            flags: 0xe0,
+            target_addr: t,
+            target_lladdr: Some([2, 0, 0, 0, 0, 2]),
+        }),
+        icmpv6_bytes(&Icmpv6Repr::RouterSolicit {
+            source_lladdr: Some([2, 0, 0, 0, 0, 1]),
+        }),
     ]
 }
 
@@ -219,10 +393,18 @@ fn seeds_frame() -> Vec<Vec<u8>> {
         v.push(with_eth(EtherType::IPV6, i % 3, &ip));
     }
     for m in seeds_icmpv6() {
-        v.push(with_eth(EtherType::IPV6, 0, &ipv6_bytes(IpProtocol::ICMPV6, &m)));
+        v.push(with_eth(
+            EtherType::IPV6,
+            0,
+            &ipv6_bytes(IpProtocol::ICMPV6, &m),
+        ));
     }
     for m in seeds_icmpv4() {
-        v.push(with_eth(EtherType::IPV4, 1, &ipv4_bytes(IpProtocol::ICMP, &m)));
+        v.push(with_eth(
+            EtherType::IPV4,
+            1,
+            &ipv4_bytes(IpProtocol::ICMP, &m),
+        ));
     }
     for a in seeds_arp() {
         v.push(with_eth(EtherType::ARP, 0, &a));
@@ -260,12 +442,16 @@ fn fix_icmpv6(d: &mut [u8]) {
 /// Fix the IPv4 header checksum and the UDP / ICMP / ICMPv6 checksum of a
 /// frame, as far as the frame parses.
 fn fix_frame(d: &mut [u8]) {
-    let Ok(f) = EthernetFrame::new_checked(&d[..]) else { return };
+    let Ok(f) = EthernetFrame::new_checked(&d[..]) else {
+        return;
+    };
     let (h, ty) = (f.header_len(), f.payload_ethertype());
     let l3 = &mut d[h..];
     match ty {
         EtherType::IPV4 => {
-            let Ok(mut p) = Ipv4Packet::new_checked(&mut l3[..]) else { return };
+            let Ok(mut p) = Ipv4Packet::new_checked(&mut l3[..]) else {
+                return;
+            };
             p.fill_checksum();
             let (s, dst, proto) = (p.src_addr(), p.dst_addr(), p.protocol());
             let (hl, tl) = (p.header_len(), usize::from(p.total_len()));
@@ -281,7 +467,9 @@ fn fix_frame(d: &mut [u8]) {
             }
         }
         EtherType::IPV6 => {
-            let Ok(p) = Ipv6Packet::new_checked(&l3[..]) else { return };
+            let Ok(p) = Ipv6Packet::new_checked(&l3[..]) else {
+                return;
+            };
             let Ok(c) = p.ext_chain() else { return };
             let (s, dst) = (p.src_addr(), p.pseudo_dst_addr(&c));
             let end = 40 + usize::from(p.payload_len());
@@ -308,8 +496,17 @@ fn fix_frame(d: &mut [u8]) {
 // L2/L3/L4 targets.
 
 fn run_ethernet(data: &[u8]) {
-    let Ok(f) = EthernetFrame::new_checked(data) else { return };
-    let _ = (f.dst_addr(), f.src_addr(), f.ethertype(), f.vlan_tag(0), f.vlan_tag(1), f.vlan_tag(2));
+    let Ok(f) = EthernetFrame::new_checked(data) else {
+        return;
+    };
+    let _ = (
+        f.dst_addr(),
+        f.src_addr(),
+        f.ethertype(),
+        f.vlan_tag(0),
+        f.vlan_tag(1),
+        f.vlan_tag(2),
+    );
     assert!(f.header_len() <= data.len());
     assert_eq!(f.payload().len(), data.len() - f.header_len());
     if let Ok(r) = EthernetRepr::parse(&f) {
@@ -322,12 +519,27 @@ fn run_ethernet(data: &[u8]) {
     let mut m = EthernetFrame::new_unchecked(&mut copy[..]);
     m.swap_addrs();
     m.set_payload_ethertype(EtherType::IPV6);
-    let _ = m.set_vlan_tci(1, &VlanTag { tpid: EtherType::VLAN, pcp: 7, dei: true, vid: 4095 });
+    let _ = m.set_vlan_tci(
+        1,
+        &VlanTag {
+            tpid: EtherType::VLAN,
+            pcp: 7,
+            dei: true,
+            vid: 4095,
+        },
+    );
 }
 
 fn run_arp(data: &[u8]) {
-    let Ok(p) = ArpPacket::new_checked(data) else { return };
-    let _ = (p.source_hardware_addr(), p.source_protocol_addr(), p.target_hardware_addr(), p.target_protocol_addr());
+    let Ok(p) = ArpPacket::new_checked(data) else {
+        return;
+    };
+    let _ = (
+        p.source_hardware_addr(),
+        p.source_protocol_addr(),
+        p.target_hardware_addr(),
+        p.target_protocol_addr(),
+    );
     if let Ok(r) = ArpRepr::parse(&p) {
         let mut b = vec![0u8; r.buffer_len()];
         r.emit(&mut ArpPacket::new_unchecked(&mut b[..]));
@@ -337,10 +549,22 @@ fn run_arp(data: &[u8]) {
 }
 
 fn run_ipv4(data: &[u8]) {
-    let Ok(p) = Ipv4Packet::new_checked(data) else { return };
-    let _ = (p.options(), p.payload(), p.src_addr(), p.dst_addr(), p.frag_offset(), p.is_fragment());
+    let Ok(p) = Ipv4Packet::new_checked(data) else {
+        return;
+    };
+    let _ = (
+        p.options(),
+        p.payload(),
+        p.src_addr(),
+        p.dst_addr(),
+        p.frag_offset(),
+        p.is_fragment(),
+    );
     let verified = p.verify_checksum();
-    assert_eq!(Ipv4Repr::parse(&p).is_ok(), verified && Ipv4Repr::parse_unverified(&p).is_ok());
+    assert_eq!(
+        Ipv4Repr::parse(&p).is_ok(),
+        verified && Ipv4Repr::parse_unverified(&p).is_ok()
+    );
     if let Ok(r) = Ipv4Repr::parse_unverified(&p) {
         assert_eq!(r.payload_len, p.payload().len());
         let mut b = vec![0u8; r.buffer_len()];
@@ -359,8 +583,16 @@ fn run_ipv4(data: &[u8]) {
 }
 
 fn run_ipv6(data: &[u8]) {
-    let Ok(p) = Ipv6Packet::new_checked(data) else { return };
-    let _ = (p.payload(), p.traffic_class(), p.flow_label(), p.src_addr(), p.dst_addr());
+    let Ok(p) = Ipv6Packet::new_checked(data) else {
+        return;
+    };
+    let _ = (
+        p.payload(),
+        p.traffic_class(),
+        p.flow_label(),
+        p.src_addr(),
+        p.dst_addr(),
+    );
     if let Ok(r) = Ipv6Repr::parse(&p) {
         let mut b = vec![0u8; r.buffer_len()];
         r.emit(&mut Ipv6Packet::new_unchecked(&mut b[..]));
@@ -371,20 +603,27 @@ fn run_ipv6(data: &[u8]) {
         assert!(c.upper_offset <= pkt.len());
         let _ = p.pseudo_dst_addr(&c);
         if let Some(rh) = c.routing {
-            let h = Ipv6RoutingHeader::new_checked(&pkt[rh.offset..]).expect("walked routing header");
+            let h =
+                Ipv6RoutingHeader::new_checked(&pkt[rh.offset..]).expect("walked routing header");
             let r = Ipv6RoutingRepr::parse(&h).expect("routing repr");
             assert_eq!(r.header_len(), rh.len);
             let _ = srh::Srh::new_checked(&pkt[rh.offset..rh.offset + rh.len]);
         }
         if let Some(fr) = c.fragment {
-            let h = Ipv6FragmentHeader::new_checked(&pkt[fr.offset..]).expect("walked fragment header");
-            assert_eq!(Ipv6FragmentRepr::parse(&h).unwrap().frag_offset, fr.frag_offset);
+            let h =
+                Ipv6FragmentHeader::new_checked(&pkt[fr.offset..]).expect("walked fragment header");
+            assert_eq!(
+                Ipv6FragmentRepr::parse(&h).unwrap().frag_offset,
+                fr.frag_offset
+            );
         }
         if let Some(o) = c.hop_by_hop {
-            Ipv6OptionsRepr::parse(&Ipv6ExtHeader::new_checked(&pkt[o..]).unwrap()).expect("walked options");
+            Ipv6OptionsRepr::parse(&Ipv6ExtHeader::new_checked(&pkt[o..]).unwrap())
+                .expect("walked options");
         }
         if let Some(a) = c.auth {
-            Ipv6AuthRepr::parse(&Ipv6AuthHeader::new_checked(&pkt[a..]).unwrap()).expect("walked AH");
+            Ipv6AuthRepr::parse(&Ipv6AuthHeader::new_checked(&pkt[a..]).unwrap())
+                .expect("walked AH");
         }
     }
     let mut copy = data.to_vec();
@@ -397,7 +636,9 @@ fn run_ipv6(data: &[u8]) {
 }
 
 fn run_ext_chain(data: &[u8]) {
-    let Some((&first, rest)) = data.split_first() else { return };
+    let Some((&first, rest)) = data.split_first() else {
+        return;
+    };
     if let Ok(c) = walk_ext_chain(IpProtocol(first), rest, 0) {
         assert!(c.upper_offset <= rest.len());
         let _ = c.final_destination(rest);
@@ -419,20 +660,32 @@ fn run_ext_chain(data: &[u8]) {
         let r = Ipv6FragmentRepr::parse(&h).unwrap();
         let mut b = [0u8; 8];
         r.emit(&mut Ipv6FragmentHeader::new_unchecked(&mut b[..]));
-        assert_eq!(Ipv6FragmentRepr::parse(&Ipv6FragmentHeader::new_checked(&b[..]).unwrap()), Ok(r));
+        assert_eq!(
+            Ipv6FragmentRepr::parse(&Ipv6FragmentHeader::new_checked(&b[..]).unwrap()),
+            Ok(r)
+        );
     }
     if let Ok(h) = Ipv6AuthHeader::new_checked(rest) {
         let r = Ipv6AuthRepr::parse(&h).unwrap();
         let mut b = vec![0u8; r.buffer_len()];
         r.emit(&mut Ipv6AuthHeader::new_unchecked(&mut b[..]));
-        assert_eq!(Ipv6AuthRepr::parse(&Ipv6AuthHeader::new_checked(&b[..]).unwrap()), Ok(r));
+        assert_eq!(
+            Ipv6AuthRepr::parse(&Ipv6AuthHeader::new_checked(&b[..]).unwrap()),
+            Ok(r)
+        );
     }
 }
 
 fn run_udp(data: &[u8]) {
-    let Ok(p) = UdpPacket::new_checked(data) else { return };
+    let Ok(p) = UdpPacket::new_checked(data) else {
+        return;
+    };
     let (s, d) = (IpAddr::V6(S6), IpAddr::V6(D6));
-    let _ = (p.payload(), p.verify_checksum(&IpAddr::V4(S4), &IpAddr::V4(D4)), p.verify_checksum(&s, &IpAddr::V4(D4)));
+    let _ = (
+        p.payload(),
+        p.verify_checksum(&IpAddr::V4(S4), &IpAddr::V4(D4)),
+        p.verify_checksum(&s, &IpAddr::V4(D4)),
+    );
     let ok = UdpRepr::parse(&p, &s, &d);
     if let Ok(r) = UdpRepr::parse_unverified(&p) {
         let mut b = p.datagram().to_vec();
@@ -451,7 +704,9 @@ fn run_udp(data: &[u8]) {
 }
 
 fn run_icmpv4(data: &[u8]) {
-    let Ok(p) = Icmpv4Packet::new_checked(data) else { return };
+    let Ok(p) = Icmpv4Packet::new_checked(data) else {
+        return;
+    };
     let _ = (p.body(), p.data(), p.rest_of_header(), p.next_hop_mtu());
     let verified = p.verify_checksum();
     if let Ok(r) = Icmpv4Repr::parse_unverified(&p) {
@@ -469,7 +724,9 @@ fn run_icmpv4(data: &[u8]) {
 }
 
 fn run_icmpv6(data: &[u8]) {
-    let Ok(p) = Icmpv6Packet::new_checked(data) else { return };
+    let Ok(p) = Icmpv6Packet::new_checked(data) else {
+        return;
+    };
     let _ = (p.body(), p.data(), p.target_addr(), p.na_flags(), p.mtu());
     for o in p.nd_options() {
         let _ = o.map(|o| o.lladdr());
@@ -492,13 +749,19 @@ fn run_icmpv6(data: &[u8]) {
 
 /// The whole stack, as the pipeline parses a received frame.
 fn run_frame(data: &[u8]) {
-    let Ok(f) = EthernetFrame::new_checked(data) else { return };
-    let Ok(e) = EthernetRepr::parse(&f) else { return };
+    let Ok(f) = EthernetFrame::new_checked(data) else {
+        return;
+    };
+    let Ok(e) = EthernetRepr::parse(&f) else {
+        return;
+    };
     let l3 = f.payload();
     match e.ethertype {
         EtherType::ARP => run_arp(l3),
         EtherType::IPV4 => {
-            let Ok(p) = Ipv4Packet::new_checked(l3) else { return };
+            let Ok(p) = Ipv4Packet::new_checked(l3) else {
+                return;
+            };
             let Ok(r) = Ipv4Repr::parse(&p) else { return };
             let (s, d) = (IpAddr::V4(r.src_addr), IpAddr::V4(r.dst_addr));
             match r.protocol {
@@ -512,7 +775,9 @@ fn run_frame(data: &[u8]) {
             }
         }
         EtherType::IPV6 => {
-            let Ok(p) = Ipv6Packet::new_checked(l3) else { return };
+            let Ok(p) = Ipv6Packet::new_checked(l3) else {
+                return;
+            };
             if Ipv6Repr::parse(&p).is_err() {
                 return;
             }
@@ -525,8 +790,11 @@ fn run_frame(data: &[u8]) {
             match c.upper_protocol {
                 IpProtocol::UDP => {
                     if let Ok(u) = UdpPacket::new_checked(l4) {
-                        if UdpRepr::parse(&u, &IpAddr::V6(s), &IpAddr::V6(d)).is_ok() && u.dst_port() == 4791 {
-                            let _ = roce::Bth::new_checked(u.payload()).map(|b| roce::BthRepr::parse(&b));
+                        if UdpRepr::parse(&u, &IpAddr::V6(s), &IpAddr::V6(d)).is_ok()
+                            && u.dst_port() == 4791
+                        {
+                            let _ = roce::Bth::new_checked(u.payload())
+                                .map(|b| roce::BthRepr::parse(&b));
                         }
                     }
                 }
@@ -557,7 +825,9 @@ fn seeds_bth() -> Vec<Vec<u8>> {
 }
 
 fn run_bth(data: &[u8]) {
-    let Ok(b) = roce::Bth::new_checked(data) else { return };
+    let Ok(b) = roce::Bth::new_checked(data) else {
+        return;
+    };
     let _ = roce::BthRepr::parse(&b);
     let _ = roce::CnpRepr::parse(&b);
     let _ = lhcnp::RoceLhCnpRepr::parse(&b, &Params::DEFAULT);
@@ -576,7 +846,11 @@ fn run_bth(data: &[u8]) {
 fn seeds_roce_datagram() -> Vec<Vec<u8>> {
     let mut v = Vec::new();
     for bth in seeds_bth() {
-        let mut body = udp_bytes(&[bth, vec![0; 4]].concat(), &IpAddr::V4(S4), &IpAddr::V4(D4));
+        let mut body = udp_bytes(
+            &[bth, vec![0; 4]].concat(),
+            &IpAddr::V4(S4),
+            &IpAddr::V4(D4),
+        );
         body[6] = 0;
         body[7] = 0;
         let mut d4 = ipv4_bytes(IpProtocol::UDP, &body);
@@ -597,7 +871,11 @@ fn fix_icrc(d: &mut [u8]) {
 fn run_icrc(data: &[u8]) {
     if let Ok(l) = roce::IcrcLayout::of(data) {
         assert!(l.datagram_len <= data.len());
-        let _ = (roce::icrc_full(data), roce::icrc_stored(data), roce::icrc_check(data));
+        let _ = (
+            roce::icrc_full(data),
+            roce::icrc_stored(data),
+            roce::icrc_check(data),
+        );
         let mut copy = data.to_vec();
         if roce::icrc_fill(&mut copy).is_ok() {
             assert!(roce::icrc_check(&copy).is_ok());
@@ -620,8 +898,15 @@ fn seeds_srh() -> Vec<Vec<u8>> {
 
 fn run_srh(data: &[u8]) {
     let p = Params::DEFAULT;
-    let Ok(s) = srh::Srh::new_checked(data) else { return };
-    let _ = (s.active_segment(), s.segment(0), s.num_segments(), s.hmac_tlv().is_some());
+    let Ok(s) = srh::Srh::new_checked(data) else {
+        return;
+    };
+    let _ = (
+        s.active_segment(),
+        s.segment(0),
+        s.num_segments(),
+        s.hmac_tlv().is_some(),
+    );
     for seg in s.segments() {
         let _ = seg;
     }
@@ -648,7 +933,9 @@ fn seeds_lhcnp() -> Vec<Vec<u8>> {
 
 fn run_lhcnp(data: &[u8]) {
     let p = Params::DEFAULT;
-    let Ok(m) = lhcnp::Icmpv6LhCnp::new_checked(data) else { return };
+    let Ok(m) = lhcnp::Icmpv6LhCnp::new_checked(data) else {
+        return;
+    };
     let _ = lhcnp::Icmpv6LhCnpRepr::parse(&m, &S6.octets(), &D6.octets(), &p);
 }
 
@@ -694,10 +981,14 @@ fn run_fann(data: &[u8]) {
 }
 
 fn seeds_pfc() -> Vec<Vec<u8>> {
-    let mut pfc = vec![0x01, 0x80, 0xc2, 0, 0, 0x01, 2, 0, 0, 0, 0, 1, 0x88, 0x08, 0x01, 0x01, 0x00, 0x08];
+    let mut pfc = vec![
+        0x01, 0x80, 0xc2, 0, 0, 0x01, 2, 0, 0, 0, 0, 1, 0x88, 0x08, 0x01, 0x01, 0x00, 0x08,
+    ];
     pfc.extend_from_slice(&[0xff; 16]);
     pfc.resize(60, 0);
-    let mut pause = vec![0x01, 0x80, 0xc2, 0, 0, 0x01, 2, 0, 0, 0, 0, 1, 0x88, 0x08, 0x00, 0x01, 0xff, 0xff];
+    let mut pause = vec![
+        0x01, 0x80, 0xc2, 0, 0, 0x01, 2, 0, 0, 0, 0, 1, 0x88, 0x08, 0x00, 0x01, 0xff, 0xff,
+    ];
     pause.resize(60, 0);
     vec![pfc, pause]
 }
@@ -715,7 +1006,9 @@ fn seeds_isis() -> Vec<Vec<u8>> {
     // Router capability TLV 242 with an SRv6 capabilities sub-TLV (25),
     // and a locator TLV 27 with one locator.
     let cap = vec![242, 9, 1, 2, 3, 4, 0, 25, 2, 0, 0];
-    let loc = vec![27, 14, 0, 0, 0, 0, 0, 0, 0, 10, 0, 64, 0x20, 0x01, 0x0d, 0xb8, 0];
+    let loc = vec![
+        27, 14, 0, 0, 0, 0, 0, 0, 0, 10, 0, 64, 0x20, 0x01, 0x0d, 0xb8, 0,
+    ];
     vec![cap, loc]
 }
 

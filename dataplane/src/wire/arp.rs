@@ -107,7 +107,12 @@ impl<T: AsRef<[u8]>> ArpPacket<T> {
         let h = usize::from(self.hardware_len());
         let p = usize::from(self.protocol_len());
         let a = field::ADDRS;
-        [a..a + h, a + h..a + h + p, a + h + p..a + 2 * h + p, a + 2 * h + p..a + 2 * h + 2 * p]
+        [
+            a..a + h,
+            a + h..a + h + p,
+            a + h + p..a + 2 * h + p,
+            a + 2 * h + p..a + 2 * h + 2 * p,
+        ]
     }
 
     #[inline]
@@ -302,11 +307,17 @@ mod tests {
     #[test]
     fn errors() {
         for n in 0..28 {
-            assert_eq!(ArpPacket::new_checked(&REQ[..n]).unwrap_err(), Error::Truncated);
+            assert_eq!(
+                ArpPacket::new_checked(&REQ[..n]).unwrap_err(),
+                Error::Truncated
+            );
         }
         let mut b = REQ;
         b[4] = 8; // hlen 8: needs 32 bytes
-        assert_eq!(ArpPacket::new_checked(&b[..]).unwrap_err(), Error::Truncated);
+        assert_eq!(
+            ArpPacket::new_checked(&b[..]).unwrap_err(),
+            Error::Truncated
+        );
         let mut b = REQ;
         b[4] = 2; // hlen 2: fits, but not Ethernet
         let p = ArpPacket::new_checked(&b[..]).unwrap();

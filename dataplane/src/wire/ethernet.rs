@@ -166,7 +166,12 @@ impl VlanTag {
     /// Split a TCI word.
     #[inline]
     pub const fn from_tci(tpid: EtherType, tci: u16) -> VlanTag {
-        VlanTag { tpid, pcp: (tci >> 13) as u8, dei: tci & 0x1000 != 0, vid: tci & 0x0fff }
+        VlanTag {
+            tpid,
+            pcp: (tci >> 13) as u8,
+            dei: tci & 0x1000 != 0,
+            vid: tci & 0x0fff,
+        }
     }
 }
 
@@ -270,10 +275,17 @@ impl<T: AsRef<[u8]>> EthernetFrame<T> {
             return None;
         }
         let data = self.buffer.as_ref();
-        let tpid_off = if i == 0 { field::ETHERTYPE.start } else { field::TAGS + (i - 1) * 4 + 2 };
+        let tpid_off = if i == 0 {
+            field::ETHERTYPE.start
+        } else {
+            field::TAGS + (i - 1) * 4 + 2
+        };
         let tpid = EtherType(u16::from_be_bytes([data[tpid_off], data[tpid_off + 1]]));
         let off = field::TAGS + i * VLAN_TAG_LEN;
-        let tci = u16::from_be_bytes([data[off + field::TCI.start], data[off + field::TCI.start + 1]]);
+        let tci = u16::from_be_bytes([
+            data[off + field::TCI.start],
+            data[off + field::TCI.start + 1],
+        ]);
         Some(VlanTag::from_tci(tpid, tci))
     }
 
@@ -428,9 +440,20 @@ impl EthernetRepr {
         d[field::DST].copy_from_slice(&self.dst_addr);
         d[field::SRC].copy_from_slice(&self.src_addr);
         let mut type_off = field::ETHERTYPE.start;
-        let tags = [self.outer_vlan, if self.outer_vlan.is_some() { self.inner_vlan } else { None }];
+        let tags = [
+            self.outer_vlan,
+            if self.outer_vlan.is_some() {
+                self.inner_vlan
+            } else {
+                None
+            },
+        ];
         for tag in tags.iter().flatten() {
-            let tpid = if tag.tpid.is_vlan() { tag.tpid } else { EtherType::VLAN };
+            let tpid = if tag.tpid.is_vlan() {
+                tag.tpid
+            } else {
+                EtherType::VLAN
+            };
             d[type_off..type_off + 2].copy_from_slice(&tpid.0.to_be_bytes());
             d[type_off + 2..type_off + 4].copy_from_slice(&tag.tci().to_be_bytes());
             type_off += VLAN_TAG_LEN;
@@ -485,11 +508,21 @@ mod tests {
         assert_eq!(f.payload_ethertype(), EtherType::IPV6);
         assert_eq!(
             f.vlan_tag(0),
-            Some(VlanTag { tpid: EtherType::QINQ, pcp: 5, dei: true, vid: 100 })
+            Some(VlanTag {
+                tpid: EtherType::QINQ,
+                pcp: 5,
+                dei: true,
+                vid: 100
+            })
         );
         assert_eq!(
             f.vlan_tag(1),
-            Some(VlanTag { tpid: EtherType::VLAN, pcp: 0, dei: false, vid: 4094 })
+            Some(VlanTag {
+                tpid: EtherType::VLAN,
+                pcp: 0,
+                dei: false,
+                vid: 4094
+            })
         );
         assert_eq!(f.outer_vid(), Some(100));
         assert_eq!(f.payload(), &[0x60, 0x00]);
@@ -503,10 +536,16 @@ mod tests {
     #[test]
     fn truncated() {
         for n in 0..14 {
-            assert_eq!(EthernetFrame::new_checked(&PLAIN[..n]).unwrap_err(), Error::Truncated);
+            assert_eq!(
+                EthernetFrame::new_checked(&PLAIN[..n]).unwrap_err(),
+                Error::Truncated
+            );
         }
         for n in 0..22 {
-            assert_eq!(EthernetFrame::new_checked(&QINQ[..n]).unwrap_err(), Error::Truncated);
+            assert_eq!(
+                EthernetFrame::new_checked(&QINQ[..n]).unwrap_err(),
+                Error::Truncated
+            );
         }
         assert!(EthernetFrame::new_checked(&QINQ[..22]).is_ok());
     }
@@ -534,8 +573,24 @@ mod tests {
         f.set_payload_ethertype(EtherType::IPV4);
         assert_eq!(f.payload_ethertype(), EtherType::IPV4);
         assert_eq!(f.ethertype(), EtherType::QINQ);
-        assert!(f.set_vlan_tci(1, &VlanTag { tpid: EtherType::VLAN, pcp: 7, dei: false, vid: 5 }));
-        assert!(!f.set_vlan_tci(2, &VlanTag { tpid: EtherType::VLAN, pcp: 7, dei: false, vid: 5 }));
+        assert!(f.set_vlan_tci(
+            1,
+            &VlanTag {
+                tpid: EtherType::VLAN,
+                pcp: 7,
+                dei: false,
+                vid: 5
+            }
+        ));
+        assert!(!f.set_vlan_tci(
+            2,
+            &VlanTag {
+                tpid: EtherType::VLAN,
+                pcp: 7,
+                dei: false,
+                vid: 5
+            }
+        ));
         assert_eq!(f.vlan_tag(1).unwrap().vid, 5);
         assert_eq!(f.vlan_tag(1).unwrap().pcp, 7);
         f.payload_mut()[0] = 0x45;
@@ -547,16 +602,32 @@ mod tests {
         let g: std::net::Ipv6Addr = "ff02::1:ff00:1234".parse().unwrap();
         assert_eq!(ipv6_multicast_mac(&g), [0x33, 0x33, 0xff, 0x00, 0x12, 0x34]);
         let g4: std::net::Ipv4Addr = "239.129.2.3".parse().unwrap();
-        assert_eq!(ipv4_multicast_mac(&g4), [0x01, 0x00, 0x5e, 0x01, 0x02, 0x03]);
+        assert_eq!(
+            ipv4_multicast_mac(&g4),
+            [0x01, 0x00, 0x5e, 0x01, 0x02, 0x03]
+        );
         assert!(is_multicast(&[0x33, 0x33, 0, 0, 0, 1]));
         assert!(!is_unicast(&[0; 6]));
-        assert_eq!(Mac([0xaa, 0xbb, 0xcc, 0, 1, 0xff]).to_string(), "aa:bb:cc:00:01:ff");
+        assert_eq!(
+            Mac([0xaa, 0xbb, 0xcc, 0, 1, 0xff]).to_string(),
+            "aa:bb:cc:00:01:ff"
+        );
         assert_eq!(EtherType(0x1234).to_string(), "0x1234");
     }
 
     fn arb_tag() -> impl Strategy<Value = VlanTag> {
-        (prop_oneof![Just(EtherType::VLAN), Just(EtherType::QINQ)], 0u8..8, any::<bool>(), 0u16..4096)
-            .prop_map(|(tpid, pcp, dei, vid)| VlanTag { tpid, pcp, dei, vid })
+        (
+            prop_oneof![Just(EtherType::VLAN), Just(EtherType::QINQ)],
+            0u8..8,
+            any::<bool>(),
+            0u16..4096,
+        )
+            .prop_map(|(tpid, pcp, dei, vid)| VlanTag {
+                tpid,
+                pcp,
+                dei,
+                vid,
+            })
     }
 
     prop_compose! {

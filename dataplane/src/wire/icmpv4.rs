@@ -247,13 +247,13 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Icmpv4Packet<T> {
         let new = u16::from_be_bytes([Icmpv4Message::ECHO_REPLY.0, code]);
         self.set_msg_type(Icmpv4Message::ECHO_REPLY);
         let c = checksum::update16(self.checksum(), old, new);
-        if c == 0 {
-            // RFC 1624 s.3: eqn. 3 yields 0x0000 where a full computation
-            // yields 0xffff when everything else sums to zero (an all-zero
-            // reply); recompute in that rare case.
-            self.fill_checksum();
-        } else {
-            self.set_checksum(c);
+        self.set_checksum(c);
+        if c == 0 && checksum::sum(self.buffer.as_ref()) == 0 {
+            // RFC 1624 s.3: eqn. 3 gives 0x0000 where a full computation
+            // gives 0xffff if everything else sums to zero (an all-zero
+            // reply). Only a valid request can lead here, so this does not
+            // turn a corrupt message into a valid one.
+            self.set_checksum(0xffff);
         }
         true
     }
@@ -268,14 +268,34 @@ impl<T: AsRef<[u8]>> AsRef<[u8]> for Icmpv4Packet<T> {
 /// A high-level representation of an ICMPv4 message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Icmpv4Repr<'a> {
-    EchoRequest { ident: u16, seq_no: u16, data: &'a [u8] },
-    EchoReply { ident: u16, seq_no: u16, data: &'a [u8] },
+    EchoRequest {
+        ident: u16,
+        seq_no: u16,
+        data: &'a [u8],
+    },
+    EchoReply {
+        ident: u16,
+        seq_no: u16,
+        data: &'a [u8],
+    },
     /// `next_hop_mtu` is meaningful for code 4 (frag needed) and 0 otherwise.
     /// `data` is the quoted datagram (IP header + at least 8 bytes).
-    DstUnreachable { code: u8, next_hop_mtu: u16, data: &'a [u8] },
-    TimeExceeded { code: u8, data: &'a [u8] },
+    DstUnreachable {
+        code: u8,
+        next_hop_mtu: u16,
+        data: &'a [u8],
+    },
+    TimeExceeded {
+        code: u8,
+        data: &'a [u8],
+    },
     /// Any other type: rest of header as a word, and the data after it.
-    Other { msg_type: Icmpv4Message, code: u8, rest_of_header: u32, data: &'a [u8] },
+    Other {
+        msg_type: Icmpv4Message,
+        code: u8,
+        rest_of_header: u32,
+        data: &'a [u8],
+    },
 }
 
 impl<'a> Icmpv4Repr<'a> {
@@ -314,7 +334,11 @@ impl<'a> Icmpv4Repr<'a> {
                 }
                 Icmpv4Repr::DstUnreachable {
                     code,
-                    next_hop_mtu: if code == unreachable::FRAG_NEEDED { packet.next_hop_mtu() } else { 0 },
+                    next_hop_mtu: if code == unreachable::FRAG_NEEDED {
+                        packet.next_hop_mtu()
+                    } else {
+                        0
+                    },
                     data: packet.data(),
                 }
             }
@@ -322,7 +346,10 @@ impl<'a> Icmpv4Repr<'a> {
                 if code > 1 {
                     return Err(Error::Malformed);
                 }
-                Icmpv4Repr::TimeExceeded { code, data: packet.data() }
+                Icmpv4Repr::TimeExceeded {
+                    code,
+                    data: packet.data(),
+                }
             }
             t => Icmpv4Repr::Other {
                 msg_type: t,
@@ -358,17 +385,30 @@ impl<'a> Icmpv4Repr<'a> {
     /// `buffer_len()` bytes (the checksum covers the whole buffer).
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, packet: &mut Icmpv4Packet<T>) {
         let (t, code, rest) = match *self {
-            Icmpv4Repr::EchoRequest { ident, seq_no, .. } => {
-                (Icmpv4Message::ECHO_REQUEST, 0, (u32::from(ident) << 16) | u32::from(seq_no))
-            }
-            Icmpv4Repr::EchoReply { ident, seq_no, .. } => {
-                (Icmpv4Message::ECHO_REPLY, 0, (u32::from(ident) << 16) | u32::from(seq_no))
-            }
-            Icmpv4Repr::DstUnreachable { code, next_hop_mtu, .. } => {
-                (Icmpv4Message::DST_UNREACHABLE, code, u32::from(next_hop_mtu))
-            }
+            Icmpv4Repr::EchoRequest { ident, seq_no, .. } => (
+                Icmpv4Message::ECHO_REQUEST,
+                0,
+                (u32::from(ident) << 16) | u32::from(seq_no),
+            ),
+            Icmpv4Repr::EchoReply { ident, seq_no, .. } => (
+                Icmpv4Message::ECHO_REPLY,
+                0,
+                (u32::from(ident) << 16) | u32::from(seq_no),
+            ),
+            Icmpv4Repr::DstUnreachable {
+                code, next_hop_mtu, ..
+            } => (
+                Icmpv4Message::DST_UNREACHABLE,
+                code,
+                u32::from(next_hop_mtu),
+            ),
             Icmpv4Repr::TimeExceeded { code, .. } => (Icmpv4Message::TIME_EXCEEDED, code, 0),
-            Icmpv4Repr::Other { msg_type, code, rest_of_header, .. } => (msg_type, code, rest_of_header),
+            Icmpv4Repr::Other {
+                msg_type,
+                code,
+                rest_of_header,
+                ..
+            } => (msg_type, code, rest_of_header),
         };
         packet.set_msg_type(t);
         packet.set_msg_code(code);
@@ -389,7 +429,9 @@ mod tests {
     // Echo request id 0x1234 seq 1, data "abcd".
     // 0800 + 1234 + 0001 + 6162 + 6364 = 0x0800+0x1234=0x1a34, +1=0x1a35,
     // +0x6162=0x7b97, +0x6364=0xdefb -> ~ = 0x2104.
-    const ECHO: [u8; 12] = [0x08, 0x00, 0x21, 0x04, 0x12, 0x34, 0x00, 0x01, b'a', b'b', b'c', b'd'];
+    const ECHO: [u8; 12] = [
+        0x08, 0x00, 0x21, 0x04, 0x12, 0x34, 0x00, 0x01, b'a', b'b', b'c', b'd',
+    ];
 
     #[test]
     fn echo_known_answer() {
@@ -397,7 +439,14 @@ mod tests {
         assert!(p.verify_checksum());
         assert_eq!(p.msg_type(), Icmpv4Message::ECHO_REQUEST);
         let r = Icmpv4Repr::parse(&p).unwrap();
-        assert_eq!(r, Icmpv4Repr::EchoRequest { ident: 0x1234, seq_no: 1, data: b"abcd" });
+        assert_eq!(
+            r,
+            Icmpv4Repr::EchoRequest {
+                ident: 0x1234,
+                seq_no: 1,
+                data: b"abcd"
+            }
+        );
         let mut b = [0u8; 12];
         r.emit(&mut Icmpv4Packet::new_unchecked(&mut b[..]));
         assert_eq!(b, ECHO);
@@ -415,7 +464,11 @@ mod tests {
         assert!(!p.echo_request_to_reply());
         assert_eq!(
             Icmpv4Repr::parse(&Icmpv4Packet::new_checked(&b[..]).unwrap()).unwrap(),
-            Icmpv4Repr::EchoReply { ident: 0x1234, seq_no: 1, data: b"abcd" }
+            Icmpv4Repr::EchoReply {
+                ident: 0x1234,
+                seq_no: 1,
+                data: b"abcd"
+            }
         );
     }
 
@@ -433,8 +486,14 @@ mod tests {
 
     #[test]
     fn time_exceeded_and_unreachable() {
-        let quoted = [0x45u8, 0, 0, 28, 0, 0, 0, 0, 1, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2, 1, 2, 3, 4, 0, 8, 0, 0];
-        let r = Icmpv4Repr::TimeExceeded { code: time_exceeded::TTL, data: &quoted };
+        let quoted = [
+            0x45u8, 0, 0, 28, 0, 0, 0, 0, 1, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2, 1, 2, 3, 4, 0, 8,
+            0, 0,
+        ];
+        let r = Icmpv4Repr::TimeExceeded {
+            code: time_exceeded::TTL,
+            data: &quoted,
+        };
         let mut b = vec![0u8; r.buffer_len()];
         r.emit(&mut Icmpv4Packet::new_unchecked(&mut b[..]));
         assert_eq!(&b[..2], &[11, 0]);
@@ -442,7 +501,11 @@ mod tests {
         let p = Icmpv4Packet::new_checked(&b[..]).unwrap();
         assert_eq!(Icmpv4Repr::parse(&p).unwrap(), r);
 
-        let r = Icmpv4Repr::DstUnreachable { code: unreachable::FRAG_NEEDED, next_hop_mtu: 1400, data: &quoted };
+        let r = Icmpv4Repr::DstUnreachable {
+            code: unreachable::FRAG_NEEDED,
+            next_hop_mtu: 1400,
+            data: &quoted,
+        };
         let mut b = vec![0u8; r.buffer_len()];
         r.emit(&mut Icmpv4Packet::new_unchecked(&mut b[..]));
         assert_eq!(&b[4..8], &[0, 0, 0x05, 0x78]);
@@ -454,7 +517,10 @@ mod tests {
     #[test]
     fn errors() {
         for n in 0..8 {
-            assert_eq!(Icmpv4Packet::new_checked(&ECHO[..n]).unwrap_err(), Error::Truncated);
+            assert_eq!(
+                Icmpv4Packet::new_checked(&ECHO[..n]).unwrap_err(),
+                Error::Truncated
+            );
         }
         let mut b = ECHO;
         b[11] ^= 0x40;
@@ -474,22 +540,48 @@ mod tests {
     type Seed = (u8, u16, u16, u8, u8, u32, Vec<u8>);
 
     fn arb_seed() -> impl Strategy<Value = Seed> {
-        (0u8..5, any::<u16>(), any::<u16>(), any::<u8>(),
-         any::<u8>().prop_filter("other", |t| !matches!(t, 0 | 3 | 8 | 11)), any::<u32>(),
-         proptest::collection::vec(any::<u8>(), 0..64))
+        (
+            0u8..5,
+            any::<u16>(),
+            any::<u16>(),
+            any::<u8>(),
+            any::<u8>().prop_filter("other", |t| !matches!(t, 0 | 3 | 8 | 11)),
+            any::<u32>(),
+            proptest::collection::vec(any::<u8>(), 0..64),
+        )
     }
 
     fn build(s: &Seed) -> Icmpv4Repr<'_> {
         let (kind, a, b, code, t, rest, ref data) = *s;
         match kind {
-            0 => Icmpv4Repr::EchoRequest { ident: a, seq_no: b, data },
-            1 => Icmpv4Repr::EchoReply { ident: a, seq_no: b, data },
+            0 => Icmpv4Repr::EchoRequest {
+                ident: a,
+                seq_no: b,
+                data,
+            },
+            1 => Icmpv4Repr::EchoReply {
+                ident: a,
+                seq_no: b,
+                data,
+            },
             2 => {
                 let code = code % 16;
-                Icmpv4Repr::DstUnreachable { code, next_hop_mtu: if code == 4 { a } else { 0 }, data }
+                Icmpv4Repr::DstUnreachable {
+                    code,
+                    next_hop_mtu: if code == 4 { a } else { 0 },
+                    data,
+                }
             }
-            3 => Icmpv4Repr::TimeExceeded { code: code % 2, data },
-            _ => Icmpv4Repr::Other { msg_type: Icmpv4Message(t), code, rest_of_header: rest, data },
+            3 => Icmpv4Repr::TimeExceeded {
+                code: code % 2,
+                data,
+            },
+            _ => Icmpv4Repr::Other {
+                msg_type: Icmpv4Message(t),
+                code,
+                rest_of_header: rest,
+                data,
+            },
         }
     }
 

@@ -140,7 +140,12 @@ pub mod na_flags {
 /// The partial sum of the ICMPv6 pseudo-header for a message of `len` bytes.
 #[inline]
 fn pseudo(src: &Ipv6Addr, dst: &Ipv6Addr, len: usize) -> u32 {
-    checksum::pseudo_v6(&src.octets(), &dst.octets(), IpProtocol::ICMPV6.0, len as u32)
+    checksum::pseudo_v6(
+        &src.octets(),
+        &dst.octets(),
+        IpProtocol::ICMPV6.0,
+        len as u32,
+    )
 }
 
 /// A view over an ICMPv6 message (the whole buffer is the message).
@@ -171,7 +176,9 @@ impl<T: AsRef<[u8]>> Icmpv6Packet<T> {
             return Err(Error::Truncated);
         }
         let t = self.msg_type();
-        if (t == Icmpv6Message::NEIGHBOR_SOLICIT || t == Icmpv6Message::NEIGHBOR_ADVERT) && len < ND_NS_NA_LEN {
+        if (t == Icmpv6Message::NEIGHBOR_SOLICIT || t == Icmpv6Message::NEIGHBOR_ADVERT)
+            && len < ND_NS_NA_LEN
+        {
             return Err(Error::Truncated);
         }
         Ok(())
@@ -283,7 +290,10 @@ impl<T: AsRef<[u8]>> Icmpv6Packet<T> {
     #[inline]
     pub fn verify_checksum(&self, src: &Ipv6Addr, dst: &Ipv6Addr) -> bool {
         let d = self.buffer.as_ref();
-        checksum::fold(checksum::combine(pseudo(src, dst, d.len()), checksum::sum(d))) == 0xffff
+        checksum::fold(checksum::combine(
+            pseudo(src, dst, d.len()),
+            checksum::sum(d),
+        )) == 0xffff
     }
 }
 
@@ -427,7 +437,10 @@ pub struct NdOptionsIter<'a> {
 impl<'a> NdOptionsIter<'a> {
     #[inline]
     pub fn new(data: &'a [u8]) -> Self {
-        NdOptionsIter { data, failed: false }
+        NdOptionsIter {
+            data,
+            failed: false,
+        }
     }
 }
 
@@ -454,7 +467,10 @@ impl<'a> Iterator for NdOptionsIter<'a> {
         }
         let len = usize::from(d[1]) * 8;
         self.data = &d[len..];
-        Some(Ok(NdOption { opt_type: d[0], data: &d[2..len] }))
+        Some(Ok(NdOption {
+            opt_type: d[0],
+            data: &d[2..len],
+        }))
     }
 }
 
@@ -482,15 +498,41 @@ fn find_lladdr(opts: NdOptionsIter<'_>, opt_type: u8) -> Result<Option<MacAddr>>
 /// A high-level representation of an ICMPv6 message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Icmpv6Repr<'a> {
-    EchoRequest { ident: u16, seq_no: u16, data: &'a [u8] },
-    EchoReply { ident: u16, seq_no: u16, data: &'a [u8] },
+    EchoRequest {
+        ident: u16,
+        seq_no: u16,
+        data: &'a [u8],
+    },
+    EchoReply {
+        ident: u16,
+        seq_no: u16,
+        data: &'a [u8],
+    },
     /// `data`: as much of the invoking packet as fits in the minimum MTU.
-    DstUnreachable { code: u8, data: &'a [u8] },
-    PacketTooBig { mtu: u32, data: &'a [u8] },
-    TimeExceeded { code: u8, data: &'a [u8] },
-    ParamProblem { code: u8, pointer: u32, data: &'a [u8] },
-    RouterSolicit { source_lladdr: Option<MacAddr> },
-    NeighborSolicit { target_addr: Ipv6Addr, source_lladdr: Option<MacAddr> },
+    DstUnreachable {
+        code: u8,
+        data: &'a [u8],
+    },
+    PacketTooBig {
+        mtu: u32,
+        data: &'a [u8],
+    },
+    TimeExceeded {
+        code: u8,
+        data: &'a [u8],
+    },
+    ParamProblem {
+        code: u8,
+        pointer: u32,
+        data: &'a [u8],
+    },
+    RouterSolicit {
+        source_lladdr: Option<MacAddr>,
+    },
+    NeighborSolicit {
+        target_addr: Ipv6Addr,
+        source_lladdr: Option<MacAddr>,
+    },
     NeighborAdvert {
         /// [`na_flags`] bits (R, S, O).
         flags: u8,
@@ -500,7 +542,11 @@ pub enum Icmpv6Repr<'a> {
     /// Any other type: `body` is everything after the checksum (the 4
     /// "rest of header" bytes included; a shorter body is emitted
     /// zero-padded to 4 bytes).
-    Other { msg_type: Icmpv6Message, code: u8, body: &'a [u8] },
+    Other {
+        msg_type: Icmpv6Message,
+        code: u8,
+        body: &'a [u8],
+    },
 }
 
 impl<'a> Icmpv6Repr<'a> {
@@ -513,7 +559,11 @@ impl<'a> Icmpv6Repr<'a> {
     /// options of length 0 are `Malformed`, overrunning ones `Truncated`.
     /// (The hop-limit-255 rule of RFC 4861 is the caller's: it is in the
     /// IPv6 header.)
-    pub fn parse<T: AsRef<[u8]>>(packet: &'a Icmpv6Packet<T>, src: &Ipv6Addr, dst: &Ipv6Addr) -> Result<Icmpv6Repr<'a>> {
+    pub fn parse<T: AsRef<[u8]>>(
+        packet: &'a Icmpv6Packet<T>,
+        src: &Ipv6Addr,
+        dst: &Ipv6Addr,
+    ) -> Result<Icmpv6Repr<'a>> {
         packet.check_len()?;
         if !packet.verify_checksum(src, dst) {
             return Err(Error::Checksum);
@@ -553,22 +603,33 @@ impl<'a> Icmpv6Repr<'a> {
                 seq_no: packet.echo_seq_no(),
                 data: packet.data(),
             },
-            Icmpv6Message::DST_UNREACHABLE => Icmpv6Repr::DstUnreachable { code, data: packet.data() },
+            Icmpv6Message::DST_UNREACHABLE => Icmpv6Repr::DstUnreachable {
+                code,
+                data: packet.data(),
+            },
             Icmpv6Message::PKT_TOO_BIG => {
                 if code != 0 {
                     return Err(Error::Malformed);
                 }
-                Icmpv6Repr::PacketTooBig { mtu: packet.mtu(), data: packet.data() }
+                Icmpv6Repr::PacketTooBig {
+                    mtu: packet.mtu(),
+                    data: packet.data(),
+                }
             }
             Icmpv6Message::TIME_EXCEEDED => {
                 if code > 1 {
                     return Err(Error::Malformed);
                 }
-                Icmpv6Repr::TimeExceeded { code, data: packet.data() }
+                Icmpv6Repr::TimeExceeded {
+                    code,
+                    data: packet.data(),
+                }
             }
-            Icmpv6Message::PARAM_PROBLEM => {
-                Icmpv6Repr::ParamProblem { code, pointer: packet.pointer(), data: packet.data() }
-            }
+            Icmpv6Message::PARAM_PROBLEM => Icmpv6Repr::ParamProblem {
+                code,
+                pointer: packet.pointer(),
+                data: packet.data(),
+            },
             Icmpv6Message::ROUTER_SOLICIT => Icmpv6Repr::RouterSolicit {
                 source_lladdr: {
                     let l = find_lladdr(packet.nd_options(), nd_option::SOURCE_LLADDR)?;
@@ -587,18 +648,31 @@ impl<'a> Icmpv6Repr<'a> {
                 if src.is_unspecified() && l.is_some() {
                     return Err(Error::Malformed);
                 }
-                Icmpv6Repr::NeighborSolicit { target_addr, source_lladdr: l }
+                Icmpv6Repr::NeighborSolicit {
+                    target_addr,
+                    source_lladdr: l,
+                }
             }
             Icmpv6Message::NEIGHBOR_ADVERT => {
                 let target_addr = packet.target_addr().ok_or(Error::Truncated)?;
                 let flags = packet.na_flags() & 0xe0;
-                if target_addr.is_multicast() || (dst.is_multicast() && flags & na_flags::SOLICITED != 0) {
+                if target_addr.is_multicast()
+                    || (dst.is_multicast() && flags & na_flags::SOLICITED != 0)
+                {
                     return Err(Error::Malformed);
                 }
                 let l = find_lladdr(packet.nd_options(), nd_option::TARGET_LLADDR)?;
-                Icmpv6Repr::NeighborAdvert { flags, target_addr, target_lladdr: l }
+                Icmpv6Repr::NeighborAdvert {
+                    flags,
+                    target_addr,
+                    target_lladdr: l,
+                }
             }
-            t => Icmpv6Repr::Other { msg_type: t, code, body: packet.body() },
+            t => Icmpv6Repr::Other {
+                msg_type: t,
+                code,
+                body: packet.body(),
+            },
         })
     }
 
@@ -631,20 +705,33 @@ impl<'a> Icmpv6Repr<'a> {
     /// Write the message with its checksum for `src` -> `dst`. The buffer
     /// must be exactly `buffer_len()` bytes (the checksum covers all of it).
     /// `Other` with a body shorter than 4 bytes is zero-padded to 4.
-    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, packet: &mut Icmpv6Packet<T>, src: &Ipv6Addr, dst: &Ipv6Addr) {
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(
+        &self,
+        packet: &mut Icmpv6Packet<T>,
+        src: &Ipv6Addr,
+        dst: &Ipv6Addr,
+    ) {
         fn copy(dst: &mut [u8], src: &[u8]) {
             let n = src.len().min(dst.len());
             dst[..n].copy_from_slice(&src[..n]);
         }
         let echo = |ident: u16, seq: u16| (u32::from(ident) << 16) | u32::from(seq);
         match *self {
-            Icmpv6Repr::EchoRequest { ident, seq_no, data } => {
+            Icmpv6Repr::EchoRequest {
+                ident,
+                seq_no,
+                data,
+            } => {
                 packet.set_msg_type(Icmpv6Message::ECHO_REQUEST);
                 packet.set_msg_code(0);
                 packet.set_rest_of_header(echo(ident, seq_no));
                 copy(packet.data_mut(), data);
             }
-            Icmpv6Repr::EchoReply { ident, seq_no, data } => {
+            Icmpv6Repr::EchoReply {
+                ident,
+                seq_no,
+                data,
+            } => {
                 packet.set_msg_type(Icmpv6Message::ECHO_REPLY);
                 packet.set_msg_code(0);
                 packet.set_rest_of_header(echo(ident, seq_no));
@@ -668,7 +755,11 @@ impl<'a> Icmpv6Repr<'a> {
                 packet.set_rest_of_header(0);
                 copy(packet.data_mut(), data);
             }
-            Icmpv6Repr::ParamProblem { code, pointer, data } => {
+            Icmpv6Repr::ParamProblem {
+                code,
+                pointer,
+                data,
+            } => {
                 packet.set_msg_type(Icmpv6Message::PARAM_PROBLEM);
                 packet.set_msg_code(code);
                 packet.set_rest_of_header(pointer);
@@ -679,28 +770,51 @@ impl<'a> Icmpv6Repr<'a> {
                 packet.set_msg_code(0);
                 packet.set_rest_of_header(0);
                 if let Some(m) = source_lladdr {
-                    emit_lladdr_option(&mut packet.buffer.as_mut()[field::RS_OPTS..], nd_option::SOURCE_LLADDR, &m);
+                    emit_lladdr_option(
+                        &mut packet.buffer.as_mut()[field::RS_OPTS..],
+                        nd_option::SOURCE_LLADDR,
+                        &m,
+                    );
                 }
             }
-            Icmpv6Repr::NeighborSolicit { target_addr, source_lladdr } => {
+            Icmpv6Repr::NeighborSolicit {
+                target_addr,
+                source_lladdr,
+            } => {
                 packet.set_msg_type(Icmpv6Message::NEIGHBOR_SOLICIT);
                 packet.set_msg_code(0);
                 packet.set_rest_of_header(0);
                 packet.set_target_addr(target_addr);
                 if let Some(m) = source_lladdr {
-                    emit_lladdr_option(&mut packet.buffer.as_mut()[field::NS_NA_OPTS..], nd_option::SOURCE_LLADDR, &m);
+                    emit_lladdr_option(
+                        &mut packet.buffer.as_mut()[field::NS_NA_OPTS..],
+                        nd_option::SOURCE_LLADDR,
+                        &m,
+                    );
                 }
             }
-            Icmpv6Repr::NeighborAdvert { flags, target_addr, target_lladdr } => {
+            Icmpv6Repr::NeighborAdvert {
+                flags,
+                target_addr,
+                target_lladdr,
+            } => {
                 packet.set_msg_type(Icmpv6Message::NEIGHBOR_ADVERT);
                 packet.set_msg_code(0);
                 packet.set_na_flags(flags);
                 packet.set_target_addr(target_addr);
                 if let Some(m) = target_lladdr {
-                    emit_lladdr_option(&mut packet.buffer.as_mut()[field::NS_NA_OPTS..], nd_option::TARGET_LLADDR, &m);
+                    emit_lladdr_option(
+                        &mut packet.buffer.as_mut()[field::NS_NA_OPTS..],
+                        nd_option::TARGET_LLADDR,
+                        &m,
+                    );
                 }
             }
-            Icmpv6Repr::Other { msg_type, code, body } => {
+            Icmpv6Repr::Other {
+                msg_type,
+                code,
+                body,
+            } => {
                 packet.set_msg_type(msg_type);
                 packet.set_msg_code(code);
                 packet.set_rest_of_header(0);
@@ -732,17 +846,31 @@ mod tests {
         assert!(p.verify_checksum(&s, &d));
         assert_eq!(p.compute_checksum(&s, &d), 0x82b5);
         let r = Icmpv6Repr::parse(&p, &s, &d).unwrap();
-        assert_eq!(r, Icmpv6Repr::EchoRequest { ident: 1, seq_no: 2, data: &[] });
+        assert_eq!(
+            r,
+            Icmpv6Repr::EchoRequest {
+                ident: 1,
+                seq_no: 2,
+                data: &[]
+            }
+        );
         let mut out = [0u8; 8];
         r.emit(&mut Icmpv6Packet::new_unchecked(&mut out[..]), &s, &d);
         assert_eq!(out, b);
-        assert_eq!(Icmpv6Repr::parse(&p, &d, &a("fe80::3")).unwrap_err(), Error::Checksum);
+        assert_eq!(
+            Icmpv6Repr::parse(&p, &d, &a("fe80::3")).unwrap_err(),
+            Error::Checksum
+        );
     }
 
     #[test]
     fn echo_to_reply() {
         let (s, d) = (a("2001:db8::1"), a("2001:db8::2"));
-        let r = Icmpv6Repr::EchoRequest { ident: 7, seq_no: 9, data: b"ping" };
+        let r = Icmpv6Repr::EchoRequest {
+            ident: 7,
+            seq_no: 9,
+            data: b"ping",
+        };
         let mut b = vec![0u8; r.buffer_len()];
         r.emit(&mut Icmpv6Packet::new_unchecked(&mut b[..]), &s, &d);
         let mut p = Icmpv6Packet::new_unchecked(&mut b[..]);
@@ -752,7 +880,11 @@ mod tests {
         let p = Icmpv6Packet::new_checked(&b[..]).unwrap();
         assert_eq!(
             Icmpv6Repr::parse(&p, &d, &s).unwrap(),
-            Icmpv6Repr::EchoReply { ident: 7, seq_no: 9, data: b"ping" }
+            Icmpv6Repr::EchoReply {
+                ident: 7,
+                seq_no: 9,
+                data: b"ping"
+            }
         );
     }
 
@@ -760,7 +892,10 @@ mod tests {
     fn neighbor_solicit_bytes() {
         let (s, t) = (a("fe80::1"), a("2001:db8::2"));
         let d = crate::wire::ipv6::solicited_node(&t);
-        let r = Icmpv6Repr::NeighborSolicit { target_addr: t, source_lladdr: Some([2, 0, 0, 0, 0, 1]) };
+        let r = Icmpv6Repr::NeighborSolicit {
+            target_addr: t,
+            source_lladdr: Some([2, 0, 0, 0, 0, 1]),
+        };
         assert_eq!(r.buffer_len(), 32);
         let mut b = vec![0u8; 32];
         r.emit(&mut Icmpv6Packet::new_unchecked(&mut b[..]), &s, &d);
@@ -800,75 +935,122 @@ mod tests {
         let mut b2 = b.clone();
         Icmpv6Packet::new_unchecked(&mut b2[..]).fill_checksum(&s, &all);
         let p = Icmpv6Packet::new_checked(&b2[..]).unwrap();
-        assert_eq!(Icmpv6Repr::parse(&p, &s, &all).unwrap_err(), Error::Malformed);
+        assert_eq!(
+            Icmpv6Repr::parse(&p, &s, &all).unwrap_err(),
+            Error::Malformed
+        );
     }
 
     #[test]
     fn nd_option_errors() {
         let (s, d) = (a("fe80::1"), a("ff02::1:ff00:2"));
-        let r = Icmpv6Repr::NeighborSolicit { target_addr: a("2001:db8::2"), source_lladdr: Some([2, 0, 0, 0, 0, 1]) };
+        let r = Icmpv6Repr::NeighborSolicit {
+            target_addr: a("2001:db8::2"),
+            source_lladdr: Some([2, 0, 0, 0, 0, 1]),
+        };
         let mut b = vec![0u8; r.buffer_len()];
         r.emit(&mut Icmpv6Packet::new_unchecked(&mut b[..]), &s, &d);
         let mut z = b.clone();
         z[25] = 0; // option length 0
         Icmpv6Packet::new_unchecked(&mut z[..]).fill_checksum(&s, &d);
-        assert_eq!(Icmpv6Repr::parse(&Icmpv6Packet::new_checked(&z[..]).unwrap(), &s, &d).unwrap_err(), Error::Malformed);
+        assert_eq!(
+            Icmpv6Repr::parse(&Icmpv6Packet::new_checked(&z[..]).unwrap(), &s, &d).unwrap_err(),
+            Error::Malformed
+        );
         let mut z = b.clone();
         z[25] = 2; // overruns
         Icmpv6Packet::new_unchecked(&mut z[..]).fill_checksum(&s, &d);
-        assert_eq!(Icmpv6Repr::parse(&Icmpv6Packet::new_checked(&z[..]).unwrap(), &s, &d).unwrap_err(), Error::Truncated);
+        assert_eq!(
+            Icmpv6Repr::parse(&Icmpv6Packet::new_checked(&z[..]).unwrap(), &s, &d).unwrap_err(),
+            Error::Truncated
+        );
         let mut z = b.clone();
         z.extend_from_slice(&[0; 8]);
         z[25] = 2; // 16-byte SLLA: not Ethernet
         Icmpv6Packet::new_unchecked(&mut z[..]).fill_checksum(&s, &d);
-        assert_eq!(Icmpv6Repr::parse(&Icmpv6Packet::new_checked(&z[..]).unwrap(), &s, &d).unwrap_err(), Error::Malformed);
+        assert_eq!(
+            Icmpv6Repr::parse(&Icmpv6Packet::new_checked(&z[..]).unwrap(), &s, &d).unwrap_err(),
+            Error::Malformed
+        );
         let mut z = b.clone();
         z.push(5); // a dangling byte
         Icmpv6Packet::new_unchecked(&mut z[..]).fill_checksum(&s, &d);
-        assert_eq!(Icmpv6Repr::parse(&Icmpv6Packet::new_checked(&z[..]).unwrap(), &s, &d).unwrap_err(), Error::Truncated);
+        assert_eq!(
+            Icmpv6Repr::parse(&Icmpv6Packet::new_checked(&z[..]).unwrap(), &s, &d).unwrap_err(),
+            Error::Truncated
+        );
         // Unknown options are skipped.
         let mut z = b.clone();
         z.extend_from_slice(&[99, 1, 0, 0, 0, 0, 0, 0]);
         Icmpv6Packet::new_unchecked(&mut z[..]).fill_checksum(&s, &d);
-        assert_eq!(Icmpv6Repr::parse(&Icmpv6Packet::new_checked(&z[..]).unwrap(), &s, &d).unwrap(), r);
+        assert_eq!(
+            Icmpv6Repr::parse(&Icmpv6Packet::new_checked(&z[..]).unwrap(), &s, &d).unwrap(),
+            r
+        );
         // NS shorter than 24 bytes.
-        assert_eq!(Icmpv6Packet::new_checked(&b[..23]).unwrap_err(), Error::Truncated);
+        assert_eq!(
+            Icmpv6Packet::new_checked(&b[..23]).unwrap_err(),
+            Error::Truncated
+        );
         // Multicast target.
         let mut z = b.clone();
         z[8] = 0xff;
         Icmpv6Packet::new_unchecked(&mut z[..]).fill_checksum(&s, &d);
-        assert_eq!(Icmpv6Repr::parse(&Icmpv6Packet::new_checked(&z[..]).unwrap(), &s, &d).unwrap_err(), Error::Malformed);
+        assert_eq!(
+            Icmpv6Repr::parse(&Icmpv6Packet::new_checked(&z[..]).unwrap(), &s, &d).unwrap_err(),
+            Error::Malformed
+        );
         // Code must be 0.
         let mut z = b.clone();
         z[1] = 1;
         Icmpv6Packet::new_unchecked(&mut z[..]).fill_checksum(&s, &d);
-        assert_eq!(Icmpv6Repr::parse(&Icmpv6Packet::new_checked(&z[..]).unwrap(), &s, &d).unwrap_err(), Error::Malformed);
+        assert_eq!(
+            Icmpv6Repr::parse(&Icmpv6Packet::new_checked(&z[..]).unwrap(), &s, &d).unwrap_err(),
+            Error::Malformed
+        );
     }
 
     #[test]
     fn errors_and_generic() {
         let (s, d) = (a("2001:db8::1"), a("2001:db8::2"));
         for n in 0..8 {
-            assert_eq!(Icmpv6Packet::new_checked(&[0u8; 8][..n]).unwrap_err(), Error::Truncated);
+            assert_eq!(
+                Icmpv6Packet::new_checked(&[0u8; 8][..n]).unwrap_err(),
+                Error::Truncated
+            );
         }
         let quoted = [0x60u8, 0, 0, 0, 0, 8, 17, 1];
-        let r = Icmpv6Repr::TimeExceeded { code: time_exceeded::HOP_LIMIT, data: &quoted };
+        let r = Icmpv6Repr::TimeExceeded {
+            code: time_exceeded::HOP_LIMIT,
+            data: &quoted,
+        };
         let mut b = vec![0u8; r.buffer_len()];
         r.emit(&mut Icmpv6Packet::new_unchecked(&mut b[..]), &s, &d);
         assert_eq!(&b[..2], &[3, 0]);
-        assert_eq!(Icmpv6Repr::parse(&Icmpv6Packet::new_checked(&b[..]).unwrap(), &s, &d).unwrap(), r);
+        assert_eq!(
+            Icmpv6Repr::parse(&Icmpv6Packet::new_checked(&b[..]).unwrap(), &s, &d).unwrap(),
+            r
+        );
         // A message of an experimental type built through the generic view.
         let mut g = [0u8; 16];
         let mut p = Icmpv6Packet::new_unchecked(&mut g[..]);
         p.set_msg_type(Icmpv6Message(200));
         p.set_msg_code(3);
-        p.body_mut().copy_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+        p.body_mut()
+            .copy_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
         p.fill_checksum(&s, &d);
         let p = Icmpv6Packet::new_checked(&g[..]).unwrap();
         assert!(p.verify_checksum(&s, &d));
         assert_eq!(p.rest_of_header(), 0x01020304);
         let r = Icmpv6Repr::parse(&p, &s, &d).unwrap();
-        assert_eq!(r, Icmpv6Repr::Other { msg_type: Icmpv6Message(200), code: 3, body: &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12] });
+        assert_eq!(
+            r,
+            Icmpv6Repr::Other {
+                msg_type: Icmpv6Message(200),
+                code: 3,
+                body: &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
+            }
+        );
         let mut g2 = [0u8; 16];
         r.emit(&mut Icmpv6Packet::new_unchecked(&mut g2[..]), &s, &d);
         assert_eq!(g, g2);
@@ -880,14 +1062,32 @@ mod tests {
     }
 
     /// (kind, a: u16, b: u16, code, word, mac, flags, target, other type, data)
-    type Seed = (u8, u16, u16, u8, u32, Option<[u8; 6]>, u8, [u8; 16], u8, Vec<u8>);
+    type Seed = (
+        u8,
+        u16,
+        u16,
+        u8,
+        u32,
+        Option<[u8; 6]>,
+        u8,
+        [u8; 16],
+        u8,
+        Vec<u8>,
+    );
 
     fn arb_seed() -> impl Strategy<Value = Seed> {
         (
-            0u8..10, any::<u16>(), any::<u16>(), any::<u8>(), any::<u32>(),
-            proptest::option::of(any::<[u8; 6]>()), any::<u8>(),
+            0u8..10,
+            any::<u16>(),
+            any::<u16>(),
+            any::<u8>(),
+            any::<u32>(),
+            proptest::option::of(any::<[u8; 6]>()),
+            any::<u8>(),
             any::<[u8; 16]>().prop_filter("unicast", |t| t[0] != 0xff),
-            any::<u8>().prop_filter("other", |t| !matches!(t, 1..=4 | 128 | 129 | 133 | 135 | 136)),
+            any::<u8>().prop_filter("other", |t| {
+                !matches!(t, 1..=4 | 128 | 129 | 133 | 135 | 136)
+            }),
             proptest::collection::vec(any::<u8>(), 0..64),
         )
     }
@@ -896,21 +1096,49 @@ mod tests {
         let (kind, x, y, code, w, mac, flags, target, t, ref data) = *s;
         let target_addr = Ipv6Addr::from(target);
         match kind {
-            0 => Icmpv6Repr::EchoRequest { ident: x, seq_no: y, data },
-            1 => Icmpv6Repr::EchoReply { ident: x, seq_no: y, data },
+            0 => Icmpv6Repr::EchoRequest {
+                ident: x,
+                seq_no: y,
+                data,
+            },
+            1 => Icmpv6Repr::EchoReply {
+                ident: x,
+                seq_no: y,
+                data,
+            },
             2 => Icmpv6Repr::DstUnreachable { code, data },
             3 => Icmpv6Repr::PacketTooBig { mtu: w, data },
-            4 => Icmpv6Repr::TimeExceeded { code: code & 1, data },
-            5 => Icmpv6Repr::ParamProblem { code, pointer: w, data },
+            4 => Icmpv6Repr::TimeExceeded {
+                code: code & 1,
+                data,
+            },
+            5 => Icmpv6Repr::ParamProblem {
+                code,
+                pointer: w,
+                data,
+            },
             6 => Icmpv6Repr::RouterSolicit { source_lladdr: mac },
-            7 => Icmpv6Repr::NeighborSolicit { target_addr, source_lladdr: mac },
-            8 => Icmpv6Repr::NeighborAdvert { flags: flags & 0xa0, target_addr, target_lladdr: mac },
-            _ => Icmpv6Repr::Other { msg_type: Icmpv6Message(t), code, body: data },
+            7 => Icmpv6Repr::NeighborSolicit {
+                target_addr,
+                source_lladdr: mac,
+            },
+            8 => Icmpv6Repr::NeighborAdvert {
+                flags: flags & 0xa0,
+                target_addr,
+                target_lladdr: mac,
+            },
+            _ => Icmpv6Repr::Other {
+                msg_type: Icmpv6Message(t),
+                code,
+                body: data,
+            },
         }
     }
 
     fn arb_addr() -> impl Strategy<Value = Ipv6Addr> {
-        any::<[u8; 16]>().prop_filter("specified", |a| a.iter().any(|&b| b != 0)).prop_map(Ipv6Addr::from)
+        any::<[u8; 16]>()
+            .prop_filter("specified", |a| a.iter().any(|&b| b != 0))
+            .prop_map(Ipv6Addr::from)
     }
 
     proptest! {

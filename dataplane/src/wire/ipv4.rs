@@ -665,7 +665,11 @@ mod tests {
     fn errors() {
         let b = packet();
         for n in 0..b.len() {
-            assert_eq!(Ipv4Packet::new_checked(&b[..n]).unwrap_err(), Error::Truncated, "n={n}");
+            assert_eq!(
+                Ipv4Packet::new_checked(&b[..n]).unwrap_err(),
+                Error::Truncated,
+                "n={n}"
+            );
         }
         // Buffer longer than total length is fine (padding).
         let mut long = b.clone();
@@ -675,13 +679,19 @@ mod tests {
 
         let mut bad = b.clone();
         bad[0] = 0x44; // IHL 4
-        assert_eq!(Ipv4Packet::new_checked(&bad[..]).unwrap_err(), Error::BadLength);
+        assert_eq!(
+            Ipv4Packet::new_checked(&bad[..]).unwrap_err(),
+            Error::BadLength
+        );
         let mut bad = b.clone();
         bad[0] = 0x4f; // IHL 15 = 60 bytes, fits; total 0x73 fine
         assert!(Ipv4Packet::new_checked(&bad[..]).is_ok());
         bad[2] = 0;
         bad[3] = 40; // total < header
-        assert_eq!(Ipv4Packet::new_checked(&bad[..]).unwrap_err(), Error::BadLength);
+        assert_eq!(
+            Ipv4Packet::new_checked(&bad[..]).unwrap_err(),
+            Error::BadLength
+        );
         let mut bad = b.clone();
         bad[0] = 0x65;
         let p = Ipv4Packet::new_checked(&bad[..]).unwrap();

@@ -181,7 +181,9 @@ impl<T: AsRef<[u8]>> Ipv6Packet<T> {
     /// segments are left, else the IPv6 destination (RFC 8200 s.8.1).
     #[inline]
     pub fn pseudo_dst_addr(&self, chain: &ExtChain) -> Ipv6Addr {
-        chain.final_destination(self.packet()).unwrap_or_else(|| self.dst_addr())
+        chain
+            .final_destination(self.packet())
+            .unwrap_or_else(|| self.dst_addr())
     }
 }
 
@@ -465,7 +467,11 @@ pub struct Ipv6OptionsIter<'a> {
 impl<'a> Ipv6OptionsIter<'a> {
     #[inline]
     pub fn new(data: &'a [u8]) -> Self {
-        Ipv6OptionsIter { data, pos: 0, failed: false }
+        Ipv6OptionsIter {
+            data,
+            pos: 0,
+            failed: false,
+        }
     }
 }
 
@@ -491,7 +497,10 @@ impl<'a> Iterator for Ipv6OptionsIter<'a> {
         Some(Ok(if t == 1 {
             Ipv6Option::PadN(rest[1])
         } else {
-            Ipv6Option::Other { opt_type: t, data: &rest[2..2 + len] }
+            Ipv6Option::Other {
+                opt_type: t,
+                data: &rest[2..2 + len],
+            }
         }))
     }
 }
@@ -512,7 +521,10 @@ impl<'a> Ipv6OptionsRepr<'a> {
         for o in header.options() {
             o?;
         }
-        Ok(Ipv6OptionsRepr { next_header: header.next_header(), options: header.data() })
+        Ok(Ipv6OptionsRepr {
+            next_header: header.next_header(),
+            options: header.data(),
+        })
     }
 
     /// `BadLength` unless `2 + options.len()` is a non-zero multiple of 8
@@ -532,7 +544,10 @@ impl<'a> Ipv6OptionsRepr<'a> {
         let units = (self.header_len() / 8).saturating_sub(1);
         header.set_next_header(self.next_header);
         header.set_header_len_field(units.min(255) as u8);
-        let n = self.options.len().min(header.buffer.as_ref().len().saturating_sub(2));
+        let n = self
+            .options
+            .len()
+            .min(header.buffer.as_ref().len().saturating_sub(2));
         header.buffer.as_mut()[2..2 + n].copy_from_slice(&self.options[..n]);
     }
 }
@@ -680,7 +695,10 @@ impl<'a> Ipv6RoutingRepr<'a> {
         h.set_header_len_field(units.min(255) as u8);
         h.set_routing_type(self.routing_type);
         h.set_segments_left(self.segments_left);
-        let n = self.data.len().min(h.buffer.as_ref().len().saturating_sub(4));
+        let n = self
+            .data
+            .len()
+            .min(h.buffer.as_ref().len().saturating_sub(4));
         h.buffer.as_mut()[4..4 + n].copy_from_slice(&self.data[..n]);
     }
 }
@@ -828,7 +846,7 @@ impl<T: AsRef<[u8]>> Ipv6AuthHeader<T> {
             return Err(Error::Truncated);
         }
         let hl = self.header_len();
-        if hl < 12 || hl % 8 != 0 {
+        if hl < 12 || hl & 7 != 0 {
             return Err(Error::BadLength);
         }
         if d.len() < hl {
@@ -916,7 +934,12 @@ pub struct Ipv6AuthRepr<'a> {
 impl<'a> Ipv6AuthRepr<'a> {
     pub fn parse<T: AsRef<[u8]>>(h: &'a Ipv6AuthHeader<T>) -> Result<Ipv6AuthRepr<'a>> {
         h.check_len()?;
-        Ok(Ipv6AuthRepr { next_header: h.next_header(), spi: h.spi(), seq_no: h.seq_no(), icv: h.icv() })
+        Ok(Ipv6AuthRepr {
+            next_header: h.next_header(),
+            spi: h.spi(),
+            seq_no: h.seq_no(),
+            icv: h.icv(),
+        })
     }
 
     pub fn header_len(&self) -> usize {
@@ -932,7 +955,10 @@ impl<'a> Ipv6AuthRepr<'a> {
         h.set_header_len(self.header_len());
         h.set_spi(self.spi);
         h.set_seq_no(self.seq_no);
-        let n = self.icv.len().min(h.buffer.as_ref().len().saturating_sub(12));
+        let n = self
+            .icv
+            .len()
+            .min(h.buffer.as_ref().len().saturating_sub(12));
         h.buffer.as_mut()[12..12 + n].copy_from_slice(&self.icv[..n]);
     }
 }
@@ -1190,11 +1216,21 @@ mod tests {
         assert_eq!(c.hop_by_hop, Some(40));
         assert_eq!(
             c.routing,
-            Some(RoutingInfo { offset: 48, len: 24, routing_type: routing_type::SRH, segments_left: 1 })
+            Some(RoutingInfo {
+                offset: 48,
+                len: 24,
+                routing_type: routing_type::SRH,
+                segments_left: 1
+            })
         );
         assert_eq!(
             c.fragment,
-            Some(FragmentInfo { offset: 72, frag_offset: 0, more_frags: true, ident: 0xdeadbeef })
+            Some(FragmentInfo {
+                offset: 72,
+                frag_offset: 0,
+                more_frags: true,
+                ident: 0xdeadbeef
+            })
         );
         assert_eq!(c.dst_opts, Some(80));
         assert_eq!(c.count, 4);
@@ -1259,7 +1295,10 @@ mod tests {
         t[4..6].copy_from_slice(&plen.to_be_bytes());
         let p = Ipv6Packet::new_checked(&t[..]).unwrap();
         assert_eq!(p.ext_chain().unwrap_err(), Error::Malformed);
-        assert_eq!(walk_ext_chain(IpProtocol::UDP, &t, t.len() + 1).unwrap_err(), Error::Truncated);
+        assert_eq!(
+            walk_ext_chain(IpProtocol::UDP, &t, t.len() + 1).unwrap_err(),
+            Error::Truncated
+        );
     }
 
     #[test]
@@ -1268,8 +1307,14 @@ mod tests {
         let p = Ipv6Packet::new_checked(&b[..]).unwrap();
         let c = p.ext_chain().unwrap();
         // SRH with SL 1: Segment List[0].
-        assert_eq!(c.final_destination(p.packet()), Some("fc00::9".parse().unwrap()));
-        assert_eq!(p.pseudo_dst_addr(&c), "fc00::9".parse::<Ipv6Addr>().unwrap());
+        assert_eq!(
+            c.final_destination(p.packet()),
+            Some("fc00::9".parse().unwrap())
+        );
+        assert_eq!(
+            p.pseudo_dst_addr(&c),
+            "fc00::9".parse::<Ipv6Addr>().unwrap()
+        );
         let mut t = b.clone();
         t[51] = 0; // SL 0: the IPv6 destination is final
         let p = Ipv6Packet::new_checked(&t[..]).unwrap();
@@ -1286,7 +1331,10 @@ mod tests {
         t[4..6].copy_from_slice(&plen.to_be_bytes());
         let p = Ipv6Packet::new_checked(&t[..]).unwrap();
         let c = p.ext_chain().unwrap();
-        assert_eq!(c.final_destination(p.packet()), Some("2001:db8::b".parse().unwrap()));
+        assert_eq!(
+            c.final_destination(p.packet()),
+            Some("2001:db8::b".parse().unwrap())
+        );
         // Type 0 with no address, and an unknown type: none.
         t[41] = 0;
         t.truncate(48);
@@ -1307,7 +1355,10 @@ mod tests {
         t.extend_from_slice(&[0xff; 3]);
         let plen = (t.len() - 40) as u16;
         t[4..6].copy_from_slice(&plen.to_be_bytes());
-        let c = Ipv6Packet::new_checked(&t[..]).unwrap().ext_chain().unwrap();
+        let c = Ipv6Packet::new_checked(&t[..])
+            .unwrap()
+            .ext_chain()
+            .unwrap();
         assert!(c.is_later_fragment());
         assert_eq!(c.upper_protocol, IpProtocol::IPV6_ROUTE);
         assert_eq!(c.upper_offset, 48);
@@ -1324,7 +1375,10 @@ mod tests {
         t.extend_from_slice(&[0; 8]);
         let plen = (t.len() - 40) as u16;
         t[4..6].copy_from_slice(&plen.to_be_bytes());
-        let c = Ipv6Packet::new_checked(&t[..]).unwrap().ext_chain().unwrap();
+        let c = Ipv6Packet::new_checked(&t[..])
+            .unwrap()
+            .ext_chain()
+            .unwrap();
         assert_eq!(c.upper_protocol, IpProtocol::UDP);
         assert_eq!(c.upper_offset, 64);
         assert_eq!(c.auth, Some(40));
@@ -1334,15 +1388,27 @@ mod tests {
         assert_eq!(ah.icv(), &[0xaa; 12]);
         // AH length of 4-octet but not 8-octet multiple is refused in IPv6.
         t[41] = 3;
-        assert_eq!(Ipv6AuthHeader::new_checked(&t[40..]).unwrap_err(), Error::BadLength);
-        assert_eq!(Ipv6Packet::new_checked(&t[..]).unwrap().ext_chain().unwrap_err(), Error::BadLength);
+        assert_eq!(
+            Ipv6AuthHeader::new_checked(&t[40..]).unwrap_err(),
+            Error::BadLength
+        );
+        assert_eq!(
+            Ipv6Packet::new_checked(&t[..])
+                .unwrap()
+                .ext_chain()
+                .unwrap_err(),
+            Error::BadLength
+        );
     }
 
     #[test]
     fn errors() {
         let b = sample();
         for n in 0..b.len() {
-            assert_eq!(Ipv6Packet::new_checked(&b[..n]).unwrap_err(), Error::Truncated);
+            assert_eq!(
+                Ipv6Packet::new_checked(&b[..n]).unwrap_err(),
+                Error::Truncated
+            );
         }
         let mut t = b.clone();
         t[0] = 0x4b;
@@ -1373,13 +1439,19 @@ mod tests {
     #[test]
     fn solicited_node_addr() {
         let a: Ipv6Addr = "2001:db8::abcd:1234:5678".parse().unwrap();
-        assert_eq!(solicited_node(&a), "ff02::1:ff34:5678".parse::<Ipv6Addr>().unwrap());
+        assert_eq!(
+            solicited_node(&a),
+            "ff02::1:ff34:5678".parse::<Ipv6Addr>().unwrap()
+        );
     }
 
     #[test]
     fn ext_reprs() {
         let opts = [1u8, 4, 0, 0, 0, 0];
-        let r = Ipv6OptionsRepr { next_header: IpProtocol::UDP, options: &opts };
+        let r = Ipv6OptionsRepr {
+            next_header: IpProtocol::UDP,
+            options: &opts,
+        };
         let mut b = [0u8; 8];
         r.emit(&mut Ipv6ExtHeader::new_unchecked(&mut b[..]));
         assert_eq!(b, [17, 0, 1, 4, 0, 0, 0, 0]);
@@ -1390,7 +1462,12 @@ mod tests {
         let h = Ipv6ExtHeader::new_checked(&bad[..]).unwrap();
         assert_eq!(Ipv6OptionsRepr::parse(&h).unwrap_err(), Error::Truncated);
 
-        let fr = Ipv6FragmentRepr { next_header: IpProtocol::UDP, frag_offset: 8, more_frags: false, ident: 9 };
+        let fr = Ipv6FragmentRepr {
+            next_header: IpProtocol::UDP,
+            frag_offset: 8,
+            more_frags: false,
+            ident: 9,
+        };
         let mut b = [0xffu8; 8];
         fr.emit(&mut Ipv6FragmentHeader::new_unchecked(&mut b[..]));
         assert_eq!(b, [17, 0, 0, 8, 0, 0, 0, 9]);

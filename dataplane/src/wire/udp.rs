@@ -36,12 +36,18 @@ pub const HEADER_LEN: usize = 8;
 #[inline]
 pub(crate) fn pseudo_sum(src: &IpAddr, dst: &IpAddr, proto: IpProtocol, len: usize) -> Option<u32> {
     match (src, dst) {
-        (IpAddr::V4(s), IpAddr::V4(d)) => {
-            Some(checksum::pseudo_v4(&s.octets(), &d.octets(), proto.0, len as u16))
-        }
-        (IpAddr::V6(s), IpAddr::V6(d)) => {
-            Some(checksum::pseudo_v6(&s.octets(), &d.octets(), proto.0, len as u32))
-        }
+        (IpAddr::V4(s), IpAddr::V4(d)) => Some(checksum::pseudo_v4(
+            &s.octets(),
+            &d.octets(),
+            proto.0,
+            len as u16,
+        )),
+        (IpAddr::V6(s), IpAddr::V6(d)) => Some(checksum::pseudo_v6(
+            &s.octets(),
+            &d.octets(),
+            proto.0,
+            len as u32,
+        )),
         _ => None,
     }
 }
@@ -158,7 +164,9 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
             _ => {}
         }
         match pseudo_sum(src, dst, IpProtocol::UDP, usize::from(self.len())) {
-            Some(ps) => checksum::fold(checksum::combine(ps, checksum::sum(self.datagram()))) == 0xffff,
+            Some(ps) => {
+                checksum::fold(checksum::combine(ps, checksum::sum(self.datagram()))) == 0xffff
+            }
             None => false,
         }
     }
@@ -255,7 +263,11 @@ pub struct UdpRepr {
 impl UdpRepr {
     /// Parse and verify the checksum (see [`UdpPacket::verify_checksum`]).
     /// `Malformed` for a zero destination port.
-    pub fn parse<T: AsRef<[u8]>>(packet: &UdpPacket<T>, src: &IpAddr, dst: &IpAddr) -> Result<UdpRepr> {
+    pub fn parse<T: AsRef<[u8]>>(
+        packet: &UdpPacket<T>,
+        src: &IpAddr,
+        dst: &IpAddr,
+    ) -> Result<UdpRepr> {
         packet.check_len()?;
         if !packet.verify_checksum(src, dst) {
             return Err(Error::Checksum);
@@ -297,7 +309,12 @@ impl UdpRepr {
 
     /// Write the header and the checksum over the payload bytes already in
     /// the buffer. The buffer must hold `buffer_len()` bytes.
-    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, packet: &mut UdpPacket<T>, src: &IpAddr, dst: &IpAddr) {
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(
+        &self,
+        packet: &mut UdpPacket<T>,
+        src: &IpAddr,
+        dst: &IpAddr,
+    ) {
         self.emit_header(packet);
         if packet.buffer.as_ref().len() >= usize::from(packet.len()) {
             packet.fill_checksum(src, dst);
@@ -326,14 +343,19 @@ mod tests {
     // Pseudo: 0a00+0001+0a00+0002 + proto 0011 + len 000b = 0x141f.
     // UDP: 04d2+162e+000b+6869+2100 = 0xa474. Total 0xb893 -> ~ = 0x476c
     // (scapy agrees).
-    const V4_DGRAM: [u8; 11] = [0x04, 0xd2, 0x16, 0x2e, 0x00, 0x0b, 0x47, 0x6c, b'h', b'i', b'!'];
+    const V4_DGRAM: [u8; 11] = [
+        0x04, 0xd2, 0x16, 0x2e, 0x00, 0x0b, 0x47, 0x6c, b'h', b'i', b'!',
+    ];
 
     fn v4addrs() -> (IpAddr, IpAddr) {
         v4(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2))
     }
 
     fn v6addrs() -> (IpAddr, IpAddr) {
-        v6("2001:db8::1".parse().unwrap(), "2001:db8::2".parse().unwrap())
+        v6(
+            "2001:db8::1".parse().unwrap(),
+            "2001:db8::2".parse().unwrap(),
+        )
     }
 
     #[test]
@@ -347,7 +369,14 @@ mod tests {
         assert!(p.verify_checksum(&s, &d));
         assert_eq!(p.compute_checksum(&s, &d), 0x476c);
         let r = UdpRepr::parse(&p, &s, &d).unwrap();
-        assert_eq!(r, UdpRepr { src_port: 1234, dst_port: 5678, payload_len: 3 });
+        assert_eq!(
+            r,
+            UdpRepr {
+                src_port: 1234,
+                dst_port: 5678,
+                payload_len: 3
+            }
+        );
         let mut b = [0u8; 11];
         b[8..].copy_from_slice(b"hi!");
         r.emit(&mut UdpPacket::new_unchecked(&mut b[..]), &s, &d);
@@ -407,13 +436,22 @@ mod tests {
     #[test]
     fn errors() {
         for n in 0..V4_DGRAM.len() {
-            assert_eq!(UdpPacket::new_checked(&V4_DGRAM[..n]).unwrap_err(), Error::Truncated);
+            assert_eq!(
+                UdpPacket::new_checked(&V4_DGRAM[..n]).unwrap_err(),
+                Error::Truncated
+            );
         }
         let mut b = V4_DGRAM;
         b[5] = 7;
-        assert_eq!(UdpPacket::new_checked(&b[..]).unwrap_err(), Error::BadLength);
+        assert_eq!(
+            UdpPacket::new_checked(&b[..]).unwrap_err(),
+            Error::BadLength
+        );
         b[5] = 12;
-        assert_eq!(UdpPacket::new_checked(&b[..]).unwrap_err(), Error::Truncated);
+        assert_eq!(
+            UdpPacket::new_checked(&b[..]).unwrap_err(),
+            Error::Truncated
+        );
         b[5] = 10;
         let (s, d) = v4addrs();
         let p = UdpPacket::new_checked(&b[..]).unwrap();
@@ -431,7 +469,10 @@ mod tests {
         let (s, d) = v6addrs();
         let mut b = [0x12, 0xb7, 0x12, 0xb7, 0x00, 0x0c, 0x7c, 0xef, 0, 1, 2, 3];
         let new_d: Ipv6Addr = "fc00:1:2::77".parse().unwrap();
-        let old = match d { IpAddr::V6(a) => a.octets(), _ => unreachable!() };
+        let old = match d {
+            IpAddr::V6(a) => a.octets(),
+            _ => unreachable!(),
+        };
         let mut p = UdpPacket::new_unchecked(&mut b[..]);
         p.adjust_checksum(&old, &new_d.octets());
         assert!(p.verify_checksum(&s, &IpAddr::V6(new_d)));
