@@ -1,0 +1,223 @@
+#!/usr/bin/env bash
+# make bench: dcirouter vs dpdk-testpmd io forwarding, one core, same input.
+#
+# For every case (RoCEv2 and plain UDP, IPv4 and IPv6, 64 B and 1 KiB
+# payload) both programs read the same pcap through net_pcap with
+# infinite_rx=1 (packets replayed from memory forever) and send into
+# net_null (no-rx=1, so the sink produces no traffic of its own), with the
+# forwarding loop pinned to the same core:
+#   dcirouter: one worker on core $BENCH_CORE, the LPM/neighbour pipeline;
+#   testpmd:   --forward-mode=io on lcore $BENCH_CORE (no packet access at all).
+# Cases run interleaved for $BENCH_ROUNDS rounds (the order of the two programs
+# alternates) so the ratio is measured under the same machine load; the table
+# shows medians over the rounds.
+#
+# Environment:
+#   BENCH_SECONDS  seconds per measurement (default 6)
+#   BENCH_ROUNDS   rounds (default 2)
+#   BENCH_CASES    space-separated subset of: roce4-64 roce6-64 roce4-1k roce6-1k udp4-64 udp6-64
+#   BENCH_CORE     the forwarding core (default 1); BENCH_MAIN_CORE the EAL main lcore (default 0)
+#   BENCH_PACKETS  distinct packets per input pcap (default 1024)
+#   BENCH_HUGE     auto (default: reserve 2 MB hugepages if possible, else --no-huge) | 0 | 1
+#   BENCH_NO_BUILD=1  skip `cargo build --release -p control`
+#   BENCH_STRICT=1    exit 1 when the IPv6 goal (ratio >= 0.8) is missed
+#   BENCH_OUT      work directory for pcaps, configs and logs (default bench/out)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SECS=${BENCH_SECONDS:-6}
+ROUNDS=${BENCH_ROUNDS:-2}
+CASES=${BENCH_CASES:-"roce4-64 roce6-64 roce4-1k roce6-1k udp4-64 udp6-64"}
+CORE=${BENCH_CORE:-1}
+MAIN=${BENCH_MAIN_CORE:-0}
+PACKETS=${BENCH_PACKETS:-1024}
+HUGE=${BENCH_HUGE:-auto}
+OUT=${BENCH_OUT:-$ROOT/bench/out}
+RESULTS=$ROOT/bench/results.md
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
+GOAL=0.8
+
+die() { echo "bench: $*" >&2; exit 1; }
+
+command -v dpdk-testpmd >/dev/null || die "dpdk-testpmd not found (apt-get install dpdk)"
+if [ "$CORE" = "$MAIN" ]; then die "BENCH_CORE and BENCH_MAIN_CORE must differ"; fi
+
+if [ "${BENCH_NO_BUILD:-0}" != 1 ]; then
+    echo "bench: cargo build --release -p control" >&2
+    (cd "$ROOT" && cargo build --release -p control --bins) >&2 || die "cargo build failed"
+fi
+DCIR=$TARGET/release/dcirouter
+GEN=$TARGET/release/dcir-benchgen
+[ -x "$DCIR" ] || die "$DCIR missing: run cargo build --release -p control"
+[ -x "$GEN" ] || die "$GEN missing: run cargo build --release -p control"
+
+mkdir -p "$OUT/logs"
+rm -f "$OUT"/logs/*.log
+BENCH_CORE=$CORE "$GEN" "$OUT" "$PACKETS" >"$OUT/logs/gen.log" || die "dcir-benchgen failed (see $OUT/logs/gen.log)"
+
+# ---------------------------------------------------------------- memory
+# Each process preallocates 512 MB (-m 512); they run one at a time.
+NEED_PAGES=300
+ORIG_PAGES=""
+restore_hugepages() {
+    if [ -n "$ORIG_PAGES" ]; then
+        echo "$ORIG_PAGES" >/proc/sys/vm/nr_hugepages 2>/dev/null || true
+    fi
+}
+trap restore_hugepages EXIT
+hp_free() { awk '/^HugePages_Free:/ {print $2}' /proc/meminfo; }
+hp_size_kb() { awk '/^Hugepagesize:/ {print $2}' /proc/meminfo; }
+
+use_huge=0
+if [ "$HUGE" != 0 ] && [ "$(hp_size_kb)" = 2048 ]; then
+    free_pages=$(hp_free)
+    if [ "${free_pages:-0}" -lt "$NEED_PAGES" ] && [ -w /proc/sys/vm/nr_hugepages ]; then
+        cur=$(cat /proc/sys/vm/nr_hugepages)
+        if echo $((cur + NEED_PAGES - free_pages)) >/proc/sys/vm/nr_hugepages 2>/dev/null; then
+            ORIG_PAGES=$cur
+        fi
+        free_pages=$(hp_free)
+    fi
+    if [ "${free_pages:-0}" -ge "$NEED_PAGES" ]; then
+        use_huge=1
+    fi
+fi
+if [ "$HUGE" = 1 ] && [ "$use_huge" = 0 ]; then die "BENCH_HUGE=1 but $NEED_PAGES free 2 MB hugepages are not available"; fi
+# --in-memory: no hugetlbfs mount or runtime files needed (memfd); --no-shconf for --no-huge.
+if [ "$use_huge" = 1 ]; then
+    MEM_ARGS=(--in-memory -m 512)
+    MEM_DESC="2 MB hugepages (--in-memory -m 512)"
+else
+    MEM_ARGS=(--no-huge --no-shconf -m 1024)
+    MEM_DESC="no hugepages (--no-huge -m 1024)"
+fi
+EAL_COMMON=(--no-pci "${MEM_ARGS[@]}" --log-level lib.eal:error)
+
+# ----------------------------------------------------------------- runs
+# run_dcir CASE ROUND -> prints "Mpps drops rx tx" (or "FAIL")
+run_dcir() {
+    local c=$1 r=$2 log=$OUT/logs/dcirouter-$1-r$2.log
+    # The worker pins itself to $CORE, which must be in the main thread's
+    # CPU set: EAL lcore 0 runs on ($MAIN,$CORE); the worker leaves it to $MAIN.
+    timeout -s INT $((SECS + 30)) "$DCIR" "${EAL_COMMON[@]}" --lcores "0@($MAIN,$CORE)" --file-prefix "dcb$$-$c-$r" \
+        -- run --config "$OUT/router-$c.toml" --duration "$SECS" >"$log" 2>&1 || true
+    awk '/^ran [0-9.]+ s: rx [0-9]+ tx [0-9]+ drops [0-9]+/ {
+            printf "%.4f %d %d %d\n", $7 / $2 / 1e6, $9, $5, $7; ok = 1 }
+         END { if (!ok) print "FAIL" }' "$log"
+}
+
+# run_testpmd CASE ROUND -> prints "Mpps" (or "FAIL")
+run_testpmd() {
+    local c=$1 r=$2 log=$OUT/logs/testpmd-$1-r$2.log
+    local pcap=$OUT/$c.pcap
+    # Mean of the per-period Tx-pps of port 1 (the null sink), i.e. what io
+    # forwarding sent; testpmd measures each period itself (clock_gettime),
+    # the first display of each port is 0 by construction and skipped.
+    timeout -s INT $((SECS + 1)) dpdk-testpmd "${EAL_COMMON[@]}" -l "$MAIN,$CORE" --main-lcore "$MAIN" --file-prefix "tpb$$-$c-$r" \
+        --vdev "net_pcap0,rx_pcap=$pcap,infinite_rx=1" --vdev "net_null0,no-rx=1" \
+        -- --forward-mode=io --auto-start --nb-cores=1 --stats-period 1 --total-num-mbufs=16384 --burst=32 \
+        >"$log" 2>&1 </dev/null || true
+    awk '/NIC statistics for port/ { port = $(NF-1) }
+         /Tx-pps:/ { if (port == 1 && $2 + 0 > 0) { sum += $2; n++ } }
+         /Accumulated forward statistics/ { acc = 1 }
+         acc && /TX-packets:/ { total = $2; acc = 0 }
+         END { if (n > 0) printf "%.4f %d %d\n", sum / n / 1e6, n, total; else print "FAIL" }' "$log"
+}
+
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) { print "nan"; exit } if (NR % 2) print a[(NR + 1) / 2]; else printf "%.4f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+
+declare -A D T R DROPS
+for c in $CASES; do
+    [ -f "$OUT/$c.pcap" ] || die "unknown case $c"
+    D[$c]=""; T[$c]=""; R[$c]=""; DROPS[$c]=0
+done
+
+cpu=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
+ncases=$(echo $CASES | wc -w)
+echo "bench: $ncases cases x $ROUNDS rounds x 2 programs x ${SECS}s on core $CORE; $MEM_DESC" >&2
+failed=0
+for r in $(seq 1 "$ROUNDS"); do
+    for c in $CASES; do
+        order="testpmd dcir"
+        if [ $((r % 2)) = 0 ]; then order="dcir testpmd"; fi
+        for prog in $order; do
+            if [ "$prog" = dcir ]; then
+                read -r mpps drops rx tx <<<"$(run_dcir "$c" "$r")"
+                if [ "$mpps" = FAIL ]; then
+                    echo "bench: dcirouter failed on $c round $r; log: $OUT/logs/dcirouter-$c-r$r.log" >&2
+                    tail -5 "$OUT/logs/dcirouter-$c-r$r.log" >&2 || true
+                    failed=1
+                    continue
+                fi
+                D[$c]+=" $mpps"
+                DROPS[$c]=$(( ${DROPS[$c]} + drops ))
+                if [ "$drops" != 0 ] || [ "$rx" != "$tx" ]; then
+                    echo "bench: dcirouter $c round $r: rx $rx tx $tx drops $drops" >&2
+                    sed -n '/^drops (total/,/^mempool/p' "$OUT/logs/dcirouter-$c-r$r.log" >&2
+                fi
+                dm=$mpps
+            else
+                read -r mpps _ <<<"$(run_testpmd "$c" "$r")"
+                if [ "$mpps" = FAIL ]; then
+                    echo "bench: testpmd failed on $c round $r; log: $OUT/logs/testpmd-$c-r$r.log" >&2
+                    tail -5 "$OUT/logs/testpmd-$c-r$r.log" >&2 || true
+                    failed=1
+                    continue
+                fi
+                T[$c]+=" $mpps"
+                tm=$mpps
+            fi
+        done
+        printf 'bench: round %d %-9s dcirouter %8s Mpps  testpmd io %8s Mpps\n' "$r" "$c" "${dm:-?}" "${tm:-?}" >&2
+        if [ -n "${dm:-}" ] && [ -n "${tm:-}" ]; then
+            R[$c]+=" $(awk -v a="$dm" -v b="$tm" 'BEGIN { printf "%.4f", a / b }')"
+        fi
+        unset dm tm
+    done
+done
+
+# ---------------------------------------------------------------- report
+{
+    echo "# dcirouter benchmark"
+    echo
+    echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+    echo "- CPU: ${cpu:-unknown} ($(nproc) CPUs online), kernel $(uname -r)"
+    echo "- DPDK: $(pkg-config --modversion libdpdk 2>/dev/null || echo '?'); dcirouter $(cd "$ROOT" && git describe --always --dirty 2>/dev/null || echo '?')"
+    echo "- setup: net_pcap infinite_rx=1 ($PACKETS distinct packets) -> net_null no-rx=1, forwarding on core $CORE, burst 32, 16383/16384 mbufs; $MEM_DESC"
+    echo "- ${SECS} s per measurement, $ROUNDS interleaved rounds, medians shown; ratio = median over rounds of dcirouter/testpmd in the same round"
+    echo "- load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo
+    echo "| case | dcirouter Mpps | ns/pkt | testpmd io Mpps | testpmd ns/pkt | ratio |"
+    echo "|---|---:|---:|---:|---:|---:|"
+    for c in $CASES; do
+        dmed=$(echo "${D[$c]}" | median)
+        tmed=$(echo "${T[$c]}" | median)
+        rmed=$(echo "${R[$c]}" | median)
+        awk -v c="$c" -v d="$dmed" -v t="$tmed" -v r="$rmed" -v dr="${DROPS[$c]}" 'BEGIN {
+            note = (dr > 0) ? sprintf(" (drops %d)", dr) : ""
+            if (d == "nan") printf "| %s | n/a | n/a |", c; else printf "| %s%s | %.2f | %.1f |", c, note, d, 1000 / d
+            if (t == "nan") printf " n/a | n/a |"; else printf " %.2f | %.1f |", t, 1000 / t
+            if (r == "nan") printf " n/a |\n"; else printf " %.2f |\n", r }'
+    done
+    echo
+    goal_cases=""
+    for c in $CASES; do case $c in *6-*) goal_cases+=" $c" ;; esac; done
+    if [ -n "$goal_cases" ]; then
+        worst=""
+        for c in $goal_cases; do
+            rm_=$(echo "${R[$c]}" | median)
+            [ "$rm_" = nan ] && continue
+            if [ -z "$worst" ] || awk -v a="$rm_" -v b="$worst" 'BEGIN { exit !(a < b) }'; then worst=$rm_; fi
+        done
+        if [ -n "$worst" ]; then
+            verdict=$(awk -v w="$worst" -v g="$GOAL" 'BEGIN { print (w >= g) ? "met" : "NOT met" }')
+            echo "Goal: IPv6 LPM forwarding >= $GOAL of testpmd io forwarding: lowest IPv6 ratio $worst -> $verdict"
+        fi
+    fi
+} | tee "$RESULTS.tmp"
+mv "$RESULTS.tmp" "$RESULTS"
+echo "bench: table written to $RESULTS; logs in $OUT/logs" >&2
+
+if [ "$failed" = 1 ]; then exit 1; fi
+if [ "${BENCH_STRICT:-0}" = 1 ] && grep -q 'NOT met' "$RESULTS"; then exit 1; fi
+exit 0
