@@ -1,0 +1,44 @@
+# dcirouter: `make demo`, `make test`, `make bench` do all set-up on a fresh
+# Debian bookworm machine as root (packages from Debian and PyPI; Rust stable
+# must be on PATH).
+SHELL := /bin/bash
+CARGO ?= cargo
+APT_PKGS := libdpdk-dev dpdk-dev libclang-dev clang pkg-config libpcap-dev tshark iproute2 iputils-ping python3 python3-pip
+STAMP := target/.deps-installed
+
+.PHONY: all deps build demo test test-unit test-integration fuzz bench clean
+
+all: build
+
+$(STAMP):
+	@command -v $(CARGO) >/dev/null || { echo "Rust stable (cargo) is required: https://rustup.rs"; exit 1; }
+	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get update -q && apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+	@python3 -c 'import scapy, sys; v=tuple(int(x) for x in scapy.VERSION.split(".")[:2]); sys.exit(0 if v >= (2,6) else 1)' 2>/dev/null || \
+	  python3 -m pip install -q 'scapy>=2.6' 2>/dev/null || python3 -m pip install -q --break-system-packages 'scapy>=2.6'
+	@mkdir -p target && touch $(STAMP)
+
+deps: $(STAMP)
+
+build: deps
+	$(CARGO) build --release -p control
+
+demo: build
+	./target/release/dcirouter demo --out demo-out
+
+# Every test: unit, property, oracle (scapy, tshark), integration on real
+# DPDK (net_pcap, net_tap + network namespaces), and a bounded fuzz run.
+test: deps
+	$(CARGO) test --workspace --release --no-fail-fast
+	@if [ -x fuzz/run.sh ]; then bash fuzz/run.sh 20; fi
+
+bench: build
+	bash bench/run.sh
+
+clean:
+	$(CARGO) clean
+	rm -rf demo-out

@@ -1,0 +1,51 @@
+"""Independent check of dcirouter's output pcaps with scapy: every IPv4 header
+checksum, UDP/ICMP/ICMPv6 checksum and RoCEv2 ICRC must equal what scapy
+computes from scratch. Prints one line per packet; exits 1 on a mismatch."""
+import sys
+from scapy.all import rdpcap, Ether, IP, IPv6, UDP, ICMP, ARP
+from scapy.layers.inet6 import _ICMPv6
+from scapy.contrib.roce import BTH
+
+bad = 0
+for path in sys.argv[1:]:
+    for i, p in enumerate(rdpcap(path)):
+        raw = bytes(p)
+        q = Ether(raw)
+        notes = []
+        for layer, field in ((IP, "chksum"), (UDP, "chksum"), (ICMP, "chksum")):
+            if layer in q:
+                got = q[layer].getfieldval(field)
+                if layer is UDP and got == 0 and IP in q:
+                    notes.append("udp-chksum-0")
+                    continue
+                c = q.copy()
+                del c[layer].chksum
+                want = Ether(bytes(c))[layer].getfieldval(field)
+                if got != want:
+                    bad += 1
+                    notes.append(f"BAD {layer.__name__} {got:#x} != {want:#x}")
+                else:
+                    notes.append(f"{layer.__name__}-ok")
+        for l in q.layers():
+            if issubclass(l, _ICMPv6):
+                got = q[l].cksum
+                c = q.copy()
+                del c[l].cksum
+                want = Ether(bytes(c))[l].cksum
+                if got != want:
+                    bad += 1
+                    notes.append(f"BAD ICMPv6 {got:#x} != {want:#x}")
+                else:
+                    notes.append("ICMPv6-ok")
+        if BTH in q:
+            got = q[BTH].icrc
+            c = q.copy()
+            c[BTH].icrc = None
+            want = Ether(bytes(c))[BTH].icrc
+            if got != want:
+                bad += 1
+                notes.append(f"BAD ICRC {got:#x} != {want:#x}")
+            else:
+                notes.append("ICRC-ok")
+        print(f"{path.split('/')[-1]}#{i}: {q.summary()} [{' '.join(notes)}]")
+sys.exit(1 if bad else 0)

@@ -1,0 +1,211 @@
+//! The real dcirouter binary on net_pcap: input pcaps written by scapy,
+//! output pcaps read back and asserted field by field, checked again by
+//! scapy (checksums, ICRC) and tshark (no malformed packets, no bad checksums).
+
+mod common;
+use common::*;
+use control::demo::read_pcap;
+use std::process::Command;
+
+const R_DC: [u8; 6] = [0x02, 0xdc, 0, 0, 0, 1];
+const R_WAN: [u8; 6] = [0x02, 0xdc, 0, 0, 0, 2];
+const HOST: [u8; 6] = [0x02, 0, 0, 0, 1, 2];
+const GW: [u8; 6] = [0x02, 0, 0, 0, 2, 2];
+const GW200: [u8; 6] = [0x02, 0, 0, 0, 2, 0x20];
+
+fn config(dir: &std::path::Path) -> String {
+    format!(
+        r#"
+[dataplane]
+status_interval_ms = 0
+[mempool]
+mbufs_per_socket = 2047
+cache_size = 64
+[[port]]
+name = "dc"
+device = "net_pcap0,rx_pcap={d}/dc-in.pcap,tx_pcap={d}/dc-out.pcap"
+mac = "02:dc:00:00:00:01"
+addresses = ["10.0.1.1/24", "2001:db8:1::1/64"]
+[[port.vlan]]
+id = 100
+addresses = ["10.0.100.1/24"]
+[[port]]
+name = "wan"
+device = "net_pcap1,rx_pcap={d}/empty.pcap,tx_pcap={d}/wan-out.pcap"
+mac = "02:dc:00:00:00:02"
+addresses = ["10.0.2.1/24", "2001:db8:2::1/64"]
+[[port.vlan]]
+id = 200
+addresses = ["10.0.200.1/24"]
+[[route]]
+prefix = "10.0.3.0/24"
+via = "10.0.2.2"
+[[route]]
+prefix = "10.0.4.0/24"
+via = "10.0.200.2"
+[[route]]
+prefix = "2001:db8:3::/48"
+via = "2001:db8:2::2"
+[[neighbour]]
+ip = "10.0.2.2"
+mac = "02:00:00:00:02:02"
+interface = "wan"
+[[neighbour]]
+ip = "2001:db8:2::2"
+mac = "02:00:00:00:02:02"
+interface = "wan"
+[[neighbour]]
+ip = "10.0.200.2"
+mac = "02:00:00:00:02:20"
+interface = "wan.200"
+"#,
+        d = dir.display()
+    )
+}
+
+fn find<'a>(frames: &'a [Vec<u8>], marker: &[u8]) -> &'a Vec<u8> {
+    frames
+        .iter()
+        .find(|f| f.windows(marker.len()).any(|w| w == marker))
+        .unwrap_or_else(|| panic!("no output frame contains {:?}", String::from_utf8_lossy(marker)))
+}
+
+fn ipv4_checksum_ok(h: &[u8]) -> bool {
+    let hl = usize::from(h[0] & 0xf) * 4;
+    dataplane::wire::checksum::checksum(&h[..hl]) == 0
+}
+
+#[test]
+fn forwards_answers_and_drops_on_net_pcap() {
+    python_ok().expect("the scapy oracle is required");
+    let dir = workdir("fwd");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/fwd_input.py");
+    let st = Command::new("python3").arg(script).arg(dir.join("dc-in.pcap")).status().unwrap();
+    assert!(st.success(), "scapy input generation failed");
+    control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
+    let cfg = dir.join("r.toml");
+    std::fs::write(&cfg, config(&dir)).unwrap();
+
+    let out = run("fwd", &cfg, &["--exit-when-idle", "400", "--duration", "20"]);
+    assert!(out.status.success(), "dcirouter exited with {:?}", out.status);
+    let so = String::from_utf8_lossy(&out.stdout).to_string();
+
+    let wan = read_pcap(&dir.join("wan-out.pcap")).unwrap();
+    let dc = read_pcap(&dir.join("dc-out.pcap")).unwrap();
+
+    // P0: IPv4 forwarded: MACs rewritten, TTL 63, header checksum valid.
+    let f = find(&wan, b"P0-ipv4-forward");
+    assert_eq!(&f[0..6], &GW);
+    assert_eq!(&f[6..12], &R_WAN);
+    assert_eq!(&f[12..14], &[0x08, 0x00]);
+    assert_eq!(f[14 + 8], 63, "TTL");
+    assert!(ipv4_checksum_ok(&f[14..]), "IPv4 header checksum after TTL rewrite");
+    // P1: IPv6 hop limit 63.
+    let f = find(&wan, b"P1-ipv6-forward");
+    assert_eq!(&f[0..6], &GW);
+    assert_eq!(f[14 + 7], 63, "hop limit");
+    // P2: RoCEv2 forwarded, TTL masked out of the ICRC so it stays valid.
+    let f = find(&wan, b"P2");
+    assert_eq!(f[14 + 8], 63);
+    dataplane::wire::roce::icrc_check(&f[14..]).expect("ICRC still valid after forwarding");
+    // P3: from VLAN 100 to the untagged WAN port: tag removed.
+    let f = find(&wan, b"P3-vlan100-to-untagged");
+    assert_eq!(&f[12..14], &[0x08, 0x00], "untagged");
+    assert_eq!(&f[0..6], &GW);
+    assert_eq!(f[14 + 8], 63);
+    // P4: from untagged to VLAN 200: tag inserted.
+    let f = find(&wan, b"P4-untagged-to-vlan200");
+    assert_eq!(&f[0..6], &GW200);
+    assert_eq!(&f[12..14], &[0x81, 0x00], "802.1Q TPID");
+    assert_eq!(u16::from_be_bytes([f[14], f[15]]) & 0xfff, 200, "VID");
+    assert_eq!(&f[16..18], &[0x08, 0x00]);
+    assert_eq!(f[18 + 8], 63);
+    assert!(ipv4_checksum_ok(&f[18..]));
+    assert_eq!(wan.len(), 5, "exactly the five forwarded packets leave on wan");
+
+    // Local answers on the DC port, to the host's MAC.
+    let arp = dc.iter().find(|f| f[12..14] == [0x08, 0x06]).expect("ARP reply");
+    assert_eq!(&arp[0..6], &HOST);
+    assert_eq!(u16::from_be_bytes([arp[20], arp[21]]), 2, "ARP op reply");
+    assert_eq!(&arp[22..28], &R_DC, "sender MAC");
+    assert_eq!(&arp[28..32], &[10, 0, 1, 1], "sender IP");
+    let echo = find(&dc, b"P11-ping");
+    assert_eq!(&echo[0..6], &HOST);
+    assert_eq!(&echo[14 + 12..14 + 16], &[10, 0, 1, 1]);
+    assert_eq!(&echo[14 + 16..14 + 20], &[10, 0, 1, 2]);
+    assert_eq!(echo[14 + 20], 0, "ICMP echo reply");
+    let te = find(&dc, b"P7-ttl1");
+    assert_eq!(te[14 + 9], 1, "ICMP");
+    assert_eq!(te[14 + 20], 11, "time exceeded");
+    assert_eq!(&te[14 + 12..14 + 16], &[10, 0, 1, 1], "from the ingress interface address");
+    assert_eq!(&te[14 + 28 + 16..14 + 28 + 20], &[10, 0, 3, 5], "quotes the original header");
+    let te6 = find(&dc, b"P12-hlim1");
+    assert_eq!(te6[14 + 6], 58);
+    assert_eq!(te6[14 + 40], 3, "ICMPv6 time exceeded");
+    let e6 = find(&dc, b"P16-ping6");
+    assert_eq!(e6[14 + 40], 129, "ICMPv6 echo reply");
+    assert_eq!(dc.len(), 5);
+
+    // Counters.
+    assert_eq!(counter(&so, "no-route"), 2);
+    assert_eq!(counter(&so, "ipv4-bad-checksum"), 1);
+    assert_eq!(counter(&so, "malformed-ipv4"), 1);
+    assert_eq!(counter(&so, "runt"), 1);
+    assert_eq!(counter(&so, "unknown-ethertype"), 1);
+    assert_eq!(counter(&so, "vlan-unknown"), 1);
+    assert_eq!(counter(&so, "arp-reply-sent"), 1);
+    assert_eq!(counter(&so, "icmp-echo-reply"), 1);
+    assert_eq!(counter(&so, "icmpv6-echo-reply"), 1);
+    assert_eq!(counter(&so, "icmp-time-exceeded-sent"), 1);
+    assert_eq!(counter(&so, "icmpv6-time-exceeded-sent"), 1);
+    assert_eq!(port_packets(&so, "dc"), (17, 5));
+    assert_eq!(port_packets(&so, "wan"), (0, 5));
+    assert_eq!(mempool_in_use(&so), 0, "every mbuf back in its pool");
+
+    // Independent oracles on what we emitted.
+    let chk = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/check_output.py");
+    let o = Command::new("python3").arg(chk).arg(dir.join("wan-out.pcap")).arg(dir.join("dc-out.pcap")).output().unwrap();
+    let txt = String::from_utf8_lossy(&o.stdout);
+    eprintln!("{txt}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "scapy found a bad checksum or ICRC");
+    assert!(txt.contains("ICRC-ok") && txt.contains("ICMPv6-ok") && txt.contains("IP-ok"));
+    tshark_clean(&dir.join("wan-out.pcap"));
+    tshark_clean(&dir.join("dc-out.pcap"));
+}
+
+/// tshark dissects the pcap with checksum validation on and reports no
+/// malformed packet and no bad checksum.
+fn tshark_clean(p: &std::path::Path) {
+    let o = Command::new("tshark")
+        .args(["-n", "-r"])
+        .arg(p)
+        .args(["-o", "ip.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE"])
+        .args(["-T", "fields", "-e", "frame.number", "-e", "_ws.expert.message", "-e", "_ws.col.Protocol"])
+        .output()
+        .expect("tshark is required (apt-get install tshark)");
+    let txt = String::from_utf8_lossy(&o.stdout);
+    eprintln!("tshark {}:\n{txt}{}", p.display(), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success() || !o.stdout.is_empty(), "tshark failed");
+    for l in txt.lines() {
+        let low = l.to_lowercase();
+        assert!(!low.contains("malformed") && !low.contains("bad checksum") && !low.contains("incorrect"), "tshark: {l}");
+    }
+    assert!(txt.lines().count() >= 5);
+}
+
+#[test]
+fn bad_configuration_names_field_value_and_reason() {
+    let dir = workdir("badcfg");
+    let cfg = dir.join("bad.toml");
+    std::fs::write(&cfg, config(&dir).replace("mac = \"02:dc:00:00:00:02\"", "mac = \"02:dc:00:00:00:02\"\nrx_queues = 0")).unwrap();
+    let out = run("badcfg", &cfg, &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("port[1].rx_queues = 0") && e.contains("must be"), "{e}");
+    assert!(!e.contains("EAL:"), "nothing may start on a bad configuration: {e}");
+    std::fs::write(&cfg, config(&dir).replace("via = \"10.0.2.2\"", "via = \"172.16.9.9\"")).unwrap();
+    let out = run("badcfg2", &cfg, &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("route[0]") && e.contains("172.16.9.9") && e.contains("connected"), "{e}");
+}

@@ -1,0 +1,237 @@
+//! The Linux kernel as a real peer: dcirouter on two net_tap ports, each tap
+//! moved into its own network namespace with a host configured by `ip`.
+//! The hosts ping and exchange UDP through the router over IPv4 and IPv6;
+//! ARP and ND are resolved by the router (no static neighbours anywhere).
+//! A route added at runtime over the management socket takes effect without
+//! a restart and without losing a packet of the flows already running.
+
+mod common;
+use common::*;
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+struct Netns(Vec<String>);
+impl Drop for Netns {
+    fn drop(&mut self) {
+        for n in &self.0 {
+            let _ = Command::new("ip").args(["netns", "del", n]).status();
+        }
+    }
+}
+
+fn sh(args: &[&str]) {
+    let o = Command::new(args[0]).args(&args[1..]).output().unwrap();
+    assert!(o.status.success(), "{:?}: {}", args, String::from_utf8_lossy(&o.stderr));
+}
+
+fn in_ns(ns: &str, args: &[&str]) -> std::process::Output {
+    Command::new("ip").args(["netns", "exec", ns]).args(args).output().unwrap()
+}
+
+fn can_run() -> Result<(), String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc_geteuid() } != 0 {
+        return Err("needs root (network namespaces, tap devices)".into());
+    }
+    if !std::path::Path::new("/dev/net/tun").exists() {
+        return Err("needs /dev/net/tun".into());
+    }
+    Ok(())
+}
+
+extern "C" {
+    #[link_name = "geteuid"]
+    fn libc_geteuid() -> u32;
+}
+
+struct Router {
+    child: Child,
+    out: std::path::PathBuf,
+}
+
+impl Router {
+    fn stop(&mut self) -> String {
+        // SIGTERM: the router stops its workers, drains and prints counters.
+        // SAFETY: kill(2) on our own child.
+        unsafe { libc_kill(self.child.id() as i32, 15) };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                let so = std::fs::read_to_string(&self.out).unwrap_or_default();
+                let se = std::fs::read_to_string(self.out.with_extension("err")).unwrap_or_default();
+                eprintln!("--- router stdout\n{so}\n--- stderr\n{se}");
+                assert!(st.success(), "router exit status {st:?}");
+                return so;
+            }
+            assert!(Instant::now() < deadline, "router did not stop on SIGTERM");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Router {
+    fn drop(&mut self) {
+        // A failed assertion must not leave the router running.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+#[test]
+fn linux_hosts_talk_through_the_router_and_runtime_route_add_loses_nothing() {
+    if let Err(why) = can_run() {
+        eprintln!("SKIPPED tap_netns: {why}");
+        return;
+    }
+    python_ok().expect("python3 is required for the UDP peers");
+    let id = std::process::id() % 10000;
+    let (n1, n2) = (format!("dcir1-{id}"), format!("dcir2-{id}"));
+    let (t1, t2) = (format!("dt1-{id}"), format!("dt2-{id}"));
+    let dir = workdir("tap");
+    let sock = dir.join("ctl.sock");
+    let cfg = dir.join("r.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            r#"
+[dataplane]
+status_interval_ms = 1000
+neighbour_solicit_interval_ms = 200
+[mempool]
+mbufs_per_socket = 4095
+cache_size = 64
+[[port]]
+name = "a"
+device = "net_tap0,iface={t1}"
+mac = "02:dc:00:00:0a:01"
+addresses = ["10.1.0.1/24", "2001:db8:a::1/64"]
+[[port]]
+name = "b"
+device = "net_tap1,iface={t2}"
+mac = "02:dc:00:00:0b:01"
+addresses = ["10.2.0.1/24", "2001:db8:b::1/64"]
+"#
+        ),
+    )
+    .unwrap();
+    let _ns = Netns(vec![n1.clone(), n2.clone()]);
+    sh(&["ip", "netns", "add", &n1]);
+    sh(&["ip", "netns", "add", &n2]);
+
+    let out = dir.join("router.out");
+    let child = command("tap", &cfg, &["--ctl-socket", sock.to_str().unwrap()])
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(out.with_extension("err")).unwrap())
+        .spawn()
+        .unwrap();
+    let mut router = Router { child, out: out.clone() };
+    // Wait for the management socket: the router is up.
+    let t0 = Instant::now();
+    while !sock.exists() {
+        assert!(t0.elapsed() < Duration::from_secs(20), "router did not come up");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // Move the taps into the namespaces and configure the hosts.
+    for (ns, tap, v4, v6, gw4, gw6) in [
+        (&n1, &t1, "10.1.0.2/24", "2001:db8:a::2/64", "10.1.0.1", "2001:db8:a::1"),
+        (&n2, &t2, "10.2.0.2/24", "2001:db8:b::2/64", "10.2.0.1", "2001:db8:b::1"),
+    ] {
+        sh(&["ip", "link", "set", tap, "netns", ns]);
+        for c in [
+            vec!["ip", "link", "set", "lo", "up"],
+            vec!["ip", "addr", "add", v4, "dev", tap],
+            vec!["ip", "-6", "addr", "add", v6, "dev", tap, "nodad"],
+            vec!["ip", "link", "set", tap, "up"],
+            vec!["ip", "route", "add", "default", "via", gw4],
+            vec!["ip", "-6", "route", "add", "default", "via", gw6],
+        ] {
+            let o = in_ns(ns, &c);
+            assert!(o.status.success(), "{c:?}: {}", String::from_utf8_lossy(&o.stderr));
+        }
+    }
+    // A prefix the router does not know yet, behind host 2.
+    assert!(in_ns(&n2, &["ip", "addr", "add", "10.9.9.9/32", "dev", "lo"]).status.success());
+
+    // Ping both ways, IPv4 and IPv6. The first packets resolve the router
+    // (kernel ARP/ND) and the far host (router ARP/ND): warm up, then demand
+    // every reply.
+    for (ns, dst) in [(&n1, "10.2.0.2"), (&n1, "2001:db8:b::2"), (&n2, "10.1.0.2"), (&n1, "10.1.0.1"), (&n1, "2001:db8:a::1")] {
+        let mut ok = false;
+        for _ in 0..10 {
+            if in_ns(ns, &["ping", "-c", "1", "-W", "1", dst]).status.success() {
+                ok = true;
+                break;
+            }
+        }
+        assert!(ok, "{ns}: no reply from {dst} after 10 tries");
+        let o = in_ns(ns, &["ping", "-c", "5", "-i", "0.2", "-W", "2", dst]);
+        let txt = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success() && txt.contains(" 0% packet loss"), "{ns} ping {dst}:\n{txt}");
+    }
+    // traceroute-style: TTL 1 toward host 2 is answered by the router.
+    let o = in_ns(&n1, &["ping", "-c", "1", "-W", "2", "-t", "1", "10.2.0.2"]);
+    let txt = String::from_utf8_lossy(&o.stdout);
+    assert!(txt.contains("10.1.0.1") && txt.to_lowercase().contains("time to live exceeded"), "TTL 1 ping:\n{txt}");
+
+    // UDP with sequence numbers: 10.2.0.2 and 2001:db8:b::2 are routed from
+    // the start, 10.9.9.9 only after `route add` halfway through.
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/udp_seq.py");
+    let recv = Command::new("ip")
+        .args(["netns", "exec", &n2, "python3", script, "recv", "5555", "--seconds", "40"])
+        // A file, not a pipe: a full pipe would stall the receiver and make
+        // its socket drop datagrams.
+        .stdout(std::fs::File::create(dir.join("recv.txt")).unwrap())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let count = 1500;
+    let send = Command::new("ip")
+        .args(["netns", "exec", &n1, "python3", script, "send", "10.2.0.2:5555", "[2001:db8:b::2]:5555", "10.9.9.9:5555", "--count", &count.to_string(), "--rate", "300"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    let r = control::ctl::request(sock.to_str().unwrap(), "route add 10.9.9.0/24 via 10.2.0.2").unwrap();
+    assert!(r.trim_end().ends_with("OK"), "route add: {r}");
+    let added_at = Instant::now();
+    let st = send.wait_with_output().unwrap();
+    assert!(st.status.success());
+    eprintln!("sender done {:?} after route add", added_at.elapsed());
+    let mut recv = recv;
+    assert!(recv.wait().unwrap().success());
+    let lines = std::fs::read_to_string(dir.join("recv.txt")).unwrap();
+    let seqs = |dst: &str| -> Vec<u32> {
+        lines.lines().filter(|l| l.ends_with(&format!(" {dst}"))).filter_map(|l| l.split_whitespace().nth(1)?.parse().ok()).collect()
+    };
+    let routes = control::ctl::request(sock.to_str().unwrap(), "show routes").unwrap();
+    assert!(routes.contains("10.9.9.0/24 via 10.2.0.2"), "{routes}");
+    let neigh = control::ctl::request(sock.to_str().unwrap(), "show neighbours").unwrap();
+    assert!(neigh.contains("10.1.0.2") && neigh.contains("2001:db8:b::2") && neigh.contains("Learned"), "{neigh}");
+
+    let so = router.stop();
+    for dst in ["10.2.0.2", "2001:db8:b::2"] {
+        let s = seqs(dst);
+        let missing: Vec<usize> = (0..count).filter(|i| !s.contains(&(*i as u32))).collect();
+        eprintln!("{dst}: {} received, missing {:?}", s.len(), &missing[..missing.len().min(50)]);
+        assert_eq!(s.len(), count, "{dst}: received {} of {count} (loss across the runtime route add)", s.len());
+        assert!(s.windows(2).all(|w| w[1] == w[0] + 1), "{dst}: out of order or gap");
+    }
+    let s = seqs("10.9.9.9");
+    assert!(!s.is_empty(), "no packet reached 10.9.9.9 after the route was added");
+    let first = s[0] as usize;
+    assert!(first > 300 && first < count - 300, "10.9.9.9 traffic started at seq {first}");
+    assert_eq!(s.len(), count - first, "10.9.9.9: once routed, every packet arrives");
+
+    assert!(counter(&so, "arp-reply-sent") >= 1);
+    assert!(counter(&so, "nd-advert-sent") >= 1);
+    assert!(counter(&so, "arp-request-sent") >= 1);
+    assert!(counter(&so, "nd-solicit-sent") >= 1);
+    assert!(counter(&so, "no-route") as usize >= first, "10.9.9.9 packets before the route: no-route");
+    assert_eq!(counter(&so, "tx-full"), 0);
+    assert_eq!(mempool_in_use(&so), 0, "every mbuf back in its pool after SIGTERM");
+}
