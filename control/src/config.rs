@@ -586,6 +586,20 @@ interface = "wan"
     }
 
     #[test]
+    fn shipped_configs_validate() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../configs");
+        let mut n = 0;
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().map(|x| x == "toml").unwrap_or(false) {
+                load_file(p.to_str().unwrap()).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                n += 1;
+            }
+        }
+        assert!(n >= 3, "configs/ holds {n} examples");
+    }
+
+    #[test]
     fn pci_and_mac_parsing() {
         assert!(is_pci("0000:3b:00.0"));
         assert!(is_pci("3b:00.1"));
