@@ -13,7 +13,7 @@
 # shows medians over the rounds.
 #
 # Environment:
-#   BENCH_SECONDS  seconds per measurement (default 6)
+#   BENCH_SECONDS  seconds per measurement, whole number (default 6)
 #   BENCH_ROUNDS   rounds (default 2)
 #   BENCH_CASES    space-separated subset of: roce4-64 roce6-64 roce4-1k roce6-1k udp4-64 udp6-64
 #   BENCH_CORE     the forwarding core (default 1); BENCH_MAIN_CORE the EAL main lcore (default 0)
@@ -41,6 +41,7 @@ die() { echo "bench: $*" >&2; exit 1; }
 
 command -v dpdk-testpmd >/dev/null || die "dpdk-testpmd not found (apt-get install dpdk)"
 if [ "$CORE" = "$MAIN" ]; then die "BENCH_CORE and BENCH_MAIN_CORE must differ"; fi
+case $SECS in ''|*[!0-9]*) die "BENCH_SECONDS must be a whole number" ;; esac
 
 if [ "${BENCH_NO_BUILD:-0}" != 1 ]; then
     echo "bench: cargo build --release -p control" >&2
@@ -56,8 +57,8 @@ rm -f "$OUT"/logs/*.log
 BENCH_CORE=$CORE "$GEN" "$OUT" "$PACKETS" >"$OUT/logs/gen.log" || die "dcir-benchgen failed (see $OUT/logs/gen.log)"
 
 # ---------------------------------------------------------------- memory
-# Each process preallocates 512 MB (-m 512); they run one at a time.
-NEED_PAGES=300
+# Each process preallocates 256 MB (-m 256); they run one at a time.
+NEED_PAGES=160
 ORIG_PAGES=""
 restore_hugepages() {
     if [ -n "$ORIG_PAGES" ]; then
@@ -85,8 +86,8 @@ fi
 if [ "$HUGE" = 1 ] && [ "$use_huge" = 0 ]; then die "BENCH_HUGE=1 but $NEED_PAGES free 2 MB hugepages are not available"; fi
 # --in-memory: no hugetlbfs mount or runtime files needed (memfd); --no-shconf for --no-huge.
 if [ "$use_huge" = 1 ]; then
-    MEM_ARGS=(--in-memory -m 512)
-    MEM_DESC="2 MB hugepages (--in-memory -m 512)"
+    MEM_ARGS=(--in-memory -m 256)
+    MEM_DESC="2 MB hugepages (--in-memory -m 256)"
 else
     MEM_ARGS=(--no-huge --no-shconf -m 1024)
     MEM_DESC="no hugepages (--no-huge -m 1024)"
@@ -113,10 +114,21 @@ run_testpmd() {
     # Mean of the per-period Tx-pps of port 1 (the null sink), i.e. what io
     # forwarding sent; testpmd measures each period itself (clock_gettime),
     # the first display of each port is 0 by construction and skipped.
-    timeout -s INT $((SECS + 1)) dpdk-testpmd "${EAL_COMMON[@]}" -l "$MAIN,$CORE" --main-lcore "$MAIN" --file-prefix "tpb$$-$c-$r" \
+    # Line-buffered so the log shows when forwarding has started (start-up
+    # time varies a lot on a loaded machine); then measure for $SECS seconds.
+    timeout -s INT $((SECS + 60)) stdbuf -oL dpdk-testpmd "${EAL_COMMON[@]}" -l "$MAIN,$CORE" --main-lcore "$MAIN" --file-prefix "tpb$$-$c-$r" \
         --vdev "net_pcap0,rx_pcap=$pcap,infinite_rx=1" --vdev "net_null0,no-rx=1" \
         -- --forward-mode=io --auto-start --nb-cores=1 --stats-period 1 --total-num-mbufs=16384 --burst=32 \
-        >"$log" 2>&1 </dev/null || true
+        >"$log" 2>&1 </dev/null &
+    local pid=$! i
+    for i in $(seq 1 400); do
+        grep -q 'Port statistics' "$log" 2>/dev/null && break
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    sleep "$(awk -v s="$SECS" 'BEGIN { print s + 0.5 }')"
+    kill -INT "$pid" 2>/dev/null || true
+    wait "$pid" || true
     awk '/NIC statistics for port/ { port = $(NF-1) }
          /Tx-pps:/ { if (port == 1 && $2 + 0 > 0) { sum += $2; n++ } }
          /Accumulated forward statistics/ { acc = 1 }
