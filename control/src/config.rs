@@ -398,14 +398,20 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
 
     // Connected routes from interface addresses.
     let mut fib = Fib::default();
-    for (idx, ifc) in interfaces.iter().enumerate() {
-        for n in &ifc.v4 {
-            fib.insert4(n.trunc(), NextHop { iface: idx as u16, gateway: None });
+    fib.bulk(|fib| {
+        for (idx, ifc) in interfaces.iter().enumerate() {
+            for n in &ifc.v4 {
+                fib.insert4(n.trunc(), NextHop { iface: idx as u16, gateway: None });
+            }
+            for n in &ifc.v6 {
+                fib.insert6(n.trunc(), NextHop { iface: idx as u16, gateway: None });
+            }
         }
-        for n in &ifc.v6 {
-            fib.insert6(n.trunc(), NextHop { iface: idx as u16, gateway: None });
-        }
-    }
+    });
+    // Static routes in one batch: gateways resolve against the connected
+    // routes compiled above.
+    let mut fib2 = fib.clone();
+    let mut static_routes = Vec::new();
     let iface_idx = |name: &str| interfaces.iter().position(|i| i.name == name).map(|i| i as u16);
     for (i, r) in f.routes.iter().enumerate() {
         let fld = |s: &str| format!("route[{i}].{s}");
@@ -417,15 +423,17 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         let nh = resolve_nexthop(&fib, &interfaces, prefix, via, r.interface.as_deref(), &iface_idx).map_err(|why| {
             format!("route[{i}] (prefix {}{}): {why}", r.prefix, r.via.as_ref().map(|v| format!(" via {v}")).unwrap_or_default())
         })?;
-        match prefix {
-            IpNet::V4(p) => {
-                fib.insert4(p, nh);
-            }
-            IpNet::V6(p) => {
-                fib.insert6(p, nh);
-            }
-        }
+        static_routes.push((prefix, nh));
     }
+    fib2.bulk(|f| {
+        for (prefix, nh) in static_routes {
+            match prefix {
+                IpNet::V4(p) => f.insert4(p, nh),
+                IpNet::V6(p) => f.insert6(p, nh),
+            };
+        }
+    });
+    let fib = fib2;
     let mut neighbours = Neighbours::default();
     for (i, n) in f.neighbours.iter().enumerate() {
         let fld = |s: &str| format!("neighbour[{i}].{s}");

@@ -108,6 +108,9 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone()).map_err(|e| format!("signal handler: {e}"))?;
     }
+    // The CPUs we may pin workers to, read before rte_eal_init pins this
+    // thread to the main lcore (worker threads inherit that mask).
+    let core_ids = core_affinity::get_core_ids().unwrap_or_default();
     let eal_args = eal_args_for(&cfg, cli_eal);
     eprintln!("EAL: {}", eal_args[1..].join(" "));
     let eal = Eal::init(&eal_args)?;
@@ -180,7 +183,6 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             k += 1;
         }
     }
-    let core_ids = core_affinity::get_core_ids().unwrap_or_default();
     let hz = dpdk::tsc_hz();
     let mut workers = Vec::new();
     for (w, queues) in assign.into_iter().enumerate() {

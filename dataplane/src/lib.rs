@@ -14,3 +14,4 @@ pub mod dpdk;
 pub mod pipeline;
 #[cfg(feature = "dpdk")]
 pub mod worker;
+pub mod lpm;

@@ -111,6 +111,10 @@ pub struct Pipeline {
     /// Neighbours this worker learned that are not yet in a snapshot from
     /// the control thread, so that forwarding to them works at once.
     learned: FxHashMap<(u16, IpAddr), MacAddr>,
+    /// Per FIB next hop (by index): egress interface and gateway MAC when
+    /// the gateway is resolved; None for connected routes and unresolved
+    /// gateways.
+    adj: Vec<Option<(u16, MacAddr)>>,
 }
 
 /// Where the layers of a received frame are.
@@ -133,7 +137,7 @@ impl Pipeline {
     pub fn new(topo: Arc<Topology>, fib: Arc<Fib>, neigh: Arc<Neighbours>, counters: Arc<WorkerCounters>, cfg: PipelineConfig) -> Self {
         let mut solicit_last = FxHashMap::default();
         solicit_last.reserve(MAX_SOLICIT_STATE);
-        Pipeline {
+        let mut p = Pipeline {
             topo,
             fib,
             neigh,
@@ -148,13 +152,18 @@ impl Pipeline {
                 m.reserve(MAX_LEARNED);
                 m
             },
-        }
+            adj: Vec::new(),
+        };
+        p.rebuild_adjacency();
+        p
     }
 
     /// Install a new neighbour snapshot; keep local learnings it lacks.
     pub fn set_neighbours(&mut self, n: Arc<Neighbours>) -> Arc<Neighbours> {
         self.learned.retain(|(i, ip), mac| n.get(*i, *ip).map(|e| e.mac) != Some(*mac));
-        std::mem::replace(&mut self.neigh, n)
+        let old = std::mem::replace(&mut self.neigh, n);
+        self.rebuild_adjacency();
+        old
     }
 
     /// Process one received packet in place.
@@ -244,6 +253,9 @@ impl Pipeline {
         }
         if self.learned.len() < MAX_LEARNED || self.learned.contains_key(&(iface, ip)) {
             self.learned.insert((iface, ip), mac);
+            if self.fib.hops().iter().any(|h| h.gateway == Some(ip) && h.iface == iface) {
+                self.rebuild_adjacency();
+            }
         }
         if self.events.len() < EVENTS_CAP {
             self.events.push(Event::NeighbourLearned { iface, ip, mac });
@@ -281,8 +293,8 @@ impl Pipeline {
         if ttl <= 1 {
             return self.time_exceeded4(p, l2, src, total, now_ns);
         }
-        let nh = *self.fib.lookup4(dst).ok_or(Drop::NoRoute)?;
-        let (ifc, mac) = self.resolve(&nh, IpAddr::V4(dst), now_ns)?;
+        let hop = self.fib.route4(dst).ok_or(Drop::NoRoute)?;
+        let (ifc, mac) = self.resolve_hop(hop, IpAddr::V4(dst), now_ns)?;
         if total > usize::from(ifc.mtu) {
             return Err(Drop::MtuExceeded);
         }
@@ -401,8 +413,8 @@ impl Pipeline {
         if hop <= 1 {
             return self.time_exceeded6(p, l2, src, total, now_ns);
         }
-        let nh = *self.fib.lookup6(dst).ok_or(Drop::NoRoute)?;
-        let (ifc, mac) = self.resolve(&nh, IpAddr::V6(dst), now_ns)?;
+        let hop = self.fib.route6(dst).ok_or(Drop::NoRoute)?;
+        let (ifc, mac) = self.resolve_hop(hop, IpAddr::V6(dst), now_ns)?;
         if total > usize::from(ifc.mtu) {
             return Err(Drop::MtuExceeded);
         }
@@ -603,13 +615,44 @@ impl Pipeline {
 
     // ------------------------------------------------------- neighbours
 
+    /// Packet path: a FIB next-hop index to (egress interface, neighbour MAC).
+    /// Gateways are pre-resolved per snapshot ([`Pipeline::rebuild_adjacency`]);
+    /// connected destinations take one neighbour-table lookup.
+    #[inline]
+    fn resolve_hop(&mut self, hop: u32, dst: IpAddr, now_ns: u64) -> Result<(&Interface, MacAddr), Drop> {
+        if let Some(Some((iface, mac))) = self.adj.get(hop as usize) {
+            let ifc = self.topo.iface(*iface).ok_or(Drop::NoRoute)?;
+            return Ok((ifc, *mac));
+        }
+        let nh = *self.fib.hop(hop).ok_or(Drop::NoRoute)?;
+        self.resolve(&nh, dst, now_ns)
+    }
+
+    /// Recompute the gateway MACs of the FIB's next hops (after a FIB or
+    /// neighbour snapshot, or a local learning).
+    pub fn rebuild_adjacency(&mut self) {
+        self.adj.clear();
+        for nh in self.fib.hops() {
+            let e = nh.gateway.and_then(|g| {
+                self.neigh.mac(nh.iface, g).or_else(|| self.learned.get(&(nh.iface, g)).copied()).map(|m| (nh.iface, m))
+            });
+            self.adj.push(e);
+        }
+    }
+
+    /// Install a new FIB snapshot.
+    pub fn set_fib(&mut self, f: Arc<Fib>) -> Arc<Fib> {
+        let old = std::mem::replace(&mut self.fib, f);
+        self.rebuild_adjacency();
+        old
+    }
+
     /// The egress interface and neighbour MAC for a next hop, or a drop
     /// (queuing a resolution when the neighbour is unknown).
-    #[inline]
     fn resolve(&mut self, nh: &NextHop, dst: IpAddr, now_ns: u64) -> Result<(&Interface, MacAddr), Drop> {
         let target = nh.gateway.unwrap_or(dst);
-        let mac = match self.neigh.get(nh.iface, target) {
-            Some(n) => Some(n.mac),
+        let mac = match self.neigh.mac(nh.iface, target) {
+            Some(m) => Some(m),
             None if !self.learned.is_empty() => self.learned.get(&(nh.iface, target)).copied(),
             None => None,
         };

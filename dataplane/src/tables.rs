@@ -4,8 +4,9 @@
 //! in a new one between bursts (see `worker`).
 
 use ipnet::{Ipv4Net, Ipv6Net};
+use crate::lpm::Lpm;
 use prefix_trie::PrefixMap;
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 pub use crate::wire::ethernet::MacAddr;
@@ -87,9 +88,13 @@ pub fn solicited_node(a: &Ipv6Addr) -> Ipv6Addr {
 #[derive(Debug, Clone, Default)]
 pub struct Topology {
     pub interfaces: Vec<Interface>,
-    local4: FxHashSet<Ipv4Addr>,
-    local6: FxHashSet<Ipv6Addr>,
-    /// (port, vlan or 0) -> interface index.
+    /// Our addresses; a router has a handful, so a scan of a short array
+    /// beats hashing.
+    local4: Vec<u32>,
+    local6: Vec<u128>,
+    /// Untagged interface per port (u16::MAX: none).
+    untagged: Vec<u16>,
+    /// (port, vlan) -> interface index for tagged interfaces.
     by_port_vlan: FxHashMap<(u16, u16), u16>,
 }
 
@@ -98,19 +103,37 @@ impl Topology {
         let mut t = Topology { interfaces, ..Default::default() };
         for (i, ifc) in t.interfaces.iter().enumerate() {
             for n in &ifc.v4 {
-                t.local4.insert(n.addr());
+                t.local4.push(u32::from(n.addr()));
             }
             for n in &ifc.v6 {
-                t.local6.insert(n.addr());
+                t.local6.push(u128::from(n.addr()));
             }
-            t.local6.insert(ifc.link_local);
-            t.by_port_vlan.insert((ifc.port, ifc.vlan.unwrap_or(0)), i as u16);
+            t.local6.push(u128::from(ifc.link_local));
+            match ifc.vlan {
+                None => {
+                    let p = usize::from(ifc.port);
+                    if t.untagged.len() <= p {
+                        t.untagged.resize(p + 1, u16::MAX);
+                    }
+                    t.untagged[p] = i as u16;
+                }
+                Some(v) => {
+                    t.by_port_vlan.insert((ifc.port, v), i as u16);
+                }
+            }
         }
+        t.local4.sort_unstable();
+        t.local4.dedup();
+        t.local6.sort_unstable();
+        t.local6.dedup();
         t
     }
     #[inline]
     pub fn iface_of(&self, port: u16, vlan: Option<u16>) -> Option<u16> {
-        self.by_port_vlan.get(&(port, vlan.unwrap_or(0))).copied()
+        match vlan {
+            None => self.untagged.get(usize::from(port)).copied().filter(|i| *i != u16::MAX),
+            Some(v) => self.by_port_vlan.get(&(port, v)).copied(),
+        }
     }
     #[inline]
     pub fn iface(&self, i: u16) -> Option<&Interface> {
@@ -118,16 +141,27 @@ impl Topology {
     }
     #[inline]
     pub fn is_local4(&self, a: &Ipv4Addr) -> bool {
-        self.local4.contains(a)
+        let a = u32::from(*a);
+        if self.local4.len() <= 32 {
+            self.local4.iter().any(|l| *l == a)
+        } else {
+            self.local4.binary_search(&a).is_ok()
+        }
     }
     #[inline]
     pub fn is_local6(&self, a: &Ipv6Addr) -> bool {
-        self.local6.contains(a)
+        let a = u128::from(*a);
+        if self.local6.len() <= 32 {
+            self.local6.iter().any(|l| *l == a)
+        } else {
+            self.local6.binary_search(&a).is_ok()
+        }
     }
     /// True when `a` is one of our addresses or a multicast group we listen
     /// to (all-nodes, all-routers, our solicited-node groups).
+    #[inline]
     pub fn accepts6(&self, a: &Ipv6Addr) -> bool {
-        if self.local6.contains(a) {
+        if self.is_local6(a) {
             return true;
         }
         let s = a.segments();
@@ -136,7 +170,7 @@ impl Topology {
                 return true;
             }
             if s[5] == 1 && s[6] & 0xff00 == 0xff00 {
-                return self.local6.iter().any(|l| solicited_node(l) == *a);
+                return self.local6.iter().any(|l| solicited_node(&Ipv6Addr::from(*l)) == *a);
             }
         }
         false
@@ -153,33 +187,107 @@ pub struct NextHop {
     pub gateway: Option<IpAddr>,
 }
 
-/// The forwarding information base: longest-prefix match per family.
-#[derive(Debug, Clone, Default)]
+/// The forwarding information base: the routes (a prefix trie per family,
+/// the RIB) and, compiled from them, the multibit-trie tables the packet path
+/// looks up ([`crate::lpm::Lpm`]) with an array of distinct next hops.
+/// Every change recompiles (use [`Fib::bulk`] to batch many changes).
+#[derive(Debug, Clone)]
 pub struct Fib {
     v4: PrefixMap<Ipv4Net, NextHop>,
     v6: PrefixMap<Ipv6Net, NextHop>,
+    lpm4: Lpm,
+    lpm6: Lpm,
+    hops: Vec<NextHop>,
+    bulk: bool,
+}
+
+impl Default for Fib {
+    fn default() -> Self {
+        Fib {
+            v4: PrefixMap::new(),
+            v6: PrefixMap::new(),
+            lpm4: Lpm::build(32, &mut []),
+            lpm6: Lpm::build(128, &mut []),
+            hops: Vec::new(),
+            bulk: false,
+        }
+    }
 }
 
 impl Fib {
+    /// Make many changes with one recompilation at the end.
+    pub fn bulk<R>(&mut self, f: impl FnOnce(&mut Fib) -> R) -> R {
+        self.bulk = true;
+        let r = f(self);
+        self.bulk = false;
+        self.compile();
+        r
+    }
+    fn changed(&mut self) {
+        if !self.bulk {
+            self.compile();
+        }
+    }
+    /// Rebuild the lookup tables from the routes.
+    pub fn compile(&mut self) {
+        let mut hops: Vec<NextHop> = Vec::new();
+        let mut index: FxHashMap<NextHop, u32> = FxHashMap::default();
+        let mut id = |nh: &NextHop, hops: &mut Vec<NextHop>| -> u32 {
+            *index.entry(*nh).or_insert_with(|| {
+                hops.push(*nh);
+                (hops.len() - 1) as u32
+            })
+        };
+        let mut p4: Vec<(u128, u8, u32)> = self.v4.iter().map(|(p, nh)| (u128::from(u32::from(p.network())) << 96, p.prefix_len(), id(nh, &mut hops))).collect();
+        let mut p6: Vec<(u128, u8, u32)> = self.v6.iter().map(|(p, nh)| (u128::from(p.network()), p.prefix_len(), id(nh, &mut hops))).collect();
+        self.lpm4 = Lpm::build(32, &mut p4);
+        self.lpm6 = Lpm::build(128, &mut p6);
+        self.hops = hops;
+    }
     pub fn insert4(&mut self, p: Ipv4Net, nh: NextHop) -> Option<NextHop> {
-        self.v4.insert(p.trunc(), nh)
+        let r = self.v4.insert(p.trunc(), nh);
+        self.changed();
+        r
     }
     pub fn insert6(&mut self, p: Ipv6Net, nh: NextHop) -> Option<NextHop> {
-        self.v6.insert(p.trunc(), nh)
+        let r = self.v6.insert(p.trunc(), nh);
+        self.changed();
+        r
     }
     pub fn remove4(&mut self, p: &Ipv4Net) -> Option<NextHop> {
-        self.v4.remove(&p.trunc())
+        let r = self.v4.remove(&p.trunc());
+        self.changed();
+        r
     }
     pub fn remove6(&mut self, p: &Ipv6Net) -> Option<NextHop> {
-        self.v6.remove(&p.trunc())
+        let r = self.v6.remove(&p.trunc());
+        self.changed();
+        r
+    }
+    /// Packet path: the index of the next hop for `a` (see [`Fib::hop`]).
+    #[inline(always)]
+    pub fn route4(&self, a: Ipv4Addr) -> Option<u32> {
+        self.lpm4.lookup4(u32::from(a))
+    }
+    #[inline(always)]
+    pub fn route6(&self, a: Ipv6Addr) -> Option<u32> {
+        self.lpm6.lookup(u128::from(a))
+    }
+    #[inline(always)]
+    pub fn hop(&self, i: u32) -> Option<&NextHop> {
+        self.hops.get(i as usize)
+    }
+    /// The distinct next hops, indexed as [`Fib::route4`] returns them.
+    pub fn hops(&self) -> &[NextHop] {
+        &self.hops
     }
     #[inline]
     pub fn lookup4(&self, a: Ipv4Addr) -> Option<&NextHop> {
-        self.v4.get_lpm(&Ipv4Net::from(a)).map(|(_, nh)| nh)
+        self.route4(a).and_then(|i| self.hop(i))
     }
     #[inline]
     pub fn lookup6(&self, a: Ipv6Addr) -> Option<&NextHop> {
-        self.v6.get_lpm(&Ipv6Net::from(a)).map(|(_, nh)| nh)
+        self.route6(a).and_then(|i| self.hop(i))
     }
     pub fn routes4(&self) -> impl Iterator<Item = (Ipv4Net, &NextHop)> {
         self.v4.iter()
@@ -192,6 +300,10 @@ impl Fib {
     }
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+    /// Bytes used by the compiled lookup tables.
+    pub fn lookup_memory(&self) -> usize {
+        self.lpm4.memory() + self.lpm6.memory()
     }
 }
 
@@ -212,12 +324,47 @@ pub struct Neighbour {
 #[derive(Debug, Clone, Default)]
 pub struct Neighbours {
     map: FxHashMap<(u16, IpAddr), Neighbour>,
+    // Packet-path copies keyed by plain integers (cheaper to hash than IpAddr).
+    v4: FxHashMap<(u16, u32), MacAddr>,
+    v6: FxHashMap<(u16, u128), MacAddr>,
 }
 
 impl Neighbours {
     #[inline]
     pub fn get(&self, iface: u16, ip: IpAddr) -> Option<&Neighbour> {
         self.map.get(&(iface, ip))
+    }
+    /// Packet path: the MAC of an IPv4 neighbour.
+    #[inline]
+    pub fn mac4(&self, iface: u16, ip: Ipv4Addr) -> Option<MacAddr> {
+        self.v4.get(&(iface, u32::from(ip))).copied()
+    }
+    #[inline]
+    pub fn mac6(&self, iface: u16, ip: Ipv6Addr) -> Option<MacAddr> {
+        self.v6.get(&(iface, u128::from(ip))).copied()
+    }
+    #[inline]
+    pub fn mac(&self, iface: u16, ip: IpAddr) -> Option<MacAddr> {
+        match ip {
+            IpAddr::V4(a) => self.mac4(iface, a),
+            IpAddr::V6(a) => self.mac6(iface, a),
+        }
+    }
+    fn index(&mut self, iface: u16, ip: IpAddr, mac: Option<MacAddr>) {
+        match (ip, mac) {
+            (IpAddr::V4(a), Some(m)) => {
+                self.v4.insert((iface, u32::from(a)), m);
+            }
+            (IpAddr::V6(a), Some(m)) => {
+                self.v6.insert((iface, u128::from(a)), m);
+            }
+            (IpAddr::V4(a), None) => {
+                self.v4.remove(&(iface, u32::from(a)));
+            }
+            (IpAddr::V6(a), None) => {
+                self.v6.remove(&(iface, u128::from(a)));
+            }
+        }
     }
     /// Insert or refresh; a learned entry never replaces a static one.
     /// Returns true when the table changed.
@@ -227,11 +374,13 @@ impl Neighbours {
             Some(n) if n.mac == mac && n.source == source => false,
             _ => {
                 self.map.insert((iface, ip), Neighbour { mac, source });
+                self.index(iface, ip, Some(mac));
                 true
             }
         }
     }
     pub fn remove(&mut self, iface: u16, ip: IpAddr) -> Option<Neighbour> {
+        self.index(iface, ip, None);
         self.map.remove(&(iface, ip))
     }
     pub fn iter(&self) -> impl Iterator<Item = (&(u16, IpAddr), &Neighbour)> {

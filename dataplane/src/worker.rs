@@ -243,7 +243,7 @@ impl Worker {
     fn apply_updates(&mut self) {
         while let Ok(u) = self.links.updates.try_recv() {
             let old = match u {
-                Update::Fib(f) => Update::Fib(std::mem::replace(&mut self.pipeline.fib, f)),
+                Update::Fib(f) => Update::Fib(self.pipeline.set_fib(f)),
                 Update::Neighbours(n) => Update::Neighbours(self.pipeline.set_neighbours(n)),
                 Update::Topology(t) => Update::Topology(std::mem::replace(&mut self.pipeline.topo, t)),
             };

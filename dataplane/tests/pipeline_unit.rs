@@ -1736,7 +1736,7 @@ fn local_reply_counters_only_count_what_is_sent() {
     n.learn(2, IpAddr::V4(v4("10.0.0.2")), H0, NeighSource::Static);
     let mut f = fib();
     f.insert4("10.0.0.2/32".parse().unwrap(), conn(2));
-    pl.fib = Arc::new(f);
+    pl.set_fib(Arc::new(f));
     pl.set_neighbours(Arc::new(n));
     let before = local(&pl, Local::EchoReply4);
     let mut p = VecPacket::with_headroom(&frame4(R0, H0, None, &ip), 0);
