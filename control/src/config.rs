@@ -167,6 +167,16 @@ pub struct PortSection {
     pub addresses: Vec<String>,
     #[serde(default, rename = "vlan")]
     pub vlans: Vec<VlanSection>,
+    /// R_port: shape the egress to this rate through the deep-buffer queue
+    /// (absent: no software queue, the NIC's own rate).
+    pub rate_mbps: Option<u64>,
+    /// Size of the deep-buffer egress queue in bytes.
+    #[serde(default = "d_queue_bytes")]
+    pub queue_bytes: u64,
+}
+
+fn d_queue_bytes() -> u64 {
+    64 << 20
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -207,6 +217,8 @@ pub struct PortPlan {
     pub mtu: u16,
     pub mac: Option<[u8; 6]>,
     pub promiscuous: bool,
+    /// The egress stage (shaper + deep buffer), when configured.
+    pub egress: Option<dataplane::egress::EgressConfig>,
 }
 
 /// A validated configuration: everything needed to start, nothing unchecked.
@@ -382,7 +394,26 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
             parse_addrs(&v.addresses, &format!("{vf}.addresses"), &mut vi, &mut addrs)?;
             interfaces.push(vi);
         }
+        let egress = match p.rate_mbps {
+            None => None,
+            Some(0) => return err(fld("rate_mbps"), &0, "must be > 0 (omit it for an unshaped port)"),
+            Some(r) if r > 1_600_000 => return err(fld("rate_mbps"), &r, "must be <= 1600000 (1.6 Tb/s)"),
+            Some(r) => {
+                if p.queue_bytes < 64 * 1024 || p.queue_bytes > (64u64 << 30) {
+                    return err(fld("queue_bytes"), &p.queue_bytes, "must be 64 KiB ..= 64 GiB");
+                }
+                Some(dataplane::egress::EgressConfig {
+                    rate_bps: r * 1_000_000,
+                    queue_bytes: p.queue_bytes,
+                    // 10 us at the port rate, at least one jumbo frame.
+                    burst_bytes: (r * 1_000_000 / 8 / 100_000).max(9216),
+                    max_packets: m.mbufs_per_socket as usize,
+                    priority_packets: 256,
+                })
+            }
+        };
         ports.push(PortPlan {
+            egress,
             name: p.name.clone(),
             device: p.device.clone(),
             device_name,

@@ -184,12 +184,36 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         }
     }
     let hz = dpdk::tsc_hz();
+    // Egress stages: each shaped port's queue is owned by one worker; the
+    // others hand packets to it through a lock-free ring.
+    let maxp = dataplane::counters::MAX_PORTS;
+    let mut egress_cfg = vec![None; maxp];
+    let mut owner = vec![0usize; maxp];
+    for (pi, p) in cfg.ports.iter().enumerate() {
+        let id = usize::from(ports[pi].id);
+        egress_cfg[id] = p.egress;
+        owner[id] = pi % nworkers;
+        if let Some(e) = p.egress {
+            eprintln!("port {}: egress shaped at {} Mb/s, queue {} bytes, owned by worker {}", p.name, e.rate_bps / 1_000_000, e.queue_bytes, pi % nworkers);
+        }
+    }
+    let handoff: Arc<Vec<crossbeam::queue::ArrayQueue<usize>>> = Arc::new((0..maxp).map(|_| crossbeam::queue::ArrayQueue::new(4096)).collect());
     let mut workers = Vec::new();
     for (w, queues) in assign.into_iter().enumerate() {
         let counters = Arc::new(WorkerCounters::default());
         let (up_tx, up_rx) = bounded::<Update>(64);
         let pipeline = Pipeline::new(topo.clone(), fib0.clone(), neigh0.clone(), counters.clone(), pcfg);
-        let spec = WorkerSpec { id: w, rx_queues: queues.clone(), tx_queue: w as u16, burst: cfg.dataplane.burst_size, pool: pool.clone(), tsc_hz: hz };
+        let spec = WorkerSpec {
+            id: w,
+            rx_queues: queues.clone(),
+            tx_queue: w as u16,
+            burst: cfg.dataplane.burst_size,
+            pool: pool.clone(),
+            tsc_hz: hz,
+            egress: egress_cfg.clone(),
+            owner: owner.clone(),
+            handoff: handoff.clone(),
+        };
         let links = WorkerLinks { updates: up_rx, events: ev_tx.clone(), garbage: garbage_tx.clone(), stop: stop.clone() };
         let mut worker = Worker::new(spec, links, pipeline);
         let core = cfg.dataplane.worker_cores.get(w).copied();
@@ -281,6 +305,13 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         }
     }
     while garbage_rx.try_recv().is_ok() {}
+    // Packets still in handoff rings (their owner stopped first) are freed.
+    for ring in handoff.iter() {
+        while let Some(raw) = ring.pop() {
+            // SAFETY: a worker gave up ownership when it pushed the mbuf.
+            drop(unsafe { dataplane::dpdk::Mbuf::from_raw(raw as *mut dpdk_sys::rte_mbuf) });
+        }
+    }
     let elapsed = started.elapsed();
     let counters = control.snapshot();
     let port_stats: Vec<_> = ports.iter().map(|p| (p.id, p.stats())).collect();

@@ -57,6 +57,9 @@ reasons!(Drop, N_DROPS {
     NoHeadroom => "no-headroom",
     NoMbuf => "no-mbuf",
     TxFull => "tx-full",
+    QueueTailDrop => "queue-tail-drop",
+    PriorityQueueFull => "priority-queue-full",
+    HandoffFull => "handoff-full",
     EventQueueFull => "event-queue-full",
     BadPort => "bad-port",
 });
@@ -88,6 +91,11 @@ impl Counter {
     pub fn add(&self, n: u64) {
         self.0.store(self.0.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
     }
+    /// For gauges (e.g. queue depth): overwrite.
+    #[inline(always)]
+    pub fn set(&self, v: u64) {
+        self.0.store(v, Ordering::Relaxed);
+    }
     #[inline(always)]
     pub fn get(&self) -> u64 {
         self.0.load(Ordering::Relaxed)
@@ -110,6 +118,8 @@ pub struct WorkerCounters {
     pub local: [Counter; N_LOCAL],
     pub bursts: Counter,
     pub busy_bursts: Counter,
+    /// Egress queue depth in bytes of the ports this worker owns (gauge).
+    pub queue_depth: [Counter; MAX_PORTS],
 }
 
 impl Default for WorkerCounters {
@@ -120,6 +130,7 @@ impl Default for WorkerCounters {
             local: std::array::from_fn(|_| Counter::default()),
             bursts: Counter::default(),
             busy_bursts: Counter::default(),
+            queue_depth: std::array::from_fn(|_| Counter::default()),
         }
     }
 }

@@ -15,3 +15,4 @@ pub mod pipeline;
 #[cfg(feature = "dpdk")]
 pub mod worker;
 pub mod lpm;
+pub mod egress;

@@ -115,6 +115,9 @@ pub struct Pipeline {
     /// the gateway is resolved; None for connected routes and unresolved
     /// gateways.
     adj: Vec<Option<(u16, MacAddr)>>,
+    /// Set by `process` when its `Tx` verdict is a locally generated reply
+    /// (ARP, ND, echo, ICMP error), which leaves ahead of queued data.
+    pub reply: bool,
 }
 
 /// Where the layers of a received frame are.
@@ -153,6 +156,7 @@ impl Pipeline {
                 m
             },
             adj: Vec::new(),
+            reply: false,
         };
         p.rebuild_adjacency();
         p
@@ -171,6 +175,7 @@ impl Pipeline {
     pub fn process<P: PacketBuffer>(&mut self, p: &mut P, port: u16, now_ns: u64) -> Verdict {
         // `resolve` takes 0 as "do not solicit"; a virtual clock may start at 0.
         let now_ns = now_ns.max(1);
+        self.reply = false;
         match self.process_inner(p, port, now_ns) {
             Ok(v) => v,
             Err(r) => Verdict::Drop(r),
@@ -240,6 +245,7 @@ impl Pipeline {
             eth.set_src_addr(mac);
         }
         self.counters.local(Local::ArpReply);
+        self.reply = true;
         Ok(Verdict::Tx(port))
     }
 
@@ -336,6 +342,7 @@ impl Pipeline {
         }
         let v = self.output4(p, l2, src)?;
         self.counters.local(Local::EchoReply4);
+        self.reply = true;
         Ok(v)
     }
 
@@ -384,6 +391,7 @@ impl Pipeline {
         }
         let v = self.output4(p, l2, src)?;
         self.counters.local(Local::TimeExceeded4);
+        self.reply = true;
         Ok(v)
     }
 
@@ -482,6 +490,7 @@ impl Pipeline {
         }
         let v = self.output6(p, l2, src)?;
         self.counters.local(Local::EchoReply6);
+        self.reply = true;
         Ok(v)
     }
 
@@ -544,6 +553,7 @@ impl Pipeline {
         }
         write_l2(p, l2, to_mac, our_mac, vlan, EtherType::IPV6)?;
         self.counters.local(Local::NdAdvert);
+        self.reply = true;
         Ok(Verdict::Tx(port))
     }
 
@@ -610,6 +620,7 @@ impl Pipeline {
         }
         let v = self.output6(p, l2, src)?;
         self.counters.local(Local::TimeExceeded6);
+        self.reply = true;
         Ok(v)
     }
 

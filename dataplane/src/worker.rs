@@ -10,7 +10,9 @@ use crate::dpdk::{rdtsc, Mbuf, Mempool};
 use crate::packet::PacketBuffer;
 use crate::pipeline::{Event, Pipeline, Verdict};
 use crate::tables::{Fib, Neighbours, Topology};
+use crate::egress::{EgressConfig, EgressQueue, Queued};
 use crossbeam::channel::{Receiver, Sender, TrySendError};
+use crossbeam::queue::ArrayQueue;
 use dpdk_sys::rte_mbuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -35,6 +37,12 @@ pub struct WorkerSpec {
     pub pool: Arc<Mempool>,
     /// TSC ticks per second.
     pub tsc_hz: u64,
+    /// Egress stage per port (index = port id): None = straight to the NIC.
+    pub egress: Vec<Option<EgressConfig>>,
+    /// Owner worker of each shaped port (index = port id).
+    pub owner: Vec<usize>,
+    /// Per port: lock-free ring into the owner's egress queue (raw mbufs).
+    pub handoff: Arc<Vec<ArrayQueue<usize>>>,
 }
 
 /// The worker's ends of its queues to and from the control thread.
@@ -79,6 +87,8 @@ impl TscClock {
 }
 
 pub struct Worker {
+    /// Egress queues of the shaped ports this worker owns (index = port).
+    egress: Vec<Option<EgressQueue<Mbuf>>>,
     spec: WorkerSpec,
     links: WorkerLinks,
     pipeline: Pipeline,
@@ -96,7 +106,14 @@ impl Worker {
     pub fn new(spec: WorkerSpec, links: WorkerLinks, pipeline: Pipeline) -> Self {
         let counters = pipeline.counters.clone();
         let clock = TscClock::new(spec.tsc_hz);
+        let egress = (0..MAX_PORTS)
+            .map(|p| match spec.egress.get(p).copied().flatten() {
+                Some(cfg) if spec.owner.get(p) == Some(&spec.id) => Some(EgressQueue::new(cfg)),
+                _ => None,
+            })
+            .collect();
         Worker {
+            egress,
             tx: (0..MAX_PORTS).map(|_| TxBuf::new()).collect(),
             free: Vec::with_capacity(2 * MAX_BURST),
             spec,
@@ -126,6 +143,7 @@ impl Worker {
             }
             self.send_solicits();
             self.flush_all();
+            self.service_egress(now);
             free_bulk(&mut self.free);
             self.free.clear();
             self.post_events();
@@ -160,7 +178,10 @@ impl Worker {
                 self.pipeline.process(&mut m, port, now)
             };
             match verdict {
-                Verdict::Tx(out) => self.enqueue_tx(out, m),
+                Verdict::Tx(out) => {
+                    let reply = self.pipeline.reply;
+                    self.output(out, m, reply)
+                }
                 Verdict::Drop(r) => {
                     self.counters.dropped(r);
                     self.free.push(m.into_raw());
@@ -169,6 +190,85 @@ impl Worker {
             }
         }
         pc.rx_bytes.add(bytes);
+    }
+
+    /// Send a packet toward `port`: into its egress stage when the port is
+    /// shaped (our own queue, or the owner's handoff ring), else straight
+    /// into the TX buffer. `priority` packets (replies, notifications) go
+    /// ahead of queued data.
+    #[inline]
+    fn output(&mut self, port: u16, m: Mbuf, priority: bool) {
+        let p = usize::from(port);
+        if p >= MAX_PORTS || self.spec.egress.get(p).copied().flatten().is_none() {
+            return self.enqueue_tx(port, m);
+        }
+        let len = m.len() as u32;
+        if let Some(q) = self.egress[p].as_mut() {
+            let r = if priority {
+                q.enqueue_priority(m, len).map_err(|m| (m, Drop::PriorityQueueFull))
+            } else {
+                q.enqueue(Queued { pkt: m, len, flow: None }).map_err(|q| (q.pkt, Drop::QueueTailDrop))
+            };
+            if let Err((m, why)) = r {
+                self.counters.dropped(why);
+                self.free.push(m.into_raw());
+            }
+            return;
+        }
+        // Another worker owns this port's queue: hand the packet over.
+        // (Priority marking is lost across the handoff; the owner's replies
+        // and notifications still go first.)
+        if let Err(raw) = self.spec.handoff[p].push(m.into_raw() as usize) {
+            self.counters.dropped(Drop::HandoffFull);
+            self.free.push(raw as *mut rte_mbuf);
+        }
+    }
+
+    /// Owner side of the egress stage: take handed-over packets, then send
+    /// what the shaper allows; what the NIC refuses goes back to the head.
+    fn service_egress(&mut self, now: u64) {
+        let mut pkts = [std::ptr::null_mut::<rte_mbuf>(); MAX_BURST];
+        let mut lens = [0u32; MAX_BURST];
+        let mut prio = [false; MAX_BURST];
+        for p in 0..MAX_PORTS {
+            let Some(q) = self.egress[p].as_mut() else { continue };
+            while let Some(raw) = self.spec.handoff[p].pop() {
+                // SAFETY: the handing worker gave up ownership of this mbuf.
+                let Some(m) = (unsafe { Mbuf::from_raw(raw as *mut rte_mbuf) }) else { continue };
+                let len = m.len() as u32;
+                if let Err(q) = q.enqueue(Queued { pkt: m, len, flow: None }) {
+                    self.counters.dropped(Drop::QueueTailDrop);
+                    self.free.push(q.pkt.into_raw());
+                }
+            }
+            let mut n = 0;
+            q.dequeue_ready(now, self.spec.burst.min(MAX_BURST), |m, len, _flow, is_prio| {
+                pkts[n] = m.into_raw();
+                lens[n] = len;
+                prio[n] = is_prio;
+                n += 1;
+            });
+            if n == 0 {
+                self.counters.queue_depth[p].set(q.depth_bytes());
+                continue;
+            }
+            let sent = tx_burst(p as u16, self.spec.tx_queue, &mut pkts[..n]);
+            let bytes: u64 = lens[..sent].iter().map(|&l| u64::from(l)).sum();
+            self.counters.ports[p].tx_pkts.add(sent as u64);
+            self.counters.ports[p].tx_bytes.add(bytes);
+            // Backpressure: put the rest back in order (last first).
+            for i in (sent..n).rev() {
+                // SAFETY: the NIC did not take these; they are still ours.
+                if let Some(m) = unsafe { Mbuf::from_raw(pkts[i]) } {
+                    if prio[i] {
+                        q.requeue_priority_front(m, lens[i]);
+                    } else {
+                        q.requeue_front(Queued { pkt: m, len: lens[i], flow: None });
+                    }
+                }
+            }
+            self.counters.queue_depth[p].set(q.depth_bytes());
+        }
     }
 
     #[inline]
@@ -224,7 +324,7 @@ impl Worker {
             };
             m.reset_len(0);
             match self.pipeline.build_solicit(&mut m, s) {
-                Some(port) => self.enqueue_tx(port, m),
+                Some(port) => self.output(port, m, true),
                 None => drop(m),
             }
         }
@@ -256,6 +356,10 @@ impl Worker {
     /// After stop: transmit what is buffered, free the rest.
     fn drain(&mut self) {
         self.flush_all();
+        for q in self.egress.iter_mut().flatten() {
+            let free = &mut self.free;
+            q.drain(|m| free.push(m.into_raw()));
+        }
         free_bulk(&mut self.free);
         self.free.clear();
         self.post_events();

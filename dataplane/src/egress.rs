@@ -1,0 +1,322 @@
+//! The deep-buffer egress stage of a port (draft-tian-ccwg-long-haul-cnp
+//! s.5.3): a software queue sized in bytes, drained by a shaper at the port
+//! rate R_port, with NIC backpressure respected (what the NIC refuses goes
+//! back to the head of the queue, in order). Notifications (CNP, FANN, PFC)
+//! and ARP/ND go into a small priority queue that leaves ahead of the data
+//! queue. Queue depth QD is the bytes the data queue holds.
+//!
+//! One writer: the worker that owns the port. Generic over the packet type so
+//! the same code runs on mbufs in production and on byte buffers in tests and
+//! in the simulation harness. Capacity is fixed at creation: nothing on the
+//! packet path allocates.
+
+use std::collections::VecDeque;
+
+/// Shaper and queue limits of one port.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EgressConfig {
+    /// R_port in bits per second; 0 = not shaped (line rate of the NIC).
+    pub rate_bps: u64,
+    /// Data queue limit in bytes; packets beyond it are tail-dropped.
+    pub queue_bytes: u64,
+    /// Shaper bucket depth in bytes (how much may leave back to back).
+    pub burst_bytes: u64,
+    /// Most packets held (data + priority); bounds memory. Typically the
+    /// mempool size: the queue can never hold more mbufs than exist.
+    pub max_packets: usize,
+    /// Priority queue length in packets.
+    pub priority_packets: usize,
+}
+
+impl Default for EgressConfig {
+    fn default() -> Self {
+        EgressConfig { rate_bps: 0, queue_bytes: 64 << 20, burst_bytes: 64 * 1024, max_packets: 16384, priority_packets: 256 }
+    }
+}
+
+/// A queued data packet with what the congestion stage needs at dequeue.
+pub struct Queued<P> {
+    pub pkt: P,
+    pub len: u32,
+    /// Flow-table slot, for the per-flow queue contribution.
+    pub flow: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EgressStats {
+    pub enqueued: u64,
+    pub tail_drops: u64,
+    pub tail_drop_bytes: u64,
+    pub priority_drops: u64,
+    pub dequeued: u64,
+    pub max_depth_bytes: u64,
+}
+
+pub struct EgressQueue<P> {
+    cfg: EgressConfig,
+    data: VecDeque<Queued<P>>,
+    prio: VecDeque<(P, u32)>,
+    bytes: u64,
+    /// Shaper tokens in byte-nanoseconds * rate (scaled: bytes * 8e9).
+    tokens: u128,
+    last_ns: u64,
+    pub stats: EgressStats,
+}
+
+const SCALE: u128 = 8_000_000_000; // bits per byte * ns per s
+
+impl<P> EgressQueue<P> {
+    pub fn new(cfg: EgressConfig) -> Self {
+        EgressQueue {
+            data: VecDeque::with_capacity(cfg.max_packets),
+            prio: VecDeque::with_capacity(cfg.priority_packets),
+            tokens: u128::from(cfg.burst_bytes) * SCALE,
+            bytes: 0,
+            last_ns: 0,
+            stats: EgressStats::default(),
+            cfg,
+        }
+    }
+
+    pub fn config(&self) -> &EgressConfig {
+        &self.cfg
+    }
+
+    /// Change the rate or limits at runtime (packets already queued stay).
+    pub fn set_config(&mut self, cfg: EgressConfig) {
+        self.cfg.rate_bps = cfg.rate_bps;
+        self.cfg.queue_bytes = cfg.queue_bytes;
+        self.cfg.burst_bytes = cfg.burst_bytes;
+        // max_packets / priority_packets fix the preallocated capacity.
+    }
+
+    /// QD: bytes held by the data queue.
+    #[inline]
+    pub fn depth_bytes(&self) -> u64 {
+        self.bytes
+    }
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.data.len() + self.prio.len()
+    }
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Would a packet of `len` bytes be accepted?
+    #[inline]
+    pub fn has_room(&self, len: u32) -> bool {
+        self.bytes + u64::from(len) <= self.cfg.queue_bytes && self.data.len() + self.prio.len() < self.cfg.max_packets
+    }
+
+    /// Append a data packet; a full queue hands it back (tail drop, counted).
+    #[inline]
+    pub fn enqueue(&mut self, q: Queued<P>) -> Result<(), Queued<P>> {
+        if !self.has_room(q.len) {
+            self.stats.tail_drops += 1;
+            self.stats.tail_drop_bytes += u64::from(q.len);
+            return Err(q);
+        }
+        self.bytes += u64::from(q.len);
+        self.stats.enqueued += 1;
+        self.stats.max_depth_bytes = self.stats.max_depth_bytes.max(self.bytes);
+        self.data.push_back(q);
+        Ok(())
+    }
+
+    /// Append a notification / ARP / ND packet to the priority queue.
+    #[inline]
+    pub fn enqueue_priority(&mut self, p: P, len: u32) -> Result<(), P> {
+        if self.prio.len() >= self.cfg.priority_packets || self.len() >= self.cfg.max_packets {
+            self.stats.priority_drops += 1;
+            return Err(p);
+        }
+        self.prio.push_back((p, len));
+        Ok(())
+    }
+
+    fn refill(&mut self, now_ns: u64) {
+        if self.cfg.rate_bps == 0 {
+            return;
+        }
+        let dt = now_ns.saturating_sub(self.last_ns);
+        self.last_ns = self.last_ns.max(now_ns);
+        let cap = u128::from(self.cfg.burst_bytes) * SCALE;
+        self.tokens = (self.tokens + u128::from(dt) * u128::from(self.cfg.rate_bps)).min(cap);
+    }
+
+    #[inline]
+    fn take(&mut self, len: u32) -> bool {
+        if self.cfg.rate_bps == 0 {
+            return true;
+        }
+        let need = u128::from(len) * SCALE;
+        if self.tokens >= need {
+            self.tokens -= need;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Hand up to `max` packets that the shaper lets go at `now_ns` to
+    /// `out(pkt, len, flow, is_priority)`; priority packets first. The rate
+    /// applies to both (notifications share the link).
+    pub fn dequeue_ready(&mut self, now_ns: u64, max: usize, mut out: impl FnMut(P, u32, Option<u32>, bool)) -> usize {
+        self.refill(now_ns);
+        let mut n = 0;
+        while n < max {
+            if let Some((p, len)) = self.prio.pop_front() {
+                // Priority packets never wait for tokens but they do consume
+                // them, so the data queue yields to them.
+                self.tokens = self.tokens.saturating_sub(u128::from(len) * SCALE);
+                out(p, len, None, true);
+                n += 1;
+                continue;
+            }
+            let Some(front) = self.data.front() else { break };
+            let len = front.len;
+            if !self.take(len) {
+                break;
+            }
+            let Some(q) = self.data.pop_front() else { break };
+            self.bytes -= u64::from(q.len);
+            self.stats.dequeued += 1;
+            out(q.pkt, q.len, q.flow, false);
+            n += 1;
+        }
+        n
+    }
+
+    /// Put back a data packet the NIC did not take (head of the queue, so
+    /// order is kept); its shaper tokens are returned.
+    pub fn requeue_front(&mut self, q: Queued<P>) {
+        if self.cfg.rate_bps != 0 {
+            self.tokens += u128::from(q.len) * SCALE;
+        }
+        self.bytes += u64::from(q.len);
+        self.stats.dequeued -= 1;
+        self.data.push_front(q);
+    }
+
+    /// Put back a priority packet the NIC did not take.
+    pub fn requeue_priority_front(&mut self, p: P, len: u32) {
+        self.prio.push_front((p, len));
+    }
+
+    /// Empty the queue (shutdown): every packet is handed to `f`.
+    pub fn drain(&mut self, mut f: impl FnMut(P)) {
+        while let Some((p, _)) = self.prio.pop_front() {
+            f(p);
+        }
+        while let Some(q) = self.data.pop_front() {
+            f(q.pkt);
+        }
+        self.bytes = 0;
+    }
+
+    /// When the next data packet may leave (for a simulation's event clock).
+    pub fn next_departure_ns(&self, now_ns: u64) -> Option<u64> {
+        if !self.prio.is_empty() {
+            return Some(now_ns);
+        }
+        let front = self.data.front()?;
+        if self.cfg.rate_bps == 0 {
+            return Some(now_ns);
+        }
+        let need = u128::from(front.len) * SCALE;
+        if self.tokens >= need {
+            return Some(now_ns);
+        }
+        let wait = (need - self.tokens).div_ceil(u128::from(self.cfg.rate_bps));
+        Some(now_ns + wait as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(len: u32) -> Queued<u32> {
+        Queued { pkt: len, len, flow: None }
+    }
+
+    #[test]
+    fn tail_drop_by_bytes() {
+        let mut e = EgressQueue::new(EgressConfig { queue_bytes: 3000, ..Default::default() });
+        assert!(e.enqueue(q(1000)).is_ok());
+        assert!(e.enqueue(q(1500)).is_ok());
+        assert!(e.enqueue(q(1000)).is_err());
+        assert!(e.enqueue(q(500)).is_ok());
+        assert_eq!(e.depth_bytes(), 3000);
+        assert_eq!(e.stats.tail_drops, 1);
+        assert_eq!(e.stats.tail_drop_bytes, 1000);
+    }
+
+    #[test]
+    fn shaper_paces_at_rate() {
+        // 8 Mbit/s = 1 byte per microsecond; bucket 1000 bytes.
+        let mut e = EgressQueue::new(EgressConfig { rate_bps: 8_000_000, burst_bytes: 1000, queue_bytes: 1 << 20, ..Default::default() });
+        for _ in 0..10 {
+            e.enqueue(q(1000)).ok().unwrap();
+        }
+        let mut sent = Vec::new();
+        // t=0: the full bucket lets one packet go.
+        e.dequeue_ready(0, 32, |p, _, _, _| sent.push(p));
+        assert_eq!(sent.len(), 1);
+        // 999 us later: not yet a full packet's worth.
+        e.dequeue_ready(999_000, 32, |p, _, _, _| sent.push(p));
+        assert_eq!(sent.len(), 1);
+        assert_eq!(e.next_departure_ns(999_000), Some(1_000_000));
+        e.dequeue_ready(1_000_000, 32, |p, _, _, _| sent.push(p));
+        assert_eq!(sent.len(), 2);
+        // 5 ms later: bucket caps at 1000 bytes, so only one more.
+        e.dequeue_ready(6_000_000, 32, |p, _, _, _| sent.push(p));
+        assert_eq!(sent.len(), 3);
+        assert_eq!(e.depth_bytes(), 7000);
+    }
+
+    #[test]
+    fn priority_leaves_first_and_requeue_keeps_order() {
+        let mut e = EgressQueue::new(EgressConfig::default());
+        e.enqueue(q(100)).ok().unwrap();
+        e.enqueue(q(200)).ok().unwrap();
+        e.enqueue_priority(7, 64).unwrap();
+        let mut out = Vec::new();
+        e.dequeue_ready(0, 2, |p, _, _, prio| out.push((p, prio)));
+        assert_eq!(out, vec![(7, true), (100, false)]);
+        // The NIC refused 100: it goes back to the head.
+        e.requeue_front(q(100));
+        out.clear();
+        e.dequeue_ready(0, 8, |p, _, _, prio| out.push((p, prio)));
+        assert_eq!(out, vec![(100, false), (200, false)]);
+        assert_eq!(e.depth_bytes(), 0);
+    }
+
+    #[test]
+    fn unshaped_releases_everything_and_drain_returns_all() {
+        let mut e = EgressQueue::new(EgressConfig::default());
+        for i in 1..=5 {
+            e.enqueue(q(i * 10)).ok().unwrap();
+        }
+        let n = e.dequeue_ready(0, 3, |_, _, _, _| {});
+        assert_eq!(n, 3);
+        let mut left = Vec::new();
+        e.enqueue_priority(1, 64).unwrap();
+        e.drain(|p| left.push(p));
+        assert_eq!(left, vec![1, 40, 50]);
+        assert!(e.is_empty());
+        assert_eq!(e.depth_bytes(), 0);
+    }
+
+    #[test]
+    fn max_packets_bounds_memory() {
+        let mut e = EgressQueue::new(EgressConfig { max_packets: 2, ..Default::default() });
+        e.enqueue(q(1)).ok().unwrap();
+        e.enqueue(q(1)).ok().unwrap();
+        assert!(e.enqueue(q(1)).is_err());
+        assert!(e.enqueue_priority(9, 64).is_err());
+        assert_eq!(e.stats.priority_drops, 1);
+    }
+}
