@@ -1,0 +1,509 @@
+//! Congestion-aware node (draft-tian-ccwg-long-haul-cnp-00), pure Rust: no
+//! DPDK, no I/O, time injected as `u64` nanoseconds.
+//!
+//! One [`CongestionPort`] per egress port, owned by the worker that owns the
+//! port's queue (single writer). The egress stage calls:
+//!
+//! * [`CongestionPort::on_enqueue`] for every packet entering the queue:
+//!   flow learning (s.5.2), per-flow queue contribution and arrival rate,
+//!   first-level ECN marking (s.5.4: CE only for ECT packets and only when
+//!   QD > K_min);
+//! * [`CongestionPort::on_dequeue`] for every packet that `on_enqueue` saw
+//!   and that leaves the queue, **whether transmitted or dropped** (the
+//!   per-flow byte counters saturate at zero and are reset when the queue is
+//!   seen empty, so a missed call cannot wedge them, but it skews them);
+//! * [`CongestionPort::on_reverse`] for RoCEv2 packets of the reverse
+//!   direction (ACKs, read responses) of flows this port carries, to learn
+//!   the source QP; [`CongestionPort::set_source_qp`] for configured ones;
+//! * [`CongestionPort::poll`] once per burst: monitoring interval, triggers,
+//!   Long-haul CNP decisions; then [`build_cnp`] for each request.
+//!
+//! No allocation, lock, syscall, log or panic on `on_enqueue`, `on_dequeue`,
+//! `on_reverse` and `poll` (the flow table is preallocated by `new`; `poll`
+//! only pushes within the capacity the caller reserved in `out`, counting
+//! `out_full` otherwise).
+//!
+//! # Thresholds (s.5.3.2)
+//!
+//! `K_max = max(K_base, alpha * R_port * RTT_est / 8)` (bytes; R_port in
+//! bit/s, RTT_est in s), `K_min = k_min_bytes` or `K_max / 2`; K_min < K_max
+//! is enforced by [`PortParams::validate`]. [`CongestionPort::set_params`]
+//! recomputes both (RTT_est or rate changes). With [`AdaptivePolicy`] the
+//! effective K_min moves (see below); [`CongestionPort::thresholds`] returns
+//! the effective pair.
+//!
+//! # Monitoring (s.5.3.1)
+//!
+//! Every `interval_ns` (checked by `poll`) the port closes a monitoring
+//! interval: EMR = CE-marked packets / packets enqueued in the interval
+//! (0..1); QGR = (QD now - QD at the start) / interval, in KB/ms (1 KB =
+//! 1000 B, the unit of s.10.4; negative while draining). The three
+//! second-level triggers are evaluated at that moment, with the QD passed to
+//! that `poll`: (a) QD > K_max, (b) EMR > V_ecn, (c) QGR > V_growth. So a
+//! Long-haul CNP leaves at most one monitoring interval after the queue
+//! crosses K_max (choose `interval_ns` much smaller than RTT_est, e.g.
+//! RTT_est / 100). The Resume condition is checked on every `poll`.
+//!
+//! # Severity policy (s.5.5.1), see [`Policy`]
+//!
+//! `B` = `policy.buffer_bytes` (0: `2 * K_max`), the size of the queue.
+//!
+//! * Congestion Level = `round(255 * min(QD, B) / B)`: 0 = empty, 255 = full.
+//! * QD >= `pause_at * B` (buffer nearly full): **Pause**, Parameter = the
+//!   time to drain QD down to K_min at R_port, in microseconds,
+//!   `(QD - K_min) * 8 / R_port`, within `1..=max_pause_us`.
+//! * else QD > K_max: **Rate Reduce**, Parameter = `round(level *
+//!   rate_reduce_pct_per_level)` within `[rate_reduce_min_pct,
+//!   rate_reduce_max_pct]`; the default 1/6 per level asks 30 % at level 180
+//!   and 42 % just below Pause: the reduction grows with the overshoot.
+//! * else (only the EMR or QGR trigger fired, QD <= K_max): **Notify**
+//!   (Parameter 0): the source applies its default response.
+//! * **Resume** (Parameter `resume_pct`, Congestion Level of the current
+//!   QD) to every *throttled* flow (one that was sent a Notify, Rate Reduce
+//!   or Pause and no Resume since) once QD has stayed below K_min
+//!   continuously for at least RTT_est (every `on_enqueue`, `on_dequeue`
+//!   and `poll` observation counts; one at or above K_min restarts the
+//!   clock).
+//! * Metric (s.10.4): QD trigger, Pause, Resume: Metric Type 1, QD in KB;
+//!   else QGR trigger: type 2, QGR in KB/ms (0 when negative); else EMR:
+//!   type 3, percent. All values saturate at 24 bits. `zero_metrics`
+//!   (s.9, information disclosure) sets both type and value to 0.
+//!
+//! Section 7 with these defaults and a 184 MB buffer (the draft does not say
+//! how big N1's buffer is; 184 MB is the size at which 130 MB is level 180):
+//! 100 Gbit/s, RTT_est 10 ms -> K_max 125 MB, K_min 62.5 MB; 70 MB -> CE
+//! marking only; 130 MB -> Rate Reduce 30, Congestion Level 180, Metric Type
+//! 1, value 130000; QD below K_min for 10 ms -> Resume 50 (Metric value
+//! 30000 at 30 MB; the Congestion Level is 42 there, where the draft's
+//! example says 20: the draft's two levels are not on one linear scale).
+//!
+//! # Which flows (s.5.5)
+//!
+//! The `policy.top_flows` flows with the most bytes in the queue (ties: the
+//! lower slot). A selected flow that got a Long-haul CNP less than RTT_est
+//! ago is skipped (`rate_limited`), not replaced by the next one. Every CNP
+//! (Resume included) also takes a token from the port's global bucket
+//! (`cnp_port_max_pps`, `cnp_port_burst`; s.9); none left: `port_capped`.
+//!
+//! # Collaborative suppression and escalation (s.5.7, `suppression`)
+//!
+//! Each flow's arrival rate is measured per observation window of RTT_est
+//! (bytes in the last completed window vs the one before). A selected flow
+//! whose rate fell by at least `policy.rate_drop_frac` is *deferred*
+//! (`suppressed`): an upstream node has presumably acted. A fall caused by
+//! our own CNP does not count (no deferral within 3 * RTT_est of our last
+//! CNP to the flow: the two windows compared plus the feedback delay). When the flow is selected again at least one window
+//! after the deferral: if QD is higher than when it deferred (congestion
+//! kept worsening), the node sends a stricter instruction (Notify -> Rate
+//! Reduce -> Pause) with Congestion Level raised by `escalation_step`
+//! (`escalated`); otherwise it re-evaluates normally (and may defer again).
+//!
+//! # Adaptive parameters (s.5.8, `adaptive`, off by default)
+//!
+//! [`AdaptivePolicy`]: an EWMA of the per-interval mean QD. When it stays
+//! above the effective K_min (a standing queue: ECN marking starts too
+//! late) K_min is lowered by `step_frac * K_max` per interval, not below
+//! `k_min_floor_frac * K_max`; when it is below `low_frac * K_min` it is
+//! raised back by the same step up to the configured K_min.
+//!
+//! # Flows and source QPs (s.5.2)
+//!
+//! Keyed by (src IP, dst IP, DestQP) (the BTH names only the destination
+//! QP); fixed capacity (`flow_capacity`), full: `flow_table_full`, the
+//! packet is still queued and marked. ACK, atomic ACK and CNP opcodes do not
+//! create flows. Idle flows (no packet for `flow_idle_timeout_ns`, nothing
+//! queued) are removed by an incremental sweep in `poll` (`flows_aged`).
+//! The source QP comes from configuration ([`CongestionPort::set_source_qp`],
+//! which wins) or from reverse traffic: a packet from the flow's destination
+//! to its source carries the forward source QP as DestQP; with several flows
+//! between the two hosts, the one whose last PSN is closest at or after the
+//! reverse packet's PSN (ACKs acknowledge forward PSNs) takes it; a tie is
+//! `reverse_ambiguous`.
+//!
+//! # Packets ([`build_cnp`])
+//!
+//! The format is `default_format`, except that IPv4 sources always get the
+//! RoCEv2 format (s.4). The RoCEv2 BTH DestQP (s.6.2.3: "the destination QP
+//! number at the source to be controlled") and the Source QP Number are the
+//! learned source QP; the draft's section 7 shows DestQP = SourceQP = 100.
+//! When the source QP is unknown (`source_qp_unknown`) both are 0 — QP 0 is
+//! never a RoCEv2 data QP, so a legacy RNIC cannot throttle the wrong QP
+//! (the flow's own DestQP would name a QP of the *destination*, and
+//! possibly an unrelated QP at the source) — and the packet carries what is
+//! known instead: an extension object of the Long-haul CNP class with the
+//! experimental C-Type [`CTYPE_FLOW_ID`] (254, s.10.3), 20 octets: the flow's
+//! destination address (IPv6, or IPv4-mapped) and its DestQP, from which a
+//! source can find its QP (a remote address and QPN identify an RC QP).
+
+mod build;
+mod flows;
+mod port;
+mod source;
+#[cfg(test)]
+mod tests;
+
+use std::net::IpAddr;
+
+use crate::wire::lhcnp::{Action, CnpInfo};
+
+pub use build::{build_cnp, CTYPE_FLOW_ID, FLOW_ID_LEN};
+pub use port::CongestionPort;
+pub use source::{parse_cnp, SourceModel, SourceParams, SourceReject};
+
+/// Long-haul CNP encapsulation (s.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CnpFormat {
+    /// ICMPv6 message (s.6.1), IPv6 only.
+    Icmpv6,
+    /// RoCEv2 CNP with E=1 (s.6.2), IPv4 or IPv6.
+    Roce,
+}
+
+/// Severity policy (module documentation, "Severity policy").
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Policy {
+    /// Queue size B in bytes (the 255 of the Congestion Level scale and the
+    /// base of the Pause threshold); 0 = `2 * K_max`. Must exceed K_max.
+    pub buffer_bytes: u64,
+    /// Pause when QD >= `pause_at * B` (0 < pause_at <= 1).
+    pub pause_at: f64,
+    /// Longest Pause asked for, microseconds (>= 1).
+    pub max_pause_us: u16,
+    /// Rate Reduce percentage per Congestion Level point.
+    pub rate_reduce_pct_per_level: f64,
+    pub rate_reduce_min_pct: u8,
+    pub rate_reduce_max_pct: u8,
+    /// Resume Parameter: percent of the last reduction the source may
+    /// restore (0 = all).
+    pub resume_pct: u8,
+    /// Flows to notify per evaluation (1..=[`MAX_TOP_FLOWS`]).
+    pub top_flows: u8,
+    /// Suppression: a fall of the arrival rate by at least this fraction
+    /// (0 < f < 1) between observation windows means upstream acted.
+    pub rate_drop_frac: f64,
+    /// Escalation: Congestion Level increase.
+    pub escalation_step: u8,
+}
+
+/// Most flows a single evaluation may notify.
+pub const MAX_TOP_FLOWS: usize = 8;
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            buffer_bytes: 0,
+            pause_at: 0.9,
+            max_pause_us: u16::MAX,
+            rate_reduce_pct_per_level: 1.0 / 6.0,
+            rate_reduce_min_pct: 10,
+            rate_reduce_max_pct: 50,
+            resume_pct: 50,
+            top_flows: 1,
+            rate_drop_frac: 0.1,
+            escalation_step: 32,
+        }
+    }
+}
+
+/// Dynamic K_min adjustment (s.5.8); see the module documentation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AdaptivePolicy {
+    /// EWMA weight of each interval's mean QD (0 < w <= 1).
+    pub ewma_weight: f64,
+    /// Step of one adjustment, fraction of K_max (0 < s < 1).
+    pub step_frac: f64,
+    /// Lowest effective K_min, fraction of K_max (0 < f, below K_min).
+    pub k_min_floor_frac: f64,
+    /// Raise K_min back when the average QD is below this fraction of it.
+    pub low_frac: f64,
+}
+
+impl Default for AdaptivePolicy {
+    fn default() -> Self {
+        AdaptivePolicy {
+            ewma_weight: 0.125,
+            step_frac: 0.05,
+            k_min_floor_frac: 0.25,
+            low_frac: 0.25,
+        }
+    }
+}
+
+/// Configuration of one egress port's congestion function.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PortParams {
+    /// R_port, bit/s.
+    pub rate_bps: u64,
+    /// RTT_est, ns.
+    pub rtt_est_ns: u64,
+    pub k_base_bytes: u64,
+    pub alpha: f64,
+    /// K_min; None = K_max / 2. Must be < K_max.
+    pub k_min_bytes: Option<u64>,
+    /// V_ecn: EMR threshold, fraction of packets CE-marked in the interval.
+    pub v_ecn: f64,
+    /// V_growth: QGR threshold, KB/ms.
+    pub v_growth_kb_per_ms: f64,
+    /// Monitoring interval, ns.
+    pub interval_ns: u64,
+    /// Global Long-haul CNP cap of the port (s.9), packets per second.
+    pub cnp_port_max_pps: u32,
+    pub cnp_port_burst: u32,
+    /// Flow table size (fixed at `CongestionPort::new`).
+    pub flow_capacity: usize,
+    pub flow_idle_timeout_ns: u64,
+    /// s.9: Metric Type and Value zero in every CNP.
+    pub zero_metrics: bool,
+    /// s.5.7 downstream deferral and escalation.
+    pub suppression: bool,
+    /// s.5.8; None = off.
+    pub adaptive: Option<AdaptivePolicy>,
+    /// Format for IPv6 sources (IPv4 sources always get RoCEv2).
+    pub default_format: CnpFormat,
+    pub policy: Policy,
+}
+
+impl Default for PortParams {
+    /// 100 Gbit/s, RTT_est 10 ms (the draft's section 7), K_base 64 KB.
+    fn default() -> Self {
+        PortParams {
+            rate_bps: 100_000_000_000,
+            rtt_est_ns: 10_000_000,
+            k_base_bytes: 64_000,
+            alpha: 1.0,
+            k_min_bytes: None,
+            v_ecn: 0.5,
+            v_growth_kb_per_ms: 10_000.0,
+            interval_ns: 100_000,
+            cnp_port_max_pps: 10_000,
+            cnp_port_burst: 64,
+            flow_capacity: 4096,
+            flow_idle_timeout_ns: 1_000_000_000,
+            zero_metrics: false,
+            suppression: true,
+            adaptive: None,
+            default_format: CnpFormat::Icmpv6,
+            policy: Policy::default(),
+        }
+    }
+}
+
+/// Largest flow table.
+pub const MAX_FLOW_CAPACITY: usize = 1 << 22;
+
+impl PortParams {
+    /// `max(K_base, alpha * R_port * RTT_est / 8)`, bytes.
+    pub fn k_max(&self) -> u64 {
+        let bdp = self.alpha * self.rate_bps as f64 * self.rtt_est_ns as f64 / 8e9;
+        // `as` saturates (NaN -> 0).
+        self.k_base_bytes.max(bdp.round() as u64)
+    }
+
+    /// Configured K_min, else K_max / 2.
+    pub fn k_min(&self) -> u64 {
+        self.k_min_bytes.unwrap_or(self.k_max() / 2)
+    }
+
+    /// The queue size of the severity policy.
+    pub fn buffer_bytes(&self) -> u64 {
+        if self.policy.buffer_bytes == 0 {
+            self.k_max().saturating_mul(2)
+        } else {
+            self.policy.buffer_bytes
+        }
+    }
+
+    /// Every rule, first failure as "field = value: reason".
+    pub fn validate(&self) -> Result<(), String> {
+        fn err(field: &str, v: impl core::fmt::Display, why: &str) -> Result<(), String> {
+            Err(format!("{field} = {v}: {why}"))
+        }
+        let frac = |x: f64| x.is_finite() && x > 0.0 && x < 1.0;
+        if self.rate_bps == 0 {
+            return err("rate_bps", self.rate_bps, "must be positive");
+        }
+        if self.rtt_est_ns == 0 {
+            return err("rtt_est_ns", self.rtt_est_ns, "must be positive");
+        }
+        if self.k_base_bytes == 0 {
+            return err("k_base_bytes", self.k_base_bytes, "must be at least one RoCEv2 frame");
+        }
+        if !(self.alpha.is_finite() && self.alpha > 0.0) {
+            return err("alpha", self.alpha, "must be a positive number");
+        }
+        let kmax = self.k_max();
+        if let Some(k) = self.k_min_bytes {
+            if k == 0 {
+                return err("k_min_bytes", k, "must be positive");
+            }
+            if k >= kmax {
+                return err("k_min_bytes", k, &format!("must be less than K_max = {kmax}"));
+            }
+        }
+        if !(self.v_ecn.is_finite() && (0.0..=1.0).contains(&self.v_ecn)) {
+            return err("v_ecn", self.v_ecn, "must be a fraction in 0..1");
+        }
+        if !(self.v_growth_kb_per_ms.is_finite() && self.v_growth_kb_per_ms >= 0.0) {
+            return err("v_growth_kb_per_ms", self.v_growth_kb_per_ms, "must be a non-negative number");
+        }
+        if self.interval_ns == 0 {
+            return err("interval_ns", self.interval_ns, "must be positive");
+        }
+        if self.cnp_port_max_pps == 0 {
+            return err("cnp_port_max_pps", self.cnp_port_max_pps, "must be positive (s.9 requires a cap, not a ban)");
+        }
+        if self.cnp_port_burst == 0 {
+            return err("cnp_port_burst", self.cnp_port_burst, "must be at least 1");
+        }
+        if self.flow_capacity == 0 || self.flow_capacity > MAX_FLOW_CAPACITY {
+            return err("flow_capacity", self.flow_capacity, &format!("must be in 1..={MAX_FLOW_CAPACITY}"));
+        }
+        if self.flow_idle_timeout_ns == 0 {
+            return err("flow_idle_timeout_ns", self.flow_idle_timeout_ns, "must be positive");
+        }
+        let p = &self.policy;
+        if p.buffer_bytes != 0 && p.buffer_bytes <= kmax {
+            return err("policy.buffer_bytes", p.buffer_bytes, &format!("must exceed K_max = {kmax} (or be 0)"));
+        }
+        if !(p.pause_at.is_finite() && p.pause_at > 0.0 && p.pause_at <= 1.0) {
+            return err("policy.pause_at", p.pause_at, "must be in (0, 1]");
+        }
+        if (p.pause_at * self.buffer_bytes() as f64) <= kmax as f64 {
+            return err("policy.pause_at", p.pause_at, "the Pause threshold must lie above K_max");
+        }
+        if p.max_pause_us == 0 {
+            return err("policy.max_pause_us", p.max_pause_us, "must be positive");
+        }
+        if !(p.rate_reduce_pct_per_level.is_finite() && p.rate_reduce_pct_per_level >= 0.0) {
+            return err("policy.rate_reduce_pct_per_level", p.rate_reduce_pct_per_level, "must be a non-negative number");
+        }
+        if p.rate_reduce_max_pct > 100 || p.rate_reduce_max_pct == 0 {
+            return err("policy.rate_reduce_max_pct", p.rate_reduce_max_pct, "must be in 1..=100");
+        }
+        if p.rate_reduce_min_pct > p.rate_reduce_max_pct {
+            return err("policy.rate_reduce_min_pct", p.rate_reduce_min_pct, "must not exceed rate_reduce_max_pct");
+        }
+        if p.resume_pct > 100 {
+            return err("policy.resume_pct", p.resume_pct, "must be a percentage (0-100)");
+        }
+        if p.top_flows == 0 || usize::from(p.top_flows) > MAX_TOP_FLOWS {
+            return err("policy.top_flows", p.top_flows, &format!("must be in 1..={MAX_TOP_FLOWS}"));
+        }
+        if !frac(p.rate_drop_frac) {
+            return err("policy.rate_drop_frac", p.rate_drop_frac, "must be in (0, 1)");
+        }
+        if let Some(a) = &self.adaptive {
+            if !(a.ewma_weight.is_finite() && a.ewma_weight > 0.0 && a.ewma_weight <= 1.0) {
+                return err("adaptive.ewma_weight", a.ewma_weight, "must be in (0, 1]");
+            }
+            if !frac(a.step_frac) {
+                return err("adaptive.step_frac", a.step_frac, "must be in (0, 1)");
+            }
+            if !frac(a.k_min_floor_frac) || (a.k_min_floor_frac * kmax as f64) >= self.k_min() as f64 {
+                return err("adaptive.k_min_floor_frac", a.k_min_floor_frac, "must be in (0, 1) and below K_min / K_max");
+            }
+            if !frac(a.low_frac) {
+                return err("adaptive.low_frac", a.low_frac, "must be in (0, 1)");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What the parser extracted from a RoCEv2 packet (inner packet when inside
+/// SRv6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RoceInfo {
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    pub dest_qp: u32,
+    pub opcode: u8,
+    pub psn: u32,
+}
+
+/// A flow-table slot, valid while the flow has bytes queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FlowId(u32);
+
+impl FlowId {
+    pub const fn index(self) -> u32 {
+        self.0
+    }
+}
+
+/// A Long-haul CNP to send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CnpRequest {
+    /// The flow's source: the CNP's destination.
+    pub to: IpAddr,
+    pub flow_dst: IpAddr,
+    /// The flow's DestQP (a QP at `flow_dst`).
+    pub dest_qp: u32,
+    /// The flow's source QP, when known.
+    pub src_qp: Option<u32>,
+    pub info: CnpInfo,
+    pub format: CnpFormat,
+}
+
+/// Counters and current values of one port (read by the control thread via
+/// the worker; `resumes()` is `cnp_resume`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CongestionStats {
+    /// Packets CE-marked (first-level response).
+    pub marked: u64,
+    pub cnp_notify: u64,
+    pub cnp_pause: u64,
+    pub cnp_rate_reduce: u64,
+    pub cnp_resume: u64,
+    /// Selected flows skipped: a CNP went to them less than RTT_est ago.
+    pub rate_limited: u64,
+    /// CNPs not sent: the port's global bucket was empty.
+    pub port_capped: u64,
+    /// Deferrals (s.5.7).
+    pub suppressed: u64,
+    /// Escalated CNPs (s.5.7).
+    pub escalated: u64,
+    pub flows_active: u64,
+    /// RoCEv2 packets not learned: the table was full.
+    pub flow_table_full: u64,
+    /// CNPs sent without a known source QP.
+    pub source_qp_unknown: u64,
+    pub flows_aged: u64,
+    /// Evaluations in which each trigger held.
+    pub trigger_qd: u64,
+    pub trigger_emr: u64,
+    pub trigger_qgr: u64,
+    /// A trigger held but no learned flow had bytes queued.
+    pub no_flow: u64,
+    /// CNPs dropped: `out` was at capacity.
+    pub out_full: u64,
+    /// Forward IPv4 sources forced to the RoCEv2 format (s.4).
+    pub format_forced_roce: u64,
+    pub reverse_learned: u64,
+    pub reverse_unmatched: u64,
+    pub reverse_ambiguous: u64,
+    /// Last closed interval: EMR (0..1), QGR (KB/ms).
+    pub emr: f64,
+    pub qgr_kb_per_ms: f64,
+    /// QD at the last observation, bytes.
+    pub qd: u64,
+    /// Effective thresholds.
+    pub k_min: u64,
+    pub k_max: u64,
+}
+
+impl CongestionStats {
+    pub fn resumes(&self) -> u64 {
+        self.cnp_resume
+    }
+
+    /// CNPs sent for an action.
+    pub fn cnp_sent(&self, a: Action) -> u64 {
+        match a {
+            Action::Notify => self.cnp_notify,
+            Action::Pause => self.cnp_pause,
+            Action::RateReduce => self.cnp_rate_reduce,
+            Action::Resume => self.cnp_resume,
+        }
+    }
+}

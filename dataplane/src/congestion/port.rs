@@ -1,0 +1,648 @@
+//! The per-port state machine; the rules are in the module documentation
+//! of [`super`].
+
+use std::net::IpAddr;
+
+use rustc_hash::FxHashMap;
+
+use super::flows::{FlowKey, FlowTable, NONE};
+use super::{
+    CnpFormat, CnpRequest, CongestionStats, FlowId, PortParams, RoceInfo, MAX_TOP_FLOWS,
+};
+use crate::pipeline::TokenBucket;
+use crate::wire::lhcnp::{Action, CnpInfo, MetricType};
+use crate::wire::roce::opcode;
+
+/// Flows examined for aging per `poll`.
+const AGE_SWEEP_PER_POLL: usize = 64;
+const METRIC_MAX: u32 = 0x00ff_ffff;
+const PSN_MASK: u32 = 0x00ff_ffff;
+
+/// One egress port's congestion function (single writer).
+pub struct CongestionPort {
+    p: PortParams,
+    k_max: u64,
+    /// Configured K_min.
+    k_min_cfg: u64,
+    /// Effective K_min (adaptive).
+    k_min: u64,
+    buffer: u64,
+    flows: FlowTable,
+    cfg_qp: FxHashMap<(IpAddr, IpAddr, u32), u32>,
+    bucket: TokenBucket,
+    // Monitoring interval.
+    iv_started: bool,
+    iv_start: u64,
+    iv_qd_start: u64,
+    iv_pkts: u64,
+    iv_marked: u64,
+    iv_qd_sum: u128,
+    iv_qd_n: u64,
+    avg_qd: Option<f64>,
+    below_kmin_since: Option<u64>,
+    throttled: usize,
+    age_cursor: usize,
+    stats: CongestionStats,
+}
+
+/// The port-level decision of one evaluation.
+#[derive(Debug, Clone, Copy)]
+struct Decision {
+    action: Action,
+    parameter: u16,
+    level: u8,
+    metric_type: MetricType,
+    metric_value: u32,
+}
+
+impl CongestionPort {
+    /// Build with the flow table preallocated. `p` should have passed
+    /// [`PortParams::validate`]; out-of-range values are clamped, never a
+    /// panic.
+    pub fn new(p: PortParams) -> Self {
+        let mut cfg_qp = FxHashMap::default();
+        cfg_qp.reserve(16);
+        let mut s = CongestionPort {
+            p,
+            k_max: 0,
+            k_min_cfg: 0,
+            k_min: 0,
+            buffer: 0,
+            flows: FlowTable::new(p.flow_capacity.clamp(1, super::MAX_FLOW_CAPACITY)),
+            cfg_qp,
+            bucket: TokenBucket::new(p.cnp_port_max_pps, p.cnp_port_burst),
+            iv_started: false,
+            iv_start: 0,
+            iv_qd_start: 0,
+            iv_pkts: 0,
+            iv_marked: 0,
+            iv_qd_sum: 0,
+            iv_qd_n: 0,
+            avg_qd: None,
+            below_kmin_since: None,
+            throttled: 0,
+            age_cursor: 0,
+            stats: CongestionStats::default(),
+        };
+        s.recompute();
+        s
+    }
+
+    fn recompute(&mut self) {
+        self.k_max = self.p.k_max();
+        self.k_min_cfg = self.p.k_min().min(self.k_max.saturating_sub(1));
+        self.k_min = self.k_min_cfg;
+        self.buffer = self.p.buffer_bytes().max(1);
+        self.avg_qd = None;
+        self.stats.k_min = self.k_min;
+        self.stats.k_max = self.k_max;
+    }
+
+    /// Runtime change (thresholds, RTT_est, rate, policy, caps): K_min and
+    /// K_max are recomputed, the adaptive state restarts. The flow table
+    /// keeps its size (`flow_capacity` takes effect only in `new`).
+    pub fn set_params(&mut self, p: PortParams) {
+        let bucket_changed =
+            p.cnp_port_max_pps != self.p.cnp_port_max_pps || p.cnp_port_burst != self.p.cnp_port_burst;
+        let cap = self.p.flow_capacity;
+        self.p = p;
+        self.p.flow_capacity = cap;
+        if bucket_changed {
+            self.bucket = TokenBucket::new(p.cnp_port_max_pps, p.cnp_port_burst);
+        }
+        self.recompute();
+    }
+
+    pub fn params(&self) -> &PortParams {
+        &self.p
+    }
+
+    /// Effective (K_min, K_max), bytes.
+    pub fn thresholds(&self) -> (u64, u64) {
+        (self.k_min, self.k_max)
+    }
+
+    pub fn stats(&self) -> &CongestionStats {
+        &self.stats
+    }
+
+    /// Bytes of a flow in the queue (tests, `show`).
+    pub fn flow_queued(&self, f: FlowId) -> Option<u64> {
+        self.flows.get(f.0).map(|x| x.queued)
+    }
+
+    /// The learned source QP of a flow.
+    pub fn flow_source_qp(&self, src: IpAddr, dst: IpAddr, dest_qp: u32) -> Option<u32> {
+        let s = self.flows.lookup(&FlowKey { src, dst, dest_qp })?;
+        self.flows.get(s)?.src_qp
+    }
+
+    /// The slot of a flow, if learned.
+    pub fn flow_id(&self, src: IpAddr, dst: IpAddr, dest_qp: u32) -> Option<FlowId> {
+        self.flows.lookup(&FlowKey { src, dst, dest_qp }).map(FlowId)
+    }
+
+    fn observe_qd(&mut self, qd: u64, now: u64) {
+        self.stats.qd = qd;
+        if qd < self.k_min {
+            if self.below_kmin_since.is_none() {
+                self.below_kmin_since = Some(now);
+            }
+        } else {
+            self.below_kmin_since = None;
+        }
+    }
+
+    /// A packet entered the queue (`qd_after` includes it). Returns whether
+    /// to set CE, and the flow slot to hand back to `on_dequeue`.
+    pub fn on_enqueue(
+        &mut self,
+        info: Option<&RoceInfo>,
+        len: u32,
+        ecn_capable: bool,
+        qd_after: u64,
+        now: u64,
+    ) -> (bool, Option<FlowId>) {
+        self.observe_qd(qd_after, now);
+        self.iv_pkts += 1;
+        let mark = ecn_capable && qd_after > self.k_min;
+        if mark {
+            self.stats.marked += 1;
+            self.iv_marked += 1;
+        }
+        let flow = match info {
+            Some(i) if is_data(i.opcode) => self.learn(i, len, now),
+            _ => None,
+        };
+        (mark, flow)
+    }
+
+    fn learn(&mut self, i: &RoceInfo, len: u32, now: u64) -> Option<FlowId> {
+        let key = FlowKey {
+            src: i.src,
+            dst: i.dst,
+            dest_qp: i.dest_qp & PSN_MASK,
+        };
+        let s = match self.flows.lookup(&key) {
+            Some(s) => s,
+            None => {
+                let Some(s) = self.flows.insert(key, now) else {
+                    self.stats.flow_table_full += 1;
+                    return None;
+                };
+                self.stats.flows_active = self.flows.len() as u64;
+                if let Some(&q) = self.cfg_qp.get(&(key.src, key.dst, key.dest_qp)) {
+                    if let Some(f) = self.flows.get_mut(s) {
+                        f.src_qp = Some(q);
+                        f.src_qp_configured = true;
+                    }
+                }
+                s
+            }
+        };
+        let win = self.p.rtt_est_ns;
+        if let Some(f) = self.flows.get_mut(s) {
+            f.roll(now, win);
+            f.last_seen = f.last_seen.max(now);
+            f.last_psn = i.psn & PSN_MASK;
+            f.queued = f.queued.saturating_add(u64::from(len));
+            f.win_bytes = f.win_bytes.saturating_add(u64::from(len));
+        }
+        Some(FlowId(s))
+    }
+
+    /// The packet left the queue (transmitted or dropped).
+    pub fn on_dequeue(&mut self, flow: Option<FlowId>, len: u32, qd_after: u64, now: u64) {
+        self.observe_qd(qd_after, now);
+        if let Some(f) = flow.and_then(|f| self.flows.get_mut(f.0)) {
+            f.queued = f.queued.saturating_sub(u64::from(len));
+        }
+    }
+
+    /// A RoCEv2 packet of the reverse direction: learn the forward flow's
+    /// source QP (module documentation, "Flows and source QPs").
+    pub fn on_reverse(&mut self, info: &RoceInfo, now: u64) {
+        let _ = now;
+        // Forward flows go from info.dst to info.src.
+        let (fsrc, fdst) = (info.dst, info.src);
+        let qp = info.dest_qp & PSN_MASK;
+        let mut s = self.flows.pair_head(fsrc, fdst);
+        if s == NONE {
+            self.stats.reverse_unmatched += 1;
+            return;
+        }
+        let mut n = 0usize;
+        let mut best = NONE;
+        let mut best_d = u32::MAX;
+        let mut tie = false;
+        let mut only = NONE;
+        while s != NONE {
+            let Some(f) = self.flows.get(s) else { break };
+            if f.src_qp == Some(qp) {
+                return; // already known
+            }
+            n += 1;
+            only = s;
+            if !f.src_qp_configured {
+                let d = f.last_psn.wrapping_sub(info.psn) & PSN_MASK;
+                if d < (1 << 23) {
+                    if d < best_d {
+                        best_d = d;
+                        best = s;
+                        tie = false;
+                    } else if d == best_d {
+                        tie = true;
+                    }
+                }
+            }
+            s = self.flows.pair_next(s);
+            if n > self.flows.capacity() {
+                break;
+            }
+        }
+        let pick = if n == 1 {
+            only
+        } else if tie {
+            self.stats.reverse_ambiguous += 1;
+            return;
+        } else {
+            best
+        };
+        match self.flows.get_mut(pick) {
+            Some(f) if !f.src_qp_configured => {
+                f.src_qp = Some(qp);
+                self.stats.reverse_learned += 1;
+            }
+            _ => self.stats.reverse_unmatched += 1,
+        }
+    }
+
+    /// Configured source QP (control plane, between bursts): applies to the
+    /// flow now and whenever it is learned again; wins over reverse
+    /// learning.
+    pub fn set_source_qp(&mut self, src: IpAddr, dst: IpAddr, dest_qp: u32, src_qp: u32) {
+        let dest_qp = dest_qp & PSN_MASK;
+        self.cfg_qp.insert((src, dst, dest_qp), src_qp);
+        if let Some(s) = self.flows.lookup(&FlowKey { src, dst, dest_qp }) {
+            if let Some(f) = self.flows.get_mut(s) {
+                f.src_qp = Some(src_qp);
+                f.src_qp_configured = true;
+            }
+        }
+    }
+
+    fn level_for(&self, qd: u64) -> u8 {
+        let b = self.buffer as f64;
+        (255.0 * qd.min(self.buffer) as f64 / b).round().clamp(0.0, 255.0) as u8
+    }
+
+    fn pause_threshold(&self) -> u64 {
+        (self.p.policy.pause_at * self.buffer as f64) as u64
+    }
+
+    fn pause_us(&self, qd: u64) -> u16 {
+        let excess = qd.saturating_sub(self.k_min) as f64;
+        let us = (excess * 8e6 / self.p.rate_bps.max(1) as f64).ceil();
+        us.clamp(1.0, f64::from(self.p.policy.max_pause_us.max(1))) as u16
+    }
+
+    fn rate_reduce_pct(&self, level: u8) -> u16 {
+        let pol = &self.p.policy;
+        let pct = (f64::from(level) * pol.rate_reduce_pct_per_level).round();
+        let lo = f64::from(pol.rate_reduce_min_pct.min(100));
+        let hi = f64::from(pol.rate_reduce_max_pct.min(100)).max(lo);
+        pct.clamp(lo, hi) as u16
+    }
+
+    fn qd_metric(&self, qd: u64) -> (MetricType, u32) {
+        if self.p.zero_metrics {
+            (MetricType::Unspecified, 0)
+        } else {
+            (MetricType::QueueDepthKb, (qd / 1000).min(u64::from(METRIC_MAX)) as u32)
+        }
+    }
+
+    fn decide(&self, qd: u64, t_qd: bool, t_qgr: bool) -> Decision {
+        let level = self.level_for(qd);
+        let (action, parameter) = if qd >= self.pause_threshold() {
+            (Action::Pause, self.pause_us(qd))
+        } else if t_qd {
+            (Action::RateReduce, self.rate_reduce_pct(level))
+        } else {
+            (Action::Notify, 0)
+        };
+        let (metric_type, metric_value) = if self.p.zero_metrics {
+            (MetricType::Unspecified, 0)
+        } else if t_qd || action == Action::Pause {
+            self.qd_metric(qd)
+        } else if t_qgr {
+            (
+                MetricType::QueueGrowthKbPerMs,
+                self.stats.qgr_kb_per_ms.round().clamp(0.0, f64::from(METRIC_MAX)) as u32,
+            )
+        } else {
+            (
+                MetricType::EcnMarkingPercent,
+                (self.stats.emr * 100.0).round().clamp(0.0, 100.0) as u32,
+            )
+        };
+        Decision {
+            action,
+            parameter,
+            level,
+            metric_type,
+            metric_value,
+        }
+    }
+
+    /// The stricter instruction of an escalation (s.5.7).
+    fn escalate(&self, d: Decision, qd: u64) -> Decision {
+        let level = d.level.saturating_add(self.p.policy.escalation_step.max(1));
+        let (action, parameter) = match d.action {
+            Action::Notify => (Action::RateReduce, self.rate_reduce_pct(level)),
+            Action::RateReduce | Action::Pause => (Action::Pause, self.pause_us(qd)),
+            Action::Resume => (d.action, d.parameter),
+        };
+        let (metric_type, metric_value) = if action == Action::Pause && d.action != Action::Pause {
+            self.qd_metric(qd)
+        } else {
+            (d.metric_type, d.metric_value)
+        };
+        Decision {
+            action,
+            parameter,
+            level,
+            metric_type,
+            metric_value,
+        }
+    }
+
+    fn format_for(&mut self, src: IpAddr) -> CnpFormat {
+        if src.is_ipv4() {
+            if self.p.default_format != CnpFormat::Roce {
+                self.stats.format_forced_roce += 1;
+            }
+            CnpFormat::Roce
+        } else {
+            self.p.default_format
+        }
+    }
+
+    /// Queue a request for flow slot `s`; false when `out` is full or the
+    /// port cap refused (the caller stops then).
+    fn emit(&mut self, s: u32, d: Decision, now: u64, out: &mut Vec<CnpRequest>) -> bool {
+        if out.len() >= out.capacity() {
+            self.stats.out_full += 1;
+            return false;
+        }
+        if !self.bucket.take(now) {
+            self.stats.port_capped += 1;
+            return false;
+        }
+        let Some(f) = self.flows.get(s).copied() else {
+            return true;
+        };
+        let format = self.format_for(f.key.src);
+        if f.src_qp.is_none() {
+            self.stats.source_qp_unknown += 1;
+        }
+        out.push(CnpRequest {
+            to: f.key.src,
+            flow_dst: f.key.dst,
+            dest_qp: f.key.dest_qp,
+            src_qp: f.src_qp,
+            info: CnpInfo {
+                congestion_level: d.level,
+                action: d.action,
+                parameter: d.parameter,
+                source_qp: f.src_qp.unwrap_or(0),
+                metric_type: d.metric_type,
+                metric_value: d.metric_value,
+            },
+            format,
+        });
+        match d.action {
+            Action::Notify => self.stats.cnp_notify += 1,
+            Action::Pause => self.stats.cnp_pause += 1,
+            Action::RateReduce => self.stats.cnp_rate_reduce += 1,
+            Action::Resume => self.stats.cnp_resume += 1,
+        }
+        let was = f.throttled;
+        let now_throttled = d.action != Action::Resume;
+        if let Some(f) = self.flows.get_mut(s) {
+            f.last_cnp = Some(now);
+            f.last_action = Some(d.action);
+            f.last_level = d.level;
+            f.throttled = now_throttled;
+            f.deferred = None;
+        }
+        match (was, now_throttled) {
+            (false, true) => self.throttled += 1,
+            (true, false) => self.throttled = self.throttled.saturating_sub(1),
+            _ => {}
+        }
+        true
+    }
+
+    /// Once per burst: interval logic when due, triggers, Resume, aging.
+    pub fn poll(&mut self, qd: u64, now: u64, out: &mut Vec<CnpRequest>) {
+        self.observe_qd(qd, now);
+        if !self.iv_started {
+            self.iv_started = true;
+            self.iv_start = now;
+            self.iv_qd_start = qd;
+        }
+        self.iv_qd_sum = self.iv_qd_sum.saturating_add(u128::from(qd));
+        self.iv_qd_n += 1;
+
+        if self.throttled > 0 {
+            if let Some(since) = self.below_kmin_since {
+                if now.saturating_sub(since) >= self.p.rtt_est_ns {
+                    self.send_resumes(qd, now, out);
+                }
+            }
+        }
+
+        let el = now.saturating_sub(self.iv_start);
+        if el >= self.p.interval_ns.max(1) {
+            self.close_interval(qd, now, el);
+            self.evaluate(qd, now, out);
+        }
+        self.age(qd, now);
+    }
+
+    fn close_interval(&mut self, qd: u64, now: u64, el: u64) {
+        self.stats.emr = if self.iv_pkts == 0 {
+            0.0
+        } else {
+            self.iv_marked as f64 / self.iv_pkts as f64
+        };
+        // bytes * 1000 / ns = KB/ms.
+        self.stats.qgr_kb_per_ms = (qd as f64 - self.iv_qd_start as f64) * 1000.0 / el as f64;
+        if let Some(a) = self.p.adaptive {
+            let mean = if self.iv_qd_n == 0 {
+                qd as f64
+            } else {
+                self.iv_qd_sum as f64 / self.iv_qd_n as f64
+            };
+            let avg = match self.avg_qd {
+                None => mean,
+                Some(v) => v + a.ewma_weight * (mean - v),
+            };
+            self.avg_qd = Some(avg);
+            let step = ((a.step_frac * self.k_max as f64) as u64).max(1);
+            let floor = ((a.k_min_floor_frac * self.k_max as f64) as u64).min(self.k_min_cfg);
+            if avg > self.k_min as f64 {
+                self.k_min = self.k_min.saturating_sub(step).max(floor);
+            } else if avg < a.low_frac * self.k_min as f64 {
+                self.k_min = self.k_min.saturating_add(step).min(self.k_min_cfg);
+            }
+            self.stats.k_min = self.k_min;
+        }
+        self.iv_start = now;
+        self.iv_qd_start = qd;
+        self.iv_pkts = 0;
+        self.iv_marked = 0;
+        self.iv_qd_sum = 0;
+        self.iv_qd_n = 0;
+    }
+
+    fn evaluate(&mut self, qd: u64, now: u64, out: &mut Vec<CnpRequest>) {
+        let t_qd = qd > self.k_max;
+        let t_emr = self.stats.emr > self.p.v_ecn;
+        let t_qgr = self.stats.qgr_kb_per_ms > self.p.v_growth_kb_per_ms;
+        self.stats.trigger_qd += u64::from(t_qd);
+        self.stats.trigger_emr += u64::from(t_emr);
+        self.stats.trigger_qgr += u64::from(t_qgr);
+        if !(t_qd || t_emr || t_qgr) {
+            return;
+        }
+        // Top contributors by bytes queued.
+        let n = usize::from(self.p.policy.top_flows).clamp(1, MAX_TOP_FLOWS);
+        let mut top = [(0u64, NONE); MAX_TOP_FLOWS];
+        let mut k = 0usize;
+        for &s in &self.flows.live {
+            let q = self.flows.entries[s as usize].queued;
+            if q == 0 {
+                continue;
+            }
+            // Insertion into the sorted top-n (ties: lower slot first).
+            let better = |a: (u64, u32), b: (u64, u32)| a.0 > b.0 || (a.0 == b.0 && a.1 < b.1);
+            if k < n {
+                top[k] = (q, s);
+                k += 1;
+            } else if better((q, s), top[n - 1]) {
+                top[n - 1] = (q, s);
+            } else {
+                continue;
+            }
+            let mut j = k - 1;
+            while j > 0 && better(top[j], top[j - 1]) {
+                top.swap(j, j - 1);
+                j -= 1;
+            }
+        }
+        if k == 0 {
+            self.stats.no_flow += 1;
+            return;
+        }
+        let base = self.decide(qd, t_qd, t_qgr);
+        let rtt = self.p.rtt_est_ns;
+        for &(_, s) in &top[..k] {
+            let Some(f) = self.flows.get_mut(s) else { continue };
+            f.roll(now, rtt);
+            let f = *f;
+            if f.last_cnp.is_some_and(|t| now.saturating_sub(t) < rtt) {
+                self.stats.rate_limited += 1;
+                continue;
+            }
+            let mut d = base;
+            if self.p.suppression {
+                let ours = f.last_cnp.is_some_and(|t| now.saturating_sub(t) < 3 * rtt);
+                let fell = !ours && f.rate_fell(self.p.policy.rate_drop_frac);
+                match f.deferred {
+                    Some((since, _)) if now.saturating_sub(since) < rtt => continue,
+                    Some((_, qd_then)) if qd > qd_then => {
+                        d = self.escalate(base, qd);
+                        self.stats.escalated += 1;
+                    }
+                    _ if fell => {
+                        self.stats.suppressed += 1;
+                        if let Some(f) = self.flows.get_mut(s) {
+                            f.deferred = Some((now, qd));
+                        }
+                        continue;
+                    }
+                    _ => {}
+                }
+            }
+            if !self.emit(s, d, now, out) {
+                break;
+            }
+        }
+    }
+
+    fn send_resumes(&mut self, qd: u64, now: u64, out: &mut Vec<CnpRequest>) {
+        let level = self.level_for(qd);
+        let (metric_type, metric_value) = self.qd_metric(qd);
+        let d = Decision {
+            action: Action::Resume,
+            parameter: u16::from(self.p.policy.resume_pct.min(100)),
+            level,
+            metric_type,
+            metric_value,
+        };
+        let rtt = self.p.rtt_est_ns;
+        let mut i = 0;
+        while i < self.flows.live.len() && self.throttled > 0 {
+            let s = self.flows.live[i];
+            i += 1;
+            let f = self.flows.entries[s as usize];
+            if !f.throttled || f.last_cnp.is_some_and(|t| now.saturating_sub(t) < rtt) {
+                continue;
+            }
+            if !self.emit(s, d, now, out) {
+                break;
+            }
+        }
+    }
+
+    fn age(&mut self, qd: u64, now: u64) {
+        let idle = self.p.flow_idle_timeout_ns;
+        let mut budget = AGE_SWEEP_PER_POLL;
+        while budget > 0 && !self.flows.live.is_empty() {
+            budget -= 1;
+            if self.age_cursor >= self.flows.live.len() {
+                self.age_cursor = 0;
+            }
+            let s = self.flows.live[self.age_cursor];
+            let f = &mut self.flows.entries[s as usize];
+            if qd == 0 {
+                // Empty queue: nothing of this flow can be queued.
+                f.queued = 0;
+            }
+            if f.queued == 0 && now.saturating_sub(f.last_seen) >= idle {
+                if f.throttled {
+                    self.throttled = self.throttled.saturating_sub(1);
+                }
+                self.flows.remove(s);
+                self.stats.flows_aged += 1;
+                self.stats.flows_active = self.flows.len() as u64;
+                // The last live flow moved into the cursor position.
+            } else {
+                self.age_cursor += 1;
+            }
+        }
+    }
+}
+
+/// Opcodes that make a flow: not ACKs, atomic ACKs or CNPs.
+fn is_data(op: u8) -> bool {
+    if op == opcode::CNP {
+        return false;
+    }
+    !matches!(
+        (opcode::transport(op), opcode::operation(op)),
+        (opcode::RC | opcode::RD, opcode::ACKNOWLEDGE | opcode::ATOMIC_ACKNOWLEDGE)
+    )
+}

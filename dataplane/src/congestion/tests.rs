@@ -1,0 +1,1098 @@
+//! Tests of the congestion-aware node, on a virtual clock.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use super::*;
+use crate::wire::lhcnp::{Action, CnpInfo, MetricType};
+use crate::wire::params::Params;
+use crate::wire::roce::opcode;
+
+const MB: u64 = 1_000_000;
+const US: u64 = 1_000;
+const MS: u64 = 1_000_000;
+const RTT: u64 = 10 * MS;
+const IV: u64 = 100 * US;
+
+fn ip4(d: u8) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::new(10, 0, 0, d))
+}
+fn ip6(x: u16) -> IpAddr {
+    IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, x))
+}
+fn data(src: IpAddr, dst: IpAddr, dest_qp: u32, psn: u32) -> RoceInfo {
+    RoceInfo {
+        src,
+        dst,
+        dest_qp,
+        opcode: opcode::RC | opcode::SEND_ONLY,
+        psn,
+    }
+}
+fn ack(src: IpAddr, dst: IpAddr, dest_qp: u32, psn: u32) -> RoceInfo {
+    RoceInfo {
+        opcode: opcode::RC_ACKNOWLEDGE,
+        ..data(src, dst, dest_qp, psn)
+    }
+}
+
+/// The draft's section 7 port: 100 Gbit/s, RTT_est 10 ms, 184 MB buffer;
+/// EMR and QGR triggers out of the way.
+fn sec7() -> PortParams {
+    PortParams {
+        rate_bps: 100_000_000_000,
+        rtt_est_ns: RTT,
+        k_base_bytes: 64_000,
+        alpha: 1.0,
+        k_min_bytes: None,
+        v_ecn: 1.0,
+        v_growth_kb_per_ms: 1e9,
+        interval_ns: IV,
+        cnp_port_max_pps: 100_000,
+        cnp_port_burst: 64,
+        flow_capacity: 64,
+        flow_idle_timeout_ns: 1_000 * MS,
+        zero_metrics: false,
+        suppression: false,
+        adaptive: None,
+        default_format: CnpFormat::Roce,
+        policy: Policy {
+            buffer_bytes: 184 * MB,
+            ..Policy::default()
+        },
+    }
+}
+
+fn out() -> Vec<CnpRequest> {
+    Vec::with_capacity(32)
+}
+
+/// Poll once at `t` and return what came out.
+fn poll_at(p: &mut CongestionPort, qd: u64, t: u64) -> Vec<CnpRequest> {
+    let mut o = out();
+    p.poll(qd, t, &mut o);
+    o
+}
+
+// ------------------------------------------------------------ thresholds
+
+#[test]
+fn thresholds_bdp_base_floor_and_kmin() {
+    let p = sec7();
+    assert_eq!(p.k_max(), 125 * MB);
+    assert_eq!(p.k_min(), 62_500_000);
+    let c = CongestionPort::new(p);
+    assert_eq!(c.thresholds(), (62_500_000, 125 * MB));
+    // alpha scales the BDP.
+    let p2 = PortParams { alpha: 2.0, ..p };
+    assert_eq!(p2.k_max(), 250 * MB);
+    // A short, slow link: BDP 1 Gbit/s * 10 us / 8 = 1250 B < K_base.
+    let p3 = PortParams {
+        rate_bps: 1_000_000_000,
+        rtt_est_ns: 10 * US,
+        policy: Policy::default(),
+        ..p
+    };
+    assert_eq!(p3.k_max(), 64_000);
+    assert_eq!(p3.k_min(), 32_000);
+    // Configured K_min.
+    let p4 = PortParams {
+        k_min_bytes: Some(70 * MB),
+        ..p
+    };
+    assert_eq!(p4.k_min(), 70 * MB);
+    assert!(p4.validate().is_ok());
+    // set_params recomputes on an RTT_est change.
+    let mut c = CongestionPort::new(p);
+    c.set_params(PortParams {
+        rtt_est_ns: 20 * MS,
+        policy: Policy {
+            buffer_bytes: 400 * MB,
+            ..p.policy
+        },
+        ..p
+    });
+    assert_eq!(c.thresholds(), (125 * MB, 250 * MB));
+    assert_eq!(c.stats().k_max, 250 * MB);
+}
+
+#[test]
+fn validation_names_field_and_reason() {
+    assert_eq!(sec7().validate(), Ok(()));
+    assert_eq!(PortParams::default().validate(), Ok(()));
+    let p = sec7();
+    let e = PortParams {
+        k_min_bytes: Some(125 * MB),
+        ..p
+    }
+    .validate()
+    .unwrap_err();
+    assert!(e.starts_with("k_min_bytes = 125000000: must be less than K_max"), "{e}");
+    let cases: Vec<(PortParams, &str)> = vec![
+        (PortParams { rate_bps: 0, ..p }, "rate_bps = 0"),
+        (PortParams { rtt_est_ns: 0, ..p }, "rtt_est_ns = 0"),
+        (PortParams { alpha: f64::NAN, ..p }, "alpha = NaN"),
+        (PortParams { v_ecn: 1.5, ..p }, "v_ecn = 1.5"),
+        (PortParams { v_growth_kb_per_ms: -1.0, ..p }, "v_growth_kb_per_ms = -1"),
+        (PortParams { interval_ns: 0, ..p }, "interval_ns = 0"),
+        (PortParams { cnp_port_max_pps: 0, ..p }, "cnp_port_max_pps = 0"),
+        (PortParams { cnp_port_burst: 0, ..p }, "cnp_port_burst = 0"),
+        (PortParams { flow_capacity: 0, ..p }, "flow_capacity = 0"),
+        (
+            PortParams {
+                policy: Policy { buffer_bytes: 100 * MB, ..p.policy },
+                ..p
+            },
+            "policy.buffer_bytes = 100000000",
+        ),
+        (
+            PortParams {
+                policy: Policy { top_flows: 0, ..p.policy },
+                ..p
+            },
+            "policy.top_flows = 0",
+        ),
+        (
+            PortParams {
+                policy: Policy { resume_pct: 101, ..p.policy },
+                ..p
+            },
+            "policy.resume_pct = 101",
+        ),
+        (
+            PortParams {
+                adaptive: Some(AdaptivePolicy { k_min_floor_frac: 0.6, ..AdaptivePolicy::default() }),
+                ..p
+            },
+            "adaptive.k_min_floor_frac = 0.6",
+        ),
+    ];
+    for (pp, want) in cases {
+        let e = pp.validate().unwrap_err();
+        assert!(e.starts_with(want) && e.contains(": "), "{e} / {want}");
+    }
+}
+
+// ------------------------------------------------------------ first level
+
+#[test]
+fn ecn_marking_only_ect_and_only_above_kmin() {
+    let mut c = CongestionPort::new(sec7());
+    let f = data(ip4(1), ip4(4), 200, 0);
+    let kmin = c.thresholds().0;
+    assert!(!c.on_enqueue(Some(&f), 1000, true, kmin, 0).0, "QD == K_min: not above");
+    assert!(c.on_enqueue(Some(&f), 1000, true, kmin + 1, 1).0);
+    assert!(!c.on_enqueue(Some(&f), 1000, false, kmin + 1, 2).0, "Not-ECT is never marked");
+    assert!(c.on_enqueue(None, 1000, true, 70 * MB, 3).0, "non-RoCE ECT is marked too");
+    assert!(!c.on_enqueue(None, 1000, true, 10 * MB, 4).0);
+    assert_eq!(c.stats().marked, 2);
+    // First level only: no CNP at 70 MB.
+    assert!(poll_at(&mut c, 70 * MB, 0).is_empty());
+    assert!(poll_at(&mut c, 70 * MB, IV).is_empty());
+}
+
+// ------------------------------------------------------------ second level
+
+#[test]
+fn trigger_queue_depth_only() {
+    let mut c = CongestionPort::new(sec7());
+    c.on_enqueue(Some(&data(ip4(1), ip4(4), 200, 0)), 1500, false, 126 * MB, 0);
+    assert!(poll_at(&mut c, 125 * MB, 0).is_empty());
+    // QD == K_max: not exceeded.
+    assert!(poll_at(&mut c, 125 * MB, IV).is_empty());
+    assert_eq!(c.stats().trigger_qd, 0);
+    let o = poll_at(&mut c, 125 * MB + 1, 2 * IV);
+    assert_eq!(o.len(), 1);
+    assert_eq!(o[0].info.action, Action::RateReduce);
+    assert_eq!(o[0].info.metric_type, MetricType::QueueDepthKb);
+    let s = c.stats();
+    assert_eq!((s.trigger_qd, s.trigger_emr, s.trigger_qgr), (1, 0, 0));
+}
+
+#[test]
+fn trigger_ecn_marking_rate_only() {
+    let mut c = CongestionPort::new(PortParams { v_ecn: 0.5, ..sec7() });
+    let f = data(ip4(1), ip4(4), 200, 0);
+    c.poll(80 * MB, 0, &mut out());
+    // 3 of 4 packets marked (one Not-ECT), QD constant above K_min.
+    for (i, ect) in [true, true, false, true].into_iter().enumerate() {
+        c.on_enqueue(Some(&f), 1500, ect, 80 * MB, i as u64);
+    }
+    let o = poll_at(&mut c, 80 * MB, IV);
+    assert_eq!(c.stats().emr, 0.75);
+    let s = c.stats();
+    assert_eq!((s.trigger_qd, s.trigger_emr, s.trigger_qgr), (0, 1, 0));
+    assert_eq!(o.len(), 1);
+    assert_eq!(o[0].info.action, Action::Notify);
+    assert_eq!(o[0].info.parameter, 0);
+    assert_eq!(o[0].info.metric_type, MetricType::EcnMarkingPercent);
+    assert_eq!(o[0].info.metric_value, 75);
+    // EMR at the threshold does not trigger.
+    let mut c = CongestionPort::new(PortParams { v_ecn: 0.75, ..sec7() });
+    c.poll(80 * MB, 0, &mut out());
+    for (i, ect) in [true, true, false, true].into_iter().enumerate() {
+        c.on_enqueue(Some(&f), 1500, ect, 80 * MB, i as u64);
+    }
+    assert!(poll_at(&mut c, 80 * MB, IV).is_empty());
+}
+
+#[test]
+fn trigger_queue_growth_rate_only() {
+    let mut c = CongestionPort::new(PortParams {
+        v_growth_kb_per_ms: 10_000.0,
+        ..sec7()
+    });
+    c.on_enqueue(Some(&data(ip4(1), ip4(4), 200, 0)), 1500, true, 1 * MB, 0);
+    c.poll(1 * MB, 0, &mut out());
+    // +2 MB in 100 us = 20000 KB/ms, below K_min: no marking.
+    let o = poll_at(&mut c, 3 * MB, IV);
+    assert_eq!(c.stats().qgr_kb_per_ms, 20_000.0);
+    let s = c.stats();
+    assert_eq!((s.trigger_qd, s.trigger_emr, s.trigger_qgr, s.marked), (0, 0, 1, 0));
+    assert_eq!(o.len(), 1);
+    assert_eq!(o[0].info.action, Action::Notify);
+    assert_eq!(o[0].info.metric_type, MetricType::QueueGrowthKbPerMs);
+    assert_eq!(o[0].info.metric_value, 20_000);
+    // +0.9 MB in 100 us = 9000 KB/ms: below V_growth.
+    let mut c = CongestionPort::new(PortParams {
+        v_growth_kb_per_ms: 10_000.0,
+        ..sec7()
+    });
+    c.on_enqueue(Some(&data(ip4(1), ip4(4), 200, 0)), 1500, true, 1 * MB, 0);
+    c.poll(1 * MB, 0, &mut out());
+    assert!(poll_at(&mut c, 1_900_000, IV).is_empty());
+    assert_eq!(c.stats().trigger_qgr, 0);
+}
+
+#[test]
+fn top_contributors_are_selected() {
+    let mut p = sec7();
+    let mut c = CongestionPort::new(p);
+    let (a, b, d) = (
+        data(ip4(1), ip4(9), 1, 0),
+        data(ip4(2), ip4(9), 2, 0),
+        data(ip4(3), ip4(9), 3, 0),
+    );
+    let fa = c.on_enqueue(Some(&a), 1_000_000, true, 1 * MB, 0).1;
+    let fb = c.on_enqueue(Some(&b), 5_000_000, true, 6 * MB, 0).1.unwrap();
+    c.on_enqueue(Some(&d), 2_000_000, true, 8 * MB, 0);
+    assert_eq!(c.flow_queued(fb), Some(5 * MB));
+    c.poll(130 * MB, 0, &mut out());
+    let o = poll_at(&mut c, 130 * MB, IV);
+    assert_eq!(o.len(), 1);
+    assert_eq!(o[0].to, ip4(2));
+    assert_eq!(o[0].dest_qp, 2);
+    // Dequeue 4.5 MB of b: now d (2 MB) leads, then a (1 MB), b (0.5 MB).
+    for _ in 0..9 {
+        c.on_dequeue(Some(fb), 500_000, 130 * MB, IV);
+    }
+    assert_eq!(c.flow_queued(fb), Some(500_000));
+    p.policy.top_flows = 2;
+    let mut c2 = CongestionPort::new(p);
+    c2.on_enqueue(Some(&a), 1_000_000, true, 1 * MB, 0);
+    let fb2 = c2.on_enqueue(Some(&b), 5_000_000, true, 6 * MB, 0).1;
+    c2.on_enqueue(Some(&d), 2_000_000, true, 8 * MB, 0);
+    c2.on_dequeue(fb2, 4_500_000, 130 * MB, 0);
+    c2.poll(130 * MB, 0, &mut out());
+    let o = poll_at(&mut c2, 130 * MB, IV);
+    let to: Vec<IpAddr> = o.iter().map(|r| r.to).collect();
+    assert_eq!(to, vec![ip4(3), ip4(1)]);
+    assert!(fa.is_some());
+}
+
+#[test]
+fn per_flow_rate_limit_one_per_rtt() {
+    let mut c = CongestionPort::new(sec7());
+    c.on_enqueue(Some(&data(ip4(1), ip4(4), 200, 0)), 9000, true, 130 * MB, 0);
+    c.poll(130 * MB, 0, &mut out());
+    let t0 = IV;
+    assert_eq!(poll_at(&mut c, 130 * MB, t0).len(), 1);
+    let mut n = 0;
+    let mut t = t0 + IV;
+    while t < t0 + RTT {
+        n += poll_at(&mut c, 130 * MB, t).len();
+        t += IV;
+    }
+    assert_eq!(n, 0, "no second CNP within RTT_est");
+    assert_eq!(c.stats().rate_limited, 99);
+    // Exactly RTT_est later.
+    assert_eq!(poll_at(&mut c, 130 * MB, t0 + RTT).len(), 1);
+    assert_eq!(c.stats().cnp_rate_reduce, 2);
+}
+
+#[test]
+fn global_port_cap() {
+    let mut p = sec7();
+    p.cnp_port_max_pps = 1000; // one per ms
+    p.cnp_port_burst = 3;
+    p.policy.top_flows = 8;
+    let mut c = CongestionPort::new(p);
+    for i in 0..10u8 {
+        c.on_enqueue(Some(&data(ip4(10 + i), ip4(4), 100 + u32::from(i), 0)), 1500 + u32::from(i), true, 130 * MB, 0);
+    }
+    c.poll(130 * MB, 0, &mut out());
+    let o = poll_at(&mut c, 130 * MB, IV);
+    assert_eq!(o.len(), 3, "burst of 3");
+    assert_eq!(c.stats().port_capped, 1);
+    // 1 ms later one more token: the next flow in line (the first three
+    // are rate-limited for RTT_est).
+    let o = poll_at(&mut c, 130 * MB, IV + MS);
+    assert_eq!(o.len(), 1);
+    assert_eq!(c.stats().rate_limited, 3);
+}
+
+#[test]
+fn resume_after_rtt_below_kmin_only_to_throttled() {
+    let mut p = sec7();
+    p.policy.top_flows = 1;
+    let mut c = CongestionPort::new(p);
+    let big = data(ip4(1), ip4(4), 200, 0);
+    let small = data(ip4(2), ip4(4), 201, 0);
+    let fb = c.on_enqueue(Some(&big), 50_000_000, true, 130 * MB, 0).1;
+    let fs = c.on_enqueue(Some(&small), 1_000, true, 130 * MB, 0).1;
+    c.poll(130 * MB, 0, &mut out());
+    let o = poll_at(&mut c, 130 * MB, IV);
+    assert_eq!(o.len(), 1);
+    assert_eq!(o[0].to, ip4(1));
+    // The queue drains below K_min at T.
+    let t = 3 * MS;
+    c.on_dequeue(fb, 40_000_000, 62_499_999, t);
+    c.on_dequeue(fs, 1_000, 62_000_000, t + 1);
+    assert!(poll_at(&mut c, 62 * MB, t + RTT - 1).is_empty());
+    let o = poll_at(&mut c, 30 * MB, t + RTT);
+    assert_eq!(o.len(), 1, "Resume only to the throttled flow");
+    assert_eq!(o[0].to, ip4(1));
+    assert_eq!(o[0].info.action, Action::Resume);
+    assert_eq!(o[0].info.parameter, 50);
+    assert_eq!(c.stats().resumes(), 1);
+    // Only once.
+    assert!(poll_at(&mut c, 30 * MB, t + RTT + IV).is_empty());
+    assert!(poll_at(&mut c, 30 * MB, t + 3 * RTT).is_empty());
+}
+
+#[test]
+fn excursion_above_kmin_restarts_resume_clock() {
+    let mut c = CongestionPort::new(sec7());
+    let f = c.on_enqueue(Some(&data(ip4(1), ip4(4), 200, 0)), 50_000_000, true, 130 * MB, 0).1;
+    c.poll(130 * MB, 0, &mut out());
+    assert_eq!(poll_at(&mut c, 130 * MB, IV).len(), 1);
+    c.on_dequeue(f, 1_000, 60 * MB, MS);
+    // Back at K_min at 5 ms (an enqueue observes it).
+    c.on_enqueue(None, 1_000, true, 62_500_000, 5 * MS);
+    c.on_dequeue(None, 1_000, 60 * MB, 6 * MS);
+    assert!(poll_at(&mut c, 60 * MB, MS + RTT).is_empty());
+    assert!(poll_at(&mut c, 60 * MB, 6 * MS + RTT - 1).is_empty());
+    assert_eq!(poll_at(&mut c, 60 * MB, 6 * MS + RTT).len(), 1);
+}
+
+// ------------------------------------------------------------ s.5.7
+
+/// A downstream node (N2): the flow's arrival rate fell between the last
+/// two observation windows; QD above K_max.
+fn n2_with_falling_rate(suppression: bool) -> (CongestionPort, u64) {
+    let mut c = CongestionPort::new(PortParams {
+        suppression,
+        ..sec7()
+    });
+    let f = data(ip4(1), ip4(4), 200, 0);
+    // Window [0, 10 ms): 10 MB; [10 ms, 20 ms): 5 MB.
+    for i in 0..10 {
+        c.on_enqueue(Some(&f), 1_000_000, true, 100 * MB, i * MS);
+    }
+    for i in 0..5 {
+        c.on_enqueue(Some(&f), 1_000_000, true, 100 * MB, RTT + i * MS);
+    }
+    let t = 2 * RTT;
+    c.poll(126 * MB, t - IV, &mut out());
+    (c, t)
+}
+
+#[test]
+fn suppression_defers_when_arrival_rate_fell() {
+    let (mut c, t) = n2_with_falling_rate(true);
+    assert!(poll_at(&mut c, 126 * MB, t).is_empty());
+    assert_eq!(c.stats().suppressed, 1);
+    // Still deferring within the observation window, not worsening.
+    assert!(poll_at(&mut c, 126 * MB, t + IV).is_empty());
+    // Without suppression the same node sends.
+    let (mut c, t) = n2_with_falling_rate(false);
+    assert_eq!(poll_at(&mut c, 126 * MB, t).len(), 1);
+    assert_eq!(c.stats().suppressed, 0);
+}
+
+#[test]
+fn escalation_when_congestion_keeps_worsening() {
+    let (mut c, t) = n2_with_falling_rate(true);
+    assert!(poll_at(&mut c, 126 * MB, t).is_empty());
+    // Unsuppressed decision at this QD for comparison: Rate Reduce.
+    let (mut plain, tp) = n2_with_falling_rate(false);
+    let base = poll_at(&mut plain, 140 * MB, tp)[0].info;
+    assert_eq!(base.action, Action::RateReduce);
+    // One window later the queue is deeper: stricter action, higher level.
+    let mut o = Vec::with_capacity(4);
+    let mut tt = t + IV;
+    while tt < t + RTT {
+        c.poll(140 * MB, tt, &mut o);
+        tt += IV;
+    }
+    assert!(o.is_empty());
+    c.poll(140 * MB, t + RTT, &mut o);
+    assert_eq!(o.len(), 1);
+    assert_eq!(o[0].info.action, Action::Pause);
+    assert!(o[0].info.parameter > 0);
+    assert_eq!(o[0].info.congestion_level, base.congestion_level + 32);
+    assert_eq!(c.stats().escalated, 1);
+}
+
+#[test]
+fn no_escalation_when_congestion_eases_and_rate_recovered() {
+    let (mut c, t) = n2_with_falling_rate(true);
+    assert!(poll_at(&mut c, 130 * MB, t).is_empty());
+    // Next window: the flow's rate recovers (no further fall) and QD is
+    // lower than at the deferral: a normal Rate Reduce, no escalation.
+    let f = data(ip4(1), ip4(4), 200, 0);
+    for i in 0..6 {
+        c.on_enqueue(Some(&f), 1_000_000, true, 127 * MB, t + i * MS);
+    }
+    let o = poll_at(&mut c, 127 * MB, t + RTT);
+    assert_eq!(o.len(), 1);
+    assert_eq!(o[0].info.action, Action::RateReduce);
+    assert_eq!(c.stats().escalated, 0);
+}
+
+#[test]
+fn own_cnp_does_not_cause_deferral() {
+    // Rate falls after *our* CNP: no deferral, the next CNP goes out after
+    // RTT_est.
+    let mut c = CongestionPort::new(PortParams {
+        suppression: true,
+        ..sec7()
+    });
+    let f = data(ip4(1), ip4(4), 200, 0);
+    for i in 0..10 {
+        c.on_enqueue(Some(&f), 1_000_000, true, 130 * MB, i * MS);
+    }
+    c.poll(130 * MB, 0, &mut out());
+    assert_eq!(poll_at(&mut c, 130 * MB, IV).len(), 1);
+    for i in 0..3 {
+        c.on_enqueue(Some(&f), 1_000_000, true, 130 * MB, RTT + i * MS);
+    }
+    assert_eq!(poll_at(&mut c, 130 * MB, 2 * RTT + IV).len(), 1);
+    assert_eq!(c.stats().suppressed, 0);
+}
+
+// ------------------------------------------------------------ s.5.8
+
+#[test]
+fn adaptive_policy_moves_kmin_within_bounds() {
+    let a = AdaptivePolicy::default();
+    let p = PortParams {
+        adaptive: Some(a),
+        ..sec7()
+    };
+    assert_eq!(p.validate(), Ok(()));
+    let mut c = CongestionPort::new(p);
+    let mut fixed = CongestionPort::new(sec7());
+    // A standing queue of 100 MB (above K_min, below K_max).
+    let mut t = 0;
+    for _ in 0..200 {
+        c.poll(100 * MB, t, &mut out());
+        fixed.poll(100 * MB, t, &mut out());
+        t += IV;
+    }
+    let floor = (0.25 * 125e6) as u64;
+    assert_eq!(c.thresholds().0, floor, "lowered to the floor");
+    assert_eq!(fixed.thresholds().0, 62_500_000, "off by default");
+    // Marking follows the effective K_min.
+    assert!(c.on_enqueue(None, 100, true, 40 * MB, t).0);
+    assert!(!fixed.on_enqueue(None, 100, true, 40 * MB, t).0);
+    // An empty queue brings it back to the configured value, not beyond.
+    for _ in 0..400 {
+        c.poll(0, t, &mut out());
+        t += IV;
+    }
+    assert_eq!(c.thresholds(), (62_500_000, 125 * MB));
+}
+
+// ------------------------------------------------------------ metrics, format, QPs
+
+#[test]
+fn zero_metrics_hides_queue_state() {
+    let mut c = CongestionPort::new(PortParams {
+        zero_metrics: true,
+        ..sec7()
+    });
+    c.on_enqueue(Some(&data(ip4(1), ip4(4), 200, 0)), 1500, true, 130 * MB, 0);
+    c.poll(130 * MB, 0, &mut out());
+    let o = poll_at(&mut c, 130 * MB, IV);
+    assert_eq!(o[0].info.action, Action::RateReduce);
+    assert_eq!(o[0].info.parameter, 30);
+    assert_eq!((o[0].info.metric_type, o[0].info.metric_value), (MetricType::Unspecified, 0));
+    // build_cnp enforces it too on a request that carries metrics.
+    let mut req = o[0];
+    req.src_qp = Some(100);
+    req.info.metric_type = MetricType::QueueDepthKb;
+    req.info.metric_value = 130_000;
+    let mut buf = [0u8; 256];
+    let n = build_cnp(&req, ip4(2), &Params::DEFAULT, true, &mut buf).unwrap();
+    let (_, info) = parse_cnp(&buf[..n], &Params::DEFAULT).unwrap();
+    assert_eq!((info.metric_type, info.metric_value), (MetricType::Unspecified, 0));
+    assert_eq!((info.action, info.parameter), (Action::RateReduce, 30));
+}
+
+#[test]
+fn ipv4_source_forces_roce_format() {
+    let mut c = CongestionPort::new(PortParams {
+        default_format: CnpFormat::Icmpv6,
+        policy: Policy {
+            top_flows: 2,
+            ..sec7().policy
+        },
+        ..sec7()
+    });
+    c.on_enqueue(Some(&data(ip4(1), ip4(4), 200, 0)), 1500, true, 130 * MB, 0);
+    c.on_enqueue(Some(&data(ip6(1), ip6(4), 300, 0)), 1400, true, 130 * MB, 0);
+    c.poll(130 * MB, 0, &mut out());
+    let o = poll_at(&mut c, 130 * MB, IV);
+    assert_eq!(o.len(), 2);
+    assert_eq!((o[0].to, o[0].format), (ip4(1), CnpFormat::Roce));
+    assert_eq!((o[1].to, o[1].format), (ip6(1), CnpFormat::Icmpv6));
+    assert_eq!(c.stats().format_forced_roce, 1);
+    // And build_cnp refuses ICMPv6 towards IPv4.
+    let mut r = o[0];
+    r.format = CnpFormat::Icmpv6;
+    let mut buf = [0u8; 256];
+    assert!(build_cnp(&r, ip4(2), &Params::DEFAULT, false, &mut buf).is_err());
+}
+
+#[test]
+fn source_qp_from_reverse_traffic() {
+    let mut c = CongestionPort::new(sec7());
+    let (a, b) = (ip4(1), ip4(4));
+    let f1 = c.on_enqueue(Some(&data(a, b, 200, 1000)), 1500, true, 130 * MB, 0).1;
+    let f2 = c.on_enqueue(Some(&data(a, b, 201, 5000)), 1500, true, 130 * MB, 0).1;
+    assert!(f1.is_some() && f2.is_some());
+    assert_eq!(c.flow_source_qp(a, b, 200), None);
+    // An ACK from b to a naming QP 101, acknowledging PSN 4990: the flow
+    // at PSN 5000 (QP 201).
+    c.on_reverse(&ack(b, a, 101, 4990), 1);
+    assert_eq!(c.flow_source_qp(a, b, 201), Some(101));
+    assert_eq!(c.flow_source_qp(a, b, 200), None);
+    c.on_reverse(&ack(b, a, 100, 995), 2);
+    assert_eq!(c.flow_source_qp(a, b, 200), Some(100));
+    assert_eq!(c.stats().reverse_learned, 2);
+    // A reverse packet for unknown hosts.
+    c.on_reverse(&ack(ip4(7), ip4(8), 5, 0), 3);
+    assert_eq!(c.stats().reverse_unmatched, 1);
+    // ACKs do not create flows.
+    c.on_enqueue(Some(&ack(b, a, 100, 995)), 60, true, 0, 4);
+    assert_eq!(c.stats().flows_active, 2);
+}
+
+#[test]
+fn source_qp_single_flow_and_ambiguity() {
+    let mut c = CongestionPort::new(sec7());
+    let (a, b) = (ip6(1), ip6(4));
+    c.on_enqueue(Some(&data(a, b, 200, 10)), 1500, true, 0, 0);
+    // One flow between the hosts: learned whatever the PSN.
+    c.on_reverse(&ack(b, a, 77, 9_000_000), 1);
+    assert_eq!(c.flow_source_qp(a, b, 200), Some(77));
+    // Two flows at the same PSN: ambiguous.
+    let mut c = CongestionPort::new(sec7());
+    c.on_enqueue(Some(&data(a, b, 200, 10)), 1500, true, 0, 0);
+    c.on_enqueue(Some(&data(a, b, 201, 10)), 1500, true, 0, 0);
+    c.on_reverse(&ack(b, a, 77, 5), 1);
+    assert_eq!(c.stats().reverse_ambiguous, 1);
+    assert_eq!(c.flow_source_qp(a, b, 200), None);
+    assert_eq!(c.flow_source_qp(a, b, 201), None);
+}
+
+#[test]
+fn source_qp_from_configuration_and_unknown_counter() {
+    let mut c = CongestionPort::new(PortParams {
+        policy: Policy {
+            top_flows: 2,
+            ..sec7().policy
+        },
+        ..sec7()
+    });
+    let (a, b) = (ip4(1), ip4(4));
+    // Configured before the flow is seen.
+    c.set_source_qp(a, b, 200, 100);
+    c.on_enqueue(Some(&data(a, b, 200, 0)), 2000, true, 130 * MB, 0);
+    assert_eq!(c.flow_source_qp(a, b, 200), Some(100));
+    // Reverse learning does not override configuration.
+    c.on_reverse(&ack(b, a, 555, 0), 1);
+    assert_eq!(c.flow_source_qp(a, b, 200), Some(100));
+    // Another flow with unknown source QP.
+    c.on_enqueue(Some(&data(ip4(3), b, 300, 0)), 1000, true, 130 * MB, 0);
+    c.poll(130 * MB, 0, &mut out());
+    let o = poll_at(&mut c, 130 * MB, IV);
+    assert_eq!(o.len(), 2);
+    assert_eq!((o[0].src_qp, o[0].info.source_qp), (Some(100), 100));
+    assert_eq!((o[1].src_qp, o[1].info.source_qp), (None, 0));
+    assert_eq!(c.stats().source_qp_unknown, 1);
+    // Configuration after the flow is known applies at once.
+    c.set_source_qp(ip4(3), b, 300, 301);
+    assert_eq!(c.flow_source_qp(ip4(3), b, 300), Some(301));
+}
+
+#[test]
+fn flow_table_full_and_aging() {
+    let mut c = CongestionPort::new(PortParams {
+        flow_capacity: 2,
+        flow_idle_timeout_ns: 50 * MS,
+        ..sec7()
+    });
+    let f1 = c.on_enqueue(Some(&data(ip4(1), ip4(4), 1, 0)), 1000, true, 1000, 0).1;
+    let f2 = c.on_enqueue(Some(&data(ip4(2), ip4(4), 2, 0)), 1000, true, 2000, 0).1;
+    assert!(f1.is_some() && f2.is_some());
+    let (mark, f3) = c.on_enqueue(Some(&data(ip4(3), ip4(4), 3, 0)), 1000, true, 70 * MB, 0);
+    assert!(mark, "still marked");
+    assert_eq!(f3, None);
+    assert_eq!(c.stats().flow_table_full, 1);
+    assert_eq!(c.stats().flows_active, 2);
+    // f1 drains; f2 keeps a byte queued.
+    c.on_dequeue(f1, 1000, 1000, 1);
+    assert!(poll_at(&mut c, 1000, 50 * MS - 1).is_empty());
+    assert_eq!(c.stats().flows_aged, 0);
+    c.poll(1000, 50 * MS, &mut out());
+    assert_eq!(c.stats().flows_aged, 1, "only the idle flow with nothing queued");
+    assert_eq!(c.stats().flows_active, 1);
+    assert_eq!(c.flow_queued(f2.unwrap()), Some(1000));
+    // Room again.
+    assert!(c.on_enqueue(Some(&data(ip4(3), ip4(4), 3, 0)), 1000, true, 2000, 50 * MS).1.is_some());
+    // An empty queue clears stale contributions, then f2 ages.
+    c.poll(0, 99 * MS, &mut out());
+    assert_eq!(c.stats().flows_aged, 2);
+    assert_eq!(c.stats().flows_active, 1);
+}
+
+// ------------------------------------------------------------ section 7
+
+#[test]
+fn section7_operational_example() {
+    // Monitoring interval 1 ms (RTT_est / 10); the queue grows by 1 MB
+    // every 200 us (5 MB/ms) and the worker polls every 200 us.
+    let p = PortParams {
+        interval_ns: MS,
+        ..sec7()
+    };
+    assert_eq!(p.validate(), Ok(()));
+    let mut n1 = CongestionPort::new(p);
+    // Step 2.
+    assert_eq!(n1.thresholds(), (62_500_000, 125_000_000));
+    let (src, dst) = (ip4(1), ip4(4));
+    let step = 200 * US;
+    let chunk = 1_000_000u32;
+    let fwd = data(src, dst, 200, 42);
+    let mut o = out();
+    n1.poll(0, 0, &mut o);
+    // Step 1: N1 learns {10.0.0.1 -> 10.0.0.4, DstQP 200}, and SrcQP 100
+    // from the reverse direction.
+    let mut q: Vec<Option<FlowId>> = Vec::new();
+    let mut t = 0;
+    let mut qd = 0u64;
+    let mut grow = |n1: &mut CongestionPort, t: &mut u64, qd: &mut u64, o: &mut Vec<CnpRequest>| {
+        *t += step;
+        *qd += u64::from(chunk);
+        let (mark, f) = n1.on_enqueue(Some(&fwd), chunk, true, *qd, *t);
+        assert_eq!(mark, *qd > 62_500_000, "CE exactly above K_min");
+        q.push(f);
+        n1.poll(*qd, *t, o);
+    };
+    grow(&mut n1, &mut t, &mut qd, &mut o);
+    n1.on_reverse(&ack(dst, src, 100, 42), t);
+    assert_eq!(n1.flow_source_qp(src, dst, 200), Some(100));
+    // Step 3: past 70 MB: CE marking, no CNP.
+    while qd < 70 * MB {
+        grow(&mut n1, &mut t, &mut qd, &mut o);
+    }
+    assert!(n1.stats().marked > 0);
+    assert!(o.is_empty(), "first level only at 70 MB: {o:?}");
+    // At K_max exactly (t = 25 ms, an interval boundary): not exceeded.
+    while qd < 125 * MB {
+        grow(&mut n1, &mut t, &mut qd, &mut o);
+    }
+    assert_eq!(t, 25 * MS);
+    assert!(o.is_empty(), "{o:?}");
+    // Step 4: 130 MB at the next interval boundary.
+    while qd < 130 * MB {
+        grow(&mut n1, &mut t, &mut qd, &mut o);
+    }
+    assert_eq!(t, 26 * MS);
+    assert_eq!(o.len(), 1);
+    let r = o[0];
+    assert_eq!(r.to, src);
+    assert_eq!(r.format, CnpFormat::Roce);
+    assert_eq!(
+        r.info,
+        CnpInfo {
+            congestion_level: 180,
+            action: Action::RateReduce,
+            parameter: 30,
+            source_qp: 100,
+            metric_type: MetricType::QueueDepthKb,
+            metric_value: 130_000,
+        }
+    );
+    // The RoCEv2 packet: opcode 0x81, BECN, E, DestQP 100, ICRC valid.
+    let mut buf = [0u8; 128];
+    let n = build_cnp(&r, ip4(2), &Params::DEFAULT, false, &mut buf).unwrap();
+    let bth = crate::wire::roce::Bth::new_checked(&buf[28..n]).unwrap();
+    assert_eq!((bth.opcode(), bth.becn(), bth.ext(), bth.dest_qp(), bth.psn()), (0x81, true, true, 100, 0));
+    crate::wire::roce::icrc_check(&buf[..n]).unwrap();
+    // Step 8: the queue drains (1 MB per 200 us) to 30 MB and stays there;
+    // Resume 50 once it has been below K_min for 10 ms.
+    o.clear();
+    let mut t_below = None;
+    let mut fl = q.into_iter();
+    while qd > 30 * MB {
+        t += step;
+        qd -= u64::from(chunk);
+        n1.on_dequeue(fl.next().unwrap(), chunk, qd, t);
+        if qd < 62_500_000 && t_below.is_none() {
+            t_below = Some(t);
+        }
+        n1.poll(qd, t, &mut o);
+    }
+    assert!(o.is_empty(), "{o:?}");
+    let tb = t_below.unwrap();
+    while t + step < tb + RTT {
+        t += step;
+        n1.poll(qd, t, &mut o);
+    }
+    n1.poll(qd, tb + RTT - 1, &mut o);
+    assert!(o.is_empty());
+    n1.poll(qd, tb + RTT, &mut o);
+    assert_eq!(o.len(), 1);
+    let r = o[0].info;
+    assert_eq!((r.action, r.parameter, r.source_qp), (Action::Resume, 50, 100));
+    assert_eq!((r.metric_type, r.metric_value), (MetricType::QueueDepthKb, 30_000));
+    assert_eq!(r.congestion_level, 42);
+    assert_eq!(n1.stats().cnp_rate_reduce + n1.stats().cnp_resume, 2);
+}
+
+// ------------------------------------------------------------ build_cnp
+
+fn req(to: IpAddr, flow_dst: IpAddr, src_qp: Option<u32>, format: CnpFormat) -> CnpRequest {
+    CnpRequest {
+        to,
+        flow_dst,
+        dest_qp: 200,
+        src_qp,
+        info: CnpInfo {
+            congestion_level: 180,
+            action: Action::RateReduce,
+            parameter: 30,
+            source_qp: src_qp.unwrap_or(0),
+            metric_type: MetricType::QueueDepthKb,
+            metric_value: 130_000,
+        },
+        format,
+    }
+}
+
+#[test]
+fn build_icmpv6_verified_by_wire_parser() {
+    use crate::wire::lhcnp::{Icmpv6LhCnp, Icmpv6LhCnpRepr, ObjectData};
+    let params = Params::DEFAULT;
+    let ours = ip6(2);
+    let r = req(ip6(1), ip6(4), Some(100), CnpFormat::Icmpv6);
+    let mut buf = [0u8; 256];
+    let n = build_cnp(&r, ours, &params, false, &mut buf).unwrap();
+    assert_eq!(n, 40 + 16);
+    assert_eq!(buf[6], 58);
+    assert_eq!(&buf[8..24], &[0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+    let (s, d): ([u8; 16], [u8; 16]) = (buf[8..24].try_into().unwrap(), buf[24..40].try_into().unwrap());
+    let m = Icmpv6LhCnp::new_checked(&buf[40..n]).unwrap();
+    assert!(m.verify_checksum(&s, &d));
+    let rep = Icmpv6LhCnpRepr::parse(&m, &s, &d, &params).unwrap();
+    assert_eq!(rep.info, r.info);
+    assert!(rep.objects.is_empty());
+    // A flipped bit breaks the ICMPv6 checksum.
+    buf[45] ^= 1;
+    let m = Icmpv6LhCnp::new_checked(&buf[40..n]).unwrap();
+    assert!(!m.verify_checksum(&s, &d));
+    // Unknown source QP: QP 0 and the flow-id object.
+    let r = req(ip6(1), ip6(4), None, CnpFormat::Icmpv6);
+    let n = build_cnp(&r, ours, &params, false, &mut buf).unwrap();
+    let m = Icmpv6LhCnp::new_checked(&buf[40..n]).unwrap();
+    let rep = Icmpv6LhCnpRepr::parse(&m, &s, &d, &params).unwrap();
+    assert_eq!(rep.info.source_qp, 0);
+    let objs: Vec<_> = rep.objects.iter().collect();
+    assert_eq!(objs.len(), 1);
+    assert_eq!(objs[0].class_num, params.lhcnp_ext_class_num);
+    match objs[0].data {
+        ObjectData::Raw { c_type, data } => {
+            assert_eq!(c_type, CTYPE_FLOW_ID);
+            assert_eq!(data.len(), FLOW_ID_LEN);
+            assert_eq!(&data[..16], &[0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4]);
+            assert_eq!(&data[16..], &200u32.to_be_bytes());
+        }
+        o => panic!("{o:?}"),
+    }
+    // Family mismatch.
+    assert!(build_cnp(&req(ip6(1), ip6(4), Some(1), CnpFormat::Icmpv6), ip4(2), &params, false, &mut buf).is_err());
+    assert!(build_cnp(&req(ip6(1), ip6(4), Some(1), CnpFormat::Roce), ip4(2), &params, false, &mut buf).is_err());
+    // Too small a buffer: an error, no panic.
+    assert!(build_cnp(&req(ip6(1), ip6(4), Some(1), CnpFormat::Icmpv6), ours, &params, false, &mut buf[..50]).is_err());
+}
+
+#[test]
+fn build_roce_v4_and_v6_verified_with_icrc() {
+    use crate::wire::ipv4::Ipv4Packet;
+    use crate::wire::lhcnp::RoceLhCnpRepr;
+    use crate::wire::roce::{icrc_check, Bth};
+    use crate::wire::udp::UdpPacket;
+    let params = Params::DEFAULT;
+    let mut buf = [0u8; 256];
+    // IPv4.
+    let r = req(ip4(1), ip4(4), Some(100), CnpFormat::Roce);
+    let n = build_cnp(&r, ip4(2), &params, false, &mut buf).unwrap();
+    assert_eq!(n, 20 + 8 + 12 + 12 + 4);
+    let ip = Ipv4Packet::new_checked(&buf[..n]).unwrap();
+    assert!(ip.verify_checksum());
+    assert_eq!(ip.src_addr(), Ipv4Addr::new(10, 0, 0, 2));
+    assert_eq!(ip.dst_addr(), Ipv4Addr::new(10, 0, 0, 1));
+    assert_eq!(buf[1] & 3, 0, "Not-ECT");
+    let u = UdpPacket::new_checked(ip.payload()).unwrap();
+    assert_eq!(u.dst_port(), 4791);
+    icrc_check(&buf[..n]).unwrap();
+    let bth = Bth::new_checked(&buf[28..n]).unwrap();
+    assert_eq!(bth.opcode(), 0x81);
+    assert!(bth.becn() && bth.ext() && !bth.fecn() && !bth.ack_req());
+    assert_eq!((bth.dest_qp(), bth.psn(), bth.pkey(), bth.resv5()), (100, 0, 0xffff, 0));
+    let rep = RoceLhCnpRepr::parse(&bth, &params).unwrap();
+    assert_eq!(rep.info, r.info);
+    // Corrupt one body octet: the ICRC no longer verifies.
+    let mut bad = buf;
+    bad[28 + 12 + 3] ^= 0x10;
+    assert!(icrc_check(&bad[..n]).is_err());
+    // IPv6, unknown source QP: DestQP 0 and the flow-id object.
+    let r = req(ip6(1), ip6(4), None, CnpFormat::Roce);
+    let n = build_cnp(&r, ip6(2), &params, false, &mut buf).unwrap();
+    assert_eq!(n, 40 + 8 + 12 + 12 + 4 + 4 + FLOW_ID_LEN + 4);
+    icrc_check(&buf[..n]).unwrap();
+    let u = UdpPacket::new_checked(&buf[40..n]).unwrap();
+    assert!(u.verify_checksum(&ip6(2), &ip6(1)));
+    let bth = Bth::new_checked(&buf[48..n]).unwrap();
+    assert_eq!(bth.dest_qp(), 0);
+    let rep = RoceLhCnpRepr::parse(&bth, &params).unwrap();
+    assert_eq!(rep.info.source_qp, 0);
+    assert_eq!(rep.objects.iter().count(), 1);
+    // End to end through the reference source's parser.
+    let (from, info) = parse_cnp(&buf[..n], &params).unwrap();
+    assert_eq!(from, ip6(2));
+    assert_eq!(info.action, Action::RateReduce);
+}
+
+// ------------------------------------------------------------ source model
+
+#[test]
+fn source_model_validates_and_applies() {
+    let sp = SourceParams::default();
+    let mut s = SourceModel::new(sp);
+    let node = ip4(2);
+    s.add_known_node(node);
+    s.add_qp(100);
+    let rr = CnpInfo {
+        congestion_level: 180,
+        action: Action::RateReduce,
+        parameter: 30,
+        source_qp: 100,
+        metric_type: MetricType::QueueDepthKb,
+        metric_value: 130_000,
+    };
+    // s.9 / s.5.6 validation.
+    assert_eq!(s.receive(ip4(66), &rr, 0), Err(SourceReject::UnknownNode));
+    assert_eq!(s.receive(node, &CnpInfo { source_qp: 7, ..rr }, 0), Err(SourceReject::UnknownQp));
+    assert_eq!(
+        s.receive(node, &CnpInfo { action: Action::Notify, parameter: 5, ..rr }, 0),
+        Err(SourceReject::Inconsistent)
+    );
+    assert_eq!(s.rate(100, 0), Some(100e9));
+    // Rate Reduce 30 at t=5 ms (section 7 step 5).
+    let t = 5 * MS;
+    s.receive(node, &rr, t).unwrap();
+    assert_eq!(s.rate(100, t), Some(70e9));
+    // Step 7: no new CNP for 2 * RTT_est: additive increase starts.
+    assert_eq!(s.rate(100, t + 2 * RTT - 1), Some(70e9));
+    assert_eq!(s.rate(100, t + 2 * RTT), Some(75e9));
+    assert_eq!(s.rate(100, t + 3 * RTT), Some(80e9));
+    assert_eq!(s.rate(100, t + 100 * RTT), Some(100e9), "up to normal, no further");
+    // Resume 50 right after the reduction: half of the 30 G back.
+    let mut s2 = SourceModel::new(sp);
+    s2.add_known_node(node);
+    s2.add_qp(100);
+    s2.receive(node, &rr, 0).unwrap();
+    s2.receive(node, &CnpInfo { action: Action::Resume, parameter: 50, ..rr }, 1).unwrap();
+    assert_eq!(s2.rate(100, 1), Some(85e9));
+    // Resume 0 restores the whole reduction, within the per-Resume cap.
+    let mut s3 = SourceModel::new(SourceParams {
+        resume_cap_frac: 0.2,
+        ..sp
+    });
+    s3.add_known_node(node);
+    s3.add_qp(100);
+    s3.receive(node, &CnpInfo { parameter: 60, ..rr }, 0).unwrap();
+    assert_eq!(s3.rate(100, 0), Some(40e9));
+    s3.receive(node, &CnpInfo { action: Action::Resume, parameter: 0, ..rr }, 1).unwrap();
+    assert_eq!(s3.rate(100, 1), Some(60e9), "capped at 20 % of the normal rate");
+    // Pause: silent for the duration.
+    let mut s4 = SourceModel::new(sp);
+    s4.add_known_node(node);
+    s4.add_qp(100);
+    s4.receive(node, &CnpInfo { action: Action::Pause, parameter: 800, ..rr }, 0).unwrap();
+    assert_eq!(s4.rate(100, 799_999), Some(0.0));
+    assert_eq!(s4.rate(100, 800_000), Some(100e9));
+    // Notify: the default cut.
+    let mut s5 = SourceModel::new(sp);
+    s5.add_known_node(node);
+    s5.add_qp(100);
+    s5.receive(node, &CnpInfo { action: Action::Notify, parameter: 0, ..rr }, 0).unwrap();
+    assert_eq!(s5.rate(100, 0), Some(75e9));
+    assert_eq!(s.rejected, 3);
+}
+
+#[test]
+fn source_model_end_to_end_from_built_packets() {
+    let params = Params::DEFAULT;
+    let mut c = CongestionPort::new(PortParams {
+        default_format: CnpFormat::Icmpv6,
+        ..sec7()
+    });
+    let (src, dst, ours) = (ip6(1), ip6(4), ip6(2));
+    c.set_source_qp(src, dst, 200, 100);
+    c.on_enqueue(Some(&data(src, dst, 200, 0)), 9000, true, 130 * MB, 0);
+    c.poll(130 * MB, 0, &mut out());
+    let o = poll_at(&mut c, 130 * MB, IV);
+    let mut buf = [0u8; 256];
+    let n = build_cnp(&o[0], ours, &params, false, &mut buf).unwrap();
+    let mut s = SourceModel::new(SourceParams::default());
+    s.add_known_node(ours);
+    s.add_qp(100);
+    let info = s.receive_packet(&buf[..n], &params, IV).unwrap();
+    assert_eq!(info.parameter, 30);
+    assert_eq!(s.rate(100, IV), Some(70e9));
+    // A forged copy from another address is refused.
+    let mut forged = buf;
+    forged[23] = 9;
+    assert_eq!(s.receive_packet(&forged[..n], &params, IV), Err(SourceReject::Malformed), "checksum");
+    let mut other = SourceModel::new(SourceParams::default());
+    other.add_known_node(ip6(3));
+    other.add_qp(100);
+    assert_eq!(other.receive_packet(&buf[..n], &params, IV), Err(SourceReject::UnknownNode));
+}
+
+// ------------------------------------------------------------ robustness
+
+mod prop {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Enq { host: u8, qp: u8, len: u32, ect: bool, roce: bool },
+        Deq { pick: u8, len: u32 },
+        Rev { host: u8, qp: u8, psn: u32 },
+        Poll { qd: u64 },
+        Tick { dt: u64 },
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => (0u8..6, 0u8..4, 0u32..2_000_000, any::<bool>(), any::<bool>())
+                .prop_map(|(host, qp, len, ect, roce)| Op::Enq { host, qp, len, ect, roce }),
+            3 => (any::<u8>(), 0u32..3_000_000).prop_map(|(pick, len)| Op::Deq { pick, len }),
+            1 => (0u8..6, 0u8..4, any::<u32>()).prop_map(|(host, qp, psn)| Op::Rev { host, qp, psn }),
+            2 => prop_oneof![Just(0u64), 0u64..300_000_000, Just(u64::MAX)].prop_map(|qd| Op::Poll { qd }),
+            2 => prop_oneof![0u64..200_000, 0u64..50_000_000].prop_map(|dt| Op::Tick { dt }),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        #[test]
+        fn never_panics_counters_never_underflow(
+            ops in proptest::collection::vec(op(), 1..300),
+            cap in 1usize..6,
+            top in 1u8..4,
+            suppression: bool,
+            adaptive: bool,
+            v6: bool,
+        ) {
+            let mut p = sec7();
+            p.flow_capacity = cap;
+            p.flow_idle_timeout_ns = 20 * MS;
+            p.suppression = suppression;
+            p.policy.top_flows = top;
+            p.v_ecn = 0.3;
+            p.v_growth_kb_per_ms = 5_000.0;
+            p.adaptive = adaptive.then(AdaptivePolicy::default);
+            prop_assert_eq!(p.validate(), Ok(()));
+            let mut c = CongestionPort::new(p);
+            let host = |h: u8| if v6 { ip6(u16::from(h)) } else { ip4(h) };
+            let mut now = 0u64;
+            let mut qd = 0u64;
+            // What the test queued per flow slot, to compare.
+            let mut held: Vec<(FlowId, u64)> = Vec::new();
+            let mut o = Vec::with_capacity(8);
+            let mut buf = [0u8; 256];
+            for op in ops {
+                match op {
+                    Op::Enq { host: h, qp, len, ect, roce } => {
+                        qd = qd.saturating_add(u64::from(len));
+                        let info = data(host(h), host(100), u32::from(qp), now as u32);
+                        let (mark, f) = c.on_enqueue(roce.then_some(&info), len, ect, qd, now);
+                        prop_assert!(!mark || (ect && qd > c.thresholds().0));
+                        if let Some(f) = f {
+                            match held.iter_mut().find(|x| x.0 == f) {
+                                Some(x) => x.1 += u64::from(len),
+                                None => held.push((f, u64::from(len))),
+                            }
+                        }
+                    }
+                    Op::Deq { pick, len } => {
+                        qd = qd.saturating_sub(u64::from(len));
+                        let f = if held.is_empty() { None } else { Some(held[usize::from(pick) % held.len()].0) };
+                        c.on_dequeue(f, len, qd, now);
+                        if let Some(f) = f {
+                            let x = held.iter_mut().find(|x| x.0 == f).unwrap();
+                            x.1 = x.1.saturating_sub(u64::from(len));
+                        }
+                    }
+                    Op::Rev { host: h, qp, psn } => {
+                        c.on_reverse(&ack(host(100), host(h), u32::from(qp), psn), now);
+                    }
+                    Op::Poll { qd: q } => {
+                        o.clear();
+                        c.poll(q, now, &mut o);
+                        prop_assert!(o.len() <= o.capacity());
+                        if q == 0 {
+                            for x in held.iter_mut() { x.1 = 0; }
+                        }
+                        for r in &o {
+                            prop_assert!(r.info.validate().is_ok());
+                            prop_assert_eq!(r.format, CnpFormat::Roce);
+                            let ours = if v6 { ip6(999) } else { ip4(250) };
+                            let n = build_cnp(r, ours, &Params::DEFAULT, p.zero_metrics, &mut buf);
+                            prop_assert!(n.is_ok());
+                            prop_assert!(parse_cnp(&buf[..n.unwrap()], &Params::DEFAULT).is_some());
+                        }
+                    }
+                    Op::Tick { dt } => now += dt,
+                }
+                // Per-flow contributions equal the test's own accounting
+                // (saturating), for every flow still in the table.
+                for &(f, b) in &held {
+                    if let Some(q) = c.flow_queued(f) {
+                        prop_assert_eq!(q, b);
+                    }
+                }
+                // Aged flows' slots may be reused: forget them.
+                held.retain(|&(f, _)| c.flow_queued(f).is_some());
+                prop_assert!(c.stats().flows_active <= cap as u64);
+            }
+        }
+    }
+}
