@@ -258,3 +258,82 @@ fn shaped_port_queues_paces_and_tail_drops() {
     eprintln!("paced {} bytes in {:.3} s = {:.2} Mb/s", bytes, span, rate / 1e6);
     assert!(rate <= 20e6 * 1.05, "output rate {:.2} Mb/s exceeds R_port 20 Mb/s", rate / 1e6);
 }
+
+/// The congestion-aware node on a shaped WAN port: a RoCEv2 burst from an
+/// IPv6 and an IPv4 source overruns the 20 Mb/s port. Packets leave CE-marked
+/// once the queue passes K_min, and Long-haul CNPs go back to both sources:
+/// ICMPv6 format to the IPv6 source, RoCEv2 format (opcode 0x81, BECN, E bit,
+/// valid ICRC) to the IPv4 source. Checked field by field, by scapy and by
+/// tshark.
+#[test]
+fn congested_port_marks_ce_and_sends_long_haul_cnps() {
+    let dir = workdir("cong");
+    let to_router = control::gen::L2 { src: HOST, dst: R_DC };
+    let mut frames = Vec::new();
+    for i in 0..400u32 {
+        frames.push(control::gen::roce6(&to_router, "2001:db8:1::2".parse().unwrap(), "2001:db8:3::7".parse().unwrap(), 49152, 0x100, i, 960, 64));
+        frames.push(control::gen::roce4(&to_router, [10, 0, 1, 2].into(), [10, 0, 3, 7].into(), 49153, 0x200, i, 960, 64));
+    }
+    control::demo::write_pcap(&dir.join("dc-in.pcap"), &frames).unwrap();
+    control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
+    let cfg = dir.join("r.toml");
+    let text = config(&dir)
+        .replace("mac = \"02:dc:00:00:00:02\"", "mac = \"02:dc:00:00:00:02\"\nrate_mbps = 20\nqueue_bytes = 600000")
+        .replacen("[[route]]", "[port.congestion]\nrtt_est_us = 2000\nk_base_bytes = 65536\ninterval_us = 500\ntop_flows = 2\n[[route]]", 1)
+        + "[[neighbour]]\nip = \"10.0.1.2\"\nmac = \"02:00:00:00:01:02\"\ninterface = \"dc\"\n[[neighbour]]\nip = \"2001:db8:1::2\"\nmac = \"02:00:00:00:01:02\"\ninterface = \"dc\"\n";
+    std::fs::write(&cfg, text).unwrap();
+    let out = run("cong", &cfg, &["--exit-when-idle", "1500", "--duration", "30"]);
+    assert!(out.status.success());
+    let so = String::from_utf8_lossy(&out.stdout).to_string();
+    let se = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(se.contains("K_min 32768 bytes, K_max 65536 bytes"), "thresholds: {se}");
+    assert_eq!(mempool_in_use(&so), 0);
+
+    let wan = read_pcap(&dir.join("wan-out.pcap")).unwrap();
+    let ce = |f: &Vec<u8>| match u16::from_be_bytes([f[12], f[13]]) {
+        0x0800 => f[15] & 3 == 3,
+        _ => (f[15] >> 4) & 3 == 3,
+    };
+    let marked = wan.iter().filter(|f| ce(f)).count();
+    assert!(!ce(&wan[0]), "the first packets leave an empty queue unmarked");
+    assert!(marked > 100, "packets queued above K_min are CE-marked: {marked} of {}", wan.len());
+    assert_eq!(counter(&so, "ecn-ce-marked") as usize, marked);
+    for f in wan.iter().filter(|f| f[12..14] == [0x08, 0x00]) {
+        assert!(ipv4_checksum_ok(&f[14..]), "IPv4 checksum after CE marking");
+        dataplane::wire::roce::icrc_check(&f[14..]).expect("ECN is masked out of the ICRC");
+    }
+
+    let dc = read_pcap(&dir.join("dc-out.pcap")).unwrap();
+    let icmp_cnps: Vec<_> = dc.iter().filter(|f| f[12..14] == [0x86, 0xdd] && f[14 + 6] == 58 && f[14 + 40] == 200).collect();
+    let roce_cnps: Vec<_> = dc.iter().filter(|f| f[12..14] == [0x08, 0x00] && f[14 + 9] == 17 && u16::from_be_bytes([f[14 + 22], f[14 + 23]]) == 4791).collect();
+    assert!(!icmp_cnps.is_empty(), "an ICMPv6 Long-haul CNP goes to the IPv6 source");
+    assert!(!roce_cnps.is_empty(), "a RoCEv2 Long-haul CNP goes to the IPv4 source");
+    for f in &icmp_cnps {
+        assert_eq!(&f[0..6], &HOST);
+        assert_eq!(&f[14 + 24..14 + 40], &"2001:db8:1::2".parse::<std::net::Ipv6Addr>().unwrap().octets());
+        assert_eq!(&f[14 + 8..14 + 24], &"2001:db8:1::1".parse::<std::net::Ipv6Addr>().unwrap().octets(), "sourced from the router's address");
+        let m = &f[14 + 40..];
+        let s = dataplane::wire::checksum::combine(dataplane::wire::checksum::pseudo_v6(f[14 + 8..14 + 24].try_into().unwrap(), f[14 + 24..14 + 40].try_into().unwrap(), 58, m.len() as u32), dataplane::wire::checksum::sum(m));
+        assert_eq!(dataplane::wire::checksum::fold(s), 0xffff, "ICMPv6 checksum");
+    }
+    for f in &roce_cnps {
+        let ip = &f[14..];
+        assert_eq!(&ip[16..20], &[10, 0, 1, 2]);
+        let bth = &ip[28..];
+        assert_eq!(bth[0], 0x81, "CNP opcode");
+        assert_eq!(bth[4] & 0x40, 0x40, "BECN");
+        assert_eq!(bth[4] & 0x20, 0x20, "E bit");
+        dataplane::wire::roce::icrc_check(ip).expect("ICRC of the RoCEv2 Long-haul CNP");
+    }
+    let sent: u64 = ["lhcnp-notify-sent", "lhcnp-rate-reduce-sent", "lhcnp-pause-sent", "lhcnp-resume-sent"].iter().map(|n| counter(&so, n)).sum();
+    assert_eq!(sent as usize, icmp_cnps.len() + roce_cnps.len());
+
+    let chk = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/check_output.py");
+    let o = Command::new("python3").arg(chk).arg(dir.join("dc-out.pcap")).output().unwrap();
+    let txt = String::from_utf8_lossy(&o.stdout);
+    eprintln!("{}", txt.lines().take(12).collect::<Vec<_>>().join("\n"));
+    assert!(o.status.success(), "scapy: {txt}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(txt.contains("ICRC-ok"));
+    tshark_clean(&dir.join("dc-out.pcap"));
+    tshark_clean(&dir.join("wan-out.pcap"));
+}

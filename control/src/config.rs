@@ -173,6 +173,97 @@ pub struct PortSection {
     /// Size of the deep-buffer egress queue in bytes.
     #[serde(default = "d_queue_bytes")]
     pub queue_bytes: u64,
+    /// The congestion-aware node on this egress port (Long-haul CNP).
+    pub congestion: Option<CongestionSection>,
+}
+
+/// `[port.congestion]`: draft-tian-ccwg-long-haul-cnp on this egress port.
+/// Defaults follow the draft's section 7 example where it gives numbers.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CongestionSection {
+    /// RTT_est in microseconds (changeable at runtime).
+    pub rtt_est_us: u64,
+    #[serde(default = "d_k_base")]
+    pub k_base_bytes: u64,
+    #[serde(default = "d_alpha")]
+    pub alpha: f64,
+    /// Default K_max / 2.
+    pub k_min_bytes: Option<u64>,
+    /// EMR threshold: fraction of packets CE-marked in an interval.
+    #[serde(default = "d_v_ecn")]
+    pub v_ecn: f64,
+    /// QGR threshold in KB/ms.
+    #[serde(default = "d_v_growth")]
+    pub v_growth_kb_per_ms: f64,
+    #[serde(default = "d_interval")]
+    pub interval_us: u64,
+    #[serde(default = "d_cnp_pps")]
+    pub cnp_max_pps: u32,
+    #[serde(default = "d_cnp_burst")]
+    pub cnp_burst: u32,
+    #[serde(default = "d_flows")]
+    pub flows: usize,
+    #[serde(default = "d_flow_idle")]
+    pub flow_idle_ms: u64,
+    #[serde(default)]
+    pub zero_metrics: bool,
+    #[serde(default = "d_true")]
+    pub suppression: bool,
+    #[serde(default)]
+    pub adaptive: bool,
+    /// "icmpv6" or "roce" for IPv6 sources (IPv4 sources always get RoCEv2).
+    #[serde(default = "d_format")]
+    pub format: String,
+    /// Notify this many top-contributing flows per evaluation.
+    #[serde(default = "d_top")]
+    pub top_flows: u8,
+    /// CNP source addresses (section 9: only the router's configured
+    /// address); default: the first address of this port.
+    pub source_v4: Option<String>,
+    pub source_v6: Option<String>,
+}
+
+fn d_k_base() -> u64 {
+    64 * 1024
+}
+fn d_alpha() -> f64 {
+    1.0
+}
+fn d_v_ecn() -> f64 {
+    0.5
+}
+fn d_v_growth() -> f64 {
+    1.0e9
+}
+fn d_interval() -> u64 {
+    1000
+}
+fn d_cnp_pps() -> u32 {
+    10_000
+}
+fn d_cnp_burst() -> u32 {
+    100
+}
+fn d_flows() -> usize {
+    65536
+}
+fn d_flow_idle() -> u64 {
+    10_000
+}
+fn d_format() -> String {
+    "icmpv6".into()
+}
+fn d_top() -> u8 {
+    1
+}
+
+/// A validated `[port.congestion]`.
+#[derive(Debug, Clone)]
+pub struct CongestionPlan {
+    pub params: dataplane::congestion::PortParams,
+    pub source_v4: Option<std::net::Ipv4Addr>,
+    pub source_v6: Option<std::net::Ipv6Addr>,
 }
 
 fn d_queue_bytes() -> u64 {
@@ -219,6 +310,8 @@ pub struct PortPlan {
     pub promiscuous: bool,
     /// The egress stage (shaper + deep buffer), when configured.
     pub egress: Option<dataplane::egress::EgressConfig>,
+    /// The congestion-aware node on this port, when configured.
+    pub congestion: Option<CongestionPlan>,
 }
 
 /// A validated configuration: everything needed to start, nothing unchecked.
@@ -394,7 +487,15 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
             parse_addrs(&v.addresses, &format!("{vf}.addresses"), &mut vi, &mut addrs)?;
             interfaces.push(vi);
         }
-        let egress = match p.rate_mbps {
+        let congestion = match &p.congestion {
+            None => None,
+            Some(c) => Some(congestion_plan(c, p, &fld("congestion"))?),
+        };
+        let rate_mbps = match (p.rate_mbps, &congestion) {
+            (None, Some(c)) => Some(c.params.rate_bps / 1_000_000),
+            (r, _) => r,
+        };
+        let egress = match rate_mbps {
             None => None,
             Some(0) => return err(fld("rate_mbps"), &0, "must be > 0 (omit it for an unshaped port)"),
             Some(r) if r > 1_600_000 => return err(fld("rate_mbps"), &r, "must be <= 1600000 (1.6 Tb/s)"),
@@ -414,6 +515,7 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         };
         ports.push(PortPlan {
             egress,
+            congestion,
             name: p.name.clone(),
             device: p.device.clone(),
             device_name,
@@ -484,6 +586,51 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         fib,
         neighbours,
     })
+}
+
+fn congestion_plan(c: &CongestionSection, p: &PortSection, f: &str) -> Result<CongestionPlan, String> {
+    use dataplane::congestion::{AdaptivePolicy, CnpFormat, Policy, PortParams};
+    let e = |k: &str, v: &dyn std::fmt::Display, why: &str| Err(format!("{f}.{k} = {v}: {why}"));
+    let Some(rate) = p.rate_mbps else {
+        return Err(format!("port {}: rate_mbps = (absent): the congestion-aware node needs R_port; set rate_mbps (the link speed for an unshaped port)", p.name));
+    };
+    if c.rtt_est_us == 0 || c.rtt_est_us > 10_000_000 {
+        return e("rtt_est_us", &c.rtt_est_us, "must be 1..=10000000");
+    }
+    let format = match c.format.as_str() {
+        "icmpv6" => CnpFormat::Icmpv6,
+        "roce" => CnpFormat::Roce,
+        other => return e("format", &format!("{other:?}"), "must be \"icmpv6\" or \"roce\""),
+    };
+    let source_v4 = match &c.source_v4 {
+        None => None,
+        Some(a) => Some(a.parse().map_err(|_| format!("{f}.source_v4 = {a:?}: not an IPv4 address"))?),
+    };
+    let source_v6 = match &c.source_v6 {
+        None => None,
+        Some(a) => Some(a.parse().map_err(|_| format!("{f}.source_v6 = {a:?}: not an IPv6 address"))?),
+    };
+    let params = PortParams {
+        rate_bps: rate * 1_000_000,
+        rtt_est_ns: c.rtt_est_us * 1000,
+        k_base_bytes: c.k_base_bytes,
+        alpha: c.alpha,
+        k_min_bytes: c.k_min_bytes,
+        v_ecn: c.v_ecn,
+        v_growth_kb_per_ms: c.v_growth_kb_per_ms,
+        interval_ns: c.interval_us * 1000,
+        cnp_port_max_pps: c.cnp_max_pps,
+        cnp_port_burst: c.cnp_burst,
+        flow_capacity: c.flows,
+        flow_idle_timeout_ns: c.flow_idle_ms * 1_000_000,
+        zero_metrics: c.zero_metrics,
+        suppression: c.suppression,
+        adaptive: c.adaptive.then(AdaptivePolicy::default),
+        default_format: format,
+        policy: Policy { top_flows: c.top_flows, buffer_bytes: p.queue_bytes, ..Policy::default() },
+    };
+    params.validate().map_err(|why| format!("{f}: {why}"))?;
+    Ok(CongestionPlan { params, source_v4, source_v6 })
 }
 
 fn parse_addrs(list: &[String], field: &str, ifc: &mut Interface, seen: &mut HashSet<IpAddr>) -> Result<(), String> {

@@ -20,7 +20,8 @@ pub const HELP: &str = "commands:
   route add PREFIX [via ADDR] [dev INTERFACE]
   route del PREFIX
   neighbour add ADDR MAC INTERFACE
-  neighbour del ADDR INTERFACE";
+  neighbour del ADDR INTERFACE
+  congestion PORT rtt_est_us N | k_min_bytes N | k_base_bytes N | alpha X | v_ecn X | v_growth_kb_per_ms X";
 
 pub struct CtlServer {
     listener: UnixListener,
@@ -112,6 +113,28 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
             c.neighbours.remove(i, ip).ok_or_else(|| format!("no neighbour {ip} on {dev}"))?;
             c.push_neighbours();
             Ok(String::new())
+        }
+        ["congestion", port, key, value] => {
+            let pi = c.cfg.ports.iter().position(|p| p.name == *port).ok_or_else(|| format!("{port:?}: no such port"))?;
+            let plan = c.cfg.ports[pi].congestion.as_mut().ok_or_else(|| format!("port {port}: no [port.congestion]"))?;
+            let mut p = plan.params.clone();
+            let num = |v: &str| v.parse::<f64>().map_err(|_| format!("{key} = {v:?}: not a number"));
+            match *key {
+                "rtt_est_us" => p.rtt_est_ns = (num(value)? * 1000.0) as u64,
+                "k_min_bytes" => p.k_min_bytes = Some(num(value)? as u64),
+                "k_base_bytes" => p.k_base_bytes = num(value)? as u64,
+                "alpha" => p.alpha = num(value)?,
+                "v_ecn" => p.v_ecn = num(value)?,
+                "v_growth_kb_per_ms" => p.v_growth_kb_per_ms = num(value)?,
+                _ => return Err(format!("unknown congestion parameter {key:?}; {HELP}")),
+            }
+            p.validate().map_err(|e| format!("port {port}: {e}"))?;
+            plan.params = p.clone();
+            let id = ports[pi].id;
+            for w in c.worker_updates() {
+                let _ = w.send(dataplane::worker::Update::Congestion(id, Box::new(p.clone())));
+            }
+            Ok(format!("port {port}: K_min {} K_max {}\n", p.k_min(), p.k_max()))
         }
         ["help"] | [] => Ok(format!("{HELP}\n")),
         _ => Err(format!("unknown command {line:?}; {HELP}")),

@@ -76,6 +76,9 @@ impl Control {
         let n = Arc::new(self.neighbours.clone());
         self.push(|| Update::Neighbours(n.clone()));
     }
+    pub fn worker_updates(&self) -> impl Iterator<Item = &Sender<Update>> {
+        self.workers.iter().map(|w| &w.updates)
+    }
     pub fn snapshot(&self) -> Snapshot {
         Snapshot::sum(self.workers.iter().map(|w| &*w.counters))
     }
@@ -189,9 +192,21 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     let maxp = dataplane::counters::MAX_PORTS;
     let mut egress_cfg = vec![None; maxp];
     let mut owner = vec![0usize; maxp];
+    let mut cong_cfg: Vec<Option<dataplane::worker::CongestionSpec>> = vec![None; maxp];
     for (pi, p) in cfg.ports.iter().enumerate() {
         let id = usize::from(ports[pi].id);
         egress_cfg[id] = p.egress;
+        if let Some(c) = &p.congestion {
+            cong_cfg[id] = Some(dataplane::worker::CongestionSpec { params: c.params.clone(), source_v4: c.source_v4, source_v6: c.source_v6 });
+            eprintln!(
+                "port {}: congestion-aware (Long-haul CNP): R_port {} Mb/s, RTT_est {} us, K_min {} bytes, K_max {} bytes",
+                p.name,
+                c.params.rate_bps / 1_000_000,
+                c.params.rtt_est_ns / 1000,
+                c.params.k_min(),
+                c.params.k_max()
+            );
+        }
         owner[id] = pi % nworkers;
         if let Some(e) = p.egress {
             eprintln!("port {}: egress shaped at {} Mb/s, queue {} bytes, owned by worker {}", p.name, e.rate_bps / 1_000_000, e.queue_bytes, pi % nworkers);
@@ -213,6 +228,8 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             egress: egress_cfg.clone(),
             owner: owner.clone(),
             handoff: handoff.clone(),
+            congestion: cong_cfg.clone(),
+            wire: cfg.params,
         };
         let links = WorkerLinks { updates: up_rx, events: ev_tx.clone(), garbage: garbage_tx.clone(), stop: stop.clone() };
         let mut worker = Worker::new(spec, links, pipeline);

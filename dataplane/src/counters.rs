@@ -60,6 +60,7 @@ reasons!(Drop, N_DROPS {
     QueueTailDrop => "queue-tail-drop",
     PriorityQueueFull => "priority-queue-full",
     HandoffFull => "handoff-full",
+    CnpBuildFailed => "cnp-build-failed",
     EventQueueFull => "event-queue-full",
     BadPort => "bad-port",
 });
@@ -75,6 +76,11 @@ reasons!(Local, N_LOCAL {
     TimeExceeded6 => "icmpv6-time-exceeded-sent",
     ArpRequestSent => "arp-request-sent",
     NsSent => "nd-solicit-sent",
+    CeMarked => "ecn-ce-marked",
+    CnpNotify => "lhcnp-notify-sent",
+    CnpRateReduce => "lhcnp-rate-reduce-sent",
+    CnpPause => "lhcnp-pause-sent",
+    CnpResume => "lhcnp-resume-sent",
 });
 
 /// Maximum number of DPDK ports a worker keeps counters for.

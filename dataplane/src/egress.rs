@@ -35,11 +35,11 @@ impl Default for EgressConfig {
 }
 
 /// A queued data packet with what the congestion stage needs at dequeue.
-pub struct Queued<P> {
+pub struct Queued<P, F = u32> {
     pub pkt: P,
     pub len: u32,
     /// Flow-table slot, for the per-flow queue contribution.
-    pub flow: Option<u32>,
+    pub flow: Option<F>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -52,9 +52,9 @@ pub struct EgressStats {
     pub max_depth_bytes: u64,
 }
 
-pub struct EgressQueue<P> {
+pub struct EgressQueue<P, F = u32> {
     cfg: EgressConfig,
-    data: VecDeque<Queued<P>>,
+    data: VecDeque<Queued<P, F>>,
     prio: VecDeque<(P, u32)>,
     bytes: u64,
     /// Shaper tokens in byte-nanoseconds * rate (scaled: bytes * 8e9).
@@ -65,7 +65,7 @@ pub struct EgressQueue<P> {
 
 const SCALE: u128 = 8_000_000_000; // bits per byte * ns per s
 
-impl<P> EgressQueue<P> {
+impl<P, F: Copy> EgressQueue<P, F> {
     pub fn new(cfg: EgressConfig) -> Self {
         EgressQueue {
             data: VecDeque::with_capacity(cfg.max_packets),
@@ -112,7 +112,7 @@ impl<P> EgressQueue<P> {
 
     /// Append a data packet; a full queue hands it back (tail drop, counted).
     #[inline]
-    pub fn enqueue(&mut self, q: Queued<P>) -> Result<(), Queued<P>> {
+    pub fn enqueue(&mut self, q: Queued<P, F>) -> Result<(), Queued<P, F>> {
         if !self.has_room(q.len) {
             self.stats.tail_drops += 1;
             self.stats.tail_drop_bytes += u64::from(q.len);
@@ -163,7 +163,7 @@ impl<P> EgressQueue<P> {
     /// Hand up to `max` packets that the shaper lets go at `now_ns` to
     /// `out(pkt, len, flow, is_priority)`; priority packets first. The rate
     /// applies to both (notifications share the link).
-    pub fn dequeue_ready(&mut self, now_ns: u64, max: usize, mut out: impl FnMut(P, u32, Option<u32>, bool)) -> usize {
+    pub fn dequeue_ready(&mut self, now_ns: u64, max: usize, mut out: impl FnMut(P, u32, Option<F>, bool)) -> usize {
         self.refill(now_ns);
         let mut n = 0;
         while n < max {
@@ -191,7 +191,7 @@ impl<P> EgressQueue<P> {
 
     /// Put back a data packet the NIC did not take (head of the queue, so
     /// order is kept); its shaper tokens are returned.
-    pub fn requeue_front(&mut self, q: Queued<P>) {
+    pub fn requeue_front(&mut self, q: Queued<P, F>) {
         if self.cfg.rate_bps != 0 {
             self.tokens += u128::from(q.len) * SCALE;
         }
@@ -238,13 +238,13 @@ impl<P> EgressQueue<P> {
 mod tests {
     use super::*;
 
-    fn q(len: u32) -> Queued<u32> {
+    fn q(len: u32) -> Queued<u32, u32> {
         Queued { pkt: len, len, flow: None }
     }
 
     #[test]
     fn tail_drop_by_bytes() {
-        let mut e = EgressQueue::new(EgressConfig { queue_bytes: 3000, ..Default::default() });
+        let mut e: EgressQueue<u32> = EgressQueue::new(EgressConfig { queue_bytes: 3000, ..Default::default() });
         assert!(e.enqueue(q(1000)).is_ok());
         assert!(e.enqueue(q(1500)).is_ok());
         assert!(e.enqueue(q(1000)).is_err());
@@ -257,7 +257,7 @@ mod tests {
     #[test]
     fn shaper_paces_at_rate() {
         // 8 Mbit/s = 1 byte per microsecond; bucket 1000 bytes.
-        let mut e = EgressQueue::new(EgressConfig { rate_bps: 8_000_000, burst_bytes: 1000, queue_bytes: 1 << 20, ..Default::default() });
+        let mut e: EgressQueue<u32> = EgressQueue::new(EgressConfig { rate_bps: 8_000_000, burst_bytes: 1000, queue_bytes: 1 << 20, ..Default::default() });
         for _ in 0..10 {
             e.enqueue(q(1000)).ok().unwrap();
         }
@@ -279,7 +279,7 @@ mod tests {
 
     #[test]
     fn priority_leaves_first_and_requeue_keeps_order() {
-        let mut e = EgressQueue::new(EgressConfig::default());
+        let mut e: EgressQueue<u32> = EgressQueue::new(EgressConfig::default());
         e.enqueue(q(100)).ok().unwrap();
         e.enqueue(q(200)).ok().unwrap();
         e.enqueue_priority(7, 64).unwrap();
@@ -296,7 +296,7 @@ mod tests {
 
     #[test]
     fn unshaped_releases_everything_and_drain_returns_all() {
-        let mut e = EgressQueue::new(EgressConfig::default());
+        let mut e: EgressQueue<u32> = EgressQueue::new(EgressConfig::default());
         for i in 1..=5 {
             e.enqueue(q(i * 10)).ok().unwrap();
         }
@@ -312,7 +312,7 @@ mod tests {
 
     #[test]
     fn max_packets_bounds_memory() {
-        let mut e = EgressQueue::new(EgressConfig { max_packets: 2, ..Default::default() });
+        let mut e: EgressQueue<u32> = EgressQueue::new(EgressConfig { max_packets: 2, ..Default::default() });
         e.enqueue(q(1)).ok().unwrap();
         e.enqueue(q(1)).ok().unwrap();
         assert!(e.enqueue(q(1)).is_err());

@@ -15,4 +15,6 @@ pub mod pipeline;
 #[cfg(feature = "dpdk")]
 pub mod worker;
 pub mod lpm;
+pub mod congestion;
 pub mod egress;
+pub mod classify;

@@ -697,6 +697,35 @@ impl Pipeline {
         }
     }
 
+    /// Send a packet the router originates (a notification): `p` holds a
+    /// 14-byte placeholder followed by the IP packet to `dst`. Looks up the
+    /// FIB and neighbour (queuing a resolution on a miss), writes the
+    /// Ethernet header (802.1Q when the egress interface is a VLAN, PCP
+    /// `pcp`) and returns the port, or the drop reason.
+    pub fn emit_ip<P: PacketBuffer>(&mut self, p: &mut P, dst: IpAddr, pcp: u8, now_ns: u64) -> Result<u16, Drop> {
+        let (hop, et) = match dst {
+            IpAddr::V4(a) => (self.fib.route4(a), EtherType::IPV4),
+            IpAddr::V6(a) => (self.fib.route6(a), EtherType::IPV6),
+        };
+        let hop = hop.ok_or(Drop::NoRoute)?;
+        let iface = self.fib.hop(hop).map(|h| h.iface).ok_or(Drop::NoRoute)?;
+        let (ifc, mac) = self.resolve_hop(hop, dst, now_ns.max(1))?;
+        let (port, out_mac, vlan) = (ifc.port, ifc.mac, ifc.vlan);
+        let l2 = L2 { iface, l3: 14, pcp, mcast: false };
+        write_l2(p, l2, mac, out_mac, vlan, et)?;
+        Ok(port)
+    }
+
+    /// The interface a packet to `dst` would leave by (for choosing a
+    /// source address).
+    pub fn egress_iface(&self, dst: IpAddr) -> Option<&Interface> {
+        let hop = match dst {
+            IpAddr::V4(a) => self.fib.route4(a),
+            IpAddr::V6(a) => self.fib.route6(a),
+        }?;
+        self.topo.iface(self.fib.hop(hop)?.iface)
+    }
+
     /// Build the ARP request or Neighbor Solicitation for `s` into `p` (a
     /// fresh buffer). Returns the port to send it on.
     pub fn build_solicit<P: PacketBuffer>(&self, p: &mut P, s: &Solicit) -> Option<u16> {

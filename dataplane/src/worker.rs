@@ -10,7 +10,13 @@ use crate::dpdk::{rdtsc, Mbuf, Mempool};
 use crate::packet::PacketBuffer;
 use crate::pipeline::{Event, Pipeline, Verdict};
 use crate::tables::{Fib, Neighbours, Topology};
+use crate::classify;
+use crate::congestion::{CnpRequest, CongestionPort, FlowId, PortParams};
+use crate::wire::lhcnp::Action;
+use crate::counters::Local;
 use crate::egress::{EgressConfig, EgressQueue, Queued};
+use crate::wire::params::Params;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use crossbeam::channel::{Receiver, Sender, TrySendError};
 use crossbeam::queue::ArrayQueue;
 use dpdk_sys::rte_mbuf;
@@ -21,6 +27,8 @@ pub const MAX_BURST: usize = 256;
 
 /// A table update pushed by the control thread.
 pub enum Update {
+    /// New thresholds / RTT_est / policy for a port's congestion stage.
+    Congestion(u16, Box<PortParams>),
     Fib(Arc<Fib>),
     Neighbours(Arc<Neighbours>),
     Topology(Arc<Topology>),
@@ -43,6 +51,18 @@ pub struct WorkerSpec {
     pub owner: Vec<usize>,
     /// Per port: lock-free ring into the owner's egress queue (raw mbufs).
     pub handoff: Arc<Vec<ArrayQueue<usize>>>,
+    /// Congestion-aware node per port (index = port id), with the CNP
+    /// source addresses (None: the egress interface's address).
+    pub congestion: Vec<Option<CongestionSpec>>,
+    /// IANA-pending values (ICMPv6 type of the Long-haul CNP, ...).
+    pub wire: Params,
+}
+
+#[derive(Clone)]
+pub struct CongestionSpec {
+    pub params: PortParams,
+    pub source_v4: Option<Ipv4Addr>,
+    pub source_v6: Option<Ipv6Addr>,
 }
 
 /// The worker's ends of its queues to and from the control thread.
@@ -88,7 +108,12 @@ impl TscClock {
 
 pub struct Worker {
     /// Egress queues of the shaped ports this worker owns (index = port).
-    egress: Vec<Option<EgressQueue<Mbuf>>>,
+    egress: Vec<Option<EgressQueue<Mbuf, FlowId>>>,
+    /// Congestion state of the ports this worker owns (index = port).
+    cong: Vec<Option<CongestionPort>>,
+    cnp_reqs: Vec<CnpRequest>,
+    now: u64,
+    has_cong: bool,
     spec: WorkerSpec,
     links: WorkerLinks,
     pipeline: Pipeline,
@@ -112,8 +137,18 @@ impl Worker {
                 _ => None,
             })
             .collect();
+        let cong = (0..MAX_PORTS)
+            .map(|p| match spec.congestion.get(p).cloned().flatten() {
+                Some(c) if spec.owner.get(p) == Some(&spec.id) && spec.egress.get(p).copied().flatten().is_some() => Some(CongestionPort::new(c.params)),
+                _ => None,
+            })
+            .collect();
         Worker {
             egress,
+            cong,
+            cnp_reqs: Vec::with_capacity(256),
+            now: 0,
+            has_cong: false,
             tx: (0..MAX_PORTS).map(|_| TxBuf::new()).collect(),
             free: Vec::with_capacity(2 * MAX_BURST),
             spec,
@@ -126,11 +161,13 @@ impl Worker {
 
     /// Poll until the stop flag is raised, then drain.
     pub fn run(&mut self) {
+        self.has_cong = self.cong.iter().any(|c| c.is_some());
         let burst = self.spec.burst.clamp(1, MAX_BURST);
         let mut rx = [std::ptr::null_mut::<rte_mbuf>(); MAX_BURST];
         while !self.links.stop.load(Ordering::Relaxed) {
             self.apply_updates();
             let now = self.clock.now();
+            self.now = now;
             let mut busy = false;
             for qi in 0..self.spec.rx_queues.len() {
                 let (port, queue) = self.spec.rx_queues[qi];
@@ -144,6 +181,7 @@ impl Worker {
             self.send_solicits();
             self.flush_all();
             self.service_egress(now);
+            self.poll_congestion(now);
             free_bulk(&mut self.free);
             self.free.clear();
             self.post_events();
@@ -172,6 +210,17 @@ impl Worker {
             // SAFETY: rx_burst handed us ownership of each mbuf.
             let Some(mut m) = (unsafe { Mbuf::from_raw(raw) }) else { continue };
             bytes += m.len() as u64;
+            if self.has_cong {
+                // Responses (ACK, read responses) carry the requester's QP
+                // as DestQP: the congestion stages learn source QPs from them.
+                if let Some(meta) = classify::roce_meta(m.data()) {
+                    if crate::wire::roce::opcode::is_response(meta.info.opcode) {
+                        for c in self.cong.iter_mut().flatten() {
+                            c.on_reverse(&meta.info, now);
+                        }
+                    }
+                }
+            }
             let verdict = if m.nb_segs() != 1 {
                 Verdict::Drop(Drop::MultiSeg)
             } else {
@@ -207,7 +256,7 @@ impl Worker {
             let r = if priority {
                 q.enqueue_priority(m, len).map_err(|m| (m, Drop::PriorityQueueFull))
             } else {
-                q.enqueue(Queued { pkt: m, len, flow: None }).map_err(|q| (q.pkt, Drop::QueueTailDrop))
+                admit(q, self.cong[p].as_mut(), m, self.now, &self.counters)
             };
             if let Err((m, why)) = r {
                 self.counters.dropped(why);
@@ -235,19 +284,28 @@ impl Worker {
             while let Some(raw) = self.spec.handoff[p].pop() {
                 // SAFETY: the handing worker gave up ownership of this mbuf.
                 let Some(m) = (unsafe { Mbuf::from_raw(raw as *mut rte_mbuf) }) else { continue };
-                let len = m.len() as u32;
-                if let Err(q) = q.enqueue(Queued { pkt: m, len, flow: None }) {
-                    self.counters.dropped(Drop::QueueTailDrop);
-                    self.free.push(q.pkt.into_raw());
+                if let Err((m, why)) = admit(q, self.cong[p].as_mut(), m, now, &self.counters) {
+                    self.counters.dropped(why);
+                    self.free.push(m.into_raw());
                 }
             }
             let mut n = 0;
-            q.dequeue_ready(now, self.spec.burst.min(MAX_BURST), |m, len, _flow, is_prio| {
+            let mut flows = [None; MAX_BURST];
+            q.dequeue_ready(now, self.spec.burst.min(MAX_BURST), |m, len, flow, is_prio| {
                 pkts[n] = m.into_raw();
                 lens[n] = len;
                 prio[n] = is_prio;
+                flows[n] = flow;
                 n += 1;
             });
+            if let Some(c) = self.cong[p].as_mut() {
+                let qd = q.depth_bytes();
+                for i in 0..n {
+                    if !prio[i] {
+                        c.on_dequeue(flows[i], lens[i], qd, now);
+                    }
+                }
+            }
             if n == 0 {
                 self.counters.queue_depth[p].set(q.depth_bytes());
                 continue;
@@ -263,11 +321,80 @@ impl Worker {
                     if prio[i] {
                         q.requeue_priority_front(m, lens[i]);
                     } else {
-                        q.requeue_front(Queued { pkt: m, len: lens[i], flow: None });
+                        // Back in the queue: its bytes count for the flow again.
+                        if let Some(c) = self.cong[p].as_mut() {
+                            let info = classify::roce_meta(m.data()).map(|x| x.info);
+                            let _ = c.on_enqueue(info.as_ref(), lens[i], false, q.depth_bytes() + u64::from(lens[i]), now);
+                        }
+                        q.requeue_front(Queued { pkt: m, len: lens[i], flow: flows[i] });
                     }
                 }
             }
             self.counters.queue_depth[p].set(q.depth_bytes());
+        }
+    }
+
+    /// Second-level triggers: ask every congestion stage for the
+    /// notifications due now, build them and send them toward the sources,
+    /// ahead of queued data.
+    fn poll_congestion(&mut self, now: u64) {
+        for p in 0..MAX_PORTS {
+            let (Some(c), Some(q)) = (self.cong[p].as_mut(), self.egress[p].as_ref()) else { continue };
+            c.poll(q.depth_bytes(), now, &mut self.cnp_reqs);
+        }
+        if self.cnp_reqs.is_empty() {
+            return;
+        }
+        let reqs = std::mem::take(&mut self.cnp_reqs);
+        for (i, r) in reqs.iter().enumerate() {
+            let _ = i;
+            self.send_cnp(r, now);
+        }
+        self.cnp_reqs = reqs;
+        self.cnp_reqs.clear();
+    }
+
+    fn send_cnp(&mut self, r: &CnpRequest, now: u64) {
+        let Some(mut m) = self.spec.pool.alloc() else {
+            self.counters.dropped(Drop::NoMbuf);
+            return;
+        };
+        // The configured source address of the port whose queue triggered,
+        // else the address of the interface toward the source.
+        let spec = self.spec.congestion.iter().flatten().next();
+        let src: Option<IpAddr> = match r.to {
+            IpAddr::V4(_) => spec.and_then(|s| s.source_v4).map(IpAddr::V4).or_else(|| self.pipeline.egress_iface(r.to).and_then(|i| i.v4_for(match r.to { IpAddr::V4(a) => a, _ => Ipv4Addr::UNSPECIFIED })).map(IpAddr::V4)),
+            IpAddr::V6(a) => spec.and_then(|s| s.source_v6).map(IpAddr::V6).or_else(|| self.pipeline.egress_iface(r.to).map(|i| IpAddr::V6(i.v6_for(a)))),
+        };
+        let Some(src) = src else {
+            self.counters.dropped(Drop::NoRoute);
+            return;
+        };
+        let zero = spec.map(|s| s.params.zero_metrics).unwrap_or(false);
+        m.reset_len(0);
+        if !m.append(14 + 512) {
+            self.counters.dropped(Drop::NoHeadroom);
+            return;
+        }
+        let n = match crate::congestion::build_cnp(r, src, &self.spec.wire, zero, &mut m.data_mut()[14..]) {
+            Ok(n) => n,
+            Err(_) => {
+                self.counters.dropped(Drop::CnpBuildFailed);
+                return;
+            }
+        };
+        m.set_len(14 + n);
+        match self.pipeline.emit_ip(&mut m, r.to, 6, now) {
+            Ok(port) => {
+                self.counters.local(match r.info.action {
+                    Action::Notify => Local::CnpNotify,
+                    Action::RateReduce => Local::CnpRateReduce,
+                    Action::Pause => Local::CnpPause,
+                    Action::Resume => Local::CnpResume,
+                });
+                self.output(port, m, true);
+            }
+            Err(why) => self.counters.dropped(why),
         }
     }
 
@@ -343,6 +470,12 @@ impl Worker {
     fn apply_updates(&mut self) {
         while let Ok(u) = self.links.updates.try_recv() {
             let old = match u {
+                Update::Congestion(port, params) => {
+                    if let Some(c) = self.cong.get_mut(usize::from(port)).and_then(|c| c.as_mut()) {
+                        c.set_params(*params);
+                    }
+                    continue;
+                }
                 Update::Fib(f) => Update::Fib(self.pipeline.set_fib(f)),
                 Update::Neighbours(n) => Update::Neighbours(self.pipeline.set_neighbours(n)),
                 Update::Topology(t) => Update::Topology(std::mem::replace(&mut self.pipeline.topo, t)),
@@ -364,4 +497,32 @@ impl Worker {
         self.free.clear();
         self.post_events();
     }
+}
+
+/// Admit a data packet into an egress queue: the congestion stage (when the
+/// port has one) learns the flow and decides on CE marking (first level,
+/// QD > K_min, ECN-capable packets only); a full queue tail-drops.
+#[inline]
+fn admit(q: &mut EgressQueue<Mbuf, FlowId>, c: Option<&mut CongestionPort>, mut m: Mbuf, now: u64, counters: &WorkerCounters) -> Result<(), (Mbuf, Drop)> {
+    let len = m.len() as u32;
+    if !q.has_room(len) {
+        q.stats.tail_drops += 1;
+        return Err((m, Drop::QueueTailDrop));
+    }
+    let flow = match c {
+        None => None,
+        Some(c) => {
+            let meta = classify::roce_meta(m.data());
+            let ecn_capable = match &meta {
+                Some(x) => x.ecn != 0,
+                None => classify::ecn(m.data()).map(|e| e != 0).unwrap_or(false),
+            };
+            let (mark, flow) = c.on_enqueue(meta.as_ref().map(|x| &x.info), len, ecn_capable, q.depth_bytes() + u64::from(len), now);
+            if mark && classify::set_ce(m.data_mut()) {
+                counters.local(Local::CeMarked);
+            }
+            flow
+        }
+    };
+    q.enqueue(Queued { pkt: m, len, flow }).map_err(|q| (q.pkt, Drop::QueueTailDrop))
 }

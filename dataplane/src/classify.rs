@@ -1,0 +1,244 @@
+//! Egress-side packet inspection for the congestion stage: find the RoCEv2
+//! BTH of a frame, directly over IPv4/IPv6 or inside an SRv6 tunnel (outer
+//! IPv6, optional SRH, inner IPv6 or IPv4), and read or set the ECN field of
+//! the outer IP header (RFC 3168; the inner header is left to the
+//! decapsulating node, RFC 6040).
+
+use crate::congestion::RoceInfo;
+use crate::wire::checksum;
+use crate::wire::ipv4::IpProtocol;
+use crate::wire::ipv6::walk_ext_chain;
+use crate::wire::params::ROCEV2_UDP_PORT;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// What the congestion stage needs from a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RoceMeta {
+    pub info: RoceInfo,
+    /// ECN codepoint of the outer IP header.
+    pub ecn: u8,
+    /// True when the RoCEv2 packet travels inside a tunnel.
+    pub tunnelled: bool,
+}
+
+/// Offset of the IP header in an Ethernet frame (one optional 802.1Q tag).
+#[inline]
+pub fn l3_offset(frame: &[u8]) -> Option<(usize, u16)> {
+    let et = u16::from_be_bytes([*frame.get(12)?, *frame.get(13)?]);
+    if et == 0x8100 || et == 0x88a8 {
+        Some((18, u16::from_be_bytes([*frame.get(16)?, *frame.get(17)?])))
+    } else {
+        Some((14, et))
+    }
+}
+
+/// The ECN codepoint of the frame's IP header, if it is IP.
+#[inline]
+pub fn ecn(frame: &[u8]) -> Option<u8> {
+    let (l3, et) = l3_offset(frame)?;
+    match et {
+        0x0800 => Some(frame.get(l3 + 1)? & 3),
+        0x86dd => Some((frame.get(l3 + 1)? >> 4) & 3),
+        _ => None,
+    }
+}
+
+/// Set CE in the outer IP header of an ECN-capable packet (IPv4 with an
+/// RFC 1624 checksum update, IPv6 traffic class). Not-ECT packets are never
+/// changed; returns whether the packet now carries CE.
+#[inline]
+pub fn set_ce(frame: &mut [u8]) -> bool {
+    let Some((l3, et)) = l3_offset(frame) else { return false };
+    match et {
+        0x0800 if frame.len() >= l3 + 20 => {
+            let tos = frame[l3 + 1];
+            if tos & 3 == 0 {
+                return false;
+            }
+            if tos & 3 == 3 {
+                return true;
+            }
+            let old = u16::from_be_bytes([frame[l3], tos]);
+            frame[l3 + 1] = tos | 3;
+            let new = u16::from_be_bytes([frame[l3], tos | 3]);
+            let c = u16::from_be_bytes([frame[l3 + 10], frame[l3 + 11]]);
+            let c = checksum::update16(c, old, new);
+            frame[l3 + 10..l3 + 12].copy_from_slice(&c.to_be_bytes());
+            true
+        }
+        0x86dd if frame.len() >= l3 + 40 => {
+            let e = (frame[l3 + 1] >> 4) & 3;
+            if e == 0 {
+                return false;
+            }
+            frame[l3 + 1] |= 0x30;
+            true
+        }
+        _ => false,
+    }
+}
+
+fn bth_at(d: &[u8], udp: usize, src: IpAddr, dst: IpAddr) -> Option<RoceInfo> {
+    let u = d.get(udp..udp + 8 + 12)?;
+    if u16::from_be_bytes([u[2], u[3]]) != ROCEV2_UDP_PORT {
+        return None;
+    }
+    let b = &u[8..];
+    Some(RoceInfo {
+        src,
+        dst,
+        opcode: b[0],
+        dest_qp: u32::from_be_bytes([0, b[5], b[6], b[7]]),
+        psn: u32::from_be_bytes([0, b[9], b[10], b[11]]),
+    })
+}
+
+fn v4(d: &[u8], l3: usize) -> Option<RoceInfo> {
+    let h = d.get(l3..l3 + 20)?;
+    if h[0] >> 4 != 4 || h[9] != 17 {
+        return None;
+    }
+    let ihl = usize::from(h[0] & 0xf) * 4;
+    if ihl < 20 || u16::from_be_bytes([h[6], h[7]]) & 0x1fff != 0 {
+        return None;
+    }
+    let src = Ipv4Addr::new(h[12], h[13], h[14], h[15]);
+    let dst = Ipv4Addr::new(h[16], h[17], h[18], h[19]);
+    bth_at(d, l3 + ihl, src.into(), dst.into())
+}
+
+fn v6(d: &[u8], l3: usize, depth: u8) -> Option<(RoceInfo, bool)> {
+    let h = d.get(l3..l3 + 40)?;
+    if h[0] >> 4 != 6 {
+        return None;
+    }
+    let end = (l3 + 40 + usize::from(u16::from_be_bytes([h[4], h[5]]))).min(d.len());
+    let pkt = &d[l3..end];
+    let chain = walk_ext_chain(IpProtocol(h[6]), pkt, 40).ok()?;
+    if chain.is_later_fragment() {
+        return None;
+    }
+    let off = l3 + chain.upper_offset;
+    match chain.upper_protocol {
+        IpProtocol::UDP => {
+            let src = Ipv6Addr::from(<[u8; 16]>::try_from(&h[8..24]).ok()?);
+            let dst = Ipv6Addr::from(<[u8; 16]>::try_from(&h[24..40]).ok()?);
+            bth_at(d, off, src.into(), dst.into()).map(|i| (i, depth > 0))
+        }
+        // SRv6 / IPv6-in-IPv6 encapsulation: look at the inner packet.
+        IpProtocol::IPV6 if depth == 0 => v6(d, off, 1).map(|(i, _)| (i, true)),
+        IpProtocol::IPV4 if depth == 0 => v4(d, off).map(|i| (i, true)),
+        _ => None,
+    }
+}
+
+/// The RoCEv2 packet in `frame`, if any.
+#[inline]
+pub fn roce_meta(frame: &[u8]) -> Option<RoceMeta> {
+    let (l3, et) = l3_offset(frame)?;
+    match et {
+        0x0800 => v4(frame, l3).map(|info| RoceMeta { info, ecn: frame[l3 + 1] & 3, tunnelled: false }),
+        0x86dd => v6(frame, l3, 0).map(|(info, tunnelled)| RoceMeta { info, ecn: (frame[l3 + 1] >> 4) & 3, tunnelled }),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn eth(et: u16) -> Vec<u8> {
+        let mut f = vec![0u8; 12];
+        f.extend_from_slice(&et.to_be_bytes());
+        f
+    }
+
+    fn udp_bth(dport: u16, qp: u32, psn: u32) -> Vec<u8> {
+        let mut u = vec![0xc0, 0x00];
+        u.extend_from_slice(&dport.to_be_bytes());
+        u.extend_from_slice(&[0, 32, 0, 0]);
+        let mut b = [0u8; 12];
+        b[0] = 0x04;
+        b[5..8].copy_from_slice(&qp.to_be_bytes()[1..]);
+        b[9..12].copy_from_slice(&psn.to_be_bytes()[1..]);
+        u.extend_from_slice(&b);
+        u.extend_from_slice(&[0; 4]);
+        u
+    }
+
+    fn ip4(tos: u8, payload: &[u8]) -> Vec<u8> {
+        let mut h = vec![0x45, tos, 0, 0, 0, 0, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2];
+        let tl = (20 + payload.len()) as u16;
+        h[2..4].copy_from_slice(&tl.to_be_bytes());
+        let c = checksum::checksum(&h);
+        h[10..12].copy_from_slice(&c.to_be_bytes());
+        h.extend_from_slice(payload);
+        h
+    }
+
+    fn ip6(tc: u8, nh: u8, src: &str, dst: &str, payload: &[u8]) -> Vec<u8> {
+        let mut h = vec![0x60 | (tc >> 4), tc << 4, 0, 0, 0, 0, nh, 64];
+        h[4..6].copy_from_slice(&(payload.len() as u16).to_be_bytes());
+        h.extend_from_slice(&src.parse::<Ipv6Addr>().unwrap().octets());
+        h.extend_from_slice(&dst.parse::<Ipv6Addr>().unwrap().octets());
+        h.extend_from_slice(payload);
+        h
+    }
+
+    #[test]
+    fn finds_bth_over_ipv4_and_marks_ce_with_checksum() {
+        let mut f = eth(0x0800);
+        f.extend(ip4(0x02, &udp_bth(4791, 0x123456, 77)));
+        let m = roce_meta(&f).unwrap();
+        assert_eq!(m.info.dest_qp, 0x123456);
+        assert_eq!(m.info.psn, 77);
+        assert_eq!(m.info.src, "10.0.0.1".parse::<IpAddr>().unwrap());
+        assert_eq!(m.ecn, 2);
+        assert!(set_ce(&mut f));
+        assert_eq!(ecn(&f), Some(3));
+        assert_eq!(checksum::checksum(&f[14..34]), 0, "header checksum still valid");
+        // Not-ECT is never marked.
+        let mut g = eth(0x0800);
+        g.extend(ip4(0x00, &udp_bth(4791, 1, 1)));
+        assert!(!set_ce(&mut g));
+        assert_eq!(ecn(&g), Some(0));
+        // Not RoCEv2.
+        let mut h = eth(0x0800);
+        h.extend(ip4(0x02, &udp_bth(4790, 1, 1)));
+        assert!(roce_meta(&h).is_none());
+    }
+
+    #[test]
+    fn finds_inner_bth_in_srv6_and_marks_outer() {
+        let inner = ip6(0x02, 17, "2001:db8:1::2", "2001:db8:3::2", &udp_bth(4791, 0x42, 9));
+        // SRH: next header 41 (IPv6), hdr ext len 2 (one segment), type 4, SL 0.
+        let mut srh = vec![41, 2, 4, 0, 0, 0, 0, 0];
+        srh.extend_from_slice(&"fc00::2".parse::<Ipv6Addr>().unwrap().octets());
+        srh.extend(inner);
+        let mut f = eth(0x86dd);
+        f.extend(ip6(0x01, 43, "fc00::1", "fc00::2", &srh));
+        let m = roce_meta(&f).unwrap();
+        assert!(m.tunnelled);
+        assert_eq!(m.info.dest_qp, 0x42);
+        assert_eq!(m.info.dst, "2001:db8:3::2".parse::<IpAddr>().unwrap());
+        assert_eq!(m.ecn, 1);
+        assert!(set_ce(&mut f));
+        assert_eq!(ecn(&f), Some(3));
+        // The inner header is untouched.
+        let inner_tc_byte = f[14 + 40 + 24 + 1];
+        assert_eq!((inner_tc_byte >> 4) & 3, 2);
+    }
+
+    #[test]
+    fn vlan_tagged_and_truncated() {
+        let mut f = vec![0u8; 12];
+        f.extend_from_slice(&[0x81, 0x00, 0x00, 0x64, 0x08, 0x00]);
+        f.extend(ip4(0x02, &udp_bth(4791, 5, 5)));
+        assert_eq!(roce_meta(&f).unwrap().info.dest_qp, 5);
+        for cut in 0..f.len() {
+            let _ = roce_meta(&f[..cut]);
+            let mut g = f[..cut].to_vec();
+            let _ = set_ce(&mut g);
+        }
+    }
+}
