@@ -37,6 +37,18 @@ name = "wan"
 device = "net_pcap1,rx_pcap={dir}/wan-in.pcap,tx_pcap={dir}/wan-out.pcap"
 mac = "02:dc:00:00:00:02"
 addresses = ["10.0.2.1/24", "2001:db8:2::1/64"]
+# A congested long-haul link: the WAN port drains at 20 Mb/s into a deep
+# buffer, and the congestion-aware node (draft-tian-ccwg-long-haul-cnp)
+# watches it: CE marking above K_min, Long-haul CNPs above K_max.
+rate_mbps = 20
+queue_bytes = 600000
+
+[port.congestion]
+rtt_est_us = 2000          # K_max = max(K_base, R_port * RTT_est / 8)
+k_base_bytes = 65536
+interval_us = 500
+top_flows = 2
+format = "icmpv6"          # IPv6 sources; IPv4 sources always get the RoCEv2 format
 
 # The remote data centre, behind the WAN gateway.
 [[route]]
@@ -114,6 +126,12 @@ pub fn traffic() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     dc.push(bad);
     dc.push(vec![0x02, 0xdc, 0, 0, 0, 1, 0x02, 0, 0, 0, 1]);
 
+    // A RoCEv2 burst (about 800 KB) that overruns the 20 Mb/s WAN port.
+    for i in 0..400u32 {
+        dc.push(gen::roce6(&to_router, host6, "2001:db8:3::7".parse().unwrap(), 49200, 0x700, i, 960, 64));
+        dc.push(gen::roce4(&to_router, host4, Ipv4Addr::new(10, 0, 3, 7), 49201, 0x701, i, 960, 64));
+    }
+
     // From the WAN: RoCEv2 responses coming back to the DC host.
     let from_wan = L2 { src: WAN_GW_MAC, dst: ROUTER_WAN_MAC };
     let mut wan = Vec::new();
@@ -148,7 +166,8 @@ pub fn describe(f: &[u8]) -> String {
                     11 => "ICMP time exceeded".to_string(),
                     t => format!("ICMP type {t}"),
                 },
-                17 if p.len() >= hl + 8 && u16::from_be_bytes([p[hl + 2], p[hl + 3]]) == 4791 => format!("RoCEv2 DestQP {:#x}", u32::from_be_bytes([0, p[hl + 13], p[hl + 14], p[hl + 15]])),
+                17 if p.len() >= hl + 20 && u16::from_be_bytes([p[hl + 2], p[hl + 3]]) == 4791 && p[hl + 8] == 0x81 && p[hl + 12] & 0x20 != 0 => "Long-haul CNP (RoCEv2, E=1)".to_string(),
+                17 if p.len() >= hl + 8 && u16::from_be_bytes([p[hl + 2], p[hl + 3]]) == 4791 => format!("RoCEv2 DestQP {:#x}{}", u32::from_be_bytes([0, p[hl + 13], p[hl + 14], p[hl + 15]]), if p[1] & 3 == 3 { " CE" } else { "" }),
                 17 => "UDP".to_string(),
                 n => format!("proto {n}"),
             };
@@ -158,6 +177,7 @@ pub fn describe(f: &[u8]) -> String {
             let src = Ipv6Addr::from(<[u8; 16]>::try_from(&p[8..24]).unwrap());
             let dst = Ipv6Addr::from(<[u8; 16]>::try_from(&p[24..40]).unwrap());
             let what = match p[6] {
+                58 if p.len() > 40 && p[40] == dataplane::wire::params::Params::DEFAULT.icmpv6_lhcnp_type => "Long-haul CNP (ICMPv6)".to_string(),
                 58 if p.len() > 40 => match p[40] {
                     129 => "ICMPv6 echo reply".to_string(),
                     3 => "ICMPv6 time exceeded".to_string(),
@@ -165,7 +185,7 @@ pub fn describe(f: &[u8]) -> String {
                     136 => "ICMPv6 neighbor advertisement".to_string(),
                     t => format!("ICMPv6 type {t}"),
                 },
-                17 if p.len() >= 48 + 12 && u16::from_be_bytes([p[42], p[43]]) == 4791 => format!("RoCEv2 DestQP {:#x}", u32::from_be_bytes([0, p[53], p[54], p[55]])),
+                17 if p.len() >= 48 + 12 && u16::from_be_bytes([p[42], p[43]]) == 4791 => format!("RoCEv2 DestQP {:#x}{}", u32::from_be_bytes([0, p[53], p[54], p[55]]), if (p[1] >> 4) & 3 == 3 { " CE" } else { "" }),
                 17 => "UDP".to_string(),
                 n => format!("next header {n}"),
             };
@@ -180,7 +200,18 @@ fn summarize(frames: &[Vec<u8>]) -> String {
     for f in frames {
         let d = describe(f);
         // Group RoCEv2 data by family and direction, keep the rest verbatim.
-        let key = if d.contains("RoCEv2") { d.split(" RoCEv2").next().map(|s| format!("{} RoCEv2 ...", s.split(" ttl").next().unwrap_or(s).split(" hlim").next().unwrap_or(s))).unwrap_or(d) } else { d };
+        let key = if d.contains("RoCEv2 DestQP") {
+            let head = d.split(" RoCEv2").next().unwrap_or(&d);
+            let head = head.split(" ttl").next().unwrap_or(head).split(" hlim").next().unwrap_or(head);
+            format!("{head} RoCEv2 data{}", if d.ends_with(" CE") { ", CE-marked" } else { "" })
+        } else if d.contains("Long-haul CNP") {
+            // Group without the hop limit / TTL.
+            let (head, tail) = d.split_once(" Long-haul").unwrap_or((&d, ""));
+            let head = head.split(" ttl").next().unwrap_or(head).split(" hlim").next().unwrap_or(head);
+            format!("{head} Long-haul{tail}")
+        } else {
+            d
+        };
         match counts.iter_mut().find(|(k, _)| *k == key) {
             Some((_, n)) => *n += 1,
             None => counts.push((key, 1)),
@@ -218,7 +249,7 @@ pub fn run(out: &Path) -> Result<(), String> {
     println!("\n== in short");
     println!(
         "  forwarded {} packets; answered ARP {} / ND {} / ping {} + {}; Time Exceeded {} + {}; dropped: no-route {}, ipv4-bad-checksum {}, runt {}",
-        c.total_tx() - (c.local_count(Local::ArpReply) + c.local_count(Local::NdAdvert) + c.local_count(Local::EchoReply4) + c.local_count(Local::EchoReply6) + c.local_count(Local::TimeExceeded4) + c.local_count(Local::TimeExceeded6) + c.local_count(Local::ArpRequestSent) + c.local_count(Local::NsSent)),
+        c.total_tx() - (c.local_count(Local::ArpReply) + c.local_count(Local::NdAdvert) + c.local_count(Local::EchoReply4) + c.local_count(Local::EchoReply6) + c.local_count(Local::TimeExceeded4) + c.local_count(Local::TimeExceeded6) + c.local_count(Local::ArpRequestSent) + c.local_count(Local::NsSent) + c.local_count(Local::CnpRateReduce) + c.local_count(Local::CnpPause) + c.local_count(Local::CnpNotify) + c.local_count(Local::CnpResume)),
         c.local_count(Local::ArpReply),
         c.local_count(Local::NdAdvert),
         c.local_count(Local::EchoReply4),
@@ -228,6 +259,15 @@ pub fn run(out: &Path) -> Result<(), String> {
         c.drop_count(Drop::NoRoute),
         c.drop_count(Drop::Ipv4Checksum),
         c.drop_count(Drop::Runt)
+    );
+    println!(
+        "  congestion on 'wan' (20 Mb/s, RTT_est 2 ms: K_min 32 KiB, K_max 64 KiB): {} packets CE-marked, {} tail-dropped; Long-haul CNPs sent: rate-reduce {}, pause {}, notify {}, resume {}",
+        c.local_count(Local::CeMarked),
+        c.drop_count(Drop::QueueTailDrop),
+        c.local_count(Local::CnpRateReduce),
+        c.local_count(Local::CnpPause),
+        c.local_count(Local::CnpNotify),
+        c.local_count(Local::CnpResume)
     );
     println!("  mempool: {} of {} mbufs in use after shutdown", rep.mempool_in_use_after, rep.mempool_size);
     println!("  open the pcaps in Wireshark: wireshark {}/dc-out.pcap", dir.display());
