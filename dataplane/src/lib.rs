@@ -18,3 +18,4 @@ pub mod lpm;
 pub mod congestion;
 pub mod egress;
 pub mod classify;
+pub mod node;

@@ -10,13 +10,11 @@ use crate::dpdk::{rdtsc, Mbuf, Mempool};
 use crate::packet::PacketBuffer;
 use crate::pipeline::{Event, Pipeline, Verdict};
 use crate::tables::{Fib, Neighbours, Topology};
-use crate::classify;
-use crate::congestion::{CnpRequest, CongestionPort, FlowId, PortParams};
-use crate::wire::lhcnp::Action;
-use crate::counters::Local;
-use crate::egress::{EgressConfig, EgressQueue, Queued};
+use crate::congestion::{CnpRequest, FlowId, PortParams};
+use crate::egress::EgressConfig;
+pub use crate::node::CongestionSpec;
+use crate::node::EgressPort;
 use crate::wire::params::Params;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use crossbeam::channel::{Receiver, Sender, TrySendError};
 use crossbeam::queue::ArrayQueue;
 use dpdk_sys::rte_mbuf;
@@ -56,13 +54,6 @@ pub struct WorkerSpec {
     pub congestion: Vec<Option<CongestionSpec>>,
     /// IANA-pending values (ICMPv6 type of the Long-haul CNP, ...).
     pub wire: Params,
-}
-
-#[derive(Clone)]
-pub struct CongestionSpec {
-    pub params: PortParams,
-    pub source_v4: Option<Ipv4Addr>,
-    pub source_v6: Option<Ipv6Addr>,
 }
 
 /// The worker's ends of its queues to and from the control thread.
@@ -107,10 +98,9 @@ impl TscClock {
 }
 
 pub struct Worker {
-    /// Egress queues of the shaped ports this worker owns (index = port).
-    egress: Vec<Option<EgressQueue<Mbuf, FlowId>>>,
-    /// Congestion state of the ports this worker owns (index = port).
-    cong: Vec<Option<CongestionPort>>,
+    /// Egress stages (queue, shaper, congestion) of the shaped ports this
+    /// worker owns (index = port).
+    egress: Vec<Option<EgressPort<Mbuf>>>,
     cnp_reqs: Vec<CnpRequest>,
     now: u64,
     has_cong: bool,
@@ -133,19 +123,12 @@ impl Worker {
         let clock = TscClock::new(spec.tsc_hz);
         let egress = (0..MAX_PORTS)
             .map(|p| match spec.egress.get(p).copied().flatten() {
-                Some(cfg) if spec.owner.get(p) == Some(&spec.id) => Some(EgressQueue::new(cfg)),
-                _ => None,
-            })
-            .collect();
-        let cong = (0..MAX_PORTS)
-            .map(|p| match spec.congestion.get(p).cloned().flatten() {
-                Some(c) if spec.owner.get(p) == Some(&spec.id) && spec.egress.get(p).copied().flatten().is_some() => Some(CongestionPort::new(c.params)),
+                Some(cfg) if spec.owner.get(p) == Some(&spec.id) => Some(EgressPort::new(cfg, spec.congestion.get(p).cloned().flatten())),
                 _ => None,
             })
             .collect();
         Worker {
             egress,
-            cong,
             cnp_reqs: Vec::with_capacity(256),
             now: 0,
             has_cong: false,
@@ -161,7 +144,7 @@ impl Worker {
 
     /// Poll until the stop flag is raised, then drain.
     pub fn run(&mut self) {
-        self.has_cong = self.cong.iter().any(|c| c.is_some());
+        self.has_cong = self.egress.iter().flatten().any(|e| e.cong.is_some());
         let burst = self.spec.burst.clamp(1, MAX_BURST);
         let mut rx = [std::ptr::null_mut::<rte_mbuf>(); MAX_BURST];
         while !self.links.stop.load(Ordering::Relaxed) {
@@ -213,12 +196,8 @@ impl Worker {
             if self.has_cong {
                 // Responses (ACK, read responses) carry the requester's QP
                 // as DestQP: the congestion stages learn source QPs from them.
-                if let Some(meta) = classify::roce_meta(m.data()) {
-                    if crate::wire::roce::opcode::is_response(meta.info.opcode) {
-                        for c in self.cong.iter_mut().flatten() {
-                            c.on_reverse(&meta.info, now);
-                        }
-                    }
+                for e in self.egress.iter_mut().flatten() {
+                    e.observe_rx(m.data(), now);
                 }
             }
             let verdict = if m.nb_segs() != 1 {
@@ -252,12 +231,9 @@ impl Worker {
             return self.enqueue_tx(port, m);
         }
         let len = m.len() as u32;
-        if let Some(q) = self.egress[p].as_mut() {
-            let r = if priority {
-                q.enqueue_priority(m, len).map_err(|m| (m, Drop::PriorityQueueFull))
-            } else {
-                admit(q, self.cong[p].as_mut(), m, self.now, &self.counters)
-            };
+        let _ = len;
+        if let Some(e) = self.egress[p].as_mut() {
+            let r = if priority { e.admit_priority(m) } else { e.admit(m, self.now, &self.counters) };
             if let Err((m, why)) = r {
                 self.counters.dropped(why);
                 self.free.push(m.into_raw());
@@ -279,58 +255,44 @@ impl Worker {
         let mut pkts = [std::ptr::null_mut::<rte_mbuf>(); MAX_BURST];
         let mut lens = [0u32; MAX_BURST];
         let mut prio = [false; MAX_BURST];
+        let mut flows: [Option<FlowId>; MAX_BURST] = [None; MAX_BURST];
         for p in 0..MAX_PORTS {
-            let Some(q) = self.egress[p].as_mut() else { continue };
+            let Some(e) = self.egress[p].as_mut() else { continue };
             while let Some(raw) = self.spec.handoff[p].pop() {
                 // SAFETY: the handing worker gave up ownership of this mbuf.
                 let Some(m) = (unsafe { Mbuf::from_raw(raw as *mut rte_mbuf) }) else { continue };
-                if let Err((m, why)) = admit(q, self.cong[p].as_mut(), m, now, &self.counters) {
+                if let Err((m, why)) = e.admit(m, now, &self.counters) {
                     self.counters.dropped(why);
                     self.free.push(m.into_raw());
                 }
             }
             let mut n = 0;
-            let mut flows = [None; MAX_BURST];
-            q.dequeue_ready(now, self.spec.burst.min(MAX_BURST), |m, len, flow, is_prio| {
+            e.dequeue(now, self.spec.burst.min(MAX_BURST), |m, len, flow, is_prio| {
                 pkts[n] = m.into_raw();
                 lens[n] = len;
                 prio[n] = is_prio;
                 flows[n] = flow;
                 n += 1;
             });
-            if let Some(c) = self.cong[p].as_mut() {
-                let qd = q.depth_bytes();
-                for i in 0..n {
+            if n > 0 {
+                let sent = tx_burst(p as u16, self.spec.tx_queue, &mut pkts[..n]);
+                let bytes: u64 = lens[..sent].iter().map(|&l| u64::from(l)).sum();
+                self.counters.ports[p].tx_pkts.add(sent as u64);
+                self.counters.ports[p].tx_bytes.add(bytes);
+                for i in 0..sent {
                     if !prio[i] {
-                        c.on_dequeue(flows[i], lens[i], qd, now);
+                        e.sent(flows[i], lens[i], now);
+                    }
+                }
+                // Backpressure: put the rest back in order (last first).
+                for i in (sent..n).rev() {
+                    // SAFETY: the NIC did not take these; they are still ours.
+                    if let Some(m) = unsafe { Mbuf::from_raw(pkts[i]) } {
+                        e.requeue(m, lens[i], flows[i], prio[i]);
                     }
                 }
             }
-            if n == 0 {
-                self.counters.queue_depth[p].set(q.depth_bytes());
-                continue;
-            }
-            let sent = tx_burst(p as u16, self.spec.tx_queue, &mut pkts[..n]);
-            let bytes: u64 = lens[..sent].iter().map(|&l| u64::from(l)).sum();
-            self.counters.ports[p].tx_pkts.add(sent as u64);
-            self.counters.ports[p].tx_bytes.add(bytes);
-            // Backpressure: put the rest back in order (last first).
-            for i in (sent..n).rev() {
-                // SAFETY: the NIC did not take these; they are still ours.
-                if let Some(m) = unsafe { Mbuf::from_raw(pkts[i]) } {
-                    if prio[i] {
-                        q.requeue_priority_front(m, lens[i]);
-                    } else {
-                        // Back in the queue: its bytes count for the flow again.
-                        if let Some(c) = self.cong[p].as_mut() {
-                            let info = classify::roce_meta(m.data()).map(|x| x.info);
-                            let _ = c.on_enqueue(info.as_ref(), lens[i], false, q.depth_bytes() + u64::from(lens[i]), now);
-                        }
-                        q.requeue_front(Queued { pkt: m, len: lens[i], flow: flows[i] });
-                    }
-                }
-            }
-            self.counters.queue_depth[p].set(q.depth_bytes());
+            self.counters.queue_depth[p].set(e.queue.depth_bytes());
         }
     }
 
@@ -339,62 +301,32 @@ impl Worker {
     /// ahead of queued data.
     fn poll_congestion(&mut self, now: u64) {
         for p in 0..MAX_PORTS {
-            let (Some(c), Some(q)) = (self.cong[p].as_mut(), self.egress[p].as_ref()) else { continue };
-            c.poll(q.depth_bytes(), now, &mut self.cnp_reqs);
-        }
-        if self.cnp_reqs.is_empty() {
-            return;
-        }
-        let reqs = std::mem::take(&mut self.cnp_reqs);
-        for (i, r) in reqs.iter().enumerate() {
-            let _ = i;
-            self.send_cnp(r, now);
-        }
-        self.cnp_reqs = reqs;
-        self.cnp_reqs.clear();
-    }
-
-    fn send_cnp(&mut self, r: &CnpRequest, now: u64) {
-        let Some(mut m) = self.spec.pool.alloc() else {
-            self.counters.dropped(Drop::NoMbuf);
-            return;
-        };
-        // The configured source address of the port whose queue triggered,
-        // else the address of the interface toward the source.
-        let spec = self.spec.congestion.iter().flatten().next();
-        let src: Option<IpAddr> = match r.to {
-            IpAddr::V4(_) => spec.and_then(|s| s.source_v4).map(IpAddr::V4).or_else(|| self.pipeline.egress_iface(r.to).and_then(|i| i.v4_for(match r.to { IpAddr::V4(a) => a, _ => Ipv4Addr::UNSPECIFIED })).map(IpAddr::V4)),
-            IpAddr::V6(a) => spec.and_then(|s| s.source_v6).map(IpAddr::V6).or_else(|| self.pipeline.egress_iface(r.to).map(|i| IpAddr::V6(i.v6_for(a)))),
-        };
-        let Some(src) = src else {
-            self.counters.dropped(Drop::NoRoute);
-            return;
-        };
-        let zero = spec.map(|s| s.params.zero_metrics).unwrap_or(false);
-        m.reset_len(0);
-        if !m.append(14 + 512) {
-            self.counters.dropped(Drop::NoHeadroom);
-            return;
-        }
-        let n = match crate::congestion::build_cnp(r, src, &self.spec.wire, zero, &mut m.data_mut()[14..]) {
-            Ok(n) => n,
-            Err(_) => {
-                self.counters.dropped(Drop::CnpBuildFailed);
-                return;
+            let Some(e) = self.egress[p].as_mut() else { continue };
+            if e.cong.is_none() {
+                continue;
             }
-        };
-        m.set_len(14 + n);
-        match self.pipeline.emit_ip(&mut m, r.to, 6, now) {
-            Ok(port) => {
-                self.counters.local(match r.info.action {
-                    Action::Notify => Local::CnpNotify,
-                    Action::RateReduce => Local::CnpRateReduce,
-                    Action::Pause => Local::CnpPause,
-                    Action::Resume => Local::CnpResume,
-                });
-                self.output(port, m, true);
+            e.poll(now, &mut self.cnp_reqs);
+            if self.cnp_reqs.is_empty() {
+                continue;
             }
-            Err(why) => self.counters.dropped(why),
+            let reqs = std::mem::take(&mut self.cnp_reqs);
+            for r in &reqs {
+                let Some(mut m) = self.spec.pool.alloc() else {
+                    self.counters.dropped(Drop::NoMbuf);
+                    continue;
+                };
+                m.reset_len(0);
+                let Some(e) = self.egress[p].as_ref() else { break };
+                match e.build_cnp_packet(&mut self.pipeline, &self.spec.wire, r, &mut m, now) {
+                    Ok(out) => self.output(out, m, true),
+                    Err(why) => {
+                        self.counters.dropped(why);
+                        self.free.push(m.into_raw());
+                    }
+                }
+            }
+            self.cnp_reqs = reqs;
+            self.cnp_reqs.clear();
         }
     }
 
@@ -471,8 +403,8 @@ impl Worker {
         while let Ok(u) = self.links.updates.try_recv() {
             let old = match u {
                 Update::Congestion(port, params) => {
-                    if let Some(c) = self.cong.get_mut(usize::from(port)).and_then(|c| c.as_mut()) {
-                        c.set_params(*params);
+                    if let Some(e) = self.egress.get_mut(usize::from(port)).and_then(|e| e.as_mut()) {
+                        e.set_params(*params);
                     }
                     continue;
                 }
@@ -497,32 +429,4 @@ impl Worker {
         self.free.clear();
         self.post_events();
     }
-}
-
-/// Admit a data packet into an egress queue: the congestion stage (when the
-/// port has one) learns the flow and decides on CE marking (first level,
-/// QD > K_min, ECN-capable packets only); a full queue tail-drops.
-#[inline]
-fn admit(q: &mut EgressQueue<Mbuf, FlowId>, c: Option<&mut CongestionPort>, mut m: Mbuf, now: u64, counters: &WorkerCounters) -> Result<(), (Mbuf, Drop)> {
-    let len = m.len() as u32;
-    if !q.has_room(len) {
-        q.stats.tail_drops += 1;
-        return Err((m, Drop::QueueTailDrop));
-    }
-    let flow = match c {
-        None => None,
-        Some(c) => {
-            let meta = classify::roce_meta(m.data());
-            let ecn_capable = match &meta {
-                Some(x) => x.ecn != 0,
-                None => classify::ecn(m.data()).map(|e| e != 0).unwrap_or(false),
-            };
-            let (mark, flow) = c.on_enqueue(meta.as_ref().map(|x| &x.info), len, ecn_capable, q.depth_bytes() + u64::from(len), now);
-            if mark && classify::set_ce(m.data_mut()) {
-                counters.local(Local::CeMarked);
-            }
-            flow
-        }
-    };
-    q.enqueue(Queued { pkt: m, len, flow }).map_err(|q| (q.pkt, Drop::QueueTailDrop))
 }
