@@ -13,8 +13,12 @@
 //!   per-flow byte counters saturate at zero and are reset when the queue is
 //!   seen empty, so a missed call cannot wedge them, but it skews them);
 //! * [`CongestionPort::on_reverse`] for RoCEv2 packets of the reverse
-//!   direction (ACKs, read responses) of flows this port carries, to learn
-//!   the source QP; [`CongestionPort::set_source_qp`] for configured ones;
+//!   direction (ACKs, read responses) of flows this port carries — i.e. on
+//!   the port through which the *forward* packets leave, typically the one
+//!   the reverse packet arrived on — to learn the source QP (unknown flows:
+//!   `reverse_unmatched`, no state is created);
+//!   [`CongestionPort::set_source_qp`] for configured ones (control plane,
+//!   between bursts: it may allocate);
 //! * [`CongestionPort::poll`] once per burst: monitoring interval, triggers,
 //!   Long-haul CNP decisions; then [`build_cnp`] for each request.
 //!
@@ -43,6 +47,12 @@
 //! Long-haul CNP leaves at most one monitoring interval after the queue
 //! crosses K_max (choose `interval_ns` much smaller than RTT_est, e.g.
 //! RTT_est / 100). The Resume condition is checked on every `poll`.
+//!
+//! Marking is deterministic (every ECT packet while QD > K_min), so EMR is
+//! the share of the interval's packets that arrived above K_min, and EMR >
+//! V_ecn means the queue sat above K_min for most of the interval. The
+//! draft's section 7 (70 MB: marking, no CNP) therefore implies a V_ecn the
+//! example does not exceed; its test uses V_ecn = 1 (the EMR trigger off).
 //!
 //! # Severity policy (s.5.5.1), see [`Policy`]
 //!
@@ -272,7 +282,7 @@ impl Default for PortParams {
             k_base_bytes: 64_000,
             alpha: 1.0,
             k_min_bytes: None,
-            v_ecn: 0.5,
+            v_ecn: 0.9,
             v_growth_kb_per_ms: 10_000.0,
             interval_ns: 100_000,
             cnp_port_max_pps: 10_000,

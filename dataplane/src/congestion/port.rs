@@ -41,6 +41,9 @@ pub struct CongestionPort {
     avg_qd: Option<f64>,
     below_kmin_since: Option<u64>,
     throttled: usize,
+    /// No Resume scan before this time (flows still rate-limited, or the
+    /// port bucket was empty).
+    resume_next: u64,
     age_cursor: usize,
     stats: CongestionStats,
 }
@@ -81,6 +84,7 @@ impl CongestionPort {
             avg_qd: None,
             below_kmin_since: None,
             throttled: 0,
+            resume_next: 0,
             age_cursor: 0,
             stats: CongestionStats::default(),
         };
@@ -455,7 +459,7 @@ impl CongestionPort {
         self.iv_qd_sum = self.iv_qd_sum.saturating_add(u128::from(qd));
         self.iv_qd_n += 1;
 
-        if self.throttled > 0 {
+        if self.throttled > 0 && now >= self.resume_next {
             if let Some(since) = self.below_kmin_since {
                 if now.saturating_sub(since) >= self.p.rtt_est_ns {
                     self.send_resumes(qd, now, out);
@@ -593,18 +597,27 @@ impl CongestionPort {
             metric_value,
         };
         let rtt = self.p.rtt_est_ns;
+        let mut next = u64::MAX;
         let mut i = 0;
         while i < self.flows.live.len() && self.throttled > 0 {
             let s = self.flows.live[i];
             i += 1;
             let f = self.flows.entries[s as usize];
-            if !f.throttled || f.last_cnp.is_some_and(|t| now.saturating_sub(t) < rtt) {
+            if !f.throttled {
+                continue;
+            }
+            if let Some(t) = f.last_cnp.filter(|&t| now.saturating_sub(t) < rtt) {
+                next = next.min(t.saturating_add(rtt));
                 continue;
             }
             if !self.emit(s, d, now, out) {
+                // Out of tokens (or room): retry after one token's time.
+                let gap = 1_000_000_000 / u64::from(self.p.cnp_port_max_pps.max(1));
+                next = next.min(now.saturating_add(gap));
                 break;
             }
         }
+        self.resume_next = if next == u64::MAX { 0 } else { next };
     }
 
     fn age(&mut self, qd: u64, now: u64) {

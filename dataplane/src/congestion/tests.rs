@@ -241,8 +241,8 @@ fn trigger_queue_growth_rate_only() {
         v_growth_kb_per_ms: 10_000.0,
         ..sec7()
     });
-    c.on_enqueue(Some(&data(ip4(1), ip4(4), 200, 0)), 1500, true, 1 * MB, 0);
-    c.poll(1 * MB, 0, &mut out());
+    c.on_enqueue(Some(&data(ip4(1), ip4(4), 200, 0)), 1500, true, MB, 0);
+    c.poll(MB, 0, &mut out());
     // +2 MB in 100 us = 20000 KB/ms, below K_min: no marking.
     let o = poll_at(&mut c, 3 * MB, IV);
     assert_eq!(c.stats().qgr_kb_per_ms, 20_000.0);
@@ -257,8 +257,8 @@ fn trigger_queue_growth_rate_only() {
         v_growth_kb_per_ms: 10_000.0,
         ..sec7()
     });
-    c.on_enqueue(Some(&data(ip4(1), ip4(4), 200, 0)), 1500, true, 1 * MB, 0);
-    c.poll(1 * MB, 0, &mut out());
+    c.on_enqueue(Some(&data(ip4(1), ip4(4), 200, 0)), 1500, true, MB, 0);
+    c.poll(MB, 0, &mut out());
     assert!(poll_at(&mut c, 1_900_000, IV).is_empty());
     assert_eq!(c.stats().trigger_qgr, 0);
 }
@@ -272,7 +272,7 @@ fn top_contributors_are_selected() {
         data(ip4(2), ip4(9), 2, 0),
         data(ip4(3), ip4(9), 3, 0),
     );
-    let fa = c.on_enqueue(Some(&a), 1_000_000, true, 1 * MB, 0).1;
+    let fa = c.on_enqueue(Some(&a), 1_000_000, true, MB, 0).1;
     let fb = c.on_enqueue(Some(&b), 5_000_000, true, 6 * MB, 0).1.unwrap();
     c.on_enqueue(Some(&d), 2_000_000, true, 8 * MB, 0);
     assert_eq!(c.flow_queued(fb), Some(5 * MB));
@@ -288,7 +288,7 @@ fn top_contributors_are_selected() {
     assert_eq!(c.flow_queued(fb), Some(500_000));
     p.policy.top_flows = 2;
     let mut c2 = CongestionPort::new(p);
-    c2.on_enqueue(Some(&a), 1_000_000, true, 1 * MB, 0);
+    c2.on_enqueue(Some(&a), 1_000_000, true, MB, 0);
     let fb2 = c2.on_enqueue(Some(&b), 5_000_000, true, 6 * MB, 0).1;
     c2.on_enqueue(Some(&d), 2_000_000, true, 8 * MB, 0);
     c2.on_dequeue(fb2, 4_500_000, 130 * MB, 0);
@@ -384,6 +384,63 @@ fn excursion_above_kmin_restarts_resume_clock() {
     assert_eq!(poll_at(&mut c, 60 * MB, 6 * MS + RTT).len(), 1);
 }
 
+#[test]
+fn severity_policy_rate_reduce_scales_then_pause() {
+    // (QD, action, parameter, level) with a 184 MB buffer, K_min 62.5 MB.
+    let cases = [
+        (130 * MB, Action::RateReduce, 30, 180),
+        (150 * MB, Action::RateReduce, 35, 208),
+        // 0.9 * 184 MB = 165.6 MB: Pause for (QD - K_min) at 100 Gbit/s.
+        (165 * MB, Action::RateReduce, 38, 229),
+        (170 * MB, Action::Pause, 8600, 236),
+        (184 * MB, Action::Pause, 9720, 255),
+        (500 * MB, Action::Pause, 35_000, 255),
+    ];
+    for (qd, action, param, level) in cases {
+        let mut c = CongestionPort::new(sec7());
+        c.on_enqueue(Some(&data(ip4(1), ip4(4), 200, 0)), 1500, true, qd, 0);
+        c.poll(qd, 0, &mut out());
+        let o = poll_at(&mut c, qd, IV);
+        assert_eq!(o.len(), 1, "{qd}");
+        let i = o[0].info;
+        assert_eq!((i.action, i.parameter, i.congestion_level), (action, param, level), "QD {qd}");
+        assert_eq!((i.metric_type, i.metric_value), (MetricType::QueueDepthKb, (qd / 1000) as u32));
+        assert!(i.validate().is_ok());
+    }
+    // Percentage bounds and the Pause cap.
+    let mut p = sec7();
+    p.policy.rate_reduce_max_pct = 33;
+    p.policy.max_pause_us = 5000;
+    let mut c = CongestionPort::new(p);
+    c.on_enqueue(Some(&data(ip4(1), ip4(4), 200, 0)), 1500, true, 150 * MB, 0);
+    c.poll(150 * MB, 0, &mut out());
+    assert_eq!(poll_at(&mut c, 150 * MB, IV)[0].info.parameter, 33);
+    assert_eq!(poll_at(&mut c, 170 * MB, IV + RTT)[0].info.parameter, 5000);
+}
+
+#[test]
+fn resume_waits_for_the_per_flow_interval() {
+    // A Notify (EMR) while QD is still just below K_min... then QD stays
+    // low: the Resume must still respect one CNP per RTT_est.
+    let mut c = CongestionPort::new(PortParams {
+        v_ecn: 0.5,
+        ..sec7()
+    });
+    let f = data(ip4(1), ip4(4), 200, 0);
+    c.poll(70 * MB, 0, &mut out());
+    c.on_enqueue(Some(&f), 1500, true, 70 * MB, 1);
+    // The queue drops below K_min just before the interval closes.
+    c.on_dequeue(None, 1, 60 * MB, 2);
+    let o = poll_at(&mut c, 60 * MB, IV);
+    assert_eq!(o[0].info.action, Action::Notify);
+    // Below K_min since t=2: RTT_est later, but the Notify left at IV.
+    assert!(poll_at(&mut c, 60 * MB, 2 + RTT).is_empty());
+    assert!(poll_at(&mut c, 60 * MB, IV + RTT - 1).is_empty());
+    let o = poll_at(&mut c, 60 * MB, IV + RTT);
+    assert_eq!(o.len(), 1);
+    assert_eq!(o[0].info.action, Action::Resume);
+}
+
 // ------------------------------------------------------------ s.5.7
 
 /// A downstream node (N2): the flow's arrival rate fell between the last
@@ -440,6 +497,35 @@ fn escalation_when_congestion_keeps_worsening() {
     assert_eq!(o[0].info.action, Action::Pause);
     assert!(o[0].info.parameter > 0);
     assert_eq!(o[0].info.congestion_level, base.congestion_level + 32);
+    assert_eq!(c.stats().escalated, 1);
+}
+
+#[test]
+fn escalation_from_notify_to_rate_reduce() {
+    // QD below K_max (EMR trigger: Notify) at deferral; worse later.
+    let mut c = CongestionPort::new(PortParams {
+        suppression: true,
+        v_ecn: 0.5,
+        ..sec7()
+    });
+    let f = data(ip4(1), ip4(4), 200, 0);
+    for i in 0..10 {
+        c.on_enqueue(Some(&f), 1_000_000, true, 80 * MB, i * MS);
+    }
+    for i in 0..5 {
+        c.on_enqueue(Some(&f), 1_000_000, true, 80 * MB, RTT + i * MS);
+    }
+    let t = 2 * RTT;
+    c.poll(80 * MB, t - IV, &mut out());
+    c.on_enqueue(None, 1, true, 80 * MB, t - 1);
+    assert!(poll_at(&mut c, 80 * MB, t).is_empty());
+    assert_eq!(c.stats().suppressed, 1);
+    c.on_enqueue(None, 1, true, 100 * MB, t + RTT - 1);
+    let o = poll_at(&mut c, 100 * MB, t + RTT);
+    assert_eq!(o.len(), 1);
+    assert_eq!(o[0].info.action, Action::RateReduce);
+    // Level of 100 MB (139) + 32.
+    assert_eq!(o[0].info.congestion_level, 139 + 32);
     assert_eq!(c.stats().escalated, 1);
 }
 
