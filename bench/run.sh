@@ -22,6 +22,7 @@
 #   BENCH_NO_BUILD=1  skip `cargo build --release -p control`
 #   BENCH_STRICT=1    exit 1 when the IPv6 goal (ratio >= 0.8) is missed
 #   BENCH_OUT      work directory for pcaps, configs and logs (default bench/out)
+#   BENCH_WIRE=0      skip the wire-format micro-benchmark (bench/wire-results.md)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -229,6 +230,17 @@ done
 } | tee "$RESULTS.tmp"
 mv "$RESULTS.tmp" "$RESULTS"
 echo "bench: table written to $RESULTS; logs in $OUT/logs" >&2
+
+# ---------------------------------------------------------------- wire formats
+# Wire-format micro-benchmark (issue 3), pure Rust, no DPDK: ICRC GB/s from
+# 64 B to 4 KiB, the incremental ICRC update against full recomputation, and
+# the parse cost per packet. Writes bench/wire-results.md (its own goals are
+# reported there, not in results.md). BENCH_WIRE=0 skips it.
+if [ "${BENCH_WIRE:-1}" != 0 ]; then
+    echo "bench: cargo run --release -p dataplane --example wire_bench" >&2
+    (cd "$ROOT" && cargo run --release -p dataplane --example wire_bench) \
+        || { echo "bench: wire_bench failed" >&2; failed=1; }
+fi
 
 if [ "$failed" = 1 ]; then exit 1; fi
 if [ "${BENCH_STRICT:-0}" = 1 ] && grep -q 'NOT met' "$RESULTS"; then exit 1; fi
