@@ -222,6 +222,9 @@ pub struct CongestionSection {
     /// address); default: the first address of this port.
     pub source_v4: Option<String>,
     pub source_v6: Option<String>,
+    /// WAN P node in SRv6 tunnels: encapsulate CNPs toward the ingress PE's
+    /// END.E SID (draft-hu-acn-rocev2 s.4.2).
+    pub end_e_sid: Option<String>,
 }
 
 fn d_k_base() -> u64 {
@@ -264,6 +267,7 @@ pub struct CongestionPlan {
     pub params: dataplane::congestion::PortParams,
     pub source_v4: Option<std::net::Ipv4Addr>,
     pub source_v6: Option<std::net::Ipv6Addr>,
+    pub end_e_sid: Option<std::net::Ipv6Addr>,
 }
 
 fn d_queue_bytes() -> u64 {
@@ -610,6 +614,10 @@ fn congestion_plan(c: &CongestionSection, p: &PortSection, f: &str) -> Result<Co
         None => None,
         Some(a) => Some(a.parse().map_err(|_| format!("{f}.source_v6 = {a:?}: not an IPv6 address"))?),
     };
+    let end_e_sid = match &c.end_e_sid {
+        None => None,
+        Some(a) => Some(a.parse().map_err(|_| format!("{f}.end_e_sid = {a:?}: not an IPv6 address (an SRv6 SID)"))?),
+    };
     let params = PortParams {
         rate_bps: rate * 1_000_000,
         rtt_est_ns: c.rtt_est_us * 1000,
@@ -630,7 +638,7 @@ fn congestion_plan(c: &CongestionSection, p: &PortSection, f: &str) -> Result<Co
         policy: Policy { top_flows: c.top_flows, buffer_bytes: p.queue_bytes, ..Policy::default() },
     };
     params.validate().map_err(|why| format!("{f}: {why}"))?;
-    Ok(CongestionPlan { params, source_v4, source_v6 })
+    Ok(CongestionPlan { params, source_v4, source_v6, end_e_sid })
 }
 
 fn parse_addrs(list: &[String], field: &str, ifc: &mut Interface, seen: &mut HashSet<IpAddr>) -> Result<(), String> {

@@ -21,6 +21,11 @@ pub struct CongestionSpec {
     /// address); None: the address of the interface toward the source.
     pub source_v4: Option<Ipv4Addr>,
     pub source_v6: Option<Ipv6Addr>,
+    /// As a WAN P node inside SRv6 tunnels: the ingress PE's END.E SID.
+    /// CNPs are then encapsulated in an outer IPv6 header to this SID
+    /// (draft-hu-acn-rocev2 s.4.2), which decapsulates them and routes them
+    /// to the sender in the DC. None: CNPs go to the source directly.
+    pub end_e_sid: Option<Ipv6Addr>,
 }
 
 pub struct EgressPort<P> {
@@ -141,8 +146,30 @@ impl<P: PacketBuffer> EgressPort<P> {
         }
         let n = build_cnp(r, src, wire, spec.params.zero_metrics, &mut m.data_mut()[14..]).map_err(|_| Drop::CnpBuildFailed)?;
         m.set_len(14 + n);
+        let to = match spec.end_e_sid {
+            None => r.to,
+            Some(sid) => {
+                // Outer IPv6 (next header 41 for an IPv6 CNP, 4 for IPv4),
+                // from our address toward the ingress PE's END.E SID.
+                let outer_src = spec.source_v6.or_else(|| pipeline.egress_iface(IpAddr::V6(sid)).map(|i| i.v6_for(sid))).ok_or(Drop::NoRoute)?;
+                if n + 40 > usize::from(u16::MAX) || !m.prepend(40) {
+                    return Err(Drop::NoHeadroom);
+                }
+                let d = m.data_mut();
+                d.copy_within(40..54, 0);
+                let h = &mut d[14..54];
+                h.fill(0);
+                h[0] = 0x60;
+                h[4..6].copy_from_slice(&(n as u16).to_be_bytes());
+                h[6] = if r.to.is_ipv4() { 4 } else { 41 };
+                h[7] = 64;
+                h[8..24].copy_from_slice(&outer_src.octets());
+                h[24..40].copy_from_slice(&sid.octets());
+                IpAddr::V6(sid)
+            }
+        };
         // PCP 6: notifications travel in a high-priority class.
-        let port = pipeline.emit_ip(m, r.to, 6, now)?;
+        let port = pipeline.emit_ip(m, to, 6, now)?;
         pipeline.counters.local(match r.info.action {
             Action::Notify => Local::CnpNotify,
             Action::RateReduce => Local::CnpRateReduce,
@@ -155,5 +182,77 @@ impl<P: PacketBuffer> EgressPort<P> {
     /// Empty the queue (shutdown).
     pub fn drain(&mut self, f: impl FnMut(P)) {
         self.queue.drain(f);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::congestion::CnpFormat;
+    use crate::counters::WorkerCounters;
+    use crate::packet::VecPacket;
+    use crate::pipeline::PipelineConfig;
+    use crate::tables::{Fib, Interface, NeighSource, Neighbours, NextHop, Topology};
+    use crate::wire::lhcnp::{CnpInfo, MetricType};
+    use std::sync::Arc;
+
+    fn pipeline() -> Pipeline {
+        let mut wan = Interface::new("wan", 0, None, [2, 0, 0, 0, 0, 1], 1500);
+        wan.v6.push("fc00:1::1/64".parse().unwrap());
+        let topo = Arc::new(Topology::new(vec![wan]));
+        let mut fib = Fib::default();
+        fib.insert6("::/0".parse().unwrap(), NextHop { iface: 0, gateway: Some("fc00:1::2".parse().unwrap()) });
+        let mut n = Neighbours::default();
+        n.learn(0, "fc00:1::2".parse().unwrap(), [2, 0, 0, 0, 0, 2], NeighSource::Static);
+        Pipeline::new(topo, Arc::new(fib), Arc::new(n), Arc::new(WorkerCounters::default()), PipelineConfig::default())
+    }
+
+    fn req() -> CnpRequest {
+        CnpRequest {
+            to: "2001:db8:1::2".parse().unwrap(),
+            flow_dst: "2001:db8:3::2".parse().unwrap(),
+            dest_qp: 0x100,
+            src_qp: Some(0x55),
+            info: CnpInfo { congestion_level: 180, action: Action::RateReduce, parameter: 30, source_qp: 0x55, metric_type: MetricType::QueueDepthKb, metric_value: 130000 },
+            format: CnpFormat::Icmpv6,
+        }
+    }
+
+    #[test]
+    fn p_node_encapsulates_cnp_toward_end_e_sid() {
+        let mut pl = pipeline();
+        let spec = CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: Some("fc00:99::e".parse().unwrap()) };
+        let e: EgressPort<VecPacket> = EgressPort::new(EgressConfig::default(), Some(spec));
+        let mut m = VecPacket::from_bytes(&[]);
+        let port = e.build_cnp_packet(&mut pl, &Params::DEFAULT, &req(), &mut m, 1).unwrap();
+        assert_eq!(port, 0);
+        let d = m.data();
+        assert_eq!(&d[0..6], &[2, 0, 0, 0, 0, 2], "to the gateway");
+        assert_eq!(&d[12..14], &[0x86, 0xdd]);
+        let outer = &d[14..54];
+        assert_eq!(outer[6], 41, "IPv6 in IPv6");
+        assert_eq!(&outer[8..24], &"fc00:1::1".parse::<Ipv6Addr>().unwrap().octets(), "from our address");
+        assert_eq!(&outer[24..40], &"fc00:99::e".parse::<Ipv6Addr>().unwrap().octets(), "to END.E");
+        let inner = &d[54..];
+        assert_eq!(usize::from(u16::from_be_bytes([outer[4], outer[5]])), inner.len());
+        assert_eq!(inner[0] >> 4, 6);
+        assert_eq!(&inner[24..40], &"2001:db8:1::2".parse::<Ipv6Addr>().unwrap().octets(), "inner CNP to the RoCEv2 source");
+        assert_eq!(inner[40], Params::DEFAULT.icmpv6_lhcnp_type);
+        // ICMPv6 checksum of the inner CNP is valid.
+        let m6 = &inner[40..];
+        let s = crate::wire::checksum::combine(crate::wire::checksum::pseudo_v6(inner[8..24].try_into().unwrap(), inner[24..40].try_into().unwrap(), 58, m6.len() as u32), crate::wire::checksum::sum(m6));
+        assert_eq!(crate::wire::checksum::fold(s), 0xffff);
+    }
+
+    #[test]
+    fn without_end_e_the_cnp_goes_to_the_source() {
+        let mut pl = pipeline();
+        let spec = CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: None };
+        let e: EgressPort<VecPacket> = EgressPort::new(EgressConfig::default(), Some(spec));
+        let mut m = VecPacket::from_bytes(&[]);
+        e.build_cnp_packet(&mut pl, &Params::DEFAULT, &req(), &mut m, 1).unwrap();
+        let d = m.data();
+        assert_eq!(d[14 + 6], 58);
+        assert_eq!(&d[14 + 24..14 + 40], &"2001:db8:1::2".parse::<Ipv6Addr>().unwrap().octets());
     }
 }
