@@ -19,3 +19,4 @@ pub mod congestion;
 pub mod egress;
 pub mod classify;
 pub mod node;
+pub mod sim;

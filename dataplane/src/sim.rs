@@ -1,0 +1,952 @@
+//! A deterministic multi-node simulation harness (DESIGN.md, "Testing"):
+//! virtual time in nanoseconds, one binary-heap event queue, no threads, no
+//! sleeps, and every loop bounded.
+//!
+//! * **Nodes** run the real data path: a [`Pipeline`] per node and an
+//!   [`EgressPort<VecPacket>`] per port (deep-buffer queue, shaper at
+//!   R_port, congestion-aware node when configured), driven exactly as the
+//!   DPDK worker drives them (`worker.rs`): every received frame is shown to
+//!   every egress port (`observe_rx`, reverse-path source-QP learning), goes
+//!   through `Pipeline::process`, and a `Tx` verdict is admitted to the output
+//!   port (`admit`, or `admit_priority` for locally generated replies); then
+//!   the node services its queues (`dequeue` what the shaper lets go, `sent`
+//!   for each data packet), polls its congestion stages (`poll`) and builds
+//!   and routes the Long-haul CNPs due (`build_cnp_packet`, admitted to the
+//!   priority queue of the port toward the source). A node "runs its loop"
+//!   on every frame it receives, when its shaper next lets a packet go
+//!   (`next_departure_ns`), and every `tick_ns` (the worker polls
+//!   continuously; the tick stands in for the idle loop so that time-based
+//!   decisions such as Resume are taken when nothing arrives).
+//! * **Links** join two endpoints (a node's port or a host) and are full
+//!   duplex: each direction serialises at its rate (a transmitter busy until
+//!   the previous frame has left) and then delays every frame by the
+//!   propagation delay. The NIC takes whatever the shaper releases.
+//! * **Hosts**: RoCEv2 sources (RC SEND-only packets of a fixed size, ECT(0),
+//!   paced at the QP's current rate from [`SourceModel`], which also
+//!   validates and applies the Long-haul CNPs that reach the host, parsed
+//!   with [`parse_cnp`]), fixed-rate RoCEv2 or plain UDP traffic (cross
+//!   traffic), and sinks (count bytes and CE marks; optionally answer every
+//!   `ack_every`-th packet of a QP with an RC ACK, from which the nodes learn
+//!   the source QP).
+//! * **Timeline**: [`Record`]s with their virtual time: queue depth samples
+//!   (every `sample_ns` for ports with a congestion stage), the first CE mark
+//!   per port, each Long-haul CNP sent (with the QD it was decided at) and
+//!   received (with the source's verdict), each deferral / escalation
+//!   (s.5.7) and each change of a source QP's rate.
+//!
+//! Frames are built here (IPv4, RoCEv2 BTH); the data packets' ICRC is left
+//! zero (nothing on the path checks it; the CNPs the nodes build carry a
+//! real one and the source verifies it). Memory: a [`VecPacket`] holds its
+//! frame plus 128 bytes of headroom (at least 2 KiB), so with 4 KiB payloads
+//! a queue of 130 MB is ~31 000 packets / ~135 MB of heap: scenarios with
+//! deep buffers should use large payloads (or scale rates and buffers down
+//! together, keeping the BDP ratios).
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
+
+use ipnet::Ipv4Net;
+
+use crate::congestion::{parse_cnp, CnpRequest, SourceModel, SourceParams, SourceReject};
+use crate::counters::{Drop, WorkerCounters};
+use crate::egress::EgressConfig;
+use crate::node::{CongestionSpec, EgressPort};
+use crate::packet::{PacketBuffer, VecPacket};
+use crate::pipeline::{Pipeline, PipelineConfig, Verdict};
+use crate::tables::{Fib, Interface, MacAddr, NeighSource, Neighbours, NextHop, Topology};
+use crate::wire::checksum;
+use crate::wire::lhcnp::{Action, CnpInfo};
+use crate::wire::params::{Params, ROCEV2_UDP_PORT};
+
+pub const US: u64 = 1_000;
+pub const MS: u64 = 1_000_000;
+
+/// Where a link ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Endpoint {
+    Node(usize, u16),
+    Host(usize),
+}
+
+/// Harness settings.
+#[derive(Debug, Clone, Copy)]
+pub struct SimConfig {
+    /// The idle-loop tick of every node, ns.
+    pub tick_ns: u64,
+    /// Queue depth sampling period, ns (0: no samples).
+    pub sample_ns: u64,
+    /// Wire parameters (RoCEv2 UDP port, ...) for CNP building and parsing.
+    pub wire: Params,
+    /// Most events [`Sim::run_until`] processes (a guard against runaway
+    /// scenarios).
+    pub max_events: u64,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig { tick_ns: 10 * US, sample_ns: 100 * US, wire: Params::DEFAULT, max_events: 200_000_000 }
+    }
+}
+
+/// One port of a node.
+#[derive(Debug, Clone)]
+pub struct PortSpec {
+    /// The interface address and prefix, e.g. "10.0.12.1/24".
+    pub addr: Ipv4Net,
+    pub egress: EgressConfig,
+    pub congestion: Option<CongestionSpec>,
+}
+
+/// What the timeline records.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Record {
+    /// Queue depth of a port with a congestion stage (bytes).
+    Queue { node: usize, port: u16, depth: u64 },
+    /// The first CE mark applied by a port, with the QD that caused it.
+    FirstCe { node: usize, port: u16, qd: u64 },
+    /// A Long-haul CNP built by `node` for its congested `port` (QD at the
+    /// decision), leaving on `out`.
+    CnpSent { node: usize, port: u16, out: u16, qd: u64, to: IpAddr, info: CnpInfo },
+    /// A CNP the congestion stage requested but the node could not build or
+    /// route.
+    CnpFailed { node: usize, port: u16, why: Drop },
+    /// s.5.7: a congestion stage deferred to an upstream node (cumulative
+    /// count) / escalated.
+    Deferred { node: usize, port: u16, total: u64, qd: u64 },
+    Escalated { node: usize, port: u16, total: u64, qd: u64 },
+    /// A Long-haul CNP reached a host: its IP source, the instruction and
+    /// the source model's verdict.
+    CnpReceived { host: usize, from: IpAddr, info: CnpInfo, result: Result<(), SourceReject> },
+    /// A frame addressed to a host that looked like a CNP but did not parse.
+    CnpMalformed { host: usize },
+    /// A source QP's sending rate changed (bit/s; 0 while paused).
+    Rate { host: usize, qp: u32, bps: f64 },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub t: u64,
+    pub rec: Record,
+}
+
+/// How a host flow is paced.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Pace {
+    /// The host's [`SourceModel`] rate for the flow's source QP.
+    Model,
+    /// A fixed rate, bit/s (cross traffic, not controlled).
+    Fixed(f64),
+}
+
+/// What a host flow sends.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FlowKind {
+    /// RoCEv2 RC SEND-only, ECT(0).
+    Roce { src_qp: u32, dst_qp: u32 },
+    /// Plain UDP (not RoCEv2, not ECN-capable).
+    Udp { dport: u16 },
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct FlowSpec {
+    pub dst: Ipv4Addr,
+    pub kind: FlowKind,
+    /// Bytes after the transport header (BTH / UDP).
+    pub payload: usize,
+    pub start_ns: u64,
+    /// Stop sending at this time (u64::MAX: never).
+    pub stop_ns: u64,
+    pub pace: Pace,
+    pub sport: u16,
+}
+
+struct Flow {
+    spec: FlowSpec,
+    template: Vec<u8>,
+    psn: u32,
+    sent_pkts: u64,
+    sent_bytes: u64,
+    last_rate: Option<f64>,
+}
+
+/// Per-QP receive state of a sink.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RxStats {
+    pub pkts: u64,
+    pub bytes: u64,
+    pub ce: u64,
+}
+
+pub struct Host {
+    pub name: String,
+    pub ip: Ipv4Addr,
+    pub mac: MacAddr,
+    /// The MAC of the node port the host is attached to (its gateway).
+    pub gw_mac: MacAddr,
+    pub model: Option<SourceModel>,
+    flows: Vec<Flow>,
+    /// (local QP, peer, peer QP): answer every `ack_every`-th data packet
+    /// received on the local QP with an ACK to the peer QP.
+    pub ack_peers: Vec<(u32, Ipv4Addr, u32)>,
+    pub ack_every: u64,
+    /// Everything received.
+    pub rx: RxStats,
+    /// Per local QP.
+    pub rx_qp: Vec<(u32, RxStats)>,
+    pub acks_sent: u64,
+}
+
+impl Host {
+    pub fn flow_sent(&self, i: usize) -> (u64, u64) {
+        self.flows.get(i).map(|f| (f.sent_pkts, f.sent_bytes)).unwrap_or((0, 0))
+    }
+    pub fn rx_for(&self, qp: u32) -> RxStats {
+        self.rx_qp.iter().find(|(q, _)| *q == qp).map(|x| x.1).unwrap_or_default()
+    }
+}
+
+pub struct Node {
+    pub name: String,
+    pub pipeline: Option<Pipeline>,
+    pub ports: Vec<EgressPort<VecPacket>>,
+    pub specs: Vec<PortSpec>,
+    pub counters: Arc<WorkerCounters>,
+    routes: Vec<(Ipv4Net, u16)>,
+    reqs: Vec<CnpRequest>,
+    /// Earliest wake-up already scheduled (stale ones are harmless).
+    wake_at: u64,
+    first_ce: Vec<bool>,
+    deferred: Vec<u64>,
+    escalated: Vec<u64>,
+}
+
+struct Wire {
+    rate_bps: u64,
+    delay_ns: u64,
+    busy_until: u64,
+    to: Endpoint,
+    pub frames: u64,
+}
+
+enum Ev {
+    Arrive(Endpoint, VecPacket),
+    Wake(usize),
+    Tick(usize),
+    Sample,
+    Send(usize, usize),
+}
+
+struct Item {
+    t: u64,
+    seq: u64,
+    ev: Ev,
+}
+impl PartialEq for Item {
+    fn eq(&self, o: &Self) -> bool {
+        (self.t, self.seq) == (o.t, o.seq)
+    }
+}
+impl Eq for Item {}
+impl PartialOrd for Item {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Item {
+    // Min-heap on (t, seq): earliest first, then insertion order.
+    fn cmp(&self, o: &Self) -> Ordering {
+        (o.t, o.seq).cmp(&(self.t, self.seq))
+    }
+}
+
+/// The simulation.
+pub struct Sim {
+    pub cfg: SimConfig,
+    pub now: u64,
+    pub nodes: Vec<Node>,
+    pub hosts: Vec<Host>,
+    wires: Vec<Wire>,
+    /// Outgoing wire of each endpoint.
+    wire_of: Vec<(Endpoint, usize)>,
+    heap: BinaryHeap<Item>,
+    seq: u64,
+    pub events: u64,
+    pub timeline: Vec<Entry>,
+    built: bool,
+}
+
+fn node_mac(n: usize, p: u16) -> MacAddr {
+    [0x02, 0, 0, n as u8, (n >> 8) as u8, p as u8]
+}
+fn host_mac(h: usize) -> MacAddr {
+    [0x02, 0x10, 0, h as u8, (h >> 8) as u8, 1]
+}
+
+impl Sim {
+    pub fn new(cfg: SimConfig) -> Self {
+        Sim {
+            cfg,
+            now: 0,
+            nodes: Vec::new(),
+            hosts: Vec::new(),
+            wires: Vec::new(),
+            wire_of: Vec::new(),
+            heap: BinaryHeap::new(),
+            seq: 0,
+            events: 0,
+            timeline: Vec::new(),
+            built: false,
+        }
+    }
+
+    /// A node with the given ports (port `i` is interface `i`, untagged,
+    /// MTU 9000).
+    pub fn add_node(&mut self, name: &str, ports: Vec<PortSpec>) -> usize {
+        let id = self.nodes.len();
+        let n = ports.len();
+        self.nodes.push(Node {
+            name: name.to_owned(),
+            pipeline: None,
+            ports: ports.iter().map(|p| EgressPort::new(p.egress, p.congestion.clone())).collect(),
+            specs: ports,
+            counters: Arc::new(WorkerCounters::default()),
+            routes: Vec::new(),
+            reqs: Vec::with_capacity(256),
+            wake_at: u64::MAX,
+            first_ce: vec![false; n],
+            deferred: vec![0; n],
+            escalated: vec![0; n],
+        });
+        id
+    }
+
+    pub fn add_host(&mut self, name: &str, ip: Ipv4Addr) -> usize {
+        let id = self.hosts.len();
+        self.hosts.push(Host {
+            name: name.to_owned(),
+            ip,
+            mac: host_mac(id),
+            gw_mac: [0; 6],
+            model: None,
+            flows: Vec::new(),
+            ack_peers: Vec::new(),
+            ack_every: 0,
+            rx: RxStats::default(),
+            rx_qp: Vec::new(),
+            acks_sent: 0,
+        });
+        id
+    }
+
+    /// A full-duplex link, `rate_bps` and `delay_ns` in each direction.
+    pub fn link(&mut self, a: Endpoint, b: Endpoint, rate_bps: u64, delay_ns: u64) {
+        for (from, to) in [(a, b), (b, a)] {
+            assert!(!self.wire_of.iter().any(|(e, _)| *e == from), "{from:?} already linked");
+            self.wire_of.push((from, self.wires.len()));
+            self.wires.push(Wire { rate_bps: rate_bps.max(1), delay_ns, busy_until: 0, to, frames: 0 });
+        }
+    }
+
+    /// A route on a node: `prefix` via `port` (gateway: the peer node's
+    /// port address; connected when the peer is a host).
+    pub fn route(&mut self, node: usize, prefix: &str, port: u16) {
+        self.nodes[node].routes.push((prefix.parse().expect("prefix"), port));
+    }
+
+    /// Give a host the reference source model (s.5.6), accepting CNPs from
+    /// `known_nodes` (s.9), with `qps` active.
+    pub fn set_source_model(&mut self, host: usize, p: SourceParams, known_nodes: &[Ipv4Addr], qps: &[u32]) {
+        let mut m = SourceModel::new(p);
+        for a in known_nodes {
+            m.add_known_node(IpAddr::V4(*a));
+        }
+        for &q in qps {
+            m.add_qp(q);
+        }
+        self.hosts[host].model = Some(m);
+    }
+
+    /// Answer every `every`-th packet received on `local_qp` with an RC ACK
+    /// to `peer_qp` at `peer`.
+    pub fn set_acks(&mut self, host: usize, every: u64, local_qp: u32, peer: Ipv4Addr, peer_qp: u32) {
+        let h = &mut self.hosts[host];
+        h.ack_every = every;
+        h.ack_peers.push((local_qp, peer, peer_qp));
+    }
+
+    /// A traffic flow from `host`; returns its index on the host.
+    pub fn add_flow(&mut self, host: usize, spec: FlowSpec) -> usize {
+        let h = &mut self.hosts[host];
+        let i = h.flows.len();
+        h.flows.push(Flow { spec, template: Vec::new(), psn: 0, sent_pkts: 0, sent_bytes: 0, last_rate: None });
+        i
+    }
+
+    fn peer_of(&self, e: Endpoint) -> Option<Endpoint> {
+        let w = self.wire_of.iter().find(|(x, _)| *x == e)?.1;
+        Some(self.wires[w].to)
+    }
+
+    fn endpoint_ip_mac(&self, e: Endpoint) -> (Ipv4Addr, MacAddr) {
+        match e {
+            Endpoint::Node(n, p) => (self.nodes[n].specs[usize::from(p)].addr.addr(), node_mac(n, p)),
+            Endpoint::Host(h) => (self.hosts[h].ip, self.hosts[h].mac),
+        }
+    }
+
+    /// Build the pipelines (topology, FIB, static neighbours) and schedule
+    /// the first events. Called by `run_until` when needed.
+    pub fn build(&mut self) {
+        if self.built {
+            return;
+        }
+        self.built = true;
+        for n in 0..self.nodes.len() {
+            let mut ifs = Vec::new();
+            let mut neigh = Neighbours::default();
+            for (p, s) in self.nodes[n].specs.iter().enumerate() {
+                let mut i = Interface::new(&format!("p{p}"), p as u16, None, node_mac(n, p as u16), 9000);
+                i.v4.push(s.addr);
+                ifs.push(i);
+            }
+            for p in 0..self.nodes[n].specs.len() {
+                if let Some(peer) = self.peer_of(Endpoint::Node(n, p as u16)) {
+                    let (ip, mac) = self.endpoint_ip_mac(peer);
+                    neigh.learn(p as u16, IpAddr::V4(ip), mac, NeighSource::Static);
+                }
+            }
+            let mut fib = Fib::default();
+            for &(pfx, port) in &self.nodes[n].routes.clone() {
+                let gw = match self.peer_of(Endpoint::Node(n, port)) {
+                    Some(e @ Endpoint::Node(..)) => Some(IpAddr::V4(self.endpoint_ip_mac(e).0)),
+                    _ => None,
+                };
+                fib.insert4(pfx, NextHop { iface: port, gateway: gw });
+            }
+            let node = &mut self.nodes[n];
+            node.pipeline = Some(Pipeline::new(
+                Arc::new(Topology::new(ifs)),
+                Arc::new(fib),
+                Arc::new(neigh),
+                node.counters.clone(),
+                PipelineConfig::default(),
+            ));
+        }
+        for h in 0..self.hosts.len() {
+            if let Some(Endpoint::Node(n, p)) = self.peer_of(Endpoint::Host(h)) {
+                self.hosts[h].gw_mac = node_mac(n, p);
+            }
+            for f in 0..self.hosts[h].flows.len() {
+                let (src, mac, gw) = (self.hosts[h].ip, self.hosts[h].mac, self.hosts[h].gw_mac);
+                let fl = &mut self.hosts[h].flows[f];
+                fl.template = data_frame(mac, gw, src, fl.spec.dst, fl.spec.sport, &fl.spec.kind, fl.spec.payload);
+                let t = fl.spec.start_ns;
+                self.push(t, Ev::Send(h, f));
+            }
+        }
+        for n in 0..self.nodes.len() {
+            self.push(0, Ev::Tick(n));
+        }
+        if self.cfg.sample_ns > 0 {
+            self.push(0, Ev::Sample);
+        }
+    }
+
+    fn push(&mut self, t: u64, ev: Ev) {
+        self.seq += 1;
+        self.heap.push(Item { t, seq: self.seq, ev });
+    }
+
+    fn log(&mut self, rec: Record) {
+        self.timeline.push(Entry { t: self.now, rec });
+    }
+
+    /// Run every event up to and including `t_end`; `now` ends at `t_end`.
+    pub fn run_until(&mut self, t_end: u64) {
+        self.build();
+        while let Some(top) = self.heap.peek() {
+            if top.t > t_end {
+                break;
+            }
+            assert!(self.events < self.cfg.max_events, "event budget exhausted at t = {} ns", self.now);
+            let Some(it) = self.heap.pop() else { break };
+            debug_assert!(it.t >= self.now);
+            self.now = it.t;
+            self.events += 1;
+            match it.ev {
+                Ev::Arrive(Endpoint::Node(n, p), pkt) => self.node_rx(n, p, pkt),
+                Ev::Arrive(Endpoint::Host(h), pkt) => self.host_rx(h, pkt),
+                Ev::Wake(n) => {
+                    if self.nodes[n].wake_at <= self.now {
+                        self.nodes[n].wake_at = u64::MAX;
+                    }
+                    self.node_loop(n);
+                }
+                Ev::Tick(n) => {
+                    self.node_loop(n);
+                    let t = self.now + self.cfg.tick_ns.max(1);
+                    self.push(t, Ev::Tick(n));
+                }
+                Ev::Sample => {
+                    self.sample();
+                    let t = self.now + self.cfg.sample_ns;
+                    self.push(t, Ev::Sample);
+                }
+                Ev::Send(h, f) => self.host_send(h, f),
+            }
+        }
+        self.now = self.now.max(t_end);
+    }
+
+    fn sample(&mut self) {
+        for n in 0..self.nodes.len() {
+            for p in 0..self.nodes[n].ports.len() {
+                if self.nodes[n].ports[p].cong.is_some() {
+                    let depth = self.nodes[n].ports[p].queue.depth_bytes();
+                    self.log(Record::Queue { node: n, port: p as u16, depth });
+                }
+            }
+        }
+    }
+
+    fn transmit(&mut self, from: Endpoint, pkt: VecPacket) {
+        let Some(&(_, w)) = self.wire_of.iter().find(|(e, _)| *e == from) else {
+            return; // unlinked: the frame is lost
+        };
+        let now = self.now;
+        let wire = &mut self.wires[w];
+        let ser = (pkt.len() as u64 * 8 * 1_000_000_000).div_ceil(wire.rate_bps);
+        wire.busy_until = wire.busy_until.max(now) + ser;
+        wire.frames += 1;
+        let (t, to) = (wire.busy_until + wire.delay_ns, wire.to);
+        self.push(t, Ev::Arrive(to, pkt));
+    }
+
+    // ------------------------------------------------------------ nodes
+
+    /// `handle_burst` for a burst of one frame, then the rest of the loop.
+    fn node_rx(&mut self, n: usize, port: u16, mut pkt: VecPacket) {
+        let now = self.now;
+        let node = &mut self.nodes[n];
+        let pc = &node.counters.ports[usize::from(port) % crate::counters::MAX_PORTS];
+        pc.rx_pkts.add(1);
+        pc.rx_bytes.add(pkt.len() as u64);
+        for e in node.ports.iter_mut() {
+            e.observe_rx(pkt.data(), now);
+        }
+        let Some(pl) = node.pipeline.as_mut() else { return };
+        match pl.process(&mut pkt, port, now) {
+            Verdict::Tx(out) => {
+                let reply = pl.reply;
+                self.output(n, out, pkt, reply);
+            }
+            Verdict::Drop(r) => node.counters.dropped(r),
+            Verdict::Consumed => {}
+        }
+        // Static neighbours: no solicitation is expected; count any.
+        if let Some(pl) = self.nodes[n].pipeline.as_mut() {
+            pl.solicits.clear();
+            pl.events.clear();
+        }
+        self.node_loop(n);
+    }
+
+    /// `Worker::output` for a port with an egress stage.
+    fn output(&mut self, n: usize, port: u16, pkt: VecPacket, priority: bool) {
+        let now = self.now;
+        let node = &mut self.nodes[n];
+        let p = usize::from(port);
+        let Some(e) = node.ports.get_mut(p) else {
+            node.counters.dropped(Drop::BadPort);
+            return;
+        };
+        let before = e.cong.as_ref().map(|c| c.stats().marked).unwrap_or(0);
+        let r = if priority { e.admit_priority(pkt) } else { e.admit(pkt, now, &node.counters) };
+        if let Err((_, why)) = r {
+            node.counters.dropped(why);
+        }
+        if !node.first_ce[p] && before == 0 {
+            if let Some(c) = e.cong.as_ref() {
+                if c.stats().marked > 0 {
+                    node.first_ce[p] = true;
+                    let qd = e.queue.depth_bytes();
+                    self.log(Record::FirstCe { node: n, port, qd });
+                }
+            }
+        }
+    }
+
+    /// `service_egress` + `poll_congestion` (+ `service_egress` again for the
+    /// CNPs just built: the worker sends them on its next loop, immediately).
+    fn node_loop(&mut self, n: usize) {
+        let now = self.now;
+        self.service(n);
+        let mut any = false;
+        for p in 0..self.nodes[n].ports.len() {
+            let node = &mut self.nodes[n];
+            if node.ports[p].cong.is_none() {
+                continue;
+            }
+            let mut reqs = std::mem::take(&mut node.reqs);
+            node.ports[p].poll(now, &mut reqs);
+            let qd = node.ports[p].queue.depth_bytes();
+            if let Some(s) = node.ports[p].cong.as_ref().map(|c| *c.stats()) {
+                if s.suppressed != node.deferred[p] {
+                    node.deferred[p] = s.suppressed;
+                    self.log(Record::Deferred { node: n, port: p as u16, total: s.suppressed, qd });
+                }
+                let node = &mut self.nodes[n];
+                if s.escalated != node.escalated[p] {
+                    node.escalated[p] = s.escalated;
+                    self.log(Record::Escalated { node: n, port: p as u16, total: s.escalated, qd });
+                }
+            }
+            for r in &reqs {
+                let node = &mut self.nodes[n];
+                let mut m = VecPacket::from_bytes(&[]);
+                let Some(pl) = node.pipeline.as_mut() else { break };
+                match node.ports[p].build_cnp_packet(pl, &self.cfg.wire, r, &mut m, now) {
+                    Ok(out) => {
+                        self.log(Record::CnpSent { node: n, port: p as u16, out, qd, to: r.to, info: r.info });
+                        self.output(n, out, m, true);
+                        any = true;
+                    }
+                    Err(why) => {
+                        self.nodes[n].counters.dropped(why);
+                        self.log(Record::CnpFailed { node: n, port: p as u16, why });
+                    }
+                }
+            }
+            reqs.clear();
+            self.nodes[n].reqs = reqs;
+        }
+        if any {
+            self.service(n);
+        }
+        // Next shaper release.
+        let next = self.nodes[n].ports.iter().filter_map(|e| e.queue.next_departure_ns(now)).min();
+        if let Some(t) = next {
+            let t = t.max(now + 1);
+            if t < self.nodes[n].wake_at {
+                self.nodes[n].wake_at = t;
+                self.push(t, Ev::Wake(n));
+            }
+        }
+    }
+
+    fn service(&mut self, n: usize) {
+        let now = self.now;
+        for p in 0..self.nodes[n].ports.len() {
+            let mut out: Vec<(VecPacket, u32, Option<crate::congestion::FlowId>, bool)> = Vec::new();
+            // Bounded: a dequeue call hands out at most 256 packets and the
+            // shaper's bucket bounds how many calls release anything.
+            for _ in 0..1024 {
+                let k = self.nodes[n].ports[p].dequeue(now, 256, |m, len, flow, prio| out.push((m, len, flow, prio)));
+                if k == 0 {
+                    break;
+                }
+                for (m, len, flow, prio) in out.drain(..) {
+                    let node = &mut self.nodes[n];
+                    node.counters.ports[p].tx_pkts.add(1);
+                    node.counters.ports[p].tx_bytes.add(u64::from(len));
+                    if !prio {
+                        node.ports[p].sent(flow, len, now);
+                    }
+                    self.transmit(Endpoint::Node(n, p as u16), m);
+                }
+            }
+            let node = &self.nodes[n];
+            node.counters.queue_depth[p].set(node.ports[p].queue.depth_bytes());
+        }
+    }
+
+    // ------------------------------------------------------------ hosts
+
+    fn host_send(&mut self, h: usize, f: usize) {
+        let now = self.now;
+        let host = &mut self.hosts[h];
+        let fl = &mut host.flows[f];
+        if now >= fl.spec.stop_ns {
+            return;
+        }
+        let rate = match (fl.spec.pace, fl.spec.kind) {
+            (Pace::Fixed(r), _) => r,
+            (Pace::Model, FlowKind::Roce { src_qp, .. }) => host.model.as_ref().and_then(|m| m.rate(src_qp, now)).unwrap_or(0.0),
+            (Pace::Model, FlowKind::Udp { .. }) => 0.0,
+        };
+        if fl.last_rate != Some(rate) {
+            fl.last_rate = Some(rate);
+            if let FlowKind::Roce { src_qp, .. } = fl.spec.kind {
+                if fl.spec.pace == Pace::Model {
+                    self.timeline.push(Entry { t: now, rec: Record::Rate { host: h, qp: src_qp, bps: rate } });
+                }
+            }
+        }
+        let fl = &mut self.hosts[h].flows[f];
+        if rate <= 0.0 {
+            // Paused: look again shortly.
+            self.push(now + 10 * US, Ev::Send(h, f));
+            return;
+        }
+        let mut pkt = VecPacket::from_bytes(&fl.template);
+        if let FlowKind::Roce { .. } = fl.spec.kind {
+            let psn = fl.psn & 0x00ff_ffff;
+            let d = pkt.data_mut();
+            d[14 + 20 + 8 + 9..14 + 20 + 8 + 12].copy_from_slice(&psn.to_be_bytes()[1..]);
+            fl.psn = fl.psn.wrapping_add(1);
+        }
+        let len = pkt.len() as u64;
+        fl.sent_pkts += 1;
+        fl.sent_bytes += len;
+        let gap = ((len * 8) as f64 * 1e9 / rate).ceil() as u64;
+        self.transmit(Endpoint::Host(h), pkt);
+        // Never queue at the host beyond its NIC: the next packet waits for
+        // the wire too.
+        let wire_free = self.wire_of.iter().find(|(e, _)| *e == Endpoint::Host(h)).map(|&(_, w)| self.wires[w].busy_until).unwrap_or(now);
+        let next = (now + gap.max(1)).max(wire_free);
+        self.push(next, Ev::Send(h, f));
+    }
+
+    fn host_rx(&mut self, h: usize, pkt: VecPacket) {
+        let now = self.now;
+        let d = pkt.data();
+        if d.len() < 14 + 20 || d[12..14] != [0x08, 0x00] {
+            return;
+        }
+        let ip = &d[14..];
+        let ihl = usize::from(ip[0] & 0x0f) * 4;
+        let ecn = ip[1] & 3;
+        let proto = ip[9];
+        let src = Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]);
+        let host = &mut self.hosts[h];
+        host.rx.pkts += 1;
+        host.rx.bytes += d.len() as u64;
+        host.rx.ce += u64::from(ecn == 3);
+        if proto != 17 || ip.len() < ihl + 8 + 12 {
+            return;
+        }
+        let udp = &ip[ihl..];
+        let dport = u16::from_be_bytes([udp[2], udp[3]]);
+        if dport != ROCEV2_UDP_PORT {
+            return;
+        }
+        let bth = &udp[8..];
+        let opcode = bth[0];
+        let dest_qp = u32::from_be_bytes([0, bth[5], bth[6], bth[7]]);
+        let psn = u32::from_be_bytes([0, bth[9], bth[10], bth[11]]);
+        if opcode == 0x81 {
+            // CNP: the source model parses (ICRC verified) and applies it.
+            let wire = self.cfg.wire;
+            let r = match host.model.as_mut() {
+                None => return,
+                Some(m) => match parse_cnp(ip, &wire) {
+                    None => Err(()),
+                    Some((from, info)) => Ok((from, info, m.receive(from, &info, now))),
+                },
+            };
+            match r {
+                Ok((from, info, result)) => self.log(Record::CnpReceived { host: h, from, info, result }),
+                Err(()) => self.log(Record::CnpMalformed { host: h }),
+            }
+            self.note_rates(h);
+            return;
+        }
+        if opcode == 0x11 {
+            return; // an ACK
+        }
+        match host.rx_qp.iter_mut().find(|(q, _)| *q == dest_qp) {
+            Some((_, s)) => {
+                s.pkts += 1;
+                s.bytes += d.len() as u64;
+                s.ce += u64::from(ecn == 3);
+            }
+            None => host.rx_qp.push((dest_qp, RxStats { pkts: 1, bytes: d.len() as u64, ce: u64::from(ecn == 3) })),
+        }
+        let n = host.rx_for(dest_qp).pkts;
+        if host.ack_every > 0 && n % host.ack_every == 0 {
+            if let Some(&(_, peer, peer_qp)) = host.ack_peers.iter().find(|(q, _, _)| *q == dest_qp) {
+                let f = ack_frame(host.mac, host.gw_mac, host.ip, peer, peer_qp, psn);
+                host.acks_sent += 1;
+                let _ = src;
+                self.transmit(Endpoint::Host(h), VecPacket::from_bytes(&f));
+            }
+        }
+    }
+
+    /// Record the current model rate of every model-paced flow of a host.
+    fn note_rates(&mut self, h: usize) {
+        let now = self.now;
+        let host = &mut self.hosts[h];
+        let Some(m) = host.model.as_ref() else { return };
+        for fl in host.flows.iter_mut() {
+            if let (Pace::Model, FlowKind::Roce { src_qp, .. }) = (fl.spec.pace, fl.spec.kind) {
+                let r = m.rate(src_qp, now).unwrap_or(0.0);
+                if fl.last_rate != Some(r) {
+                    fl.last_rate = Some(r);
+                    self.timeline.push(Entry { t: now, rec: Record::Rate { host: h, qp: src_qp, bps: r } });
+                }
+            }
+        }
+    }
+
+    // ------------------------------------------------------------ queries
+
+    /// Queue samples of a port: (t, bytes).
+    pub fn queue_samples(&self, node: usize, port: u16) -> Vec<(u64, u64)> {
+        self.timeline
+            .iter()
+            .filter_map(|e| match e.rec {
+                Record::Queue { node: n, port: p, depth } if n == node && p == port => Some((e.t, depth)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// (t, QD) of the first CE mark of a port.
+    pub fn first_ce(&self, node: usize, port: u16) -> Option<(u64, u64)> {
+        self.timeline.iter().find_map(|e| match e.rec {
+            Record::FirstCe { node: n, port: p, qd } if n == node && p == port => Some((e.t, qd)),
+            _ => None,
+        })
+    }
+
+    /// CNPs a node sent: (t, congested port, QD, info).
+    pub fn cnps_sent(&self, node: usize) -> Vec<(u64, u16, u64, CnpInfo)> {
+        self.timeline
+            .iter()
+            .filter_map(|e| match e.rec {
+                Record::CnpSent { node: n, port, qd, info, .. } if n == node => Some((e.t, port, qd, info)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// CNPs a host received: (t, from, info, verdict).
+    pub fn cnps_received(&self, host: usize) -> Vec<(u64, IpAddr, CnpInfo, Result<(), SourceReject>)> {
+        self.timeline
+            .iter()
+            .filter_map(|e| match e.rec {
+                Record::CnpReceived { host: h, from, info, result } if h == host => Some((e.t, from, info, result)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Rate changes of a source QP: (t, bit/s).
+    pub fn rates(&self, host: usize, qp: u32) -> Vec<(u64, f64)> {
+        self.timeline
+            .iter()
+            .filter_map(|e| match e.rec {
+                Record::Rate { host: h, qp: q, bps } if h == host && q == qp => Some((e.t, bps)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Deferral records of a node: (t, port, cumulative count, QD).
+    pub fn deferrals(&self, node: usize) -> Vec<(u64, u16, u64, u64)> {
+        self.timeline
+            .iter()
+            .filter_map(|e| match e.rec {
+                Record::Deferred { node: n, port, total, qd } if n == node => Some((e.t, port, total, qd)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// A readable timeline without the queue samples (for test output).
+    pub fn describe(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        for e in &self.timeline {
+            if matches!(e.rec, Record::Queue { .. }) {
+                continue;
+            }
+            let t = e.t as f64 / 1e6;
+            let _ = match &e.rec {
+                Record::FirstCe { node, port, qd } => writeln!(s, "{t:10.4} ms {} p{port}: first CE mark at QD {qd}", self.nodes[*node].name),
+                Record::CnpSent { node, port, out, qd, to, info } => writeln!(
+                    s,
+                    "{t:10.4} ms {} p{port}: CNP {:?} {} level {} metric {:?} {} to {to} qp {} (QD {qd}, out p{out})",
+                    self.nodes[*node].name, info.action, info.parameter, info.congestion_level, info.metric_type, info.metric_value, info.source_qp
+                ),
+                Record::CnpFailed { node, port, why } => writeln!(s, "{t:10.4} ms {} p{port}: CNP failed {why:?}", self.nodes[*node].name),
+                Record::Deferred { node, port, total, qd } => writeln!(s, "{t:10.4} ms {} p{port}: deferred (#{total}, QD {qd})", self.nodes[*node].name),
+                Record::Escalated { node, port, total, qd } => writeln!(s, "{t:10.4} ms {} p{port}: escalated (#{total}, QD {qd})", self.nodes[*node].name),
+                Record::CnpReceived { host, from, info, result } => writeln!(
+                    s,
+                    "{t:10.4} ms {}: CNP from {from} {:?} {} level {} -> {result:?}",
+                    self.hosts[*host].name, info.action, info.parameter, info.congestion_level
+                ),
+                Record::CnpMalformed { host } => writeln!(s, "{t:10.4} ms {}: malformed CNP", self.hosts[*host].name),
+                Record::Rate { host, qp, bps } => writeln!(s, "{t:10.4} ms {} qp {qp}: rate {:.3} Gb/s", self.hosts[*host].name, bps / 1e9),
+                Record::Queue { .. } => Ok(()),
+            };
+        }
+        s
+    }
+}
+
+/// True when `a` is an action that lowers the rate.
+pub fn is_reduction(a: Action) -> bool {
+    matches!(a, Action::Notify | Action::RateReduce | Action::Pause)
+}
+
+// ------------------------------------------------------------ frames
+
+fn ipv4_udp(out: &mut Vec<u8>, src_mac: MacAddr, dst_mac: MacAddr, src: Ipv4Addr, dst: Ipv4Addr, tos: u8, sport: u16, dport: u16, body_len: usize) {
+    out.extend_from_slice(&dst_mac);
+    out.extend_from_slice(&src_mac);
+    out.extend_from_slice(&[0x08, 0x00]);
+    let total = (20 + 8 + body_len) as u16;
+    let mut h = [0x45, tos, 0, 0, 0, 0, 0x40, 0, 64, 17, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    h[2..4].copy_from_slice(&total.to_be_bytes());
+    h[12..16].copy_from_slice(&src.octets());
+    h[16..20].copy_from_slice(&dst.octets());
+    let c = checksum::checksum(&h);
+    h[10..12].copy_from_slice(&c.to_be_bytes());
+    out.extend_from_slice(&h);
+    out.extend_from_slice(&sport.to_be_bytes());
+    out.extend_from_slice(&dport.to_be_bytes());
+    out.extend_from_slice(&((8 + body_len) as u16).to_be_bytes());
+    out.extend_from_slice(&[0, 0]); // UDP checksum 0 (IPv4, RoCEv2)
+}
+
+fn bth(opcode: u8, dest_qp: u32, psn: u32) -> [u8; 12] {
+    let mut b = [0u8; 12];
+    b[0] = opcode;
+    b[2..4].copy_from_slice(&0xffffu16.to_be_bytes());
+    b[5..8].copy_from_slice(&dest_qp.to_be_bytes()[1..]);
+    b[9..12].copy_from_slice(&psn.to_be_bytes()[1..]);
+    b
+}
+
+/// A data frame template (PSN 0): RoCEv2 RC SEND-only (ECT(0), ICRC left
+/// zero) or plain UDP (not ECT).
+pub fn data_frame(src_mac: MacAddr, dst_mac: MacAddr, src: Ipv4Addr, dst: Ipv4Addr, sport: u16, kind: &FlowKind, payload: usize) -> Vec<u8> {
+    let mut f = Vec::with_capacity(14 + 20 + 8 + 12 + payload + 4);
+    match *kind {
+        FlowKind::Roce { dst_qp, .. } => {
+            ipv4_udp(&mut f, src_mac, dst_mac, src, dst, 0x02, sport, 4791, 12 + payload + 4);
+            f.extend_from_slice(&bth(0x04, dst_qp, 0));
+            f.resize(f.len() + payload + 4, 0);
+        }
+        FlowKind::Udp { dport } => {
+            ipv4_udp(&mut f, src_mac, dst_mac, src, dst, 0, sport, dport, payload);
+            f.resize(f.len() + payload, 0);
+        }
+    }
+    f
+}
+
+/// An RC ACK (BTH + AETH) to `dest_qp`, acknowledging `psn`.
+pub fn ack_frame(src_mac: MacAddr, dst_mac: MacAddr, src: Ipv4Addr, dst: Ipv4Addr, dest_qp: u32, psn: u32) -> Vec<u8> {
+    let mut f = Vec::with_capacity(14 + 20 + 8 + 12 + 4 + 4);
+    ipv4_udp(&mut f, src_mac, dst_mac, src, dst, 0x02, 0xc000, 4791, 12 + 4 + 4);
+    f.extend_from_slice(&bth(0x11, dest_qp, psn));
+    f.extend_from_slice(&[0x1f, 0, 0, 0]); // AETH: ACK, credits invalid, MSN 0
+    f.extend_from_slice(&[0; 4]);
+    f
+}
