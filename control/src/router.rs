@@ -120,14 +120,19 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     let socket = eal.socket_id().max(0);
 
     let nworkers = cfg.dataplane.worker_cores.len().max(1);
-    let pool = Arc::new(Mempool::new(
-        &format!("mbuf_s{socket}"),
-        cfg.mempool.mbufs_per_socket,
-        cfg.mempool.cache_size,
-        cfg.mempool.data_room,
-        socket,
-    )?);
-
+    // One mempool per NUMA socket in use: each port's RX queues take mbufs
+    // from the pool on the port's socket (virtual devices: the main one).
+    let mut pools: Vec<(i32, Arc<Mempool>)> = Vec::new();
+    let mut port_socket = Vec::new();
+    for (i, p) in cfg.ports.iter().enumerate() {
+        let (_, s) = Port::socket_of(&p.device_name).map_err(|e| format!("port[{i}] ({}): {e}", p.name))?;
+        let s = if s < 0 { socket } else { s };
+        port_socket.push(s);
+        if !pools.iter().any(|(ps, _)| *ps == s) {
+            pools.push((s, Arc::new(Mempool::new(&format!("mbuf_s{s}"), cfg.mempool.mbufs_per_socket, cfg.mempool.cache_size, cfg.mempool.data_room, s)?)));
+        }
+    }
+    let pool_on = |s: i32| pools.iter().find(|(ps, _)| *ps == s).map(|(_, p)| p.clone()).unwrap_or_else(|| pools[0].1.clone());
     // Ports; fix up interface port numbers to DPDK's ids.
     let mut ports: Vec<Port> = Vec::new();
     for (i, p) in cfg.ports.iter().enumerate() {
@@ -141,7 +146,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             mac: p.mac,
             promiscuous: p.promiscuous,
         };
-        let port = Port::open(&pc, &pool).map_err(|e| format!("port[{i}] ({}): {e}", p.name))?;
+        let port = Port::open(&pc, &pool_on(port_socket[i])).map_err(|e| format!("port[{i}] ({}): {e}", p.name))?;
         if usize::from(port.id) >= dataplane::counters::MAX_PORTS {
             return Err(format!("port[{i}] ({}): DPDK port id {} >= {}", p.name, port.id, dataplane::counters::MAX_PORTS));
         }
@@ -223,7 +228,8 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             rx_queues: queues.clone(),
             tx_queue: w as u16,
             burst: cfg.dataplane.burst_size,
-            pool: pool.clone(),
+            // NUMA-local to the worker's first RX port.
+            pool: queues.first().and_then(|(pid, _)| ports.iter().position(|p| p.id == *pid)).map(|i| pool_on(port_socket[i])).unwrap_or_else(|| pools[0].1.clone()),
             tsc_hz: hz,
             egress: egress_cfg.clone(),
             owner: owner.clone(),
@@ -336,11 +342,13 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         p.close();
     }
     drop(ctl_server);
-    let in_use = pool.in_use();
-    let size = pool.size();
+    let in_use: u32 = pools.iter().map(|(_, p)| p.in_use()).sum();
+    let size: u32 = pools.iter().map(|(_, p)| p.size()).sum();
     if !opts.quiet {
         println!("{}", display::counter_table(&counters, &port_names, &port_stats));
-        println!("mempool {}: {} of {} mbufs in use after shutdown", pool.name(), in_use, size);
+        for (_, pool) in &pools {
+            println!("mempool {}: {} of {} mbufs in use after shutdown", pool.name(), pool.in_use(), pool.size());
+        }
         println!("ran {:.3} s: rx {} tx {} drops {}", elapsed.as_secs_f64(), counters.total_rx(), counters.total_tx(), counters.total_drops());
     }
     if let Some(p) = &opts.ctl_socket {
@@ -357,7 +365,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     };
     drop(control);
     drop(ports);
-    drop(pool);
+    drop(pools);
     drop(eal);
     Ok(report)
 }

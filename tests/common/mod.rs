@@ -62,10 +62,12 @@ pub fn port_packets(stdout: &str, port: &str) -> (u64, u64) {
     panic!("port {port} not in counter table:\n{stdout}");
 }
 
-/// Mbufs in use after shutdown, from `mempool ...: N of M mbufs in use`.
+/// Mbufs in use after shutdown, summed over the `mempool ...: N of M mbufs
+/// in use` lines (one per NUMA socket in use).
 pub fn mempool_in_use(stdout: &str) -> u64 {
-    let l = stdout.lines().find(|l| l.starts_with("mempool ") && l.contains("in use after shutdown")).expect("mempool line");
-    l.split(": ").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap()
+    let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("mempool ") && l.contains("in use after shutdown")).collect();
+    assert!(!lines.is_empty(), "no mempool line in:\n{stdout}");
+    lines.iter().map(|l| l.split(": ").nth(1).unwrap().split_whitespace().next().unwrap().parse::<u64>().unwrap()).sum()
 }
 
 pub fn python_ok() -> Result<(), String> {

@@ -43,6 +43,20 @@ pub struct PortStats {
 }
 
 impl Port {
+    /// The DPDK port id and NUMA socket of a device (before opening it), so
+    /// its RX queues can take mbufs from a pool on the same socket.
+    pub fn socket_of(device_name: &str) -> Result<(u16, i32), String> {
+        let cname = CString::new(device_name).map_err(|_| "device name contains NUL".to_string())?;
+        let mut id = 0u16;
+        // SAFETY: valid C string and out pointer.
+        let r = unsafe { dpdk_sys::rte_eth_dev_get_port_by_name(cname.as_ptr(), &mut id) };
+        if r != 0 {
+            return Err(format!("device {device_name:?} not found (is it in the EAL --vdev / -a arguments?)"));
+        }
+        // SAFETY: valid port id.
+        Ok((id, unsafe { dpdk_sys::rte_eth_dev_socket_id(id) }))
+    }
+
     /// Look up the device by name and configure and start it. `pools[q]` is
     /// the mempool RX queue `q` allocates from.
     pub fn open(cfg: &PortConfig, pool: &Mempool) -> Result<Port, String> {
