@@ -5,6 +5,8 @@ SHELL := /bin/bash
 CARGO ?= cargo
 APT_PKGS := libdpdk-dev dpdk-dev libclang-dev clang pkg-config libpcap-dev tshark iproute2 iputils-ping python3 python3-pip
 STAMP := target/.deps-installed
+# Respect CARGO_TARGET_DIR when set.
+BIN_DIR := $(or $(CARGO_TARGET_DIR),target)/release
 
 .PHONY: all deps build demo test test-unit test-integration fuzz bench clean
 
@@ -28,7 +30,7 @@ build: deps
 	$(CARGO) build --release -p control
 
 demo: build
-	./target/release/dcirouter demo --out demo-out
+	$(BIN_DIR)/dcirouter demo --out demo-out
 
 # Every test: unit, property, oracle (scapy, tshark), integration on real
 # DPDK (net_pcap, net_tap + network namespaces), and a bounded fuzz run.
