@@ -57,7 +57,7 @@ use crate::packet::{PacketBuffer, VecPacket};
 use crate::pipeline::{Pipeline, PipelineConfig, Verdict};
 use crate::tables::{Fib, Interface, MacAddr, NeighSource, Neighbours, NextHop, Topology};
 use crate::wire::checksum;
-use crate::wire::lhcnp::{Action, CnpInfo};
+use crate::wire::lhcnp::CnpInfo;
 use crate::wire::params::{Params, ROCEV2_UDP_PORT};
 
 pub const US: u64 = 1_000;
@@ -169,6 +169,8 @@ struct Flow {
     sent_pkts: u64,
     sent_bytes: u64,
     last_rate: Option<f64>,
+    /// Scheduled time of the next send, picoseconds.
+    next_ps: u64,
 }
 
 /// Per-QP receive state of a sink.
@@ -225,9 +227,11 @@ pub struct Node {
 struct Wire {
     rate_bps: u64,
     delay_ns: u64,
-    busy_until: u64,
+    /// When the transmitter is free, in picoseconds (exact serialisation:
+    /// no rounding drift against the shapers).
+    busy_until_ps: u64,
     to: Endpoint,
-    pub frames: u64,
+    frames: u64,
 }
 
 enum Ev {
@@ -345,7 +349,7 @@ impl Sim {
         for (from, to) in [(a, b), (b, a)] {
             assert!(!self.wire_of.iter().any(|(e, _)| *e == from), "{from:?} already linked");
             self.wire_of.push((from, self.wires.len()));
-            self.wires.push(Wire { rate_bps: rate_bps.max(1), delay_ns, busy_until: 0, to, frames: 0 });
+            self.wires.push(Wire { rate_bps: rate_bps.max(1), delay_ns, busy_until_ps: 0, to, frames: 0 });
         }
     }
 
@@ -380,7 +384,7 @@ impl Sim {
     pub fn add_flow(&mut self, host: usize, spec: FlowSpec) -> usize {
         let h = &mut self.hosts[host];
         let i = h.flows.len();
-        h.flows.push(Flow { spec, template: Vec::new(), psn: 0, sent_pkts: 0, sent_bytes: 0, last_rate: None });
+        h.flows.push(Flow { spec, template: Vec::new(), psn: 0, sent_pkts: 0, sent_bytes: 0, last_rate: None, next_ps: spec.start_ns * 1000 });
         i
     }
 
@@ -517,10 +521,14 @@ impl Sim {
         };
         let now = self.now;
         let wire = &mut self.wires[w];
-        let ser = (pkt.len() as u64 * 8 * 1_000_000_000).div_ceil(wire.rate_bps);
-        wire.busy_until = wire.busy_until.max(now) + ser;
+        let ser_ps = (u128::from(pkt.len() as u64) * 8 * 1_000_000_000_000 / u128::from(wire.rate_bps)) as u64;
+        // Back-to-back frames stay back to back: event times are whole
+        // nanoseconds, so a frame handed over less than 1 ns after the wire
+        // became free starts when it became free (no rounding drift).
+        let start = if wire.busy_until_ps + 1000 > now * 1000 { wire.busy_until_ps } else { now * 1000 };
+        wire.busy_until_ps = start + ser_ps.max(1);
         wire.frames += 1;
-        let (t, to) = (wire.busy_until + wire.delay_ns, wire.to);
+        let (t, to) = (wire.busy_until_ps.div_ceil(1000) + wire.delay_ns, wire.to);
         self.push(t, Ev::Arrive(to, pkt));
     }
 
@@ -700,12 +708,18 @@ impl Sim {
         let len = pkt.len() as u64;
         fl.sent_pkts += 1;
         fl.sent_bytes += len;
-        let gap = ((len * 8) as f64 * 1e9 / rate).ceil() as u64;
+        let gap_ps = ((len * 8) as f64 * 1e12 / rate).round() as u64;
         self.transmit(Endpoint::Host(h), pkt);
         // Never queue at the host beyond its NIC: the next packet waits for
         // the wire too.
-        let wire_free = self.wire_of.iter().find(|(e, _)| *e == Endpoint::Host(h)).map(|&(_, w)| self.wires[w].busy_until).unwrap_or(now);
-        let next = (now + gap.max(1)).max(wire_free);
+        let wire_free = self.wire_of.iter().find(|(e, _)| *e == Endpoint::Host(h)).map(|&(_, w)| self.wires[w].busy_until_ps).unwrap_or(0);
+        let fl = &mut self.hosts[h].flows[f];
+        // Pacing in picoseconds from the previous send time (not from the
+        // rounded event time) so the rate is exact on average; a late start
+        // (after a Pause, or the wire) restarts from now.
+        let base = if fl.next_ps + 1000 >= now * 1000 { fl.next_ps } else { now * 1000 };
+        fl.next_ps = (base + gap_ps.max(1)).max(wire_free);
+        let next = fl.next_ps.div_ceil(1000).max(now + 1);
         self.push(next, Ev::Send(h, f));
     }
 
@@ -887,11 +901,6 @@ impl Sim {
         }
         s
     }
-}
-
-/// True when `a` is an action that lowers the rate.
-pub fn is_reduction(a: Action) -> bool {
-    matches!(a, Action::Notify | Action::RateReduce | Action::Pause)
 }
 
 // ------------------------------------------------------------ frames
