@@ -12,6 +12,7 @@ pub mod tables;
 #[cfg(feature = "dpdk")]
 pub mod dpdk;
 pub mod pipeline;
+pub mod srv6;
 #[cfg(feature = "dpdk")]
 pub mod worker;
 pub mod lpm;
@@ -20,3 +21,4 @@ pub mod egress;
 pub mod classify;
 pub mod node;
 pub mod sim;
+pub mod endc;

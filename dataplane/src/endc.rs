@@ -1,0 +1,344 @@
+//! END.C's PFC side (draft-hu-acn-rocev2 s.4.1): turn congestion
+//! notifications that arrived over the WAN into IEEE 802.1Qbb PAUSE / RESUME
+//! frames toward the DC gateway, per priority.
+//!
+//! Rules:
+//! * A notification is mapped to a PFC priority by a configured table keyed
+//!   by the DSCP of the affected traffic (the notification's own DSCP when it
+//!   carries the flow's class, else the configured default priority).
+//! * Pause duration: a Long-haul CNP Pause carries microseconds; Rate Reduce,
+//!   Notify, a FANN congestion event or a standard CNP use the configured
+//!   default. A Resume (Long-haul CNP Resume, FANN recovery) sends RESUME
+//!   (zero quanta) at once.
+//! * One PAUSE frame lasts at most 65535 quanta (about 335 us at 100 Gb/s),
+//!   so while the requested pause lasts the controller re-sends PAUSE every
+//!   `refresh_ns` (default: 80 % of what one frame covers).
+//! * Watchdog: no priority stays paused longer than `max_pause_ns` after the
+//!   last notification that asked for it; then RESUME is sent. A priority
+//!   whose pause simply ran out also gets an explicit RESUME.
+//!
+//! Pure logic on injected time; the worker turns [`PfcAction`]s into frames
+//! with [`build_frame`].
+
+use crate::wire::pfc::{quanta_from_micros, FrameRepr, PfcRepr};
+use crate::wire::Result;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct EndCConfig {
+    /// Link speed of the port toward the DC gateway (for quanta).
+    pub link_bps: u64,
+    /// DSCP (0..63) -> PFC priority (0..7).
+    pub dscp_to_priority: [u8; 64],
+    /// Priority when the notification tells nothing about the class.
+    pub default_priority: u8,
+    /// Pause asked for by notifications without a duration, microseconds.
+    pub default_pause_us: u32,
+    /// Re-send PAUSE this often while a pause lasts (0: 80 % of one frame).
+    pub refresh_ns: u64,
+    /// Watchdog: longest pause without a new notification.
+    pub max_pause_ns: u64,
+}
+
+impl Default for EndCConfig {
+    fn default() -> Self {
+        // RoCEv2 is commonly carried in DSCP 26 (AF31) on priority 3.
+        let mut map = [0u8; 64];
+        map[26] = 3;
+        map[24] = 3;
+        map[46] = 5;
+        map[48] = 6;
+        EndCConfig {
+            link_bps: 100_000_000_000,
+            dscp_to_priority: map,
+            default_priority: 3,
+            default_pause_us: 200,
+            refresh_ns: 0,
+            max_pause_ns: 10_000_000,
+        }
+    }
+}
+
+impl EndCConfig {
+    pub fn validate(&self) -> core::result::Result<(), String> {
+        if self.link_bps == 0 {
+            return Err("link_bps = 0: must be the port's speed in bit/s".into());
+        }
+        if self.default_priority > 7 {
+            return Err(format!("default_priority = {}: must be 0..=7", self.default_priority));
+        }
+        if let Some((d, p)) = self.dscp_to_priority.iter().enumerate().find(|(_, p)| **p > 7) {
+            return Err(format!("dscp_to_priority[{d}] = {p}: must be 0..=7"));
+        }
+        if self.max_pause_ns == 0 {
+            return Err("max_pause_ns = 0: the watchdog needs a limit".into());
+        }
+        Ok(())
+    }
+
+    /// How long one PAUSE frame of 65535 quanta holds at this link speed.
+    pub fn frame_span_ns(&self) -> u64 {
+        crate::wire::pfc::nanos_from_quanta(u16::MAX, self.link_bps)
+    }
+
+    fn refresh(&self) -> u64 {
+        if self.refresh_ns != 0 {
+            self.refresh_ns
+        } else {
+            (self.frame_span_ns() * 4 / 5).max(1)
+        }
+    }
+}
+
+/// What a notification asks of END.C.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Request {
+    /// Pause for this long (None: the configured default).
+    Pause { micros: Option<u32> },
+    /// The congestion is over.
+    Resume,
+}
+
+/// A frame to send: pause `quanta` (0 = resume) on the priorities in `prios`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PfcAction {
+    pub prios: u8,
+    pub quanta: u16,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct PrioState {
+    paused: bool,
+    /// The requested pause ends here.
+    until_ns: u64,
+    /// Last PAUSE frame sent.
+    sent_ns: u64,
+    /// Last notification asking for a pause (watchdog base).
+    asked_ns: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EndCStats {
+    pub pauses: u64,
+    pub refreshes: u64,
+    pub resumes: u64,
+    pub watchdog_resumes: u64,
+}
+
+pub struct EndC {
+    cfg: EndCConfig,
+    prio: [PrioState; 8],
+    pub stats: EndCStats,
+}
+
+impl EndC {
+    pub fn new(cfg: EndCConfig) -> Self {
+        EndC { cfg, prio: [PrioState::default(); 8], stats: EndCStats::default() }
+    }
+
+    pub fn config(&self) -> &EndCConfig {
+        &self.cfg
+    }
+
+    /// The priority for traffic of DSCP `dscp` (None: the default priority).
+    pub fn priority_of(&self, dscp: Option<u8>) -> u8 {
+        match dscp {
+            Some(d) => self.cfg.dscp_to_priority[usize::from(d & 63)],
+            None => self.cfg.default_priority,
+        }
+    }
+
+    pub fn is_paused(&self, prio: u8) -> bool {
+        self.prio.get(usize::from(prio)).map(|p| p.paused).unwrap_or(false)
+    }
+
+    /// A notification for priority `prio` at `now`: the frame to send now.
+    pub fn on_notification(&mut self, prio: u8, req: Request, now: u64) -> Option<PfcAction> {
+        let p = self.prio.get_mut(usize::from(prio & 7))?;
+        let bit = 1u8 << (prio & 7);
+        match req {
+            Request::Pause { micros } => {
+                let us = micros.unwrap_or(self.cfg.default_pause_us).max(1);
+                let until = now + u64::from(us) * 1000;
+                p.until_ns = p.until_ns.max(until);
+                p.asked_ns = now;
+                p.paused = true;
+                p.sent_ns = now;
+                self.stats.pauses += 1;
+                // One frame covers min(requested, 65535 quanta); refreshes
+                // cover the rest.
+                let q = quanta_from_micros(u64::from(us), self.cfg.link_bps);
+                Some(PfcAction { prios: bit, quanta: q.max(1) })
+            }
+            Request::Resume => {
+                let was = p.paused;
+                *p = PrioState::default();
+                self.stats.resumes += 1;
+                // RESUME even if we think it is not paused: cheap and safe.
+                let _ = was;
+                Some(PfcAction { prios: bit, quanta: 0 })
+            }
+        }
+    }
+
+    /// Timers: refresh running pauses, resume expired ones, and enforce the
+    /// watchdog. Returns at most one frame covering every priority due
+    /// (a PFC frame carries all eight classes): pauses first, then resumes.
+    pub fn poll(&mut self, now: u64) -> Option<(PfcAction, Option<PfcAction>)> {
+        let refresh = self.cfg.refresh();
+        let (mut pause_bits, mut pause_q, mut resume_bits) = (0u8, u16::MAX, 0u8);
+        for (i, p) in self.prio.iter_mut().enumerate() {
+            if !p.paused {
+                continue;
+            }
+            let bit = 1u8 << i;
+            if now.saturating_sub(p.asked_ns) >= self.cfg.max_pause_ns {
+                *p = PrioState::default();
+                resume_bits |= bit;
+                self.stats.watchdog_resumes += 1;
+                continue;
+            }
+            if now >= p.until_ns {
+                *p = PrioState::default();
+                resume_bits |= bit;
+                self.stats.resumes += 1;
+                continue;
+            }
+            if now.saturating_sub(p.sent_ns) >= refresh {
+                let left_us = (p.until_ns - now).div_ceil(1000);
+                let q = quanta_from_micros(left_us, self.cfg.link_bps).max(1);
+                pause_bits |= bit;
+                pause_q = pause_q.min(q);
+                p.sent_ns = now;
+                self.stats.refreshes += 1;
+            }
+        }
+        let pause = (pause_bits != 0).then_some(PfcAction { prios: pause_bits, quanta: pause_q });
+        let resume = (resume_bits != 0).then_some(PfcAction { prios: resume_bits, quanta: 0 });
+        match (pause, resume) {
+            (Some(p), r) => Some((p, r)),
+            (None, Some(r)) => Some((r, None)),
+            (None, None) => None,
+        }
+    }
+}
+
+/// The 802.1Qbb frame for an action, from `src` (the port's MAC).
+pub fn build_frame(a: &PfcAction, src: [u8; 6], buf: &mut [u8]) -> Result<usize> {
+    let repr = if a.quanta == 0 { PfcRepr::resume(a.prios) } else { PfcRepr::pause(a.prios, a.quanta) };
+    FrameRepr::pfc(src, repr).emit(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+    const US: u64 = 1_000;
+
+    fn endc() -> EndC {
+        EndC::new(EndCConfig::default())
+    }
+
+    #[test]
+    fn mapping_by_dscp_and_default() {
+        let e = endc();
+        assert_eq!(e.priority_of(Some(26)), 3);
+        assert_eq!(e.priority_of(Some(46)), 5);
+        assert_eq!(e.priority_of(Some(0)), 0);
+        assert_eq!(e.priority_of(None), 3);
+        let mut bad = EndCConfig::default();
+        bad.dscp_to_priority[7] = 9;
+        assert!(bad.validate().unwrap_err().contains("dscp_to_priority[7] = 9"));
+    }
+
+    #[test]
+    fn pause_quanta_from_micros_at_link_speed() {
+        let mut e = endc();
+        // 100 us at 100 Gb/s = 1e7 bits = 19532 quanta (512 bit times, rounded up).
+        let a = e.on_notification(3, Request::Pause { micros: Some(100) }, 0).unwrap();
+        assert_eq!(a, PfcAction { prios: 1 << 3, quanta: 19532 });
+        assert!(e.is_paused(3));
+        // No duration: the default (200 us).
+        let a = e.on_notification(5, Request::Pause { micros: None }, 0).unwrap();
+        assert_eq!(a.quanta, 39063);
+    }
+
+    #[test]
+    fn long_pause_is_refreshed_then_resumed() {
+        let mut e = endc();
+        let span = e.config().frame_span_ns(); // ~335 us at 100G
+        assert!((335 * US..336 * US).contains(&span), "{span}");
+        e.on_notification(3, Request::Pause { micros: Some(1000) }, 0).unwrap();
+        // Nothing before 80 % of a frame's span.
+        assert_eq!(e.poll(span * 4 / 5 - 1), None);
+        let (p, r) = e.poll(span * 4 / 5).unwrap();
+        assert_eq!(p.prios, 1 << 3);
+        assert!(p.quanta > 0);
+        assert_eq!(r, None);
+        // Refreshes keep coming while the pause lasts, then one RESUME.
+        let mut refreshes = 1;
+        let mut resumed_at = None;
+        let mut t = span * 4 / 5;
+        while t < 2 * MS {
+            t += 10 * US;
+            if let Some((a, _)) = e.poll(t) {
+                if a.quanta == 0 {
+                    resumed_at = Some(t);
+                    break;
+                }
+                refreshes += 1;
+            }
+        }
+        assert_eq!(refreshes, 3, "1000 us at one refresh per ~268 us");
+        let at = resumed_at.expect("resume after the pause ends");
+        assert!((1000 * US..1010 * US + 1).contains(&at), "{at}");
+        assert!(!e.is_paused(3));
+    }
+
+    #[test]
+    fn resume_notification_resumes_at_once() {
+        let mut e = endc();
+        e.on_notification(3, Request::Pause { micros: Some(5000) }, 0);
+        let a = e.on_notification(3, Request::Resume, 100 * US).unwrap();
+        assert_eq!(a, PfcAction { prios: 1 << 3, quanta: 0 });
+        assert!(!e.is_paused(3));
+        assert_eq!(e.poll(10 * MS), None, "nothing left to refresh");
+    }
+
+    #[test]
+    fn watchdog_never_leaves_a_priority_paused() {
+        let mut e = EndC::new(EndCConfig { max_pause_ns: 2 * MS, ..EndCConfig::default() });
+        // Notifications keep extending the pause ... then stop at t = 1 ms.
+        e.on_notification(3, Request::Pause { micros: Some(60_000) }, 0);
+        e.on_notification(3, Request::Pause { micros: Some(60_000) }, MS);
+        let mut t = MS;
+        let mut resumed = None;
+        while t < 10 * MS {
+            t += 50 * US;
+            if let Some((a, r)) = e.poll(t) {
+                if a.quanta == 0 || r.is_some() {
+                    resumed = Some(t);
+                    break;
+                }
+            }
+        }
+        let at = resumed.unwrap();
+        assert!((3 * MS..3 * MS + 50 * US + 1).contains(&at), "watchdog at {at}");
+        assert_eq!(e.stats.watchdog_resumes, 1);
+        assert!(!e.is_paused(3));
+    }
+
+    #[test]
+    fn frames_are_802_1qbb() {
+        let mut buf = [0u8; 64];
+        let n = build_frame(&PfcAction { prios: 0b0000_1000, quanta: 0xffff }, [2, 0, 0, 0, 0, 1], &mut buf).unwrap();
+        assert_eq!(n, 60);
+        assert_eq!(&buf[0..6], &[0x01, 0x80, 0xc2, 0, 0, 1]);
+        assert_eq!(&buf[12..16], &[0x88, 0x08, 0x01, 0x01]);
+        assert_eq!(&buf[16..18], &[0x00, 0x08], "class-enable vector");
+        assert_eq!(&buf[18 + 6..18 + 8], &[0xff, 0xff], "time[3]");
+        let n = build_frame(&PfcAction { prios: 0b0000_1000, quanta: 0 }, [2, 0, 0, 0, 0, 1], &mut buf).unwrap();
+        assert_eq!(n, 60);
+        assert_eq!(&buf[18 + 6..18 + 8], &[0, 0], "resume = zero quanta");
+    }
+}
