@@ -552,6 +552,18 @@ impl Sim {
             }
             Verdict::Drop(r) => node.counters.dropped(r),
             Verdict::Consumed => {}
+            Verdict::Replicate(k) => {
+                // End.MT: one fresh buffer per copy, then the original goes.
+                for i in 0..usize::from(k) {
+                    let mut c = VecPacket::from_bytes(&[]);
+                    let node = &mut self.nodes[n];
+                    let Some(pl) = node.pipeline.as_mut() else { break };
+                    match pl.build_replica(i, &pkt, &mut c, now) {
+                        Ok(out) => self.output(n, out, c, false),
+                        Err(r) => node.counters.dropped(r),
+                    }
+                }
+            }
         }
         // Static neighbours: no solicitation is expected; count any.
         if let Some(pl) = self.nodes[n].pipeline.as_mut() {
@@ -733,7 +745,6 @@ impl Sim {
         let ihl = usize::from(ip[0] & 0x0f) * 4;
         let ecn = ip[1] & 3;
         let proto = ip[9];
-        let src = Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]);
         let host = &mut self.hosts[h];
         host.rx.pkts += 1;
         host.rx.bytes += d.len() as u64;
@@ -783,7 +794,6 @@ impl Sim {
             if let Some(&(_, peer, peer_qp)) = host.ack_peers.iter().find(|(q, _, _)| *q == dest_qp) {
                 let f = ack_frame(host.mac, host.gw_mac, host.ip, peer, peer_qp, psn);
                 host.acks_sent += 1;
-                let _ = src;
                 self.transmit(Endpoint::Host(h), VecPacket::from_bytes(&f));
             }
         }

@@ -29,6 +29,21 @@
 //! S's line rate equals R_port) is still above K_max, so N1 would send a
 //! second Rate Reduce — not the single Rate Reduce of the example. With
 //! RTT/4 the queue has drained for RTT/2 at 0.3 R by then (below K_max).
+//! (Checked: with S-N1 at RTT/2, N1 sends Rate Reduce 31, level 183, at
+//! t_RR + RTT_est.)
+//!
+//! Port configuration: the draft's K_max / K_min come from R and RTT_est
+//! (alpha 1, K_min = K_max / 2), but `PortParams::default()` does not give
+//! the example's CNPs: its EMR trigger (V_ecn 0.9) fires whenever the queue
+//! holds only ECT traffic above K_min for an interval (marking is
+//! deterministic), which adds Notify CNPs every RTT_est while the queue
+//! drains from K_max to K_min; and the default severity scale (B =
+//! 2 K_max = 250 MB) makes 130 MB level 133 / Rate Reduce 22. So, as the
+//! congestion module's own section 7 test: V_ecn off, B = 184 MB, monitoring
+//! interval RTT_est / 10. The draft gives no QGR threshold; it is off at N1:
+//! the default V_growth (10 000 KB/ms) is below this burst's 12 MB/ms, so
+//! by the module's rules it would send a Notify in the burst's first
+//! interval, long before K_max.
 
 use std::net::{IpAddr, Ipv4Addr};
 
