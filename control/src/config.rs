@@ -27,6 +27,47 @@ pub struct FileConfig {
     pub routes: Vec<RouteSection>,
     #[serde(default, rename = "neighbour")]
     pub neighbours: Vec<NeighbourSection>,
+    #[serde(default)]
+    pub srv6: Option<Srv6Section>,
+}
+
+/// `[srv6]`: this node's locator and local SIDs.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Srv6Section {
+    /// The node's SRv6 locator, e.g. "fc00:0:1::/48".
+    pub locator: String,
+    /// Source address of encapsulated packets (default: the first SID).
+    pub source: Option<String>,
+    #[serde(default, rename = "sid")]
+    pub sids: Vec<SidSection>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SidSection {
+    pub sid: String,
+    /// end | end.x | end.dt4 | end.dt6 | end.mt | end.c | end.e
+    pub behaviour: String,
+    /// end.x: the adjacency.
+    pub interface: Option<String>,
+    pub via: Option<String>,
+}
+
+/// A validated local SID.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SidPlan {
+    pub sid: std::net::Ipv6Addr,
+    pub behaviour: String,
+    pub iface: Option<u16>,
+    pub via: Option<IpAddr>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Srv6Plan {
+    pub locator: ipnet::Ipv6Net,
+    pub source: std::net::Ipv6Addr,
+    pub sids: Vec<SidPlan>,
 }
 
 #[derive(Debug, Clone, Deserialize, Default)]
@@ -330,6 +371,7 @@ pub struct RouterConfig {
     pub interfaces: Vec<Interface>,
     pub fib: Fib,
     pub neighbours: Neighbours,
+    pub srv6: Option<Srv6Plan>,
 }
 
 impl RouterConfig {
@@ -580,7 +622,12 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         neighbours.learn(idx, ip, mac, NeighSource::Static);
     }
 
+    let srv6 = match &f.srv6 {
+        None => None,
+        Some(s6) => Some(srv6_plan(s6, &interfaces)?),
+    };
     Ok(RouterConfig {
+        srv6,
         eal_args: f.eal.args.clone(),
         dataplane: f.dataplane.clone(),
         mempool: f.mempool.clone(),
@@ -590,6 +637,44 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         fib,
         neighbours,
     })
+}
+
+pub const BEHAVIOURS: &[&str] = &["end", "end.x", "end.dt4", "end.dt6", "end.mt", "end.c", "end.e"];
+
+fn srv6_plan(s: &Srv6Section, interfaces: &[Interface]) -> Result<Srv6Plan, String> {
+    let locator: ipnet::Ipv6Net = s.locator.parse().map_err(|_| format!("srv6.locator = {:?}: not an IPv6 prefix like fc00:0:1::/48", s.locator))?;
+    let mut sids: Vec<SidPlan> = Vec::new();
+    for (i, e) in s.sids.iter().enumerate() {
+        let f = |k: &str| format!("srv6.sid[{i}].{k}");
+        let sid: std::net::Ipv6Addr = e.sid.parse().map_err(|_| format!("{} = {:?}: not an IPv6 address", f("sid"), e.sid))?;
+        if !locator.contains(&sid) {
+            return Err(format!("{} = {sid}: outside the locator {locator}", f("sid")));
+        }
+        if sids.iter().any(|x| x.sid == sid) {
+            return Err(format!("{} = {sid}: configured twice", f("sid")));
+        }
+        let b = e.behaviour.to_ascii_lowercase();
+        if !BEHAVIOURS.contains(&b.as_str()) {
+            return Err(format!("{} = {:?}: must be one of {}", f("behaviour"), e.behaviour, BEHAVIOURS.join(", ")));
+        }
+        let iface = match &e.interface {
+            None => None,
+            Some(n) => Some(interfaces.iter().position(|x| x.name == *n).ok_or_else(|| format!("{} = {n:?}: no such interface", f("interface")))? as u16),
+        };
+        let via: Option<IpAddr> = match &e.via {
+            None => None,
+            Some(v) => Some(v.parse().map_err(|_| format!("{} = {v:?}: not an IP address", f("via")))?),
+        };
+        if b == "end.x" && (iface.is_none() || via.is_none()) {
+            return Err(format!("{}: end.x needs interface and via", f("behaviour")));
+        }
+        sids.push(SidPlan { sid, behaviour: b, iface, via });
+    }
+    let source = match &s.source {
+        Some(a) => a.parse().map_err(|_| format!("srv6.source = {a:?}: not an IPv6 address"))?,
+        None => sids.first().map(|x| x.sid).unwrap_or(locator.addr()),
+    };
+    Ok(Srv6Plan { locator, source, sids })
 }
 
 fn congestion_plan(c: &CongestionSection, p: &PortSection, f: &str) -> Result<CongestionPlan, String> {

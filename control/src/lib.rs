@@ -6,3 +6,4 @@ pub mod demo;
 pub mod display;
 pub mod router;
 pub mod gen;
+pub mod isis;

@@ -36,6 +36,12 @@ enum Cmd {
     },
     /// Validate a configuration file and exit.
     CheckConfig { config: String },
+    /// Print the IS-IS TLVs (SRv6 Capabilities with the C-flag, End SIDs for
+    /// END.C / END.E) for an external IGP speaker, in hex and decoded.
+    Isis {
+        #[arg(short, long)]
+        config: String,
+    },
     /// Run the embedded demo on net_pcap virtual devices.
     Demo {
         /// Where to write the demo's pcaps and configuration.
@@ -93,6 +99,13 @@ fn main() {
             }
             Err(e) => {
                 eprintln!("dcirouter: bad configuration: {e}");
+                2
+            }
+        },
+        Cmd::Isis { config } => match config::load_file(&config).and_then(|c| control::isis::print(&c)) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("dcirouter isis: {e}");
                 2
             }
         },

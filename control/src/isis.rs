@@ -1,0 +1,108 @@
+//! `dcirouter isis --config FILE`: the IS-IS TLVs an external IGP speaker
+//! advertises for this node (draft-hu-acn-rocev2 s.5.1): the SRv6
+//! Capabilities sub-TLV with the C-flag when END.C is configured, and the
+//! SRv6 Locator TLV with End SID sub-TLVs for the END.C and END.E SIDs.
+//! Printed in hex and decoded.
+
+use crate::config::RouterConfig;
+use dataplane::wire::isis::{EndSidRepr, LocatorEntryRepr, LocatorSubTlv, LocatorTlvRepr, SidStructure, Srv6CapsRepr};
+use std::fmt::Write;
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect::<Vec<_>>().join(" ")
+}
+
+/// The TLVs as (name, bytes, decoded) for this configuration.
+pub fn tlvs(cfg: &RouterConfig) -> Result<Vec<(String, Vec<u8>, String)>, String> {
+    let s6 = cfg.srv6.as_ref().ok_or("no [srv6] section: nothing to advertise")?;
+    let p = &cfg.params;
+    let has_c = s6.sids.iter().any(|s| s.behaviour == "end.c");
+    let caps = Srv6CapsRepr::new(false, has_c, p);
+    let caps_b = caps.to_bytes().map_err(|e| e.to_string())?;
+    let mut out = vec![(
+        "SRv6 Capabilities sub-TLV (type 25, in Router Capability TLV 242)".to_string(),
+        caps_b,
+        format!("flags {:#06x}: O={} C={} (C = END.C capable; flag bit {:#06x})", caps.flags, caps.o_flag(), caps.c_flag(p), p.isis_srv6_cap_c_flag),
+    )];
+    let loc_bits = s6.locator.prefix_len();
+    let structure = SidStructure { locator_block_len: loc_bits.min(48), locator_node_len: loc_bits.saturating_sub(48), function_len: 128 - loc_bits.max(48).min(128), argument_len: 0 };
+    let mut subs = Vec::new();
+    let mut decoded = String::new();
+    for sid in &s6.sids {
+        let r = match sid.behaviour.as_str() {
+            "end.c" => EndSidRepr::end_c(sid.sid, Some(structure), p),
+            "end.e" => EndSidRepr::end_e(sid.sid, Some(structure), p),
+            _ => continue,
+        };
+        let _ = writeln!(decoded, "  End SID sub-TLV: {} behaviour {} ({}), SID structure LB {} LN {} F {} A {}", sid.sid, r.behavior, sid.behaviour.to_uppercase(), structure.locator_block_len, structure.locator_node_len, structure.function_len, structure.argument_len);
+        subs.push(LocatorSubTlv::EndSid(r));
+    }
+    let loc = LocatorTlvRepr {
+        mt_id: 0,
+        entries: vec![LocatorEntryRepr { metric: 0, flags: 0, algorithm: 0, loc_size: loc_bits, locator: s6.locator.network(), sub_tlvs: subs }],
+    };
+    let mut buf = vec![0u8; loc.buffer_len()];
+    loc.emit(&mut buf).map_err(|e| e.to_string())?;
+    out.push((format!("SRv6 Locator TLV (type 27) {}", s6.locator), buf, decoded.trim_end().to_string()));
+    Ok(out)
+}
+
+pub fn print(cfg: &RouterConfig) -> Result<(), String> {
+    for (name, b, d) in tlvs(cfg)? {
+        println!("{name}\n  hex: {}\n{}{}", hex(&b), if d.starts_with("  ") { "" } else { "  " }, d);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dataplane::wire::isis::{LocatorTlv, Srv6CapsTlv};
+
+    #[test]
+    fn end_c_and_end_e_are_advertised() {
+        let cfg = crate::config::load_str(
+            r#"
+[[port]]
+name = "p"
+device = "net_null0"
+addresses = ["10.0.0.1/24"]
+[srv6]
+locator = "fc00:0:1::/48"
+[[srv6.sid]]
+sid = "fc00:0:1::c"
+behaviour = "end.c"
+[[srv6.sid]]
+sid = "fc00:0:1::e"
+behaviour = "end.e"
+[[srv6.sid]]
+sid = "fc00:0:1::1"
+behaviour = "end"
+"#,
+        )
+        .unwrap();
+        let t = tlvs(&cfg).unwrap();
+        let caps = Srv6CapsTlv::new_checked(&t[0].1[..]).unwrap();
+        assert!(caps.c_flag(&cfg.params));
+        let loc = LocatorTlvRepr::parse(&LocatorTlv::new_checked(&t[1].1[..]).unwrap()).unwrap();
+        let sids: Vec<(u16, std::net::Ipv6Addr)> = loc.entries[0]
+            .sub_tlvs
+            .iter()
+            .filter_map(|s| match s {
+                LocatorSubTlv::EndSid(e) => Some((e.behavior, e.sid)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(sids, vec![(cfg.params.behaviour_end_c, "fc00:0:1::c".parse().unwrap()), (cfg.params.behaviour_end_e, "fc00:0:1::e".parse().unwrap())]);
+        assert!(t[1].2.contains("END.C") && t[1].2.contains("END.E"));
+    }
+
+    #[test]
+    fn srv6_config_errors_name_the_field() {
+        let base = "[[port]]\nname = \"p\"\ndevice = \"net_null0\"\n[srv6]\nlocator = \"fc00:0:1::/48\"\n[[srv6.sid]]\n";
+        let e = crate::config::load_str(&format!("{base}sid = \"fc00:0:2::1\"\nbehaviour = \"end\"\n")).unwrap_err();
+        assert!(e.contains("srv6.sid[0].sid = fc00:0:2::1") && e.contains("outside the locator"), "{e}");
+        let e = crate::config::load_str(&format!("{base}sid = \"fc00:0:1::1\"\nbehaviour = \"end.q\"\n")).unwrap_err();
+        assert!(e.contains("srv6.sid[0].behaviour") && e.contains("end.q"), "{e}");
+    }
+}
