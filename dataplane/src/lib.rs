@@ -21,3 +21,4 @@ pub mod classify;
 pub mod node;
 pub mod sim;
 pub mod endc;
+pub mod fann;

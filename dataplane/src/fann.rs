@@ -1,0 +1,541 @@
+//! FANN behaviour (draft-hzh-fantel-wan-tunnel s.4, s.5): a WAN node turns
+//! what it observes into Fast Network Notifications for the ingress PEs, and
+//! an ingress PE reacts to them by moving its SR policies.
+//!
+//! Generation ([`Detector`]), per observed port:
+//! * link down -> Event Type 0x01 Link failure (metadata: egress port ID,
+//!   egress timestamp, link-down flag); link up -> recovery.
+//! * egress utilisation over an interval: Event Type 0x02 Congestion with
+//!   sub-type 1 / 2 / 3 above 50 / 70 / 90 % (metadata: port, utilisation,
+//!   queue occupancy, the top flow's Flow ID when known, the Path ID when
+//!   configured); a change of sub-type is a new event; back under 50 % ->
+//!   recovery.
+//! * queue depth above `queue_buildup_bytes` -> Event Type 0x06 Queue
+//!   buildup; below half of it -> recovery.
+//! * queue growth of more than `microburst_bytes` within `microburst_window_ns`
+//!   -> Event Type 0x04 Microburst (with the microburst flag); it clears by
+//!   itself after a quiet window (recovery).
+//! * Recovery notifications use Code 1 with Event Type 0x07 "Recovery" and
+//!   the cleared condition's Event Type as the sub-type, and repeat the
+//!   cleared event's Event Identifier so receivers can correlate them.
+//! * Every new condition gets a fresh Event Identifier (deduplication key
+//!   together with the originating node). Output is rate-limited by a token
+//!   bucket (RFC 4443 s.2.4); what the bucket refuses is counted.
+//!
+//! Reaction ([`IngressPe`]): SR policies with a primary and an optional
+//! backup SID list, each with a weight, and the (node, port) links and nodes
+//! they traverse. A notification from a node outside the configured set is
+//! dropped and counted; a repeat of (originating node, event identifier) is
+//! ignored; link failure moves every policy that uses the link or node to
+//! its backup; congestion scales the weight of the paths through it down by
+//! sub-type (to 1/2, 1/4, 1/8); recovery restores. Each accepted
+//! notification is also handed on for the configured controller.
+
+use crate::pipeline::TokenBucket;
+use crate::wire::fann::{event, FlowId as FannFlowId, Metadata, MessageRepr, CODE_EVENT, CODE_RECOVERY};
+use std::net::Ipv6Addr;
+
+/// Event type of a recovery notification (s.5.1.2).
+pub const RECOVERY: u8 = 0x07;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct DetectorConfig {
+    /// The node's control-plane (loopback) address: Originating Node and
+    /// the only source of its notifications.
+    pub node: Ipv6Addr,
+    pub hop_limit: u8,
+    pub link_bps: u64,
+    /// Utilisation measurement interval.
+    pub interval_ns: u64,
+    pub queue_buildup_bytes: u64,
+    pub microburst_bytes: u64,
+    pub microburst_window_ns: u64,
+    /// Identifier of the path this port carries (e.g. a SID list hash).
+    pub path_id: Option<[u8; 16]>,
+    pub rate_pps: u32,
+    pub burst: u32,
+}
+
+impl Default for DetectorConfig {
+    fn default() -> Self {
+        DetectorConfig {
+            node: Ipv6Addr::UNSPECIFIED,
+            hop_limit: 64,
+            link_bps: 100_000_000_000,
+            interval_ns: 1_000_000,
+            queue_buildup_bytes: 16 << 20,
+            microburst_bytes: 1 << 20,
+            microburst_window_ns: 100_000,
+            path_id: None,
+            rate_pps: 1000,
+            burst: 50,
+        }
+    }
+}
+
+/// A notification to send: Code and message (addresses are filled by the
+/// caller for each configured ingress PE).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notification {
+    pub code: u8,
+    pub message: MessageRepr,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DetectorStats {
+    pub events: u64,
+    pub recoveries: u64,
+    pub rate_limited: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Active {
+    id: u32,
+    subtype: u8,
+}
+
+/// FANN generation for one port.
+pub struct Detector {
+    cfg: DetectorConfig,
+    port_id: u32,
+    next_id: u32,
+    bucket: TokenBucket,
+    link_down: Option<Active>,
+    congestion: Option<Active>,
+    buildup: Option<Active>,
+    microburst: Option<(Active, u64 /*last growth seen*/)>,
+    /// Utilisation window.
+    win_start: u64,
+    win_bytes: u64,
+    /// Microburst window: queue depth at its start.
+    mb_start: u64,
+    mb_qd: u64,
+    pub stats: DetectorStats,
+}
+
+impl Detector {
+    pub fn new(cfg: DetectorConfig, port_id: u32, first_event_id: u32) -> Self {
+        Detector {
+            bucket: TokenBucket::new(cfg.rate_pps, cfg.burst),
+            cfg,
+            port_id,
+            next_id: first_event_id,
+            link_down: None,
+            congestion: None,
+            buildup: None,
+            microburst: None,
+            win_start: 0,
+            win_bytes: 0,
+            mb_start: 0,
+            mb_qd: 0,
+            stats: DetectorStats::default(),
+        }
+    }
+
+    fn fresh_id(&mut self) -> u32 {
+        let id = self.next_id;
+        self.next_id = self.next_id.wrapping_add(1);
+        id
+    }
+
+    fn message(&self, event_type: u8, subtype: u8, id: u32, now_us: u64, md: Metadata) -> MessageRepr {
+        MessageRepr { hop_limit: self.cfg.hop_limit, event_type, event_subtype: subtype, event_id: id, timestamp: now_us, originating_node: self.cfg.node, metadata: md }
+    }
+
+    fn emit(&mut self, out: &mut Vec<Notification>, now: u64, code: u8, m: MessageRepr) {
+        if !self.bucket.take(now) {
+            self.stats.rate_limited += 1;
+            return;
+        }
+        if code == CODE_RECOVERY {
+            self.stats.recoveries += 1;
+        } else {
+            self.stats.events += 1;
+        }
+        out.push(Notification { code, message: m });
+    }
+
+    fn base_md(&self, now: u64) -> Metadata {
+        Metadata { egress_port_id: Some(self.port_id), egress_timestamp: Some(now), path_id: self.cfg.path_id, ..Default::default() }
+    }
+
+    fn recover(&mut self, cleared: u8, a: Active, now: u64, out: &mut Vec<Notification>) {
+        let md = self.base_md(now);
+        let m = self.message(RECOVERY, cleared, a.id, now / 1000, md);
+        self.emit(out, now, CODE_RECOVERY, m);
+    }
+
+    /// The port's link went down (`up == false`) or came back.
+    pub fn on_link(&mut self, up: bool, now: u64, out: &mut Vec<Notification>) {
+        match (up, self.link_down) {
+            (false, None) => {
+                let id = self.fresh_id();
+                self.link_down = Some(Active { id, subtype: 0 });
+                let md = Metadata { link_down: Some(true), ..self.base_md(now) };
+                let m = self.message(event::LINK_FAILURE, 0, id, now / 1000, md);
+                self.emit(out, now, CODE_EVENT, m);
+            }
+            (true, Some(a)) => {
+                self.link_down = None;
+                self.recover(event::LINK_FAILURE, a, now, out);
+            }
+            _ => {}
+        }
+    }
+
+    /// Bytes transmitted on the port (call per burst) and its queue depth.
+    /// `top_flow`: the flow contributing most, if known.
+    pub fn on_tx(&mut self, bytes: u64, qd: u64, top_flow: Option<FannFlowId>, now: u64, out: &mut Vec<Notification>) {
+        // Microburst: growth within a short window.
+        if now.saturating_sub(self.mb_start) >= self.cfg.microburst_window_ns {
+            if let Some((a, last)) = self.microburst {
+                if now.saturating_sub(last) >= self.cfg.microburst_window_ns {
+                    self.microburst = None;
+                    self.recover(event::MICROBURST, a, now, out);
+                }
+            }
+            self.mb_start = now;
+            self.mb_qd = qd;
+        } else if qd.saturating_sub(self.mb_qd) > self.cfg.microburst_bytes {
+            match self.microburst.as_mut() {
+                Some((_, last)) => *last = now,
+                None => {
+                    let id = self.fresh_id();
+                    self.microburst = Some((Active { id, subtype: 0 }, now));
+                    let md = Metadata { microburst: Some(true), queue_occupancy: Some(sat32(qd)), ..self.base_md(now) };
+                    let m = self.message(event::MICROBURST, 0, id, now / 1000, md);
+                    self.emit(out, now, CODE_EVENT, m);
+                }
+            }
+            self.mb_qd = qd;
+        }
+        // Queue buildup with hysteresis.
+        match self.buildup {
+            None if qd > self.cfg.queue_buildup_bytes => {
+                let id = self.fresh_id();
+                self.buildup = Some(Active { id, subtype: 0 });
+                let md = Metadata { queue_occupancy: Some(sat32(qd)), flow_id: top_flow, ..self.base_md(now) };
+                let m = self.message(event::QUEUE_BUILDUP, 0, id, now / 1000, md);
+                self.emit(out, now, CODE_EVENT, m);
+            }
+            Some(a) if qd < self.cfg.queue_buildup_bytes / 2 => {
+                self.buildup = None;
+                self.recover(event::QUEUE_BUILDUP, a, now, out);
+            }
+            _ => {}
+        }
+        // Utilisation per interval.
+        self.win_bytes += bytes;
+        let dt = now.saturating_sub(self.win_start);
+        if dt >= self.cfg.interval_ns {
+            let util = (u128::from(self.win_bytes) * 8 * 1_000_000_000 * 100 / (u128::from(dt) * u128::from(self.cfg.link_bps.max(1)))).min(100) as u32;
+            self.win_start = now;
+            self.win_bytes = 0;
+            let sub = match util {
+                u if u > 90 => 3,
+                u if u > 70 => 2,
+                u if u > 50 => 1,
+                _ => 0,
+            };
+            match (sub, self.congestion) {
+                (0, Some(a)) => {
+                    self.congestion = None;
+                    self.recover(event::CONGESTION, a, now, out);
+                }
+                (s, prev) if s > 0 && prev.map(|a| a.subtype) != Some(s) => {
+                    let id = self.fresh_id();
+                    self.congestion = Some(Active { id, subtype: s });
+                    let md = Metadata { egress_tx_utilization: Some(util), queue_occupancy: Some(sat32(qd)), flow_id: top_flow, ..self.base_md(now) };
+                    let m = self.message(event::CONGESTION, s, id, now / 1000, md);
+                    self.emit(out, now, CODE_EVENT, m);
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+fn sat32(v: u64) -> u32 {
+    v.min(u64::from(u32::MAX)) as u32
+}
+
+// ---------------------------------------------------------------- ingress PE
+
+/// A network element a path uses: a node, or one of its ports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Element {
+    pub node: Ipv6Addr,
+    /// None: the whole node.
+    pub port: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PathSpec {
+    pub segments: Vec<Ipv6Addr>,
+    pub weight: u32,
+    pub elements: Vec<Element>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicySpec {
+    pub name: String,
+    pub primary: Vec<PathSpec>,
+    pub backup: Option<Vec<PathSpec>>,
+}
+
+/// The state of one policy the headend should use.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicyState {
+    pub on_backup: bool,
+    /// Effective weight of each active path (primary or backup list).
+    pub weights: Vec<u32>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PeStats {
+    pub accepted: u64,
+    pub duplicates: u64,
+    pub unknown_source: u64,
+    pub switched_to_backup: u64,
+    pub restored: u64,
+    pub reweighted: u64,
+}
+
+/// What the ingress PE did with a notification.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reaction {
+    Dropped,
+    Duplicate,
+    /// Accepted: these policies changed; forward a copy to the controller.
+    Applied { changed: Vec<usize> },
+}
+
+const DEDUP: usize = 1024;
+
+pub struct IngressPe {
+    policies: Vec<PolicySpec>,
+    state: Vec<PolicyState>,
+    known: Vec<Ipv6Addr>,
+    /// Failed elements and congested elements (with divisor), by event.
+    failed: Vec<(Element, Ipv6Addr, u32)>,
+    congested: Vec<(Element, u32 /*divisor*/, Ipv6Addr, u32)>,
+    seen: std::collections::VecDeque<(Ipv6Addr, u8, u32)>,
+    pub stats: PeStats,
+}
+
+impl IngressPe {
+    pub fn new(policies: Vec<PolicySpec>, known_nodes: Vec<Ipv6Addr>) -> Self {
+        let state = policies.iter().map(|p| PolicyState { on_backup: false, weights: p.primary.iter().map(|x| x.weight).collect() }).collect();
+        IngressPe { policies, state, known: known_nodes, failed: Vec::new(), congested: Vec::new(), seen: std::collections::VecDeque::with_capacity(DEDUP), stats: PeStats::default() }
+    }
+
+    pub fn state(&self, i: usize) -> Option<&PolicyState> {
+        self.state.get(i)
+    }
+
+    fn element_of(m: &MessageRepr) -> Element {
+        Element { node: m.originating_node, port: m.metadata.egress_port_id.or(m.metadata.ingress_port_id) }
+    }
+
+    fn hits(path: &PathSpec, e: &Element) -> bool {
+        path.elements.iter().any(|x| x.node == e.node && (x.port.is_none() || e.port.is_none() || x.port == e.port))
+    }
+
+    /// React to a notification (already parsed and checksum-verified).
+    pub fn on_notification(&mut self, code: u8, m: &MessageRepr) -> Reaction {
+        if !self.known.contains(&m.originating_node) {
+            self.stats.unknown_source += 1;
+            return Reaction::Dropped;
+        }
+        let key = (m.originating_node, code, m.event_id);
+        if self.seen.contains(&key) {
+            self.stats.duplicates += 1;
+            return Reaction::Duplicate;
+        }
+        if self.seen.len() == DEDUP {
+            self.seen.pop_front();
+        }
+        self.seen.push_back(key);
+        self.stats.accepted += 1;
+        let e = Self::element_of(m);
+        if code == CODE_RECOVERY {
+            self.failed.retain(|(_, n, id)| !(*n == m.originating_node && *id == m.event_id));
+            self.congested.retain(|(_, _, n, id)| !(*n == m.originating_node && *id == m.event_id));
+        } else {
+            match m.event_type {
+                event::LINK_FAILURE => self.failed.push((e, m.originating_node, m.event_id)),
+                event::CONGESTION | event::QUEUE_BUILDUP | event::MICROBURST => {
+                    let div = match (m.event_type, m.event_subtype) {
+                        (event::CONGESTION, 3) => 8,
+                        (event::CONGESTION, 2) => 4,
+                        _ => 2,
+                    };
+                    // A newer congestion event for the same element replaces the older.
+                    self.congested.retain(|(x, _, _, _)| *x != e);
+                    self.congested.push((e, div, m.originating_node, m.event_id));
+                }
+                _ => {}
+            }
+        }
+        Reaction::Applied { changed: self.recompute() }
+    }
+
+    fn recompute(&mut self) -> Vec<usize> {
+        let mut changed = Vec::new();
+        for (i, p) in self.policies.iter().enumerate() {
+            let broken = |paths: &[PathSpec]| paths.iter().all(|x| self.failed.iter().any(|(e, _, _)| Self::hits(x, e)));
+            let use_backup = broken(&p.primary) && p.backup.as_ref().map(|b| !broken(b)).unwrap_or(false);
+            let paths = if use_backup { p.backup.as_deref().unwrap_or(&p.primary) } else { &p.primary };
+            let weights: Vec<u32> = paths
+                .iter()
+                .map(|x| {
+                    if self.failed.iter().any(|(e, _, _)| Self::hits(x, e)) {
+                        return 0;
+                    }
+                    let div = self.congested.iter().filter(|(e, _, _, _)| Self::hits(x, e)).map(|(_, d, _, _)| *d).max().unwrap_or(1);
+                    (x.weight / div).max(1)
+                })
+                .collect();
+            let new = PolicyState { on_backup: use_backup, weights };
+            let old = &self.state[i];
+            if *old != new {
+                if new.on_backup && !old.on_backup {
+                    self.stats.switched_to_backup += 1;
+                } else if !new.on_backup && old.on_backup {
+                    self.stats.restored += 1;
+                } else {
+                    self.stats.reweighted += 1;
+                }
+                changed.push(i);
+            }
+            self.state[i] = new;
+        }
+        changed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn det() -> Detector {
+        Detector::new(DetectorConfig { node: "fc00::1".parse().unwrap(), link_bps: 8_000_000_000, queue_buildup_bytes: 1_000_000, microburst_bytes: 100_000, ..Default::default() }, 8, 100)
+    }
+
+    #[test]
+    fn link_down_and_up() {
+        let mut d = det();
+        let mut out = Vec::new();
+        d.on_link(false, 5 * MS, &mut out);
+        d.on_link(false, 6 * MS, &mut out);
+        assert_eq!(out.len(), 1, "one event per condition");
+        let m = &out[0].message;
+        assert_eq!((out[0].code, m.event_type, m.event_id), (CODE_EVENT, event::LINK_FAILURE, 100));
+        assert_eq!(m.metadata.link_down, Some(true));
+        assert_eq!(m.metadata.egress_port_id, Some(8));
+        assert_eq!(m.originating_node, "fc00::1".parse::<Ipv6Addr>().unwrap());
+        d.on_link(true, 7 * MS, &mut out);
+        let r = &out[1];
+        assert_eq!((r.code, r.message.event_type, r.message.event_subtype, r.message.event_id), (CODE_RECOVERY, RECOVERY, event::LINK_FAILURE, 100));
+    }
+
+    #[test]
+    fn utilisation_subtypes_and_recovery() {
+        let mut d = det();
+        let mut out = Vec::new();
+        // 8 Gb/s link: 1 ms = 1 MB at 100 %.
+        d.on_tx(0, 0, None, 0, &mut out);
+        d.on_tx(600_000, 0, None, MS, &mut out); // 60 %
+        assert_eq!(out.last().map(|n| (n.message.event_type, n.message.event_subtype)), Some((event::CONGESTION, 1)));
+        assert_eq!(out.last().unwrap().message.metadata.egress_tx_utilization, Some(60));
+        d.on_tx(650_000, 0, None, 2 * MS, &mut out); // still mild: no new event
+        assert_eq!(out.len(), 1);
+        d.on_tx(950_000, 0, None, 3 * MS, &mut out); // 95 %: severe, new id
+        assert_eq!(out[1].message.event_subtype, 3);
+        assert_ne!(out[1].message.event_id, out[0].message.event_id);
+        d.on_tx(100_000, 0, None, 4 * MS, &mut out); // 10 %: recovery
+        assert_eq!(out[2].code, CODE_RECOVERY);
+        assert_eq!(out[2].message.event_id, out[1].message.event_id);
+    }
+
+    #[test]
+    fn queue_buildup_hysteresis_and_microburst() {
+        let mut d = det();
+        let mut out = Vec::new();
+        d.on_tx(0, 0, None, 0, &mut out);
+        d.on_tx(0, 150_000, None, 10_000, &mut out); // +150 KB in 10 us: microburst
+        assert_eq!(out[0].message.event_type, event::MICROBURST);
+        assert_eq!(out[0].message.metadata.microburst, Some(true));
+        d.on_tx(0, 1_200_000, None, 50_000, &mut out);
+        assert!(out.iter().any(|n| n.message.event_type == event::QUEUE_BUILDUP));
+        let before = out.len();
+        d.on_tx(0, 700_000, None, 2 * MS, &mut out); // above half: still built up
+        assert!(!out[before..].iter().any(|n| n.message.event_subtype == event::QUEUE_BUILDUP));
+        d.on_tx(0, 400_000, None, 3 * MS, &mut out);
+        assert!(out.iter().any(|n| n.code == CODE_RECOVERY && n.message.event_subtype == event::QUEUE_BUILDUP));
+        assert!(out.iter().any(|n| n.code == CODE_RECOVERY && n.message.event_subtype == event::MICROBURST));
+    }
+
+    #[test]
+    fn rate_limited() {
+        let mut d = Detector::new(DetectorConfig { rate_pps: 1, burst: 1, ..DetectorConfig::default() }, 1, 0);
+        let mut out = Vec::new();
+        d.on_link(false, 0, &mut out);
+        d.on_link(true, 1, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(d.stats.rate_limited, 1);
+    }
+
+    fn a(s: &str) -> Ipv6Addr {
+        s.parse().unwrap()
+    }
+
+    /// Figures 2 and 3: ingress PE -> R1 -> R2 -> egress PE (primary) or
+    /// R3 -> R4 (backup).
+    fn pe() -> IngressPe {
+        let el = |n: &str, p: Option<u32>| Element { node: a(n), port: p };
+        let primary = PathSpec { segments: vec![a("fc00:1::"), a("fc00:2::")], weight: 100, elements: vec![el("fc00::1", Some(2)), el("fc00::2", None)] };
+        let backup = PathSpec { segments: vec![a("fc00:3::"), a("fc00:4::")], weight: 100, elements: vec![el("fc00::3", None), el("fc00::4", None)] };
+        IngressPe::new(
+            vec![PolicySpec { name: "to-egress".into(), primary: vec![primary.clone()], backup: Some(vec![backup.clone()]) }, PolicySpec { name: "ecmp".into(), primary: vec![primary, backup], backup: None }],
+            vec![a("fc00::1"), a("fc00::2"), a("fc00::3"), a("fc00::4")],
+        )
+    }
+
+    fn msg(node: &str, ty: u8, sub: u8, id: u32, port: Option<u32>) -> MessageRepr {
+        MessageRepr { hop_limit: 64, event_type: ty, event_subtype: sub, event_id: id, timestamp: 0, originating_node: a(node), metadata: Metadata { egress_port_id: port, ..Default::default() } }
+    }
+
+    #[test]
+    fn failure_moves_to_backup_and_back() {
+        let mut p = pe();
+        let r = p.on_notification(CODE_EVENT, &msg("fc00::1", event::LINK_FAILURE, 0, 7, Some(2)));
+        assert_eq!(r, Reaction::Applied { changed: vec![0, 1] });
+        assert!(p.state(0).unwrap().on_backup);
+        assert_eq!(p.state(1).unwrap().weights, vec![0, 100], "ECMP: the failed path gets no traffic");
+        assert_eq!(p.on_notification(CODE_EVENT, &msg("fc00::1", event::LINK_FAILURE, 0, 7, Some(2))), Reaction::Duplicate);
+        // Another port of R1 failing does not touch the path.
+        assert_eq!(p.on_notification(CODE_EVENT, &msg("fc00::1", event::LINK_FAILURE, 0, 8, Some(5))), Reaction::Applied { changed: vec![] });
+        let r = p.on_notification(CODE_RECOVERY, &msg("fc00::1", RECOVERY, event::LINK_FAILURE, 7, Some(2)));
+        assert_eq!(r, Reaction::Applied { changed: vec![0, 1] });
+        assert!(!p.state(0).unwrap().on_backup);
+        assert_eq!(p.stats.switched_to_backup, 1);
+        assert_eq!(p.stats.restored, 1);
+    }
+
+    #[test]
+    fn congestion_shifts_weights_and_unknown_is_dropped() {
+        let mut p = pe();
+        p.on_notification(CODE_EVENT, &msg("fc00::2", event::CONGESTION, 3, 1, None));
+        assert_eq!(p.state(1).unwrap().weights, vec![12, 100], "severe: 1/8");
+        assert!(!p.state(0).unwrap().on_backup, "congestion does not fail over");
+        p.on_notification(CODE_EVENT, &msg("fc00::2", event::CONGESTION, 1, 2, None));
+        assert_eq!(p.state(1).unwrap().weights, vec![50, 100], "the newer, milder event replaces it");
+        p.on_notification(CODE_RECOVERY, &msg("fc00::2", RECOVERY, event::CONGESTION, 2, None));
+        assert_eq!(p.state(1).unwrap().weights, vec![100, 100]);
+        assert_eq!(p.on_notification(CODE_EVENT, &msg("fc00::99", event::LINK_FAILURE, 0, 1, None)), Reaction::Dropped);
+        assert_eq!(p.stats.unknown_source, 1);
+    }
+}
