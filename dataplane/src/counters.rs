@@ -63,6 +63,27 @@ reasons!(Drop, N_DROPS {
     CnpBuildFailed => "cnp-build-failed",
     EventQueueFull => "event-queue-full",
     BadPort => "bad-port",
+    // SRv6 (RFC 8754 / RFC 8986 / draft-li-spring-rdma-multicast-over-srv6)
+    SrhRoutingType => "srh-bad-routing-type",
+    SrhMalformed => "srh-malformed",
+    SrhSlExceeds => "srh-sl-exceeds-last-entry",
+    SrhSlZero => "srh-sl-zero",
+    Srv6NoSrh => "srv6-no-srh",
+    SrhHmacMissing => "srh-hmac-missing",
+    SrhHmacBad => "srh-hmac-bad",
+    SrhHmacKeyUnknown => "srh-hmac-key-unknown",
+    Srv6ChainTooLong => "srv6-sid-chain-too-long",
+    DecapSlNonZero => "srv6-decap-sl-nonzero",
+    DecapNextHeader => "srv6-decap-next-header",
+    DecapCeNotEct => "decap-ce-not-ect",
+    EndCUnimplemented => "end-c-unimplemented",
+    EndEUnimplemented => "end-e-unimplemented",
+    EndMtNoSrh => "endmt-no-srh",
+    EndMtSlZero => "endmt-sl-zero",
+    EndMtNoTlv => "endmt-no-tlv",
+    EndMtTlvMalformed => "endmt-tlv-malformed",
+    EndMtNotRoce => "endmt-inner-not-rocev2",
+    ReplicaInvalid => "replica-invalid",
 });
 
 reasons!(Local, N_LOCAL {
@@ -81,6 +102,9 @@ reasons!(Local, N_LOCAL {
     CnpRateReduce => "lhcnp-rate-reduce-sent",
     CnpPause => "lhcnp-pause-sent",
     CnpResume => "lhcnp-resume-sent",
+    Srv6Encap => "srv6-h-encaps",
+    Srv6Decap => "srv6-decap",
+    EndMtReplica => "endmt-replica-built",
 });
 
 /// Maximum number of DPDK ports a worker keeps counters for.

@@ -9,6 +9,7 @@
 
 use crate::counters::{Drop, Local, WorkerCounters};
 use crate::packet::PacketBuffer;
+use crate::srv6::{ReplicaJob, SidTable};
 use crate::tables::{solicited_node, Fib, Interface, MacAddr, Neighbours, NextHop, Topology};
 use crate::wire::arp::{ArpOperation, ArpPacket, ArpRepr};
 use crate::wire::checksum;
@@ -29,6 +30,10 @@ pub enum Verdict {
     Drop(Drop),
     /// A local behaviour took it (learned from it); free it without a drop.
     Consumed,
+    /// End.MT replication (see [`crate::srv6`]): build this many copies
+    /// with [`Pipeline::build_replica`] into fresh buffers, then free the
+    /// original (not counted as a drop).
+    Replicate(u16),
 }
 
 /// Something the control thread needs to know.
@@ -118,19 +123,25 @@ pub struct Pipeline {
     /// Set by `process` when its `Tx` verdict is a locally generated reply
     /// (ARP, ND, echo, ICMP error), which leaves ahead of queued data.
     pub reply: bool,
+    /// Local SIDs and SR policies ([`crate::srv6`]).
+    pub sids: Arc<SidTable>,
+    /// The End.MT replication recorded by the last `process`.
+    pub(crate) rep: ReplicaJob,
+    /// Local SIDs processed for the current packet.
+    pub(crate) srv6_depth: u8,
 }
 
 /// Where the layers of a received frame are.
 #[derive(Debug, Clone, Copy)]
-struct L2 {
-    iface: u16,
+pub(crate) struct L2 {
+    pub(crate) iface: u16,
     /// Length of the Ethernet header including the VLAN tag.
-    l3: usize,
+    pub(crate) l3: usize,
     /// PCP of the received tag (0 when untagged).
-    pcp: u8,
+    pub(crate) pcp: u8,
     /// Received as a link-layer broadcast / multicast: never forwarded
     /// (RFC 1812 s.5.3.4), never answered with an ICMP error (s.4.3.2.7).
-    mcast: bool,
+    pub(crate) mcast: bool,
 }
 
 const EVENTS_CAP: usize = 256;
@@ -157,6 +168,9 @@ impl Pipeline {
             },
             adj: Vec::new(),
             reply: false,
+            sids: Arc::new(SidTable::default()),
+            rep: ReplicaJob::default(),
+            srv6_depth: 0,
         };
         p.rebuild_adjacency();
         p
@@ -176,6 +190,7 @@ impl Pipeline {
         // `resolve` takes 0 as "do not solicit"; a virtual clock may start at 0.
         let now_ns = now_ns.max(1);
         self.reply = false;
+        self.srv6_depth = 0;
         match self.process_inner(p, port, now_ns) {
             Ok(v) => v,
             Err(r) => Verdict::Drop(r),
@@ -273,7 +288,7 @@ impl Pipeline {
 
     // ----------------------------------------------------------------- IPv4
 
-    fn ipv4<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, now_ns: u64) -> Result<Verdict, Drop> {
+    pub(crate) fn ipv4<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, now_ns: u64) -> Result<Verdict, Drop> {
         let (dst, src, ttl, proto, hl, total) = {
             let ip = Ipv4Packet::new_checked(&p.data()[l2.l3..]).map_err(|_| Drop::MalformedIpv4)?;
             if ip.version() != 4 {
@@ -298,6 +313,11 @@ impl Pipeline {
         }
         if ttl <= 1 {
             return self.time_exceeded4(p, l2, src, total, now_ns);
+        }
+        if self.sids.has_policies() {
+            if let Some(pi) = self.sids.policy4(dst) {
+                return self.srv6_encap(p, l2, pi, total, false, now_ns);
+            }
         }
         let hop = self.fib.route4(dst).ok_or(Drop::NoRoute)?;
         let (ifc, mac) = self.resolve_hop(hop, IpAddr::V4(dst), now_ns)?;
@@ -397,7 +417,7 @@ impl Pipeline {
 
     // ----------------------------------------------------------------- IPv6
 
-    fn ipv6<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, now_ns: u64) -> Result<Verdict, Drop> {
+    pub(crate) fn ipv6<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, now_ns: u64) -> Result<Verdict, Drop> {
         let (dst, src, hop, total) = {
             let ip = Ipv6Packet::new_checked(&p.data()[l2.l3..]).map_err(|_| Drop::MalformedIpv6)?;
             if ip.version() != 6 {
@@ -407,6 +427,9 @@ impl Pipeline {
         };
         if src.is_multicast() || src.is_loopback() {
             return Err(Drop::Ipv6Martian);
+        }
+        if self.sids.get(&dst).is_some() {
+            return self.srv6_local(p, l2, src, dst, hop, total, now_ns);
         }
         if self.topo.accepts6(&dst) {
             return self.local6(p, l2, src, dst, hop, total);
@@ -421,6 +444,11 @@ impl Pipeline {
         if hop <= 1 {
             return self.time_exceeded6(p, l2, src, total, now_ns);
         }
+        if self.sids.has_policies() {
+            if let Some(pi) = self.sids.policy6(dst) {
+                return self.srv6_encap(p, l2, pi, total, true, now_ns);
+            }
+        }
         let hop = self.fib.route6(dst).ok_or(Drop::NoRoute)?;
         let (ifc, mac) = self.resolve_hop(hop, IpAddr::V6(dst), now_ns)?;
         if total > usize::from(ifc.mtu) {
@@ -432,7 +460,7 @@ impl Pipeline {
         Ok(Verdict::Tx(port))
     }
 
-    fn local6<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, src: Ipv6Addr, dst: Ipv6Addr, hop: u8, total: usize) -> Result<Verdict, Drop> {
+    pub(crate) fn local6<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, src: Ipv6Addr, dst: Ipv6Addr, hop: u8, total: usize) -> Result<Verdict, Drop> {
         let (proto, off) = {
             let d = p.data();
             let pkt = d.get(l2.l3..l2.l3 + total).ok_or(Drop::MalformedIpv6)?;
@@ -599,7 +627,7 @@ impl Pipeline {
 
     /// ICMPv6 Time Exceeded (RFC 4443 s.3.3): as much of the original as fits
     /// in the minimum MTU of 1280.
-    fn time_exceeded6<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, src: Ipv6Addr, total: usize, now_ns: u64) -> Result<Verdict, Drop> {
+    pub(crate) fn time_exceeded6<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, src: Ipv6Addr, total: usize, now_ns: u64) -> Result<Verdict, Drop> {
         if src.is_unspecified() || !icmp6_error_allowed(p.data().get(l2.l3..l2.l3 + total).unwrap_or(&[])) || !self.icmp_bucket.take(now_ns) {
             return Err(Drop::TtlExpired);
         }
@@ -630,7 +658,7 @@ impl Pipeline {
     /// Gateways are pre-resolved per snapshot ([`Pipeline::rebuild_adjacency`]);
     /// connected destinations take one neighbour-table lookup.
     #[inline]
-    fn resolve_hop(&mut self, hop: u32, dst: IpAddr, now_ns: u64) -> Result<(&Interface, MacAddr), Drop> {
+    pub(crate) fn resolve_hop(&mut self, hop: u32, dst: IpAddr, now_ns: u64) -> Result<(&Interface, MacAddr), Drop> {
         if let Some(Some((iface, mac))) = self.adj.get(hop as usize) {
             let ifc = self.topo.iface(*iface).ok_or(Drop::NoRoute)?;
             return Ok((ifc, *mac));
@@ -660,7 +688,7 @@ impl Pipeline {
 
     /// The egress interface and neighbour MAC for a next hop, or a drop
     /// (queuing a resolution when the neighbour is unknown).
-    fn resolve(&mut self, nh: &NextHop, dst: IpAddr, now_ns: u64) -> Result<(&Interface, MacAddr), Drop> {
+    pub(crate) fn resolve(&mut self, nh: &NextHop, dst: IpAddr, now_ns: u64) -> Result<(&Interface, MacAddr), Drop> {
         let target = nh.gateway.unwrap_or(dst);
         let mac = match self.neigh.mac(nh.iface, target) {
             Some(m) => Some(m),
@@ -837,7 +865,7 @@ fn write_l2_header(d: &mut [u8], dst: MacAddr, src: MacAddr, vlan: Option<u16>, 
 /// Replace the received L2 header with the egress one (adding, removing or
 /// rewriting the VLAN tag as needed).
 #[inline]
-fn write_l2<P: PacketBuffer>(p: &mut P, l2: L2, dst: MacAddr, src: MacAddr, vlan: Option<u16>, et: EtherType) -> Result<(), Drop> {
+pub(crate) fn write_l2<P: PacketBuffer>(p: &mut P, l2: L2, dst: MacAddr, src: MacAddr, vlan: Option<u16>, et: EtherType) -> Result<(), Drop> {
     let new = if vlan.is_some() { 18 } else { 14 };
     if new > l2.l3 {
         if !p.prepend(new - l2.l3) {

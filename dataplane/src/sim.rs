@@ -552,6 +552,18 @@ impl Sim {
             }
             Verdict::Drop(r) => node.counters.dropped(r),
             Verdict::Consumed => {}
+            Verdict::Replicate(k) => {
+                // End.MT: one fresh buffer per copy, then the original goes.
+                for i in 0..usize::from(k) {
+                    let mut c = VecPacket::from_bytes(&[]);
+                    let node = &mut self.nodes[n];
+                    let Some(pl) = node.pipeline.as_mut() else { break };
+                    match pl.build_replica(i, &pkt, &mut c, now) {
+                        Ok(out) => self.output(n, out, c, false),
+                        Err(r) => node.counters.dropped(r),
+                    }
+                }
+            }
         }
         // Static neighbours: no solicitation is expected; count any.
         if let Some(pl) = self.nodes[n].pipeline.as_mut() {

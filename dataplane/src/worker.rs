@@ -226,6 +226,25 @@ impl Worker {
                     self.free.push(m.into_raw());
                 }
                 Verdict::Consumed => self.free.push(m.into_raw()),
+                Verdict::Replicate(k) => {
+                    // End.MT: each copy is built into a fresh mbuf from the
+                    // unchanged original, which is freed afterwards.
+                    for i in 0..usize::from(k) {
+                        let Some(mut c) = self.spec.pool.alloc() else {
+                            self.counters.dropped(Drop::NoMbuf);
+                            continue;
+                        };
+                        c.reset_len(0);
+                        match self.pipeline.build_replica(i, &m, &mut c, now) {
+                            Ok(out) => self.output(out, c, false),
+                            Err(r) => {
+                                self.counters.dropped(r);
+                                self.free.push(c.into_raw());
+                            }
+                        }
+                    }
+                    self.free.push(m.into_raw());
+                }
             }
         }
         pc.rx_bytes.add(bytes);

@@ -1,0 +1,863 @@
+//! SRv6 data plane (RFC 8754, RFC 8986) with the End.MT behaviour of
+//! draft-li-spring-rdma-multicast-over-srv6-00: the SID table, the SR
+//! policies for H.Encaps / H.Encaps.Red, and the endpoint behaviours the
+//! [`Pipeline`] runs when a packet's destination is a local SID.
+//!
+//! # Behaviours
+//!
+//! * **End** (RFC 8986 s.4.1): SRH validated (RFC 8754 s.4.3), hop limit
+//!   checked (`<= 1`: ICMPv6 Time Exceeded like any expiring packet), SL
+//!   decremented, DA := SRH[SL], and the packet is resubmitted to the IPv6
+//!   path (FIB lookup; a further local SID runs its behaviour, at most
+//!   [`MAX_SID_CHAIN`] in a row). SL = 0 or no SRH: the upper layer is
+//!   processed if it is ICMPv6 (echo to the SID works), else dropped
+//!   (`srh-sl-zero`, `srv6-no-srh`).
+//! * **End.X** (s.4.2): as End, but forwarded to the configured neighbour on
+//!   the configured interface whatever the FIB says.
+//! * **End.DT6 / End.DT4** (s.4.6 / s.4.5): SL must be 0 (or no SRH); the
+//!   outer IPv6 header and its extension headers are removed, the ECN field
+//!   is propagated per RFC 6040 s.4.2 ([`rfc6040_decap`]: outer CE makes an
+//!   ECT inner CE; CE over a Not-ECT inner is dropped, `decap-ce-not-ect`)
+//!   and the inner packet goes through the ordinary IPv6 / IPv4 path of the
+//!   default table (FIB lookup, TTL / hop limit decremented).
+//! * **End.C / End.E** (draft-hu-acn-rocev2): recognised, dropped under
+//!   `end-c-unimplemented` / `end-e-unimplemented` until their issue lands.
+//! * **H.Encaps / H.Encaps.Red** (RFC 8986 s.5.1 / s.5.2): a transit IPv4
+//!   or IPv6 packet whose destination matches a policy prefix gets an outer
+//!   IPv6 header (source from the policy, hop limit 64, traffic class and
+//!   ECN copied from the inner packet per RFC 6040 normal mode, flow label
+//!   from a hash of the inner flow) and an SRH; `.Red` leaves the first SID
+//!   out of the SRH (Last Entry n-2, SL n-1) and omits the SRH entirely for
+//!   a one-SID list. A policy holds one or more SID lists with weights; the
+//!   flow hash picks one, so a flow stays on one list. The inner packet is
+//!   not modified (its TTL / hop limit included).
+//!
+//! # End.MT
+//!
+//! Pseudocode of draft s.6.2, S01-S15. A packet to a local End.MT SID `S`:
+//!
+//! 1. needs an SRH (`endmt-no-srh`) with SL > 0 (`endmt-sl-zero`), Ref4;
+//! 2. if the SID is configured `hmac_required`, the HMAC TLV must be present
+//!    (`srh-hmac-missing`) and verify (`srh-hmac-bad`, unknown key id:
+//!    `srh-hmac-key-unknown`), RFC 8754 s.2.1.2.1 with destination address
+//!    verification (sources that reach the SID through a replication tree,
+//!    where the DA is not SRH[SL], set the D flag). Note that the RFC 8754
+//!    HMAC covers source, Last Entry, flags, key id and the segment list, but
+//!    *not* the TLVs: it does not by itself protect the End.MT TLV content
+//!    the draft's s.9 wants protected;
+//! 3. the End.MT TLV "associated with S" (S04) is the one whose Edge Node
+//!    Address equals the SID `S` itself; when there is none and the table has
+//!    a node address ([`SidTable::set_node_address`]), the one whose Edge Node
+//!    Address equals that. Several End.MT TLVs may be present; the others are
+//!    skipped (but a malformed one before the match drops the packet,
+//!    `endmt-tlv-malformed`, so a corrupted SRH is never half-processed);
+//! 4. the receivers are the TLV's, followed by the control-plane provisioned
+//!    ones of the SID entry (draft s.8: "learned from the End.MT TLV or from
+//!    control-plane provisioning"); no TLV and no provisioned receiver and no
+//!    downstream replication: `endmt-no-tlv`.
+//!
+//! **Ref2, "the copy".** We read "the copy includes all payload beyond the
+//! outer IPv6 and SRH headers that are relevant to the inner RDMA frame" with
+//! s.5.2 step 4 ("each receiver Ri receives a standard RDMA RC unicast
+//! packet"): a copy is the *inner* packet only, the inner IPv6 header, UDP,
+//! BTH, extension headers, payload and ICRC, decapsulated from the outer IPv6
+//! header and the SRH (which are not copied; therefore S02/S03 leave no trace
+//! on the copies, and the received buffer is not modified at all). In each
+//! copy the *inner* IPv6 DA (the Proxy Address) becomes the receiver's address
+//! and the BTH DestQPN (the Designated QPN) the receiver's QPN; the ICRC and
+//! the UDP checksum (when non-zero) are updated incrementally
+//! ([`crate::wire::roce::rewrite_v6_dst_qpn`], constant cost whatever the
+//! payload length); the ECN field follows RFC 6040 decapsulation like
+//! End.DT6; the inner hop limit is decremented (a routed hop; masked out of
+//! the ICRC); the copy is forwarded by a FIB lookup of the receiver address
+//! (Ref3). The inner packet must be RoCEv2 over IPv6 (next header after the
+//! SRH = IPv6, UDP destination port 4791, no inner extension header), else
+//! `endmt-inner-not-rocev2`. The ICRC is not verified on input (it is
+//! end-to-end: a corrupted packet yields copies with a bad ICRC, which the
+//! receivers discard).
+//!
+//! **Tree-interior (transit) replication** (draft s.4.1 N4-N6, s.5.2 step 2).
+//! The draft leaves the transit replication to "IP multicast procedures". We
+//! give an End.MT SID entry a list of `downstream` SIDs (the End.MT SIDs of
+//! the edge nodes, or of further interior nodes, below it): the node sends
+//! one copy of the *whole outer packet* to each, with the outer DA rewritten
+//! to the downstream SID, the outer hop limit decremented, and the SRH
+//! unchanged (SL not decremented), in the manner of the SRv6 Replication
+//! segment of RFC 9524 s.2.2. The edge node then runs End.MT on it (SL > 0
+//! still). A node may be both interior and edge: downstream copies first,
+//! then the receiver copies.
+//!
+//! # Replication API
+//!
+//! The pipeline never allocates: [`Pipeline::process`] answers
+//! [`Verdict::Replicate(n)`](crate::pipeline::Verdict::Replicate) after
+//! recording the job; the caller (worker, simulator, test) then, for `i` in
+//! `0..n`, takes a fresh buffer and calls [`Pipeline::build_replica`] with the
+//! unchanged original, which writes copy `i` with its Ethernet header and
+//! returns its egress port (or the drop reason of that copy); then frees the
+//! original. The job is valid until the next `process` call.
+
+use crate::counters::{Drop, Local};
+use crate::packet::PacketBuffer;
+use crate::pipeline::{write_l2, Pipeline, Verdict, L2};
+use crate::tables::NextHop;
+use crate::wire::ethernet::EtherType;
+use crate::wire::ipv4::{IpProtocol, Ipv4Packet};
+use crate::wire::ipv6::{walk_ext_chain, ExtChain, Ipv6Packet};
+use crate::wire::params::{Params, ROCEV2_UDP_PORT};
+use crate::wire::roce::{self, IcrcLayout};
+use crate::wire::srh::{self, HmacKeyTable, Srh, SrhRepr};
+use crate::wire::Error as WireError;
+use ipnet::{IpNet, Ipv4Net, Ipv6Net};
+use rustc_hash::{FxHashMap, FxHasher};
+use std::hash::Hasher;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// At most this many local SIDs are processed for one packet (End to a
+/// further local SID, decapsulation into a packet for a local SID).
+pub const MAX_SID_CHAIN: u8 = 4;
+
+/// Outer hop limit of H.Encaps.
+pub const ENCAP_HOP_LIMIT: u8 = 64;
+
+/// An endpoint behaviour bound to a local SID.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Behaviour {
+    End,
+    /// Forward to `nexthop` on interface `iface` (an index into the topology).
+    EndX { iface: u16, nexthop: IpAddr },
+    /// Decapsulate and look the inner IPv4 packet up (default table).
+    EndDT4,
+    /// Decapsulate and look the inner IPv6 packet up (default table).
+    EndDT6,
+    EndMT {
+        /// Control-plane provisioned receivers (address, 24-bit QPN), added
+        /// after the End.MT TLV's.
+        receivers_extra: Vec<(Ipv6Addr, u32)>,
+        /// Drop packets whose SRH HMAC is missing or does not verify.
+        hmac_required: bool,
+        /// Tree-interior replication: one copy of the outer packet to each
+        /// of these SIDs (DA rewritten, SRH unchanged).
+        downstream: Vec<Ipv6Addr>,
+    },
+    EndC,
+    EndE,
+}
+
+impl Behaviour {
+    /// An End.MT entry for an edge node, without provisioned receivers.
+    pub fn end_mt() -> Behaviour {
+        Behaviour::EndMT { receivers_extra: Vec::new(), hmac_required: false, downstream: Vec::new() }
+    }
+}
+
+/// What the packet path needs of a behaviour, copied out of the table so
+/// the pipeline can borrow itself mutably.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    End,
+    EndX(NextHop),
+    DT4,
+    DT6,
+    MT { hmac_required: bool, extra: usize, down: usize },
+    EndC,
+    EndE,
+}
+
+/// H.Encaps or H.Encaps.Red.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EncapMode {
+    Encaps,
+    EncapsRed,
+}
+
+/// One SID list of a policy, with its pre-built SRH (next header patched per
+/// packet).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SidList {
+    /// First SID first (the outer DA).
+    pub sids: Vec<Ipv6Addr>,
+    pub weight: u32,
+    srh: Vec<u8>,
+}
+
+impl SidList {
+    /// The SRH pushed with this list (empty when none is pushed); its Next
+    /// Header octet is 0 here and set per packet.
+    pub fn srh_template(&self) -> &[u8] {
+        &self.srh
+    }
+}
+
+/// An SR policy: where H.Encaps sends the packets of a prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SrPolicy {
+    pub source: Ipv6Addr,
+    pub mode: EncapMode,
+    lists: Vec<SidList>,
+    total_weight: u64,
+}
+
+impl SrPolicy {
+    /// A policy with one or more (SID list, weight) pairs. Errors: no list,
+    /// an empty list, more than 255 SIDs... as a message naming the problem.
+    pub fn new(source: Ipv6Addr, mode: EncapMode, lists: Vec<(Vec<Ipv6Addr>, u32)>) -> Result<SrPolicy, String> {
+        if lists.is_empty() {
+            return Err("an SR policy needs at least one SID list".into());
+        }
+        let mut out = Vec::with_capacity(lists.len());
+        let mut total = 0u64;
+        for (i, (sids, weight)) in lists.into_iter().enumerate() {
+            if sids.is_empty() {
+                return Err(format!("SID list {i} is empty"));
+            }
+            if sids.len() > 128 {
+                return Err(format!("SID list {i} has {} SIDs (at most 128)", sids.len()));
+            }
+            if weight == 0 {
+                return Err(format!("SID list {i} has weight 0"));
+            }
+            let srh = build_srh(&sids, mode).map_err(|e| format!("SID list {i}: cannot build its SRH: {e}"))?;
+            total += u64::from(weight);
+            out.push(SidList { sids, weight, srh });
+        }
+        Ok(SrPolicy { source, mode, lists: out, total_weight: total })
+    }
+
+    pub fn lists(&self) -> &[SidList] {
+        &self.lists
+    }
+
+    /// The list a flow with hash `h` takes (weighted).
+    pub fn select(&self, h: u64) -> &SidList {
+        if self.lists.len() == 1 {
+            return &self.lists[0];
+        }
+        let mut x = (h >> 20) % self.total_weight;
+        for l in &self.lists {
+            if x < u64::from(l.weight) {
+                return l;
+            }
+            x -= u64::from(l.weight);
+        }
+        &self.lists[0]
+    }
+}
+
+fn build_srh(sids: &[Ipv6Addr], mode: EncapMode) -> Result<Vec<u8>, WireError> {
+    let repr = match mode {
+        EncapMode::Encaps => SrhRepr::for_path(0, sids, Vec::new()),
+        EncapMode::EncapsRed => {
+            if sids.len() == 1 {
+                return Ok(Vec::new());
+            }
+            let mut r = SrhRepr::for_path(0, &sids[1..], Vec::new());
+            // RFC 8986 s.5.2: Last Entry n-2, SL n-1 (points past the list,
+            // at the SID carried only in the DA).
+            r.segments_left = (sids.len() - 1) as u8;
+            r
+        }
+    };
+    let mut buf = vec![0u8; repr.buffer_len()];
+    repr.emit(&mut Srh::new_unchecked(&mut buf[..]))?;
+    Ok(buf)
+}
+
+/// The SIDs of this node and its SR policies: an immutable snapshot pushed by
+/// the control thread ([`Pipeline::set_sids`]).
+#[derive(Debug, Clone)]
+pub struct SidTable {
+    sids: FxHashMap<u128, Behaviour>,
+    node_addr: Option<Ipv6Addr>,
+    hmac_keys: HmacKeyTable,
+    end_mt_tlv_type: u8,
+    policies: Vec<SrPolicy>,
+    /// Longest prefix first.
+    match4: Vec<(Ipv4Net, u32)>,
+    match6: Vec<(Ipv6Net, u32)>,
+    max_replicas: usize,
+}
+
+impl Default for SidTable {
+    fn default() -> Self {
+        SidTable::new(&Params::DEFAULT)
+    }
+}
+
+impl SidTable {
+    pub fn new(params: &Params) -> Self {
+        SidTable {
+            sids: FxHashMap::default(),
+            node_addr: None,
+            hmac_keys: HmacKeyTable::new(),
+            end_mt_tlv_type: params.srh_tlv_end_mt,
+            policies: Vec::new(),
+            match4: Vec::new(),
+            match6: Vec::new(),
+            max_replicas: 0,
+        }
+    }
+
+    /// Bind `sid` to `b` (replacing any previous binding).
+    pub fn insert(&mut self, sid: Ipv6Addr, b: Behaviour) -> Option<Behaviour> {
+        let old = self.sids.insert(u128::from(sid), b);
+        self.recompute_max();
+        old
+    }
+
+    pub fn remove(&mut self, sid: &Ipv6Addr) -> Option<Behaviour> {
+        let old = self.sids.remove(&u128::from(*sid));
+        self.recompute_max();
+        old
+    }
+
+    fn recompute_max(&mut self) {
+        self.max_replicas = self
+            .sids
+            .values()
+            .map(|b| match b {
+                Behaviour::EndMT { receivers_extra, downstream, .. } => receivers_extra.len() + downstream.len(),
+                _ => 0,
+            })
+            .max()
+            .unwrap_or(0);
+    }
+
+    #[inline]
+    pub fn get(&self, sid: &Ipv6Addr) -> Option<&Behaviour> {
+        if self.sids.is_empty() {
+            return None;
+        }
+        self.sids.get(&u128::from(*sid))
+    }
+
+    pub fn len(&self) -> usize {
+        self.sids.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.sids.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (Ipv6Addr, &Behaviour)> {
+        self.sids.iter().map(|(k, v)| (Ipv6Addr::from(*k), v))
+    }
+
+    /// The address that names this node in End.MT TLVs when no TLV names
+    /// the SID itself.
+    pub fn set_node_address(&mut self, a: Option<Ipv6Addr>) {
+        self.node_addr = a;
+    }
+
+    pub fn node_address(&self) -> Option<Ipv6Addr> {
+        self.node_addr
+    }
+
+    /// The keys for SRH HMAC verification.
+    pub fn set_hmac_keys(&mut self, k: HmacKeyTable) {
+        self.hmac_keys = k;
+    }
+
+    pub fn hmac_keys(&self) -> &HmacKeyTable {
+        &self.hmac_keys
+    }
+
+    pub fn end_mt_tlv_type(&self) -> u8 {
+        self.end_mt_tlv_type
+    }
+
+    /// Steer transit packets to `prefix` into `policy` (replacing a policy
+    /// on the same prefix).
+    pub fn add_policy(&mut self, prefix: IpNet, policy: SrPolicy) {
+        let idx = self.policies.len() as u32;
+        self.policies.push(policy);
+        match prefix.trunc() {
+            IpNet::V4(p) => {
+                self.match4.retain(|(q, _)| *q != p);
+                self.match4.push((p, idx));
+                self.match4.sort_by(|a, b| b.0.prefix_len().cmp(&a.0.prefix_len()));
+            }
+            IpNet::V6(p) => {
+                self.match6.retain(|(q, _)| *q != p);
+                self.match6.push((p, idx));
+                self.match6.sort_by(|a, b| b.0.prefix_len().cmp(&a.0.prefix_len()));
+            }
+        }
+    }
+
+    pub fn has_policies(&self) -> bool {
+        !self.policies.is_empty()
+    }
+
+    /// The policy (index) for an IPv4 destination.
+    #[inline]
+    pub fn policy4(&self, a: Ipv4Addr) -> Option<u32> {
+        self.match4.iter().find(|(p, _)| p.contains(&a)).map(|(_, i)| *i)
+    }
+
+    /// The policy (index) for an IPv6 destination.
+    #[inline]
+    pub fn policy6(&self, a: Ipv6Addr) -> Option<u32> {
+        self.match6.iter().find(|(p, _)| p.contains(&a)).map(|(_, i)| *i)
+    }
+
+    pub fn policy(&self, i: u32) -> Option<&SrPolicy> {
+        self.policies.get(i as usize)
+    }
+
+    /// The most downstream + provisioned copies any End.MT SID makes (the
+    /// pipeline sizes nothing with it today; exported for the worker's burst
+    /// budgeting).
+    pub fn max_provisioned_replicas(&self) -> usize {
+        self.max_replicas
+    }
+
+    fn kind(&self, sid: &Ipv6Addr) -> Option<Kind> {
+        Some(match self.get(sid)? {
+            Behaviour::End => Kind::End,
+            Behaviour::EndX { iface, nexthop } => Kind::EndX(NextHop { iface: *iface, gateway: Some(*nexthop) }),
+            Behaviour::EndDT4 => Kind::DT4,
+            Behaviour::EndDT6 => Kind::DT6,
+            Behaviour::EndMT { receivers_extra, hmac_required, downstream } => {
+                Kind::MT { hmac_required: *hmac_required, extra: receivers_extra.len(), down: downstream.len() }
+            }
+            Behaviour::EndC => Kind::EndC,
+            Behaviour::EndE => Kind::EndE,
+        })
+    }
+}
+
+/// RFC 6040 s.4.2 decapsulation: the inner ECN field to forward given the
+/// outer and inner ECN fields, or `None` when the packet must be dropped
+/// (outer CE over a Not-ECT inner).
+///
+/// | inner \ outer | Not-ECT | ECT(0) | ECT(1) | CE |
+/// |---|---|---|---|---|
+/// | Not-ECT | Not-ECT | Not-ECT | Not-ECT | drop |
+/// | ECT(0) | ECT(0) | ECT(0) | ECT(1) | CE |
+/// | ECT(1) | ECT(1) | ECT(1) | ECT(1) | CE |
+/// | CE | CE | CE | CE | CE |
+#[inline]
+pub fn rfc6040_decap(outer: u8, inner: u8) -> Option<u8> {
+    const NOT_ECT: u8 = 0;
+    const ECT1: u8 = 1;
+    const ECT0: u8 = 2;
+    const CE: u8 = 3;
+    let (outer, inner) = (outer & 3, inner & 3);
+    match (inner, outer) {
+        (NOT_ECT, CE) => None,
+        (NOT_ECT, _) => Some(NOT_ECT),
+        (CE, _) => Some(CE),
+        (_, CE) => Some(CE),
+        (ECT0, ECT1) => Some(ECT1),
+        (i, _) => Some(i),
+    }
+}
+
+/// Where the SRH is in an IPv6 packet (offsets from the IPv6 header).
+#[derive(Debug, Clone, Copy)]
+struct SrhAt {
+    off: usize,
+    len: usize,
+    sl: u8,
+}
+
+/// Walk the extension headers of `pkt` (IPv6 header first) and validate the
+/// SRH per RFC 8754 s.4.3.1. A routing header of another type with SL > 0
+/// is dropped (RFC 8200 s.4.4 would answer Parameter Problem); with SL = 0
+/// it is ignored (no SRH).
+fn srh_of(pkt: &[u8]) -> Result<(ExtChain, Option<SrhAt>), Drop> {
+    let nh = Ipv6Packet::new_unchecked(pkt).next_header();
+    let chain = walk_ext_chain(nh, pkt, 40).map_err(|_| Drop::MalformedIpv6)?;
+    let Some(rh) = chain.routing else { return Ok((chain, None)) };
+    if rh.routing_type != srh::ROUTING_TYPE {
+        return if rh.segments_left > 0 { Err(Drop::SrhRoutingType) } else { Ok((chain, None)) };
+    }
+    let bytes = pkt.get(rh.offset..rh.offset + rh.len).ok_or(Drop::SrhMalformed)?;
+    if bytes.len() >= srh::HEADER_LEN && usize::from(bytes[3]) > usize::from(bytes[4]) + 1 {
+        return Err(Drop::SrhSlExceeds);
+    }
+    match Srh::new_checked(bytes) {
+        Ok(_) => {}
+        Err(WireError::Malformed) => return Err(Drop::SrhSlExceeds),
+        Err(_) => return Err(Drop::SrhMalformed),
+    }
+    Ok((chain, Some(SrhAt { off: rh.offset, len: rh.len, sl: rh.segments_left })))
+}
+
+/// A 64-bit hash of the inner flow (addresses, protocol, ports, IPv6 flow
+/// label) for the outer flow label and the SID-list choice.
+fn flow_hash(inner: &[u8], v6: bool) -> u64 {
+    let mut h = FxHasher::default();
+    let (proto, l4) = if v6 {
+        if inner.len() < 40 {
+            return 0;
+        }
+        h.write(&inner[8..40]);
+        h.write_u32(u32::from_be_bytes([0, inner[1] & 0x0f, inner[2], inner[3]]));
+        (inner[6], 40)
+    } else {
+        if inner.len() < 20 {
+            return 0;
+        }
+        h.write(&inner[12..20]);
+        let frag = u16::from_be_bytes([inner[6], inner[7]]) & 0x3fff != 0;
+        (if frag { 0 } else { inner[9] }, usize::from(inner[0] & 0x0f) * 4)
+    };
+    h.write_u8(proto);
+    if matches!(proto, 6 | 17 | 132) {
+        if let Some(p) = inner.get(l4..l4 + 4) {
+            h.write(p);
+        }
+    }
+    let x = h.finish();
+    // FxHash's low bits are weak: finalise (splitmix64).
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The End.MT work recorded by `process` for `build_replica`.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct ReplicaJob {
+    /// Number of copies.
+    n: usize,
+    /// The End.MT SID (for the provisioned receivers and downstream SIDs).
+    sid: u128,
+    /// IPv6 header offset in the original frame, and its total length.
+    l3: usize,
+    total: usize,
+    pcp: u8,
+    /// Copies to downstream SIDs (the first `down`).
+    down: usize,
+    /// The End.MT TLV (offset in the frame) and its receiver count.
+    tlv_off: usize,
+    tlv_n: usize,
+    /// The inner packet (offset in the frame, length).
+    inner_off: usize,
+    inner_len: usize,
+    /// The inner ECN after RFC 6040 decapsulation.
+    inner_ecn: u8,
+}
+
+/// Receivers in one End.MT TLV start here (Type, Length, Reserved, Edge
+/// Node Address, Num Receivers, Reserved).
+const END_MT_RECEIVERS_AT: usize = 24;
+
+impl Pipeline {
+    /// Install a new SID table / policy snapshot.
+    pub fn set_sids(&mut self, s: std::sync::Arc<SidTable>) -> std::sync::Arc<SidTable> {
+        std::mem::replace(&mut self.sids, s)
+    }
+
+    /// A packet whose DA `dst` is a local SID (`ipv6` found it in the table).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn srv6_local<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, src: Ipv6Addr, dst: Ipv6Addr, hop: u8, total: usize, now_ns: u64) -> Result<Verdict, Drop> {
+        let Some(kind) = self.sids.kind(&dst) else { return Err(Drop::NoRoute) };
+        if self.srv6_depth >= MAX_SID_CHAIN {
+            return Err(Drop::Srv6ChainTooLong);
+        }
+        self.srv6_depth += 1;
+        let (chain, srh) = {
+            let pkt = p.data().get(l2.l3..l2.l3 + total).ok_or(Drop::MalformedIpv6)?;
+            srh_of(pkt)?
+        };
+        match kind {
+            Kind::End | Kind::EndX(_) => {
+                let s = match srh {
+                    Some(s) if s.sl > 0 => s,
+                    other => {
+                        // RFC 8986 s.4.1.1: upper-layer header processing.
+                        if chain.upper_protocol == IpProtocol::ICMPV6 {
+                            return self.local6(p, l2, src, dst, hop, total);
+                        }
+                        return Err(if other.is_some() { Drop::SrhSlZero } else { Drop::Srv6NoSrh });
+                    }
+                };
+                if hop <= 1 {
+                    return self.time_exceeded6(p, l2, src, total, now_ns);
+                }
+                let next = {
+                    let d = p.data_mut();
+                    let a = l2.l3 + s.off;
+                    let next = Srh::new_unchecked(&mut d[a..a + s.len]).decrement_segments_left().map_err(|_| Drop::SrhMalformed)?;
+                    Ipv6Packet::new_unchecked(&mut d[l2.l3..]).set_dst_addr(next);
+                    next
+                };
+                match kind {
+                    Kind::EndX(nh) => {
+                        let (ifc, mac) = self.resolve(&nh, IpAddr::V6(next), now_ns)?;
+                        if total > usize::from(ifc.mtu) {
+                            return Err(Drop::MtuExceeded);
+                        }
+                        let (port, out_mac, vlan) = (ifc.port, ifc.mac, ifc.vlan);
+                        Ipv6Packet::new_unchecked(&mut p.data_mut()[l2.l3..]).decrement_hop_limit();
+                        write_l2(p, l2, mac, out_mac, vlan, EtherType::IPV6)?;
+                        Ok(Verdict::Tx(port))
+                    }
+                    // Resubmit to the IPv6 module (FIB lookup, hop limit).
+                    _ => self.ipv6(p, l2, now_ns),
+                }
+            }
+            Kind::DT4 | Kind::DT6 => {
+                if srh.is_some_and(|s| s.sl > 0) {
+                    return Err(Drop::DecapSlNonZero);
+                }
+                let want = if matches!(kind, Kind::DT6) { IpProtocol::IPV6 } else { IpProtocol::IPV4 };
+                if chain.upper_protocol != want || chain.fragment.is_some() {
+                    return Err(Drop::DecapNextHeader);
+                }
+                let off = chain.upper_offset;
+                {
+                    let d = p.data_mut();
+                    let outer_ecn = Ipv6Packet::new_unchecked(&d[l2.l3..]).ecn();
+                    let inner = &mut d[l2.l3 + off..l2.l3 + total];
+                    if want == IpProtocol::IPV6 {
+                        let mut ip = Ipv6Packet::new_checked(inner).map_err(|_| Drop::MalformedIpv6)?;
+                        let e = rfc6040_decap(outer_ecn, ip.ecn()).ok_or(Drop::DecapCeNotEct)?;
+                        ip.set_ecn(e);
+                    } else {
+                        let mut ip = Ipv4Packet::new_checked(inner).map_err(|_| Drop::MalformedIpv4)?;
+                        let e = rfc6040_decap(outer_ecn, ip.ecn()).ok_or(Drop::DecapCeNotEct)?;
+                        if e != ip.ecn() {
+                            ip.set_ecn_incremental(e);
+                        }
+                    }
+                    // Strip the outer header: move the L2 header up to the inner packet.
+                    d.copy_within(0..l2.l3, off);
+                }
+                if !p.adj(off) {
+                    return Err(Drop::NoHeadroom);
+                }
+                self.counters.local(Local::Srv6Decap);
+                if want == IpProtocol::IPV6 {
+                    self.ipv6(p, l2, now_ns)
+                } else {
+                    self.ipv4(p, l2, now_ns)
+                }
+            }
+            Kind::EndC => Err(Drop::EndCUnimplemented),
+            Kind::EndE => Err(Drop::EndEUnimplemented),
+            Kind::MT { hmac_required, extra, down } => self.end_mt(p, l2, src, dst, hop, total, chain, srh, hmac_required, extra, down),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn end_mt<P: PacketBuffer>(
+        &mut self,
+        p: &mut P,
+        l2: L2,
+        src: Ipv6Addr,
+        dst: Ipv6Addr,
+        hop: u8,
+        total: usize,
+        chain: ExtChain,
+        srh: Option<SrhAt>,
+        hmac_required: bool,
+        extra: usize,
+        down: usize,
+    ) -> Result<Verdict, Drop> {
+        // S01 / Ref4.
+        let s = srh.ok_or(Drop::EndMtNoSrh)?;
+        if s.sl == 0 {
+            return Err(Drop::EndMtSlZero);
+        }
+        if hop <= 1 {
+            return Err(Drop::TtlExpired);
+        }
+        let d = p.data();
+        let pkt = &d[l2.l3..l2.l3 + total];
+        let view = Srh::new_unchecked(&pkt[s.off..s.off + s.len]);
+        if hmac_required {
+            if view.hmac_tlv().is_none() {
+                return Err(Drop::SrhHmacMissing);
+            }
+            match view.verify_hmac(&src, Some(&dst), &self.sids.hmac_keys) {
+                Ok(()) => {}
+                Err(WireError::Unrecognized) => return Err(Drop::SrhHmacKeyUnknown),
+                Err(_) => return Err(Drop::SrhHmacBad),
+            }
+        }
+        // S04: the End.MT TLV associated with S (see the module doc).
+        let ty = self.sids.end_mt_tlv_type;
+        let mut tlv = view.end_mt_tlv_for(ty, &dst).map_err(|_| Drop::EndMtTlvMalformed)?;
+        if tlv.is_none() {
+            if let Some(node) = self.sids.node_addr {
+                tlv = view.end_mt_tlv_for(ty, &node).map_err(|_| Drop::EndMtTlvMalformed)?;
+            }
+        }
+        let (tlv_off, tlv_n) = match &tlv {
+            Some(t) => {
+                let b = t.clone().into_inner();
+                (b.as_ptr() as usize - d.as_ptr() as usize, usize::from(t.num_receivers()))
+            }
+            None => (0, 0),
+        };
+        let n_recv = tlv_n + extra;
+        let n = down + n_recv;
+        if n == 0 {
+            return Err(Drop::EndMtNoTlv);
+        }
+        let mut job = ReplicaJob {
+            n,
+            sid: u128::from(dst),
+            l3: l2.l3,
+            total,
+            pcp: l2.pcp,
+            down,
+            tlv_off,
+            tlv_n,
+            ..Default::default()
+        };
+        if n_recv > 0 {
+            // The inner packet: RoCEv2 over IPv6 right after the SRH chain.
+            if chain.upper_protocol != IpProtocol::IPV6 {
+                return Err(Drop::EndMtNotRoce);
+            }
+            let inner = &pkt[chain.upper_offset..];
+            let lay = IcrcLayout::of(inner).map_err(|_| Drop::EndMtNotRoce)?;
+            if lay.ip_version != 6 || lay.datagram_len > inner.len() || lay.datagram_len < lay.bth_offset() + roce::BTH_LEN + roce::ICRC_LEN {
+                return Err(Drop::EndMtNotRoce);
+            }
+            let u = lay.udp_offset();
+            if u16::from_be_bytes([inner[u + 2], inner[u + 3]]) != ROCEV2_UDP_PORT {
+                return Err(Drop::EndMtNotRoce);
+            }
+            let outer_ecn = Ipv6Packet::new_unchecked(pkt).ecn();
+            job.inner_ecn = rfc6040_decap(outer_ecn, Ipv6Packet::new_unchecked(inner).ecn()).ok_or(Drop::DecapCeNotEct)?;
+            job.inner_off = l2.l3 + chain.upper_offset;
+            job.inner_len = lay.datagram_len;
+        }
+        self.rep = job;
+        Ok(Verdict::Replicate(n as u16))
+    }
+
+    /// Write copy `i` of the last [`Verdict::Replicate`] into `copy` (a
+    /// fresh, empty buffer with headroom), from `original` (the unchanged
+    /// received frame): Ethernet header, rewritten packet, routed. Returns
+    /// the egress port, or why this copy is dropped (the caller counts it).
+    pub fn build_replica<P: PacketBuffer, Q: PacketBuffer>(&mut self, i: usize, original: &P, copy: &mut Q, now_ns: u64) -> Result<u16, Drop> {
+        let job = self.rep;
+        if i >= job.n {
+            return Err(Drop::ReplicaInvalid);
+        }
+        let now_ns = now_ns.max(1);
+        let src = original.data();
+        if i < job.down {
+            // Tree-interior copy: the whole outer packet to a downstream SID.
+            let to = match self.sids.sids.get(&job.sid) {
+                Some(Behaviour::EndMT { downstream, .. }) => *downstream.get(i).ok_or(Drop::ReplicaInvalid)?,
+                _ => return Err(Drop::ReplicaInvalid),
+            };
+            let body = src.get(job.l3..job.l3 + job.total).ok_or(Drop::ReplicaInvalid)?;
+            if !copy.set_len(14 + job.total) {
+                return Err(Drop::NoHeadroom);
+            }
+            let d = copy.data_mut();
+            d[14..].copy_from_slice(body);
+            let mut ip = Ipv6Packet::new_unchecked(&mut d[14..]);
+            ip.set_dst_addr(to);
+            ip.decrement_hop_limit();
+            return self.route_copy(copy, to, job.total, job.pcp, now_ns);
+        }
+        let r = i - job.down;
+        let (addr, qpn) = if r < job.tlv_n {
+            let at = job.tlv_off + END_MT_RECEIVERS_AT + r * srh::END_MT_RECEIVER_LEN;
+            let e = src.get(at..at + srh::END_MT_RECEIVER_LEN).ok_or(Drop::ReplicaInvalid)?;
+            let mut a = [0u8; 16];
+            a.copy_from_slice(&e[..16]);
+            (Ipv6Addr::from(a), u32::from_be_bytes([0, e[16], e[17], e[18]]))
+        } else {
+            match self.sids.sids.get(&job.sid) {
+                Some(Behaviour::EndMT { receivers_extra, .. }) => *receivers_extra.get(r - job.tlv_n).ok_or(Drop::ReplicaInvalid)?,
+                _ => return Err(Drop::ReplicaInvalid),
+            }
+        };
+        let inner = src.get(job.inner_off..job.inner_off + job.inner_len).ok_or(Drop::ReplicaInvalid)?;
+        if inner[7] <= 1 {
+            return Err(Drop::TtlExpired);
+        }
+        if !copy.set_len(14 + job.inner_len) {
+            return Err(Drop::NoHeadroom);
+        }
+        {
+            let d = copy.data_mut();
+            let dg = &mut d[14..];
+            dg.copy_from_slice(inner);
+            let mut ip = Ipv6Packet::new_unchecked(&mut dg[..]);
+            ip.set_ecn(job.inner_ecn);
+            ip.decrement_hop_limit();
+            roce::rewrite_v6_dst_qpn(dg, &addr.octets(), qpn & 0x00ff_ffff).map_err(|_| Drop::EndMtNotRoce)?;
+        }
+        self.counters.local(Local::EndMtReplica);
+        self.route_copy(copy, addr, job.inner_len, job.pcp, now_ns)
+    }
+
+    /// Route a built copy (IPv6 packet at offset 14) to `dst`.
+    fn route_copy<Q: PacketBuffer>(&mut self, copy: &mut Q, dst: Ipv6Addr, len: usize, pcp: u8, now_ns: u64) -> Result<u16, Drop> {
+        let hop = self.fib.route6(dst).ok_or(Drop::NoRoute)?;
+        let (ifc, mac) = self.resolve_hop(hop, IpAddr::V6(dst), now_ns)?;
+        if len > usize::from(ifc.mtu) {
+            return Err(Drop::MtuExceeded);
+        }
+        let (port, out_mac, vlan) = (ifc.port, ifc.mac, ifc.vlan);
+        let l2 = L2 { iface: 0, l3: 14, pcp, mcast: false };
+        write_l2(copy, l2, mac, out_mac, vlan, EtherType::IPV6)?;
+        Ok(port)
+    }
+
+    /// H.Encaps / H.Encaps.Red of a transit packet (the IP packet at
+    /// `l2.l3`, `total` octets, IPv4 or IPv6) under policy `pi`.
+    pub(crate) fn srv6_encap<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, pi: u32, total: usize, v6: bool, now_ns: u64) -> Result<Verdict, Drop> {
+        let (h, tc) = {
+            let inner = p.data().get(l2.l3..l2.l3 + total).ok_or(Drop::MalformedIpv6)?;
+            let tc = if v6 { (inner[0] << 4) | (inner[1] >> 4) } else { inner[1] };
+            (flow_hash(inner, v6), tc)
+        };
+        let (source, da, srh_len, li) = {
+            let pol = self.sids.policy(pi).ok_or(Drop::NoRoute)?;
+            let list = pol.select(h);
+            let li = pol.lists.iter().position(|l| std::ptr::eq(l, list)).unwrap_or(0);
+            (pol.source, list.sids[0], list.srh.len(), li)
+        };
+        let add = 40 + srh_len;
+        let out_total = add + total;
+        if out_total - 40 > usize::from(u16::MAX) {
+            return Err(Drop::MtuExceeded);
+        }
+        let hop = self.fib.route6(da).ok_or(Drop::NoRoute)?;
+        let (ifc, mac) = self.resolve_hop(hop, IpAddr::V6(da), now_ns)?;
+        if out_total > usize::from(ifc.mtu) {
+            return Err(Drop::MtuExceeded);
+        }
+        let (port, out_mac, vlan) = (ifc.port, ifc.mac, ifc.vlan);
+        // Drop any Ethernet padding, then make room for the outer headers.
+        if !p.set_len(l2.l3 + total) || !p.prepend(add) {
+            return Err(Drop::NoHeadroom);
+        }
+        {
+            let d = p.data_mut();
+            let inner_proto = if v6 { 41 } else { 4 };
+            let o = &mut d[l2.l3..l2.l3 + add];
+            let fl = (h as u32 & 0x000f_ffff).max(1);
+            o[0] = 0x60 | (tc >> 4);
+            o[1] = (tc << 4) | ((fl >> 16) as u8 & 0x0f);
+            o[2] = (fl >> 8) as u8;
+            o[3] = fl as u8;
+            o[4..6].copy_from_slice(&((out_total - 40) as u16).to_be_bytes());
+            o[6] = if srh_len > 0 { IpProtocol::IPV6_ROUTE.0 } else { inner_proto };
+            o[7] = ENCAP_HOP_LIMIT;
+            o[8..24].copy_from_slice(&source.octets());
+            o[24..40].copy_from_slice(&da.octets());
+            if srh_len > 0 {
+                let pol = self.sids.policy(pi).ok_or(Drop::NoRoute)?;
+                o[40..].copy_from_slice(&pol.lists[li].srh);
+                o[40] = inner_proto;
+            }
+        }
+        write_l2(p, l2, mac, out_mac, vlan, EtherType::IPV6)?;
+        self.counters.local(Local::Srv6Encap);
+        Ok(Verdict::Tx(port))
+    }
+}

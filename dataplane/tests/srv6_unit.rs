@@ -1,0 +1,929 @@
+//! SRv6 data plane (issue 5): End, End.X, End.DT4/DT6 (RFC 6040 ECN),
+//! End.C/End.E classification, every SRH violation counter, End.MT edge and
+//! tree-interior replication, H.Encaps / H.Encaps.Red; on byte buffers with a
+//! virtual clock. The scapy oracle (tests/oracle/srv6_endmt.py) checks the
+//! End.MT replicas independently.
+
+use std::io::Write;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use dataplane::counters::{Drop, Local, WorkerCounters};
+use dataplane::packet::VecPacket;
+use dataplane::pipeline::{Pipeline, PipelineConfig, Verdict};
+use dataplane::srv6::{rfc6040_decap, Behaviour, EncapMode, SidTable, SrPolicy};
+use dataplane::tables::{Fib, Interface, MacAddr, NeighSource, Neighbours, NextHop, Topology};
+use dataplane::wire::checksum;
+use dataplane::wire::ipv4::Ipv4Packet;
+use dataplane::wire::ipv6::Ipv6Packet;
+use dataplane::wire::params::Params;
+use dataplane::wire::roce;
+use dataplane::wire::srh::{EndMtReceiver, EndMtRepr, HmacKey, HmacKeyTable, HmacTlvRepr, Srh, SrhRepr, TlvRepr};
+
+const R0: MacAddr = [0x02, 0, 0, 0, 0, 0x10];
+const R1: MacAddr = [0x02, 0, 0, 0, 0, 0x11];
+const R2: MacAddr = [0x02, 0, 0, 0, 0, 0x12];
+const H0: MacAddr = [0x00, 0x11, 0x22, 0, 0, 0x02];
+const GW1: MacAddr = [0x00, 0x11, 0x22, 0x01, 0, 0xfe];
+const GW2: MacAddr = [0x00, 0x11, 0x22, 0x02, 0, 0xfe];
+const RX_A: MacAddr = [0x00, 0x11, 0x22, 0x02, 0, 0x10];
+const RX_B: MacAddr = [0x00, 0x11, 0x22, 0x02, 0, 0x11];
+const T0: u64 = 5_000_000_000;
+const MT: u8 = Params::DEFAULT.srh_tlv_end_mt;
+
+fn a6(s: &str) -> Ipv6Addr {
+    s.parse().unwrap()
+}
+
+// Local SIDs (locator fc00:0:1::/48).
+fn sid_end() -> Ipv6Addr {
+    a6("fc00:0:1::1")
+}
+fn sid_endx() -> Ipv6Addr {
+    a6("fc00:0:1::2")
+}
+fn sid_dt4() -> Ipv6Addr {
+    a6("fc00:0:1::4")
+}
+fn sid_dt6() -> Ipv6Addr {
+    a6("fc00:0:1::6")
+}
+fn sid_mt() -> Ipv6Addr {
+    a6("fc00:0:1::10")
+}
+fn sid_mt_hmac() -> Ipv6Addr {
+    a6("fc00:0:1::11")
+}
+fn sid_mt_tree() -> Ipv6Addr {
+    a6("fc00:0:1::12")
+}
+fn sid_mt_prov() -> Ipv6Addr {
+    a6("fc00:0:1::13")
+}
+fn node_addr() -> Ipv6Addr {
+    a6("fc00:0:1::")
+}
+/// Remote SIDs (routed via p1).
+fn remote(n: u16) -> Ipv6Addr {
+    Ipv6Addr::new(0xfc00, 0, n, 0, 0, 0, 0, 1)
+}
+fn s1() -> Ipv6Addr {
+    a6("2001:db8:5::1")
+}
+fn proxy() -> Ipv6Addr {
+    a6("2001:db8:ff::1")
+}
+const DESIGNATED_QPN: u32 = 0x000001;
+
+fn topology() -> Topology {
+    let mut p0 = Interface::new("p0", 0, None, R0, 1500);
+    p0.v4.push("10.0.0.1/24".parse().unwrap());
+    p0.v6.push("2001:db8::1/64".parse().unwrap());
+    let mut p1 = Interface::new("p1", 1, None, R1, 1500);
+    p1.v4.push("10.1.0.1/24".parse().unwrap());
+    p1.v6.push("2001:db8:1::1/64".parse().unwrap());
+    let mut p2 = Interface::new("p2", 2, None, R2, 1500);
+    p2.v6.push("2001:db8:2::1/64".parse().unwrap());
+    Topology::new(vec![p0, p1, p2])
+}
+
+fn fib() -> Fib {
+    let mut f = Fib::default();
+    let conn = |i| NextHop { iface: i, gateway: None };
+    f.insert4("10.0.0.0/24".parse().unwrap(), conn(0));
+    f.insert4("10.1.0.0/24".parse().unwrap(), conn(1));
+    f.insert6("2001:db8::/64".parse().unwrap(), conn(0));
+    f.insert6("2001:db8:1::/64".parse().unwrap(), conn(1));
+    f.insert6("2001:db8:2::/64".parse().unwrap(), conn(2));
+    f.insert6("fc00::/16".parse().unwrap(), NextHop { iface: 1, gateway: Some("2001:db8:1::fe".parse().unwrap()) });
+    f.insert6("2001:db8:3::/64".parse().unwrap(), NextHop { iface: 1, gateway: Some("2001:db8:1::fe".parse().unwrap()) });
+    f.insert4("198.51.100.0/24".parse().unwrap(), NextHop { iface: 1, gateway: Some("10.1.0.254".parse().unwrap()) });
+    f.insert6("2001:db8:99::/48".parse().unwrap(), NextHop { iface: 1, gateway: Some("2001:db8:1::fe".parse().unwrap()) });
+    f
+}
+
+fn neighbours() -> Neighbours {
+    let mut n = Neighbours::default();
+    let mut add = |i: u16, ip: &str, mac: MacAddr| {
+        n.learn(i, ip.parse().unwrap(), mac, NeighSource::Static);
+    };
+    add(0, "2001:db8::2", H0);
+    add(0, "10.0.0.2", H0);
+    add(1, "2001:db8:1::fe", GW1);
+    add(1, "10.1.0.254", GW1);
+    add(1, "10.1.0.2", GW1);
+    add(2, "2001:db8:2::fe", GW2);
+    add(2, "2001:db8:2::10", RX_A);
+    add(2, "2001:db8:2::11", RX_B);
+    n
+}
+
+fn hmac_key() -> HmacKey {
+    HmacKey::new(7, b"end-mt secret", 32).unwrap()
+}
+
+fn sid_table() -> SidTable {
+    let mut t = SidTable::new(&Params::DEFAULT);
+    t.insert(sid_end(), Behaviour::End);
+    t.insert(sid_endx(), Behaviour::EndX { iface: 2, nexthop: "2001:db8:2::fe".parse().unwrap() });
+    t.insert(sid_dt4(), Behaviour::EndDT4);
+    t.insert(sid_dt6(), Behaviour::EndDT6);
+    t.insert(sid_mt(), Behaviour::end_mt());
+    t.insert(sid_mt_hmac(), Behaviour::EndMT { receivers_extra: vec![], hmac_required: true, downstream: vec![] });
+    t.insert(sid_mt_tree(), Behaviour::EndMT { receivers_extra: vec![], hmac_required: false, downstream: vec![remote(2), remote(3)] });
+    t.insert(
+        sid_mt_prov(),
+        Behaviour::EndMT { receivers_extra: vec![(a6("2001:db8:3::7"), 0x777)], hmac_required: false, downstream: vec![] },
+    );
+    t.insert(a6("fc00:0:1::c"), Behaviour::EndC);
+    t.insert(a6("fc00:0:1::e"), Behaviour::EndE);
+    t.set_node_address(Some(node_addr()));
+    t.set_hmac_keys([hmac_key()].into_iter().collect::<HmacKeyTable>());
+    t
+}
+
+fn pipeline() -> Pipeline {
+    let mut pl = Pipeline::new(
+        Arc::new(topology()),
+        Arc::new(fib()),
+        Arc::new(neighbours()),
+        Arc::new(WorkerCounters::default()),
+        PipelineConfig::default(),
+    );
+    pl.set_sids(Arc::new(sid_table()));
+    pl
+}
+
+fn run(pl: &mut Pipeline, p: &mut VecPacket) -> Verdict {
+    let v = pl.process(p, 0, T0);
+    if let Verdict::Drop(r) = v {
+        pl.counters.dropped(r);
+    }
+    v
+}
+
+fn drops(pl: &Pipeline, r: Drop) -> u64 {
+    pl.counters.drops[r as usize].get()
+}
+
+fn expect_drop(pl: &mut Pipeline, frame: Vec<u8>, r: Drop) {
+    let before = drops(pl, r);
+    let mut p = VecPacket::from_bytes(&frame);
+    let v = run(pl, &mut p);
+    assert_eq!(v, Verdict::Drop(r), "expected {}", r.name());
+    assert_eq!(drops(pl, r), before + 1, "counter {}", r.name());
+}
+
+// ------------------------------------------------------------ builders
+
+fn eth(et: u16, payload: &[u8]) -> Vec<u8> {
+    let mut f = Vec::new();
+    f.extend_from_slice(&R0);
+    f.extend_from_slice(&H0);
+    f.extend_from_slice(&et.to_be_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+fn ipv6(src: Ipv6Addr, dst: Ipv6Addr, nh: u8, hop: u8, tc: u8, payload: &[u8]) -> Vec<u8> {
+    let mut h = vec![0u8; 40];
+    h[0] = 0x60 | (tc >> 4);
+    h[1] = tc << 4;
+    h[4..6].copy_from_slice(&(payload.len() as u16).to_be_bytes());
+    h[6] = nh;
+    h[7] = hop;
+    h[8..24].copy_from_slice(&src.octets());
+    h[24..40].copy_from_slice(&dst.octets());
+    h.extend_from_slice(payload);
+    h
+}
+
+fn ipv4(src: Ipv4Addr, dst: Ipv4Addr, proto: u8, ttl: u8, tos: u8, payload: &[u8]) -> Vec<u8> {
+    let mut h = vec![0u8; 20];
+    h[0] = 0x45;
+    h[1] = tos;
+    h[2..4].copy_from_slice(&((20 + payload.len()) as u16).to_be_bytes());
+    h[8] = ttl;
+    h[9] = proto;
+    h[12..16].copy_from_slice(&src.octets());
+    h[16..20].copy_from_slice(&dst.octets());
+    let c = checksum::checksum(&h);
+    h[10..12].copy_from_slice(&c.to_be_bytes());
+    h.extend_from_slice(payload);
+    h
+}
+
+fn udp6(src: Ipv6Addr, dst: Ipv6Addr, sport: u16, dport: u16, data: &[u8]) -> Vec<u8> {
+    let len = 8 + data.len();
+    let mut u = vec![0u8; 8];
+    u[0..2].copy_from_slice(&sport.to_be_bytes());
+    u[2..4].copy_from_slice(&dport.to_be_bytes());
+    u[4..6].copy_from_slice(&(len as u16).to_be_bytes());
+    u.extend_from_slice(data);
+    let s = checksum::combine(checksum::pseudo_v6(&src.octets(), &dst.octets(), 17, len as u32), checksum::sum(&u));
+    let mut c = !checksum::fold(s);
+    if c == 0 {
+        c = 0xffff;
+    }
+    u[6..8].copy_from_slice(&c.to_be_bytes());
+    u
+}
+
+/// A plain UDP/IPv6 packet (not RoCE).
+fn plain6(src: Ipv6Addr, dst: Ipv6Addr, tc: u8) -> Vec<u8> {
+    ipv6(src, dst, 17, 64, tc, &udp6(src, dst, 1000, 2000, b"hello world!"))
+}
+
+/// A RoCEv2 RC SEND ONLY to the Proxy Address / Designated QPN with a valid
+/// ICRC and UDP checksum.
+fn roce6(tc: u8, payload_len: usize) -> Vec<u8> {
+    let mut bth = vec![0u8; 12];
+    bth[0] = 0x04; // RC SEND ONLY
+    bth[2..4].copy_from_slice(&0xffffu16.to_be_bytes());
+    bth[5..8].copy_from_slice(&DESIGNATED_QPN.to_be_bytes()[1..]);
+    bth[8] = 0x80;
+    bth[9..12].copy_from_slice(&[0, 0, 5]);
+    let mut data = bth;
+    data.extend((0..payload_len).map(|i| (i * 7 + 3) as u8));
+    data.extend_from_slice(&[0; 4]); // ICRC
+    let mut d = ipv6(s1(), proxy(), 17, 64, tc, &udp6(s1(), proxy(), 0xc123, 4791, &data));
+    roce::icrc_fill(&mut d).unwrap();
+    // The UDP checksum covers the ICRC: recompute.
+    let u = d[40..].to_vec();
+    let mut u2 = u.clone();
+    u2[6..8].fill(0);
+    let s = checksum::combine(checksum::pseudo_v6(&s1().octets(), &proxy().octets(), 17, u.len() as u32), checksum::sum(&u2));
+    let mut c = !checksum::fold(s);
+    if c == 0 {
+        c = 0xffff;
+    }
+    d[46..48].copy_from_slice(&c.to_be_bytes());
+    roce::icrc_check(&d).unwrap();
+    d
+}
+
+/// SRH bytes for `path` (first segment first) with `tlvs`, Segments Left `sl`.
+fn srh(nh: u8, path: &[Ipv6Addr], sl: u8, tlvs: Vec<TlvRepr>) -> Vec<u8> {
+    let mut r = SrhRepr::for_path(nh, path, tlvs);
+    r.segments_left = sl;
+    let mut b = vec![0u8; r.buffer_len()];
+    r.emit(&mut Srh::new_unchecked(&mut b[..])).unwrap();
+    b
+}
+
+/// Outer IPv6 + SRH around `inner`.
+fn srv6_frame(outer_src: Ipv6Addr, da: Ipv6Addr, hop: u8, tc: u8, srh_bytes: &[u8], inner: &[u8]) -> Vec<u8> {
+    let mut pl = srh_bytes.to_vec();
+    pl.extend_from_slice(inner);
+    eth(0x86dd, &ipv6(outer_src, da, 43, hop, tc, &pl))
+}
+
+fn mt_tlv(edge: Ipv6Addr, rs: &[(Ipv6Addr, u32)]) -> TlvRepr {
+    TlvRepr::EndMt(EndMtRepr {
+        tlv_type: MT,
+        edge_node_address: edge,
+        receivers: rs.iter().map(|(a, q)| EndMtReceiver { address: *a, qpn: *q }).collect(),
+    })
+}
+
+fn l3(out: &[u8]) -> &[u8] {
+    &out[14..]
+}
+
+// ------------------------------------------------------------ End / End.X
+
+#[test]
+fn end_decrements_sl_and_forwards_by_fib() {
+    let mut pl = pipeline();
+    let s = srh(41, &[sid_end(), remote(2), remote(3)], 2, vec![]);
+    let f = srv6_frame(s1(), sid_end(), 64, 0, &s, &plain6(s1(), a6("2001:db8:2::10"), 0));
+    let mut p = VecPacket::from_bytes(&f);
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(1));
+    let o = p.to_vec();
+    assert_eq!(&o[0..6], &GW1);
+    assert_eq!(&o[6..12], &R1);
+    let ip = Ipv6Packet::new_checked(l3(&o)).unwrap();
+    assert_eq!(ip.dst_addr(), remote(2));
+    assert_eq!(ip.hop_limit(), 63);
+    let sr = Srh::new_checked(&l3(&o)[40..]).unwrap();
+    assert_eq!(sr.segments_left(), 1);
+    assert_eq!(sr.active_segment(), Some(remote(2)));
+    // Everything else unchanged.
+    assert_eq!(&l3(&o)[40 + 4..], &f[14 + 40 + 4..]);
+}
+
+#[test]
+fn end_to_another_local_sid_runs_it() {
+    // End then End.DT6 on the same node: resubmission to the IPv6 path.
+    let mut pl = pipeline();
+    let inner = plain6(s1(), a6("2001:db8:2::10"), 0);
+    let s = srh(41, &[sid_end(), sid_dt6()], 1, vec![]);
+    let mut p = VecPacket::from_bytes(&srv6_frame(s1(), sid_end(), 64, 0, &s, &inner));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(2));
+    let o = p.to_vec();
+    assert_eq!(&o[0..6], &RX_A);
+    assert_eq!(l3(&o)[7], 63);
+    assert_eq!(&l3(&o)[8..], &inner[8..]);
+}
+
+#[test]
+fn end_x_forces_the_next_hop() {
+    let mut pl = pipeline();
+    // The next SID is routed via p1 by the FIB; End.X sends it to p2's gateway.
+    let s = srh(41, &[sid_endx(), remote(2)], 1, vec![]);
+    let mut p = VecPacket::from_bytes(&srv6_frame(s1(), sid_endx(), 10, 0, &s, &plain6(s1(), a6("2001:db8:3::1"), 0)));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(2));
+    let o = p.to_vec();
+    assert_eq!(&o[0..6], &GW2);
+    assert_eq!(&o[6..12], &R2);
+    let ip = Ipv6Packet::new_checked(l3(&o)).unwrap();
+    assert_eq!(ip.dst_addr(), remote(2));
+    assert_eq!(ip.hop_limit(), 9);
+    assert_eq!(Srh::new_checked(&l3(&o)[40..]).unwrap().segments_left(), 0);
+}
+
+#[test]
+fn end_sl_zero_and_no_srh() {
+    let mut pl = pipeline();
+    let s = srh(41, &[remote(2), sid_end()], 0, vec![]);
+    // SL = 0 with a non-ICMPv6 upper layer.
+    let f = srv6_frame(s1(), sid_end(), 64, 0, &srh(17, &[remote(2), sid_end()], 0, vec![]), &udp6(s1(), sid_end(), 1, 2, b"x"));
+    expect_drop(&mut pl, f, Drop::SrhSlZero);
+    let f = srv6_frame(s1(), sid_end(), 64, 0, &s, &plain6(s1(), a6("2001:db8:2::10"), 0));
+    expect_drop(&mut pl, f, Drop::SrhSlZero);
+    // No SRH at all.
+    expect_drop(&mut pl, eth(0x86dd, &plain6(s1(), sid_end(), 0)), Drop::Srv6NoSrh);
+    expect_drop(&mut pl, eth(0x86dd, &plain6(s1(), sid_endx(), 0)), Drop::Srv6NoSrh);
+}
+
+#[test]
+fn echo_to_a_sid_is_answered() {
+    let mut pl = pipeline();
+    let src = a6("2001:db8::2");
+    let mut m = vec![128u8, 0, 0, 0, 0, 1, 0, 1, 0xaa, 0xbb];
+    let s = checksum::combine(checksum::pseudo_v6(&src.octets(), &sid_end().octets(), 58, m.len() as u32), checksum::sum(&m));
+    let c = !checksum::fold(s);
+    m[2..4].copy_from_slice(&c.to_be_bytes());
+    let mut p = VecPacket::from_bytes(&eth(0x86dd, &ipv6(src, sid_end(), 58, 64, 0, &m)));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(0));
+    let o = p.to_vec();
+    let ip = Ipv6Packet::new_checked(l3(&o)).unwrap();
+    assert_eq!(ip.src_addr(), sid_end());
+    assert_eq!(l3(&o)[40], 129);
+}
+
+#[test]
+fn srh_violations_have_their_own_counters() {
+    let mut pl = pipeline();
+    let inner = plain6(s1(), a6("2001:db8:2::10"), 0);
+    // Routing type 3 (not an SRH) with SL > 0.
+    let mut s = srh(41, &[sid_end(), remote(2)], 1, vec![]);
+    s[2] = 3;
+    expect_drop(&mut pl, srv6_frame(s1(), sid_end(), 64, 0, &s, &inner), Drop::SrhRoutingType);
+    // Segments Left > Last Entry + 1.
+    let mut s = srh(41, &[sid_end(), remote(2)], 1, vec![]);
+    s[3] = 3;
+    expect_drop(&mut pl, srv6_frame(s1(), sid_end(), 64, 0, &s, &inner), Drop::SrhSlExceeds);
+    // Hdr Ext Len too short for Last Entry + 1 segments.
+    let mut s = srh(41, &[sid_end(), remote(2), remote(3)], 1, vec![]);
+    s[1] = 4; // 40 octets: room for 2 segments, Last Entry says 3
+    let cut = (usize::from(s[1]) + 1) * 8;
+    let mut body = s[..cut].to_vec();
+    body.extend_from_slice(&inner);
+    expect_drop(&mut pl, eth(0x86dd, &ipv6(s1(), sid_end(), 43, 64, 0, &body)), Drop::SrhMalformed);
+    // A TLV running past the end of the header.
+    let mut s = srh(41, &[sid_end(), remote(2)], 1, vec![TlvRepr::PadN(4)]);
+    let at = 8 + 32;
+    s[at + 1] = 40;
+    expect_drop(&mut pl, srv6_frame(s1(), sid_end(), 64, 0, &s, &inner), Drop::SrhMalformed);
+    // Hop limit 1: ICMPv6 Time Exceeded from the SID node.
+    let s = srh(41, &[sid_end(), remote(2)], 1, vec![]);
+    let mut p = VecPacket::from_bytes(&srv6_frame(a6("2001:db8::2"), sid_end(), 1, 0, &s, &inner));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(0));
+    assert_eq!(pl.counters.local[Local::TimeExceeded6 as usize].get(), 1);
+    assert_eq!(l3(&p.to_vec())[40], 3);
+    // Too many local SIDs in a row (End -> End -> ...).
+    let path = [sid_end(), sid_end(), sid_end(), sid_end(), sid_end(), remote(2)];
+    let s = srh(41, &path, 5, vec![]);
+    expect_drop(&mut pl, srv6_frame(s1(), sid_end(), 64, 0, &s, &inner), Drop::Srv6ChainTooLong);
+}
+
+#[test]
+fn end_c_and_end_e_are_classified() {
+    let mut pl = pipeline();
+    let inner = plain6(s1(), a6("2001:db8:2::10"), 0);
+    let s = srh(41, &[a6("fc00:0:1::c")], 0, vec![]);
+    expect_drop(&mut pl, srv6_frame(s1(), a6("fc00:0:1::c"), 64, 0, &s, &inner), Drop::EndCUnimplemented);
+    let s = srh(41, &[a6("fc00:0:1::e")], 0, vec![]);
+    expect_drop(&mut pl, srv6_frame(s1(), a6("fc00:0:1::e"), 64, 0, &s, &inner), Drop::EndEUnimplemented);
+}
+
+// ------------------------------------------------------------ End.DT6 / DT4
+
+#[test]
+fn rfc6040_table() {
+    // (outer, inner) -> result
+    let cases = [
+        (0, 0, Some(0)),
+        (2, 0, Some(0)),
+        (1, 0, Some(0)),
+        (3, 0, None),
+        (0, 2, Some(2)),
+        (2, 2, Some(2)),
+        (1, 2, Some(1)),
+        (3, 2, Some(3)),
+        (0, 1, Some(1)),
+        (2, 1, Some(1)),
+        (1, 1, Some(1)),
+        (3, 1, Some(3)),
+        (0, 3, Some(3)),
+        (2, 3, Some(3)),
+        (3, 3, Some(3)),
+    ];
+    for (o, i, r) in cases {
+        assert_eq!(rfc6040_decap(o, i), r, "outer {o} inner {i}");
+    }
+}
+
+fn dt6_out(pl: &mut Pipeline, outer_tc: u8, inner_tc: u8) -> Result<Vec<u8>, Drop> {
+    let inner = plain6(s1(), a6("2001:db8:2::10"), inner_tc);
+    let s = srh(41, &[sid_dt6()], 0, vec![]);
+    let mut p = VecPacket::from_bytes(&srv6_frame(s1(), sid_dt6(), 64, outer_tc, &s, &inner));
+    match run(pl, &mut p) {
+        Verdict::Tx(2) => Ok(p.to_vec()),
+        Verdict::Drop(r) => Err(r),
+        v => panic!("{v:?}"),
+    }
+}
+
+#[test]
+fn end_dt6_decapsulates_and_routes_the_inner_packet() {
+    let mut pl = pipeline();
+    let inner = plain6(s1(), a6("2001:db8:2::10"), 0x28);
+    let s = srh(41, &[sid_dt6()], 0, vec![]);
+    let mut p = VecPacket::from_bytes(&srv6_frame(s1(), sid_dt6(), 64, 0, &s, &inner));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(2));
+    let o = p.to_vec();
+    assert_eq!(&o[0..6], &RX_A);
+    assert_eq!(&o[12..14], &[0x86, 0xdd]);
+    assert_eq!(o.len(), 14 + inner.len());
+    let mut want = inner.clone();
+    want[7] -= 1;
+    assert_eq!(l3(&o), &want[..]);
+    assert_eq!(pl.counters.local[Local::Srv6Decap as usize].get(), 1);
+    // Without an SRH (next header IPv6 straight away).
+    let mut p = VecPacket::from_bytes(&eth(0x86dd, &ipv6(s1(), sid_dt6(), 41, 64, 0, &inner)));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(2));
+    assert_eq!(l3(&p.to_vec()), &want[..]);
+}
+
+#[test]
+fn end_dt6_ecn_propagation() {
+    let mut pl = pipeline();
+    // Outer CE, inner ECT(0): inner becomes CE.
+    let o = dt6_out(&mut pl, 0x03, 0x02).unwrap();
+    assert_eq!(Ipv6Packet::new_checked(l3(&o)).unwrap().ecn(), 3);
+    // Outer CE, inner ECT(1): CE.
+    let o = dt6_out(&mut pl, 0xa3, 0x01).unwrap();
+    assert_eq!(Ipv6Packet::new_checked(l3(&o)).unwrap().ecn(), 3);
+    // DSCP of the inner kept.
+    assert_eq!(Ipv6Packet::new_checked(l3(&o)).unwrap().dscp(), 0);
+    // Outer ECT(1), inner ECT(0): ECT(1).
+    let o = dt6_out(&mut pl, 0x01, 0x02).unwrap();
+    assert_eq!(Ipv6Packet::new_checked(l3(&o)).unwrap().ecn(), 1);
+    // Outer Not-ECT, inner CE: CE kept.
+    let o = dt6_out(&mut pl, 0x00, 0x03).unwrap();
+    assert_eq!(Ipv6Packet::new_checked(l3(&o)).unwrap().ecn(), 3);
+    // Outer ECT(0), inner Not-ECT: Not-ECT.
+    let o = dt6_out(&mut pl, 0x02, 0x00).unwrap();
+    assert_eq!(Ipv6Packet::new_checked(l3(&o)).unwrap().ecn(), 0);
+    // Outer CE, inner Not-ECT: dropped and counted.
+    assert_eq!(dt6_out(&mut pl, 0x03, 0x00), Err(Drop::DecapCeNotEct));
+    assert_eq!(drops(&pl, Drop::DecapCeNotEct), 1);
+}
+
+#[test]
+fn end_dt_violations() {
+    let mut pl = pipeline();
+    let inner = plain6(s1(), a6("2001:db8:2::10"), 0);
+    // SL > 0 at a decapsulating SID.
+    let s = srh(41, &[remote(9), sid_dt6()], 1, vec![]);
+    expect_drop(&mut pl, srv6_frame(s1(), sid_dt6(), 64, 0, &s, &inner), Drop::DecapSlNonZero);
+    // IPv4 inside an End.DT6 SID / IPv6 inside End.DT4.
+    let in4 = ipv4(Ipv4Addr::new(10, 0, 0, 2), Ipv4Addr::new(10, 1, 0, 2), 17, 64, 0, &[0; 12]);
+    let s = srh(4, &[sid_dt6()], 0, vec![]);
+    expect_drop(&mut pl, srv6_frame(s1(), sid_dt6(), 64, 0, &s, &in4), Drop::DecapNextHeader);
+    let s = srh(41, &[sid_dt4()], 0, vec![]);
+    expect_drop(&mut pl, srv6_frame(s1(), sid_dt4(), 64, 0, &s, &inner), Drop::DecapNextHeader);
+}
+
+#[test]
+fn end_dt4_decapsulates_with_ecn_and_ttl() {
+    let mut pl = pipeline();
+    let in4 = ipv4(Ipv4Addr::new(10, 0, 0, 2), Ipv4Addr::new(10, 1, 0, 2), 17, 64, 0x02, &[0; 12]);
+    let s = srh(4, &[sid_dt4()], 0, vec![]);
+    let mut p = VecPacket::from_bytes(&srv6_frame(s1(), sid_dt4(), 64, 0x03, &s, &in4));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(1));
+    let o = p.to_vec();
+    assert_eq!(&o[12..14], &[0x08, 0x00]);
+    let ip = Ipv4Packet::new_checked(l3(&o)).unwrap();
+    assert!(ip.verify_checksum());
+    assert_eq!(ip.ecn(), 3);
+    assert_eq!(ip.ttl(), 63);
+    assert_eq!(ip.dst_addr(), Ipv4Addr::new(10, 1, 0, 2));
+}
+
+// ------------------------------------------------------------ End.MT
+
+fn receivers_a() -> Vec<(Ipv6Addr, u32)> {
+    vec![(a6("2001:db8:2::10"), 0x00abcd), (a6("2001:db8:2::11"), 0x123456), (a6("2001:db8:3::5"), 0xfffffe)]
+}
+
+/// An End.MT packet: SRH [sid, proxy-side segment], SL 1, with End.MT TLVs
+/// for another edge first and then for us.
+fn mt_frame(da: Ipv6Addr, edge: Ipv6Addr, rs: &[(Ipv6Addr, u32)], outer_tc: u8, inner_tc: u8) -> Vec<u8> {
+    let tlvs = vec![mt_tlv(a6("fc00:0:7::10"), &[(a6("2001:db8:7::1"), 0x42)]), mt_tlv(edge, rs), mt_tlv(a6("fc00:0:8::10"), &[])];
+    let s = srh(41, &[da, proxy()], 1, tlvs);
+    srv6_frame(s1(), da, 64, outer_tc, &s, &roce6(inner_tc, 200))
+}
+
+/// Build every replica; return (port, frame) or the drop per copy.
+fn replicas(pl: &mut Pipeline, orig: &VecPacket, n: u16) -> Vec<Result<(u16, Vec<u8>), Drop>> {
+    (0..usize::from(n))
+        .map(|i| {
+            let mut c = VecPacket::from_bytes(&[]);
+            pl.build_replica(i, orig, &mut c, T0).map(|port| (port, c.to_vec()))
+        })
+        .collect()
+}
+
+fn check_replica(frame: &[u8], addr: Ipv6Addr, qpn: u32, orig_inner: &[u8]) {
+    let d = l3(frame);
+    roce::icrc_check(d).unwrap_or_else(|e| panic!("ICRC of replica to {addr}: {e:?}"));
+    let ip = Ipv6Packet::new_checked(d).unwrap();
+    assert_eq!(ip.dst_addr(), addr);
+    assert_eq!(ip.src_addr(), s1());
+    assert_eq!(ip.hop_limit(), 63);
+    let bth = roce::Bth::new_checked(&d[48..]).unwrap();
+    assert_eq!(bth.dest_qp(), qpn);
+    assert_eq!(bth.psn(), 5);
+    // UDP checksum still verifies.
+    let u = &d[40..];
+    let s = checksum::combine(checksum::pseudo_v6(&ip.src_addr().octets(), &addr.octets(), 17, u.len() as u32), checksum::sum(u));
+    assert_eq!(checksum::fold(s), 0xffff, "UDP checksum of replica to {addr}");
+    // Payload untouched.
+    assert_eq!(&d[60..d.len() - 4], &orig_inner[60..orig_inner.len() - 4]);
+    assert_eq!(d.len(), orig_inner.len());
+}
+
+#[test]
+fn end_mt_replicates_to_each_receiver_of_its_tlv() {
+    let mut pl = pipeline();
+    let f = mt_frame(sid_mt(), sid_mt(), &receivers_a(), 0, 0x02);
+    let mut p = VecPacket::from_bytes(&f);
+    assert_eq!(run(&mut pl, &mut p), Verdict::Replicate(3));
+    // The original is not modified.
+    assert_eq!(p.to_vec(), f);
+    let inner = roce6(0x02, 200);
+    let out = replicas(&mut pl, &p, 3);
+    let ports = [2u16, 2, 1];
+    let macs = [RX_A, RX_B, GW1];
+    for (i, ((addr, qpn), r)) in receivers_a().into_iter().zip(out).enumerate() {
+        let (port, frame) = r.unwrap();
+        assert_eq!(port, ports[i]);
+        assert_eq!(&frame[0..6], &macs[i]);
+        assert_eq!(&frame[12..14], &[0x86, 0xdd]);
+        check_replica(&frame, addr, qpn, &inner);
+        assert_eq!(Ipv6Packet::new_checked(l3(&frame)).unwrap().ecn(), 2);
+    }
+    assert_eq!(pl.counters.local[Local::EndMtReplica as usize].get(), 3);
+    // Out-of-range index.
+    let mut c = VecPacket::from_bytes(&[]);
+    assert_eq!(pl.build_replica(3, &p, &mut c, T0), Err(Drop::ReplicaInvalid));
+}
+
+#[test]
+fn end_mt_matches_the_tlv_by_node_address_and_propagates_ce() {
+    let mut pl = pipeline();
+    // No TLV names the SID; one names the configured node address.
+    let rs = vec![(a6("2001:db8:2::11"), 0x000777)];
+    let f = mt_frame(sid_mt(), node_addr(), &rs, 0x03, 0x01);
+    let mut p = VecPacket::from_bytes(&f);
+    assert_eq!(run(&mut pl, &mut p), Verdict::Replicate(1));
+    let (port, frame) = replicas(&mut pl, &p, 1).remove(0).unwrap();
+    assert_eq!(port, 2);
+    check_replica(&frame, rs[0].0, rs[0].1, &roce6(0x01, 200));
+    assert_eq!(Ipv6Packet::new_checked(l3(&frame)).unwrap().ecn(), 3, "outer CE onto an ECT inner");
+    // Outer CE onto a Not-ECT inner: dropped.
+    expect_drop(&mut pl, mt_frame(sid_mt(), sid_mt(), &rs, 0x03, 0x00), Drop::DecapCeNotEct);
+}
+
+#[test]
+fn end_mt_invalid_packets() {
+    let mut pl = pipeline();
+    // SL == 0.
+    let s = srh(41, &[sid_mt()], 0, vec![mt_tlv(sid_mt(), &receivers_a())]);
+    expect_drop(&mut pl, srv6_frame(s1(), sid_mt(), 64, 0, &s, &roce6(0, 64)), Drop::EndMtSlZero);
+    // No SRH.
+    expect_drop(&mut pl, eth(0x86dd, &ipv6(s1(), sid_mt(), 41, 64, 0, &roce6(0, 64))), Drop::EndMtNoSrh);
+    // No TLV for us (only another edge's).
+    let f = mt_frame(sid_mt(), a6("fc00:0:9::10"), &receivers_a(), 0, 0);
+    expect_drop(&mut pl, f, Drop::EndMtNoTlv);
+    // Truncated End.MT TLV: Length says 2 receivers, Num Receivers 3.
+    let mut s = srh(41, &[sid_mt(), proxy()], 1, vec![mt_tlv(sid_mt(), &receivers_a()[..2]), TlvRepr::PadN(18)]);
+    let tlv_at = 8 + 32;
+    assert_eq!(s[tlv_at], MT);
+    s[tlv_at + 20] = 3; // Num Receivers
+    expect_drop(&mut pl, srv6_frame(s1(), sid_mt(), 64, 0, &s, &roce6(0, 64)), Drop::EndMtTlvMalformed);
+    // Inner packet not RoCEv2.
+    let s = srh(41, &[sid_mt(), proxy()], 1, vec![mt_tlv(sid_mt(), &receivers_a())]);
+    expect_drop(&mut pl, srv6_frame(s1(), sid_mt(), 64, 0, &s, &plain6(s1(), proxy(), 0)), Drop::EndMtNotRoce);
+    // Outer hop limit 1.
+    let s = srh(41, &[sid_mt(), proxy()], 1, vec![mt_tlv(sid_mt(), &receivers_a())]);
+    expect_drop(&mut pl, srv6_frame(s1(), sid_mt(), 1, 0, &s, &roce6(0, 64)), Drop::TtlExpired);
+}
+
+fn hmac_frame(key: Option<&HmacKey>, corrupt: bool) -> Vec<u8> {
+    let da = sid_mt_hmac();
+    let mut tlvs = vec![mt_tlv(da, &receivers_a()[..2])];
+    if let Some(k) = key {
+        tlvs.push(TlvRepr::Hmac(HmacTlvRepr::placeholder(k, false)));
+    }
+    let mut s = srh(41, &[da, proxy()], 1, tlvs);
+    if key.is_some() {
+        let keys: HmacKeyTable = [key.unwrap().clone()].into_iter().collect();
+        Srh::new_checked(&mut s[..]).unwrap().fill_hmac(&s1(), &keys).unwrap();
+    }
+    if corrupt {
+        let n = s.len();
+        s[n - 1] ^= 1;
+    }
+    srv6_frame(s1(), da, 64, 0, &s, &roce6(0, 64))
+}
+
+#[test]
+fn end_mt_hmac() {
+    let mut pl = pipeline();
+    let mut p = VecPacket::from_bytes(&hmac_frame(Some(&hmac_key()), false));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Replicate(2));
+    for (r, (a, q)) in replicas(&mut pl, &p, 2).into_iter().zip(receivers_a()) {
+        check_replica(&r.unwrap().1, a, q, &roce6(0, 64));
+    }
+    expect_drop(&mut pl, hmac_frame(Some(&hmac_key()), true), Drop::SrhHmacBad);
+    expect_drop(&mut pl, hmac_frame(None, false), Drop::SrhHmacMissing);
+    let other = HmacKey::new(99, b"x", 32).unwrap();
+    expect_drop(&mut pl, hmac_frame(Some(&other), false), Drop::SrhHmacKeyUnknown);
+    // The same packets to a SID without hmac_required are replicated.
+    let f = hmac_frame(None, false);
+    let mut f2 = f.clone();
+    // Rewrite the DA and the TLV's edge to the plain End.MT SID.
+    f2[14 + 24..14 + 40].copy_from_slice(&sid_mt().octets());
+    f2[14 + 40 + 8 + 16..14 + 40 + 8 + 32].copy_from_slice(&sid_mt().octets());
+    f2[14 + 40 + 8 + 32 + 4..14 + 40 + 8 + 32 + 20].copy_from_slice(&sid_mt().octets());
+    let mut p = VecPacket::from_bytes(&f2);
+    assert_eq!(run(&mut pl, &mut p), Verdict::Replicate(2));
+}
+
+#[test]
+fn end_mt_provisioned_receivers_are_added() {
+    let mut pl = pipeline();
+    let rs = vec![(a6("2001:db8:2::10"), 0x10)];
+    let mut p = VecPacket::from_bytes(&mt_frame(sid_mt_prov(), sid_mt_prov(), &rs, 0, 0));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Replicate(2));
+    let out = replicas(&mut pl, &p, 2);
+    let inner = roce6(0, 200);
+    check_replica(&out[0].as_ref().unwrap().1, rs[0].0, 0x10, &inner);
+    assert_eq!(out[1].as_ref().unwrap().0, 1);
+    check_replica(&out[1].as_ref().unwrap().1, a6("2001:db8:3::7"), 0x777, &inner);
+    // Without any TLV for us: only the provisioned one.
+    let mut p = VecPacket::from_bytes(&mt_frame(sid_mt_prov(), a6("fc00:0:9::"), &rs, 0, 0));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Replicate(1));
+    check_replica(&replicas(&mut pl, &p, 1)[0].as_ref().unwrap().1, a6("2001:db8:3::7"), 0x777, &inner);
+}
+
+#[test]
+fn end_mt_tree_interior_replicates_the_outer_packet() {
+    let mut pl = pipeline();
+    // An interior node: no TLV for it, two downstream edge SIDs.
+    let f = mt_frame(sid_mt_tree(), a6("fc00:0:2::1"), &receivers_a(), 0, 0);
+    let mut p = VecPacket::from_bytes(&f);
+    assert_eq!(run(&mut pl, &mut p), Verdict::Replicate(2));
+    for (i, r) in replicas(&mut pl, &p, 2).into_iter().enumerate() {
+        let (port, frame) = r.unwrap();
+        assert_eq!(port, 1);
+        assert_eq!(&frame[0..6], &GW1);
+        let d = l3(&frame);
+        let ip = Ipv6Packet::new_checked(d).unwrap();
+        assert_eq!(ip.dst_addr(), remote(2 + i as u16));
+        assert_eq!(ip.hop_limit(), 63);
+        // SRH and inner packet unchanged (SL still 1).
+        assert_eq!(&d[40..], &f[14 + 40..]);
+        assert_eq!(Srh::new_checked(&d[40..]).unwrap().segments_left(), 1);
+    }
+    // The replicas, received by the edge node, are End.MT packets: run one
+    // through an edge pipeline whose SID is the downstream SID.
+    let mut edge = pipeline();
+    let mut t = sid_table();
+    t.insert(remote(2), Behaviour::end_mt());
+    edge.set_sids(Arc::new(t));
+    let f = mt_frame(sid_mt_tree(), remote(2), &receivers_a(), 0, 0);
+    let mut p = VecPacket::from_bytes(&f);
+    assert_eq!(run(&mut pl, &mut p), Verdict::Replicate(2));
+    let (_, down) = replicas(&mut pl, &p, 1).remove(0).unwrap();
+    let mut down = down;
+    down[0..6].copy_from_slice(&R0);
+    let mut q = VecPacket::from_bytes(&down);
+    assert_eq!(run(&mut edge, &mut q), Verdict::Replicate(3));
+    for (r, (a, qp)) in replicas(&mut edge, &q, 3).into_iter().zip(receivers_a()) {
+        let (_, fr) = r.unwrap();
+        let d = l3(&fr);
+        roce::icrc_check(d).unwrap();
+        assert_eq!(Ipv6Packet::new_checked(d).unwrap().dst_addr(), a);
+        assert_eq!(roce::Bth::new_checked(&d[48..]).unwrap().dest_qp(), qp);
+    }
+}
+
+// ------------------------------------------------------------ H.Encaps
+
+fn with_policies(pl: &mut Pipeline) {
+    let mut t = sid_table();
+    let src = a6("fc00:0:1::100");
+    t.add_policy("2001:db8:99::/48".parse().unwrap(), SrPolicy::new(src, EncapMode::Encaps, vec![(vec![remote(2), remote(3), remote(4)], 1)]).unwrap());
+    t.add_policy("2001:db8:99:1::/64".parse().unwrap(), SrPolicy::new(src, EncapMode::EncapsRed, vec![(vec![remote(2), remote(3), remote(4)], 1)]).unwrap());
+    t.add_policy("2001:db8:99:2::/64".parse().unwrap(), SrPolicy::new(src, EncapMode::EncapsRed, vec![(vec![remote(5)], 1)]).unwrap());
+    t.add_policy("198.51.100.0/24".parse().unwrap(), SrPolicy::new(src, EncapMode::Encaps, vec![(vec![remote(6)], 1), (vec![remote(7), remote(8)], 3)]).unwrap());
+    pl.set_sids(Arc::new(t));
+}
+
+#[test]
+fn h_encaps_ipv6() {
+    let mut pl = pipeline();
+    with_policies(&mut pl);
+    let inner = plain6(a6("2001:db8::2"), a6("2001:db8:99::5"), 0xb9);
+    let mut p = VecPacket::from_bytes(&eth(0x86dd, &inner));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(1));
+    let o = p.to_vec();
+    assert_eq!(&o[0..6], &GW1);
+    let d = l3(&o);
+    let ip = Ipv6Packet::new_checked(d).unwrap();
+    assert_eq!(ip.src_addr(), a6("fc00:0:1::100"));
+    assert_eq!(ip.dst_addr(), remote(2));
+    assert_eq!(ip.hop_limit(), 64);
+    assert_eq!(ip.traffic_class(), 0xb9);
+    assert_ne!(ip.flow_label(), 0);
+    assert_eq!(usize::from(ip.payload_len()), d.len() - 40);
+    assert_eq!(u8::from(ip.next_header().0), 43);
+    let sr = Srh::new_checked(&d[40..]).unwrap();
+    let r = SrhRepr::parse(&sr, MT).unwrap();
+    assert_eq!(r.next_header, 41);
+    assert_eq!(r.segments, vec![remote(4), remote(3), remote(2)]);
+    assert_eq!(r.segments_left, 2);
+    assert_eq!(&d[40 + sr.header_len()..], &inner[..], "inner packet unchanged");
+    assert_eq!(pl.counters.local[Local::Srv6Encap as usize].get(), 1);
+    // Same flow, same flow label.
+    let mut p2 = VecPacket::from_bytes(&eth(0x86dd, &inner));
+    run(&mut pl, &mut p2);
+    assert_eq!(Ipv6Packet::new_checked(l3(&p2.to_vec())).unwrap().flow_label(), ip.flow_label());
+}
+
+#[test]
+fn h_encaps_red() {
+    let mut pl = pipeline();
+    with_policies(&mut pl);
+    let inner = plain6(a6("2001:db8::2"), a6("2001:db8:99:1::5"), 0);
+    let mut p = VecPacket::from_bytes(&eth(0x86dd, &inner));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(1));
+    let o = p.to_vec();
+    let d = l3(&o);
+    assert_eq!(Ipv6Packet::new_checked(d).unwrap().dst_addr(), remote(2));
+    let sr = Srh::new_checked(&d[40..]).unwrap();
+    assert_eq!(sr.last_entry(), 1);
+    assert_eq!(sr.segments_left(), 2);
+    assert_eq!(sr.segments().collect::<Vec<_>>(), vec![remote(4), remote(3)]);
+    assert_eq!(&d[40 + sr.header_len()..], &inner[..]);
+    // The next End node handles SL = Last Entry + 1.
+    let mut mid = pipeline();
+    let mut t = sid_table();
+    t.insert(remote(2), Behaviour::End);
+    mid.set_sids(Arc::new(t));
+    let mut f = o.clone();
+    f[0..6].copy_from_slice(&R0);
+    let mut q = VecPacket::from_bytes(&f);
+    assert_eq!(run(&mut mid, &mut q), Verdict::Tx(1));
+    assert_eq!(Ipv6Packet::new_checked(l3(&q.to_vec())).unwrap().dst_addr(), remote(3));
+    // One SID: no SRH at all.
+    let inner = plain6(a6("2001:db8::2"), a6("2001:db8:99:2::5"), 0);
+    let mut p = VecPacket::from_bytes(&eth(0x86dd, &inner));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(1));
+    let o = p.to_vec();
+    let ip = Ipv6Packet::new_checked(l3(&o)).unwrap();
+    assert_eq!(ip.next_header().0, 41);
+    assert_eq!(ip.dst_addr(), remote(5));
+    assert_eq!(&l3(&o)[40..], &inner[..]);
+}
+
+#[test]
+fn h_encaps_ipv4_with_weighted_lists() {
+    let mut pl = pipeline();
+    with_policies(&mut pl);
+    let mut seen = std::collections::HashMap::new();
+    for port in 0..200u16 {
+        let mut udp = vec![0u8; 12];
+        udp[0..2].copy_from_slice(&(1000 + port).to_be_bytes());
+        udp[2..4].copy_from_slice(&53u16.to_be_bytes());
+        let inner = ipv4(Ipv4Addr::new(10, 0, 0, 2), Ipv4Addr::new(198, 51, 100, 9), 17, 64, 0x03, &udp);
+        let mut p = VecPacket::from_bytes(&eth(0x0800, &inner));
+        assert_eq!(run(&mut pl, &mut p), Verdict::Tx(1));
+        let o = p.to_vec();
+        assert_eq!(&o[12..14], &[0x86, 0xdd]);
+        let d = l3(&o);
+        let ip = Ipv6Packet::new_checked(d).unwrap();
+        assert_eq!(ip.ecn(), 3, "ECN copied (RFC 6040 normal mode)");
+        let sr = Srh::new_checked(&d[40..]).unwrap();
+        assert_eq!(sr.next_header(), 4);
+        assert_eq!(&d[40 + sr.header_len()..], &inner[..], "inner IPv4 unchanged");
+        *seen.entry(ip.dst_addr()).or_insert(0) += 1;
+    }
+    let a = seen[&remote(6)];
+    let b = seen[&remote(7)];
+    assert_eq!(a + b, 200);
+    assert!(b > a && a > 20, "weights 1:3 -> {a}:{b}");
+}
+
+#[test]
+fn h_encaps_does_not_touch_other_traffic_and_needs_headroom() {
+    let mut pl = pipeline();
+    with_policies(&mut pl);
+    let inner = plain6(a6("2001:db8::2"), a6("2001:db8:2::10"), 0);
+    let mut p = VecPacket::from_bytes(&eth(0x86dd, &inner));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(2));
+    assert_eq!(l3(&p.to_vec()).len(), inner.len());
+    let inner = plain6(a6("2001:db8::2"), a6("2001:db8:99::5"), 0);
+    let mut p = VecPacket::with_headroom(&eth(0x86dd, &inner), 16);
+    assert_eq!(run(&mut pl, &mut p), Verdict::Drop(Drop::NoHeadroom));
+}
+
+// ------------------------------------------------------------ scapy oracle
+
+fn oracle() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/oracle/srv6_endmt.py")
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+}
+
+fn py(args: &[&str], stdin: &str) -> String {
+    let mut c = Command::new("python3")
+        .arg(oracle())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3 with scapy >= 2.6 is needed (pip install scapy)");
+    c.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    let o = c.wait_with_output().unwrap();
+    assert!(o.status.success(), "oracle failed: {}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+#[test]
+fn oracle_scapy_end_mt() {
+    // scapy builds the SRv6-encapsulated RoCEv2 packet with End.MT TLVs
+    // (and computes its ICRC), we replicate, scapy checks every replica.
+    let rs = receivers_a();
+    let spec: Vec<String> = rs.iter().map(|(a, q)| format!("{a},{q}")).collect();
+    let sid = sid_mt().to_string();
+    let frame = unhex(py(&["build", &sid, &spec.join(";")], "").trim());
+    let mut pl = pipeline();
+    let mut p = VecPacket::from_bytes(&frame);
+    assert_eq!(run(&mut pl, &mut p), Verdict::Replicate(rs.len() as u16));
+    let mut lines = String::new();
+    for (i, r) in replicas(&mut pl, &p, rs.len() as u16).into_iter().enumerate() {
+        let (_, f) = r.unwrap();
+        lines.push_str(&format!("{},{},{}\n", rs[i].0, rs[i].1, hex(&f)));
+    }
+    let out = py(&["check", &hex(&frame)], &lines);
+    assert!(out.contains(&format!("OK {}", rs.len())), "{out}");
+}
+
+#[test]
+fn srv6_counter_names() {
+    for (r, n) in [
+        (Drop::SrhSlZero, "srh-sl-zero"),
+        (Drop::SrhMalformed, "srh-malformed"),
+        (Drop::SrhHmacBad, "srh-hmac-bad"),
+        (Drop::EndMtNoTlv, "endmt-no-tlv"),
+        (Drop::EndMtNoSrh, "endmt-no-srh"),
+    ] {
+        assert_eq!(r.name(), n);
+    }
+    let _ = IpAddr::V6(sid_end());
+}
