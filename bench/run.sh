@@ -242,6 +242,18 @@ if [ "${BENCH_WIRE:-1}" != 0 ]; then
         || { echo "bench: wire_bench failed" >&2; failed=1; }
 fi
 
+# ---------------------------------------------------------------- congestion-aware node
+# Congestion-aware node benchmark (issue 4), pure Rust, no DPDK: per-packet
+# cost of the congestion-aware egress path against plain forwarding with 1k,
+# 100k and 1M flows, and the CNP reaction time (hdrhistogram). Writes
+# bench/congestion-results.md (its goal is reported there, not in
+# results.md). About 20 s. BENCH_CONGESTION=0 skips it.
+if [ "${BENCH_CONGESTION:-1}" != 0 ]; then
+    echo "bench: cargo run --release -p dataplane --example congestion_bench" >&2
+    (cd "$ROOT" && cargo run --release -p dataplane --example congestion_bench) \
+        || { echo "bench: congestion_bench failed" >&2; failed=1; }
+fi
+
 if [ "$failed" = 1 ]; then exit 1; fi
 if [ "${BENCH_STRICT:-0}" = 1 ] && grep -q 'NOT met' "$RESULTS"; then exit 1; fi
 exit 0
