@@ -21,5 +21,6 @@ pub mod egress;
 pub mod classify;
 pub mod node;
 pub mod sim;
+pub mod multicast;
 pub mod endc;
 pub mod fann;

@@ -1,0 +1,641 @@
+//! One multicast group's reverse-path state (draft s.8) and the ACK / NACK /
+//! CNP aggregation rules (s.5.3), with the s.9 protections.
+
+use std::net::Ipv6Addr;
+
+use super::psn::{psn_add, psn_diff, psn_sub, PSN_HALF, PSN_MASK};
+use crate::pipeline::TokenBucket;
+use crate::wire::roce::{NakCode, Syndrome};
+
+// ---------------------------------------------------------------- counters
+
+macro_rules! counters {
+    ($($var:ident => $s:literal,)*) => {
+        /// Named per-group counters: events and drop reasons (VPP style).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[repr(u8)]
+        pub enum Counter { $($var,)* }
+        impl Counter {
+            pub const ALL: &'static [Counter] = &[$(Counter::$var,)*];
+            /// The counter's name as the CLI and telemetry would show it.
+            pub const fn name(self) -> &'static str {
+                match self { $(Counter::$var => $s,)* }
+            }
+        }
+        /// Number of [`Counter`]s.
+        pub const N_COUNTERS: usize = [$($s,)*].len();
+    };
+}
+
+counters! {
+    // responses received from branches
+    AckIn => "mc-ack-in",
+    NakIn => "mc-nak-in",
+    RnrIn => "mc-rnr-nak-in",
+    FatalNakIn => "mc-fatal-nak-in",
+    CnpIn => "mc-cnp-in",
+    // aggregated responses sent to the source
+    AckUp => "mc-ack-up",
+    NakUp => "mc-nak-up",
+    RnrUp => "mc-rnr-nak-up",
+    FatalNakUp => "mc-fatal-nak-up",
+    CnpUp => "mc-cnp-up",
+    // absorbed without an upstream message
+    NakSuppressed => "mc-nak-suppressed",
+    // drops
+    UnknownReceiver => "mc-unknown-receiver",
+    StalePsn => "mc-stale-psn",
+    PsnOutOfWindow => "mc-psn-out-of-window",
+    PsnBeyondSent => "mc-psn-beyond-sent",
+    CnpRateLimited => "mc-cnp-rate-limited",
+    UnsupportedOpcode => "mc-unsupported-opcode",
+    BadIcrc => "mc-bad-icrc",
+    Malformed => "mc-malformed",
+}
+
+/// A set of [`Counter`]s (one writer: the worker that owns the group).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Counters([u64; N_COUNTERS]);
+
+impl Default for Counters {
+    fn default() -> Self {
+        Counters([0; N_COUNTERS])
+    }
+}
+
+impl Counters {
+    #[inline]
+    pub fn get(&self, c: Counter) -> u64 {
+        self.0[c as usize]
+    }
+    #[inline]
+    pub(crate) fn inc(&mut self, c: Counter) {
+        let v = &mut self.0[c as usize];
+        *v = v.wrapping_add(1);
+    }
+    #[inline]
+    pub(crate) fn add(&mut self, c: Counter, n: u64) {
+        let v = &mut self.0[c as usize];
+        *v = v.wrapping_add(n);
+    }
+    /// Every counter with its value.
+    pub fn iter(&self) -> impl Iterator<Item = (Counter, u64)> + '_ {
+        Counter::ALL.iter().map(move |&c| (c, self.get(c)))
+    }
+}
+
+// ---------------------------------------------------------------- config
+
+/// A group's source-side identity: the source host and its RC QP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GroupId {
+    pub source: Ipv6Addr,
+    /// The source's own (local) QPN: BTH DestQP of every upstream response.
+    pub source_qpn: u32,
+}
+
+/// A downstream receiver (one branch at an edge node), as the End.MT TLV
+/// or the control plane gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Receiver {
+    pub addr: Ipv6Addr,
+    /// The receiver's own QPN (written into DestQP downstream; never seen
+    /// on the reverse path).
+    pub qpn: u32,
+}
+
+/// Why a group configuration was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetupError {
+    NoReceivers,
+    TooManyReceivers,
+    /// A QPN does not fit 24 bits (field name).
+    QpnRange(&'static str),
+    PsnRange,
+    ZeroWindow,
+    ZeroCnpRate,
+    /// Two branches with the same receiver address (indistinguishable on the
+    /// reverse path).
+    DuplicateReceiver(Ipv6Addr),
+    /// A group with this id is installed already.
+    DuplicateGroup,
+    /// Another group uses the same Proxy Address and Designated QPN.
+    DuplicateProxy,
+    /// The table is full.
+    TableFull,
+}
+
+impl core::fmt::Display for SetupError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            SetupError::NoReceivers => write!(f, "receivers: the group has none"),
+            SetupError::TooManyReceivers => write!(f, "receivers: more than {MAX_BRANCHES}"),
+            SetupError::QpnRange(n) => write!(f, "{n}: QPN does not fit 24 bits"),
+            SetupError::PsnRange => write!(f, "initial_psn: does not fit 24 bits"),
+            SetupError::ZeroWindow => write!(f, "cnp_window_ns: must be > 0"),
+            SetupError::ZeroCnpRate => write!(f, "cnp_rate_per_s / cnp_burst: must be > 0"),
+            SetupError::DuplicateReceiver(a) => write!(f, "receivers: {a} appears twice"),
+            SetupError::DuplicateGroup => write!(f, "id: group already installed"),
+            SetupError::DuplicateProxy => {
+                write!(f, "proxy/designated_qpn: used by another group")
+            }
+            SetupError::TableFull => write!(f, "group table full"),
+        }
+    }
+}
+
+impl std::error::Error for SetupError {}
+
+/// Most branches per group (a `u32` index in the lookup map; the End.MT TLV
+/// itself carries at most 255 receivers per edge node).
+pub const MAX_BRANCHES: usize = 1 << 16;
+
+/// Static configuration of one group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupConfig {
+    pub id: GroupId,
+    /// The Proxy Address (s.2): DA of the receivers' responses, SA of the
+    /// responses this node sends to the source.
+    pub proxy: Ipv6Addr,
+    /// The Designated QPN (s.2): DestQP of the receivers' responses.
+    pub designated_qpn: u32,
+    pub receivers: Vec<Receiver>,
+    /// The first PSN the source sends. Every branch starts at
+    /// `initial_psn - 1` ("AckPSN initial value 0" of s.8 with the default 1).
+    pub initial_psn: u32,
+    /// The CNP aggregation window T (s.5.3.3).
+    pub cnp_window_ns: u64,
+    /// Per-branch CNP rate limit (s.9): sustained rate and burst.
+    pub cnp_rate_per_s: u32,
+    pub cnp_burst: u32,
+    /// Upstream packets: P_Key, UDP source port, traffic class of ACK/NAK
+    /// and of CNP, hop limit.
+    pub pkey: u16,
+    pub udp_src_port: u16,
+    pub traffic_class: u8,
+    pub cnp_traffic_class: u8,
+    pub hop_limit: u8,
+}
+
+impl GroupConfig {
+    /// A configuration with documented defaults: initial PSN 1, window
+    /// T = 50 µs, CNP limit 100 000/s burst 16 per branch, default P_Key,
+    /// UDP source port `0xC000 | (source_qpn & 0x3fff)`, DSCP 26 for ACK/NAK
+    /// and DSCP 48 for CNP (common RoCEv2 defaults), hop limit 64.
+    pub fn new(id: GroupId, proxy: Ipv6Addr, designated_qpn: u32, receivers: Vec<Receiver>) -> Self {
+        GroupConfig {
+            id,
+            proxy,
+            designated_qpn,
+            receivers,
+            initial_psn: 1,
+            cnp_window_ns: 50_000,
+            cnp_rate_per_s: 100_000,
+            cnp_burst: 16,
+            pkey: crate::wire::roce::DEFAULT_PKEY,
+            udp_src_port: 0xc000 | (id.source_qpn & 0x3fff) as u16,
+            traffic_class: 26 << 2,
+            cnp_traffic_class: 48 << 2,
+            hop_limit: 64,
+        }
+    }
+
+    /// Check every field; the first problem is reported with its field.
+    pub fn validate(&self) -> Result<(), SetupError> {
+        if self.receivers.is_empty() {
+            return Err(SetupError::NoReceivers);
+        }
+        if self.receivers.len() > MAX_BRANCHES {
+            return Err(SetupError::TooManyReceivers);
+        }
+        if self.id.source_qpn > PSN_MASK {
+            return Err(SetupError::QpnRange("id.source_qpn"));
+        }
+        if self.designated_qpn > PSN_MASK {
+            return Err(SetupError::QpnRange("designated_qpn"));
+        }
+        if self.initial_psn > PSN_MASK {
+            return Err(SetupError::PsnRange);
+        }
+        if self.cnp_window_ns == 0 {
+            return Err(SetupError::ZeroWindow);
+        }
+        if self.cnp_rate_per_s == 0 || self.cnp_burst == 0 {
+            return Err(SetupError::ZeroCnpRate);
+        }
+        for (i, r) in self.receivers.iter().enumerate() {
+            if r.qpn > PSN_MASK {
+                return Err(SetupError::QpnRange("receivers.qpn"));
+            }
+            if self.receivers[..i].iter().any(|o| o.addr == r.addr) {
+                return Err(SetupError::DuplicateReceiver(r.addr));
+            }
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------- messages
+
+/// The NAK flavours of an AETH syndrome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NakKind {
+    /// NAK, PSN sequence error: the PSN is the responder's ePSN.
+    PsnSequenceError,
+    /// Receiver Not Ready NAK with its 5-bit timer code.
+    Rnr { timer: u8 },
+    /// Any other NAK code (fatal for the responder's QP).
+    Fatal(NakCode),
+}
+
+impl NakKind {
+    pub fn syndrome(self) -> Syndrome {
+        match self {
+            NakKind::PsnSequenceError => Syndrome::Nak(NakCode::PsnSequenceError),
+            NakKind::Rnr { timer } => Syndrome::RnrNak { timer: timer & 0x1f },
+            NakKind::Fatal(c) => Syndrome::Nak(c),
+        }
+    }
+}
+
+/// A response received from a branch (the parsed content of an RC
+/// Acknowledge packet or a CNP).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Response {
+    /// ACK: BTH PSN = acknowledged PSN, AETH MSN and credit code.
+    Ack { psn: u32, msn: u32, credits: u8 },
+    /// NAK or RNR NAK: BTH PSN (the ePSN for a sequence error), AETH MSN.
+    Nak { psn: u32, msn: u32, kind: NakKind },
+    /// CNP.
+    Cnp,
+}
+
+impl Response {
+    /// From the BTH PSN and the AETH syndrome + MSN of an Acknowledge packet.
+    pub fn from_aeth(psn: u32, syndrome: Syndrome, msn: u32) -> Response {
+        let psn = psn & PSN_MASK;
+        let msn = msn & PSN_MASK;
+        match syndrome {
+            Syndrome::Ack { credits } => Response::Ack { psn, msn, credits: credits & 0x1f },
+            Syndrome::RnrNak { timer } => Response::Nak { psn, msn, kind: NakKind::Rnr { timer } },
+            Syndrome::Nak(NakCode::PsnSequenceError) => {
+                Response::Nak { psn, msn, kind: NakKind::PsnSequenceError }
+            }
+            Syndrome::Nak(c) => Response::Nak { psn, msn, kind: NakKind::Fatal(c) },
+        }
+    }
+}
+
+/// An aggregated response for the source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Upstream {
+    /// ACK with the minimum acknowledged PSN over the branches.
+    Ack { psn: u32, msn: u32, credits: u8 },
+    /// NAK: for a sequence error or RNR, the minimum effective ePSN over the
+    /// branches; for a fatal NAK, the PSN the branch reported.
+    Nak { psn: u32, msn: u32, kind: NakKind },
+    /// The window's CNP, on behalf of the branch with the highest CCount.
+    Cnp { branch: usize, ccount: u32 },
+}
+
+// ---------------------------------------------------------------- state
+
+/// Per-branch state (s.8).
+#[derive(Debug, Clone)]
+pub struct Branch {
+    pub receiver: Receiver,
+    /// Last acknowledged PSN (an ACK's PSN, or ePSN - 1 after a NAK).
+    acked: u32,
+    /// ePSN of the NAK (sequence error or RNR) not yet resolved by an ACK.
+    nak_epsn: Option<u32>,
+    /// Last MSN seen.
+    msn: u32,
+    /// Last ACK credit code (31 = invalid/unlimited until the first ACK).
+    credits: u8,
+    /// CNPs counted in the current window.
+    ccount: u32,
+    cnp_bucket: TokenBucket,
+}
+
+impl Branch {
+    pub fn acked(&self) -> u32 {
+        self.acked
+    }
+    /// The ePSN of a pending NAK, if any.
+    pub fn nak_epsn(&self) -> Option<u32> {
+        self.nak_epsn
+    }
+    /// The effective ePSN (s.5.3.2): the NAK's ePSN, or acked + 1.
+    pub fn epsn(&self) -> u32 {
+        self.nak_epsn.unwrap_or(psn_add(self.acked, 1))
+    }
+    pub fn msn(&self) -> u32 {
+        self.msn
+    }
+    pub fn credits(&self) -> u8 {
+        self.credits
+    }
+    pub fn ccount(&self) -> u32 {
+        self.ccount
+    }
+}
+
+/// One multicast group at this node.
+#[derive(Debug, Clone)]
+pub struct Group {
+    cfg: GroupConfig,
+    branches: Box<[Branch]>,
+    /// Last PSN the source has been told is acknowledged by everyone (by an
+    /// upstream ACK, or implied by an upstream NAK's ePSN - 1). All branch
+    /// PSNs lie within the half window above it.
+    up_psn: u32,
+    /// Last ePSN sent in an upstream sequence-error NAK.
+    up_nak: Option<u32>,
+    /// Highest data PSN seen downstream, if the data path reports it.
+    highest_sent: Option<u32>,
+    window_start: u64,
+    counters: Counters,
+}
+
+impl Group {
+    /// Set up a group at time `now` (the first CNP window starts then).
+    /// Allocates; not for the per-packet path.
+    pub fn new(cfg: GroupConfig, now: u64) -> Result<Group, SetupError> {
+        cfg.validate()?;
+        let start = psn_sub(cfg.initial_psn, 1);
+        let branches = cfg
+            .receivers
+            .iter()
+            .map(|&receiver| Branch {
+                receiver,
+                acked: start,
+                nak_epsn: None,
+                msn: 0,
+                credits: 31,
+                ccount: 0,
+                cnp_bucket: TokenBucket::new(cfg.cnp_rate_per_s, cfg.cnp_burst),
+            })
+            .collect();
+        Ok(Group {
+            branches,
+            up_psn: start,
+            up_nak: None,
+            highest_sent: None,
+            window_start: now,
+            counters: Counters::default(),
+            cfg,
+        })
+    }
+
+    pub fn config(&self) -> &GroupConfig {
+        &self.cfg
+    }
+    pub fn id(&self) -> GroupId {
+        self.cfg.id
+    }
+    pub fn branches(&self) -> &[Branch] {
+        &self.branches
+    }
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+    pub(crate) fn count(&mut self, c: Counter) {
+        self.counters.inc(c);
+    }
+    /// The last PSN forwarded upstream as acknowledged.
+    pub fn upstream_psn(&self) -> u32 {
+        self.up_psn
+    }
+    /// The last ePSN forwarded in an upstream sequence-error NAK.
+    pub fn upstream_nak(&self) -> Option<u32> {
+        self.up_nak
+    }
+    pub fn highest_sent(&self) -> Option<u32> {
+        self.highest_sent
+    }
+
+    /// The branch of a receiver address (linear; [`super::GroupTable`] has
+    /// the O(1) map).
+    pub fn branch_index(&self, addr: &Ipv6Addr) -> Option<usize> {
+        self.branches.iter().position(|b| b.receiver.addr == *addr)
+    }
+
+    /// Record a data packet's PSN on its way downstream; ACKs and NAKs beyond
+    /// the highest PSN sent are then refused (s.9, inflated AckPSN). PSNs
+    /// outside the half window above the upstream PSN are ignored.
+    pub fn on_data(&mut self, psn: u32) {
+        let psn = psn & PSN_MASK;
+        let d = psn_diff(psn, self.up_psn);
+        if d >= PSN_HALF {
+            return;
+        }
+        self.highest_sent = Some(match self.highest_sent {
+            Some(h) if psn_diff(h, self.up_psn) >= d && psn_diff(h, self.up_psn) < PSN_HALF => h,
+            _ => psn,
+        });
+    }
+
+    /// A response from the receiver at `from` (linear branch lookup).
+    /// Unknown receivers are dropped and counted.
+    pub fn on_response(
+        &mut self,
+        from: &Ipv6Addr,
+        resp: Response,
+        now: u64,
+    ) -> Result<Option<Upstream>, Counter> {
+        match self.branch_index(from) {
+            Some(b) => self.on_branch(b, resp, now),
+            None => {
+                self.counters.inc(Counter::UnknownReceiver);
+                Err(Counter::UnknownReceiver)
+            }
+        }
+    }
+
+    /// A response from branch `branch`.
+    ///
+    /// `Ok(Some(up))`: send `up` to the source. `Ok(None)`: absorbed into
+    /// the state. `Err(reason)`: dropped (already counted under `reason`).
+    /// A CNP that arrives after the window end first closes the window, so
+    /// it may return the window's CNP even when the arriving one is over
+    /// its rate (counted as `mc-cnp-rate-limited`).
+    pub fn on_branch(
+        &mut self,
+        branch: usize,
+        resp: Response,
+        now: u64,
+    ) -> Result<Option<Upstream>, Counter> {
+        if branch >= self.branches.len() {
+            self.counters.inc(Counter::UnknownReceiver);
+            return Err(Counter::UnknownReceiver);
+        }
+        let r = match resp {
+            Response::Ack { psn, msn, credits } => {
+                self.counters.inc(Counter::AckIn);
+                self.ack(branch, psn & PSN_MASK, msn & PSN_MASK, credits & 0x1f)
+            }
+            Response::Nak { psn, msn, kind } => {
+                self.counters.inc(match kind {
+                    NakKind::PsnSequenceError => Counter::NakIn,
+                    NakKind::Rnr { .. } => Counter::RnrIn,
+                    NakKind::Fatal(_) => Counter::FatalNakIn,
+                });
+                self.nak(branch, psn & PSN_MASK, msn & PSN_MASK, kind)
+            }
+            Response::Cnp => {
+                self.counters.inc(Counter::CnpIn);
+                let up = self.roll(now);
+                let b = &mut self.branches[branch];
+                if b.cnp_bucket.take(now) {
+                    b.ccount = b.ccount.saturating_add(1);
+                    Ok(up)
+                } else if up.is_some() {
+                    self.counters.inc(Counter::CnpRateLimited);
+                    Ok(up)
+                } else {
+                    Err(Counter::CnpRateLimited)
+                }
+            }
+        };
+        if let Err(c) = r {
+            self.counters.inc(c);
+        }
+        r
+    }
+
+    /// Close the CNP window if it has ended at `now`: one CNP for the branch
+    /// with the highest CCount (if any counted), all counts reset.
+    pub fn poll(&mut self, now: u64) -> Option<Upstream> {
+        self.roll(now)
+    }
+
+    /// When the current window ends.
+    pub fn window_end(&self) -> u64 {
+        self.window_start.saturating_add(self.cfg.cnp_window_ns)
+    }
+
+    // ---- rules
+
+    /// Forward distance of `p` above the upstream PSN.
+    #[inline]
+    fn off(&self, p: u32) -> u32 {
+        psn_diff(p, self.up_psn)
+    }
+
+    /// Validate a PSN reported by a branch: within the half window above the
+    /// upstream PSN and not beyond the highest PSN sent + `slack`.
+    fn check_window(&self, p: u32, slack: u32) -> Result<u32, Counter> {
+        let d = self.off(p);
+        if d >= PSN_HALF {
+            return Err(Counter::PsnOutOfWindow);
+        }
+        if let Some(h) = self.highest_sent {
+            let hd = self.off(h);
+            if hd < PSN_HALF && d > hd + slack {
+                return Err(Counter::PsnBeyondSent);
+            }
+        }
+        Ok(d)
+    }
+
+    /// (offset of the minimum acked PSN above up_psn, its branch, min credits)
+    fn min_acked(&self) -> (u32, usize, u8) {
+        let mut best = (u32::MAX, 0usize, 31u8);
+        for (i, b) in self.branches.iter().enumerate() {
+            let d = self.off(b.acked);
+            if d < best.0 {
+                best.0 = d;
+                best.1 = i;
+            }
+            best.2 = best.2.min(b.credits);
+        }
+        best
+    }
+
+    fn ack(&mut self, i: usize, psn: u32, msn: u32, credits: u8) -> Result<Option<Upstream>, Counter> {
+        let d = self.check_window(psn, 0)?;
+        if d < self.off(self.branches[i].acked) {
+            return Err(Counter::StalePsn);
+        }
+        let b = &mut self.branches[i];
+        b.acked = psn;
+        b.msn = msn;
+        b.credits = credits;
+        if let Some(e) = b.nak_epsn {
+            // resolved once the ACK covers the NAK's ePSN
+            if psn_diff(psn, e) < PSN_HALF {
+                b.nak_epsn = None;
+            }
+        }
+        let (min_off, mi, cr) = self.min_acked();
+        if min_off == 0 {
+            return Ok(None);
+        }
+        self.up_psn = psn_add(self.up_psn, min_off);
+        if let Some(n) = self.up_nak {
+            // Everyone has the NAK's ePSN now; forget it so that it can never
+            // alias a later ePSN after the PSN space wraps.
+            if psn_diff(self.up_psn, n) < PSN_HALF {
+                self.up_nak = None;
+            }
+        }
+        self.counters.inc(Counter::AckUp);
+        Ok(Some(Upstream::Ack { psn: self.up_psn, msn: self.branches[mi].msn, credits: cr }))
+    }
+
+    fn nak(&mut self, i: usize, e: u32, msn: u32, kind: NakKind) -> Result<Option<Upstream>, Counter> {
+        let d = self.check_window(e, 1)?;
+        if let NakKind::Fatal(_) = kind {
+            // Forwarded as the branch reported it; the state is untouched.
+            self.branches[i].msn = msn;
+            self.counters.inc(Counter::FatalNakUp);
+            return Ok(Some(Upstream::Nak { psn: e, msn, kind }));
+        }
+        // An ePSN must be beyond what the branch acknowledged.
+        if d <= self.off(self.branches[i].acked) {
+            return Err(Counter::StalePsn);
+        }
+        let b = &mut self.branches[i];
+        b.acked = psn_sub(e, 1);
+        b.nak_epsn = Some(e);
+        b.msn = msn;
+        let (min_off, mi, _) = self.min_acked();
+        let min_acked = psn_add(self.up_psn, min_off);
+        let min_epsn = psn_add(min_acked, 1);
+        let up_msn = self.branches[mi].msn;
+        if kind == NakKind::PsnSequenceError {
+            if self.up_nak == Some(min_epsn) {
+                self.counters.inc(Counter::NakSuppressed);
+                return Ok(None);
+            }
+            self.up_nak = Some(min_epsn);
+            self.up_psn = min_acked;
+            self.counters.inc(Counter::NakUp);
+        } else {
+            // RNR NAK: every retry the source makes is refused anew, so each
+            // one is forwarded.
+            self.up_psn = min_acked;
+            self.counters.inc(Counter::RnrUp);
+        }
+        Ok(Some(Upstream::Nak { psn: min_epsn, msn: up_msn, kind }))
+    }
+
+    fn roll(&mut self, now: u64) -> Option<Upstream> {
+        let t = self.cfg.cnp_window_ns;
+        let elapsed = now.saturating_sub(self.window_start);
+        if elapsed < t {
+            return None;
+        }
+        self.window_start += (elapsed / t) * t;
+        let mut best: Option<(usize, u32)> = None;
+        for (i, b) in self.branches.iter_mut().enumerate() {
+            if b.ccount > best.map_or(0, |x| x.1) {
+                best = Some((i, b.ccount));
+            }
+            b.ccount = 0;
+        }
+        let (branch, ccount) = best?;
+        self.counters.inc(Counter::CnpUp);
+        Some(Upstream::Cnp { branch, ccount })
+    }
+}

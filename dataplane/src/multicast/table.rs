@@ -1,0 +1,211 @@
+//! Groups by id, and the O(1) lookup from a received response to
+//! (group, branch).
+
+use std::net::Ipv6Addr;
+
+use rustc_hash::FxHashMap;
+
+use super::group::{Counter, Counters, Group, GroupConfig, GroupId, Response, SetupError, Upstream};
+use super::upstream::ResponseKey;
+
+/// Where a response belongs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lookup {
+    /// `(DA, DestQP)` names no group: ordinary traffic.
+    NotMulticast,
+    /// `(DA, DestQP)` names `group`, but SA is none of its receivers.
+    UnknownReceiver { group: usize },
+    Branch { group: usize, branch: usize },
+}
+
+/// What became of a response handed to [`GroupTable::on_response`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Not a multicast response: forward it as usual.
+    NotMulticast,
+    /// Consumed; send `up` (built with [`super::build_upstream`] and the
+    /// group's config) to the source.
+    Upstream { group: usize, up: Upstream },
+    /// Consumed into the group's state, nothing to send.
+    Absorbed { group: usize },
+    /// Dropped, counted under `reason` in the group's counters.
+    Dropped { group: usize, reason: Counter },
+}
+
+#[inline]
+fn proxy_key(proxy: &Ipv6Addr, dest_qp: u32) -> (u128, u32) {
+    (u128::from(*proxy), dest_qp)
+}
+
+#[inline]
+fn receiver_key(k: &ResponseKey) -> (u128, u128, u32) {
+    (u128::from(k.receiver), u128::from(k.proxy), k.dest_qp)
+}
+
+/// All groups of one worker. Setup (`insert`, `remove`) allocates; the
+/// per-packet calls (`lookup`, `on_response`, `on_data`, `poll`) only read
+/// the preallocated maps.
+#[derive(Debug, Default)]
+pub struct GroupTable {
+    slots: Vec<Option<Group>>,
+    max_groups: usize,
+    by_id: FxHashMap<GroupId, usize>,
+    by_proxy: FxHashMap<(u128, u32), usize>,
+    by_receiver: FxHashMap<(u128, u128, u32), (u32, u32)>,
+}
+
+impl GroupTable {
+    /// A table for up to `max_groups` groups with `max_receivers` receivers
+    /// in all (the maps are sized for that; more receivers still work, the
+    /// maps then grow on insert).
+    pub fn with_capacity(max_groups: usize, max_receivers: usize) -> Self {
+        let mut by_id = FxHashMap::default();
+        by_id.reserve(max_groups);
+        let mut by_proxy = FxHashMap::default();
+        by_proxy.reserve(max_groups);
+        let mut by_receiver = FxHashMap::default();
+        by_receiver.reserve(max_receivers);
+        GroupTable {
+            slots: Vec::with_capacity(max_groups),
+            max_groups,
+            by_id,
+            by_proxy,
+            by_receiver,
+        }
+    }
+
+    /// Install a group (its first CNP window starts at `now`); returns its
+    /// index, stable until it is removed.
+    pub fn insert(&mut self, cfg: GroupConfig, now: u64) -> Result<usize, SetupError> {
+        cfg.validate()?;
+        if self.by_id.contains_key(&cfg.id) {
+            return Err(SetupError::DuplicateGroup);
+        }
+        let pk = proxy_key(&cfg.proxy, cfg.designated_qpn);
+        if self.by_proxy.contains_key(&pk) {
+            return Err(SetupError::DuplicateProxy);
+        }
+        let idx = match self.slots.iter().position(Option::is_none) {
+            Some(i) => i,
+            None if self.slots.len() < self.max_groups => {
+                self.slots.push(None);
+                self.slots.len() - 1
+            }
+            None => return Err(SetupError::TableFull),
+        };
+        let g = Group::new(cfg, now)?;
+        let c = g.config();
+        self.by_id.insert(c.id, idx);
+        self.by_proxy.insert(pk, idx);
+        for (b, r) in c.receivers.iter().enumerate() {
+            let k = ResponseKey { receiver: r.addr, proxy: c.proxy, dest_qp: c.designated_qpn };
+            self.by_receiver.insert(receiver_key(&k), (idx as u32, b as u32));
+        }
+        self.slots[idx] = Some(g);
+        Ok(idx)
+    }
+
+    /// Remove a group by id.
+    pub fn remove(&mut self, id: &GroupId) -> Option<Group> {
+        let idx = self.by_id.remove(id)?;
+        let g = self.slots[idx].take()?;
+        let c = g.config();
+        self.by_proxy.remove(&proxy_key(&c.proxy, c.designated_qpn));
+        for r in &c.receivers {
+            let k = ResponseKey { receiver: r.addr, proxy: c.proxy, dest_qp: c.designated_qpn };
+            self.by_receiver.remove(&receiver_key(&k));
+        }
+        Some(g)
+    }
+
+    pub fn index_of(&self, id: &GroupId) -> Option<usize> {
+        self.by_id.get(id).copied()
+    }
+    pub fn get(&self, idx: usize) -> Option<&Group> {
+        self.slots.get(idx)?.as_ref()
+    }
+    pub fn get_mut(&mut self, idx: usize) -> Option<&mut Group> {
+        self.slots.get_mut(idx)?.as_mut()
+    }
+    /// Installed groups with their indices.
+    pub fn iter(&self) -> impl Iterator<Item = (usize, &Group)> {
+        self.slots.iter().enumerate().filter_map(|(i, g)| g.as_ref().map(|g| (i, g)))
+    }
+    pub fn len(&self) -> usize {
+        self.by_id.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.by_id.is_empty()
+    }
+
+    /// The group a data packet (DA = Proxy Address, DestQP = Designated QPN)
+    /// belongs to.
+    pub fn group_of_data(&self, proxy: &Ipv6Addr, dest_qp: u32) -> Option<usize> {
+        self.by_proxy.get(&proxy_key(proxy, dest_qp)).copied()
+    }
+
+    /// Record a downstream data packet's PSN (see [`Group::on_data`]);
+    /// returns the group index, or None when the packet is no group's.
+    pub fn on_data(&mut self, proxy: &Ipv6Addr, dest_qp: u32, psn: u32) -> Option<usize> {
+        let g = self.group_of_data(proxy, dest_qp)?;
+        self.slots[g].as_mut()?.on_data(psn);
+        Some(g)
+    }
+
+    /// Match a response: O(1), two hash probes at most.
+    pub fn lookup(&self, key: &ResponseKey) -> Lookup {
+        if let Some(&(g, b)) = self.by_receiver.get(&receiver_key(key)) {
+            return Lookup::Branch { group: g as usize, branch: b as usize };
+        }
+        match self.by_proxy.get(&proxy_key(&key.proxy, key.dest_qp)) {
+            Some(&g) => Lookup::UnknownReceiver { group: g },
+            None => Lookup::NotMulticast,
+        }
+    }
+
+    /// Match and process a response.
+    pub fn on_response(&mut self, key: &ResponseKey, resp: Response, now: u64) -> Verdict {
+        match self.lookup(key) {
+            Lookup::NotMulticast => Verdict::NotMulticast,
+            Lookup::UnknownReceiver { group } => {
+                if let Some(g) = self.get_mut(group) {
+                    g.count(Counter::UnknownReceiver);
+                }
+                Verdict::Dropped { group, reason: Counter::UnknownReceiver }
+            }
+            Lookup::Branch { group, branch } => {
+                let Some(g) = self.get_mut(group) else {
+                    return Verdict::NotMulticast;
+                };
+                match g.on_branch(branch, resp, now) {
+                    Ok(Some(up)) => Verdict::Upstream { group, up },
+                    Ok(None) => Verdict::Absorbed { group },
+                    Err(reason) => Verdict::Dropped { group, reason },
+                }
+            }
+        }
+    }
+
+    /// Close the CNP windows that ended by `now`; `emit(group, &group,
+    /// upstream)` for every window CNP.
+    pub fn poll(&mut self, now: u64, mut emit: impl FnMut(usize, &Group, Upstream)) {
+        for (i, slot) in self.slots.iter_mut().enumerate() {
+            if let Some(g) = slot {
+                if let Some(up) = g.poll(now) {
+                    emit(i, g, up);
+                }
+            }
+        }
+    }
+
+    /// The sum of every group's counters.
+    pub fn counters(&self) -> Counters {
+        let mut total = Counters::default();
+        for (_, g) in self.iter() {
+            for (c, v) in g.counters().iter() {
+                total.add(c, v);
+            }
+        }
+        total
+    }
+}

@@ -1,0 +1,643 @@
+//! Unit tests of the reverse-path aggregation on a virtual clock.
+
+use std::net::Ipv6Addr;
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::wire::roce::{self, opcode, Aeth, AethRepr, Bth, BthRepr, CnpRepr, NakCode, Syndrome};
+
+const US: u64 = 1_000;
+
+fn rx(i: u16) -> Ipv6Addr {
+    Ipv6Addr::new(0x2001, 0xdb8, 0xaa, 0, 0, 0, 0, i)
+}
+fn source() -> Ipv6Addr {
+    Ipv6Addr::new(0x2001, 0xdb8, 0x5, 0, 0, 0, 0, 1)
+}
+fn proxy() -> Ipv6Addr {
+    Ipv6Addr::new(0x2001, 0xdb8, 0xff, 0, 0, 0, 0, 0x100)
+}
+const SRC_QPN: u32 = 0x00_1234;
+const DQPN: u32 = 0x00_0abc;
+
+fn cfg(n: u16) -> GroupConfig {
+    let receivers = (1..=n).map(|i| Receiver { addr: rx(i), qpn: 0x100 + u32::from(i) }).collect();
+    GroupConfig::new(GroupId { source: source(), source_qpn: SRC_QPN }, proxy(), DQPN, receivers)
+}
+
+fn cfg_at(n: u16, initial_psn: u32) -> GroupConfig {
+    GroupConfig { initial_psn, ..cfg(n) }
+}
+
+fn ack(psn: u32) -> Response {
+    Response::Ack { psn, msn: psn & 0xfff, credits: 31 }
+}
+fn nak(psn: u32) -> Response {
+    Response::Nak { psn, msn: 7, kind: NakKind::PsnSequenceError }
+}
+fn up_ack_psn(u: Option<Upstream>) -> Option<u32> {
+    match u {
+        Some(Upstream::Ack { psn, .. }) => Some(psn),
+        _ => None,
+    }
+}
+
+// ---------------------------------------------------------------- ACK
+
+#[test]
+fn ack_waits_for_every_branch() {
+    let mut g = Group::new(cfg(3), 0).unwrap();
+    assert_eq!(g.upstream_psn(), 0, "draft s.8: initial AckPSN 0");
+    assert_eq!(g.on_response(&rx(1), ack(10), 0), Ok(None));
+    assert_eq!(g.on_response(&rx(2), ack(5), 0), Ok(None));
+    // branch 3 has not acked yet: nothing upstream
+    assert_eq!(g.counters().get(Counter::AckUp), 0);
+    let u = g.on_response(&rx(3), ack(7), 0).unwrap();
+    assert_eq!(u, Some(Upstream::Ack { psn: 5, msn: 5, credits: 31 }));
+    assert_eq!(g.upstream_psn(), 5);
+}
+
+#[test]
+fn ack_min_and_monotonic() {
+    let mut g = Group::new(cfg(2), 0).unwrap();
+    g.on_response(&rx(1), ack(10), 0).unwrap();
+    assert_eq!(up_ack_psn(g.on_response(&rx(2), ack(8), 0).unwrap()), Some(8));
+    // branch 2 moves ahead of branch 1: min is now 10
+    assert_eq!(up_ack_psn(g.on_response(&rx(2), ack(20), 0).unwrap()), Some(10));
+    // the min does not move: nothing
+    assert_eq!(g.on_response(&rx(2), ack(25), 0), Ok(None));
+    // duplicate ACK: absorbed, nothing upstream
+    assert_eq!(g.on_response(&rx(1), ack(10), 0), Ok(None));
+    // a reordered ACK behind the branch's state cannot move anything back
+    assert_eq!(g.on_response(&rx(2), ack(22), 0), Err(Counter::StalePsn));
+    assert_eq!(g.branches()[1].acked(), 25);
+    assert_eq!(g.counters().get(Counter::StalePsn), 1);
+    // behind the upstream PSN: outside [up, up + 2^23) (mod 2^24 the same
+    // as more than half the space ahead)
+    assert_eq!(g.on_response(&rx(1), ack(9), 0), Err(Counter::PsnOutOfWindow));
+    assert_eq!(g.branches()[0].acked(), 10);
+    assert_eq!(up_ack_psn(g.on_response(&rx(1), ack(30), 0).unwrap()), Some(25));
+    assert_eq!(g.upstream_psn(), 25);
+    assert_eq!(g.counters().get(Counter::AckUp), 3);
+}
+
+#[test]
+fn ack_carries_msn_of_min_branch_and_min_credits() {
+    let mut g = Group::new(cfg(2), 0).unwrap();
+    g.on_response(&rx(1), Response::Ack { psn: 9, msn: 3, credits: 4 }, 0).unwrap();
+    let u = g.on_response(&rx(2), Response::Ack { psn: 12, msn: 4, credits: 9 }, 0).unwrap();
+    assert_eq!(u, Some(Upstream::Ack { psn: 9, msn: 3, credits: 4 }));
+}
+
+#[test]
+fn ack_window_and_inflation_checks() {
+    let mut g = Group::new(cfg(2), 0).unwrap();
+    // more than half the PSN space ahead of the upstream PSN: refused
+    assert_eq!(g.on_response(&rx(1), ack(PSN_HALF + 5), 0), Err(Counter::PsnOutOfWindow));
+    // with the data path reporting PSNs, nothing beyond the highest sent
+    g.on_data(1);
+    g.on_data(50);
+    g.on_data(40); // retransmission: highest stays 50
+    assert_eq!(g.highest_sent(), Some(50));
+    assert_eq!(g.on_response(&rx(1), ack(51), 0), Err(Counter::PsnBeyondSent));
+    assert_eq!(g.on_response(&rx(1), ack(50), 0), Ok(None));
+    // NAK ePSN may be highest + 1 (everything received), not more
+    assert_eq!(g.on_response(&rx(2), nak(52), 0), Err(Counter::PsnBeyondSent));
+    assert!(g.on_response(&rx(2), nak(51), 0).unwrap().is_some());
+    assert_eq!(g.counters().get(Counter::PsnBeyondSent), 2);
+    assert_eq!(g.counters().get(Counter::PsnOutOfWindow), 1);
+}
+
+// ---------------------------------------------------------------- NACK
+
+#[test]
+fn nak_min_epsn_rule() {
+    let mut g = Group::new(cfg(3), 0).unwrap();
+    g.on_response(&rx(1), ack(20), 0).unwrap();
+    g.on_response(&rx(2), ack(15), 0).unwrap();
+    g.on_response(&rx(3), ack(30), 0).unwrap(); // upstream ACK 15
+    assert_eq!(g.upstream_psn(), 15);
+    // branch 1 NAKs ePSN 25; branch 2 (no NAK) counts as 15 + 1 = 16
+    let u = g.on_response(&rx(1), nak(25), 0).unwrap();
+    assert_eq!(u, Some(Upstream::Nak { psn: 16, msn: 15, kind: NakKind::PsnSequenceError }));
+    assert_eq!(g.branches()[0].epsn(), 25);
+    assert_eq!(g.branches()[0].acked(), 24, "a NAK acknowledges ePSN - 1");
+    assert_eq!(g.branches()[1].epsn(), 16);
+    assert_eq!(g.branches()[1].nak_epsn(), None);
+    // branch 2 catches up; branch 1 is now the minimum with its ePSN 25
+    assert_eq!(up_ack_psn(g.on_response(&rx(2), ack(40), 0).unwrap()), Some(24));
+    // a NAK from branch 3 with a later ePSN: min ePSN stays 25 -> one NAK
+    // was already sent for 16, this is a new retransmission point 25
+    let u = g.on_response(&rx(3), nak(35), 0).unwrap();
+    assert_eq!(u, Some(Upstream::Nak { psn: 25, msn: 7, kind: NakKind::PsnSequenceError }));
+    // the same minimum again (branch 2 NAKs beyond it): suppressed
+    assert_eq!(g.on_response(&rx(2), nak(45), 0), Ok(None));
+    assert_eq!(g.counters().get(Counter::NakSuppressed), 1);
+    // a NAK at or below what the branch acknowledged is stale
+    assert_eq!(g.on_response(&rx(2), nak(30), 0), Err(Counter::StalePsn));
+    // an ACK covering the ePSN clears the branch's NAK
+    g.on_response(&rx(1), ack(26), 0).unwrap();
+    assert_eq!(g.branches()[0].nak_epsn(), None);
+    assert_eq!(g.branches()[0].epsn(), 27);
+}
+
+#[test]
+fn nak_with_silent_branch_goes_back_to_start() {
+    // A branch that never acked has effective ePSN = initial PSN.
+    let mut g = Group::new(cfg_at(2, 100), 0).unwrap();
+    let u = g.on_response(&rx(1), nak(150), 0).unwrap();
+    assert_eq!(u, Some(Upstream::Nak { psn: 100, msn: 0, kind: NakKind::PsnSequenceError }));
+}
+
+#[test]
+fn rnr_and_fatal_naks() {
+    let mut g = Group::new(cfg(2), 0).unwrap();
+    g.on_response(&rx(1), ack(10), 0).unwrap();
+    g.on_response(&rx(2), ack(10), 0).unwrap();
+    let rnr = Response::Nak { psn: 12, msn: 2, kind: NakKind::Rnr { timer: 14 } };
+    assert_eq!(
+        g.on_response(&rx(1), rnr, 0).unwrap(),
+        Some(Upstream::Nak { psn: 11, msn: 10, kind: NakKind::Rnr { timer: 14 } })
+    );
+    // RNR NAKs are forwarded every time (each refuses a new retry)
+    assert_eq!(
+        g.on_response(&rx(1), rnr, 0).unwrap(),
+        Some(Upstream::Nak { psn: 11, msn: 10, kind: NakKind::Rnr { timer: 14 } })
+    );
+    let fatal = Response::Nak { psn: 11, msn: 2, kind: NakKind::Fatal(NakCode::RemoteAccessError) };
+    assert_eq!(
+        g.on_response(&rx(2), fatal, 0).unwrap(),
+        Some(Upstream::Nak { psn: 11, msn: 2, kind: NakKind::Fatal(NakCode::RemoteAccessError) })
+    );
+    assert_eq!(g.branches()[1].acked(), 10, "fatal NAK leaves the state alone");
+    assert_eq!(g.counters().get(Counter::FatalNakUp), 1);
+    assert_eq!(g.counters().get(Counter::RnrUp), 2);
+}
+
+// ---------------------------------------------------------------- wrap
+
+#[test]
+fn psn_wraps_at_24_bits() {
+    let mut g = Group::new(cfg_at(2, 0xff_fff0), 0).unwrap();
+    assert_eq!(g.upstream_psn(), 0xff_ffef);
+    g.on_response(&rx(1), ack(0xff_fffe), 0).unwrap();
+    assert_eq!(up_ack_psn(g.on_response(&rx(2), ack(0xff_ffff), 0).unwrap()), Some(0xff_fffe));
+    // branch 1 wraps to 3: min is branch 2 at 0xffffff
+    assert_eq!(up_ack_psn(g.on_response(&rx(1), ack(3), 0).unwrap()), Some(0xff_ffff));
+    // branch 2 wraps to 0 -> 0 is after 0xffffff
+    assert_eq!(up_ack_psn(g.on_response(&rx(2), ack(0), 0).unwrap()), Some(0));
+    assert_eq!(g.on_response(&rx(2), ack(0xff_fffd), 0), Err(Counter::PsnOutOfWindow));
+    // NAK across the wrap: branch 2 NAKs ePSN 2 (so it has 1), branch 1 is
+    // at 3: min(acked) = 1, upstream ePSN 2
+    let u = g.on_response(&rx(2), nak(2), 0).unwrap();
+    assert_eq!(u, Some(Upstream::Nak { psn: 2, msn: 7, kind: NakKind::PsnSequenceError }));
+    assert_eq!(g.upstream_psn(), 1);
+    // ePSN 0xffffff would be behind: stale / out of window, never backwards
+    assert!(g.on_response(&rx(1), nak(0xff_ffff), 0).is_err());
+    assert_eq!(g.upstream_psn(), 1);
+}
+
+// ---------------------------------------------------------------- CNP
+
+fn cnp_cfg(n: u16) -> GroupConfig {
+    GroupConfig { cnp_window_ns: 100 * US, cnp_rate_per_s: 1_000_000, cnp_burst: 100, ..cfg(n) }
+}
+
+#[test]
+fn cnp_one_per_window_for_max_ccount() {
+    let mut g = Group::new(cnp_cfg(3), 0).unwrap();
+    for t in 0..3 {
+        assert_eq!(g.on_response(&rx(1), Response::Cnp, t * US), Ok(None));
+    }
+    for t in 0..5 {
+        assert_eq!(g.on_response(&rx(2), Response::Cnp, 10 * US + t * US), Ok(None));
+    }
+    g.on_response(&rx(3), Response::Cnp, 20 * US).unwrap();
+    assert_eq!(g.poll(99 * US), None, "window not over");
+    assert_eq!(g.branches()[1].ccount(), 5);
+    assert_eq!(g.poll(100 * US), Some(Upstream::Cnp { branch: 1, ccount: 5 }));
+    assert!(g.branches().iter().all(|b| b.ccount() == 0), "counts reset");
+    assert_eq!(g.poll(150 * US), None);
+    // an empty window sends nothing
+    assert_eq!(g.poll(200 * US), None);
+    // a CNP after the window end closes the window it was not part of
+    g.on_response(&rx(3), Response::Cnp, 210 * US).unwrap();
+    g.on_response(&rx(3), Response::Cnp, 220 * US).unwrap();
+    let u = g.on_response(&rx(1), Response::Cnp, 305 * US).unwrap();
+    assert_eq!(u, Some(Upstream::Cnp { branch: 2, ccount: 2 }));
+    assert_eq!(g.branches()[0].ccount(), 1, "the late CNP counts in the new window");
+    assert_eq!(g.window_end(), 400 * US);
+    // a late poll skips empty windows and aligns to T
+    assert_eq!(g.poll(1_050 * US), Some(Upstream::Cnp { branch: 0, ccount: 1 }));
+    assert_eq!(g.window_end(), 1_100 * US);
+    assert_eq!(g.counters().get(Counter::CnpUp), 3);
+    assert_eq!(g.counters().get(Counter::CnpIn), 12);
+}
+
+#[test]
+fn cnp_tie_goes_to_lowest_branch() {
+    let mut g = Group::new(cnp_cfg(3), 0).unwrap();
+    g.on_response(&rx(3), Response::Cnp, 0).unwrap();
+    g.on_response(&rx(2), Response::Cnp, 0).unwrap();
+    assert_eq!(g.poll(100 * US), Some(Upstream::Cnp { branch: 1, ccount: 1 }));
+}
+
+#[test]
+fn cnp_rate_limit_per_branch() {
+    let c = GroupConfig { cnp_window_ns: 1_000 * US, cnp_rate_per_s: 10_000, cnp_burst: 2, ..cfg(2) };
+    let mut g = Group::new(c, 0).unwrap();
+    // branch 1 floods: burst 2, then one per 100 µs
+    let mut limited = 0;
+    for t in 0..100 {
+        if g.on_response(&rx(1), Response::Cnp, t * US) == Err(Counter::CnpRateLimited) {
+            limited += 1;
+        }
+    }
+    // 0..99 µs: 2 burst tokens + 0 refills (first refill at 100 µs)
+    assert_eq!(limited, 98);
+    assert_eq!(g.branches()[0].ccount(), 2);
+    // branch 2 is not affected by branch 1's flood
+    for t in 0..2 {
+        assert_eq!(g.on_response(&rx(2), Response::Cnp, 100 + t), Ok(None));
+    }
+    assert_eq!(g.branches()[1].ccount(), 2);
+    // refill
+    assert_eq!(g.on_response(&rx(1), Response::Cnp, 200 * US), Ok(None));
+    assert_eq!(g.branches()[0].ccount(), 3);
+    assert_eq!(g.counters().get(Counter::CnpRateLimited), 98);
+}
+
+// ---------------------------------------------------------------- table
+
+#[test]
+fn table_lookup_and_unknown_receiver() {
+    let mut t = GroupTable::with_capacity(4, 64);
+    let g0 = t.insert(cfg(3), 0).unwrap();
+    let other_proxy = Ipv6Addr::new(0x2001, 0xdb8, 0xff, 0, 0, 0, 0, 0x200);
+    let c1 = GroupConfig {
+        id: GroupId { source: source(), source_qpn: 0x77 },
+        proxy: other_proxy,
+        ..cfg(2)
+    };
+    let g1 = t.insert(c1, 0).unwrap();
+    assert_ne!(g0, g1);
+    let k = |r: Ipv6Addr, p: Ipv6Addr, q: u32| ResponseKey { receiver: r, proxy: p, dest_qp: q };
+    assert_eq!(t.lookup(&k(rx(2), proxy(), DQPN)), Lookup::Branch { group: g0, branch: 1 });
+    // same receiver, the other group
+    assert_eq!(t.lookup(&k(rx(2), other_proxy, DQPN)), Lookup::Branch { group: g1, branch: 1 });
+    assert_eq!(t.lookup(&k(rx(3), other_proxy, DQPN)), Lookup::UnknownReceiver { group: g1 });
+    assert_eq!(t.lookup(&k(rx(1), proxy(), DQPN + 1)), Lookup::NotMulticast);
+
+    // unknown receiver: dropped and counted, state untouched
+    let v = t.on_response(&k(rx(9), proxy(), DQPN), ack(100), 0);
+    assert_eq!(v, Verdict::Dropped { group: g0, reason: Counter::UnknownReceiver });
+    assert_eq!(t.get(g0).unwrap().counters().get(Counter::UnknownReceiver), 1);
+    assert!(t.get(g0).unwrap().branches().iter().all(|b| b.acked() == 0));
+    assert_eq!(t.on_response(&k(rx(1), proxy(), 5), ack(1), 0), Verdict::NotMulticast);
+
+    for i in 1..=2 {
+        assert_eq!(t.on_response(&k(rx(i), proxy(), DQPN), ack(4), 0), Verdict::Absorbed { group: g0 });
+    }
+    assert_eq!(
+        t.on_response(&k(rx(3), proxy(), DQPN), ack(4), 0),
+        Verdict::Upstream { group: g0, up: Upstream::Ack { psn: 4, msn: 4, credits: 31 } }
+    );
+    assert_eq!(t.counters().get(Counter::AckIn), 3);
+
+    // setup errors
+    assert_eq!(t.insert(cfg(1), 0), Err(SetupError::DuplicateGroup));
+    let dup_proxy = GroupConfig { id: GroupId { source: source(), source_qpn: 0x99 }, ..cfg(1) };
+    assert_eq!(t.insert(dup_proxy, 0), Err(SetupError::DuplicateProxy));
+    let mut dup_rx = cfg(2);
+    dup_rx.id.source_qpn = 0x55;
+    dup_rx.proxy = Ipv6Addr::LOCALHOST;
+    dup_rx.receivers[1].addr = rx(1);
+    assert_eq!(t.insert(dup_rx, 0), Err(SetupError::DuplicateReceiver(rx(1))));
+
+    // remove frees the keys and the slot
+    let id0 = t.get(g0).unwrap().id();
+    assert!(t.remove(&id0).is_some());
+    assert_eq!(t.lookup(&k(rx(2), proxy(), DQPN)), Lookup::NotMulticast);
+    assert_eq!(t.insert(cfg(1), 0), Ok(g0));
+    assert_eq!(t.len(), 2);
+
+    // data path: highest PSN per group
+    assert_eq!(t.on_data(&other_proxy, DQPN, 33), Some(g1));
+    assert_eq!(t.get(g1).unwrap().highest_sent(), Some(33));
+
+    // poll reaches every group
+    t.on_response(&k(rx(1), other_proxy, DQPN), Response::Cnp, 1);
+    let mut out = Vec::new();
+    t.poll(1_000 * US, |i, g, u| out.push((i, g.id().source_qpn, u)));
+    assert_eq!(out, vec![(g1, 0x77, Upstream::Cnp { branch: 0, ccount: 1 })]);
+}
+
+#[test]
+fn table_full_and_validation() {
+    let mut t = GroupTable::with_capacity(1, 4);
+    t.insert(cfg(1), 0).unwrap();
+    let c = GroupConfig {
+        id: GroupId { source: source(), source_qpn: 9 },
+        proxy: Ipv6Addr::LOCALHOST,
+        ..cfg(1)
+    };
+    assert_eq!(t.insert(c.clone(), 0), Err(SetupError::TableFull));
+    assert_eq!(Group::new(GroupConfig { receivers: vec![], ..c.clone() }, 0).err(), Some(SetupError::NoReceivers));
+    assert_eq!(
+        Group::new(GroupConfig { designated_qpn: 1 << 24, ..c.clone() }, 0).err(),
+        Some(SetupError::QpnRange("designated_qpn"))
+    );
+    assert_eq!(Group::new(GroupConfig { cnp_window_ns: 0, ..c.clone() }, 0).err(), Some(SetupError::ZeroWindow));
+    assert_eq!(Group::new(GroupConfig { cnp_burst: 0, ..c }, 0).err(), Some(SetupError::ZeroCnpRate));
+}
+
+// ---------------------------------------------------------------- wire
+
+/// Parse an upstream datagram with the wire module.
+fn parse_up(d: &[u8]) -> (BthRepr, Option<AethRepr>) {
+    roce::icrc_check(d).expect("ICRC verifies");
+    let l = roce::IcrcLayout::of(d).unwrap();
+    assert_eq!(l.ip_version, 6);
+    assert_eq!(l.datagram_len, d.len());
+    let bth = Bth::new_checked(&d[l.bth_offset()..l.datagram_len]).unwrap();
+    let b = BthRepr::parse(&bth).unwrap();
+    let a = if b.opcode == opcode::RC_ACKNOWLEDGE {
+        Some(AethRepr::parse(&Aeth::new_checked(bth.payload()).unwrap()).unwrap())
+    } else {
+        None
+    };
+    (b, a)
+}
+
+fn check_ip_udp(d: &[u8], c: &GroupConfig, tc: u8) {
+    assert_eq!(d[0] >> 4, 6);
+    assert_eq!(((u16::from(d[0]) << 4 | u16::from(d[1]) >> 4) & 0xff) as u8, tc);
+    assert_eq!(d[6], 17);
+    assert_eq!(d[7], c.hop_limit);
+    assert_eq!(&d[8..24], &proxy().octets(), "SA = Proxy Address");
+    assert_eq!(&d[24..40], &source().octets(), "DA = source");
+    assert_eq!(u16::from_be_bytes([d[40], d[41]]), c.udp_src_port);
+    assert_eq!(u16::from_be_bytes([d[42], d[43]]), 4791);
+    assert_eq!(usize::from(u16::from_be_bytes([d[44], d[45]])), d.len() - 40);
+    // UDP checksum verifies (pseudo-header sum over the segment is 0xffff)
+    let mut s: u32 = 0;
+    let mut add = |b: &[u8]| {
+        for ch in b.chunks(2) {
+            s += u32::from(u16::from_be_bytes([ch[0], *ch.get(1).unwrap_or(&0)]));
+        }
+    };
+    add(&d[8..40]);
+    add(&((d.len() - 40) as u32).to_be_bytes());
+    add(&[0, 0, 0, 17]);
+    add(&d[40..]);
+    while s > 0xffff {
+        s = (s & 0xffff) + (s >> 16);
+    }
+    assert_eq!(s, 0xffff, "UDP checksum");
+}
+
+#[test]
+fn build_upstream_ack() {
+    let c = cfg(2);
+    let up = Upstream::Ack { psn: 0xff_fffe, msn: 0x12_3456, credits: 9 };
+    let mut buf = [0u8; 256];
+    let n = build_upstream(&up, &c, &mut buf).unwrap();
+    assert_eq!(n, 68);
+    assert_eq!(n, upstream_len(&up));
+    let d = &buf[..n];
+    check_ip_udp(d, &c, c.traffic_class);
+    let (b, a) = parse_up(d);
+    assert_eq!(b.opcode, 0x11);
+    assert_eq!(b.dest_qp, SRC_QPN, "DestQP = the source's QP");
+    assert_eq!(b.psn, 0xff_fffe);
+    assert_eq!(b.pkey, 0xffff);
+    assert!(!b.becn && !b.fecn && !b.ack_req);
+    assert_eq!(a, Some(AethRepr { syndrome: Syndrome::Ack { credits: 9 }, msn: 0x12_3456 }));
+    // raw bytes: BTH at 48, AETH at 60
+    assert_eq!(&d[48..60], &[0x11, 0, 0xff, 0xff, 0, 0x00, 0x12, 0x34, 0, 0xff, 0xff, 0xfe]);
+    assert_eq!(&d[60..64], &[0x09, 0x12, 0x34, 0x56]);
+    // a corrupted byte fails the ICRC
+    let mut bad = d.to_vec();
+    bad[62] ^= 1;
+    assert!(roce::icrc_check(&bad).is_err());
+}
+
+#[test]
+fn build_upstream_naks() {
+    let c = cfg(2);
+    let mut buf = [0u8; 128];
+    for (kind, syn, octet) in [
+        (NakKind::PsnSequenceError, Syndrome::Nak(NakCode::PsnSequenceError), 0x60u8),
+        (NakKind::Rnr { timer: 14 }, Syndrome::RnrNak { timer: 14 }, 0x2e),
+        (NakKind::Fatal(NakCode::RemoteAccessError), Syndrome::Nak(NakCode::RemoteAccessError), 0x62),
+    ] {
+        let up = Upstream::Nak { psn: 77, msn: 5, kind };
+        let n = build_upstream(&up, &c, &mut buf).unwrap();
+        let d = &buf[..n];
+        check_ip_udp(d, &c, c.traffic_class);
+        let (b, a) = parse_up(d);
+        assert_eq!((b.opcode, b.dest_qp, b.psn), (0x11, SRC_QPN, 77));
+        assert_eq!(a, Some(AethRepr { syndrome: syn, msn: 5 }));
+        assert_eq!(d[60], octet);
+    }
+}
+
+#[test]
+fn build_upstream_cnp() {
+    let c = cfg(2);
+    let up = Upstream::Cnp { branch: 1, ccount: 3 };
+    let mut buf = [0u8; 128];
+    let n = build_upstream(&up, &c, &mut buf).unwrap();
+    assert_eq!(n, 80);
+    assert_eq!(n, upstream_len(&up));
+    let d = &buf[..n];
+    check_ip_udp(d, &c, c.cnp_traffic_class);
+    let (b, a) = parse_up(d);
+    assert_eq!(a, None);
+    assert_eq!(b.opcode, 0x81);
+    assert!(b.becn);
+    assert_eq!(b.dest_qp, SRC_QPN);
+    let cnp = CnpRepr::parse(&Bth::new_checked(&d[48..]).unwrap()).unwrap();
+    assert_eq!(cnp, CnpRepr { pkey: 0xffff, dest_qp: SRC_QPN, fecn: false });
+    assert!(d[60..76].iter().all(|&x| x == 0));
+    // too small a buffer is an error, not a panic
+    assert!(build_upstream(&up, &c, &mut buf[..79]).is_err());
+    assert!(build_upstream(&Upstream::Ack { psn: 1, msn: 1, credits: 1 }, &c, &mut buf[..60]).is_err());
+}
+
+/// A receiver's response as its RNIC would send it: SA = receiver,
+/// DA = Proxy Address, DestQP = Designated QPN.
+fn receiver_response(from: Ipv6Addr, psn: u32, syndrome: Option<Syndrome>, msn: u32) -> Vec<u8> {
+    let c = GroupConfig {
+        id: GroupId { source: proxy(), source_qpn: DQPN },
+        proxy: from,
+        ..cfg(1)
+    };
+    // build_upstream writes "from proxy to source on source QP": reuse it
+    // with the roles swapped.
+    let up = match syndrome {
+        Some(Syndrome::Ack { credits }) => Upstream::Ack { psn, msn, credits },
+        Some(Syndrome::RnrNak { timer }) => Upstream::Nak { psn, msn, kind: NakKind::Rnr { timer } },
+        Some(Syndrome::Nak(NakCode::PsnSequenceError)) => {
+            Upstream::Nak { psn, msn, kind: NakKind::PsnSequenceError }
+        }
+        Some(Syndrome::Nak(code)) => Upstream::Nak { psn, msn, kind: NakKind::Fatal(code) },
+        None => Upstream::Cnp { branch: 0, ccount: 1 },
+    };
+    let mut buf = vec![0u8; 128];
+    let n = build_upstream(&up, &c, &mut buf).unwrap();
+    buf.truncate(n);
+    buf
+}
+
+#[test]
+fn parse_response_round_trip_into_table() {
+    let mut t = GroupTable::with_capacity(2, 8);
+    let g = t.insert(cfg(2), 0).unwrap();
+    let a1 = receiver_response(rx(1), 40, Some(Syndrome::Ack { credits: 31 }), 3);
+    let (k, r) = parse_response(&a1).unwrap();
+    assert_eq!(k, ResponseKey { receiver: rx(1), proxy: proxy(), dest_qp: DQPN });
+    assert_eq!(r, Response::Ack { psn: 40, msn: 3, credits: 31 });
+    assert_eq!(t.on_response(&k, r, 0), Verdict::Absorbed { group: g });
+    let n2 = receiver_response(rx(2), 30, Some(Syndrome::Nak(NakCode::PsnSequenceError)), 2);
+    let (k, r) = parse_response(&n2).unwrap();
+    assert_eq!(r, Response::Nak { psn: 30, msn: 2, kind: NakKind::PsnSequenceError });
+    let v = t.on_response(&k, r, 0);
+    let Verdict::Upstream { group, up } = v else { panic!("{v:?}") };
+    assert_eq!(up, Upstream::Nak { psn: 30, msn: 2, kind: NakKind::PsnSequenceError });
+    // and the upstream datagram for it
+    let mut buf = [0u8; 128];
+    let n = build_upstream(&up, t.get(group).unwrap().config(), &mut buf).unwrap();
+    let (b, a) = parse_up(&buf[..n]);
+    assert_eq!((b.dest_qp, b.psn), (SRC_QPN, 30));
+    assert_eq!(a.unwrap().syndrome, Syndrome::Nak(NakCode::PsnSequenceError));
+
+    let cnp = receiver_response(rx(2), 0, None, 0);
+    assert_eq!(parse_response(&cnp).unwrap().1, Response::Cnp);
+
+    // corrupted ICRC, truncated, wrong opcode
+    let mut bad = a1.clone();
+    bad[63] ^= 0x80;
+    assert_eq!(parse_response(&bad), Err(Counter::BadIcrc));
+    assert_eq!(parse_response(&a1[..30]), Err(Counter::Malformed));
+    let mut send = a1.clone();
+    send[48] = opcode::SEND_ONLY;
+    assert_eq!(parse_response(&send), Err(Counter::UnsupportedOpcode));
+}
+
+// ---------------------------------------------------------------- property
+
+#[derive(Debug, Clone)]
+enum Ev {
+    Resp { branch: usize, kind: u8, off: u32, dt: u64 },
+    Data { off: u32 },
+    Poll { dt: u64 },
+    Unknown,
+}
+
+fn ev() -> impl Strategy<Value = Ev> {
+    prop_oneof![
+        6 => (0usize..4, 0u8..6, prop_oneof![0u32..64, any::<u32>()], 0u64..200_000)
+            .prop_map(|(branch, kind, off, dt)| Ev::Resp { branch, kind, off, dt }),
+        1 => prop_oneof![0u32..128, any::<u32>()].prop_map(|off| Ev::Data { off }),
+        1 => (0u64..500_000).prop_map(|dt| Ev::Poll { dt }),
+        1 => Just(Ev::Unknown),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// Random response sequences never panic; the upstream ACK PSN only
+    /// moves forward (mod 2^24), never beyond any branch's acknowledged PSN,
+    /// and a NAK's ePSN never exceeds any branch's ePSN.
+    #[test]
+    fn upstream_ack_never_goes_back(
+        start in prop_oneof![Just(0xff_ff00u32), Just(1u32), 0u32..=PSN_MASK],
+        n in 1u16..5,
+        evs in proptest::collection::vec(ev(), 1..200),
+    ) {
+        let c = GroupConfig { initial_psn: start, cnp_window_ns: 100_000, ..cfg(n) };
+        let mut g = Group::new(c.clone(), 0).unwrap();
+        let mut now = 0u64;
+        let mut last_up: u32 = g.upstream_psn();
+        let mut buf = [0u8; 128];
+        for e in evs {
+            let up = match e {
+                Ev::Resp { branch, kind, off, dt } => {
+                    now += dt;
+                    let b = branch % usize::from(n);
+                    // PSNs mostly near the current state, sometimes anywhere
+                    let base = g.branches()[b].acked();
+                    let psn = psn_add(base, off) ;
+                    let psn = if off > 1 << 20 { off & PSN_MASK } else { psn };
+                    let resp = match kind {
+                        0 | 1 => Response::Ack { psn, msn: off & PSN_MASK, credits: (off & 31) as u8 },
+                        2 => Response::Nak { psn, msn: 1, kind: NakKind::PsnSequenceError },
+                        3 => Response::Nak { psn, msn: 1, kind: NakKind::Rnr { timer: 3 } },
+                        4 => Response::Nak { psn, msn: 1, kind: NakKind::Fatal(NakCode::InvalidRequest) },
+                        _ => Response::Cnp,
+                    };
+                    g.on_branch(b, resp, now).ok().flatten()
+                }
+                Ev::Data { off } => {
+                    let p = if off > 1 << 20 { off } else { psn_add(g.upstream_psn(), off) };
+                    g.on_data(p);
+                    None
+                }
+                Ev::Poll { dt } => {
+                    now += dt;
+                    g.poll(now)
+                }
+                Ev::Unknown => {
+                    prop_assert_eq!(g.on_response(&rx(999), Response::Cnp, now), Err(Counter::UnknownReceiver));
+                    None
+                }
+            };
+            if let Some(u) = up {
+                match u {
+                    Upstream::Ack { psn, .. } => {
+                        prop_assert!(psn_lt(last_up, psn), "ACK went back: {:#x} -> {:#x}", last_up, psn);
+                        for b in g.branches() {
+                            prop_assert!(psn_le(psn, b.acked()));
+                        }
+                        last_up = psn;
+                    }
+                    Upstream::Nak { psn, kind: NakKind::PsnSequenceError | NakKind::Rnr { .. }, .. } => {
+                        let acked = psn_sub(psn, 1);
+                        prop_assert!(psn_le(last_up, acked), "NAK went back");
+                        for b in g.branches() {
+                            prop_assert!(psn_le(psn, b.epsn()));
+                        }
+                        last_up = acked;
+                    }
+                    Upstream::Nak { .. } => {}
+                    Upstream::Cnp { branch, ccount } => {
+                        prop_assert!(branch < usize::from(n));
+                        prop_assert!(ccount > 0);
+                    }
+                }
+                let m = build_upstream(&u, &c, &mut buf).unwrap();
+                prop_assert!(roce::icrc_check(&buf[..m]).is_ok());
+            }
+            prop_assert_eq!(g.upstream_psn(), last_up);
+            // every branch stays within the half window above the upstream PSN
+            for b in g.branches() {
+                prop_assert!(psn_le(g.upstream_psn(), b.acked()));
+            }
+        }
+    }
+
+    /// psn_min / psn_lt agree with plain integer order after shifting both
+    /// operands by the same amount (including across the wrap).
+    #[test]
+    fn psn_order_is_shift_invariant(a in 0u32..PSN_HALF - 1, b in 0u32..PSN_HALF - 1, shift in 0u32..=PSN_MASK) {
+        let (sa, sb) = (psn_add(a, shift), psn_add(b, shift));
+        prop_assert_eq!(psn_lt(sa, sb), a < b);
+        prop_assert_eq!(psn_le(sa, sb), a <= b);
+        prop_assert_eq!(psn_min(sa, sb), psn_add(a.min(b), shift));
+        prop_assert_eq!(psn_max(sa, sb), psn_add(a.max(b), shift));
+        prop_assert_eq!(psn_diff(sb, sa), psn_sub(b, a));
+    }
+}
