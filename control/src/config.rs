@@ -29,6 +29,57 @@ pub struct FileConfig {
     pub neighbours: Vec<NeighbourSection>,
     #[serde(default)]
     pub srv6: Option<Srv6Section>,
+    #[serde(default)]
+    pub fann: Option<FannSection>,
+}
+
+/// `[fann]`: Fast Network Notifications this node sends (draft-hzh-fantel-wan-tunnel).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FannSection {
+    /// Control-plane (loopback) address: the Originating Node and the only
+    /// source address of the notifications.
+    pub node: String,
+    pub ingress_pes: Vec<String>,
+    /// "icmpv6" or "udp".
+    #[serde(default = "d_fann_transport")]
+    pub transport: String,
+    #[serde(default = "d_fann_hop")]
+    pub hop_limit: u8,
+    #[serde(default = "d_interval")]
+    pub interval_us: u64,
+    #[serde(default = "d_buildup")]
+    pub queue_buildup_bytes: u64,
+    #[serde(default = "d_microburst")]
+    pub microburst_bytes: u64,
+    #[serde(default = "d_mb_window")]
+    pub microburst_window_us: u64,
+    #[serde(default = "d_fann_rate")]
+    pub rate_pps: u32,
+    #[serde(default = "d_fann_burst")]
+    pub burst: u32,
+}
+
+fn d_fann_transport() -> String {
+    "icmpv6".into()
+}
+fn d_fann_hop() -> u8 {
+    64
+}
+fn d_buildup() -> u64 {
+    16 << 20
+}
+fn d_microburst() -> u64 {
+    1 << 20
+}
+fn d_mb_window() -> u64 {
+    100
+}
+fn d_fann_rate() -> u32 {
+    1000
+}
+fn d_fann_burst() -> u32 {
+    50
 }
 
 /// `[srv6]`: this node's locator and local SIDs.
@@ -372,6 +423,7 @@ pub struct RouterConfig {
     pub fib: Fib,
     pub neighbours: Neighbours,
     pub srv6: Option<Srv6Plan>,
+    pub fann: Option<crate::fann_agent::FannPlan>,
 }
 
 impl RouterConfig {
@@ -626,7 +678,12 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         None => None,
         Some(s6) => Some(srv6_plan(s6, &interfaces)?),
     };
+    let fann = match &f.fann {
+        None => None,
+        Some(fs) => Some(fann_plan(fs)?),
+    };
     Ok(RouterConfig {
+        fann,
         srv6,
         eal_args: f.eal.args.clone(),
         dataplane: f.dataplane.clone(),
@@ -636,6 +693,48 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         interfaces,
         fib,
         neighbours,
+    })
+}
+
+fn fann_plan(f: &FannSection) -> Result<crate::fann_agent::FannPlan, String> {
+    let node: std::net::Ipv6Addr = f.node.parse().map_err(|_| format!("fann.node = {:?}: not an IPv6 address", f.node))?;
+    if node.is_unspecified() || node.is_multicast() {
+        return Err(format!("fann.node = {node}: must be a unicast address of this node"));
+    }
+    let mut pes = Vec::new();
+    for (i, a) in f.ingress_pes.iter().enumerate() {
+        pes.push(a.parse::<std::net::Ipv6Addr>().map_err(|_| format!("fann.ingress_pes[{i}] = {a:?}: not an IPv6 address"))?);
+    }
+    if pes.is_empty() {
+        return Err("fann.ingress_pes = []: name at least one ingress PE".into());
+    }
+    let udp = match f.transport.as_str() {
+        "icmpv6" => false,
+        "udp" => true,
+        o => return Err(format!("fann.transport = {o:?}: must be \"icmpv6\" or \"udp\"")),
+    };
+    if f.hop_limit == 0 {
+        return Err("fann.hop_limit = 0: must be >= 1".into());
+    }
+    if f.interval_us == 0 {
+        return Err("fann.interval_us = 0: must be >= 1".into());
+    }
+    Ok(crate::fann_agent::FannPlan {
+        node,
+        ingress_pes: pes,
+        udp,
+        detector: dataplane::fann::DetectorConfig {
+            node,
+            hop_limit: f.hop_limit,
+            link_bps: 0,
+            interval_ns: f.interval_us * 1000,
+            queue_buildup_bytes: f.queue_buildup_bytes,
+            microburst_bytes: f.microburst_bytes,
+            microburst_window_ns: f.microburst_window_us * 1000,
+            path_id: None,
+            rate_pps: f.rate_pps,
+            burst: f.burst,
+        },
     })
 }
 

@@ -7,3 +7,4 @@ pub mod display;
 pub mod router;
 pub mod gen;
 pub mod isis;
+pub mod fann_agent;

@@ -76,6 +76,13 @@ impl Control {
         let n = Arc::new(self.neighbours.clone());
         self.push(|| Update::Neighbours(n.clone()));
     }
+    /// Egress queue depth of a port (bytes), from its owner's gauge.
+    pub fn queue_depth(&self, port: u16) -> u64 {
+        self.workers.iter().map(|w| w.counters.queue_depth[usize::from(port) % dataplane::counters::MAX_PORTS].get()).sum()
+    }
+    pub fn push_sids(&self, t: Arc<dataplane::srv6::SidTable>) {
+        self.push(|| Update::Sids(t.clone()));
+    }
     pub fn worker_updates(&self) -> impl Iterator<Item = &Sender<Update>> {
         self.workers.iter().map(|w| &w.updates)
     }
@@ -271,6 +278,17 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     let mut control = Control { topo, fib: cfg.fib.clone(), neighbours: cfg.neighbours.clone(), cfg, workers };
     let port_names: Vec<(u16, String)> = ports.iter().zip(control.cfg.ports.iter()).map(|(p, c)| (p.id, c.name.clone())).collect();
 
+    // Local SIDs from [srv6].
+    if let Some(t) = sid_table(&control.cfg) {
+        eprintln!("srv6: {} local SID(s)", t.len());
+        control.push_sids(Arc::new(t));
+    }
+    // FANN: the agent observes the ports from the control thread.
+    let mut fann = control.cfg.fann.clone().map(|plan| {
+        let ps: Vec<(u16, u64)> = ports.iter().map(|p| (p.id, p.link_bps())).collect();
+        eprintln!("fann: notifications from {} to {} ingress PE(s) over {}", plan.node, plan.ingress_pes.len(), if plan.udp { "UDP" } else { "ICMPv6" });
+        crate::fann_agent::FannAgent::new(plan, control.cfg.params, &ps)
+    });
     let started = Instant::now();
     let status_every = Duration::from_millis(control.cfg.dataplane.status_interval_ms);
     let mut last_status = Instant::now();
@@ -293,6 +311,16 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             control.push_neighbours();
         }
         while garbage_rx.try_recv().is_ok() {}
+        if let Some(agent) = fann.as_mut() {
+            let snap = control.snapshot();
+            let now_ns = started.elapsed().as_nanos() as u64;
+            let pkts = agent.poll(now_ns, |p| snap.tx_bytes[usize::from(p) % dataplane::counters::MAX_PORTS], |p| control.queue_depth(p), |p| ports.iter().find(|x| x.id == p).map(|x| x.link_up()).unwrap_or(false));
+            for ip in pkts {
+                if let Some(w) = control.worker_updates().next() {
+                    let _ = w.try_send(Update::Inject(ip));
+                }
+            }
+        }
         if let Some(s) = ctl_server.as_mut() {
             s.poll(&mut control, &ports, &port_names);
         }
@@ -368,6 +396,28 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     drop(pools);
     drop(eal);
     Ok(report)
+}
+
+/// The local SID table of the `[srv6]` section.
+pub fn sid_table(cfg: &RouterConfig) -> Option<dataplane::srv6::SidTable> {
+    use dataplane::srv6::{Behaviour, SidTable};
+    let s6 = cfg.srv6.as_ref()?;
+    let mut t = SidTable::new(&cfg.params);
+    t.set_node_address(Some(s6.source));
+    for s in &s6.sids {
+        let b = match s.behaviour.as_str() {
+            "end" => Behaviour::End,
+            "end.x" => Behaviour::EndX { iface: s.iface.unwrap_or(0), nexthop: s.via.unwrap_or(std::net::IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED)) },
+            "end.dt4" => Behaviour::EndDT4,
+            "end.dt6" => Behaviour::EndDT6,
+            "end.mt" => Behaviour::end_mt(),
+            "end.c" => Behaviour::EndC,
+            "end.e" => Behaviour::EndE,
+            _ => continue,
+        };
+        t.insert(s.sid, b);
+    }
+    Some(t)
 }
 
 /// Keep the receiver type nameable for other modules.

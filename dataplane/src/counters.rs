@@ -102,6 +102,7 @@ reasons!(Local, N_LOCAL {
     CnpRateReduce => "lhcnp-rate-reduce-sent",
     CnpPause => "lhcnp-pause-sent",
     CnpResume => "lhcnp-resume-sent",
+    Injected => "control-plane-sent",
     Srv6Encap => "srv6-h-encaps",
     Srv6Decap => "srv6-decap",
     EndMtReplica => "endmt-replica-built",

@@ -19,6 +19,7 @@ use crossbeam::channel::{Receiver, Sender, TrySendError};
 use crossbeam::queue::ArrayQueue;
 use dpdk_sys::rte_mbuf;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::net::IpAddr;
 use std::sync::Arc;
 
 pub const MAX_BURST: usize = 256;
@@ -30,6 +31,12 @@ pub enum Update {
     Fib(Arc<Fib>),
     Neighbours(Arc<Neighbours>),
     Topology(Arc<Topology>),
+    /// A new local SID table / SR policies.
+    Sids(Arc<crate::srv6::SidTable>),
+    /// An IP packet the control thread originates (FANN notifications):
+    /// the worker routes it and sends it ahead of queued data. The buffer
+    /// goes back to the control thread to be freed.
+    Inject(Vec<u8>),
 }
 
 /// What a worker is told to do.
@@ -326,6 +333,40 @@ impl Worker {
         }
     }
 
+    /// Send an IP packet the control thread built: route it like a locally
+    /// originated notification.
+    fn inject(&mut self, ip: &[u8]) {
+        let dst: Option<IpAddr> = match ip.first().map(|b| b >> 4) {
+            Some(4) if ip.len() >= 20 => Some(IpAddr::from(<[u8; 4]>::try_from(&ip[16..20]).unwrap_or([0; 4]))),
+            Some(6) if ip.len() >= 40 => Some(IpAddr::from(<[u8; 16]>::try_from(&ip[24..40]).unwrap_or([0; 16]))),
+            _ => None,
+        };
+        let Some(dst) = dst else {
+            self.counters.dropped(Drop::MalformedIpv6);
+            return;
+        };
+        let Some(mut m) = self.spec.pool.alloc() else {
+            self.counters.dropped(Drop::NoMbuf);
+            return;
+        };
+        m.reset_len(0);
+        if !m.append(14 + ip.len()) {
+            self.counters.dropped(Drop::NoHeadroom);
+            return;
+        }
+        m.data_mut()[14..].copy_from_slice(ip);
+        match self.pipeline.emit_ip(&mut m, dst, 6, self.clock.now()) {
+            Ok(port) => {
+                self.counters.local(crate::counters::Local::Injected);
+                self.output(port, m, true)
+            }
+            Err(why) => {
+                self.counters.dropped(why);
+                self.free.push(m.into_raw());
+            }
+        }
+    }
+
     /// Second-level triggers: ask every congestion stage for the
     /// notifications due now, build them and send them toward the sources,
     /// ahead of queued data.
@@ -441,6 +482,11 @@ impl Worker {
                 Update::Fib(f) => Update::Fib(self.pipeline.set_fib(f)),
                 Update::Neighbours(n) => Update::Neighbours(self.pipeline.set_neighbours(n)),
                 Update::Topology(t) => Update::Topology(std::mem::replace(&mut self.pipeline.topo, t)),
+                Update::Sids(t) => Update::Sids(self.pipeline.set_sids(t)),
+                Update::Inject(ip) => {
+                    self.inject(&ip);
+                    Update::Inject(ip)
+                }
             };
             // Hand the old snapshot back; if the control thread is gone,
             // dropping it here is fine (we are shutting down).

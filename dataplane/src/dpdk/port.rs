@@ -178,6 +178,22 @@ impl Port {
         })
     }
 
+    /// Link status right now (non-blocking).
+    pub fn link_up(&self) -> bool {
+        let mut link = dpdk_sys::rte_eth_link::default();
+        // SAFETY: valid port and out pointer.
+        unsafe { dpdk_sys::rte_eth_link_get_nowait(self.id, &mut link) };
+        link.link_status() != 0
+    }
+
+    /// Link speed in bit/s (0 when unknown).
+    pub fn link_bps(&self) -> u64 {
+        let mut link = dpdk_sys::rte_eth_link::default();
+        // SAFETY: valid port and out pointer.
+        unsafe { dpdk_sys::rte_eth_link_get_nowait(self.id, &mut link) };
+        u64::from(link.link_speed) * 1_000_000
+    }
+
     pub fn stats(&self) -> PortStats {
         let mut s = dpdk_sys::rte_eth_stats::default();
         // SAFETY: valid port and out pointer.

@@ -1,0 +1,131 @@
+//! The control thread's FANN agent (draft-hzh-fantel-wan-tunnel): watches
+//! every port (link status, transmitted bytes, egress queue depth) through
+//! the same counters the status line reads, runs a [`Detector`] per port and
+//! turns its notifications into IPv6 packets (ICMPv6 or UDP) from the node's
+//! loopback address to every configured ingress PE. The packets are injected
+//! into a worker, which routes and sends them ahead of queued data.
+
+use dataplane::fann::{Detector, DetectorConfig, Notification};
+use dataplane::wire::checksum;
+use dataplane::wire::fann::PacketRepr;
+use dataplane::wire::params::Params;
+use std::net::Ipv6Addr;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct FannPlan {
+    pub node: Ipv6Addr,
+    pub ingress_pes: Vec<Ipv6Addr>,
+    pub udp: bool,
+    pub detector: DetectorConfig,
+}
+
+pub struct FannAgent {
+    plan: FannPlan,
+    params: Params,
+    /// (DPDK port id, detector, last tx bytes)
+    ports: Vec<(u16, Detector, u64)>,
+    pub sent: u64,
+}
+
+impl FannAgent {
+    pub fn new(plan: FannPlan, params: Params, ports: &[(u16, u64 /*link bps*/)]) -> Self {
+        let ports = ports
+            .iter()
+            .enumerate()
+            .map(|(i, (id, bps))| {
+                let cfg = DetectorConfig { link_bps: if *bps > 0 { *bps } else { plan.detector.link_bps }, ..plan.detector.clone() };
+                // Event identifiers are unique per node: give each port its own range.
+                (*id, Detector::new(cfg, u32::from(*id), (i as u32) << 24), 0)
+            })
+            .collect();
+        FannAgent { plan, params, ports, sent: 0 }
+    }
+
+    /// One observation round. `tx_bytes(port)`, `queue_depth(port)`,
+    /// `link_up(port)` read the counters / NIC. Returns IPv6 packets to send.
+    pub fn poll(&mut self, now: u64, tx_bytes: impl Fn(u16) -> u64, queue_depth: impl Fn(u16) -> u64, link_up: impl Fn(u16) -> bool) -> Vec<Vec<u8>> {
+        let mut notes: Vec<Notification> = Vec::new();
+        for (id, d, last) in self.ports.iter_mut() {
+            d.on_link(link_up(*id), now, &mut notes);
+            let tx = tx_bytes(*id);
+            d.on_tx(tx.saturating_sub(*last), queue_depth(*id), None, now, &mut notes);
+            *last = tx;
+        }
+        let mut out = Vec::new();
+        for n in &notes {
+            for pe in &self.plan.ingress_pes {
+                out.push(self.packet(n, pe));
+            }
+        }
+        self.sent += out.len() as u64;
+        out
+    }
+
+    /// The IPv6 packet carrying `n` to `pe`.
+    pub fn packet(&self, n: &Notification, pe: &Ipv6Addr) -> Vec<u8> {
+        let src = self.plan.node;
+        let (nh, body) = if self.plan.udp {
+            let msg = n.message.to_bytes();
+            let mut u = Vec::with_capacity(8 + msg.len());
+            u.extend_from_slice(&self.params.fann_udp_port.to_be_bytes());
+            u.extend_from_slice(&self.params.fann_udp_port.to_be_bytes());
+            u.extend_from_slice(&((8 + msg.len()) as u16).to_be_bytes());
+            u.extend_from_slice(&[0, 0]);
+            u.extend_from_slice(&msg);
+            let s = checksum::combine(checksum::pseudo_v6(&src.octets(), &pe.octets(), 17, u.len() as u32), checksum::sum(&u));
+            let c = !checksum::fold(s);
+            u[6..8].copy_from_slice(&(if c == 0 { 0xffff } else { c }).to_be_bytes());
+            (17u8, u)
+        } else {
+            let p = PacketRepr { msg_type: self.params.icmpv6_fann_type, code: n.code, message: n.message.clone() };
+            (58u8, p.to_bytes(&src, pe))
+        };
+        let mut v = Vec::with_capacity(40 + body.len());
+        v.extend_from_slice(&[0x60, 0xc0, 0, 0]); // traffic class CS6 (network control)
+        v.extend_from_slice(&(body.len() as u16).to_be_bytes());
+        v.push(nh);
+        v.push(64);
+        v.extend_from_slice(&src.octets());
+        v.extend_from_slice(&pe.octets());
+        v.extend_from_slice(&body);
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dataplane::wire::fann::{Packet, CODE_EVENT};
+
+    fn plan(udp: bool) -> FannPlan {
+        FannPlan { node: "fc00::1".parse().unwrap(), ingress_pes: vec!["fc00::a".parse().unwrap(), "fc00::b".parse().unwrap()], udp, detector: DetectorConfig { node: "fc00::1".parse().unwrap(), ..Default::default() } }
+    }
+
+    #[test]
+    fn link_down_reaches_every_ingress_pe_as_icmpv6() {
+        let mut a = FannAgent::new(plan(false), Params::DEFAULT, &[(0, 100_000_000_000)]);
+        assert!(a.poll(1, |_| 0, |_| 0, |_| true).is_empty());
+        let pkts = a.poll(2_000_000, |_| 0, |_| 0, |_| false);
+        assert_eq!(pkts.len(), 2);
+        for (p, pe) in pkts.iter().zip(["fc00::a", "fc00::b"]) {
+            assert_eq!(p[6], 58);
+            assert_eq!(&p[24..40], &pe.parse::<Ipv6Addr>().unwrap().octets());
+            let src: Ipv6Addr = "fc00::1".parse().unwrap();
+            let r = PacketRepr::parse(&Packet::new_checked(&p[40..]).unwrap(), &src, &pe.parse().unwrap(), Params::DEFAULT.icmpv6_fann_type).unwrap();
+            assert_eq!(r.code, CODE_EVENT);
+            assert_eq!(r.message.event_type, dataplane::wire::fann::event::LINK_FAILURE);
+            assert_eq!(r.message.originating_node, src);
+        }
+    }
+
+    #[test]
+    fn udp_variant_has_a_valid_checksum() {
+        let mut a = FannAgent::new(plan(true), Params::DEFAULT, &[(0, 0)]);
+        let pkts = a.poll(1, |_| 0, |_| 0, |_| false);
+        let p = &pkts[0];
+        assert_eq!(p[6], 17);
+        assert_eq!(u16::from_be_bytes([p[42], p[43]]), Params::DEFAULT.fann_udp_port);
+        let s = checksum::combine(checksum::pseudo_v6(p[8..24].try_into().unwrap(), p[24..40].try_into().unwrap(), 17, (p.len() - 40) as u32), checksum::sum(&p[40..]));
+        assert_eq!(checksum::fold(s), 0xffff);
+    }
+}
