@@ -190,7 +190,9 @@ fn tshark_clean(p: &std::path::Path) {
         let low = l.to_lowercase();
         assert!(!low.contains("malformed") && !low.contains("bad checksum") && !low.contains("incorrect"), "tshark: {l}");
     }
-    assert!(txt.lines().count() >= 5);
+    let frames = read_pcap(p).unwrap().len();
+    assert!(frames > 0, "{}: empty", p.display());
+    assert_eq!(txt.lines().count(), frames, "tshark dissected every frame");
 }
 
 #[test]
@@ -336,4 +338,50 @@ fn congested_port_marks_ce_and_sends_long_haul_cnps() {
     assert!(txt.contains("ICRC-ok"));
     tshark_clean(&dir.join("dc-out.pcap"));
     tshark_clean(&dir.join("wan-out.pcap"));
+}
+
+/// FANN from the control thread: the congested 20 Mb/s WAN port crosses
+/// 90 % utilisation and builds a queue; the router sends Fast Network
+/// Notifications (ICMPv6, from its configured node address) to the ingress
+/// PE, routed out of the DC port. scapy verifies the ICMPv6 checksums.
+#[test]
+fn congestion_is_announced_with_fann() {
+    let dir = workdir("fann");
+    let to_router = control::gen::L2 { src: HOST, dst: R_DC };
+    let frames: Vec<Vec<u8>> = (0..400u32).map(|i| control::gen::roce6(&to_router, "2001:db8:1::2".parse().unwrap(), "2001:db8:3::7".parse().unwrap(), 49152, 0x100, i, 960, 64)).collect();
+    control::demo::write_pcap(&dir.join("dc-in.pcap"), &frames).unwrap();
+    control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
+    let cfg = dir.join("r.toml");
+    let text = config(&dir).replace("mac = \"02:dc:00:00:00:02\"", "mac = \"02:dc:00:00:00:02\"\nrate_mbps = 20\nqueue_bytes = 600000")
+        + "[[neighbour]]\nip = \"2001:db8:1::99\"\nmac = \"02:00:00:00:01:99\"\ninterface = \"dc\"\n[fann]\nnode = \"2001:db8:2::1\"\ningress_pes = [\"2001:db8:1::99\"]\ninterval_us = 5000\nqueue_buildup_bytes = 100000\n";
+    std::fs::write(&cfg, text).unwrap();
+    let out = run("fann", &cfg, &["--exit-when-idle", "1500", "--duration", "30"]);
+    assert!(out.status.success());
+    let so = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(mempool_in_use(&so), 0);
+    let dc = read_pcap(&dir.join("dc-out.pcap")).unwrap();
+    let fann: Vec<_> = dc.iter().filter(|f| f[12..14] == [0x86, 0xdd] && f[14 + 6] == 58 && f[14 + 40] == 201).collect();
+    assert!(!fann.is_empty(), "FANN notifications toward the ingress PE");
+    let node: std::net::Ipv6Addr = "2001:db8:2::1".parse().unwrap();
+    let pe: std::net::Ipv6Addr = "2001:db8:1::99".parse().unwrap();
+    let mut types = Vec::new();
+    for f in &fann {
+        assert_eq!(&f[0..6], &[2, 0, 0, 0, 1, 0x99]);
+        assert_eq!(&f[14 + 8..14 + 24], &node.octets(), "sourced from the node address only");
+        assert_eq!(&f[14 + 24..14 + 40], &pe.octets());
+        let r = dataplane::wire::fann::PacketRepr::parse(&dataplane::wire::fann::Packet::new_checked(&f[14 + 40..]).unwrap(), &node, &pe, 201).expect("valid FANN");
+        assert_eq!(r.message.originating_node, node);
+        types.push((r.code, r.message.event_type, r.message.event_subtype));
+    }
+    eprintln!("FANN (code, type, sub-type): {types:?}");
+    assert!(types.contains(&(0, dataplane::wire::fann::event::CONGESTION, 3)), "severe congestion (> 90 %) on the shaped port");
+    assert!(types.contains(&(0, dataplane::wire::fann::event::QUEUE_BUILDUP, 0)), "queue buildup above 100 KB");
+    assert!(types.iter().any(|t| t.0 == 1), "recovery once the queue drained");
+    assert!(counter(&so, "control-plane-sent") as usize >= fann.len());
+    let chk = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/check_output.py");
+    let o = Command::new("python3").arg(chk).arg(dir.join("dc-out.pcap")).output().unwrap();
+    let txt = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "scapy: {txt}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(txt.contains("ICMPv6-type201-ok"), "{txt}");
+    tshark_clean(&dir.join("dc-out.pcap"));
 }

@@ -285,7 +285,8 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     }
     // FANN: the agent observes the ports from the control thread.
     let mut fann = control.cfg.fann.clone().map(|plan| {
-        let ps: Vec<(u16, u64)> = ports.iter().map(|p| (p.id, p.link_bps())).collect();
+        // Utilisation is relative to R_port on shaped ports, else to the link.
+        let ps: Vec<(u16, u64)> = ports.iter().zip(control.cfg.ports.iter()).map(|(p, c)| (p.id, c.egress.map(|e| e.rate_bps).unwrap_or_else(|| p.link_bps()))).collect();
         eprintln!("fann: notifications from {} to {} ingress PE(s) over {}", plan.node, plan.ingress_pes.len(), if plan.udp { "UDP" } else { "ICMPv6" });
         crate::fann_agent::FannAgent::new(plan, control.cfg.params, &ps)
     });
