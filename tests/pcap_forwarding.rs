@@ -385,3 +385,86 @@ fn congestion_is_announced_with_fann() {
     assert!(txt.contains("ICMPv6-type201-ok"), "{txt}");
     tshark_clean(&dir.join("dc-out.pcap"));
 }
+
+fn lhcnp_packet(action: dataplane::wire::lhcnp::Action, parameter: u16, to: &str) -> Vec<u8> {
+    use dataplane::wire::lhcnp::{emit_icmpv6_packet, CnpInfo, Icmpv6LhCnpRepr, MetricType, Objects};
+    let repr = Icmpv6LhCnpRepr {
+        code: 0,
+        info: CnpInfo { congestion_level: 180, action, parameter, source_qp: 100, metric_type: MetricType::QueueDepthKb, metric_value: 130000 },
+        objects: Objects::NONE,
+    };
+    let mut buf = vec![0u8; 256];
+    let src: std::net::Ipv6Addr = "fc00:0:9::1".parse().unwrap();
+    let dst: std::net::Ipv6Addr = to.parse().unwrap();
+    let n = emit_icmpv6_packet(&src.octets(), &dst.octets(), 64, &repr, &dataplane::wire::params::Params::DEFAULT, &mut buf).unwrap();
+    buf.truncate(n);
+    buf
+}
+
+/// A WAN frame carrying `inner` in an outer IPv6 header (no SRH) to `sid`.
+fn to_sid(sid: &str, inner: &[u8]) -> Vec<u8> {
+    let mut f = vec![0x02, 0xdc, 0, 0, 0, 2, 0x02, 0, 0, 0, 2, 2, 0x86, 0xdd];
+    let mut h = vec![0x60, 0, 0, 0];
+    h.extend_from_slice(&(inner.len() as u16).to_be_bytes());
+    h.push(41);
+    h.push(64);
+    h.extend_from_slice(&"fc00:0:9::1".parse::<std::net::Ipv6Addr>().unwrap().octets());
+    h.extend_from_slice(&sid.parse::<std::net::Ipv6Addr>().unwrap().octets());
+    f.extend(h);
+    f.extend_from_slice(inner);
+    f
+}
+
+/// END.E and END.C on real DPDK: notifications arriving over the WAN to
+/// the router's END.E SID are decapsulated and routed to the sender in the
+/// DC; to its END.C SID they become 802.1Qbb PAUSE / RESUME frames on the
+/// DC port, checked by scapy's MAC Control layer.
+#[test]
+fn end_e_routes_and_end_c_pauses() {
+    use dataplane::wire::lhcnp::Action;
+    let dir = workdir("endce");
+    control::demo::write_pcap(&dir.join("dc-in.pcap"), &[]).unwrap();
+    let wan_in = vec![
+        to_sid("fc00:0:1::e", &lhcnp_packet(Action::RateReduce, 30, "2001:db8:1::2")),
+        to_sid("fc00:0:1::c", &lhcnp_packet(Action::Pause, 100, "2001:db8:1::2")),
+        to_sid("fc00:0:1::c", &lhcnp_packet(Action::Resume, 50, "2001:db8:1::2")),
+    ];
+    control::demo::write_pcap(&dir.join("empty.pcap"), &wan_in).unwrap();
+    let cfg = dir.join("r.toml");
+    let text = config(&dir)
+        + "[[neighbour]]\nip = \"2001:db8:1::2\"\nmac = \"02:00:00:00:01:02\"\ninterface = \"dc\"\n[srv6]\nlocator = \"fc00:0:1::/48\"\n[[srv6.sid]]\nsid = \"fc00:0:1::e\"\nbehaviour = \"end.e\"\n[[srv6.sid]]\nsid = \"fc00:0:1::c\"\nbehaviour = \"end.c\"\ninterface = \"dc\"\n";
+    std::fs::write(&cfg, text).unwrap();
+    let out = run("endce", &cfg, &["--exit-when-idle", "600", "--duration", "20"]);
+    assert!(out.status.success());
+    let so = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(counter(&so, "end-e-forwarded"), 1);
+    assert_eq!(counter(&so, "pfc-pause-sent"), 1);
+    assert_eq!(counter(&so, "pfc-resume-sent"), 1);
+    assert_eq!(mempool_in_use(&so), 0);
+    let dc = read_pcap(&dir.join("dc-out.pcap")).unwrap();
+    let cnp = dc.iter().find(|f| f[12..14] == [0x86, 0xdd]).expect("the decapsulated CNP");
+    assert_eq!(&cnp[0..6], &HOST);
+    assert_eq!(cnp[14 + 6], 58, "no outer header left");
+    assert_eq!(cnp[14 + 40], 200, "Long-haul CNP");
+    assert_eq!(&cnp[14 + 24..14 + 40], &"2001:db8:1::2".parse::<std::net::Ipv6Addr>().unwrap().octets());
+    let pfc: Vec<_> = dc.iter().filter(|f| f[12..14] == [0x88, 0x08]).collect();
+    assert_eq!(pfc.len(), 2);
+    // scapy decodes our PFC frames independently.
+    let script = r#"
+import sys
+from scapy.all import rdpcap, Ether
+from scapy.contrib.mac_control import MACControlClassBasedFlowControl
+for p in rdpcap(sys.argv[1]):
+    q = Ether(bytes(p))
+    if MACControlClassBasedFlowControl in q:
+        c = q[MACControlClassBasedFlowControl]
+        print(q.dst, c._op_code, c.c3_enabled, c.c3_pause_time, c.c0_enabled, len(bytes(p)))
+"#;
+    let txt = python(script, &[dir.join("dc-out.pcap").to_str().unwrap()]);
+    let lines: Vec<&str> = txt.lines().collect();
+    assert_eq!(lines.len(), 2, "{txt}");
+    // 100 us at the default 100 Gb/s = 19532 quanta; then RESUME (0).
+    assert_eq!(lines[0], "01:80:c2:00:00:01 257 1 19532 0 60", "{txt}");
+    assert_eq!(lines[1], "01:80:c2:00:00:01 257 1 0 0 60", "{txt}");
+    tshark_clean(&dir.join("dc-out.pcap"));
+}

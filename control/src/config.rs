@@ -100,9 +100,14 @@ pub struct SidSection {
     pub sid: String,
     /// end | end.x | end.dt4 | end.dt6 | end.mt | end.c | end.e
     pub behaviour: String,
-    /// end.x: the adjacency.
+    /// end.x: the adjacency; end.c: the port toward the DC gateway.
     pub interface: Option<String>,
     pub via: Option<String>,
+    /// end.c: PFC priority for the notifications (default 3), pause for
+    /// notifications without a duration, and the watchdog.
+    pub pfc_priority: Option<u8>,
+    pub pause_us: Option<u32>,
+    pub max_pause_ms: Option<u64>,
 }
 
 /// A validated local SID.
@@ -112,6 +117,9 @@ pub struct SidPlan {
     pub behaviour: String,
     pub iface: Option<u16>,
     pub via: Option<IpAddr>,
+    pub pfc_priority: u8,
+    pub pause_us: u32,
+    pub max_pause_ms: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -767,7 +775,25 @@ fn srv6_plan(s: &Srv6Section, interfaces: &[Interface]) -> Result<Srv6Plan, Stri
         if b == "end.x" && (iface.is_none() || via.is_none()) {
             return Err(format!("{}: end.x needs interface and via", f("behaviour")));
         }
-        sids.push(SidPlan { sid, behaviour: b, iface, via });
+        if b == "end.c" && iface.is_none() {
+            return Err(format!("{}: end.c needs interface (the port toward the DC gateway)", f("behaviour")));
+        }
+        if b == "end.c" && sids.iter().any(|x| x.behaviour == "end.c") {
+            return Err(format!("{} = end.c: one END.C SID per node", f("behaviour")));
+        }
+        let pfc_priority = e.pfc_priority.unwrap_or(3);
+        if pfc_priority > 7 {
+            return Err(format!("{} = {pfc_priority}: must be 0..=7", f("pfc_priority")));
+        }
+        let pause_us = e.pause_us.unwrap_or(200);
+        if pause_us == 0 {
+            return Err(format!("{} = 0: must be >= 1", f("pause_us")));
+        }
+        let max_pause_ms = e.max_pause_ms.unwrap_or(10);
+        if max_pause_ms == 0 {
+            return Err(format!("{} = 0: the watchdog needs a limit", f("max_pause_ms")));
+        }
+        sids.push(SidPlan { sid, behaviour: b, iface, via, pfc_priority, pause_us, max_pause_ms });
     }
     let source = match &s.source {
         Some(a) => a.parse().map_err(|_| format!("srv6.source = {a:?}: not an IPv6 address"))?,

@@ -72,6 +72,7 @@ locator = "fc00:0:1::/48"
 [[srv6.sid]]
 sid = "fc00:0:1::c"
 behaviour = "end.c"
+interface = "p"
 [[srv6.sid]]
 sid = "fc00:0:1::e"
 behaviour = "end.e"

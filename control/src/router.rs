@@ -199,6 +199,10 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         }
     }
     let hz = dpdk::tsc_hz();
+    let sids0 = sid_table(&cfg).map(Arc::new);
+    if let Some(t) = &sids0 {
+        eprintln!("srv6: {} local SID(s)", t.len());
+    }
     // Egress stages: each shaped port's queue is owned by one worker; the
     // others hand packets to it through a lock-free ring.
     let maxp = dataplane::counters::MAX_PORTS;
@@ -229,7 +233,11 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     for (w, queues) in assign.into_iter().enumerate() {
         let counters = Arc::new(WorkerCounters::default());
         let (up_tx, up_rx) = bounded::<Update>(64);
-        let pipeline = Pipeline::new(topo.clone(), fib0.clone(), neigh0.clone(), counters.clone(), pcfg);
+        let mut pipeline = Pipeline::new(topo.clone(), fib0.clone(), neigh0.clone(), counters.clone(), pcfg);
+        // Local SIDs are in place before the first packet.
+        if let Some(t) = &sids0 {
+            pipeline.set_sids(t.clone());
+        }
         let spec = WorkerSpec {
             id: w,
             rx_queues: queues.clone(),
@@ -278,11 +286,6 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     let mut control = Control { topo, fib: cfg.fib.clone(), neighbours: cfg.neighbours.clone(), cfg, workers };
     let port_names: Vec<(u16, String)> = ports.iter().zip(control.cfg.ports.iter()).map(|(p, c)| (p.id, c.name.clone())).collect();
 
-    // Local SIDs from [srv6].
-    if let Some(t) = sid_table(&control.cfg) {
-        eprintln!("srv6: {} local SID(s)", t.len());
-        control.push_sids(Arc::new(t));
-    }
     // FANN: the agent observes the ports from the control thread.
     let mut fann = control.cfg.fann.clone().map(|plan| {
         // Utilisation is relative to R_port on shaped ports, else to the link.
@@ -412,7 +415,23 @@ pub fn sid_table(cfg: &RouterConfig) -> Option<dataplane::srv6::SidTable> {
             "end.dt4" => Behaviour::EndDT4,
             "end.dt6" => Behaviour::EndDT6,
             "end.mt" => Behaviour::end_mt(),
-            "end.c" => Behaviour::EndC,
+            "end.c" => {
+                let iface = s.iface.unwrap_or(0);
+                // Quanta are computed at the port's speed (R_port if shaped).
+                let port = cfg.interfaces.get(usize::from(iface)).map(|i| i.port);
+                let bps = cfg.ports.iter().zip(cfg.interfaces.iter().filter(|i| i.vlan.is_none())).find(|(_, i)| Some(i.port) == port).and_then(|(p, _)| p.egress.map(|e| e.rate_bps)).unwrap_or(100_000_000_000);
+                t.endc = Some((
+                    iface,
+                    dataplane::endc::EndCConfig {
+                        link_bps: bps,
+                        default_priority: s.pfc_priority,
+                        default_pause_us: s.pause_us,
+                        max_pause_ns: s.max_pause_ms * 1_000_000,
+                        ..Default::default()
+                    },
+                ));
+                Behaviour::EndC
+            }
             "end.e" => Behaviour::EndE,
             _ => continue,
         };

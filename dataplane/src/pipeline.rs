@@ -125,6 +125,10 @@ pub struct Pipeline {
     pub reply: bool,
     /// Local SIDs and SR policies ([`crate::srv6`]).
     pub sids: Arc<SidTable>,
+    /// END.C state (interface toward the DC gateway, PFC controller).
+    pub endc: Option<(u16, crate::endc::EndC)>,
+    /// PFC frames due from END.C timers, built by the worker.
+    pub pfc_pending: Vec<(u16, crate::endc::PfcAction)>,
     /// The End.MT replication recorded by the last `process`.
     pub(crate) rep: ReplicaJob,
     /// Local SIDs processed for the current packet.
@@ -169,6 +173,8 @@ impl Pipeline {
             adj: Vec::new(),
             reply: false,
             sids: Arc::new(SidTable::default()),
+            endc: None,
+            pfc_pending: Vec::with_capacity(16),
             rep: ReplicaJob::default(),
             srv6_depth: 0,
         };

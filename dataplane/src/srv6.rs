@@ -276,6 +276,10 @@ pub struct SidTable {
     match4: Vec<(Ipv4Net, u32)>,
     match6: Vec<(Ipv6Net, u32)>,
     max_replicas: usize,
+    /// END.C: the interface toward the DC gateway and the PFC settings.
+    pub endc: Option<(u16, crate::endc::EndCConfig)>,
+    /// IANA-pending values in force (notification types for END.C).
+    pub params: Params,
 }
 
 impl Default for SidTable {
@@ -295,6 +299,8 @@ impl SidTable {
             match4: Vec::new(),
             match6: Vec::new(),
             max_replicas: 0,
+            endc: None,
+            params: *params,
         }
     }
 
@@ -548,7 +554,49 @@ const END_MT_RECEIVERS_AT: usize = 24;
 impl Pipeline {
     /// Install a new SID table / policy snapshot.
     pub fn set_sids(&mut self, s: std::sync::Arc<SidTable>) -> std::sync::Arc<SidTable> {
+        // END.C state follows the configuration; a change restarts it
+        // (after resuming whatever it had paused).
+        let new_cfg = s.endc.clone();
+        let same = match (&self.endc, &new_cfg) {
+            (Some((i, e)), Some((j, c))) => i == j && e.config() == c,
+            (None, None) => true,
+            _ => false,
+        };
+        if !same {
+            if let Some((iface, e)) = self.endc.take() {
+                for prio in 0..8u8 {
+                    if e.is_paused(prio) {
+                        self.pfc_pending.push((iface, crate::endc::PfcAction { prios: 1 << prio, quanta: 0 }));
+                    }
+                }
+            }
+            self.endc = new_cfg.map(|(i, c)| (i, crate::endc::EndC::new(c)));
+        }
         std::mem::replace(&mut self.sids, s)
+    }
+
+    /// END.C timers (refresh, expiry, watchdog): PFC frames to send, queued
+    /// in `pfc_pending` for the worker to build.
+    pub fn poll_endc(&mut self, now_ns: u64) {
+        if let Some((iface, e)) = self.endc.as_mut() {
+            if let Some((a, b)) = e.poll(now_ns) {
+                self.pfc_pending.push((*iface, a));
+                if let Some(b) = b {
+                    self.pfc_pending.push((*iface, b));
+                }
+            }
+        }
+    }
+
+    /// Build a queued PFC frame into the empty buffer `p`; returns its port.
+    pub fn build_pfc<P: PacketBuffer>(&self, iface: u16, a: &crate::endc::PfcAction, p: &mut P) -> Option<u16> {
+        let ifc = self.topo.iface(iface)?;
+        if !p.set_len(60) {
+            return None;
+        }
+        crate::endc::build_frame(a, ifc.mac, p.data_mut()).ok()?;
+        self.counters.local(if a.quanta == 0 { Local::PfcResume } else { Local::PfcPause });
+        Some(ifc.port)
     }
 
     /// A packet whose DA `dst` is a local SID (`ipv6` found it in the table).
@@ -637,10 +685,80 @@ impl Pipeline {
                     self.ipv4(p, l2, now_ns)
                 }
             }
-            Kind::EndC => Err(Drop::EndCUnimplemented),
-            Kind::EndE => Err(Drop::EndEUnimplemented),
+            Kind::EndE => {
+                // draft-hu-acn-rocev2 s.4.2: decapsulate and route the inner
+                // notification (IPv4 or IPv6) to the sender in the DC.
+                let inner = self.srv6_decap_any(p, l2, total, chain, srh)?;
+                self.counters.local(Local::EndEForwarded);
+                if inner == IpProtocol::IPV6 {
+                    self.ipv6(p, l2, now_ns)
+                } else {
+                    self.ipv4(p, l2, now_ns)
+                }
+            }
+            Kind::EndC => {
+                // draft-hu-acn-rocev2 s.4.1: decapsulate, read the
+                // notification, and answer with PFC toward the DC gateway.
+                let inner = self.srv6_decap_any(p, l2, total, chain, srh)?;
+                let req = notification_request(&p.data()[l2.l3..], inner, &self.sids.params).ok_or(Drop::EndCNotNotification)?;
+                let (iface, e) = self.endc.as_mut().ok_or(Drop::EndCUnconfigured)?;
+                let iface = *iface;
+                let prio = e.priority_of(None);
+                let a = e.on_notification(prio, req, now_ns).ok_or(Drop::EndCNotNotification)?;
+                let ifc = self.topo.iface(iface).ok_or(Drop::EndCUnconfigured)?;
+                let (port, mac) = (ifc.port, ifc.mac);
+                // Reuse the buffer for the 60-byte MAC Control frame.
+                if !p.adj(0) || !p.set_len(60) {
+                    return Err(Drop::NoHeadroom);
+                }
+                crate::endc::build_frame(&a, mac, p.data_mut()).map_err(|_| Drop::NoHeadroom)?;
+                self.counters.local(if a.quanta == 0 { Local::PfcResume } else { Local::PfcPause });
+                self.reply = true;
+                Ok(Verdict::Tx(port))
+            }
             Kind::MT { hmac_required, extra, down } => self.end_mt(p, l2, src, dst, hop, total, chain, srh, hmac_required, extra, down),
         }
+    }
+
+    /// Strip the outer IPv6 header (and SRH, SL must be 0) of a packet whose
+    /// inner packet is IPv4 or IPv6, with RFC 6040 ECN propagation; the
+    /// frame then starts with the L2 header followed by the inner packet.
+    fn srv6_decap_any<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, total: usize, chain: ExtChain, srh: Option<SrhAt>) -> Result<IpProtocol, Drop> {
+        if srh.is_some_and(|s| s.sl > 0) {
+            return Err(Drop::DecapSlNonZero);
+        }
+        let want = chain.upper_protocol;
+        if (want != IpProtocol::IPV6 && want != IpProtocol::IPV4) || chain.fragment.is_some() {
+            return Err(Drop::DecapNextHeader);
+        }
+        let off = chain.upper_offset;
+        {
+            let d = p.data_mut();
+            let outer_ecn = Ipv6Packet::new_unchecked(&d[l2.l3..]).ecn();
+            let inner = &mut d[l2.l3 + off..l2.l3 + total];
+            if want == IpProtocol::IPV6 {
+                let mut ip = Ipv6Packet::new_checked(inner).map_err(|_| Drop::MalformedIpv6)?;
+                let e = rfc6040_decap(outer_ecn, ip.ecn()).ok_or(Drop::DecapCeNotEct)?;
+                ip.set_ecn(e);
+            } else {
+                let mut ip = Ipv4Packet::new_checked(inner).map_err(|_| Drop::MalformedIpv4)?;
+                let e = rfc6040_decap(outer_ecn, ip.ecn()).ok_or(Drop::DecapCeNotEct)?;
+                if e != ip.ecn() {
+                    ip.set_ecn_incremental(e);
+                }
+            }
+            d.copy_within(0..l2.l3, off);
+        }
+        if !p.adj(off) {
+            return Err(Drop::NoHeadroom);
+        }
+        // Drop trailing bytes beyond the inner packet (Ethernet padding).
+        let inner_len = total - off;
+        if p.len() > l2.l3 + inner_len && !p.set_len(l2.l3 + inner_len) {
+            return Err(Drop::NoHeadroom);
+        }
+        self.counters.local(Local::Srv6Decap);
+        Ok(want)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -859,5 +977,60 @@ impl Pipeline {
         write_l2(p, l2, mac, out_mac, vlan, EtherType::IPV6)?;
         self.counters.local(Local::Srv6Encap);
         Ok(Verdict::Tx(port))
+    }
+}
+
+/// What END.C should do for a decapsulated notification (`ip` starts at the
+/// inner IP header): Long-haul CNP (ICMPv6 or RoCEv2 with the E bit), a
+/// standard RoCEv2 CNP, or a FANN congestion / recovery message.
+pub fn notification_request(ip: &[u8], proto: IpProtocol, params: &Params) -> Option<crate::endc::Request> {
+    use crate::endc::Request;
+    use crate::wire::lhcnp::Action;
+    let (upper, l4) = match proto {
+        IpProtocol::IPV6 => {
+            let h = ip.get(..40)?;
+            (h[6], 40)
+        }
+        _ => {
+            let h = ip.get(..20)?;
+            (h[9], usize::from(h[0] & 0xf) * 4)
+        }
+    };
+    let body = ip.get(l4..)?;
+    let from_action = |a: Action, param: u32| match a {
+        Action::Pause => Some(Request::Pause { micros: Some(param) }),
+        Action::Resume => Some(Request::Resume),
+        Action::RateReduce | Action::Notify => Some(Request::Pause { micros: None }),
+    };
+    match upper {
+        58 => {
+            let t = *body.first()?;
+            if t == params.icmpv6_lhcnp_type {
+                // Type, code, checksum, then the Long-haul CNP fields.
+                let info = crate::wire::lhcnp::CnpInfo::parse(&crate::wire::lhcnp::Body::new_checked(body.get(4..)?).ok()?).ok()?;
+                from_action(info.action, u32::from(info.parameter))
+            } else if t == params.icmpv6_fann_type {
+                match (*body.get(1)?, *body.get(7)?) {
+                    (crate::wire::fann::CODE_RECOVERY, _) => Some(Request::Resume),
+                    (_, crate::wire::fann::event::CONGESTION | crate::wire::fann::event::QUEUE_BUILDUP | crate::wire::fann::event::MICROBURST) => Some(Request::Pause { micros: None }),
+                    _ => None,
+                }
+            } else {
+                None
+            }
+        }
+        17 => {
+            let u = body.get(..8 + 12)?;
+            if u16::from_be_bytes([u[2], u[3]]) != crate::wire::params::ROCEV2_UDP_PORT || u[8] != 0x81 {
+                return None;
+            }
+            if u[8 + 4] & 0x20 != 0 {
+                let info = crate::wire::lhcnp::CnpInfo::parse(&crate::wire::lhcnp::Body::new_checked(body.get(8 + 12..)?).ok()?).ok()?;
+                from_action(info.action, u32::from(info.parameter))
+            } else {
+                Some(Request::Pause { micros: None })
+            }
+        }
+        _ => None,
     }
 }

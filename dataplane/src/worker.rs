@@ -179,6 +179,7 @@ impl Worker {
                 self.handle_burst(port, &rx[..n], now);
             }
             self.send_solicits();
+            self.send_pfc(now);
             self.flush_all();
             self.service_egress(now);
             self.poll_congestion(now);
@@ -330,6 +331,25 @@ impl Worker {
                 }
             }
             self.counters.queue_depth[p].set(e.queue.depth_bytes());
+        }
+    }
+
+    /// END.C timers: PFC refreshes, resumes and watchdog resumes.
+    fn send_pfc(&mut self, now: u64) {
+        if self.pipeline.endc.is_none() && self.pipeline.pfc_pending.is_empty() {
+            return;
+        }
+        self.pipeline.poll_endc(now);
+        while let Some((iface, a)) = self.pipeline.pfc_pending.pop() {
+            let Some(mut m) = self.spec.pool.alloc() else {
+                self.counters.dropped(Drop::NoMbuf);
+                continue;
+            };
+            m.reset_len(0);
+            match self.pipeline.build_pfc(iface, &a, &mut m) {
+                Some(port) => self.output(port, m, true),
+                None => self.free.push(m.into_raw()),
+            }
         }
     }
 

@@ -410,14 +410,83 @@ fn srh_violations_have_their_own_counters() {
     expect_drop(&mut pl, srv6_frame(s1(), sid_end(), 64, 0, &s, &inner), Drop::Srv6ChainTooLong);
 }
 
+fn lhcnp6(action: dataplane::wire::lhcnp::Action, parameter: u16) -> Vec<u8> {
+    use dataplane::wire::lhcnp::{emit_icmpv6_packet, CnpInfo, Icmpv6LhCnpRepr, MetricType, Objects};
+    let repr = Icmpv6LhCnpRepr {
+        code: 0,
+        info: CnpInfo { congestion_level: 180, action, parameter, source_qp: 100, metric_type: MetricType::QueueDepthKb, metric_value: 130000 },
+        objects: Objects::NONE,
+    };
+    let mut buf = vec![0u8; 256];
+    let n = emit_icmpv6_packet(&a6("fc00:0:9::1").octets(), &a6("2001:db8:3::5").octets(), 64, &repr, &Params::DEFAULT, &mut buf).unwrap();
+    buf.truncate(n);
+    buf
+}
+
 #[test]
-fn end_c_and_end_e_are_classified() {
+fn end_e_decapsulates_and_routes_the_notification() {
     let mut pl = pipeline();
-    let inner = plain6(s1(), a6("2001:db8:2::10"), 0);
-    let s = srh(41, &[a6("fc00:0:1::c")], 0, vec![]);
-    expect_drop(&mut pl, srv6_frame(s1(), a6("fc00:0:1::c"), 64, 0, &s, &inner), Drop::EndCUnimplemented);
+    let inner = lhcnp6(dataplane::wire::lhcnp::Action::RateReduce, 30);
     let s = srh(41, &[a6("fc00:0:1::e")], 0, vec![]);
-    expect_drop(&mut pl, srv6_frame(s1(), a6("fc00:0:1::e"), 64, 0, &s, &inner), Drop::EndEUnimplemented);
+    let mut p = VecPacket::from_bytes(&srv6_frame(s1(), a6("fc00:0:1::e"), 64, 0, &s, &inner));
+    let v = run(&mut pl, &mut p);
+    assert_eq!(v, Verdict::Tx(1), "toward the sender via its route");
+    let f = p.to_vec();
+    assert_eq!(&f[12..14], &[0x86, 0xdd]);
+    assert_eq!(f.len(), 14 + inner.len(), "outer IPv6 + SRH removed");
+    assert_eq!(&f[14 + 24..14 + 40], &a6("2001:db8:3::5").octets());
+    assert_eq!(f[14 + 7], 63, "inner hop limit decremented");
+    assert_eq!(&f[14 + 40..], &inner[40..], "notification unchanged");
+    assert_eq!(pl.counters.local[Local::EndEForwarded as usize].get(), 1);
+}
+
+#[test]
+fn end_c_turns_notifications_into_pfc() {
+    use dataplane::endc::EndCConfig;
+    use dataplane::wire::lhcnp::Action;
+    let mut pl = pipeline();
+    // Not configured: counted.
+    let s = srh(41, &[a6("fc00:0:1::c")], 0, vec![]);
+    expect_drop(&mut pl, srv6_frame(s1(), a6("fc00:0:1::c"), 64, 0, &s, &lhcnp6(Action::Pause, 100)), Drop::EndCUnconfigured);
+    let mut t = sid_table();
+    t.endc = Some((0, EndCConfig::default()));
+    pl.set_sids(Arc::new(t));
+    // A plain packet is not a notification.
+    expect_drop(&mut pl, srv6_frame(s1(), a6("fc00:0:1::c"), 64, 0, &s, &plain6(s1(), a6("2001:db8:2::10"), 0)), Drop::EndCNotNotification);
+    // Pause 100 us -> PFC PAUSE on priority 3 out of p0, 19532 quanta at 100 Gb/s.
+    let mut p = VecPacket::from_bytes(&srv6_frame(s1(), a6("fc00:0:1::c"), 64, 0, &s, &lhcnp6(Action::Pause, 100)));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(0));
+    let f = p.to_vec();
+    assert_eq!(f.len(), 60);
+    assert_eq!(&f[0..6], &[0x01, 0x80, 0xc2, 0, 0, 1]);
+    assert_eq!(&f[6..12], &R0);
+    assert_eq!(&f[12..16], &[0x88, 0x08, 0x01, 0x01]);
+    assert_eq!(&f[16..18], &[0, 0x08]);
+    assert_eq!(u16::from_be_bytes([f[18 + 6], f[18 + 7]]), 19532);
+    assert!(pl.reply, "PFC leaves ahead of queued data");
+    // Resume -> zero quanta.
+    let mut p = VecPacket::from_bytes(&srv6_frame(s1(), a6("fc00:0:1::c"), 64, 0, &s, &lhcnp6(Action::Resume, 50)));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(0));
+    assert_eq!(u16::from_be_bytes([p.to_vec()[18 + 6], p.to_vec()[18 + 7]]), 0);
+    assert_eq!(pl.counters.local[Local::PfcPause as usize].get(), 1);
+    assert_eq!(pl.counters.local[Local::PfcResume as usize].get(), 1);
+    // A long pause is refreshed by the timers, then resumed.
+    let mut p = VecPacket::from_bytes(&srv6_frame(s1(), a6("fc00:0:1::c"), 64, 0, &s, &lhcnp6(Action::Pause, 1000)));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(0));
+    let mut t = T0;
+    let mut frames = Vec::new();
+    while t < T0 + 2_000_000 {
+        t += 10_000;
+        pl.poll_endc(t);
+        for (iface, a) in pl.pfc_pending.drain(..) {
+            frames.push((iface, a));
+        }
+    }
+    assert!(frames.len() >= 3, "refreshes then a resume: {frames:?}");
+    assert_eq!(frames.last().unwrap().1.quanta, 0, "ends with RESUME");
+    let mut out = VecPacket::from_bytes(&[]);
+    assert_eq!(pl.build_pfc(frames[0].0, &frames[0].1, &mut out), Some(0));
+    assert_eq!(out.to_vec().len(), 60);
 }
 
 // ------------------------------------------------------------ End.DT6 / DT4
