@@ -68,6 +68,52 @@ interface = "wan"
 ip = "2001:db8:2::2"
 mac = "02:00:00:00:02:02"
 interface = "wan"
+
+# End.MT receivers and the ingress PE that gets FANN notifications, in the DC.
+[[neighbour]]
+ip = "2001:db8:1::10"
+mac = "02:00:00:00:01:10"
+interface = "dc"
+
+[[neighbour]]
+ip = "2001:db8:1::11"
+mac = "02:00:00:00:01:11"
+interface = "dc"
+
+[[neighbour]]
+ip = "2001:db8:1::12"
+mac = "02:00:00:00:01:12"
+interface = "dc"
+
+[[neighbour]]
+ip = "2001:db8:1::99"
+mac = "02:00:00:00:01:99"
+interface = "dc"
+
+# SRv6: an End.MT SID (RDMA multicast edge node), END.E and END.C SIDs
+# (notifications from the WAN: routed to the sender / turned into PFC).
+[srv6]
+locator = "fc00:0:1::/48"
+
+[[srv6.sid]]
+sid = "fc00:0:1::a"
+behaviour = "end.mt"
+
+[[srv6.sid]]
+sid = "fc00:0:1::e"
+behaviour = "end.e"
+
+[[srv6.sid]]
+sid = "fc00:0:1::c"
+behaviour = "end.c"
+interface = "dc"
+
+# FANN: this node tells the ingress PE about congestion on its ports.
+[fann]
+node = "2001:db8:2::1"
+ingress_pes = ["2001:db8:1::99"]
+interval_us = 5000
+queue_buildup_bytes = 100000
 "#;
 
 pub const DEMO_EAL: &[&str] = &["--no-huge", "--no-pci", "--no-shconf", "-l", "0", "-m", "256", "--log-level", "lib.eal:error"];
@@ -139,7 +185,59 @@ pub fn traffic() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
         wan.push(gen::roce4(&from_wan, Ipv4Addr::new(10, 0, 3, 2), host4, 49152, 0x300 + i, i, 0, 63));
         wan.push(gen::roce6(&from_wan, "2001:db8:3::2".parse().unwrap(), host6, 49152, 0x300 + i, i, 0, 63));
     }
+    // From the WAN: an SRv6-encapsulated RoCEv2 packet to our End.MT SID
+    // with three receivers in the DC; a Long-haul CNP to our END.E SID (for
+    // the DC host); Pause and Resume CNPs to our END.C SID.
+    wan.push(end_mt_frame());
+    wan.push(to_sid("fc00:0:1::e", &lhcnp(dataplane::wire::lhcnp::Action::RateReduce, 30)));
+    wan.push(to_sid("fc00:0:1::c", &lhcnp(dataplane::wire::lhcnp::Action::Pause, 100)));
+    wan.push(to_sid("fc00:0:1::c", &lhcnp(dataplane::wire::lhcnp::Action::Resume, 50)));
     (dc, wan)
+}
+
+fn lhcnp(action: dataplane::wire::lhcnp::Action, parameter: u16) -> Vec<u8> {
+    use dataplane::wire::lhcnp::{emit_icmpv6_packet, CnpInfo, Icmpv6LhCnpRepr, MetricType, Objects};
+    let repr = Icmpv6LhCnpRepr {
+        code: 0,
+        info: CnpInfo { congestion_level: 180, action, parameter, source_qp: 0x100, metric_type: MetricType::QueueDepthKb, metric_value: 130000 },
+        objects: Objects::NONE,
+    };
+    let mut buf = vec![0u8; 256];
+    let src: Ipv6Addr = "fc00:0:9::1".parse().unwrap();
+    let dst: Ipv6Addr = "2001:db8:1::2".parse().unwrap();
+    let n = emit_icmpv6_packet(&src.octets(), &dst.octets(), 64, &repr, &dataplane::wire::params::Params::DEFAULT, &mut buf).expect("LH-CNP");
+    buf.truncate(n);
+    buf
+}
+
+fn outer6(dst: &str, nh: u8, payload: &[u8]) -> Vec<u8> {
+    let mut f = ROUTER_WAN_MAC.to_vec();
+    f.extend_from_slice(&WAN_GW_MAC);
+    f.extend_from_slice(&[0x86, 0xdd, 0x60, 0, 0, 0]);
+    f.extend_from_slice(&(payload.len() as u16).to_be_bytes());
+    f.push(nh);
+    f.push(64);
+    f.extend_from_slice(&"fc00:0:9::1".parse::<Ipv6Addr>().unwrap().octets());
+    f.extend_from_slice(&dst.parse::<Ipv6Addr>().unwrap().octets());
+    f.extend_from_slice(payload);
+    f
+}
+
+fn to_sid(sid: &str, inner: &[u8]) -> Vec<u8> {
+    outer6(sid, 41, inner)
+}
+
+fn end_mt_frame() -> Vec<u8> {
+    use dataplane::wire::srh::{EndMtReceiver, EndMtRepr, SrhRepr, TlvRepr};
+    let sid: Ipv6Addr = "fc00:0:1::a".parse().unwrap();
+    let receivers = (0..3u32).map(|i| EndMtReceiver { address: format!("2001:db8:1::{:x}", 0x10 + i).parse().unwrap(), qpn: 0x500 + i }).collect();
+    let tlv = TlvRepr::EndMt(EndMtRepr { tlv_type: dataplane::wire::params::Params::DEFAULT.srh_tlv_end_mt, edge_node_address: sid, receivers });
+    let srh = SrhRepr::for_path(41, &[sid, "fc00:0:2::1".parse().unwrap()], vec![tlv]).to_bytes().expect("SRH");
+    // The inner RoCEv2 packet from the source to the group's Proxy Address.
+    let inner = gen::roce6(&L2 { src: [0; 6], dst: [0; 6] }, "2001:db8:3::2".parse().unwrap(), "fc00:0:1::100".parse().unwrap(), 49300, 0x777, 1, 1024, 64);
+    let mut payload = srh;
+    payload.extend_from_slice(&inner[14..]);
+    outer6("fc00:0:1::a", 43, &payload)
 }
 
 /// One line describing a frame the router sent.
@@ -178,6 +276,9 @@ pub fn describe(f: &[u8]) -> String {
             let dst = Ipv6Addr::from(<[u8; 16]>::try_from(&p[24..40]).unwrap());
             let what = match p[6] {
                 58 if p.len() > 40 && p[40] == dataplane::wire::params::Params::DEFAULT.icmpv6_lhcnp_type => "Long-haul CNP (ICMPv6)".to_string(),
+                58 if p.len() > 48 && p[40] == dataplane::wire::params::Params::DEFAULT.icmpv6_fann_type => {
+                    format!("FANN {} event type {} sub-type {}", if p[41] == 1 { "recovery" } else { "event" }, p[47], p[48])
+                }
                 58 if p.len() > 40 => match p[40] {
                     129 => "ICMPv6 echo reply".to_string(),
                     3 => "ICMPv6 time exceeded".to_string(),
@@ -190,6 +291,10 @@ pub fn describe(f: &[u8]) -> String {
                 n => format!("next header {n}"),
             };
             format!("IPv6 {src} -> {dst} hlim {} {what}", p[7])
+        }
+        0x8808 if p.len() >= 20 && p[0..2] == [0x01, 0x01] => {
+            let q = u16::from_be_bytes([p[4 + 2 * 3], p[5 + 2 * 3]]);
+            if q == 0 { "PFC RESUME priority 3".to_string() } else { format!("PFC PAUSE priority 3, {q} quanta") }
         }
         _ => format!("ethertype {et:#06x}"),
     }
@@ -268,6 +373,14 @@ pub fn run(out: &Path) -> Result<(), String> {
         c.local_count(Local::CnpPause),
         c.local_count(Local::CnpNotify),
         c.local_count(Local::CnpResume)
+    );
+    println!(
+        "  SRv6: End.MT replicas {}; END.E forwarded {}; END.C PFC pause {} / resume {}; FANN notifications sent {}",
+        c.local_count(Local::EndMtReplica),
+        c.local_count(Local::EndEForwarded),
+        c.local_count(Local::PfcPause),
+        c.local_count(Local::PfcResume),
+        c.local_count(Local::Injected)
     );
     println!("  mempool: {} of {} mbufs in use after shutdown", rep.mempool_in_use_after, rep.mempool_size);
     println!("  open the pcaps in Wireshark: wireshark {}/dc-out.pcap", dir.display());

@@ -8,7 +8,8 @@
 //! * egress utilisation over an interval: Event Type 0x02 Congestion with
 //!   sub-type 1 / 2 / 3 above 50 / 70 / 90 % (metadata: port, utilisation,
 //!   queue occupancy, the top flow's Flow ID when known, the Path ID when
-//!   configured); a change of sub-type is a new event; back under 50 % ->
+//!   configured); a change of sub-type is a new event (upward at once,
+//!   downward only 10 points below the current threshold); under 40 % ->
 //!   recovery.
 //! * queue depth above `queue_buildup_bytes` -> Event Type 0x06 Queue
 //!   buildup; below half of it -> recovery.
@@ -231,12 +232,23 @@ impl Detector {
             let util = (u128::from(self.win_bytes) * 8 * 1_000_000_000 * 100 / (u128::from(dt) * u128::from(self.cfg.link_bps.max(1)))).min(100) as u32;
             self.win_start = now;
             self.win_bytes = 0;
-            let sub = match util {
+            let raw = match util {
                 u if u > 90 => 3,
                 u if u > 70 => 2,
                 u if u > 50 => 1,
                 _ => 0,
             };
+            // Hysteresis: a higher sub-type is announced at once; a lower
+            // one only once utilisation is 10 points under the current
+            // sub-type's threshold (no flapping around 70 / 90 %).
+            let cur = self.congestion.map(|a| a.subtype).unwrap_or(0);
+            let floor = |st: u8| match st {
+                3 => 80,
+                2 => 60,
+                1 => 40,
+                _ => 0,
+            };
+            let sub = if raw >= cur || util < floor(cur) { raw } else { cur };
             match (sub, self.congestion) {
                 (0, Some(a)) => {
                     self.congestion = None;
@@ -455,7 +467,9 @@ mod tests {
         d.on_tx(950_000, 0, None, 3 * MS, &mut out); // 95 %: severe, new id
         assert_eq!(out[1].message.event_subtype, 3);
         assert_ne!(out[1].message.event_id, out[0].message.event_id);
-        d.on_tx(100_000, 0, None, 4 * MS, &mut out); // 10 %: recovery
+        d.on_tx(850_000, 0, None, 4 * MS, &mut out); // 85 %: no flapping down to moderate
+        assert_eq!(out.len(), 2);
+        d.on_tx(100_000, 0, None, 5 * MS, &mut out); // 10 %: recovery
         assert_eq!(out[2].code, CODE_RECOVERY);
         assert_eq!(out[2].message.event_id, out[1].message.event_id);
     }
