@@ -597,11 +597,8 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
             None => None,
             Some(c) => Some(congestion_plan(c, p, &fld("congestion"))?),
         };
-        let rate_mbps = match (p.rate_mbps, &congestion) {
-            (None, Some(c)) => Some(c.params.rate_bps / 1_000_000),
-            (r, _) => r,
-        };
-        let egress = match rate_mbps {
+        // (the congestion stage requires rate_mbps: checked in congestion_plan)
+        let egress = match p.rate_mbps {
             None => None,
             Some(0) => return err(fld("rate_mbps"), &0, "must be > 0 (omit it for an unshaped port)"),
             Some(r) if r > 1_600_000 => return err(fld("rate_mbps"), &r, "must be <= 1600000 (1.6 Tb/s)"),
