@@ -468,3 +468,44 @@ for p in rdpcap(sys.argv[1]):
     assert_eq!(lines[1], "01:80:c2:00:00:01 257 1 0 0 60", "{txt}");
     tshark_clean(&dir.join("dc-out.pcap"));
 }
+
+/// End.MT on real DPDK: one SRv6-encapsulated RoCEv2 packet in, one RC
+/// packet per receiver out, each with the receiver's DA and QPN; scapy
+/// recomputes every replica's ICRC and UDP checksum.
+#[test]
+fn end_mt_replicates_to_every_receiver() {
+    let dir = workdir("endmt");
+    control::demo::write_pcap(&dir.join("dc-in.pcap"), &[]).unwrap();
+    control::demo::write_pcap(&dir.join("empty.pcap"), &[control::demo::end_mt_frame()]).unwrap();
+    let cfg = dir.join("r.toml");
+    let mut text = config(&dir);
+    for i in 0..3 {
+        text += &format!("[[neighbour]]\nip = \"2001:db8:1::{:x}\"\nmac = \"02:00:00:00:01:{:02x}\"\ninterface = \"dc\"\n", 0x10 + i, 0x10 + i);
+    }
+    text += "[srv6]\nlocator = \"fc00:0:1::/48\"\n[[srv6.sid]]\nsid = \"fc00:0:1::a\"\nbehaviour = \"end.mt\"\n";
+    std::fs::write(&cfg, text).unwrap();
+    let out = run("endmt", &cfg, &["--exit-when-idle", "600", "--duration", "20"]);
+    assert!(out.status.success());
+    let so = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(counter(&so, "endmt-replica-built"), 3);
+    assert_eq!(mempool_in_use(&so), 0);
+    let dc = read_pcap(&dir.join("dc-out.pcap")).unwrap();
+    assert_eq!(dc.len(), 3);
+    for (i, f) in dc.iter().enumerate() {
+        let i = i as u8;
+        assert_eq!(&f[0..6], &[2, 0, 0, 0, 1, 0x10 + i], "to the receiver's MAC");
+        assert_eq!(f[14 + 6], 17, "the inner RoCEv2 packet, no outer header");
+        let da: std::net::Ipv6Addr = format!("2001:db8:1::{:x}", 0x10 + i).parse().unwrap();
+        assert_eq!(&f[14 + 24..14 + 40], &da.octets());
+        let qpn = u32::from_be_bytes([0, f[14 + 48 + 5], f[14 + 48 + 6], f[14 + 48 + 7]]);
+        assert_eq!(qpn, 0x500 + u32::from(i));
+        dataplane::wire::roce::icrc_check(&f[14..]).expect("replica ICRC");
+    }
+    let chk = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/check_output.py");
+    let o = Command::new("python3").arg(chk).arg(dir.join("dc-out.pcap")).output().unwrap();
+    let txt = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "scapy: {txt}{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(txt.matches("ICRC-ok").count(), 3, "{txt}");
+    assert_eq!(txt.matches("UDP-ok").count(), 3, "{txt}");
+    tshark_clean(&dir.join("dc-out.pcap"));
+}

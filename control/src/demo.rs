@@ -227,7 +227,10 @@ fn to_sid(sid: &str, inner: &[u8]) -> Vec<u8> {
     outer6(sid, 41, inner)
 }
 
-fn end_mt_frame() -> Vec<u8> {
+/// An SRv6 frame (from the WAN) to the End.MT SID fc00:0:1::a carrying a 1 KiB
+/// RoCEv2 packet and an End.MT TLV with receivers 2001:db8:1::10..12
+/// (QPNs 0x500..0x502).
+pub fn end_mt_frame() -> Vec<u8> {
     use dataplane::wire::srh::{EndMtReceiver, EndMtRepr, SrhRepr, TlvRepr};
     let sid: Ipv6Addr = "fc00:0:1::a".parse().unwrap();
     let receivers = (0..3u32).map(|i| EndMtReceiver { address: format!("2001:db8:1::{:x}", 0x10 + i).parse().unwrap(), qpn: 0x500 + i }).collect();
