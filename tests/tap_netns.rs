@@ -115,6 +115,11 @@ name = "b"
 device = "net_tap1,iface={t2}"
 mac = "02:dc:00:00:0b:01"
 addresses = ["10.2.0.1/24", "2001:db8:b::1/64"]
+[srv6]
+locator = "fc00:0:1::/48"
+[[srv6.sid]]
+sid = "fc00:0:1::e"
+behaviour = "end.e"
 "#
         ),
     )
@@ -208,6 +213,40 @@ addresses = ["10.2.0.1/24", "2001:db8:b::1/64"]
     let seqs = |dst: &str| -> Vec<u32> {
         lines.lines().filter(|l| l.ends_with(&format!(" {dst}"))).filter_map(|l| l.split_whitespace().nth(1)?.parse().ok()).collect()
     };
+    // END.E with the kernel's SRv6 as the WAN-side headend: host 2 sends a
+    // Long-haul CNP (ICMPv6 type 200, the draft's s.7 body) to host 1; the
+    // kernel encapsulates it (seg6 encap) toward the router's END.E SID; the
+    // router decapsulates it and routes it to host 1, which receives it.
+    let o = in_ns(&n2, &["ip", "-6", "route", "add", "2001:db8:a::2/128", "encap", "seg6", "mode", "encap", "segs", "fc00:0:1::e", "via", "2001:db8:b::1", "dev", &t2]);
+    assert!(o.status.success(), "seg6 encap route: {}", String::from_utf8_lossy(&o.stderr));
+    let rx_script = r#"
+import socket, sys
+s = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)
+s.settimeout(5)
+try:
+    while True:
+        data, addr = s.recvfrom(2048)
+        if data[0] == 200:
+            print(addr[0], data.hex())
+            break
+except socket.timeout:
+    print("timeout")
+"#;
+    let rx = Command::new("ip").args(["netns", "exec", &n1, "python3", "-c", rx_script]).stdout(std::process::Stdio::piped()).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let tx_script = r#"
+import socket, time
+s = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)
+body = bytes([200, 0, 0, 0]) + bytes.fromhex("b480001e0000006401 01fbd0".replace(" ", ""))
+for _ in range(3):
+    s.sendto(body, ("2001:db8:a::2", 0))
+    time.sleep(0.2)
+"#;
+    let o = in_ns(&n2, &["python3", "-c", tx_script]);
+    assert!(o.status.success(), "send: {}", String::from_utf8_lossy(&o.stderr));
+    let got = String::from_utf8_lossy(&rx.wait_with_output().unwrap().stdout).to_string();
+    assert!(got.starts_with("2001:db8:b::2 c800") && got.trim_end().ends_with("b480001e000000640101fbd0"), "host 1 did not get the CNP through END.E: {got}");
+
     let routes = control::ctl::request(sock.to_str().unwrap(), "show routes").unwrap();
     assert!(routes.contains("10.9.9.0/24 via 10.2.0.2"), "{routes}");
     let neigh = control::ctl::request(sock.to_str().unwrap(), "show neighbours").unwrap();
@@ -231,6 +270,7 @@ addresses = ["10.2.0.1/24", "2001:db8:b::1/64"]
     assert!(counter(&so, "nd-advert-sent") >= 1);
     assert!(counter(&so, "arp-request-sent") >= 1);
     assert!(counter(&so, "nd-solicit-sent") >= 1);
+    assert!(counter(&so, "end-e-forwarded") >= 1, "the kernel's seg6 packets hit END.E");
     assert!(counter(&so, "no-route") as usize >= first, "10.9.9.9 packets before the route: no-route");
     assert_eq!(counter(&so, "tx-full"), 0);
     assert_eq!(mempool_in_use(&so), 0, "every mbuf back in its pool after SIGTERM");
