@@ -61,6 +61,7 @@ reasons!(Drop, N_DROPS {
     PriorityQueueFull => "priority-queue-full",
     HandoffFull => "handoff-full",
     CnpBuildFailed => "cnp-build-failed",
+    FannHopLimit => "fann-hop-limit-expired",
     EventQueueFull => "event-queue-full",
     BadPort => "bad-port",
     // SRv6 (RFC 8754 / RFC 8986 / draft-li-spring-rdma-multicast-over-srv6)

@@ -244,6 +244,39 @@ mod tests {
         assert_eq!(crate::wire::checksum::fold(s), 0xffff);
     }
 
+    fn fann_frame(hop: u8) -> Vec<u8> {
+        use crate::wire::fann::{Metadata, MessageRepr, PacketRepr};
+        let src: Ipv6Addr = "fc00:9::1".parse().unwrap();
+        let dst: Ipv6Addr = "2001:db8::5".parse().unwrap();
+        let m = MessageRepr { hop_limit: hop, event_type: 2, event_subtype: 3, event_id: 7, timestamp: 1, originating_node: src, metadata: Metadata { egress_port_id: Some(1), ..Default::default() } };
+        let body = PacketRepr { msg_type: Params::DEFAULT.icmpv6_fann_type, code: 0, message: m }.to_bytes(&src, &dst);
+        let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 9, 0x86, 0xdd, 0x60, 0, 0, 0];
+        f.extend_from_slice(&(body.len() as u16).to_be_bytes());
+        f.extend_from_slice(&[58, 64]);
+        f.extend_from_slice(&src.octets());
+        f.extend_from_slice(&dst.octets());
+        f.extend_from_slice(&body);
+        f
+    }
+
+    #[test]
+    fn forwarding_decrements_the_fann_hop_limit() {
+        use crate::pipeline::Verdict;
+        let mut pl = pipeline();
+        let mut p = VecPacket::from_bytes(&fann_frame(3));
+        assert_eq!(pl.process(&mut p, 0, 1), Verdict::Tx(0));
+        let f = p.to_vec();
+        assert_eq!(f[14 + 7], 63, "IPv6 hop limit");
+        assert_eq!(f[14 + 40 + 6], 2, "FANN hop limit 3 -> 2");
+        let src: Ipv6Addr = "fc00:9::1".parse().unwrap();
+        let dst: Ipv6Addr = "2001:db8::5".parse().unwrap();
+        let r = crate::wire::fann::PacketRepr::parse(&crate::wire::fann::Packet::new_checked(&f[54..]).unwrap(), &src, &dst, Params::DEFAULT.icmpv6_fann_type);
+        assert!(r.is_ok(), "checksum still valid: {r:?}");
+        // Hop limit 1: this node is the last in scope.
+        let mut p = VecPacket::from_bytes(&fann_frame(1));
+        assert_eq!(pl.process(&mut p, 0, 1), Verdict::Drop(Drop::FannHopLimit));
+    }
+
     #[test]
     fn without_end_e_the_cnp_goes_to_the_source() {
         let mut pl = pipeline();

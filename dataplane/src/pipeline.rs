@@ -461,7 +461,21 @@ impl Pipeline {
             return Err(Drop::MtuExceeded);
         }
         let (port, out_mac, vlan) = (ifc.port, ifc.mac, ifc.vlan);
-        Ipv6Packet::new_unchecked(&mut p.data_mut()[l2.l3..]).decrement_hop_limit();
+        {
+            let d = &mut p.data_mut()[l2.l3..];
+            // FANN scoping (draft-hzh-fantel-wan-tunnel s.5.1.2): a FANN
+            // message directly in IPv6 has its own Hop Limit, decremented by
+            // every forwarding node and discarded at zero.
+            if d.get(6) == Some(&58) && d.get(40) == Some(&self.sids.params.icmpv6_fann_type) {
+                let end = total.min(d.len());
+                let mut f = crate::wire::fann::Packet::new_checked(&mut d[40..end]).map_err(|_| Drop::MalformedIcmp)?;
+                match f.decrement_hop_limit() {
+                    Ok(h) if h > 0 => {}
+                    _ => return Err(Drop::FannHopLimit),
+                }
+            }
+            Ipv6Packet::new_unchecked(&mut d[..]).decrement_hop_limit();
+        }
         write_l2(p, l2, mac, out_mac, vlan, EtherType::IPV6)?;
         Ok(Verdict::Tx(port))
     }
