@@ -348,7 +348,11 @@ impl Worker {
             m.reset_len(0);
             match self.pipeline.build_pfc(iface, &a, &mut m) {
                 Some(port) => self.output(port, m, true),
-                None => self.free.push(m.into_raw()),
+                None => {
+                    // No such interface any more, or no room: count it.
+                    self.counters.dropped(Drop::NoHeadroom);
+                    self.free.push(m.into_raw());
+                }
             }
         }
     }
@@ -475,7 +479,11 @@ impl Worker {
             m.reset_len(0);
             match self.pipeline.build_solicit(&mut m, s) {
                 Some(port) => self.output(port, m, true),
-                None => drop(m),
+                None => {
+                    // The interface has no address of that family to ask from.
+                    self.counters.dropped(Drop::NeighbourMiss);
+                    drop(m);
+                }
             }
         }
         self.pipeline.solicits = solicits;
