@@ -120,6 +120,13 @@ locator = "fc00:0:1::/48"
 [[srv6.sid]]
 sid = "fc00:0:1::e"
 behaviour = "end.e"
+# H.Encaps toward host 2's kernel End.DT6 SID.
+[[srv6.policy]]
+prefix = "2001:db8:99::/64"
+segments = [["fc00:0:2::d6"]]
+[[route]]
+prefix = "fc00:0:2::/48"
+via = "2001:db8:b::2"
 "#
         ),
     )
@@ -247,6 +254,31 @@ for _ in range(3):
     let got = String::from_utf8_lossy(&rx.wait_with_output().unwrap().stdout).to_string();
     assert!(got.starts_with("2001:db8:b::2 c800") && got.trim_end().ends_with("b480001e000000640101fbd0"), "host 1 did not get the CNP through END.E: {got}");
 
+    // H.Encaps with the kernel as the decapsulating peer: packets from host 1
+    // to 2001:db8:99::/64 are encapsulated by the router toward fc00:0:2::d6,
+    // a kernel seg6local End.DT6 SID in host 2's namespace, which
+    // decapsulates and delivers them to its loopback address; replies come
+    // back plain.
+    for c in [
+        vec!["ip", "-6", "addr", "add", "2001:db8:99::1/128", "dev", "lo"],
+        // Table 255 (local): the decapsulated packet is for an address of
+        // this namespace, whose route lives in the local table.
+        vec!["ip", "-6", "route", "add", "fc00:0:2::d6/128", "encap", "seg6local", "action", "End.DT6", "table", "255", "dev", t2.as_str()],
+    ] {
+        let o = in_ns(&n2, &c);
+        assert!(o.status.success(), "{c:?}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+    let mut ok = false;
+    for _ in 0..5 {
+        if in_ns(&n1, &["ping", "-c", "1", "-W", "1", "2001:db8:99::1"]).status.success() {
+            ok = true;
+            break;
+        }
+    }
+    assert!(ok, "no reply through H.Encaps + kernel End.DT6");
+    let o = in_ns(&n1, &["ping", "-c", "3", "-i", "0.2", "-W", "2", "2001:db8:99::1"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains(" 0% packet loss"), "{}", String::from_utf8_lossy(&o.stdout));
+
     let routes = control::ctl::request(sock.to_str().unwrap(), "show routes").unwrap();
     assert!(routes.contains("10.9.9.0/24 via 10.2.0.2"), "{routes}");
     let neigh = control::ctl::request(sock.to_str().unwrap(), "show neighbours").unwrap();
@@ -271,6 +303,7 @@ for _ in range(3):
     assert!(counter(&so, "arp-request-sent") >= 1);
     assert!(counter(&so, "nd-solicit-sent") >= 1);
     assert!(counter(&so, "end-e-forwarded") >= 1, "the kernel's seg6 packets hit END.E");
+    assert!(counter(&so, "srv6-h-encaps") >= 3, "pings to 2001:db8:99::1 were encapsulated");
     assert!(counter(&so, "no-route") as usize >= first, "10.9.9.9 packets before the route: no-route");
     assert_eq!(counter(&so, "tx-full"), 0);
     assert_eq!(mempool_in_use(&so), 0, "every mbuf back in its pool after SIGTERM");

@@ -92,6 +92,27 @@ pub struct Srv6Section {
     pub source: Option<String>,
     #[serde(default, rename = "sid")]
     pub sids: Vec<SidSection>,
+    /// H.Encaps / H.Encaps.Red: steer a prefix into an SR policy.
+    #[serde(default, rename = "policy")]
+    pub policies: Vec<PolicySection>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicySection {
+    pub prefix: String,
+    /// "encaps" (H.Encaps) or "encaps.red" (H.Encaps.Red).
+    #[serde(default = "d_encaps")]
+    pub mode: String,
+    /// One or more SID lists (first SID first).
+    pub segments: Vec<Vec<String>>,
+    /// One weight per SID list (default: equal).
+    #[serde(default)]
+    pub weights: Vec<u32>,
+}
+
+fn d_encaps() -> String {
+    "encaps".into()
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -127,6 +148,7 @@ pub struct Srv6Plan {
     pub locator: ipnet::Ipv6Net,
     pub source: std::net::Ipv6Addr,
     pub sids: Vec<SidPlan>,
+    pub policies: Vec<(IpNet, dataplane::srv6::SrPolicy)>,
 }
 
 #[derive(Debug, Clone, Deserialize, Default)]
@@ -796,7 +818,30 @@ fn srv6_plan(s: &Srv6Section, interfaces: &[Interface]) -> Result<Srv6Plan, Stri
         Some(a) => a.parse().map_err(|_| format!("srv6.source = {a:?}: not an IPv6 address"))?,
         None => sids.first().map(|x| x.sid).unwrap_or(locator.addr()),
     };
-    Ok(Srv6Plan { locator, source, sids })
+    let mut policies = Vec::new();
+    for (i, p) in s.policies.iter().enumerate() {
+        let f = |k: &str| format!("srv6.policy[{i}].{k}");
+        let prefix: IpNet = p.prefix.parse().map_err(|_| format!("{} = {:?}: not an IP prefix", f("prefix"), p.prefix))?;
+        let mode = match p.mode.as_str() {
+            "encaps" => dataplane::srv6::EncapMode::Encaps,
+            "encaps.red" => dataplane::srv6::EncapMode::EncapsRed,
+            o => return Err(format!("{} = {o:?}: must be \"encaps\" or \"encaps.red\"", f("mode"))),
+        };
+        if !p.weights.is_empty() && p.weights.len() != p.segments.len() {
+            return Err(format!("{} = {:?}: one weight per SID list ({} lists)", f("weights"), p.weights, p.segments.len()));
+        }
+        let mut lists = Vec::new();
+        for (j, l) in p.segments.iter().enumerate() {
+            let mut sids = Vec::new();
+            for (k, a) in l.iter().enumerate() {
+                sids.push(a.parse::<std::net::Ipv6Addr>().map_err(|_| format!("{}[{j}][{k}] = {a:?}: not an IPv6 SID", f("segments")))?);
+            }
+            lists.push((sids, p.weights.get(j).copied().unwrap_or(1)));
+        }
+        let pol = dataplane::srv6::SrPolicy::new(source, mode, lists).map_err(|e| format!("srv6.policy[{i}]: {e}"))?;
+        policies.push((prefix, pol));
+    }
+    Ok(Srv6Plan { locator, source, sids, policies })
 }
 
 fn congestion_plan(c: &CongestionSection, p: &PortSection, f: &str) -> Result<CongestionPlan, String> {

@@ -437,6 +437,9 @@ pub fn sid_table(cfg: &RouterConfig) -> Option<dataplane::srv6::SidTable> {
         };
         t.insert(s.sid, b);
     }
+    for (prefix, pol) in &s6.policies {
+        t.add_policy(*prefix, pol.clone());
+    }
     Some(t)
 }
 
