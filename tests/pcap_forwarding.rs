@@ -386,48 +386,20 @@ fn congestion_is_announced_with_fann() {
     tshark_clean(&dir.join("dc-out.pcap"));
 }
 
-fn lhcnp_packet(action: dataplane::wire::lhcnp::Action, parameter: u16, to: &str) -> Vec<u8> {
-    use dataplane::wire::lhcnp::{emit_icmpv6_packet, CnpInfo, Icmpv6LhCnpRepr, MetricType, Objects};
-    let repr = Icmpv6LhCnpRepr {
-        code: 0,
-        info: CnpInfo { congestion_level: 180, action, parameter, source_qp: 100, metric_type: MetricType::QueueDepthKb, metric_value: 130000 },
-        objects: Objects::NONE,
-    };
-    let mut buf = vec![0u8; 256];
-    let src: std::net::Ipv6Addr = "fc00:0:9::1".parse().unwrap();
-    let dst: std::net::Ipv6Addr = to.parse().unwrap();
-    let n = emit_icmpv6_packet(&src.octets(), &dst.octets(), 64, &repr, &dataplane::wire::params::Params::DEFAULT, &mut buf).unwrap();
-    buf.truncate(n);
-    buf
-}
-
-/// A WAN frame carrying `inner` in an outer IPv6 header (no SRH) to `sid`.
-fn to_sid(sid: &str, inner: &[u8]) -> Vec<u8> {
-    let mut f = vec![0x02, 0xdc, 0, 0, 0, 2, 0x02, 0, 0, 0, 2, 2, 0x86, 0xdd];
-    let mut h = vec![0x60, 0, 0, 0];
-    h.extend_from_slice(&(inner.len() as u16).to_be_bytes());
-    h.push(41);
-    h.push(64);
-    h.extend_from_slice(&"fc00:0:9::1".parse::<std::net::Ipv6Addr>().unwrap().octets());
-    h.extend_from_slice(&sid.parse::<std::net::Ipv6Addr>().unwrap().octets());
-    f.extend(h);
-    f.extend_from_slice(inner);
-    f
-}
-
 /// END.E and END.C on real DPDK: notifications arriving over the WAN to
 /// the router's END.E SID are decapsulated and routed to the sender in the
 /// DC; to its END.C SID they become 802.1Qbb PAUSE / RESUME frames on the
 /// DC port, checked by scapy's MAC Control layer.
 #[test]
 fn end_e_routes_and_end_c_pauses() {
+    use control::demo::{lhcnp, to_sid};
     use dataplane::wire::lhcnp::Action;
     let dir = workdir("endce");
     control::demo::write_pcap(&dir.join("dc-in.pcap"), &[]).unwrap();
     let wan_in = vec![
-        to_sid("fc00:0:1::e", &lhcnp_packet(Action::RateReduce, 30, "2001:db8:1::2")),
-        to_sid("fc00:0:1::c", &lhcnp_packet(Action::Pause, 100, "2001:db8:1::2")),
-        to_sid("fc00:0:1::c", &lhcnp_packet(Action::Resume, 50, "2001:db8:1::2")),
+        to_sid("fc00:0:1::e", &lhcnp(Action::RateReduce, 30)),
+        to_sid("fc00:0:1::c", &lhcnp(Action::Pause, 100)),
+        to_sid("fc00:0:1::c", &lhcnp(Action::Resume, 50)),
     ];
     control::demo::write_pcap(&dir.join("empty.pcap"), &wan_in).unwrap();
     let cfg = dir.join("r.toml");

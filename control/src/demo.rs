@@ -195,7 +195,8 @@ pub fn traffic() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     (dc, wan)
 }
 
-fn lhcnp(action: dataplane::wire::lhcnp::Action, parameter: u16) -> Vec<u8> {
+/// An ICMPv6 Long-haul CNP from a WAN node (fc00:0:9::1) to the DC host.
+pub fn lhcnp(action: dataplane::wire::lhcnp::Action, parameter: u16) -> Vec<u8> {
     use dataplane::wire::lhcnp::{emit_icmpv6_packet, CnpInfo, Icmpv6LhCnpRepr, MetricType, Objects};
     let repr = Icmpv6LhCnpRepr {
         code: 0,
@@ -223,7 +224,8 @@ fn outer6(dst: &str, nh: u8, payload: &[u8]) -> Vec<u8> {
     f
 }
 
-fn to_sid(sid: &str, inner: &[u8]) -> Vec<u8> {
+/// A frame from the WAN gateway carrying `inner` in an outer IPv6 header to `sid`.
+pub fn to_sid(sid: &str, inner: &[u8]) -> Vec<u8> {
     outer6(sid, 41, inner)
 }
 

@@ -170,11 +170,9 @@ impl EndC {
                 Some(PfcAction { prios: bit, quanta: q.max(1) })
             }
             Request::Resume => {
-                let was = p.paused;
+                // RESUME even if we think it is not paused: cheap and safe.
                 *p = PrioState::default();
                 self.stats.resumes += 1;
-                // RESUME even if we think it is not paused: cheap and safe.
-                let _ = was;
                 Some(PfcAction { prios: bit, quanta: 0 })
             }
         }

@@ -268,8 +268,6 @@ impl Worker {
         if p >= MAX_PORTS || self.spec.egress.get(p).copied().flatten().is_none() {
             return self.enqueue_tx(port, m);
         }
-        let len = m.len() as u32;
-        let _ = len;
         if let Some(e) = self.egress[p].as_mut() {
             let r = if priority { e.admit_priority(m) } else { e.admit(m, self.now, &self.counters) };
             if let Err((m, why)) = r {
