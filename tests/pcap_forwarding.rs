@@ -481,3 +481,48 @@ fn end_mt_replicates_to_every_receiver() {
     assert_eq!(txt.matches("UDP-ok").count(), 3, "{txt}");
     tshark_clean(&dir.join("dc-out.pcap"));
 }
+
+/// SRH HMAC (RFC 8754 s.2.1.2) in front of End.MT on real DPDK: the key
+/// comes from `[[srv6.hmac_key]]`, the frames and their HMACs from
+/// Python's hmac/hashlib (tests/oracle/srh_hmac.py). Only the frame with the
+/// correct HMAC is replicated; the others are dropped under their reasons.
+#[test]
+fn end_mt_verifies_srh_hmac() {
+    let dir = workdir("endmt-hmac");
+    control::demo::write_pcap(&dir.join("dc-in.pcap"), &[]).unwrap();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/srh_hmac.py");
+    let secret = "00112233445566778899aabbccddeeff";
+    let o = Command::new("python3")
+        .arg(script)
+        .args(["build", dir.join("empty.pcap").to_str().unwrap(), "fc00:0:1::a", "7", secret, "16"])
+        .arg("2001:db8:1::10,0x500;2001:db8:1::11,0x501")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "srh_hmac.py: {}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    let cfg = dir.join("r.toml");
+    let mut text = config(&dir);
+    for i in 0..2 {
+        text += &format!("[[neighbour]]\nip = \"2001:db8:1::{:x}\"\nmac = \"02:00:00:00:01:{:02x}\"\ninterface = \"dc\"\n", 0x10 + i, 0x10 + i);
+    }
+    text += &format!(
+        "[srv6]\nlocator = \"fc00:0:1::/48\"\n[[srv6.hmac_key]]\nkey_id = 7\nsecret_hex = \"{secret}\"\nlength = 16\n[[srv6.sid]]\nsid = \"fc00:0:1::a\"\nbehaviour = \"end.mt\"\nhmac_required = true\n"
+    );
+    std::fs::write(&cfg, text).unwrap();
+    let out = run("endmt-hmac", &cfg, &["--exit-when-idle", "600", "--duration", "20"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let so = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(counter(&so, "endmt-replica-built"), 2, "{so}");
+    assert_eq!(counter(&so, "srh-hmac-bad"), 1, "{so}");
+    assert_eq!(counter(&so, "srh-hmac-key-unknown"), 1, "{so}");
+    assert_eq!(counter(&so, "srh-hmac-missing"), 1, "{so}");
+    assert_eq!(mempool_in_use(&so), 0);
+    let dc = read_pcap(&dir.join("dc-out.pcap")).unwrap();
+    assert_eq!(dc.len(), 2, "only the packet with the correct HMAC is replicated");
+    for (i, f) in dc.iter().enumerate() {
+        let psn = u32::from_be_bytes([0, f[14 + 48 + 9], f[14 + 48 + 10], f[14 + 48 + 11]]);
+        assert_eq!(psn, 0x100, "replica {i} comes from the first frame");
+        let qpn = u32::from_be_bytes([0, f[14 + 48 + 5], f[14 + 48 + 6], f[14 + 48 + 7]]);
+        assert_eq!(qpn, 0x500 + i as u32);
+        dataplane::wire::roce::icrc_check(&f[14..]).expect("replica ICRC");
+    }
+}

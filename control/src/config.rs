@@ -95,6 +95,43 @@ pub struct Srv6Section {
     /// H.Encaps / H.Encaps.Red: steer a prefix into an SR policy.
     #[serde(default, rename = "policy")]
     pub policies: Vec<PolicySection>,
+    /// RFC 8754 HMAC keys (pre-shared), used to verify the SRH HMAC TLV of
+    /// packets to SIDs configured `hmac_required`.
+    #[serde(default, rename = "hmac_key")]
+    pub hmac_keys: Vec<HmacKeySection>,
+}
+
+/// `[[srv6.hmac_key]]`: one pre-shared HMAC key.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HmacKeySection {
+    /// The HMAC Key ID carried in the TLV (1..=4294967295).
+    pub key_id: u32,
+    /// Only "hmac-sha256" (RFC 8754 s.2.1.2 leaves the algorithm to the key).
+    #[serde(default = "d_hmac_alg")]
+    pub algorithm: String,
+    /// The secret as hexadecimal octets (at least 16 octets)...
+    pub secret_hex: Option<String>,
+    /// ...or as text (at least 16 characters).
+    pub secret: Option<String>,
+    /// Octets of the HMAC field: 8, 16, 24 or 32 (default 32).
+    #[serde(default = "d_hmac_len")]
+    pub length: usize,
+}
+
+fn d_hmac_alg() -> String {
+    "hmac-sha256".into()
+}
+fn d_hmac_len() -> usize {
+    32
+}
+
+/// `receivers = [{ address = "...", qpn = N }]` of an End.MT SID.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReceiverSection {
+    pub address: String,
+    pub qpn: u32,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -129,6 +166,18 @@ pub struct SidSection {
     pub pfc_priority: Option<u8>,
     pub pause_us: Option<u32>,
     pub max_pause_ms: Option<u64>,
+    /// end.mt: drop packets whose SRH HMAC TLV is missing or does not
+    /// verify under a `[[srv6.hmac_key]]` (RFC 8754 s.2.1.2.1).
+    #[serde(default)]
+    pub hmac_required: bool,
+    /// end.mt (edge node): receivers provisioned by the control plane, served
+    /// after those of the End.MT TLV.
+    #[serde(default)]
+    pub receivers: Vec<ReceiverSection>,
+    /// end.mt (tree-interior node, draft s.4.1): one copy of the packet to
+    /// each of these downstream End.MT SIDs.
+    #[serde(default)]
+    pub downstream: Vec<String>,
 }
 
 /// A validated local SID.
@@ -141,6 +190,9 @@ pub struct SidPlan {
     pub pfc_priority: u8,
     pub pause_us: u32,
     pub max_pause_ms: u64,
+    pub hmac_required: bool,
+    pub receivers: Vec<(std::net::Ipv6Addr, u32)>,
+    pub downstream: Vec<std::net::Ipv6Addr>,
 }
 
 #[derive(Debug, Clone)]
@@ -149,6 +201,7 @@ pub struct Srv6Plan {
     pub source: std::net::Ipv6Addr,
     pub sids: Vec<SidPlan>,
     pub policies: Vec<(IpNet, dataplane::srv6::SrPolicy)>,
+    pub hmac_keys: dataplane::wire::srh::HmacKeyTable,
 }
 
 #[derive(Debug, Clone, Deserialize, Default)]
@@ -812,7 +865,40 @@ fn srv6_plan(s: &Srv6Section, interfaces: &[Interface]) -> Result<Srv6Plan, Stri
         if max_pause_ms == 0 {
             return Err(format!("{} = 0: the watchdog needs a limit", f("max_pause_ms")));
         }
-        sids.push(SidPlan { sid, behaviour: b, iface, via, pfc_priority, pause_us, max_pause_ms });
+        if b != "end.mt" {
+            if e.hmac_required {
+                return Err(format!("{} = true: only end.mt SIDs verify the SRH HMAC (behaviour is {b})", f("hmac_required")));
+            }
+            if !e.receivers.is_empty() {
+                return Err(format!("{}: only end.mt SIDs have receivers (behaviour is {b})", f("receivers")));
+            }
+            if !e.downstream.is_empty() {
+                return Err(format!("{}: only end.mt SIDs have downstream SIDs (behaviour is {b})", f("downstream")));
+            }
+        }
+        if e.hmac_required && s.hmac_keys.is_empty() {
+            return Err(format!("{} = true: no [[srv6.hmac_key]] is configured", f("hmac_required")));
+        }
+        let mut receivers = Vec::new();
+        for (j, r) in e.receivers.iter().enumerate() {
+            let a: std::net::Ipv6Addr = r.address.parse().map_err(|_| format!("{}[{j}].address = {:?}: not an IPv6 address", f("receivers"), r.address))?;
+            if r.qpn > 0x00ff_ffff {
+                return Err(format!("{}[{j}].qpn = {}: a QPN has 24 bits (at most 16777215)", f("receivers"), r.qpn));
+            }
+            if receivers.iter().any(|x: &(std::net::Ipv6Addr, u32)| x.0 == a) {
+                return Err(format!("{}[{j}].address = {a}: listed twice", f("receivers")));
+            }
+            receivers.push((a, r.qpn));
+        }
+        let mut downstream = Vec::new();
+        for (j, d) in e.downstream.iter().enumerate() {
+            let a: std::net::Ipv6Addr = d.parse().map_err(|_| format!("{}[{j}] = {d:?}: not an IPv6 SID", f("downstream")))?;
+            if a == sid {
+                return Err(format!("{}[{j}] = {a}: the SID itself (a replication loop)", f("downstream")));
+            }
+            downstream.push(a);
+        }
+        sids.push(SidPlan { sid, behaviour: b, iface, via, pfc_priority, pause_us, max_pause_ms, hmac_required: e.hmac_required, receivers, downstream });
     }
     let source = match &s.source {
         Some(a) => a.parse().map_err(|_| format!("srv6.source = {a:?}: not an IPv6 address"))?,
@@ -841,7 +927,48 @@ fn srv6_plan(s: &Srv6Section, interfaces: &[Interface]) -> Result<Srv6Plan, Stri
         let pol = dataplane::srv6::SrPolicy::new(source, mode, lists).map_err(|e| format!("srv6.policy[{i}]: {e}"))?;
         policies.push((prefix, pol));
     }
-    Ok(Srv6Plan { locator, source, sids, policies })
+    let hmac_keys = hmac_key_table(&s.hmac_keys)?;
+    Ok(Srv6Plan { locator, source, sids, policies, hmac_keys })
+}
+
+fn hmac_key_table(keys: &[HmacKeySection]) -> Result<dataplane::wire::srh::HmacKeyTable, String> {
+    let mut t = dataplane::wire::srh::HmacKeyTable::new();
+    let mut seen = Vec::new();
+    for (i, k) in keys.iter().enumerate() {
+        let f = |x: &str| format!("srv6.hmac_key[{i}].{x}");
+        if k.key_id == 0 {
+            return Err(format!("{} = 0: key IDs start at 1", f("key_id")));
+        }
+        if seen.contains(&k.key_id) {
+            return Err(format!("{} = {}: configured twice", f("key_id"), k.key_id));
+        }
+        seen.push(k.key_id);
+        if !k.algorithm.eq_ignore_ascii_case("hmac-sha256") {
+            return Err(format!("{} = {:?}: only \"hmac-sha256\" is implemented", f("algorithm"), k.algorithm));
+        }
+        if ![8, 16, 24, 32].contains(&k.length) {
+            return Err(format!("{} = {}: must be 8, 16, 24 or 32 octets", f("length"), k.length));
+        }
+        let secret: Vec<u8> = match (&k.secret_hex, &k.secret) {
+            (Some(_), Some(_)) => return Err(format!("{}: give secret_hex or secret, not both", f("secret"))),
+            (None, None) => return Err(format!("{}: missing (secret_hex or secret)", f("secret"))),
+            (Some(h), None) => {
+                let h: String = h.chars().filter(|c| !c.is_whitespace() && *c != ':').collect();
+                if h.len() % 2 != 0 || !h.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    return Err(format!("{} = <{} characters>: not hexadecimal octets", f("secret_hex"), h.len()));
+                }
+                (0..h.len()).step_by(2).map(|j| u8::from_str_radix(&h[j..j + 2], 16).unwrap_or(0)).collect()
+            }
+            (None, Some(s)) => s.as_bytes().to_vec(),
+        };
+        // The value is never echoed: it is a secret.
+        if secret.len() < 16 {
+            return Err(format!("{} = <{} octets>: at least 16 octets", f(if k.secret_hex.is_some() { "secret_hex" } else { "secret" }), secret.len()));
+        }
+        let key = dataplane::wire::srh::HmacKey::new(k.key_id, &secret, k.length).map_err(|e| format!("{}: {e}", f("secret")))?;
+        t.insert(key);
+    }
+    Ok(t)
 }
 
 fn congestion_plan(c: &CongestionSection, p: &PortSection, f: &str) -> Result<CongestionPlan, String> {
@@ -1043,6 +1170,67 @@ interface = "wan"
             }
         }
         assert!(n >= 3, "configs/ holds {n} examples");
+    }
+
+    const SRV6: &str = r#"
+[srv6]
+locator = "fc00:0:1::/48"
+[[srv6.hmac_key]]
+key_id = 7
+secret_hex = "00112233445566778899aabbccddeeff"
+length = 16
+[[srv6.sid]]
+sid = "fc00:0:1::10"
+behaviour = "end.mt"
+hmac_required = true
+receivers = [{ address = "2001:db8:9::1", qpn = 0x1234 }, { address = "2001:db8:9::2", qpn = 0x1235 }]
+downstream = ["fc00:0:2::10"]
+"#;
+
+    #[test]
+    fn srv6_end_mt_provisioning_and_hmac_keys() {
+        let c = load_str(&format!("{GOOD}{SRV6}")).unwrap();
+        let t = crate::router::sid_table(&c).unwrap();
+        match t.get(&"fc00:0:1::10".parse().unwrap()) {
+            Some(dataplane::srv6::Behaviour::EndMT { receivers_extra, hmac_required, downstream }) => {
+                assert!(*hmac_required);
+                assert_eq!(receivers_extra, &vec![("2001:db8:9::1".parse().unwrap(), 0x1234), ("2001:db8:9::2".parse().unwrap(), 0x1235)]);
+                assert_eq!(downstream, &vec!["fc00:0:2::10".parse::<std::net::Ipv6Addr>().unwrap()]);
+            }
+            o => panic!("{o:?}"),
+        }
+        let k = t.hmac_keys().lookup(7).expect("key 7 installed");
+        assert_eq!(k.len(), 16);
+        // The key is the configured one: RFC 4231 style check against an
+        // independent HMAC-SHA256 of the same input.
+        let secret: Vec<u8> = (0..16u8).map(|i| i * 0x11).collect();
+        let d = k.digest(&[b"abc"]);
+        let mut m = <hmac::Hmac<sha2::Sha256> as hmac::Mac>::new_from_slice(&secret).unwrap();
+        hmac::Mac::update(&mut m, b"abc");
+        assert_eq!(&d[..], &hmac::Mac::finalize(m).into_bytes()[..]);
+
+        let bad = |from: &str, to: &str| {
+            let t = format!("{GOOD}{SRV6}").replacen(from, to, 1);
+            load_str(&t).unwrap_err()
+        };
+        let e = bad("key_id = 7", "key_id = 0");
+        assert!(e.contains("srv6.hmac_key[0].key_id = 0"), "{e}");
+        let e = bad("length = 16", "length = 12");
+        assert!(e.contains("srv6.hmac_key[0].length = 12"), "{e}");
+        let e = bad("00112233445566778899aabbccddeeff", "0011zz");
+        assert!(e.contains("srv6.hmac_key[0].secret_hex") && !e.contains("0011zz"), "the secret is never echoed: {e}");
+        let e = bad("00112233445566778899aabbccddeeff", "0011");
+        assert!(e.contains("at least 16 octets"), "{e}");
+        let e = bad("qpn = 0x1234", "qpn = 0x1234567");
+        assert!(e.contains("srv6.sid[0].receivers[0].qpn = 19088743"), "{e}");
+        let e = bad("\"2001:db8:9::2\"", "\"2001:db8:9::1\"");
+        assert!(e.contains("srv6.sid[0].receivers[1].address = 2001:db8:9::1") && e.contains("twice"), "{e}");
+        let e = bad("[\"fc00:0:2::10\"]", "[\"fc00:0:1::10\"]");
+        assert!(e.contains("srv6.sid[0].downstream[0] = fc00:0:1::10") && e.contains("loop"), "{e}");
+        let e = bad("behaviour = \"end.mt\"", "behaviour = \"end\"");
+        assert!(e.contains("srv6.sid[0].hmac_required = true") && e.contains("end.mt"), "{e}");
+        let e = bad("[[srv6.hmac_key]]\nkey_id = 7\nsecret_hex = \"00112233445566778899aabbccddeeff\"\nlength = 16\n", "");
+        assert!(e.contains("srv6.sid[0].hmac_required = true") && e.contains("no [[srv6.hmac_key]]"), "{e}");
     }
 
     #[test]

@@ -408,13 +408,14 @@ pub fn sid_table(cfg: &RouterConfig) -> Option<dataplane::srv6::SidTable> {
     let s6 = cfg.srv6.as_ref()?;
     let mut t = SidTable::new(&cfg.params);
     t.set_node_address(Some(s6.source));
+    t.set_hmac_keys(s6.hmac_keys.clone());
     for s in &s6.sids {
         let b = match s.behaviour.as_str() {
             "end" => Behaviour::End,
             "end.x" => Behaviour::EndX { iface: s.iface.unwrap_or(0), nexthop: s.via.unwrap_or(std::net::IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED)) },
             "end.dt4" => Behaviour::EndDT4,
             "end.dt6" => Behaviour::EndDT6,
-            "end.mt" => Behaviour::end_mt(),
+            "end.mt" => Behaviour::EndMT { receivers_extra: s.receivers.clone(), hmac_required: s.hmac_required, downstream: s.downstream.clone() },
             "end.c" => {
                 let iface = s.iface.unwrap_or(0);
                 // Quanta are computed at the port's speed (R_port if shaped).
