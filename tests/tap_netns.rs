@@ -127,6 +127,19 @@ segments = [["fc00:0:2::d6"]]
 [[route]]
 prefix = "fc00:0:2::/48"
 via = "2001:db8:b::2"
+# The kernel headend in host 2 sends into these two SIDs.
+[[srv6.sid]]
+sid = "fc00:0:1::1"
+behaviour = "end"
+[[srv6.sid]]
+sid = "fc00:0:1::d6"
+behaviour = "end.dt6"
+[[route]]
+prefix = "2001:db8:77::/64"
+via = "2001:db8:a::2"
+[[route]]
+prefix = "fc00:0:a::/48"
+via = "2001:db8:a::2"
 "#
         ),
     )
@@ -279,6 +292,41 @@ for _ in range(3):
     let o = in_ns(&n1, &["ping", "-c", "3", "-i", "0.2", "-W", "2", "2001:db8:99::1"]);
     assert!(String::from_utf8_lossy(&o.stdout).contains(" 0% packet loss"), "{}", String::from_utf8_lossy(&o.stdout));
 
+    // The kernel as the headend into the router's SIDs (host 2 encapsulates):
+    // (a) End.DT6: ping 2001:db8:77::1 (host 1's loopback) with the echo
+    //     requests encapsulated toward the router's End.DT6 SID, which
+    //     decapsulates and routes them to host 1;
+    // (b) End: ping 2001:db8:78::1 with segs [router End SID, host 1's kernel
+    //     End.DT6 SID]: the router's End advances the SRH and forwards to
+    //     host 1, whose kernel decapsulates. Replies come back plain.
+    for c in [
+        vec!["ip", "-6", "addr", "add", "2001:db8:77::1/128", "dev", "lo"],
+        vec!["ip", "-6", "addr", "add", "2001:db8:78::1/128", "dev", "lo"],
+        vec!["ip", "-6", "route", "add", "fc00:0:a::d6/128", "encap", "seg6local", "action", "End.DT6", "table", "255", "dev", t1.as_str()],
+    ] {
+        let o = in_ns(&n1, &c);
+        assert!(o.status.success(), "{c:?}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+    for c in [
+        vec!["ip", "-6", "route", "add", "2001:db8:77::1/128", "encap", "seg6", "mode", "encap", "segs", "fc00:0:1::d6", "via", "2001:db8:b::1", "dev", t2.as_str()],
+        vec!["ip", "-6", "route", "add", "2001:db8:78::1/128", "encap", "seg6", "mode", "encap", "segs", "fc00:0:1::1,fc00:0:a::d6", "via", "2001:db8:b::1", "dev", t2.as_str()],
+    ] {
+        let o = in_ns(&n2, &c);
+        assert!(o.status.success(), "{c:?}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+    for dst in ["2001:db8:77::1", "2001:db8:78::1"] {
+        let mut ok = false;
+        for _ in 0..5 {
+            if in_ns(&n2, &["ping", "-c", "1", "-W", "1", dst]).status.success() {
+                ok = true;
+                break;
+            }
+        }
+        assert!(ok, "no reply from {dst} through the kernel headend and the router's SIDs");
+        let o = in_ns(&n2, &["ping", "-c", "3", "-i", "0.2", "-W", "2", dst]);
+        assert!(String::from_utf8_lossy(&o.stdout).contains(" 0% packet loss"), "{dst}: {}", String::from_utf8_lossy(&o.stdout));
+    }
+
     let routes = control::ctl::request(sock.to_str().unwrap(), "show routes").unwrap();
     assert!(routes.contains("10.9.9.0/24 via 10.2.0.2"), "{routes}");
     let neigh = control::ctl::request(sock.to_str().unwrap(), "show neighbours").unwrap();
@@ -304,6 +352,8 @@ for _ in range(3):
     assert!(counter(&so, "nd-solicit-sent") >= 1);
     assert!(counter(&so, "end-e-forwarded") >= 1, "the kernel's seg6 packets hit END.E");
     assert!(counter(&so, "srv6-h-encaps") >= 3, "pings to 2001:db8:99::1 were encapsulated");
+    assert!(counter(&so, "srv6-decap") >= 3, "the kernel's packets to the End.DT6 SID were decapsulated");
+    assert!(counter(&so, "srv6-end") >= 3, "the kernel's packets to the End SID were advanced");
     assert!(counter(&so, "no-route") as usize >= first, "10.9.9.9 packets before the route: no-route");
     assert_eq!(counter(&so, "tx-full"), 0);
     assert_eq!(mempool_in_use(&so), 0, "every mbuf back in its pool after SIGTERM");

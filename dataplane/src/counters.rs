@@ -109,6 +109,7 @@ reasons!(Local, N_LOCAL {
     PfcResume => "pfc-resume-sent",
     Srv6Encap => "srv6-h-encaps",
     Srv6Decap => "srv6-decap",
+    Srv6End => "srv6-end",
     EndMtReplica => "endmt-replica-built",
 });
 

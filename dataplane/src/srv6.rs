@@ -633,6 +633,7 @@ impl Pipeline {
                     Ipv6Packet::new_unchecked(&mut d[l2.l3..]).set_dst_addr(next);
                     next
                 };
+                self.counters.local(Local::Srv6End);
                 match kind {
                     Kind::EndX(nh) => {
                         let (ifc, mac) = self.resolve(&nh, IpAddr::V6(next), now_ns)?;
