@@ -443,10 +443,22 @@ for p in rdpcap(sys.argv[1]):
 
 /// End.MT on real DPDK: one SRv6-encapsulated RoCEv2 packet in, one RC
 /// packet per receiver out, each with the receiver's DA and QPN; scapy
-/// recomputes every replica's ICRC and UDP checksum.
+/// recomputes every replica's ICRC and UDP checksum. net_pcap sends chained
+/// mbufs, so the replicas are zero-copy (header segment + the original's
+/// payload + ICRC segment).
 #[test]
 fn end_mt_replicates_to_every_receiver() {
-    let dir = workdir("endmt");
+    end_mt_replicas(true);
+}
+
+/// The same with `zero_copy_replication = false`: full copies, same bytes.
+#[test]
+fn end_mt_replicates_with_full_copies() {
+    end_mt_replicas(false);
+}
+
+fn end_mt_replicas(zero_copy: bool) {
+    let dir = workdir(if zero_copy { "endmt-zc" } else { "endmt-copy" });
     control::demo::write_pcap(&dir.join("dc-in.pcap"), &[]).unwrap();
     control::demo::write_pcap(&dir.join("empty.pcap"), &[control::demo::end_mt_frame()]).unwrap();
     let cfg = dir.join("r.toml");
@@ -455,11 +467,22 @@ fn end_mt_replicates_to_every_receiver() {
         text += &format!("[[neighbour]]\nip = \"2001:db8:1::{:x}\"\nmac = \"02:00:00:00:01:{:02x}\"\ninterface = \"dc\"\n", 0x10 + i, 0x10 + i);
     }
     text += "[srv6]\nlocator = \"fc00:0:1::/48\"\n[[srv6.sid]]\nsid = \"fc00:0:1::a\"\nbehaviour = \"end.mt\"\n";
+    if !zero_copy {
+        text = text.replacen("[dataplane]\n", "[dataplane]\nzero_copy_replication = false\n", 1);
+    }
     std::fs::write(&cfg, text).unwrap();
     let out = run("endmt", &cfg, &["--exit-when-idle", "600", "--duration", "20"]);
     assert!(out.status.success());
     let so = String::from_utf8_lossy(&out.stdout).to_string();
+    let se = String::from_utf8_lossy(&out.stderr).to_string();
     assert_eq!(counter(&so, "endmt-replica-built"), 3);
+    if zero_copy {
+        assert!(se.contains("end.mt: zero-copy replicas"), "{se}");
+        assert_eq!(counter(&so, "endmt-replica-zero-copy"), 3, "{so}");
+    } else {
+        assert!(se.contains("end.mt: replicas are full copies (off in the configuration)"), "{se}");
+        assert_eq!(counter(&so, "endmt-replica-zero-copy"), 0, "{so}");
+    }
     assert_eq!(mempool_in_use(&so), 0);
     let dc = read_pcap(&dir.join("dc-out.pcap")).unwrap();
     assert_eq!(dc.len(), 3);

@@ -248,6 +248,10 @@ pub struct DataplaneSection {
     /// Minimum interval between ARP requests / Neighbor Solicitations for one address.
     #[serde(default = "d_solicit")]
     pub neighbour_solicit_interval_ms: u64,
+    /// End.MT replicas reference the received payload instead of copying it
+    /// (when every port sends chained mbufs; otherwise full copies).
+    #[serde(default = "d_true")]
+    pub zero_copy_replication: bool,
 }
 
 impl Default for DataplaneSection {
@@ -259,6 +263,7 @@ impl Default for DataplaneSection {
             icmp_error_rate_pps: d_icmp_rate(),
             icmp_error_burst: d_icmp_burst(),
             neighbour_solicit_interval_ms: d_solicit(),
+            zero_copy_replication: true,
         }
     }
 }

@@ -228,6 +228,23 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             eprintln!("port {}: egress shaped at {} Mb/s, queue {} bytes, owned by worker {}", p.name, e.rate_bps / 1_000_000, e.queue_bytes, pi % nworkers);
         }
     }
+    // End.MT replicas share the payload only when every port can send
+    // chained mbufs (a replica may leave through any of them).
+    let zero_copy_replicas = cfg.dataplane.zero_copy_replication && ports.iter().all(|p| p.multi_seg_tx);
+    if sids0.as_ref().is_some_and(|t| t.iter().any(|(_, b)| matches!(b, dataplane::srv6::Behaviour::EndMT { .. }))) {
+        let why = if !cfg.dataplane.zero_copy_replication {
+            "off in the configuration".to_string()
+        } else if let Some(p) = ports.iter().find(|p| !p.multi_seg_tx) {
+            format!("port {} ({}) cannot send chained mbufs", p.name, p.driver)
+        } else {
+            String::new()
+        };
+        if zero_copy_replicas {
+            eprintln!("end.mt: zero-copy replicas (private header + shared payload + private ICRC)");
+        } else {
+            eprintln!("end.mt: replicas are full copies ({why})");
+        }
+    }
     let handoff: Arc<Vec<crossbeam::queue::ArrayQueue<usize>>> = Arc::new((0..maxp).map(|_| crossbeam::queue::ArrayQueue::new(4096)).collect());
     let mut workers = Vec::new();
     for (w, queues) in assign.into_iter().enumerate() {
@@ -251,6 +268,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             handoff: handoff.clone(),
             congestion: cong_cfg.clone(),
             wire: cfg.params,
+            zero_copy_replicas,
         };
         let links = WorkerLinks { updates: up_rx, events: ev_tx.clone(), garbage: garbage_tx.clone(), stop: stop.clone() };
         let mut worker = Worker::new(spec, links, pipeline);

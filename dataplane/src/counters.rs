@@ -111,6 +111,7 @@ reasons!(Local, N_LOCAL {
     Srv6Decap => "srv6-decap",
     Srv6End => "srv6-end",
     EndMtReplica => "endmt-replica-built",
+    EndMtZeroCopy => "endmt-replica-zero-copy",
 });
 
 /// Maximum number of DPDK ports a worker keeps counters for.

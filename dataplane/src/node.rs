@@ -54,7 +54,7 @@ impl<P: PacketBuffer> EgressPort<P> {
     /// a full queue tail-drops.
     #[inline]
     pub fn admit(&mut self, mut m: P, now: u64, counters: &WorkerCounters) -> Result<(), (P, Drop)> {
-        let len = m.len() as u32;
+        let len = m.pkt_len() as u32;
         if !self.queue.has_room(len) {
             self.queue.stats.tail_drops += 1;
             self.queue.stats.tail_drop_bytes += u64::from(len);
@@ -81,7 +81,7 @@ impl<P: PacketBuffer> EgressPort<P> {
     /// Admit a reply or notification ahead of the data queue.
     #[inline]
     pub fn admit_priority(&mut self, m: P) -> Result<(), (P, Drop)> {
-        let len = m.len() as u32;
+        let len = m.pkt_len() as u32;
         self.queue.enqueue_priority(m, len).map_err(|m| (m, Drop::PriorityQueueFull))
     }
 

@@ -24,6 +24,11 @@ pub trait PacketBuffer {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// Length of the whole packet on the wire: [`len`](Self::len) plus any
+    /// chained segments (zero-copy replicas); `data()` is the first segment.
+    fn pkt_len(&self) -> usize {
+        self.len()
+    }
     /// Set the length to exactly `n` bytes, growing or shrinking at the back.
     fn set_len(&mut self, n: usize) -> bool {
         let l = self.len();

@@ -547,6 +547,21 @@ pub(crate) struct ReplicaJob {
     inner_ecn: u8,
 }
 
+/// Octets of the inner datagram in a zero-copy replica's private header
+/// segment: IPv6 (40), UDP (8) and BTH (12), the fields End.MT rewrites.
+pub const REPLICA_HEAD: usize = 40 + 8 + roce::BTH_LEN;
+
+/// A zero-copy replica's header was built: send it to `port`, followed by
+/// `payload_len` octets of the original frame from `payload_off` and then
+/// `icrc`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplicaHead {
+    pub port: u16,
+    pub payload_off: usize,
+    pub payload_len: usize,
+    pub icrc: [u8; 4],
+}
+
 /// Receivers in one End.MT TLV start here (Type, Length, Reserved, Edge
 /// Node Address, Num Receivers, Reserved).
 const END_MT_RECEIVERS_AT: usize = 24;
@@ -880,19 +895,7 @@ impl Pipeline {
             ip.decrement_hop_limit();
             return self.route_copy(copy, to, job.total, job.pcp, now_ns);
         }
-        let r = i - job.down;
-        let (addr, qpn) = if r < job.tlv_n {
-            let at = job.tlv_off + END_MT_RECEIVERS_AT + r * srh::END_MT_RECEIVER_LEN;
-            let e = src.get(at..at + srh::END_MT_RECEIVER_LEN).ok_or(Drop::ReplicaInvalid)?;
-            let mut a = [0u8; 16];
-            a.copy_from_slice(&e[..16]);
-            (Ipv6Addr::from(a), u32::from_be_bytes([0, e[16], e[17], e[18]]))
-        } else {
-            match self.sids.sids.get(&job.sid) {
-                Some(Behaviour::EndMT { receivers_extra, .. }) => *receivers_extra.get(r - job.tlv_n).ok_or(Drop::ReplicaInvalid)?,
-                _ => return Err(Drop::ReplicaInvalid),
-            }
-        };
+        let (addr, qpn) = self.replica_receiver(&job, i - job.down, src)?;
         let inner = src.get(job.inner_off..job.inner_off + job.inner_len).ok_or(Drop::ReplicaInvalid)?;
         if inner[7] <= 1 {
             return Err(Drop::TtlExpired);
@@ -911,6 +914,67 @@ impl Pipeline {
         }
         self.counters.local(Local::EndMtReplica);
         self.route_copy(copy, addr, job.inner_len, job.pcp, now_ns)
+    }
+
+    /// Receiver `r` (address, QPN) of the job: the End.MT TLV's, then the
+    /// provisioned ones.
+    fn replica_receiver(&self, job: &ReplicaJob, r: usize, src: &[u8]) -> Result<(Ipv6Addr, u32), Drop> {
+        if r < job.tlv_n {
+            let at = job.tlv_off + END_MT_RECEIVERS_AT + r * srh::END_MT_RECEIVER_LEN;
+            let e = src.get(at..at + srh::END_MT_RECEIVER_LEN).ok_or(Drop::ReplicaInvalid)?;
+            let mut a = [0u8; 16];
+            a.copy_from_slice(&e[..16]);
+            Ok((Ipv6Addr::from(a), u32::from_be_bytes([0, e[16], e[17], e[18]])))
+        } else {
+            match self.sids.sids.get(&job.sid) {
+                Some(Behaviour::EndMT { receivers_extra, .. }) => receivers_extra.get(r - job.tlv_n).copied().ok_or(Drop::ReplicaInvalid),
+                _ => Err(Drop::ReplicaInvalid),
+            }
+        }
+    }
+
+    /// Zero-copy variant of [`build_replica`](Self::build_replica) for a
+    /// receiver copy: writes only the replica's private header into `head`
+    /// (Ethernet, then the first [`REPLICA_HEAD`] octets of the rewritten
+    /// inner datagram: IPv6, UDP, BTH) and returns the egress port, where the
+    /// unchanged payload lies in `original` and the replica's new ICRC. The
+    /// caller chains head + a reference to that payload + the ICRC.
+    /// `Ok(None)`: this copy needs a full copy (a downstream SID copy, a
+    /// datagram with no payload beyond the BTH, or an ICRC at an odd offset).
+    pub fn build_replica_head<Q: PacketBuffer>(&mut self, i: usize, original: &[u8], head: &mut Q, now_ns: u64) -> Result<Option<ReplicaHead>, Drop> {
+        let job = self.rep;
+        if i >= job.n {
+            return Err(Drop::ReplicaInvalid);
+        }
+        if i < job.down || job.inner_len <= REPLICA_HEAD + roce::ICRC_LEN {
+            return Ok(None);
+        }
+        let now_ns = now_ns.max(1);
+        let (addr, qpn) = self.replica_receiver(&job, i - job.down, original)?;
+        let inner = original.get(job.inner_off..job.inner_off + job.inner_len).ok_or(Drop::ReplicaInvalid)?;
+        if inner[7] <= 1 {
+            return Err(Drop::TtlExpired);
+        }
+        let ic = job.inner_len - roce::ICRC_LEN;
+        let mut icrc = [inner[ic], inner[ic + 1], inner[ic + 2], inner[ic + 3]];
+        if !head.set_len(14 + REPLICA_HEAD) {
+            return Err(Drop::NoHeadroom);
+        }
+        {
+            let dg = &mut head.data_mut()[14..];
+            dg.copy_from_slice(&inner[..REPLICA_HEAD]);
+            let mut ip = Ipv6Packet::new_unchecked(&mut dg[..]);
+            ip.set_ecn(job.inner_ecn);
+            ip.decrement_hop_limit();
+            match roce::rewrite_v6_dst_qpn_parts(dg, &mut icrc, &addr.octets(), qpn & 0x00ff_ffff) {
+                Ok(()) => {}
+                Err(WireError::Unrecognized) => return Ok(None),
+                Err(_) => return Err(Drop::EndMtNotRoce),
+            }
+        }
+        self.counters.local(Local::EndMtReplica);
+        let port = self.route_copy(head, addr, job.inner_len, job.pcp, now_ns)?;
+        Ok(Some(ReplicaHead { port, payload_off: job.inner_off + REPLICA_HEAD, payload_len: ic - REPLICA_HEAD, icrc }))
     }
 
     /// Route a built copy (IPv6 packet at offset 14) to `dst`.

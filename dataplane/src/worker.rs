@@ -14,7 +14,9 @@ use crate::congestion::{CnpRequest, FlowId, PortParams};
 use crate::egress::EgressConfig;
 pub use crate::node::CongestionSpec;
 use crate::node::EgressPort;
+use crate::srv6::ReplicaHead;
 use crate::wire::params::Params;
+use crate::wire::roce;
 use crossbeam::channel::{Receiver, Sender, TrySendError};
 use crossbeam::queue::ArrayQueue;
 use dpdk_sys::rte_mbuf;
@@ -61,6 +63,10 @@ pub struct WorkerSpec {
     pub congestion: Vec<Option<CongestionSpec>>,
     /// IANA-pending values (ICMPv6 type of the Long-haul CNP, ...).
     pub wire: Params,
+    /// End.MT replicas share the received payload (private header segment,
+    /// reference to the payload, private ICRC segment) instead of copying
+    /// it; only when every port sends chained mbufs.
+    pub zero_copy_replicas: bool,
 }
 
 /// The worker's ends of its queues to and from the control thread.
@@ -235,14 +241,39 @@ impl Worker {
                 }
                 Verdict::Consumed => self.free.push(m.into_raw()),
                 Verdict::Replicate(k) => {
-                    // End.MT: each copy is built into a fresh mbuf from the
-                    // unchanged original, which is freed afterwards.
+                    // End.MT: each copy is built from the unchanged original,
+                    // which is freed afterwards: zero-copy (the payload
+                    // segment references the original's buffer, which stays
+                    // alive until the last replica is sent) or into a fresh
+                    // mbuf.
                     for i in 0..usize::from(k) {
                         let Some(mut c) = self.spec.pool.alloc() else {
                             self.counters.dropped(Drop::NoMbuf);
                             continue;
                         };
                         c.reset_len(0);
+                        if self.spec.zero_copy_replicas {
+                            match self.pipeline.build_replica_head(i, m.data(), &mut c, now) {
+                                Ok(Some(h)) => {
+                                    match self.chain_replica(c, &m, &h) {
+                                        Some(c) => {
+                                            self.counters.local(crate::counters::Local::EndMtZeroCopy);
+                                            self.output(h.port, c, false)
+                                        }
+                                        None => self.counters.dropped(Drop::NoMbuf),
+                                    }
+                                    continue;
+                                }
+                                Ok(None) => {
+                                    c.reset_len(0);
+                                }
+                                Err(r) => {
+                                    self.counters.dropped(r);
+                                    self.free.push(c.into_raw());
+                                    continue;
+                                }
+                            }
+                        }
                         match self.pipeline.build_replica(i, &m, &mut c, now) {
                             Ok(out) => self.output(out, c, false),
                             Err(r) => {
@@ -256,6 +287,21 @@ impl Worker {
             }
         }
         pc.rx_bytes.add(bytes);
+    }
+
+    /// A zero-copy End.MT replica: `head` (Ethernet + rewritten IPv6, UDP,
+    /// BTH), then an indirect segment over the original's payload, then the
+    /// new ICRC. None (everything freed) when the pool is empty.
+    fn chain_replica(&mut self, mut head: Mbuf, orig: &Mbuf, h: &ReplicaHead) -> Option<Mbuf> {
+        let payload = Mbuf::attach_range(&self.spec.pool, orig, h.payload_off, h.payload_len)?;
+        let mut tail = self.spec.pool.alloc()?;
+        if !tail.reset_len(roce::ICRC_LEN) {
+            return None;
+        }
+        tail.data_mut().copy_from_slice(&h.icrc);
+        head.chain(payload).ok()?;
+        head.chain(tail).ok()?;
+        Some(head)
     }
 
     /// Send a packet toward `port`: into its egress stage when the port is
@@ -430,7 +476,7 @@ impl Worker {
             self.counters.dropped(Drop::BadPort);
             return; // m dropped here, freed
         }
-        let len = m.len() as u32;
+        let len = m.pkt_len() as u32;
         let t = &mut self.tx[p];
         t.pkts[t.n] = m.into_raw();
         t.lens[t.n] = len;

@@ -673,6 +673,38 @@ fn end_mt_replicates_to_each_receiver_of_its_tlv() {
     assert_eq!(pl.build_replica(3, &p, &mut c, T0), Err(Drop::ReplicaInvalid));
 }
 
+/// Zero-copy replicas: the private header + the original's payload range
+/// + the returned ICRC are byte for byte the full copy; a tree-interior copy
+/// asks for a full copy.
+#[test]
+fn end_mt_zero_copy_head_equals_the_full_copy() {
+    let mut pl = pipeline();
+    let f = mt_frame(sid_mt(), sid_mt(), &receivers_a(), 0, 0x02);
+    let mut p = VecPacket::from_bytes(&f);
+    assert_eq!(run(&mut pl, &mut p), Verdict::Replicate(3));
+    let full = replicas(&mut pl, &p, 3);
+    for (i, want) in full.into_iter().enumerate() {
+        let (want_port, want) = want.unwrap();
+        let mut h = VecPacket::from_bytes(&[]);
+        let rh = pl.build_replica_head(i, &p.to_vec(), &mut h, T0).unwrap().expect("a zero-copy head");
+        assert_eq!(rh.port, want_port);
+        assert_eq!(h.to_vec().len(), 14 + dataplane::srv6::REPLICA_HEAD);
+        let mut got = h.to_vec();
+        got.extend_from_slice(&f[rh.payload_off..rh.payload_off + rh.payload_len]);
+        got.extend_from_slice(&rh.icrc);
+        assert_eq!(got, want, "replica {i}");
+    }
+    assert_eq!(pl.counters.local[Local::EndMtReplica as usize].get(), 6);
+    let mut h = VecPacket::from_bytes(&[]);
+    assert_eq!(pl.build_replica_head(3, &p.to_vec(), &mut h, T0), Err(Drop::ReplicaInvalid));
+
+    let mut pl = pipeline();
+    let f = mt_frame(sid_mt_tree(), a6("fc00:0:2::1"), &receivers_a(), 0, 0);
+    let mut p = VecPacket::from_bytes(&f);
+    assert_eq!(run(&mut pl, &mut p), Verdict::Replicate(2));
+    assert_eq!(pl.build_replica_head(0, &p.to_vec(), &mut h, T0), Ok(None), "downstream copies are full copies");
+}
+
 #[test]
 fn end_mt_matches_the_tlv_by_node_address_and_propagates_ce() {
     let mut pl = pipeline();

@@ -71,6 +71,38 @@ impl Mbuf {
         m.pkt_len = len as u32;
         true
     }
+    /// A new indirect mbuf from `pool` that references `len` octets of
+    /// `orig`'s data starting at `off` (no copy; `orig`'s buffer stays alive
+    /// until every reference is freed). None when `pool` is empty or the
+    /// range is outside `orig`'s first segment.
+    pub fn attach_range(pool: &super::Mempool, orig: &Mbuf, off: usize, len: usize) -> Option<Mbuf> {
+        if off.checked_add(len)? > usize::from(orig.m().data_len) {
+            return None;
+        }
+        let mut mi = pool.alloc()?;
+        // SAFETY: `mi` is a fresh direct mbuf with refcnt 1 that we own;
+        // `orig` is a valid mbuf. rte_pktmbuf_attach takes a reference on
+        // orig's (direct) buffer.
+        unsafe { dpdk_sys::rte_pktmbuf_attach(mi.as_ptr(), orig.as_ptr()) };
+        let m = mi.m_mut();
+        m.data_off += off as u16;
+        m.data_len = len as u16;
+        m.pkt_len = len as u32;
+        Some(mi)
+    }
+    /// Append `tail` (and its segments) to this packet. Gives `tail` back
+    /// when the segment count would overflow.
+    pub fn chain(&mut self, tail: Mbuf) -> Result<(), Mbuf> {
+        // SAFETY: both are valid mbufs we own; on success `tail` belongs to
+        // this chain (freed with it), so ownership moves.
+        let r = unsafe { dpdk_sys::rte_pktmbuf_chain(self.as_ptr(), tail.as_ptr()) };
+        if r == 0 {
+            std::mem::forget(tail);
+            Ok(())
+        } else {
+            Err(tail)
+        }
+    }
     /// Prefetch the first cache line of packet data.
     #[inline(always)]
     pub fn prefetch(&self) {
@@ -92,6 +124,11 @@ impl Drop for Mbuf {
 }
 
 impl PacketBuffer for Mbuf {
+    /// Total packet length over all segments.
+    #[inline(always)]
+    fn pkt_len(&self) -> usize {
+        self.m().pkt_len as usize
+    }
     #[inline(always)]
     fn data(&self) -> &[u8] {
         let m = self.m();

@@ -27,6 +27,9 @@ pub struct Port {
     pub rss: bool,
     pub driver: String,
     pub speed_mbps: u32,
+    /// The PMD sends chained (multi-segment) mbufs and the offload is
+    /// enabled: End.MT replicas can share the payload (zero-copy).
+    pub multi_seg_tx: bool,
     started: bool,
 }
 
@@ -99,6 +102,17 @@ impl Port {
             conf.rxmode.mq_mode = mq_rss as _;
             conf.rx_adv_conf.rss_conf.rss_hf = rss_hf;
         }
+        // SAFETY: reading an extern const.
+        let multi_seg = unsafe { dpdk_sys::DCIR_ETH_TX_OFFLOAD_MULTI_SEGS };
+        let multi_seg_capa = info.tx_offload_capa & multi_seg != 0;
+        if multi_seg_capa {
+            conf.txmode.offloads |= multi_seg;
+        }
+        // net_pcap and net_null do not advertise the offload but take chains:
+        // net_pcap's TX reads every packet with rte_pktmbuf_read (a copy only
+        // when it is not contiguous), net_null frees it whole (DPDK 22.11
+        // drivers/net/pcap/pcap_ethdev.c, drivers/net/null/rte_eth_null.c).
+        let multi_seg_tx = multi_seg_capa || matches!(driver.as_str(), "net_pcap" | "net_null");
         // SAFETY: plain FFI calls on a valid port.
         let r = unsafe { dpdk_sys::rte_eth_dev_configure(id, cfg.rx_queues, cfg.tx_queues, &conf) };
         if r != 0 {
@@ -174,6 +188,7 @@ impl Port {
             rss,
             driver,
             speed_mbps: link.link_speed,
+            multi_seg_tx,
             started: true,
         })
     }

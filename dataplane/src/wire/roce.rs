@@ -1361,19 +1361,55 @@ pub fn emit_cnp_datagram(ipudp: &IpUdpRepr, cnp: &CnpRepr, buf: &mut [u8]) -> Re
 /// non-zero) per RFC 1624. The ICRC is assumed correct on input.
 pub fn rewrite_v6_dst_qpn(datagram: &mut [u8], dst: &[u8; 16], dest_qp: u32) -> Result<()> {
     let l = IcrcLayout::of(datagram)?;
+    let (head, tail) = datagram.split_at_mut(l.icrc_offset());
+    rewrite_v6_core(head, &mut tail[..ICRC_LEN], l, dst, dest_qp)
+}
+
+/// [`rewrite_v6_dst_qpn`] on a datagram held in pieces, for replication
+/// without copying the payload: `head` holds the first octets of the
+/// datagram (IPv6 header, UDP header, BTH at least; it may end anywhere
+/// before the ICRC), `icrc` the 4 ICRC octets. The octets between them are
+/// neither read nor written; the datagram length comes from the IPv6 Payload
+/// Length. `Unrecognized` when the ICRC sits at an odd offset from the UDP
+/// header (its checksum update would need the payload's last octet; RoCEv2
+/// pads payloads to 4 octets, so valid packets never do) unless `head`
+/// reaches the ICRC.
+pub fn rewrite_v6_dst_qpn_parts(head: &mut [u8], icrc: &mut [u8; 4], dst: &[u8; 16], dest_qp: u32) -> Result<()> {
+    if head.len() < 40 + 8 + BTH_LEN {
+        return Err(Error::Truncated);
+    }
+    if head[0] >> 4 != 6 || head[6] != 17 {
+        return Err(Error::Unrecognized);
+    }
+    let total = 40 + usize::from(u16::from_be_bytes([head[4], head[5]]));
+    if total < 40 + 8 + BTH_LEN + ICRC_LEN || usize::from(u16::from_be_bytes([head[44], head[45]])) != total - 40 {
+        return Err(Error::BadLength);
+    }
+    let l = IcrcLayout { ip_version: 6, ip_header_len: 40, datagram_len: total };
+    if head.len() > l.icrc_offset() {
+        return Err(Error::BadLength);
+    }
+    rewrite_v6_core(head, &mut icrc[..], l, dst, dest_qp)
+}
+
+/// The shared part: `head` = datagram[..k] for some k with the BTH inside,
+/// `icrc` = the ICRC octets, `l` the datagram's layout.
+fn rewrite_v6_core(head: &mut [u8], icrc: &mut [u8], l: IcrcLayout, dst: &[u8; 16], dest_qp: u32) -> Result<()> {
     if l.ip_version != 6 {
         return Err(Error::Unrecognized);
     }
     let qp_off = l.bth_offset() + field::DEST_QP.start;
+    if head.len() < l.bth_offset() + BTH_LEN || icrc.len() < ICRC_LEN {
+        return Err(Error::Truncated);
+    }
+    let ic = l.icrc_offset();
     let mut old_da = [0u8; 16];
-    old_da.copy_from_slice(&datagram[24..40]);
+    old_da.copy_from_slice(&head[24..40]);
     let mut old_qp = [0u8; 3];
-    old_qp.copy_from_slice(&datagram[qp_off..qp_off + 3]);
+    old_qp.copy_from_slice(&head[qp_off..qp_off + 3]);
     let mut new_qp = [0u8; 3];
     put_be24(&mut new_qp, dest_qp);
-    let ic = l.icrc_offset();
-    let t = &datagram[ic..ic + 4];
-    let old_icrc = u32::from_le_bytes([t[0], t[1], t[2], t[3]]);
+    let old_icrc = u32::from_le_bytes([icrc[0], icrc[1], icrc[2], icrc[3]]);
     let new_icrc = icrc_update(
         old_icrc,
         l.covered_len(),
@@ -1384,36 +1420,43 @@ pub fn rewrite_v6_dst_qpn(datagram: &mut [u8], dst: &[u8; 16], dest_qp: u32) -> 
     );
     // UDP checksum covers the pseudo-header DA, the QPN and the ICRC.
     let uc = l.udp_offset() + 6;
-    let mut ucs = u16::from_be_bytes([datagram[uc], datagram[uc + 1]]);
+    let mut ucs = u16::from_be_bytes([head[uc], head[uc + 1]]);
     if ucs != 0 {
         ucs = checksum::update_bytes(ucs, &old_da, dst);
         // QPN octets 5..8 of the BTH: update the aligned 4-octet window
         // 4..8 (the BTH starts at an even offset from the UDP header).
         let w = l.bth_offset() + 4;
         let mut old_w = [0u8; 4];
-        old_w.copy_from_slice(&datagram[w..w + 4]);
+        old_w.copy_from_slice(&head[w..w + 4]);
         let mut new_w = old_w;
         new_w[1..].copy_from_slice(&new_qp);
         ucs = checksum::update_bytes(ucs, &old_w, &new_w);
         // ICRC: its offset from the UDP header may be odd (pad octets are
-        // counted so normally not); handle both alignments.
+        // counted so normally not); then the 16-bit word before it holds
+        // the last payload octet, which `head` must reach.
         let rel = ic - l.udp_offset();
-        // (odd: the last word of the UDP data is zero-padded by the sum).
-        let (ws, wl) = if rel % 2 == 0 { (ic, 4) } else { (ic - 1, 5) };
         let mut old_ic = [0u8; 6];
-        old_ic[..wl].copy_from_slice(&datagram[ws..ws + wl]);
+        let (wl, k) = if rel % 2 == 0 {
+            (4, 0)
+        } else {
+            if head.len() != ic {
+                return Err(Error::Unrecognized);
+            }
+            old_ic[0] = head[ic - 1];
+            (5, 1)
+        };
+        old_ic[k..k + 4].copy_from_slice(&icrc[..4]);
         let mut new_ic = old_ic;
-        let k = ic - ws;
         new_ic[k..k + 4].copy_from_slice(&new_icrc.to_le_bytes());
         ucs = checksum::update_bytes(ucs, &old_ic[..wl], &new_ic[..wl]);
         if ucs == 0 {
             ucs = 0xffff;
         }
-        datagram[uc..uc + 2].copy_from_slice(&ucs.to_be_bytes());
+        head[uc..uc + 2].copy_from_slice(&ucs.to_be_bytes());
     }
-    datagram[24..40].copy_from_slice(dst);
-    datagram[qp_off..qp_off + 3].copy_from_slice(&new_qp);
-    datagram[ic..ic + 4].copy_from_slice(&new_icrc.to_le_bytes());
+    head[24..40].copy_from_slice(dst);
+    head[qp_off..qp_off + 3].copy_from_slice(&new_qp);
+    icrc[..4].copy_from_slice(&new_icrc.to_le_bytes());
     Ok(())
 }
 
@@ -1844,6 +1887,35 @@ mod tests {
             let u = 40 + 6;
             prop_assert_eq!(&d[..u], &want[..u]);
             prop_assert_eq!(&d[u + 2..], &want[u + 2..]);
+        }
+
+        /// The piecewise rewrite (header and ICRC only, payload untouched)
+        /// yields the same datagram as the contiguous one.
+        #[test]
+        fn end_mt_rewrite_parts_equals_contiguous(
+            bth in arb_bth(),
+            payload in proptest::collection::vec(any::<u8>(), 0..2048),
+            src in any::<[u8; 16]>(), dst in any::<[u8; 16]>(), new_da in any::<[u8; 16]>(),
+            new_qp in 0u32..0x100_0000, csum in any::<bool>(), cut in any::<proptest::sample::Index>(),
+        ) {
+            let ip = IpHeader::V6 { src, dst, traffic_class: 0, flow_label: 0, hop_limit: 64 };
+            let d = build(ip, csum, &bth, &payload);
+            let mut whole = d.clone();
+            rewrite_v6_dst_qpn(&mut whole, &new_da, new_qp).unwrap();
+            let ic = d.len() - ICRC_LEN;
+            let min = 40 + 8 + BTH_LEN;
+            let k = min + cut.index(ic - min + 1);
+            let mut head = d[..k].to_vec();
+            let mut icrc = [d[ic], d[ic + 1], d[ic + 2], d[ic + 3]];
+            match rewrite_v6_dst_qpn_parts(&mut head, &mut icrc, &new_da, new_qp) {
+                Ok(()) => {
+                    prop_assert_eq!(&head[..], &whole[..k]);
+                    prop_assert_eq!(&d[k..ic], &whole[k..ic]);
+                    prop_assert_eq!(&icrc[..], &whole[ic..]);
+                }
+                // Only an odd ICRC offset with a head short of the ICRC.
+                Err(e) => prop_assert!(e == Error::Unrecognized && (ic - 40) % 2 == 1 && k < ic, "{:?}", e),
+            }
         }
 
         #[test]
