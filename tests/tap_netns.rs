@@ -327,6 +327,47 @@ for _ in range(3):
         assert!(String::from_utf8_lossy(&o.stdout).contains(" 0% packet loss"), "{dst}: {}", String::from_utf8_lossy(&o.stdout));
     }
 
+    // Runtime SID changes over the management socket: an End.DT6 SID that
+    // does not exist yet, then added, then removed, while host 2's kernel
+    // keeps encapsulating toward it.
+    let ctl = |cmd: &str| control::ctl::request(sock.to_str().unwrap(), cmd).unwrap();
+    assert!(in_ns(&n1, &["ip", "-6", "addr", "add", "2001:db8:79::1/128", "dev", "lo"]).status.success());
+    let r = ctl("route add 2001:db8:79::/64 via 2001:db8:a::2");
+    assert!(r.trim_end().ends_with("OK"), "{r}");
+    let o = in_ns(&n2, &["ip", "-6", "route", "add", "2001:db8:79::1/128", "encap", "seg6", "mode", "encap", "segs", "fc00:0:1::d7", "via", "2001:db8:b::1", "dev", &t2]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let ping79 = |n: &str| in_ns(&n2, &["ping", "-c", n, "-i", "0.2", "-W", "1", "2001:db8:79::1"]);
+    assert!(!ping79("2").status.success(), "answered before the SID exists");
+    let r = ctl("sid add fc00:0:1::d7 end.dt6");
+    assert!(r.trim_end().ends_with("OK"), "{r}");
+    let mut ok = false;
+    for _ in 0..5 {
+        if ping79("1").status.success() {
+            ok = true;
+            break;
+        }
+    }
+    assert!(ok, "no reply once the End.DT6 SID was added at runtime");
+    let o = ping79("3");
+    assert!(String::from_utf8_lossy(&o.stdout).contains(" 0% packet loss"), "{}", String::from_utf8_lossy(&o.stdout));
+    let t = ctl("show sids");
+    assert!(t.lines().any(|l| l.starts_with("fc00:0:1::d7") && l.contains("End.DT6")), "{t}");
+    assert!(t.lines().any(|l| l.starts_with("fc00:0:1::1 ") && l.contains("End")), "{t}");
+    let r = ctl("sid del fc00:0:1::d7");
+    assert!(r.trim_end().ends_with("OK"), "{r}");
+    assert!(String::from_utf8_lossy(&ping79("2").stdout).contains("100% packet loss"), "still answered after sid del");
+    let r = ctl("sid add fc00:0:2::1 end");
+    assert!(r.starts_with("ERR") && r.contains("outside the locator"), "{r}");
+    let r = ctl("sid add fc00:0:1::d8 end.mt hmac-required");
+    assert!(r.starts_with("ERR") && r.contains("no HMAC key"), "{r}");
+    let r = ctl("hmac-key add 9 00112233445566778899aabbccddeeff 16");
+    assert!(r.trim_end().ends_with("OK"), "{r}");
+    let r = ctl("sid add fc00:0:1::d8 end.mt hmac-required receiver 2001:db8:a::2 0x10");
+    assert!(r.trim_end().ends_with("OK"), "{r}");
+    let t = ctl("show sids");
+    assert!(t.contains("fc00:0:1::d8") && t.contains("End.MT hmac-required receiver 2001:db8:a::2 0x10") && t.contains("HMAC key IDs: 9"), "{t}");
+    assert!(!t.contains("00112233"), "secrets are never shown: {t}");
+
     let routes = control::ctl::request(sock.to_str().unwrap(), "show routes").unwrap();
     assert!(routes.contains("10.9.9.0/24 via 10.2.0.2"), "{routes}");
     let neigh = control::ctl::request(sock.to_str().unwrap(), "show neighbours").unwrap();

@@ -11,7 +11,9 @@ use dataplane::dpdk::Port;
 use dataplane::tables::NeighSource;
 use ipnet::IpNet;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::IpAddr;
+use dataplane::srv6::Behaviour;
+use std::net::{IpAddr, Ipv6Addr};
+use std::sync::Arc;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::time::Duration;
 
@@ -21,7 +23,13 @@ pub const HELP: &str = "commands:
   route del PREFIX
   neighbour add ADDR MAC INTERFACE
   neighbour del ADDR INTERFACE
-  congestion PORT rtt_est_us N | k_min_bytes N | k_base_bytes N | alpha X | v_ecn X | v_growth_kb_per_ms X";
+  congestion PORT rtt_est_us N | k_min_bytes N | k_base_bytes N | alpha X | v_ecn X | v_growth_kb_per_ms X
+  show sids
+  sid add SID end | end.dt4 | end.dt6 | end.e
+  sid add SID end.x interface IF via ADDR
+  sid add SID end.mt [hmac-required] [receiver ADDR QPN]... [downstream SID]...
+  sid del SID
+  hmac-key add KEY_ID SECRET_HEX [LENGTH] | hmac-key del KEY_ID";
 
 pub struct CtlServer {
     listener: UnixListener,
@@ -136,9 +144,130 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
             }
             Ok(format!("port {port}: K_min {} K_max {}\n", p.k_min(), p.k_max()))
         }
+        ["show", "sids"] => {
+            let t = c.sids.as_ref().ok_or("no [srv6] section")?;
+            Ok(display::sids(t))
+        }
+        ["sid", "add", sid, behaviour, rest @ ..] => {
+            let sid = sid_in_locator(c, sid)?;
+            let b = parse_behaviour(c, behaviour, rest)?;
+            let t = c.sids.as_mut().ok_or("no [srv6] section")?;
+            if let Behaviour::EndMT { hmac_required: true, .. } = &b {
+                if t.hmac_keys().is_empty() {
+                    return Err("hmac-required: no HMAC key (hmac-key add first)".into());
+                }
+            }
+            if matches!(t.get(&sid), Some(Behaviour::EndC)) {
+                return Err(format!("{sid} is the END.C SID (configured in [srv6] with its PFC port)"));
+            }
+            let replaced = t.insert(sid, b).is_some();
+            let snap = Arc::new(t.clone());
+            c.push_sids(snap);
+            Ok(if replaced { format!("{sid} replaced\n") } else { String::new() })
+        }
+        ["sid", "del", sid] => {
+            let sid: Ipv6Addr = sid.parse().map_err(|_| format!("{sid:?}: not an IPv6 SID"))?;
+            let t = c.sids.as_mut().ok_or("no [srv6] section")?;
+            if matches!(t.get(&sid), Some(Behaviour::EndC)) {
+                return Err(format!("{sid} is the END.C SID (configured in [srv6] with its PFC port)"));
+            }
+            t.remove(&sid).ok_or_else(|| format!("no local SID {sid}"))?;
+            let snap = Arc::new(t.clone());
+            c.push_sids(snap);
+            Ok(String::new())
+        }
+        ["hmac-key", "add", id, secret, rest @ ..] => {
+            let id: u32 = id.parse().ok().filter(|x| *x != 0).ok_or_else(|| format!("key id {id:?}: a number 1..=4294967295"))?;
+            let len: usize = match rest {
+                [] => 32,
+                [l] => l.parse().ok().filter(|l| [8, 16, 24, 32].contains(l)).ok_or_else(|| format!("length {l:?}: 8, 16, 24 or 32"))?,
+                _ => return Err(format!("unexpected {:?}; {HELP}", rest.join(" "))),
+            };
+            let bytes = hex_octets(secret).filter(|b| b.len() >= 16).ok_or("secret: at least 16 octets in hexadecimal")?;
+            let key = dataplane::wire::srh::HmacKey::new(id, &bytes, len).map_err(|e| format!("key {id}: {e}"))?;
+            let t = c.sids.as_mut().ok_or("no [srv6] section")?;
+            let mut keys = t.hmac_keys().clone();
+            keys.insert(key);
+            t.set_hmac_keys(keys);
+            let snap = Arc::new(t.clone());
+            c.push_sids(snap);
+            Ok(String::new())
+        }
+        ["hmac-key", "del", id] => {
+            let id: u32 = id.parse().map_err(|_| format!("key id {id:?}: not a number"))?;
+            let t = c.sids.as_mut().ok_or("no [srv6] section")?;
+            let mut keys = t.hmac_keys().clone();
+            keys.remove(id).ok_or_else(|| format!("no HMAC key {id}"))?;
+            t.set_hmac_keys(keys);
+            let snap = Arc::new(t.clone());
+            c.push_sids(snap);
+            Ok(String::new())
+        }
         ["help"] | [] => Ok(format!("{HELP}\n")),
         _ => Err(format!("unknown command {line:?}; {HELP}")),
     }
+}
+
+fn sid_in_locator(c: &Control, sid: &str) -> Result<Ipv6Addr, String> {
+    let a: Ipv6Addr = sid.parse().map_err(|_| format!("{sid:?}: not an IPv6 SID"))?;
+    let s6 = c.cfg.srv6.as_ref().ok_or("no [srv6] section")?;
+    if !s6.locator.contains(&a) {
+        return Err(format!("{a}: outside the locator {}", s6.locator));
+    }
+    Ok(a)
+}
+
+fn parse_behaviour(c: &Control, behaviour: &str, rest: &[&str]) -> Result<Behaviour, String> {
+    let unexpected = |r: &[&str]| Err(format!("unexpected {:?} for {behaviour}; {HELP}", r.join(" ")));
+    match (behaviour, rest) {
+        ("end", []) => Ok(Behaviour::End),
+        ("end.dt4", []) => Ok(Behaviour::EndDT4),
+        ("end.dt6", []) => Ok(Behaviour::EndDT6),
+        ("end.e", []) => Ok(Behaviour::EndE),
+        ("end.x", ["interface", dev, "via", via]) => {
+            let iface = c.cfg.iface_index(dev).ok_or_else(|| format!("interface {dev:?}: no such interface"))?;
+            let nexthop: IpAddr = via.parse().map_err(|_| format!("via {via:?}: not an address"))?;
+            Ok(Behaviour::EndX { iface, nexthop })
+        }
+        ("end.mt", r) => {
+            let (mut receivers_extra, mut downstream, mut hmac_required) = (Vec::new(), Vec::new(), false);
+            let mut it = r.iter();
+            while let Some(k) = it.next() {
+                match *k {
+                    "hmac-required" => hmac_required = true,
+                    "receiver" => {
+                        let (Some(a), Some(q)) = (it.next(), it.next()) else { return Err(format!("receiver ADDR QPN; {HELP}")) };
+                        let a: Ipv6Addr = a.parse().map_err(|_| format!("receiver {a:?}: not an IPv6 address"))?;
+                        let q = parse_u32(q).filter(|q| *q <= 0x00ff_ffff).ok_or_else(|| format!("receiver {a} QPN {q:?}: 24 bits"))?;
+                        receivers_extra.push((a, q));
+                    }
+                    "downstream" => {
+                        let d = it.next().ok_or_else(|| format!("downstream SID; {HELP}"))?;
+                        downstream.push(d.parse::<Ipv6Addr>().map_err(|_| format!("downstream {d:?}: not an IPv6 SID"))?);
+                    }
+                    _ => return unexpected(&[k]),
+                }
+            }
+            Ok(Behaviour::EndMT { receivers_extra, hmac_required, downstream })
+        }
+        ("end.c", _) => Err("end.c is configured in [srv6] (it needs its PFC port and timers)".into()),
+        (b, []) => Err(format!("behaviour {b:?}: one of end, end.x, end.dt4, end.dt6, end.mt, end.e")),
+        (_, r) => unexpected(r),
+    }
+}
+
+fn parse_u32(s: &str) -> Option<u32> {
+    match s.strip_prefix("0x") {
+        Some(h) => u32::from_str_radix(h, 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
+fn hex_octets(s: &str) -> Option<Vec<u8>> {
+    if s.len() % 2 != 0 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok()).collect()
 }
 
 /// Client side: send one command, return the reply.

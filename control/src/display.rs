@@ -85,3 +85,42 @@ pub fn interfaces(t: &Topology) -> String {
     }
     o
 }
+
+/// `show sids`: the local SIDs, the SR policies and the HMAC key IDs.
+pub fn sids(t: &dataplane::srv6::SidTable) -> String {
+    use dataplane::srv6::Behaviour;
+    use std::fmt::Write;
+    let mut v: Vec<_> = t.iter().collect();
+    v.sort_by_key(|(a, _)| *a);
+    let mut out = String::new();
+    for (sid, b) in v {
+        let what = match b {
+            Behaviour::End => "End".to_string(),
+            Behaviour::EndX { iface, nexthop } => format!("End.X interface {iface} via {nexthop}"),
+            Behaviour::EndDT4 => "End.DT4".to_string(),
+            Behaviour::EndDT6 => "End.DT6".to_string(),
+            Behaviour::EndMT { receivers_extra, hmac_required, downstream } => {
+                let mut s = "End.MT".to_string();
+                if *hmac_required {
+                    s += " hmac-required";
+                }
+                for (a, q) in receivers_extra {
+                    let _ = write!(s, " receiver {a} {q:#x}");
+                }
+                for d in downstream {
+                    let _ = write!(s, " downstream {d}");
+                }
+                s
+            }
+            Behaviour::EndC => "END.C".to_string(),
+            Behaviour::EndE => "END.E".to_string(),
+        };
+        let _ = writeln!(out, "{sid:<40} {what}");
+    }
+    let keys = t.hmac_keys();
+    if !keys.is_empty() {
+        let ids: Vec<String> = keys.ids().map(|k| k.to_string()).collect();
+        let _ = writeln!(out, "HMAC key IDs: {}", ids.join(" "));
+    }
+    out
+}

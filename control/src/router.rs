@@ -57,6 +57,9 @@ pub struct Control {
     pub topo: Arc<Topology>,
     pub fib: Fib,
     pub neighbours: Neighbours,
+    /// The local SID table the workers run (None: no `[srv6]`); management
+    /// commands change a copy and push it.
+    pub sids: Option<dataplane::srv6::SidTable>,
     workers: Vec<WorkerHandle>,
 }
 
@@ -301,7 +304,8 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         Some(p) => Some(CtlServer::bind(p)?),
         None => None,
     };
-    let mut control = Control { topo, fib: cfg.fib.clone(), neighbours: cfg.neighbours.clone(), cfg, workers };
+    let sids = sids0.as_deref().cloned();
+    let mut control = Control { topo, fib: cfg.fib.clone(), neighbours: cfg.neighbours.clone(), sids, cfg, workers };
     let port_names: Vec<(u16, String)> = ports.iter().zip(control.cfg.ports.iter()).map(|(p, c)| (p.id, c.name.clone())).collect();
 
     // FANN: the agent observes the ports from the control thread.

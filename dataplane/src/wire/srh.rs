@@ -888,6 +888,11 @@ impl HmacKeyTable {
         Some(self.keys.remove(i))
     }
 
+    /// The configured key IDs, ascending (never the secrets).
+    pub fn ids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.keys.iter().map(|k| k.key_id)
+    }
+
     pub fn lookup(&self, key_id: u32) -> Option<&HmacKey> {
         let i = self.keys.binary_search_by_key(&key_id, |k| k.key_id).ok()?;
         self.keys.get(i)
