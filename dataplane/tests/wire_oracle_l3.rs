@@ -29,47 +29,15 @@ use dataplane::wire::ipv6::{
 };
 use dataplane::wire::udp::{UdpPacket, UdpRepr};
 
+mod oracle_common;
+use oracle_common::{hex, tshark, unhex};
+
 fn script() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/oracle/scapy_l3.py")
+    oracle_common::oracle_script("scapy_l3.py")
 }
 
 fn python() -> Command {
-    let ok = Command::new("python3")
-        .args([
-            "-c",
-            "import scapy.all, scapy.layers.inet6, scapy.layers.ipsec",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-    match ok {
-        Ok(s) if s.success() => Command::new("python3"),
-        Ok(_) => panic!("scapy >= 2.6 is missing: install it with `pip install scapy`"),
-        Err(e) => panic!("python3 is missing ({e}): install python3 and `pip install scapy`"),
-    }
-}
-
-fn tshark() -> Command {
-    match Command::new("tshark")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-    {
-        Ok(s) if s.success() => Command::new("tshark"),
-        _ => panic!("tshark is missing: install it with `apt-get install tshark`"),
-    }
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
+    oracle_common::python("scapy.all, scapy.layers.inet6, scapy.layers.ipsec")
 }
 
 /// xorshift64*: deterministic test data without a dependency.

@@ -25,8 +25,11 @@ use dataplane::wire::srh::{
 
 const P: Params = Params::DEFAULT;
 
+mod oracle_common;
+use oracle_common::{hex, unhex};
+
 fn oracle_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/oracle")
+    oracle_common::oracle_script("")
 }
 
 /// Run an oracle script; panic with install instructions if a tool is
@@ -103,19 +106,6 @@ fn all<'a>(b: &'a [Line], k: &str) -> Vec<&'a [String]> {
         .collect()
 }
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Vec<u8> {
-    if s == "-" {
-        return Vec::new();
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
-}
 
 fn a(s: &str) -> Ipv6Addr {
     s.parse().unwrap()
