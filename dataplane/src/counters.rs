@@ -85,6 +85,15 @@ reasons!(Drop, N_DROPS {
     EndMtTlvMalformed => "endmt-tlv-malformed",
     EndMtNotRoce => "endmt-inner-not-rocev2",
     ReplicaInvalid => "replica-invalid",
+    // End.MT reverse path (multicast::Counter drop reasons)
+    McUnknownReceiver => "mc-unknown-receiver",
+    McStalePsn => "mc-stale-psn",
+    McPsnOutOfWindow => "mc-psn-out-of-window",
+    McPsnBeyondSent => "mc-psn-beyond-sent",
+    McCnpRateLimited => "mc-cnp-rate-limited",
+    McUnsupportedOpcode => "mc-unsupported-opcode",
+    McBadIcrc => "mc-bad-icrc",
+    McMalformed => "mc-malformed",
 });
 
 reasons!(Local, N_LOCAL {
@@ -110,6 +119,19 @@ reasons!(Local, N_LOCAL {
     Srv6Encap => "srv6-h-encaps",
     Srv6Decap => "srv6-decap",
     EndMtReplica => "endmt-replica-built",
+    // End.MT reverse path (multicast::Counter events)
+    McDataSeen => "mc-data-seen",
+    McAckIn => "mc-ack-in",
+    McNakIn => "mc-nak-in",
+    McRnrIn => "mc-rnr-nak-in",
+    McFatalNakIn => "mc-fatal-nak-in",
+    McCnpIn => "mc-cnp-in",
+    McAckUp => "mc-ack-up",
+    McNakUp => "mc-nak-up",
+    McRnrUp => "mc-rnr-nak-up",
+    McFatalNakUp => "mc-fatal-nak-up",
+    McCnpUp => "mc-cnp-up",
+    McNakSuppressed => "mc-nak-suppressed",
 });
 
 /// Maximum number of DPDK ports a worker keeps counters for.

@@ -106,6 +106,7 @@
 //! address as SA, which the draft does not specify.
 
 mod group;
+mod path;
 pub mod psn;
 mod table;
 mod upstream;
@@ -114,6 +115,7 @@ pub use group::{
     Branch, Counter, Counters, Group, GroupConfig, GroupId, NakKind, Receiver, Response,
     SetupError, Upstream, MAX_BRANCHES, N_COUNTERS,
 };
+pub use path::{drop_of, slot, upstream_kind, Slot};
 pub use psn::{psn_add, psn_diff, psn_le, psn_lt, psn_max, psn_min, psn_sub, PSN_HALF, PSN_MASK};
 pub use table::{GroupTable, Lookup, Verdict};
 pub use upstream::{build_upstream, parse_response, upstream_len, ResponseKey};
