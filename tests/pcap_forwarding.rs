@@ -496,14 +496,40 @@ fn end_mt_replicates_to_every_receiver() {
 /// to the provisioned receivers.
 #[test]
 fn end_mt_reverse_path_aggregates_responses() {
+    mc_reverse_case("mcrev", false);
+}
+
+/// The same with two workers, everything arriving on the WAN port, which
+/// worker 1 polls: the group's packets (the End.MT data and the responses)
+/// are steered to worker 0, the single writer of the group state; the
+/// result is the same, and worker 1 (TX queue 1, the `*-out1.pcap` files)
+/// sends nothing.
+#[test]
+fn end_mt_reverse_path_steered_to_the_owner_worker() {
+    mc_reverse_case("mcrev2", true);
+}
+
+fn mc_reverse_case(name: &str, two_workers: bool) {
     python_ok().expect("the scapy oracle is required");
-    let dir = workdir("mcrev");
+    let dir = workdir(name);
     let oracle = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/mc_reverse.py");
-    let o = Command::new("python3").arg(oracle).arg("build").arg(&dir).output().unwrap();
+    let mut b = Command::new("python3");
+    b.arg(oracle).arg("build").arg(&dir);
+    if two_workers {
+        b.arg("wan");
+    }
+    let o = b.output().unwrap();
     assert!(o.status.success(), "scapy build: {}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     std::fs::rename(dir.join("wan-in.pcap"), dir.join("empty.pcap")).unwrap();
     let cfg = dir.join("r.toml");
     let mut text = config(&dir);
+    if two_workers {
+        let d = dir.display();
+        text = text
+            .replacen("status_interval_ms = 0", "status_interval_ms = 0\nworker_cores = [0, 1]", 1)
+            .replacen(&format!("tx_pcap={d}/dc-out.pcap"), &format!("tx_pcap={d}/dc-out.pcap,tx_pcap={d}/dc-out1.pcap"), 1)
+            .replacen(&format!("tx_pcap={d}/wan-out.pcap"), &format!("tx_pcap={d}/wan-out.pcap,tx_pcap={d}/wan-out1.pcap"), 1);
+    }
     for i in 0..3 {
         text += &format!("[[neighbour]]\nip = \"2001:db8:1::{:x}\"\nmac = \"02:00:00:00:01:{:02x}\"\ninterface = \"dc\"\n", 0x10 + i, 0x10 + i);
     }
@@ -528,7 +554,7 @@ receivers = [
 ]
 "#;
     std::fs::write(&cfg, text).unwrap();
-    let out = run("mcrev", &cfg, &["--exit-when-idle", "1000", "--duration", "20"]);
+    let out = run(name, &cfg, &["--exit-when-idle", "1000", "--duration", "20"]);
     let so = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(out.status.success(), "{so}{}", String::from_utf8_lossy(&out.stderr));
     let c = |n: &str| counter(&so, n);
@@ -579,4 +605,10 @@ receivers = [
         "{txt}"
     );
     tshark_clean(&dir.join("wan-out.pcap"));
+    if two_workers {
+        assert!(so.contains("2 worker(s)") || String::from_utf8_lossy(&out.stderr).contains("2 worker(s)"));
+        assert!(read_pcap(&dir.join("dc-out1.pcap")).unwrap().is_empty());
+        assert!(read_pcap(&dir.join("wan-out1.pcap")).unwrap().is_empty());
+        assert_eq!(port_packets(&so, "wan").0, 11, "data + 10 responses in on the WAN");
+    }
 }

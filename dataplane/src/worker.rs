@@ -165,7 +165,8 @@ impl Worker {
             has_cong: false,
             tx: (0..MAX_PORTS).map(|_| TxBuf::new()).collect(),
             free: Vec::with_capacity(2 * MAX_BURST),
-            mc_steer: false,
+            // Groups installed before start-up steer from the first burst.
+            mc_steer: spec.mc_owner != spec.id && !pipeline.groups().is_empty(),
             mc_owner: spec.mc_owner == spec.id,
             spec,
             links,

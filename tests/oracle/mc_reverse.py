@@ -4,7 +4,7 @@
 tests/pcap_forwarding.rs (end_mt_reverse_path_aggregates_responses).
 
 Usage:
-  mc_reverse.py build DIR
+  mc_reverse.py build DIR [wan]
       scapy writes DIR/dc-in.pcap: the receivers' RC responses to the Proxy
       Address (SA = receiver, DA = Proxy, BTH DestQP = Designated QPN, AETH,
       ICRC computed by scapy.contrib.roce) in this order:
@@ -14,6 +14,9 @@ Usage:
       and DIR/wan-in.pcap: S1's data packet, PSN 7, SRv6-encapsulated to the
       router's End.MT SID with an End.MT TLV for another edge node only (the
       router replicates to its provisioned receivers).
+      With `wan`, everything arrives on the WAN port instead: DIR/wan-in.pcap
+      holds the data packet followed by the responses (to the WAN MAC) and
+      DIR/dc-in.pcap is empty (the multi-worker steering test).
   mc_reverse.py check PCAP
       scapy dissects every frame (Ether / IPv6 / UDP / BTH / AETH or
       CNPPadding) and checks: SA = Proxy, DA = S1, BTH DestQP = S1's QPN,
@@ -48,9 +51,12 @@ RX = ["2001:db8:1::10", "2001:db8:1::11", "2001:db8:1::12"]
 X = "2001:db8:1::99"
 
 
+TO = R_DC
+
+
 def resp(src, opcode, psn, syndrome=None, msn=0, bad_icrc=False):
     mac = "02:00:00:00:01:%02x" % (int(src.split(":")[-1], 16) & 0xff)
-    p = (Ether(dst=R_DC, src=mac) /
+    p = (Ether(dst=TO, src=mac) /
          IPv6(src=src, dst=PROXY, hlim=64, tc=26 << 2) /
          UDP(sport=0xc001, dport=4791) /
          BTH(opcode=opcode, dqpn=DESIGNATED_QPN, psn=psn, becn=1 if opcode == 0x81 else 0))
@@ -86,15 +92,22 @@ def data(psn):
     return Ether(dst=R_WAN, src=GW) / IPv6(src=S1, dst=SID, hlim=64, nh=43) / srh / inner
 
 
-def build(d):
+def build(d, wan=False):
+    global TO
+    if wan:
+        TO = R_WAN
     frames = [
         ack(RX[0], 5), ack(RX[1], 3), ack(RX[2], 4), ack(RX[1], 5),
         ack(X, 5), ack(RX[0], 5, bad_icrc=True),
         resp(RX[2], 0x11, 6, 0x60, 5),
         resp(RX[0], 0x81, 0), resp(RX[0], 0x81, 0), resp(RX[1], 0x81, 0),
     ]
-    wrpcap(d + "/dc-in.pcap", frames)
-    wrpcap(d + "/wan-in.pcap", [data(7)])
+    if wan:
+        wrpcap(d + "/dc-in.pcap", [])
+        wrpcap(d + "/wan-in.pcap", [data(7)] + frames)
+    else:
+        wrpcap(d + "/dc-in.pcap", frames)
+        wrpcap(d + "/wan-in.pcap", [data(7)])
     print("OK %d" % len(frames))
 
 
@@ -151,7 +164,7 @@ def check(path):
 
 if __name__ == "__main__":
     if sys.argv[1] == "build":
-        build(sys.argv[2])
+        build(sys.argv[2], len(sys.argv) > 3 and sys.argv[3] == "wan")
     elif sys.argv[1] == "check":
         check(sys.argv[2])
     else:
