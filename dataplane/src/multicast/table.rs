@@ -177,7 +177,9 @@ impl GroupTable {
             self.max_groups = cfgs.len();
         }
         for (i, c) in cfgs.iter().enumerate() {
-            if self.index_of(&c.id).is_some() {
+            // Kept from before (unchanged); a second configuration with
+            // the same id is refused by `insert` (DuplicateGroup).
+            if self.index_of(&c.id).and_then(|i| self.get(i)).is_some_and(|g| g.config() == c) && !cfgs[..i].iter().any(|o| o.id == c.id) {
                 continue;
             }
             self.insert(c.clone(), now).map_err(|e| (i, e))?;
