@@ -612,3 +612,64 @@ receivers = [
         assert_eq!(port_packets(&so, "wan").0, 11, "data + 10 responses in on the WAN");
     }
 }
+
+/// Multicast groups change at run time: `multicast receiver add / del`
+/// over the management socket validates, pushes the group set to the
+/// workers (Update::Groups) and the End.MT SID's provisioned receivers
+/// (Update::Sids); bad requests are refused with the field and value.
+#[test]
+fn multicast_receivers_change_at_run_time() {
+    let dir = workdir("mcctl");
+    control::demo::write_pcap(&dir.join("dc-in.pcap"), &[]).unwrap();
+    control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
+    let cfg = dir.join("r.toml");
+    let mut text = config(&dir);
+    text += r#"
+[srv6]
+locator = "fc00:0:1::/48"
+[[srv6.sid]]
+sid = "fc00:0:1::a"
+behaviour = "end.mt"
+[[multicast.group]]
+name = "g"
+proxy = "2001:db8:ff::1"
+designated_qpn = 1
+source = "2001:db8:3::5"
+source_qpn = 0x100
+end_mt_sid = "fc00:0:1::a"
+receivers = [ { address = "2001:db8:1::10", qpn = 0x500 } ]
+"#;
+    std::fs::write(&cfg, text).unwrap();
+    let sock = dir.join("ctl.sock");
+    let out = dir.join("router.out");
+    let mut child = command("mcctl", &cfg, &["--ctl-socket", sock.to_str().unwrap(), "--duration", "4"])
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(out.with_extension("err")).unwrap())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !sock.exists() {
+        assert!(t0.elapsed() < std::time::Duration::from_secs(20), "router did not come up");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let s = sock.to_str().unwrap();
+    let req = |c: &str| control::ctl::request(s, c).unwrap();
+    let r = req("show multicast");
+    assert!(r.contains("group g: proxy 2001:db8:ff::1 designated-qpn 0x1 source 2001:db8:3::5 qpn 0x100") && r.contains("receiver 2001:db8:1::10 qpn 0x500") && r.ends_with("OK\n"), "{r}");
+    let r = req("multicast receiver add g 2001:db8:1::11 0x501");
+    assert!(r.contains("receiver 2001:db8:1::11 qpn 0x501") && r.ends_with("OK\n"), "{r}");
+    let r = req("multicast receiver add g 2001:db8:1::11 0x502");
+    assert!(r.starts_with("ERR address = 2001:db8:1::11: already a receiver"), "{r}");
+    let r = req("multicast receiver add g 2001:db8:1::12 0x1000000");
+    assert!(r.starts_with("ERR qpn = 16777216"), "{r}");
+    let r = req("multicast receiver add nope 2001:db8:1::12 1");
+    assert!(r.starts_with("ERR group \"nope\""), "{r}");
+    let r = req("multicast receiver del g 2001:db8:1::10");
+    assert!(!r.contains("2001:db8:1::10 ") && r.contains("2001:db8:1::11") && r.ends_with("OK\n"), "{r}");
+    let r = req("multicast receiver del g 2001:db8:1::11");
+    assert!(r.starts_with("ERR group g: receivers"), "the last receiver cannot go: {r}");
+    let st = child.wait().unwrap();
+    let so = std::fs::read_to_string(&out).unwrap();
+    assert!(st.success(), "{so}");
+    assert_eq!(mempool_in_use(&so), 0);
+}
