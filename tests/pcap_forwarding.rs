@@ -549,3 +549,195 @@ fn end_mt_verifies_srh_hmac() {
         dataplane::wire::roce::icrc_check(&f[14..]).expect("replica ICRC");
     }
 }
+
+/// The End.MT reverse path on real DPDK: the router is the node adjacent to
+/// the source S1 (2001:db8:3::5, QPN 0x100, over the WAN) for a group of
+/// three receivers in the DC (`[[multicast.group]]`, provisioned on its
+/// End.MT SID). scapy writes the receivers' responses to the Proxy Address
+/// (ACKs, a NAK, CNPs, an ACK from a host that is not a receiver, an ACK
+/// with a corrupted ICRC) and S1's data packet, SRv6-encapsulated with no
+/// End.MT TLV for this node. Out of the WAN port go exactly the aggregated
+/// responses: ACK with the minimum acknowledged PSN each time it advances,
+/// the NAK with the minimum ePSN, and one CNP for the window; scapy
+/// dissects them (BTH / AETH / CNPPadding) and recomputes ICRC and UDP
+/// checksum; tshark finds nothing malformed. The data packet is replicated
+/// to the provisioned receivers.
+#[test]
+fn end_mt_reverse_path_aggregates_responses() {
+    mc_reverse_case("mcrev", false);
+}
+
+/// The same with two workers, everything arriving on the WAN port, which
+/// worker 1 polls: the group's packets (the End.MT data and the responses)
+/// are steered to worker 0, the single writer of the group state; the
+/// result is the same, and worker 1 (TX queue 1, the `*-out1.pcap` files)
+/// sends nothing.
+#[test]
+fn end_mt_reverse_path_steered_to_the_owner_worker() {
+    mc_reverse_case("mcrev2", true);
+}
+
+fn mc_reverse_case(name: &str, two_workers: bool) {
+    python_ok().expect("the scapy oracle is required");
+    let dir = workdir(name);
+    let oracle = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/mc_reverse.py");
+    let mut b = Command::new("python3");
+    b.arg(oracle).arg("build").arg(&dir);
+    if two_workers {
+        b.arg("wan");
+    }
+    let o = b.output().unwrap();
+    assert!(o.status.success(), "scapy build: {}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    std::fs::rename(dir.join("wan-in.pcap"), dir.join("empty.pcap")).unwrap();
+    let cfg = dir.join("r.toml");
+    let mut text = config(&dir);
+    if two_workers {
+        let d = dir.display();
+        text = text
+            .replacen("status_interval_ms = 0", "status_interval_ms = 0\nworker_cores = [0, 1]", 1)
+            .replacen(&format!("tx_pcap={d}/dc-out.pcap"), &format!("tx_pcap={d}/dc-out.pcap,tx_pcap={d}/dc-out1.pcap"), 1)
+            .replacen(&format!("tx_pcap={d}/wan-out.pcap"), &format!("tx_pcap={d}/wan-out.pcap,tx_pcap={d}/wan-out1.pcap"), 1);
+    }
+    for i in 0..3 {
+        text += &format!("[[neighbour]]\nip = \"2001:db8:1::{:x}\"\nmac = \"02:00:00:00:01:{:02x}\"\ninterface = \"dc\"\n", 0x10 + i, 0x10 + i);
+    }
+    text += r#"
+[srv6]
+locator = "fc00:0:1::/48"
+[[srv6.sid]]
+sid = "fc00:0:1::a"
+behaviour = "end.mt"
+[[multicast.group]]
+name = "rdma-mc"
+proxy = "2001:db8:ff::1"
+designated_qpn = 1
+source = "2001:db8:3::5"
+source_qpn = 0x100
+cnp_window_us = 300000
+end_mt_sid = "fc00:0:1::a"
+receivers = [
+  { address = "2001:db8:1::10", qpn = 0x500 },
+  { address = "2001:db8:1::11", qpn = 0x501 },
+  { address = "2001:db8:1::12", qpn = 0x502 },
+]
+"#;
+    std::fs::write(&cfg, text).unwrap();
+    let out = run(name, &cfg, &["--exit-when-idle", "1000", "--duration", "20"]);
+    let so = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{so}{}", String::from_utf8_lossy(&out.stderr));
+    let c = |n: &str| counter(&so, n);
+    assert_eq!(c("mc-ack-in"), 4, "{so}");
+    assert_eq!(c("mc-nak-in"), 1, "{so}");
+    assert_eq!(c("mc-cnp-in"), 3, "{so}");
+    assert_eq!(c("mc-ack-up"), 2, "{so}");
+    assert_eq!(c("mc-nak-up"), 1, "{so}");
+    assert_eq!(c("mc-cnp-up"), 1, "{so}");
+    assert_eq!(c("mc-unknown-receiver"), 1, "{so}");
+    assert_eq!(c("mc-bad-icrc"), 1, "{so}");
+    assert_eq!(c("mc-data-seen"), 1, "{so}");
+    assert_eq!(c("endmt-replica-built"), 3, "{so}");
+    assert_eq!(mempool_in_use(&so), 0);
+    // The data packet went to the provisioned receivers.
+    let dc = read_pcap(&dir.join("dc-out.pcap")).unwrap();
+    assert_eq!(dc.len(), 3);
+    for (i, f) in dc.iter().enumerate() {
+        let da: std::net::Ipv6Addr = format!("2001:db8:1::{:x}", 0x10 + i).parse().unwrap();
+        assert_eq!(&f[14 + 24..14 + 40], &da.octets());
+        assert_eq!(u32::from_be_bytes([0, f[14 + 48 + 5], f[14 + 48 + 6], f[14 + 48 + 7]]), 0x500 + i as u32);
+        dataplane::wire::roce::icrc_check(&f[14..]).expect("replica ICRC");
+    }
+    // Toward S1: field by field here, then by scapy.
+    let wan = read_pcap(&dir.join("wan-out.pcap")).unwrap();
+    assert_eq!(wan.len(), 4, "ACK, ACK, NAK, CNP");
+    let proxy: std::net::Ipv6Addr = "2001:db8:ff::1".parse().unwrap();
+    let s1: std::net::Ipv6Addr = "2001:db8:3::5".parse().unwrap();
+    for f in &wan {
+        assert_eq!(&f[0..6], &GW, "to the gateway toward S1");
+        assert_eq!(&f[14 + 8..14 + 24], &proxy.octets());
+        assert_eq!(&f[14 + 24..14 + 40], &s1.octets());
+        assert_eq!(u32::from_be_bytes([0, f[14 + 48 + 5], f[14 + 48 + 6], f[14 + 48 + 7]]), 0x100);
+        dataplane::wire::roce::icrc_check(&f[14..]).expect("upstream ICRC");
+    }
+    let chk = Command::new("python3").arg(oracle).arg("check").arg(dir.join("wan-out.pcap")).output().unwrap();
+    let txt = String::from_utf8_lossy(&chk.stdout).to_string();
+    assert!(chk.status.success(), "scapy: {txt}{}", String::from_utf8_lossy(&chk.stderr));
+    let lines: Vec<&str> = txt.lines().collect();
+    assert_eq!(
+        lines,
+        vec![
+            "ACK 3 0x1f 3 ICRC-ok UDP-ok",
+            "ACK 4 0x1f 4 ICRC-ok UDP-ok",
+            "NAK 6 0x60 5 ICRC-ok UDP-ok",
+            "CNP becn=1 ICRC-ok UDP-ok",
+        ],
+        "{txt}"
+    );
+    tshark_clean(&dir.join("wan-out.pcap"));
+    if two_workers {
+        assert!(so.contains("2 worker(s)") || String::from_utf8_lossy(&out.stderr).contains("2 worker(s)"));
+        assert!(read_pcap(&dir.join("dc-out1.pcap")).unwrap().is_empty());
+        assert!(read_pcap(&dir.join("wan-out1.pcap")).unwrap().is_empty());
+        assert_eq!(port_packets(&so, "wan").0, 11, "data + 10 responses in on the WAN");
+    }
+}
+
+/// Multicast groups change at run time: `multicast receiver add / del`
+/// over the management socket validates, pushes the group set to the
+/// workers (Update::Groups) and the End.MT SID's provisioned receivers
+/// (Update::Sids); bad requests are refused with the field and value.
+#[test]
+fn multicast_receivers_change_at_run_time() {
+    let dir = workdir("mcctl");
+    control::demo::write_pcap(&dir.join("dc-in.pcap"), &[]).unwrap();
+    control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
+    let cfg = dir.join("r.toml");
+    let mut text = config(&dir);
+    text += r#"
+[srv6]
+locator = "fc00:0:1::/48"
+[[srv6.sid]]
+sid = "fc00:0:1::a"
+behaviour = "end.mt"
+[[multicast.group]]
+name = "g"
+proxy = "2001:db8:ff::1"
+designated_qpn = 1
+source = "2001:db8:3::5"
+source_qpn = 0x100
+end_mt_sid = "fc00:0:1::a"
+receivers = [ { address = "2001:db8:1::10", qpn = 0x500 } ]
+"#;
+    std::fs::write(&cfg, text).unwrap();
+    let sock = dir.join("ctl.sock");
+    let out = dir.join("router.out");
+    let mut child = command("mcctl", &cfg, &["--ctl-socket", sock.to_str().unwrap(), "--duration", "4"])
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(out.with_extension("err")).unwrap())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !sock.exists() {
+        assert!(t0.elapsed() < std::time::Duration::from_secs(20), "router did not come up");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let s = sock.to_str().unwrap();
+    let req = |c: &str| control::ctl::request(s, c).unwrap();
+    let r = req("show multicast");
+    assert!(r.contains("group g: proxy 2001:db8:ff::1 designated-qpn 0x1 source 2001:db8:3::5 qpn 0x100") && r.contains("receiver 2001:db8:1::10 qpn 0x500") && r.ends_with("OK\n"), "{r}");
+    let r = req("multicast receiver add g 2001:db8:1::11 0x501");
+    assert!(r.contains("receiver 2001:db8:1::11 qpn 0x501") && r.ends_with("OK\n"), "{r}");
+    let r = req("multicast receiver add g 2001:db8:1::11 0x502");
+    assert!(r.starts_with("ERR address = 2001:db8:1::11: already a receiver"), "{r}");
+    let r = req("multicast receiver add g 2001:db8:1::12 0x1000000");
+    assert!(r.starts_with("ERR qpn = 16777216"), "{r}");
+    let r = req("multicast receiver add nope 2001:db8:1::12 1");
+    assert!(r.starts_with("ERR group \"nope\""), "{r}");
+    let r = req("multicast receiver del g 2001:db8:1::10");
+    assert!(!r.contains("2001:db8:1::10 ") && r.contains("2001:db8:1::11") && r.ends_with("OK\n"), "{r}");
+    let r = req("multicast receiver del g 2001:db8:1::11");
+    assert!(r.starts_with("ERR group g: receivers"), "the last receiver cannot go: {r}");
+    let st = child.wait().unwrap();
+    let so = std::fs::read_to_string(&out).unwrap();
+    assert!(st.success(), "{so}");
+    assert_eq!(mempool_in_use(&so), 0);
+}

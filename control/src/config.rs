@@ -31,6 +31,78 @@ pub struct FileConfig {
     pub srv6: Option<Srv6Section>,
     #[serde(default)]
     pub fann: Option<FannSection>,
+    #[serde(default)]
+    pub multicast: Option<MulticastSection>,
+}
+
+/// `[multicast]`: End.MT reverse-path aggregation
+/// (draft-li-spring-rdma-multicast-over-srv6 s.5.3, s.8, s.9).
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct MulticastSection {
+    #[serde(default, rename = "group")]
+    pub groups: Vec<GroupSection>,
+}
+
+/// `[[multicast.group]]`: one RDMA multicast group this node aggregates
+/// the receivers' ACK / NAK / CNP for.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupSection {
+    /// A name for logs and the CLI (default "group<i>").
+    pub name: Option<String>,
+    /// The Proxy Address: DA of the receivers' responses, SA upstream.
+    pub proxy: String,
+    /// The Designated QPN: DestQP of the receivers' responses (24 bits).
+    pub designated_qpn: u32,
+    /// The source host and its own QPN (DestQP of the upstream responses).
+    pub source: String,
+    pub source_qpn: u32,
+    /// The first PSN the source sends (default 1).
+    #[serde(default = "d_initial_psn")]
+    pub initial_psn: u32,
+    /// CNP aggregation window T in microseconds (default 50).
+    #[serde(default = "d_cnp_window")]
+    pub cnp_window_us: u64,
+    /// Per-branch CNP rate limit (default 100000/s, burst 16).
+    #[serde(default = "d_mc_cnp_rate")]
+    pub cnp_rate_per_s: u32,
+    #[serde(default = "d_mc_cnp_burst")]
+    pub cnp_burst: u32,
+    /// A local End.MT SID ([srv6]) that also replicates to these receivers
+    /// (control-plane provisioning: used when the SRH carries no End.MT TLV
+    /// for this node, after the TLV's receivers otherwise).
+    pub end_mt_sid: Option<String>,
+    pub receivers: Vec<ReceiverSection>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReceiverSection {
+    pub address: String,
+    /// The receiver's own QPN (24 bits).
+    pub qpn: u32,
+}
+
+fn d_initial_psn() -> u32 {
+    1
+}
+fn d_cnp_window() -> u64 {
+    50
+}
+fn d_mc_cnp_rate() -> u32 {
+    100_000
+}
+fn d_mc_cnp_burst() -> u32 {
+    16
+}
+
+/// A validated multicast group.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupPlan {
+    pub name: String,
+    pub cfg: dataplane::multicast::GroupConfig,
+    pub end_mt_sid: Option<std::net::Ipv6Addr>,
 }
 
 /// `[fann]`: Fast Network Notifications this node sends (draft-hzh-fantel-wan-tunnel).
@@ -124,14 +196,6 @@ fn d_hmac_alg() -> String {
 }
 fn d_hmac_len() -> usize {
     32
-}
-
-/// `receivers = [{ address = "...", qpn = N }]` of an End.MT SID.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ReceiverSection {
-    pub address: String,
-    pub qpn: u32,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -512,6 +576,8 @@ pub struct RouterConfig {
     pub neighbours: Neighbours,
     pub srv6: Option<Srv6Plan>,
     pub fann: Option<crate::fann_agent::FannPlan>,
+    /// End.MT reverse-path groups.
+    pub multicast: Vec<GroupPlan>,
 }
 
 impl RouterConfig {
@@ -767,8 +833,13 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         None => None,
         Some(fs) => Some(fann_plan(fs)?),
     };
+    let multicast = match &f.multicast {
+        None => Vec::new(),
+        Some(m) => multicast_plan(m, srv6.as_ref())?,
+    };
     Ok(RouterConfig {
         fann,
+        multicast,
         srv6,
         eal_args: f.eal.args.clone(),
         dataplane: f.dataplane.clone(),
@@ -821,6 +892,95 @@ fn fann_plan(f: &FannSection) -> Result<crate::fann_agent::FannPlan, String> {
             burst: f.burst,
         },
     })
+}
+
+/// Validate `[[multicast.group]]`: every field with its value.
+fn multicast_plan(m: &MulticastSection, srv6: Option<&Srv6Plan>) -> Result<Vec<GroupPlan>, String> {
+    use dataplane::multicast::{GroupConfig, GroupId, Receiver, MAX_BRANCHES, PSN_MASK};
+    use std::net::Ipv6Addr;
+    let unicast = |a: &Ipv6Addr| !(a.is_unspecified() || a.is_multicast() || a.is_loopback());
+    let mut out: Vec<GroupPlan> = Vec::new();
+    for (i, g) in m.groups.iter().enumerate() {
+        let f = |k: &str| format!("multicast.group[{i}].{k}");
+        let addr = |k: &str, v: &str| -> Result<Ipv6Addr, String> {
+            let a: Ipv6Addr = v.parse().map_err(|_| format!("{} = {v:?}: not an IPv6 address", f(k)))?;
+            if !unicast(&a) {
+                return Err(format!("{} = {a}: must be a unicast address", f(k)));
+            }
+            Ok(a)
+        };
+        let name = g.name.clone().unwrap_or_else(|| format!("group{i}"));
+        if name.is_empty() {
+            return Err(format!("{} = \"\": must not be empty", f("name")));
+        }
+        if out.iter().any(|o| o.name == name) {
+            return Err(format!("{} = {name:?}: used by another group", f("name")));
+        }
+        let proxy = addr("proxy", &g.proxy)?;
+        let source = addr("source", &g.source)?;
+        for (k, v) in [("designated_qpn", g.designated_qpn), ("source_qpn", g.source_qpn)] {
+            if v > PSN_MASK {
+                return Err(format!("{} = {v}: a QPN has 24 bits (at most {PSN_MASK})", f(k)));
+            }
+        }
+        if g.initial_psn > PSN_MASK {
+            return Err(format!("{} = {}: a PSN has 24 bits (at most {PSN_MASK})", f("initial_psn"), g.initial_psn));
+        }
+        if g.cnp_window_us == 0 || g.cnp_window_us > 10_000_000 {
+            return Err(format!("{} = {}: must be 1..=10000000 (10 s)", f("cnp_window_us"), g.cnp_window_us));
+        }
+        if g.cnp_rate_per_s == 0 {
+            return Err(format!("{} = 0: must be >= 1", f("cnp_rate_per_s")));
+        }
+        if g.cnp_burst == 0 {
+            return Err(format!("{} = 0: must be >= 1", f("cnp_burst")));
+        }
+        if g.receivers.is_empty() {
+            return Err(format!("{} = []: a group needs at least one receiver", f("receivers")));
+        }
+        if g.receivers.len() > MAX_BRANCHES {
+            return Err(format!("{} has {} entries: at most {MAX_BRANCHES}", f("receivers"), g.receivers.len()));
+        }
+        let mut receivers: Vec<Receiver> = Vec::with_capacity(g.receivers.len());
+        for (j, r) in g.receivers.iter().enumerate() {
+            let a = addr(&format!("receivers[{j}].address"), &r.address)?;
+            if a == proxy || a == source {
+                return Err(format!("{} = {a}: is the group's proxy or source address", f(&format!("receivers[{j}].address"))));
+            }
+            if receivers.iter().any(|x| x.addr == a) {
+                return Err(format!("{} = {a}: listed twice (responses are told apart by receiver address)", f(&format!("receivers[{j}].address"))));
+            }
+            if r.qpn > PSN_MASK {
+                return Err(format!("{} = {}: a QPN has 24 bits (at most {PSN_MASK})", f(&format!("receivers[{j}].qpn")), r.qpn));
+            }
+            receivers.push(Receiver { addr: a, qpn: r.qpn });
+        }
+        let end_mt_sid = match &g.end_mt_sid {
+            None => None,
+            Some(v) => {
+                let a: Ipv6Addr = v.parse().map_err(|_| format!("{} = {v:?}: not an IPv6 address", f("end_mt_sid")))?;
+                let ok = srv6.is_some_and(|s| s.sids.iter().any(|x| x.sid == a && x.behaviour == "end.mt"));
+                if !ok {
+                    return Err(format!("{} = {a}: not an end.mt SID of [srv6]", f("end_mt_sid")));
+                }
+                Some(a)
+            }
+        };
+        let mut cfg = GroupConfig::new(GroupId { source, source_qpn: g.source_qpn }, proxy, g.designated_qpn, receivers);
+        cfg.initial_psn = g.initial_psn;
+        cfg.cnp_window_ns = g.cnp_window_us * 1000;
+        cfg.cnp_rate_per_s = g.cnp_rate_per_s;
+        cfg.cnp_burst = g.cnp_burst;
+        cfg.validate().map_err(|e| format!("multicast.group[{i}] ({name}): {e}"))?;
+        if let Some(o) = out.iter().find(|o| o.cfg.proxy == proxy && o.cfg.designated_qpn == g.designated_qpn) {
+            return Err(format!("{} = {proxy} with designated_qpn {}: used by group {:?} too", f("proxy"), g.designated_qpn, o.name));
+        }
+        if let Some(o) = out.iter().find(|o| o.cfg.id == cfg.id) {
+            return Err(format!("{} = {source} with source_qpn {}: the same source QP as group {:?}", f("source"), g.source_qpn, o.name));
+        }
+        out.push(GroupPlan { name, cfg, end_mt_sid });
+    }
+    Ok(out)
 }
 
 pub const BEHAVIOURS: &[&str] = &["end", "end.x", "end.dt4", "end.dt6", "end.mt", "end.c", "end.e"];
@@ -1161,6 +1321,62 @@ interface = "wan"
         assert!(e.contains("bogus"), "{e}");
         let e = bad(("addresses = [\"10.0.2.1/24\"]", "addresses = [\"10.0.1.1/24\"]"));
         assert!(e.contains("configured twice"), "{e}");
+    }
+
+    const MC: &str = r#"
+[srv6]
+locator = "fc00:0:1::/48"
+[[srv6.sid]]
+sid = "fc00:0:1::10"
+behaviour = "end.mt"
+[[multicast.group]]
+name = "g1"
+proxy = "2001:db8:ff::1"
+designated_qpn = 1
+source = "2001:db8:5::1"
+source_qpn = 256
+cnp_window_us = 20
+end_mt_sid = "fc00:0:1::10"
+receivers = [ { address = "2001:db8:2::10", qpn = 0x11 }, { address = "2001:db8:2::11", qpn = 0x12 } ]
+"#;
+
+    fn bad_mc(patch: (&str, &str)) -> String {
+        let base = format!("{GOOD}{MC}");
+        let t = base.replacen(patch.0, patch.1, 1);
+        assert_ne!(t, base, "patch did not apply: {patch:?}");
+        load_str(&t).unwrap_err()
+    }
+
+    #[test]
+    fn multicast_groups_validate() {
+        let c = load_str(&format!("{GOOD}{MC}")).unwrap();
+        assert_eq!(c.multicast.len(), 1);
+        let g = &c.multicast[0];
+        assert_eq!(g.name, "g1");
+        assert_eq!(g.cfg.cnp_window_ns, 20_000);
+        assert_eq!(g.cfg.id.source_qpn, 256);
+        assert_eq!(g.cfg.receivers[1].qpn, 0x12);
+        assert_eq!(g.end_mt_sid, Some("fc00:0:1::10".parse().unwrap()));
+        let e = bad_mc(("proxy = \"2001:db8:ff::1\"", "proxy = \"ff02::1\""));
+        assert!(e.contains("multicast.group[0].proxy = ff02::1") && e.contains("unicast"), "{e}");
+        let e = bad_mc(("designated_qpn = 1", "designated_qpn = 16777216"));
+        assert!(e.contains("multicast.group[0].designated_qpn = 16777216") && e.contains("24 bits"), "{e}");
+        let e = bad_mc(("cnp_window_us = 20", "cnp_window_us = 0"));
+        assert!(e.contains("multicast.group[0].cnp_window_us = 0"), "{e}");
+        let e = bad_mc(("qpn = 0x12", "qpn = 0x1000000"));
+        assert!(e.contains("multicast.group[0].receivers[1].qpn = 16777216"), "{e}");
+        let e = bad_mc(("2001:db8:2::11", "2001:db8:2::10"));
+        assert!(e.contains("multicast.group[0].receivers[1].address = 2001:db8:2::10") && e.contains("twice"), "{e}");
+        let e = bad_mc(("source = \"2001:db8:5::1\"", "source = \"nope\""));
+        assert!(e.contains("multicast.group[0].source = \"nope\""), "{e}");
+        let e = bad_mc(("end_mt_sid = \"fc00:0:1::10\"", "end_mt_sid = \"fc00:0:1::11\""));
+        assert!(e.contains("multicast.group[0].end_mt_sid = fc00:0:1::11") && e.contains("end.mt"), "{e}");
+        let e = bad_mc(("receivers = [ { address = \"2001:db8:2::10\", qpn = 0x11 }, { address = \"2001:db8:2::11\", qpn = 0x12 } ]", "receivers = []"));
+        assert!(e.contains("multicast.group[0].receivers = []"), "{e}");
+        // a second group on the same (proxy, designated QPN)
+        let g2 = "\n[[multicast.group]]\nname = \"g2\"\nproxy = \"2001:db8:ff::1\"\ndesignated_qpn = 1\nsource = \"2001:db8:5::1\"\nsource_qpn = 257\nreceivers = [ { address = \"2001:db8:2::12\", qpn = 1 } ]\n";
+        let e = load_str(&format!("{GOOD}{MC}{g2}")).unwrap_err();
+        assert!(e.contains("multicast.group[1].proxy = 2001:db8:ff::1") && e.contains("\"g1\""), "{e}");
     }
 
     #[test]

@@ -29,7 +29,10 @@ pub const HELP: &str = "commands:
   sid add SID end.x interface IF via ADDR
   sid add SID end.mt [hmac-required] [receiver ADDR QPN]... [downstream SID]...
   sid del SID
-  hmac-key add KEY_ID SECRET_HEX [LENGTH] | hmac-key del KEY_ID";
+  hmac-key add KEY_ID SECRET_HEX [LENGTH] | hmac-key del KEY_ID
+  show multicast
+  multicast receiver add GROUP ADDR QPN
+  multicast receiver del GROUP ADDR";
 
 pub struct CtlServer {
     listener: UnixListener,
@@ -203,6 +206,50 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
             c.push_sids(snap);
             Ok(String::new())
         }
+        ["show", "multicast"] => Ok(show_multicast(&c.cfg.multicast)),
+        ["multicast", "receiver", op @ ("add" | "del"), group, addr, rest @ ..] => {
+            let gi = c.cfg.multicast.iter().position(|g| g.name == *group).ok_or_else(|| format!("group {group:?}: no such group"))?;
+            let a: std::net::Ipv6Addr = addr.parse().map_err(|_| format!("{addr:?}: not an IPv6 address"))?;
+            let mut g = c.cfg.multicast[gi].cfg.clone();
+            match (*op, rest) {
+                ("add", [qpn]) => {
+                    let q = parse_u32(qpn).ok_or_else(|| format!("qpn = {qpn:?}: not a number"))?;
+                    if q > dataplane::multicast::PSN_MASK {
+                        return Err(format!("qpn = {q}: a QPN has 24 bits"));
+                    }
+                    if a.is_unspecified() || a.is_multicast() || a.is_loopback() || a == g.proxy || a == g.id.source {
+                        return Err(format!("address = {a}: must be a unicast receiver address"));
+                    }
+                    if g.receivers.iter().any(|r| r.addr == a) {
+                        return Err(format!("address = {a}: already a receiver of {group}"));
+                    }
+                    g.receivers.push(dataplane::multicast::Receiver { addr: a, qpn: q });
+                }
+                ("del", []) => {
+                    let n = g.receivers.len();
+                    g.receivers.retain(|r| r.addr != a);
+                    if g.receivers.len() == n {
+                        return Err(format!("address = {a}: not a receiver of {group}"));
+                    }
+                }
+                _ => return Err(format!("usage: multicast receiver add GROUP ADDR QPN | multicast receiver del GROUP ADDR; {HELP}")),
+            }
+            g.validate().map_err(|e| format!("group {group}: {e}"))?;
+            c.cfg.multicast[gi].cfg = g;
+            // The owner worker sets the changed group up afresh; the others
+            // are untouched. Provisioned End.MT receivers follow.
+            c.push_groups(std::sync::Arc::new(c.cfg.multicast.iter().map(|g| g.cfg.clone()).collect()));
+            // The End.MT SID's provisioned receivers follow (in the running
+            // table, keeping SIDs and keys changed at run time).
+            if let (Some(sid), Some(fresh)) = (c.cfg.multicast[gi].end_mt_sid, crate::router::sid_table(&c.cfg)) {
+                if let (Some(b), Some(t)) = (fresh.get(&sid).cloned(), c.sids.as_mut()) {
+                    t.insert(sid, b);
+                    let snap = Arc::new(t.clone());
+                    c.push_sids(snap);
+                }
+            }
+            Ok(show_multicast(&c.cfg.multicast[gi..=gi]))
+        }
         ["help"] | [] => Ok(format!("{HELP}\n")),
         _ => Err(format!("unknown command {line:?}; {HELP}")),
     }
@@ -268,6 +315,29 @@ fn hex_octets(s: &str) -> Option<Vec<u8>> {
         return None;
     }
     (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok()).collect()
+}
+
+fn show_multicast(groups: &[config::GroupPlan]) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    for g in groups {
+        let c = &g.cfg;
+        let _ = writeln!(
+            o,
+            "group {}: proxy {} designated-qpn {:#x} source {} qpn {:#x} cnp-window {} us{}",
+            g.name,
+            c.proxy,
+            c.designated_qpn,
+            c.id.source,
+            c.id.source_qpn,
+            c.cnp_window_ns / 1000,
+            g.end_mt_sid.map(|s| format!(" end.mt {s}")).unwrap_or_default()
+        );
+        for r in &c.receivers {
+            let _ = writeln!(o, "  receiver {} qpn {:#x}", r.addr, r.qpn);
+        }
+    }
+    o
 }
 
 /// Client side: send one command, return the reply.

@@ -108,6 +108,24 @@ sid = "fc00:0:1::c"
 behaviour = "end.c"
 interface = "dc"
 
+# End.MT reverse path (draft-li-spring-rdma-multicast-over-srv6 s.5.3):
+# this node is adjacent to the source 2001:db8:3::2 of the group whose
+# packets reach fc00:0:1::a. It aggregates the three receivers' ACK / NAK /
+# CNP (sent to the Proxy Address with the Designated QPN) and answers the
+# source like one unicast RC peer.
+[[multicast.group]]
+name = "rdma-mc"
+proxy = "fc00:0:1::100"
+designated_qpn = 0x777
+source = "2001:db8:3::2"
+source_qpn = 0x900
+cnp_window_us = 100000
+receivers = [
+  { address = "2001:db8:1::10", qpn = 0x500 },
+  { address = "2001:db8:1::11", qpn = 0x501 },
+  { address = "2001:db8:1::12", qpn = 0x502 },
+]
+
 # FANN: this node tells the ingress PE about congestion on its ports.
 [fann]
 node = "2001:db8:2::1"
@@ -172,6 +190,12 @@ pub fn traffic() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     dc.push(bad);
     dc.push(vec![0x02, 0xdc, 0, 0, 0, 1, 0x02, 0, 0, 0, 1]);
 
+    // The End.MT receivers answer the group's data packet (PSN 1, from the
+    // WAN): R3 first reports a sequence error (ePSN 1), then everyone
+    // acknowledges PSN 1; R1 and R2 report congestion; the ingress PE,
+    // which is not a receiver, sends an ACK too (dropped, counted).
+    dc.extend(mc_responses());
+
     // A RoCEv2 burst (about 800 KB) that overruns the 20 Mb/s WAN port.
     for i in 0..400u32 {
         dc.push(gen::roce6(&to_router, host6, "2001:db8:3::7".parse().unwrap(), 49200, 0x700, i, 960, 64));
@@ -193,6 +217,45 @@ pub fn traffic() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     wan.push(to_sid("fc00:0:1::c", &lhcnp(dataplane::wire::lhcnp::Action::Pause, 100)));
     wan.push(to_sid("fc00:0:1::c", &lhcnp(dataplane::wire::lhcnp::Action::Resume, 50)));
     (dc, wan)
+}
+
+/// The group of the demo configuration as its receivers see it.
+pub const MC_PROXY: &str = "fc00:0:1::100";
+pub const MC_DESIGNATED_QPN: u32 = 0x777;
+
+/// A receiver's RC response to the Proxy Address (DestQP = Designated QPN,
+/// ICRC and UDP checksum filled), in a frame to the router's DC port.
+pub fn mc_response(from: Ipv6Addr, r: dataplane::multicast::Upstream) -> Vec<u8> {
+    use dataplane::multicast::{build_upstream, upstream_len, GroupConfig, GroupId, Receiver};
+    let proxy: Ipv6Addr = MC_PROXY.parse().unwrap();
+    // The writer of upstream responses with the roles mirrored: from the
+    // receiver to the Proxy Address.
+    let mirror = GroupConfig::new(GroupId { source: proxy, source_qpn: MC_DESIGNATED_QPN }, from, 0, vec![Receiver { addr: proxy, qpn: 0 }]);
+    let mut f = ROUTER_DC_MAC.to_vec();
+    f.extend_from_slice(&[0x02, 0, 0, 0, 0x01, from.octets()[15]]);
+    f.extend_from_slice(&[0x86, 0xdd]);
+    let at = f.len();
+    f.resize(at + upstream_len(&r), 0);
+    let n = build_upstream(&r, &mirror, &mut f[at..]).expect("response");
+    f.truncate(at + n);
+    f
+}
+
+/// The demo receivers' responses (see `traffic`).
+pub fn mc_responses() -> Vec<Vec<u8>> {
+    use dataplane::multicast::{NakKind, Upstream};
+    let r = |i: u16| Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 0x10 + i);
+    let ack = Upstream::Ack { psn: 1, msn: 1, credits: 31 };
+    let cnp = Upstream::Cnp { branch: 0, ccount: 0 };
+    vec![
+        mc_response(r(2), Upstream::Nak { psn: 1, msn: 0, kind: NakKind::PsnSequenceError }),
+        mc_response(r(0), ack),
+        mc_response(r(1), ack),
+        mc_response(r(2), ack),
+        mc_response(r(0), cnp),
+        mc_response(r(1), cnp),
+        mc_response("2001:db8:1::99".parse().unwrap(), ack),
+    ]
 }
 
 /// An ICMPv6 Long-haul CNP from a WAN node (fc00:0:9::1) to the DC host.
@@ -239,7 +302,7 @@ pub fn end_mt_frame() -> Vec<u8> {
     let tlv = TlvRepr::EndMt(EndMtRepr { tlv_type: dataplane::wire::params::Params::DEFAULT.srh_tlv_end_mt, edge_node_address: sid, receivers });
     let srh = SrhRepr::for_path(41, &[sid, "fc00:0:2::1".parse().unwrap()], vec![tlv]).to_bytes().expect("SRH");
     // The inner RoCEv2 packet from the source to the group's Proxy Address.
-    let inner = gen::roce6(&L2 { src: [0; 6], dst: [0; 6] }, "2001:db8:3::2".parse().unwrap(), "fc00:0:1::100".parse().unwrap(), 49300, 0x777, 1, 1024, 64);
+    let inner = gen::roce6(&L2 { src: [0; 6], dst: [0; 6] }, "2001:db8:3::2".parse().unwrap(), MC_PROXY.parse().unwrap(), 49300, MC_DESIGNATED_QPN, 1, 1024, 64);
     let mut payload = srh;
     payload.extend_from_slice(&inner[14..]);
     outer6("fc00:0:1::a", 43, &payload)
@@ -291,6 +354,19 @@ pub fn describe(f: &[u8]) -> String {
                     136 => "ICMPv6 neighbor advertisement".to_string(),
                     t => format!("ICMPv6 type {t}"),
                 },
+                17 if p.len() >= 48 + 16 && u16::from_be_bytes([p[42], p[43]]) == 4791 && p[48] == 0x11 => {
+                    let psn = u32::from_be_bytes([0, p[57], p[58], p[59]]);
+                    let kind = match p[60] >> 5 {
+                        0 => "ACK",
+                        3 => "NAK",
+                        1 => "RNR NAK",
+                        _ => "reserved",
+                    };
+                    format!("RC {kind} PSN {psn} DestQP {:#x}", u32::from_be_bytes([0, p[53], p[54], p[55]]))
+                }
+                17 if p.len() >= 48 + 12 && u16::from_be_bytes([p[42], p[43]]) == 4791 && p[48] == 0x81 && p[52] & 0x20 == 0 => {
+                    format!("RoCEv2 CNP DestQP {:#x}", u32::from_be_bytes([0, p[53], p[54], p[55]]))
+                }
                 17 if p.len() >= 48 + 12 && u16::from_be_bytes([p[42], p[43]]) == 4791 => format!("RoCEv2 DestQP {:#x}{}", u32::from_be_bytes([0, p[53], p[54], p[55]]), if (p[1] >> 4) & 3 == 3 { " CE" } else { "" }),
                 17 => "UDP".to_string(),
                 n => format!("next header {n}"),
@@ -359,7 +435,7 @@ pub fn run(out: &Path) -> Result<(), String> {
     println!("\n== in short");
     println!(
         "  forwarded {} packets; answered ARP {} / ND {} / ping {} + {}; Time Exceeded {} + {}; dropped: no-route {}, ipv4-bad-checksum {}, runt {}",
-        c.total_tx() - (c.local_count(Local::ArpReply) + c.local_count(Local::NdAdvert) + c.local_count(Local::EchoReply4) + c.local_count(Local::EchoReply6) + c.local_count(Local::TimeExceeded4) + c.local_count(Local::TimeExceeded6) + c.local_count(Local::ArpRequestSent) + c.local_count(Local::NsSent) + c.local_count(Local::CnpRateReduce) + c.local_count(Local::CnpPause) + c.local_count(Local::CnpNotify) + c.local_count(Local::CnpResume)),
+        c.total_tx() - (c.local_count(Local::ArpReply) + c.local_count(Local::NdAdvert) + c.local_count(Local::EchoReply4) + c.local_count(Local::EchoReply6) + c.local_count(Local::TimeExceeded4) + c.local_count(Local::TimeExceeded6) + c.local_count(Local::ArpRequestSent) + c.local_count(Local::NsSent) + c.local_count(Local::CnpRateReduce) + c.local_count(Local::CnpPause) + c.local_count(Local::CnpNotify) + c.local_count(Local::CnpResume) + c.local_count(Local::McAckUp) + c.local_count(Local::McNakUp) + c.local_count(Local::McRnrUp) + c.local_count(Local::McFatalNakUp) + c.local_count(Local::McCnpUp)),
         c.local_count(Local::ArpReply),
         c.local_count(Local::NdAdvert),
         c.local_count(Local::EchoReply4),
@@ -386,6 +462,19 @@ pub fn run(out: &Path) -> Result<(), String> {
         c.local_count(Local::PfcPause),
         c.local_count(Local::PfcResume),
         c.local_count(Local::Injected)
+    );
+    let mc_in = [Local::McAckIn, Local::McNakIn, Local::McRnrIn, Local::McFatalNakIn, Local::McCnpIn].iter().map(|l| c.local_count(*l)).sum::<u64>()
+        + [Drop::McUnknownReceiver, Drop::McStalePsn, Drop::McPsnOutOfWindow, Drop::McPsnBeyondSent, Drop::McCnpRateLimited, Drop::McUnsupportedOpcode, Drop::McBadIcrc, Drop::McMalformed].iter().map(|d| c.drop_count(*d)).sum::<u64>();
+    println!(
+        "  End.MT reverse path (group rdma-mc, proxy {MC_PROXY}): {mc_in} receiver responses in (ACK {}, NAK {}, CNP {}; unknown receiver {} dropped); upstream to the source: ACK {}, NAK {}, CNP {} (NAK suppressed {})",
+        c.local_count(Local::McAckIn),
+        c.local_count(Local::McNakIn),
+        c.local_count(Local::McCnpIn),
+        c.drop_count(Drop::McUnknownReceiver),
+        c.local_count(Local::McAckUp),
+        c.local_count(Local::McNakUp),
+        c.local_count(Local::McCnpUp),
+        c.local_count(Local::McNakSuppressed)
     );
     println!("  mempool: {} of {} mbufs in use after shutdown", rep.mempool_in_use_after, rep.mempool_size);
     println!("  open the pcaps in Wireshark: wireshark {}/dc-out.pcap", dir.display());

@@ -83,6 +83,11 @@ impl Control {
     pub fn queue_depth(&self, port: u16) -> u64 {
         self.workers.iter().map(|w| w.counters.queue_depth[usize::from(port) % dataplane::counters::MAX_PORTS].get()).sum()
     }
+    /// Replace the multicast groups at run time (unchanged groups keep
+    /// their state in the owner worker).
+    pub fn push_groups(&self, g: Arc<Vec<dataplane::multicast::GroupConfig>>) {
+        self.push(|| Update::Groups(g.clone()));
+    }
     pub fn push_sids(&self, t: Arc<dataplane::srv6::SidTable>) {
         self.push(|| Update::Sids(t.clone()));
     }
@@ -249,6 +254,24 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         }
     }
     let handoff: Arc<Vec<crossbeam::queue::ArrayQueue<usize>>> = Arc::new((0..maxp).map(|_| crossbeam::queue::ArrayQueue::new(4096)).collect());
+    // End.MT reverse path: worker 0 owns every group's state (one writer);
+    // the others steer the groups' packets to it through this ring.
+    let mc_ring = Arc::new(crossbeam::queue::ArrayQueue::new(4096));
+    let groups0: Arc<Vec<dataplane::multicast::GroupConfig>> = Arc::new(cfg.multicast.iter().map(|g| g.cfg.clone()).collect());
+    for g in &cfg.multicast {
+        eprintln!(
+            "multicast group {}: proxy {} designated QPN {:#x}, source {} QPN {:#x}, {} receiver(s), CNP window {} us{}",
+            g.name,
+            g.cfg.proxy,
+            g.cfg.designated_qpn,
+            g.cfg.id.source,
+            g.cfg.id.source_qpn,
+            g.cfg.receivers.len(),
+            g.cfg.cnp_window_ns / 1000,
+            g.end_mt_sid.map(|s| format!(", provisioned on End.MT SID {s}")).unwrap_or_default()
+        );
+    }
+    let clock0 = dataplane::worker::TscClock::new(hz);
     let mut workers = Vec::new();
     for (w, queues) in assign.into_iter().enumerate() {
         let counters = Arc::new(WorkerCounters::default());
@@ -257,6 +280,10 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         // Local SIDs are in place before the first packet.
         if let Some(t) = &sids0 {
             pipeline.set_sids(t.clone());
+        }
+        // So are the multicast groups.
+        if let Err((i, e)) = pipeline.set_groups(&groups0, clock0.now()) {
+            return Err(format!("multicast.group[{i}]: {e}"));
         }
         let spec = WorkerSpec {
             id: w,
@@ -272,6 +299,8 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             congestion: cong_cfg.clone(),
             wire: cfg.params,
             zero_copy_replicas,
+            mc_owner: 0,
+            mc_ring: mc_ring.clone(),
         };
         let links = WorkerLinks { updates: up_rx, events: ev_tx.clone(), garbage: garbage_tx.clone(), stop: stop.clone() };
         let mut worker = Worker::new(spec, links, pipeline);
@@ -389,6 +418,10 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             drop(unsafe { dataplane::dpdk::Mbuf::from_raw(raw as *mut dpdk_sys::rte_mbuf) });
         }
     }
+    while let Some(raw) = mc_ring.pop() {
+        // SAFETY: a worker gave up ownership when it pushed the mbuf.
+        drop(unsafe { dataplane::dpdk::Mbuf::from_raw(raw as *mut dpdk_sys::rte_mbuf) });
+    }
     let elapsed = started.elapsed();
     let counters = control.snapshot();
     let port_stats: Vec<_> = ports.iter().map(|p| (p.id, p.stats())).collect();
@@ -437,7 +470,18 @@ pub fn sid_table(cfg: &RouterConfig) -> Option<dataplane::srv6::SidTable> {
             "end.x" => Behaviour::EndX { iface: s.iface.unwrap_or(0), nexthop: s.via.unwrap_or(std::net::IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED)) },
             "end.dt4" => Behaviour::EndDT4,
             "end.dt6" => Behaviour::EndDT6,
-            "end.mt" => Behaviour::EndMT { receivers_extra: s.receivers.clone(), hmac_required: s.hmac_required, downstream: s.downstream.clone() },
+            "end.mt" => Behaviour::EndMT {
+                // Control-plane provisioning: the SID's own receivers, then
+                // the receivers of the groups that name this SID.
+                receivers_extra: s
+                    .receivers
+                    .iter()
+                    .copied()
+                    .chain(cfg.multicast.iter().filter(|g| g.end_mt_sid == Some(s.sid)).flat_map(|g| g.cfg.receivers.iter().map(|r| (r.addr, r.qpn))))
+                    .collect(),
+                hmac_required: s.hmac_required,
+                downstream: s.downstream.clone(),
+            },
             "end.c" => {
                 let iface = s.iface.unwrap_or(0);
                 // Quanta are computed at the port's speed (R_port if shaped).

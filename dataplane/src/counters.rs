@@ -85,6 +85,15 @@ reasons!(Drop, N_DROPS {
     EndMtTlvMalformed => "endmt-tlv-malformed",
     EndMtNotRoce => "endmt-inner-not-rocev2",
     ReplicaInvalid => "replica-invalid",
+    // End.MT reverse path (multicast::Counter drop reasons)
+    McUnknownReceiver => "mc-unknown-receiver",
+    McStalePsn => "mc-stale-psn",
+    McPsnOutOfWindow => "mc-psn-out-of-window",
+    McPsnBeyondSent => "mc-psn-beyond-sent",
+    McCnpRateLimited => "mc-cnp-rate-limited",
+    McUnsupportedOpcode => "mc-unsupported-opcode",
+    McBadIcrc => "mc-bad-icrc",
+    McMalformed => "mc-malformed",
 });
 
 reasons!(Local, N_LOCAL {
@@ -112,6 +121,19 @@ reasons!(Local, N_LOCAL {
     Srv6End => "srv6-end",
     EndMtReplica => "endmt-replica-built",
     EndMtZeroCopy => "endmt-replica-zero-copy",
+    // End.MT reverse path (multicast::Counter events)
+    McDataSeen => "mc-data-seen",
+    McAckIn => "mc-ack-in",
+    McNakIn => "mc-nak-in",
+    McRnrIn => "mc-rnr-nak-in",
+    McFatalNakIn => "mc-fatal-nak-in",
+    McCnpIn => "mc-cnp-in",
+    McAckUp => "mc-ack-up",
+    McNakUp => "mc-nak-up",
+    McRnrUp => "mc-rnr-nak-up",
+    McFatalNakUp => "mc-fatal-nak-up",
+    McCnpUp => "mc-cnp-up",
+    McNakSuppressed => "mc-nak-suppressed",
 });
 
 /// Maximum number of DPDK ports a worker keeps counters for.

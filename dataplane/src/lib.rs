@@ -21,6 +21,7 @@ pub mod egress;
 pub mod classify;
 pub mod node;
 pub mod sim;
+pub mod sim6;
 pub mod multicast;
 pub mod endc;
 pub mod fann;

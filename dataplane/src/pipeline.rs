@@ -133,6 +133,12 @@ pub struct Pipeline {
     pub(crate) rep: ReplicaJob,
     /// Local SIDs processed for the current packet.
     pub(crate) srv6_depth: u8,
+    /// End.MT reverse-path groups this worker aggregates (one writer: this
+    /// pipeline's worker; see [`crate::multicast`]).
+    pub(crate) mc: crate::multicast::GroupTable,
+    /// Window CNPs due from [`Pipeline::poll_multicast`], built by the
+    /// worker with [`Pipeline::build_mc_upstream`].
+    pub mc_pending: Vec<(usize, crate::multicast::Upstream)>,
 }
 
 /// Where the layers of a received frame are.
@@ -149,6 +155,8 @@ pub(crate) struct L2 {
 }
 
 const EVENTS_CAP: usize = 256;
+/// Window CNPs one `poll_multicast` can queue (one per group at most).
+const MC_PENDING_CAP: usize = 1024;
 const MAX_LEARNED: usize = 1024;
 
 impl Pipeline {
@@ -177,6 +185,8 @@ impl Pipeline {
             pfc_pending: Vec::with_capacity(16),
             rep: ReplicaJob::default(),
             srv6_depth: 0,
+            mc: crate::multicast::GroupTable::default(),
+            mc_pending: Vec::with_capacity(MC_PENDING_CAP),
         };
         p.rebuild_adjacency();
         p
@@ -433,6 +443,13 @@ impl Pipeline {
         };
         if src.is_multicast() || src.is_loopback() {
             return Err(Drop::Ipv6Martian);
+        }
+        if self.mc.is_proxy(&dst) {
+            // End.MT reverse path: a receiver's response to a group's Proxy
+            // Address is aggregated here; the group's data is observed.
+            if let Some(v) = self.mc_rx(p, l2, dst, total, now_ns)? {
+                return Ok(v);
+            }
         }
         if self.sids.get(&dst).is_some() {
             return self.srv6_local(p, l2, src, dst, hop, total, now_ns);

@@ -863,6 +863,11 @@ impl Pipeline {
             job.inner_off = l2.l3 + chain.upper_offset;
             job.inner_len = lay.datagram_len;
         }
+        if chain.upper_protocol == IpProtocol::IPV6 {
+            // The group's data on its way down: "beyond sent" protection of
+            // the reverse path (multicast::Group::on_data).
+            self.mc_observe_inner(pkt.get(chain.upper_offset..).unwrap_or(&[]));
+        }
         self.rep = job;
         Ok(Verdict::Replicate(n as u16))
     }

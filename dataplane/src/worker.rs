@@ -39,6 +39,10 @@ pub enum Update {
     /// the worker routes it and sends it ahead of queued data. The buffer
     /// goes back to the control thread to be freed.
     Inject(Vec<u8>),
+    /// The End.MT reverse-path groups (the complete set; unchanged groups
+    /// keep their state). Every worker gets it: the owner aggregates, the
+    /// others use it to steer the groups' packets to the owner.
+    Groups(Arc<Vec<crate::multicast::GroupConfig>>),
 }
 
 /// What a worker is told to do.
@@ -63,7 +67,12 @@ pub struct WorkerSpec {
     pub congestion: Vec<Option<CongestionSpec>>,
     /// IANA-pending values (ICMPv6 type of the Long-haul CNP, ...).
     pub wire: Params,
-    /// End.MT replicas share the received payload (private header segment,
+    /// The worker that owns the End.MT reverse-path groups (one writer per
+    /// group state). Other workers hand the groups' packets (to a Proxy
+    /// Address or a local End.MT SID) to it through `mc_ring`.
+    pub mc_owner: usize,
+    /// Lock-free ring into the multicast owner (raw mbufs).
+    pub mc_ring: Arc<ArrayQueue<usize>>,    /// End.MT replicas share the received payload (private header segment,
     /// reference to the payload, private ICRC segment) instead of copying
     /// it; only when every port sends chained mbufs.
     pub zero_copy_replicas: bool,
@@ -134,6 +143,10 @@ pub struct Worker {
     tx: Vec<TxBuf>,
     free: Vec<*mut rte_mbuf>,
     clock: TscClock,
+    /// Packets for the multicast groups go to another worker.
+    mc_steer: bool,
+    /// This worker owns the multicast groups.
+    mc_owner: bool,
 }
 
 // SAFETY: the raw mbuf pointers in the buffers are owned by the worker and
@@ -157,6 +170,9 @@ impl Worker {
             has_cong: false,
             tx: (0..MAX_PORTS).map(|_| TxBuf::new()).collect(),
             free: Vec::with_capacity(2 * MAX_BURST),
+            // Groups installed before start-up steer from the first burst.
+            mc_steer: spec.mc_owner != spec.id && !pipeline.groups().is_empty(),
+            mc_owner: spec.mc_owner == spec.id,
             spec,
             links,
             pipeline,
@@ -186,6 +202,10 @@ impl Worker {
             }
             self.send_solicits();
             self.send_pfc(now);
+            if self.mc_owner {
+                self.drain_mc_ring(now);
+                self.poll_multicast(now);
+            }
             self.flush_all();
             self.service_egress(now);
             self.poll_congestion(now);
@@ -216,7 +236,7 @@ impl Worker {
                 prefetch_data(next);
             }
             // SAFETY: rx_burst handed us ownership of each mbuf.
-            let Some(mut m) = (unsafe { Mbuf::from_raw(raw) }) else { continue };
+            let Some(m) = (unsafe { Mbuf::from_raw(raw) }) else { continue };
             bytes += m.len() as u64;
             if self.has_cong {
                 // Responses (ACK, read responses) carry the requester's QP
@@ -225,68 +245,120 @@ impl Worker {
                     e.observe_rx(m.data(), now);
                 }
             }
-            let verdict = if m.nb_segs() != 1 {
-                Verdict::Drop(Drop::MultiSeg)
-            } else {
-                self.pipeline.process(&mut m, port, now)
-            };
-            match verdict {
-                Verdict::Tx(out) => {
-                    let reply = self.pipeline.reply;
-                    self.output(out, m, reply)
+            if m.nb_segs() != 1 {
+                self.counters.dropped(Drop::MultiSeg);
+                self.free.push(m.into_raw());
+                continue;
+            }
+            if self.mc_steer && self.pipeline.mc_steer(m.data()) {
+                // Another worker owns the multicast groups: hand it over.
+                if let Err(raw) = self.spec.mc_ring.push(m.into_raw() as usize) {
+                    self.counters.dropped(Drop::HandoffFull);
+                    self.free.push(raw as *mut rte_mbuf);
                 }
-                Verdict::Drop(r) => {
-                    self.counters.dropped(r);
-                    self.free.push(m.into_raw());
-                }
-                Verdict::Consumed => self.free.push(m.into_raw()),
-                Verdict::Replicate(k) => {
-                    // End.MT: each copy is built from the unchanged original,
-                    // which is freed afterwards: zero-copy (the payload
-                    // segment references the original's buffer, which stays
-                    // alive until the last replica is sent) or into a fresh
-                    // mbuf.
-                    for i in 0..usize::from(k) {
-                        let Some(mut c) = self.spec.pool.alloc() else {
-                            self.counters.dropped(Drop::NoMbuf);
-                            continue;
-                        };
-                        c.reset_len(0);
-                        if self.spec.zero_copy_replicas {
-                            match self.pipeline.build_replica_head(i, m.data(), &mut c, now) {
-                                Ok(Some(h)) => {
-                                    match self.chain_replica(c, &m, &h) {
-                                        Some(c) => {
-                                            self.counters.local(crate::counters::Local::EndMtZeroCopy);
-                                            self.output(h.port, c, false)
-                                        }
-                                        None => self.counters.dropped(Drop::NoMbuf),
+                continue;
+            }
+            self.process_one(m, port, now);
+        }
+        pc.rx_bytes.add(bytes);
+    }
+
+    /// The pipeline on one packet and what follows from its verdict.
+    #[inline]
+    fn process_one(&mut self, mut m: Mbuf, port: u16, now: u64) {
+        let verdict = self.pipeline.process(&mut m, port, now);
+        match verdict {
+            Verdict::Tx(out) => {
+                let reply = self.pipeline.reply;
+                self.output(out, m, reply)
+            }
+            Verdict::Drop(r) => {
+                self.counters.dropped(r);
+                self.free.push(m.into_raw());
+            }
+            Verdict::Consumed => self.free.push(m.into_raw()),
+            Verdict::Replicate(k) => {
+                // End.MT: each copy is built from the unchanged original,
+                // which is freed afterwards: zero-copy (the payload segment
+                // references the original's buffer, which stays alive until
+                // the last replica is sent) or into a fresh mbuf.
+                for i in 0..usize::from(k) {
+                    let Some(mut c) = self.spec.pool.alloc() else {
+                        self.counters.dropped(Drop::NoMbuf);
+                        continue;
+                    };
+                    c.reset_len(0);
+                    if self.spec.zero_copy_replicas {
+                        match self.pipeline.build_replica_head(i, m.data(), &mut c, now) {
+                            Ok(Some(h)) => {
+                                match self.chain_replica(c, &m, &h) {
+                                    Some(c) => {
+                                        self.counters.local(crate::counters::Local::EndMtZeroCopy);
+                                        self.output(h.port, c, false)
                                     }
-                                    continue;
+                                    None => self.counters.dropped(Drop::NoMbuf),
                                 }
-                                Ok(None) => {
-                                    c.reset_len(0);
-                                }
-                                Err(r) => {
-                                    self.counters.dropped(r);
-                                    self.free.push(c.into_raw());
-                                    continue;
-                                }
+                                continue;
                             }
-                        }
-                        match self.pipeline.build_replica(i, &m, &mut c, now) {
-                            Ok(out) => self.output(out, c, false),
+                            Ok(None) => {
+                                c.reset_len(0);
+                            }
                             Err(r) => {
                                 self.counters.dropped(r);
                                 self.free.push(c.into_raw());
+                                continue;
                             }
                         }
                     }
+                    match self.pipeline.build_replica(i, &m, &mut c, now) {
+                        Ok(out) => self.output(out, c, false),
+                        Err(r) => {
+                            self.counters.dropped(r);
+                            self.free.push(c.into_raw());
+                        }
+                    }
+                }
+                self.free.push(m.into_raw());
+            }
+        }
+    }
+
+    /// The multicast owner: packets other workers handed over, processed
+    /// as if received here.
+    fn drain_mc_ring(&mut self, now: u64) {
+        for _ in 0..MAX_BURST {
+            let Some(raw) = self.spec.mc_ring.pop() else { break };
+            // SAFETY: the handing worker gave up ownership of this mbuf.
+            let Some(m) = (unsafe { Mbuf::from_raw(raw as *mut rte_mbuf) }) else { continue };
+            let port = m.port();
+            self.process_one(m, port, now);
+        }
+    }
+
+    /// End.MT reverse path: close the CNP windows that ended, send the
+    /// window CNPs toward the sources ahead of queued data.
+    fn poll_multicast(&mut self, now: u64) {
+        self.pipeline.poll_multicast(now);
+        if self.pipeline.mc_pending.is_empty() {
+            return;
+        }
+        let pending = std::mem::take(&mut self.pipeline.mc_pending);
+        for (g, up) in &pending {
+            let Some(mut m) = self.spec.pool.alloc() else {
+                self.counters.dropped(Drop::NoMbuf);
+                continue;
+            };
+            m.reset_len(0);
+            match self.pipeline.build_mc_upstream(*g, up, &mut m, now) {
+                Ok(port) => self.output(port, m, true),
+                Err(why) => {
+                    self.counters.dropped(why);
                     self.free.push(m.into_raw());
                 }
             }
         }
-        pc.rx_bytes.add(bytes);
+        self.pipeline.mc_pending = pending;
+        self.pipeline.mc_pending.clear();
     }
 
     /// A zero-copy End.MT replica: `head` (Ethernet + rewritten IPv6, UDP,
@@ -558,6 +630,17 @@ impl Worker {
                 Update::Inject(ip) => {
                     self.inject(&ip);
                     Update::Inject(ip)
+                }
+                Update::Groups(g) => {
+                    if let Err((i, e)) = self.pipeline.set_groups(&g, self.clock.now()) {
+                        // The control thread validated the set; a refusal
+                        // here is a bug there. Nothing of that group is
+                        // installed; its packets are forwarded as ordinary
+                        // traffic.
+                        eprintln!("worker {}: multicast group {i} refused: {e}", self.spec.id);
+                    }
+                    self.mc_steer = !self.mc_owner && !self.pipeline.groups().is_empty();
+                    Update::Groups(g)
                 }
             };
             // Hand the old snapshot back; if the control thread is gone,

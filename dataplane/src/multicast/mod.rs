@@ -97,15 +97,25 @@
 //!
 //! # Scope
 //!
-//! One aggregation level: the node that runs a group is both the End.MT
-//! edge node (its branches are receivers) and the node adjacent to the
-//! source (it builds the standard RC response). Transit-node aggregation
+//! One aggregation level: the node that holds a group is the node adjacent
+//! to the source, and its branches are the receivers (responses keyed by
+//! receiver address as above); edge and transit nodes forward the
+//! responses as plain IPv6 (`dataplane/tests/sim_end_mt.rs`: the s.4.2
+//! reference topology with the group at N6). Transit-node aggregation
 //! (branches = downstream nodes that forward already-aggregated responses)
-//! uses the same [`Group`] state if those nodes' responses are keyed by
-//! their address; the key scheme above would need the downstream node's
-//! address as SA, which the draft does not specify.
+//! could use the same [`Group`] state if those nodes' responses were keyed
+//! by their address; the draft does not specify such an address.
+//!
+//! # In the router
+//!
+//! [`path`] wires the table into the [`Pipeline`](crate::pipeline::Pipeline):
+//! responses to a Proxy Address are aggregated and the upstream response is
+//! routed to the source; the group's data PSNs are recorded; the worker
+//! polls the CNP windows. Worker 0 owns every group (one writer); the other
+//! workers steer the groups' packets to it (`worker.rs`).
 
 mod group;
+pub mod path;
 pub mod psn;
 mod table;
 mod upstream;
@@ -114,6 +124,7 @@ pub use group::{
     Branch, Counter, Counters, Group, GroupConfig, GroupId, NakKind, Receiver, Response,
     SetupError, Upstream, MAX_BRANCHES, N_COUNTERS,
 };
+pub use path::{drop_of, slot, upstream_kind, Slot};
 pub use psn::{psn_add, psn_diff, psn_le, psn_lt, psn_max, psn_min, psn_sub, PSN_HALF, PSN_MASK};
 pub use table::{GroupTable, Lookup, Verdict};
 pub use upstream::{build_upstream, parse_response, upstream_len, ResponseKey};

@@ -52,6 +52,9 @@ pub struct GroupTable {
     by_id: FxHashMap<GroupId, usize>,
     by_proxy: FxHashMap<(u128, u32), usize>,
     by_receiver: FxHashMap<(u128, u128, u32), (u32, u32)>,
+    /// Proxy Address -> number of groups using it (the cheap first test on
+    /// the packet path: is this destination a Proxy Address at all?).
+    proxies: FxHashMap<u128, u32>,
 }
 
 impl GroupTable {
@@ -65,7 +68,10 @@ impl GroupTable {
         by_proxy.reserve(max_groups);
         let mut by_receiver = FxHashMap::default();
         by_receiver.reserve(max_receivers);
+        let mut proxies = FxHashMap::default();
+        proxies.reserve(max_groups);
         GroupTable {
+            proxies,
             slots: Vec::with_capacity(max_groups),
             max_groups,
             by_id,
@@ -97,6 +103,7 @@ impl GroupTable {
         let c = g.config();
         self.by_id.insert(c.id, idx);
         self.by_proxy.insert(pk, idx);
+        *self.proxies.entry(u128::from(c.proxy)).or_insert(0) += 1;
         for (b, r) in c.receivers.iter().enumerate() {
             let k = ResponseKey { receiver: r.addr, proxy: c.proxy, dest_qp: c.designated_qpn };
             self.by_receiver.insert(receiver_key(&k), (idx as u32, b as u32));
@@ -111,6 +118,13 @@ impl GroupTable {
         let g = self.slots[idx].take()?;
         let c = g.config();
         self.by_proxy.remove(&proxy_key(&c.proxy, c.designated_qpn));
+        let pa = u128::from(c.proxy);
+        if let Some(n) = self.proxies.get_mut(&pa) {
+            *n -= 1;
+            if *n == 0 {
+                self.proxies.remove(&pa);
+            }
+        }
         for r in &c.receivers {
             let k = ResponseKey { receiver: r.addr, proxy: c.proxy, dest_qp: c.designated_qpn };
             self.by_receiver.remove(&receiver_key(&k));
@@ -136,6 +150,41 @@ impl GroupTable {
     }
     pub fn is_empty(&self) -> bool {
         self.by_id.is_empty()
+    }
+
+    /// Whether `a` is the Proxy Address of an installed group.
+    #[inline]
+    pub fn is_proxy(&self, a: &Ipv6Addr) -> bool {
+        !self.proxies.is_empty() && self.proxies.contains_key(&u128::from(*a))
+    }
+
+    /// Make the table hold exactly the groups of `cfgs` (control-plane
+    /// update, between bursts; allocates). A group whose configuration is
+    /// unchanged keeps its state (per-branch PSNs, CNP window, counters);
+    /// a changed one is set up afresh at `now`; groups not in `cfgs` are
+    /// removed. Returns the index of the first configuration refused and
+    /// why (the groups before it are installed).
+    pub fn replace_all(&mut self, cfgs: &[GroupConfig], now: u64) -> Result<(), (usize, SetupError)> {
+        let stale: Vec<GroupId> = self
+            .iter()
+            .filter(|(_, g)| !cfgs.iter().any(|c| c == g.config()))
+            .map(|(_, g)| g.id())
+            .collect();
+        for id in &stale {
+            self.remove(id);
+        }
+        if self.max_groups < cfgs.len() {
+            self.max_groups = cfgs.len();
+        }
+        for (i, c) in cfgs.iter().enumerate() {
+            // Kept from before (unchanged); a second configuration with
+            // the same id is refused by `insert` (DuplicateGroup).
+            if self.index_of(&c.id).and_then(|i| self.get(i)).is_some_and(|g| g.config() == c) && !cfgs[..i].iter().any(|o| o.id == c.id) {
+                continue;
+            }
+            self.insert(c.clone(), now).map_err(|e| (i, e))?;
+        }
+        Ok(())
     }
 
     /// The group a data packet (DA = Proxy Address, DestQP = Designated QPN)

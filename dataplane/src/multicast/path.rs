@@ -1,0 +1,285 @@
+//! The reverse path wired into the [`Pipeline`]: receivers' responses to a
+//! group's (Proxy Address, Designated QPN) are aggregated and the upstream
+//! response goes to the source through the FIB; the group's data packets
+//! (source -> Proxy Address, plain or inside End.MT) feed
+//! [`Group::on_data`](super::Group::on_data).
+//!
+//! * A packet whose IPv6 destination is an installed group's Proxy Address,
+//!   UDP to 4791, with a BTH whose DestQP is that group's Designated QPN:
+//!   - RC Acknowledge (0x11) or CNP (0x81): parsed ([`parse_response`], ICRC
+//!     verified) and fed to the [`GroupTable`]. An upstream response is
+//!     written *into the received buffer* (it is never longer: 68 octets for
+//!     ACK/NAK, 80 for CNP, as the received ones) and routed to the source
+//!     (`Verdict::Tx`, a locally generated reply); absorbed responses are
+//!     `Verdict::Consumed`; refused ones `Verdict::Drop(mc-...)`.
+//!   - any other opcode is the group's data: its PSN is recorded, then the
+//!     packet is forwarded as ordinary traffic.
+//! * Anything else to a Proxy Address (another QPN, not RoCEv2) is ordinary
+//!   traffic.
+//! * The CNP window (`T`) is closed by [`Pipeline::poll_multicast`], which
+//!   the worker (and the simulator) call on every loop; the window CNPs are
+//!   queued in [`Pipeline::mc_pending`] and built into fresh buffers with
+//!   [`Pipeline::build_mc_upstream`].
+//!
+//! Counters: every [`Counter`] of a group is mirrored into the worker's
+//! counters (drops under `mc-*` drop reasons, events as `mc-*` local
+//! counters), so the CLI / exit table shows them. No allocation: the
+//! per-group counters are a fixed array copied on the stack.
+
+use std::net::{IpAddr, Ipv6Addr};
+
+use super::group::{Counter, Counters, GroupConfig, NakKind, SetupError, Upstream};
+use super::table::{GroupTable, Verdict as McVerdict};
+use super::upstream::{build_upstream, parse_response, upstream_len};
+use crate::counters::{Drop, Local};
+use crate::packet::PacketBuffer;
+use crate::pipeline::{write_l2, Pipeline, Verdict, L2};
+use crate::srv6::Behaviour;
+use crate::wire::ethernet::EtherType;
+use crate::wire::params::ROCEV2_UDP_PORT;
+use crate::wire::roce::opcode;
+
+/// Where a group counter lands in the worker's counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slot {
+    Drop(Drop),
+    Local(Local),
+}
+
+/// The worker counter of a group counter.
+pub const fn slot(c: Counter) -> Slot {
+    match c {
+        Counter::AckIn => Slot::Local(Local::McAckIn),
+        Counter::NakIn => Slot::Local(Local::McNakIn),
+        Counter::RnrIn => Slot::Local(Local::McRnrIn),
+        Counter::FatalNakIn => Slot::Local(Local::McFatalNakIn),
+        Counter::CnpIn => Slot::Local(Local::McCnpIn),
+        Counter::AckUp => Slot::Local(Local::McAckUp),
+        Counter::NakUp => Slot::Local(Local::McNakUp),
+        Counter::RnrUp => Slot::Local(Local::McRnrUp),
+        Counter::FatalNakUp => Slot::Local(Local::McFatalNakUp),
+        Counter::CnpUp => Slot::Local(Local::McCnpUp),
+        Counter::NakSuppressed => Slot::Local(Local::McNakSuppressed),
+        Counter::UnknownReceiver => Slot::Drop(Drop::McUnknownReceiver),
+        Counter::StalePsn => Slot::Drop(Drop::McStalePsn),
+        Counter::PsnOutOfWindow => Slot::Drop(Drop::McPsnOutOfWindow),
+        Counter::PsnBeyondSent => Slot::Drop(Drop::McPsnBeyondSent),
+        Counter::CnpRateLimited => Slot::Drop(Drop::McCnpRateLimited),
+        Counter::UnsupportedOpcode => Slot::Drop(Drop::McUnsupportedOpcode),
+        Counter::BadIcrc => Slot::Drop(Drop::McBadIcrc),
+        Counter::Malformed => Slot::Drop(Drop::McMalformed),
+    }
+}
+
+/// The drop reason of a group drop counter (events map to `mc-malformed`,
+/// which never happens: only drop counters are passed).
+pub const fn drop_of(c: Counter) -> Drop {
+    match slot(c) {
+        Slot::Drop(d) => d,
+        Slot::Local(_) => Drop::McMalformed,
+    }
+}
+
+/// The fields of a RoCEv2 datagram this module looks at before parsing.
+struct Peek {
+    opcode: u8,
+    dest_qp: u32,
+    psn: u32,
+}
+
+/// IPv6 header directly followed by UDP to 4791 and a BTH (no extension
+/// headers: RoCEv2 puts none there).
+#[inline]
+fn peek_rocev2(ip: &[u8]) -> Option<Peek> {
+    let h = ip.get(..40 + 8 + 12)?;
+    if h[0] >> 4 != 6 || h[6] != 17 || u16::from_be_bytes([h[42], h[43]]) != ROCEV2_UDP_PORT {
+        return None;
+    }
+    let b = &h[48..60];
+    Some(Peek {
+        opcode: b[0],
+        dest_qp: u32::from_be_bytes([0, b[5], b[6], b[7]]),
+        psn: u32::from_be_bytes([0, b[9], b[10], b[11]]),
+    })
+}
+
+/// 802.1p priority for an upstream response: the top three DSCP bits.
+#[inline]
+fn pcp_of(up: &Upstream, c: &GroupConfig) -> u8 {
+    match up {
+        Upstream::Cnp { .. } => c.cnp_traffic_class >> 5,
+        _ => c.traffic_class >> 5,
+    }
+}
+
+impl Pipeline {
+    /// The multicast groups of this pipeline (read only).
+    pub fn groups(&self) -> &GroupTable {
+        &self.mc
+    }
+
+    /// Install exactly these groups (control-plane update, between bursts;
+    /// allocates). Unchanged groups keep their state.
+    pub fn set_groups(&mut self, cfgs: &[GroupConfig], now_ns: u64) -> Result<(), (usize, SetupError)> {
+        let r = self.mc.replace_all(cfgs, now_ns);
+        self.mc_pending.clear();
+        r
+    }
+
+    /// Copy the change of a group's counters into the worker's counters;
+    /// `skip` is a drop the caller reports through its verdict.
+    fn mc_mirror(&self, before: &Counters, after: &Counters, skip: Option<Counter>) {
+        for (c, v) in after.iter() {
+            let mut n = v.wrapping_sub(before.get(c));
+            if Some(c) == skip && n > 0 {
+                n -= 1;
+            }
+            if n == 0 {
+                continue;
+            }
+            match slot(c) {
+                Slot::Drop(d) => self.counters.drop_n(d, n),
+                Slot::Local(l) => {
+                    let k = &self.counters.local[l as usize];
+                    k.add(n);
+                }
+            }
+        }
+    }
+
+    /// Whether a frame must be processed by the worker that owns the
+    /// multicast groups (see the worker's steering): an IPv6 packet to a
+    /// Proxy Address or to a local End.MT SID. Cheap; reads only.
+    pub fn mc_steer(&self, frame: &[u8]) -> bool {
+        if self.mc.is_empty() {
+            return false;
+        }
+        let l3 = match frame.get(12..14) {
+            Some([0x86, 0xdd]) => 14,
+            Some([0x81, 0x00]) if frame.get(16..18) == Some(&[0x86, 0xdd]) => 18,
+            _ => return false,
+        };
+        let Some(d) = frame.get(l3 + 24..l3 + 40) else { return false };
+        let mut a = [0u8; 16];
+        a.copy_from_slice(d);
+        let dst = Ipv6Addr::from(a);
+        self.mc.is_proxy(&dst) || matches!(self.sids.get(&dst), Some(Behaviour::EndMT { .. }))
+    }
+
+    /// A packet to a Proxy Address (`ipv6` calls this only when `dst` is
+    /// one). `Ok(None)`: not the group's response, forward as usual.
+    pub(crate) fn mc_rx<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, dst: Ipv6Addr, total: usize, now_ns: u64) -> Result<Option<Verdict>, Drop> {
+        let d = p.data().get(l2.l3..l2.l3 + total).ok_or(Drop::MalformedIpv6)?;
+        let Some(pk) = peek_rocev2(d) else { return Ok(None) };
+        let Some(g) = self.mc.group_of_data(&dst, pk.dest_qp) else { return Ok(None) };
+        if pk.opcode != opcode::RC_ACKNOWLEDGE && pk.opcode != opcode::CNP {
+            self.mc.on_data(&dst, pk.dest_qp, pk.psn);
+            self.counters.local(Local::McDataSeen);
+            return Ok(None);
+        }
+        let Some(before) = self.mc.get(g).map(|x| x.counters().clone()) else { return Ok(None) };
+        let v = match parse_response(d) {
+            Err(c) => {
+                if let Some(grp) = self.mc.get_mut(g) {
+                    grp.count(c);
+                }
+                McVerdict::Dropped { group: g, reason: c }
+            }
+            Ok((key, resp)) => self.mc.on_response(&key, resp, now_ns),
+        };
+        let skip = match v {
+            McVerdict::Dropped { reason, .. } => Some(reason),
+            _ => None,
+        };
+        if let Some(grp) = self.mc.get(g) {
+            self.mc_mirror(&before, grp.counters(), skip);
+        }
+        match v {
+            McVerdict::NotMulticast => Ok(None),
+            McVerdict::Absorbed { .. } => Ok(Some(Verdict::Consumed)),
+            McVerdict::Dropped { reason, .. } => Err(drop_of(reason)),
+            McVerdict::Upstream { group, up } => {
+                // The upstream response replaces the received one in place.
+                let (src, pcp) = {
+                    let cfg = self.mc.get(group).ok_or(Drop::McMalformed)?.config();
+                    let n = upstream_len(&up);
+                    if !p.set_len(l2.l3 + n) {
+                        return Err(Drop::NoHeadroom);
+                    }
+                    build_upstream(&up, cfg, &mut p.data_mut()[l2.l3..l2.l3 + n]).map_err(|_| Drop::NoHeadroom)?;
+                    (cfg.id.source, pcp_of(&up, cfg))
+                };
+                let hop = self.fib.route6(src).ok_or(Drop::NoRoute)?;
+                let (ifc, mac) = self.resolve_hop(hop, IpAddr::V6(src), now_ns)?;
+                let (port, out_mac, vlan) = (ifc.port, ifc.mac, ifc.vlan);
+                write_l2(p, L2 { pcp, ..l2 }, mac, out_mac, vlan, EtherType::IPV6)?;
+                self.reply = true;
+                Ok(Some(Verdict::Tx(port)))
+            }
+        }
+    }
+
+    /// A data packet of a group seen inside End.MT (`inner` starts at the
+    /// inner IPv6 header): record its PSN.
+    #[inline]
+    pub(crate) fn mc_observe_inner(&mut self, inner: &[u8]) {
+        if self.mc.is_empty() {
+            return;
+        }
+        let Some(pk) = peek_rocev2(inner) else { return };
+        if pk.opcode == opcode::RC_ACKNOWLEDGE || pk.opcode == opcode::CNP {
+            return;
+        }
+        let mut a = [0u8; 16];
+        a.copy_from_slice(&inner[24..40]);
+        if self.mc.on_data(&Ipv6Addr::from(a), pk.dest_qp, pk.psn).is_some() {
+            self.counters.local(Local::McDataSeen);
+        }
+    }
+
+    /// Close the CNP windows that ended by `now`: the window CNPs are queued
+    /// in [`Pipeline::mc_pending`] (bounded by its preallocated capacity;
+    /// the rest are counted as `cnp-build-failed`).
+    pub fn poll_multicast(&mut self, now_ns: u64) {
+        if self.mc.is_empty() {
+            return;
+        }
+        let pending = &mut self.mc_pending;
+        let counters = &self.counters;
+        self.mc.poll(now_ns, |g, _, up| {
+            counters.local(Local::McCnpUp);
+            if pending.len() < pending.capacity() {
+                pending.push((g, up));
+            } else {
+                counters.dropped(Drop::CnpBuildFailed);
+            }
+        });
+    }
+
+    /// Build a queued upstream response into `p` (a fresh, empty buffer)
+    /// with its Ethernet header, routed to the group's source. Returns the
+    /// egress port, or why it cannot be sent (the caller counts it).
+    pub fn build_mc_upstream<P: PacketBuffer>(&mut self, group: usize, up: &Upstream, p: &mut P, now_ns: u64) -> Result<u16, Drop> {
+        let (src, pcp) = {
+            let cfg = self.mc.get(group).ok_or(Drop::ReplicaInvalid)?.config();
+            let n = upstream_len(up);
+            if !p.set_len(14 + n) {
+                return Err(Drop::NoHeadroom);
+            }
+            build_upstream(up, cfg, &mut p.data_mut()[14..14 + n]).map_err(|_| Drop::NoHeadroom)?;
+            (cfg.id.source, pcp_of(up, cfg))
+        };
+        self.emit_ip(p, IpAddr::V6(src), pcp, now_ns)
+    }
+}
+
+/// The name of an upstream response's kind (summaries, logs).
+pub fn upstream_kind(up: &Upstream) -> &'static str {
+    match up {
+        Upstream::Ack { .. } => "ACK",
+        Upstream::Nak { kind: NakKind::PsnSequenceError, .. } => "NAK",
+        Upstream::Nak { kind: NakKind::Rnr { .. }, .. } => "RNR-NAK",
+        Upstream::Nak { .. } => "NAK(fatal)",
+        Upstream::Cnp { .. } => "CNP",
+    }
+}
