@@ -31,6 +31,25 @@ pub struct FileConfig {
     pub srv6: Option<Srv6Section>,
     #[serde(default)]
     pub fann: Option<FannSection>,
+    #[serde(default)]
+    pub ingress_pe: Option<IngressPeSection>,
+}
+
+/// `[ingress_pe]`: react to FANN notifications and Long-haul CNPs addressed
+/// to this node by moving the `[[srv6.policy]]`s (draft-hzh-fantel-wan-tunnel
+/// s.4); the paths are described per policy (`elements`, `backup`, ...).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IngressPeSection {
+    /// The FANN originating nodes (and Long-haul CNP senders) to accept.
+    pub known_nodes: Vec<String>,
+    /// Where a copy of every accepted notification goes.
+    pub controller: Option<String>,
+    /// Source address of the copies (default: srv6.source).
+    pub source: Option<String>,
+    /// FANN Hop Limit of CNPs re-originated as FANN for the controller.
+    #[serde(default = "d_fann_hop")]
+    pub hop_limit: u8,
 }
 
 /// `[fann]`: Fast Network Notifications this node sends (draft-hzh-fantel-wan-tunnel).
@@ -109,6 +128,18 @@ pub struct PolicySection {
     /// One weight per SID list (default: equal).
     #[serde(default)]
     pub weights: Vec<u32>,
+    /// Ingress PE: per SID list, the network elements it traverses, each
+    /// "node" or "node#port" (a node's IPv6 address, optionally one of its
+    /// port IDs as FANN reports them).
+    #[serde(default)]
+    pub elements: Vec<Vec<String>>,
+    /// Ingress PE: backup SID lists, used when every primary list has failed.
+    #[serde(default)]
+    pub backup: Vec<Vec<String>>,
+    #[serde(default)]
+    pub backup_weights: Vec<u32>,
+    #[serde(default)]
+    pub backup_elements: Vec<Vec<String>>,
 }
 
 fn d_encaps() -> String {
@@ -129,6 +160,11 @@ pub struct SidSection {
     pub pfc_priority: Option<u8>,
     pub pause_us: Option<u32>,
     pub max_pause_ms: Option<u64>,
+    /// end.c: DSCP of the notification -> PFC priority, e.g. { 26 = 3 }.
+    #[serde(default)]
+    pub dscp_priority: std::collections::BTreeMap<String, u8>,
+    /// end.c: priority of notifications about a RoCEv2 flow.
+    pub rocev2_priority: Option<u8>,
 }
 
 /// A validated local SID.
@@ -141,6 +177,9 @@ pub struct SidPlan {
     pub pfc_priority: u8,
     pub pause_us: u32,
     pub max_pause_ms: u64,
+    /// (DSCP, priority) entries.
+    pub dscp_priority: Vec<(u8, u8)>,
+    pub rocev2_priority: Option<u8>,
 }
 
 #[derive(Debug, Clone)]
@@ -149,6 +188,8 @@ pub struct Srv6Plan {
     pub source: std::net::Ipv6Addr,
     pub sids: Vec<SidPlan>,
     pub policies: Vec<(IpNet, dataplane::srv6::SrPolicy)>,
+    /// The path descriptions of each policy (same order) for the ingress PE.
+    pub pe_specs: Vec<dataplane::fann::PolicySpec>,
 }
 
 #[derive(Debug, Clone, Deserialize, Default)]
@@ -454,6 +495,7 @@ pub struct RouterConfig {
     pub neighbours: Neighbours,
     pub srv6: Option<Srv6Plan>,
     pub fann: Option<crate::fann_agent::FannPlan>,
+    pub ingress_pe: Option<dataplane::fann::PeConfig>,
 }
 
 impl RouterConfig {
@@ -709,7 +751,12 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         None => None,
         Some(fs) => Some(fann_plan(fs)?),
     };
+    let ingress_pe = match &f.ingress_pe {
+        None => None,
+        Some(s) => Some(ingress_pe_plan(s, srv6.as_ref())?),
+    };
     Ok(RouterConfig {
+        ingress_pe,
         fann,
         srv6,
         eal_args: f.eal.args.clone(),
@@ -765,6 +812,70 @@ fn fann_plan(f: &FannSection) -> Result<crate::fann_agent::FannPlan, String> {
     })
 }
 
+fn ingress_pe_plan(s: &IngressPeSection, srv6: Option<&Srv6Plan>) -> Result<dataplane::fann::PeConfig, String> {
+    let Some(s6) = srv6 else {
+        return Err("ingress_pe: needs [srv6] with at least one [[srv6.policy]] to steer".into());
+    };
+    if s6.policies.is_empty() {
+        return Err("ingress_pe: needs at least one [[srv6.policy]] to steer".into());
+    }
+    let mut known = Vec::new();
+    for (i, a) in s.known_nodes.iter().enumerate() {
+        let n: std::net::Ipv6Addr = a.parse().map_err(|_| format!("ingress_pe.known_nodes[{i}] = {a:?}: not an IPv6 address"))?;
+        if n.is_unspecified() || n.is_multicast() {
+            return Err(format!("ingress_pe.known_nodes[{i}] = {n}: must be a unicast address"));
+        }
+        known.push(n);
+    }
+    if known.is_empty() {
+        return Err("ingress_pe.known_nodes = []: name the nodes whose notifications to accept".into());
+    }
+    let controller = match &s.controller {
+        None => None,
+        Some(a) => {
+            let c: std::net::Ipv6Addr = a.parse().map_err(|_| format!("ingress_pe.controller = {a:?}: not an IPv6 address"))?;
+            if c.is_unspecified() || c.is_multicast() {
+                return Err(format!("ingress_pe.controller = {c}: must be a unicast address"));
+            }
+            Some(c)
+        }
+    };
+    let source = match &s.source {
+        None => s6.source,
+        Some(a) => a.parse().map_err(|_| format!("ingress_pe.source = {a:?}: not an IPv6 address"))?,
+    };
+    if s.hop_limit == 0 {
+        return Err("ingress_pe.hop_limit = 0: must be >= 1".into());
+    }
+    Ok(dataplane::fann::PeConfig { policies: s6.pe_specs.iter().cloned().enumerate().map(|(i, p)| (i as u32, p)).collect(), known_nodes: known, controller, source, hop_limit: s.hop_limit })
+}
+
+/// "node" or "node#port".
+fn parse_element(v: &str, field: &str) -> Result<dataplane::fann::Element, String> {
+    let (n, port) = match v.split_once('#') {
+        Some((n, p)) => (n, Some(p.parse::<u32>().map_err(|_| format!("{field} = {v:?}: the port after '#' must be a number (0..=4294967295)"))?)),
+        None => (v, None),
+    };
+    let node = n.parse().map_err(|_| format!("{field} = {v:?}: not \"node\" or \"node#port\" with an IPv6 node address"))?;
+    Ok(dataplane::fann::Element { node, port })
+}
+
+/// The path descriptions of a set of SID lists.
+fn path_specs(f: &dyn Fn(&str) -> String, key: &str, segments: &[Vec<std::net::Ipv6Addr>], weights: &[u32], elements: &[Vec<String>], elements_key: &str) -> Result<Vec<dataplane::fann::PathSpec>, String> {
+    if !elements.is_empty() && elements.len() != segments.len() {
+        return Err(format!("{} = {elements:?}: one element list per SID list of {} ({} lists)", f(elements_key), f(key), segments.len()));
+    }
+    let mut out = Vec::new();
+    for (j, sids) in segments.iter().enumerate() {
+        let mut els = Vec::new();
+        for (k, e) in elements.get(j).map(|v| v.as_slice()).unwrap_or(&[]).iter().enumerate() {
+            els.push(parse_element(e, &format!("{}[{j}][{k}]", f(elements_key)))?);
+        }
+        out.push(dataplane::fann::PathSpec { segments: sids.clone(), weight: weights.get(j).copied().unwrap_or(1), elements: els });
+    }
+    Ok(out)
+}
+
 pub const BEHAVIOURS: &[&str] = &["end", "end.x", "end.dt4", "end.dt6", "end.mt", "end.c", "end.e"];
 
 fn srv6_plan(s: &Srv6Section, interfaces: &[Interface]) -> Result<Srv6Plan, String> {
@@ -812,13 +923,28 @@ fn srv6_plan(s: &Srv6Section, interfaces: &[Interface]) -> Result<Srv6Plan, Stri
         if max_pause_ms == 0 {
             return Err(format!("{} = 0: the watchdog needs a limit", f("max_pause_ms")));
         }
-        sids.push(SidPlan { sid, behaviour: b, iface, via, pfc_priority, pause_us, max_pause_ms });
+        let mut dscp_priority = Vec::new();
+        for (k, v) in &e.dscp_priority {
+            let d = k.parse::<u8>().ok().filter(|d| *d < 64).ok_or_else(|| format!("{}.{k:?} = {v}: the key must be a DSCP 0..=63", f("dscp_priority")))?;
+            if *v > 7 {
+                return Err(format!("{}.{k} = {v}: must be 0..=7", f("dscp_priority")));
+            }
+            dscp_priority.push((d, *v));
+        }
+        if let Some(p) = e.rocev2_priority.filter(|p| *p > 7) {
+            return Err(format!("{} = {p}: must be 0..=7", f("rocev2_priority")));
+        }
+        if b != "end.c" && (!dscp_priority.is_empty() || e.rocev2_priority.is_some()) {
+            return Err(format!("{} = {b}: dscp_priority / rocev2_priority apply to end.c only", f("behaviour")));
+        }
+        sids.push(SidPlan { sid, behaviour: b, iface, via, pfc_priority, pause_us, max_pause_ms, dscp_priority, rocev2_priority: e.rocev2_priority });
     }
     let source = match &s.source {
         Some(a) => a.parse().map_err(|_| format!("srv6.source = {a:?}: not an IPv6 address"))?,
         None => sids.first().map(|x| x.sid).unwrap_or(locator.addr()),
     };
     let mut policies = Vec::new();
+    let mut pe_specs = Vec::new();
     for (i, p) in s.policies.iter().enumerate() {
         let f = |k: &str| format!("srv6.policy[{i}].{k}");
         let prefix: IpNet = p.prefix.parse().map_err(|_| format!("{} = {:?}: not an IP prefix", f("prefix"), p.prefix))?;
@@ -838,10 +964,37 @@ fn srv6_plan(s: &Srv6Section, interfaces: &[Interface]) -> Result<Srv6Plan, Stri
             }
             lists.push((sids, p.weights.get(j).copied().unwrap_or(1)));
         }
+        let primary = path_specs(&f, "segments", &lists.iter().map(|(s, _)| s.clone()).collect::<Vec<_>>(), &p.weights, &p.elements, "elements")?;
         let pol = dataplane::srv6::SrPolicy::new(source, mode, lists).map_err(|e| format!("srv6.policy[{i}]: {e}"))?;
+        if !p.backup_weights.is_empty() && p.backup_weights.len() != p.backup.len() {
+            return Err(format!("{} = {:?}: one weight per backup SID list ({} lists)", f("backup_weights"), p.backup_weights, p.backup.len()));
+        }
+        if let Some(w) = p.backup_weights.iter().find(|w| **w == 0) {
+            return Err(format!("{} = {w}: weights must be >= 1", f("backup_weights")));
+        }
+        let mut backup_lists = Vec::new();
+        for (j, l) in p.backup.iter().enumerate() {
+            let mut sids = Vec::new();
+            for (k, a) in l.iter().enumerate() {
+                sids.push(a.parse::<std::net::Ipv6Addr>().map_err(|_| format!("{}[{j}][{k}] = {a:?}: not an IPv6 SID", f("backup")))?);
+            }
+            if sids.is_empty() {
+                return Err(format!("{}[{j}] = []: a backup SID list needs at least one SID", f("backup")));
+            }
+            backup_lists.push(sids);
+        }
+        let backup = if backup_lists.is_empty() {
+            if !p.backup_elements.is_empty() {
+                return Err(format!("{} = {:?}: no backup SID lists to describe", f("backup_elements"), p.backup_elements));
+            }
+            None
+        } else {
+            Some(path_specs(&f, "backup", &backup_lists, &p.backup_weights, &p.backup_elements, "backup_elements")?)
+        };
+        pe_specs.push(dataplane::fann::PolicySpec { name: p.prefix.clone(), primary, backup });
         policies.push((prefix, pol));
     }
-    Ok(Srv6Plan { locator, source, sids, policies })
+    Ok(Srv6Plan { locator, source, sids, policies, pe_specs })
 }
 
 fn congestion_plan(c: &CongestionSection, p: &PortSection, f: &str) -> Result<CongestionPlan, String> {
