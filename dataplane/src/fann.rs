@@ -703,19 +703,39 @@ impl PeControl {
     /// The copy for the controller: an IPv6 packet carrying an ICMPv6 FANN.
     pub fn controller_packet(&self, note: &PeNote, to: Ipv6Addr) -> Vec<u8> {
         let (code, message) = note.as_fann(self.cfg.hop_limit);
-        let src = self.cfg.source;
-        let body = PacketRepr { msg_type: self.params.icmpv6_fann_type, code, message }.to_bytes(&src, &to);
-        let mut v = Vec::with_capacity(40 + body.len());
-        v.extend_from_slice(&[0x60, 0xc0, 0, 0]); // CS6, network control
-        v.extend_from_slice(&(body.len() as u16).to_be_bytes());
-        v.push(58);
-        v.push(64);
-        v.extend_from_slice(&src.octets());
-        v.extend_from_slice(&to.octets());
-        v.extend_from_slice(&body);
-        debug_assert_eq!(checksum::fold(checksum::combine(checksum::pseudo_v6(&src.octets(), &to.octets(), 58, body.len() as u32), checksum::sum(&v[40..]))), 0xffff);
-        v
+        notification_packet(code, &message, &self.cfg.source, &to, &self.params, false)
     }
+}
+
+/// An IPv6 packet (traffic class CS6, network control; Hop Limit 64) from
+/// `src` to `dst` carrying a FANN message: ICMPv6 with `code` (s.5.1), or
+/// UDP from and to `params.fann_udp_port` (s.5.2), checksums filled.
+pub fn notification_packet(code: u8, m: &MessageRepr, src: &Ipv6Addr, dst: &Ipv6Addr, params: &Params, udp: bool) -> Vec<u8> {
+    let (nh, body) = if udp {
+        let msg = m.to_bytes();
+        let mut u = Vec::with_capacity(8 + msg.len());
+        u.extend_from_slice(&params.fann_udp_port.to_be_bytes());
+        u.extend_from_slice(&params.fann_udp_port.to_be_bytes());
+        u.extend_from_slice(&((8 + msg.len()) as u16).to_be_bytes());
+        u.extend_from_slice(&[0, 0]);
+        u.extend_from_slice(&msg);
+        let s = checksum::combine(checksum::pseudo_v6(&src.octets(), &dst.octets(), 17, u.len() as u32), checksum::sum(&u));
+        let c = !checksum::fold(s);
+        u[6..8].copy_from_slice(&(if c == 0 { 0xffff } else { c }).to_be_bytes());
+        (17u8, u)
+    } else {
+        let p = PacketRepr { msg_type: params.icmpv6_fann_type, code, message: *m };
+        (58u8, p.to_bytes(src, dst))
+    };
+    let mut v = Vec::with_capacity(40 + body.len());
+    v.extend_from_slice(&[0x60, 0xc0, 0, 0]);
+    v.extend_from_slice(&(body.len() as u16).to_be_bytes());
+    v.push(nh);
+    v.push(64);
+    v.extend_from_slice(&src.octets());
+    v.extend_from_slice(&dst.octets());
+    v.extend_from_slice(&body);
+    v
 }
 
 #[cfg(test)]
@@ -843,5 +863,189 @@ mod tests {
         assert_eq!(p.state(1).unwrap().weights, vec![100, 100]);
         assert_eq!(p.on_notification(CODE_EVENT, &msg("fc00::99", event::LINK_FAILURE, 0, 1, None)), Reaction::Dropped);
         assert_eq!(p.stats.unknown_source, 1);
+    }
+}
+
+#[cfg(test)]
+mod pe_tests {
+    use super::*;
+    use crate::srv6::EncapMode;
+    use crate::wire::lhcnp::MetricType;
+    use ipnet::IpNet;
+
+    fn a(s: &str) -> Ipv6Addr {
+        s.parse().unwrap()
+    }
+
+    fn cnp(level: u8, action: Action, qp: u32) -> CnpInfo {
+        CnpInfo { congestion_level: level, action, parameter: 0, source_qp: qp, metric_type: MetricType::QueueDepthKb, metric_value: 300 }
+    }
+
+    fn path(seg: &str, node: &str, w: u32) -> PathSpec {
+        PathSpec { segments: vec![a(seg), a("fc00:e::d6")], weight: w, elements: vec![Element { node: a(node), port: None }] }
+    }
+
+    /// Policy 0: primary via R1 with a backup via R3; policy 1: ECMP over
+    /// R1 and R3 (no backup).
+    fn control(controller: Option<Ipv6Addr>) -> PeControl {
+        let mut t = SidTable::new(&Params::DEFAULT);
+        let src = a("fc00:a::");
+        t.add_policy("2001:db8:d2::/64".parse::<IpNet>().unwrap(), SrPolicy::new(src, EncapMode::Encaps, vec![(vec![a("fc00:1::"), a("fc00:e::d6")], 1)]).unwrap());
+        t.add_policy("2001:db8:d3::/64".parse::<IpNet>().unwrap(), SrPolicy::new(src, EncapMode::Encaps, vec![(vec![a("fc00:1::"), a("fc00:e::d6")], 1), (vec![a("fc00:3::"), a("fc00:e::d6")], 1)]).unwrap());
+        let cfg = PeConfig {
+            policies: vec![
+                (0, PolicySpec { name: "fail".into(), primary: vec![path("fc00:1::", "fc00::1", 1)], backup: Some(vec![path("fc00:3::", "fc00::3", 1)]) }),
+                (1, PolicySpec { name: "ecmp".into(), primary: vec![path("fc00:1::", "fc00::1", 1), path("fc00:3::", "fc00::3", 1)], backup: None }),
+            ],
+            known_nodes: vec![a("fc00::1"), a("fc00::3")],
+            controller,
+            source: a("fc00::a"),
+            hop_limit: 9,
+        };
+        PeControl::new(t, cfg).unwrap()
+    }
+
+    fn fann(node: &str, ty: u8, sub: u8, id: u32) -> MessageRepr {
+        MessageRepr { hop_limit: 64, event_type: ty, event_subtype: sub, event_id: id, timestamp: 5, originating_node: a(node), metadata: Metadata { egress_port_id: Some(2), ..Default::default() } }
+    }
+
+    #[test]
+    fn cnp_levels_scale_and_resume_restores() {
+        let mut c = control(None);
+        let r = c.pe.on_cnp(a("fc00::1"), &cnp(200, Action::Pause, 7));
+        assert_eq!(r, Reaction::Applied { changed: vec![0, 1] });
+        assert!(!c.pe.state(0).unwrap().on_backup, "congestion does not fail over");
+        assert_eq!(c.pe.state(1).unwrap().weights, vec![8, 64], "level >= 192: 1/8");
+        assert_eq!(c.pe.on_cnp(a("fc00::1"), &cnp(220, Action::RateReduce, 8)), Reaction::Duplicate, "same divisor again");
+        c.pe.on_cnp(a("fc00::1"), &cnp(150, Action::Notify, 7));
+        assert_eq!(c.pe.state(1).unwrap().weights, vec![16, 64], "128..191: 1/4");
+        c.pe.on_cnp(a("fc00::1"), &cnp(1, Action::Notify, 7));
+        assert_eq!(c.pe.state(1).unwrap().weights, vec![32, 64], "below 128: 1/2");
+        c.pe.on_cnp(a("fc00::1"), &cnp(90, Action::Resume, 7));
+        assert_eq!(c.pe.state(1).unwrap().weights, vec![64, 64]);
+        assert_eq!(c.pe.on_cnp(a("fc00::1"), &cnp(0, Action::Notify, 7)), Reaction::Duplicate, "level 0 when not congested");
+        assert_eq!(c.pe.on_cnp(a("fc00::99"), &cnp(200, Action::Pause, 7)), Reaction::Dropped);
+        assert_eq!((c.pe.stats.duplicates, c.pe.stats.unknown_source), (2, 1));
+    }
+
+    #[test]
+    fn cnp_and_fann_congestion_combine_by_the_larger_divisor() {
+        let mut c = control(None);
+        c.pe.on_notification(CODE_EVENT, &fann("fc00::1", event::CONGESTION, 1, 3));
+        assert_eq!(c.pe.state(1).unwrap().weights, vec![32, 64]);
+        c.pe.on_cnp(a("fc00::1"), &cnp(255, Action::Notify, 1));
+        assert_eq!(c.pe.state(1).unwrap().weights, vec![8, 64]);
+        c.pe.on_cnp(a("fc00::1"), &cnp(0, Action::Resume, 1));
+        assert_eq!(c.pe.state(1).unwrap().weights, vec![32, 64], "the FANN event still holds");
+    }
+
+    #[test]
+    fn failure_rebuilds_the_policy_with_the_backup_list_and_copies_to_the_controller() {
+        let ctl = a("fc00::c");
+        let mut c = control(Some(ctl));
+        let counters = WorkerCounters::default();
+        let note = PeNote::Fann { code: CODE_EVENT, msg: fann("fc00::1", event::LINK_FAILURE, 0, 42) };
+        let out = c.on_note(&note, &counters);
+        let t = out.table.expect("a new snapshot");
+        let p0 = t.policy(0).unwrap();
+        assert_eq!(p0.lists().len(), 1);
+        assert_eq!(p0.lists()[0].sids, vec![a("fc00:3::"), a("fc00:e::d6")], "the backup list is active");
+        assert_eq!(p0.source, a("fc00:a::"), "source and mode kept");
+        let p1 = t.policy(1).unwrap();
+        assert_eq!(p1.lists().len(), 1, "the failed ECMP member (weight 0) is left out");
+        assert_eq!(p1.lists()[0].sids[0], a("fc00:3::"));
+        assert_eq!(t.pe_known.as_deref(), Some(&[a("fc00::1"), a("fc00::3")][..]));
+        // The controller copy: IPv6 from the PE to the controller, ICMPv6
+        // FANN with the same Code and fields.
+        let ip = out.copy.expect("controller copy");
+        assert_eq!(ip[6], 58);
+        assert_eq!(&ip[8..24], &a("fc00::a").octets());
+        assert_eq!(&ip[24..40], &ctl.octets());
+        let r = PacketRepr::parse(&Packet::new_checked(&ip[40..]).unwrap(), &a("fc00::a"), &ctl, Params::DEFAULT.icmpv6_fann_type).unwrap();
+        assert_eq!(r.code, CODE_EVENT);
+        assert_eq!(r.message, fann("fc00::1", event::LINK_FAILURE, 0, 42));
+        assert_eq!(counters.local[Local::PeNotification as usize].get(), 1);
+        assert_eq!(counters.local[Local::PeSwitchedToBackup as usize].get(), 1);
+        assert_eq!(counters.local[Local::PeReweighted as usize].get(), 1, "the ECMP policy");
+        assert_eq!(counters.local[Local::PeControllerCopy as usize].get(), 1);
+        // Duplicate: counted, no snapshot, no copy.
+        let dup = c.on_note(&note, &counters);
+        assert!(dup.table.is_none() && dup.copy.is_none());
+        assert_eq!(counters.drops[Drop::FannDuplicate as usize].get(), 1);
+        // Recovery: primary again.
+        let rec = PeNote::Fann { code: CODE_RECOVERY, msg: fann("fc00::1", RECOVERY, event::LINK_FAILURE, 42) };
+        let t = c.on_note(&rec, &counters).table.unwrap();
+        assert_eq!(t.policy(0).unwrap().lists()[0].sids[0], a("fc00:1::"));
+        assert_eq!(t.policy(1).unwrap().lists().len(), 2);
+        assert_eq!(counters.local[Local::PeRestored as usize].get(), 1);
+    }
+
+    #[test]
+    fn every_path_failed_without_backup_keeps_the_configured_lists() {
+        let mut c = control(None);
+        let counters = WorkerCounters::default();
+        c.on_note(&PeNote::Fann { code: CODE_EVENT, msg: fann("fc00::1", event::LINK_FAILURE, 0, 1) }, &counters);
+        let t = c.on_note(&PeNote::Fann { code: CODE_EVENT, msg: fann("fc00::3", event::LINK_FAILURE, 0, 2) }, &counters).table.unwrap();
+        let p1 = t.policy(1).unwrap();
+        assert_eq!(p1.lists().len(), 2);
+        assert_eq!(p1.lists().iter().map(|l| l.weight).collect::<Vec<_>>(), vec![64, 64]);
+    }
+
+    #[test]
+    fn unknown_source_is_counted_by_the_control_side_too() {
+        let mut c = control(None);
+        let counters = WorkerCounters::default();
+        let out = c.on_note(&PeNote::Fann { code: CODE_EVENT, msg: fann("fc00::7", event::LINK_FAILURE, 0, 1) }, &counters);
+        assert_eq!(out.reaction, Reaction::Dropped);
+        assert_eq!(counters.drops[Drop::FannUnknownSource as usize].get(), 1);
+    }
+
+    #[test]
+    fn cnp_is_re_originated_as_fann_congestion() {
+        let n = PeNote::Cnp { from: a("fc00::1"), info: cnp(200, Action::Pause, 0x1234) };
+        let (code, m) = n.as_fann(9);
+        assert_eq!((code, m.event_type, m.event_subtype, m.event_id, m.hop_limit), (CODE_EVENT, event::CONGESTION, event::CONGESTION_SEVERE, 0x1234, 9));
+        assert_eq!(m.originating_node, a("fc00::1"));
+        assert_eq!(m.metadata.queue_occupancy, Some(300_000));
+        let (code, m) = PeNote::Cnp { from: a("fc00::1"), info: cnp(10, Action::Resume, 0x1234) }.as_fann(9);
+        assert_eq!((code, m.event_type, m.event_subtype), (CODE_RECOVERY, RECOVERY, event::CONGESTION));
+        let (_, m) = PeNote::Cnp { from: a("fc00::1"), info: cnp(130, Action::Notify, 1) }.as_fann(9);
+        assert_eq!(m.event_subtype, event::CONGESTION_MODERATE);
+    }
+
+    #[test]
+    fn notes_parse_from_icmpv6_and_udp_and_refuse_malformed() {
+        let p = Params::DEFAULT;
+        let (src, dst) = (a("fc00::1"), a("fc00::a"));
+        let m = fann("fc00::1", event::LINK_FAILURE, 0, 5);
+        let ip = notification_packet(CODE_RECOVERY, &m, &src, &dst, &p, false);
+        assert_eq!(PeNote::from_icmpv6(&ip[40..], src, &p), Some(PeNote::Fann { code: CODE_RECOVERY, msg: m }));
+        let mut bad_code = ip[40..].to_vec();
+        bad_code[1] = 2;
+        assert_eq!(PeNote::from_icmpv6(&bad_code, src, &p), None, "Code must be 0 or 1");
+        assert_eq!(PeNote::from_icmpv6(&ip[40..ip.len() - 1], src, &p), None, "truncated stack");
+        let udp = notification_packet(CODE_EVENT, &m, &src, &dst, &p, true);
+        assert_eq!(PeNote::from_udp_payload(&udp[48..], src), Some(PeNote::Fann { code: CODE_EVENT, msg: m }));
+        let rec = MessageRepr { event_type: RECOVERY, event_subtype: event::LINK_FAILURE, ..m };
+        let udp = notification_packet(CODE_RECOVERY, &rec, &src, &dst, &p, true);
+        assert_eq!(PeNote::from_udp_payload(&udp[48..], src), Some(PeNote::Fann { code: CODE_RECOVERY, msg: rec }), "UDP: Recovery event type means Code 1");
+        let mut v2 = udp[48..].to_vec();
+        v2[0] = 2;
+        assert_eq!(PeNote::from_udp_payload(&v2, src), None, "version 2");
+        // Long-haul CNP (ICMPv6, s.6.1).
+        let mut lh = vec![p.icmpv6_lhcnp_type, 0, 0, 0];
+        lh.extend_from_slice(&[0u8; 12]);
+        let info = cnp(200, Action::Pause, 9);
+        info.emit(&mut crate::wire::lhcnp::Body::new_checked(&mut lh[4..]).unwrap()).unwrap();
+        assert_eq!(PeNote::from_icmpv6(&lh, src, &p), Some(PeNote::Cnp { from: src, info }));
+        assert_eq!(PeNote::from_icmpv6(&lh[..10], src, &p), None);
+        assert_eq!(PeNote::from_icmpv6(&[128, 0, 0, 0], src, &p), None, "echo is neither");
+    }
+
+    #[test]
+    fn bad_pe_config_names_the_policy() {
+        let t = SidTable::new(&Params::DEFAULT);
+        let cfg = PeConfig { policies: vec![(3, PolicySpec { name: "x".into(), primary: vec![], backup: None })], known_nodes: vec![], controller: None, source: a("fc00::a"), hop_limit: 1 };
+        assert!(PeControl::new(t, cfg).err().unwrap().contains("\"x\": no SR policy 3"));
     }
 }
