@@ -24,3 +24,4 @@ pub mod sim;
 pub mod multicast;
 pub mod endc;
 pub mod fann;
+pub mod sim_wan;
