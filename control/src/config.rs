@@ -1198,6 +1198,85 @@ interface = "wan"
         assert!(n >= 3, "configs/ holds {n} examples");
     }
 
+    const PE: &str = r#"
+[srv6]
+locator = "fc00:0:a::/48"
+source = "fc00:0:a::"
+[[srv6.sid]]
+sid = "fc00:0:a::c"
+behaviour = "end.c"
+interface = "dc"
+pfc_priority = 2
+rocev2_priority = 4
+dscp_priority = { 26 = 3, 46 = 5 }
+[[srv6.policy]]
+prefix = "10.0.9.0/24"
+segments = [["fc00:0:1::1", "fc00:0:2::1", "fc00:0:e::d4"], ["fc00:0:3::1", "fc00:0:e::d4"]]
+weights = [3, 1]
+elements = [["fc00::1#2", "fc00::2"], ["fc00::3"]]
+backup = [["fc00:0:5::1", "fc00:0:e::d4"]]
+backup_elements = [["fc00::5"]]
+[ingress_pe]
+known_nodes = ["fc00::1", "fc00::2", "fc00::3", "fc00::5"]
+controller = "2001:db8:1::c"
+"#;
+
+    fn pe_bad(patch: (&str, &str)) -> String {
+        let base = format!("{GOOD}{PE}");
+        let t = base.replacen(patch.0, patch.1, 1);
+        assert_ne!(t, base, "patch did not apply: {patch:?}");
+        load_str(&t).unwrap_err()
+    }
+
+    #[test]
+    fn ingress_pe_and_end_c_mapping_validate() {
+        let c = load_str(&format!("{GOOD}{PE}")).unwrap();
+        let pe = c.ingress_pe.as_ref().unwrap();
+        assert_eq!(pe.controller, Some("2001:db8:1::c".parse().unwrap()));
+        assert_eq!(pe.source, "fc00:0:a::".parse::<std::net::Ipv6Addr>().unwrap(), "default: srv6.source");
+        assert_eq!(pe.known_nodes.len(), 4);
+        let (idx, spec) = &pe.policies[0];
+        assert_eq!(*idx, 0);
+        assert_eq!(spec.primary.len(), 2);
+        assert_eq!(spec.primary[0].weight, 3);
+        assert_eq!(spec.primary[0].elements, vec![dataplane::fann::Element { node: "fc00::1".parse().unwrap(), port: Some(2) }, dataplane::fann::Element { node: "fc00::2".parse().unwrap(), port: None }]);
+        let b = spec.backup.as_ref().unwrap();
+        assert_eq!(b[0].segments[0], "fc00:0:5::1".parse::<std::net::Ipv6Addr>().unwrap());
+        assert_eq!(b[0].weight, 1);
+        let sid = &c.srv6.as_ref().unwrap().sids[0];
+        assert_eq!((sid.pfc_priority, sid.rocev2_priority), (2, Some(4)));
+        assert_eq!(sid.dscp_priority, vec![(26, 3), (46, 5)]);
+    }
+
+    #[test]
+    fn ingress_pe_errors_name_field_and_value() {
+        let e = pe_bad(("\"fc00::1#2\"", "\"fc00::1#x\""));
+        assert!(e.contains("srv6.policy[0].elements[0][0] = \"fc00::1#x\""), "{e}");
+        let e = pe_bad(("\"fc00::3\"]]", "\"nonsense\"]]"));
+        assert!(e.contains("srv6.policy[0].elements[1][0] = \"nonsense\""), "{e}");
+        let e = pe_bad(("elements = [[\"fc00::1#2\", \"fc00::2\"], [\"fc00::3\"]]", "elements = [[\"fc00::1\"]]"));
+        assert!(e.contains("srv6.policy[0].elements") && e.contains("one element list per SID list"), "{e}");
+        let e = pe_bad(("backup = [[\"fc00:0:5::1\", \"fc00:0:e::d4\"]]", "backup = [[\"fc00:0:5::1\", \"zz\"]]"));
+        assert!(e.contains("srv6.policy[0].backup[0][1] = \"zz\""), "{e}");
+        let e = pe_bad(("backup = [[\"fc00:0:5::1\", \"fc00:0:e::d4\"]]\n", ""));
+        assert!(e.contains("srv6.policy[0].backup_elements") && e.contains("no backup SID lists"), "{e}");
+        let e = pe_bad(("known_nodes = [\"fc00::1\"", "known_nodes = [\"fc00::zz\""));
+        assert!(e.contains("ingress_pe.known_nodes[0] = \"fc00::zz\""), "{e}");
+        let e = pe_bad(("controller = \"2001:db8:1::c\"", "controller = \"ff02::1\""));
+        assert!(e.contains("ingress_pe.controller = ff02::1"), "{e}");
+        let e = pe_bad(("known_nodes = [\"fc00::1\", \"fc00::2\", \"fc00::3\", \"fc00::5\"]", "known_nodes = []"));
+        assert!(e.contains("ingress_pe.known_nodes = []"), "{e}");
+        let e = pe_bad(("dscp_priority = { 26 = 3, 46 = 5 }", "dscp_priority = { 64 = 3 }"));
+        assert!(e.contains("srv6.sid[0].dscp_priority.\"64\" = 3") && e.contains("DSCP"), "{e}");
+        let e = pe_bad(("dscp_priority = { 26 = 3, 46 = 5 }", "dscp_priority = { 26 = 8 }"));
+        assert!(e.contains("srv6.sid[0].dscp_priority.26 = 8"), "{e}");
+        let e = pe_bad(("rocev2_priority = 4", "rocev2_priority = 9"));
+        assert!(e.contains("srv6.sid[0].rocev2_priority = 9"), "{e}");
+        // No policy to steer.
+        let t = format!("{GOOD}\n[ingress_pe]\nknown_nodes = [\"fc00::1\"]\n");
+        assert!(load_str(&t).unwrap_err().contains("ingress_pe: needs [srv6]"));
+    }
+
     #[test]
     fn pci_and_mac_parsing() {
         assert!(is_pci("0000:3b:00.0"));
