@@ -741,3 +741,132 @@ receivers = [ { address = "2001:db8:1::10", qpn = 0x500 } ]
     assert!(st.success(), "{so}");
     assert_eq!(mempool_in_use(&so), 0);
 }
+
+/// The ingress PE (draft-hzh-fantel-wan-tunnel s.4.1) on real DPDK: a FANN
+/// link-failure notification from R1 arrives over the WAN; subsequent IPv4
+/// traffic to the policy's prefix leaves H.Encaps'ed with the backup SID
+/// list (scapy decodes the SRH), a copy of the notification goes to the
+/// controller, and a FANN from an unknown node is dropped and counted.
+///
+/// Ordering: the worker polls the DC port before the WAN port, so the
+/// notifications (first in the WAN pcap) are handed to the control thread
+/// in the first loop, while the DC pcap holds 300 000 frames for another
+/// MAC (dropped as l2-not-for-us) before the data: the data reach the
+/// pipeline tens of milliseconds later, after the new snapshot. Every data
+/// packet is checked to use the primary or the backup list and no primary
+/// one may follow a backup one.
+#[test]
+fn ingress_pe_fails_over_on_fann_and_copies_the_controller() {
+    use dataplane::wire::fann::{event, Metadata, MessageRepr, CODE_EVENT};
+    let dir = workdir("pe");
+    let to_router = control::gen::L2 { src: HOST, dst: R_DC };
+    let mut dc_in: Vec<Vec<u8>> = Vec::with_capacity(300_100);
+    let filler = control::gen::udp4(&control::gen::L2 { src: HOST, dst: [0x02, 0xee, 0, 0, 0, 1] }, "10.0.1.2".parse().unwrap(), "10.0.9.1".parse().unwrap(), 1, 2, b"x", 64);
+    dc_in.extend(std::iter::repeat(filler).take(300_000));
+    for i in 0..64u16 {
+        dc_in.push(control::gen::udp4(&to_router, "10.0.1.2".parse().unwrap(), "10.0.9.7".parse().unwrap(), 20000 + i, 7000, b"after-the-failure", 64));
+    }
+    control::demo::write_pcap(&dir.join("dc-in.pcap"), &dc_in).unwrap();
+    let me: std::net::Ipv6Addr = "2001:db8:2::1".parse().unwrap();
+    let fann = |node: &str, id: u32| {
+        let m = MessageRepr {
+            hop_limit: 8,
+            event_type: event::LINK_FAILURE,
+            event_subtype: 0,
+            event_id: id,
+            timestamp: 1_700_000_000_000_000,
+            originating_node: node.parse().unwrap(),
+            metadata: Metadata { egress_port_id: Some(2), link_down: Some(true), ..Default::default() },
+        };
+        let ip = dataplane::fann::notification_packet(CODE_EVENT, &m, &node.parse().unwrap(), &me, &dataplane::wire::params::Params::DEFAULT, false);
+        let mut f = Vec::with_capacity(14 + ip.len());
+        f.extend_from_slice(&R_WAN);
+        f.extend_from_slice(&GW);
+        f.extend_from_slice(&[0x86, 0xdd]);
+        f.extend_from_slice(&ip);
+        f
+    };
+    control::demo::write_pcap(&dir.join("empty.pcap"), &[fann("fc00::99", 5), fann("fc00::1", 7)]).unwrap();
+    let cfg = dir.join("r.toml");
+    let text = config(&dir)
+        + r#"[[route]]
+prefix = "fc00:0::/32"
+via = "2001:db8:2::2"
+[[neighbour]]
+ip = "2001:db8:1::c"
+mac = "02:00:00:00:01:0c"
+interface = "dc"
+[srv6]
+locator = "fc00:0:a::/48"
+source = "fc00:0:a::"
+[[srv6.policy]]
+prefix = "10.0.9.0/24"
+segments = [["fc00:0:1::1", "fc00:0:2::1", "fc00:0:e::d4"]]
+elements = [["fc00::1#2", "fc00::2"]]
+backup = [["fc00:0:3::1", "fc00:0:4::1", "fc00:0:e::d4"]]
+backup_elements = [["fc00::3", "fc00::4"]]
+[ingress_pe]
+known_nodes = ["fc00::1", "fc00::2", "fc00::3", "fc00::4"]
+controller = "2001:db8:1::c"
+"#;
+    std::fs::write(&cfg, text).unwrap();
+    let out = run("pe", &cfg, &["--exit-when-idle", "800", "--duration", "60"]);
+    assert!(out.status.success());
+    let so = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(mempool_in_use(&so), 0);
+    assert_eq!(counter(&so, "fann-unknown-source"), 1);
+    assert_eq!(counter(&so, "pe-notification-accepted"), 1);
+    assert_eq!(counter(&so, "pe-switched-to-backup"), 1);
+    assert_eq!(counter(&so, "pe-controller-copy"), 1);
+    assert_eq!(counter(&so, "l2-not-for-us"), 300_000);
+    assert_eq!(counter(&so, "srv6-h-encaps"), 64);
+    // The H.Encaps'ed data on the WAN: every packet on the backup list.
+    let wan = read_pcap(&dir.join("wan-out.pcap")).unwrap();
+    let data: Vec<_> = wan.iter().filter(|f| f.windows(17).any(|w| w == b"after-the-failure")).collect();
+    assert_eq!(data.len(), 64);
+    let backup: std::net::Ipv6Addr = "fc00:0:3::1".parse().unwrap();
+    for f in &data {
+        assert_eq!(&f[0..6], &GW);
+        assert_eq!(f[14 + 6], 43, "SRH");
+        assert_eq!(&f[14 + 24..14 + 40], &backup.octets(), "DA = the backup list's first SID");
+    }
+    let script = r#"
+import sys
+from scapy.all import rdpcap, Ether, IPv6, IP, UDP
+from scapy.layers.inet6 import IPv6ExtHdrSegmentRouting
+for p in rdpcap(sys.argv[1]):
+    q = Ether(bytes(p))
+    if IPv6ExtHdrSegmentRouting in q and UDP in q:
+        s = q[IPv6ExtHdrSegmentRouting]
+        u = q[UDP]
+        c = q.copy(); del c[UDP].chksum
+        ok = Ether(bytes(c))[UDP].chksum == u.chksum
+        print(q[IPv6].src, q[IPv6].dst, ",".join(reversed(s.addresses)), s.segleft, s.lastentry, q[IP].dst, "udp-ok" if ok else "udp-BAD")
+"#;
+    let txt = python(script, &[dir.join("wan-out.pcap").to_str().unwrap()]);
+    let lines: Vec<&str> = txt.lines().collect();
+    assert_eq!(lines.len(), 64, "{txt}");
+    for l in &lines {
+        assert_eq!(*l, "fc00:0:a:: fc00:0:3::1 fc00:0:3::1,fc00:0:4::1,fc00:0:e::d4 2 2 10.0.9.7 udp-ok", "{txt}");
+    }
+    // The controller copy: ICMPv6 FANN from the PE (srv6.source) to the
+    // controller, same fields as R1's notification.
+    let dc = read_pcap(&dir.join("dc-out.pcap")).unwrap();
+    let copies: Vec<_> = dc.iter().filter(|f| f[12..14] == [0x86, 0xdd] && f[14 + 6] == 58 && f[14 + 40] == 201).collect();
+    assert_eq!(copies.len(), 1);
+    let c = copies[0];
+    assert_eq!(&c[0..6], &[2, 0, 0, 0, 1, 0x0c]);
+    let (src, ctl): (std::net::Ipv6Addr, std::net::Ipv6Addr) = ("fc00:0:a::".parse().unwrap(), "2001:db8:1::c".parse().unwrap());
+    assert_eq!(&c[14 + 8..14 + 24], &src.octets());
+    let r = dataplane::wire::fann::PacketRepr::parse(&dataplane::wire::fann::Packet::new_checked(&c[14 + 40..]).unwrap(), &src, &ctl, 201).expect("valid FANN copy");
+    assert_eq!((r.code, r.message.event_type, r.message.event_id), (CODE_EVENT, event::LINK_FAILURE, 7));
+    assert_eq!(r.message.originating_node, "fc00::1".parse::<std::net::Ipv6Addr>().unwrap());
+    assert_eq!(r.message.metadata.egress_port_id, Some(2));
+    let chk = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/check_output.py");
+    let o = Command::new("python3").arg(chk).arg(dir.join("dc-out.pcap")).arg(dir.join("wan-out.pcap")).output().unwrap();
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "scapy: {t}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(t.contains("ICMPv6-type201-ok"), "{t}");
+    tshark_clean(&dir.join("dc-out.pcap"));
+    tshark_clean(&dir.join("wan-out.pcap"));
+}

@@ -33,6 +33,8 @@ pub struct FileConfig {
     pub fann: Option<FannSection>,
     #[serde(default)]
     pub multicast: Option<MulticastSection>,
+    #[serde(default)]
+    pub ingress_pe: Option<IngressPeSection>,
 }
 
 /// `[multicast]`: End.MT reverse-path aggregation
@@ -103,6 +105,24 @@ pub struct GroupPlan {
     pub name: String,
     pub cfg: dataplane::multicast::GroupConfig,
     pub end_mt_sid: Option<std::net::Ipv6Addr>,
+}
+
+
+/// `[ingress_pe]`: react to FANN notifications and Long-haul CNPs addressed
+/// to this node by moving the `[[srv6.policy]]`s (draft-hzh-fantel-wan-tunnel
+/// s.4); the paths are described per policy (`elements`, `backup`, ...).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IngressPeSection {
+    /// The FANN originating nodes (and Long-haul CNP senders) to accept.
+    pub known_nodes: Vec<String>,
+    /// Where a copy of every accepted notification goes.
+    pub controller: Option<String>,
+    /// Source address of the copies (default: srv6.source).
+    pub source: Option<String>,
+    /// FANN Hop Limit of CNPs re-originated as FANN for the controller.
+    #[serde(default = "d_fann_hop")]
+    pub hop_limit: u8,
 }
 
 /// `[fann]`: Fast Network Notifications this node sends (draft-hzh-fantel-wan-tunnel).
@@ -210,6 +230,18 @@ pub struct PolicySection {
     /// One weight per SID list (default: equal).
     #[serde(default)]
     pub weights: Vec<u32>,
+    /// Ingress PE: per SID list, the network elements it traverses, each
+    /// "node" or "node#port" (a node's IPv6 address, optionally one of its
+    /// port IDs as FANN reports them).
+    #[serde(default)]
+    pub elements: Vec<Vec<String>>,
+    /// Ingress PE: backup SID lists, used when every primary list has failed.
+    #[serde(default)]
+    pub backup: Vec<Vec<String>>,
+    #[serde(default)]
+    pub backup_weights: Vec<u32>,
+    #[serde(default)]
+    pub backup_elements: Vec<Vec<String>>,
 }
 
 fn d_encaps() -> String {
@@ -242,6 +274,11 @@ pub struct SidSection {
     /// each of these downstream End.MT SIDs.
     #[serde(default)]
     pub downstream: Vec<String>,
+    /// end.c: DSCP of the notification -> PFC priority, e.g. { 26 = 3 }.
+    #[serde(default)]
+    pub dscp_priority: std::collections::BTreeMap<String, u8>,
+    /// end.c: priority of notifications about a RoCEv2 flow.
+    pub rocev2_priority: Option<u8>,
 }
 
 /// A validated local SID.
@@ -257,6 +294,9 @@ pub struct SidPlan {
     pub hmac_required: bool,
     pub receivers: Vec<(std::net::Ipv6Addr, u32)>,
     pub downstream: Vec<std::net::Ipv6Addr>,
+    /// (DSCP, priority) entries.
+    pub dscp_priority: Vec<(u8, u8)>,
+    pub rocev2_priority: Option<u8>,
 }
 
 #[derive(Debug, Clone)]
@@ -266,6 +306,8 @@ pub struct Srv6Plan {
     pub sids: Vec<SidPlan>,
     pub policies: Vec<(IpNet, dataplane::srv6::SrPolicy)>,
     pub hmac_keys: dataplane::wire::srh::HmacKeyTable,
+    /// The path descriptions of each policy (same order) for the ingress PE.
+    pub pe_specs: Vec<dataplane::fann::PolicySpec>,
 }
 
 #[derive(Debug, Clone, Deserialize, Default)]
@@ -578,6 +620,7 @@ pub struct RouterConfig {
     pub fann: Option<crate::fann_agent::FannPlan>,
     /// End.MT reverse-path groups.
     pub multicast: Vec<GroupPlan>,
+    pub ingress_pe: Option<dataplane::fann::PeConfig>,
 }
 
 impl RouterConfig {
@@ -837,7 +880,12 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         None => Vec::new(),
         Some(m) => multicast_plan(m, srv6.as_ref())?,
     };
+    let ingress_pe = match &f.ingress_pe {
+        None => None,
+        Some(s) => Some(ingress_pe_plan(s, srv6.as_ref())?),
+    };
     Ok(RouterConfig {
+        ingress_pe,
         fann,
         multicast,
         srv6,
@@ -983,6 +1031,70 @@ fn multicast_plan(m: &MulticastSection, srv6: Option<&Srv6Plan>) -> Result<Vec<G
     Ok(out)
 }
 
+fn ingress_pe_plan(s: &IngressPeSection, srv6: Option<&Srv6Plan>) -> Result<dataplane::fann::PeConfig, String> {
+    let Some(s6) = srv6 else {
+        return Err("ingress_pe: needs [srv6] with at least one [[srv6.policy]] to steer".into());
+    };
+    if s6.policies.is_empty() {
+        return Err("ingress_pe: needs at least one [[srv6.policy]] to steer".into());
+    }
+    let mut known = Vec::new();
+    for (i, a) in s.known_nodes.iter().enumerate() {
+        let n: std::net::Ipv6Addr = a.parse().map_err(|_| format!("ingress_pe.known_nodes[{i}] = {a:?}: not an IPv6 address"))?;
+        if n.is_unspecified() || n.is_multicast() {
+            return Err(format!("ingress_pe.known_nodes[{i}] = {n}: must be a unicast address"));
+        }
+        known.push(n);
+    }
+    if known.is_empty() {
+        return Err("ingress_pe.known_nodes = []: name the nodes whose notifications to accept".into());
+    }
+    let controller = match &s.controller {
+        None => None,
+        Some(a) => {
+            let c: std::net::Ipv6Addr = a.parse().map_err(|_| format!("ingress_pe.controller = {a:?}: not an IPv6 address"))?;
+            if c.is_unspecified() || c.is_multicast() {
+                return Err(format!("ingress_pe.controller = {c}: must be a unicast address"));
+            }
+            Some(c)
+        }
+    };
+    let source = match &s.source {
+        None => s6.source,
+        Some(a) => a.parse().map_err(|_| format!("ingress_pe.source = {a:?}: not an IPv6 address"))?,
+    };
+    if s.hop_limit == 0 {
+        return Err("ingress_pe.hop_limit = 0: must be >= 1".into());
+    }
+    Ok(dataplane::fann::PeConfig { policies: s6.pe_specs.iter().cloned().enumerate().map(|(i, p)| (i as u32, p)).collect(), known_nodes: known, controller, source, hop_limit: s.hop_limit })
+}
+
+/// "node" or "node#port".
+fn parse_element(v: &str, field: &str) -> Result<dataplane::fann::Element, String> {
+    let (n, port) = match v.split_once('#') {
+        Some((n, p)) => (n, Some(p.parse::<u32>().map_err(|_| format!("{field} = {v:?}: the port after '#' must be a number (0..=4294967295)"))?)),
+        None => (v, None),
+    };
+    let node = n.parse().map_err(|_| format!("{field} = {v:?}: not \"node\" or \"node#port\" with an IPv6 node address"))?;
+    Ok(dataplane::fann::Element { node, port })
+}
+
+/// The path descriptions of a set of SID lists.
+fn path_specs(f: &dyn Fn(&str) -> String, key: &str, segments: &[Vec<std::net::Ipv6Addr>], weights: &[u32], elements: &[Vec<String>], elements_key: &str) -> Result<Vec<dataplane::fann::PathSpec>, String> {
+    if !elements.is_empty() && elements.len() != segments.len() {
+        return Err(format!("{} = {elements:?}: one element list per SID list of {} ({} lists)", f(elements_key), f(key), segments.len()));
+    }
+    let mut out = Vec::new();
+    for (j, sids) in segments.iter().enumerate() {
+        let mut els = Vec::new();
+        for (k, e) in elements.get(j).map(|v| v.as_slice()).unwrap_or(&[]).iter().enumerate() {
+            els.push(parse_element(e, &format!("{}[{j}][{k}]", f(elements_key)))?);
+        }
+        out.push(dataplane::fann::PathSpec { segments: sids.clone(), weight: weights.get(j).copied().unwrap_or(1), elements: els });
+    }
+    Ok(out)
+}
+
 pub const BEHAVIOURS: &[&str] = &["end", "end.x", "end.dt4", "end.dt6", "end.mt", "end.c", "end.e"];
 
 fn srv6_plan(s: &Srv6Section, interfaces: &[Interface]) -> Result<Srv6Plan, String> {
@@ -1063,13 +1175,28 @@ fn srv6_plan(s: &Srv6Section, interfaces: &[Interface]) -> Result<Srv6Plan, Stri
             }
             downstream.push(a);
         }
-        sids.push(SidPlan { sid, behaviour: b, iface, via, pfc_priority, pause_us, max_pause_ms, hmac_required: e.hmac_required, receivers, downstream });
+        let mut dscp_priority = Vec::new();
+        for (k, v) in &e.dscp_priority {
+            let d = k.parse::<u8>().ok().filter(|d| *d < 64).ok_or_else(|| format!("{}.{k:?} = {v}: the key must be a DSCP 0..=63", f("dscp_priority")))?;
+            if *v > 7 {
+                return Err(format!("{}.{k} = {v}: must be 0..=7", f("dscp_priority")));
+            }
+            dscp_priority.push((d, *v));
+        }
+        if let Some(p) = e.rocev2_priority.filter(|p| *p > 7) {
+            return Err(format!("{} = {p}: must be 0..=7", f("rocev2_priority")));
+        }
+        if b != "end.c" && (!dscp_priority.is_empty() || e.rocev2_priority.is_some()) {
+            return Err(format!("{} = {b}: dscp_priority / rocev2_priority apply to end.c only", f("behaviour")));
+        }
+        sids.push(SidPlan { sid, behaviour: b, iface, via, pfc_priority, pause_us, max_pause_ms, hmac_required: e.hmac_required, receivers, downstream, dscp_priority, rocev2_priority: e.rocev2_priority });
     }
     let source = match &s.source {
         Some(a) => a.parse().map_err(|_| format!("srv6.source = {a:?}: not an IPv6 address"))?,
         None => sids.first().map(|x| x.sid).unwrap_or(locator.addr()),
     };
     let mut policies = Vec::new();
+    let mut pe_specs = Vec::new();
     for (i, p) in s.policies.iter().enumerate() {
         let f = |k: &str| format!("srv6.policy[{i}].{k}");
         let prefix: IpNet = p.prefix.parse().map_err(|_| format!("{} = {:?}: not an IP prefix", f("prefix"), p.prefix))?;
@@ -1089,11 +1216,38 @@ fn srv6_plan(s: &Srv6Section, interfaces: &[Interface]) -> Result<Srv6Plan, Stri
             }
             lists.push((sids, p.weights.get(j).copied().unwrap_or(1)));
         }
+        let primary = path_specs(&f, "segments", &lists.iter().map(|(s, _)| s.clone()).collect::<Vec<_>>(), &p.weights, &p.elements, "elements")?;
         let pol = dataplane::srv6::SrPolicy::new(source, mode, lists).map_err(|e| format!("srv6.policy[{i}]: {e}"))?;
+        if !p.backup_weights.is_empty() && p.backup_weights.len() != p.backup.len() {
+            return Err(format!("{} = {:?}: one weight per backup SID list ({} lists)", f("backup_weights"), p.backup_weights, p.backup.len()));
+        }
+        if let Some(w) = p.backup_weights.iter().find(|w| **w == 0) {
+            return Err(format!("{} = {w}: weights must be >= 1", f("backup_weights")));
+        }
+        let mut backup_lists = Vec::new();
+        for (j, l) in p.backup.iter().enumerate() {
+            let mut sids = Vec::new();
+            for (k, a) in l.iter().enumerate() {
+                sids.push(a.parse::<std::net::Ipv6Addr>().map_err(|_| format!("{}[{j}][{k}] = {a:?}: not an IPv6 SID", f("backup")))?);
+            }
+            if sids.is_empty() {
+                return Err(format!("{}[{j}] = []: a backup SID list needs at least one SID", f("backup")));
+            }
+            backup_lists.push(sids);
+        }
+        let backup = if backup_lists.is_empty() {
+            if !p.backup_elements.is_empty() {
+                return Err(format!("{} = {:?}: no backup SID lists to describe", f("backup_elements"), p.backup_elements));
+            }
+            None
+        } else {
+            Some(path_specs(&f, "backup", &backup_lists, &p.backup_weights, &p.backup_elements, "backup_elements")?)
+        };
+        pe_specs.push(dataplane::fann::PolicySpec { name: p.prefix.clone(), primary, backup });
         policies.push((prefix, pol));
     }
     let hmac_keys = hmac_key_table(&s.hmac_keys)?;
-    Ok(Srv6Plan { locator, source, sids, policies, hmac_keys })
+    Ok(Srv6Plan { locator, source, sids, policies, hmac_keys, pe_specs })
 }
 
 fn hmac_key_table(keys: &[HmacKeySection]) -> Result<dataplane::wire::srh::HmacKeyTable, String> {
@@ -1452,6 +1606,85 @@ downstream = ["fc00:0:2::10"]
         assert!(e.contains("srv6.sid[0].hmac_required = true") && e.contains("end.mt"), "{e}");
         let e = bad("[[srv6.hmac_key]]\nkey_id = 7\nsecret_hex = \"00112233445566778899aabbccddeeff\"\nlength = 16\n", "");
         assert!(e.contains("srv6.sid[0].hmac_required = true") && e.contains("no [[srv6.hmac_key]]"), "{e}");
+    }
+
+    const PE: &str = r#"
+[srv6]
+locator = "fc00:0:a::/48"
+source = "fc00:0:a::"
+[[srv6.sid]]
+sid = "fc00:0:a::c"
+behaviour = "end.c"
+interface = "dc"
+pfc_priority = 2
+rocev2_priority = 4
+dscp_priority = { 26 = 3, 46 = 5 }
+[[srv6.policy]]
+prefix = "10.0.9.0/24"
+segments = [["fc00:0:1::1", "fc00:0:2::1", "fc00:0:e::d4"], ["fc00:0:3::1", "fc00:0:e::d4"]]
+weights = [3, 1]
+elements = [["fc00::1#2", "fc00::2"], ["fc00::3"]]
+backup = [["fc00:0:5::1", "fc00:0:e::d4"]]
+backup_elements = [["fc00::5"]]
+[ingress_pe]
+known_nodes = ["fc00::1", "fc00::2", "fc00::3", "fc00::5"]
+controller = "2001:db8:1::c"
+"#;
+
+    fn pe_bad(patch: (&str, &str)) -> String {
+        let base = format!("{GOOD}{PE}");
+        let t = base.replacen(patch.0, patch.1, 1);
+        assert_ne!(t, base, "patch did not apply: {patch:?}");
+        load_str(&t).unwrap_err()
+    }
+
+    #[test]
+    fn ingress_pe_and_end_c_mapping_validate() {
+        let c = load_str(&format!("{GOOD}{PE}")).unwrap();
+        let pe = c.ingress_pe.as_ref().unwrap();
+        assert_eq!(pe.controller, Some("2001:db8:1::c".parse().unwrap()));
+        assert_eq!(pe.source, "fc00:0:a::".parse::<std::net::Ipv6Addr>().unwrap(), "default: srv6.source");
+        assert_eq!(pe.known_nodes.len(), 4);
+        let (idx, spec) = &pe.policies[0];
+        assert_eq!(*idx, 0);
+        assert_eq!(spec.primary.len(), 2);
+        assert_eq!(spec.primary[0].weight, 3);
+        assert_eq!(spec.primary[0].elements, vec![dataplane::fann::Element { node: "fc00::1".parse().unwrap(), port: Some(2) }, dataplane::fann::Element { node: "fc00::2".parse().unwrap(), port: None }]);
+        let b = spec.backup.as_ref().unwrap();
+        assert_eq!(b[0].segments[0], "fc00:0:5::1".parse::<std::net::Ipv6Addr>().unwrap());
+        assert_eq!(b[0].weight, 1);
+        let sid = &c.srv6.as_ref().unwrap().sids[0];
+        assert_eq!((sid.pfc_priority, sid.rocev2_priority), (2, Some(4)));
+        assert_eq!(sid.dscp_priority, vec![(26, 3), (46, 5)]);
+    }
+
+    #[test]
+    fn ingress_pe_errors_name_field_and_value() {
+        let e = pe_bad(("\"fc00::1#2\"", "\"fc00::1#x\""));
+        assert!(e.contains("srv6.policy[0].elements[0][0] = \"fc00::1#x\""), "{e}");
+        let e = pe_bad(("\"fc00::3\"]]", "\"nonsense\"]]"));
+        assert!(e.contains("srv6.policy[0].elements[1][0] = \"nonsense\""), "{e}");
+        let e = pe_bad(("elements = [[\"fc00::1#2\", \"fc00::2\"], [\"fc00::3\"]]", "elements = [[\"fc00::1\"]]"));
+        assert!(e.contains("srv6.policy[0].elements") && e.contains("one element list per SID list"), "{e}");
+        let e = pe_bad(("backup = [[\"fc00:0:5::1\", \"fc00:0:e::d4\"]]", "backup = [[\"fc00:0:5::1\", \"zz\"]]"));
+        assert!(e.contains("srv6.policy[0].backup[0][1] = \"zz\""), "{e}");
+        let e = pe_bad(("backup = [[\"fc00:0:5::1\", \"fc00:0:e::d4\"]]\n", ""));
+        assert!(e.contains("srv6.policy[0].backup_elements") && e.contains("no backup SID lists"), "{e}");
+        let e = pe_bad(("known_nodes = [\"fc00::1\"", "known_nodes = [\"fc00::zz\""));
+        assert!(e.contains("ingress_pe.known_nodes[0] = \"fc00::zz\""), "{e}");
+        let e = pe_bad(("controller = \"2001:db8:1::c\"", "controller = \"ff02::1\""));
+        assert!(e.contains("ingress_pe.controller = ff02::1"), "{e}");
+        let e = pe_bad(("known_nodes = [\"fc00::1\", \"fc00::2\", \"fc00::3\", \"fc00::5\"]", "known_nodes = []"));
+        assert!(e.contains("ingress_pe.known_nodes = []"), "{e}");
+        let e = pe_bad(("dscp_priority = { 26 = 3, 46 = 5 }", "dscp_priority = { 64 = 3 }"));
+        assert!(e.contains("srv6.sid[0].dscp_priority.\"64\" = 3") && e.contains("DSCP"), "{e}");
+        let e = pe_bad(("dscp_priority = { 26 = 3, 46 = 5 }", "dscp_priority = { 26 = 8 }"));
+        assert!(e.contains("srv6.sid[0].dscp_priority.26 = 8"), "{e}");
+        let e = pe_bad(("rocev2_priority = 4", "rocev2_priority = 9"));
+        assert!(e.contains("srv6.sid[0].rocev2_priority = 9"), "{e}");
+        // No policy to steer.
+        let t = format!("{GOOD}\n[ingress_pe]\nknown_nodes = [\"fc00::1\"]\n");
+        assert!(load_str(&t).unwrap_err().contains("ingress_pe: needs [srv6]"));
     }
 
     #[test]

@@ -90,6 +90,18 @@ ip = "2001:db8:1::99"
 mac = "02:00:00:00:01:99"
 interface = "dc"
 
+# The SDN controller that gets a copy of every notification the ingress PE
+# accepts.
+[[neighbour]]
+ip = "2001:db8:1::c"
+mac = "02:00:00:00:01:0c"
+interface = "dc"
+
+# The WAN's SRv6 locators (R1..R4 and the egress PE) are behind the gateway.
+[[route]]
+prefix = "fc00::/16"
+via = "2001:db8:2::2"
+
 # SRv6: an End.MT SID (RDMA multicast edge node), END.E and END.C SIDs
 # (notifications from the WAN: routed to the sender / turned into PFC).
 [srv6]
@@ -125,6 +137,21 @@ receivers = [
   { address = "2001:db8:1::11", qpn = 0x501 },
   { address = "2001:db8:1::12", qpn = 0x502 },
 ]
+
+# Ingress PE (draft-hzh-fantel-wan-tunnel Figure 2): traffic to DC2
+# (10.0.9.0/24) goes H.Encaps over R1 -> R2 -> egress PE; when a FANN
+# notification says a link or node of that path failed, over the backup
+# R3 -> R4. Elements are "node" or "node#port" (FANN Egress Port ID).
+[[srv6.policy]]
+prefix = "10.0.9.0/24"
+segments = [["fc00:0:11::1", "fc00:0:12::1", "fc00:0:1e::d4"]]
+elements = [["fc00::1#2", "fc00::2"]]
+backup = [["fc00:0:13::1", "fc00:0:14::1", "fc00:0:1e::d4"]]
+backup_elements = [["fc00::3", "fc00::4"]]
+
+[ingress_pe]
+known_nodes = ["fc00::1", "fc00::2", "fc00::3", "fc00::4"]
+controller = "2001:db8:1::c"
 
 # FANN: this node tells the ingress PE about congestion on its ports.
 [fann]
@@ -163,13 +190,14 @@ pub fn traffic() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     let r4 = Ipv4Addr::new(10, 0, 1, 1);
     let r6: Ipv6Addr = "2001:db8:1::1".parse().unwrap();
     let to_router = L2 { src: HOST_MAC, dst: ROUTER_DC_MAC };
-    let mut dc = vec![
+    let mut dc = dc2_flows(&to_router, b"pe-before");
+    dc.extend([
         // The host resolves the router, then pings it.
         gen::arp_request(HOST_MAC, host4, r4),
         gen::neighbour_solicit(HOST_MAC, host6, r6),
         gen::echo4(&to_router, host4, r4, 0x1234, 1),
         gen::echo6(&to_router, host6, r6, 0x1234, 1),
-    ];
+    ]);
     // RoCEv2 flows to the remote DC over IPv4 and IPv6, 64 B and 1 KiB payloads.
     for i in 0..16u32 {
         let dst4 = Ipv4Addr::new(10, 0, 3, 2 + (i % 4) as u8);
@@ -196,6 +224,15 @@ pub fn traffic() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     // which is not a receiver, sends an ACK too (dropped, counted).
     dc.extend(mc_responses());
 
+    // Ingress PE, after the failure: the same flows to DC2, which the
+    // router now steers onto the backup SID list. The replay is paced by
+    // frames for another MAC (dropped as l2-not-for-us) so that the
+    // control thread has handled R1's notification (in the WAN pcap, read
+    // in the first loop) before these arrive.
+    let filler = gen::udp4(&L2 { src: HOST_MAC, dst: OTHER_MAC }, host4, Ipv4Addr::new(10, 0, 9, 1), 1, 2, b"pace", 64);
+    dc.extend(std::iter::repeat(filler).take(PACING_FRAMES));
+    dc.extend(dc2_flows(&to_router, b"pe-after"));
+
     // A RoCEv2 burst (about 800 KB) that overruns the 20 Mb/s WAN port.
     for i in 0..400u32 {
         dc.push(gen::roce6(&to_router, host6, "2001:db8:3::7".parse().unwrap(), 49200, 0x700, i, 960, 64));
@@ -216,6 +253,10 @@ pub fn traffic() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     wan.push(to_sid("fc00:0:1::e", &lhcnp(dataplane::wire::lhcnp::Action::RateReduce, 30)));
     wan.push(to_sid("fc00:0:1::c", &lhcnp(dataplane::wire::lhcnp::Action::Pause, 100)));
     wan.push(to_sid("fc00:0:1::c", &lhcnp(dataplane::wire::lhcnp::Action::Resume, 50)));
+    // To the ingress PE: R1 reports its link toward R2 (port 2) down; and a
+    // FANN from a node it does not know, which it drops and counts.
+    wan.push(fann_link_failure("fc00::1", 2, 7));
+    wan.push(fann_link_failure("fc00::66", 1, 9));
     (dc, wan)
 }
 
@@ -256,6 +297,37 @@ pub fn mc_responses() -> Vec<Vec<u8>> {
         mc_response(r(1), cnp),
         mc_response("2001:db8:1::99".parse().unwrap(), ack),
     ]
+}
+
+/// Frames for another MAC that pace the DC replay (see [`traffic`]).
+pub const PACING_FRAMES: usize = 100_000;
+const OTHER_MAC: [u8; 6] = [0x02, 0xee, 0, 0, 0, 0x01];
+
+/// Eight UDP flows from the DC host to DC2 (10.0.9.2..9), payload `tag`.
+fn dc2_flows(to_router: &L2, tag: &[u8]) -> Vec<Vec<u8>> {
+    (0..8u8).map(|i| gen::udp4(to_router, Ipv4Addr::new(10, 0, 1, 2), Ipv4Addr::new(10, 0, 9, 2 + i), 20000 + u16::from(i), 7000, tag, 64)).collect()
+}
+
+/// A FANN link-failure notification (ICMPv6) from `node` about its port
+/// `port`, to the router's WAN address.
+pub fn fann_link_failure(node: &str, port: u32, id: u32) -> Vec<u8> {
+    use dataplane::wire::fann::{event, Metadata, MessageRepr, CODE_EVENT};
+    let node: Ipv6Addr = node.parse().expect("node");
+    let m = MessageRepr {
+        hop_limit: 8,
+        event_type: event::LINK_FAILURE,
+        event_subtype: 0,
+        event_id: id,
+        timestamp: 1_767_225_600_000_000,
+        originating_node: node,
+        metadata: Metadata { egress_port_id: Some(port), link_down: Some(true), ..Default::default() },
+    };
+    let ip = dataplane::fann::notification_packet(CODE_EVENT, &m, &node, &"2001:db8:2::1".parse().unwrap(), &dataplane::wire::params::Params::DEFAULT, false);
+    let mut f = ROUTER_WAN_MAC.to_vec();
+    f.extend_from_slice(&WAN_GW_MAC);
+    f.extend_from_slice(&[0x86, 0xdd]);
+    f.extend_from_slice(&ip);
+    f
 }
 
 /// An ICMPv6 Long-haul CNP from a WAN node (fc00:0:9::1) to the DC host.
@@ -369,6 +441,14 @@ pub fn describe(f: &[u8]) -> String {
                 }
                 17 if p.len() >= 48 + 12 && u16::from_be_bytes([p[42], p[43]]) == 4791 => format!("RoCEv2 DestQP {:#x}{}", u32::from_be_bytes([0, p[53], p[54], p[55]]), if (p[1] >> 4) & 3 == 3 { " CE" } else { "" }),
                 17 => "UDP".to_string(),
+                43 if p.len() >= 48 && p[42] == 4 => {
+                    // H.Encaps: the SRH's segment list, first SID first.
+                    let n = usize::from(p[44]) + 1;
+                    let sids: Vec<String> = (0..n).rev().filter_map(|i| p.get(48 + 16 * i..64 + 16 * i)).map(|b| Ipv6Addr::from(<[u8; 16]>::try_from(b).unwrap_or([0; 16])).to_string()).collect();
+                    let inner = 48 + 16 * n;
+                    let idst = p.get(inner + 16..inner + 20).map(|b| Ipv4Addr::new(b[0], b[1], b[2], b[3]).to_string()).unwrap_or_default();
+                    format!("SRv6 H.Encaps SID list [{}] (inner IPv4 to {idst})", sids.join(", "))
+                }
                 n => format!("next header {n}"),
             };
             format!("IPv6 {src} -> {dst} hlim {} {what}", p[7])
@@ -390,6 +470,10 @@ fn summarize(frames: &[Vec<u8>]) -> String {
             let head = d.split(" RoCEv2").next().unwrap_or(&d);
             let head = head.split(" ttl").next().unwrap_or(head).split(" hlim").next().unwrap_or(head);
             format!("{head} RoCEv2 data{}", if d.ends_with(" CE") { ", CE-marked" } else { "" })
+        } else if d.contains("SRv6 H.Encaps") {
+            // Group the encapsulated flows by SID list.
+            let head = d.split(" (inner").next().unwrap_or(&d);
+            format!("{head} (DC2 traffic)")
         } else if d.contains("Long-haul CNP") {
             // Group without the hop limit / TTL.
             let (head, tail) = d.split_once(" Long-haul").unwrap_or((&d, ""));
@@ -461,7 +545,7 @@ pub fn run(out: &Path) -> Result<(), String> {
         c.local_count(Local::EndEForwarded),
         c.local_count(Local::PfcPause),
         c.local_count(Local::PfcResume),
-        c.local_count(Local::Injected)
+        c.local_count(Local::Injected).saturating_sub(c.local_count(Local::PeControllerCopy))
     );
     let mc_in = [Local::McAckIn, Local::McNakIn, Local::McRnrIn, Local::McFatalNakIn, Local::McCnpIn].iter().map(|l| c.local_count(*l)).sum::<u64>()
         + [Drop::McUnknownReceiver, Drop::McStalePsn, Drop::McPsnOutOfWindow, Drop::McPsnBeyondSent, Drop::McCnpRateLimited, Drop::McUnsupportedOpcode, Drop::McBadIcrc, Drop::McMalformed].iter().map(|d| c.drop_count(*d)).sum::<u64>();
@@ -476,6 +560,25 @@ pub fn run(out: &Path) -> Result<(), String> {
         c.local_count(Local::McCnpUp),
         c.local_count(Local::McNakSuppressed)
     );
+    // The ingress PE: which SID list the DC2 flows took before and after
+    // R1's link-failure notification, read back from the WAN pcap.
+    let first_sid = |tag: &[u8]| -> Vec<String> {
+        let mut v: Vec<String> = wan_out.iter().filter(|f| f.len() > 54 && f[20] == 43 && f.windows(tag.len()).any(|w| w == tag)).map(|f| Ipv6Addr::from(<[u8; 16]>::try_from(&f[38..54]).unwrap_or([0; 16])).to_string()).collect();
+        v.dedup();
+        v
+    };
+    println!(
+        "  ingress PE: {} DC2 packets before R1's notification left via {:?}, {} after it via {:?}; notifications accepted {}, unknown-source dropped {}, switched to backup {}; copies to the controller 2001:db8:1::c: {}",
+        wan_out.iter().filter(|f| f.windows(9).any(|w| w == b"pe-before")).count(),
+        first_sid(b"pe-before"),
+        wan_out.iter().filter(|f| f.windows(8).any(|w| w == b"pe-after")).count(),
+        first_sid(b"pe-after"),
+        c.local_count(Local::PeNotification),
+        c.drop_count(Drop::FannUnknownSource),
+        c.local_count(Local::PeSwitchedToBackup),
+        c.local_count(Local::PeControllerCopy)
+    );
+    println!("  ({} frames for another MAC pace the DC replay so the control thread reacts first: l2-not-for-us {})", PACING_FRAMES, c.drop_count(Drop::NotForUs));
     println!("  mempool: {} of {} mbufs in use after shutdown", rep.mempool_in_use_after, rep.mempool_size);
     println!("  open the pcaps in Wireshark: wireshark {}/dc-out.pcap", dir.display());
     Ok(())

@@ -6,8 +6,6 @@
 //! into a worker, which routes and sends them ahead of queued data.
 
 use dataplane::fann::{Detector, DetectorConfig, Notification};
-use dataplane::wire::checksum;
-use dataplane::wire::fann::PacketRepr;
 use dataplane::wire::params::Params;
 use std::net::Ipv6Addr;
 
@@ -63,39 +61,15 @@ impl FannAgent {
 
     /// The IPv6 packet carrying `n` to `pe`.
     pub fn packet(&self, n: &Notification, pe: &Ipv6Addr) -> Vec<u8> {
-        let src = self.plan.node;
-        let (nh, body) = if self.plan.udp {
-            let msg = n.message.to_bytes();
-            let mut u = Vec::with_capacity(8 + msg.len());
-            u.extend_from_slice(&self.params.fann_udp_port.to_be_bytes());
-            u.extend_from_slice(&self.params.fann_udp_port.to_be_bytes());
-            u.extend_from_slice(&((8 + msg.len()) as u16).to_be_bytes());
-            u.extend_from_slice(&[0, 0]);
-            u.extend_from_slice(&msg);
-            let s = checksum::combine(checksum::pseudo_v6(&src.octets(), &pe.octets(), 17, u.len() as u32), checksum::sum(&u));
-            let c = !checksum::fold(s);
-            u[6..8].copy_from_slice(&(if c == 0 { 0xffff } else { c }).to_be_bytes());
-            (17u8, u)
-        } else {
-            let p = PacketRepr { msg_type: self.params.icmpv6_fann_type, code: n.code, message: n.message.clone() };
-            (58u8, p.to_bytes(&src, pe))
-        };
-        let mut v = Vec::with_capacity(40 + body.len());
-        v.extend_from_slice(&[0x60, 0xc0, 0, 0]); // traffic class CS6 (network control)
-        v.extend_from_slice(&(body.len() as u16).to_be_bytes());
-        v.push(nh);
-        v.push(64);
-        v.extend_from_slice(&src.octets());
-        v.extend_from_slice(&pe.octets());
-        v.extend_from_slice(&body);
-        v
+        dataplane::fann::notification_packet(n.code, &n.message, &self.plan.node, pe, &self.params, self.plan.udp)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dataplane::wire::fann::{Packet, CODE_EVENT};
+    use dataplane::wire::checksum;
+    use dataplane::wire::fann::{Packet, PacketRepr, CODE_EVENT};
 
     fn plan(udp: bool) -> FannPlan {
         FannPlan { node: "fc00::1".parse().unwrap(), ingress_pes: vec!["fc00::a".parse().unwrap(), "fc00::b".parse().unwrap()], udp, detector: DetectorConfig { node: "fc00::1".parse().unwrap(), ..Default::default() } }

@@ -61,6 +61,12 @@ pub struct Control {
     /// commands change a copy and push it.
     pub sids: Option<dataplane::srv6::SidTable>,
     workers: Vec<WorkerHandle>,
+    /// The control thread's own counters (one writer: this thread), summed
+    /// with the workers' in every snapshot (ingress PE outcomes).
+    pub own: Arc<WorkerCounters>,
+    /// The ingress PE (single writer of the SR policies); it keeps its
+    /// copy of the SID table in step with `sids`.
+    pub pe: Option<dataplane::fann::PeControl>,
 }
 
 impl Control {
@@ -88,14 +94,21 @@ impl Control {
     pub fn push_groups(&self, g: Arc<Vec<dataplane::multicast::GroupConfig>>) {
         self.push(|| Update::Groups(g.clone()));
     }
-    pub fn push_sids(&self, t: Arc<dataplane::srv6::SidTable>) {
+    /// Install a new SID table: the control thread's copy, the ingress
+    /// PE's copy (so a policy rebuild never undoes a management change)
+    /// and every worker.
+    pub fn push_sids(&mut self, t: Arc<dataplane::srv6::SidTable>) {
+        if let Some(pe) = self.pe.as_mut() {
+            pe.sync(&t);
+        }
+        self.sids = Some((*t).clone());
         self.push(|| Update::Sids(t.clone()));
     }
     pub fn worker_updates(&self) -> impl Iterator<Item = &Sender<Update>> {
         self.workers.iter().map(|w| &w.updates)
     }
     pub fn snapshot(&self) -> Snapshot {
-        Snapshot::sum(self.workers.iter().map(|w| &*w.counters))
+        Snapshot::sum(self.workers.iter().map(|w| &*w.counters).chain(std::iter::once(&*self.own)))
     }
 }
 
@@ -207,7 +220,22 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         }
     }
     let hz = dpdk::tsc_hz();
-    let sids0 = sid_table(&cfg).map(Arc::new);
+    let mut sids0 = sid_table(&cfg).map(Arc::new);
+    // Ingress PE: the control thread owns the SR policies from here on.
+    let mut pe = match (&cfg.ingress_pe, &sids0) {
+        (Some(pc), Some(t)) => {
+            let c = dataplane::fann::PeControl::new((**t).clone(), pc.clone()).map_err(|e| format!("ingress_pe: {e}"))?;
+            sids0 = Some(c.table());
+            eprintln!(
+                "ingress PE: {} polic(ies), {} known node(s), controller {}",
+                pc.policies.len(),
+                pc.known_nodes.len(),
+                pc.controller.map(|c| c.to_string()).unwrap_or_else(|| "none".into())
+            );
+            Some(c)
+        }
+        _ => None,
+    };
     if let Some(t) = &sids0 {
         eprintln!("srv6: {} local SID(s)", t.len());
     }
@@ -334,7 +362,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         None => None,
     };
     let sids = sids0.as_deref().cloned();
-    let mut control = Control { topo, fib: cfg.fib.clone(), neighbours: cfg.neighbours.clone(), sids, cfg, workers };
+    let mut control = Control { topo, fib: cfg.fib.clone(), neighbours: cfg.neighbours.clone(), sids, cfg, workers, own: Arc::new(WorkerCounters::default()), pe: pe.take() };
     let port_names: Vec<(u16, String)> = ports.iter().zip(control.cfg.ports.iter()).map(|(p, c)| (p.id, c.name.clone())).collect();
 
     // FANN: the agent observes the ports from the control thread.
@@ -359,6 +387,24 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             match ev {
                 Event::NeighbourLearned { iface, ip, mac } => {
                     changed |= control.neighbours.learn(iface, ip, mac, NeighSource::Learned);
+                }
+                Event::PeNotification(note) => {
+                    let Some(pe) = control.pe.as_mut() else {
+                        // The workers only hand these over with a PE configured.
+                        control.own.dropped(dataplane::counters::Drop::LocalUnsupported);
+                        continue;
+                    };
+                    let out = pe.on_note(&note, &control.own);
+                    if let Some(t) = out.table {
+                        control.push_sids(t);
+                    }
+                    if let Some(ip) = out.copy {
+                        if let Some(w) = control.worker_updates().next() {
+                            if w.try_send(Update::Inject(ip)).is_err() {
+                                control.own.dropped(dataplane::counters::Drop::EventQueueFull);
+                            }
+                        }
+                    }
                 }
             }
         }
@@ -487,16 +533,19 @@ pub fn sid_table(cfg: &RouterConfig) -> Option<dataplane::srv6::SidTable> {
                 // Quanta are computed at the port's speed (R_port if shaped).
                 let port = cfg.interfaces.get(usize::from(iface)).map(|i| i.port);
                 let bps = cfg.ports.iter().zip(cfg.interfaces.iter().filter(|i| i.vlan.is_none())).find(|(_, i)| Some(i.port) == port).and_then(|(p, _)| p.egress.map(|e| e.rate_bps)).unwrap_or(100_000_000_000);
-                t.endc = Some((
-                    iface,
-                    dataplane::endc::EndCConfig {
-                        link_bps: bps,
-                        default_priority: s.pfc_priority,
-                        default_pause_us: s.pause_us,
-                        max_pause_ns: s.max_pause_ms * 1_000_000,
-                        ..Default::default()
-                    },
-                ));
+                let mut c = dataplane::endc::EndCConfig {
+                    link_bps: bps,
+                    default_priority: s.pfc_priority,
+                    default_pause_us: s.pause_us,
+                    max_pause_ns: s.max_pause_ms * 1_000_000,
+                    rocev2_priority: s.rocev2_priority,
+                    ..Default::default()
+                };
+                for &(d, p) in &s.dscp_priority {
+                    c.dscp_to_priority[usize::from(d)] = p;
+                    c.dscp_mapped |= 1u64 << d;
+                }
+                t.endc = Some((iface, c));
                 Behaviour::EndC
             }
             "end.e" => Behaviour::EndE,

@@ -62,6 +62,10 @@ reasons!(Drop, N_DROPS {
     HandoffFull => "handoff-full",
     CnpBuildFailed => "cnp-build-failed",
     FannHopLimit => "fann-hop-limit-expired",
+    // ingress PE (draft-hzh-fantel-wan-tunnel s.4): notifications to us
+    FannUnknownSource => "fann-unknown-source",
+    FannMalformed => "fann-malformed",
+    FannDuplicate => "fann-duplicate",
     EventQueueFull => "event-queue-full",
     BadPort => "bad-port",
     // SRv6 (RFC 8754 / RFC 8986 / draft-li-spring-rdma-multicast-over-srv6)
@@ -134,6 +138,11 @@ reasons!(Local, N_LOCAL {
     McFatalNakUp => "mc-fatal-nak-up",
     McCnpUp => "mc-cnp-up",
     McNakSuppressed => "mc-nak-suppressed",
+    PeNotification => "pe-notification-accepted",
+    PeSwitchedToBackup => "pe-switched-to-backup",
+    PeRestored => "pe-restored-primary",
+    PeReweighted => "pe-reweighted",
+    PeControllerCopy => "pe-controller-copy",
 });
 
 /// Maximum number of DPDK ports a worker keeps counters for.

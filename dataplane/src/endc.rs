@@ -3,9 +3,18 @@
 //! frames toward the DC gateway, per priority.
 //!
 //! Rules:
-//! * A notification is mapped to a PFC priority by a configured table keyed
-//!   by the DSCP of the affected traffic (the notification's own DSCP when it
-//!   carries the flow's class, else the configured default priority).
+//! * Priority mapping ([`EndC::priority_for`]), first rule that applies:
+//!   1. the DSCP the notification carries (the traffic class of the
+//!      decapsulated notification's IP header, which a notifying node sets to
+//!      the affected flow's class) when the configured DSCP table has an
+//!      entry for it (`dscp_mapped`); unmapped DSCPs (e.g. the CS6 that a
+//!      notification sent as network control uses) fall through;
+//!   2. the notification is about a RoCEv2 flow (a Long-haul CNP in either
+//!      format or a standard RoCEv2 CNP — they name a QP — or a FANN message
+//!      whose Flow ID is UDP to port 4791) and `rocev2_priority` is set;
+//!   3. the configured default priority.
+//!   Neither the Long-haul CNP body nor the FANN Flow ID carry a DSCP
+//!   (draft-tian s.6, draft-hzh s.5.1.3), so rule 1 reads the IP header.
 //! * Pause duration: a Long-haul CNP Pause carries microseconds; Rate Reduce,
 //!   Notify, a FANN congestion event or a standard CNP use the configured
 //!   default. A Resume (Long-haul CNP Resume, FANN recovery) sends RESUME
@@ -29,6 +38,11 @@ pub struct EndCConfig {
     pub link_bps: u64,
     /// DSCP (0..63) -> PFC priority (0..7).
     pub dscp_to_priority: [u8; 64],
+    /// Bit d set: `dscp_to_priority[d]` is a configured entry that rule 1
+    /// of [`EndC::priority_for`] applies.
+    pub dscp_mapped: u64,
+    /// Priority of notifications about a RoCEv2 flow (rule 2).
+    pub rocev2_priority: Option<u8>,
     /// Priority when the notification tells nothing about the class.
     pub default_priority: u8,
     /// Pause asked for by notifications without a duration, microseconds.
@@ -50,6 +64,8 @@ impl Default for EndCConfig {
         EndCConfig {
             link_bps: 100_000_000_000,
             dscp_to_priority: map,
+            dscp_mapped: 0,
+            rocev2_priority: None,
             default_priority: 3,
             default_pause_us: 200,
             refresh_ns: 0,
@@ -69,6 +85,9 @@ impl EndCConfig {
         if let Some((d, p)) = self.dscp_to_priority.iter().enumerate().find(|(_, p)| **p > 7) {
             return Err(format!("dscp_to_priority[{d}] = {p}: must be 0..=7"));
         }
+        if let Some(p) = self.rocev2_priority.filter(|p| *p > 7) {
+            return Err(format!("rocev2_priority = {p}: must be 0..=7"));
+        }
         if self.max_pause_ns == 0 {
             return Err("max_pause_ns = 0: the watchdog needs a limit".into());
         }
@@ -87,6 +106,15 @@ impl EndCConfig {
             (self.frame_span_ns() * 4 / 5).max(1)
         }
     }
+}
+
+/// What END.C learns from a notification about the traffic it concerns.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Affected {
+    /// DSCP of the notification's IP header (after decapsulation).
+    pub dscp: Option<u8>,
+    /// The notification names a RoCEv2 flow / QP.
+    pub rocev2: bool,
 }
 
 /// What a notification asks of END.C.
@@ -144,6 +172,20 @@ impl EndC {
         match dscp {
             Some(d) => self.cfg.dscp_to_priority[usize::from(d & 63)],
             None => self.cfg.default_priority,
+        }
+    }
+
+    /// The PFC priority to pause / resume for a notification (the rules in
+    /// the module documentation).
+    pub fn priority_for(&self, a: &Affected) -> u8 {
+        if let Some(d) = a.dscp.map(|d| d & 63) {
+            if self.cfg.dscp_mapped & (1u64 << d) != 0 {
+                return self.cfg.dscp_to_priority[usize::from(d)];
+            }
+        }
+        match self.cfg.rocev2_priority {
+            Some(p) if a.rocev2 => p,
+            _ => self.cfg.default_priority,
         }
     }
 
@@ -247,6 +289,44 @@ mod tests {
         let mut bad = EndCConfig::default();
         bad.dscp_to_priority[7] = 9;
         assert!(bad.validate().unwrap_err().contains("dscp_to_priority[7] = 9"));
+    }
+
+    fn mapped() -> EndC {
+        let mut c = EndCConfig { default_priority: 2, rocev2_priority: Some(4), ..EndCConfig::default() };
+        c.dscp_to_priority[26] = 3;
+        c.dscp_to_priority[46] = 5;
+        c.dscp_mapped = (1 << 26) | (1 << 46);
+        EndC::new(c)
+    }
+
+    #[test]
+    fn rule1_configured_dscp_wins() {
+        let e = mapped();
+        assert_eq!(e.priority_for(&Affected { dscp: Some(26), rocev2: true }), 3, "DSCP entry before the RoCEv2 rule");
+        assert_eq!(e.priority_for(&Affected { dscp: Some(46), rocev2: false }), 5);
+        // Only the low six bits are a DSCP.
+        assert_eq!(e.priority_for(&Affected { dscp: Some(64 + 26), rocev2: false }), 3);
+    }
+
+    #[test]
+    fn rule2_unmapped_dscp_falls_through_to_rocev2() {
+        let e = mapped();
+        // CS6 (48) has a table value (6) but no configured entry.
+        assert_eq!(e.config().dscp_to_priority[48], 6);
+        assert_eq!(e.priority_for(&Affected { dscp: Some(48), rocev2: true }), 4);
+        assert_eq!(e.priority_for(&Affected { dscp: None, rocev2: true }), 4);
+    }
+
+    #[test]
+    fn rule3_default_priority() {
+        let e = mapped();
+        assert_eq!(e.priority_for(&Affected { dscp: Some(48), rocev2: false }), 2);
+        assert_eq!(e.priority_for(&Affected::default()), 2);
+        // Without rocev2_priority a RoCEv2 notification takes the default too.
+        let e = EndC::new(EndCConfig { default_priority: 1, ..EndCConfig::default() });
+        assert_eq!(e.priority_for(&Affected { dscp: Some(26), rocev2: true }), 1, "no configured DSCP entries by default");
+        let bad = EndCConfig { rocev2_priority: Some(8), ..EndCConfig::default() };
+        assert!(bad.validate().unwrap_err().contains("rocev2_priority = 8"));
     }
 
     #[test]

@@ -31,10 +31,35 @@
 //! its backup; congestion scales the weight of the paths through it down by
 //! sub-type (to 1/2, 1/4, 1/8); recovery restores. Each accepted
 //! notification is also handed on for the configured controller.
+//! A Long-haul CNP (draft-tian) from a known node counts as congestion of
+//! that node ([`IngressPe::on_cnp`]): its IPv6 source is the congestion-aware
+//! node that sent it, and every path through that node is scaled down by its
+//! Congestion Level (1/2 below 128, 1/4 below 192, else 1/8); Resume (or
+//! level 0) clears it.
+//!
+//! Wiring ([`PeControl`]): the worker validates notifications addressed to
+//! the node (checksums, lengths, known originating node sent from its own
+//! address) and hands a [`PeNote`] to the control thread in its event queue
+//! (`Event::PeNotification`, lock-free, never blocking the worker). The
+//! control thread is the single writer of the policy state: it runs
+//! [`IngressPe`], rebuilds the changed [`SrPolicy`]s (backup list active,
+//! or the new weights; lists at weight 0 are left out) into a new
+//! [`SidTable`] snapshot for the workers, and re-originates a copy of every
+//! accepted notification to the controller: an ICMPv6 FANN message from the
+//! PE's address carrying the same fields (Originating Node, Event
+//! Identifier, metadata) and Code; a Long-haul CNP is re-originated as a
+//! FANN Congestion event (sub-type from its level, Event Identifier = the
+//! CNP's Source QP; Resume -> recovery).
 
+use crate::counters::{Drop, Local, WorkerCounters};
 use crate::pipeline::TokenBucket;
-use crate::wire::fann::{event, FlowId as FannFlowId, Metadata, MessageRepr, CODE_EVENT, CODE_RECOVERY};
+use crate::srv6::{SidTable, SrPolicy};
+use crate::wire::checksum;
+use crate::wire::fann::{event, FlowId as FannFlowId, Message, Metadata, MessageRepr, Packet, PacketRepr, CODE_EVENT, CODE_RECOVERY};
+use crate::wire::lhcnp::{Action, CnpInfo, Icmpv6LhCnp};
+use crate::wire::params::Params;
 use std::net::Ipv6Addr;
+use std::sync::Arc;
 
 /// Event type of a recovery notification (s.5.1.2).
 pub const RECOVERY: u8 = 0x07;
@@ -331,6 +356,8 @@ pub struct IngressPe {
     /// Failed elements and congested elements (with divisor), by event.
     failed: Vec<(Element, Ipv6Addr, u32)>,
     congested: Vec<(Element, u32 /*divisor*/, Ipv6Addr, u32)>,
+    /// Nodes congested according to Long-haul CNPs, with the divisor.
+    cnp: Vec<(Ipv6Addr, u32)>,
     seen: std::collections::VecDeque<(Ipv6Addr, u8, u32)>,
     pub stats: PeStats,
 }
@@ -338,7 +365,7 @@ pub struct IngressPe {
 impl IngressPe {
     pub fn new(policies: Vec<PolicySpec>, known_nodes: Vec<Ipv6Addr>) -> Self {
         let state = policies.iter().map(|p| PolicyState { on_backup: false, weights: p.primary.iter().map(|x| x.weight).collect() }).collect();
-        IngressPe { policies, state, known: known_nodes, failed: Vec::new(), congested: Vec::new(), seen: std::collections::VecDeque::with_capacity(DEDUP), stats: PeStats::default() }
+        IngressPe { policies, state, known: known_nodes, failed: Vec::new(), congested: Vec::new(), cnp: Vec::new(), seen: std::collections::VecDeque::with_capacity(DEDUP), stats: PeStats::default() }
     }
 
     pub fn state(&self, i: usize) -> Option<&PolicyState> {
@@ -392,6 +419,47 @@ impl IngressPe {
         Reaction::Applied { changed: self.recompute() }
     }
 
+    /// React to a Long-haul CNP sent by `node` (its IPv6 source): congestion
+    /// of that node, scaled by the Congestion Level; Resume or level 0 clear
+    /// it. A CNP that changes nothing (same divisor again, Resume when not
+    /// congested) is a duplicate.
+    pub fn on_cnp(&mut self, node: Ipv6Addr, info: &CnpInfo) -> Reaction {
+        if !self.known.contains(&node) {
+            self.stats.unknown_source += 1;
+            return Reaction::Dropped;
+        }
+        let clear = info.action == Action::Resume || info.congestion_level == 0;
+        let cur = self.cnp.iter().position(|(n, _)| *n == node);
+        if clear {
+            match cur {
+                Some(i) => {
+                    self.cnp.swap_remove(i);
+                }
+                None => {
+                    self.stats.duplicates += 1;
+                    return Reaction::Duplicate;
+                }
+            }
+        } else {
+            let div = cnp_divisor(info.congestion_level);
+            match cur {
+                Some(i) if self.cnp[i].1 == div => {
+                    self.stats.duplicates += 1;
+                    return Reaction::Duplicate;
+                }
+                Some(i) => self.cnp[i].1 = div,
+                None => self.cnp.push((node, div)),
+            }
+        }
+        self.stats.accepted += 1;
+        Reaction::Applied { changed: self.recompute() }
+    }
+
+    /// The policies (in configuration order).
+    pub fn policies(&self) -> &[PolicySpec] {
+        &self.policies
+    }
+
     fn recompute(&mut self) -> Vec<usize> {
         let mut changed = Vec::new();
         for (i, p) in self.policies.iter().enumerate() {
@@ -405,6 +473,8 @@ impl IngressPe {
                         return 0;
                     }
                     let div = self.congested.iter().filter(|(e, _, _, _)| Self::hits(x, e)).map(|(_, d, _, _)| *d).max().unwrap_or(1);
+                    let by_cnp = self.cnp.iter().filter(|(n, _)| Self::hits(x, &Element { node: *n, port: None })).map(|(_, d)| *d).max().unwrap_or(1);
+                    let div = div.max(by_cnp);
                     (x.weight / div).max(1)
                 })
                 .collect();
@@ -424,6 +494,257 @@ impl IngressPe {
         }
         changed
     }
+}
+
+/// Weight divisor for a Long-haul CNP's Congestion Level (0..255).
+fn cnp_divisor(level: u8) -> u32 {
+    match level {
+        0..=127 => 2,
+        128..=191 => 4,
+        _ => 8,
+    }
+}
+
+// ------------------------------------------------------- wiring (control)
+
+/// A notification addressed to the ingress PE, validated by the worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeNote {
+    /// FANN (ICMPv6 with its Code, or UDP where a Recovery event type means
+    /// Code 1).
+    Fann { code: u8, msg: MessageRepr },
+    /// ICMPv6 Long-haul CNP from `from`.
+    Cnp { from: Ipv6Addr, info: CnpInfo },
+}
+
+impl PeNote {
+    /// The node the notification is about / from.
+    pub fn originating_node(&self) -> Ipv6Addr {
+        match self {
+            PeNote::Fann { msg, .. } => msg.originating_node,
+            PeNote::Cnp { from, .. } => *from,
+        }
+    }
+
+    /// An ICMPv6 message (exactly the message, checksum already verified)
+    /// from `src`: FANN or Long-haul CNP; None when malformed or neither.
+    pub fn from_icmpv6(m: &[u8], src: Ipv6Addr, params: &Params) -> Option<PeNote> {
+        let t = *m.first()?;
+        if t == params.icmpv6_fann_type {
+            let pk = Packet::new_checked(m).ok()?;
+            let code = pk.msg_code();
+            if code != CODE_EVENT && code != CODE_RECOVERY {
+                return None;
+            }
+            let msg = MessageRepr::parse(&pk.message()).ok()?;
+            Some(PeNote::Fann { code, msg })
+        } else if t == params.icmpv6_lhcnp_type {
+            let c = Icmpv6LhCnp::new_checked(m).ok()?;
+            let info = CnpInfo::parse(&c.body()).ok()?;
+            Some(PeNote::Cnp { from: src, info })
+        } else {
+            None
+        }
+    }
+
+    /// The payload of a FANN UDP datagram (s.5.2; exactly the message).
+    pub fn from_udp_payload(b: &[u8], _src: Ipv6Addr) -> Option<PeNote> {
+        let msg = MessageRepr::parse(&Message::new_checked(b).ok()?).ok()?;
+        let code = if msg.event_type == RECOVERY { CODE_RECOVERY } else { CODE_EVENT };
+        Some(PeNote::Fann { code, msg })
+    }
+
+    /// The FANN message re-originated for the controller (see the module
+    /// documentation): (Code, message).
+    pub fn as_fann(&self, hop_limit: u8) -> (u8, MessageRepr) {
+        match self {
+            PeNote::Fann { code, msg } => (*code, *msg),
+            PeNote::Cnp { from, info } => {
+                let resume = info.action == Action::Resume || info.congestion_level == 0;
+                let sub = match info.congestion_level {
+                    0..=127 => event::CONGESTION_MILD,
+                    128..=191 => event::CONGESTION_MODERATE,
+                    _ => event::CONGESTION_SEVERE,
+                };
+                let (code, ty, st) = if resume { (CODE_RECOVERY, RECOVERY, event::CONGESTION) } else { (CODE_EVENT, event::CONGESTION, sub) };
+                let md = Metadata { queue_occupancy: (info.metric_type == crate::wire::lhcnp::MetricType::QueueDepthKb).then_some(info.metric_value.saturating_mul(1000)), ..Default::default() };
+                (code, MessageRepr { hop_limit, event_type: ty, event_subtype: st, event_id: info.source_qp, timestamp: 0, originating_node: *from, metadata: md })
+            }
+        }
+    }
+}
+
+/// Ingress PE configuration for [`PeControl`]: which policy of the SID
+/// table (index, in configuration order) each [`PolicySpec`] describes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PeConfig {
+    pub policies: Vec<(u32, PolicySpec)>,
+    pub known_nodes: Vec<Ipv6Addr>,
+    /// Where copies of accepted notifications go.
+    pub controller: Option<Ipv6Addr>,
+    /// Source address of the copies (this node).
+    pub source: Ipv6Addr,
+    /// FANN Hop Limit of re-originated CNPs.
+    pub hop_limit: u8,
+}
+
+/// What the control thread must do after a notification.
+#[derive(Debug, Clone)]
+pub struct PeOutcome {
+    pub reaction: Reaction,
+    /// A new snapshot for every worker, when a policy changed.
+    pub table: Option<Arc<SidTable>>,
+    /// The IPv6 packet to the controller (inject it).
+    pub copy: Option<Vec<u8>>,
+}
+
+/// Factor applied to configured path weights inside [`PeControl`].
+pub const WEIGHT_SCALE: u32 = 64;
+
+/// The control thread's ingress PE: [`IngressPe`] plus the SID table it
+/// rewrites. Single writer of the SR policies.
+pub struct PeControl {
+    pub pe: IngressPe,
+    cfg: PeConfig,
+    table: SidTable,
+    params: Params,
+}
+
+impl PeControl {
+    /// `table`: the node's SID table with the policies as configured (the
+    /// primaries). Errors name the policy that does not fit.
+    pub fn new(mut table: SidTable, cfg: PeConfig) -> Result<PeControl, String> {
+        for (i, spec) in &cfg.policies {
+            let pol = table.policy(*i).ok_or_else(|| format!("ingress PE policy {:?}: no SR policy {i}", spec.name))?;
+            if pol.lists().len() != spec.primary.len() {
+                return Err(format!("ingress PE policy {:?}: {} SID lists but {} path descriptions", spec.name, pol.lists().len(), spec.primary.len()));
+            }
+            // The backup lists must build as a policy of the same mode.
+            if let Some(b) = &spec.backup {
+                SrPolicy::new(pol.source, pol.mode, b.iter().map(|p| (p.segments.clone(), p.weight.max(1))).collect()).map_err(|e| format!("ingress PE policy {:?} backup: {e}", spec.name))?;
+            }
+        }
+        table.pe_known = Some(cfg.known_nodes.clone());
+        let params = table.params;
+        // Weights are relative: scale them so that dividing by 2 / 4 / 8
+        // still means something for small configured weights (1 = equal).
+        let scaled = cfg
+            .policies
+            .iter()
+            .map(|(_, p)| {
+                let sc = |v: &[PathSpec]| v.iter().map(|x| PathSpec { weight: x.weight.max(1).saturating_mul(WEIGHT_SCALE), ..x.clone() }).collect::<Vec<_>>();
+                PolicySpec { name: p.name.clone(), primary: sc(&p.primary), backup: p.backup.as_deref().map(sc) }
+            })
+            .collect();
+        let pe = IngressPe::new(scaled, cfg.known_nodes.clone());
+        Ok(PeControl { pe, cfg, table, params })
+    }
+
+    /// The snapshot to install in the workers at start.
+    pub fn table(&self) -> Arc<SidTable> {
+        Arc::new(self.table.clone())
+    }
+
+    /// Take over a SID table changed elsewhere (management commands), so
+    /// the next policy rebuild starts from it; the PE's known-node set
+    /// stays.
+    pub fn sync(&mut self, t: &SidTable) {
+        let known = self.table.pe_known.take();
+        self.table = t.clone();
+        self.table.pe_known = known;
+    }
+
+    /// React to a notification; counts into `counters` (the control
+    /// thread's own counters: accepted, duplicates, switches, copies).
+    pub fn on_note(&mut self, note: &PeNote, counters: &WorkerCounters) -> PeOutcome {
+        let prev: Vec<bool> = (0..self.cfg.policies.len()).map(|i| self.pe.state(i).is_some_and(|s| s.on_backup)).collect();
+        let reaction = match note {
+            PeNote::Fann { code, msg } => self.pe.on_notification(*code, msg),
+            PeNote::Cnp { from, info } => self.pe.on_cnp(*from, info),
+        };
+        let changed = match &reaction {
+            Reaction::Dropped => {
+                counters.dropped(Drop::FannUnknownSource);
+                return PeOutcome { reaction, table: None, copy: None };
+            }
+            Reaction::Duplicate => {
+                counters.dropped(Drop::FannDuplicate);
+                return PeOutcome { reaction, table: None, copy: None };
+            }
+            Reaction::Applied { changed } => changed.clone(),
+        };
+        counters.local(Local::PeNotification);
+        for &i in &changed {
+            self.rebuild(i);
+            let now_backup = self.pe.state(i).is_some_and(|s| s.on_backup);
+            counters.local(match (prev.get(i).copied().unwrap_or(false), now_backup) {
+                (false, true) => Local::PeSwitchedToBackup,
+                (true, false) => Local::PeRestored,
+                _ => Local::PeReweighted,
+            });
+        }
+        let table = (!changed.is_empty()).then(|| Arc::new(self.table.clone()));
+        let copy = self.cfg.controller.map(|c| {
+            counters.local(Local::PeControllerCopy);
+            self.controller_packet(note, c)
+        });
+        PeOutcome { reaction, table, copy }
+    }
+
+    /// Rebuild policy `i` from its state: the active paths with their
+    /// effective weights; paths at weight 0 are left out (all at 0: the
+    /// active paths at their configured weights, nothing better exists).
+    fn rebuild(&mut self, i: usize) {
+        let idx = &self.cfg.policies[i].0;
+        let Some(spec) = self.pe.policies().get(i) else { return };
+        let Some(st) = self.pe.state(i) else { return };
+        let Some(old) = self.table.policy(*idx) else { return };
+        let paths: &[PathSpec] = if st.on_backup { spec.backup.as_deref().unwrap_or(&spec.primary) } else { &spec.primary };
+        let mut lists: Vec<(Vec<Ipv6Addr>, u32)> = paths.iter().zip(&st.weights).filter(|(_, w)| **w > 0).map(|(p, w)| (p.segments.clone(), *w)).collect();
+        if lists.is_empty() {
+            lists = paths.iter().map(|p| (p.segments.clone(), p.weight.max(1))).collect();
+        }
+        if let Ok(p) = SrPolicy::new(old.source, old.mode, lists) {
+            self.table.set_policy(*idx, p);
+        }
+    }
+
+    /// The copy for the controller: an IPv6 packet carrying an ICMPv6 FANN.
+    pub fn controller_packet(&self, note: &PeNote, to: Ipv6Addr) -> Vec<u8> {
+        let (code, message) = note.as_fann(self.cfg.hop_limit);
+        notification_packet(code, &message, &self.cfg.source, &to, &self.params, false)
+    }
+}
+
+/// An IPv6 packet (traffic class CS6, network control; Hop Limit 64) from
+/// `src` to `dst` carrying a FANN message: ICMPv6 with `code` (s.5.1), or
+/// UDP from and to `params.fann_udp_port` (s.5.2), checksums filled.
+pub fn notification_packet(code: u8, m: &MessageRepr, src: &Ipv6Addr, dst: &Ipv6Addr, params: &Params, udp: bool) -> Vec<u8> {
+    let (nh, body) = if udp {
+        let msg = m.to_bytes();
+        let mut u = Vec::with_capacity(8 + msg.len());
+        u.extend_from_slice(&params.fann_udp_port.to_be_bytes());
+        u.extend_from_slice(&params.fann_udp_port.to_be_bytes());
+        u.extend_from_slice(&((8 + msg.len()) as u16).to_be_bytes());
+        u.extend_from_slice(&[0, 0]);
+        u.extend_from_slice(&msg);
+        let s = checksum::combine(checksum::pseudo_v6(&src.octets(), &dst.octets(), 17, u.len() as u32), checksum::sum(&u));
+        let c = !checksum::fold(s);
+        u[6..8].copy_from_slice(&(if c == 0 { 0xffff } else { c }).to_be_bytes());
+        (17u8, u)
+    } else {
+        let p = PacketRepr { msg_type: params.icmpv6_fann_type, code, message: *m };
+        (58u8, p.to_bytes(src, dst))
+    };
+    let mut v = Vec::with_capacity(40 + body.len());
+    v.extend_from_slice(&[0x60, 0xc0, 0, 0]);
+    v.extend_from_slice(&(body.len() as u16).to_be_bytes());
+    v.push(nh);
+    v.push(64);
+    v.extend_from_slice(&src.octets());
+    v.extend_from_slice(&dst.octets());
+    v.extend_from_slice(&body);
+    v
 }
 
 #[cfg(test)]
@@ -551,5 +872,189 @@ mod tests {
         assert_eq!(p.state(1).unwrap().weights, vec![100, 100]);
         assert_eq!(p.on_notification(CODE_EVENT, &msg("fc00::99", event::LINK_FAILURE, 0, 1, None)), Reaction::Dropped);
         assert_eq!(p.stats.unknown_source, 1);
+    }
+}
+
+#[cfg(test)]
+mod pe_tests {
+    use super::*;
+    use crate::srv6::EncapMode;
+    use crate::wire::lhcnp::MetricType;
+    use ipnet::IpNet;
+
+    fn a(s: &str) -> Ipv6Addr {
+        s.parse().unwrap()
+    }
+
+    fn cnp(level: u8, action: Action, qp: u32) -> CnpInfo {
+        CnpInfo { congestion_level: level, action, parameter: 0, source_qp: qp, metric_type: MetricType::QueueDepthKb, metric_value: 300 }
+    }
+
+    fn path(seg: &str, node: &str, w: u32) -> PathSpec {
+        PathSpec { segments: vec![a(seg), a("fc00:e::d6")], weight: w, elements: vec![Element { node: a(node), port: None }] }
+    }
+
+    /// Policy 0: primary via R1 with a backup via R3; policy 1: ECMP over
+    /// R1 and R3 (no backup).
+    fn control(controller: Option<Ipv6Addr>) -> PeControl {
+        let mut t = SidTable::new(&Params::DEFAULT);
+        let src = a("fc00:a::");
+        t.add_policy("2001:db8:d2::/64".parse::<IpNet>().unwrap(), SrPolicy::new(src, EncapMode::Encaps, vec![(vec![a("fc00:1::"), a("fc00:e::d6")], 1)]).unwrap());
+        t.add_policy("2001:db8:d3::/64".parse::<IpNet>().unwrap(), SrPolicy::new(src, EncapMode::Encaps, vec![(vec![a("fc00:1::"), a("fc00:e::d6")], 1), (vec![a("fc00:3::"), a("fc00:e::d6")], 1)]).unwrap());
+        let cfg = PeConfig {
+            policies: vec![
+                (0, PolicySpec { name: "fail".into(), primary: vec![path("fc00:1::", "fc00::1", 1)], backup: Some(vec![path("fc00:3::", "fc00::3", 1)]) }),
+                (1, PolicySpec { name: "ecmp".into(), primary: vec![path("fc00:1::", "fc00::1", 1), path("fc00:3::", "fc00::3", 1)], backup: None }),
+            ],
+            known_nodes: vec![a("fc00::1"), a("fc00::3")],
+            controller,
+            source: a("fc00::a"),
+            hop_limit: 9,
+        };
+        PeControl::new(t, cfg).unwrap()
+    }
+
+    fn fann(node: &str, ty: u8, sub: u8, id: u32) -> MessageRepr {
+        MessageRepr { hop_limit: 64, event_type: ty, event_subtype: sub, event_id: id, timestamp: 5, originating_node: a(node), metadata: Metadata { egress_port_id: Some(2), ..Default::default() } }
+    }
+
+    #[test]
+    fn cnp_levels_scale_and_resume_restores() {
+        let mut c = control(None);
+        let r = c.pe.on_cnp(a("fc00::1"), &cnp(200, Action::Pause, 7));
+        assert_eq!(r, Reaction::Applied { changed: vec![0, 1] });
+        assert!(!c.pe.state(0).unwrap().on_backup, "congestion does not fail over");
+        assert_eq!(c.pe.state(1).unwrap().weights, vec![8, 64], "level >= 192: 1/8");
+        assert_eq!(c.pe.on_cnp(a("fc00::1"), &cnp(220, Action::RateReduce, 8)), Reaction::Duplicate, "same divisor again");
+        c.pe.on_cnp(a("fc00::1"), &cnp(150, Action::Notify, 7));
+        assert_eq!(c.pe.state(1).unwrap().weights, vec![16, 64], "128..191: 1/4");
+        c.pe.on_cnp(a("fc00::1"), &cnp(1, Action::Notify, 7));
+        assert_eq!(c.pe.state(1).unwrap().weights, vec![32, 64], "below 128: 1/2");
+        c.pe.on_cnp(a("fc00::1"), &cnp(90, Action::Resume, 7));
+        assert_eq!(c.pe.state(1).unwrap().weights, vec![64, 64]);
+        assert_eq!(c.pe.on_cnp(a("fc00::1"), &cnp(0, Action::Notify, 7)), Reaction::Duplicate, "level 0 when not congested");
+        assert_eq!(c.pe.on_cnp(a("fc00::99"), &cnp(200, Action::Pause, 7)), Reaction::Dropped);
+        assert_eq!((c.pe.stats.duplicates, c.pe.stats.unknown_source), (2, 1));
+    }
+
+    #[test]
+    fn cnp_and_fann_congestion_combine_by_the_larger_divisor() {
+        let mut c = control(None);
+        c.pe.on_notification(CODE_EVENT, &fann("fc00::1", event::CONGESTION, 1, 3));
+        assert_eq!(c.pe.state(1).unwrap().weights, vec![32, 64]);
+        c.pe.on_cnp(a("fc00::1"), &cnp(255, Action::Notify, 1));
+        assert_eq!(c.pe.state(1).unwrap().weights, vec![8, 64]);
+        c.pe.on_cnp(a("fc00::1"), &cnp(0, Action::Resume, 1));
+        assert_eq!(c.pe.state(1).unwrap().weights, vec![32, 64], "the FANN event still holds");
+    }
+
+    #[test]
+    fn failure_rebuilds_the_policy_with_the_backup_list_and_copies_to_the_controller() {
+        let ctl = a("fc00::c");
+        let mut c = control(Some(ctl));
+        let counters = WorkerCounters::default();
+        let note = PeNote::Fann { code: CODE_EVENT, msg: fann("fc00::1", event::LINK_FAILURE, 0, 42) };
+        let out = c.on_note(&note, &counters);
+        let t = out.table.expect("a new snapshot");
+        let p0 = t.policy(0).unwrap();
+        assert_eq!(p0.lists().len(), 1);
+        assert_eq!(p0.lists()[0].sids, vec![a("fc00:3::"), a("fc00:e::d6")], "the backup list is active");
+        assert_eq!(p0.source, a("fc00:a::"), "source and mode kept");
+        let p1 = t.policy(1).unwrap();
+        assert_eq!(p1.lists().len(), 1, "the failed ECMP member (weight 0) is left out");
+        assert_eq!(p1.lists()[0].sids[0], a("fc00:3::"));
+        assert_eq!(t.pe_known.as_deref(), Some(&[a("fc00::1"), a("fc00::3")][..]));
+        // The controller copy: IPv6 from the PE to the controller, ICMPv6
+        // FANN with the same Code and fields.
+        let ip = out.copy.expect("controller copy");
+        assert_eq!(ip[6], 58);
+        assert_eq!(&ip[8..24], &a("fc00::a").octets());
+        assert_eq!(&ip[24..40], &ctl.octets());
+        let r = PacketRepr::parse(&Packet::new_checked(&ip[40..]).unwrap(), &a("fc00::a"), &ctl, Params::DEFAULT.icmpv6_fann_type).unwrap();
+        assert_eq!(r.code, CODE_EVENT);
+        assert_eq!(r.message, fann("fc00::1", event::LINK_FAILURE, 0, 42));
+        assert_eq!(counters.local[Local::PeNotification as usize].get(), 1);
+        assert_eq!(counters.local[Local::PeSwitchedToBackup as usize].get(), 1);
+        assert_eq!(counters.local[Local::PeReweighted as usize].get(), 1, "the ECMP policy");
+        assert_eq!(counters.local[Local::PeControllerCopy as usize].get(), 1);
+        // Duplicate: counted, no snapshot, no copy.
+        let dup = c.on_note(&note, &counters);
+        assert!(dup.table.is_none() && dup.copy.is_none());
+        assert_eq!(counters.drops[Drop::FannDuplicate as usize].get(), 1);
+        // Recovery: primary again.
+        let rec = PeNote::Fann { code: CODE_RECOVERY, msg: fann("fc00::1", RECOVERY, event::LINK_FAILURE, 42) };
+        let t = c.on_note(&rec, &counters).table.unwrap();
+        assert_eq!(t.policy(0).unwrap().lists()[0].sids[0], a("fc00:1::"));
+        assert_eq!(t.policy(1).unwrap().lists().len(), 2);
+        assert_eq!(counters.local[Local::PeRestored as usize].get(), 1);
+    }
+
+    #[test]
+    fn every_path_failed_without_backup_keeps_the_configured_lists() {
+        let mut c = control(None);
+        let counters = WorkerCounters::default();
+        c.on_note(&PeNote::Fann { code: CODE_EVENT, msg: fann("fc00::1", event::LINK_FAILURE, 0, 1) }, &counters);
+        let t = c.on_note(&PeNote::Fann { code: CODE_EVENT, msg: fann("fc00::3", event::LINK_FAILURE, 0, 2) }, &counters).table.unwrap();
+        let p1 = t.policy(1).unwrap();
+        assert_eq!(p1.lists().len(), 2);
+        assert_eq!(p1.lists().iter().map(|l| l.weight).collect::<Vec<_>>(), vec![64, 64]);
+    }
+
+    #[test]
+    fn unknown_source_is_counted_by_the_control_side_too() {
+        let mut c = control(None);
+        let counters = WorkerCounters::default();
+        let out = c.on_note(&PeNote::Fann { code: CODE_EVENT, msg: fann("fc00::7", event::LINK_FAILURE, 0, 1) }, &counters);
+        assert_eq!(out.reaction, Reaction::Dropped);
+        assert_eq!(counters.drops[Drop::FannUnknownSource as usize].get(), 1);
+    }
+
+    #[test]
+    fn cnp_is_re_originated_as_fann_congestion() {
+        let n = PeNote::Cnp { from: a("fc00::1"), info: cnp(200, Action::Pause, 0x1234) };
+        let (code, m) = n.as_fann(9);
+        assert_eq!((code, m.event_type, m.event_subtype, m.event_id, m.hop_limit), (CODE_EVENT, event::CONGESTION, event::CONGESTION_SEVERE, 0x1234, 9));
+        assert_eq!(m.originating_node, a("fc00::1"));
+        assert_eq!(m.metadata.queue_occupancy, Some(300_000));
+        let (code, m) = PeNote::Cnp { from: a("fc00::1"), info: cnp(10, Action::Resume, 0x1234) }.as_fann(9);
+        assert_eq!((code, m.event_type, m.event_subtype), (CODE_RECOVERY, RECOVERY, event::CONGESTION));
+        let (_, m) = PeNote::Cnp { from: a("fc00::1"), info: cnp(130, Action::Notify, 1) }.as_fann(9);
+        assert_eq!(m.event_subtype, event::CONGESTION_MODERATE);
+    }
+
+    #[test]
+    fn notes_parse_from_icmpv6_and_udp_and_refuse_malformed() {
+        let p = Params::DEFAULT;
+        let (src, dst) = (a("fc00::1"), a("fc00::a"));
+        let m = fann("fc00::1", event::LINK_FAILURE, 0, 5);
+        let ip = notification_packet(CODE_RECOVERY, &m, &src, &dst, &p, false);
+        assert_eq!(PeNote::from_icmpv6(&ip[40..], src, &p), Some(PeNote::Fann { code: CODE_RECOVERY, msg: m }));
+        let mut bad_code = ip[40..].to_vec();
+        bad_code[1] = 2;
+        assert_eq!(PeNote::from_icmpv6(&bad_code, src, &p), None, "Code must be 0 or 1");
+        assert_eq!(PeNote::from_icmpv6(&ip[40..ip.len() - 1], src, &p), None, "truncated stack");
+        let udp = notification_packet(CODE_EVENT, &m, &src, &dst, &p, true);
+        assert_eq!(PeNote::from_udp_payload(&udp[48..], src), Some(PeNote::Fann { code: CODE_EVENT, msg: m }));
+        let rec = MessageRepr { event_type: RECOVERY, event_subtype: event::LINK_FAILURE, ..m };
+        let udp = notification_packet(CODE_RECOVERY, &rec, &src, &dst, &p, true);
+        assert_eq!(PeNote::from_udp_payload(&udp[48..], src), Some(PeNote::Fann { code: CODE_RECOVERY, msg: rec }), "UDP: Recovery event type means Code 1");
+        let mut v2 = udp[48..].to_vec();
+        v2[0] = 2;
+        assert_eq!(PeNote::from_udp_payload(&v2, src), None, "version 2");
+        // Long-haul CNP (ICMPv6, s.6.1).
+        let mut lh = vec![p.icmpv6_lhcnp_type, 0, 0, 0];
+        lh.extend_from_slice(&[0u8; 12]);
+        let info = cnp(200, Action::Pause, 9);
+        info.emit(&mut crate::wire::lhcnp::Body::new_checked(&mut lh[4..]).unwrap()).unwrap();
+        assert_eq!(PeNote::from_icmpv6(&lh, src, &p), Some(PeNote::Cnp { from: src, info }));
+        assert_eq!(PeNote::from_icmpv6(&lh[..10], src, &p), None);
+        assert_eq!(PeNote::from_icmpv6(&[128, 0, 0, 0], src, &p), None, "echo is neither");
+    }
+
+    #[test]
+    fn bad_pe_config_names_the_policy() {
+        let t = SidTable::new(&Params::DEFAULT);
+        let cfg = PeConfig { policies: vec![(3, PolicySpec { name: "x".into(), primary: vec![], backup: None })], known_nodes: vec![], controller: None, source: a("fc00::a"), hop_limit: 1 };
+        assert!(PeControl::new(t, cfg).err().unwrap().contains("\"x\": no SR policy 3"));
     }
 }

@@ -25,3 +25,4 @@ pub mod sim6;
 pub mod multicast;
 pub mod endc;
 pub mod fann;
+pub mod sim_wan;

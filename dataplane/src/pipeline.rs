@@ -41,6 +41,11 @@ pub enum Verdict {
 pub enum Event {
     /// A neighbour seen in ARP / ND traffic.
     NeighbourLearned { iface: u16, ip: IpAddr, mac: MacAddr },
+    /// Ingress PE: a FANN message or Long-haul CNP addressed to this node,
+    /// validated and from a known originating node, for the control
+    /// thread's [`crate::fann::PeControl`] (the single writer of the SR
+    /// policies).
+    PeNotification(crate::fann::PeNote),
 }
 
 /// An address to resolve: the worker builds an ARP request or NS for it.
@@ -508,6 +513,9 @@ impl Pipeline {
             }
             (chain.upper_protocol, chain.upper_offset)
         };
+        if proto == IpProtocol::UDP && self.sids.pe_known.is_some() {
+            return self.pe_udp(p, l2, src, dst, off, total);
+        }
         if proto != IpProtocol::ICMPV6 {
             return Err(Drop::LocalUnsupported);
         }
@@ -528,10 +536,55 @@ impl Pipeline {
             128 if code == 0 => self.echo6(p, l2, src, dst, off, total),
             135 => self.neighbour_solicit(p, l2, src, dst, hop, off, total),
             136 => self.neighbour_advert(p, l2, hop, off, total),
+            t if self.sids.pe_known.is_some() && (t == self.sids.params.icmpv6_fann_type || t == self.sids.params.icmpv6_lhcnp_type) => {
+                let note = {
+                    let m = &p.data()[l2.l3 + off..l2.l3 + total];
+                    crate::fann::PeNote::from_icmpv6(m, src, &self.sids.params).ok_or(Drop::FannMalformed)?
+                };
+                self.pe_note(src, note)
+            }
             // Router Solicitation / Advertisement, redirects: not a host, not
             // an RA sender.
             _ => Err(Drop::LocalUnsupported),
         }
+    }
+
+    /// A UDP datagram to this node: a FANN message on the configured port
+    /// (draft-hzh-fantel-wan-tunnel s.5.2) for the ingress PE.
+    fn pe_udp<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, src: Ipv6Addr, dst: Ipv6Addr, off: usize, total: usize) -> Result<Verdict, Drop> {
+        let note = {
+            let u = p.data().get(l2.l3 + off..l2.l3 + total).ok_or(Drop::MalformedIpv6)?;
+            if u.len() < 8 || u16::from_be_bytes([u[2], u[3]]) != self.sids.params.fann_udp_port {
+                return Err(Drop::LocalUnsupported);
+            }
+            let ulen = usize::from(u16::from_be_bytes([u[4], u[5]]));
+            // RFC 8200 s.8.1: the checksum is mandatory over IPv6.
+            if ulen < 8 || ulen > u.len() || u[6..8] == [0, 0] {
+                return Err(Drop::FannMalformed);
+            }
+            let u = &u[..ulen];
+            let sum = checksum::combine(checksum::pseudo_v6(&src.octets(), &dst.octets(), 17, ulen as u32), checksum::sum(u));
+            if checksum::fold(sum) != 0xffff {
+                return Err(Drop::FannMalformed);
+            }
+            crate::fann::PeNote::from_udp_payload(&u[8..], src).ok_or(Drop::FannMalformed)?
+        };
+        self.pe_note(src, note)
+    }
+
+    /// A parsed notification for the control thread, if its originating
+    /// node is known and sent it (s.6: from its own control-plane address).
+    fn pe_note(&mut self, src: Ipv6Addr, note: crate::fann::PeNote) -> Result<Verdict, Drop> {
+        let node = note.originating_node();
+        let known = self.sids.pe_known.as_deref().unwrap_or(&[]);
+        if node != src || !known.contains(&node) {
+            return Err(Drop::FannUnknownSource);
+        }
+        if self.events.len() >= EVENTS_CAP {
+            return Err(Drop::EventQueueFull);
+        }
+        self.events.push(Event::PeNotification(note));
+        Ok(Verdict::Consumed)
     }
 
     fn echo6<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, src: Ipv6Addr, dst: Ipv6Addr, off: usize, total: usize) -> Result<Verdict, Drop> {

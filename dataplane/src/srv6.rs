@@ -280,6 +280,11 @@ pub struct SidTable {
     pub endc: Option<(u16, crate::endc::EndCConfig)>,
     /// IANA-pending values in force (notification types for END.C).
     pub params: Params,
+    /// Ingress PE ([`crate::fann::PeControl`]): when set, FANN messages
+    /// (ICMPv6 / UDP) and ICMPv6 Long-haul CNPs addressed to this node are
+    /// handed to the control thread if their originating node is one of
+    /// these; others are dropped as `fann-unknown-source`.
+    pub pe_known: Option<Vec<Ipv6Addr>>,
 }
 
 impl Default for SidTable {
@@ -301,6 +306,7 @@ impl SidTable {
             max_replicas: 0,
             endc: None,
             params: *params,
+            pe_known: None,
         }
     }
 
@@ -389,6 +395,22 @@ impl SidTable {
                 self.match6.sort_by(|a, b| b.0.prefix_len().cmp(&a.0.prefix_len()));
             }
         }
+    }
+
+    /// Replace policy `i` (its prefixes stay); false if there is none.
+    pub fn set_policy(&mut self, i: u32, policy: SrPolicy) -> bool {
+        match self.policies.get_mut(i as usize) {
+            Some(p) => {
+                *p = policy;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The number of policies (indices `0..n`, in `add_policy` order).
+    pub fn policy_count(&self) -> usize {
+        self.policies.len()
     }
 
     pub fn has_policies(&self) -> bool {
@@ -719,7 +741,7 @@ impl Pipeline {
                 let req = notification_request(&p.data()[l2.l3..], inner, &self.sids.params).ok_or(Drop::EndCNotNotification)?;
                 let (iface, e) = self.endc.as_mut().ok_or(Drop::EndCUnconfigured)?;
                 let iface = *iface;
-                let prio = e.priority_of(None);
+                let prio = e.priority_for(&notification_class(&p.data()[l2.l3..], inner, &self.sids.params));
                 let a = e.on_notification(prio, req, now_ns).ok_or(Drop::EndCNotNotification)?;
                 let ifc = self.topo.iface(iface).ok_or(Drop::EndCUnconfigured)?;
                 let (port, mac) = (ifc.port, ifc.mac);
@@ -1048,6 +1070,39 @@ impl Pipeline {
         self.counters.local(Local::Srv6Encap);
         Ok(Verdict::Tx(port))
     }
+}
+
+/// What a decapsulated notification (`ip` starts at the inner IP header)
+/// tells END.C about the affected traffic: its IP header's DSCP, and whether
+/// it names a RoCEv2 flow (Long-haul CNP, RoCEv2 CNP, FANN Flow ID of UDP to
+/// 4791). See [`crate::endc::EndC::priority_for`].
+pub fn notification_class(ip: &[u8], proto: IpProtocol, params: &Params) -> crate::endc::Affected {
+    use crate::endc::Affected;
+    let (dscp, upper, l4) = match proto {
+        IpProtocol::IPV6 => match ip.get(..40) {
+            Some(h) => ((((h[0] & 0x0f) << 4) | (h[1] >> 4)) >> 2, h[6], 40),
+            None => return Affected::default(),
+        },
+        _ => match ip.get(..20) {
+            Some(h) => (h[1] >> 2, h[9], usize::from(h[0] & 0xf) * 4),
+            None => return Affected::default(),
+        },
+    };
+    let body = ip.get(l4..).unwrap_or(&[]);
+    let rocev2 = match upper {
+        58 => match body.first() {
+            Some(&t) if t == params.icmpv6_lhcnp_type => true,
+            Some(&t) if t == params.icmpv6_fann_type => body
+                .get(4..)
+                .and_then(|m| crate::wire::fann::Message::new_checked(m).ok())
+                .and_then(|m| m.flow_id())
+                .is_some_and(|f| f.protocol == 17 && f.dst_port == crate::wire::params::ROCEV2_UDP_PORT),
+            _ => false,
+        },
+        17 => body.get(2..4).is_some_and(|p| u16::from_be_bytes([p[0], p[1]]) == crate::wire::params::ROCEV2_UDP_PORT),
+        _ => false,
+    };
+    Affected { dscp: Some(dscp), rocev2 }
 }
 
 /// What END.C should do for a decapsulated notification (`ip` starts at the

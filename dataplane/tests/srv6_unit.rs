@@ -489,6 +489,56 @@ fn end_c_turns_notifications_into_pfc() {
     assert_eq!(out.to_vec().len(), 60);
 }
 
+/// END.C priority mapping on the packet path: the decapsulated
+/// notification's DSCP picks the priority when the table has an entry; a
+/// Long-haul CNP otherwise takes rocev2_priority.
+#[test]
+fn end_c_maps_the_notification_to_a_pfc_priority() {
+    use dataplane::endc::EndCConfig;
+    use dataplane::wire::lhcnp::Action;
+    let mut pl = pipeline();
+    let mut t = sid_table();
+    let mut c = EndCConfig { default_priority: 1, rocev2_priority: Some(4), ..EndCConfig::default() };
+    c.dscp_to_priority[26] = 6;
+    c.dscp_mapped = 1 << 26;
+    t.endc = Some((0, c));
+    pl.set_sids(Arc::new(t));
+    let s = srh(41, &[a6("fc00:0:1::c")], 0, vec![]);
+    let prio_bits = |f: &[u8]| u16::from_be_bytes([f[16], f[17]]);
+    // Inner traffic class DSCP 26 (AF31): the table entry, priority 6.
+    let mut inner = lhcnp6(Action::Pause, 100);
+    inner[0] = 0x60 | (26 << 2 >> 4);
+    inner[1] = ((26u8 << 2) << 4) | (inner[1] & 0x0f);
+    let mut p = VecPacket::from_bytes(&srv6_frame(s1(), a6("fc00:0:1::c"), 64, 0, &s, &inner));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(0));
+    assert_eq!(prio_bits(&p.to_vec()), 1 << 6);
+    // DSCP 0 (no entry): a Long-haul CNP names a QP, so rocev2_priority 4.
+    let mut p = VecPacket::from_bytes(&srv6_frame(s1(), a6("fc00:0:1::c"), 64, 0, &s, &lhcnp6(Action::Pause, 100)));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(0));
+    assert_eq!(prio_bits(&p.to_vec()), 1 << 4);
+    // A FANN congestion event without a Flow ID: the default priority 1.
+    let m = dataplane::wire::fann::MessageRepr { hop_limit: 8, event_type: dataplane::wire::fann::event::CONGESTION, event_subtype: 2, event_id: 1, timestamp: 0, originating_node: a6("fc00:0:9::1"), metadata: Default::default() };
+    let fann = dataplane::fann::notification_packet(0, &m, &a6("fc00:0:9::1"), &a6("2001:db8:3::5"), &Params::DEFAULT, false);
+    let mut fann0 = fann.clone();
+    fann0[0] = 0x60;
+    fann0[1] &= 0x0f;
+    let mut p = VecPacket::from_bytes(&srv6_frame(s1(), a6("fc00:0:1::c"), 64, 0, &s, &fann0));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(0));
+    assert_eq!(prio_bits(&p.to_vec()), 1 << 1);
+    // The same with a Flow ID of a RoCEv2 flow (UDP to 4791): priority 4.
+    let m = dataplane::wire::fann::MessageRepr {
+        metadata: dataplane::wire::fann::Metadata { flow_id: Some(dataplane::wire::fann::FlowId { src: a6("2001:db8:3::5"), dst: a6("2001:db8:9::1"), src_port: 49152, dst_port: 4791, protocol: 17 }), ..Default::default() },
+        event_id: 2,
+        ..m
+    };
+    let mut fann1 = dataplane::fann::notification_packet(0, &m, &a6("fc00:0:9::1"), &a6("2001:db8:3::5"), &Params::DEFAULT, false);
+    fann1[0] = 0x60;
+    fann1[1] &= 0x0f;
+    let mut p = VecPacket::from_bytes(&srv6_frame(s1(), a6("fc00:0:1::c"), 64, 0, &s, &fann1));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(0));
+    assert_eq!(prio_bits(&p.to_vec()), 1 << 4);
+}
+
 // ------------------------------------------------------------ End.DT6 / DT4
 
 #[test]

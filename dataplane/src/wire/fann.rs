@@ -577,7 +577,7 @@ impl<T: AsRef<[u8]>> AsRef<[u8]> for Packet<T> {
 // ---------------------------------------------------------------------------
 
 /// The metadata stack, one optional item per defined bit.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Metadata {
     pub ingress_port_id: Option<u32>,
     pub egress_port_id: Option<u32>,
@@ -707,7 +707,7 @@ impl Metadata {
 
 /// The FANN fields (common to the ICMPv6 and UDP variants). Version is
 /// always 1 and Reserved 0 on emission.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct MessageRepr {
     pub hop_limit: u8,
     pub event_type: u8,
