@@ -23,6 +23,10 @@
 #   BENCH_STRICT=1    exit 1 when the IPv6 goal (ratio >= 0.8) is missed
 #   BENCH_OUT      work directory for pcaps, configs and logs (default bench/out)
 #   BENCH_WIRE=0      skip the wire-format micro-benchmark (bench/wire-results.md)
+#   BENCH_MAIN=0      skip the forwarding table above (bench/results.md)
+#   BENCH_SRV6=0      skip the SRv6 / END.E / END.C suite on DPDK (bench/srv6.sh, bench/srv6-results.md)
+#   BENCH_SRV6_MICRO=0 skip the SRv6 micro-benchmark (bench/srv6-micro-results.md)
+#   BENCH_NOTIFY=0    skip the event-to-notification latency benchmark (bench/notify-results.md)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -146,9 +150,10 @@ for c in $CASES; do
 done
 
 cpu=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
+failed=0
+if [ "${BENCH_MAIN:-1}" != 0 ]; then
 ncases=$(echo $CASES | wc -w)
 echo "bench: $ncases cases x $ROUNDS rounds x 2 programs x ${SECS}s on core $CORE; $MEM_DESC" >&2
-failed=0
 for r in $(seq 1 "$ROUNDS"); do
     for c in $CASES; do
         order="testpmd dcir"
@@ -230,6 +235,16 @@ done
 } | tee "$RESULTS.tmp"
 mv "$RESULTS.tmp" "$RESULTS"
 echo "bench: table written to $RESULTS; logs in $OUT/logs" >&2
+fi
+
+# ---------------------------------------------------------------- SRv6 suite
+# SRv6 End / H.Encaps / End.DT6, End.MT replication, END.E, END.C on DPDK
+# (issues 5 and 6), each against plain IPv6 forwarding of the same frame
+# length and testpmd io in the same round: bench/srv6.sh, bench/srv6-results.md.
+if [ "${BENCH_SRV6:-1}" != 0 ]; then
+    # shellcheck source=bench/srv6.sh
+    source "$ROOT/bench/srv6.sh"
+fi
 
 # ---------------------------------------------------------------- wire formats
 # Wire-format micro-benchmark (issue 3), pure Rust, no DPDK: ICRC GB/s from
