@@ -241,6 +241,14 @@ fi
 # SRv6 End / H.Encaps / End.DT6, End.MT replication, END.E, END.C on DPDK
 # (issues 5 and 6), each against plain IPv6 forwarding of the same frame
 # length and testpmd io in the same round: bench/srv6.sh, bench/srv6-results.md.
+# The same behaviours on plain buffers first (no DPDK, about 30 s):
+# dataplane/examples/srv6_bench.rs -> bench/srv6-micro-results.md, which the
+# SRv6 report then includes.
+if [ "${BENCH_SRV6_MICRO:-1}" != 0 ]; then
+    echo "bench: cargo run --release -p dataplane --example srv6_bench" >&2
+    (cd "$ROOT" && cargo run --release -p dataplane --example srv6_bench) >&2 \
+        || { echo "bench: srv6_bench failed" >&2; failed=1; }
+fi
 if [ "${BENCH_SRV6:-1}" != 0 ]; then
     # shellcheck source=bench/srv6.sh
     source "$ROOT/bench/srv6.sh"
@@ -267,6 +275,17 @@ if [ "${BENCH_CONGESTION:-1}" != 0 ]; then
     echo "bench: cargo run --release -p dataplane --example congestion_bench" >&2
     (cd "$ROOT" && cargo run --release -p dataplane --example congestion_bench) \
         || { echo "bench: congestion_bench failed" >&2; failed=1; }
+fi
+
+# ---------------------------------------------------------------- notifications
+# Event-to-notification latency (issue 6), no DPDK: queue crossing -> Long-haul
+# CNP, queue crossing -> FANN, link down -> FANN, END.C notification -> PFC,
+# in a harness mirroring the worker and control threads. Writes
+# bench/notify-results.md. About 15 s. BENCH_NOTIFY=0 skips it.
+if [ "${BENCH_NOTIFY:-1}" != 0 ]; then
+    echo "bench: cargo run --release -p control --example notify_bench" >&2
+    (cd "$ROOT" && cargo run --release -p control --example notify_bench) \
+        || { echo "bench: notify_bench failed" >&2; failed=1; }
 fi
 
 if [ "$failed" = 1 ]; then exit 1; fi

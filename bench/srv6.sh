@@ -190,6 +190,15 @@ smed() { echo "$1" | median; }
         echo "N = 16 receivers does not fit one End.MT TLV (one-octet TLV Length: at most 11 receivers of 20 octets after the 22 fixed octets);"
         echo "11 is the largest N on the wire. dataplane/examples/srv6_bench.rs measures N = 16 (11 from the TLV + 5 provisioned receivers)."
     fi
+    micro=$ROOT/bench/srv6-micro-results.md
+    if [ -f "$micro" ]; then
+        echo
+        echo "## Without DPDK: the same behaviours on plain buffers"
+        echo
+        echo "(dataplane/examples/srv6_bench.rs, also in bench/srv6-micro-results.md; run just before this suite)"
+        echo
+        sed -e '1d' -e 's/^## /### /' "$micro"
+    fi
 } | tee "$SRV6_RESULTS.tmp"
 mv "$SRV6_RESULTS.tmp" "$SRV6_RESULTS"
 echo "bench: SRv6 table written to $SRV6_RESULTS" >&2

@@ -24,6 +24,8 @@
 //! **harness**, timed on its own and contained in every number. Replicas are
 //! built into a ring of 256 buffers of 10240 bytes (like an mbuf cache).
 //!
+//! `SRV6_BENCH_CASES=end,endmt-4-1k` limits the cases (for profiling).
+//!
 //! Output: markdown on stdout and in `bench/srv6-micro-results.md` (or
 //! `$SRV6_BENCH_OUT`).
 
@@ -450,8 +452,10 @@ fn main() {
     let mut pl16 = pipeline(counters.clone(), 16 - TLV_MAX);
 
     let names = ["end", "hencaps", "dt6", "end-e", "end-c", "endmt-1-1k", "endmt-4-1k", "endmt-11-1k", "endmt-16-1k", "endmt-1-4k", "endmt-4-4k", "endmt-11-4k", "endmt-16-4k"];
+    let only: Option<Vec<String>> = std::env::var("SRV6_BENCH_CASES").ok().map(|v| v.split(',').map(|x| x.trim().to_string()).collect());
     let mut cases: Vec<(Case, Case)> = names
         .iter()
+        .filter(|n| only.as_ref().map_or(true, |o| o.iter().any(|x| x == *n)))
         .map(|&n| {
             let f = frames(n, FRAMES as u32);
             let len = f[0].len();
