@@ -278,6 +278,8 @@ fn worker(sc: Scenario, sh: Arc<Shared>, updates: Receiver<Vec<u8>>, left_tx: Se
         // apply_updates: injected notifications, routed, ahead of data.
         while let Ok(ip) = updates.try_recv() {
             let Some(mut m) = pool.pop() else { break };
+            // A recycled buffer may have been decapsulated (END.C): reset it.
+            m.reset(&[0u8; 14]);
             m.set_len(14 + ip.len());
             m.data_mut()[14..].copy_from_slice(&ip);
             let now = t0.elapsed().as_nanos() as u64;
@@ -307,8 +309,7 @@ fn worker(sc: Scenario, sh: Arc<Shared>, updates: Receiver<Vec<u8>>, left_tx: Se
                 }
                 let Some(mut m) = pool.pop() else { break };
                 let f = if is_endc { &endc } else { &data };
-                m.set_len(f.len());
-                m.data_mut().copy_from_slice(f);
+                m.reset(f);
                 if is_endc {
                     event_at = Some(t_rx);
                 }
@@ -341,7 +342,7 @@ fn worker(sc: Scenario, sh: Arc<Shared>, updates: Receiver<Vec<u8>>, left_tx: Se
             pl.poll_endc(now);
             while let Some((iface, a)) = pl.pfc_pending.pop() {
                 let Some(mut m) = pool.pop() else { break };
-                m.set_len(0);
+                m.reset(&[]);
                 match pl.build_pfc(iface, &a, &mut m) {
                     Some(0) => tx0.push(m),
                     Some(_) => {
@@ -389,7 +390,7 @@ fn worker(sc: Scenario, sh: Arc<Shared>, updates: Receiver<Vec<u8>>, left_tx: Se
             port1.poll(now, &mut reqs);
             for r in reqs.drain(..) {
                 let Some(mut m) = pool.pop() else { break };
-                m.set_len(0);
+                m.reset(&[]);
                 match port1.build_cnp_packet(&mut pl, &params, &r, &mut m, now) {
                     Ok(0) => tx0.push(m),
                     Ok(_) => {
