@@ -23,6 +23,10 @@
 #   BENCH_STRICT=1    exit 1 when the IPv6 goal (ratio >= 0.8) is missed
 #   BENCH_OUT      work directory for pcaps, configs and logs (default bench/out)
 #   BENCH_WIRE=0      skip the wire-format micro-benchmark (bench/wire-results.md)
+#   BENCH_MAIN=0      skip the forwarding table above (bench/results.md)
+#   BENCH_SRV6=0      skip the SRv6 / END.E / END.C suite on DPDK (bench/srv6.sh, bench/srv6-results.md)
+#   BENCH_SRV6_MICRO=0 skip the SRv6 micro-benchmark (bench/srv6-micro-results.md)
+#   BENCH_NOTIFY=0    skip the event-to-notification latency benchmark (bench/notify-results.md)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -146,9 +150,10 @@ for c in $CASES; do
 done
 
 cpu=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
+failed=0
+if [ "${BENCH_MAIN:-1}" != 0 ]; then
 ncases=$(echo $CASES | wc -w)
 echo "bench: $ncases cases x $ROUNDS rounds x 2 programs x ${SECS}s on core $CORE; $MEM_DESC" >&2
-failed=0
 for r in $(seq 1 "$ROUNDS"); do
     for c in $CASES; do
         order="testpmd dcir"
@@ -230,6 +235,24 @@ done
 } | tee "$RESULTS.tmp"
 mv "$RESULTS.tmp" "$RESULTS"
 echo "bench: table written to $RESULTS; logs in $OUT/logs" >&2
+fi
+
+# ---------------------------------------------------------------- SRv6 suite
+# SRv6 End / H.Encaps / End.DT6, End.MT replication, END.E, END.C on DPDK
+# (issues 5 and 6), each against plain IPv6 forwarding of the same frame
+# length and testpmd io in the same round: bench/srv6.sh, bench/srv6-results.md.
+# The same behaviours on plain buffers first (no DPDK, about 30 s):
+# dataplane/examples/srv6_bench.rs -> bench/srv6-micro-results.md, which the
+# SRv6 report then includes.
+if [ "${BENCH_SRV6_MICRO:-1}" != 0 ]; then
+    echo "bench: cargo run --release -p dataplane --example srv6_bench" >&2
+    (cd "$ROOT" && cargo run --release -p dataplane --example srv6_bench) >&2 \
+        || { echo "bench: srv6_bench failed" >&2; failed=1; }
+fi
+if [ "${BENCH_SRV6:-1}" != 0 ]; then
+    # shellcheck source=bench/srv6.sh
+    source "$ROOT/bench/srv6.sh"
+fi
 
 # ---------------------------------------------------------------- wire formats
 # Wire-format micro-benchmark (issue 3), pure Rust, no DPDK: ICRC GB/s from
@@ -252,6 +275,17 @@ if [ "${BENCH_CONGESTION:-1}" != 0 ]; then
     echo "bench: cargo run --release -p dataplane --example congestion_bench" >&2
     (cd "$ROOT" && cargo run --release -p dataplane --example congestion_bench) \
         || { echo "bench: congestion_bench failed" >&2; failed=1; }
+fi
+
+# ---------------------------------------------------------------- notifications
+# Event-to-notification latency (issue 6), no DPDK: queue crossing -> Long-haul
+# CNP, queue crossing -> FANN, link down -> FANN, END.C notification -> PFC,
+# in a harness mirroring the worker and control threads. Writes
+# bench/notify-results.md. About 15 s. BENCH_NOTIFY=0 skips it.
+if [ "${BENCH_NOTIFY:-1}" != 0 ]; then
+    echo "bench: cargo run --release -p control --example notify_bench" >&2
+    (cd "$ROOT" && cargo run --release -p control --example notify_bench) \
+        || { echo "bench: notify_bench failed" >&2; failed=1; }
 fi
 
 if [ "$failed" = 1 ]; then exit 1; fi

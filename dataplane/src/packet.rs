@@ -67,6 +67,18 @@ impl VecPacket {
     pub fn to_vec(&self) -> Vec<u8> {
         self.data().to_vec()
     }
+
+    /// Reuse the buffer for `bytes` with the default headroom again (a
+    /// recycled packet may have been decapsulated or encapsulated).
+    pub fn reset(&mut self, bytes: &[u8]) {
+        let h = Self::DEFAULT_HEADROOM;
+        if self.buf.len() < h + bytes.len() {
+            self.buf.resize(h + bytes.len(), 0);
+        }
+        self.buf[h..h + bytes.len()].copy_from_slice(bytes);
+        self.start = h;
+        self.end = h + bytes.len();
+    }
 }
 
 impl PacketBuffer for VecPacket {
@@ -123,6 +135,9 @@ mod tests {
         assert!(p.set_len(3));
         assert_eq!(p.len(), 3);
         assert!(!p.prepend(10_000));
+        p.reset(&[7, 8]);
+        assert_eq!(p.data(), &[7, 8]);
+        assert!(p.prepend(VecPacket::DEFAULT_HEADROOM));
         assert!(p.trim(3));
         assert!(p.is_empty());
     }
