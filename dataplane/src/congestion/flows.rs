@@ -15,7 +15,7 @@
 //!
 //! Keys are packed (both addresses as four 64-bit words, the DestQP and the
 //! address families in one 32-bit word) and hashed with a folded multiply.
-//! An entry is 128 bytes (two cache lines, 128-byte aligned): everything the
+//! An entry is 128 bytes (two cache lines): everything the
 //! packet path reads or writes is in it, except the bytes queued, which live
 //! in the dense `nz` array of the flows with bytes in the queue (what the
 //! top-contributor selection scans, sequentially).
@@ -145,45 +145,45 @@ impl PackedKey {
     }
 }
 
-// Flow flags.
-const LIVE: u8 = 1;
-const HAS_SRC_QP: u8 = 2;
-const CONFIGURED: u8 = 4;
-const THROTTLED: u8 = 8;
-const HAS_CNP: u8 = 16;
-const DEFERRED: u8 = 32;
+// Flow flags, in bits 24-29 of `qpf` (not part of the key).
+const LIVE: u32 = 1 << 24;
+const HAS_SRC_QP: u32 = 1 << 25;
+const CONFIGURED: u32 = 1 << 26;
+const THROTTLED: u32 = 1 << 27;
+const HAS_CNP: u32 = 1 << 28;
+const DEFERRED: u32 = 1 << 29;
+const KEY_BITS: u32 = QP_MASK | SRC_V4 | DST_V4;
 
-/// One learned RoCEv2 flow: two cache lines. The first holds what every
-/// packet reads or writes (key, last PSN, position in `nz`, last seen, the
-/// observation window start), the second the rest of the rate estimate, the
-/// pair list and the Long-haul CNP state.
+/// One learned RoCEv2 flow: three cache lines. The first holds all that a
+/// packet reads or writes (key, flags, last PSN, position in `nz`, last
+/// seen, the observation window and its byte count up to 4 GB), the others
+/// the rest of the rate estimate, the pair list and the Long-haul CNP state.
 #[derive(Debug, Clone, Copy)]
-#[repr(C, align(128))]
+#[repr(C, align(64))]
 pub(crate) struct Flow {
     w: [u64; 4],
+    /// Key bits (DestQP, families) and flags.
     qpf: u32,
     pub last_psn: u32,
     /// Position in `FlowTable::nz` (NONE: nothing queued).
     nz_pos: u32,
-    /// Position in the live list.
-    live_pos: u32,
+    /// Bytes in the current observation window: `win_lo + win_hi`
+    /// (`win_hi` takes what does not fit in 32 bits).
+    win_lo: u32,
     pub last_seen: u64,
-    /// Arrival-rate estimate: bytes in the current observation window and
-    /// in the two completed windows before it.
+    /// Arrival-rate estimate: the current observation window started here.
     pub win_start: u64,
     // ---- second line
-    pub win_bytes: u64,
+    win_hi: u64,
+    /// Bytes in the two completed windows before the current one.
     pub prev_bytes: u64,
     pub prev2_bytes: u64,
     /// Intrusive list of the flows with the same (src, dst).
     pair_next: u32,
     pair_prev: u32,
+    /// Position in the live list.
+    live_pos: u32,
     src_qp: u32,
-    flags: u8,
-    /// 0: none, else 1 + the action's index.
-    last_action: u8,
-    pub last_level: u8,
-    _pad: u8,
     last_cnp: u64,
     /// Deferring (s.5.7): since when, and the queue depth then.
     def_since: u64,
@@ -191,15 +191,7 @@ pub(crate) struct Flow {
 }
 
 const _: () = assert!(core::mem::size_of::<Flow>() == 128);
-
-fn action_code(a: Action) -> u8 {
-    match a {
-        Action::Notify => 1,
-        Action::Pause => 2,
-        Action::RateReduce => 3,
-        Action::Resume => 4,
-    }
-}
+const _: () = assert!(core::mem::offset_of!(Flow, win_hi) == 64);
 
 impl Flow {
     const EMPTY: Flow = Flow {
@@ -207,19 +199,16 @@ impl Flow {
         qpf: 0,
         last_psn: 0,
         nz_pos: NONE,
-        live_pos: NONE,
+        win_lo: 0,
         last_seen: 0,
         win_start: 0,
-        win_bytes: 0,
+        win_hi: 0,
         prev_bytes: 0,
         prev2_bytes: 0,
         pair_next: NONE,
         pair_prev: NONE,
+        live_pos: NONE,
         src_qp: 0,
-        flags: 0,
-        last_action: 0,
-        last_level: 0,
-        _pad: 0,
         last_cnp: 0,
         def_since: 0,
         def_qd: 0,
@@ -227,54 +216,54 @@ impl Flow {
 
     #[inline(always)]
     fn key_is(&self, k: &PackedKey) -> bool {
-        self.w == k.w && self.qpf == k.qpf
+        self.w == k.w && (self.qpf ^ k.qpf) & KEY_BITS == 0
     }
 
     pub fn key(&self) -> PackedKey {
-        PackedKey { w: self.w, qpf: self.qpf }
+        PackedKey { w: self.w, qpf: self.qpf & KEY_BITS }
     }
 
     #[inline(always)]
     pub fn live(&self) -> bool {
-        self.flags & LIVE != 0
+        self.qpf & LIVE != 0
     }
 
-    fn set_flag(&mut self, f: u8, on: bool) {
+    fn set_flag(&mut self, f: u32, on: bool) {
         if on {
-            self.flags |= f;
+            self.qpf |= f;
         } else {
-            self.flags &= !f;
+            self.qpf &= !f;
         }
     }
 
     pub fn src_qp(&self) -> Option<u32> {
-        (self.flags & HAS_SRC_QP != 0).then_some(self.src_qp)
+        (self.qpf & HAS_SRC_QP != 0).then_some(self.src_qp)
     }
 
     pub fn set_src_qp(&mut self, qp: u32, configured: bool) {
         self.src_qp = qp;
-        self.flags |= HAS_SRC_QP;
+        self.qpf |= HAS_SRC_QP;
         if configured {
-            self.flags |= CONFIGURED;
+            self.qpf |= CONFIGURED;
         }
     }
 
     /// `src_qp` came from configuration: reverse learning does not touch it.
     pub fn src_qp_configured(&self) -> bool {
-        self.flags & CONFIGURED != 0
+        self.qpf & CONFIGURED != 0
     }
 
     /// A Notify / Rate Reduce / Pause was sent and no Resume since.
     pub fn throttled(&self) -> bool {
-        self.flags & THROTTLED != 0
+        self.qpf & THROTTLED != 0
     }
 
     pub fn last_cnp(&self) -> Option<u64> {
-        (self.flags & HAS_CNP != 0).then_some(self.last_cnp)
+        (self.qpf & HAS_CNP != 0).then_some(self.last_cnp)
     }
 
     pub fn deferred(&self) -> Option<(u64, u64)> {
-        (self.flags & DEFERRED != 0).then_some((self.def_since, self.def_qd))
+        (self.qpf & DEFERRED != 0).then_some((self.def_since, self.def_qd))
     }
 
     pub fn set_deferred(&mut self, d: Option<(u64, u64)>) {
@@ -285,19 +274,38 @@ impl Flow {
         }
     }
 
-    /// Record a Long-haul CNP sent now.
-    pub fn record_cnp(&mut self, now: u64, action: Action, level: u8) {
+    /// Record a Long-haul CNP sent now (what matters later: when, and
+    /// whether it throttled the flow).
+    pub fn record_cnp(&mut self, now: u64, action: Action) {
         self.last_cnp = now;
-        self.flags |= HAS_CNP;
-        self.last_action = action_code(action);
-        self.last_level = level;
+        self.qpf |= HAS_CNP;
         self.set_flag(THROTTLED, action != Action::Resume);
         self.set_deferred(None);
     }
 
+    /// Bytes in the current observation window.
+    pub fn win_bytes(&self) -> u64 {
+        self.win_hi.saturating_add(u64::from(self.win_lo))
+    }
+
+    /// `win_bytes += len` (saturating).
+    #[inline(always)]
+    pub fn add_win_bytes(&mut self, len: u32) {
+        match self.win_lo.checked_add(len) {
+            Some(x) => self.win_lo = x,
+            None => self.spill(len),
+        }
+    }
+
+    #[cold]
+    fn spill(&mut self, len: u32) {
+        self.win_hi = self.win_hi.saturating_add(u64::from(self.win_lo) + u64::from(len));
+        self.win_lo = 0;
+    }
+
     /// Close the observation windows that have ended by `now` (window
     /// length `win` ns).
-    #[inline]
+    #[inline(always)]
     pub fn roll(&mut self, now: u64, win: u64) {
         if win == 0 {
             return;
@@ -311,14 +319,22 @@ impl Flow {
 
     #[cold]
     fn roll_slow(&mut self, el: u64, win: u64) {
-        let n = el / win;
+        // el >= win; n = el / win, without a division when small.
+        let n = if el < win.saturating_mul(2) {
+            1
+        } else if el < win.saturating_mul(3) {
+            2
+        } else {
+            el / win
+        };
+        let wb = self.win_bytes();
         match n {
             1 => {
                 self.prev2_bytes = self.prev_bytes;
-                self.prev_bytes = self.win_bytes;
+                self.prev_bytes = wb;
             }
             2 => {
-                self.prev2_bytes = self.win_bytes;
+                self.prev2_bytes = wb;
                 self.prev_bytes = 0;
             }
             _ => {
@@ -326,7 +342,8 @@ impl Flow {
                 self.prev_bytes = 0;
             }
         }
-        self.win_bytes = 0;
+        self.win_lo = 0;
+        self.win_hi = 0;
         self.win_start = self.win_start.saturating_add(n.saturating_mul(win));
     }
 
@@ -629,13 +646,15 @@ impl FlowTable {
         self.by_key.prefetch(h);
     }
 
-    /// Start fetching the entry (both lines) a lookup of `h` will read
+    /// Start fetching the entry (its first line) a lookup of `h` will read
     /// (the bucket should be in cache by now).
     #[inline(always)]
     pub fn prefetch_entry_of(&self, h: u64) {
         let e = &self.entries;
         self.by_key.prefetch_candidates(h, |s| {
             if let Some(f) = e.get(s as usize) {
+                // Both lines: the second when an observation window
+                // closes.
                 let p = f as *const Flow as *const u8;
                 prefetch(p);
                 prefetch(p.wrapping_add(64));
@@ -670,9 +689,8 @@ impl FlowTable {
             self.by_pair.find(ph, |x| e[x as usize].key().same_pair(&key))
         };
         let mut f = Flow::EMPTY;
-        f.flags = LIVE;
         f.w = key.w;
-        f.qpf = key.qpf;
+        f.qpf = (key.qpf & KEY_BITS) | LIVE;
         f.live_pos = self.live.len() as u32;
         f.last_seen = now;
         f.win_start = now;

@@ -19,6 +19,10 @@ const AGE_SWEEP_PER_POLL: usize = 64;
 /// hold back.
 pub const MAX_PENDING: usize = 64;
 
+/// `on_enqueue_deferred` starts fetching the flow entry of the packet this
+/// many packets back (whose bucket, prefetched then, should have arrived).
+const PREFETCH_LAG: usize = 6;
+
 /// A packet whose flow is not looked up yet.
 #[derive(Debug, Clone, Copy)]
 struct Pending {
@@ -72,6 +76,8 @@ pub struct CongestionPort {
     /// Deferred flow learning: `pend[..pend_done]` are looked up.
     pend: Vec<Pending>,
     pend_done: usize,
+    /// `pend[..pend_fetched]`: entries prefetched.
+    pend_fetched: usize,
     stats: CongestionStats,
 }
 
@@ -119,6 +125,7 @@ impl CongestionPort {
             thr: Vec::with_capacity(cap),
             pend: Vec::with_capacity(MAX_PENDING),
             pend_done: 0,
+            pend_fetched: 0,
             stats: CongestionStats::default(),
         };
         s.recompute();
@@ -264,6 +271,14 @@ impl CongestionPort {
             if self.pend.len() < MAX_PENDING {
                 self.flows.prefetch_bucket(hash);
                 self.pend.push(Pending { key: r.key, hash, now, psn: r.psn, len, tag, flow: NONE });
+                // Two-stage software pipeline: the bucket of this packet,
+                // the entry of the one PREFETCH_LAG back.
+                let n = self.pend.len();
+                if n > PREFETCH_LAG && self.pend_fetched < n - PREFETCH_LAG {
+                    let i = n - PREFETCH_LAG - 1;
+                    self.flows.prefetch_entry_of(self.pend[i].hash);
+                    self.pend_fetched = i + 1;
+                }
             } else {
                 self.resolve();
                 self.learn(&r.key, hash, r.psn, len, now);
@@ -281,9 +296,10 @@ impl CongestionPort {
         }
         // The buckets were prefetched on enqueue: find the entries and
         // start fetching them all, then learn.
-        for p in &self.pend[from..to] {
+        for p in &self.pend[from.max(self.pend_fetched)..to] {
             self.flows.prefetch_entry_of(p.hash);
         }
+        self.pend_fetched = to;
         for i in from..to {
             let p = self.pend[i];
             let f = self.learn(&p.key, p.hash, p.psn, p.len, p.now);
@@ -300,6 +316,7 @@ impl CongestionPort {
         }
         self.pend.clear();
         self.pend_done = 0;
+        self.pend_fetched = 0;
     }
 
     /// Start fetching a flow's entry (before its `on_dequeue`).
@@ -319,7 +336,7 @@ impl CongestionPort {
             f.roll(now, win);
             f.last_seen = f.last_seen.max(now);
             f.last_psn = psn & PSN_MASK;
-            f.win_bytes = f.win_bytes.saturating_add(u64::from(len));
+            f.add_win_bytes(len);
         }
         self.flows.add_queued(s, u64::from(len));
         Some(FlowId(s))
@@ -572,7 +589,7 @@ impl CongestionPort {
         let was = f.throttled();
         let now_throttled = d.action != Action::Resume;
         if let Some(f) = self.flows.get_mut(s) {
-            f.record_cnp(now, d.action, d.level);
+            f.record_cnp(now, d.action);
         }
         match (was, now_throttled) {
             (false, true) => {
