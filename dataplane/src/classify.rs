@@ -4,7 +4,7 @@
 //! the outer IP header (RFC 3168; the inner header is left to the
 //! decapsulating node, RFC 6040).
 
-use crate::congestion::RoceInfo;
+use crate::congestion::{PackedKey, RoceInfo, RoceKey};
 use crate::wire::checksum;
 use crate::wire::ipv4::IpProtocol;
 use crate::wire::ipv6::walk_ext_chain;
@@ -132,6 +132,64 @@ fn v6(d: &[u8], l3: usize, depth: u8) -> Option<(RoceInfo, bool)> {
     }
 }
 
+/// The packet path's view of a RoCEv2 frame ([`roce_fast`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RoceFast {
+    pub roce: RoceKey,
+    /// ECN codepoint of the outer IP header.
+    pub ecn: u8,
+}
+
+#[inline(always)]
+fn bth_fields(d: &[u8], udp: usize) -> Option<(u32, u8, u32)> {
+    let u = d.get(udp..udp + 8 + 12)?;
+    if u16::from_be_bytes([u[2], u[3]]) != ROCEV2_UDP_PORT {
+        return None;
+    }
+    let b = &u[8..];
+    Some((u32::from_be_bytes([0, b[5], b[6], b[7]]), b[0], u32::from_be_bytes([0, b[9], b[10], b[11]])))
+}
+
+/// [`roce_meta`] for the egress packet path: the same packets, the flow key
+/// packed as the flow table wants it, without building addresses; plain
+/// IPv4 and IPv6 (no extension header) directly, the rest through
+/// [`roce_meta`].
+#[inline]
+pub fn roce_fast(frame: &[u8]) -> Option<RoceFast> {
+    let (l3, et) = l3_offset(frame)?;
+    match et {
+        0x0800 => {
+            let h: &[u8; 20] = frame.get(l3..l3 + 20)?.try_into().ok()?;
+            if h[0] >> 4 != 4 || h[9] != 17 {
+                return None;
+            }
+            let ihl = usize::from(h[0] & 0xf) * 4;
+            if ihl < 20 || u16::from_be_bytes([h[6], h[7]]) & 0x1fff != 0 {
+                return None;
+            }
+            let (qp, opcode, psn) = bth_fields(frame, l3 + ihl)?;
+            let key = PackedKey::v4([h[12], h[13], h[14], h[15]], [h[16], h[17], h[18], h[19]], qp);
+            Some(RoceFast { roce: RoceKey { key, opcode, psn }, ecn: h[1] & 3 })
+        }
+        0x86dd => {
+            let h: &[u8; 40] = frame.get(l3..l3 + 40)?.try_into().ok()?;
+            if h[0] >> 4 != 6 {
+                return None;
+            }
+            let ecn = (h[1] >> 4) & 3;
+            if h[6] != 17 {
+                // Extension headers, tunnels: the general walk.
+                let m = roce_meta(frame)?;
+                return Some(RoceFast { roce: RoceKey::from_info(&m.info), ecn: m.ecn });
+            }
+            let (qp, opcode, psn) = bth_fields(frame, l3 + 40)?;
+            let addrs: &[u8; 32] = h[8..40].try_into().ok()?;
+            Some(RoceFast { roce: RoceKey { key: PackedKey::v6(addrs, qp), opcode, psn }, ecn })
+        }
+        _ => None,
+    }
+}
+
 /// The RoCEv2 packet in `frame`, if any.
 #[inline]
 pub fn roce_meta(frame: &[u8]) -> Option<RoceMeta> {
@@ -227,6 +285,35 @@ mod tests {
         // The inner header is untouched.
         let inner_tc_byte = f[14 + 40 + 24 + 1];
         assert_eq!((inner_tc_byte >> 4) & 3, 2);
+    }
+
+    #[test]
+    fn fast_parse_agrees_with_roce_meta() {
+        let mut frames = Vec::new();
+        let mut f = eth(0x0800);
+        f.extend(ip4(0x02, &udp_bth(4791, 0x123456, 77)));
+        frames.push(f);
+        let mut f = eth(0x86dd);
+        f.extend(ip6(0x01, 17, "2001:db8:1::2", "2001:db8:3::2", &udp_bth(4791, 0x42, 9)));
+        frames.push(f);
+        let inner = ip6(0x02, 17, "2001:db8:1::2", "2001:db8:3::2", &udp_bth(4791, 0x42, 9));
+        let mut srh = vec![41, 2, 4, 0, 0, 0, 0, 0];
+        srh.extend_from_slice(&"fc00::2".parse::<Ipv6Addr>().unwrap().octets());
+        srh.extend(inner);
+        let mut f = eth(0x86dd);
+        f.extend(ip6(0x01, 43, "fc00::1", "fc00::2", &srh));
+        frames.push(f);
+        let mut f = eth(0x0800);
+        f.extend(ip4(0x02, &udp_bth(4790, 1, 1)));
+        frames.push(f);
+        for f in &frames {
+            for cut in 0..=f.len() {
+                let g = &f[..cut];
+                let want = roce_meta(g).map(|m| RoceFast { roce: RoceKey::from_info(&m.info), ecn: m.ecn });
+                assert_eq!(roce_fast(g), want);
+            }
+        }
+        assert!(roce_fast(&frames[0]).is_some() && roce_fast(&frames[3]).is_none());
     }
 
     #[test]

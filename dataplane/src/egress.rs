@@ -104,6 +104,21 @@ impl<P, F: Copy> EgressQueue<P, F> {
         self.len() == 0
     }
 
+    /// Data packets held.
+    #[inline]
+    pub fn data_len(&self) -> usize {
+        self.data.len()
+    }
+
+    /// Set the flow of the data packet at position `pos` from the head
+    /// (positions hold until the next dequeue or requeue).
+    #[inline]
+    pub fn set_flow(&mut self, pos: usize, flow: Option<F>) {
+        if let Some(q) = self.data.get_mut(pos) {
+            q.flow = flow;
+        }
+    }
+
     /// Would a packet of `len` bytes be accepted?
     #[inline]
     pub fn has_room(&self, len: u32) -> bool {

@@ -41,6 +41,7 @@ impl<P: PacketBuffer> EgressPort<P> {
 
     /// New thresholds / RTT_est / policy at runtime.
     pub fn set_params(&mut self, p: PortParams) {
+        self.flush();
         if let Some(c) = self.cong.as_mut() {
             c.set_params(p.clone());
         }
@@ -49,9 +50,16 @@ impl<P: PacketBuffer> EgressPort<P> {
         }
     }
 
-    /// Admit a data packet: the congestion stage learns its flow and decides
-    /// on CE marking (QD > K_min, ECN-capable packets only, outer header);
+    /// Admit a data packet: the congestion stage decides on CE marking (QD >
+    /// K_min, ECN-capable packets only, outer header) and learns its flow;
     /// a full queue tail-drops.
+    ///
+    /// The flow lookups are batched: they happen at the next `dequeue`,
+    /// `sent`, `requeue`, `poll`, `observe_rx`, `set_params`, `drain` or
+    /// [`EgressPort::flush`] (or when [`crate::congestion::MAX_PENDING`]
+    /// packets wait), in arrival order and with the time of each `admit`,
+    /// so the flow state is the same as with a lookup per `admit` by then
+    /// (CE marking and the monitoring counters are immediate).
     #[inline]
     pub fn admit(&mut self, mut m: P, now: u64, counters: &WorkerCounters) -> Result<(), (P, Drop)> {
         let len = m.pkt_len() as u32;
@@ -60,22 +68,40 @@ impl<P: PacketBuffer> EgressPort<P> {
             self.queue.stats.tail_drop_bytes += u64::from(len);
             return Err((m, Drop::QueueTailDrop));
         }
-        let flow = match self.cong.as_mut() {
-            None => None,
-            Some(c) => {
-                let meta = classify::roce_meta(m.data());
-                let ecn_capable = match &meta {
-                    Some(x) => x.ecn != 0,
-                    None => classify::ecn(m.data()).map(|e| e != 0).unwrap_or(false),
-                };
-                let (mark, flow) = c.on_enqueue(meta.as_ref().map(|x| &x.info), len, ecn_capable, self.queue.depth_bytes() + u64::from(len), now);
-                if mark && classify::set_ce(m.data_mut()) {
-                    counters.local(Local::CeMarked);
-                }
-                flow
+        if let Some(c) = self.cong.as_mut() {
+            if c.pending_full() {
+                Self::sync(c, &mut self.queue);
             }
-        };
-        self.queue.enqueue(Queued { pkt: m, len, flow }).map_err(|q| (q.pkt, Drop::QueueTailDrop))
+            let r = classify::roce_fast(m.data());
+            let ecn_capable = match &r {
+                Some(x) => x.ecn != 0,
+                None => classify::ecn(m.data()).map(|e| e != 0).unwrap_or(false),
+            };
+            let pos = self.queue.data_len() as u32;
+            let mark = c.on_enqueue_deferred(r.as_ref().map(|x| &x.roce), len, ecn_capable, self.queue.depth_bytes() + u64::from(len), now, pos);
+            if mark && classify::set_ce(m.data_mut()) {
+                counters.local(Local::CeMarked);
+            }
+        }
+        // Cannot fail: `has_room` held above.
+        self.queue.enqueue(Queued { pkt: m, len, flow: None }).map_err(|q| (q.pkt, Drop::QueueTailDrop))
+    }
+
+    /// Finish the batched flow lookups of admitted packets (`admit`): the
+    /// congestion stage's flow state and the queued packets' flow slots are
+    /// up to date afterwards.
+    #[inline]
+    pub fn flush(&mut self) {
+        if let Some(c) = self.cong.as_mut() {
+            if c.has_pending() {
+                Self::sync(c, &mut self.queue);
+            }
+        }
+    }
+
+    #[inline]
+    fn sync(c: &mut CongestionPort, q: &mut EgressQueue<P, FlowId>) {
+        c.take_resolved(|pos, flow| q.set_flow(pos as usize, flow));
     }
 
     /// Admit a reply or notification ahead of the data queue.
@@ -89,13 +115,24 @@ impl<P: PacketBuffer> EgressPort<P> {
     /// [`EgressPort::sent`] for each packet the NIC took and
     /// [`EgressPort::requeue`] for each it refused.
     #[inline]
-    pub fn dequeue(&mut self, now: u64, max: usize, out: impl FnMut(P, u32, Option<FlowId>, bool)) -> usize {
-        self.queue.dequeue_ready(now, max, out)
+    pub fn dequeue(&mut self, now: u64, max: usize, mut out: impl FnMut(P, u32, Option<FlowId>, bool)) -> usize {
+        self.flush();
+        match self.cong.as_ref() {
+            None => self.queue.dequeue_ready(now, max, out),
+            Some(c) => self.queue.dequeue_ready(now, max, |p, len, flow, prio| {
+                // `sent` will update the flow's entry.
+                if let Some(f) = flow {
+                    c.prefetch_flow(f);
+                }
+                out(p, len, flow, prio)
+            }),
+        }
     }
 
     /// A data packet left the port: its bytes no longer count for its flow.
     #[inline]
     pub fn sent(&mut self, flow: Option<FlowId>, len: u32, now: u64) {
+        self.flush();
         if let Some(c) = self.cong.as_mut() {
             c.on_dequeue(flow, len, self.queue.depth_bytes(), now);
         }
@@ -104,6 +141,7 @@ impl<P: PacketBuffer> EgressPort<P> {
     /// Put back what the NIC refused (call in reverse order to keep order).
     #[inline]
     pub fn requeue(&mut self, p: P, len: u32, flow: Option<FlowId>, priority: bool) {
+        self.flush();
         if priority {
             self.queue.requeue_priority_front(p, len);
         } else {
@@ -115,11 +153,21 @@ impl<P: PacketBuffer> EgressPort<P> {
     /// source QPs of forward flows.
     #[inline]
     pub fn observe_rx(&mut self, frame: &[u8], now: u64) {
-        if let Some(c) = self.cong.as_mut() {
+        if self.cong.is_some() {
             if let Some(meta) = classify::roce_meta(frame) {
-                if crate::wire::roce::opcode::is_response(meta.info.opcode) {
-                    c.on_reverse(&meta.info, now);
-                }
+                self.observe_roce(&meta, now);
+            }
+        }
+    }
+
+    /// [`EgressPort::observe_rx`] with the frame already parsed (one parse
+    /// for all ports).
+    #[inline]
+    pub fn observe_roce(&mut self, meta: &classify::RoceMeta, now: u64) {
+        if self.cong.is_some() && crate::wire::roce::opcode::is_response(meta.info.opcode) {
+            self.flush();
+            if let Some(c) = self.cong.as_mut() {
+                c.on_reverse(&meta.info, now);
             }
         }
     }
@@ -127,6 +175,7 @@ impl<P: PacketBuffer> EgressPort<P> {
     /// Second-level triggers: the Long-haul CNPs due now.
     #[inline]
     pub fn poll(&mut self, now: u64, out: &mut Vec<CnpRequest>) {
+        self.flush();
         if let Some(c) = self.cong.as_mut() {
             c.poll(self.queue.depth_bytes(), now, out);
         }
@@ -181,6 +230,7 @@ impl<P: PacketBuffer> EgressPort<P> {
 
     /// Empty the queue (shutdown).
     pub fn drain(&mut self, f: impl FnMut(P)) {
+        self.flush();
         self.queue.drain(f);
     }
 }

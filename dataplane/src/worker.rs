@@ -241,8 +241,11 @@ impl Worker {
             if self.has_cong {
                 // Responses (ACK, read responses) carry the requester's QP
                 // as DestQP: the congestion stages learn source QPs from them.
-                for e in self.egress.iter_mut().flatten() {
-                    e.observe_rx(m.data(), now);
+                // One parse for all ports.
+                if let Some(meta) = crate::classify::roce_meta(m.data()) {
+                    for e in self.egress.iter_mut().flatten() {
+                        e.observe_roce(&meta, now);
+                    }
                 }
             }
             if m.nb_segs() != 1 {

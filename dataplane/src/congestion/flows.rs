@@ -1,96 +1,311 @@
 //! The flow table (s.5.2): a fixed-capacity slab of flow entries whose
 //! indices are stable (a [`super::FlowId`] handed out on enqueue stays valid
-//! while the packet is queued), plus two open-addressing indices with linear
-//! probing and backward-shift deletion (no tombstones):
+//! while the packet is queued), plus two indices:
 //!
-//! * by (src IP, dst IP, DestQP): the flow key;
-//! * by (src IP, dst IP): the head of an intrusive list of the flows between
-//!   the two hosts, used to learn the source QP from reverse traffic (whose
-//!   BTH names only the forward source QP, not the forward DestQP).
+//! * by (src IP, dst IP, DestQP), the flow key: a bucketed hash index, one
+//!   64-byte bucket = 7 (hash tag, slot) pairs and an overflow counter, so a
+//!   lookup reads one bucket line and then the entry whose tag matches
+//!   (a false tag match costs one more entry read, 1 in 2^31); a full bucket
+//!   spills into the next one and counts it in its overflow counter, which
+//!   lookups use to stop and removals decrement (no tombstones);
+//! * by (src IP, dst IP): open addressing with linear probing and
+//!   backward-shift deletion, the head of an intrusive list of the flows
+//!   between the two hosts, used to learn the source QP from reverse traffic
+//!   (whose BTH names only the forward source QP, not the forward DestQP).
+//!
+//! Keys are packed (both addresses as four 64-bit words, the DestQP and the
+//! address families in one 32-bit word) and hashed with a folded multiply.
+//! An entry is 128 bytes (two cache lines): everything the
+//! packet path reads or writes is in it, except the bytes queued, which live
+//! in the dense `nz` array of the flows with bytes in the queue (what the
+//! top-contributor selection scans, sequentially).
 //!
 //! Everything is allocated in [`FlowTable::new`]; lookups, inserts and
 //! removals never allocate.
 
-use core::hash::{Hash, Hasher};
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use crate::wire::lhcnp::Action;
 
 pub(crate) const NONE: u32 = u32::MAX;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) struct FlowKey {
-    pub src: IpAddr,
-    pub dst: IpAddr,
-    pub dest_qp: u32,
+const SRC_V4: u32 = 1 << 31;
+const DST_V4: u32 = 1 << 30;
+const QP_MASK: u32 = 0x00ff_ffff;
+
+/// A flow key, packed: (src IP, dst IP, DestQP).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PackedKey {
+    /// Source address words 0-1, destination words 2-3 (an IPv4 address
+    /// in the low half of word 0 / 2, the rest zero).
+    pub(crate) w: [u64; 4],
+    /// DestQP (24 bits) | SRC_V4 | DST_V4.
+    pub(crate) qpf: u32,
 }
 
-/// One learned RoCEv2 flow.
+fn pack_addr(a: IpAddr) -> (u64, u64, bool) {
+    match a {
+        IpAddr::V4(a) => (u64::from(u32::from_ne_bytes(a.octets())), 0, true),
+        IpAddr::V6(a) => {
+            let o = a.octets();
+            let (x, y) = o.split_at(8);
+            (u64::from_ne_bytes(x.try_into().unwrap_or([0; 8])), u64::from_ne_bytes(y.try_into().unwrap_or([0; 8])), false)
+        }
+    }
+}
+
+fn unpack_addr(a: u64, b: u64, v4: bool) -> IpAddr {
+    if v4 {
+        IpAddr::V4(Ipv4Addr::from((a as u32).to_ne_bytes()))
+    } else {
+        let mut o = [0u8; 16];
+        o[..8].copy_from_slice(&a.to_ne_bytes());
+        o[8..].copy_from_slice(&b.to_ne_bytes());
+        IpAddr::V6(Ipv6Addr::from(o))
+    }
+}
+
+#[inline(always)]
+fn fold(a: u64, b: u64) -> u64 {
+    let r = u128::from(a).wrapping_mul(u128::from(b));
+    (r as u64) ^ ((r >> 64) as u64)
+}
+
+const S: [u64; 6] = [
+    0x243f_6a88_85a3_08d3,
+    0x1319_8a2e_0370_7344,
+    0xa409_3822_299f_31d0,
+    0x082e_fa98_ec4e_6c89,
+    0x4528_21e6_38d0_1377,
+    0xbe54_66cf_34e9_0c6c,
+];
+
+impl PackedKey {
+    pub fn new(src: IpAddr, dst: IpAddr, dest_qp: u32) -> PackedKey {
+        let (a, b, s4) = pack_addr(src);
+        let (c, d, d4) = pack_addr(dst);
+        PackedKey {
+            w: [a, b, c, d],
+            qpf: (dest_qp & QP_MASK) | if s4 { SRC_V4 } else { 0 } | if d4 { DST_V4 } else { 0 },
+        }
+    }
+
+    /// From header fields: IPv4 addresses as read (network order bytes).
+    #[inline(always)]
+    pub(crate) fn v4(src: [u8; 4], dst: [u8; 4], dest_qp: u32) -> PackedKey {
+        PackedKey {
+            w: [u64::from(u32::from_ne_bytes(src)), 0, u64::from(u32::from_ne_bytes(dst)), 0],
+            qpf: (dest_qp & QP_MASK) | SRC_V4 | DST_V4,
+        }
+    }
+
+    /// From header fields: the 32 bytes of an IPv6 header's addresses.
+    #[inline(always)]
+    pub(crate) fn v6(addrs: &[u8; 32], dest_qp: u32) -> PackedKey {
+        let w = |i: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&addrs[i * 8..i * 8 + 8]);
+            u64::from_ne_bytes(b)
+        };
+        PackedKey { w: [w(0), w(1), w(2), w(3)], qpf: dest_qp & QP_MASK }
+    }
+
+    pub fn src(&self) -> IpAddr {
+        unpack_addr(self.w[0], self.w[1], self.qpf & SRC_V4 != 0)
+    }
+
+    pub fn dst(&self) -> IpAddr {
+        unpack_addr(self.w[2], self.w[3], self.qpf & DST_V4 != 0)
+    }
+
+    pub fn dest_qp(&self) -> u32 {
+        self.qpf & QP_MASK
+    }
+
+    #[inline(always)]
+    fn pair_part(&self) -> u64 {
+        fold(self.w[0] ^ S[0], self.w[1] ^ S[1]) ^ fold(self.w[2] ^ S[2], self.w[3] ^ S[3])
+    }
+
+    /// Hash of the whole key.
+    #[inline(always)]
+    pub fn hash(&self) -> u64 {
+        fold(self.pair_part() ^ u64::from(self.qpf), S[4])
+    }
+
+    /// Hash of (src, dst).
+    #[inline(always)]
+    fn pair_hash(&self) -> u64 {
+        fold(self.pair_part() ^ u64::from(self.qpf & (SRC_V4 | DST_V4)), S[5])
+    }
+
+    #[inline(always)]
+    fn same_pair(&self, o: &PackedKey) -> bool {
+        self.w == o.w && (self.qpf ^ o.qpf) & (SRC_V4 | DST_V4) == 0
+    }
+}
+
+// Flow flags, in bits 24-29 of `qpf` (not part of the key).
+const LIVE: u32 = 1 << 24;
+const HAS_SRC_QP: u32 = 1 << 25;
+const CONFIGURED: u32 = 1 << 26;
+const THROTTLED: u32 = 1 << 27;
+const HAS_CNP: u32 = 1 << 28;
+const DEFERRED: u32 = 1 << 29;
+const KEY_BITS: u32 = QP_MASK | SRC_V4 | DST_V4;
+
+/// One learned RoCEv2 flow: three cache lines. The first holds all that a
+/// packet reads or writes (key, flags, last PSN, position in `nz`, last
+/// seen, the observation window and its byte count up to 4 GB), the others
+/// the rest of the rate estimate, the pair list and the Long-haul CNP state.
 #[derive(Debug, Clone, Copy)]
+#[repr(C, align(64))]
 pub(crate) struct Flow {
-    pub live: bool,
-    pub key: FlowKey,
-    hash: u64,
-    pair_hash: u64,
+    w: [u64; 4],
+    /// Key bits (DestQP, families) and flags.
+    qpf: u32,
+    pub last_psn: u32,
+    /// Position in `FlowTable::nz` (NONE: nothing queued).
+    nz_pos: u32,
+    /// Bytes in the current observation window: `win_lo + win_hi`
+    /// (`win_hi` takes what does not fit in 32 bits).
+    win_lo: u32,
+    pub last_seen: u64,
+    /// Arrival-rate estimate: the current observation window started here.
+    pub win_start: u64,
+    // ---- second line
+    win_hi: u64,
+    /// Bytes in the two completed windows before the current one.
+    pub prev_bytes: u64,
+    pub prev2_bytes: u64,
     /// Intrusive list of the flows with the same (src, dst).
     pair_next: u32,
     pair_prev: u32,
     /// Position in the live list.
     live_pos: u32,
-    pub src_qp: Option<u32>,
-    /// `src_qp` came from configuration: reverse learning does not touch it.
-    pub src_qp_configured: bool,
-    pub last_psn: u32,
-    pub last_seen: u64,
-    /// Bytes of this flow in the egress queue (queue contribution).
-    pub queued: u64,
-    /// Arrival-rate estimate: bytes in the current observation window and
-    /// in the two completed windows before it.
-    pub win_start: u64,
-    pub win_bytes: u64,
-    pub prev_bytes: u64,
-    pub prev2_bytes: u64,
-    /// Long-haul CNP state.
-    pub last_cnp: Option<u64>,
-    pub last_action: Option<Action>,
-    pub last_level: u8,
-    /// A Notify / Rate Reduce / Pause was sent and no Resume since.
-    pub throttled: bool,
+    src_qp: u32,
+    last_cnp: u64,
     /// Deferring (s.5.7): since when, and the queue depth then.
-    pub deferred: Option<(u64, u64)>,
+    def_since: u64,
+    def_qd: u64,
 }
+
+const _: () = assert!(core::mem::size_of::<Flow>() == 128);
+const _: () = assert!(core::mem::offset_of!(Flow, win_hi) == 64);
 
 impl Flow {
     const EMPTY: Flow = Flow {
-        live: false,
-        key: FlowKey {
-            src: IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
-            dst: IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
-            dest_qp: 0,
-        },
-        hash: 0,
-        pair_hash: 0,
+        w: [0; 4],
+        qpf: 0,
+        last_psn: 0,
+        nz_pos: NONE,
+        win_lo: 0,
+        last_seen: 0,
+        win_start: 0,
+        win_hi: 0,
+        prev_bytes: 0,
+        prev2_bytes: 0,
         pair_next: NONE,
         pair_prev: NONE,
         live_pos: NONE,
-        src_qp: None,
-        src_qp_configured: false,
-        last_psn: 0,
-        last_seen: 0,
-        queued: 0,
-        win_start: 0,
-        win_bytes: 0,
-        prev_bytes: 0,
-        prev2_bytes: 0,
-        last_cnp: None,
-        last_action: None,
-        last_level: 0,
-        throttled: false,
-        deferred: None,
+        src_qp: 0,
+        last_cnp: 0,
+        def_since: 0,
+        def_qd: 0,
     };
+
+    #[inline(always)]
+    fn key_is(&self, k: &PackedKey) -> bool {
+        self.w == k.w && (self.qpf ^ k.qpf) & KEY_BITS == 0
+    }
+
+    pub fn key(&self) -> PackedKey {
+        PackedKey { w: self.w, qpf: self.qpf & KEY_BITS }
+    }
+
+    #[inline(always)]
+    pub fn live(&self) -> bool {
+        self.qpf & LIVE != 0
+    }
+
+    fn set_flag(&mut self, f: u32, on: bool) {
+        if on {
+            self.qpf |= f;
+        } else {
+            self.qpf &= !f;
+        }
+    }
+
+    pub fn src_qp(&self) -> Option<u32> {
+        (self.qpf & HAS_SRC_QP != 0).then_some(self.src_qp)
+    }
+
+    pub fn set_src_qp(&mut self, qp: u32, configured: bool) {
+        self.src_qp = qp;
+        self.qpf |= HAS_SRC_QP;
+        if configured {
+            self.qpf |= CONFIGURED;
+        }
+    }
+
+    /// `src_qp` came from configuration: reverse learning does not touch it.
+    pub fn src_qp_configured(&self) -> bool {
+        self.qpf & CONFIGURED != 0
+    }
+
+    /// A Notify / Rate Reduce / Pause was sent and no Resume since.
+    pub fn throttled(&self) -> bool {
+        self.qpf & THROTTLED != 0
+    }
+
+    pub fn last_cnp(&self) -> Option<u64> {
+        (self.qpf & HAS_CNP != 0).then_some(self.last_cnp)
+    }
+
+    pub fn deferred(&self) -> Option<(u64, u64)> {
+        (self.qpf & DEFERRED != 0).then_some((self.def_since, self.def_qd))
+    }
+
+    pub fn set_deferred(&mut self, d: Option<(u64, u64)>) {
+        self.set_flag(DEFERRED, d.is_some());
+        if let Some((a, b)) = d {
+            self.def_since = a;
+            self.def_qd = b;
+        }
+    }
+
+    /// Record a Long-haul CNP sent now (what matters later: when, and
+    /// whether it throttled the flow).
+    pub fn record_cnp(&mut self, now: u64, action: Action) {
+        self.last_cnp = now;
+        self.qpf |= HAS_CNP;
+        self.set_flag(THROTTLED, action != Action::Resume);
+        self.set_deferred(None);
+    }
+
+    /// Bytes in the current observation window.
+    pub fn win_bytes(&self) -> u64 {
+        self.win_hi.saturating_add(u64::from(self.win_lo))
+    }
+
+    /// `win_bytes += len` (saturating).
+    #[inline(always)]
+    pub fn add_win_bytes(&mut self, len: u32) {
+        match self.win_lo.checked_add(len) {
+            Some(x) => self.win_lo = x,
+            None => self.spill(len),
+        }
+    }
+
+    #[cold]
+    fn spill(&mut self, len: u32) {
+        self.win_hi = self.win_hi.saturating_add(u64::from(self.win_lo) + u64::from(len));
+        self.win_lo = 0;
+    }
 
     /// Close the observation windows that have ended by `now` (window
     /// length `win` ns).
+    #[inline(always)]
     pub fn roll(&mut self, now: u64, win: u64) {
         if win == 0 {
             return;
@@ -99,14 +314,27 @@ impl Flow {
         if el < win {
             return;
         }
-        let n = el / win;
+        self.roll_slow(el, win);
+    }
+
+    #[cold]
+    fn roll_slow(&mut self, el: u64, win: u64) {
+        // el >= win; n = el / win, without a division when small.
+        let n = if el < win.saturating_mul(2) {
+            1
+        } else if el < win.saturating_mul(3) {
+            2
+        } else {
+            el / win
+        };
+        let wb = self.win_bytes();
         match n {
             1 => {
                 self.prev2_bytes = self.prev_bytes;
-                self.prev_bytes = self.win_bytes;
+                self.prev_bytes = wb;
             }
             2 => {
-                self.prev2_bytes = self.win_bytes;
+                self.prev2_bytes = wb;
                 self.prev_bytes = 0;
             }
             _ => {
@@ -114,7 +342,8 @@ impl Flow {
                 self.prev_bytes = 0;
             }
         }
-        self.win_bytes = 0;
+        self.win_lo = 0;
+        self.win_hi = 0;
         self.win_start = self.win_start.saturating_add(n.saturating_mul(win));
     }
 
@@ -125,15 +354,186 @@ impl Flow {
     }
 }
 
-fn hash_of<T: Hash>(v: &T) -> u64 {
-    let mut h = rustc_hash::FxHasher::default();
-    v.hash(&mut h);
-    // FxHash mixes poorly into the low bits: finish with a multiply and
-    // take the high half.
-    (h.finish() ^ 0x5bd1_e995).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 16
+#[inline(always)]
+pub(crate) fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint; it never faults, whatever the address.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch(p as *const i8, core::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
-/// Open-addressing index of slab positions.
+const WAYS: usize = 7;
+
+/// One bucket of the key index: 7 (tag, slot) pairs and the number of
+/// entries whose probe passed this bucket because it was full.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Bucket {
+    tags: [u32; WAYS],
+    ovf: u32,
+    slots: [u32; WAYS],
+    _pad: u32,
+}
+
+const EMPTY_BUCKET: Bucket = Bucket { tags: [0; WAYS], ovf: 0, slots: [NONE; WAYS], _pad: 0 };
+
+#[inline(always)]
+fn tag_of(h: u64) -> u32 {
+    ((h >> 32) as u32) | 1
+}
+
+/// Bit j set: `tags[j] == tag`.
+#[inline(always)]
+fn match_mask(bk: &Bucket, tag: u32) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE2 is part of x86_64; `tags` and `ovf` are the first 32
+    // bytes of a 64-byte aligned bucket.
+    unsafe {
+        use core::arch::x86_64::*;
+        let t = _mm_set1_epi32(tag as i32);
+        let p = bk.tags.as_ptr() as *const __m128i;
+        let a = _mm_cmpeq_epi32(_mm_load_si128(p), t);
+        let b = _mm_cmpeq_epi32(_mm_load_si128(p.add(1)), t);
+        let m = _mm_movemask_ps(_mm_castsi128_ps(a)) as u32 | ((_mm_movemask_ps(_mm_castsi128_ps(b)) as u32) << 4);
+        m & ((1 << WAYS) - 1)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let mut m = 0;
+        for j in 0..WAYS {
+            m |= u32::from(bk.tags[j] == tag) << j;
+        }
+        m
+    }
+}
+
+/// `n` copies of `v`, in memory the kernel is asked to back with huge
+/// pages when the vector is large (fewer TLB misses on random access).
+fn big_vec<T: Copy>(n: usize, v: T) -> Vec<T> {
+    let mut x: Vec<T> = Vec::with_capacity(n);
+    #[cfg(target_os = "linux")]
+    {
+        extern "C" {
+            fn madvise(addr: *mut core::ffi::c_void, len: usize, advice: i32) -> i32;
+        }
+        const MADV_HUGEPAGE: i32 = 14;
+        let bytes = n.saturating_mul(core::mem::size_of::<T>());
+        if bytes >= 4 << 20 {
+            let p = x.as_mut_ptr() as usize;
+            let start = (p + 4095) & !4095;
+            let len = (bytes - (start - p)) & !4095;
+            // SAFETY: advice only, on pages inside our own allocation;
+            // a failure changes nothing.
+            unsafe {
+                madvise(start as *mut core::ffi::c_void, len, MADV_HUGEPAGE);
+            }
+        }
+    }
+    x.resize(n, v);
+    x
+}
+
+struct KeyIndex {
+    b: Vec<Bucket>,
+    mask: usize,
+}
+
+impl KeyIndex {
+    fn new(capacity: usize) -> KeyIndex {
+        // At most 5/7 full when the table is.
+        let n = capacity.max(1).div_ceil(5).next_power_of_two();
+        KeyIndex { b: big_vec(n, EMPTY_BUCKET), mask: n - 1 }
+    }
+
+    #[inline(always)]
+    fn home(&self, h: u64) -> usize {
+        (h as usize) & self.mask
+    }
+
+    #[inline(always)]
+    fn prefetch(&self, h: u64) {
+        prefetch(&self.b[self.home(h)]);
+    }
+
+    /// The slot for which `is(slot)` holds among those tagged like `h`.
+    #[inline(always)]
+    fn find(&self, h: u64, mut is: impl FnMut(u32) -> bool) -> Option<u32> {
+        let tag = tag_of(h);
+        let mut i = self.home(h);
+        for _ in 0..=self.mask {
+            let bk = &self.b[i];
+            let mut m = match_mask(bk, tag);
+            while m != 0 {
+                let s = bk.slots[m.trailing_zeros() as usize];
+                if is(s) {
+                    return Some(s);
+                }
+                m &= m - 1;
+            }
+            if bk.ovf == 0 {
+                return None;
+            }
+            i = (i + 1) & self.mask;
+        }
+        None
+    }
+
+    /// Prefetch the entries of the home bucket whose tag matches.
+    #[inline(always)]
+    fn prefetch_candidates(&self, h: u64, mut f: impl FnMut(u32)) {
+        let tag = tag_of(h);
+        let bk = &self.b[self.home(h)];
+        let mut m = match_mask(bk, tag);
+        while m != 0 {
+            f(bk.slots[m.trailing_zeros() as usize]);
+            m &= m - 1;
+        }
+    }
+
+    fn insert(&mut self, h: u64, v: u32) {
+        let tag = tag_of(h);
+        let mut i = self.home(h);
+        for _ in 0..=self.mask {
+            let bk = &mut self.b[i];
+            if let Some(j) = bk.tags.iter().position(|&t| t == 0) {
+                bk.tags[j] = tag;
+                bk.slots[j] = v;
+                return;
+            }
+            bk.ovf += 1;
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    fn remove(&mut self, h: u64, v: u32) {
+        let tag = tag_of(h);
+        let home = self.home(h);
+        let mut i = home;
+        for _ in 0..=self.mask {
+            let bk = &mut self.b[i];
+            if let Some(j) = (0..WAYS).find(|&j| bk.tags[j] == tag && bk.slots[j] == v) {
+                bk.tags[j] = 0;
+                bk.slots[j] = NONE;
+                // Undo the overflow counts of the buckets passed.
+                let mut k = home;
+                while k != i {
+                    self.b[k].ovf -= 1;
+                    k = (k + 1) & self.mask;
+                }
+                return;
+            }
+            if bk.ovf == 0 {
+                return;
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+}
+
+/// Open-addressing index of slab positions (the pair index).
 struct Index {
     slots: Vec<u32>,
     mask: usize,
@@ -201,24 +601,34 @@ impl Index {
     }
 }
 
+/// A flow with bytes in the queue.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Nz {
+    pub queued: u64,
+    pub slot: u32,
+}
+
 pub(crate) struct FlowTable {
     pub entries: Vec<Flow>,
-    by_key: Index,
+    by_key: KeyIndex,
     by_pair: Index,
     free: Vec<u32>,
     /// Slab indices of the live flows (for scans).
     pub live: Vec<u32>,
+    /// The flows with bytes queued, and how many.
+    pub nz: Vec<Nz>,
 }
 
 impl FlowTable {
     pub fn new(capacity: usize) -> FlowTable {
         let capacity = capacity.max(1);
         FlowTable {
-            entries: vec![Flow::EMPTY; capacity],
-            by_key: Index::new(capacity),
+            entries: big_vec(capacity, Flow::EMPTY),
+            by_key: KeyIndex::new(capacity),
             by_pair: Index::new(capacity),
             free: (0..capacity as u32).rev().collect(),
             live: Vec::with_capacity(capacity),
+            nz: Vec::with_capacity(capacity),
         }
     }
 
@@ -230,29 +640,57 @@ impl FlowTable {
         self.live.len()
     }
 
-    pub fn lookup(&self, key: &FlowKey) -> Option<u32> {
-        let h = hash_of(key);
+    /// Start fetching what a lookup of a key hashing to `h` reads first.
+    #[inline(always)]
+    pub fn prefetch_bucket(&self, h: u64) {
+        self.by_key.prefetch(h);
+    }
+
+    /// Start fetching the entry (its first line) a lookup of `h` will read
+    /// (the bucket should be in cache by now).
+    #[inline(always)]
+    pub fn prefetch_entry_of(&self, h: u64) {
         let e = &self.entries;
-        self.by_key
-            .find(h, |s| e[s as usize].key == *key)
-            .map(|i| self.by_key.slots[i])
+        self.by_key.prefetch_candidates(h, |s| {
+            if let Some(f) = e.get(s as usize) {
+                // Both lines: the second when an observation window
+                // closes.
+                let p = f as *const Flow as *const u8;
+                prefetch(p);
+                prefetch(p.wrapping_add(64));
+            }
+        });
+    }
+
+    /// Start fetching an entry's first line (by slot).
+    #[inline(always)]
+    pub fn prefetch_slot(&self, s: u32) {
+        if let Some(f) = self.entries.get(s as usize) {
+            prefetch(f);
+        }
+    }
+
+    #[inline(always)]
+    pub fn lookup_h(&self, key: &PackedKey, h: u64) -> Option<u32> {
+        let e = &self.entries;
+        self.by_key.find(h, |s| e[s as usize].key_is(key))
+    }
+
+    pub fn lookup(&self, key: &PackedKey) -> Option<u32> {
+        self.lookup_h(key, key.hash())
     }
 
     /// Insert a new flow (the caller checked it is absent); None when full.
-    pub fn insert(&mut self, key: FlowKey, now: u64) -> Option<u32> {
+    pub fn insert_h(&mut self, key: PackedKey, h: u64, now: u64) -> Option<u32> {
         let s = self.free.pop()?;
-        let h = hash_of(&key);
-        let ph = hash_of(&(key.src, key.dst));
+        let ph = key.pair_hash();
         let head = {
             let e = &self.entries;
-            self.by_pair
-                .find(ph, |x| e[x as usize].key.src == key.src && e[x as usize].key.dst == key.dst)
+            self.by_pair.find(ph, |x| e[x as usize].key().same_pair(&key))
         };
         let mut f = Flow::EMPTY;
-        f.live = true;
-        f.key = key;
-        f.hash = h;
-        f.pair_hash = ph;
+        f.w = key.w;
+        f.qpf = (key.qpf & KEY_BITS) | LIVE;
         f.live_pos = self.live.len() as u32;
         f.last_seen = now;
         f.win_start = now;
@@ -276,22 +714,22 @@ impl FlowTable {
         Some(s)
     }
 
-    /// Remove a live flow.
+    #[cfg(test)]
+    pub fn insert(&mut self, key: PackedKey, now: u64) -> Option<u32> {
+        self.insert_h(key, key.hash(), now)
+    }
+
+    /// Remove a live flow (its queued bytes are forgotten).
     pub fn remove(&mut self, s: u32) {
         let Some(f) = self.entries.get(s as usize).copied() else {
             return;
         };
-        if !f.live {
+        if !f.live() {
             return;
         }
-        // Key index.
-        {
-            let e = &self.entries;
-            if let Some(i) = self.by_key.find(f.hash, |x| x == s) {
-                let mask = self.by_key.mask;
-                self.by_key.remove_at(i, |v| (e[v as usize].hash as usize) & mask);
-            }
-        }
+        self.set_queued_zero(s);
+        let key = f.key();
+        self.by_key.remove(key.hash(), s);
         // Pair list and index.
         if f.pair_prev != NONE {
             self.entries[f.pair_prev as usize].pair_next = f.pair_next;
@@ -299,16 +737,17 @@ impl FlowTable {
                 self.entries[f.pair_next as usize].pair_prev = f.pair_prev;
             }
         } else {
-            let e = &self.entries;
-            let pos = self.by_pair.find(f.pair_hash, |x| x == s);
+            let ph = key.pair_hash();
+            let pos = self.by_pair.find(ph, |x| x == s);
             if let Some(pos) = pos {
                 if f.pair_next != NONE {
                     self.by_pair.slots[pos] = f.pair_next;
                     self.entries[f.pair_next as usize].pair_prev = NONE;
                 } else {
+                    let e = &self.entries;
                     let mask = self.by_pair.mask;
                     self.by_pair
-                        .remove_at(pos, |v| (e[v as usize].pair_hash as usize) & mask);
+                        .remove_at(pos, |v| (e[v as usize].key().pair_hash() as usize) & mask);
                 }
             }
         }
@@ -324,13 +763,84 @@ impl FlowTable {
         self.free.push(s);
     }
 
+    /// Position of a live flow in `live`.
+    pub fn live_pos(&self, s: u32) -> u32 {
+        self.entries.get(s as usize).map_or(NONE, |f| f.live_pos)
+    }
+
+    /// Bytes of flow `s` in the queue.
+    #[inline]
+    pub fn queued(&self, s: u32) -> u64 {
+        match self.entries.get(s as usize) {
+            Some(f) if f.nz_pos != NONE => self.nz[f.nz_pos as usize].queued,
+            _ => 0,
+        }
+    }
+
+    /// `queued += len` (saturating).
+    #[inline(always)]
+    pub fn add_queued(&mut self, s: u32, len: u64) {
+        if len == 0 {
+            return;
+        }
+        let Some(f) = self.entries.get_mut(s as usize) else { return };
+        if f.nz_pos != NONE {
+            let n = &mut self.nz[f.nz_pos as usize];
+            n.queued = n.queued.saturating_add(len);
+        } else {
+            f.nz_pos = self.nz.len() as u32;
+            self.nz.push(Nz { queued: len, slot: s });
+        }
+    }
+
+    /// `queued -= len` (saturating at zero).
+    #[inline(always)]
+    pub fn sub_queued(&mut self, s: u32, len: u64) {
+        let Some(f) = self.entries.get(s as usize) else { return };
+        let p = f.nz_pos;
+        if p == NONE {
+            return;
+        }
+        let n = &mut self.nz[p as usize];
+        n.queued = n.queued.saturating_sub(len);
+        if n.queued == 0 {
+            self.nz_remove(p);
+        }
+    }
+
+    fn set_queued_zero(&mut self, s: u32) {
+        if let Some(p) = self.entries.get(s as usize).map(|f| f.nz_pos).filter(|&p| p != NONE) {
+            self.nz_remove(p);
+        }
+    }
+
+    fn nz_remove(&mut self, p: u32) {
+        let gone = self.nz.swap_remove(p as usize);
+        self.entries[gone.slot as usize].nz_pos = NONE;
+        if let Some(m) = self.nz.get(p as usize) {
+            self.entries[m.slot as usize].nz_pos = p;
+        }
+    }
+
+    /// Every flow's queued bytes to zero.
+    pub fn clear_queued(&mut self) {
+        for n in self.nz.drain(..) {
+            self.entries[n.slot as usize].nz_pos = NONE;
+        }
+    }
+
+    /// Nothing of flow `s` is queued.
+    #[inline]
+    pub fn idle_in_queue(&self, s: u32) -> bool {
+        self.entries.get(s as usize).map_or(true, |f| f.nz_pos == NONE)
+    }
+
     /// First flow of the list of flows from `src` to `dst`.
     pub fn pair_head(&self, src: IpAddr, dst: IpAddr) -> u32 {
+        let k = PackedKey::new(src, dst, 0);
         let e = &self.entries;
         self.by_pair
-            .find(hash_of(&(src, dst)), |x| {
-                e[x as usize].key.src == src && e[x as usize].key.dst == dst
-            })
+            .find(k.pair_hash(), |x| e[x as usize].key().same_pair(&k))
             .map_or(NONE, |i| self.by_pair.slots[i])
     }
 
@@ -338,26 +848,23 @@ impl FlowTable {
         self.entries.get(s as usize).map_or(NONE, |f| f.pair_next)
     }
 
+    #[inline(always)]
     pub fn get_mut(&mut self, s: u32) -> Option<&mut Flow> {
-        self.entries.get_mut(s as usize).filter(|f| f.live)
+        self.entries.get_mut(s as usize).filter(|f| f.live())
     }
 
+    #[inline(always)]
     pub fn get(&self, s: u32) -> Option<&Flow> {
-        self.entries.get(s as usize).filter(|f| f.live)
+        self.entries.get(s as usize).filter(|f| f.live())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::net::Ipv4Addr;
 
-    fn key(a: u8, b: u8, qp: u32) -> FlowKey {
-        FlowKey {
-            src: IpAddr::V4(Ipv4Addr::new(10, 0, 0, a)),
-            dst: IpAddr::V4(Ipv4Addr::new(10, 0, 1, b)),
-            dest_qp: qp,
-        }
+    fn key(a: u8, b: u8, qp: u32) -> PackedKey {
+        PackedKey::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, a)), IpAddr::V4(Ipv4Addr::new(10, 0, 1, b)), qp)
     }
 
     #[test]
@@ -386,11 +893,11 @@ mod tests {
         for a in 0..7u8 {
             for b in 0..3u8 {
                 let mut n = 0;
-                let mut s = t.pair_head(key(a, b, 0).src, key(a, b, 0).dst);
+                let mut s = t.pair_head(key(a, b, 0).src(), key(a, b, 0).dst());
                 while s != NONE {
                     let f = t.get(s).unwrap();
-                    assert_eq!((f.key.src, f.key.dst), (key(a, b, 0).src, key(a, b, 0).dst));
-                    assert_eq!(f.key.dest_qp % 2, 1);
+                    assert!(f.key().same_pair(&key(a, b, 0)));
+                    assert_eq!(f.key().dest_qp() % 2, 1);
                     n += 1;
                     s = t.pair_next(s);
                 }
@@ -398,5 +905,64 @@ mod tests {
                 assert_eq!(n, want);
             }
         }
+    }
+
+    #[test]
+    fn packed_keys_round_trip_and_differ_by_family() {
+        let a: IpAddr = "2001:db8::1".parse().unwrap();
+        let b: IpAddr = "10.1.2.3".parse().unwrap();
+        let k = PackedKey::new(a, b, 0x1234_5678);
+        assert_eq!((k.src(), k.dst(), k.dest_qp()), (a, b, 0x34_5678));
+        let m: IpAddr = "::a01:203".parse().unwrap();
+        assert_ne!(PackedKey::new(a, m, 1), PackedKey::new(a, b, 1));
+        let mut o = [0u8; 32];
+        o[..16].copy_from_slice(&"2001:db8::1".parse::<Ipv6Addr>().unwrap().octets());
+        o[16..].copy_from_slice(&"2001:db8::2".parse::<Ipv6Addr>().unwrap().octets());
+        assert_eq!(PackedKey::v6(&o, 7), PackedKey::new(a, "2001:db8::2".parse().unwrap(), 7));
+        assert_eq!(PackedKey::v4([10, 1, 2, 3], [10, 0, 0, 1], 7), PackedKey::new(b, "10.0.0.1".parse().unwrap(), 7));
+    }
+
+    #[test]
+    fn overflowing_buckets_still_find_and_remove() {
+        // A tiny index (1 bucket per 5 entries): most buckets overflow.
+        let mut t = FlowTable::new(200);
+        let mut slots = Vec::new();
+        for i in 0..200u32 {
+            slots.push(t.insert(key((i % 11) as u8, (i % 13) as u8, i), 0).unwrap());
+        }
+        for round in 0..3u32 {
+            for i in (round..200).step_by(3) {
+                let k = key((i % 11) as u8, (i % 13) as u8, i);
+                assert_eq!(t.lookup(&k), Some(slots[i as usize]));
+                t.remove(slots[i as usize]);
+                assert_eq!(t.lookup(&k), None);
+                slots[i as usize] = t.insert(k, 0).unwrap();
+                assert_eq!(t.lookup(&k), Some(slots[i as usize]));
+            }
+        }
+        for i in 0..200u32 {
+            t.remove(slots[i as usize]);
+        }
+        assert_eq!(t.len(), 0);
+        assert!(t.by_key.b.iter().all(|b| b.ovf == 0 && b.tags == [0; WAYS]));
+    }
+
+    #[test]
+    fn queued_bytes_in_the_dense_set() {
+        let mut t = FlowTable::new(8);
+        let a = t.insert(key(1, 1, 1), 0).unwrap();
+        let b = t.insert(key(2, 2, 2), 0).unwrap();
+        t.add_queued(a, 100);
+        t.add_queued(b, 50);
+        t.add_queued(a, 10);
+        assert_eq!((t.queued(a), t.queued(b), t.nz.len()), (110, 50, 2));
+        t.sub_queued(a, 200);
+        assert_eq!((t.queued(a), t.queued(b), t.nz.len()), (0, 50, 1));
+        assert!(t.idle_in_queue(a) && !t.idle_in_queue(b));
+        t.remove(b);
+        assert!(t.nz.is_empty());
+        t.add_queued(a, 1);
+        t.clear_queued();
+        assert_eq!(t.queued(a), 0);
     }
 }

@@ -157,7 +157,8 @@ use std::net::IpAddr;
 use crate::wire::lhcnp::{Action, CnpInfo};
 
 pub use build::{build_cnp, CTYPE_FLOW_ID, FLOW_ID_LEN};
-pub use port::CongestionPort;
+pub use flows::PackedKey;
+pub use port::{CongestionPort, MAX_PENDING};
 pub use source::{parse_cnp, SourceModel, SourceParams, SourceReject};
 
 /// Long-haul CNP encapsulation (s.6).
@@ -429,6 +430,22 @@ pub struct RoceInfo {
     pub dest_qp: u32,
     pub opcode: u8,
     pub psn: u32,
+}
+
+/// What the packet path reads from a RoCEv2 packet: the flow key, packed
+/// as the flow table stores it, the opcode and the PSN
+/// ([`crate::classify::roce_fast`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RoceKey {
+    pub key: PackedKey,
+    pub opcode: u8,
+    pub psn: u32,
+}
+
+impl RoceKey {
+    pub fn from_info(i: &RoceInfo) -> RoceKey {
+        RoceKey { key: PackedKey::new(i.src, i.dst, i.dest_qp), opcode: i.opcode, psn: i.psn }
+    }
 }
 
 /// A flow-table slot, valid while the flow has bytes queued.

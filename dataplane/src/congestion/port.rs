@@ -5,9 +5,9 @@ use std::net::IpAddr;
 
 use rustc_hash::FxHashMap;
 
-use super::flows::{FlowKey, FlowTable, NONE};
+use super::flows::{FlowTable, PackedKey, NONE};
 use super::{
-    CnpFormat, CnpRequest, CongestionStats, FlowId, PortParams, RoceInfo, MAX_TOP_FLOWS,
+    CnpFormat, CnpRequest, CongestionStats, FlowId, PortParams, RoceInfo, RoceKey, MAX_TOP_FLOWS,
 };
 use crate::pipeline::TokenBucket;
 use crate::wire::lhcnp::{Action, CnpInfo, MetricType};
@@ -15,6 +15,27 @@ use crate::wire::roce::opcode;
 
 /// Flows examined for aging per `poll`.
 const AGE_SWEEP_PER_POLL: usize = 64;
+/// Packets whose flow learning [`CongestionPort::on_enqueue_deferred`] may
+/// hold back.
+pub const MAX_PENDING: usize = 64;
+
+/// `on_enqueue_deferred` starts fetching the flow entry of the packet this
+/// many packets back (whose bucket, prefetched then, should have arrived).
+const PREFETCH_LAG: usize = 6;
+
+/// A packet whose flow is not looked up yet.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    key: PackedKey,
+    hash: u64,
+    now: u64,
+    psn: u32,
+    len: u32,
+    /// The caller's tag (the packet's position in its queue).
+    tag: u32,
+    /// After the lookup: the flow slot, or NONE (table full).
+    flow: u32,
+}
 const METRIC_MAX: u32 = 0x00ff_ffff;
 const PSN_MASK: u32 = 0x00ff_ffff;
 
@@ -45,6 +66,18 @@ pub struct CongestionPort {
     /// port bucket was empty).
     resume_next: u64,
     age_cursor: usize,
+    /// No live flow was last seen before this (so none is idle before
+    /// `age_lb + flow_idle_timeout_ns`): the sweep is skipped until then.
+    age_lb: u64,
+    /// Least last-seen time met in the current sweep pass.
+    age_pass_min: u64,
+    /// The throttled flows (unordered).
+    thr: Vec<u32>,
+    /// Deferred flow learning: `pend[..pend_done]` are looked up.
+    pend: Vec<Pending>,
+    pend_done: usize,
+    /// `pend[..pend_fetched]`: entries prefetched.
+    pend_fetched: usize,
     stats: CongestionStats,
 }
 
@@ -65,13 +98,14 @@ impl CongestionPort {
     pub fn new(p: PortParams) -> Self {
         let mut cfg_qp = FxHashMap::default();
         cfg_qp.reserve(16);
+        let cap = p.flow_capacity.clamp(1, super::MAX_FLOW_CAPACITY);
         let mut s = CongestionPort {
             p,
             k_max: 0,
             k_min_cfg: 0,
             k_min: 0,
             buffer: 0,
-            flows: FlowTable::new(p.flow_capacity.clamp(1, super::MAX_FLOW_CAPACITY)),
+            flows: FlowTable::new(cap),
             cfg_qp,
             bucket: TokenBucket::new(p.cnp_port_max_pps, p.cnp_port_burst),
             iv_started: false,
@@ -86,6 +120,12 @@ impl CongestionPort {
             throttled: 0,
             resume_next: 0,
             age_cursor: 0,
+            age_lb: 0,
+            age_pass_min: u64::MAX,
+            thr: Vec::with_capacity(cap),
+            pend: Vec::with_capacity(MAX_PENDING),
+            pend_done: 0,
+            pend_fetched: 0,
             stats: CongestionStats::default(),
         };
         s.recompute();
@@ -106,6 +146,7 @@ impl CongestionPort {
     /// K_max are recomputed, the adaptive state restarts. The flow table
     /// keeps its size (`flow_capacity` takes effect only in `new`).
     pub fn set_params(&mut self, p: PortParams) {
+        self.resolve();
         let bucket_changed =
             p.cnp_port_max_pps != self.p.cnp_port_max_pps || p.cnp_port_burst != self.p.cnp_port_burst;
         let cap = self.p.flow_capacity;
@@ -132,20 +173,21 @@ impl CongestionPort {
 
     /// Bytes of a flow in the queue (tests, `show`).
     pub fn flow_queued(&self, f: FlowId) -> Option<u64> {
-        self.flows.get(f.0).map(|x| x.queued)
+        self.flows.get(f.0).map(|_| self.flows.queued(f.0))
     }
 
     /// The learned source QP of a flow.
     pub fn flow_source_qp(&self, src: IpAddr, dst: IpAddr, dest_qp: u32) -> Option<u32> {
-        let s = self.flows.lookup(&FlowKey { src, dst, dest_qp })?;
-        self.flows.get(s)?.src_qp
+        let s = self.flows.lookup(&PackedKey::new(src, dst, dest_qp))?;
+        self.flows.get(s)?.src_qp()
     }
 
     /// The slot of a flow, if learned.
     pub fn flow_id(&self, src: IpAddr, dst: IpAddr, dest_qp: u32) -> Option<FlowId> {
-        self.flows.lookup(&FlowKey { src, dst, dest_qp }).map(FlowId)
+        self.flows.lookup(&PackedKey::new(src, dst, dest_qp)).map(FlowId)
     }
 
+    #[inline(always)]
     fn observe_qd(&mut self, qd: u64, now: u64) {
         self.stats.qd = qd;
         if qd < self.k_min {
@@ -155,6 +197,19 @@ impl CongestionPort {
         } else {
             self.below_kmin_since = None;
         }
+    }
+
+    /// Monitoring and first-level marking of a packet entering the queue.
+    #[inline(always)]
+    fn enqueue_mark(&mut self, ecn_capable: bool, qd_after: u64, now: u64) -> bool {
+        self.observe_qd(qd_after, now);
+        self.iv_pkts += 1;
+        let mark = ecn_capable && qd_after > self.k_min;
+        if mark {
+            self.stats.marked += 1;
+            self.iv_marked += 1;
+        }
+        mark
     }
 
     /// A packet entered the queue (`qd_after` includes it). Returns whether
@@ -167,59 +222,155 @@ impl CongestionPort {
         qd_after: u64,
         now: u64,
     ) -> (bool, Option<FlowId>) {
-        self.observe_qd(qd_after, now);
-        self.iv_pkts += 1;
-        let mark = ecn_capable && qd_after > self.k_min;
-        if mark {
-            self.stats.marked += 1;
-            self.iv_marked += 1;
-        }
+        self.resolve();
+        let mark = self.enqueue_mark(ecn_capable, qd_after, now);
         let flow = match info {
-            Some(i) if is_data(i.opcode) => self.learn(i, len, now),
+            Some(i) if is_data(i.opcode) => {
+                let key = PackedKey::new(i.src, i.dst, i.dest_qp);
+                self.learn(&key, key.hash(), i.psn, len, now)
+            }
             _ => None,
         };
         (mark, flow)
     }
 
-    fn learn(&mut self, i: &RoceInfo, len: u32, now: u64) -> Option<FlowId> {
-        let key = FlowKey {
-            src: i.src,
-            dst: i.dst,
-            dest_qp: i.dest_qp & PSN_MASK,
-        };
-        let s = match self.flows.lookup(&key) {
-            Some(s) => s,
-            None => {
-                let Some(s) = self.flows.insert(key, now) else {
-                    self.stats.flow_table_full += 1;
-                    return None;
-                };
-                self.stats.flows_active = self.flows.len() as u64;
-                if let Some(&q) = self.cfg_qp.get(&(key.src, key.dst, key.dest_qp)) {
-                    if let Some(f) = self.flows.get_mut(s) {
-                        f.src_qp = Some(q);
-                        f.src_qp_configured = true;
-                    }
+    /// Whether [`CongestionPort::on_enqueue_deferred`] has room.
+    #[inline(always)]
+    pub fn pending_full(&self) -> bool {
+        self.pend.len() >= MAX_PENDING
+    }
+
+    /// Whether packets wait for their flow lookup.
+    #[inline(always)]
+    pub fn has_pending(&self) -> bool {
+        !self.pend.is_empty()
+    }
+
+    /// [`CongestionPort::on_enqueue`] for the packet path: the marking
+    /// decision and the monitoring counters now, the flow learning deferred
+    /// to the next [`CongestionPort::take_resolved`] (or any other call
+    /// that reads or changes flow state), which does the lookups of the
+    /// whole batch with their memory accesses overlapped. `tag` comes back
+    /// from `take_resolved` with the packet's flow slot. The caller must
+    /// check [`CongestionPort::pending_full`] first (when full, the packet
+    /// is learned at once and `tag` is not returned: nothing is lost but
+    /// its flow slot).
+    #[inline(always)]
+    pub fn on_enqueue_deferred(
+        &mut self,
+        roce: Option<&RoceKey>,
+        len: u32,
+        ecn_capable: bool,
+        qd_after: u64,
+        now: u64,
+        tag: u32,
+    ) -> bool {
+        let mark = self.enqueue_mark(ecn_capable, qd_after, now);
+        if let Some(r) = roce.filter(|r| is_data(r.opcode)) {
+            let hash = r.key.hash();
+            if self.pend.len() < MAX_PENDING {
+                self.flows.prefetch_bucket(hash);
+                self.pend.push(Pending { key: r.key, hash, now, psn: r.psn, len, tag, flow: NONE });
+                // Two-stage software pipeline: the bucket of this packet,
+                // the entry of the one PREFETCH_LAG back.
+                let n = self.pend.len();
+                if n > PREFETCH_LAG && self.pend_fetched < n - PREFETCH_LAG {
+                    let i = n - PREFETCH_LAG - 1;
+                    self.flows.prefetch_entry_of(self.pend[i].hash);
+                    self.pend_fetched = i + 1;
                 }
-                s
+            } else {
+                self.resolve();
+                self.learn(&r.key, hash, r.psn, len, now);
             }
+        }
+        mark
+    }
+
+    /// Look up the flows of the deferred packets, in arrival order.
+    #[inline]
+    fn resolve(&mut self) {
+        let (from, to) = (self.pend_done, self.pend.len());
+        if from == to {
+            return;
+        }
+        // The buckets were prefetched on enqueue: find the entries and
+        // start fetching them all, then learn.
+        for p in &self.pend[from.max(self.pend_fetched)..to] {
+            self.flows.prefetch_entry_of(p.hash);
+        }
+        self.pend_fetched = to;
+        for i in from..to {
+            let p = self.pend[i];
+            let f = self.learn(&p.key, p.hash, p.psn, p.len, p.now);
+            self.pend[i].flow = f.map_or(NONE, |f| f.0);
+        }
+        self.pend_done = to;
+    }
+
+    /// Learn the deferred packets' flows and hand each `(tag, flow)` over.
+    pub fn take_resolved(&mut self, mut f: impl FnMut(u32, Option<FlowId>)) {
+        self.resolve();
+        for p in &self.pend {
+            f(p.tag, (p.flow != NONE).then_some(FlowId(p.flow)));
+        }
+        self.pend.clear();
+        self.pend_done = 0;
+        self.pend_fetched = 0;
+    }
+
+    /// Start fetching a flow's entry (before its `on_dequeue`).
+    #[inline(always)]
+    pub fn prefetch_flow(&self, f: FlowId) {
+        self.flows.prefetch_slot(f.0);
+    }
+
+    #[inline(always)]
+    fn learn(&mut self, key: &PackedKey, hash: u64, psn: u32, len: u32, now: u64) -> Option<FlowId> {
+        let s = match self.flows.lookup_h(key, hash) {
+            Some(s) => s,
+            None => self.learn_new(key, hash, now)?,
         };
         let win = self.p.rtt_est_ns;
         if let Some(f) = self.flows.get_mut(s) {
             f.roll(now, win);
             f.last_seen = f.last_seen.max(now);
-            f.last_psn = i.psn & PSN_MASK;
-            f.queued = f.queued.saturating_add(u64::from(len));
-            f.win_bytes = f.win_bytes.saturating_add(u64::from(len));
+            f.last_psn = psn & PSN_MASK;
+            f.add_win_bytes(len);
         }
+        self.flows.add_queued(s, u64::from(len));
         Some(FlowId(s))
     }
 
+    #[cold]
+    #[inline(never)]
+    fn learn_new(&mut self, key: &PackedKey, hash: u64, now: u64) -> Option<u32> {
+        let Some(s) = self.flows.insert_h(*key, hash, now) else {
+            self.stats.flow_table_full += 1;
+            return None;
+        };
+        self.age_lb = self.age_lb.min(now);
+        self.age_pass_min = self.age_pass_min.min(now);
+        self.stats.flows_active = self.flows.len() as u64;
+        if !self.cfg_qp.is_empty() {
+            if let Some(&q) = self.cfg_qp.get(&(key.src(), key.dst(), key.dest_qp())) {
+                if let Some(f) = self.flows.get_mut(s) {
+                    f.set_src_qp(q, true);
+                }
+            }
+        }
+        Some(s)
+    }
+
     /// The packet left the queue (transmitted or dropped).
+    #[inline]
     pub fn on_dequeue(&mut self, flow: Option<FlowId>, len: u32, qd_after: u64, now: u64) {
+        self.resolve();
         self.observe_qd(qd_after, now);
-        if let Some(f) = flow.and_then(|f| self.flows.get_mut(f.0)) {
-            f.queued = f.queued.saturating_sub(u64::from(len));
+        if let Some(f) = flow {
+            if self.flows.get(f.0).is_some() {
+                self.flows.sub_queued(f.0, u64::from(len));
+            }
         }
     }
 
@@ -227,6 +378,7 @@ impl CongestionPort {
     /// source QP (module documentation, "Flows and source QPs").
     pub fn on_reverse(&mut self, info: &RoceInfo, now: u64) {
         let _ = now;
+        self.resolve();
         // Forward flows go from info.dst to info.src.
         let (fsrc, fdst) = (info.dst, info.src);
         let qp = info.dest_qp & PSN_MASK;
@@ -242,12 +394,12 @@ impl CongestionPort {
         let mut only = NONE;
         while s != NONE {
             let Some(f) = self.flows.get(s) else { break };
-            if f.src_qp == Some(qp) {
+            if f.src_qp() == Some(qp) {
                 return; // already known
             }
             n += 1;
             only = s;
-            if !f.src_qp_configured {
+            if !f.src_qp_configured() {
                 let d = f.last_psn.wrapping_sub(info.psn) & PSN_MASK;
                 if d < (1 << 23) {
                     if d < best_d {
@@ -273,8 +425,8 @@ impl CongestionPort {
             best
         };
         match self.flows.get_mut(pick) {
-            Some(f) if !f.src_qp_configured => {
-                f.src_qp = Some(qp);
+            Some(f) if !f.src_qp_configured() => {
+                f.set_src_qp(qp, false);
                 self.stats.reverse_learned += 1;
             }
             _ => self.stats.reverse_unmatched += 1,
@@ -285,12 +437,12 @@ impl CongestionPort {
     /// flow now and whenever it is learned again; wins over reverse
     /// learning.
     pub fn set_source_qp(&mut self, src: IpAddr, dst: IpAddr, dest_qp: u32, src_qp: u32) {
+        self.resolve();
         let dest_qp = dest_qp & PSN_MASK;
         self.cfg_qp.insert((src, dst, dest_qp), src_qp);
-        if let Some(s) = self.flows.lookup(&FlowKey { src, dst, dest_qp }) {
+        if let Some(s) = self.flows.lookup(&PackedKey::new(src, dst, dest_qp)) {
             if let Some(f) = self.flows.get_mut(s) {
-                f.src_qp = Some(src_qp);
-                f.src_qp_configured = true;
+                f.set_src_qp(src_qp, true);
             }
         }
     }
@@ -406,20 +558,23 @@ impl CongestionPort {
         let Some(f) = self.flows.get(s).copied() else {
             return true;
         };
-        let format = self.format_for(f.key.src);
-        if f.src_qp.is_none() {
+        let key = f.key();
+        let src = key.src();
+        let format = self.format_for(src);
+        let src_qp = f.src_qp();
+        if src_qp.is_none() {
             self.stats.source_qp_unknown += 1;
         }
         out.push(CnpRequest {
-            to: f.key.src,
-            flow_dst: f.key.dst,
-            dest_qp: f.key.dest_qp,
-            src_qp: f.src_qp,
+            to: src,
+            flow_dst: key.dst(),
+            dest_qp: key.dest_qp(),
+            src_qp,
             info: CnpInfo {
                 congestion_level: d.level,
                 action: d.action,
                 parameter: d.parameter,
-                source_qp: f.src_qp.unwrap_or(0),
+                source_qp: src_qp.unwrap_or(0),
                 metric_type: d.metric_type,
                 metric_value: d.metric_value,
             },
@@ -431,17 +586,17 @@ impl CongestionPort {
             Action::RateReduce => self.stats.cnp_rate_reduce += 1,
             Action::Resume => self.stats.cnp_resume += 1,
         }
-        let was = f.throttled;
+        let was = f.throttled();
         let now_throttled = d.action != Action::Resume;
         if let Some(f) = self.flows.get_mut(s) {
-            f.last_cnp = Some(now);
-            f.last_action = Some(d.action);
-            f.last_level = d.level;
-            f.throttled = now_throttled;
-            f.deferred = None;
+            f.record_cnp(now, d.action);
         }
         match (was, now_throttled) {
-            (false, true) => self.throttled += 1,
+            (false, true) => {
+                self.throttled += 1;
+                // At most one entry per live flow: within capacity.
+                self.thr.push(s);
+            }
             (true, false) => self.throttled = self.throttled.saturating_sub(1),
             _ => {}
         }
@@ -450,6 +605,7 @@ impl CongestionPort {
 
     /// Once per burst: interval logic when due, triggers, Resume, aging.
     pub fn poll(&mut self, qd: u64, now: u64, out: &mut Vec<CnpRequest>) {
+        self.resolve();
         self.observe_qd(qd, now);
         if !self.iv_started {
             self.iv_started = true;
@@ -525,11 +681,10 @@ impl CongestionPort {
         let n = usize::from(self.p.policy.top_flows).clamp(1, MAX_TOP_FLOWS);
         let mut top = [(0u64, NONE); MAX_TOP_FLOWS];
         let mut k = 0usize;
-        for &s in &self.flows.live {
-            let q = self.flows.entries[s as usize].queued;
-            if q == 0 {
-                continue;
-            }
+        // Only the flows with bytes queued, from their dense set: the
+        // order is irrelevant (a strict total order decides).
+        for nz in &self.flows.nz {
+            let (q, s) = (nz.queued, nz.slot);
             // Insertion into the sorted top-n (ties: lower slot first).
             let better = |a: (u64, u32), b: (u64, u32)| a.0 > b.0 || (a.0 == b.0 && a.1 < b.1);
             if k < n {
@@ -556,15 +711,15 @@ impl CongestionPort {
             let Some(f) = self.flows.get_mut(s) else { continue };
             f.roll(now, rtt);
             let f = *f;
-            if f.last_cnp.is_some_and(|t| now.saturating_sub(t) < rtt) {
+            if f.last_cnp().is_some_and(|t| now.saturating_sub(t) < rtt) {
                 self.stats.rate_limited += 1;
                 continue;
             }
             let mut d = base;
             if self.p.suppression {
-                let ours = f.last_cnp.is_some_and(|t| now.saturating_sub(t) < 3 * rtt);
+                let ours = f.last_cnp().is_some_and(|t| now.saturating_sub(t) < 3 * rtt);
                 let fell = !ours && f.rate_fell(self.p.policy.rate_drop_frac);
-                match f.deferred {
+                match f.deferred() {
                     Some((since, _)) if now.saturating_sub(since) < rtt => continue,
                     Some((_, qd_then)) if qd > qd_then => {
                         d = self.escalate(base, qd);
@@ -573,7 +728,7 @@ impl CongestionPort {
                     _ if fell => {
                         self.stats.suppressed += 1;
                         if let Some(f) = self.flows.get_mut(s) {
-                            f.deferred = Some((now, qd));
+                            f.set_deferred(Some((now, qd)));
                         }
                         continue;
                     }
@@ -598,15 +753,20 @@ impl CongestionPort {
         };
         let rtt = self.p.rtt_est_ns;
         let mut next = u64::MAX;
+        // The throttled flows in the order of the live list.
+        {
+            let flows = &self.flows;
+            self.thr.sort_unstable_by_key(|&s| flows.live_pos(s));
+        }
         let mut i = 0;
-        while i < self.flows.live.len() && self.throttled > 0 {
-            let s = self.flows.live[i];
+        while i < self.thr.len() && self.throttled > 0 {
+            let s = self.thr[i];
             i += 1;
-            let f = self.flows.entries[s as usize];
-            if !f.throttled {
+            let Some(f) = self.flows.get(s).copied() else { continue };
+            if !f.throttled() {
                 continue;
             }
-            if let Some(t) = f.last_cnp.filter(|&t| now.saturating_sub(t) < rtt) {
+            if let Some(t) = f.last_cnp().filter(|&t| now.saturating_sub(t) < rtt) {
                 next = next.min(t.saturating_add(rtt));
                 continue;
             }
@@ -617,32 +777,50 @@ impl CongestionPort {
                 break;
             }
         }
+        let flows = &self.flows;
+        self.thr.retain(|&s| flows.get(s).is_some_and(|f| f.throttled()));
         self.resume_next = if next == u64::MAX { 0 } else { next };
     }
 
     fn age(&mut self, qd: u64, now: u64) {
+        if qd == 0 && !self.flows.nz.is_empty() {
+            // Empty queue: nothing of any flow can be queued.
+            self.flows.clear_queued();
+        }
         let idle = self.p.flow_idle_timeout_ns;
+        if now.saturating_sub(self.age_lb) < idle {
+            // No flow can be idle yet.
+            return;
+        }
         let mut budget = AGE_SWEEP_PER_POLL;
         while budget > 0 && !self.flows.live.is_empty() {
             budget -= 1;
             if self.age_cursor >= self.flows.live.len() {
+                // A pass is complete: every live flow was seen at or after
+                // the least last-seen time met (or was inserted since,
+                // which lowers the bound itself).
                 self.age_cursor = 0;
+                self.age_lb = self.age_pass_min;
+                self.age_pass_min = u64::MAX;
+                if now.saturating_sub(self.age_lb) < idle {
+                    return;
+                }
             }
             let s = self.flows.live[self.age_cursor];
-            let f = &mut self.flows.entries[s as usize];
-            if qd == 0 {
-                // Empty queue: nothing of this flow can be queued.
-                f.queued = 0;
-            }
-            if f.queued == 0 && now.saturating_sub(f.last_seen) >= idle {
-                if f.throttled {
+            let last_seen = self.flows.entries[s as usize].last_seen;
+            if self.flows.idle_in_queue(s) && now.saturating_sub(last_seen) >= idle {
+                if self.flows.entries[s as usize].throttled() {
                     self.throttled = self.throttled.saturating_sub(1);
+                    if let Some(i) = self.thr.iter().position(|&x| x == s) {
+                        self.thr.swap_remove(i);
+                    }
                 }
                 self.flows.remove(s);
                 self.stats.flows_aged += 1;
                 self.stats.flows_active = self.flows.len() as u64;
                 // The last live flow moved into the cursor position.
             } else {
+                self.age_pass_min = self.age_pass_min.min(last_seen);
                 self.age_cursor += 1;
             }
         }
