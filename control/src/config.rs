@@ -935,6 +935,7 @@ fn fann_plan(f: &FannSection) -> Result<crate::fann_agent::FannPlan, String> {
             queue_buildup_bytes: f.queue_buildup_bytes,
             microburst_bytes: f.microburst_bytes,
             microburst_window_ns: f.microburst_window_us * 1000,
+            microburst_external: true,
             path_id: None,
             rate_pps: f.rate_pps,
             burst: f.burst,

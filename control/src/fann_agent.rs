@@ -20,8 +20,8 @@ pub struct FannPlan {
 pub struct FannAgent {
     plan: FannPlan,
     params: Params,
-    /// (DPDK port id, detector, last tx bytes)
-    ports: Vec<(u16, Detector, u64)>,
+    /// (DPDK port id, detector, last tx bytes, last microburst count)
+    ports: Vec<(u16, Detector, u64, u64)>,
     pub sent: u64,
 }
 
@@ -31,23 +31,35 @@ impl FannAgent {
             .iter()
             .enumerate()
             .map(|(i, (id, bps))| {
-                let cfg = DetectorConfig { link_bps: if *bps > 0 { *bps } else { plan.detector.link_bps }, ..plan.detector.clone() };
+                // Microbursts come from the port owner's watch (counted per
+                // port), not from this thread's ~1 ms samples.
+                let cfg = DetectorConfig { link_bps: if *bps > 0 { *bps } else { plan.detector.link_bps }, microburst_external: true, ..plan.detector.clone() };
                 // Event identifiers are unique per node: give each port its own range.
-                (*id, Detector::new(cfg, u32::from(*id), (i as u32) << 24), 0)
+                (*id, Detector::new(cfg, u32::from(*id), (i as u32) << 24), 0, 0)
             })
             .collect();
         FannAgent { plan, params, ports, sent: 0 }
     }
 
+    /// The microburst watch the port owners run (None: FANN is off).
+    pub fn microburst_config(&self) -> dataplane::egress::MicroburstConfig {
+        dataplane::egress::MicroburstConfig { bytes: self.plan.detector.microburst_bytes, window_ns: self.plan.detector.microburst_window_ns }
+    }
+
     /// One observation round. `tx_bytes(port)`, `queue_depth(port)`,
+    /// `microbursts(port)` (cumulative, from the owner's watch),
     /// `link_up(port)` read the counters / NIC. Returns IPv6 packets to send.
-    pub fn poll(&mut self, now: u64, tx_bytes: impl Fn(u16) -> u64, queue_depth: impl Fn(u16) -> u64, link_up: impl Fn(u16) -> bool) -> Vec<Vec<u8>> {
+    pub fn poll(&mut self, now: u64, tx_bytes: impl Fn(u16) -> u64, queue_depth: impl Fn(u16) -> u64, microbursts: impl Fn(u16) -> u64, link_up: impl Fn(u16) -> bool) -> Vec<Vec<u8>> {
         let mut notes: Vec<Notification> = Vec::new();
-        for (id, d, last) in self.ports.iter_mut() {
+        for (id, d, last, last_mb) in self.ports.iter_mut() {
             d.on_link(link_up(*id), now, &mut notes);
             let tx = tx_bytes(*id);
-            d.on_tx(tx.saturating_sub(*last), queue_depth(*id), None, now, &mut notes);
+            let qd = queue_depth(*id);
+            d.on_tx(tx.saturating_sub(*last), qd, None, now, &mut notes);
             *last = tx;
+            let mb = microbursts(*id);
+            d.on_microbursts(mb.saturating_sub(*last_mb), qd, now, &mut notes);
+            *last_mb = mb;
         }
         let mut out = Vec::new();
         for n in &notes {
@@ -78,8 +90,8 @@ mod tests {
     #[test]
     fn link_down_reaches_every_ingress_pe_as_icmpv6() {
         let mut a = FannAgent::new(plan(false), Params::DEFAULT, &[(0, 100_000_000_000)]);
-        assert!(a.poll(1, |_| 0, |_| 0, |_| true).is_empty());
-        let pkts = a.poll(2_000_000, |_| 0, |_| 0, |_| false);
+        assert!(a.poll(1, |_| 0, |_| 0, |_| 0, |_| true).is_empty());
+        let pkts = a.poll(2_000_000, |_| 0, |_| 0, |_| 0, |_| false);
         assert_eq!(pkts.len(), 2);
         for (p, pe) in pkts.iter().zip(["fc00::a", "fc00::b"]) {
             assert_eq!(p[6], 58);
@@ -93,9 +105,29 @@ mod tests {
     }
 
     #[test]
+    fn microbursts_counted_by_the_worker_become_an_event_and_a_recovery() {
+        let mut a = FannAgent::new(plan(false), Params::DEFAULT, &[(3, 100_000_000_000)]);
+        assert_eq!(a.microburst_config(), dataplane::egress::MicroburstConfig { bytes: 1 << 20, window_ns: 100_000 });
+        assert!(a.poll(1_000_000, |_| 0, |_| 0, |_| 0, |_| true).is_empty());
+        // The owner counted one microburst since: one event to each PE.
+        let pkts = a.poll(2_000_000, |_| 0, |_| 2_000_000, |_| 1, |_| true);
+        assert_eq!(pkts.len(), 2);
+        let src: Ipv6Addr = "fc00::1".parse().unwrap();
+        let r = PacketRepr::parse(&Packet::new_checked(&pkts[0][40..]).unwrap(), &src, &"fc00::a".parse().unwrap(), Params::DEFAULT.icmpv6_fann_type).unwrap();
+        assert_eq!((r.code, r.message.event_type), (CODE_EVENT, dataplane::wire::fann::event::MICROBURST));
+        assert_eq!(r.message.metadata.egress_port_id, Some(3));
+        // The count did not move for a window: recovery (2 MB stays below
+        // the 16 MB queue-buildup threshold, so nothing else fires).
+        let pkts = a.poll(3_000_000, |_| 0, |_| 0, |_| 1, |_| true);
+        assert_eq!(pkts.len(), 2);
+        let r = PacketRepr::parse(&Packet::new_checked(&pkts[0][40..]).unwrap(), &src, &"fc00::a".parse().unwrap(), Params::DEFAULT.icmpv6_fann_type).unwrap();
+        assert_eq!((r.code, r.message.event_subtype), (dataplane::wire::fann::CODE_RECOVERY, dataplane::wire::fann::event::MICROBURST));
+    }
+
+    #[test]
     fn udp_variant_has_a_valid_checksum() {
         let mut a = FannAgent::new(plan(true), Params::DEFAULT, &[(0, 0)]);
-        let pkts = a.poll(1, |_| 0, |_| 0, |_| false);
+        let pkts = a.poll(1, |_| 0, |_| 0, |_| 0, |_| false);
         let p = &pkts[0];
         assert_eq!(p[6], 17);
         assert_eq!(u16::from_be_bytes([p[42], p[43]]), Params::DEFAULT.fann_udp_port);

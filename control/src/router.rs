@@ -89,6 +89,10 @@ impl Control {
     pub fn queue_depth(&self, port: u16) -> u64 {
         self.workers.iter().map(|w| w.counters.queue_depth[usize::from(port) % dataplane::counters::MAX_PORTS].get()).sum()
     }
+    /// Microbursts the port's owner has seen (cumulative).
+    pub fn microbursts(&self, port: u16) -> u64 {
+        self.workers.iter().map(|w| w.counters.microbursts[usize::from(port) % dataplane::counters::MAX_PORTS].get()).sum()
+    }
     /// Replace the multicast groups at run time (unchanged groups keep
     /// their state in the owner worker).
     pub fn push_groups(&self, g: Arc<Vec<dataplane::multicast::GroupConfig>>) {
@@ -327,6 +331,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             congestion: cong_cfg.clone(),
             wire: cfg.params,
             zero_copy_replicas,
+            microburst: cfg.fann.as_ref().filter(|f| f.detector.microburst_bytes > 0).map(|f| dataplane::egress::MicroburstConfig { bytes: f.detector.microburst_bytes, window_ns: f.detector.microburst_window_ns }),
             mc_owner: 0,
             mc_ring: mc_ring.clone(),
         };
@@ -415,7 +420,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         if let Some(agent) = fann.as_mut() {
             let snap = control.snapshot();
             let now_ns = started.elapsed().as_nanos() as u64;
-            let pkts = agent.poll(now_ns, |p| snap.tx_bytes[usize::from(p) % dataplane::counters::MAX_PORTS], |p| control.queue_depth(p), |p| ports.iter().find(|x| x.id == p).map(|x| x.link_up()).unwrap_or(false));
+            let pkts = agent.poll(now_ns, |p| snap.tx_bytes[usize::from(p) % dataplane::counters::MAX_PORTS], |p| control.queue_depth(p), |p| control.microbursts(p), |p| ports.iter().find(|x| x.id == p).map(|x| x.link_up()).unwrap_or(false));
             for ip in pkts {
                 if let Some(w) = control.worker_updates().next() {
                     let _ = w.try_send(Update::Inject(ip));

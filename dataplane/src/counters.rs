@@ -188,6 +188,9 @@ pub struct WorkerCounters {
     pub busy_bursts: Counter,
     /// Egress queue depth in bytes of the ports this worker owns (gauge).
     pub queue_depth: [Counter; MAX_PORTS],
+    /// Microbursts seen on the ports this worker owns (FANN, s.4: queue
+    /// growth above a threshold within a short window).
+    pub microbursts: [Counter; MAX_PORTS],
 }
 
 impl Default for WorkerCounters {
@@ -199,6 +202,7 @@ impl Default for WorkerCounters {
             bursts: Counter::default(),
             busy_bursts: Counter::default(),
             queue_depth: std::array::from_fn(|_| Counter::default()),
+            microbursts: std::array::from_fn(|_| Counter::default()),
         }
     }
 }

@@ -34,6 +34,71 @@ impl Default for EgressConfig {
     }
 }
 
+/// Microburst detection (draft-hzh-fantel-wan-tunnel s.4: queue growth
+/// above a threshold within a short window), run by the port's owner worker
+/// on every loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MicroburstConfig {
+    /// Growth of the queue depth that counts as a microburst.
+    pub bytes: u64,
+    /// Within this time.
+    pub window_ns: u64,
+}
+
+/// Minimum queue depth over the last one to two half-windows (two tumbling
+/// buckets of `window / 2`): any growth by more than `bytes` that happens
+/// within half a window is caught, and growth is never measured over more
+/// than a full window. After a detection the watch is quiet for one window
+/// (one event per burst; the control thread's detector turns the count into
+/// a FANN event and, after a quiet interval, the recovery).
+#[derive(Debug, Clone, Copy)]
+pub struct MicroburstWatch {
+    cfg: MicroburstConfig,
+    bucket_start: u64,
+    min_prev: u64,
+    min_cur: u64,
+    quiet_until: u64,
+    started: bool,
+}
+
+impl MicroburstWatch {
+    pub fn new(cfg: MicroburstConfig) -> Self {
+        MicroburstWatch { cfg, bucket_start: 0, min_prev: 0, min_cur: 0, quiet_until: 0, started: false }
+    }
+
+    /// Observe the depth `qd` at `now`; true when a new microburst starts.
+    #[inline]
+    pub fn observe(&mut self, now: u64, qd: u64) -> bool {
+        let half = (self.cfg.window_ns / 2).max(1);
+        if !self.started {
+            self.started = true;
+            self.bucket_start = now;
+            self.min_prev = qd;
+            self.min_cur = qd;
+            return false;
+        }
+        let dt = now.saturating_sub(self.bucket_start);
+        if dt >= half {
+            // A bucket (or more) closed: what came before is the previous
+            // bucket, or nothing but the current depth when more passed.
+            self.min_prev = if dt >= 2 * half { qd } else { self.min_cur };
+            self.min_cur = qd;
+            self.bucket_start = now;
+        } else if qd < self.min_cur {
+            self.min_cur = qd;
+        }
+        let base = self.min_prev.min(self.min_cur);
+        if qd > base.saturating_add(self.cfg.bytes) && now >= self.quiet_until {
+            self.quiet_until = now.saturating_add(self.cfg.window_ns);
+            // The next burst is measured from here.
+            self.min_prev = qd;
+            self.min_cur = qd;
+            return true;
+        }
+        false
+    }
+}
+
 /// A queued data packet with what the congestion stage needs at dequeue.
 pub struct Queued<P, F = u32> {
     pub pkt: P,
@@ -333,5 +398,50 @@ mod tests {
         assert!(e.enqueue(q(1)).is_err());
         assert!(e.enqueue_priority(9, 64).is_err());
         assert_eq!(e.stats.priority_drops, 1);
+    }
+
+    #[test]
+    fn microburst_within_half_a_window_fires_once() {
+        let mut w = MicroburstWatch::new(MicroburstConfig { bytes: 100_000, window_ns: 100_000 });
+        assert!(!w.observe(0, 10_000));
+        // +95 KB in 20 us: not yet.
+        assert!(!w.observe(10_000, 50_000));
+        assert!(!w.observe(20_000, 105_000));
+        // +110 KB over the bucket minimum (10 KB) at 30 us: fires.
+        assert!(w.observe(30_000, 120_000));
+        // Still growing within the quiet window: no second event.
+        assert!(!w.observe(60_000, 300_000));
+        assert!(!w.observe(120_000, 300_000));
+        // A new burst after the quiet window, measured from the depth then.
+        assert!(!w.observe(140_000, 350_000));
+        assert!(w.observe(170_000, 460_000));
+    }
+
+    #[test]
+    fn slow_growth_is_not_a_microburst() {
+        // 1 MB over 1 ms (100 KB per 100 us, 25 KB per sample): never
+        // 100 KB within one window.
+        let mut w = MicroburstWatch::new(MicroburstConfig { bytes: 100_000, window_ns: 100_000 });
+        for i in 0..=40u64 {
+            assert!(!w.observe(i * 25_000, i * 24_000), "sample {i}");
+        }
+    }
+
+    #[test]
+    fn growth_after_a_drain_within_the_window_counts_from_the_minimum() {
+        let mut w = MicroburstWatch::new(MicroburstConfig { bytes: 100_000, window_ns: 100_000 });
+        assert!(!w.observe(0, 500_000));
+        assert!(!w.observe(10_000, 100_000)); // drained
+        assert!(w.observe(40_000, 210_000)); // +110 KB from the minimum
+    }
+
+    #[test]
+    fn sparse_samples_do_not_measure_growth_over_more_than_a_window() {
+        let mut w = MicroburstWatch::new(MicroburstConfig { bytes: 100_000, window_ns: 100_000 });
+        assert!(!w.observe(0, 0));
+        // 1 ms later the queue holds 1 MB: nothing says it grew within 100 us.
+        assert!(!w.observe(1_000_000, 1_000_000));
+        assert!(!w.observe(1_010_000, 1_050_000));
+        assert!(w.observe(1_020_000, 1_150_000));
     }
 }

@@ -76,6 +76,11 @@ pub struct DetectorConfig {
     pub queue_buildup_bytes: u64,
     pub microburst_bytes: u64,
     pub microburst_window_ns: u64,
+    /// Microbursts are detected elsewhere (the port owner's
+    /// [`crate::egress::MicroburstWatch`]) and reported through
+    /// [`Detector::on_microbursts`]; `on_tx` then leaves them alone (its
+    /// caller samples too rarely to see a window of ~100 us).
+    pub microburst_external: bool,
     /// Identifier of the path this port carries (e.g. a SID list hash).
     pub path_id: Option<[u8; 16]>,
     pub rate_pps: u32,
@@ -92,6 +97,7 @@ impl Default for DetectorConfig {
             queue_buildup_bytes: 16 << 20,
             microburst_bytes: 1 << 20,
             microburst_window_ns: 100_000,
+            microburst_external: false,
             path_id: None,
             rate_pps: 1000,
             burst: 50,
@@ -191,6 +197,30 @@ impl Detector {
         self.emit(out, now, CODE_RECOVERY, m);
     }
 
+    /// Microbursts counted by the port's owner since the last call (`new`),
+    /// with the queue depth now: the first starts a Microburst event; the
+    /// recovery follows once no new one was seen for a window (and at least
+    /// one call later).
+    pub fn on_microbursts(&mut self, new: u64, qd: u64, now: u64, out: &mut Vec<Notification>) {
+        if new > 0 {
+            match self.microburst.as_mut() {
+                Some((_, last)) => *last = now,
+                None => {
+                    let id = self.fresh_id();
+                    self.microburst = Some((Active { id, subtype: 0 }, now));
+                    let md = Metadata { microburst: Some(true), queue_occupancy: Some(sat32(qd)), ..self.base_md(now) };
+                    let m = self.message(event::MICROBURST, 0, id, now / 1000, md);
+                    self.emit(out, now, CODE_EVENT, m);
+                }
+            }
+        } else if let Some((a, last)) = self.microburst {
+            if now.saturating_sub(last) >= self.cfg.microburst_window_ns {
+                self.microburst = None;
+                self.recover(event::MICROBURST, a, now, out);
+            }
+        }
+    }
+
     /// The port's link went down (`up == false`) or came back.
     pub fn on_link(&mut self, up: bool, now: u64, out: &mut Vec<Notification>) {
         match (up, self.link_down) {
@@ -213,7 +243,9 @@ impl Detector {
     /// `top_flow`: the flow contributing most, if known.
     pub fn on_tx(&mut self, bytes: u64, qd: u64, top_flow: Option<FannFlowId>, now: u64, out: &mut Vec<Notification>) {
         // Microburst: growth within a short window.
-        if now.saturating_sub(self.mb_start) >= self.cfg.microburst_window_ns {
+        if self.cfg.microburst_external {
+            // Reported by on_microbursts.
+        } else if now.saturating_sub(self.mb_start) >= self.cfg.microburst_window_ns {
             if let Some((a, last)) = self.microburst {
                 if now.saturating_sub(last) >= self.cfg.microburst_window_ns {
                     self.microburst = None;
@@ -811,6 +843,29 @@ mod tests {
         d.on_tx(0, 400_000, None, 3 * MS, &mut out);
         assert!(out.iter().any(|n| n.code == CODE_RECOVERY && n.message.event_subtype == event::QUEUE_BUILDUP));
         assert!(out.iter().any(|n| n.code == CODE_RECOVERY && n.message.event_subtype == event::MICROBURST));
+    }
+
+    #[test]
+    fn external_microbursts_event_and_recovery() {
+        let mut d = Detector::new(DetectorConfig { microburst_external: true, microburst_bytes: 100_000, ..DetectorConfig::default() }, 4, 0);
+        let mut out = Vec::new();
+        // on_tx alone never reports one in this mode, however fast it samples.
+        d.on_tx(0, 0, None, 0, &mut out);
+        d.on_tx(0, 150_000, None, 10_000, &mut out);
+        assert!(out.is_empty(), "{out:?}");
+        d.on_microbursts(2, 150_000, MS, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!((out[0].code, out[0].message.event_type), (CODE_EVENT, event::MICROBURST));
+        assert_eq!(out[0].message.metadata.microburst, Some(true));
+        assert_eq!(out[0].message.metadata.queue_occupancy, Some(150_000));
+        assert_eq!(out[0].message.metadata.egress_port_id, Some(4));
+        // Another during the event: no new notification.
+        d.on_microbursts(1, 200_000, 2 * MS, &mut out);
+        assert_eq!(out.len(), 1);
+        // A quiet sample a window later: recovery with the event's identifier.
+        d.on_microbursts(0, 0, 3 * MS, &mut out);
+        assert_eq!(out.len(), 2);
+        assert_eq!((out[1].code, out[1].message.event_subtype, out[1].message.event_id), (CODE_RECOVERY, event::MICROBURST, out[0].message.event_id));
     }
 
     #[test]

@@ -135,10 +135,12 @@ mod tests {
         assert!(p.set_len(3));
         assert_eq!(p.len(), 3);
         assert!(!p.prepend(10_000));
+        assert!(p.trim(3));
+        assert!(p.is_empty());
+        // A recycled buffer gets its full headroom back.
         p.reset(&[7, 8]);
         assert_eq!(p.data(), &[7, 8]);
         assert!(p.prepend(VecPacket::DEFAULT_HEADROOM));
-        assert!(p.trim(3));
-        assert!(p.is_empty());
+        assert!(!p.prepend(1));
     }
 }

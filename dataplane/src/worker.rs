@@ -11,7 +11,7 @@ use crate::packet::PacketBuffer;
 use crate::pipeline::{Event, Pipeline, Verdict};
 use crate::tables::{Fib, Neighbours, Topology};
 use crate::congestion::{CnpRequest, FlowId, PortParams};
-use crate::egress::EgressConfig;
+use crate::egress::{EgressConfig, MicroburstConfig, MicroburstWatch};
 pub use crate::node::CongestionSpec;
 use crate::node::EgressPort;
 use crate::srv6::ReplicaHead;
@@ -72,7 +72,11 @@ pub struct WorkerSpec {
     /// Address or a local End.MT SID) to it through `mc_ring`.
     pub mc_owner: usize,
     /// Lock-free ring into the multicast owner (raw mbufs).
-    pub mc_ring: Arc<ArrayQueue<usize>>,    /// End.MT replicas share the received payload (private header segment,
+    pub mc_ring: Arc<ArrayQueue<usize>>,
+    /// FANN microburst watch on the shaped ports this worker owns (the
+    /// control thread samples too rarely to see a 100 us window).
+    pub microburst: Option<MicroburstConfig>,
+    /// End.MT replicas share the received payload (private header segment,
     /// reference to the payload, private ICRC segment) instead of copying
     /// it; only when every port sends chained mbufs.
     pub zero_copy_replicas: bool,
@@ -133,6 +137,8 @@ pub struct Worker {
     /// Egress stages (queue, shaper, congestion) of the shaped ports this
     /// worker owns (index = port).
     egress: Vec<Option<EgressPort<Mbuf>>>,
+    /// Microburst watch per owned port (index = port id).
+    mb: Vec<Option<MicroburstWatch>>,
     cnp_reqs: Vec<CnpRequest>,
     now: u64,
     has_cong: bool,
@@ -163,8 +169,10 @@ impl Worker {
                 _ => None,
             })
             .collect();
+        let mb = (0..MAX_PORTS).map(|_| spec.microburst.map(MicroburstWatch::new)).collect();
         Worker {
             egress,
+            mb,
             cnp_reqs: Vec::with_capacity(256),
             now: 0,
             has_cong: false,
@@ -449,7 +457,13 @@ impl Worker {
                     }
                 }
             }
-            self.counters.queue_depth[p].set(e.queue.depth_bytes());
+            let qd = e.queue.depth_bytes();
+            self.counters.queue_depth[p].set(qd);
+            if let Some(w) = self.mb[p].as_mut() {
+                if w.observe(now, qd) {
+                    self.counters.microbursts[p].add(1);
+                }
+            }
         }
     }
 

@@ -192,11 +192,11 @@ interface = "out"
 
 /// SRv6-suite cases (bench/srv6.sh): name and description.
 /// End.MT carries its receivers in one End.MT TLV, whose one-octet Length
-/// limits it to `END_MT_MAX_RECEIVERS` (11) receivers, so the largest
-/// End.MT case on the wire is 11 receivers (16 is measured in
-/// dataplane/examples/srv6_bench.rs with 5 provisioned receivers added).
+/// limits it to `END_MT_MAX_RECEIVERS` (11) receivers; the 16-receiver
+/// cases send to a second End.MT SID (fc00:0:1::b) that has 5 receivers
+/// provisioned by configuration, served after the TLV's 11.
 const SRV6_CASES: &[&str] = &[
-    "srv6-end", "srv6-hencaps", "srv6-dt6", "endmt-1-1k", "endmt-4-1k", "endmt-11-1k", "endmt-1-4k", "endmt-4-4k", "endmt-11-4k", "end-e", "end-c",
+    "srv6-end", "srv6-hencaps", "srv6-dt6", "endmt-1-1k", "endmt-4-1k", "endmt-11-1k", "endmt-16-1k", "endmt-1-4k", "endmt-4-4k", "endmt-11-4k", "endmt-16-4k", "end-e", "end-c",
 ];
 
 const SRV6_TAIL: &str = r#"
@@ -222,6 +222,17 @@ behaviour = "end.dt6"
 [[srv6.sid]]
 sid = "fc00:0:1::a"
 behaviour = "end.mt"
+
+[[srv6.sid]]
+sid = "fc00:0:1::b"
+behaviour = "end.mt"
+receivers = [
+  { address = "2001:db8:c:ffff::20", qpn = 0x600 },
+  { address = "2001:db8:c:ffff::21", qpn = 0x601 },
+  { address = "2001:db8:c:ffff::22", qpn = 0x602 },
+  { address = "2001:db8:c:ffff::23", qpn = 0x603 },
+  { address = "2001:db8:c:ffff::24", qpn = 0x604 },
+]
 
 [[srv6.sid]]
 sid = "fc00:0:1::e"
@@ -305,7 +316,8 @@ fn srv6_frames(case: &str, n: u32) -> Vec<Vec<u8>> {
             "end-e" => outer(v6("fc00:0:1::e"), 41, &lhcnp6(dst6(i), Action::RateReduce, 30, 0x100 + i)),
             "end-c" => outer(v6("fc00:0:1::c"), 41, &lhcnp6(dst6(i), Action::Pause, 100, 0x100 + i)),
             mt => {
-                // endmt-N-{1k,4k}: one End.MT TLV with N receivers in 2001:db8:c::/48.
+                // endmt-N-{1k,4k}: one End.MT TLV with N receivers in 2001:db8:c::/48
+                // (N = 16: 11 in the TLV, 5 provisioned).
                 let mut it = mt.split('-').skip(1);
                 let recv: u32 = it.next().and_then(|x| x.parse().ok()).expect("endmt-N-size");
                 let payload = match it.next() {
@@ -313,7 +325,8 @@ fn srv6_frames(case: &str, n: u32) -> Vec<Vec<u8>> {
                     Some("4k") => 4096,
                     _ => panic!("unknown case {mt}"),
                 };
-                let sid = v6("fc00:0:1::a");
+                // 16 = 11 in the TLV (its maximum) + 5 provisioned on fc00:0:1::b.
+                let (sid, recv) = if recv > 11 { (v6("fc00:0:1::b"), 11) } else { (v6("fc00:0:1::a"), recv) };
                 let receivers = (0..recv).map(|r| EndMtReceiver { address: Ipv6Addr::new(0x2001, 0xdb8, 0xc, (i % 4096) as u16, 0, 0, 0, 0x10 + r as u16), qpn: 0x500 + r }).collect();
                 let tlv = TlvRepr::EndMt(EndMtRepr { tlv_type: dataplane::wire::params::Params::DEFAULT.srh_tlv_end_mt, edge_node_address: sid, receivers });
                 let mut p = srh(&[sid, v6("fc00:0:2::1")], 41, vec![tlv]);
