@@ -280,11 +280,25 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             String::new()
         };
         if zero_copy_replicas {
-            eprintln!("end.mt: zero-copy replicas (private header + shared payload + private ICRC)");
+            eprintln!(
+                "end.mt: zero-copy replicas (private header + shared payload + private ICRC){}",
+                if cfg.mempool.header_mbufs > 0 { format!(", {} header mbufs per socket", cfg.mempool.header_mbufs) } else { ", header mbufs from the main pool".into() }
+            );
         } else {
             eprintln!("end.mt: replicas are full copies ({why})");
         }
     }
+    // Small mbufs for the replicas' headers, payload references and ICRC
+    // tails, one pool per socket of the main pools.
+    let mut hdr_pools: Vec<(i32, Arc<Mempool>)> = Vec::new();
+    if zero_copy_replicas && cfg.mempool.header_mbufs > 0 {
+        for (s, _) in &pools {
+            // 128 B headroom + Ethernet/802.1Q + 60 B of IPv6/UDP/BTH.
+            let cache = cfg.mempool.cache_size.max(256).min(512).min(cfg.mempool.header_mbufs * 2 / 3);
+            hdr_pools.push((*s, Arc::new(Mempool::new(&format!("hdr_s{s}"), cfg.mempool.header_mbufs, cache, 256, *s)?)));
+        }
+    }
+    let hdr_on = |s: i32| hdr_pools.iter().find(|(ps, _)| *ps == s).map(|(_, p)| p.clone());
     let handoff: Arc<Vec<crossbeam::queue::ArrayQueue<usize>>> = Arc::new((0..maxp).map(|_| crossbeam::queue::ArrayQueue::new(4096)).collect());
     // End.MT reverse path: worker 0 owns every group's state (one writer);
     // the others steer the groups' packets to it through this ring.
@@ -324,6 +338,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             burst: cfg.dataplane.burst_size,
             // NUMA-local to the worker's first RX port.
             pool: queues.first().and_then(|(pid, _)| ports.iter().position(|p| p.id == *pid)).map(|i| pool_on(port_socket[i])).unwrap_or_else(|| pools[0].1.clone()),
+            hdr_pool: queues.first().and_then(|(pid, _)| ports.iter().position(|p| p.id == *pid)).and_then(|i| hdr_on(port_socket[i])).or_else(|| hdr_pools.first().map(|(_, p)| p.clone())),
             tsc_hz: hz,
             egress: egress_cfg.clone(),
             owner: owner.clone(),
@@ -480,11 +495,11 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         p.close();
     }
     drop(ctl_server);
-    let in_use: u32 = pools.iter().map(|(_, p)| p.in_use()).sum();
-    let size: u32 = pools.iter().map(|(_, p)| p.size()).sum();
+    let in_use: u32 = pools.iter().chain(hdr_pools.iter()).map(|(_, p)| p.in_use()).sum();
+    let size: u32 = pools.iter().chain(hdr_pools.iter()).map(|(_, p)| p.size()).sum();
     if !opts.quiet {
         println!("{}", display::counter_table(&counters, &port_names, &port_stats));
-        for (_, pool) in &pools {
+        for (_, pool) in pools.iter().chain(hdr_pools.iter()) {
             println!("mempool {}: {} of {} mbufs in use after shutdown", pool.name(), pool.in_use(), pool.size());
         }
         println!("ran {:.3} s: rx {} tx {} drops {}", elapsed.as_secs_f64(), counters.total_rx(), counters.total_tx(), counters.total_drops());

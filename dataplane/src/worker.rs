@@ -54,6 +54,9 @@ pub struct WorkerSpec {
     pub tx_queue: u16,
     pub burst: usize,
     pub pool: Arc<Mempool>,
+    /// Small mbufs for zero-copy End.MT replicas (header, payload
+    /// reference, ICRC tail); None: from `pool`.
+    pub hdr_pool: Option<Arc<Mempool>>,
     /// TSC ticks per second.
     pub tsc_hz: u64,
     /// Egress stage per port (index = port id): None = straight to the NIC.
@@ -294,12 +297,12 @@ impl Worker {
                 // references the original's buffer, which stays alive until
                 // the last replica is sent) or into a fresh mbuf.
                 for i in 0..usize::from(k) {
-                    let Some(mut c) = self.spec.pool.alloc() else {
-                        self.counters.dropped(Drop::NoMbuf);
-                        continue;
-                    };
-                    c.reset_len(0);
                     if self.spec.zero_copy_replicas {
+                        let Some(mut c) = self.small_alloc() else {
+                            self.counters.dropped(Drop::NoMbuf);
+                            continue;
+                        };
+                        c.reset_len(0);
                         match self.pipeline.build_replica_head(i, m.data(), &mut c, now) {
                             Ok(Some(h)) => {
                                 match self.chain_replica(c, &m, &h) {
@@ -311,9 +314,8 @@ impl Worker {
                                 }
                                 continue;
                             }
-                            Ok(None) => {
-                                c.reset_len(0);
-                            }
+                            // This copy needs a full copy (below).
+                            Ok(None) => self.free.push(c.into_raw()),
                             Err(r) => {
                                 self.counters.dropped(r);
                                 self.free.push(c.into_raw());
@@ -321,6 +323,11 @@ impl Worker {
                             }
                         }
                     }
+                    let Some(mut c) = self.spec.pool.alloc() else {
+                        self.counters.dropped(Drop::NoMbuf);
+                        continue;
+                    };
+                    c.reset_len(0);
                     match self.pipeline.build_replica(i, &m, &mut c, now) {
                         Ok(out) => self.output(out, c, false),
                         Err(r) => {
@@ -376,8 +383,9 @@ impl Worker {
     /// BTH), then an indirect segment over the original's payload, then the
     /// new ICRC. None (everything freed) when the pool is empty.
     fn chain_replica(&mut self, mut head: Mbuf, orig: &Mbuf, h: &ReplicaHead) -> Option<Mbuf> {
-        let payload = Mbuf::attach_range(&self.spec.pool, orig, h.payload_off, h.payload_len)?;
-        let mut tail = self.spec.pool.alloc()?;
+        let pool = self.spec.hdr_pool.as_deref().unwrap_or(&self.spec.pool);
+        let payload = Mbuf::attach_range(pool, orig, h.payload_off, h.payload_len).or_else(|| Mbuf::attach_range(&self.spec.pool, orig, h.payload_off, h.payload_len))?;
+        let mut tail = self.small_alloc()?;
         if !tail.reset_len(roce::ICRC_LEN) {
             return None;
         }
@@ -385,6 +393,13 @@ impl Worker {
         head.chain(payload).ok()?;
         head.chain(tail).ok()?;
         Some(head)
+    }
+
+    /// A small mbuf (replica header / ICRC tail): from the header pool,
+    /// else (not configured, or empty) from the main pool.
+    #[inline]
+    fn small_alloc(&self) -> Option<Mbuf> {
+        self.spec.hdr_pool.as_ref().and_then(|p| p.alloc()).or_else(|| self.spec.pool.alloc())
     }
 
     /// Send a packet toward `port`: into its egress stage when the port is
