@@ -386,6 +386,66 @@ fn congestion_is_announced_with_fann() {
     tshark_clean(&dir.join("dc-out.pcap"));
 }
 
+/// A WAN node inside SRv6 tunnels (draft-hu-acn-rocev2 s.4): with a
+/// `[[wan_notify]]` entry for the ingress PE behind which the RoCEv2 sender
+/// sits, its Long-haul CNPs and its FANN notifications to that PE leave
+/// inside an outer IPv6 header toward the PE's END.E SID (CNPs from the
+/// port's address, FANN from the node's loopback address). scapy re-checks
+/// the inner ICMPv6 checksums.
+#[test]
+fn wan_node_encapsulates_notifications_toward_the_ingress_pe_sid() {
+    let dir = workdir("wan-notify");
+    let to_router = control::gen::L2 { src: HOST, dst: R_DC };
+    let frames: Vec<Vec<u8>> = (0..400u32).map(|i| control::gen::roce6(&to_router, "2001:db8:1::2".parse().unwrap(), "2001:db8:3::7".parse().unwrap(), 49152, 0x100, i, 960, 64)).collect();
+    control::demo::write_pcap(&dir.join("dc-in.pcap"), &frames).unwrap();
+    control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
+    let cfg = dir.join("r.toml");
+    let text = config(&dir)
+        .replace("mac = \"02:dc:00:00:00:02\"", "mac = \"02:dc:00:00:00:02\"\nrate_mbps = 20\nqueue_bytes = 600000")
+        .replacen("[[route]]", "[port.congestion]\nrtt_est_us = 2000\nk_base_bytes = 65536\ninterval_us = 500\ntop_flows = 2\n[[route]]", 1)
+        + "[[route]]\nprefix = \"fc00:0:a::/48\"\nvia = \"2001:db8:1::99\"\n[[neighbour]]\nip = \"2001:db8:1::99\"\nmac = \"02:00:00:00:01:99\"\ninterface = \"dc\"\n[[neighbour]]\nip = \"2001:db8:1::2\"\nmac = \"02:00:00:00:01:02\"\ninterface = \"dc\"\n"
+        + "[fann]\nnode = \"2001:db8:2::1\"\ningress_pes = [\"2001:db8:1::99\"]\ninterval_us = 5000\nqueue_buildup_bytes = 100000\n"
+        + "[[wan_notify]]\ningress_pe = \"2001:db8:1::99\"\nsid = \"fc00:0:a::e\"\nsources = [\"2001:db8:1::/48\"]\n";
+    std::fs::write(&cfg, text).unwrap();
+    let out = run("wan-notify", &cfg, &["--exit-when-idle", "1500", "--duration", "30"]);
+    let so = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{so}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(mempool_in_use(&so), 0);
+    let v6 = |s: &str| s.parse::<std::net::Ipv6Addr>().unwrap().octets();
+    let dc = read_pcap(&dir.join("dc-out.pcap")).unwrap();
+    let encap: Vec<_> = dc.iter().filter(|f| f[12..14] == [0x86, 0xdd] && f[14 + 6] == 41).collect();
+    let inner_type = |f: &Vec<u8>| (f[54 + 6], f[54 + 40]);
+    let cnps: Vec<_> = encap.iter().filter(|f| inner_type(f) == (58, 200)).collect();
+    let fanns: Vec<_> = encap.iter().filter(|f| inner_type(f) == (58, 201)).collect();
+    assert!(!cnps.is_empty(), "Long-haul CNPs encapsulated toward the END.E SID");
+    assert!(!fanns.is_empty(), "FANN notifications encapsulated toward the END.E SID");
+    assert_eq!(cnps.len() + fanns.len(), encap.len());
+    // Nothing about this flow left unencapsulated.
+    assert!(!dc.iter().any(|f| f[12..14] == [0x86, 0xdd] && f[14 + 6] == 58 && (f[54] == 200 || f[54] == 201)), "no plain CNP or FANN");
+    for f in &encap {
+        assert_eq!(&f[0..6], &[2, 0, 0, 0, 1, 0x99], "toward the PE's SID via its next hop");
+        assert_eq!(&f[14 + 24..14 + 40], &v6("fc00:0:a::e"), "outer DA: the END.E SID");
+        assert_eq!(usize::from(u16::from_be_bytes([f[18], f[19]])), f.len() - 54, "outer payload length");
+    }
+    for f in &cnps {
+        assert_eq!(&f[14 + 8..14 + 24], &v6("2001:db8:1::1"), "CNP outer source: the port's address");
+        assert_eq!(&f[54 + 24..54 + 40], &v6("2001:db8:1::2"), "inner CNP to the RoCEv2 sender");
+    }
+    for f in &fanns {
+        assert_eq!(&f[14 + 8..14 + 24], &v6("2001:db8:2::1"), "FANN outer source: the node (loopback) address");
+        assert_eq!(&f[54 + 8..54 + 24], &v6("2001:db8:2::1"));
+        assert_eq!(&f[54 + 24..54 + 40], &v6("2001:db8:1::99"), "inner FANN to the ingress PE");
+        dataplane::wire::fann::PacketRepr::parse(&dataplane::wire::fann::Packet::new_checked(&f[54 + 40..]).unwrap(), &"2001:db8:2::1".parse().unwrap(), &"2001:db8:1::99".parse().unwrap(), 201).expect("valid inner FANN");
+    }
+    let chk = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/check_output.py");
+    let o = Command::new("python3").arg(chk).arg(dir.join("dc-out.pcap")).output().unwrap();
+    let txt = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "scapy: {txt}{}", String::from_utf8_lossy(&o.stderr));
+    let checked = txt.lines().filter(|l| l.contains("IPv6-in-IPv6") && (l.contains("ICMPv6-type200-ok") || l.contains("ICMPv6-type201-ok"))).count();
+    assert_eq!(checked, encap.len(), "scapy verified every inner checksum: {txt}");
+    tshark_clean(&dir.join("dc-out.pcap"));
+}
+
 /// END.E and END.C on real DPDK: notifications arriving over the WAN to
 /// the router's END.E SID are decapsulated and routed to the sender in the
 /// DC; to its END.C SID they become 802.1Qbb PAUSE / RESUME frames on the

@@ -35,6 +35,35 @@ pub struct FileConfig {
     pub multicast: Option<MulticastSection>,
     #[serde(default)]
     pub ingress_pe: Option<IngressPeSection>,
+    #[serde(default, rename = "wan_notify")]
+    pub wan_notify: Vec<WanNotifySection>,
+}
+
+/// `[[wan_notify]]`: one ingress PE as this WAN node sees it
+/// (draft-hu-acn-rocev2 s.4): its END.C or END.E SID, and which
+/// notifications go there inside an outer IPv6 header.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WanNotifySection {
+    /// The ingress PE's address. When it is one of `[fann] ingress_pes`,
+    /// the FANN notifications for it are encapsulated toward `sid`
+    /// (outer source: `[fann] node`).
+    pub ingress_pe: String,
+    /// Its END.C or END.E SID.
+    pub sid: String,
+    /// The RDMA senders reached through this PE (prefixes): the Long-haul
+    /// CNPs for their flows are encapsulated toward `sid` (outer source:
+    /// the port's `congestion.source_v6` or its own address).
+    #[serde(default)]
+    pub sources: Vec<String>,
+}
+
+/// A validated `[[wan_notify]]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WanNotifyPlan {
+    pub ingress_pe: std::net::Ipv6Addr,
+    pub sid: std::net::Ipv6Addr,
+    pub sources: Vec<IpNet>,
 }
 
 /// `[multicast]`: End.MT reverse-path aggregation
@@ -631,9 +660,15 @@ pub struct RouterConfig {
     /// End.MT reverse-path groups.
     pub multicast: Vec<GroupPlan>,
     pub ingress_pe: Option<dataplane::fann::PeConfig>,
+    /// Ingress PEs' END.C / END.E SIDs for notifications (WAN node).
+    pub wan_notify: Vec<WanNotifyPlan>,
 }
 
 impl RouterConfig {
+    /// (sender prefix, SID) pairs for the congestion-aware ports.
+    pub fn notify_sids(&self) -> Vec<(IpNet, std::net::Ipv6Addr)> {
+        self.wan_notify.iter().flat_map(|w| w.sources.iter().map(move |p| (*p, w.sid))).collect()
+    }
     pub fn topology(&self) -> Topology {
         Topology::new(self.interfaces.clone())
     }
@@ -885,7 +920,7 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         None => None,
         Some(s6) => Some(srv6_plan(s6, &interfaces)?),
     };
-    let fann = match &f.fann {
+    let mut fann = match &f.fann {
         None => None,
         Some(fs) => Some(fann_plan(fs)?),
     };
@@ -897,7 +932,12 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         None => None,
         Some(s) => Some(ingress_pe_plan(s, srv6.as_ref())?),
     };
+    let wan_notify = wan_notify_plan(&f.wan_notify, fann.as_ref())?;
+    if let Some(fp) = fann.as_mut() {
+        fp.encap = wan_notify.iter().filter(|w| fp.ingress_pes.contains(&w.ingress_pe)).map(|w| (w.ingress_pe, w.sid)).collect();
+    }
     Ok(RouterConfig {
+        wan_notify,
         ingress_pe,
         fann,
         multicast,
@@ -911,6 +951,44 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         fib,
         neighbours,
     })
+}
+
+/// Validate `[[wan_notify]]` (needs the `[fann]` plan to know its PEs).
+fn wan_notify_plan(w: &[WanNotifySection], fann: Option<&crate::fann_agent::FannPlan>) -> Result<Vec<WanNotifyPlan>, String> {
+    use std::net::Ipv6Addr;
+    let mut out: Vec<WanNotifyPlan> = Vec::new();
+    for (i, e) in w.iter().enumerate() {
+        let f = |k: &str| format!("wan_notify[{i}].{k}");
+        let addr = |k: &str, v: &str| -> Result<Ipv6Addr, String> {
+            let a: Ipv6Addr = v.parse().map_err(|_| format!("{} = {v:?}: not an IPv6 address", f(k)))?;
+            if a.is_unspecified() || a.is_multicast() || a.is_loopback() {
+                return Err(format!("{} = {a}: must be a unicast address", f(k)));
+            }
+            Ok(a)
+        };
+        let ingress_pe = addr("ingress_pe", &e.ingress_pe)?;
+        let sid = addr("sid", &e.sid)?;
+        if out.iter().any(|o| o.ingress_pe == ingress_pe) {
+            return Err(format!("{} = {ingress_pe}: listed twice", f("ingress_pe")));
+        }
+        let mut sources = Vec::new();
+        for (j, p) in e.sources.iter().enumerate() {
+            let n: IpNet = p.parse().map_err(|_| format!("{}[{j}] = {p:?}: not a prefix (address/length)", f("sources")))?;
+            if n.trunc() != n {
+                return Err(format!("{}[{j}] = {p}: host bits set (did you mean {}?)", f("sources"), n.trunc()));
+            }
+            if let Some(o) = out.iter().find(|o| o.sources.contains(&n)) {
+                return Err(format!("{}[{j}] = {n}: also behind ingress PE {}", f("sources"), o.ingress_pe));
+            }
+            sources.push(n);
+        }
+        let fann_pe = fann.is_some_and(|p| p.ingress_pes.contains(&ingress_pe));
+        if sources.is_empty() && !fann_pe {
+            return Err(format!("{} = {ingress_pe}: not in [fann] ingress_pes and no sources: nothing would use sid {sid}", f("ingress_pe")));
+        }
+        out.push(WanNotifyPlan { ingress_pe, sid, sources });
+    }
+    Ok(out)
 }
 
 fn fann_plan(f: &FannSection) -> Result<crate::fann_agent::FannPlan, String> {
@@ -939,6 +1017,7 @@ fn fann_plan(f: &FannSection) -> Result<crate::fann_agent::FannPlan, String> {
     Ok(crate::fann_agent::FannPlan {
         node,
         ingress_pes: pes,
+        encap: Vec::new(),
         udp,
         detector: dataplane::fann::DetectorConfig {
             node,
@@ -1650,6 +1729,32 @@ controller = "2001:db8:1::c"
         let t = base.replacen(patch.0, patch.1, 1);
         assert_ne!(t, base, "patch did not apply: {patch:?}");
         load_str(&t).unwrap_err()
+    }
+
+    #[test]
+    fn wan_notify_validates_and_feeds_fann_and_congestion() {
+        let fann = "[fann]\nnode = \"fc00::9\"\ningress_pes = [\"fc00::a\", \"fc00::b\"]\n";
+        let w = "[[wan_notify]]\ningress_pe = \"fc00::a\"\nsid = \"fc00:0:a::c\"\nsources = [\"2001:db8:1::/48\", \"10.1.0.0/16\"]\n[[wan_notify]]\ningress_pe = \"fc00::c\"\nsid = \"fc00:0:c::e\"\nsources = [\"2001:db8:7::/48\"]\n";
+        let c = load_str(&format!("{GOOD}{fann}{w}")).unwrap();
+        assert_eq!(c.wan_notify.len(), 2);
+        assert_eq!(c.fann.as_ref().unwrap().encap, vec![("fc00::a".parse().unwrap(), "fc00:0:a::c".parse().unwrap())], "only PEs FANN notifies");
+        let ns = c.notify_sids();
+        assert_eq!(ns.len(), 3);
+        assert!(ns.contains(&("10.1.0.0/16".parse().unwrap(), "fc00:0:a::c".parse().unwrap())));
+        assert!(ns.contains(&("2001:db8:7::/48".parse().unwrap(), "fc00:0:c::e".parse().unwrap())));
+        let err = |t: &str| load_str(&format!("{GOOD}{fann}{t}")).unwrap_err();
+        let e = err("[[wan_notify]]\ningress_pe = \"fc00::a\"\nsid = \"nope\"\n");
+        assert!(e.contains("wan_notify[0].sid = \"nope\": not an IPv6 address"), "{e}");
+        let e = err("[[wan_notify]]\ningress_pe = \"fc00::d\"\nsid = \"fc00:0:d::c\"\n");
+        assert!(e.contains("wan_notify[0].ingress_pe = fc00::d") && e.contains("nothing would use"), "{e}");
+        let e = err("[[wan_notify]]\ningress_pe = \"fc00::a\"\nsid = \"fc00:0:a::c\"\nsources = [\"2001:db8:1::5/48\"]\n");
+        assert!(e.contains("wan_notify[0].sources[0] = 2001:db8:1::5/48: host bits set"), "{e}");
+        let e = err("[[wan_notify]]\ningress_pe = \"fc00::a\"\nsid = \"ff02::1\"\n");
+        assert!(e.contains("wan_notify[0].sid = ff02::1: must be a unicast address"), "{e}");
+        let e = err("[[wan_notify]]\ningress_pe = \"fc00::a\"\nsid = \"fc00:0:a::c\"\n[[wan_notify]]\ningress_pe = \"fc00::a\"\nsid = \"fc00:0:a::e\"\n");
+        assert!(e.contains("wan_notify[1].ingress_pe = fc00::a: listed twice"), "{e}");
+        let e = err("[[wan_notify]]\ningress_pe = \"fc00::a\"\nsid = \"fc00:0:a::c\"\nsources = [\"10.0.0.0/8\"]\n[[wan_notify]]\ningress_pe = \"fc00::b\"\nsid = \"fc00:0:b::e\"\nsources = [\"10.0.0.0/8\"]\n");
+        assert!(e.contains("wan_notify[1].sources[0] = 10.0.0.0/8: also behind ingress PE fc00::a"), "{e}");
     }
 
     #[test]

@@ -13,6 +13,10 @@ use std::net::Ipv6Addr;
 pub struct FannPlan {
     pub node: Ipv6Addr,
     pub ingress_pes: Vec<Ipv6Addr>,
+    /// (ingress PE, its END.C / END.E SID): notifications for that PE are
+    /// encapsulated in an outer IPv6 header from `node` to the SID
+    /// (draft-hu-acn-rocev2 s.4; `[[wan_notify]]`).
+    pub encap: Vec<(Ipv6Addr, Ipv6Addr)>,
     pub udp: bool,
     pub detector: DetectorConfig,
 }
@@ -71,10 +75,30 @@ impl FannAgent {
         out
     }
 
-    /// The IPv6 packet carrying `n` to `pe`.
+    /// The IPv6 packet carrying `n` to `pe`; inside an outer IPv6 header
+    /// (Next Header 41, same traffic class, Hop Limit 64) to the PE's END.C
+    /// / END.E SID when one is configured.
     pub fn packet(&self, n: &Notification, pe: &Ipv6Addr) -> Vec<u8> {
-        dataplane::fann::notification_packet(n.code, &n.message, &self.plan.node, pe, &self.params, self.plan.udp)
+        let inner = dataplane::fann::notification_packet(n.code, &n.message, &self.plan.node, pe, &self.params, self.plan.udp);
+        match self.plan.encap.iter().find(|(p, _)| p == pe) {
+            None => inner,
+            Some((_, sid)) => encapsulate(&inner, &self.plan.node, sid),
+        }
     }
+}
+
+/// `inner` (an IPv6 packet) behind an outer IPv6 header from `src` to `sid`.
+pub fn encapsulate(inner: &[u8], src: &Ipv6Addr, sid: &Ipv6Addr) -> Vec<u8> {
+    let mut p = Vec::with_capacity(40 + inner.len());
+    // Version 6 and the inner traffic class; flow label 0.
+    p.extend_from_slice(&[0x60 | (inner[0] & 0x0f), inner[1] & 0xf0, 0, 0]);
+    p.extend_from_slice(&(inner.len() as u16).to_be_bytes());
+    p.push(41);
+    p.push(64);
+    p.extend_from_slice(&src.octets());
+    p.extend_from_slice(&sid.octets());
+    p.extend_from_slice(inner);
+    p
 }
 
 #[cfg(test)]
@@ -84,7 +108,7 @@ mod tests {
     use dataplane::wire::fann::{Packet, PacketRepr, CODE_EVENT};
 
     fn plan(udp: bool) -> FannPlan {
-        FannPlan { node: "fc00::1".parse().unwrap(), ingress_pes: vec!["fc00::a".parse().unwrap(), "fc00::b".parse().unwrap()], udp, detector: DetectorConfig { node: "fc00::1".parse().unwrap(), ..Default::default() } }
+        FannPlan { node: "fc00::1".parse().unwrap(), ingress_pes: vec!["fc00::a".parse().unwrap(), "fc00::b".parse().unwrap()], encap: Vec::new(), udp, detector: DetectorConfig { node: "fc00::1".parse().unwrap(), ..Default::default() } }
     }
 
     #[test]
@@ -122,6 +146,27 @@ mod tests {
         assert_eq!(pkts.len(), 2);
         let r = PacketRepr::parse(&Packet::new_checked(&pkts[0][40..]).unwrap(), &src, &"fc00::a".parse().unwrap(), Params::DEFAULT.icmpv6_fann_type).unwrap();
         assert_eq!((r.code, r.message.event_subtype), (dataplane::wire::fann::CODE_RECOVERY, dataplane::wire::fann::event::MICROBURST));
+    }
+
+    #[test]
+    fn notifications_for_a_pe_with_a_sid_are_encapsulated_toward_it() {
+        let mut p = plan(false);
+        p.encap = vec![("fc00::b".parse().unwrap(), "fc00:0:b::c".parse().unwrap())];
+        let mut a = FannAgent::new(p, Params::DEFAULT, &[(0, 0)]);
+        let pkts = a.poll(1, |_| 0, |_| 0, |_| 0, |_| false);
+        assert_eq!(pkts.len(), 2);
+        // fc00::a: plain; fc00::b: outer IPv6 from the node to its END.C SID.
+        assert_eq!((pkts[0][6], pkts[1][6]), (58, 41));
+        let (o, inner) = pkts[1].split_at(40);
+        assert_eq!(o[0] >> 4, 6);
+        assert_eq!(u16::from_be_bytes([o[4], o[5]]) as usize, inner.len());
+        assert_eq!(&o[8..24], &"fc00::1".parse::<Ipv6Addr>().unwrap().octets(), "from the node (loopback) address");
+        assert_eq!(&o[24..40], &"fc00:0:b::c".parse::<Ipv6Addr>().unwrap().octets());
+        assert_eq!(((o[0] & 0x0f) << 4) | (o[1] >> 4), ((inner[0] & 0x0f) << 4) | (inner[1] >> 4), "traffic class copied");
+        assert_eq!(&inner[24..40], &"fc00::b".parse::<Ipv6Addr>().unwrap().octets(), "the inner packet still goes to the PE");
+        let src: Ipv6Addr = "fc00::1".parse().unwrap();
+        let r = PacketRepr::parse(&Packet::new_checked(&inner[40..]).unwrap(), &src, &"fc00::b".parse().unwrap(), Params::DEFAULT.icmpv6_fann_type).unwrap();
+        assert_eq!(r.message.event_type, dataplane::wire::fann::event::LINK_FAILURE);
     }
 
     #[test]

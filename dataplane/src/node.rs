@@ -26,6 +26,17 @@ pub struct CongestionSpec {
     /// (draft-hu-acn-rocev2 s.4.2), which decapsulates them and routes them
     /// to the sender in the DC. None: CNPs go to the source directly.
     pub end_e_sid: Option<Ipv6Addr>,
+    /// Per ingress PE (`[[wan_notify]]`): the senders behind it and its
+    /// END.C / END.E SID. The longest prefix containing the flow's source
+    /// wins; `end_e_sid` applies to the other sources.
+    pub notify_sids: Vec<(ipnet::IpNet, Ipv6Addr)>,
+}
+
+impl CongestionSpec {
+    /// The SID a CNP to `to` is encapsulated toward, if any.
+    pub fn notify_sid(&self, to: IpAddr) -> Option<Ipv6Addr> {
+        self.notify_sids.iter().filter(|(p, _)| p.contains(&to)).max_by_key(|(p, _)| p.prefix_len()).map(|(_, s)| *s).or(self.end_e_sid)
+    }
 }
 
 pub struct EgressPort<P> {
@@ -195,7 +206,7 @@ impl<P: PacketBuffer> EgressPort<P> {
         }
         let n = build_cnp(r, src, wire, spec.params.zero_metrics, &mut m.data_mut()[14..]).map_err(|_| Drop::CnpBuildFailed)?;
         m.set_len(14 + n);
-        let to = match spec.end_e_sid {
+        let to = match spec.notify_sid(r.to) {
             None => r.to,
             Some(sid) => {
                 // Outer IPv6 (next header 41 for an IPv6 CNP, 4 for IPv4),
@@ -271,7 +282,7 @@ mod tests {
     #[test]
     fn p_node_encapsulates_cnp_toward_end_e_sid() {
         let mut pl = pipeline();
-        let spec = CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: Some("fc00:99::e".parse().unwrap()) };
+        let spec = CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: Some("fc00:99::e".parse().unwrap()), notify_sids: Vec::new() };
         let e: EgressPort<VecPacket> = EgressPort::new(EgressConfig::default(), Some(spec));
         let mut m = VecPacket::from_bytes(&[]);
         let port = e.build_cnp_packet(&mut pl, &Params::DEFAULT, &req(), &mut m, 1).unwrap();
@@ -292,6 +303,35 @@ mod tests {
         let m6 = &inner[40..];
         let s = crate::wire::checksum::combine(crate::wire::checksum::pseudo_v6(inner[8..24].try_into().unwrap(), inner[24..40].try_into().unwrap(), 58, m6.len() as u32), crate::wire::checksum::sum(m6));
         assert_eq!(crate::wire::checksum::fold(s), 0xffff);
+    }
+
+    #[test]
+    fn per_ingress_pe_sid_by_the_sender_prefix() {
+        let mut pl = pipeline();
+        let spec = CongestionSpec {
+            params: PortParams::default(),
+            source_v4: None,
+            source_v6: None,
+            end_e_sid: Some("fc00:99::e".parse().unwrap()),
+            notify_sids: vec![("2001:db8::/32".parse().unwrap(), "fc00:a::c".parse().unwrap()), ("2001:db8:1::/48".parse().unwrap(), "fc00:b::e".parse().unwrap()), ("10.0.0.0/8".parse().unwrap(), "fc00:c::e".parse().unwrap())],
+        };
+        // Longest prefix wins; other sources fall back to end_e_sid.
+        assert_eq!(spec.notify_sid("2001:db8:1::2".parse().unwrap()), Some("fc00:b::e".parse().unwrap()));
+        assert_eq!(spec.notify_sid("2001:db8:7::2".parse().unwrap()), Some("fc00:a::c".parse().unwrap()));
+        assert_eq!(spec.notify_sid("10.1.2.3".parse().unwrap()), Some("fc00:c::e".parse().unwrap()));
+        assert_eq!(spec.notify_sid("2001:db9::1".parse().unwrap()), Some("fc00:99::e".parse().unwrap()));
+        let e: EgressPort<VecPacket> = EgressPort::new(EgressConfig::default(), Some(spec));
+        let mut m = VecPacket::from_bytes(&[]);
+        e.build_cnp_packet(&mut pl, &Params::DEFAULT, &req(), &mut m, 1).unwrap();
+        let d = m.data();
+        assert_eq!(d[14 + 6], 41);
+        assert_eq!(&d[14 + 24..14 + 40], &"fc00:b::e".parse::<Ipv6Addr>().unwrap().octets(), "the SID of the PE behind which 2001:db8:1::2 sits");
+        // Without a match and without end_e_sid: plain.
+        let spec = CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: None, notify_sids: vec![("2001:db8:2::/48".parse().unwrap(), "fc00:a::c".parse().unwrap())] };
+        let e: EgressPort<VecPacket> = EgressPort::new(EgressConfig::default(), Some(spec));
+        let mut m = VecPacket::from_bytes(&[]);
+        e.build_cnp_packet(&mut pl, &Params::DEFAULT, &req(), &mut m, 1).unwrap();
+        assert_eq!(m.data()[14 + 6], 58, "ICMPv6 straight to the source");
     }
 
     fn fann_frame(hop: u8) -> Vec<u8> {
@@ -330,7 +370,7 @@ mod tests {
     #[test]
     fn without_end_e_the_cnp_goes_to_the_source() {
         let mut pl = pipeline();
-        let spec = CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: None };
+        let spec = CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: None, notify_sids: Vec::new() };
         let e: EgressPort<VecPacket> = EgressPort::new(EgressConfig::default(), Some(spec));
         let mut m = VecPacket::from_bytes(&[]);
         e.build_cnp_packet(&mut pl, &Params::DEFAULT, &req(), &mut m, 1).unwrap();

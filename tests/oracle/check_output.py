@@ -39,11 +39,17 @@ for path in sys.argv[1:]:
                     notes.append("ICMPv6-ok")
         # ICMPv6 types scapy does not know (Long-haul CNP, FANN) come out as
         # Raw: check their checksum with scapy's own pseudo-header sum.
-        if IPv6 in q and q[IPv6].nh == 58 and not any(issubclass(l, _ICMPv6) for l in q.layers()):
-            body = bytearray(bytes(q[IPv6].payload))
+        # Inside IPv6-in-IPv6 (notifications encapsulated toward an END.C /
+        # END.E SID) the innermost IPv6 header is the one that counts.
+        ip6 = q[IPv6] if IPv6 in q else None
+        while ip6 is not None and isinstance(ip6.payload, IPv6):
+            ip6 = ip6.payload
+            notes.append("IPv6-in-IPv6")
+        if ip6 is not None and ip6.nh == 58 and not any(issubclass(l, _ICMPv6) for l in q.layers()):
+            body = bytearray(bytes(ip6.payload))
             got = int.from_bytes(body[2:4], "big")
             body[2:4] = b"\x00\x00"
-            want = in6_chksum(58, q[IPv6], bytes(body))
+            want = in6_chksum(58, ip6, bytes(body))
             if got != want:
                 bad += 1
                 notes.append(f"BAD ICMPv6(type {body[0]}) {got:#x} != {want:#x}")
