@@ -519,6 +519,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     drop(control);
     drop(ports);
     drop(pools);
+    drop(hdr_pools);
     drop(eal);
     Ok(report)
 }
