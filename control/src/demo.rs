@@ -159,6 +159,18 @@ node = "2001:db8:2::1"
 ingress_pes = ["2001:db8:1::99"]
 interval_us = 5000
 queue_buildup_bytes = 100000
+
+# That ingress PE has an END.E SID: the FANN notifications for it travel
+# inside an outer IPv6 header to the SID (draft-hu-acn-rocev2 s.4.2).
+# `sources = [prefixes]` would do the same for the Long-haul CNPs of the
+# senders behind it; the demo keeps those plain to show both CNP formats.
+[[wan_notify]]
+ingress_pe = "2001:db8:1::99"
+sid = "fc00:0:99::e"
+
+[[route]]
+prefix = "fc00:0:99::/48"
+via = "2001:db8:1::99"
 "#;
 
 pub const DEMO_EAL: &[&str] = &["--no-huge", "--no-pci", "--no-shconf", "-l", "0", "-m", "256", "--log-level", "lib.eal:error"];
@@ -448,6 +460,12 @@ pub fn describe(f: &[u8]) -> String {
                     let inner = 48 + 16 * n;
                     let idst = p.get(inner + 16..inner + 20).map(|b| Ipv4Addr::new(b[0], b[1], b[2], b[3]).to_string()).unwrap_or_default();
                     format!("SRv6 H.Encaps SID list [{}] (inner IPv4 to {idst})", sids.join(", "))
+                }
+                41 if p.len() >= 80 => {
+                    // A notification wrapped toward an END.C / END.E SID.
+                    let mut inner = f[..14].to_vec();
+                    inner.extend_from_slice(&p[40..]);
+                    format!("IPv6-in-IPv6 to SID: {}", describe(&inner))
                 }
                 n => format!("next header {n}"),
             };

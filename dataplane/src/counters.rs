@@ -120,6 +120,7 @@ reasons!(Local, N_LOCAL {
     EndEForwarded => "end-e-forwarded",
     PfcPause => "pfc-pause-sent",
     PfcResume => "pfc-resume-sent",
+    PfcCoalesced => "pfc-pause-coalesced",
     Srv6Encap => "srv6-h-encaps",
     Srv6Decap => "srv6-decap",
     Srv6End => "srv6-end",

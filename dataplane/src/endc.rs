@@ -29,7 +29,7 @@
 //! Pure logic on injected time; the worker turns [`PfcAction`]s into frames
 //! with [`build_frame`].
 
-use crate::wire::pfc::{quanta_from_micros, FrameRepr, PfcRepr};
+use crate::wire::pfc::{nanos_from_quanta, quanta_from_micros, FrameRepr, PfcRepr};
 use crate::wire::Result;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -142,11 +142,15 @@ struct PrioState {
     sent_ns: u64,
     /// Last notification asking for a pause (watchdog base).
     asked_ns: u64,
+    /// The last PAUSE frame holds the priority until here.
+    covered_ns: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct EndCStats {
     pub pauses: u64,
+    /// Pause requests already covered by the frame in flight (no frame).
+    pub coalesced: u64,
     pub refreshes: u64,
     pub resumes: u64,
     pub watchdog_resumes: u64,
@@ -193,9 +197,14 @@ impl EndC {
         self.prio.get(usize::from(prio)).map(|p| p.paused).unwrap_or(false)
     }
 
-    /// A notification for priority `prio` at `now`: the frame to send now.
+    /// A notification for priority `prio` at `now`: the frame to send now,
+    /// or None when a PAUSE is already in force for at least half of what
+    /// this request's frame would cover (the deadline still moves; the
+    /// refresh timer extends the pause). A flood of notifications thus
+    /// costs at most about two frames per pause duration per priority,
+    /// not one frame each.
     pub fn on_notification(&mut self, prio: u8, req: Request, now: u64) -> Option<PfcAction> {
-        let p = self.prio.get_mut(usize::from(prio & 7))?;
+        let p = &mut self.prio[usize::from(prio & 7)];
         let bit = 1u8 << (prio & 7);
         match req {
             Request::Pause { micros } => {
@@ -203,13 +212,19 @@ impl EndC {
                 let until = now + u64::from(us) * 1000;
                 p.until_ns = p.until_ns.max(until);
                 p.asked_ns = now;
-                p.paused = true;
-                p.sent_ns = now;
-                self.stats.pauses += 1;
                 // One frame covers min(requested, 65535 quanta); refreshes
                 // cover the rest.
-                let q = quanta_from_micros(u64::from(us), self.cfg.link_bps);
-                Some(PfcAction { prios: bit, quanta: q.max(1) })
+                let q = quanta_from_micros(u64::from(us), self.cfg.link_bps).max(1);
+                let cover = nanos_from_quanta(q, self.cfg.link_bps).max(1);
+                if p.paused && p.covered_ns >= now + cover / 2 {
+                    self.stats.coalesced += 1;
+                    return None;
+                }
+                p.paused = true;
+                p.sent_ns = now;
+                p.covered_ns = now + cover;
+                self.stats.pauses += 1;
+                Some(PfcAction { prios: bit, quanta: q })
             }
             Request::Resume => {
                 // RESUME even if we think it is not paused: cheap and safe.
@@ -243,13 +258,24 @@ impl EndC {
                 self.stats.resumes += 1;
                 continue;
             }
-            if now.saturating_sub(p.sent_ns) >= refresh {
+            // Refresh on schedule, or when the frame in force is about to
+            // lapse (its last fifth) while the pause goes on.
+            let lapsing = p.until_ns > p.covered_ns && now + (p.covered_ns.saturating_sub(p.sent_ns)) / 5 >= p.covered_ns;
+            if now.saturating_sub(p.sent_ns) >= refresh || lapsing {
                 let left_us = (p.until_ns - now).div_ceil(1000);
                 let q = quanta_from_micros(left_us, self.cfg.link_bps).max(1);
                 pause_bits |= bit;
                 pause_q = pause_q.min(q);
                 p.sent_ns = now;
                 self.stats.refreshes += 1;
+            }
+        }
+        if pause_bits != 0 {
+            let cover = now + nanos_from_quanta(pause_q, self.cfg.link_bps);
+            for (i, p) in self.prio.iter_mut().enumerate() {
+                if pause_bits & (1 << i) != 0 {
+                    p.covered_ns = cover;
+                }
             }
         }
         let pause = (pause_bits != 0).then_some(PfcAction { prios: pause_bits, quanta: pause_q });
@@ -371,6 +397,47 @@ mod tests {
         let at = resumed_at.expect("resume after the pause ends");
         assert!((1000 * US..1010 * US + 1).contains(&at), "{at}");
         assert!(!e.is_paused(3));
+    }
+
+    #[test]
+    fn a_flood_of_pause_notifications_is_coalesced_but_never_leaves_a_gap() {
+        let mut e = endc();
+        // A Rate Reduce (default pause, 200 us) every microsecond for 2 ms.
+        let mut frames: Vec<(u64, u64)> = Vec::new(); // (sent, covered until)
+        let span = |q: u16| crate::wire::pfc::nanos_from_quanta(q, 100_000_000_000);
+        let mut t = 0;
+        while t < 2 * MS {
+            if let Some(a) = e.on_notification(3, Request::Pause { micros: None }, t) {
+                frames.push((t, t + span(a.quanta)));
+            }
+            if let Some((a, r)) = e.poll(t) {
+                assert!(a.quanta > 0 && r.is_none(), "no resume while notifications keep coming");
+                frames.push((t, t + span(a.quanta)));
+            }
+            t += US;
+        }
+        assert!(frames.len() <= 25, "about two frames per 200 us, not 2000: {}", frames.len());
+        assert_eq!(e.stats.coalesced + e.stats.pauses, 2000);
+        // Every instant from the first notification on is covered by a frame.
+        let mut covered = 0;
+        for (sent, until) in &frames {
+            assert!(*sent <= covered, "gap from {covered} to {sent}");
+            covered = covered.max(*until);
+        }
+        assert!(covered >= 2 * MS);
+        // The flood stops: the pause ends ~200 us after the last request.
+        let mut resumed = None;
+        while t < 3 * MS {
+            if let Some((a, r)) = e.poll(t) {
+                if a.quanta == 0 || r.is_some() {
+                    resumed = Some(t);
+                    break;
+                }
+            }
+            t += US;
+        }
+        let at = resumed.expect("RESUME after the last notification's pause");
+        assert!((2 * MS + 190 * US..2 * MS + 210 * US).contains(&at), "{at}");
     }
 
     #[test]

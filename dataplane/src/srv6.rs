@@ -742,7 +742,11 @@ impl Pipeline {
                 let (iface, e) = self.endc.as_mut().ok_or(Drop::EndCUnconfigured)?;
                 let iface = *iface;
                 let prio = e.priority_for(&notification_class(&p.data()[l2.l3..], inner, &self.sids.params));
-                let a = e.on_notification(prio, req, now_ns).ok_or(Drop::EndCNotNotification)?;
+                let Some(a) = e.on_notification(prio, req, now_ns) else {
+                    // A PAUSE in force already covers this request.
+                    self.counters.local(Local::PfcCoalesced);
+                    return Ok(Verdict::Consumed);
+                };
                 let ifc = self.topo.iface(iface).ok_or(Drop::EndCUnconfigured)?;
                 let (port, mac) = (ifc.port, ifc.mac);
                 // Reuse the buffer for the 60-byte MAC Control frame.

@@ -534,6 +534,17 @@ fn end_c_maps_the_notification_to_a_pfc_priority() {
     let mut fann1 = dataplane::fann::notification_packet(0, &m, &a6("fc00:0:9::1"), &a6("2001:db8:3::5"), &Params::DEFAULT, false);
     fann1[0] = 0x60;
     fann1[1] &= 0x0f;
+    // Priority 4 is paused already (the second Long-haul CNP): the pause in
+    // force covers this request, so no frame (coalesced, counted).
+    let mut p = VecPacket::from_bytes(&srv6_frame(s1(), a6("fc00:0:1::c"), 64, 0, &s, &fann1));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Consumed);
+    assert_eq!(pl.counters.local[Local::PfcCoalesced as usize].get(), 1);
+    // After a Resume of priority 4 (a Long-haul CNP Resume names a QP: rule 2)
+    // the same FANN pauses priority 4 again.
+    let mut p = VecPacket::from_bytes(&srv6_frame(s1(), a6("fc00:0:1::c"), 64, 0, &s, &lhcnp6(Action::Resume, 50)));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(0));
+    let f = p.to_vec();
+    assert_eq!((prio_bits(&f), u16::from_be_bytes([f[18 + 2 * 4], f[19 + 2 * 4]])), (1 << 4, 0), "RESUME on priority 4");
     let mut p = VecPacket::from_bytes(&srv6_frame(s1(), a6("fc00:0:1::c"), 64, 0, &s, &fann1));
     assert_eq!(run(&mut pl, &mut p), Verdict::Tx(0));
     assert_eq!(prio_bits(&p.to_vec()), 1 << 4);
