@@ -404,7 +404,7 @@ fn wan_node_encapsulates_notifications_toward_the_ingress_pe_sid() {
         .replace("mac = \"02:dc:00:00:00:02\"", "mac = \"02:dc:00:00:00:02\"\nrate_mbps = 20\nqueue_bytes = 600000")
         .replacen("[[route]]", "[port.congestion]\nrtt_est_us = 2000\nk_base_bytes = 65536\ninterval_us = 500\ntop_flows = 2\n[[route]]", 1)
         + "[[route]]\nprefix = \"fc00:0:a::/48\"\nvia = \"2001:db8:1::99\"\n[[neighbour]]\nip = \"2001:db8:1::99\"\nmac = \"02:00:00:00:01:99\"\ninterface = \"dc\"\n[[neighbour]]\nip = \"2001:db8:1::2\"\nmac = \"02:00:00:00:01:02\"\ninterface = \"dc\"\n"
-        + "[fann]\nnode = \"2001:db8:2::1\"\ningress_pes = [\"2001:db8:1::99\"]\ninterval_us = 5000\nqueue_buildup_bytes = 100000\n"
+        + "[fann]\nnode = \"2001:db8:2::1\"\ningress_pes = [\"2001:db8:1::99\"]\ninterval_us = 5000\nqueue_buildup_bytes = 100000\npath_ids = { wan = \"fc00:0:11::1\" }\n"
         + "[[wan_notify]]\ningress_pe = \"2001:db8:1::99\"\nsid = \"fc00:0:a::e\"\nsources = [\"2001:db8:1::/48\"]\n";
     std::fs::write(&cfg, text).unwrap();
     let out = run("wan-notify", &cfg, &["--exit-when-idle", "1500", "--duration", "30"]);
@@ -431,12 +431,24 @@ fn wan_node_encapsulates_notifications_toward_the_ingress_pe_sid() {
         assert_eq!(&f[14 + 8..14 + 24], &v6("2001:db8:1::1"), "CNP outer source: the port's address");
         assert_eq!(&f[54 + 24..54 + 40], &v6("2001:db8:1::2"), "inner CNP to the RoCEv2 sender");
     }
+    let mut buildups = 0;
     for f in &fanns {
         assert_eq!(&f[14 + 8..14 + 24], &v6("2001:db8:2::1"), "FANN outer source: the node (loopback) address");
         assert_eq!(&f[54 + 8..54 + 24], &v6("2001:db8:2::1"));
         assert_eq!(&f[54 + 24..54 + 40], &v6("2001:db8:1::99"), "inner FANN to the ingress PE");
-        dataplane::wire::fann::PacketRepr::parse(&dataplane::wire::fann::Packet::new_checked(&f[54 + 40..]).unwrap(), &"2001:db8:2::1".parse().unwrap(), &"2001:db8:1::99".parse().unwrap(), 201).expect("valid inner FANN");
+        let r = dataplane::wire::fann::PacketRepr::parse(&dataplane::wire::fann::Packet::new_checked(&f[54 + 40..]).unwrap(), &"2001:db8:2::1".parse().unwrap(), &"2001:db8:1::99".parse().unwrap(), 201).expect("valid inner FANN");
+        // s.5.1.3: every notification about the WAN port names its path.
+        assert_eq!(r.message.metadata.path_id, Some(v6("fc00:0:11::1")), "Path ID of the wan port");
+        if r.message.event_type == dataplane::wire::fann::event::QUEUE_BUILDUP && r.code == dataplane::wire::fann::CODE_EVENT {
+            buildups += 1;
+            let fl = r.message.metadata.flow_id.expect("queue buildup names the top flow");
+            assert_eq!((fl.src, fl.dst, fl.dst_port, fl.protocol), ("2001:db8:1::2".parse().unwrap(), "2001:db8:3::7".parse().unwrap(), 4791, 17));
+            // The same addresses are in the bytes, back to back (Flow ID item layout).
+            let want = [v6("2001:db8:1::2"), v6("2001:db8:3::7")].concat();
+            assert!(f[54 + 40..].windows(32).any(|w| w == &want[..]), "Flow ID addresses on the wire");
+        }
     }
+    assert!(buildups > 0, "a queue-buildup FANN was sent");
     let chk = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/check_output.py");
     let o = Command::new("python3").arg(chk).arg(dir.join("dc-out.pcap")).output().unwrap();
     let txt = String::from_utf8_lossy(&o.stdout);

@@ -434,6 +434,7 @@ fn control(sh: Arc<Shared>, updates: Sender<Vec<u8>>, t0: Instant) {
         node: v6(NODE),
         ingress_pes: vec![v6(PE)],
         encap: Vec::new(),
+        path_ids: Vec::new(),
         udp: false,
         detector: DetectorConfig {
             node: v6(NODE),

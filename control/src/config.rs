@@ -162,6 +162,10 @@ pub struct FannSection {
     /// source address of the notifications.
     pub node: String,
     pub ingress_pes: Vec<String>,
+    /// Path ID per port name (16 octets as an IPv6 address), carried in the
+    /// port's notifications (s.5.1.3), e.g. { wan = "fc00:0:11::1" }.
+    #[serde(default)]
+    pub path_ids: std::collections::BTreeMap<String, String>,
     /// "icmpv6" or "udp".
     #[serde(default = "d_fann_transport")]
     pub transport: String,
@@ -924,6 +928,13 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         None => None,
         Some(fs) => Some(fann_plan(fs)?),
     };
+    if let Some(fp) = &fann {
+        for (name, _) in &fp.path_ids {
+            if !f.ports.iter().any(|p| p.name == *name) {
+                return Err(format!("fann.path_ids.{name}: no port named {name:?}"));
+            }
+        }
+    }
     let multicast = match &f.multicast {
         None => Vec::new(),
         Some(m) => multicast_plan(m, srv6.as_ref())?,
@@ -1014,10 +1025,16 @@ fn fann_plan(f: &FannSection) -> Result<crate::fann_agent::FannPlan, String> {
     if f.interval_us == 0 {
         return Err("fann.interval_us = 0: must be >= 1".into());
     }
+    let mut path_ids = Vec::new();
+    for (name, v) in &f.path_ids {
+        let a: std::net::Ipv6Addr = v.parse().map_err(|_| format!("fann.path_ids.{name} = {v:?}: a Path ID is 16 octets written as an IPv6 address (e.g. the SID list's first SID)"))?;
+        path_ids.push((name.clone(), a.octets()));
+    }
     Ok(crate::fann_agent::FannPlan {
         node,
         ingress_pes: pes,
         encap: Vec::new(),
+        path_ids,
         udp,
         detector: dataplane::fann::DetectorConfig {
             node,
@@ -1755,6 +1772,13 @@ controller = "2001:db8:1::c"
         assert!(e.contains("wan_notify[1].ingress_pe = fc00::a: listed twice"), "{e}");
         let e = err("[[wan_notify]]\ningress_pe = \"fc00::a\"\nsid = \"fc00:0:a::c\"\nsources = [\"10.0.0.0/8\"]\n[[wan_notify]]\ningress_pe = \"fc00::b\"\nsid = \"fc00:0:b::e\"\nsources = [\"10.0.0.0/8\"]\n");
         assert!(e.contains("wan_notify[1].sources[0] = 10.0.0.0/8: also behind ingress PE fc00::a"), "{e}");
+        // Path IDs per port.
+        let c = load_str(&format!("{GOOD}{fann}path_ids = {{ wan = \"fc00:0:11::1\" }}\n")).unwrap();
+        assert_eq!(c.fann.unwrap().path_ids, vec![("wan".to_string(), "fc00:0:11::1".parse::<std::net::Ipv6Addr>().unwrap().octets())]);
+        let e = load_str(&format!("{GOOD}{fann}path_ids = {{ wan = \"x\" }}\n")).unwrap_err();
+        assert!(e.contains("fann.path_ids.wan = \"x\""), "{e}");
+        let e = load_str(&format!("{GOOD}{fann}path_ids = {{ nope = \"fc00::1\" }}\n")).unwrap_err();
+        assert!(e.contains("fann.path_ids.nope: no port named"), "{e}");
     }
 
     #[test]

@@ -17,6 +17,8 @@ pub struct FannPlan {
     /// encapsulated in an outer IPv6 header from `node` to the SID
     /// (draft-hu-acn-rocev2 s.4; `[[wan_notify]]`).
     pub encap: Vec<(Ipv6Addr, Ipv6Addr)>,
+    /// (port name, Path ID) from `[fann] path_ids`.
+    pub path_ids: Vec<(String, [u8; 16])>,
     pub udp: bool,
     pub detector: DetectorConfig,
 }
@@ -45,6 +47,15 @@ impl FannAgent {
         FannAgent { plan, params, ports, sent: 0 }
     }
 
+    /// The Path ID a port's notifications carry.
+    pub fn set_path_id(&mut self, port: u16, id: Option<[u8; 16]>) {
+        for (p, d, _, _) in self.ports.iter_mut() {
+            if *p == port {
+                d.set_path_id(id);
+            }
+        }
+    }
+
     /// The microburst watch the port owners run (None: FANN is off).
     pub fn microburst_config(&self) -> dataplane::egress::MicroburstConfig {
         dataplane::egress::MicroburstConfig { bytes: self.plan.detector.microburst_bytes, window_ns: self.plan.detector.microburst_window_ns }
@@ -54,12 +65,26 @@ impl FannAgent {
     /// `microbursts(port)` (cumulative, from the owner's watch),
     /// `link_up(port)` read the counters / NIC. Returns IPv6 packets to send.
     pub fn poll(&mut self, now: u64, tx_bytes: impl Fn(u16) -> u64, queue_depth: impl Fn(u16) -> u64, microbursts: impl Fn(u16) -> u64, link_up: impl Fn(u16) -> bool) -> Vec<Vec<u8>> {
+        self.poll_with_flows(now, tx_bytes, queue_depth, microbursts, link_up, |_| None)
+    }
+
+    /// [`FannAgent::poll`] with `top_flow(port)`: the flow contributing most
+    /// to the port's queue (the Flow ID of queue-buildup events).
+    pub fn poll_with_flows(
+        &mut self,
+        now: u64,
+        tx_bytes: impl Fn(u16) -> u64,
+        queue_depth: impl Fn(u16) -> u64,
+        microbursts: impl Fn(u16) -> u64,
+        link_up: impl Fn(u16) -> bool,
+        top_flow: impl Fn(u16) -> Option<dataplane::wire::fann::FlowId>,
+    ) -> Vec<Vec<u8>> {
         let mut notes: Vec<Notification> = Vec::new();
         for (id, d, last, last_mb) in self.ports.iter_mut() {
             d.on_link(link_up(*id), now, &mut notes);
             let tx = tx_bytes(*id);
             let qd = queue_depth(*id);
-            d.on_tx(tx.saturating_sub(*last), qd, None, now, &mut notes);
+            d.on_tx(tx.saturating_sub(*last), qd, top_flow(*id), now, &mut notes);
             *last = tx;
             let mb = microbursts(*id);
             d.on_microbursts(mb.saturating_sub(*last_mb), qd, now, &mut notes);
@@ -108,7 +133,7 @@ mod tests {
     use dataplane::wire::fann::{Packet, PacketRepr, CODE_EVENT};
 
     fn plan(udp: bool) -> FannPlan {
-        FannPlan { node: "fc00::1".parse().unwrap(), ingress_pes: vec!["fc00::a".parse().unwrap(), "fc00::b".parse().unwrap()], encap: Vec::new(), udp, detector: DetectorConfig { node: "fc00::1".parse().unwrap(), ..Default::default() } }
+        FannPlan { node: "fc00::1".parse().unwrap(), ingress_pes: vec!["fc00::a".parse().unwrap(), "fc00::b".parse().unwrap()], encap: Vec::new(), path_ids: Vec::new(), udp, detector: DetectorConfig { node: "fc00::1".parse().unwrap(), ..Default::default() } }
     }
 
     #[test]
@@ -167,6 +192,22 @@ mod tests {
         let src: Ipv6Addr = "fc00::1".parse().unwrap();
         let r = PacketRepr::parse(&Packet::new_checked(&inner[40..]).unwrap(), &src, &"fc00::b".parse().unwrap(), Params::DEFAULT.icmpv6_fann_type).unwrap();
         assert_eq!(r.message.event_type, dataplane::wire::fann::event::LINK_FAILURE);
+    }
+
+    #[test]
+    fn queue_buildup_carries_the_top_flow_and_the_path_id() {
+        let mut a = FannAgent::new(plan(false), Params::DEFAULT, &[(2, 100_000_000_000)]);
+        a.set_path_id(2, Some([7; 16]));
+        let flow = dataplane::fann::roce_flow_id("2001:db8:1::2".parse().unwrap(), "10.0.3.7".parse().unwrap());
+        assert!(a.poll_with_flows(1_000_000, |_| 0, |_| 0, |_| 0, |_| true, |_| Some(flow)).is_empty());
+        let pkts = a.poll_with_flows(2_000_000, |_| 0, |_| 17 << 20, |_| 0, |_| true, |_| Some(flow));
+        assert_eq!(pkts.len(), 2, "queue buildup to both PEs");
+        let src: Ipv6Addr = "fc00::1".parse().unwrap();
+        let r = PacketRepr::parse(&Packet::new_checked(&pkts[0][40..]).unwrap(), &src, &"fc00::a".parse().unwrap(), Params::DEFAULT.icmpv6_fann_type).unwrap();
+        assert_eq!(r.message.event_type, dataplane::wire::fann::event::QUEUE_BUILDUP);
+        let f = r.message.metadata.flow_id.expect("Flow ID");
+        assert_eq!((f.src, f.dst, f.dst_port, f.protocol), ("2001:db8:1::2".parse().unwrap(), "::ffff:10.0.3.7".parse().unwrap(), 4791, 17));
+        assert_eq!(r.message.metadata.path_id, Some([7; 16]));
     }
 
     #[test]

@@ -89,6 +89,10 @@ impl Control {
     pub fn queue_depth(&self, port: u16) -> u64 {
         self.workers.iter().map(|w| w.counters.queue_depth[usize::from(port) % dataplane::counters::MAX_PORTS].get()).sum()
     }
+    /// The top contributing flow of a port's queue, as its owner published it.
+    pub fn top_flow(&self, port: u16) -> Option<dataplane::wire::fann::FlowId> {
+        self.workers.iter().find_map(|w| *w.counters.top_flow[usize::from(port) % dataplane::counters::MAX_PORTS].lock())
+    }
     /// Microbursts the port's owner has seen (cumulative).
     pub fn microbursts(&self, port: u16) -> u64 {
         self.workers.iter().map(|w| w.counters.microbursts[usize::from(port) % dataplane::counters::MAX_PORTS].get()).sum()
@@ -346,6 +350,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             congestion: cong_cfg.clone(),
             wire: cfg.params,
             zero_copy_replicas,
+            publish_top_flow: cfg.fann.is_some(),
             microburst: cfg.fann.as_ref().filter(|f| f.detector.microburst_bytes > 0).map(|f| dataplane::egress::MicroburstConfig { bytes: f.detector.microburst_bytes, window_ns: f.detector.microburst_window_ns }),
             mc_owner: 0,
             mc_ring: mc_ring.clone(),
@@ -390,7 +395,13 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         // Utilisation is relative to R_port on shaped ports, else to the link.
         let ps: Vec<(u16, u64)> = ports.iter().zip(control.cfg.ports.iter()).map(|(p, c)| (p.id, c.egress.map(|e| e.rate_bps).unwrap_or_else(|| p.link_bps()))).collect();
         eprintln!("fann: notifications from {} to {} ingress PE(s) over {}", plan.node, plan.ingress_pes.len(), if plan.udp { "UDP" } else { "ICMPv6" });
-        crate::fann_agent::FannAgent::new(plan, control.cfg.params, &ps)
+        let mut a = crate::fann_agent::FannAgent::new(plan.clone(), control.cfg.params, &ps);
+        for (p, c) in ports.iter().zip(control.cfg.ports.iter()) {
+            if let Some((_, id)) = plan.path_ids.iter().find(|(n, _)| *n == c.name) {
+                a.set_path_id(p.id, Some(*id));
+            }
+        }
+        a
     });
     let started = Instant::now();
     let status_every = Duration::from_millis(control.cfg.dataplane.status_interval_ms);
@@ -435,7 +446,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         if let Some(agent) = fann.as_mut() {
             let snap = control.snapshot();
             let now_ns = started.elapsed().as_nanos() as u64;
-            let pkts = agent.poll(now_ns, |p| snap.tx_bytes[usize::from(p) % dataplane::counters::MAX_PORTS], |p| control.queue_depth(p), |p| control.microbursts(p), |p| ports.iter().find(|x| x.id == p).map(|x| x.link_up()).unwrap_or(false));
+            let pkts = agent.poll_with_flows(now_ns, |p| snap.tx_bytes[usize::from(p) % dataplane::counters::MAX_PORTS], |p| control.queue_depth(p), |p| control.microbursts(p), |p| ports.iter().find(|x| x.id == p).map(|x| x.link_up()).unwrap_or(false), |p| control.top_flow(p));
             for ip in pkts {
                 if let Some(w) = control.worker_updates().next() {
                     let _ = w.try_send(Update::Inject(ip));

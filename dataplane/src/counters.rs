@@ -192,6 +192,10 @@ pub struct WorkerCounters {
     /// Microbursts seen on the ports this worker owns (FANN, s.4: queue
     /// growth above a threshold within a short window).
     pub microbursts: [Counter; MAX_PORTS],
+    /// The flow with the most bytes in the queue of each owned port (FANN
+    /// Flow ID metadata), published by the owner about once per ms; the
+    /// worker only ever `try_lock`s.
+    pub top_flow: [parking_lot::Mutex<Option<crate::wire::fann::FlowId>>; MAX_PORTS],
 }
 
 impl Default for WorkerCounters {
@@ -204,6 +208,7 @@ impl Default for WorkerCounters {
             busy_bursts: Counter::default(),
             queue_depth: std::array::from_fn(|_| Counter::default()),
             microbursts: std::array::from_fn(|_| Counter::default()),
+            top_flow: std::array::from_fn(|_| parking_lot::Mutex::new(None)),
         }
     }
 }

@@ -126,6 +126,18 @@ struct Active {
     subtype: u8,
 }
 
+/// The FANN Flow ID of a RoCEv2 flow (UDP to 4791). IPv4 addresses are
+/// carried IPv4-mapped (::ffff:a.b.c.d); the UDP source port is 0 because
+/// the flow table keys RoCEv2 flows on (source, destination, DestQP), not
+/// on the entropy port.
+pub fn roce_flow_id(src: std::net::IpAddr, dst: std::net::IpAddr) -> FannFlowId {
+    let v6 = |a: std::net::IpAddr| match a {
+        std::net::IpAddr::V6(a) => a,
+        std::net::IpAddr::V4(a) => a.to_ipv6_mapped(),
+    };
+    FannFlowId { src: v6(src), dst: v6(dst), src_port: 0, dst_port: 4791, protocol: 17 }
+}
+
 /// FANN generation for one port.
 pub struct Detector {
     cfg: DetectorConfig,
@@ -219,6 +231,11 @@ impl Detector {
                 self.recover(event::MICROBURST, a, now, out);
             }
         }
+    }
+
+    /// The Path ID this port's notifications carry (s.5.1.3).
+    pub fn set_path_id(&mut self, id: Option<[u8; 16]>) {
+        self.cfg.path_id = id;
     }
 
     /// The port's link went down (`up == false`) or came back.

@@ -79,6 +79,9 @@ pub struct WorkerSpec {
     /// FANN microburst watch on the shaped ports this worker owns (the
     /// control thread samples too rarely to see a 100 us window).
     pub microburst: Option<MicroburstConfig>,
+    /// Publish the top contributing flow of each owned congestion-aware
+    /// port (FANN Flow ID metadata) about once per ms.
+    pub publish_top_flow: bool,
     /// End.MT replicas share the received payload (private header segment,
     /// reference to the payload, private ICRC segment) instead of copying
     /// it; only when every port sends chained mbufs.
@@ -142,6 +145,8 @@ pub struct Worker {
     egress: Vec<Option<EgressPort<Mbuf>>>,
     /// Microburst watch per owned port (index = port id).
     mb: Vec<Option<MicroburstWatch>>,
+    /// Next publication of the ports' top flows.
+    top_due: u64,
     cnp_reqs: Vec<CnpRequest>,
     now: u64,
     has_cong: bool,
@@ -176,6 +181,7 @@ impl Worker {
         Worker {
             egress,
             mb,
+            top_due: 0,
             cnp_reqs: Vec::with_capacity(256),
             now: 0,
             has_cong: false,
@@ -432,6 +438,7 @@ impl Worker {
     /// Owner side of the egress stage: take handed-over packets, then send
     /// what the shaper allows; what the NIC refuses goes back to the head.
     fn service_egress(&mut self, now: u64) {
+        let publish_top = now >= self.top_due;
         let mut pkts = [std::ptr::null_mut::<rte_mbuf>(); MAX_BURST];
         let mut lens = [0u32; MAX_BURST];
         let mut prio = [false; MAX_BURST];
@@ -474,11 +481,23 @@ impl Worker {
             }
             let qd = e.queue.depth_bytes();
             self.counters.queue_depth[p].set(qd);
+            // FANN Flow ID: the top contributor, about once per ms.
+            if self.spec.publish_top_flow && publish_top {
+                if let Some(c) = e.cong.as_ref() {
+                    let top = if qd > 0 { c.top_flow().map(|(s, d, _)| crate::fann::roce_flow_id(s, d)) } else { None };
+                    if let Some(mut g) = self.counters.top_flow[p].try_lock() {
+                        *g = top;
+                    }
+                }
+            }
             if let Some(w) = self.mb[p].as_mut() {
                 if w.observe(now, qd) {
                     self.counters.microbursts[p].add(1);
                 }
             }
+        }
+        if publish_top {
+            self.top_due = now + 1_000_000;
         }
     }
 

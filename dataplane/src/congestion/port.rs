@@ -667,6 +667,15 @@ impl CongestionPort {
         self.iv_qd_n = 0;
     }
 
+    /// The flow with the most bytes in the queue: (source, destination,
+    /// DestQP). A scan of the flows that have bytes queued.
+    pub fn top_flow(&self) -> Option<(IpAddr, IpAddr, u32)> {
+        let nz = self.flows.nz.iter().max_by_key(|n| (n.queued, std::cmp::Reverse(n.slot)))?;
+        let f = self.flows.get(nz.slot)?;
+        let k = f.key();
+        Some((k.src(), k.dst(), k.dest_qp()))
+    }
+
     fn evaluate(&mut self, qd: u64, now: u64, out: &mut Vec<CnpRequest>) {
         let t_qd = qd > self.k_max;
         let t_emr = self.stats.emr > self.p.v_ecn;
