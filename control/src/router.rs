@@ -513,7 +513,8 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         for (_, pool) in pools.iter().chain(hdr_pools.iter()) {
             println!("mempool {}: {} of {} mbufs in use after shutdown", pool.name(), pool.in_use(), pool.size());
         }
-        println!("ran {:.3} s: rx {} tx {} drops {}", elapsed.as_secs_f64(), counters.total_rx(), counters.total_tx(), counters.total_drops());
+        let cpu_ns: u64 = control.workers.iter().map(|w| w.counters.cpu_ns.get()).sum();
+        println!("ran {:.3} s: rx {} tx {} drops {} worker-cpu {:.3} s", elapsed.as_secs_f64(), counters.total_rx(), counters.total_tx(), counters.total_drops(), cpu_ns as f64 / 1e9);
     }
     if let Some(p) = &opts.ctl_socket {
         ctl::remove_socket(p);

@@ -196,6 +196,10 @@ pub struct WorkerCounters {
     /// Flow ID metadata), published by the owner about once per ms; the
     /// worker only ever `try_lock`s.
     pub top_flow: [parking_lot::Mutex<Option<crate::wire::fann::FlowId>>; MAX_PORTS],
+    /// CPU time the worker thread used in its poll loop (ns), set when it
+    /// stops: the cost of what it did, without the time the OS gave other
+    /// threads on its core.
+    pub cpu_ns: Counter,
 }
 
 impl Default for WorkerCounters {
@@ -209,6 +213,7 @@ impl Default for WorkerCounters {
             queue_depth: std::array::from_fn(|_| Counter::default()),
             microbursts: std::array::from_fn(|_| Counter::default()),
             top_flow: std::array::from_fn(|_| parking_lot::Mutex::new(None)),
+            cpu_ns: Counter::default(),
         }
     }
 }
@@ -305,4 +310,24 @@ mod tests {
         assert_eq!(s.rx_pkts[1], 12);
         assert_eq!(s.total_drops(), 3);
     }
+}
+
+/// CPU time of the calling thread in ns (`CLOCK_THREAD_CPUTIME_ID`); 0 if
+/// the clock is unavailable.
+pub fn thread_cpu_ns() -> u64 {
+    #[repr(C)]
+    struct Timespec {
+        tv_sec: i64,
+        tv_nsec: i64,
+    }
+    extern "C" {
+        fn clock_gettime(clk: i32, ts: *mut Timespec) -> i32;
+    }
+    const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
+    let mut ts = Timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec into `ts`.
+    if unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }

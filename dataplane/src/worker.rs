@@ -203,6 +203,7 @@ impl Worker {
         self.has_cong = self.egress.iter().flatten().any(|e| e.cong.is_some());
         let burst = self.spec.burst.clamp(1, MAX_BURST);
         let mut rx = [std::ptr::null_mut::<rte_mbuf>(); MAX_BURST];
+        let cpu0 = crate::counters::thread_cpu_ns();
         while !self.links.stop.load(Ordering::Relaxed) {
             self.apply_updates();
             let now = self.clock.now();
@@ -234,6 +235,7 @@ impl Worker {
                 self.counters.busy_bursts.add(1);
             }
         }
+        self.counters.cpu_ns.set(crate::counters::thread_cpu_ns().saturating_sub(cpu0));
         self.drain();
     }
 
