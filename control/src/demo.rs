@@ -159,6 +159,8 @@ node = "2001:db8:2::1"
 ingress_pes = ["2001:db8:1::99"]
 interval_us = 5000
 queue_buildup_bytes = 100000
+# Path ID metadata per port (s.5.1.3): the SR path that leaves over it.
+path_ids = { wan = "fc00:0:11::1" }
 
 # That ingress PE has an END.E SID: the FANN notifications for it travel
 # inside an outer IPv6 header to the SID (draft-hu-acn-rocev2 s.4.2).
@@ -429,7 +431,19 @@ pub fn describe(f: &[u8]) -> String {
             let what = match p[6] {
                 58 if p.len() > 40 && p[40] == dataplane::wire::params::Params::DEFAULT.icmpv6_lhcnp_type => "Long-haul CNP (ICMPv6)".to_string(),
                 58 if p.len() > 48 && p[40] == dataplane::wire::params::Params::DEFAULT.icmpv6_fann_type => {
-                    format!("FANN {} event type {} sub-type {}", if p[41] == 1 { "recovery" } else { "event" }, p[47], p[48])
+                    let mut md = String::new();
+                    if let Ok(pk) = dataplane::wire::fann::Packet::new_checked(&p[40..]) {
+                        let m = pk.message();
+                        if m.check_len().is_ok() {
+                            if let Some(f) = m.flow_id() {
+                                md += &format!(", Flow ID {} -> {} udp/{}", f.src, f.dst, f.dst_port);
+                            }
+                            if let Some(id) = m.path_id() {
+                                md += &format!(", Path ID {}", Ipv6Addr::from(id));
+                            }
+                        }
+                    }
+                    format!("FANN {} (event type {} sub-type {}){md}", if p[41] == 1 { "recovery" } else { "event" }, p[47], p[48])
                 }
                 58 if p.len() > 40 => match p[40] {
                     129 => "ICMPv6 echo reply".to_string(),
