@@ -76,6 +76,7 @@ use std::net::{IpAddr, Ipv6Addr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use dataplane::hostinfo::{loadavg, utc_now};
 
 const BURST: usize = 32;
 const SHAPER_BPS: u64 = 2_000_000_000;
@@ -552,24 +553,7 @@ fn us(h: &Histogram<u64>, q: f64) -> f64 {
     h.value_at_quantile(q) as f64 / 1000.0
 }
 
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg").ok().map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" ")).unwrap_or_else(|| "?".into())
-}
 
-fn utc_now() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0) as i64;
-    let z = secs.div_euclid(86_400) + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    let s = secs.rem_euclid(86_400);
-    format!("{y:04}-{m:02}-{d:02} {:02}:{:02} UTC", s / 3600, (s / 60) % 60)
-}
 
 fn main() {
     let ms: u64 = std::env::var("NOTIFY_BENCH_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);

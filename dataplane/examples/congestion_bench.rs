@@ -57,6 +57,7 @@ use std::hint::black_box;
 use std::net::{IpAddr, Ipv6Addr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use dataplane::hostinfo::{cpu_model, loadavg, thread_cpu_ns, utc_date};
 
 const ROUNDS: usize = 5;
 const BURST: usize = 32;
@@ -249,24 +250,6 @@ enum Mode {
     Forward,
 }
 
-/// CPU time of this thread in ns (`CLOCK_THREAD_CPUTIME_ID`): on the shared
-/// machine, the time the thread spends descheduled does not count.
-fn thread_cpu_ns() -> u64 {
-    #[repr(C)]
-    struct Timespec {
-        tv_sec: i64,
-        tv_nsec: i64,
-    }
-    extern "C" {
-        fn clock_gettime(clk: i32, ts: *mut Timespec) -> i32;
-    }
-    const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
-    let mut ts = Timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes one timespec into `ts`.
-    let rc = unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
 
 /// `packets` packets of flows `cursor, cursor + step, ...` (mod `flows`)
 /// in bursts of 32, holding `backlog` packets in the queue. Returns ns per
@@ -540,30 +523,8 @@ fn reaction(pl: &mut Pipeline, counters: &WorkerCounters, arena: &Arena, flows: 
 
 // ------------------------------------------------------------------ report
 
-fn utc_date() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0) as i64;
-    let z = secs.div_euclid(86_400) + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
-}
 
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split(':').nth(1)).map(|m| m.trim().to_string()))
-        .unwrap_or_else(|| "unknown CPU".into())
-}
 
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg").ok().map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" ")).unwrap_or_else(|| "?".into())
-}
 
 fn us(h: &Histogram<u64>, q: f64) -> f64 {
     h.value_at_quantile(q) as f64 / 1000.0

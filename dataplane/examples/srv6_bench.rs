@@ -32,7 +32,8 @@
 
 use dataplane::counters::WorkerCounters;
 use dataplane::endc::EndCConfig;
-use dataplane::packet::PacketBuffer;
+use dataplane::hostinfo::{cpu_model, loadavg, utc_now};
+use dataplane::packet::{PacketBuffer, VecPacket};
 use dataplane::pipeline::{Pipeline, PipelineConfig, Verdict};
 use dataplane::srv6::{Behaviour, EncapMode, SidTable, SrPolicy};
 use dataplane::tables::{Fib, Interface, NeighSource, Neighbours, NextHop, Topology};
@@ -49,7 +50,7 @@ use std::time::Instant;
 
 const ROUNDS: usize = 5;
 const FRAMES: usize = 1024;
-const HEADROOM: usize = 128;
+const HEADROOM: usize = VecPacket::DEFAULT_HEADROOM;
 const CAP: usize = 10240;
 /// Work per measurement: about this many bytes of frames processed, at
 /// least `MIN_PKTS` packets.
@@ -58,73 +59,7 @@ const MIN_PKTS: usize = 200_000;
 // ------------------------------------------------------------------ buffers
 
 /// A packet buffer like an mbuf: fixed capacity, headroom, reset in place.
-struct Buf {
-    buf: Box<[u8]>,
-    start: usize,
-    end: usize,
-}
-
-impl Buf {
-    fn new() -> Self {
-        Buf { buf: vec![0u8; CAP].into_boxed_slice(), start: HEADROOM, end: HEADROOM }
-    }
-    fn with(frame: &[u8]) -> Self {
-        let mut b = Buf::new();
-        b.load(frame, frame.len());
-        b
-    }
-    /// Make the buffer hold `frame` again, copying only its first `prefix`
-    /// bytes (the rest is known to be unchanged).
-    #[inline(always)]
-    fn load(&mut self, frame: &[u8], prefix: usize) {
-        self.start = HEADROOM;
-        self.end = HEADROOM + frame.len();
-        let n = prefix.min(frame.len());
-        self.buf[HEADROOM..HEADROOM + n].copy_from_slice(&frame[..n]);
-    }
-    #[inline(always)]
-    fn clear(&mut self) {
-        self.start = HEADROOM;
-        self.end = HEADROOM;
-    }
-}
-
-impl PacketBuffer for Buf {
-    fn data(&self) -> &[u8] {
-        &self.buf[self.start..self.end]
-    }
-    fn data_mut(&mut self) -> &mut [u8] {
-        &mut self.buf[self.start..self.end]
-    }
-    fn prepend(&mut self, n: usize) -> bool {
-        if n > self.start {
-            return false;
-        }
-        self.start -= n;
-        true
-    }
-    fn adj(&mut self, n: usize) -> bool {
-        if n > self.end - self.start {
-            return false;
-        }
-        self.start += n;
-        true
-    }
-    fn append(&mut self, n: usize) -> bool {
-        if self.end + n > self.buf.len() {
-            return false;
-        }
-        self.end += n;
-        true
-    }
-    fn trim(&mut self, n: usize) -> bool {
-        if n > self.end - self.start {
-            return false;
-        }
-        self.end -= n;
-        true
-    }
-}
+type Buf = VecPacket;
 
 // ------------------------------------------------------------------ frames
 
@@ -345,7 +280,7 @@ struct Case {
 
 impl Case {
     fn new(name: &str, frames: Vec<Vec<u8>>, restore: usize, replicas: usize) -> Case {
-        let bufs = frames.iter().map(|f| Buf::with(f)).collect();
+        let bufs = frames.iter().map(|f| { let mut b = Buf::with_capacity(CAP); b.reset(f); b }).collect();
         Case { name: name.into(), frames, bufs, restore, replicas }
     }
     fn len(&self) -> usize {
@@ -369,9 +304,9 @@ fn measure(pl: &mut Pipeline, c: &mut Case, ring: &mut Ring, process: bool) -> f
     let mut k = 0;
     while k < pkts {
         for (b, f) in c.bufs.iter_mut().zip(&c.frames) {
-            b.load(f, if rx_copy() { usize::MAX } else { c.restore });
+            b.reload(f, if rx_copy() { usize::MAX } else { c.restore });
             if !process {
-                black_box(&b.buf[HEADROOM]);
+                black_box(b.data().first());
                 continue;
             }
             match pl.process(b, 0, 1) {
@@ -433,27 +368,7 @@ struct Row {
     base_harness: f64,
 }
 
-fn utc_now() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0) as i64;
-    let z = secs.div_euclid(86_400) + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    let s = secs.rem_euclid(86_400);
-    format!("{y:04}-{m:02}-{d:02} {:02}:{:02} UTC", s / 3600, (s / 60) % 60)
-}
 
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split(':').nth(1)).map(|m| m.trim().to_string()))
-        .unwrap_or_else(|| "unknown CPU".into())
-}
 
 /// `SRV6_BENCH_RX_COPY=1`: write the whole frame into the buffer before
 /// each packet, as net_pcap's receive does (a memcpy through the core's
@@ -463,9 +378,6 @@ fn rx_copy() -> bool {
     *ON.get_or_init(|| std::env::var("SRV6_BENCH_RX_COPY").map(|v| v == "1").unwrap_or(false))
 }
 
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg").ok().map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" ")).unwrap_or_else(|| "?".into())
-}
 
 fn main() {
     let started = Instant::now();
@@ -493,7 +405,7 @@ fn main() {
             (Case::new(n, f, restore, replicas), Case::new(&format!("base-{n}"), b, HEADROOM.min(len), 0))
         })
         .collect();
-    let mut ring = Ring { bufs: (0..256).map(|_| Buf::new()).collect(), i: 0 };
+    let mut ring = Ring { bufs: (0..256).map(|_| Buf::with_capacity(CAP)).collect(), i: 0 };
     let mut rows: Vec<Row> = cases.iter().map(|(c, _)| Row { name: c.name.clone(), len: c.len(), replicas: c.replicas, ns: f64::MAX, base: f64::MAX, harness: f64::MAX, base_harness: f64::MAX }).collect();
     for round in 0..ROUNDS {
         for (i, (c, b)) in cases.iter_mut().enumerate() {

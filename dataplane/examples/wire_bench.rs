@@ -38,6 +38,7 @@ use std::fmt::Write as _;
 use std::hint::black_box;
 use std::net::{IpAddr, Ipv6Addr};
 use std::time::{Duration, Instant};
+use dataplane::hostinfo::{cpu_model, loadavg, utc_date};
 
 const SIZES: [usize; 7] = [64, 128, 256, 512, 1024, 2048, 4096];
 const RUNS: usize = 5;
@@ -418,42 +419,8 @@ fn verify(payload: usize) {
 
 // ------------------------------------------------------------------ report
 
-fn utc_date() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0) as i64;
-    // Civil-from-days (H. Hinnant).
-    let z = secs.div_euclid(86_400) + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
-}
 
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into())
-}
 
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|| "?".into())
-}
 
 fn gbps(bytes: usize, ns: f64) -> f64 {
     bytes as f64 / ns

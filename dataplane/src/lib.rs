@@ -26,3 +26,4 @@ pub mod multicast;
 pub mod endc;
 pub mod fann;
 pub mod sim_wan;
+pub mod hostinfo;

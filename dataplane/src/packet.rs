@@ -68,16 +68,36 @@ impl VecPacket {
         self.data().to_vec()
     }
 
+    /// An empty packet of `capacity` bytes (default headroom included).
+    pub fn with_capacity(capacity: usize) -> Self {
+        let h = Self::DEFAULT_HEADROOM;
+        VecPacket { buf: vec![0u8; capacity.max(h)], start: h, end: h }
+    }
+
     /// Reuse the buffer for `bytes` with the default headroom again (a
     /// recycled packet may have been decapsulated or encapsulated).
     pub fn reset(&mut self, bytes: &[u8]) {
+        self.reload(bytes, bytes.len());
+    }
+
+    /// [`VecPacket::reset`] copying only the first `prefix` bytes: the
+    /// rest of the buffer is known to hold `bytes` already (benchmarks
+    /// restore what a run rewrote).
+    pub fn reload(&mut self, bytes: &[u8], prefix: usize) {
         let h = Self::DEFAULT_HEADROOM;
         if self.buf.len() < h + bytes.len() {
             self.buf.resize(h + bytes.len(), 0);
         }
-        self.buf[h..h + bytes.len()].copy_from_slice(bytes);
+        let n = prefix.min(bytes.len());
+        self.buf[h..h + n].copy_from_slice(&bytes[..n]);
         self.start = h;
         self.end = h + bytes.len();
+    }
+
+    /// Empty, with the default headroom.
+    pub fn clear(&mut self) {
+        self.start = Self::DEFAULT_HEADROOM;
+        self.end = self.start;
     }
 }
 
