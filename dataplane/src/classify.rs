@@ -266,15 +266,21 @@ mod tests {
         assert!(roce_meta(&h).is_none());
     }
 
-    #[test]
-    fn finds_inner_bth_in_srv6_and_marks_outer() {
+    /// IPv6 (ECT(1)) + SRH (next header 41, hdr ext len 2 = one segment,
+    /// type 4, SL 0) + inner IPv6 (ECT(0)) RoCEv2 to DestQP 0x42.
+    fn srv6_roce() -> Vec<u8> {
         let inner = ip6(0x02, 17, "2001:db8:1::2", "2001:db8:3::2", &udp_bth(4791, 0x42, 9));
-        // SRH: next header 41 (IPv6), hdr ext len 2 (one segment), type 4, SL 0.
         let mut srh = vec![41, 2, 4, 0, 0, 0, 0, 0];
         srh.extend_from_slice(&"fc00::2".parse::<Ipv6Addr>().unwrap().octets());
         srh.extend(inner);
         let mut f = eth(0x86dd);
         f.extend(ip6(0x01, 43, "fc00::1", "fc00::2", &srh));
+        f
+    }
+
+    #[test]
+    fn finds_inner_bth_in_srv6_and_marks_outer() {
+        let mut f = srv6_roce();
         let m = roce_meta(&f).unwrap();
         assert!(m.tunnelled);
         assert_eq!(m.info.dest_qp, 0x42);
@@ -296,13 +302,7 @@ mod tests {
         let mut f = eth(0x86dd);
         f.extend(ip6(0x01, 17, "2001:db8:1::2", "2001:db8:3::2", &udp_bth(4791, 0x42, 9)));
         frames.push(f);
-        let inner = ip6(0x02, 17, "2001:db8:1::2", "2001:db8:3::2", &udp_bth(4791, 0x42, 9));
-        let mut srh = vec![41, 2, 4, 0, 0, 0, 0, 0];
-        srh.extend_from_slice(&"fc00::2".parse::<Ipv6Addr>().unwrap().octets());
-        srh.extend(inner);
-        let mut f = eth(0x86dd);
-        f.extend(ip6(0x01, 43, "fc00::1", "fc00::2", &srh));
-        frames.push(f);
+        frames.push(srv6_roce());
         let mut f = eth(0x0800);
         f.extend(ip4(0x02, &udp_bth(4790, 1, 1)));
         frames.push(f);

@@ -215,17 +215,29 @@ impl Detector {
     /// one call later).
     pub fn on_microbursts(&mut self, new: u64, qd: u64, now: u64, out: &mut Vec<Notification>) {
         if new > 0 {
-            match self.microburst.as_mut() {
-                Some((_, last)) => *last = now,
-                None => {
-                    let id = self.fresh_id();
-                    self.microburst = Some((Active { id, subtype: 0 }, now));
-                    let md = Metadata { microburst: Some(true), queue_occupancy: Some(sat32(qd)), ..self.base_md(now) };
-                    let m = self.message(event::MICROBURST, 0, id, now / 1000, md);
-                    self.emit(out, now, CODE_EVENT, m);
-                }
+            self.microburst_seen(qd, now, out);
+        } else {
+            self.microburst_quiet(now, out);
+        }
+    }
+
+    /// A microburst was seen: starts the event, or keeps it going.
+    fn microburst_seen(&mut self, qd: u64, now: u64, out: &mut Vec<Notification>) {
+        match self.microburst.as_mut() {
+            Some((_, last)) => *last = now,
+            None => {
+                let id = self.fresh_id();
+                self.microburst = Some((Active { id, subtype: 0 }, now));
+                let md = Metadata { microburst: Some(true), queue_occupancy: Some(sat32(qd)), ..self.base_md(now) };
+                let m = self.message(event::MICROBURST, 0, id, now / 1000, md);
+                self.emit(out, now, CODE_EVENT, m);
             }
-        } else if let Some((a, last)) = self.microburst {
+        }
+    }
+
+    /// No microburst for a whole window since the last: the recovery.
+    fn microburst_quiet(&mut self, now: u64, out: &mut Vec<Notification>) {
+        if let Some((a, last)) = self.microburst {
             if now.saturating_sub(last) >= self.cfg.microburst_window_ns {
                 self.microburst = None;
                 self.recover(event::MICROBURST, a, now, out);
@@ -263,25 +275,11 @@ impl Detector {
         if self.cfg.microburst_external {
             // Reported by on_microbursts.
         } else if now.saturating_sub(self.mb_start) >= self.cfg.microburst_window_ns {
-            if let Some((a, last)) = self.microburst {
-                if now.saturating_sub(last) >= self.cfg.microburst_window_ns {
-                    self.microburst = None;
-                    self.recover(event::MICROBURST, a, now, out);
-                }
-            }
+            self.microburst_quiet(now, out);
             self.mb_start = now;
             self.mb_qd = qd;
         } else if qd.saturating_sub(self.mb_qd) > self.cfg.microburst_bytes {
-            match self.microburst.as_mut() {
-                Some((_, last)) => *last = now,
-                None => {
-                    let id = self.fresh_id();
-                    self.microburst = Some((Active { id, subtype: 0 }, now));
-                    let md = Metadata { microburst: Some(true), queue_occupancy: Some(sat32(qd)), ..self.base_md(now) };
-                    let m = self.message(event::MICROBURST, 0, id, now / 1000, md);
-                    self.emit(out, now, CODE_EVENT, m);
-                }
-            }
+            self.microburst_seen(qd, now, out);
             self.mb_qd = qd;
         }
         // Queue buildup with hysteresis.
