@@ -242,26 +242,53 @@ enum Ev {
     Send(usize, usize),
 }
 
-struct Item {
+/// A min-heap of timed events: earliest first, then insertion order (so
+/// runs are deterministic). Shared by the simulators.
+pub struct EventQueue<E> {
+    heap: BinaryHeap<Item<E>>,
+    seq: u64,
+}
+
+struct Item<E> {
     t: u64,
     seq: u64,
-    ev: Ev,
+    ev: E,
 }
-impl PartialEq for Item {
+impl<E> PartialEq for Item<E> {
     fn eq(&self, o: &Self) -> bool {
         (self.t, self.seq) == (o.t, o.seq)
     }
 }
-impl Eq for Item {}
-impl PartialOrd for Item {
+impl<E> Eq for Item<E> {}
+impl<E> PartialOrd for Item<E> {
     fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
         Some(self.cmp(o))
     }
 }
-impl Ord for Item {
-    // Min-heap on (t, seq): earliest first, then insertion order.
+impl<E> Ord for Item<E> {
     fn cmp(&self, o: &Self) -> Ordering {
         (o.t, o.seq).cmp(&(self.t, self.seq))
+    }
+}
+
+impl<E> Default for EventQueue<E> {
+    fn default() -> Self {
+        EventQueue { heap: BinaryHeap::new(), seq: 0 }
+    }
+}
+
+impl<E> EventQueue<E> {
+    pub fn push(&mut self, t: u64, ev: E) {
+        self.seq += 1;
+        self.heap.push(Item { t, seq: self.seq, ev });
+    }
+
+    /// The earliest event if it is due at or before `t_end`.
+    pub fn pop_until(&mut self, t_end: u64) -> Option<(u64, E)> {
+        if self.heap.peek()?.t > t_end {
+            return None;
+        }
+        self.heap.pop().map(|it| (it.t, it.ev))
     }
 }
 
@@ -274,8 +301,7 @@ pub struct Sim {
     wires: Vec<Wire>,
     /// Outgoing wire of each endpoint.
     wire_of: Vec<(Endpoint, usize)>,
-    heap: BinaryHeap<Item>,
-    seq: u64,
+    queue: EventQueue<Ev>,
     pub events: u64,
     pub timeline: Vec<Entry>,
     built: bool,
@@ -297,8 +323,7 @@ impl Sim {
             hosts: Vec::new(),
             wires: Vec::new(),
             wire_of: Vec::new(),
-            heap: BinaryHeap::new(),
-            seq: 0,
+            queue: EventQueue::default(),
             events: 0,
             timeline: Vec::new(),
             built: false,
@@ -459,8 +484,7 @@ impl Sim {
     }
 
     fn push(&mut self, t: u64, ev: Ev) {
-        self.seq += 1;
-        self.heap.push(Item { t, seq: self.seq, ev });
+        self.queue.push(t, ev);
     }
 
     fn log(&mut self, rec: Record) {
@@ -470,16 +494,12 @@ impl Sim {
     /// Run every event up to and including `t_end`; `now` ends at `t_end`.
     pub fn run_until(&mut self, t_end: u64) {
         self.build();
-        while let Some(top) = self.heap.peek() {
-            if top.t > t_end {
-                break;
-            }
+        while let Some((t, ev)) = self.queue.pop_until(t_end) {
             assert!(self.events < self.cfg.max_events, "event budget exhausted at t = {} ns", self.now);
-            let Some(it) = self.heap.pop() else { break };
-            debug_assert!(it.t >= self.now);
-            self.now = it.t;
+            debug_assert!(t >= self.now);
+            self.now = t;
             self.events += 1;
-            match it.ev {
+            match ev {
                 Ev::Arrive(Endpoint::Node(n, p), pkt) => self.node_rx(n, p, pkt),
                 Ev::Arrive(Endpoint::Host(h), pkt) => self.host_rx(h, pkt),
                 Ev::Wake(n) => {

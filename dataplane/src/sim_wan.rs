@@ -19,8 +19,7 @@
 //! This is separate from [`crate::sim`] (IPv4 RoCEv2 congestion scenarios
 //! with egress queues) so that each can grow without touching the other.
 
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use crate::sim::EventQueue;
 use std::net::{IpAddr, Ipv6Addr};
 use std::sync::Arc;
 
@@ -137,36 +136,13 @@ enum Ev {
     Link(usize, bool),
 }
 
-struct Item {
-    t: u64,
-    seq: u64,
-    ev: Ev,
-}
-impl PartialEq for Item {
-    fn eq(&self, o: &Self) -> bool {
-        self.t == o.t && self.seq == o.seq
-    }
-}
-impl Eq for Item {}
-impl PartialOrd for Item {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Item {
-    fn cmp(&self, o: &Self) -> Ordering {
-        (o.t, o.seq).cmp(&(self.t, self.seq))
-    }
-}
-
 pub struct WanSim {
     pub cfg: WanConfig,
     pub now: u64,
     nodes: Vec<Node>,
     links: Vec<Link>,
     hosts: Vec<Host>,
-    heap: BinaryHeap<Item>,
-    seq: u64,
+    queue: EventQueue<Ev>,
     events: u64,
     built: bool,
     /// Traced nodes' transmissions.
@@ -193,7 +169,7 @@ fn link_addr(net: Ipv6Addr, end: usize) -> Ipv6Addr {
 
 impl WanSim {
     pub fn new(cfg: WanConfig) -> Self {
-        WanSim { cfg, now: 0, nodes: Vec::new(), links: Vec::new(), hosts: Vec::new(), heap: BinaryHeap::new(), seq: 0, events: 0, built: false, tx_log: Vec::new(), applied: Vec::new(), fann_sent: Vec::new() }
+        WanSim { cfg, now: 0, nodes: Vec::new(), links: Vec::new(), hosts: Vec::new(), queue: EventQueue::default(), events: 0, built: false, tx_log: Vec::new(), applied: Vec::new(), fann_sent: Vec::new() }
     }
 
     /// A node with `ports` ports and a control-plane address `addr`.
@@ -277,8 +253,7 @@ impl WanSim {
     }
 
     fn push(&mut self, t: u64, ev: Ev) {
-        self.seq += 1;
-        self.heap.push(Item { t, seq: self.seq, ev });
+        self.queue.push(t, ev);
     }
 
     /// Build the nodes' tables and pipelines (called by `run_until`).
@@ -338,15 +313,11 @@ impl WanSim {
 
     pub fn run_until(&mut self, t_end: u64) {
         self.build();
-        while let Some(top) = self.heap.peek() {
-            if top.t > t_end {
-                break;
-            }
-            let Some(it) = self.heap.pop() else { break };
-            self.now = it.t;
+        while let Some((t, ev)) = self.queue.pop_until(t_end) {
+            self.now = t;
             self.events += 1;
             assert!(self.events < self.cfg.max_events, "event budget exhausted at t = {} ns", self.now);
-            match it.ev {
+            match ev {
                 Ev::Arrive(Endpoint::Node(n, p), f) => self.node_rx(n, p, f),
                 Ev::Arrive(Endpoint::Host(h), f) => self.host_rx(h, f),
                 Ev::HostSend(h, f) => self.host_send(h, f),
