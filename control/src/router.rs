@@ -455,7 +455,9 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             let pkts = agent.poll_with_flows(now_ns, |p| snap.tx_bytes[usize::from(p) % dataplane::counters::MAX_PORTS], |p| control.queue_depth(p), |p| control.microbursts(p), |p| ports.iter().find(|x| x.id == p).map(|x| x.link_up()).unwrap_or(false), |p| control.top_flow(p));
             for ip in pkts {
                 if let Some(w) = control.worker_updates().next() {
-                    let _ = w.try_send(Update::Inject(ip));
+                    if w.try_send(Update::Inject(ip)).is_err() {
+                        control.own.dropped(dataplane::counters::Drop::EventQueueFull);
+                    }
                 }
             }
         }

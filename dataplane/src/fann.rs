@@ -135,7 +135,7 @@ pub fn roce_flow_id(src: std::net::IpAddr, dst: std::net::IpAddr) -> FannFlowId 
         std::net::IpAddr::V6(a) => a,
         std::net::IpAddr::V4(a) => a.to_ipv6_mapped(),
     };
-    FannFlowId { src: v6(src), dst: v6(dst), src_port: 0, dst_port: 4791, protocol: 17 }
+    FannFlowId { src: v6(src), dst: v6(dst), src_port: 0, dst_port: crate::wire::params::ROCEV2_UDP_PORT, protocol: 17 }
 }
 
 /// FANN generation for one port.
