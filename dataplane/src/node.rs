@@ -66,7 +66,7 @@ impl<P: PacketBuffer> EgressPort<P> {
     /// a full queue tail-drops.
     ///
     /// The flow lookups are batched: they happen at the next `dequeue`,
-    /// `sent`, `requeue`, `poll`, `observe_rx`, `set_params`, `drain` or
+    /// `sent`, `requeue`, `poll`, `observe_roce`, `set_params`, `drain` or
     /// [`EgressPort::flush`] (or when [`crate::congestion::MAX_PENDING`]
     /// packets wait), in arrival order and with the time of each `admit`,
     /// so the flow state is the same as with a lookup per `admit` by then
@@ -160,19 +160,9 @@ impl<P: PacketBuffer> EgressPort<P> {
         }
     }
 
-    /// A received frame: RoCEv2 responses teach the congestion stage the
+    /// A received RoCEv2 packet (parsed once for all ports with
+    /// [`classify::roce_meta`]): responses teach the congestion stage the
     /// source QPs of forward flows.
-    #[inline]
-    pub fn observe_rx(&mut self, frame: &[u8], now: u64) {
-        if self.cong.is_some() {
-            if let Some(meta) = classify::roce_meta(frame) {
-                self.observe_roce(&meta, now);
-            }
-        }
-    }
-
-    /// [`EgressPort::observe_rx`] with the frame already parsed (one parse
-    /// for all ports).
     #[inline]
     pub fn observe_roce(&mut self, meta: &classify::RoceMeta, now: u64) {
         if self.cong.is_some() && crate::wire::roce::opcode::is_response(meta.info.opcode) {

@@ -6,7 +6,7 @@
 //!   [`EgressPort<VecPacket>`] per port (deep-buffer queue, shaper at
 //!   R_port, congestion-aware node when configured), driven exactly as the
 //!   DPDK worker drives them (`worker.rs`): every received frame is shown to
-//!   every egress port (`observe_rx`, reverse-path source-QP learning), goes
+//!   every egress port (`observe_roce`, reverse-path source-QP learning), goes
 //!   through `Pipeline::process`, and a `Tx` verdict is admitted to the output
 //!   port (`admit`, or `admit_priority` for locally generated replies); then
 //!   the node services its queues (`dequeue` what the shaper lets go, `sent`
@@ -561,8 +561,13 @@ impl Sim {
         let pc = &node.counters.ports[usize::from(port) % crate::counters::MAX_PORTS];
         pc.rx_pkts.add(1);
         pc.rx_bytes.add(pkt.len() as u64);
-        for e in node.ports.iter_mut() {
-            e.observe_rx(pkt.data(), now);
+        // As the worker: one parse for all ports.
+        if node.ports.iter().any(|e| e.cong.is_some()) {
+            if let Some(meta) = crate::classify::roce_meta(pkt.data()) {
+                for e in node.ports.iter_mut() {
+                    e.observe_roce(&meta, now);
+                }
+            }
         }
         let Some(pl) = node.pipeline.as_mut() else { return };
         match pl.process(&mut pkt, port, now) {
