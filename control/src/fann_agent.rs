@@ -114,15 +114,21 @@ impl FannAgent {
 
 /// `inner` (an IPv6 packet) behind an outer IPv6 header from `src` to `sid`.
 pub fn encapsulate(inner: &[u8], src: &Ipv6Addr, sid: &Ipv6Addr) -> Vec<u8> {
-    let mut p = Vec::with_capacity(40 + inner.len());
-    // Version 6 and the inner traffic class; flow label 0.
-    p.extend_from_slice(&[0x60 | (inner[0] & 0x0f), inner[1] & 0xf0, 0, 0]);
-    p.extend_from_slice(&(inner.len() as u16).to_be_bytes());
-    p.push(41);
-    p.push(64);
-    p.extend_from_slice(&src.octets());
-    p.extend_from_slice(&sid.octets());
-    p.extend_from_slice(inner);
+    use dataplane::wire::ipv4::IpProtocol;
+    use dataplane::wire::ipv6::{Ipv6Packet, Ipv6Repr};
+    let mut p = vec![0u8; 40 + inner.len()];
+    let outer = Ipv6Repr {
+        src_addr: *src,
+        dst_addr: *sid,
+        next_header: IpProtocol::IPV6,
+        payload_len: inner.len(),
+        hop_limit: 64,
+        // The inner traffic class; flow label 0.
+        traffic_class: Ipv6Packet::new_unchecked(inner).traffic_class(),
+        flow_label: 0,
+    };
+    outer.emit(&mut Ipv6Packet::new_unchecked(&mut p[..40]));
+    p[40..].copy_from_slice(inner);
     p
 }
 

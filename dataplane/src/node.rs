@@ -9,6 +9,8 @@ use crate::counters::{Drop, Local, WorkerCounters};
 use crate::egress::{EgressConfig, EgressQueue, Queued};
 use crate::packet::PacketBuffer;
 use crate::pipeline::Pipeline;
+use crate::wire::ipv4::IpProtocol;
+use crate::wire::ipv6::{Ipv6Packet, Ipv6Repr};
 use crate::wire::lhcnp::Action;
 use crate::wire::params::Params;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -207,14 +209,16 @@ impl<P: PacketBuffer> EgressPort<P> {
                 }
                 let d = m.data_mut();
                 d.copy_within(40..54, 0);
-                let h = &mut d[14..54];
-                h.fill(0);
-                h[0] = 0x60;
-                h[4..6].copy_from_slice(&(n as u16).to_be_bytes());
-                h[6] = if r.to.is_ipv4() { 4 } else { 41 };
-                h[7] = 64;
-                h[8..24].copy_from_slice(&outer_src.octets());
-                h[24..40].copy_from_slice(&sid.octets());
+                let outer = Ipv6Repr {
+                    src_addr: outer_src,
+                    dst_addr: sid,
+                    next_header: if r.to.is_ipv4() { IpProtocol::IPV4 } else { IpProtocol::IPV6 },
+                    payload_len: n,
+                    hop_limit: 64,
+                    traffic_class: 0,
+                    flow_label: 0,
+                };
+                outer.emit(&mut Ipv6Packet::new_unchecked(&mut d[14..54]));
                 IpAddr::V6(sid)
             }
         };
