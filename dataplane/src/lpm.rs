@@ -97,6 +97,34 @@ impl Lpm {
         e.checked_sub(1)
     }
 
+    /// Look up a burst of keys given as big-endian bytes (an IPv4 address in
+    /// the first 4): `out[i]` = the value + 1 for `keys[i]`, 0 for no route.
+    /// The trie is walked one level at a time across all keys, so the memory
+    /// reads of different keys overlap instead of each waiting for the
+    /// previous one.
+    #[inline]
+    pub fn lookup_batch(&self, keys: &[[u8; 16]], out: &mut [u32]) {
+        let n = keys.len().min(out.len());
+        let (keys, out) = (&keys[..n], &mut out[..n]);
+        for (o, k) in out.iter_mut().zip(keys) {
+            *o = self.root[usize::from(u16::from_be_bytes([k[0], k[1]]))];
+        }
+        let levels = ((self.width - ROOT_BITS) / STRIDE) as usize;
+        for level in 0..levels {
+            let byte = 2 + level;
+            let mut more = false;
+            for (o, k) in out.iter_mut().zip(keys) {
+                if *o & CHUNK != 0 {
+                    *o = self.chunks[(*o & !CHUNK) as usize][usize::from(k[byte])];
+                    more = true;
+                }
+            }
+            if !more {
+                break;
+            }
+        }
+    }
+
     #[inline(always)]
     pub fn lookup4(&self, a: u32) -> Option<u32> {
         self.lookup(u128::from(a) << 96)

@@ -124,7 +124,7 @@ pub struct Pipeline {
     /// Per FIB next hop (by index): egress interface and gateway MAC when
     /// the gateway is resolved; None for connected routes and unresolved
     /// gateways.
-    adj: Vec<Option<(u16, MacAddr)>>,
+    pub(crate) adj: Vec<Option<(u16, MacAddr)>>,
     /// Set by `process` when its `Tx` verdict is a locally generated reply
     /// (ARP, ND, echo, ICMP error), which leaves ahead of queued data.
     pub reply: bool,
@@ -144,6 +144,10 @@ pub struct Pipeline {
     /// Window CNPs due from [`Pipeline::poll_multicast`], built by the
     /// worker with [`Pipeline::build_mc_upstream`].
     pub mc_pending: Vec<(usize, crate::multicast::Upstream)>,
+    /// Bumped by every [`Pipeline::rebuild_adjacency`].
+    pub(crate) adj_gen: u64,
+    /// The burst fast path's tables ([`crate::fastpath`]).
+    pub(crate) fast: crate::fastpath::FastState,
 }
 
 /// Where the layers of a received frame are.
@@ -192,6 +196,8 @@ impl Pipeline {
             srv6_depth: 0,
             mc: crate::multicast::GroupTable::default(),
             mc_pending: Vec::with_capacity(MC_PENDING_CAP),
+            adj_gen: 0,
+            fast: Default::default(),
         };
         p.rebuild_adjacency();
         p
@@ -760,6 +766,7 @@ impl Pipeline {
     /// Recompute the gateway MACs of the FIB's next hops (after a FIB or
     /// neighbour snapshot, or a local learning).
     pub fn rebuild_adjacency(&mut self) {
+        self.adj_gen += 1;
         self.adj.clear();
         for nh in self.fib.hops() {
             let e = nh.gateway.and_then(|g| {

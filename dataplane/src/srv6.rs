@@ -336,6 +336,11 @@ impl SidTable {
     }
 
     #[inline]
+    /// The local SIDs (as integers).
+    pub fn sid_addrs(&self) -> impl Iterator<Item = u128> + '_ {
+        self.sids.keys().copied()
+    }
+
     pub fn get(&self, sid: &Ipv6Addr) -> Option<&Behaviour> {
         if self.sids.is_empty() {
             return None;

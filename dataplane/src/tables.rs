@@ -273,6 +273,17 @@ impl Fib {
     pub fn route6(&self, a: Ipv6Addr) -> Option<u32> {
         self.lpm6.lookup(u128::from(a))
     }
+    /// [`Fib::route6`] for a burst of destinations (bytes in network
+    /// order): `out[i]` = next-hop index + 1, or 0 for no route.
+    #[inline]
+    pub fn route6_batch(&self, dst: &[[u8; 16]], out: &mut [u32]) {
+        self.lpm6.lookup_batch(dst, out)
+    }
+    /// [`Fib::route4`] for a burst (the address in the first 4 bytes).
+    #[inline]
+    pub fn route4_batch(&self, dst: &[[u8; 16]], out: &mut [u32]) {
+        self.lpm4.lookup_batch(dst, out)
+    }
     #[inline(always)]
     pub fn hop(&self, i: u32) -> Option<&NextHop> {
         self.hops.get(i as usize)

@@ -6,6 +6,7 @@
 use crate::counters::{Drop, WorkerCounters, MAX_PORTS};
 use crate::dpdk::mempool::free_bulk;
 use crate::dpdk::port::{rx_burst, tx_burst};
+use crate::fastpath::SLOW;
 use crate::dpdk::{rdtsc, Mbuf, Mempool};
 use crate::packet::PacketBuffer;
 use crate::pipeline::{Event, Pipeline, Verdict};
@@ -241,19 +242,40 @@ impl Worker {
 
     #[inline]
     fn handle_burst(&mut self, port: u16, rx: &[*mut rte_mbuf], now: u64) {
+        // The burst fast path works on up to FAST packets at a time.
+        const FAST: usize = 64;
+        for chunk in rx.chunks(FAST) {
+            self.handle_chunk::<FAST>(port, chunk, now);
+        }
+    }
+
+    #[inline]
+    fn handle_chunk<const FAST: usize>(&mut self, port: u16, rx: &[*mut rte_mbuf], now: u64) {
         let counters = self.counters.clone();
         let pc = &counters.ports[usize::from(port) % MAX_PORTS];
         pc.rx_pkts.add(rx.len() as u64);
         let mut bytes = 0u64;
-        // Prefetch packet data PREFETCH_AHEAD packets ahead (l3fwd style).
-        const PREFETCH_AHEAD: usize = 4;
-        for &raw in rx.iter().take(PREFETCH_AHEAD) {
+        for &raw in rx {
             prefetch_data(raw);
         }
-        for (i, &raw) in rx.iter().enumerate() {
-            if let Some(&next) = rx.get(i + PREFETCH_AHEAD) {
-                prefetch_data(next);
+        // Plain transit packets: the whole chunk at once (crate::fastpath).
+        let mut out = [SLOW; FAST];
+        {
+            let mut views: [&mut [u8]; FAST] = std::array::from_fn(|_| <&mut [u8]>::default());
+            for (v, &raw) in views.iter_mut().zip(rx) {
+                // SAFETY: rx_burst handed us ownership of each mbuf; the
+                // views end with this block, before any mbuf moves on.
+                // Chained mbufs are left to the slow path (empty view).
+                unsafe {
+                    if (*raw).nb_segs == 1 {
+                        *v = Mbuf::raw_data_mut(raw);
+                    }
+                }
             }
+            let n = rx.len();
+            self.pipeline.fast_burst(port, &mut views[..n], &mut out[..n]);
+        }
+        for (i, &raw) in rx.iter().enumerate() {
             // SAFETY: rx_burst handed us ownership of each mbuf.
             let Some(m) = (unsafe { Mbuf::from_raw(raw) }) else { continue };
             bytes += m.len() as u64;
@@ -266,6 +288,10 @@ impl Worker {
                         e.observe_roce(&meta, now);
                     }
                 }
+            }
+            if out[i] != SLOW {
+                self.output(out[i], m, false);
+                continue;
             }
             if m.nb_segs() != 1 {
                 self.counters.dropped(Drop::MultiSeg);

@@ -103,6 +103,22 @@ impl Mbuf {
             Err(tail)
         }
     }
+    /// The first segment's bytes of a raw mbuf, writable, for as long as
+    /// the caller chooses.
+    ///
+    /// # Safety
+    /// `p` is a valid mbuf the caller owns exclusively (not shared by
+    /// reference count) and keeps alive, unmoved between owners, while the
+    /// slice is in use; no other reference to its data exists meanwhile.
+    #[inline(always)]
+    pub unsafe fn raw_data_mut<'a>(p: *mut rte_mbuf) -> &'a mut [u8] {
+        // SAFETY: by the caller's contract.
+        unsafe {
+            let m = &*p;
+            std::slice::from_raw_parts_mut((m.buf_addr as *mut u8).add(usize::from(m.data_off)), usize::from(m.data_len))
+        }
+    }
+
     /// Prefetch the first cache line of packet data.
     #[inline(always)]
     pub fn prefetch(&self) {

@@ -37,6 +37,13 @@ fn proxy_key(proxy: &Ipv6Addr, dest_qp: u32) -> (u128, u32) {
     (u128::from(*proxy), dest_qp)
 }
 
+/// Versions are unique across tables, so a table replaced by another
+/// never looks unchanged.
+fn next_version() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 #[inline]
 fn receiver_key(k: &ResponseKey) -> (u128, u128, u32) {
     (u128::from(k.receiver), u128::from(k.proxy), k.dest_qp)
@@ -55,6 +62,8 @@ pub struct GroupTable {
     /// Proxy Address -> number of groups using it (the cheap first test on
     /// the packet path: is this destination a Proxy Address at all?).
     proxies: FxHashMap<u128, u32>,
+    /// Bumped whenever a group is installed or removed.
+    version: u64,
 }
 
 impl GroupTable {
@@ -71,6 +80,7 @@ impl GroupTable {
         let mut proxies = FxHashMap::default();
         proxies.reserve(max_groups);
         GroupTable {
+            version: next_version(),
             proxies,
             slots: Vec::with_capacity(max_groups),
             max_groups,
@@ -100,6 +110,7 @@ impl GroupTable {
             None => return Err(SetupError::TableFull),
         };
         let g = Group::new(cfg, now)?;
+        self.version = next_version();
         let c = g.config();
         self.by_id.insert(c.id, idx);
         self.by_proxy.insert(pk, idx);
@@ -116,6 +127,7 @@ impl GroupTable {
     pub fn remove(&mut self, id: &GroupId) -> Option<Group> {
         let idx = self.by_id.remove(id)?;
         let g = self.slots[idx].take()?;
+        self.version = next_version();
         let c = g.config();
         self.by_proxy.remove(&proxy_key(&c.proxy, c.designated_qpn));
         let pa = u128::from(c.proxy);
@@ -154,6 +166,16 @@ impl GroupTable {
 
     /// Whether `a` is the Proxy Address of an installed group.
     #[inline]
+    /// Changes whenever the set of groups (and so of Proxy Addresses) does.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// The Proxy Addresses in use (as integers).
+    pub fn proxy_addrs(&self) -> impl Iterator<Item = u128> + '_ {
+        self.proxies.keys().copied()
+    }
+
     pub fn is_proxy(&self, a: &Ipv6Addr) -> bool {
         !self.proxies.is_empty() && self.proxies.contains_key(&u128::from(*a))
     }

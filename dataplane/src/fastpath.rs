@@ -1,0 +1,296 @@
+//! The burst fast path for plain transit forwarding (the common case of a
+//! DCI router: an untagged IPv4 / IPv6 unicast packet for a routed
+//! destination behind a resolved gateway).
+//!
+//! [`Pipeline::fast_burst`] works on a whole received burst in stages, in
+//! the manner of DPDK's l3fwd and VPP: it first checks every packet's
+//! headers against what the fast path can do, then looks up all eligible
+//! destinations in the FIB's trie level by level across the burst (the
+//! memory reads of different packets overlap instead of waiting for each
+//! other), then rewrites the Ethernet header from a pre-built adjacency and
+//! decrements the TTL / Hop Limit. Everything it does not handle is left
+//! to [`Pipeline::process`] untouched, which gives the same result for
+//! those packets as before: the fast path decides only when the full
+//! pipeline would forward the packet unchanged apart from the rewrite.
+//!
+//! A packet takes the slow path when any of these holds: VLAN tag; the
+//! frame's destination MAC is not the ingress interface's; IPv4 options,
+//! a bad IPv4 header checksum or a length mismatch; TTL / Hop Limit <= 1;
+//! a source or destination that is multicast, broadcast, loopback,
+//! unspecified, link-local or in 0.0.0.0/8 / ::/8; ICMPv6 (Neighbor
+//! Discovery, FANN Hop Limit); a destination that may be one of the
+//! router's own addresses, SIDs, End.MT Proxy Addresses or (IPv4) subnet
+//! broadcast addresses (a small hash filter, so a collision only costs the
+//! slow path); SR policies installed (H.Encaps steering); no route; a
+//! gateway that is not resolved, a connected destination, or a VLAN
+//! egress; a packet larger than the egress MTU.
+
+use crate::counters::MAX_PORTS;
+use crate::pipeline::Pipeline;
+use std::sync::Arc;
+
+/// `fast_burst` output for a packet it leaves to [`Pipeline::process`].
+pub const SLOW: u16 = u16::MAX;
+
+const FILTER_BITS: usize = 1 << 14;
+const FILTER_WORDS: usize = FILTER_BITS / 64;
+
+/// A FIB next hop ready for the fast path: the egress port and MTU and the
+/// two MAC addresses of the new Ethernet header.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct FastAdj {
+    pub(crate) port: u16,
+    pub(crate) mtu: u16,
+    pub(crate) macs: [u8; 12],
+    pub(crate) ok: bool,
+}
+
+/// What the fast path was built from, and the tables it built.
+#[derive(Debug)]
+pub(crate) struct FastState {
+    /// (topology, SID table, multicast table version, adjacency generation).
+    built_for: (usize, usize, u64, u64),
+    /// Per DPDK port: the MAC of its untagged interface.
+    ingress: [Option<[u8; 6]>; MAX_PORTS],
+    /// Destinations that may be local (addresses, SIDs, Proxy Addresses,
+    /// subnet broadcasts): one bit per hash value.
+    special: Box<[u64; FILTER_WORDS]>,
+    has_policies: bool,
+    pub(crate) adj: Vec<FastAdj>,
+}
+
+impl Default for FastState {
+    fn default() -> Self {
+        FastState {
+            built_for: (0, 0, u64::MAX, u64::MAX),
+            ingress: [None; MAX_PORTS],
+            special: Box::new([0; FILTER_WORDS]),
+            has_policies: true,
+            adj: Vec::new(),
+        }
+    }
+}
+
+#[inline(always)]
+fn hash6(a: &[u8; 16]) -> usize {
+    let hi = u64::from_ne_bytes(a[0..8].try_into().unwrap());
+    let lo = u64::from_ne_bytes(a[8..16].try_into().unwrap());
+    ((hi ^ lo.rotate_left(32)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - 14)) as usize
+}
+
+#[inline(always)]
+fn hash4(a: u32) -> usize {
+    ((u64::from(a) | (1 << 40)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - 14)) as usize
+}
+
+impl FastState {
+    #[inline(always)]
+    fn maybe_special(&self, h: usize) -> bool {
+        self.special[h >> 6] & (1 << (h & 63)) != 0
+    }
+    fn mark(&mut self, h: usize) {
+        self.special[h >> 6] |= 1 << (h & 63);
+    }
+}
+
+/// A source or destination IPv6 address the fast path leaves alone:
+/// multicast, link-local, or in ::/8 (unspecified, loopback, IPv4-mapped
+/// and -compatible).
+#[inline(always)]
+fn odd6(a: &[u8]) -> bool {
+    a[0] == 0xff || a[0] == 0 || (a[0] == 0xfe && a[1] & 0xc0 == 0x80)
+}
+
+/// An IPv4 address the fast path leaves alone: 0.0.0.0/8, loopback,
+/// multicast, reserved and broadcast.
+#[inline(always)]
+fn odd4(a: &[u8]) -> bool {
+    a[0] == 0 || a[0] == 127 || a[0] >= 224
+}
+
+/// The IPv4 header checksum of 20 bytes is correct.
+#[inline(always)]
+fn ipv4_checksum_ok(h: &[u8]) -> bool {
+    let mut s = 0u32;
+    for i in 0..10 {
+        s += u32::from(u16::from_be_bytes([h[2 * i], h[2 * i + 1]]));
+    }
+    s = (s & 0xffff) + (s >> 16);
+    s = (s & 0xffff) + (s >> 16);
+    s == 0xffff
+}
+
+impl Pipeline {
+    /// Rebuild the fast path's tables when a snapshot they depend on
+    /// changed (cheap to call once per burst).
+    pub(crate) fn fast_refresh(&mut self) {
+        let key = (
+            Arc::as_ptr(&self.topo) as usize,
+            Arc::as_ptr(&self.sids) as usize,
+            self.mc.version(),
+            self.adj_gen,
+        );
+        if self.fast.built_for == key {
+            return;
+        }
+        let f = &mut self.fast;
+        f.built_for = key;
+        f.has_policies = self.sids.has_policies();
+        f.ingress = [None; MAX_PORTS];
+        f.special.fill(0);
+        let mut special = Vec::new();
+        let mut special4 = Vec::new();
+        for (i, ifc) in self.topo.interfaces.iter().enumerate() {
+            let p = usize::from(ifc.port);
+            if ifc.vlan.is_none() && p < MAX_PORTS && self.topo.iface_of(ifc.port, None) == Some(i as u16) {
+                f.ingress[p] = Some(ifc.mac);
+            }
+            for n in &ifc.v4 {
+                special4.push(u32::from(n.addr()));
+                special4.push(u32::from(n.broadcast()));
+                special4.push(u32::from(n.network()));
+            }
+            for n in &ifc.v6 {
+                special.push(n.addr().octets());
+                // Subnet-router anycast (RFC 4291 s.2.6.1).
+                special.push(n.network().octets());
+            }
+            special.push(ifc.link_local.octets());
+        }
+        for s in self.sids.sid_addrs() {
+            special.push(s.to_be_bytes());
+        }
+        for a in self.mc.proxy_addrs() {
+            special.push(a.to_be_bytes());
+        }
+        for a in &special {
+            let h = hash6(a);
+            f.mark(h);
+        }
+        for a in special4 {
+            f.mark(hash4(a));
+        }
+        f.adj.clear();
+        for e in &self.adj {
+            let fa = e
+                .and_then(|(iface, mac)| self.topo.iface(iface).map(|ifc| (ifc, mac)))
+                .filter(|(ifc, _)| ifc.vlan.is_none())
+                .map(|(ifc, mac)| {
+                    let mut macs = [0u8; 12];
+                    macs[..6].copy_from_slice(&mac);
+                    macs[6..].copy_from_slice(&ifc.mac);
+                    FastAdj { port: ifc.port, mtu: ifc.mtu, macs, ok: true }
+                })
+                .unwrap_or_default();
+            f.adj.push(fa);
+        }
+    }
+
+    /// Forward what it can of a burst received on `port`, in place.
+    ///
+    /// `frames[i]` is packet i's first (only) segment; pass an empty slice
+    /// for a packet to leave alone. On return `out[i]` is the DPDK port to
+    /// transmit packet i on (its Ethernet header and TTL / Hop Limit are
+    /// rewritten), or [`SLOW`] when it is untouched and must go through
+    /// [`Pipeline::process`]. Returns how many were forwarded.
+    pub fn fast_burst(&mut self, port: u16, frames: &mut [&mut [u8]], out: &mut [u16]) -> usize {
+        const B: usize = 64;
+        let n = frames.len().min(out.len()).min(B);
+        out[..n].fill(SLOW);
+        self.fast_refresh();
+        let f = &self.fast;
+        if f.has_policies {
+            return 0;
+        }
+        let Some(in_mac) = f.ingress.get(usize::from(port)).copied().flatten() else {
+            return 0;
+        };
+        // Stage 1: which packets are eligible, and their keys.
+        let mut idx6 = [0u8; B];
+        let mut key6 = [[0u8; 16]; B];
+        let mut n6 = 0;
+        let mut idx4 = [0u8; B];
+        let mut key4 = [[0u8; 16]; B];
+        let mut n4 = 0;
+        for (i, fr) in frames[..n].iter().enumerate() {
+            let d: &[u8] = fr;
+            if d.len() < 14 + 20 || d[0..6] != in_mac {
+                continue;
+            }
+            match [d[12], d[13]] {
+                [0x86, 0xdd] => {
+                    if d.len() < 14 + 40 {
+                        continue;
+                    }
+                    let ip = &d[14..];
+                    let total = 40 + usize::from(u16::from_be_bytes([ip[4], ip[5]]));
+                    if ip[0] >> 4 != 6 || total > ip.len() || ip[7] <= 1 || ip[6] == 58 || odd6(&ip[8..24]) || odd6(&ip[24..40]) {
+                        continue;
+                    }
+                    let dst: [u8; 16] = ip[24..40].try_into().unwrap();
+                    if f.maybe_special(hash6(&dst)) {
+                        continue;
+                    }
+                    idx6[n6] = i as u8;
+                    key6[n6] = dst;
+                    n6 += 1;
+                }
+                [0x08, 0x00] => {
+                    let ip = &d[14..];
+                    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+                    if ip[0] != 0x45 || total < 20 || total > ip.len() || ip[8] <= 1 || odd4(&ip[12..16]) || odd4(&ip[16..20]) {
+                        continue;
+                    }
+                    let dst = u32::from_be_bytes(ip[16..20].try_into().unwrap());
+                    if f.maybe_special(hash4(dst)) || !ipv4_checksum_ok(&ip[..20]) {
+                        continue;
+                    }
+                    idx4[n4] = i as u8;
+                    key4[n4][..4].copy_from_slice(&ip[16..20]);
+                    n4 += 1;
+                }
+                _ => {}
+            }
+        }
+        // Stage 2: the FIB lookups of the burst, interleaved.
+        let mut hop6 = [0u32; B];
+        let mut hop4 = [0u32; B];
+        self.fib.route6_batch(&key6[..n6], &mut hop6[..n6]);
+        self.fib.route4_batch(&key4[..n4], &mut hop4[..n4]);
+        // Stage 3: adjacency, MTU, rewrite.
+        let mut done = 0;
+        for (k, &i) in idx6[..n6].iter().enumerate() {
+            let Some(h) = hop6[k].checked_sub(1) else { continue };
+            let Some(a) = f.adj.get(h as usize).filter(|a| a.ok) else { continue };
+            let d = &mut *frames[usize::from(i)];
+            let total = 40 + usize::from(u16::from_be_bytes([d[18], d[19]]));
+            if total > usize::from(a.mtu) {
+                continue;
+            }
+            d[..12].copy_from_slice(&a.macs);
+            d[14 + 7] -= 1;
+            out[usize::from(i)] = a.port;
+            done += 1;
+        }
+        for (k, &i) in idx4[..n4].iter().enumerate() {
+            let Some(h) = hop4[k].checked_sub(1) else { continue };
+            let Some(a) = f.adj.get(h as usize).filter(|a| a.ok) else { continue };
+            let d = &mut *frames[usize::from(i)];
+            let total = usize::from(u16::from_be_bytes([d[16], d[17]]));
+            if total > usize::from(a.mtu) {
+                continue;
+            }
+            d[..12].copy_from_slice(&a.macs);
+            // TTL - 1 with the checksum updated incrementally (RFC 1624):
+            // the TTL is the high byte of its 16-bit word.
+            let old = u16::from_be_bytes([d[14 + 8], d[14 + 9]]);
+            d[14 + 8] -= 1;
+            let c = u16::from_be_bytes([d[24], d[25]]);
+            let c = crate::wire::checksum::update16(c, old, old - 0x0100);
+            d[24..26].copy_from_slice(&c.to_be_bytes());
+            out[usize::from(i)] = a.port;
+            done += 1;
+        }
+        done
+    }
+}

@@ -1,0 +1,401 @@
+//! The burst fast path (`Pipeline::fast_burst`) against the full pipeline
+//! (`Pipeline::process`), on plain byte buffers.
+//!
+//! The rule: a packet the fast path forwards must come out byte for byte as
+//! the full pipeline forwards it, on the same port; a packet it leaves to
+//! the slow path must be untouched. Checked on hand-picked cases (each
+//! reason to leave a packet alone) and on random frames (proptest) built
+//! from valid transit packets with fields mutated. The output bytes of the
+//! common case are also checked directly (MACs, TTL / Hop Limit, IPv4
+//! checksum recomputed over the header).
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
+
+use dataplane::counters::WorkerCounters;
+use dataplane::fastpath::SLOW;
+use dataplane::packet::{PacketBuffer, VecPacket};
+use dataplane::pipeline::{Pipeline, PipelineConfig, Verdict};
+use dataplane::srv6::{Behaviour, EncapMode, SidTable, SrPolicy};
+use dataplane::tables::{Fib, Interface, MacAddr, NeighSource, Neighbours, NextHop, Topology};
+use dataplane::wire::checksum;
+use dataplane::wire::params::Params;
+use proptest::prelude::*;
+
+const R0: MacAddr = [0x02, 0, 0, 0, 0, 0x10];
+const R1: MacAddr = [0x02, 0, 0, 0, 0, 0x11];
+const R2: MacAddr = [0x02, 0, 0, 0, 0, 0x12];
+const R3: MacAddr = [0x02, 0, 0, 0, 0, 0x13];
+const GW1: MacAddr = [0x00, 0x11, 0x22, 0x01, 0x00, 0xfe];
+const GW2: MacAddr = [0x00, 0x11, 0x22, 0x02, 0x00, 0xfe];
+const GW3: MacAddr = [0x00, 0x11, 0x22, 0x03, 0x00, 0xfe];
+const HOST: MacAddr = [0x00, 0x11, 0x22, 0x00, 0x00, 0x02];
+const T0: u64 = 5_000_000_000;
+
+fn topology() -> Topology {
+    let mut p0 = Interface::new("p0", 0, None, R0, 1500);
+    p0.v4.push("10.0.0.1/24".parse().unwrap());
+    p0.v6.push("2001:db8::1/64".parse().unwrap());
+    let mut p1 = Interface::new("p1", 1, None, R1, 1500);
+    p1.v4.push("10.1.0.1/24".parse().unwrap());
+    p1.v6.push("2001:db8:1::1/64".parse().unwrap());
+    let mut p2 = Interface::new("p2.100", 2, Some(100), R2, 1500);
+    p2.v4.push("10.2.0.1/24".parse().unwrap());
+    p2.v6.push("2001:db8:2::1/64".parse().unwrap());
+    let mut p3 = Interface::new("p3", 3, None, R3, 600);
+    p3.v4.push("10.3.0.1/24".parse().unwrap());
+    p3.v6.push("2001:db8:3::1/64".parse().unwrap());
+    Topology::new(vec![p0, p1, p2, p3])
+}
+
+fn via(i: u16, gw: &str) -> NextHop {
+    NextHop { iface: i, gateway: Some(gw.parse().unwrap()) }
+}
+
+fn fib() -> Fib {
+    let mut f = Fib::default();
+    for (i, p) in ["10.0.0.0/24", "10.1.0.0/24", "10.2.0.0/24", "10.3.0.0/24"].iter().enumerate() {
+        f.insert4(p.parse().unwrap(), NextHop { iface: i as u16, gateway: None });
+    }
+    for (i, p) in ["2001:db8::/64", "2001:db8:1::/64", "2001:db8:2::/64", "2001:db8:3::/64"].iter().enumerate() {
+        f.insert6(p.parse().unwrap(), NextHop { iface: i as u16, gateway: None });
+    }
+    f.insert4("0.0.0.0/0".parse().unwrap(), via(1, "10.1.0.254"));
+    f.insert4("192.0.2.0/24".parse().unwrap(), via(1, "10.1.0.254"));
+    f.insert4("192.0.2.128/25".parse().unwrap(), via(2, "10.2.0.254"));
+    f.insert4("198.51.100.0/24".parse().unwrap(), via(3, "10.3.0.254"));
+    f.insert4("203.0.113.0/24".parse().unwrap(), via(1, "10.1.0.99")); // unresolved
+    f.insert6("::/0".parse().unwrap(), via(1, "2001:db8:1::fe"));
+    f.insert6("2001:db8:100::/48".parse().unwrap(), via(1, "2001:db8:1::fe"));
+    f.insert6("2001:db8:100:1::/64".parse().unwrap(), via(2, "2001:db8:2::fe"));
+    f.insert6("2001:db8:100:1:8000::/65".parse().unwrap(), via(3, "2001:db8:3::fe"));
+    f.insert6("2001:db8:200::/48".parse().unwrap(), via(1, "2001:db8:1::99")); // unresolved
+    f
+}
+
+fn neighbours() -> Neighbours {
+    let mut n = Neighbours::default();
+    for (i, ip, mac) in [
+        (0, "10.0.0.2", HOST),
+        (0, "2001:db8::2", HOST),
+        (1, "10.1.0.254", GW1),
+        (1, "2001:db8:1::fe", GW1),
+        (2, "10.2.0.254", GW2),
+        (2, "2001:db8:2::fe", GW2),
+        (3, "10.3.0.254", GW3),
+        (3, "2001:db8:3::fe", GW3),
+    ] {
+        n.learn(i, ip.parse().unwrap(), mac, NeighSource::Static);
+    }
+    n
+}
+
+const SID_END: &str = "fc00:0:1::1";
+
+fn pipeline() -> Pipeline {
+    let mut p = Pipeline::new(
+        Arc::new(topology()),
+        Arc::new(fib()),
+        Arc::new(neighbours()),
+        Arc::new(WorkerCounters::default()),
+        PipelineConfig::default(),
+    );
+    let mut t = SidTable::new(&Params::DEFAULT);
+    t.insert(SID_END.parse().unwrap(), Behaviour::End);
+    p.set_sids(Arc::new(t));
+    p
+}
+
+fn frame6(dst_mac: MacAddr, src: Ipv6Addr, dst: Ipv6Addr, nh: u8, hop: u8, payload: usize) -> Vec<u8> {
+    let mut f = Vec::new();
+    f.extend_from_slice(&dst_mac);
+    f.extend_from_slice(&HOST);
+    f.extend_from_slice(&[0x86, 0xdd]);
+    f.extend_from_slice(&[0x60, 0x00, 0x00, 0x00]);
+    f.extend_from_slice(&(payload as u16).to_be_bytes());
+    f.extend_from_slice(&[nh, hop]);
+    f.extend_from_slice(&src.octets());
+    f.extend_from_slice(&dst.octets());
+    f.extend((0..payload).map(|i| i as u8));
+    f
+}
+
+fn frame4(dst_mac: MacAddr, src: Ipv4Addr, dst: Ipv4Addr, ttl: u8, payload: usize) -> Vec<u8> {
+    let mut f = Vec::new();
+    f.extend_from_slice(&dst_mac);
+    f.extend_from_slice(&HOST);
+    f.extend_from_slice(&[0x08, 0x00]);
+    let mut h = [0u8; 20];
+    h[0] = 0x45;
+    h[1] = 0x02; // ECT(0)
+    h[2..4].copy_from_slice(&((20 + payload) as u16).to_be_bytes());
+    h[4..6].copy_from_slice(&[0x12, 0x34]);
+    h[6] = 0x40;
+    h[8] = ttl;
+    h[9] = 17;
+    h[12..16].copy_from_slice(&src.octets());
+    h[16..20].copy_from_slice(&dst.octets());
+    let c = checksum::checksum(&h);
+    h[10..12].copy_from_slice(&c.to_be_bytes());
+    f.extend_from_slice(&h);
+    f.extend((0..payload).map(|i| (i * 7) as u8));
+    f
+}
+
+/// Run a burst through the fast path and each packet through the full
+/// pipeline on a fresh copy; assert the rule. Returns the fast path's
+/// output ports.
+fn check_burst(frames: &[Vec<u8>], port: u16) -> Vec<u16> {
+    let mut fast = pipeline();
+    let mut slow = pipeline();
+    let mut bufs: Vec<Vec<u8>> = frames.to_vec();
+    let mut out = vec![0u16; frames.len()];
+    {
+        let mut views: Vec<&mut [u8]> = bufs.iter_mut().map(|b| b.as_mut_slice()).collect();
+        let n = fast.fast_burst(port, &mut views, &mut out);
+        assert_eq!(n, out.iter().filter(|&&o| o != SLOW).count());
+    }
+    for (i, f) in frames.iter().enumerate() {
+        if out[i] == SLOW {
+            assert_eq!(&bufs[i], f, "packet {i}: left to the slow path but changed");
+            continue;
+        }
+        let mut p = VecPacket::from_bytes(f);
+        let v = slow.process(&mut p, port, T0);
+        assert_eq!(v, Verdict::Tx(out[i]), "packet {i}: the full pipeline decides otherwise");
+        assert_eq!(p.data(), &bufs[i][..], "packet {i}: bytes differ from the full pipeline's");
+    }
+    out
+}
+
+fn v6(s: &str) -> Ipv6Addr {
+    s.parse().unwrap()
+}
+fn v4(s: &str) -> Ipv4Addr {
+    s.parse().unwrap()
+}
+
+#[test]
+fn transit_packets_take_the_fast_path_with_the_right_bytes() {
+    let src6 = v6("2001:db8::2");
+    let src4 = v4("10.0.0.2");
+    let frames = vec![
+        frame6(R0, src6, v6("2001:db8:100::5"), 17, 64, 64),       // /48 -> p1
+        frame6(R0, src6, v6("2001:db8:100:1::5"), 17, 64, 64),     // /64 -> VLAN egress: slow
+        frame6(R0, src6, v6("2001:db8:100:1:8000::5"), 6, 2, 200), // /65 -> p3
+        frame6(R0, src6, v6("2001:db8:7777::1"), 17, 64, 64),      // default -> p1
+        frame4(R0, src4, v4("192.0.2.7"), 64, 100),                // /24 -> p1
+        frame4(R0, src4, v4("192.0.2.200"), 64, 100),              // /25 -> VLAN: slow
+        frame4(R0, src4, v4("198.51.100.9"), 2, 40),               // -> p3
+        frame4(R0, src4, v4("8.8.8.8"), 255, 0),                   // default -> p1
+    ];
+    let out = check_burst(&frames, 0);
+    assert_eq!(out, vec![1, SLOW, 3, 1, 1, SLOW, 3, 1]);
+    // The bytes directly: next-hop MAC, our MAC, Hop Limit / TTL - 1, a
+    // correct IPv4 header checksum.
+    let mut pl = pipeline();
+    let mut bufs = frames.clone();
+    let mut o = vec![0u16; bufs.len()];
+    let mut views: Vec<&mut [u8]> = bufs.iter_mut().map(|b| b.as_mut_slice()).collect();
+    pl.fast_burst(0, &mut views, &mut o);
+    assert_eq!(&bufs[0][0..6], &GW1);
+    assert_eq!(&bufs[0][6..12], &R1);
+    assert_eq!(bufs[0][14 + 7], 63);
+    assert_eq!(&bufs[0][14 + 8..], &frames[0][14 + 8..]);
+    assert_eq!(&bufs[2][0..12], &[GW3, R3].concat()[..]);
+    assert_eq!(bufs[2][14 + 7], 1);
+    assert_eq!(&bufs[6][0..12], &[GW3, R3].concat()[..]);
+    assert_eq!(bufs[6][14 + 8], 1);
+    for i in [4, 6, 7] {
+        let h = &bufs[i][14..34];
+        assert_eq!(checksum::checksum(h), 0, "packet {i}: IPv4 header checksum");
+        assert_eq!(h[8], frames[i][14 + 8] - 1);
+        assert_eq!(&bufs[i][34..], &frames[i][34..]);
+    }
+}
+
+#[test]
+fn every_reason_to_leave_a_packet_to_the_slow_path() {
+    let src6 = v6("2001:db8::2");
+    let src4 = v4("10.0.0.2");
+    let mut bad_sum = frame4(R0, src4, v4("192.0.2.7"), 64, 10);
+    bad_sum[24] ^= 1;
+    let mut options = frame4(R0, src4, v4("192.0.2.7"), 64, 10);
+    options[14] = 0x46;
+    let mut short6 = frame6(R0, src6, v6("2001:db8:100::5"), 17, 64, 64);
+    short6.truncate(14 + 40 + 10); // payload length says 64
+    let mut vlan = frame6(R0, src6, v6("2001:db8:100::5"), 17, 64, 16);
+    vlan.splice(12..12, [0x81, 0x00, 0x00, 0x64]);
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("hop limit 1", frame6(R0, src6, v6("2001:db8:100::5"), 17, 1, 16)),
+        ("ttl 1", frame4(R0, src4, v4("192.0.2.7"), 1, 16)),
+        ("ttl 0", frame4(R0, src4, v4("192.0.2.7"), 0, 16)),
+        ("other MAC", frame6([2, 0, 0, 0, 0, 0x99], src6, v6("2001:db8:100::5"), 17, 64, 16)),
+        ("broadcast MAC", frame4([0xff; 6], src4, v4("192.0.2.7"), 64, 16)),
+        ("VLAN tag", vlan),
+        ("ICMPv6", frame6(R0, src6, v6("2001:db8:100::5"), 58, 64, 16)),
+        ("our address", frame6(R0, src6, v6("2001:db8:1::1"), 17, 64, 16)),
+        ("our link-local", frame6(R0, src6, v6("fe80::1"), 17, 64, 16)),
+        ("SID", frame6(R0, src6, v6(SID_END), 17, 64, 16)),
+        ("multicast dst", frame6(R0, src6, v6("ff0e::1"), 17, 64, 16)),
+        ("loopback dst", frame6(R0, src6, v6("::1"), 17, 64, 16)),
+        ("link-local src", frame6(R0, v6("fe80::2"), v6("2001:db8:100::5"), 17, 64, 16)),
+        ("unspecified src", frame6(R0, v6("::"), v6("2001:db8:100::5"), 17, 64, 16)),
+        ("unresolved gateway 6", frame6(R0, src6, v6("2001:db8:200::5"), 17, 64, 16)),
+        ("connected 6", frame6(R0, src6, v6("2001:db8:1::2"), 17, 64, 16)),
+        ("truncated 6", short6),
+        ("bad IPv4 checksum", bad_sum),
+        ("IPv4 options", options),
+        ("our IPv4 address", frame4(R0, src4, v4("10.1.0.1"), 64, 16)),
+        ("subnet broadcast", frame4(R0, src4, v4("10.1.0.255"), 64, 16)),
+        ("limited broadcast", frame4(R0, src4, v4("255.255.255.255"), 64, 16)),
+        ("multicast 4", frame4(R0, src4, v4("239.1.1.1"), 64, 16)),
+        ("loopback src 4", frame4(R0, v4("127.0.0.1"), v4("192.0.2.7"), 64, 16)),
+        ("zero src 4", frame4(R0, v4("0.0.0.0"), v4("192.0.2.7"), 64, 16)),
+        ("unresolved gateway 4", frame4(R0, src4, v4("203.0.113.1"), 64, 16)),
+        ("connected 4", frame4(R0, src4, v4("10.1.0.2"), 64, 16)),
+        ("over the egress MTU 4", frame4(R0, src4, v4("198.51.100.9"), 64, 700)),
+        ("over the egress MTU 6", frame6(R0, src6, v6("2001:db8:100:1:8000::5"), 17, 64, 700)),
+        ("ARP", {
+            let mut f = frame4([0xff; 6], src4, v4("10.0.0.1"), 64, 16);
+            f[12..14].copy_from_slice(&[0x08, 0x06]);
+            f
+        }),
+        ("runt", vec![0u8; 20]),
+    ];
+    let frames: Vec<Vec<u8>> = cases.iter().map(|(_, f)| f.clone()).collect();
+    let out = check_burst(&frames, 0);
+    for ((name, _), o) in cases.iter().zip(&out) {
+        assert_eq!(*o, SLOW, "{name}: should be left to the slow path");
+    }
+    // A packet received on a port without an untagged interface.
+    let f = frame6(R2, src6, v6("2001:db8:100::5"), 17, 64, 16);
+    assert_eq!(check_burst(&[f], 2), vec![SLOW]);
+}
+
+#[test]
+fn policies_and_table_changes_are_seen_at_once() {
+    let src6 = v6("2001:db8::2");
+    let f = frame6(R0, src6, v6("2001:db8:100::5"), 17, 64, 16);
+    let mut pl = pipeline();
+    let run = |pl: &mut Pipeline| {
+        let mut b = f.clone();
+        let mut o = [0u16; 1];
+        pl.fast_burst(0, &mut [b.as_mut_slice()], &mut o);
+        o[0]
+    };
+    assert_eq!(run(&mut pl), 1);
+    // A new SID equal to the destination: slow path from the next burst.
+    let mut t = SidTable::new(&Params::DEFAULT);
+    t.insert(v6("2001:db8:100::5"), Behaviour::End);
+    pl.set_sids(Arc::new(t));
+    assert_eq!(run(&mut pl), SLOW);
+    // SR policies (H.Encaps steering): everything to the slow path.
+    let mut t = SidTable::new(&Params::DEFAULT);
+    t.add_policy(
+        "2001:db8:300::/48".parse().unwrap(),
+        SrPolicy::new(v6("2001:db8:1::1"), EncapMode::Encaps, vec![(vec![v6("fc00:0:9::1")], 1)]).unwrap(),
+    );
+    pl.set_sids(Arc::new(t));
+    assert_eq!(run(&mut pl), SLOW);
+    pl.set_sids(Arc::new(SidTable::new(&Params::DEFAULT)));
+    assert_eq!(run(&mut pl), 1);
+    // A new FIB moves the prefix.
+    let mut f2 = fib();
+    f2.insert6("2001:db8:100::/48".parse().unwrap(), via(3, "2001:db8:3::fe"));
+    pl.set_fib(Arc::new(f2));
+    assert_eq!(run(&mut pl), 3);
+    // The gateway's neighbour entry goes away: slow path (which resolves).
+    let mut n = neighbours();
+    n.remove(3, "2001:db8:3::fe".parse().unwrap());
+    pl.set_neighbours(Arc::new(n));
+    assert_eq!(run(&mut pl), SLOW);
+}
+
+fn mutated(base: Vec<u8>, muts: &[(usize, u8)], cut: usize) -> Vec<u8> {
+    let mut f = base;
+    for &(pos, val) in muts {
+        let l = f.len();
+        f[pos % l] = val;
+    }
+    let keep = f.len().saturating_sub(cut % 8);
+    f.truncate(keep);
+    f
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+    /// Random bursts of valid and mutated frames: whatever the fast path
+    /// does agrees with the full pipeline.
+    #[test]
+    fn fast_path_agrees_with_the_full_pipeline(
+        pkts in prop::collection::vec(
+            (any::<bool>(), any::<u64>(), any::<u8>(), 0usize..300, prop::collection::vec((0usize..64, any::<u8>()), 0..3), any::<u8>()),
+            1..40),
+        port in 0u16..4,
+    ) {
+        let frames: Vec<Vec<u8>> = pkts
+            .iter()
+            .map(|(is6, a, hop, len, muts, cut)| {
+                let base = if *is6 {
+                    let dsts = ["2001:db8:100::5", "2001:db8:100:1:8000::5", "2001:db8:7777::1", "2001:db8:1::1", "2001:db8:200::5"];
+                    let mut d = v6(dsts[(*a % 5) as usize]).octets();
+                    d[15] ^= (*a >> 8) as u8;
+                    frame6(R0, v6("2001:db8::2"), Ipv6Addr::from(d), if *a & 1 << 20 != 0 { 58 } else { 17 }, *hop, *len)
+                } else {
+                    let dsts = ["192.0.2.7", "198.51.100.9", "8.8.8.8", "10.1.0.1", "203.0.113.1"];
+                    let mut d = v4(dsts[(*a % 5) as usize]).octets();
+                    d[3] ^= (*a >> 8) as u8;
+                    frame4(R0, v4("10.0.0.2"), Ipv4Addr::from(d), *hop, *len)
+                };
+                mutated(base, muts, usize::from(*cut))
+            })
+            .collect();
+        check_burst(&frames, port);
+    }
+}
+
+/// The random bursts above do exercise both paths: the same generator,
+/// deterministic, with the share of packets each path took.
+#[test]
+fn random_bursts_exercise_both_paths() {
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let (mut fast, mut slow) = (0, 0);
+    for _ in 0..200 {
+        let frames: Vec<Vec<u8>> = (0..32)
+            .map(|_| {
+                let a = next();
+                let base = if a & 1 == 0 {
+                    let dsts = ["2001:db8:100::5", "2001:db8:100:1:8000::5", "2001:db8:7777::1", "2001:db8:1::1", "2001:db8:200::5"];
+                    let mut d = v6(dsts[((a >> 1) % 5) as usize]).octets();
+                    d[15] ^= (a >> 8) as u8;
+                    frame6(R0, v6("2001:db8::2"), Ipv6Addr::from(d), if a & 1 << 20 != 0 { 58 } else { 17 }, (a >> 24) as u8, ((a >> 32) % 300) as usize)
+                } else {
+                    let dsts = ["192.0.2.7", "198.51.100.9", "8.8.8.8", "10.1.0.1", "203.0.113.1"];
+                    let mut d = v4(dsts[((a >> 1) % 5) as usize]).octets();
+                    d[3] ^= (a >> 8) as u8;
+                    frame4(R0, v4("10.0.0.2"), Ipv4Addr::from(d), (a >> 24) as u8, ((a >> 32) % 300) as usize)
+                };
+                let m = next();
+                let muts: Vec<(usize, u8)> = if m & 3 == 0 { vec![((m >> 8) as usize % 64, (m >> 16) as u8)] } else { vec![] };
+                mutated(base, &muts, if m & 12 == 0 { (m >> 24) as usize } else { 0 })
+            })
+            .collect();
+        for o in check_burst(&frames, 0) {
+            if o == SLOW {
+                slow += 1;
+            } else {
+                fast += 1;
+            }
+        }
+    }
+    println!("fast {fast} slow {slow}");
+    assert!(fast > 6400 / 4, "fast path took only {fast} of 6400");
+    assert!(slow > 6400 / 4, "slow path took only {slow} of 6400");
+}
