@@ -189,14 +189,15 @@ impl Pipeline {
     /// Forward what it can of a burst received on `port`, in place.
     ///
     /// `frames[i]` is packet i's first (only) segment; pass an empty slice
-    /// for a packet to leave alone. On return `out[i]` is the DPDK port to
+    /// for a packet to leave alone. At most 32 packets per call: any after
+    /// the 32nd are left to the slow path. On return `out[i]` is the DPDK port to
     /// transmit packet i on (its Ethernet header and TTL / Hop Limit are
     /// rewritten), or [`SLOW`] when it is untouched and must go through
     /// [`Pipeline::process`]. Returns how many were forwarded.
     pub fn fast_burst(&mut self, port: u16, frames: &mut [&mut [u8]], out: &mut [u16]) -> usize {
-        const B: usize = 64;
+        const B: usize = 32;
+        out.fill(SLOW);
         let n = frames.len().min(out.len()).min(B);
-        out[..n].fill(SLOW);
         self.fast_refresh();
         let f = &self.fast;
         if f.has_policies {

@@ -109,17 +109,24 @@ impl Lpm {
         for (o, k) in out.iter_mut().zip(keys) {
             *o = self.root[usize::from(u16::from_be_bytes([k[0], k[1]]))];
         }
+        if self.chunks.is_empty() {
+            return;
+        }
         let levels = ((self.width - ROOT_BITS) / STRIDE) as usize;
         for level in 0..levels {
             let byte = 2 + level;
-            let mut more = false;
+            // Branch-free: keys of different depths do not mispredict; a
+            // key already at its leaf reads chunk 0 and keeps its entry.
+            let mut more = 0u32;
             for (o, k) in out.iter_mut().zip(keys) {
-                if *o & CHUNK != 0 {
-                    *o = self.chunks[(*o & !CHUNK) as usize][usize::from(k[byte])];
-                    more = true;
-                }
+                let e = *o;
+                let deeper = e & CHUNK;
+                let ci = if deeper != 0 { (e & !CHUNK) as usize } else { 0 };
+                let next = self.chunks[ci][usize::from(k[byte])];
+                *o = if deeper != 0 { next } else { e };
+                more |= deeper;
             }
-            if !more {
+            if more == 0 {
                 break;
             }
         }
