@@ -109,24 +109,17 @@ impl Lpm {
         for (o, k) in out.iter_mut().zip(keys) {
             *o = self.root[usize::from(u16::from_be_bytes([k[0], k[1]]))];
         }
-        if self.chunks.is_empty() {
-            return;
-        }
         let levels = ((self.width - ROOT_BITS) / STRIDE) as usize;
         for level in 0..levels {
             let byte = 2 + level;
-            // Branch-free: keys of different depths do not mispredict; a
-            // key already at its leaf reads chunk 0 and keeps its entry.
-            let mut more = 0u32;
+            let mut more = false;
             for (o, k) in out.iter_mut().zip(keys) {
-                let e = *o;
-                let deeper = e & CHUNK;
-                let ci = if deeper != 0 { (e & !CHUNK) as usize } else { 0 };
-                let next = self.chunks[ci][usize::from(k[byte])];
-                *o = if deeper != 0 { next } else { e };
-                more |= deeper;
+                if *o & CHUNK != 0 {
+                    *o = self.chunks[(*o & !CHUNK) as usize][usize::from(k[byte])];
+                    more = true;
+                }
             }
-            if more == 0 {
+            if !more {
                 break;
             }
         }
@@ -215,8 +208,19 @@ mod tests {
             // Probe random keys and keys next to every prefix.
             let mut keys = probes;
             for (k, l, _) in &orig { keys.push(*k); keys.push(k | (1u128 << (128 - u32::from((*l).max(1))))); keys.push(k.wrapping_sub(1)); }
-            for key in keys {
-                prop_assert_eq!(t.lookup(key), naive(128, &orig, key));
+            for key in &keys {
+                prop_assert_eq!(t.lookup(*key), naive(128, &orig, *key));
+            }
+            // The burst lookup agrees, in bursts of every size up to past 64.
+            let bytes: Vec<[u8; 16]> = keys.iter().map(|k| k.to_be_bytes()).collect();
+            for size in [1usize, 7, 32, 64, 100] {
+                for chunk in bytes.chunks(size) {
+                    let mut out = vec![u32::MAX; chunk.len()];
+                    t.lookup_batch(chunk, &mut out);
+                    for (k, o) in chunk.iter().zip(&out) {
+                        prop_assert_eq!(o.checked_sub(1), naive(128, &orig, u128::from_be_bytes(*k)));
+                    }
+                }
             }
         }
 
@@ -232,8 +236,19 @@ mod tests {
             let t = Lpm::build(32, &mut p);
             let mut keys: Vec<u128> = probes.into_iter().map(|k| u128::from(k) << 96).collect();
             for (k, _, _) in &orig { keys.push(*k); keys.push(k.wrapping_sub(1u128 << 96)); }
-            for key in keys {
-                prop_assert_eq!(t.lookup(key), naive(32, &orig, key));
+            for key in &keys {
+                prop_assert_eq!(t.lookup(*key), naive(32, &orig, *key));
+            }
+            let bytes: Vec<[u8; 16]> = keys.iter().map(|k| { let mut b = [0xee; 16]; b[..4].copy_from_slice(&((*k >> 96) as u32).to_be_bytes()); b }).collect();
+            for size in [1usize, 32, 100] {
+                for chunk in bytes.chunks(size) {
+                    let mut out = vec![u32::MAX; chunk.len()];
+                    t.lookup_batch(chunk, &mut out);
+                    for (k, o) in chunk.iter().zip(&out) {
+                        let key = u128::from(u32::from_be_bytes([k[0], k[1], k[2], k[3]])) << 96;
+                        prop_assert_eq!(o.checked_sub(1), naive(32, &orig, key));
+                    }
+                }
             }
         }
     }

@@ -312,7 +312,19 @@ impl Worker {
                 }
             }
             if out[i] != SLOW {
-                self.output(out[i], m, false);
+                let p = usize::from(out[i]);
+                if p < MAX_PORTS && !self.shaped[p] {
+                    // Unshaped egress: straight into the TX buffer.
+                    let t = &mut self.tx[p];
+                    t.lens[t.n] = m.pkt_len() as u32;
+                    t.pkts[t.n] = m.into_raw();
+                    t.n += 1;
+                    if t.n == MAX_BURST {
+                        self.flush(p);
+                    }
+                } else {
+                    self.output(out[i], m, false);
+                }
                 continue;
             }
             if m.nb_segs() != 1 {
