@@ -150,6 +150,32 @@ fn bth_fields(d: &[u8], udp: usize) -> Option<(u32, u8, u32)> {
     Some((u32::from_be_bytes([0, b[5], b[6], b[7]]), b[0], u32::from_be_bytes([0, b[9], b[10], b[11]])))
 }
 
+/// Whether `frame` may be a RoCEv2 response (ACK, NAK, read response,
+/// atomic ACK), the packets reverse source-QP learning reads: false only
+/// when the frame is plainly something else (not IP, not UDP to 4791, or
+/// a BTH opcode that is not a response); IPv6 with extension headers or
+/// tunnels answers true and is left to [`roce_meta`].
+#[inline]
+pub fn maybe_response(frame: &[u8]) -> bool {
+    let Some((l3, et)) = l3_offset(frame) else { return false };
+    let udp = match et {
+        0x0800 => match frame.get(l3..l3 + 20) {
+            Some(h) if h[9] == 17 => l3 + usize::from(h[0] & 0xf) * 4,
+            _ => return false,
+        },
+        0x86dd => match frame.get(l3 + 6) {
+            Some(17) => l3 + 40,
+            Some(_) => return true,
+            None => return false,
+        },
+        _ => return false,
+    };
+    match bth_fields(frame, udp) {
+        Some((_, opcode, _)) => crate::wire::roce::opcode::is_response(opcode),
+        None => false,
+    }
+}
+
 /// [`roce_meta`] for the egress packet path: the same packets, the flow key
 /// packed as the flow table wants it, without building addresses; plain
 /// IPv4 and IPv6 (no extension header) directly, the rest through
@@ -264,6 +290,40 @@ mod tests {
         let mut h = eth(0x0800);
         h.extend(ip4(0x02, &udp_bth(4790, 1, 1)));
         assert!(roce_meta(&h).is_none());
+    }
+
+    #[test]
+    fn maybe_response_passes_responses_and_unknown_layouts_only() {
+        let with_opcode = |op: u8, v6: bool| {
+            let mut u = udp_bth(4791, 7, 9);
+            u[8] = op;
+            let mut f = eth(if v6 { 0x86dd } else { 0x0800 });
+            if v6 {
+                f.extend(ip6(0x02, 17, "2001:db8:1::2", "2001:db8:3::2", &u));
+            } else {
+                f.extend(ip4(0x02, &u));
+            }
+            f
+        };
+        for v6 in [false, true] {
+            // RC SEND-only, RDMA WRITE-only: data, no.
+            assert!(!maybe_response(&with_opcode(0x04, v6)));
+            assert!(!maybe_response(&with_opcode(0x0a, v6)));
+            // RC ACK, RDMA READ response only, atomic ACK: yes.
+            assert!(maybe_response(&with_opcode(0x11, v6)));
+            assert!(maybe_response(&with_opcode(0x10, v6)));
+            assert!(maybe_response(&with_opcode(0x12, v6)));
+            // And roce_meta agrees that these are RoCEv2.
+            assert!(roce_meta(&with_opcode(0x11, v6)).is_some());
+        }
+        // Not UDP 4791, not IP: no.
+        let mut f = eth(0x0800);
+        f.extend(ip4(0x02, &udp_bth(4790, 1, 1)));
+        assert!(!maybe_response(&f));
+        assert!(!maybe_response(&eth(0x0806)));
+        assert!(!maybe_response(&[0u8; 10]));
+        // Tunnels and extension headers: left to roce_meta.
+        assert!(maybe_response(&srv6_roce()));
     }
 
     /// IPv6 (ECT(1)) + SRH (next header 41, hdr ext len 2 = one segment,

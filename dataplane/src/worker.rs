@@ -301,7 +301,7 @@ impl Worker {
             // SAFETY: rx_burst handed us ownership of each mbuf.
             let Some(m) = (unsafe { Mbuf::from_raw(raw) }) else { continue };
             bytes += m.len() as u64;
-            if self.has_cong {
+            if self.has_cong && crate::classify::maybe_response(m.data()) {
                 // Responses (ACK, read responses) carry the requester's QP
                 // as DestQP: the congestion stages learn source QPs from them.
                 // One parse for all ports.
