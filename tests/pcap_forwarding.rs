@@ -158,6 +158,9 @@ fn forwards_answers_and_drops_on_net_pcap() {
     assert_eq!(counter(&so, "icmpv6-echo-reply"), 1);
     assert_eq!(counter(&so, "icmp-time-exceeded-sent"), 1);
     assert_eq!(counter(&so, "icmpv6-time-exceeded-sent"), 1);
+    // P0, P1, P2 by the burst fast path; P3 and P4 (VLAN in / out) by
+    // the full pipeline.
+    assert_eq!(counter(&so, "fast-path-forwarded"), 3, "{so}");
     assert_eq!(port_packets(&so, "dc"), (17, 5));
     assert_eq!(port_packets(&so, "wan"), (0, 5));
     assert_eq!(mempool_in_use(&so), 0, "every mbuf back in its pool");

@@ -101,6 +101,7 @@ reasons!(Drop, N_DROPS {
 });
 
 reasons!(Local, N_LOCAL {
+    FastPath => "fast-path-forwarded",
     ArpReply => "arp-reply-sent",
     ArpLearned => "arp-learned",
     NdAdvert => "nd-advert-sent",

@@ -295,7 +295,10 @@ impl Worker {
                 }
             }
             let n = rx.len();
-            self.pipeline.fast_burst(port, &mut views[..n], &mut out[..n]);
+            let fast = self.pipeline.fast_burst(port, &mut views[..n], &mut out[..n]);
+            if fast > 0 {
+                self.counters.local[crate::counters::Local::FastPath as usize].add(fast as u64);
+            }
         }
         for (i, &raw) in rx.iter().enumerate() {
             // SAFETY: rx_burst handed us ownership of each mbuf.
