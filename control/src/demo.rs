@@ -550,7 +550,7 @@ pub fn run(out: &Path) -> Result<(), String> {
     let c = &rep.counters;
     println!("\n== in short");
     println!(
-        "  forwarded {} packets ({} by the burst fast path); answered ARP {} / ND {} / ping {} + {}; Time Exceeded {} + {}; dropped: no-route {}, ipv4-bad-checksum {}, runt {}",
+        "  forwarded {} packets (the burst fast path routed {} received packets, including ones later tail-dropped on a shaped port); answered ARP {} / ND {} / ping {} + {}; Time Exceeded {} + {}; dropped: no-route {}, ipv4-bad-checksum {}, runt {}",
         c.total_tx() - (c.local_count(Local::ArpReply) + c.local_count(Local::NdAdvert) + c.local_count(Local::EchoReply4) + c.local_count(Local::EchoReply6) + c.local_count(Local::TimeExceeded4) + c.local_count(Local::TimeExceeded6) + c.local_count(Local::ArpRequestSent) + c.local_count(Local::NsSent) + c.local_count(Local::CnpRateReduce) + c.local_count(Local::CnpPause) + c.local_count(Local::CnpNotify) + c.local_count(Local::CnpResume) + c.local_count(Local::McAckUp) + c.local_count(Local::McNakUp) + c.local_count(Local::McRnrUp) + c.local_count(Local::McFatalNakUp) + c.local_count(Local::McCnpUp)),
         c.local_count(Local::FastPath),
         c.local_count(Local::ArpReply),

@@ -21,7 +21,7 @@
 //! Discovery, FANN Hop Limit); a destination that may be one of the
 //! router's own addresses, SIDs, End.MT Proxy Addresses or (IPv4) subnet
 //! broadcast addresses (a small hash filter, so a collision only costs the
-//! slow path); SR policies installed (H.Encaps steering); no route; a
+//! slow path); a destination an SR policy steers (H.Encaps); no route; a
 //! gateway that is not resolved, a connected destination, or a VLAN
 //! egress; a packet larger than the egress MTU.
 
@@ -200,9 +200,10 @@ impl Pipeline {
         let n = frames.len().min(out.len()).min(B);
         self.fast_refresh();
         let f = &self.fast;
-        if f.has_policies {
-            return 0;
-        }
+        // With SR policies installed, a destination one of them steers
+        // (H.Encaps) is left to the full pipeline.
+        let sids = &*self.sids;
+        let policies = f.has_policies;
         let Some(in_mac) = f.ingress.get(usize::from(port)).copied().flatten() else {
             return 0;
         };
@@ -229,7 +230,7 @@ impl Pipeline {
                         continue;
                     }
                     let dst: [u8; 16] = ip[24..40].try_into().unwrap();
-                    if f.maybe_special(hash6(&dst)) {
+                    if f.maybe_special(hash6(&dst)) || (policies && sids.policy6(std::net::Ipv6Addr::from(dst)).is_some()) {
                         continue;
                     }
                     idx6[n6] = i as u8;
@@ -243,7 +244,7 @@ impl Pipeline {
                         continue;
                     }
                     let dst = u32::from_be_bytes(ip[16..20].try_into().unwrap());
-                    if f.maybe_special(hash4(dst)) || !ipv4_checksum_ok(&ip[..20]) {
+                    if f.maybe_special(hash4(dst)) || !ipv4_checksum_ok(&ip[..20]) || (policies && sids.policy4(std::net::Ipv4Addr::from(dst)).is_some()) {
                         continue;
                     }
                     idx4[n4] = i as u8;

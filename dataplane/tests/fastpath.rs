@@ -290,14 +290,50 @@ fn policies_and_table_changes_are_seen_at_once() {
     t.insert(v6("2001:db8:100::5"), Behaviour::End);
     pl.set_sids(Arc::new(t));
     assert_eq!(run(&mut pl), SLOW);
-    // SR policies (H.Encaps steering): everything to the slow path.
-    let mut t = SidTable::new(&Params::DEFAULT);
-    t.add_policy(
-        "2001:db8:300::/48".parse().unwrap(),
-        SrPolicy::new(v6("2001:db8:1::1"), EncapMode::Encaps, vec![(vec![v6("fc00:0:9::1")], 1)]).unwrap(),
-    );
-    pl.set_sids(Arc::new(t));
-    assert_eq!(run(&mut pl), SLOW);
+    // SR policies (H.Encaps steering): what they steer goes to the slow
+    // path (which encapsulates it), the rest stays fast; both agree with
+    // the full pipeline.
+    let policies = || {
+        let mut t = SidTable::new(&Params::DEFAULT);
+        t.add_policy(
+            "2001:db8:300::/48".parse().unwrap(),
+            SrPolicy::new(v6("2001:db8:1::1"), EncapMode::Encaps, vec![(vec![v6("fc00:0:9::1")], 1)]).unwrap(),
+        );
+        t.add_policy(
+            "198.51.100.0/24".parse().unwrap(),
+            SrPolicy::new(v6("2001:db8:1::1"), EncapMode::Encaps, vec![(vec![v6("fc00:0:9::1")], 1)]).unwrap(),
+        );
+        Arc::new(t)
+    };
+    pl.set_sids(policies());
+    assert_eq!(run(&mut pl), 1);
+    let steered = [
+        frame6(R0, src6, v6("2001:db8:300::5"), 17, 64, 16),
+        frame4(R0, v4("10.0.0.2"), v4("198.51.100.9"), 64, 16),
+    ];
+    let plain = [frame6(R0, src6, v6("2001:db8:100::5"), 17, 64, 16), frame4(R0, v4("10.0.0.2"), v4("192.0.2.7"), 64, 16)];
+    let mut bufs: Vec<Vec<u8>> = steered.iter().chain(&plain).cloned().collect();
+    let mut o = [0u16; 4];
+    {
+        let mut views: Vec<&mut [u8]> = bufs.iter_mut().map(|b| b.as_mut_slice()).collect();
+        pl.fast_burst(0, &mut views, &mut o);
+    }
+    assert_eq!(o, [SLOW, SLOW, 1, 1]);
+    assert_eq!(&bufs[..2], &steered[..], "steered packets left untouched");
+    let mut full = pipeline();
+    full.set_sids(policies());
+    for (i, f) in steered.iter().chain(&plain).enumerate() {
+        let mut p = VecPacket::from_bytes(f);
+        let v = full.process(&mut p, 0, T0);
+        if i < 2 {
+            assert_eq!(v, Verdict::Tx(1), "the full pipeline encapsulates it");
+            assert_eq!(p.data()[12..14], [0x86, 0xdd]);
+            assert_eq!(p.data()[14 + 6], 43, "outer IPv6 + SRH");
+        } else {
+            assert_eq!(v, Verdict::Tx(o[i]));
+            assert_eq!(p.data(), &bufs[i][..]);
+        }
+    }
     pl.set_sids(Arc::new(SidTable::new(&Params::DEFAULT)));
     assert_eq!(run(&mut pl), 1);
     // A new FIB moves the prefix.
