@@ -283,9 +283,13 @@ fn run(env: &mut Env, port: &mut EgressPort<VecPacket>, mode: Mode, flows: usize
             // plain transit packets), then the egress stage.
             let mut out = [SLOW; BURST];
             {
-                let mut views: Vec<&mut [u8]> = Vec::with_capacity(BURST);
-                views.extend(burst[..n].iter_mut().map(|m| m.as_mut().map_or(&mut [][..], |m| m.data_mut())));
-                env.pl.fast_burst(0, &mut views, &mut out[..n]);
+                let mut views: [&mut [u8]; BURST] = std::array::from_fn(|_| <&mut [u8]>::default());
+                for (v, m) in views.iter_mut().zip(burst[..n].iter_mut()) {
+                    if let Some(m) = m {
+                        *v = m.data_mut();
+                    }
+                }
+                env.pl.fast_burst(0, &mut views[..n], &mut out[..n]);
             }
             for (slot, o) in burst[..n].iter_mut().zip(&out) {
                 let Some(m) = slot.take() else { continue };

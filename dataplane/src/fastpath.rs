@@ -27,22 +27,25 @@
 
 use crate::counters::MAX_PORTS;
 use crate::pipeline::Pipeline;
+use crate::wire::checksum;
+use crate::wire::ipv4::Ipv4Packet;
+use crate::wire::ipv6::Ipv6Packet;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
 /// `fast_burst` output for a packet it leaves to [`Pipeline::process`].
 pub const SLOW: u16 = u16::MAX;
 
-const FILTER_BITS: usize = 1 << 14;
-const FILTER_WORDS: usize = FILTER_BITS / 64;
+const FILTER_LOG2: u32 = 14;
+const FILTER_WORDS: usize = (1 << FILTER_LOG2) / 64;
 
 /// A FIB next hop ready for the fast path: the egress port and MTU and the
 /// two MAC addresses of the new Ethernet header.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct FastAdj {
-    pub(crate) port: u16,
-    pub(crate) mtu: u16,
-    pub(crate) macs: [u8; 12],
-    pub(crate) ok: bool,
+#[derive(Clone, Copy, Debug)]
+struct FastAdj {
+    port: u16,
+    mtu: u16,
+    macs: [u8; 12],
 }
 
 /// What the fast path was built from, and the tables it built.
@@ -55,8 +58,9 @@ pub(crate) struct FastState {
     /// Destinations that may be local (addresses, SIDs, Proxy Addresses,
     /// subnet broadcasts): one bit per hash value.
     special: Box<[u64; FILTER_WORDS]>,
-    has_policies: bool,
-    pub(crate) adj: Vec<FastAdj>,
+    /// Per FIB next hop: None when the fast path cannot use it (gateway
+    /// unresolved, connected route, VLAN egress).
+    adj: Vec<Option<FastAdj>>,
 }
 
 impl Default for FastState {
@@ -65,7 +69,6 @@ impl Default for FastState {
             built_for: (0, 0, u64::MAX, u64::MAX),
             ingress: [None; MAX_PORTS],
             special: Box::new([0; FILTER_WORDS]),
-            has_policies: true,
             adj: Vec::new(),
         }
     }
@@ -75,12 +78,12 @@ impl Default for FastState {
 fn hash6(a: &[u8; 16]) -> usize {
     let hi = u64::from_ne_bytes(a[0..8].try_into().unwrap());
     let lo = u64::from_ne_bytes(a[8..16].try_into().unwrap());
-    ((hi ^ lo.rotate_left(32)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - 14)) as usize
+    ((hi ^ lo.rotate_left(32)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - FILTER_LOG2)) as usize
 }
 
 #[inline(always)]
 fn hash4(a: u32) -> usize {
-    ((u64::from(a) | (1 << 40)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - 14)) as usize
+    ((u64::from(a) | (1 << 40)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - FILTER_LOG2)) as usize
 }
 
 impl FastState {
@@ -108,18 +111,6 @@ fn odd4(a: &[u8]) -> bool {
     a[0] == 0 || a[0] == 127 || a[0] >= 224
 }
 
-/// The IPv4 header checksum of 20 bytes is correct.
-#[inline(always)]
-fn ipv4_checksum_ok(h: &[u8]) -> bool {
-    let mut s = 0u32;
-    for i in 0..10 {
-        s += u32::from(u16::from_be_bytes([h[2 * i], h[2 * i + 1]]));
-    }
-    s = (s & 0xffff) + (s >> 16);
-    s = (s & 0xffff) + (s >> 16);
-    s == 0xffff
-}
-
 impl Pipeline {
     /// Rebuild the fast path's tables when a snapshot they depend on
     /// changed (cheap to call once per burst).
@@ -135,55 +126,44 @@ impl Pipeline {
         }
         let f = &mut self.fast;
         f.built_for = key;
-        f.has_policies = self.sids.has_policies();
         f.ingress = [None; MAX_PORTS];
         f.special.fill(0);
-        let mut special = Vec::new();
-        let mut special4 = Vec::new();
         for (i, ifc) in self.topo.interfaces.iter().enumerate() {
             let p = usize::from(ifc.port);
             if ifc.vlan.is_none() && p < MAX_PORTS && self.topo.iface_of(ifc.port, None) == Some(i as u16) {
                 f.ingress[p] = Some(ifc.mac);
             }
             for n in &ifc.v4 {
-                special4.push(u32::from(n.addr()));
-                special4.push(u32::from(n.broadcast()));
-                special4.push(u32::from(n.network()));
+                f.mark(hash4(u32::from(n.addr())));
+                f.mark(hash4(u32::from(n.broadcast())));
             }
             for n in &ifc.v6 {
-                special.push(n.addr().octets());
-                // Subnet-router anycast (RFC 4291 s.2.6.1).
-                special.push(n.network().octets());
+                f.mark(hash6(&n.addr().octets()));
             }
-            special.push(ifc.link_local.octets());
+            f.mark(hash6(&ifc.link_local.octets()));
         }
-        for s in self.sids.sid_addrs() {
-            special.push(s.to_be_bytes());
-        }
-        for a in self.mc.proxy_addrs() {
-            special.push(a.to_be_bytes());
-        }
-        for a in &special {
-            let h = hash6(a);
-            f.mark(h);
-        }
-        for a in special4 {
-            f.mark(hash4(a));
+        for a in self.sids.sid_addrs().chain(self.mc.proxy_addrs()) {
+            f.mark(hash6(&a.to_be_bytes()));
         }
         f.adj.clear();
         for e in &self.adj {
-            let fa = e
-                .and_then(|(iface, mac)| self.topo.iface(iface).map(|ifc| (ifc, mac)))
-                .filter(|(ifc, _)| ifc.vlan.is_none())
-                .map(|(ifc, mac)| {
-                    let mut macs = [0u8; 12];
-                    macs[..6].copy_from_slice(&mac);
-                    macs[6..].copy_from_slice(&ifc.mac);
-                    FastAdj { port: ifc.port, mtu: ifc.mtu, macs, ok: true }
-                })
-                .unwrap_or_default();
+            let fa = e.and_then(|(iface, mac)| {
+                let ifc = self.topo.iface(iface).filter(|ifc| ifc.vlan.is_none())?;
+                let mut macs = [0u8; 12];
+                macs[..6].copy_from_slice(&mac);
+                macs[6..].copy_from_slice(&ifc.mac);
+                Some(FastAdj { port: ifc.port, mtu: ifc.mtu, macs })
+            });
             f.adj.push(fa);
         }
+    }
+
+    /// The adjacency of FIB result `hop` (next-hop index + 1, 0 = no
+    /// route) for a packet of `total` IP bytes, if the fast path can use it.
+    #[inline(always)]
+    fn fast_adj(&self, hop: u32, total: usize) -> Option<&FastAdj> {
+        let a = self.fast.adj.get(hop.checked_sub(1)? as usize)?.as_ref()?;
+        (total <= usize::from(a.mtu)).then_some(a)
     }
 
     /// Forward what it can of a burst received on `port`, in place.
@@ -203,7 +183,7 @@ impl Pipeline {
         // With SR policies installed, a destination one of them steers
         // (H.Encaps) is left to the full pipeline.
         let sids = &*self.sids;
-        let policies = f.has_policies;
+        let policies = sids.has_policies();
         let Some(in_mac) = f.ingress.get(usize::from(port)).copied().flatten() else {
             return 0;
         };
@@ -230,7 +210,7 @@ impl Pipeline {
                         continue;
                     }
                     let dst: [u8; 16] = ip[24..40].try_into().unwrap();
-                    if f.maybe_special(hash6(&dst)) || (policies && sids.policy6(std::net::Ipv6Addr::from(dst)).is_some()) {
+                    if f.maybe_special(hash6(&dst)) || (policies && sids.policy6(Ipv6Addr::from(dst)).is_some()) {
                         continue;
                     }
                     idx6[n6] = i as u8;
@@ -244,7 +224,7 @@ impl Pipeline {
                         continue;
                     }
                     let dst = u32::from_be_bytes(ip[16..20].try_into().unwrap());
-                    if f.maybe_special(hash4(dst)) || !ipv4_checksum_ok(&ip[..20]) || (policies && sids.policy4(std::net::Ipv4Addr::from(dst)).is_some()) {
+                    if f.maybe_special(hash4(dst)) || checksum::checksum(&ip[..20]) != 0 || (policies && sids.policy4(Ipv4Addr::from(dst)).is_some()) {
                         continue;
                     }
                     idx4[n4] = i as u8;
@@ -262,34 +242,19 @@ impl Pipeline {
         // Stage 3: adjacency, MTU, rewrite.
         let mut done = 0;
         for (k, &i) in idx6[..n6].iter().enumerate() {
-            let Some(h) = hop6[k].checked_sub(1) else { continue };
-            let Some(a) = f.adj.get(h as usize).filter(|a| a.ok) else { continue };
             let d = &mut *frames[usize::from(i)];
-            let total = 40 + usize::from(u16::from_be_bytes([d[18], d[19]]));
-            if total > usize::from(a.mtu) {
-                continue;
-            }
+            let Some(a) = self.fast_adj(hop6[k], 40 + usize::from(u16::from_be_bytes([d[18], d[19]]))) else { continue };
             d[..12].copy_from_slice(&a.macs);
-            d[14 + 7] -= 1;
+            Ipv6Packet::new_unchecked(&mut d[14..]).decrement_hop_limit();
             out[usize::from(i)] = a.port;
             done += 1;
         }
         for (k, &i) in idx4[..n4].iter().enumerate() {
-            let Some(h) = hop4[k].checked_sub(1) else { continue };
-            let Some(a) = f.adj.get(h as usize).filter(|a| a.ok) else { continue };
             let d = &mut *frames[usize::from(i)];
-            let total = usize::from(u16::from_be_bytes([d[16], d[17]]));
-            if total > usize::from(a.mtu) {
-                continue;
-            }
+            let Some(a) = self.fast_adj(hop4[k], usize::from(u16::from_be_bytes([d[16], d[17]]))) else { continue };
             d[..12].copy_from_slice(&a.macs);
-            // TTL - 1 with the checksum updated incrementally (RFC 1624):
-            // the TTL is the high byte of its 16-bit word.
-            let old = u16::from_be_bytes([d[14 + 8], d[14 + 9]]);
-            d[14 + 8] -= 1;
-            let c = u16::from_be_bytes([d[24], d[25]]);
-            let c = crate::wire::checksum::update16(c, old, old - 0x0100);
-            d[24..26].copy_from_slice(&c.to_be_bytes());
+            // TTL - 1, checksum updated incrementally (RFC 1624).
+            Ipv4Packet::new_unchecked(&mut d[14..]).decrement_ttl_incremental();
             out[usize::from(i)] = a.port;
             done += 1;
         }

@@ -166,7 +166,7 @@ pub struct Worker {
     shaped: [bool; MAX_PORTS],
     /// This worker owns an egress stage.
     owns_egress: bool,
-    eg_scratch: Option<Box<EgressScratch>>,
+    eg_scratch: Box<EgressScratch>,
 }
 
 /// What `service_egress` takes from a queue for one `tx_burst`.
@@ -206,12 +206,12 @@ impl Worker {
             mc_owner: spec.mc_owner == spec.id,
             shaped: std::array::from_fn(|p| spec.egress.get(p).copied().flatten().is_some()),
             owns_egress: false,
-            eg_scratch: Some(Box::new(EgressScratch {
+            eg_scratch: Box::new(EgressScratch {
                 pkts: [std::ptr::null_mut(); MAX_BURST],
                 lens: [0; MAX_BURST],
                 prio: [false; MAX_BURST],
                 flows: [None; MAX_BURST],
-            })),
+            }),
             spec,
             links,
             pipeline,
@@ -315,19 +315,7 @@ impl Worker {
                 }
             }
             if out[i] != SLOW {
-                let p = usize::from(out[i]);
-                if p < MAX_PORTS && !self.shaped[p] {
-                    // Unshaped egress: straight into the TX buffer.
-                    let t = &mut self.tx[p];
-                    t.lens[t.n] = m.pkt_len() as u32;
-                    t.pkts[t.n] = m.into_raw();
-                    t.n += 1;
-                    if t.n == MAX_BURST {
-                        self.flush(p);
-                    }
-                } else {
-                    self.output(out[i], m, false);
-                }
+                self.output(out[i], m, false);
                 continue;
             }
             if m.nb_segs() != 1 {
@@ -477,7 +465,7 @@ impl Worker {
     /// shaped (our own queue, or the owner's handoff ring), else straight
     /// into the TX buffer. `priority` packets (replies, notifications) go
     /// ahead of queued data.
-    #[inline]
+    #[inline(always)]
     fn output(&mut self, port: u16, m: Mbuf, priority: bool) {
         let p = usize::from(port);
         if p >= MAX_PORTS || !self.shaped[p] {
@@ -509,8 +497,7 @@ impl Worker {
         let publish_top = now >= self.top_due;
         // Scratch arrays kept in the worker: zeroing 5 KiB of locals on
         // every loop costs more than a burst's forwarding.
-        let Some(mut sc) = self.eg_scratch.take() else { return };
-        let EgressScratch { pkts, lens, prio, flows } = &mut *sc;
+        let EgressScratch { pkts, lens, prio, flows } = &mut *self.eg_scratch;
         for p in 0..MAX_PORTS {
             let Some(e) = self.egress[p].as_mut() else { continue };
             while let Some(raw) = self.spec.handoff[p].pop() {
@@ -564,7 +551,6 @@ impl Worker {
                 }
             }
         }
-        self.eg_scratch = Some(sc);
         if publish_top {
             self.top_due = now + 1_000_000;
         }
