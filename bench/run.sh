@@ -7,7 +7,11 @@
 # net_null (no-rx=1, so the sink produces no traffic of its own), with the
 # forwarding loop pinned to the same core:
 #   dcirouter: one worker on core $BENCH_CORE, the LPM/neighbour pipeline;
-#   testpmd:   --forward-mode=io on lcore $BENCH_CORE (no packet access at all).
+#   testpmd:   --forward-mode=io on lcore $BENCH_CORE (no packet access at all);
+#   l3fwd:     DPDK's own LPM forwarding example (examples/l3fwd from Debian's
+#              dpdk-doc, built here against the system DPDK) with the same
+#              routes, on lcore $BENCH_CORE: a second reference, the cost of
+#              an LPM forwarder written by the DPDK authors.
 # Cases run interleaved for $BENCH_ROUNDS rounds (the order of the two programs
 # alternates) so the ratio is measured under the same machine load; the table
 # shows medians over the rounds.
@@ -27,6 +31,7 @@
 #   BENCH_SRV6=0      skip the SRv6 / END.E / END.C suite on DPDK (bench/srv6.sh, bench/srv6-results.md)
 #   BENCH_SRV6_MICRO=0 skip the SRv6 micro-benchmark (bench/srv6-micro-results.md)
 #   BENCH_NOTIFY=0    skip the event-to-notification latency benchmark (bench/notify-results.md)
+#   BENCH_L3FWD=0     skip the l3fwd reference (default: on when dpdk-doc's examples can be built)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -141,13 +146,101 @@ run_testpmd() {
          END { if (n > 0) printf "%.4f %d %d\n", sum / n / 1e6, n, total; else print "FAIL" }' "$log"
 }
 
+# ---------------------------------------------------------------- l3fwd
+# DPDK's examples/l3fwd (LPM lookup, --parse-ptype because net_pcap reports
+# no packet types) as shipped in Debian's dpdk-doc, built against the system
+# DPDK. One change for virtual devices: l3fwd asks for RX checksum offload,
+# which net_pcap does not offer, so the request is removed (l3fwd then does
+# not check IPv4 checksums at all; it never decrements the IPv6 Hop Limit).
+# Its LPM cannot hold /0 routes: a default route becomes two /1 routes.
+L3FWD=""
+L3FWD_WHY=""
+build_l3fwd() {
+    local ex=/usr/share/dpdk/examples
+    if [ ! -f "$ex/l3fwd/main.c" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "bench: apt-get install dpdk-doc (DPDK's examples, for the l3fwd reference)" >&2
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q dpdk-doc >"$OUT/logs/apt-dpdk-doc.log" 2>&1 || true
+    fi
+    if [ ! -f "$ex/l3fwd/main.c" ] || [ ! -d "$ex/common" ]; then
+        L3FWD_WHY="DPDK's examples (package dpdk-doc) are not installed"; return
+    fi
+    local src=$OUT/l3fwd-src
+    rm -rf "$src" && mkdir -p "$src" && cp -r "$ex/l3fwd" "$ex/common" "$src/"
+    if ! grep -q '\.offloads = RTE_ETH_RX_OFFLOAD_CHECKSUM,' "$src/l3fwd/main.c"; then
+        L3FWD_WHY="examples/l3fwd/main.c is not the 22.11 one this script patches"; return
+    fi
+    sed -i 's/\.offloads = RTE_ETH_RX_OFFLOAD_CHECKSUM,/.offloads = 0,/' "$src/l3fwd/main.c"
+    if ! make -C "$src/l3fwd" -j2 >"$OUT/logs/l3fwd-build.log" 2>&1; then
+        L3FWD_WHY="building examples/l3fwd failed (see $OUT/logs/l3fwd-build.log)"; return
+    fi
+    L3FWD=$src/l3fwd/build/l3fwd
+}
+
+# l3fwd_rules CASE: the router's routes as l3fwd rule files, all to port 1.
+l3fwd_rules() {
+    local cfg=$OUT/router-$1.toml
+    awk -F'"' '/^prefix = / { p = $2
+            if (p == "0.0.0.0/0") { print "R0.0.0.0/1 1"; print "R128.0.0.0/1 1" }
+            else if (p !~ /:/) print "R" p " 1" }' "$cfg" >"$OUT/l3fwd-$1.v4"
+    awk -F'"' '/^prefix = / { p = $2
+            if (p == "::/0") { print "R::/1 1"; print "R8000::/1 1" }
+            else if (p ~ /:/) print "R" p " 1" }' "$cfg" >"$OUT/l3fwd-$1.v6"
+}
+
+# run_l3fwd CASE ROUND -> prints "Mpps" (or "FAIL"): port 1's opackets
+# (ethdev telemetry) over $SECS seconds once forwarding runs.
+run_l3fwd() {
+    local c=$1 r=$2 log=$OUT/logs/l3fwd-$1-r$2.log prefix="l3b$$-$1-$2"
+    l3fwd_rules "$c"
+    # The main lcore forwards: l3fwd opens a TX queue per lcore and net_pcap has one.
+    timeout -s INT $((SECS + 60)) "$L3FWD" "${EAL_COMMON[@]}" -l "$CORE" --file-prefix "$prefix" \
+        --vdev "net_pcap0,rx_pcap=$OUT/$c.pcap,infinite_rx=1" --vdev "net_null0,no-rx=1" \
+        -- -p 0x3 --config "(0,0,$CORE),(1,0,$CORE)" --lookup=lpm --parse-ptype \
+        --rule_ipv4="$OUT/l3fwd-$c.v4" --rule_ipv6="$OUT/l3fwd-$c.v6" >"$log" 2>&1 </dev/null &
+    local pid=$! i sock=/var/run/dpdk/$prefix/dpdk_telemetry.v2
+    for i in $(seq 1 400); do
+        grep -q 'entering main loop' "$log" 2>/dev/null && [ -S "$sock" ] && break
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    python3 - "$sock" "$SECS" <<'PY' 2>>"$log" || echo FAIL
+import json, socket, sys, time
+def opackets():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.settimeout(5)
+    s.connect(sys.argv[1])
+    s.recv(4096)
+    s.send(b"/ethdev/stats,1")
+    v = json.loads(s.recv(1 << 16))["/ethdev/stats"]["opackets"]
+    s.close()
+    return v, time.monotonic()
+time.sleep(0.5)
+a, t0 = opackets()
+time.sleep(float(sys.argv[2]))
+b, t1 = opackets()
+if b <= a:
+    sys.exit(1)
+print("%.4f" % ((b - a) / (t1 - t0) / 1e6))
+PY
+    kill -INT "$pid" 2>/dev/null || true
+    wait "$pid" || true
+}
+
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) { print "nan"; exit } if (NR % 2) print a[(NR + 1) / 2]; else printf "%.4f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
-declare -A D T R DROPS
+declare -A D T R L RL DROPS
 for c in $CASES; do
     [ -f "$OUT/$c.pcap" ] || die "unknown case $c"
-    D[$c]=""; T[$c]=""; R[$c]=""; DROPS[$c]=0
+    D[$c]=""; T[$c]=""; R[$c]=""; L[$c]=""; RL[$c]=""; DROPS[$c]=0
 done
+if [ "${BENCH_MAIN:-1}" != 0 ]; then
+    if [ "${BENCH_L3FWD:-1}" != 0 ]; then
+        build_l3fwd
+    else
+        L3FWD_WHY="BENCH_L3FWD=0"
+    fi
+    if [ -z "$L3FWD" ]; then echo "bench: no l3fwd reference: $L3FWD_WHY" >&2; fi
+fi
 
 cpu=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 failed=0
@@ -158,6 +251,7 @@ for r in $(seq 1 "$ROUNDS"); do
     for c in $CASES; do
         order="testpmd dcir"
         if [ $((r % 2)) = 0 ]; then order="dcir testpmd"; fi
+        if [ -n "$L3FWD" ]; then order+=" l3fwd"; fi
         for prog in $order; do
             if [ "$prog" = dcir ]; then
                 read -r mpps drops rx tx <<<"$(run_dcir "$c" "$r")"
@@ -174,6 +268,16 @@ for r in $(seq 1 "$ROUNDS"); do
                     sed -n '/^drops (total/,/^mempool/p' "$OUT/logs/dcirouter-$c-r$r.log" >&2
                 fi
                 dm=$mpps
+            elif [ "$prog" = l3fwd ]; then
+                mpps=$(run_l3fwd "$c" "$r")
+                if [ "$mpps" = FAIL ] || [ -z "$mpps" ]; then
+                    echo "bench: l3fwd failed on $c round $r; log: $OUT/logs/l3fwd-$c-r$r.log" >&2
+                    tail -5 "$OUT/logs/l3fwd-$c-r$r.log" >&2 || true
+                    failed=1
+                    continue
+                fi
+                L[$c]+=" $mpps"
+                lm=$mpps
             else
                 read -r mpps _ <<<"$(run_testpmd "$c" "$r")"
                 if [ "$mpps" = FAIL ]; then
@@ -186,11 +290,14 @@ for r in $(seq 1 "$ROUNDS"); do
                 tm=$mpps
             fi
         done
-        printf 'bench: round %d %-9s dcirouter %8s Mpps  testpmd io %8s Mpps\n' "$r" "$c" "${dm:-?}" "${tm:-?}" >&2
+        printf 'bench: round %d %-9s dcirouter %8s Mpps  testpmd io %8s Mpps  l3fwd %8s Mpps\n' "$r" "$c" "${dm:-?}" "${tm:-?}" "${lm:--}" >&2
         if [ -n "${dm:-}" ] && [ -n "${tm:-}" ]; then
             R[$c]+=" $(awk -v a="$dm" -v b="$tm" 'BEGIN { printf "%.4f", a / b }')"
         fi
-        unset dm tm
+        if [ -n "${dm:-}" ] && [ -n "${lm:-}" ]; then
+            RL[$c]+=" $(awk -v a="$dm" -v b="$lm" 'BEGIN { printf "%.4f", a / b }')"
+        fi
+        unset dm tm lm
     done
 done
 
@@ -203,19 +310,28 @@ done
     echo "- DPDK: $(pkg-config --modversion libdpdk 2>/dev/null || echo '?'); dcirouter $(cd "$ROOT" && git describe --always --dirty 2>/dev/null || echo '?')"
     echo "- setup: net_pcap infinite_rx=1 ($PACKETS distinct packets) -> net_null no-rx=1, forwarding on core $CORE, burst 32, 16383/16384 mbufs; $MEM_DESC"
     echo "- ${SECS} s per measurement, $ROUNDS interleaved rounds, medians shown; ratio = median over rounds of dcirouter/testpmd in the same round"
+    if [ -n "$L3FWD" ]; then
+        echo "- l3fwd: DPDK 22.11 examples/l3fwd (Debian dpdk-doc) built here, --lookup=lpm --parse-ptype, the same routes (/0 as two /1), RX checksum offload request removed; it checks no IPv4 checksum and does not decrement the IPv6 Hop Limit; rate from ethdev telemetry over ${SECS} s; vs l3fwd = median of dcirouter/l3fwd per round"
+    else
+        echo "- l3fwd: not measured ($L3FWD_WHY)"
+    fi
     echo "- load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo
-    echo "| case | dcirouter Mpps | ns/pkt | testpmd io Mpps | testpmd ns/pkt | ratio |"
-    echo "|---|---:|---:|---:|---:|---:|"
+    echo "| case | dcirouter Mpps | ns/pkt | testpmd io Mpps | testpmd ns/pkt | ratio | l3fwd Mpps | l3fwd ns/pkt | vs l3fwd |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
     for c in $CASES; do
         dmed=$(echo "${D[$c]}" | median)
         tmed=$(echo "${T[$c]}" | median)
         rmed=$(echo "${R[$c]}" | median)
-        awk -v c="$c" -v d="$dmed" -v t="$tmed" -v r="$rmed" -v dr="${DROPS[$c]}" 'BEGIN {
+        lmed=$(echo "${L[$c]}" | median)
+        rlmed=$(echo "${RL[$c]}" | median)
+        awk -v c="$c" -v d="$dmed" -v t="$tmed" -v r="$rmed" -v l="$lmed" -v rl="$rlmed" -v dr="${DROPS[$c]}" 'BEGIN {
             note = (dr > 0) ? sprintf(" (drops %d)", dr) : ""
             if (d == "nan") printf "| %s | n/a | n/a |", c; else printf "| %s%s | %.2f | %.1f |", c, note, d, 1000 / d
             if (t == "nan") printf " n/a | n/a |"; else printf " %.2f | %.1f |", t, 1000 / t
-            if (r == "nan") printf " n/a |\n"; else printf " %.2f |\n", r }'
+            if (r == "nan") printf " n/a |"; else printf " %.2f |", r
+            if (l == "nan") printf " n/a | n/a |"; else printf " %.2f | %.1f |", l, 1000 / l
+            if (rl == "nan") printf " n/a |\n"; else printf " %.2f |\n", rl }'
     done
     echo
     goal_cases=""

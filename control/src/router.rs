@@ -522,7 +522,20 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             println!("mempool {}: {} of {} mbufs in use after shutdown", pool.name(), pool.in_use(), pool.size());
         }
         let cpu_ns: u64 = control.workers.iter().map(|w| w.counters.cpu_ns.get()).sum();
-        println!("ran {:.3} s: rx {} tx {} drops {} worker-cpu {:.3} s", elapsed.as_secs_f64(), counters.total_rx(), counters.total_tx(), counters.total_drops(), cpu_ns as f64 / 1e9);
+        // Poll loops of all workers, and those that received something:
+        // rx / busy polls is the mean burst, polls / worker-cpu the loop rate.
+        let polls: u64 = control.workers.iter().map(|w| w.counters.bursts.get()).sum();
+        let busy: u64 = control.workers.iter().map(|w| w.counters.busy_bursts.get()).sum();
+        println!(
+            "ran {:.3} s: rx {} tx {} drops {} worker-cpu {:.3} s polls {} busy {}",
+            elapsed.as_secs_f64(),
+            counters.total_rx(),
+            counters.total_tx(),
+            counters.total_drops(),
+            cpu_ns as f64 / 1e9,
+            polls,
+            busy
+        );
     }
     if let Some(p) = &opts.ctl_socket {
         ctl::remove_socket(p);

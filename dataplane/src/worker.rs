@@ -98,6 +98,9 @@ pub struct WorkerLinks {
     pub stop: Arc<AtomicBool>,
 }
 
+// `Worker::tx_dirty` has a bit per port.
+const _: () = assert!(MAX_PORTS <= 32);
+
 struct TxBuf {
     pkts: [*mut rte_mbuf; MAX_BURST],
     lens: [u32; MAX_BURST],
@@ -156,6 +159,8 @@ pub struct Worker {
     pipeline: Pipeline,
     counters: Arc<WorkerCounters>,
     tx: Vec<TxBuf>,
+    /// Bit p set: `tx[p]` holds packets (so an idle poll loop flushes nothing).
+    tx_dirty: u32,
     free: Vec<*mut rte_mbuf>,
     clock: TscClock,
     /// Packets for the multicast groups go to another worker.
@@ -200,6 +205,7 @@ impl Worker {
             now: 0,
             has_cong: false,
             tx: (0..MAX_PORTS).map(|_| TxBuf::new()).collect(),
+            tx_dirty: 0,
             free: Vec::with_capacity(2 * MAX_BURST),
             // Groups installed before start-up steer from the first burst.
             mc_steer: spec.mc_owner != spec.id && !pipeline.groups().is_empty(),
@@ -617,6 +623,9 @@ impl Worker {
     /// notifications due now, build them and send them toward the sources,
     /// ahead of queued data.
     fn poll_congestion(&mut self, now: u64) {
+        if !self.has_cong {
+            return;
+        }
         for p in 0..MAX_PORTS {
             let Some(e) = self.egress[p].as_mut() else { continue };
             if e.cong.is_none() {
@@ -659,12 +668,14 @@ impl Worker {
         t.pkts[t.n] = m.into_raw();
         t.lens[t.n] = len;
         t.n += 1;
+        self.tx_dirty |= 1 << p;
         if t.n == MAX_BURST {
             self.flush(p);
         }
     }
 
     fn flush(&mut self, p: usize) {
+        self.tx_dirty &= !(1 << p);
         let t = &mut self.tx[p];
         if t.n == 0 {
             return;
@@ -682,9 +693,10 @@ impl Worker {
         t.n = 0;
     }
 
+    #[inline]
     fn flush_all(&mut self) {
-        for p in 0..MAX_PORTS {
-            self.flush(p);
+        while self.tx_dirty != 0 {
+            self.flush(self.tx_dirty.trailing_zeros() as usize);
         }
     }
 
@@ -713,6 +725,9 @@ impl Worker {
     }
 
     fn post_events(&mut self) {
+        if self.pipeline.events.is_empty() {
+            return;
+        }
         for e in self.pipeline.events.drain(..) {
             if let Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) = self.links.events.try_send((self.spec.id, e)) {
                 self.counters.dropped(Drop::EventQueueFull);
