@@ -1,5 +1,10 @@
 //! Per-packet cost of the forwarding pipeline alone (no DPDK): IPv4 and IPv6
-//! frames to 1024 destinations through a FIB with a few hundred routes.
+//! frames to 1024 destinations, per packet through `Pipeline::process` and
+//! in bursts of 32 through `Pipeline::fast_burst` (as the worker), in two
+//! FIBs: a few hundred /24 and /48 routes, and the overlapping routes and
+//! destinations of `make bench` (dcir-benchgen: /8../25 and /32../64 with
+//! defaults). Each figure is the best of ROUNDS rounds, net of restoring
+//! the frames' first 64 bytes before each pass (measured alone).
 //! `cargo run --release -p dataplane --example pipeline_bench`
 use dataplane::counters::WorkerCounters;
 use dataplane::packet::{PacketBuffer, VecPacket};
@@ -41,7 +46,10 @@ fn frame6(dst: Ipv6Addr) -> Vec<u8> {
     f
 }
 
-fn main() {
+const ROUNDS: usize = 7;
+const ITERS: usize = 300;
+
+fn pipeline(bench_routes: bool) -> Pipeline {
     let mut a = Interface::new("a", 0, None, [2, 0, 0, 0, 0, 1], 1500);
     a.v4.push("10.0.1.1/24".parse().unwrap());
     a.v6.push("2001:db8:1::1/64".parse().unwrap());
@@ -55,53 +63,117 @@ fn main() {
     fib.insert6("2001:db8:1::/64".parse().unwrap(), NextHop { iface: 0, gateway: None });
     fib.insert6("2001:db8:2::/64".parse().unwrap(), NextHop { iface: 1, gateway: None });
     let gw4: IpAddr = "10.0.2.2".parse().unwrap();
+    let gw4b: IpAddr = "10.0.2.3".parse().unwrap();
     let gw6: IpAddr = "2001:db8:2::2".parse().unwrap();
-    for i in 0..256u32 {
-        fib.insert4(format!("10.{}.{}.0/24", 16 + i / 256, i % 256).parse().unwrap(), NextHop { iface: 1, gateway: Some(gw4) });
-        fib.insert6(format!("2001:db8:{:x}::/48", 0x100 + i).parse().unwrap(), NextHop { iface: 1, gateway: Some(gw6) });
+    let gw6b: IpAddr = "2001:db8:2::3".parse().unwrap();
+    if bench_routes {
+        // dcir-benchgen's routes, alternating between two gateways.
+        for (i, r) in ["0.0.0.0/0", "10.0.0.0/8", "10.10.0.0/16", "10.10.128.0/17", "10.10.64.0/18", "10.10.7.0/24", "10.10.200.128/25", "192.0.2.0/24"].iter().enumerate() {
+            fib.insert4(r.parse().unwrap(), NextHop { iface: 1, gateway: Some(if i % 2 == 0 { gw4 } else { gw4b }) });
+        }
+        for (i, r) in ["::/0", "2001:db8::/32", "2001:db8:a::/48", "2001:db8:a:8000::/49", "2001:db8:a:4000::/50", "2001:db8:a:700::/56", "2001:db8:a:c880::/57", "2001:db8:a:1234::/64"].iter().enumerate() {
+            fib.insert6(r.parse().unwrap(), NextHop { iface: 1, gateway: Some(if i % 2 == 0 { gw6 } else { gw6b }) });
+        }
+    } else {
+        for i in 0..256u32 {
+            fib.insert4(format!("10.{}.{}.0/24", 16 + i / 256, i % 256).parse().unwrap(), NextHop { iface: 1, gateway: Some(gw4) });
+            fib.insert6(format!("2001:db8:{:x}::/48", 0x100 + i).parse().unwrap(), NextHop { iface: 1, gateway: Some(gw6) });
+        }
+        fib.insert4("0.0.0.0/0".parse().unwrap(), NextHop { iface: 1, gateway: Some(gw4) });
+        fib.insert6("::/0".parse().unwrap(), NextHop { iface: 1, gateway: Some(gw6) });
     }
-    fib.insert4("0.0.0.0/0".parse().unwrap(), NextHop { iface: 1, gateway: Some(gw4) });
-    fib.insert6("::/0".parse().unwrap(), NextHop { iface: 1, gateway: Some(gw6) });
     let mut n = Neighbours::default();
-    n.learn(1, gw4, [2, 0, 0, 0, 2, 2], NeighSource::Static);
-    n.learn(1, gw6, [2, 0, 0, 0, 2, 2], NeighSource::Static);
-    let mut p = Pipeline::new(topo, Arc::new(fib), Arc::new(n), Arc::new(WorkerCounters::default()), PipelineConfig::default());
+    for g in [gw4, gw4b, gw6, gw6b] {
+        n.learn(1, g, [2, 0, 0, 0, 2, 2], NeighSource::Static);
+    }
+    Pipeline::new(topo, Arc::new(fib), Arc::new(n), Arc::new(WorkerCounters::default()), PipelineConfig::default())
+}
 
-    for (name, frames) in [
-        ("ipv4", (0..1024u32).map(|i| frame4(Ipv4Addr::new(10, 16 + (i / 256) as u8 % 1, (i % 256) as u8, (i % 200) as u8 + 1))).collect::<Vec<_>>()),
-        ("ipv6", (0..1024u32).map(|i| frame6(format!("2001:db8:{:x}::{:x}", 0x100 + i % 256, i + 1).parse().unwrap())).collect()),
-    ] {
-        let mut bufs: Vec<VecPacket> = frames.iter().map(|f| VecPacket::from_bytes(f)).collect();
-        let iters = 2000;
-        let t = Instant::now();
-        let mut tx = 0u64;
-        for _ in 0..iters {
-            for (b, f) in bufs.iter_mut().zip(&frames) {
-                // restore TTL/MACs cheaply: copy the first 64 bytes back
+/// dcir-benchgen's destinations.
+fn bench_dst4(i: u32) -> Ipv4Addr {
+    let h = (i.wrapping_mul(40503) ^ (i >> 3)) as u16;
+    let [a, b] = h.to_be_bytes();
+    Ipv4Addr::new(10, 10, a, b.max(1))
+}
+
+fn bench_dst6(i: u32) -> Ipv6Addr {
+    let h = (i.wrapping_mul(40503) ^ (i >> 3)) as u16;
+    Ipv6Addr::new(0x2001, 0xdb8, 0xa, h, 0, 0, (i >> 16) as u16, (i as u16).max(1))
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    Restore,
+    Process,
+    Fast,
+}
+
+/// One pass over the frames ITERS times: ns per packet and packets forwarded.
+fn pass(p: &mut Pipeline, bufs: &mut [VecPacket], frames: &[Vec<u8>], mode: Mode) -> (f64, u64) {
+    let t = Instant::now();
+    let mut tx = 0u64;
+    let mut out = [0u16; 32];
+    for _ in 0..ITERS {
+        for (bs, fs) in bufs.chunks_mut(32).zip(frames.chunks(32)) {
+            // Restore TTL and MACs: the first 64 bytes.
+            for (b, f) in bs.iter_mut().zip(fs) {
                 b.data_mut()[..64].copy_from_slice(&f[..64]);
-                if let Verdict::Tx(_) = p.process(b, 0, 1) {
-                    tx += 1;
+            }
+            match mode {
+                Mode::Restore => {
+                    std::hint::black_box(&mut *bs);
+                }
+                Mode::Process => {
+                    for b in bs.iter_mut() {
+                        if let Verdict::Tx(_) = p.process(b, 0, 1) {
+                            tx += 1;
+                        }
+                    }
+                }
+                Mode::Fast => {
+                    let mut views: [&mut [u8]; 32] = std::array::from_fn(|_| <&mut [u8]>::default());
+                    for (v, b) in views.iter_mut().zip(bs.iter_mut()) {
+                        *v = b.data_mut();
+                    }
+                    tx += p.fast_burst(0, &mut views[..fs.len()], &mut out[..fs.len()]) as u64;
                 }
             }
         }
-        let n = (iters * frames.len()) as f64;
-        println!("{name}: {:.1} ns/packet ({} forwarded of {}) per packet through Pipeline::process", t.elapsed().as_nanos() as f64 / n, tx, n);
-        // The worker's way: bursts of 32 through the fast path.
-        let t = Instant::now();
-        let mut tx = 0u64;
-        let mut out = [0u16; 32];
-        for _ in 0..iters {
-            for (bs, fs) in bufs.chunks_mut(32).zip(frames.chunks(32)) {
-                for (b, f) in bs.iter_mut().zip(fs) {
-                    b.data_mut()[..64].copy_from_slice(&f[..64]);
-                }
-                let mut views: [&mut [u8]; 32] = std::array::from_fn(|_| <&mut [u8]>::default());
-                for (v, b) in views.iter_mut().zip(bs.iter_mut()) {
-                    *v = b.data_mut();
-                }
-                tx += p.fast_burst(0, &mut views[..fs.len()], &mut out[..fs.len()]) as u64;
-            }
+    }
+    (t.elapsed().as_nanos() as f64 / (ITERS * frames.len()) as f64, tx)
+}
+
+fn main() {
+    let only = std::env::args().nth(1);
+    let scenarios: [(&str, bool, bool); 4] = [("ipv4 /24s", false, false), ("ipv6 /48s", true, false), ("ipv4 make-bench", false, true), ("ipv6 make-bench", true, true)];
+    println!("| FIB and traffic | Pipeline::process ns/pkt | fast_burst ns/pkt | forwarded (process / fast) |");
+    println!("|---|---:|---:|---|");
+    for (name, v6, bench_routes) in scenarios {
+        if only.as_deref().is_some_and(|o| !name.contains(o)) {
+            continue;
         }
-        println!("{name}: {:.1} ns/packet ({} forwarded of {}) in bursts of 32 through Pipeline::fast_burst", t.elapsed().as_nanos() as f64 / n, tx, n);
+        let mut p = pipeline(bench_routes);
+        let frames: Vec<Vec<u8>> = (0..1024u32)
+            .map(|i| match (v6, bench_routes) {
+                (false, false) => frame4(Ipv4Addr::new(10, 16, (i % 256) as u8, (i % 200) as u8 + 1)),
+                (true, false) => frame6(format!("2001:db8:{:x}::{:x}", 0x100 + i % 256, i + 1).parse().unwrap()),
+                (false, true) => frame4(bench_dst4(i)),
+                (true, true) => frame6(bench_dst6(i)),
+            })
+            .collect();
+        let mut bufs: Vec<VecPacket> = frames.iter().map(|f| VecPacket::from_bytes(f)).collect();
+        let (mut base, mut proc_, mut fast) = (f64::INFINITY, f64::INFINITY, f64::INFINITY);
+        let (mut tp, mut tf) = (0, 0);
+        for _ in 0..ROUNDS {
+            base = base.min(pass(&mut p, &mut bufs, &frames, Mode::Restore).0);
+            let (ns, t) = pass(&mut p, &mut bufs, &frames, Mode::Process);
+            proc_ = proc_.min(ns);
+            tp = t;
+            let (ns, t) = pass(&mut p, &mut bufs, &frames, Mode::Fast);
+            fast = fast.min(ns);
+            tf = t;
+        }
+        let n = (ITERS * frames.len()) as u64;
+        println!("| {name} | {:.1} | {:.1} | {tp} / {tf} of {n} |", proc_ - base, fast - base);
     }
 }
