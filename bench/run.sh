@@ -178,13 +178,12 @@ build_l3fwd() {
 
 # l3fwd_rules CASE: the router's routes as l3fwd rule files, all to port 1.
 l3fwd_rules() {
-    local cfg=$OUT/router-$1.toml
-    awk -F'"' '/^prefix = / { p = $2
-            if (p == "0.0.0.0/0") { print "R0.0.0.0/1 1"; print "R128.0.0.0/1 1" }
-            else if (p !~ /:/) print "R" p " 1" }' "$cfg" >"$OUT/l3fwd-$1.v4"
-    awk -F'"' '/^prefix = / { p = $2
-            if (p == "::/0") { print "R::/1 1"; print "R8000::/1 1" }
-            else if (p ~ /:/) print "R" p " 1" }' "$cfg" >"$OUT/l3fwd-$1.v6"
+    awk -F'"' -v v4="$OUT/l3fwd-$1.v4" -v v6="$OUT/l3fwd-$1.v6" '
+        BEGIN { printf "" >v4; printf "" >v6 }
+        /^prefix = / { p = $2; f = (p ~ /:/) ? v6 : v4
+            if (p == "0.0.0.0/0") { print "R0.0.0.0/1 1" >f; print "R128.0.0.0/1 1" >f }
+            else if (p == "::/0") { print "R::/1 1" >f; print "R8000::/1 1" >f }
+            else print "R" p " 1" >f }' "$OUT/router-$1.toml"
 }
 
 # run_l3fwd CASE ROUND -> prints "Mpps" (or "FAIL"): port 1's opackets
