@@ -245,7 +245,8 @@ cpu=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 failed=0
 if [ "${BENCH_MAIN:-1}" != 0 ]; then
 ncases=$(echo $CASES | wc -w)
-echo "bench: $ncases cases x $ROUNDS rounds x 2 programs x ${SECS}s on core $CORE; $MEM_DESC" >&2
+nprogs=2; if [ -n "$L3FWD" ]; then nprogs=3; fi
+echo "bench: $ncases cases x $ROUNDS rounds x $nprogs programs x ${SECS}s on core $CORE; $MEM_DESC" >&2
 for r in $(seq 1 "$ROUNDS"); do
     for c in $CASES; do
         order="testpmd dcir"
