@@ -562,7 +562,7 @@ impl Sim {
         pc.rx_pkts.add(1);
         pc.rx_bytes.add(pkt.len() as u64);
         // As the worker: one parse for all ports.
-        if node.ports.iter().any(|e| e.cong.is_some()) {
+        if node.ports.iter().any(|e| e.cong.is_some()) && crate::classify::maybe_response(pkt.data()) {
             if let Some(meta) = crate::classify::roce_meta(pkt.data()) {
                 for e in node.ports.iter_mut() {
                     e.observe_roce(&meta, now);

@@ -335,12 +335,12 @@ impl SidTable {
             .unwrap_or(0);
     }
 
-    #[inline]
     /// The local SIDs (as integers).
     pub fn sid_addrs(&self) -> impl Iterator<Item = u128> + '_ {
         self.sids.keys().copied()
     }
 
+    #[inline]
     pub fn get(&self, sid: &Ipv6Addr) -> Option<&Behaviour> {
         if self.sids.is_empty() {
             return None;

@@ -279,9 +279,8 @@ impl Worker {
 
     #[inline]
     fn handle_chunk<const FAST: usize>(&mut self, port: u16, rx: &[*mut rte_mbuf], now: u64) {
-        let counters = self.counters.clone();
-        let pc = &counters.ports[usize::from(port) % MAX_PORTS];
-        pc.rx_pkts.add(rx.len() as u64);
+        let pi = usize::from(port) % MAX_PORTS;
+        self.counters.ports[pi].rx_pkts.add(rx.len() as u64);
         let mut bytes = 0u64;
         for &raw in rx {
             prefetch_data(raw);
@@ -339,7 +338,7 @@ impl Worker {
             }
             self.process_one(m, port, now);
         }
-        pc.rx_bytes.add(bytes);
+        self.counters.ports[pi].rx_bytes.add(bytes);
     }
 
     /// The pipeline on one packet and what follows from its verdict.

@@ -9,6 +9,8 @@
 //! common case are also checked directly (MACs, TTL / Hop Limit, IPv4
 //! checksum recomputed over the header).
 
+mod support;
+use support::{conn, iface, via};
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
@@ -17,7 +19,7 @@ use dataplane::fastpath::SLOW;
 use dataplane::packet::{PacketBuffer, VecPacket};
 use dataplane::pipeline::{Pipeline, PipelineConfig, Verdict};
 use dataplane::srv6::{Behaviour, EncapMode, SidTable, SrPolicy};
-use dataplane::tables::{Fib, Interface, MacAddr, NeighSource, Neighbours, NextHop, Topology};
+use dataplane::tables::{Fib, MacAddr, NeighSource, Neighbours, Topology};
 use dataplane::wire::checksum;
 use dataplane::wire::params::Params;
 use proptest::prelude::*;
@@ -33,32 +35,20 @@ const HOST: MacAddr = [0x00, 0x11, 0x22, 0x00, 0x00, 0x02];
 const T0: u64 = 5_000_000_000;
 
 fn topology() -> Topology {
-    let mut p0 = Interface::new("p0", 0, None, R0, 1500);
-    p0.v4.push("10.0.0.1/24".parse().unwrap());
-    p0.v6.push("2001:db8::1/64".parse().unwrap());
-    let mut p1 = Interface::new("p1", 1, None, R1, 1500);
-    p1.v4.push("10.1.0.1/24".parse().unwrap());
-    p1.v6.push("2001:db8:1::1/64".parse().unwrap());
-    let mut p2 = Interface::new("p2.100", 2, Some(100), R2, 1500);
-    p2.v4.push("10.2.0.1/24".parse().unwrap());
-    p2.v6.push("2001:db8:2::1/64".parse().unwrap());
-    let mut p3 = Interface::new("p3", 3, None, R3, 600);
-    p3.v4.push("10.3.0.1/24".parse().unwrap());
-    p3.v6.push("2001:db8:3::1/64".parse().unwrap());
+    let p0 = iface("p0", 0, None, R0, 1500, &["10.0.0.1/24", "2001:db8::1/64"]);
+    let p1 = iface("p1", 1, None, R1, 1500, &["10.1.0.1/24", "2001:db8:1::1/64"]);
+    let p2 = iface("p2.100", 2, Some(100), R2, 1500, &["10.2.0.1/24", "2001:db8:2::1/64"]);
+    let p3 = iface("p3", 3, None, R3, 600, &["10.3.0.1/24", "2001:db8:3::1/64"]);
     Topology::new(vec![p0, p1, p2, p3])
-}
-
-fn via(i: u16, gw: &str) -> NextHop {
-    NextHop { iface: i, gateway: Some(gw.parse().unwrap()) }
 }
 
 fn fib() -> Fib {
     let mut f = Fib::default();
     for (i, p) in ["10.0.0.0/24", "10.1.0.0/24", "10.2.0.0/24", "10.3.0.0/24"].iter().enumerate() {
-        f.insert4(p.parse().unwrap(), NextHop { iface: i as u16, gateway: None });
+        f.insert4(p.parse().unwrap(), conn(i as u16));
     }
     for (i, p) in ["2001:db8::/64", "2001:db8:1::/64", "2001:db8:2::/64", "2001:db8:3::/64"].iter().enumerate() {
-        f.insert6(p.parse().unwrap(), NextHop { iface: i as u16, gateway: None });
+        f.insert6(p.parse().unwrap(), conn(i as u16));
     }
     f.insert4("0.0.0.0/0".parse().unwrap(), via(1, "10.1.0.254"));
     f.insert4("192.0.2.0/24".parse().unwrap(), via(1, "10.1.0.254"));

@@ -4,6 +4,8 @@
 //! counter, what is left to ordinary forwarding, and how a group update
 //! keeps or resets the state.
 
+mod support;
+use support::iface;
 use std::net::Ipv6Addr;
 use std::sync::Arc;
 
@@ -11,7 +13,7 @@ use dataplane::counters::{Drop, Local, WorkerCounters};
 use dataplane::multicast::{build_upstream, upstream_len, GroupConfig, GroupId, NakKind, Receiver, Upstream};
 use dataplane::packet::VecPacket;
 use dataplane::pipeline::{Pipeline, PipelineConfig, Verdict};
-use dataplane::tables::{Fib, Interface, MacAddr, NeighSource, Neighbours, NextHop, Topology};
+use dataplane::tables::{Fib, MacAddr, NeighSource, Neighbours, NextHop, Topology};
 use dataplane::wire::roce::{self, Aeth, AethRepr, Bth, Syndrome};
 
 const R0: MacAddr = [0x02, 0, 0, 0, 0, 0x10];
@@ -44,12 +46,9 @@ fn group(n: u16) -> GroupConfig {
 }
 
 fn pipeline() -> Pipeline {
-    let mut p0 = Interface::new("p0", 0, None, R0, 1500);
-    p0.v6.push("2001:db8:1::1/64".parse().unwrap());
-    let mut p0v = Interface::new("p0.10", 0, Some(10), R0, 1500);
-    p0v.v6.push("2001:db8:10::1/64".parse().unwrap());
-    let mut p1 = Interface::new("p1", 1, None, R1, 1500);
-    p1.v6.push("2001:db8:2::1/64".parse().unwrap());
+    let p0 = iface("p0", 0, None, R0, 1500, &["2001:db8:1::1/64"]);
+    let p0v = iface("p0.10", 0, Some(10), R0, 1500, &["2001:db8:10::1/64"]);
+    let p1 = iface("p1", 1, None, R1, 1500, &["2001:db8:2::1/64"]);
     let mut f = Fib::default();
     f.insert6("2001:db8:1::/64".parse().unwrap(), NextHop { iface: 0, gateway: None });
     f.insert6("2001:db8:10::/64".parse().unwrap(), NextHop { iface: 1, gateway: None });

@@ -11,13 +11,15 @@
 //! `counters.dropped(reason)` for `Verdict::Drop`); [`run`] does the same so
 //! the tests can assert counters by name exactly as the CLI shows them.
 
+mod support;
+use support::{iface, conn, via};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
 use dataplane::counters::{Drop, Local, WorkerCounters};
 use dataplane::packet::{PacketBuffer, VecPacket};
 use dataplane::pipeline::{Event, Pipeline, PipelineConfig, Solicit, Verdict};
-use dataplane::tables::{Fib, Interface, MacAddr, NeighSource, Neighbours, NextHop, Topology};
+use dataplane::tables::{Fib, MacAddr, NeighSource, Neighbours, Topology};
 use dataplane::wire::arp::{ArpOperation, ArpPacket, ArpRepr};
 use dataplane::wire::checksum;
 use dataplane::wire::icmpv4::{Icmpv4Message, Icmpv4Packet};
@@ -57,30 +59,13 @@ fn v6(s: &str) -> Ipv6Addr {
 }
 
 fn topology() -> Topology {
-    let mut p0 = Interface::new("p0", 0, None, R0, 1500);
-    p0.v4.push("10.0.0.1/24".parse().unwrap());
-    p0.v6.push("2001:db8::1/64".parse().unwrap());
-    let mut p1 = Interface::new("p1", 1, None, R1, 1500);
-    p1.v4.push("10.1.0.1/24".parse().unwrap());
-    p1.v6.push("2001:db8:1::1/64".parse().unwrap());
-    let mut p2a = Interface::new("p2.100", 2, Some(100), R2, 1500);
-    p2a.v4.push("10.2.0.1/24".parse().unwrap());
-    p2a.v6.push("2001:db8:2::1/64".parse().unwrap());
-    let mut p2b = Interface::new("p2.200", 2, Some(200), R3, 1500);
-    p2b.v4.push("10.3.0.1/24".parse().unwrap());
-    p2b.v6.push("2001:db8:3::1/64".parse().unwrap());
+    let p0 = iface("p0", 0, None, R0, 1500, &["10.0.0.1/24", "2001:db8::1/64"]);
+    let p1 = iface("p1", 1, None, R1, 1500, &["10.1.0.1/24", "2001:db8:1::1/64"]);
+    let p2a = iface("p2.100", 2, Some(100), R2, 1500, &["10.2.0.1/24", "2001:db8:2::1/64"]);
+    let p2b = iface("p2.200", 2, Some(200), R3, 1500, &["10.3.0.1/24", "2001:db8:3::1/64"]);
     // A small-MTU link for the MTU tests.
-    let mut p3 = Interface::new("p3", 3, None, R4, 600);
-    p3.v4.push("10.4.0.1/24".parse().unwrap());
-    p3.v6.push("2001:db8:4::1/64".parse().unwrap());
+    let p3 = iface("p3", 3, None, R4, 600, &["10.4.0.1/24", "2001:db8:4::1/64"]);
     Topology::new(vec![p0, p1, p2a, p2b, p3])
-}
-
-fn conn(i: u16) -> NextHop {
-    NextHop { iface: i, gateway: None }
-}
-fn via(i: u16, gw: &str) -> NextHop {
-    NextHop { iface: i, gateway: Some(gw.parse().unwrap()) }
 }
 
 fn fib() -> Fib {

@@ -4,6 +4,8 @@
 //! virtual clock. The scapy oracle (tests/oracle/srv6_endmt.py) checks the
 //! End.MT replicas independently.
 
+mod support;
+use support::{conn, iface};
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
@@ -14,7 +16,7 @@ use dataplane::counters::{Drop, Local, WorkerCounters};
 use dataplane::packet::VecPacket;
 use dataplane::pipeline::{Pipeline, PipelineConfig, Verdict};
 use dataplane::srv6::{rfc6040_decap, Behaviour, EncapMode, SidTable, SrPolicy};
-use dataplane::tables::{Fib, Interface, MacAddr, NeighSource, Neighbours, NextHop, Topology};
+use dataplane::tables::{Fib, MacAddr, NeighSource, Neighbours, NextHop, Topology};
 use dataplane::wire::checksum;
 use dataplane::wire::ipv4::Ipv4Packet;
 use dataplane::wire::ipv6::Ipv6Packet;
@@ -78,20 +80,14 @@ fn proxy() -> Ipv6Addr {
 const DESIGNATED_QPN: u32 = 0x000001;
 
 fn topology() -> Topology {
-    let mut p0 = Interface::new("p0", 0, None, R0, 1500);
-    p0.v4.push("10.0.0.1/24".parse().unwrap());
-    p0.v6.push("2001:db8::1/64".parse().unwrap());
-    let mut p1 = Interface::new("p1", 1, None, R1, 1500);
-    p1.v4.push("10.1.0.1/24".parse().unwrap());
-    p1.v6.push("2001:db8:1::1/64".parse().unwrap());
-    let mut p2 = Interface::new("p2", 2, None, R2, 1500);
-    p2.v6.push("2001:db8:2::1/64".parse().unwrap());
+    let p0 = iface("p0", 0, None, R0, 1500, &["10.0.0.1/24", "2001:db8::1/64"]);
+    let p1 = iface("p1", 1, None, R1, 1500, &["10.1.0.1/24", "2001:db8:1::1/64"]);
+    let p2 = iface("p2", 2, None, R2, 1500, &["2001:db8:2::1/64"]);
     Topology::new(vec![p0, p1, p2])
 }
 
 fn fib() -> Fib {
     let mut f = Fib::default();
-    let conn = |i| NextHop { iface: i, gateway: None };
     f.insert4("10.0.0.0/24".parse().unwrap(), conn(0));
     f.insert4("10.1.0.0/24".parse().unwrap(), conn(1));
     f.insert6("2001:db8::/64".parse().unwrap(), conn(0));

@@ -164,8 +164,6 @@ impl GroupTable {
         self.by_id.is_empty()
     }
 
-    /// Whether `a` is the Proxy Address of an installed group.
-    #[inline]
     /// Changes whenever the set of groups (and so of Proxy Addresses) does.
     pub fn version(&self) -> u64 {
         self.version
@@ -176,6 +174,8 @@ impl GroupTable {
         self.proxies.keys().copied()
     }
 
+    /// Whether `a` is the Proxy Address of an installed group.
+    #[inline]
     pub fn is_proxy(&self, a: &Ipv6Addr) -> bool {
         !self.proxies.is_empty() && self.proxies.contains_key(&u128::from(*a))
     }
