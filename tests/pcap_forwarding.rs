@@ -34,6 +34,7 @@ name = "wan"
 device = "net_pcap1,rx_pcap={d}/empty.pcap,tx_pcap={d}/wan-out.pcap"
 mac = "02:dc:00:00:00:02"
 addresses = ["10.0.2.1/24", "2001:db8:2::1/64"]
+mtu = 1300
 [[port.vlan]]
 id = 200
 addresses = ["10.0.200.1/24"]
@@ -144,10 +145,38 @@ fn forwards_answers_and_drops_on_net_pcap() {
     assert_eq!(te6[14 + 40], 3, "ICMPv6 time exceeded");
     let e6 = find(&dc, b"P16-ping6");
     assert_eq!(e6[14 + 40], 129, "ICMPv6 echo reply");
-    assert_eq!(dc.len(), 5);
+    // No route: Destination Unreachable back to the source (RFC 1812
+    // s.5.2.7.1: net unreachable; RFC 4443 s.3.1: no route), quoting it.
+    let u = find(&dc, b"P5-no-route");
+    assert_eq!(&u[0..6], &HOST);
+    assert_eq!(u[14 + 9], 1, "ICMP");
+    assert_eq!(&u[14 + 12..14 + 16], &[10, 0, 1, 1], "from the ingress interface address");
+    assert_eq!(&u[14 + 16..14 + 20], &[10, 0, 1, 2], "to the source");
+    assert_eq!(&u[14 + 20..14 + 22], &[3, 0], "destination unreachable, net unreachable");
+    assert_eq!(&u[14 + 28 + 16..14 + 28 + 20], &[192, 0, 2, 1], "quotes the original header");
+    let u6 = find(&dc, b"P6-no-route6");
+    assert_eq!(u6[14 + 6], 58);
+    assert_eq!(&u6[14 + 24..14 + 40], &"2001:db8:1::2".parse::<std::net::Ipv6Addr>().unwrap().octets());
+    assert_eq!(&u6[14 + 40..14 + 42], &[1, 0], "ICMPv6 destination unreachable, no route");
+    // Too big for the wan port (MTU 1300): the source learns the MTU
+    // (RFC 1191, RFC 4443 s.3.2), so path MTU discovery works through us.
+    let fnd = find(&dc, b"P17-df-too-big");
+    assert_eq!(&fnd[14 + 20..14 + 22], &[3, 4], "fragmentation needed and DF set");
+    assert_eq!(&fnd[14 + 26..14 + 28], &1300u16.to_be_bytes(), "next-hop MTU");
+    assert!(fnd.len() - 14 <= 576, "RFC 1812 s.4.3.2.3: at most 576 bytes");
+    let ptb = find(&dc, b"P18-too-big6");
+    assert_eq!(&ptb[14 + 40..14 + 42], &[2, 0], "ICMPv6 packet too big");
+    assert_eq!(&ptb[14 + 44..14 + 48], &1300u32.to_be_bytes(), "MTU");
+    assert_eq!(ptb.len() - 14, 1280, "the original cut to fit the IPv6 minimum MTU");
+    assert_eq!(dc.len(), 9);
 
     // Counters.
-    assert_eq!(counter(&so, "no-route"), 2);
+    assert_eq!(counter(&so, "no-route"), 0, "every no-route packet was answered");
+    assert_eq!(counter(&so, "mtu-exceeded"), 0);
+    assert_eq!(counter(&so, "icmp-net-unreachable-sent"), 1);
+    assert_eq!(counter(&so, "icmpv6-no-route-sent"), 1);
+    assert_eq!(counter(&so, "icmp-frag-needed-sent"), 1);
+    assert_eq!(counter(&so, "icmpv6-packet-too-big-sent"), 1);
     assert_eq!(counter(&so, "ipv4-bad-checksum"), 1);
     assert_eq!(counter(&so, "malformed-ipv4"), 1);
     assert_eq!(counter(&so, "runt"), 1);
@@ -161,7 +190,7 @@ fn forwards_answers_and_drops_on_net_pcap() {
     // P0, P1, P2 by the burst fast path; P3 and P4 (VLAN in / out) by
     // the full pipeline.
     assert_eq!(counter(&so, "fast-path-forwarded"), 3, "{so}");
-    assert_eq!(port_packets(&so, "dc"), (17, 5));
+    assert_eq!(port_packets(&so, "dc"), (19, 9));
     assert_eq!(port_packets(&so, "wan"), (0, 5));
     assert_eq!(mempool_in_use(&so), 0, "every mbuf back in its pool");
 

@@ -115,6 +115,8 @@ name = "b"
 device = "net_tap1,iface={t2}"
 mac = "02:dc:00:00:0b:01"
 addresses = ["10.2.0.1/24", "2001:db8:b::1/64"]
+# Smaller than the hosts' 1500: path MTU discovery through the router.
+mtu = 1400
 [srv6]
 locator = "fc00:0:1::/48"
 [[srv6.sid]]
@@ -292,6 +294,35 @@ for _ in range(3):
     let o = in_ns(&n1, &["ping", "-c", "3", "-i", "0.2", "-W", "2", "2001:db8:99::1"]);
     assert!(String::from_utf8_lossy(&o.stdout).contains(" 0% packet loss"), "{}", String::from_utf8_lossy(&o.stdout));
 
+    // Path MTU discovery with the kernel as the judge: port b has MTU 1400.
+    // A 1428-byte IPv4 echo with DF gets Fragmentation Needed (mtu 1400)
+    // from the router, which the kernel accepts (checksum, quoted header)
+    // and caches; a 1400-byte one then passes.
+    let big4 = in_ns(&n1, &["ping", "-c", "1", "-W", "2", "-M", "do", "-s", "1400", "10.2.0.2"]);
+    let txt = String::from_utf8_lossy(&big4.stdout).to_string() + &String::from_utf8_lossy(&big4.stderr);
+    assert!(txt.contains("10.1.0.1") && txt.contains("Frag needed") && txt.contains("mtu = 1400"), "DF ping over the MTU:\n{txt}");
+    let r = String::from_utf8_lossy(&in_ns(&n1, &["ip", "route", "get", "10.2.0.2"]).stdout).to_string();
+    assert!(r.contains("mtu 1400"), "the kernel cached the path MTU: {r}");
+    let o = in_ns(&n1, &["ping", "-c", "2", "-i", "0.2", "-W", "2", "-M", "do", "-s", "1372", "10.2.0.2"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains(" 0% packet loss"), "{}", String::from_utf8_lossy(&o.stdout));
+    // IPv6 into the SRv6 tunnel (H.Encaps toward 2001:db8:99::/64 adds
+    // outer headers on port b): Packet Too Big with the tunnel MTU, which
+    // the kernel caches; a ping of exactly that size then gets through.
+    let big6 = in_ns(&n1, &["ping", "-c", "1", "-W", "2", "-M", "do", "-s", "1400", "2001:db8:99::1"]);
+    let txt = String::from_utf8_lossy(&big6.stdout).to_string() + &String::from_utf8_lossy(&big6.stderr);
+    let mtu: usize = txt
+        .split("Packet too big: mtu=")
+        .nth(1)
+        .and_then(|t| t.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no Packet Too Big from the router:\n{txt}"));
+    assert!(txt.contains("2001:db8:a::1"), "from the router's address:\n{txt}");
+    assert!((1280..1400 - 40 + 1).contains(&mtu), "tunnel MTU {mtu}: port MTU 1400 less at least the outer IPv6 header");
+    let r = String::from_utf8_lossy(&in_ns(&n1, &["ip", "-6", "route", "get", "2001:db8:99::1"]).stdout).to_string();
+    assert!(r.contains(&format!("mtu {mtu}")), "the kernel cached the path MTU: {r}");
+    let fit = (mtu - 48).to_string();
+    let o = in_ns(&n1, &["ping", "-c", "2", "-i", "0.2", "-W", "2", "-M", "do", "-s", &fit, "2001:db8:99::1"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains(" 0% packet loss"), "{}", String::from_utf8_lossy(&o.stdout));
+
     // The kernel as the headend into the router's SIDs (host 2 encapsulates):
     // (a) End.DT6: ping 2001:db8:77::1 (host 1's loopback) with the echo
     //     requests encapsulated toward the router's End.DT6 SID, which
@@ -395,7 +426,12 @@ for _ in range(3):
     assert!(counter(&so, "srv6-h-encaps") >= 3, "pings to 2001:db8:99::1 were encapsulated");
     assert!(counter(&so, "srv6-decap") >= 3, "the kernel's packets to the End.DT6 SID were decapsulated");
     assert!(counter(&so, "srv6-end") >= 3, "the kernel's packets to the End SID were advanced");
-    assert!(counter(&so, "no-route") as usize >= first, "10.9.9.9 packets before the route: no-route");
+    assert!(
+        (counter(&so, "no-route") + counter(&so, "icmp-net-unreachable-sent")) as usize >= first,
+        "10.9.9.9 packets before the route: no-route, or answered with net unreachable"
+    );
+    assert!(counter(&so, "icmp-net-unreachable-sent") >= 1, "the sender was told there is no route");
+    assert!(counter(&so, "icmp-frag-needed-sent") >= 1 && counter(&so, "icmpv6-packet-too-big-sent") >= 1);
     assert_eq!(counter(&so, "tx-full"), 0);
     assert_eq!(mempool_in_use(&so), 0, "every mbuf back in its pool after SIGTERM");
 }

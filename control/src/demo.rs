@@ -226,6 +226,11 @@ pub fn traffic() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     // No route.
     dc.push(gen::udp4(&to_router, host4, Ipv4Addr::new(192, 0, 2, 1), 40000, 9, b"nowhere", 64));
     dc.push(gen::udp6(&to_router, host6, "2001:db8:99::1".parse().unwrap(), 40000, 9, b"nowhere", 64));
+    // Path MTU discovery: a full-size IPv4 packet (DF) into the SRv6
+    // tunnel toward DC2, whose outer headers leave less than the WAN's
+    // 1500 bytes, and a 1520-byte IPv6 packet over the plain WAN route.
+    dc.push(gen::udp4(&to_router, host4, Ipv4Addr::new(10, 0, 9, 2), 40001, 9, &[0x5a; 1500 - 28], 64));
+    dc.push(gen::udp6(&to_router, host6, "2001:db8:3::9".parse().unwrap(), 40001, 9, &[0x5a; 1520 - 48], 64));
     // Malformed: bad IPv4 header checksum, and a runt frame.
     let mut bad = gen::udp4(&to_router, host4, Ipv4Addr::new(10, 0, 3, 2), 1, 2, b"bad", 64);
     bad[24] ^= 0xff;
@@ -416,6 +421,9 @@ pub fn describe(f: &[u8]) -> String {
                 1 if p.len() > hl => match p[hl] {
                     0 => "ICMP echo reply".to_string(),
                     11 => "ICMP time exceeded".to_string(),
+                    3 if p.len() >= hl + 8 && p[hl + 1] == 4 => format!("ICMP fragmentation needed, next-hop MTU {}", u16::from_be_bytes([p[hl + 6], p[hl + 7]])),
+                    3 if p.len() > hl + 1 && p[hl + 1] == 0 => "ICMP destination unreachable, net unreachable".to_string(),
+                    3 if p.len() > hl + 1 => format!("ICMP destination unreachable (code {})", p[hl + 1]),
                     t => format!("ICMP type {t}"),
                 },
                 17 if p.len() >= hl + 20 && u16::from_be_bytes([p[hl + 2], p[hl + 3]]) == 4791 && p[hl + 8] == 0x81 && p[hl + 12] & 0x20 != 0 => "Long-haul CNP (RoCEv2, E=1)".to_string(),
@@ -448,6 +456,9 @@ pub fn describe(f: &[u8]) -> String {
                 58 if p.len() > 40 => match p[40] {
                     129 => "ICMPv6 echo reply".to_string(),
                     3 => "ICMPv6 time exceeded".to_string(),
+                    1 if p.len() > 41 && p[41] == 0 => "ICMPv6 destination unreachable, no route".to_string(),
+                    1 if p.len() > 41 => format!("ICMPv6 destination unreachable (code {})", p[41]),
+                    2 if p.len() >= 48 => format!("ICMPv6 packet too big, MTU {}", u32::from_be_bytes([p[44], p[45], p[46], p[47]])),
                     135 => "ICMPv6 neighbor solicitation".to_string(),
                     136 => "ICMPv6 neighbor advertisement".to_string(),
                     t => format!("ICMPv6 type {t}"),
@@ -550,8 +561,8 @@ pub fn run(out: &Path) -> Result<(), String> {
     let c = &rep.counters;
     println!("\n== in short");
     println!(
-        "  forwarded {} packets (the burst fast path routed {} received packets, including ones later tail-dropped on a shaped port); answered ARP {} / ND {} / ping {} + {}; Time Exceeded {} + {}; dropped: no-route {}, ipv4-bad-checksum {}, runt {}",
-        c.total_tx() - (c.local_count(Local::ArpReply) + c.local_count(Local::NdAdvert) + c.local_count(Local::EchoReply4) + c.local_count(Local::EchoReply6) + c.local_count(Local::TimeExceeded4) + c.local_count(Local::TimeExceeded6) + c.local_count(Local::ArpRequestSent) + c.local_count(Local::NsSent) + c.local_count(Local::CnpRateReduce) + c.local_count(Local::CnpPause) + c.local_count(Local::CnpNotify) + c.local_count(Local::CnpResume) + c.local_count(Local::McAckUp) + c.local_count(Local::McNakUp) + c.local_count(Local::McRnrUp) + c.local_count(Local::McFatalNakUp) + c.local_count(Local::McCnpUp)),
+        "  forwarded {} packets (the burst fast path routed {} received packets, including ones later tail-dropped on a shaped port); answered ARP {} / ND {} / ping {} + {}; ICMP errors: Time Exceeded {} + {}, unreachable (no route) {} + {}, fragmentation needed {}, packet too big {}; dropped: no-route {}, ipv4-bad-checksum {}, runt {}",
+        c.total_tx() - (c.local_count(Local::ArpReply) + c.local_count(Local::NdAdvert) + c.local_count(Local::EchoReply4) + c.local_count(Local::EchoReply6) + c.local_count(Local::TimeExceeded4) + c.local_count(Local::TimeExceeded6) + c.local_count(Local::Unreachable4) + c.local_count(Local::Unreachable6) + c.local_count(Local::FragNeeded4) + c.local_count(Local::TooBig6) + c.local_count(Local::ArpRequestSent) + c.local_count(Local::NsSent) + c.local_count(Local::CnpRateReduce) + c.local_count(Local::CnpPause) + c.local_count(Local::CnpNotify) + c.local_count(Local::CnpResume) + c.local_count(Local::McAckUp) + c.local_count(Local::McNakUp) + c.local_count(Local::McRnrUp) + c.local_count(Local::McFatalNakUp) + c.local_count(Local::McCnpUp)),
         c.local_count(Local::FastPath),
         c.local_count(Local::ArpReply),
         c.local_count(Local::NdAdvert),
@@ -559,6 +570,10 @@ pub fn run(out: &Path) -> Result<(), String> {
         c.local_count(Local::EchoReply6),
         c.local_count(Local::TimeExceeded4),
         c.local_count(Local::TimeExceeded6),
+        c.local_count(Local::Unreachable4),
+        c.local_count(Local::Unreachable6),
+        c.local_count(Local::FragNeeded4),
+        c.local_count(Local::TooBig6),
         c.drop_count(Drop::NoRoute),
         c.drop_count(Drop::Ipv4Checksum),
         c.drop_count(Drop::Runt)

@@ -346,9 +346,15 @@ impl Pipeline {
                 return self.srv6_encap(p, l2, pi, total, false, now_ns);
             }
         }
-        let hop = self.fib.route4(dst).ok_or(Drop::NoRoute)?;
+        let Some(hop) = self.fib.route4(dst) else {
+            return self.icmp_error4(p, l2, src, total, now_ns, Icmp4Error::NoRoute);
+        };
         let (ifc, mac) = self.resolve_hop(hop, IpAddr::V4(dst), now_ns)?;
         if total > usize::from(ifc.mtu) {
+            let mtu = ifc.mtu;
+            if dont_fragment(&p.data()[l2.l3..]) {
+                return self.icmp_error4(p, l2, src, total, now_ns, Icmp4Error::FragNeeded(mtu));
+            }
             return Err(Drop::MtuExceeded);
         }
         let (port, out_mac, vlan) = (ifc.port, ifc.mac, ifc.vlan);
@@ -414,11 +420,28 @@ impl Pipeline {
     /// Turn an expired packet into ICMP Time Exceeded (RFC 792, RFC 1812
     /// s.4.3.2.3: as much of the original as fits in 576 bytes).
     fn time_exceeded4<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, src: Ipv4Addr, total: usize, now_ns: u64) -> Result<Verdict, Drop> {
+        self.icmp_error4(p, l2, src, total, now_ns, Icmp4Error::TimeExceeded)
+    }
+
+    /// Turn a packet the router cannot forward into an ICMP error to its
+    /// source (RFC 792, RFC 1191, RFC 1812 s.4.3.2.3: as much of the
+    /// original as fits in 576 bytes; s.4.3.2.7: not about non-initial
+    /// fragments or ICMP errors; s.4.3.2.8: rate-limited). When none is
+    /// sent, the packet is dropped under the error's reason.
+    pub(crate) fn icmp_error4<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, src: Ipv4Addr, total: usize, now_ns: u64, e: Icmp4Error) -> Result<Verdict, Drop> {
+        let (ty, code, rest, sent, why) = match e {
+            Icmp4Error::TimeExceeded => (Icmpv4Message::TIME_EXCEEDED, 0, 0, Local::TimeExceeded4, Drop::TtlExpired),
+            // Code 0, network unreachable (RFC 1812 s.5.2.7.1).
+            Icmp4Error::NoRoute => (Icmpv4Message::DST_UNREACHABLE, 0, 0, Local::Unreachable4, Drop::NoRoute),
+            // Code 4, fragmentation needed and DF set, with the next-hop
+            // MTU in the low 16 bits (RFC 1191 s.4).
+            Icmp4Error::FragNeeded(mtu) => (Icmpv4Message::DST_UNREACHABLE, 4, u32::from(mtu), Local::FragNeeded4, Drop::MtuExceeded),
+        };
         if !icmp4_error_allowed(&p.data()[l2.l3..l2.l3 + total]) || !self.icmp_bucket.take(now_ns) {
-            return Err(Drop::TtlExpired);
+            return Err(why);
         }
         let ifc = self.topo.iface(l2.iface).ok_or(Drop::VlanUnknown)?;
-        let our = ifc.v4_for(src).ok_or(Drop::TtlExpired)?;
+        let our = ifc.v4_for(src).ok_or(why)?;
         let quote = total.min(576 - 28).min(p.len() - l2.l3);
         if !p.set_len(l2.l3 + 28 + quote) {
             return Err(Drop::NoHeadroom);
@@ -429,15 +452,15 @@ impl Pipeline {
             let icmp_len = 8 + quote;
             {
                 let mut icmp = Icmpv4Packet::new_unchecked(&mut d[l2.l3 + 20..l2.l3 + 20 + icmp_len]);
-                icmp.set_msg_type(Icmpv4Message::TIME_EXCEEDED);
-                icmp.set_msg_code(0);
-                icmp.set_rest_of_header(0);
+                icmp.set_msg_type(ty);
+                icmp.set_msg_code(code);
+                icmp.set_rest_of_header(rest);
                 icmp.fill_checksum();
             }
             write_ipv4_header(&mut d[l2.l3..], our, src, IpProtocol::ICMP, (20 + icmp_len) as u16);
         }
         let v = self.output4(p, l2, src)?;
-        self.counters.local(Local::TimeExceeded4);
+        self.counters.local(sent);
         self.reply = true;
         Ok(v)
     }
@@ -483,10 +506,13 @@ impl Pipeline {
                 return self.srv6_encap(p, l2, pi, total, true, now_ns);
             }
         }
-        let hop = self.fib.route6(dst).ok_or(Drop::NoRoute)?;
+        let Some(hop) = self.fib.route6(dst) else {
+            return self.icmp_error6(p, l2, src, total, now_ns, Icmp6Error::NoRoute);
+        };
         let (ifc, mac) = self.resolve_hop(hop, IpAddr::V6(dst), now_ns)?;
         if total > usize::from(ifc.mtu) {
-            return Err(Drop::MtuExceeded);
+            let mtu = u32::from(ifc.mtu);
+            return self.icmp_error6(p, l2, src, total, now_ns, Icmp6Error::TooBig(mtu));
         }
         let (port, out_mac, vlan) = (ifc.port, ifc.mac, ifc.vlan);
         {
@@ -724,8 +750,27 @@ impl Pipeline {
     /// ICMPv6 Time Exceeded (RFC 4443 s.3.3): as much of the original as fits
     /// in the minimum MTU of 1280.
     pub(crate) fn time_exceeded6<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, src: Ipv6Addr, total: usize, now_ns: u64) -> Result<Verdict, Drop> {
+        self.icmp_error6(p, l2, src, total, now_ns, Icmp6Error::TimeExceeded)
+    }
+
+    /// Turn a packet the router cannot forward into an ICMPv6 error to its
+    /// source (RFC 4443: as much of the original as fits in the minimum
+    /// MTU of 1280, s.2.4 (e): not about ICMPv6 errors, s.2.4 (f):
+    /// rate-limited). When none is sent, the packet is dropped under the
+    /// error's reason.
+    pub(crate) fn icmp_error6<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, src: Ipv6Addr, total: usize, now_ns: u64, e: Icmp6Error) -> Result<Verdict, Drop> {
+        let (head, sent, why) = match e {
+            Icmp6Error::TimeExceeded => ([3, 0, 0, 0, 0, 0, 0, 0], Local::TimeExceeded6, Drop::TtlExpired),
+            // s.3.1: Destination Unreachable, code 0 (no route to destination).
+            Icmp6Error::NoRoute => ([1, 0, 0, 0, 0, 0, 0, 0], Local::Unreachable6, Drop::NoRoute),
+            // s.3.2: Packet Too Big with the MTU of the next-hop link.
+            Icmp6Error::TooBig(mtu) => {
+                let m = mtu.to_be_bytes();
+                ([2, 0, 0, 0, m[0], m[1], m[2], m[3]], Local::TooBig6, Drop::MtuExceeded)
+            }
+        };
         if src.is_unspecified() || !icmp6_error_allowed(p.data().get(l2.l3..l2.l3 + total).unwrap_or(&[])) || !self.icmp_bucket.take(now_ns) {
-            return Err(Drop::TtlExpired);
+            return Err(why);
         }
         let ifc = self.topo.iface(l2.iface).ok_or(Drop::VlanUnknown)?;
         let our = ifc.v6_for(src);
@@ -737,13 +782,12 @@ impl Pipeline {
             let d = p.data_mut();
             d.copy_within(l2.l3..l2.l3 + quote, l2.l3 + 48);
             let body = 8 + quote;
-            let m = &mut d[l2.l3 + 40..l2.l3 + 48];
-            m.copy_from_slice(&[3, 0, 0, 0, 0, 0, 0, 0]);
+            d[l2.l3 + 40..l2.l3 + 48].copy_from_slice(&head);
             write_ipv6_header(&mut d[l2.l3..], our, src, 58, body as u16, 64);
             fill_icmpv6_checksum(&mut d[l2.l3..l2.l3 + 40 + body]);
         }
         let v = self.output6(p, l2, src)?;
-        self.counters.local(Local::TimeExceeded6);
+        self.counters.local(sent);
         self.reply = true;
         Ok(v)
     }
@@ -896,6 +940,30 @@ impl Pipeline {
         }
         Some(ifc.port)
     }
+}
+
+/// The IPv4 header's Don't Fragment flag (`ip` starts at the header).
+#[inline]
+pub(crate) fn dont_fragment(ip: &[u8]) -> bool {
+    ip.get(6).is_some_and(|f| f & 0x40 != 0)
+}
+
+/// An ICMP error the IPv4 path sends.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Icmp4Error {
+    TimeExceeded,
+    NoRoute,
+    /// Fragmentation needed and DF set, with the next-hop MTU.
+    FragNeeded(u16),
+}
+
+/// An ICMPv6 error the IPv6 path sends.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Icmp6Error {
+    TimeExceeded,
+    NoRoute,
+    /// Packet Too Big, with the MTU of the next-hop link.
+    TooBig(u32),
 }
 
 /// RFC 1812 s.4.3.2.7: no ICMP error about a non-initial fragment or about

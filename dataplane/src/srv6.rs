@@ -99,7 +99,7 @@
 
 use crate::counters::{Drop, Local};
 use crate::packet::PacketBuffer;
-use crate::pipeline::{write_l2, Pipeline, Verdict, L2};
+use crate::pipeline::{write_l2, Icmp4Error, Icmp6Error, Pipeline, Verdict, L2};
 use crate::tables::NextHop;
 use crate::wire::ethernet::EtherType;
 use crate::wire::ipv4::{IpProtocol, Ipv4Packet};
@@ -680,7 +680,8 @@ impl Pipeline {
                     Kind::EndX(nh) => {
                         let (ifc, mac) = self.resolve(&nh, IpAddr::V6(next), now_ns)?;
                         if total > usize::from(ifc.mtu) {
-                            return Err(Drop::MtuExceeded);
+                            let mtu = u32::from(ifc.mtu);
+                            return self.icmp_error6(p, l2, src, total, now_ns, Icmp6Error::TooBig(mtu));
                         }
                         let (port, out_mac, vlan) = (ifc.port, ifc.mac, ifc.vlan);
                         Ipv6Packet::new_unchecked(&mut p.data_mut()[l2.l3..]).decrement_hop_limit();
@@ -1048,6 +1049,20 @@ impl Pipeline {
         let hop = self.fib.route6(da).ok_or(Drop::NoRoute)?;
         let (ifc, mac) = self.resolve_hop(hop, IpAddr::V6(da), now_ns)?;
         if out_total > usize::from(ifc.mtu) {
+            // The tunnel's MTU is the egress MTU less the outer headers
+            // (RFC 2473 s.7.1): tell the inner packet's source. An IPv6
+            // tunnel MTU below 1280 cannot be reported (RFC 8200 s.5).
+            let tunnel_mtu = usize::from(ifc.mtu).saturating_sub(add);
+            let inner = &p.data()[l2.l3..];
+            if v6 {
+                let src = Ipv6Addr::from(<[u8; 16]>::try_from(&inner[8..24]).map_err(|_| Drop::MalformedIpv6)?);
+                if tunnel_mtu >= 1280 {
+                    return self.icmp_error6(p, l2, src, total, now_ns, Icmp6Error::TooBig(tunnel_mtu as u32));
+                }
+            } else if crate::pipeline::dont_fragment(inner) && tunnel_mtu >= 68 {
+                let src = Ipv4Addr::from(<[u8; 4]>::try_from(&inner[12..16]).map_err(|_| Drop::MalformedIpv4)?);
+                return self.icmp_error4(p, l2, src, total, now_ns, Icmp4Error::FragNeeded(tunnel_mtu as u16));
+            }
             return Err(Drop::MtuExceeded);
         }
         let (port, out_mac, vlan) = (ifc.port, ifc.mac, ifc.vlan);

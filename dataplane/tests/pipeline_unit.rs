@@ -559,8 +559,9 @@ fn vlan_insert_without_headroom_is_no_headroom() {
 // ================================================================= drops
 
 #[test]
-fn drop_no_route() {
-    let mut pl = pipeline();
+fn drop_no_route_when_icmp_rate_limit_exhausted() {
+    let cfg = PipelineConfig { icmp_error_burst: 0, ..Default::default() };
+    let mut pl = pipeline_with(cfg);
     let ip = ipv4(v4("10.0.0.2"), v4("100.64.0.1"), 64, 17, &udp(8));
     assert_drop(&mut pl, &frame4(R0, H0, None, &ip), 0, Drop::NoRoute, "no-route");
     let ip = ipv6(v6("2001:db8::2"), v6("2001:db9::1"), 64, 17, &udp(8));
@@ -754,21 +755,116 @@ fn unicast_ip_in_link_layer_broadcast_is_not_forwarded() {
 }
 
 #[test]
-fn drop_mtu_exceeded_and_boundary() {
+fn mtu_boundary_and_drop_without_df_or_icmp() {
     let mut pl = pipeline();
     // Egress p3 has MTU 600: a 600-byte packet goes, 601 does not.
     let ip = ipv4(v4("10.0.0.2"), v4("10.4.0.5"), 64, 17, &udp(600 - 28));
     assert_eq!(ip.len(), 600);
     let mut p = VecPacket::from_bytes(&frame4(R0, H0, None, &ip));
     assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Tx(3));
-    let ip = ipv4(v4("10.0.0.2"), v4("10.4.0.5"), 64, 17, &udp(601 - 28));
+    // Without DF: not fragmented, dropped.
+    let mut ip = ipv4(v4("10.0.0.2"), v4("10.4.0.5"), 64, 17, &udp(601 - 28));
+    ip[6] = 0;
+    ip[10..12].fill(0);
+    let c = checksum::checksum(&ip[..20]);
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
     assert_drop(&mut pl, &frame4(R0, H0, None, &ip), 0, Drop::MtuExceeded, "mtu-exceeded");
     let ip = ipv6(v6("2001:db8::2"), v6("2001:db8:4::5"), 64, 17, &udp(600 - 48));
     assert_eq!(ip.len(), 600);
     let mut p = VecPacket::from_bytes(&frame6(R0, H0, None, &ip));
     assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Tx(3));
+    // With the ICMP error budget spent: dropped under mtu-exceeded.
+    let mut pl = pipeline_with(PipelineConfig { icmp_error_burst: 0, ..Default::default() });
+    let ip = ipv4(v4("10.0.0.2"), v4("10.4.0.5"), 64, 17, &udp(601 - 28));
+    assert_drop(&mut pl, &frame4(R0, H0, None, &ip), 0, Drop::MtuExceeded, "mtu-exceeded");
     let ip = ipv6(v6("2001:db8::2"), v6("2001:db8:4::5"), 64, 17, &udp(601 - 48));
     assert_drop(&mut pl, &frame6(R0, H0, None, &ip), 0, Drop::MtuExceeded, "mtu-exceeded");
+}
+
+#[test]
+fn ipv4_no_route_sends_net_unreachable() {
+    // RFC 1812 s.5.2.7.1: Destination Unreachable, code 0.
+    let mut pl = pipeline();
+    let orig = ipv4(v4("10.0.0.2"), v4("100.64.0.1"), 64, 17, &udp(40));
+    let mut p = VecPacket::from_bytes(&frame4(R0, H0, None, &orig));
+    assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Tx(0));
+    let d = p.to_vec();
+    assert_eth(&d, H0, R0, 0x0800);
+    let ip = &d[14..];
+    ipv4_header_ok(ip);
+    assert_eq!(ip[9], 1);
+    assert_eq!(&ip[12..16], &[10, 0, 0, 1], "from our interface address");
+    assert_eq!(&ip[16..20], &[10, 0, 0, 2], "to the source");
+    let m = &ip[20..];
+    assert_eq!(&m[0..2], &[3, 0], "destination unreachable, net unreachable");
+    assert_eq!(&m[4..8], &[0; 4]);
+    assert_eq!(&m[8..], &orig[..], "the original, as received");
+    icmpv4_ok(m);
+    assert_eq!(local(&pl, Local::Unreachable4), 1);
+    assert_eq!(total_drops(&pl), 0);
+}
+
+#[test]
+fn ipv6_no_route_sends_destination_unreachable() {
+    // RFC 4443 s.3.1: code 0, no route to destination.
+    let mut pl = pipeline();
+    let src = v6("2001:db8::2");
+    let orig = ipv6(src, v6("2001:db9::1"), 64, 17, &udp(40));
+    let mut p = VecPacket::from_bytes(&frame6(R0, H0, None, &orig));
+    assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Tx(0));
+    let d = p.to_vec();
+    assert_eth(&d, H0, R0, 0x86dd);
+    let ip = &d[14..];
+    assert_eq!(ip[6], 58);
+    assert_eq!(&ip[8..24], &v6("2001:db8::1").octets());
+    assert_eq!(&ip[24..40], &src.octets());
+    let m = &ip[40..];
+    assert_eq!(&m[0..2], &[1, 0]);
+    assert_eq!(&m[4..8], &[0; 4]);
+    assert_eq!(&m[8..], &orig[..]);
+    icmpv6_ok(ip);
+    assert_eq!(local(&pl, Local::Unreachable6), 1);
+    assert_eq!(total_drops(&pl), 0);
+}
+
+#[test]
+fn ipv4_df_over_mtu_sends_fragmentation_needed_with_the_mtu() {
+    // RFC 1191 s.4: code 4 with the next-hop MTU in the low 16 bits.
+    let mut pl = pipeline();
+    let orig = ipv4(v4("10.0.0.2"), v4("10.4.0.5"), 64, 17, &udp(601 - 28));
+    assert_eq!(orig[6] & 0x40, 0x40, "DF");
+    let mut p = VecPacket::from_bytes(&frame4(R0, H0, None, &orig));
+    assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Tx(0));
+    let ip = &p.data()[14..];
+    ipv4_header_ok(ip);
+    assert_eq!(&ip[16..20], &[10, 0, 0, 2]);
+    let m = &ip[20..];
+    assert_eq!(&m[0..2], &[3, 4], "fragmentation needed and DF set");
+    assert_eq!(&m[4..8], &[0, 0, 0x02, 0x58], "next-hop MTU 600");
+    icmpv4_ok(m);
+    assert!(ip.len() <= 576);
+    assert_eq!(&m[8..], &orig[..548], "as much of the original as fits in 576 bytes");
+    assert_eq!(local(&pl, Local::FragNeeded4), 1);
+    assert_eq!(total_drops(&pl), 0);
+}
+
+#[test]
+fn ipv6_over_mtu_sends_packet_too_big_with_the_mtu() {
+    // RFC 4443 s.3.2.
+    let mut pl = pipeline();
+    let src = v6("2001:db8::2");
+    let orig = ipv6(src, v6("2001:db8:4::5"), 64, 17, &udp(601 - 48));
+    let mut p = VecPacket::from_bytes(&frame6(R0, H0, None, &orig));
+    assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Tx(0));
+    let ip = &p.data()[14..];
+    assert_eq!(&ip[24..40], &src.octets());
+    let m = &ip[40..];
+    assert_eq!(&m[0..2], &[2, 0], "packet too big");
+    assert_eq!(&m[4..8], &600u32.to_be_bytes(), "MTU of the next-hop link");
+    assert_eq!(&m[8..], &orig[..], "601 bytes fit within 1280");
+    icmpv6_ok(ip);
+    assert_eq!(local(&pl, Local::TooBig6), 1);
+    assert_eq!(total_drops(&pl), 0);
 }
 
 #[test]

@@ -1023,6 +1023,59 @@ fn h_encaps_does_not_touch_other_traffic_and_needs_headroom() {
     assert_eq!(run(&mut pl, &mut p), Verdict::Drop(Drop::NoHeadroom));
 }
 
+#[test]
+fn h_encaps_over_the_tunnel_mtu_tells_the_inner_source() {
+    // RFC 2473 s.7.1: the tunnel MTU is the egress MTU (1500 on p1) less
+    // the outer headers; the inner packet's source learns it.
+    let mut pl = pipeline();
+    with_policies(&mut pl);
+    let (s6, d6) = (a6("2001:db8::2"), a6("2001:db8:99::5"));
+    // Three SIDs, H.Encaps: outer IPv6 40 + SRH 8 + 3 * 16 = 96 bytes.
+    let fits = ipv6(s6, d6, 17, 64, 0, &udp6(s6, d6, 1000, 2000, &vec![7; 1404 - 48]));
+    assert_eq!(fits.len(), 1404);
+    let mut p = VecPacket::from_bytes(&eth(0x86dd, &fits));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(1));
+    assert_eq!(l3(&p.to_vec()).len(), 1500);
+    let big = ipv6(s6, d6, 17, 64, 0, &udp6(s6, d6, 1000, 2000, &vec![7; 1405 - 48]));
+    let mut p = VecPacket::from_bytes(&eth(0x86dd, &big));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(0), "back toward the source");
+    let o = p.to_vec();
+    assert_eq!(&o[0..6], &H0);
+    let d = l3(&o);
+    let ip = Ipv6Packet::new_checked(d).unwrap();
+    assert_eq!(ip.dst_addr(), s6);
+    assert_eq!(u8::from(ip.next_header().0), 58);
+    assert_eq!(&d[40..42], &[2, 0], "Packet Too Big");
+    assert_eq!(&d[44..48], &1404u32.to_be_bytes(), "the tunnel MTU");
+    assert_eq!(&d[48..], &big[..1280 - 48], "the inner packet as received, cut at 1280 in all");
+    let sum = checksum::combine(checksum::pseudo_v6(&d[8..24].try_into().unwrap(), &d[24..40].try_into().unwrap(), 58, (d.len() - 40) as u32), checksum::sum(&d[40..]));
+    assert_eq!(checksum::fold(sum), 0xffff, "ICMPv6 checksum");
+    assert_eq!(pl.counters.local[Local::TooBig6 as usize].get(), 1);
+
+    // IPv4 with DF: Fragmentation Needed with the MTU of the list chosen
+    // (one SID: 40 + 24 = 64 bytes; two: 40 + 40 = 80).
+    let (s4, d4) = (Ipv4Addr::new(10, 0, 0, 2), Ipv4Addr::new(198, 51, 100, 9));
+    let mut inner = ipv4(s4, d4, 17, 64, 0, &vec![9; 1480]);
+    inner[6] = 0x40;
+    inner[10..12].fill(0);
+    let c = checksum::checksum(&inner[..20]);
+    inner[10..12].copy_from_slice(&c.to_be_bytes());
+    let mut p = VecPacket::from_bytes(&eth(0x0800, &inner));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(0));
+    let o = p.to_vec();
+    let d = l3(&o);
+    assert_eq!(checksum::checksum(&d[..20]), 0, "IPv4 header checksum");
+    assert_eq!(&d[16..20], &s4.octets());
+    assert_eq!(&d[20..22], &[3, 4], "fragmentation needed and DF set");
+    let mtu = u16::from_be_bytes([d[26], d[27]]);
+    assert!(mtu == 1500 - 64 || mtu == 1500 - 80, "tunnel MTU {mtu}");
+    assert_eq!(checksum::checksum(&d[20..]), 0, "ICMP checksum");
+    assert_eq!(pl.counters.local[Local::FragNeeded4 as usize].get(), 1);
+    // Without DF: dropped (not fragmented).
+    let inner = ipv4(s4, d4, 17, 64, 0, &vec![9; 1480]);
+    expect_drop(&mut pl, eth(0x0800, &inner), Drop::MtuExceeded);
+}
+
 // ------------------------------------------------------------ scapy oracle
 
 fn oracle() -> PathBuf {

@@ -25,6 +25,9 @@ pkts = [
     e() / Raw(b"\x00" * 46),  # P14 unknown ethertype (set below)
     Ether(src=HOST, dst=R_DC) / Dot1Q(vlan=999) / IP(src="10.0.1.2", dst="10.0.3.5") / UDP() / Raw(b"P15-unknown-vlan"),
     e() / IPv6(src="2001:db8:1::2", dst="2001:db8:1::1") / ICMPv6EchoRequest(id=5, seq=9, data=b"P16-ping6"),
+    # Over the wan port's MTU of 1300: Fragmentation Needed / Packet Too Big.
+    e() / IP(src="10.0.1.2", dst="10.0.3.5", flags="DF") / UDP(sport=1000, dport=2000) / Raw(b"P17-df-too-big" + bytes(1400 - 42)),
+    e() / IPv6(src="2001:db8:1::2", dst="2001:db8:3::5") / UDP(sport=1000, dport=2000) / Raw(b"P18-too-big6" + bytes(1400 - 60)),
 ]
 trunc = bytes(e() / IP(src="10.0.1.2", dst="10.0.3.5", len=200) / UDP() / Raw(b"P9-truncated"))
 pkts[9] = Ether(trunc)
