@@ -243,6 +243,12 @@ fi
 
 cpu=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 failed=0
+# run_failed PROG CASE ROUND: say so, show the end of its log, fail the run.
+run_failed() {
+    echo "bench: $1 failed on $2 round $3; log: $OUT/logs/$1-$2-r$3.log" >&2
+    tail -5 "$OUT/logs/$1-$2-r$3.log" >&2 || true
+    failed=1
+}
 if [ "${BENCH_MAIN:-1}" != 0 ]; then
 ncases=$(echo $CASES | wc -w)
 nprogs=2; if [ -n "$L3FWD" ]; then nprogs=3; fi
@@ -256,9 +262,7 @@ for r in $(seq 1 "$ROUNDS"); do
             if [ "$prog" = dcir ]; then
                 read -r mpps drops rx tx <<<"$(run_dcir "$c" "$r")"
                 if [ "$mpps" = FAIL ]; then
-                    echo "bench: dcirouter failed on $c round $r; log: $OUT/logs/dcirouter-$c-r$r.log" >&2
-                    tail -5 "$OUT/logs/dcirouter-$c-r$r.log" >&2 || true
-                    failed=1
+                    run_failed dcirouter "$c" "$r"
                     continue
                 fi
                 D[$c]+=" $mpps"
@@ -271,9 +275,7 @@ for r in $(seq 1 "$ROUNDS"); do
             elif [ "$prog" = l3fwd ]; then
                 mpps=$(run_l3fwd "$c" "$r")
                 if [ "$mpps" = FAIL ] || [ -z "$mpps" ]; then
-                    echo "bench: l3fwd failed on $c round $r; log: $OUT/logs/l3fwd-$c-r$r.log" >&2
-                    tail -5 "$OUT/logs/l3fwd-$c-r$r.log" >&2 || true
-                    failed=1
+                    run_failed l3fwd "$c" "$r"
                     continue
                 fi
                 L[$c]+=" $mpps"
@@ -281,9 +283,7 @@ for r in $(seq 1 "$ROUNDS"); do
             else
                 read -r mpps _ <<<"$(run_testpmd "$c" "$r")"
                 if [ "$mpps" = FAIL ]; then
-                    echo "bench: testpmd failed on $c round $r; log: $OUT/logs/testpmd-$c-r$r.log" >&2
-                    tail -5 "$OUT/logs/testpmd-$c-r$r.log" >&2 || true
-                    failed=1
+                    run_failed testpmd "$c" "$r"
                     continue
                 fi
                 T[$c]+=" $mpps"

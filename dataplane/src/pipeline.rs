@@ -352,7 +352,7 @@ impl Pipeline {
         let (ifc, mac) = self.resolve_hop(hop, IpAddr::V4(dst), now_ns)?;
         if total > usize::from(ifc.mtu) {
             let mtu = ifc.mtu;
-            if dont_fragment(&p.data()[l2.l3..]) {
+            if Ipv4Packet::new_unchecked(&p.data()[l2.l3..]).dont_frag() {
                 return self.icmp_error4(p, l2, src, total, now_ns, Icmp4Error::FragNeeded(mtu));
             }
             return Err(Drop::MtuExceeded);
@@ -940,12 +940,6 @@ impl Pipeline {
         }
         Some(ifc.port)
     }
-}
-
-/// The IPv4 header's Don't Fragment flag (`ip` starts at the header).
-#[inline]
-pub(crate) fn dont_fragment(ip: &[u8]) -> bool {
-    ip.get(6).is_some_and(|f| f & 0x40 != 0)
 }
 
 /// An ICMP error the IPv4 path sends.

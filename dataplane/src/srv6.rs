@@ -1053,15 +1053,19 @@ impl Pipeline {
             // (RFC 2473 s.7.1): tell the inner packet's source. An IPv6
             // tunnel MTU below 1280 cannot be reported (RFC 8200 s.5).
             let tunnel_mtu = usize::from(ifc.mtu).saturating_sub(add);
+            // The callers checked the inner header.
             let inner = &p.data()[l2.l3..];
             if v6 {
-                let src = Ipv6Addr::from(<[u8; 16]>::try_from(&inner[8..24]).map_err(|_| Drop::MalformedIpv6)?);
+                let src = Ipv6Packet::new_unchecked(inner).src_addr();
                 if tunnel_mtu >= 1280 {
                     return self.icmp_error6(p, l2, src, total, now_ns, Icmp6Error::TooBig(tunnel_mtu as u32));
                 }
-            } else if crate::pipeline::dont_fragment(inner) && tunnel_mtu >= 68 {
-                let src = Ipv4Addr::from(<[u8; 4]>::try_from(&inner[12..16]).map_err(|_| Drop::MalformedIpv4)?);
-                return self.icmp_error4(p, l2, src, total, now_ns, Icmp4Error::FragNeeded(tunnel_mtu as u16));
+            } else {
+                let ip = Ipv4Packet::new_unchecked(inner);
+                if ip.dont_frag() && tunnel_mtu >= 68 {
+                    let src = ip.src_addr();
+                    return self.icmp_error4(p, l2, src, total, now_ns, Icmp4Error::FragNeeded(tunnel_mtu as u16));
+                }
             }
             return Err(Drop::MtuExceeded);
         }
