@@ -21,11 +21,13 @@ status_interval_ms = 0
 [mempool]
 mbufs_per_socket = 2047
 cache_size = 64
+data_room = 9216
 [[port]]
 name = "dc"
 device = "net_pcap0,rx_pcap={d}/dc-in.pcap,tx_pcap={d}/dc-out.pcap"
 mac = "02:dc:00:00:00:01"
 addresses = ["10.0.1.1/24", "2001:db8:1::1/64"]
+mtu = 9000
 [[port.vlan]]
 id = 100
 addresses = ["10.0.100.1/24"]
@@ -122,7 +124,21 @@ fn forwards_answers_and_drops_on_net_pcap() {
     assert_eq!(&f[16..18], &[0x08, 0x00]);
     assert_eq!(f[18 + 8], 63);
     assert!(ipv4_checksum_ok(&f[18..]));
-    assert_eq!(wan.len(), 5, "exactly the five forwarded packets leave on wan");
+    // P19: 2828 octets without DF over the wan MTU of 1300: three
+    // fragments of 1280, 1280 and 248 payload octets (RFC 791 s.3.2).
+    let frags: Vec<&Vec<u8>> = wan.iter().filter(|f| f[12..14] == [0x08, 0x00] && f[14 + 4..14 + 6] == [0x19, 0x19]).collect();
+    assert_eq!(frags.len(), 3, "P19 leaves as three fragments");
+    for (k, f) in frags.iter().enumerate() {
+        let ip = &f[14..];
+        assert_eq!(&f[0..6], &GW);
+        assert!(ipv4_checksum_ok(ip));
+        assert_eq!(ip[8], 63, "TTL");
+        let fo = u16::from_be_bytes([ip[6], ip[7]]);
+        assert_eq!(fo & 0x2000 != 0, k < 2, "MF on all but the last");
+        assert_eq!(usize::from(fo & 0x1fff) * 8, k * 1280, "offset");
+        assert_eq!(usize::from(u16::from_be_bytes([ip[2], ip[3]])), if k < 2 { 1300 } else { 268 });
+    }
+    assert_eq!(wan.len(), 8, "exactly the five forwarded packets and P19's three fragments leave on wan");
 
     // Local answers on the DC port, to the host's MAC.
     let arp = dc.iter().find(|f| f[12..14] == [0x08, 0x06]).expect("ARP reply");
@@ -190,8 +206,10 @@ fn forwards_answers_and_drops_on_net_pcap() {
     // P0, P1, P2 by the burst fast path; P3 and P4 (VLAN in / out) by
     // the full pipeline.
     assert_eq!(counter(&so, "fast-path-forwarded"), 3, "{so}");
-    assert_eq!(port_packets(&so, "dc"), (19, 9));
-    assert_eq!(port_packets(&so, "wan"), (0, 5));
+    assert_eq!(counter(&so, "ipv4-fragmented"), 1);
+    assert_eq!(counter(&so, "ipv4-fragments-created"), 3);
+    assert_eq!(port_packets(&so, "dc"), (20, 9));
+    assert_eq!(port_packets(&so, "wan"), (0, 8));
     assert_eq!(mempool_in_use(&so), 0, "every mbuf back in its pool");
 
     // Independent oracles on what we emitted.
@@ -201,6 +219,7 @@ fn forwards_answers_and_drops_on_net_pcap() {
     eprintln!("{txt}{}", String::from_utf8_lossy(&o.stderr));
     assert!(o.status.success(), "scapy found a bad checksum or ICRC");
     assert!(txt.contains("ICRC-ok") && txt.contains("ICMPv6-ok") && txt.contains("IP-ok"));
+    assert!(txt.contains("reassembled id=0x1919 from 3 fragments, 2828 octets [UDP-ok]"), "scapy reassembles P19");
     tshark_clean(&dir.join("wan-out.pcap"));
     tshark_clean(&dir.join("dc-out.pcap"));
 }

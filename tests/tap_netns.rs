@@ -294,6 +294,17 @@ for _ in range(3):
     let o = in_ns(&n1, &["ping", "-c", "3", "-i", "0.2", "-W", "2", "2001:db8:99::1"]);
     assert!(String::from_utf8_lossy(&o.stdout).contains(" 0% packet loss"), "{}", String::from_utf8_lossy(&o.stdout));
 
+    // Fragmentation with the kernel as the judge: a 2028-byte echo without
+    // DF leaves host 1 as two fragments (1500 + 548, its link MTU); the
+    // router cuts the first again for port b's MTU of 1400 (fragments of a
+    // fragment), host 2 reassembles three and replies. Before the DF test
+    // below, so the kernel has no cached path MTU yet.
+    let o = in_ns(&n1, &["ping", "-c", "2", "-i", "0.2", "-W", "2", "-M", "dont", "-s", "2000", "10.2.0.2"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains(" 0% packet loss"), "fragmented ping:\n{}", String::from_utf8_lossy(&o.stdout));
+    let c = control::ctl::request(sock.to_str().unwrap(), "show counters").unwrap();
+    assert_eq!(counter(&c, "ipv4-fragmented"), 2, "the router fragmented each request's first fragment:\n{c}");
+    assert_eq!(counter(&c, "ipv4-fragments-created"), 4, "{c}");
+
     // Path MTU discovery with the kernel as the judge: port b has MTU 1400.
     // A 1428-byte IPv4 echo with DF gets Fragmentation Needed (mtu 1400)
     // from the router, which the kernel accepts (checksum, quoted header)

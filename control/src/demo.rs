@@ -231,6 +231,14 @@ pub fn traffic() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     // 1500 bytes, and a 1520-byte IPv6 packet over the plain WAN route.
     dc.push(gen::udp4(&to_router, host4, Ipv4Addr::new(10, 0, 9, 2), 40001, 9, &[0x5a; 1500 - 28], 64));
     dc.push(gen::udp6(&to_router, host6, "2001:db8:3::9".parse().unwrap(), 40001, 9, &[0x5a; 1520 - 48], 64));
+    // The same IPv4 packet without DF: fragmented to the tunnel MTU, each
+    // fragment in its own SRv6 packet (RFC 4459 s.3.4).
+    let mut nodf = gen::udp4(&to_router, host4, Ipv4Addr::new(10, 0, 9, 2), 40002, 9, &[0x5b; 1500 - 28], 64);
+    nodf[14 + 6] = 0;
+    nodf[14 + 10..14 + 12].fill(0);
+    let c = dataplane::wire::checksum::checksum(&nodf[14..34]);
+    nodf[14 + 10..14 + 12].copy_from_slice(&c.to_be_bytes());
+    dc.push(nodf);
     // Malformed: bad IPv4 header checksum, and a runt frame.
     let mut bad = gen::udp4(&to_router, host4, Ipv4Addr::new(10, 0, 3, 2), 1, 2, b"bad", 64);
     bad[24] ^= 0xff;
@@ -431,7 +439,7 @@ pub fn describe(f: &[u8]) -> String {
                 17 => "UDP".to_string(),
                 n => format!("proto {n}"),
             };
-            format!("IPv4 {src} -> {dst} ttl {} {what}", p[8])
+            format!("IPv4 {src} -> {dst} ttl {} {what}{}", p[8], ipv4_fragment(p))
         }
         0x86dd if p.len() >= 40 => {
             let src = Ipv6Addr::from(<[u8; 16]>::try_from(&p[8..24]).unwrap());
@@ -484,7 +492,7 @@ pub fn describe(f: &[u8]) -> String {
                     let sids: Vec<String> = (0..n).rev().filter_map(|i| p.get(48 + 16 * i..64 + 16 * i)).map(|b| Ipv6Addr::from(<[u8; 16]>::try_from(b).unwrap_or([0; 16])).to_string()).collect();
                     let inner = 48 + 16 * n;
                     let idst = p.get(inner + 16..inner + 20).map(|b| Ipv4Addr::new(b[0], b[1], b[2], b[3]).to_string()).unwrap_or_default();
-                    format!("SRv6 H.Encaps SID list [{}] (inner IPv4 to {idst})", sids.join(", "))
+                    format!("SRv6 H.Encaps SID list [{}] (inner IPv4 to {idst}{})", sids.join(", "), ipv4_fragment(p.get(inner..).unwrap_or(&[])))
                 }
                 41 if p.len() >= 80 => {
                     // A notification wrapped toward an END.C / END.E SID.
@@ -504,6 +512,18 @@ pub fn describe(f: &[u8]) -> String {
     }
 }
 
+/// ", fragment of N octets at offset O[, MF]" for an IPv4 fragment
+/// (`ip` starts at its header), empty otherwise.
+fn ipv4_fragment(ip: &[u8]) -> String {
+    let Some(h) = ip.get(..20) else { return String::new() };
+    let fo = u16::from_be_bytes([h[6], h[7]]);
+    if fo & 0x3fff == 0 {
+        return String::new();
+    }
+    let len = usize::from(u16::from_be_bytes([h[2], h[3]])).saturating_sub(usize::from(h[0] & 0xf) * 4);
+    format!(", fragment of {len} octets at offset {}{}", (fo & 0x1fff) * 8, if fo & 0x2000 != 0 { ", MF" } else { "" })
+}
+
 fn summarize(frames: &[Vec<u8>]) -> String {
     let mut counts: Vec<(String, usize)> = Vec::new();
     for f in frames {
@@ -513,7 +533,7 @@ fn summarize(frames: &[Vec<u8>]) -> String {
             let head = d.split(" RoCEv2").next().unwrap_or(&d);
             let head = head.split(" ttl").next().unwrap_or(head).split(" hlim").next().unwrap_or(head);
             format!("{head} RoCEv2 data{}", if d.ends_with(" CE") { ", CE-marked" } else { "" })
-        } else if d.contains("SRv6 H.Encaps") {
+        } else if d.contains("SRv6 H.Encaps") && !d.contains("fragment") {
             // Group the encapsulated flows by SID list.
             let head = d.split(" (inner").next().unwrap_or(&d);
             format!("{head} (DC2 traffic)")
@@ -561,7 +581,7 @@ pub fn run(out: &Path) -> Result<(), String> {
     let c = &rep.counters;
     println!("\n== in short");
     println!(
-        "  forwarded {} packets (the burst fast path routed {} received packets, including ones later tail-dropped on a shaped port); answered ARP {} / ND {} / ping {} + {}; ICMP errors: Time Exceeded {} + {}, unreachable (no route) {} + {}, fragmentation needed {}, packet too big {}; dropped: no-route {}, ipv4-bad-checksum {}, runt {}",
+        "  forwarded {} packets (the burst fast path routed {} received packets, including ones later tail-dropped on a shaped port); answered ARP {} / ND {} / ping {} + {}; ICMP errors: Time Exceeded {} + {}, unreachable (no route) {} + {}, fragmentation needed {}, packet too big {}; IPv4 without DF over the MTU: {} fragmented into {} fragments; dropped: no-route {}, ipv4-bad-checksum {}, runt {}",
         c.total_tx() - (c.local_count(Local::ArpReply) + c.local_count(Local::NdAdvert) + c.local_count(Local::EchoReply4) + c.local_count(Local::EchoReply6) + c.local_count(Local::TimeExceeded4) + c.local_count(Local::TimeExceeded6) + c.local_count(Local::Unreachable4) + c.local_count(Local::Unreachable6) + c.local_count(Local::FragNeeded4) + c.local_count(Local::TooBig6) + c.local_count(Local::ArpRequestSent) + c.local_count(Local::NsSent) + c.local_count(Local::CnpRateReduce) + c.local_count(Local::CnpPause) + c.local_count(Local::CnpNotify) + c.local_count(Local::CnpResume) + c.local_count(Local::McAckUp) + c.local_count(Local::McNakUp) + c.local_count(Local::McRnrUp) + c.local_count(Local::McFatalNakUp) + c.local_count(Local::McCnpUp)),
         c.local_count(Local::FastPath),
         c.local_count(Local::ArpReply),
@@ -574,6 +594,8 @@ pub fn run(out: &Path) -> Result<(), String> {
         c.local_count(Local::Unreachable6),
         c.local_count(Local::FragNeeded4),
         c.local_count(Local::TooBig6),
+        c.local_count(Local::Fragmented4),
+        c.local_count(Local::Fragment4),
         c.drop_count(Drop::NoRoute),
         c.drop_count(Drop::Ipv4Checksum),
         c.drop_count(Drop::Runt)

@@ -48,6 +48,7 @@ reasons!(Drop, N_DROPS {
     NoRoute => "no-route",
     NeighbourMiss => "neighbour-miss",
     MtuExceeded => "mtu-exceeded",
+    TooManyFragments => "too-many-fragments",
     MulticastNotRouted => "multicast-not-routed",
     // local
     LocalUnsupported => "local-unsupported",
@@ -114,6 +115,8 @@ reasons!(Local, N_LOCAL {
     Unreachable6 => "icmpv6-no-route-sent",
     FragNeeded4 => "icmp-frag-needed-sent",
     TooBig6 => "icmpv6-packet-too-big-sent",
+    Fragmented4 => "ipv4-fragmented",
+    Fragment4 => "ipv4-fragments-created",
     ArpRequestSent => "arp-request-sent",
     NsSent => "nd-solicit-sent",
     CeMarked => "ecn-ce-marked",

@@ -12,6 +12,7 @@ pub mod tables;
 #[cfg(feature = "dpdk")]
 pub mod dpdk;
 pub mod pipeline;
+pub mod frag;
 pub mod fastpath;
 pub mod srv6;
 #[cfg(feature = "dpdk")]

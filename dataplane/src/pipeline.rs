@@ -30,9 +30,10 @@ pub enum Verdict {
     Drop(Drop),
     /// A local behaviour took it (learned from it); free it without a drop.
     Consumed,
-    /// End.MT replication (see [`crate::srv6`]): build this many copies
-    /// with [`Pipeline::build_replica`] into fresh buffers, then free the
-    /// original (not counted as a drop).
+    /// The packet becomes this many new ones, built with
+    /// [`Pipeline::build_replica`] into fresh buffers; then free the
+    /// original (not counted as a drop). End.MT replication (see
+    /// [`crate::srv6`]) and IPv4 fragmentation (see [`crate::frag`]).
     Replicate(u16),
 }
 
@@ -136,6 +137,8 @@ pub struct Pipeline {
     pub pfc_pending: Vec<(u16, crate::endc::PfcAction)>,
     /// The End.MT replication recorded by the last `process`.
     pub(crate) rep: ReplicaJob,
+    /// The IPv4 fragmentation recorded by the last `process`.
+    pub(crate) frag: crate::frag::FragJob,
     /// Local SIDs processed for the current packet.
     pub(crate) srv6_depth: u8,
     /// End.MT reverse-path groups this worker aggregates (one writer: this
@@ -151,7 +154,7 @@ pub struct Pipeline {
 }
 
 /// Where the layers of a received frame are.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct L2 {
     pub(crate) iface: u16,
     /// Length of the Ethernet header including the VLAN tag.
@@ -193,6 +196,7 @@ impl Pipeline {
             endc: None,
             pfc_pending: Vec::with_capacity(16),
             rep: ReplicaJob::default(),
+            frag: Default::default(),
             srv6_depth: 0,
             mc: crate::multicast::GroupTable::default(),
             mc_pending: Vec::with_capacity(MC_PENDING_CAP),
@@ -218,6 +222,7 @@ impl Pipeline {
         let now_ns = now_ns.max(1);
         self.reply = false;
         self.srv6_depth = 0;
+        self.frag.n = 0;
         match self.process_inner(p, port, now_ns) {
             Ok(v) => v,
             Err(r) => Verdict::Drop(r),
@@ -355,7 +360,7 @@ impl Pipeline {
             if Ipv4Packet::new_unchecked(&p.data()[l2.l3..]).dont_frag() {
                 return self.icmp_error4(p, l2, src, total, now_ns, Icmp4Error::FragNeeded(mtu));
             }
-            return Err(Drop::MtuExceeded);
+            return self.fragment4(p, l2, total, usize::from(mtu));
         }
         let (port, out_mac, vlan) = (ifc.port, ifc.mac, ifc.vlan);
         {

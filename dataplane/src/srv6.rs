@@ -908,7 +908,12 @@ impl Pipeline {
     /// fresh, empty buffer with headroom), from `original` (the unchanged
     /// received frame): Ethernet header, rewritten packet, routed. Returns
     /// the egress port, or why this copy is dropped (the caller counts it).
+    /// After an IPv4 fragmentation the copies are the fragments
+    /// ([`crate::frag`]).
     pub fn build_replica<P: PacketBuffer, Q: PacketBuffer>(&mut self, i: usize, original: &P, copy: &mut Q, now_ns: u64) -> Result<u16, Drop> {
+        if self.frag.n > 0 {
+            return self.build_fragment(i, original.data(), copy, now_ns);
+        }
         let job = self.rep;
         if i >= job.n {
             return Err(Drop::ReplicaInvalid);
@@ -979,6 +984,9 @@ impl Pipeline {
     /// `Ok(None)`: this copy needs a full copy (a downstream SID copy, a
     /// datagram with no payload beyond the BTH, or an ICRC at an odd offset).
     pub fn build_replica_head<Q: PacketBuffer>(&mut self, i: usize, original: &[u8], head: &mut Q, now_ns: u64) -> Result<Option<ReplicaHead>, Drop> {
+        if self.frag.n > 0 {
+            return Ok(None);
+        }
         let job = self.rep;
         if i >= job.n {
             return Err(Drop::ReplicaInvalid);
@@ -1062,7 +1070,12 @@ impl Pipeline {
                 }
             } else {
                 let ip = Ipv4Packet::new_unchecked(inner);
-                if ip.dont_frag() && tunnel_mtu >= 68 {
+                if tunnel_mtu >= 68 {
+                    if !ip.dont_frag() {
+                        // Fragment the inner packet, one tunnel packet per
+                        // fragment (RFC 4459 s.3.4; see crate::frag).
+                        return self.fragment4(p, l2, total, tunnel_mtu);
+                    }
                     let src = ip.src_addr();
                     return self.icmp_error4(p, l2, src, total, now_ns, Icmp4Error::FragNeeded(tunnel_mtu as u16));
                 }

@@ -356,12 +356,14 @@ impl Worker {
             }
             Verdict::Consumed => self.free.push(m.into_raw()),
             Verdict::Replicate(k) => {
-                // End.MT: each copy is built from the unchanged original,
-                // which is freed afterwards: zero-copy (the payload segment
-                // references the original's buffer, which stays alive until
-                // the last replica is sent) or into a fresh mbuf.
+                // End.MT copies or IPv4 fragments, each built from the
+                // unchanged original, which is freed afterwards. End.MT
+                // receiver copies are zero-copy where configured (the
+                // payload segment references the original's buffer, which
+                // stays alive until the last replica is sent), the others
+                // go into a fresh mbuf.
                 for i in 0..usize::from(k) {
-                    if self.spec.zero_copy_replicas {
+                    if self.spec.zero_copy_replicas && self.pipeline.frag.n == 0 {
                         let Some(mut c) = self.small_alloc() else {
                             self.counters.dropped(Drop::NoMbuf);
                             continue;

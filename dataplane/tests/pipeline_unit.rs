@@ -755,20 +755,17 @@ fn unicast_ip_in_link_layer_broadcast_is_not_forwarded() {
 }
 
 #[test]
-fn mtu_boundary_and_drop_without_df_or_icmp() {
+fn mtu_boundary_and_drop_without_icmp() {
     let mut pl = pipeline();
     // Egress p3 has MTU 600: a 600-byte packet goes, 601 does not.
     let ip = ipv4(v4("10.0.0.2"), v4("10.4.0.5"), 64, 17, &udp(600 - 28));
     assert_eq!(ip.len(), 600);
     let mut p = VecPacket::from_bytes(&frame4(R0, H0, None, &ip));
     assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Tx(3));
-    // Without DF: not fragmented, dropped.
-    let mut ip = ipv4(v4("10.0.0.2"), v4("10.4.0.5"), 64, 17, &udp(601 - 28));
-    ip[6] = 0;
-    ip[10..12].fill(0);
-    let c = checksum::checksum(&ip[..20]);
-    ip[10..12].copy_from_slice(&c.to_be_bytes());
-    assert_drop(&mut pl, &frame4(R0, H0, None, &ip), 0, Drop::MtuExceeded, "mtu-exceeded");
+    // Without DF: two fragments (see the fragmentation tests below).
+    let ip = ipv4_frag(v4("10.4.0.5"), 0, &[], &udp(601 - 28));
+    let mut p = VecPacket::from_bytes(&frame4(R0, H0, None, &ip));
+    assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Replicate(2));
     let ip = ipv6(v6("2001:db8::2"), v6("2001:db8:4::5"), 64, 17, &udp(600 - 48));
     assert_eq!(ip.len(), 600);
     let mut p = VecPacket::from_bytes(&frame6(R0, H0, None, &ip));
@@ -779,6 +776,131 @@ fn mtu_boundary_and_drop_without_df_or_icmp() {
     assert_drop(&mut pl, &frame4(R0, H0, None, &ip), 0, Drop::MtuExceeded, "mtu-exceeded");
     let ip = ipv6(v6("2001:db8::2"), v6("2001:db8:4::5"), 64, 17, &udp(601 - 48));
     assert_drop(&mut pl, &frame6(R0, H0, None, &ip), 0, Drop::MtuExceeded, "mtu-exceeded");
+}
+
+/// An IPv4 packet from 10.0.0.2 to `dst` with TTL 64, ID 0x4242, TOS
+/// 0xb8, the flags / offset word `flags_off` (DF clear unless given) and
+/// the `opts` options (a multiple of 4 octets).
+fn ipv4_frag(dst: Ipv4Addr, flags_off: u16, opts: &[u8], payload: &[u8]) -> Vec<u8> {
+    assert_eq!(opts.len() % 4, 0);
+    let hl = 20 + opts.len();
+    let total = (hl + payload.len()) as u16;
+    let mut h = vec![0x40 | (hl / 4) as u8, 0xb8];
+    h.extend_from_slice(&total.to_be_bytes());
+    h.extend_from_slice(&[0x42, 0x42]);
+    h.extend_from_slice(&flags_off.to_be_bytes());
+    h.extend_from_slice(&[64, 17, 0, 0]);
+    h.extend_from_slice(&[10, 0, 0, 2]);
+    h.extend_from_slice(&dst.octets());
+    h.extend_from_slice(opts);
+    let c = checksum::checksum(&h);
+    h[10..12].copy_from_slice(&c.to_be_bytes());
+    h.extend_from_slice(payload);
+    h
+}
+
+/// Process `frame` from p0, expect `n` fragments, build them as the worker
+/// does and return them (each sent out of `port`).
+fn fragments(pl: &mut Pipeline, frame: &[u8], n: u16, port: u16) -> Vec<Vec<u8>> {
+    let mut p = VecPacket::from_bytes(frame);
+    assert_eq!(run(pl, &mut p, 0, T0), Verdict::Replicate(n));
+    (0..usize::from(n))
+        .map(|i| {
+            let mut c = VecPacket::from_bytes(&[]);
+            assert_eq!(pl.build_replica(i, &p, &mut c, T0), Ok(port), "fragment {i}");
+            c.to_vec()
+        })
+        .collect()
+}
+
+/// The fields of an IPv4 fragment: (header length, total length, MF,
+/// offset in octets), after checking its header checksum and what every
+/// fragment keeps from the original.
+fn frag_fields(ip: &[u8]) -> (usize, usize, bool, usize) {
+    ipv4_header_ok(ip);
+    assert_eq!(&ip[4..6], &[0x42, 0x42], "identification kept");
+    assert_eq!(ip[1], 0xb8, "TOS kept");
+    assert_eq!(ip[8], 63, "TTL decremented once");
+    assert_eq!(ip[9], 17);
+    assert_eq!(&ip[12..20], &[10, 0, 0, 2, 10, 4, 0, 5]);
+    let fo = u16::from_be_bytes([ip[6], ip[7]]);
+    assert_eq!(fo & 0x4000, 0, "DF stays clear");
+    assert_eq!(ip.len(), usize::from(u16::from_be_bytes([ip[2], ip[3]])));
+    (usize::from(ip[0] & 0x0f) * 4, ip.len(), fo & 0x2000 != 0, usize::from(fo & 0x1fff) * 8)
+}
+
+#[test]
+fn ipv4_without_df_over_mtu_is_fragmented() {
+    // RFC 791 s.3.2 / RFC 1812 s.5.2.6: p3 has MTU 600, so 576 payload
+    // octets per fragment (the largest multiple of 8 that fits after 20).
+    let mut pl = pipeline();
+    let payload = udp(1500 - 28);
+    let ip = ipv4_frag(v4("10.4.0.5"), 0, &[], &payload);
+    let frags = fragments(&mut pl, &frame4(R0, H0, None, &ip), 3, 3);
+    let mut joined = Vec::new();
+    let want = [(20, 596, true, 0), (20, 596, true, 576), (20, 348, false, 1152)];
+    for (f, w) in frags.iter().zip(want) {
+        assert_eth(f, H4, R4, 0x0800);
+        let ipf = &f[14..];
+        assert!(ipf.len() <= 600);
+        assert_eq!(frag_fields(ipf), w);
+        joined.extend_from_slice(&ipf[20..]);
+    }
+    assert_eq!(joined, payload, "the fragments' payloads are the original's, in order");
+    assert_eq!(local(&pl, Local::Fragmented4), 1);
+    assert_eq!(local(&pl, Local::Fragment4), 3);
+    assert_eq!(Local::Fragmented4.name(), "ipv4-fragmented");
+    assert_eq!(Local::Fragment4.name(), "ipv4-fragments-created");
+    assert_eq!(total_drops(&pl), 0);
+    // 581 payload octets: 576 in the first fragment, 5 in the second.
+    let ip = ipv4_frag(v4("10.4.0.5"), 0, &[], &udp(581 - 8));
+    let frags = fragments(&mut pl, &frame4(R0, H0, None, &ip), 2, 3);
+    assert_eq!(frag_fields(&frags[1][14..]), (20, 25, false, 576));
+}
+
+#[test]
+fn fragments_keep_copied_options_and_continue_a_fragment() {
+    // Options: Record Route (not copied) + NOP + Router Alert (copied).
+    let opts = [0x07, 7, 4, 0, 0, 0, 0, 0x01, 0x94, 4, 0, 0];
+    // The original is itself a fragment: offset 1000, MF set.
+    let payload: Vec<u8> = (0..1200u32).map(|i| (i * 13 + 1) as u8).collect();
+    let ip = ipv4_frag(v4("10.4.0.5"), 0x2000 | (1000 / 8), &opts, &payload);
+    let mut pl = pipeline();
+    let frags = fragments(&mut pl, &frame4(R0, H0, None, &ip), 3, 3);
+    // 600 - 32 = 568 = 71 * 8 payload octets per fragment.
+    let (f0, f1, f2) = (&frags[0][14..], &frags[1][14..], &frags[2][14..]);
+    assert_eq!(frag_fields(f0), (32, 600, true, 1000));
+    assert_eq!(&f0[20..32], &opts, "the first fragment keeps every option");
+    assert_eq!(frag_fields(f1), (24, 24 + 568, true, 1568));
+    assert_eq!(&f1[20..24], &[0x94, 4, 0, 0], "later fragments keep only the copied ones");
+    assert_eq!(frag_fields(f2), (24, 24 + 64, true, 2136), "the last keeps the original's MF");
+    let joined: Vec<u8> = [&f0[32..], &f1[24..], &f2[24..]].concat();
+    assert_eq!(joined, payload);
+}
+
+#[test]
+fn fragmentation_limits_and_malformed_options() {
+    let mut pl = pipeline();
+    // 64 fragments of 576 octets is the most: one more is dropped.
+    let ip = ipv4_frag(v4("10.4.0.5"), 0, &[], &vec![0x5a; 64 * 576]);
+    let mut p = VecPacket::from_bytes(&frame4(R0, H0, None, &ip));
+    assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Replicate(64));
+    let ip = ipv4_frag(v4("10.4.0.5"), 0, &[], &vec![0x5a; 64 * 576 + 1]);
+    assert_drop(&mut pl, &frame4(R0, H0, None, &ip), 0, Drop::TooManyFragments, "too-many-fragments");
+    // An option whose length runs past the header cannot be split.
+    let ip = ipv4_frag(v4("10.4.0.5"), 0, &[0x94, 9, 0, 0], &udp(700));
+    assert_drop(&mut pl, &frame4(R0, H0, None, &ip), 0, Drop::Ipv4Options, "ipv4-options");
+    // Offsets past the 13-bit field.
+    let ip = ipv4_frag(v4("10.4.0.5"), 0x1fff, &[], &udp(700));
+    assert_drop(&mut pl, &frame4(R0, H0, None, &ip), 0, Drop::MalformedIpv4, "malformed-ipv4");
+    // A packet that fits is never fragmented, and DF still wins.
+    let ip = ipv4_frag(v4("10.4.0.5"), 0, &[], &udp(600 - 28));
+    let mut p = VecPacket::from_bytes(&frame4(R0, H0, None, &ip));
+    assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Tx(3));
+    let ip = ipv4_frag(v4("10.4.0.5"), 0x4000, &[], &udp(700));
+    let mut p = VecPacket::from_bytes(&frame4(R0, H0, None, &ip));
+    assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Tx(0), "Fragmentation Needed back to the source");
+    assert_eq!(local(&pl, Local::FragNeeded4), 1);
 }
 
 #[test]

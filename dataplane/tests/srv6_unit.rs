@@ -1071,9 +1071,37 @@ fn h_encaps_over_the_tunnel_mtu_tells_the_inner_source() {
     assert!(mtu == 1500 - 64 || mtu == 1500 - 80, "tunnel MTU {mtu}");
     assert_eq!(checksum::checksum(&d[20..]), 0, "ICMP checksum");
     assert_eq!(pl.counters.local[Local::FragNeeded4 as usize].get(), 1);
-    // Without DF: dropped (not fragmented).
-    let inner = ipv4(s4, d4, 17, 64, 0, &vec![9; 1480]);
-    expect_drop(&mut pl, eth(0x0800, &inner), Drop::MtuExceeded);
+    // Without DF: the inner packet is fragmented to the tunnel MTU and
+    // each fragment encapsulated on its own (RFC 4459 s.3.4).
+    let payload: Vec<u8> = (0..1480u32).map(|i| (i * 31 + 7) as u8).collect();
+    let inner = ipv4(s4, d4, 17, 64, 0, &payload);
+    let mut p = VecPacket::from_bytes(&eth(0x0800, &inner));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Replicate(2));
+    let (mut joined, mut das) = (Vec::new(), Vec::new());
+    for i in 0..2 {
+        let mut c = VecPacket::from_bytes(&[]);
+        assert_eq!(pl.build_replica(i, &p, &mut c, 1), Ok(1), "fragment {i} into the tunnel");
+        let o = c.to_vec();
+        let d = l3(&o);
+        assert!(d.len() <= 1500, "fits the egress MTU");
+        assert_eq!(usize::from(u16::from_be_bytes([d[4], d[5]])), d.len() - 40, "outer payload length");
+        assert_eq!(d[6], 43, "SRH");
+        let srh = (usize::from(d[41]) + 1) * 8;
+        assert_eq!(d[40], 4, "IPv4 inside");
+        das.push(d[24..40].to_vec());
+        let f = &d[40 + srh..];
+        assert_eq!(checksum::checksum(&f[..20]), 0, "inner header checksum");
+        assert_eq!(usize::from(u16::from_be_bytes([f[2], f[3]])), f.len());
+        let fo = u16::from_be_bytes([f[6], f[7]]);
+        assert_eq!(fo & 0x2000 != 0, i == 0, "MF on all but the last");
+        assert_eq!(usize::from(fo & 0x1fff) * 8, joined.len(), "offset continues");
+        assert_eq!(&f[12..20], &inner[12..20]);
+        joined.extend_from_slice(&f[20..]);
+    }
+    assert_eq!(das[0], das[1], "both fragments take the same segment list");
+    assert_eq!(joined, payload);
+    assert_eq!(pl.counters.local[Local::Fragment4 as usize].get(), 2);
+    assert_eq!(pl.counters.local[Local::Srv6Encap as usize].get(), 3, "the fitting IPv6 packet and two fragments");
 }
 
 // ------------------------------------------------------------ scapy oracle

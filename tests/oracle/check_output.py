@@ -1,8 +1,10 @@
 """Independent check of dcirouter's output pcaps with scapy: every IPv4 header
 checksum, UDP/ICMP/ICMPv6 checksum and RoCEv2 ICRC must equal what scapy
-computes from scratch. Prints one line per packet; exits 1 on a mismatch."""
+computes from scratch, and IPv4 fragments must reassemble (scapy's
+defragment) into a datagram whose UDP checksum verifies. Prints one line per
+packet and per reassembled datagram; exits 1 on a mismatch."""
 import sys
-from scapy.all import rdpcap, Ether, IP, IPv6, UDP, ICMP, ARP
+from scapy.all import rdpcap, defragment, Ether, IP, IPv6, UDP, ICMP, ARP
 from scapy.layers.inet6 import _ICMPv6, in6_chksum
 from scapy.contrib.roce import BTH
 
@@ -12,7 +14,12 @@ for path in sys.argv[1:]:
         raw = bytes(p)
         q = Ether(raw)
         notes = []
+        frag = IP in q and (q[IP].flags.MF or q[IP].frag > 0)
         for layer, field in ((IP, "chksum"), (UDP, "chksum"), (ICMP, "chksum")):
+            if layer is not IP and frag:
+                # Covers the whole datagram: checked after reassembly below.
+                notes.append("fragment")
+                break
             if layer in q:
                 got = q[layer].getfieldval(field)
                 if layer is UDP and got == 0 and IP in q:
@@ -66,4 +73,25 @@ for path in sys.argv[1:]:
             else:
                 notes.append("ICRC-ok")
         print(f"{path.split('/')[-1]}#{i}: {q.summary()} [{' '.join(notes)}]")
+    # Fragments: reassemble the datagrams (RFC 791) and check them whole.
+    frags = [p for p in rdpcap(path) if IP in p and (p[IP].flags.MF or p[IP].frag > 0)]
+    if frags:
+        n = {}
+        for f in frags:
+            n[f[IP].id] = n.get(f[IP].id, 0) + 1
+        for p in defragment(frags):
+            ip = p[IP] if IP in p else None
+            if ip is None or ip.flags.MF or ip.frag > 0:
+                bad += 1
+                print(f"{path.split('/')[-1]}: BAD fragments of id {ip.id if ip else '?'} do not reassemble")
+                continue
+            note = "no-udp"
+            if UDP in ip:
+                got = ip[UDP].chksum
+                c = ip.copy()
+                del c[UDP].chksum
+                want = IP(bytes(c))[UDP].chksum
+                note = "UDP-ok" if got == want else f"BAD UDP {got:#x} != {want:#x}"
+                bad += got != want
+            print(f"{path.split('/')[-1]}: reassembled id={ip.id:#x} from {n.get(ip.id, 0)} fragments, {len(bytes(ip))} octets [{note}]")
 sys.exit(1 if bad else 0)

@@ -28,6 +28,8 @@ pkts = [
     # Over the wan port's MTU of 1300: Fragmentation Needed / Packet Too Big.
     e() / IP(src="10.0.1.2", dst="10.0.3.5", flags="DF") / UDP(sport=1000, dport=2000) / Raw(b"P17-df-too-big" + bytes(1400 - 42)),
     e() / IPv6(src="2001:db8:1::2", dst="2001:db8:3::5") / UDP(sport=1000, dport=2000) / Raw(b"P18-too-big6" + bytes(1400 - 60)),
+    # Over the MTU without DF: fragmented (2828 octets: 1280 + 1280 + 248 of payload).
+    e() / IP(src="10.0.1.2", dst="10.0.3.5", id=0x1919, flags=0) / UDP(sport=1000, dport=2000) / Raw(b"P19-fragment-me" + bytes(i % 251 for i in range(2800 - 15))),
 ]
 trunc = bytes(e() / IP(src="10.0.1.2", dst="10.0.3.5", len=200) / UDP() / Raw(b"P9-truncated"))
 pkts[9] = Ether(trunc)

@@ -1,0 +1,163 @@
+//! IPv4 fragmentation: a router forwards an IPv4 packet that is larger
+//! than the egress MTU and does not have DF set as fragments (RFC 791
+//! s.3.2, RFC 1812 s.5.2.6 / s.4.2.2.7). RoCEv2 always sets DF, so this is
+//! for the rest of the traffic a DCI router carries.
+//!
+//! The same happens at H.Encaps: an IPv4 packet without DF over the tunnel
+//! MTU (the egress MTU less the outer headers) is fragmented before it is
+//! encapsulated, each fragment in its own outer packet ("fragmentation of
+//! the inner packet", RFC 4459 s.3.4). The tunnel's egress then forwards
+//! ordinary IPv4 fragments, with no reassembly.
+//!
+//! How: the forwarding code that finds the packet too big records a
+//! [`FragJob`] and answers [`Verdict::Replicate`]`(n)`, the verdict that
+//! already turns one received packet into `n` new ones (End.MT). The worker
+//! calls [`Pipeline::build_replica`] for each; for a fragmentation job that
+//! writes fragment `i` into the fresh buffer as a frame just like the one
+//! received (same L2 header), and then forwards it through the same
+//! `ipv4` path as any packet, where it now fits: TTL, SRv6 policy and
+//! encapsulation, neighbour, L2 rewrite all happen exactly once, in one
+//! place. The original is freed afterwards.
+//!
+//! The fragments keep the Identification, the protocol and the addresses;
+//! their offsets continue the original's (a fragment can be fragmented
+//! again, the last one keeping the original's MF); every fragment but the
+//! last carries a multiple of 8 payload octets. The first fragment keeps
+//! all the options, the others only those with the copied flag (RFC 791
+//! s.3.1). At most [`MAX_FRAGMENTS`] per packet: a packet that would need
+//! more is dropped as `too-many-fragments`.
+
+use crate::counters::{Drop, Local};
+use crate::packet::PacketBuffer;
+use crate::pipeline::{Pipeline, Verdict, L2};
+use crate::wire::ipv4::Ipv4Packet;
+
+/// The most fragments one packet is cut into. A 9000-octet jumbo frame
+/// onto a 576-octet link needs 16; this bound keeps one packet from
+/// emptying the mbuf pool.
+pub const MAX_FRAGMENTS: usize = 64;
+
+/// The fragmentation recorded for [`Pipeline::build_replica`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FragJob {
+    /// Number of fragments; 0 when the last packet was not fragmented.
+    pub(crate) n: usize,
+    /// The original frame's layers (its L2 header is reused).
+    l2: L2,
+    /// Header length of the first fragment (the original's) and of the
+    /// others (only the copied options, padded).
+    hl: usize,
+    rest_hl: usize,
+    /// Total length of the original.
+    total: usize,
+    /// Payload octets per fragment (a multiple of 8); the last takes the rest.
+    chunk: usize,
+    /// The options the later fragments carry, padded with End of Option
+    /// List to a multiple of 4 octets (`rest_hl - 20` of them).
+    copied: [u8; 40],
+}
+
+impl Default for FragJob {
+    fn default() -> Self {
+        FragJob { n: 0, l2: L2::default(), hl: 20, rest_hl: 20, total: 0, chunk: 8, copied: [0; 40] }
+    }
+}
+
+/// The options of an IPv4 header that every fragment carries (copied flag
+/// set, RFC 791 s.3.1), in order, and their length before padding. None
+/// when the options are malformed.
+fn copied_options(opts: &[u8]) -> Option<([u8; 40], usize)> {
+    let mut out = [0u8; 40];
+    let (mut i, mut n) = (0, 0);
+    while i < opts.len() {
+        match opts[i] {
+            0 => break,
+            1 => i += 1,
+            t => {
+                let len = usize::from(*opts.get(i + 1)?);
+                if len < 2 || i + len > opts.len() {
+                    return None;
+                }
+                if t & 0x80 != 0 {
+                    out[n..n + len].copy_from_slice(&opts[i..i + len]);
+                    n += len;
+                }
+                i += len;
+            }
+        }
+    }
+    Some((out, n))
+}
+
+impl Pipeline {
+    /// The IPv4 packet at `l2.l3` (`total` octets, DF clear) does not fit
+    /// `mtu`: record its fragmentation and ask for the fragments.
+    pub(crate) fn fragment4<P: PacketBuffer>(&mut self, p: &P, l2: L2, total: usize, mtu: usize) -> Result<Verdict, Drop> {
+        let ip = Ipv4Packet::new_unchecked(p.data().get(l2.l3..l2.l3 + total).ok_or(Drop::MalformedIpv4)?);
+        let hl = ip.header_len();
+        let (copied, n_copied) = copied_options(ip.options()).ok_or(Drop::Ipv4Options)?;
+        let rest_hl = 20 + n_copied.div_ceil(4) * 4;
+        if mtu < hl + 8 {
+            return Err(Drop::MtuExceeded);
+        }
+        let chunk = (mtu - hl) & !7;
+        let n = (total - hl).div_ceil(chunk);
+        // The fragments' offsets must stay within the 13-bit field.
+        if usize::from(ip.frag_offset()) + (total - hl) > 0xffff {
+            return Err(Drop::MalformedIpv4);
+        }
+        if n > MAX_FRAGMENTS {
+            return Err(Drop::TooManyFragments);
+        }
+        self.frag = FragJob { n, l2, hl, rest_hl, total, chunk, copied };
+        self.counters.local(Local::Fragmented4);
+        Ok(Verdict::Replicate(n as u16))
+    }
+
+    /// Write fragment `i` of the recorded job into `copy` (fresh, empty)
+    /// from the `original` frame and forward it. Returns the egress port.
+    pub(crate) fn build_fragment<Q: PacketBuffer>(&mut self, i: usize, original: &[u8], copy: &mut Q, now_ns: u64) -> Result<u16, Drop> {
+        let job = self.frag;
+        if i >= job.n {
+            return Err(Drop::ReplicaInvalid);
+        }
+        let l3 = job.l2.l3;
+        let orig = original.get(..l3 + job.total).ok_or(Drop::ReplicaInvalid)?;
+        let payload = &orig[l3 + job.hl..];
+        let at = i * job.chunk;
+        let len = job.chunk.min(payload.len() - at);
+        let hl = if i == 0 { job.hl } else { job.rest_hl };
+        if !copy.set_len(l3 + hl + len) {
+            return Err(Drop::NoHeadroom);
+        }
+        let (mf, offset) = {
+            let ip = Ipv4Packet::new_unchecked(&orig[l3..]);
+            (ip.more_frags(), ip.frag_offset())
+        };
+        {
+            let d = copy.data_mut();
+            d[..l3 + 20].copy_from_slice(&orig[..l3 + 20]);
+            if i == 0 {
+                d[l3 + 20..l3 + hl].copy_from_slice(&orig[l3 + 20..l3 + hl]);
+            } else {
+                d[l3 + 20..l3 + hl].copy_from_slice(&job.copied[..hl - 20]);
+            }
+            d[l3 + hl..].copy_from_slice(&payload[at..at + len]);
+            let mut ip = Ipv4Packet::new_unchecked(&mut d[l3..]);
+            ip.set_header_len(hl);
+            ip.set_total_len((hl + len) as u16);
+            ip.set_more_frags(mf || i + 1 < job.n);
+            // In octets here; `at` is a multiple of 8.
+            ip.set_frag_offset(offset + at as u16);
+            ip.fill_checksum();
+        }
+        // Forward it like any received packet; it fits the MTU now.
+        match self.ipv4(copy, job.l2, now_ns.max(1))? {
+            Verdict::Tx(port) => {
+                self.counters.local(Local::Fragment4);
+                Ok(port)
+            }
+            _ => Err(Drop::ReplicaInvalid),
+        }
+    }
+}
