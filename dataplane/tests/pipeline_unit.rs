@@ -1803,6 +1803,8 @@ mod fuzz {
             (frame6(R0, NEW, None, &ipv6(src, ours, 255, 58, &na)), 0),
             (frame6(R0, H0, None, &ipv6(v6("2001:db8::2"), ours, 64, 58, &e6)), 0),
             (frame6(R2, H2, Some((3, 100)), &ipv6(v6("2001:db8:2::2"), v6("2001:db8:2::1"), 64, 58, &e6b)), 2),
+            // Fragmented (no DF, over p3's MTU), with options to split.
+            (frame4(R0, H0, None, &ipv4_frag(v4("10.4.0.5"), 0, &[0x07, 7, 4, 0, 0, 0, 0, 0x01, 0x94, 4, 0, 0], &udp(1300))), 0),
         ]
     }
 
@@ -1813,7 +1815,17 @@ mod fuzz {
                 assert!(out <= 3, "Tx on a port we do not have: {out}");
                 assert!(p.len() >= 14);
             }
-            Verdict::Drop(_) | Verdict::Consumed | Verdict::Replicate(_) => {}
+            Verdict::Replicate(k) => {
+                // Build every copy / fragment as the worker does.
+                for i in 0..usize::from(k) {
+                    let mut c = VecPacket::with_headroom(&[], 128);
+                    if let Ok(out) = pl.build_replica(i, &p, &mut c, now) {
+                        assert!(out <= 3, "Tx on a port we do not have: {out}");
+                        assert!(c.len() >= 14 + 20);
+                    }
+                }
+            }
+            Verdict::Drop(_) | Verdict::Consumed => {}
         }
         // The worker drains between bursts.
         pl.events.clear();
@@ -1848,7 +1860,7 @@ mod fuzz {
         }
 
         #[test]
-        fn truncated_valid_frames_never_panic(idx in 0usize..16, cut in 0usize..2000, headroom in 0usize..24, now in 1u64..u64::MAX) {
+        fn truncated_valid_frames_never_panic(idx in 0usize..64, cut in 0usize..2000, headroom in 0usize..24, now in 1u64..u64::MAX) {
             let c = corpus();
             let (f, port) = &c[idx % c.len()];
             let n = cut % (f.len() + 1);
@@ -1858,7 +1870,7 @@ mod fuzz {
 
         #[test]
         fn mutated_valid_frames_never_panic(
-            idx in 0usize..16,
+            idx in 0usize..64,
             edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..6),
             extra in proptest::collection::vec(any::<u8>(), 0..8),
             headroom in 0usize..24,
