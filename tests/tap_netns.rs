@@ -304,6 +304,18 @@ for _ in range(3):
     let c = control::ctl::request(sock.to_str().unwrap(), "show counters").unwrap();
     assert_eq!(counter(&c, "ipv4-fragmented"), 2, "the router fragmented each request's first fragment:\n{c}");
     assert_eq!(counter(&c, "ipv4-fragments-created"), 4, "{c}");
+    // 3000-byte pings to the router itself: the kernel fragments them for
+    // its 1500-byte link, the router reassembles them, answers, and
+    // fragments its replies (IPv4, and IPv6 with a Fragment header); the
+    // kernel reassembles those.
+    for dst in ["10.1.0.1", "2001:db8:a::1"] {
+        let o = in_ns(&n1, &["ping", "-c", "2", "-i", "0.2", "-W", "2", "-s", "3000", dst]);
+        assert!(String::from_utf8_lossy(&o.stdout).contains(" 0% packet loss"), "big ping to {dst}:\n{}", String::from_utf8_lossy(&o.stdout));
+    }
+    let c = control::ctl::request(sock.to_str().unwrap(), "show counters").unwrap();
+    assert_eq!(counter(&c, "reassembled"), 4, "{c}");
+    assert_eq!(counter(&c, "ipv6-fragments-created"), 6, "two replies of 3 fragments: {c}");
+    assert_eq!(counter(&c, "ipv4-fragments-created"), 4 + 6, "{c}");
 
     // Path MTU discovery with the kernel as the judge: port b has MTU 1400.
     // A 1428-byte IPv4 echo with DF gets Fragmentation Needed (mtu 1400)

@@ -239,6 +239,12 @@ pub fn traffic() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     let c = dataplane::wire::checksum::checksum(&nodf[14..34]);
     nodf[14 + 10..14 + 12].copy_from_slice(&c.to_be_bytes());
     dc.push(nodf);
+    // A 3000-byte ping to the router over IPv4 and IPv6, fragmented by the
+    // host for its 1500-byte link: reassembled, answered, the replies
+    // fragmented.
+    let big: Vec<u8> = (0..3000u32).map(|i| (i % 251) as u8).collect();
+    dc.extend(gen::fragment4(&gen::echo4_data(&to_router, host4, r4, 0x1234, 2, &big), 1500, 0x3000));
+    dc.extend(gen::fragment6(&gen::echo6_data(&to_router, host6, r6, 0x1234, 2, &big), 1500, 0x3001));
     // Malformed: bad IPv4 header checksum, and a runt frame.
     let mut bad = gen::udp4(&to_router, host4, Ipv4Addr::new(10, 0, 3, 2), 1, 2, b"bad", 64);
     bad[24] ^= 0xff;
@@ -270,8 +276,8 @@ pub fn traffic() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     let from_wan = L2 { src: WAN_GW_MAC, dst: ROUTER_WAN_MAC };
     let mut wan = Vec::new();
     for i in 0..8u32 {
-        wan.push(gen::roce4(&from_wan, Ipv4Addr::new(10, 0, 3, 2), host4, 49152, 0x300 + i, i, 0, 63));
-        wan.push(gen::roce6(&from_wan, "2001:db8:3::2".parse().unwrap(), host6, 49152, 0x300 + i, i, 0, 63));
+        wan.push(gen::roce4(&from_wan, Ipv4Addr::new(10, 0, 3, 2), host4, 49152, 0x300 + i, i, 32, 63));
+        wan.push(gen::roce6(&from_wan, "2001:db8:3::2".parse().unwrap(), host6, 49152, 0x300 + i, i, 32, 63));
     }
     // From the WAN: an SRv6-encapsulated RoCEv2 packet to our End.MT SID
     // with three receivers in the DC; a Long-haul CNP to our END.E SID (for
@@ -425,7 +431,9 @@ pub fn describe(f: &[u8]) -> String {
             let src = Ipv4Addr::new(p[12], p[13], p[14], p[15]);
             let dst = Ipv4Addr::new(p[16], p[17], p[18], p[19]);
             let hl = usize::from(p[0] & 0xf) * 4;
+            let later = u16::from_be_bytes([p[6], p[7]]) & 0x1fff != 0;
             let what = match p[9] {
+                n if later => format!("proto {n} data"),
                 1 if p.len() > hl => match p[hl] {
                     0 => "ICMP echo reply".to_string(),
                     11 => "ICMP time exceeded".to_string(),
@@ -445,6 +453,11 @@ pub fn describe(f: &[u8]) -> String {
             let src = Ipv6Addr::from(<[u8; 16]>::try_from(&p[8..24]).unwrap());
             let dst = Ipv6Addr::from(<[u8; 16]>::try_from(&p[24..40]).unwrap());
             let what = match p[6] {
+                44 if p.len() >= 48 => {
+                    let fo = u16::from_be_bytes([p[42], p[43]]);
+                    let kind = if fo & 0xfff8 == 0 && p[40] == 58 && p.len() > 48 && p[48] == 129 { " (ICMPv6 echo reply)" } else { "" };
+                    format!("fragment{kind} of {} octets at offset {}{}, next header {}", p.len() - 48, fo & 0xfff8, if fo & 1 != 0 { ", M" } else { "" }, p[40])
+                }
                 58 if p.len() > 40 && p[40] == dataplane::wire::params::Params::DEFAULT.icmpv6_lhcnp_type => "Long-haul CNP (ICMPv6)".to_string(),
                 58 if p.len() > 48 && p[40] == dataplane::wire::params::Params::DEFAULT.icmpv6_fann_type => {
                     let mut md = String::new();
@@ -581,7 +594,7 @@ pub fn run(out: &Path) -> Result<(), String> {
     let c = &rep.counters;
     println!("\n== in short");
     println!(
-        "  forwarded {} packets (the burst fast path routed {} received packets, including ones later tail-dropped on a shaped port); answered ARP {} / ND {} / ping {} + {}; ICMP errors: Time Exceeded {} + {}, unreachable (no route) {} + {}, fragmentation needed {}, packet too big {}; IPv4 without DF over the MTU: {} fragmented into {} fragments; dropped: no-route {}, ipv4-bad-checksum {}, runt {}",
+        "  forwarded {} packets (the burst fast path routed {} received packets, including ones later tail-dropped on a shaped port); answered ARP {} / ND {} / ping {} + {}; ICMP errors: Time Exceeded {} + {}, unreachable (no route) {} + {}, fragmentation needed {}, packet too big {}; fragmentation: {} IPv4 packets cut into {} fragments (transit without DF and the router's own replies), {} IPv6 reply fragments; datagrams to the router reassembled {}; dropped: no-route {}, ipv4-bad-checksum {}, runt {}",
         c.total_tx() - (c.local_count(Local::ArpReply) + c.local_count(Local::NdAdvert) + c.local_count(Local::EchoReply4) + c.local_count(Local::EchoReply6) + c.local_count(Local::TimeExceeded4) + c.local_count(Local::TimeExceeded6) + c.local_count(Local::Unreachable4) + c.local_count(Local::Unreachable6) + c.local_count(Local::FragNeeded4) + c.local_count(Local::TooBig6) + c.local_count(Local::ArpRequestSent) + c.local_count(Local::NsSent) + c.local_count(Local::CnpRateReduce) + c.local_count(Local::CnpPause) + c.local_count(Local::CnpNotify) + c.local_count(Local::CnpResume) + c.local_count(Local::McAckUp) + c.local_count(Local::McNakUp) + c.local_count(Local::McRnrUp) + c.local_count(Local::McFatalNakUp) + c.local_count(Local::McCnpUp)),
         c.local_count(Local::FastPath),
         c.local_count(Local::ArpReply),
@@ -596,6 +609,8 @@ pub fn run(out: &Path) -> Result<(), String> {
         c.local_count(Local::TooBig6),
         c.local_count(Local::Fragmented4),
         c.local_count(Local::Fragment4),
+        c.local_count(Local::Fragment6),
+        c.local_count(Local::Reassembled),
         c.drop_count(Drop::NoRoute),
         c.drop_count(Drop::Ipv4Checksum),
         c.drop_count(Drop::Runt)

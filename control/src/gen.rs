@@ -139,16 +139,73 @@ pub fn arp_request(src_mac: MacAddr, src: Ipv4Addr, target: Ipv4Addr) -> Vec<u8>
 }
 
 pub fn echo4(l2: &L2, src: Ipv4Addr, dst: Ipv4Addr, id: u16, seq: u16) -> Vec<u8> {
+    echo4_data(l2, src, dst, id, seq, b"dcirouter-demo-ping")
+}
+
+/// An ICMP echo request carrying `data`.
+pub fn echo4_data(l2: &L2, src: Ipv4Addr, dst: Ipv4Addr, id: u16, seq: u16, data: &[u8]) -> Vec<u8> {
     let mut m = vec![8, 0, 0, 0];
     m.extend_from_slice(&id.to_be_bytes());
     m.extend_from_slice(&seq.to_be_bytes());
-    m.extend_from_slice(b"dcirouter-demo-ping");
+    m.extend_from_slice(data);
     let c = checksum::checksum(&m);
     m[2..4].copy_from_slice(&c.to_be_bytes());
     let mut out = Vec::new();
     eth(l2, 0x0800, &mut out);
     out.extend_from_slice(&ipv4_hdr(src, dst, 1, m.len(), 64, 0));
     out.extend_from_slice(&m);
+    out
+}
+
+/// What a host sends for an untagged IPv4 frame larger than its link:
+/// fragments of at most `mtu` octets (DF cleared, Identification `id`).
+pub fn fragment4(frame: &[u8], mtu: usize, id: u16) -> Vec<Vec<u8>> {
+    let payload = &frame[14 + 20..];
+    let chunk = (mtu - 20) & !7;
+    let mut out = Vec::new();
+    for (k, part) in payload.chunks(chunk).enumerate() {
+        let mut f = frame[..14 + 20].to_vec();
+        let h = &mut f[14..];
+        h[2..4].copy_from_slice(&((20 + part.len()) as u16).to_be_bytes());
+        h[4..6].copy_from_slice(&id.to_be_bytes());
+        let more = (k + 1) * chunk < payload.len();
+        h[6..8].copy_from_slice(&(((k * chunk / 8) as u16) | if more { 0x2000 } else { 0 }).to_be_bytes());
+        h[10..12].fill(0);
+        let c = checksum::checksum(h);
+        h[10..12].copy_from_slice(&c.to_be_bytes());
+        f.extend_from_slice(part);
+        out.push(f);
+    }
+    out
+}
+
+/// An ICMPv6 echo request carrying `data`.
+pub fn echo6_data(l2: &L2, src: Ipv6Addr, dst: Ipv6Addr, id: u16, seq: u16, data: &[u8]) -> Vec<u8> {
+    let mut m = vec![128, 0, 0, 0];
+    m.extend_from_slice(&id.to_be_bytes());
+    m.extend_from_slice(&seq.to_be_bytes());
+    m.extend_from_slice(data);
+    icmp6(l2, src, dst, m, 64)
+}
+
+/// What a host sends for an untagged IPv6 frame (no extension headers)
+/// larger than its link: fragments of at most `mtu` octets with a
+/// Fragment header (RFC 8200 s.4.5).
+pub fn fragment6(frame: &[u8], mtu: usize, ident: u32) -> Vec<Vec<u8>> {
+    let payload = &frame[14 + 40..];
+    let chunk = (mtu - 48) & !7;
+    let mut out = Vec::new();
+    for (k, part) in payload.chunks(chunk).enumerate() {
+        let mut f = frame[..14 + 40].to_vec();
+        f[14 + 4..14 + 6].copy_from_slice(&((8 + part.len()) as u16).to_be_bytes());
+        f[14 + 6] = 44;
+        let more = (k + 1) * chunk < payload.len();
+        f.extend_from_slice(&[frame[14 + 6], 0]);
+        f.extend_from_slice(&(((k * chunk) as u16) | u16::from(more)).to_be_bytes());
+        f.extend_from_slice(&ident.to_be_bytes());
+        f.extend_from_slice(part);
+        out.push(f);
+    }
     out
 }
 

@@ -19,6 +19,13 @@
 //! encapsulation, neighbour, L2 rewrite all happen exactly once, in one
 //! place. The original is freed afterwards.
 //!
+//! The router's own replies are fragmented the same way when they do not
+//! fit the egress MTU (an echo reply to a reassembled request, see
+//! [`crate::reasm`]): IPv4 as above with DF cleared, IPv6 with a Fragment
+//! header after the IPv6 header (RFC 8200 s.4.5, the router being the
+//! source). These fragments are sent as built, on the port the reply was
+//! routed to.
+//!
 //! The fragments keep the Identification, the protocol and the addresses;
 //! their offsets continue the original's (a fragment can be fragmented
 //! again, the last one keeping the original's MF); every fragment but the
@@ -55,11 +62,21 @@ pub(crate) struct FragJob {
     /// The options the later fragments carry, padded with End of Option
     /// List to a multiple of 4 octets (`rest_hl - 20` of them).
     copied: [u8; 40],
+    /// IPv6 (the router's own datagram, fragmented with a Fragment header
+    /// carrying `ident6`).
+    v6: bool,
+    ident6: u32,
+    /// The router's own reply, already routed: send the fragments on this
+    /// port as built.
+    out: Option<u16>,
+    /// The datagram is in this reassembly slot's buffer, not in the
+    /// received packet.
+    src_slot: Option<usize>,
 }
 
 impl Default for FragJob {
     fn default() -> Self {
-        FragJob { n: 0, l2: L2::default(), hl: 20, rest_hl: 20, total: 0, chunk: 8, copied: [0; 40] }
+        FragJob { n: 0, l2: L2::default(), hl: 20, rest_hl: 20, total: 0, chunk: 8, copied: [0; 40], v6: false, ident6: 0, out: None, src_slot: None }
     }
 }
 
@@ -90,10 +107,11 @@ fn copied_options(opts: &[u8]) -> Option<([u8; 40], usize)> {
 }
 
 impl Pipeline {
-    /// The IPv4 packet at `l2.l3` (`total` octets, DF clear) does not fit
-    /// `mtu`: record its fragmentation and ask for the fragments.
-    pub(crate) fn fragment4<P: PacketBuffer>(&mut self, p: &P, l2: L2, total: usize, mtu: usize) -> Result<Verdict, Drop> {
-        let ip = Ipv4Packet::new_unchecked(p.data().get(l2.l3..l2.l3 + total).ok_or(Drop::MalformedIpv4)?);
+    /// The IPv4 packet at `l2.l3` of `frame` (`total` octets, DF clear)
+    /// does not fit `mtu`: record its fragmentation and ask for the
+    /// fragments.
+    pub(crate) fn fragment4(&mut self, frame: &[u8], l2: L2, total: usize, mtu: usize) -> Result<Verdict, Drop> {
+        let ip = Ipv4Packet::new_unchecked(frame.get(l2.l3..l2.l3 + total).ok_or(Drop::MalformedIpv4)?);
         let hl = ip.header_len();
         let (copied, n_copied) = copied_options(ip.options()).ok_or(Drop::Ipv4Options)?;
         let rest_hl = 20 + n_copied.div_ceil(4) * 4;
@@ -109,9 +127,36 @@ impl Pipeline {
         if n > MAX_FRAGMENTS {
             return Err(Drop::TooManyFragments);
         }
-        self.frag = FragJob { n, l2, hl, rest_hl, total, chunk, copied };
+        self.frag = FragJob { n, l2, hl, rest_hl, total, chunk, copied, ..Default::default() };
         self.counters.local(Local::Fragmented4);
         Ok(Verdict::Replicate(n as u16))
+    }
+
+    /// A reply the router built (`frame`, routed to `port`, its IP header
+    /// at `l3`) is larger than the egress `mtu`: send it as fragments.
+    /// `src_slot`: the frame is that reassembly slot's buffer.
+    pub(crate) fn fragment_local(&mut self, frame: &[u8], l3: usize, port: u16, mtu: usize, src_slot: Option<usize>) -> Result<Verdict, Drop> {
+        let ip = frame.get(l3..).ok_or(Drop::ReplicaInvalid)?;
+        let l2 = L2 { l3, ..Default::default() };
+        if ip.first().is_some_and(|v| v >> 4 == 6) {
+            let total = 40 + usize::from(u16::from_be_bytes([ip[4], ip[5]]));
+            if mtu < 48 + 8 || total > ip.len() {
+                return Err(Drop::MtuExceeded);
+            }
+            let chunk = (mtu - 48) & !7;
+            let n = (total - 40).div_ceil(chunk);
+            if n > MAX_FRAGMENTS {
+                return Err(Drop::TooManyFragments);
+            }
+            self.frag_ident = self.frag_ident.wrapping_add(1);
+            self.frag = FragJob { n, l2, hl: 40, rest_hl: 40, total, chunk, v6: true, ident6: self.frag_ident, out: Some(port), src_slot, ..Default::default() };
+            return Ok(Verdict::Replicate(n as u16));
+        }
+        let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+        let v = self.fragment4(frame, l2, total, mtu)?;
+        self.frag.out = Some(port);
+        self.frag.src_slot = src_slot;
+        Ok(v)
     }
 
     /// Write fragment `i` of the recorded job into `copy` (fresh, empty)
@@ -122,10 +167,33 @@ impl Pipeline {
             return Err(Drop::ReplicaInvalid);
         }
         let l3 = job.l2.l3;
-        let orig = original.get(..l3 + job.total).ok_or(Drop::ReplicaInvalid)?;
+        let src = match job.src_slot {
+            Some(s) => self.reasm.data(s),
+            None => original,
+        };
+        let orig = src.get(..l3 + job.total).ok_or(Drop::ReplicaInvalid)?;
         let payload = &orig[l3 + job.hl..];
         let at = i * job.chunk;
         let len = job.chunk.min(payload.len() - at);
+        if job.v6 {
+            if !copy.set_len(l3 + 48 + len) {
+                return Err(Drop::NoHeadroom);
+            }
+            let d = copy.data_mut();
+            d[..l3 + 40].copy_from_slice(&orig[..l3 + 40]);
+            d[l3 + 4..l3 + 6].copy_from_slice(&((8 + len) as u16).to_be_bytes());
+            d[l3 + 6] = 44;
+            // The Fragment header (RFC 8200 s.4.5).
+            let f = &mut d[l3 + 40..l3 + 48];
+            f[0] = orig[l3 + 6];
+            f[1] = 0;
+            let more = u16::from(i + 1 < job.n);
+            f[2..4].copy_from_slice(&((at as u16) | more).to_be_bytes());
+            f[4..8].copy_from_slice(&job.ident6.to_be_bytes());
+            d[l3 + 48..].copy_from_slice(&payload[at..at + len]);
+            self.counters.local(Local::Fragment6);
+            return job.out.ok_or(Drop::ReplicaInvalid);
+        }
         let hl = if i == 0 { job.hl } else { job.rest_hl };
         if !copy.set_len(l3 + hl + len) {
             return Err(Drop::NoHeadroom);
@@ -149,7 +217,14 @@ impl Pipeline {
             ip.set_more_frags(mf || i + 1 < job.n);
             // In octets here; `at` is a multiple of 8.
             ip.set_frag_offset(offset + at as u16);
+            if job.out.is_some() {
+                ip.set_dont_frag(false);
+            }
             ip.fill_checksum();
+        }
+        if let Some(port) = job.out {
+            self.counters.local(Local::Fragment4);
+            return Ok(port);
         }
         // Forward it like any received packet; it fits the MTU now.
         match self.ipv4(copy, job.l2, now_ns.max(1))? {

@@ -13,6 +13,7 @@ pub mod tables;
 pub mod dpdk;
 pub mod pipeline;
 pub mod frag;
+pub mod reasm;
 pub mod fastpath;
 pub mod srv6;
 #[cfg(feature = "dpdk")]

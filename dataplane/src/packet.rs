@@ -94,6 +94,21 @@ impl VecPacket {
         self.end = h + bytes.len();
     }
 
+    /// The whole buffer, headroom and tailroom included.
+    pub(crate) fn raw_mut(&mut self) -> &mut [u8] {
+        &mut self.buf
+    }
+
+    /// Make `start..end` of the whole buffer the packet.
+    pub(crate) fn set_window(&mut self, start: usize, end: usize) -> bool {
+        if start > end || end > self.buf.len() {
+            return false;
+        }
+        self.start = start;
+        self.end = end;
+        true
+    }
+
     /// Empty, with the default headroom.
     pub fn clear(&mut self) {
         self.start = Self::DEFAULT_HEADROOM;

@@ -139,6 +139,10 @@ pub struct Pipeline {
     pub(crate) rep: ReplicaJob,
     /// The IPv4 fragmentation recorded by the last `process`.
     pub(crate) frag: crate::frag::FragJob,
+    /// Identification of the router's own IPv6 fragments.
+    pub(crate) frag_ident: u32,
+    /// Datagrams to the router's addresses in reassembly.
+    pub(crate) reasm: crate::reasm::Reassembly,
     /// Local SIDs processed for the current packet.
     pub(crate) srv6_depth: u8,
     /// End.MT reverse-path groups this worker aggregates (one writer: this
@@ -197,6 +201,8 @@ impl Pipeline {
             pfc_pending: Vec::with_capacity(16),
             rep: ReplicaJob::default(),
             frag: Default::default(),
+            frag_ident: 0,
+            reasm: Default::default(),
             srv6_depth: 0,
             mc: crate::multicast::GroupTable::default(),
             mc_pending: Vec::with_capacity(MC_PENDING_CAP),
@@ -335,7 +341,11 @@ impl Pipeline {
             return Err(Drop::Ipv4Martian);
         }
         if self.topo.is_local4(&dst) {
-            return self.local4(p, l2, src, dst, proto, hl, total);
+            if Ipv4Packet::new_unchecked(&p.data()[l2.l3..]).is_fragment() {
+                return self.reassemble4(p, l2, hl, total, now_ns);
+            }
+            let v = self.local4(p, l2, src, dst, proto, hl, total)?;
+            return self.fit_reply(p.data(), v, None);
         }
         if dst.is_multicast() || dst.is_broadcast() || self.is_subnet_broadcast(l2.iface, dst) || l2.mcast {
             return Err(Drop::MulticastNotRouted);
@@ -360,7 +370,7 @@ impl Pipeline {
             if Ipv4Packet::new_unchecked(&p.data()[l2.l3..]).dont_frag() {
                 return self.icmp_error4(p, l2, src, total, now_ns, Icmp4Error::FragNeeded(mtu));
             }
-            return self.fragment4(p, l2, total, usize::from(mtu));
+            return self.fragment4(p.data(), l2, total, usize::from(mtu));
         }
         let (port, out_mac, vlan) = (ifc.port, ifc.mac, ifc.vlan);
         {
@@ -376,7 +386,7 @@ impl Pipeline {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn local4<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, src: Ipv4Addr, dst: Ipv4Addr, proto: IpProtocol, hl: usize, total: usize) -> Result<Verdict, Drop> {
+    pub(crate) fn local4<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, src: Ipv4Addr, dst: Ipv4Addr, proto: IpProtocol, hl: usize, total: usize) -> Result<Verdict, Drop> {
         if proto != IpProtocol::ICMP {
             return Err(Drop::LocalUnsupported);
         }
@@ -494,7 +504,8 @@ impl Pipeline {
             return self.srv6_local(p, l2, src, dst, hop, total, now_ns);
         }
         if self.topo.accepts6(&dst) {
-            return self.local6(p, l2, src, dst, hop, total);
+            let v = self.local6(p, l2, src, dst, hop, total, now_ns)?;
+            return self.fit_reply(p.data(), v, None);
         }
         if dst.is_multicast() || l2.mcast {
             return Err(Drop::MulticastNotRouted);
@@ -539,14 +550,19 @@ impl Pipeline {
         Ok(Verdict::Tx(port))
     }
 
-    pub(crate) fn local6<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, src: Ipv6Addr, dst: Ipv6Addr, hop: u8, total: usize) -> Result<Verdict, Drop> {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn local6<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, src: Ipv6Addr, dst: Ipv6Addr, hop: u8, total: usize, now_ns: u64) -> Result<Verdict, Drop> {
         let (proto, off) = {
             let d = p.data();
             let pkt = d.get(l2.l3..l2.l3 + total).ok_or(Drop::MalformedIpv6)?;
             let nh = Ipv6Packet::new_unchecked(pkt).next_header();
             let chain = walk_ext_chain(nh, pkt, 40).map_err(|_| Drop::MalformedIpv6)?;
-            if chain.fragment.is_some() {
-                return Err(Drop::LocalUnsupported);
+            if let Some(f) = chain.fragment {
+                // Only right after the IPv6 header (what hosts send).
+                if f.offset != 40 {
+                    return Err(Drop::LocalUnsupported);
+                }
+                return self.reassemble6(p, l2, total, f, now_ns);
             }
             (chain.upper_protocol, chain.upper_offset)
         };

@@ -660,7 +660,8 @@ impl Pipeline {
                     other => {
                         // RFC 8986 s.4.1.1: upper-layer header processing.
                         if chain.upper_protocol == IpProtocol::ICMPV6 {
-                            return self.local6(p, l2, src, dst, hop, total);
+                            let v = self.local6(p, l2, src, dst, hop, total, now_ns)?;
+                            return self.fit_reply(p.data(), v, None);
                         }
                         return Err(if other.is_some() { Drop::SrhSlZero } else { Drop::Srv6NoSrh });
                     }
@@ -1074,7 +1075,7 @@ impl Pipeline {
                     if !ip.dont_frag() {
                         // Fragment the inner packet, one tunnel packet per
                         // fragment (RFC 4459 s.3.4; see crate::frag).
-                        return self.fragment4(p, l2, total, tunnel_mtu);
+                        return self.fragment4(p.data(), l2, total, tunnel_mtu);
                     }
                     let src = ip.src_addr();
                     return self.icmp_error4(p, l2, src, total, now_ns, Icmp4Error::FragNeeded(tunnel_mtu as u16));

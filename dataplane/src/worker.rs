@@ -395,7 +395,12 @@ impl Worker {
                     };
                     c.reset_len(0);
                     match self.pipeline.build_replica(i, &m, &mut c, now) {
-                        Ok(out) => self.output(out, c, false),
+                        // Fragments of the router's own reply leave ahead
+                        // of queued data, like the reply would.
+                        Ok(out) => {
+                            let reply = self.pipeline.reply;
+                            self.output(out, c, reply)
+                        }
                         Err(r) => {
                             self.counters.dropped(r);
                             self.free.push(c.into_raw());

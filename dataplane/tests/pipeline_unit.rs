@@ -1805,6 +1805,9 @@ mod fuzz {
             (frame6(R2, H2, Some((3, 100)), &ipv6(v6("2001:db8:2::2"), v6("2001:db8:2::1"), 64, 58, &e6b)), 2),
             // Fragmented (no DF, over p3's MTU), with options to split.
             (frame4(R0, H0, None, &ipv4_frag(v4("10.4.0.5"), 0, &[0x07, 7, 4, 0, 0, 0, 0, 0x01, 0x94, 4, 0, 0], &udp(1300))), 0),
+            // Fragments to the router (reassembly).
+            (frame4(R0, H0, None, &cut4(&ipv4(v4("10.0.0.2"), v4("10.0.0.1"), 64, 1, &icmpv4_echo(8, 1, 1, &[9; 600])), &[304])[0]), 0),
+            (frame6(R0, H0, None, &cut6(&ipv6(v6("2001:db8::2"), ours, 64, 58, &e6), &[8], 7)[0]), 0),
         ]
     }
 
@@ -1866,6 +1869,41 @@ mod fuzz {
             let n = cut % (f.len() + 1);
             let mut pl = pipeline();
             check(&mut pl, &f[..n], *port, headroom, now);
+        }
+
+        #[test]
+        fn mutated_fragment_sequences_never_panic(
+            six in any::<bool>(),
+            len in 0usize..4000,
+            cut in 1usize..200,
+            order in proptest::collection::vec(0usize..64, 1..12),
+            edits in proptest::collection::vec((any::<usize>(), any::<usize>(), any::<u8>()), 0..4),
+        ) {
+            // A fragmented echo request to the router, its fragments
+            // mutated and delivered in any order, repeated or missing.
+            let data = vec![0x42u8; len];
+            let frags: Vec<Vec<u8>> = if six {
+                let (h, r) = (v6("2001:db8::2"), v6("2001:db8::1"));
+                let mut body = vec![0, 1, 0, 1];
+                body.extend_from_slice(&data);
+                cut6(&ipv6(h, r, 64, 58, &icmpv6(h, r, 128, 0, &body)), &[cut * 8; 64], 5).into_iter().map(|f| frame6(R0, H0, None, &f)).collect()
+            } else {
+                cut4(&ipv4(v4("10.0.0.2"), v4("10.0.0.1"), 64, 1, &icmpv4_echo(8, 1, 1, &data)), &[cut * 8; 64]).into_iter().map(|f| frame4(R0, H0, None, &f)).collect()
+            };
+            let mut frags = frags;
+            for (k, pos, val) in edits {
+                let n = frags.len();
+                let f = &mut frags[k % n];
+                let i = 14 + pos % (f.len() - 14);
+                f[i] = val;
+            }
+            let mut pl = pipeline();
+            for (t, k) in order.iter().enumerate() {
+                check(&mut pl, &frags[k % frags.len()], 0, 128, T0 + t as u64);
+            }
+            for f in &frags {
+                check(&mut pl, f, 0, 128, T0 + 100);
+            }
         }
 
         #[test]
@@ -2095,4 +2133,234 @@ fn no_icmpv6_error_about_an_icmpv6_error_behind_extension_headers() {
     rd[2..4].copy_from_slice(&c.to_be_bytes());
     let ip = ipv4(v4("10.0.0.2"), v4("192.0.2.5"), 1, 1, &rd);
     assert_drop(&mut pl, &frame4(R0, H0, None, &ip), 0, Drop::TtlExpired, "ttl-expired");
+}
+
+// ================================================= reassembly (local)
+
+/// Cut an IPv4 packet (20-byte header) into fragments carrying `sizes`
+/// payload octets each (the last takes the rest), by hand.
+fn cut4(ip: &[u8], sizes: &[usize]) -> Vec<Vec<u8>> {
+    let payload = &ip[20..];
+    let mut out = Vec::new();
+    let mut at = 0;
+    for (k, &s) in sizes.iter().chain(std::iter::once(&usize::MAX)).enumerate() {
+        if at >= payload.len() {
+            break;
+        }
+        let n = s.min(payload.len() - at);
+        let last = at + n == payload.len();
+        let mut h = ip[..20].to_vec();
+        h[2..4].copy_from_slice(&((20 + n) as u16).to_be_bytes());
+        let fo = (at / 8) as u16 | if last { 0 } else { 0x2000 };
+        h[6..8].copy_from_slice(&fo.to_be_bytes());
+        h[10..12].fill(0);
+        let c = checksum::checksum(&h);
+        h[10..12].copy_from_slice(&c.to_be_bytes());
+        h.extend_from_slice(&payload[at..at + n]);
+        out.push(h);
+        at += n;
+        assert!(k < 100);
+    }
+    out
+}
+
+/// Cut an IPv6 packet (no extension headers) into fragments with a
+/// Fragment header, `sizes` octets each (the last takes the rest).
+fn cut6(ip: &[u8], sizes: &[usize], ident: u32) -> Vec<Vec<u8>> {
+    let payload = &ip[40..];
+    let mut out = Vec::new();
+    let mut at = 0;
+    for &s in sizes.iter().chain(std::iter::once(&usize::MAX)) {
+        if at >= payload.len() {
+            break;
+        }
+        let n = s.min(payload.len() - at);
+        let last = at + n == payload.len();
+        let mut h = ip[..40].to_vec();
+        h[4..6].copy_from_slice(&((8 + n) as u16).to_be_bytes());
+        h[6] = 44;
+        h.extend_from_slice(&[ip[6], 0]);
+        h.extend_from_slice(&((at as u16) | u16::from(!last)).to_be_bytes());
+        h.extend_from_slice(&ident.to_be_bytes());
+        h.extend_from_slice(&payload[at..at + n]);
+        out.push(h);
+        at += n;
+    }
+    out
+}
+
+/// Reassemble IPv4 fragments (by hand) into the payload, checking that
+/// they are in order and contiguous and each fits `mtu`.
+fn join4(frames: &[Vec<u8>], mtu: usize) -> (Vec<u8>, Vec<u8>) {
+    let mut payload = Vec::new();
+    for (k, f) in frames.iter().enumerate() {
+        let ip = &f[14..];
+        ipv4_header_ok(ip);
+        assert!(ip.len() <= mtu, "fragment {k} is {} octets", ip.len());
+        let fo = u16::from_be_bytes([ip[6], ip[7]]);
+        assert_eq!(fo & 0x4000, 0, "DF clear on fragments");
+        assert_eq!(fo & 0x2000 != 0, k + 1 < frames.len(), "MF");
+        assert_eq!(usize::from(fo & 0x1fff) * 8, payload.len(), "offset");
+        payload.extend_from_slice(&ip[20..]);
+    }
+    (frames[0][14..34].to_vec(), payload)
+}
+
+#[test]
+fn fragmented_echo_to_the_router_is_reassembled_and_the_reply_fragmented() {
+    // RFC 1812 s.4.2.2.7 / RFC 1122 s.3.3.2: a 3000-byte ping to the
+    // router behind a 1500-byte link arrives in three fragments (here out
+    // of order); the 3028-byte reply leaves in three as well.
+    let mut pl = pipeline();
+    let data: Vec<u8> = (0..3000u32).map(|i| (i * 7 + 1) as u8).collect();
+    let mut req = ipv4(v4("10.0.0.2"), v4("10.0.0.1"), 64, 1, &icmpv4_echo(8, 0x77, 9, &data));
+    req[6] = 0; // no DF, as ping -M dont
+    req[10..12].fill(0);
+    let c = checksum::checksum(&req[..20]);
+    req[10..12].copy_from_slice(&c.to_be_bytes());
+    let frags = cut4(&req, &[1480, 1480]);
+    assert_eq!(frags.len(), 3);
+    for k in [1, 2] {
+        let mut p = VecPacket::from_bytes(&frame4(R0, H0, None, &frags[k]));
+        assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Consumed, "fragment {k} held");
+    }
+    let mut p = VecPacket::from_bytes(&frame4(R0, H0, None, &frags[0]));
+    assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Replicate(3));
+    let out: Vec<Vec<u8>> = (0..3)
+        .map(|i| {
+            let mut c = VecPacket::with_headroom(&[], 128);
+            assert_eq!(pl.build_replica(i, &p, &mut c, T0), Ok(0));
+            c.to_vec()
+        })
+        .collect();
+    for f in &out {
+        assert_eth(f, H0, R0, 0x0800);
+    }
+    let (hdr, payload) = join4(&out, 1500);
+    assert_eq!(&hdr[12..16], &[10, 0, 0, 1]);
+    assert_eq!(&hdr[16..20], &[10, 0, 0, 2]);
+    assert_eq!(hdr[9], 1);
+    assert_eq!(&hdr[4..6], &out[2][14 + 4..14 + 6], "one Identification");
+    assert_eq!(payload.len(), 8 + 3000);
+    assert_eq!(&payload[..2], &[0, 0], "echo reply");
+    assert_eq!(&payload[4..8], &[0, 0x77, 0, 9]);
+    assert_eq!(&payload[8..], &data[..]);
+    icmpv4_ok(&payload);
+    assert_eq!(local(&pl, Local::ReasmFragment), 3);
+    assert_eq!(local(&pl, Local::Reassembled), 1);
+    assert_eq!(local(&pl, Local::EchoReply4), 1);
+    assert_eq!(local(&pl, Local::Fragment4), 3);
+    assert_eq!(total_drops(&pl), 0);
+
+    // A reassembled request whose reply fits goes back in one packet.
+    let small = ipv4(v4("10.0.0.2"), v4("10.0.0.1"), 64, 1, &icmpv4_echo(8, 0x78, 1, &data[..1000]));
+    let frags = cut4(&small, &[512]);
+    let mut p = VecPacket::from_bytes(&frame4(R0, H0, None, &frags[0]));
+    assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Consumed);
+    let mut p = VecPacket::from_bytes(&frame4(R0, H0, None, &frags[1]));
+    assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Tx(0));
+    let d = p.to_vec();
+    assert_eth(&d, H0, R0, 0x0800);
+    ipv4_header_ok(&d[14..]);
+    assert_eq!(d.len(), 14 + 20 + 8 + 1000);
+    assert_eq!(u16::from_be_bytes([d[14 + 6], d[14 + 7]]) & 0x3fff, 0, "not a fragment");
+    icmpv4_ok(&d[34..]);
+    assert_eq!(&d[42..], &data[..1000]);
+}
+
+#[test]
+fn fragmented_echo6_to_the_router_is_reassembled_and_the_reply_fragmented() {
+    // RFC 8200 s.4.5 both ways: the reply carries a Fragment header.
+    let mut pl = pipeline();
+    let (h, r) = (v6("2001:db8::2"), v6("2001:db8::1"));
+    let data: Vec<u8> = (0..3000u32).map(|i| (i * 11 + 5) as u8).collect();
+    let mut body = vec![0x12, 0x34, 0, 7];
+    body.extend_from_slice(&data);
+    let req = ipv6(h, r, 64, 58, &icmpv6(h, r, 128, 0, &body));
+    let frags = cut6(&req, &[1448, 1448], 0xabcd_0001);
+    assert_eq!(frags.len(), 3);
+    for k in [2, 0] {
+        let mut p = VecPacket::from_bytes(&frame6(R0, H0, None, &frags[k]));
+        assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Consumed);
+    }
+    let mut p = VecPacket::from_bytes(&frame6(R0, H0, None, &frags[1]));
+    let Verdict::Replicate(n) = run(&mut pl, &mut p, 0, T0) else { panic!("no fragmented reply") };
+    assert_eq!(n, 3, "3048 octets of ICMPv6 at 1448 per fragment");
+    let mut joined = Vec::new();
+    let mut ident = None;
+    for i in 0..usize::from(n) {
+        let mut c = VecPacket::with_headroom(&[], 128);
+        assert_eq!(pl.build_replica(i, &p, &mut c, T0), Ok(0));
+        let f = c.to_vec();
+        assert_eth(&f, H0, R0, 0x86dd);
+        let ip = &f[14..];
+        assert!(ip.len() <= 1500);
+        assert_eq!(ip[6], 44, "Fragment header");
+        assert_eq!(usize::from(u16::from_be_bytes([ip[4], ip[5]])), ip.len() - 40);
+        assert_eq!(&ip[8..24], &r.octets());
+        assert_eq!(&ip[24..40], &h.octets());
+        assert_eq!(ip[40], 58);
+        let fo = u16::from_be_bytes([ip[42], ip[43]]);
+        assert_eq!(usize::from(fo & 0xfff8), joined.len(), "offset");
+        assert_eq!(fo & 1 != 0, i + 1 < usize::from(n), "M flag");
+        let id = u32::from_be_bytes(ip[44..48].try_into().unwrap());
+        assert_eq!(*ident.get_or_insert(id), id, "one Identification");
+        if i + 1 < usize::from(n) {
+            assert_eq!((ip.len() - 48) % 8, 0);
+        }
+        joined.extend_from_slice(&ip[48..]);
+    }
+    let mut whole = ipv6(r, h, 64, 58, &joined);
+    whole[0..4].copy_from_slice(&[0x60, 0, 0, 0]);
+    icmpv6_ok(&whole);
+    assert_eq!(joined[0], 129, "echo reply");
+    assert_eq!(&joined[4..8], &[0x12, 0x34, 0, 7]);
+    assert_eq!(&joined[8..], &data[..]);
+    assert_eq!(local(&pl, Local::Reassembled), 1);
+    assert_eq!(local(&pl, Local::EchoReply6), 1);
+    assert_eq!(local(&pl, Local::Fragment6), 3);
+    assert_eq!(Local::Fragment6.name(), "ipv6-fragments-created");
+    assert_eq!(total_drops(&pl), 0);
+}
+
+#[test]
+fn reassembly_drops_overlaps_malformed_and_stale_datagrams() {
+    let mut pl = pipeline();
+    let data = vec![0x33u8; 2000];
+    let mut req = ipv4(v4("10.0.0.2"), v4("10.0.0.1"), 64, 1, &icmpv4_echo(8, 1, 1, &data));
+    let frag = |req: &[u8], sizes: &[usize]| cut4(req, sizes);
+    // Overlap (RFC 5722 / RFC 8900): the second fragment starts inside the
+    // first; the datagram is discarded, and its last fragment alone does
+    // not complete anything.
+    let a = frag(&req, &[1000]);
+    let mut b = frag(&req, &[992]);
+    assert_eq!(a.len(), 2);
+    let mut p = VecPacket::from_bytes(&frame4(R0, H0, None, &a[0]));
+    assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Consumed);
+    assert_drop(&mut pl, &frame4(R0, H0, None, &b[1]), 0, Drop::ReasmOverlap, "reassembly-overlap");
+    let mut p = VecPacket::from_bytes(&frame4(R0, H0, None, &a[1]));
+    assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Consumed, "a new datagram, incomplete");
+    // A non-last fragment that is not a multiple of 8 octets.
+    req[4..6].copy_from_slice(&[0x50, 0x50]);
+    b = frag(&req, &[1001]);
+    assert_drop(&mut pl, &frame4(R0, H0, None, &b[0]), 0, Drop::ReasmMalformed, "reassembly-malformed");
+    // Four slots: a fifth datagram evicts the oldest.
+    let before = drops(&pl, Drop::ReasmEvicted);
+    for id in 0..5u16 {
+        req[4..6].copy_from_slice(&(0x6000 + id).to_be_bytes());
+        let f = frag(&req, &[1000]);
+        let mut p = VecPacket::from_bytes(&frame4(R0, H0, None, &f[0]));
+        assert_eq!(run(&mut pl, &mut p, 0, T0 + u64::from(id)), Verdict::Consumed);
+    }
+    assert!(drops(&pl, Drop::ReasmEvicted) >= before + 1, "the oldest datagram was evicted");
+    // 30 s later every one of them has timed out.
+    req[4..6].copy_from_slice(&[0x70, 0x00]);
+    let f = frag(&req, &[1000]);
+    let mut p = VecPacket::from_bytes(&frame4(R0, H0, None, &f[0]));
+    assert_eq!(run(&mut pl, &mut p, 0, T0 + 31 * SEC), Verdict::Consumed);
+    assert_eq!(drops(&pl, Drop::ReasmTimeout), 4, "four datagrams expired");
+    assert_eq!(Drop::ReasmTimeout.name(), "reassembly-timeout");
+    assert_eq!(Drop::ReasmEvicted.name(), "reassembly-evicted");
+    // An evicted datagram's missing fragment completes nothing.
+    assert_eq!(local(&pl, Local::Reassembled), 0);
 }

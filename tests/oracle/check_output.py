@@ -1,10 +1,11 @@
 """Independent check of dcirouter's output pcaps with scapy: every IPv4 header
 checksum, UDP/ICMP/ICMPv6 checksum and RoCEv2 ICRC must equal what scapy
-computes from scratch, and IPv4 fragments must reassemble (scapy's
-defragment) into a datagram whose UDP checksum verifies. Prints one line per
+computes from scratch, and IPv4 / IPv6 fragments must reassemble (scapy's
+defragment / defragment6) into a datagram whose UDP / ICMP / ICMPv6
+checksum verifies. Prints one line per
 packet and per reassembled datagram; exits 1 on a mismatch."""
 import sys
-from scapy.all import rdpcap, defragment, Ether, IP, IPv6, UDP, ICMP, ARP
+from scapy.all import rdpcap, defragment, defragment6, Ether, IP, IPv6, UDP, ICMP, ARP, IPv6ExtHdrFragment
 from scapy.layers.inet6 import _ICMPv6, in6_chksum
 from scapy.contrib.roce import BTH
 
@@ -14,7 +15,7 @@ for path in sys.argv[1:]:
         raw = bytes(p)
         q = Ether(raw)
         notes = []
-        frag = IP in q and (q[IP].flags.MF or q[IP].frag > 0)
+        frag = (IP in q and (q[IP].flags.MF or q[IP].frag > 0)) or IPv6ExtHdrFragment in q
         for layer, field in ((IP, "chksum"), (UDP, "chksum"), (ICMP, "chksum")):
             if layer is not IP and frag:
                 # Covers the whole datagram: checked after reassembly below.
@@ -33,7 +34,7 @@ for path in sys.argv[1:]:
                     notes.append(f"BAD {layer.__name__} {got:#x} != {want:#x}")
                 else:
                     notes.append(f"{layer.__name__}-ok")
-        for l in q.layers():
+        for l in ([] if frag else q.layers()):
             if issubclass(l, _ICMPv6):
                 got = q[l].cksum
                 c = q.copy()
@@ -52,7 +53,7 @@ for path in sys.argv[1:]:
         while ip6 is not None and isinstance(ip6.payload, IPv6):
             ip6 = ip6.payload
             notes.append("IPv6-in-IPv6")
-        if ip6 is not None and ip6.nh == 58 and not any(issubclass(l, _ICMPv6) for l in q.layers()):
+        if ip6 is not None and not frag and ip6.nh == 58 and not any(issubclass(l, _ICMPv6) for l in q.layers()):
             body = bytearray(bytes(ip6.payload))
             got = int.from_bytes(body[2:4], "big")
             body[2:4] = b"\x00\x00"
@@ -86,12 +87,32 @@ for path in sys.argv[1:]:
                 print(f"{path.split('/')[-1]}: BAD fragments of id {ip.id if ip else '?'} do not reassemble")
                 continue
             note = "no-udp"
-            if UDP in ip:
-                got = ip[UDP].chksum
-                c = ip.copy()
-                del c[UDP].chksum
-                want = IP(bytes(c))[UDP].chksum
-                note = "UDP-ok" if got == want else f"BAD UDP {got:#x} != {want:#x}"
-                bad += got != want
+            for layer in (UDP, ICMP):
+                if layer in ip:
+                    got = ip[layer].chksum
+                    c = ip.copy()
+                    del c[layer].chksum
+                    want = IP(bytes(c))[layer].chksum
+                    note = f"{layer.__name__}-ok" if got == want else f"BAD {layer.__name__} {got:#x} != {want:#x}"
+                    bad += got != want
             print(f"{path.split('/')[-1]}: reassembled id={ip.id:#x} from {n.get(ip.id, 0)} fragments, {len(bytes(ip))} octets [{note}]")
+    frags6 = [p for p in rdpcap(path) if IPv6ExtHdrFragment in p]
+    if frags6:
+        whole = [p for p in defragment6(frags6)] if len({p[IPv6ExtHdrFragment].id for p in frags6}) == 1 else []
+        if not whole:
+            bad += 1
+            print(f"{path.split('/')[-1]}: BAD IPv6 fragments do not reassemble (or more than one datagram)")
+        for p in whole:
+            ip6 = p[IPv6]
+            if IPv6ExtHdrFragment in p:
+                bad += 1
+                print(f"{path.split('/')[-1]}: BAD IPv6 fragments do not reassemble")
+                continue
+            body = bytearray(bytes(ip6.payload))
+            got = int.from_bytes(body[2:4], "big")
+            body[2:4] = b"\x00\x00"
+            want = in6_chksum(ip6.nh, ip6, bytes(body))
+            note = f"nh{ip6.nh}-checksum-ok" if got == want else f"BAD nh{ip6.nh} checksum {got:#x} != {want:#x}"
+            bad += got != want
+            print(f"{path.split('/')[-1]}: reassembled IPv6 ident={frags6[0][IPv6ExtHdrFragment].id:#x} from {len(frags6)} fragments, {len(body)} octets of payload [{note}]")
 sys.exit(1 if bad else 0)

@@ -1,0 +1,342 @@
+//! Reassembly of fragmented datagrams addressed to the router itself
+//! (RFC 791 s.3.2, RFC 8200 s.4.5; RFC 1812 s.4.2.2.7 asks a router to
+//! reassemble what is sent to it like a host, RFC 1122 s.3.3.2). What an
+//! operator sees: `ping -s 3000` to a router address behind a 1500-byte
+//! link is answered, and the answer comes back fragmented (see
+//! [`crate::frag`]).
+//!
+//! Transit fragments are never reassembled: only datagrams to one of the
+//! router's own addresses, and only IPv6 fragments whose Fragment header
+//! follows the IPv6 header directly (what hosts send).
+//!
+//! Bounded, and with no allocation on the packet path: each worker has
+//! [`REASM_SLOTS`] datagrams in progress at most, each in a buffer
+//! allocated with the pipeline that holds the largest datagram (65535
+//! octets of fragmentable part). A new datagram when all slots are busy
+//! evicts the oldest (`reassembly-evicted`); a datagram not complete within
+//! [`REASM_TIMEOUT_NS`] is discarded (`reassembly-timeout`). Overlapping
+//! fragments discard the whole datagram (`reassembly-overlap`; RFC 5722 for
+//! IPv6, and the same for IPv4 as RFC 8900 recommends); a non-last
+//! fragment whose length is not a multiple of 8, one beyond 65535 octets or
+//! beyond the end a last fragment set is dropped (`reassembly-malformed`).
+
+use crate::counters::{Drop, Local, WorkerCounters};
+use crate::packet::{PacketBuffer, VecPacket};
+use crate::pipeline::{Verdict, L2};
+use crate::wire::ipv4::Ipv4Packet;
+use crate::wire::ipv6::{FragmentInfo, Ipv6Packet};
+
+/// Datagrams in reassembly at once, per worker.
+pub const REASM_SLOTS: usize = 4;
+/// The largest fragmentable part reassembled (the IPv4 / IPv6 maximum).
+pub const REASM_MAX_PAYLOAD: usize = 65535;
+/// How long a datagram may take to complete (Linux's `ipfrag_time`).
+pub const REASM_TIMEOUT_NS: u64 = 30_000_000_000;
+
+/// Room before the payload in a slot's buffer: headroom for the L2 header
+/// (and a VLAN tag the reply may gain) and the largest IPv4 header.
+const PAY: usize = 128 + 60;
+const BLOCKS: usize = REASM_MAX_PAYLOAD.div_ceil(8);
+const WORDS: usize = BLOCKS.div_ceil(64);
+
+/// What identifies a datagram's fragments (RFC 791: source, destination,
+/// protocol, Identification; RFC 8200: source, destination,
+/// Identification).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Key {
+    pub(crate) v6: bool,
+    pub(crate) src: [u8; 16],
+    pub(crate) dst: [u8; 16],
+    pub(crate) id: u32,
+    /// The protocol (IPv4) or the Fragment header's Next Header (IPv6).
+    pub(crate) proto: u8,
+}
+
+struct Slot {
+    key: Option<Key>,
+    started: u64,
+    /// The unfragmentable part (IPv4 header with options / IPv6 header),
+    /// copied from the first fragment; `hl` 0 until it arrived.
+    hdr: [u8; 60],
+    hl: usize,
+    /// Fragmentable part's length, once the last fragment arrived.
+    end: Option<usize>,
+    /// Highest octet received so far, and how many in all.
+    max_seen: usize,
+    got: usize,
+    /// One bit per 8-octet block received.
+    blocks: Box<[u64; WORDS]>,
+    /// `PAY` octets of room, then the fragmentable part. Taken out while
+    /// the complete datagram is processed.
+    pkt: Option<VecPacket>,
+}
+
+impl Slot {
+    fn new() -> Slot {
+        Slot {
+            key: None,
+            started: 0,
+            hdr: [0; 60],
+            hl: 0,
+            end: None,
+            max_seen: 0,
+            got: 0,
+            blocks: Box::new([0; WORDS]),
+            pkt: Some(VecPacket::with_capacity(PAY + REASM_MAX_PAYLOAD)),
+        }
+    }
+
+    fn start(&mut self, key: Key, now: u64) {
+        self.key = Some(key);
+        self.started = now;
+        self.hl = 0;
+        self.end = None;
+        self.max_seen = 0;
+        self.got = 0;
+        self.blocks.fill(0);
+    }
+
+    /// Mark blocks `a..b` received; false (nothing marked) when one of
+    /// them already was.
+    fn claim(&mut self, a: usize, b: usize) -> bool {
+        if (a..b).any(|k| self.blocks[k / 64] & (1 << (k % 64)) != 0) {
+            return false;
+        }
+        for k in a..b {
+            self.blocks[k / 64] |= 1 << (k % 64);
+        }
+        true
+    }
+}
+
+/// One worker's datagrams in reassembly.
+pub(crate) struct Reassembly {
+    slots: Vec<Slot>,
+}
+
+impl Default for Reassembly {
+    fn default() -> Self {
+        Reassembly { slots: (0..REASM_SLOTS).map(|_| Slot::new()).collect() }
+    }
+}
+
+/// A fragment: where its data goes and what it says about the datagram.
+pub(crate) struct Fragment<'a> {
+    pub(crate) key: Key,
+    /// Offset of `data` in the fragmentable part, in octets.
+    pub(crate) offset: usize,
+    pub(crate) more: bool,
+    /// The unfragmentable part, when this is the first fragment.
+    pub(crate) header: Option<&'a [u8]>,
+    pub(crate) data: &'a [u8],
+}
+
+impl Reassembly {
+    /// Add a fragment at time `now`. `Ok(Some(slot))` when it completed a
+    /// datagram: [`take`](Self::take) it. Datagrams that time out or are
+    /// evicted on the way are counted in `counters`.
+    pub(crate) fn add(&mut self, f: &Fragment, now: u64, counters: &WorkerCounters) -> Result<Option<usize>, Drop> {
+        for s in &mut self.slots {
+            if s.key.is_some() && now.saturating_sub(s.started) > REASM_TIMEOUT_NS {
+                s.key = None;
+                counters.dropped(Drop::ReasmTimeout);
+            }
+        }
+        let len = f.data.len();
+        let stop = f.offset + len;
+        if (f.more && (len == 0 || len % 8 != 0)) || stop > REASM_MAX_PAYLOAD || f.offset % 8 != 0 || f.header.is_some_and(|h| h.len() > 60) {
+            return Err(Drop::ReasmMalformed);
+        }
+        let i = match self.slots.iter().position(|s| s.key == Some(f.key)) {
+            Some(i) => i,
+            None => {
+                let i = match self.slots.iter().position(|s| s.key.is_none()) {
+                    Some(i) => i,
+                    None => {
+                        let (i, _) = self.slots.iter().enumerate().min_by_key(|(_, s)| s.started).unwrap_or((0, &self.slots[0]));
+                        counters.dropped(Drop::ReasmEvicted);
+                        i
+                    }
+                };
+                self.slots[i].start(f.key, now);
+                i
+            }
+        };
+        let s = &mut self.slots[i];
+        let bad_end = match s.end {
+            Some(e) => stop > e || (!f.more && stop != e),
+            None => !f.more && stop < s.max_seen,
+        };
+        if bad_end {
+            s.key = None;
+            return Err(Drop::ReasmMalformed);
+        }
+        if !s.claim(f.offset / 8, stop.div_ceil(8)) {
+            // RFC 5722: the whole datagram goes.
+            s.key = None;
+            return Err(Drop::ReasmOverlap);
+        }
+        if let Some(pkt) = s.pkt.as_mut() {
+            pkt.raw_mut()[PAY + f.offset..PAY + stop].copy_from_slice(f.data);
+        }
+        if !f.more {
+            s.end = Some(stop);
+        }
+        if let Some(h) = f.header {
+            s.hdr[..h.len()].copy_from_slice(h);
+            s.hl = h.len();
+        }
+        s.max_seen = s.max_seen.max(stop);
+        s.got += len;
+        Ok((s.hl > 0 && s.end == Some(s.got)).then_some(i))
+    }
+
+    /// The completed datagram of `slot` as a frame: `l2` (the last
+    /// fragment's L2 header), the unfragmentable part with its length,
+    /// fragment fields and checksum fixed, then the data. The slot is free
+    /// again; give the buffer back with [`put_back`](Self::put_back).
+    pub(crate) fn take(&mut self, slot: usize, l2: &[u8]) -> Option<VecPacket> {
+        let s = self.slots.get_mut(slot)?;
+        let key = s.key.take()?;
+        let (hl, end) = (s.hl, s.end?);
+        // The length fields: IPv6 payload (the base header is the whole
+        // unfragmentable part) or IPv4 total length.
+        if (key.v6 && end > usize::from(u16::MAX)) || (!key.v6 && hl + end > usize::from(u16::MAX)) || l2.len() > PAY - hl {
+            return None;
+        }
+        let mut pkt = s.pkt.take()?;
+        let at = PAY - hl - l2.len();
+        {
+            let b = pkt.raw_mut();
+            b[at..at + l2.len()].copy_from_slice(l2);
+            let h = &mut b[PAY - hl..PAY];
+            h.copy_from_slice(&s.hdr[..hl]);
+            if key.v6 {
+                // Base header + data: the Fragment header is gone.
+                h[4..6].copy_from_slice(&(end as u16).to_be_bytes());
+                h[6] = key.proto;
+            } else {
+                h[2..4].copy_from_slice(&((hl + end) as u16).to_be_bytes());
+                // Flags (but DF) and offset cleared, checksum again.
+                h[6] &= 0x40;
+                h[7] = 0;
+                h[10] = 0;
+                h[11] = 0;
+                let c = crate::wire::checksum::checksum(h);
+                h[10..12].copy_from_slice(&c.to_be_bytes());
+            }
+        }
+        pkt.set_window(at, PAY + end);
+        Some(pkt)
+    }
+
+    /// Return a slot's buffer after [`take`](Self::take).
+    pub(crate) fn put_back(&mut self, slot: usize, pkt: VecPacket) {
+        if let Some(s) = self.slots.get_mut(slot) {
+            s.pkt = Some(pkt);
+        }
+    }
+
+    /// A slot's buffer contents (the last datagram taken from it, as
+    /// processed), for building its fragments.
+    pub(crate) fn data(&self, slot: usize) -> &[u8] {
+        self.slots.get(slot).and_then(|s| s.pkt.as_ref()).map_or(&[], |p| p.data())
+    }
+}
+
+impl crate::pipeline::Pipeline {
+    /// Add fragment `f` (received in `frame`); the completed datagram as a
+    /// frame with the received L2 header, and its slot.
+    fn reassembly_step(&mut self, frame: &[u8], l2: L2, f: &Fragment, now_ns: u64) -> Result<Option<(usize, VecPacket)>, Drop> {
+        let done = self.reasm.add(f, now_ns, &self.counters)?;
+        self.counters.local(Local::ReasmFragment);
+        let Some(slot) = done else { return Ok(None) };
+        let q = self.reasm.take(slot, &frame[..l2.l3]).ok_or(Drop::ReasmMalformed)?;
+        self.counters.local(Local::Reassembled);
+        Ok(Some((slot, q)))
+    }
+
+    /// An IPv4 fragment to one of the router's addresses (`hl`, `total`
+    /// from its checked header).
+    pub(crate) fn reassemble4<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, hl: usize, total: usize, now_ns: u64) -> Result<Verdict, Drop> {
+        let done = {
+            let d = p.data().get(l2.l3..l2.l3 + total).ok_or(Drop::MalformedIpv4)?;
+            let ip = Ipv4Packet::new_unchecked(d);
+            let mut key = Key { v6: false, src: [0; 16], dst: [0; 16], id: u32::from(ip.ident()), proto: ip.protocol().0 };
+            key.src[..4].copy_from_slice(&d[12..16]);
+            key.dst[..4].copy_from_slice(&d[16..20]);
+            let offset = usize::from(ip.frag_offset());
+            let f = Fragment { key, offset, more: ip.more_frags(), header: (offset == 0).then(|| &d[..hl]), data: &d[hl..] };
+            self.reassembly_step(p.data(), l2, &f, now_ns)?
+        };
+        let Some((slot, mut q)) = done else { return Ok(Verdict::Consumed) };
+        let r = {
+            let d = &q.data()[l2.l3..];
+            let ip = Ipv4Packet::new_unchecked(d);
+            let (src, dst, proto, hl, total) = (ip.src_addr(), ip.dst_addr(), ip.protocol(), ip.header_len(), d.len());
+            self.local4(&mut q, l2, src, dst, proto, hl, total)
+        };
+        self.send_reassembled(p, q, slot, r)
+    }
+
+    /// An IPv6 fragment to one of the router's addresses, its Fragment
+    /// header right after the IPv6 header.
+    pub(crate) fn reassemble6<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, total: usize, frag: FragmentInfo, now_ns: u64) -> Result<Verdict, Drop> {
+        let done = {
+            let d = p.data().get(l2.l3..l2.l3 + total).ok_or(Drop::MalformedIpv6)?;
+            let fh = d.get(40..48).ok_or(Drop::MalformedIpv6)?;
+            let mut key = Key { v6: true, src: [0; 16], dst: [0; 16], id: frag.ident, proto: fh[0] };
+            key.src.copy_from_slice(&d[8..24]);
+            key.dst.copy_from_slice(&d[24..40]);
+            let offset = usize::from(frag.frag_offset);
+            let f = Fragment { key, offset, more: frag.more_frags, header: (offset == 0).then(|| &d[..40]), data: &d[48..] };
+            self.reassembly_step(p.data(), l2, &f, now_ns)?
+        };
+        let Some((slot, mut q)) = done else { return Ok(Verdict::Consumed) };
+        let r = {
+            let ip = Ipv6Packet::new_unchecked(&q.data()[l2.l3..]);
+            let (src, dst, hop, total) = (ip.src_addr(), ip.dst_addr(), ip.hop_limit(), q.len() - l2.l3);
+            self.local6(&mut q, l2, src, dst, hop, total, now_ns)
+        };
+        self.send_reassembled(p, q, slot, r)
+    }
+
+    /// What the router did with a reassembled datagram (`q`, from `slot`):
+    /// a reply that fits goes out in the received buffer `p`, a larger one
+    /// as fragments built from the slot's buffer.
+    fn send_reassembled<P: PacketBuffer>(&mut self, p: &mut P, q: VecPacket, slot: usize, r: Result<Verdict, Drop>) -> Result<Verdict, Drop> {
+        let v = match r {
+            Ok(v) => self.fit_reply(q.data(), v, Some(slot)),
+            Err(e) => Err(e),
+        };
+        let out = match v {
+            Ok(Verdict::Tx(port)) => {
+                if p.set_len(q.len()) {
+                    p.data_mut().copy_from_slice(q.data());
+                    Ok(Verdict::Tx(port))
+                } else {
+                    Err(Drop::NoHeadroom)
+                }
+            }
+            other => other,
+        };
+        self.reasm.put_back(slot, q);
+        out
+    }
+
+    /// A local reply (`v` for `frame`): when it is larger than the MTU of
+    /// the interface it was routed to, send it as fragments
+    /// ([`crate::frag`]). Anything else passes unchanged.
+    pub(crate) fn fit_reply(&mut self, frame: &[u8], v: Verdict, src_slot: Option<usize>) -> Result<Verdict, Drop> {
+        let Verdict::Tx(port) = v else { return Ok(v) };
+        if !self.reply || frame.len() < 18 {
+            return Ok(v);
+        }
+        let (l3, vlan) = if frame[12..14] == [0x81, 0x00] { (18, Some(u16::from_be_bytes([frame[14], frame[15]]) & 0x0fff)) } else { (14, None) };
+        let Some(mtu) = self.topo.iface_of(port, vlan).and_then(|i| self.topo.iface(i)).map(|i| usize::from(i.mtu)) else { return Ok(v) };
+        if frame.len() - l3 <= mtu {
+            return Ok(v);
+        }
+        self.fragment_local(frame, l3, port, mtu, src_slot)
+    }
+}
