@@ -139,7 +139,8 @@ pub struct Pipeline {
     pub(crate) rep: ReplicaJob,
     /// The IPv4 fragmentation recorded by the last `process`.
     pub(crate) frag: crate::frag::FragJob,
-    /// Identification of the router's own IPv6 fragments.
+    /// Identification of the router's own IPv6 fragments: from a random
+    /// start, so not predictable from outside (RFC 7739).
     pub(crate) frag_ident: u32,
     /// Datagrams to the router's addresses in reassembly.
     pub(crate) reasm: crate::reasm::Reassembly,
@@ -201,7 +202,10 @@ impl Pipeline {
             pfc_pending: Vec::with_capacity(16),
             rep: ReplicaJob::default(),
             frag: Default::default(),
-            frag_ident: 0,
+            frag_ident: {
+                use std::hash::{BuildHasher, Hasher};
+                std::collections::hash_map::RandomState::new().build_hasher().finish() as u32
+            },
             reasm: Default::default(),
             srv6_depth: 0,
             mc: crate::multicast::GroupTable::default(),
