@@ -37,7 +37,8 @@
 use crate::counters::{Drop, Local};
 use crate::packet::PacketBuffer;
 use crate::pipeline::{Pipeline, Verdict, L2};
-use crate::wire::ipv4::Ipv4Packet;
+use crate::wire::ipv4::{IpProtocol, Ipv4Packet};
+use crate::wire::ipv6::{Ipv6FragmentHeader, Ipv6FragmentRepr, Ipv6Packet, FRAGMENT_HEADER_LEN};
 
 /// The most fragments one packet is cut into. A 9000-octet jumbo frame
 /// onto a 576-octet link needs 16; this bound keeps one packet from
@@ -181,15 +182,13 @@ impl Pipeline {
             }
             let d = copy.data_mut();
             d[..l3 + 40].copy_from_slice(&orig[..l3 + 40]);
-            d[l3 + 4..l3 + 6].copy_from_slice(&((8 + len) as u16).to_be_bytes());
-            d[l3 + 6] = 44;
+            let mut ip = Ipv6Packet::new_unchecked(&mut d[l3..]);
+            let next_header = ip.next_header();
+            ip.set_payload_len((FRAGMENT_HEADER_LEN + len) as u16);
+            ip.set_next_header(IpProtocol::IPV6_FRAG);
             // The Fragment header (RFC 8200 s.4.5).
-            let f = &mut d[l3 + 40..l3 + 48];
-            f[0] = orig[l3 + 6];
-            f[1] = 0;
-            let more = u16::from(i + 1 < job.n);
-            f[2..4].copy_from_slice(&((at as u16) | more).to_be_bytes());
-            f[4..8].copy_from_slice(&job.ident6.to_be_bytes());
+            let f = Ipv6FragmentRepr { next_header, frag_offset: at as u16, more_frags: i + 1 < job.n, ident: job.ident6 };
+            f.emit(&mut Ipv6FragmentHeader::new_unchecked(&mut d[l3 + 40..l3 + 48]));
             d[l3 + 48..].copy_from_slice(&payload[at..at + len]);
             self.counters.local(Local::Fragment6);
             return job.out.ok_or(Drop::ReplicaInvalid);

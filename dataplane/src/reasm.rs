@@ -23,8 +23,8 @@
 use crate::counters::{Drop, Local, WorkerCounters};
 use crate::packet::{PacketBuffer, VecPacket};
 use crate::pipeline::{Verdict, L2};
-use crate::wire::ipv4::Ipv4Packet;
-use crate::wire::ipv6::{FragmentInfo, Ipv6Packet};
+use crate::wire::ipv4::{IpProtocol, Ipv4Packet};
+use crate::wire::ipv6::{FragmentInfo, Ipv6FragmentHeader, Ipv6Packet};
 
 /// Datagrams in reassembly at once, per worker.
 pub const REASM_SLOTS: usize = 4;
@@ -213,17 +213,16 @@ impl Reassembly {
             h.copy_from_slice(&s.hdr[..hl]);
             if key.v6 {
                 // Base header + data: the Fragment header is gone.
-                h[4..6].copy_from_slice(&(end as u16).to_be_bytes());
-                h[6] = key.proto;
+                let mut ip = Ipv6Packet::new_unchecked(h);
+                ip.set_payload_len(end as u16);
+                ip.set_next_header(IpProtocol(key.proto));
             } else {
-                h[2..4].copy_from_slice(&((hl + end) as u16).to_be_bytes());
-                // Flags (but DF) and offset cleared, checksum again.
-                h[6] &= 0x40;
-                h[7] = 0;
-                h[10] = 0;
-                h[11] = 0;
-                let c = crate::wire::checksum::checksum(h);
-                h[10..12].copy_from_slice(&c.to_be_bytes());
+                // No longer a fragment (DF as received), checksum again.
+                let mut ip = Ipv4Packet::new_unchecked(h);
+                ip.set_total_len((hl + end) as u16);
+                ip.set_more_frags(false);
+                ip.set_frag_offset(0);
+                ip.fill_checksum();
             }
         }
         pkt.set_window(at, PAY + end);
@@ -284,8 +283,8 @@ impl crate::pipeline::Pipeline {
     pub(crate) fn reassemble6<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, total: usize, frag: FragmentInfo, now_ns: u64) -> Result<Verdict, Drop> {
         let done = {
             let d = p.data().get(l2.l3..l2.l3 + total).ok_or(Drop::MalformedIpv6)?;
-            let fh = d.get(40..48).ok_or(Drop::MalformedIpv6)?;
-            let mut key = Key { v6: true, src: [0; 16], dst: [0; 16], id: frag.ident, proto: fh[0] };
+            let fh = Ipv6FragmentHeader::new_checked(d.get(40..).ok_or(Drop::MalformedIpv6)?).map_err(|_| Drop::MalformedIpv6)?;
+            let mut key = Key { v6: true, src: [0; 16], dst: [0; 16], id: frag.ident, proto: fh.next_header().0 };
             key.src.copy_from_slice(&d[8..24]);
             key.dst.copy_from_slice(&d[24..40]);
             let offset = usize::from(frag.frag_offset);
