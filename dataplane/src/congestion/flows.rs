@@ -647,12 +647,17 @@ impl FlowTable {
     }
 
     /// Start fetching the entry (its first line) a lookup of `h` will read
-    /// (the bucket should be in cache by now).
+    /// (the bucket should be in cache by now). Returns the first slot whose
+    /// tag matches (NONE if none), a hint for [`FlowTable::lookup_hint`].
     #[inline(always)]
-    pub fn prefetch_entry_of(&self, h: u64) {
+    pub fn prefetch_entry_of(&self, h: u64) -> u32 {
         let e = &self.entries;
+        let mut first = NONE;
         self.by_key.prefetch_candidates(h, |s| {
             if let Some(f) = e.get(s as usize) {
+                if first == NONE {
+                    first = s;
+                }
                 // Both lines: the second when an observation window
                 // closes.
                 let p = f as *const Flow as *const u8;
@@ -660,6 +665,20 @@ impl FlowTable {
                 prefetch(p.wrapping_add(64));
             }
         });
+        first
+    }
+
+    /// [`FlowTable::lookup_h`] trying the slot `hint` (from
+    /// [`FlowTable::prefetch_entry_of`]) first: a live entry with the key
+    /// is the flow, whatever changed since (keys are unique).
+    #[inline(always)]
+    pub fn lookup_hint(&self, key: &PackedKey, h: u64, hint: u32) -> Option<u32> {
+        if let Some(f) = self.entries.get(hint as usize) {
+            if f.key_is(key) && f.live() {
+                return Some(hint);
+            }
+        }
+        self.lookup_h(key, h)
     }
 
     /// Start fetching an entry's first line (by slot).
@@ -865,6 +884,29 @@ mod tests {
 
     fn key(a: u8, b: u8, qp: u32) -> PackedKey {
         PackedKey::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, a)), IpAddr::V4(Ipv4Addr::new(10, 0, 1, b)), qp)
+    }
+
+    #[test]
+    fn lookup_hint_is_only_a_shortcut() {
+        let mut t = FlowTable::new(8);
+        let (a, b, c) = (key(1, 1, 1), key(2, 2, 2), key(3, 3, 3));
+        let sa = t.insert(a, 0).unwrap();
+        let sb = t.insert(b, 0).unwrap();
+        // The prefetch's hint is the flow's slot.
+        assert_eq!(t.prefetch_entry_of(a.hash()), sa);
+        assert_eq!(t.prefetch_entry_of(c.hash()), NONE);
+        assert_eq!(t.lookup_hint(&a, a.hash(), sa), Some(sa));
+        // A wrong, stale or absent hint falls back to the lookup.
+        assert_eq!(t.lookup_hint(&a, a.hash(), sb), Some(sa));
+        assert_eq!(t.lookup_hint(&a, a.hash(), NONE), Some(sa));
+        assert_eq!(t.lookup_hint(&a, a.hash(), 1 << 30), Some(sa));
+        t.remove(sa);
+        assert_eq!(t.lookup_hint(&a, a.hash(), sa), None, "removed: the slot's stale key must not match");
+        let sc = t.insert(c, 0).unwrap();
+        assert_eq!(sc, sa, "the freed slot is reused");
+        assert_eq!(t.lookup_hint(&a, a.hash(), sa), None);
+        assert_eq!(t.lookup_hint(&c, c.hash(), sa), Some(sc));
+        assert_eq!(t.lookup_hint(&b, b.hash(), sc), Some(sb));
     }
 
     #[test]

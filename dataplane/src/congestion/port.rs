@@ -35,6 +35,9 @@ struct Pending {
     tag: u32,
     /// After the lookup: the flow slot, or NONE (table full).
     flow: u32,
+    /// The slot the prefetch found by tag (NONE: not fetched yet or no
+    /// match), tried first by the lookup.
+    hint: u32,
 }
 const METRIC_MAX: u32 = 0x00ff_ffff;
 const PSN_MASK: u32 = 0x00ff_ffff;
@@ -270,13 +273,13 @@ impl CongestionPort {
             let hash = r.key.hash();
             if self.pend.len() < MAX_PENDING {
                 self.flows.prefetch_bucket(hash);
-                self.pend.push(Pending { key: r.key, hash, now, psn: r.psn, len, tag, flow: NONE });
+                self.pend.push(Pending { key: r.key, hash, now, psn: r.psn, len, tag, flow: NONE, hint: NONE });
                 // Two-stage software pipeline: the bucket of this packet,
                 // the entry of the one PREFETCH_LAG back.
                 let n = self.pend.len();
                 if n > PREFETCH_LAG && self.pend_fetched < n - PREFETCH_LAG {
                     let i = n - PREFETCH_LAG - 1;
-                    self.flows.prefetch_entry_of(self.pend[i].hash);
+                    self.pend[i].hint = self.flows.prefetch_entry_of(self.pend[i].hash);
                     self.pend_fetched = i + 1;
                 }
             } else {
@@ -296,13 +299,13 @@ impl CongestionPort {
         }
         // The buckets were prefetched on enqueue: find the entries and
         // start fetching them all, then learn.
-        for p in &self.pend[from.max(self.pend_fetched)..to] {
-            self.flows.prefetch_entry_of(p.hash);
+        for p in &mut self.pend[from.max(self.pend_fetched)..to] {
+            p.hint = self.flows.prefetch_entry_of(p.hash);
         }
         self.pend_fetched = to;
         for i in from..to {
             let p = self.pend[i];
-            let f = self.learn(&p.key, p.hash, p.psn, p.len, p.now);
+            let f = self.learn_hint(&p.key, p.hash, p.hint, p.psn, p.len, p.now);
             self.pend[i].flow = f.map_or(NONE, |f| f.0);
         }
         self.pend_done = to;
@@ -327,7 +330,13 @@ impl CongestionPort {
 
     #[inline(always)]
     fn learn(&mut self, key: &PackedKey, hash: u64, psn: u32, len: u32, now: u64) -> Option<FlowId> {
-        let s = match self.flows.lookup_h(key, hash) {
+        self.learn_hint(key, hash, NONE, psn, len, now)
+    }
+
+    /// [`CongestionPort::learn`] trying the slot `hint` first.
+    #[inline(always)]
+    fn learn_hint(&mut self, key: &PackedKey, hash: u64, hint: u32, psn: u32, len: u32, now: u64) -> Option<FlowId> {
+        let s = match self.flows.lookup_hint(key, hash, hint) {
             Some(s) => s,
             None => self.learn_new(key, hash, now)?,
         };
