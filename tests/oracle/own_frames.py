@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""What a router emits, even when provoked by hostile traffic, checked with
+scapy:
+
+* every frame's source MAC is one of the router's (--macs);
+* every outer IPv4 header has a correct checksum (the router drops a bad
+  one rather than forwarding it; its own headers are computed);
+* the frames the router originates (innermost IP source in --own, a list
+  of addresses and prefixes; quoted packets inside ICMP errors do not
+  count) are written to OUT, for check_output.py to verify their L4
+  checksums and ICRCs.
+
+usage: own_frames.py OUT --macs M1,M2 --own A,P/len,... IN.pcap...
+prints: frames=<all> own=<written> bad-ipv4=<n> bad-mac=<n>; exits 1 on any bad
+"""
+import ipaddress
+import sys
+
+from scapy.all import IP, IPv6, Ether, rdpcap, wrpcap
+
+
+def main():
+    args = sys.argv[1:]
+    out = args[0]
+    macs = set(args[args.index("--macs") + 1].lower().split(","))
+    own = [ipaddress.ip_network(x, strict=False) for x in args[args.index("--own") + 1].split(",")]
+    inputs = [a for i, a in enumerate(args[1:], 1) if not a.startswith("--") and args[i - 1] not in ("--macs", "--own")]
+    total = bad_ip = bad_mac = 0
+    kept = []
+    for path in inputs:
+        for p in rdpcap(path):
+            total += 1
+            q = Ether(bytes(p))
+            if q.src.lower() not in macs:
+                bad_mac += 1
+                print(f"{path}: frame {total}: source MAC {q.src} is not the router's")
+            ips = [l for l in q.iterpayloads() if type(l) in (IP, IPv6)]
+            if ips and type(ips[0]) is IP:
+                c = ips[0].copy()
+                del c.chksum
+                want = IP(bytes(c)).chksum
+                if ips[0].chksum != want:
+                    bad_ip += 1
+                    print(f"{path}: frame {total}: IPv4 header checksum {ips[0].chksum:#x} != {want:#x}")
+            if ips:
+                src = ipaddress.ip_address(ips[-1].src)
+                if any(src in n for n in own if n.version == src.version):
+                    kept.append(p)
+    wrpcap(out, kept)
+    print(f"frames={total} own={len(kept)} bad-ipv4={bad_ip} bad-mac={bad_mac}")
+    sys.exit(1 if bad_ip or bad_mac else 0)
+
+
+if __name__ == "__main__":
+    main()
