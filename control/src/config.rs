@@ -502,6 +502,11 @@ pub struct PortSection {
     /// Size of the deep-buffer egress queue in bytes.
     #[serde(default = "d_queue_bytes")]
     pub queue_bytes: u64,
+    /// Most packets that queue may hold (every one holds an mbuf). Default:
+    /// an equal share of half of `mempool.mbufs_per_socket` among the
+    /// shaped ports, so a queue of small packets cannot take the buffers
+    /// every port receives into.
+    pub queue_packets: Option<u32>,
     /// The congestion-aware node on this egress port (Long-haul CNP).
     pub congestion: Option<CongestionSection>,
 }
@@ -598,6 +603,9 @@ pub struct CongestionPlan {
     pub source_v6: Option<std::net::Ipv6Addr>,
     pub end_e_sid: Option<std::net::Ipv6Addr>,
 }
+
+/// The fewest packets a shaped port's queue may be limited to.
+const MIN_QUEUE_PACKETS: u32 = 64;
 
 fn d_queue_bytes() -> u64 {
     64 << 20
@@ -775,6 +783,8 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
     if f.ports.len() > dataplane::counters::MAX_PORTS {
         return err("port".into(), &f.ports.len(), &format!("at most {} ports", dataplane::counters::MAX_PORTS));
     }
+    let shaped_ports = f.ports.iter().filter(|p| p.rate_mbps.is_some()).count() as u32;
+    let mut queued_mbufs = 0u64;
     let mut ports = Vec::new();
     let mut interfaces: Vec<Interface> = Vec::new();
     let mut names = HashSet::new();
@@ -847,12 +857,37 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
                 if p.queue_bytes < 64 * 1024 || p.queue_bytes > (64u64 << 30) {
                     return err(fld("queue_bytes"), &p.queue_bytes, "must be 64 KiB ..= 64 GiB");
                 }
+                let max_packets = match p.queue_packets {
+                    Some(n) if n < MIN_QUEUE_PACKETS => {
+                        return err(fld("queue_packets"), &n, &format!("must be at least {MIN_QUEUE_PACKETS}"));
+                    }
+                    Some(n) => n,
+                    None => {
+                        let share = m.mbufs_per_socket / 2 / shaped_ports.max(1);
+                        if share < MIN_QUEUE_PACKETS {
+                            return err(
+                                "mempool.mbufs_per_socket".into(),
+                                &m.mbufs_per_socket,
+                                &format!("too few for {shaped_ports} shaped ports: half the pool, shared among their queues, must give each at least {MIN_QUEUE_PACKETS} packets"),
+                            );
+                        }
+                        share
+                    }
+                };
+                queued_mbufs += u64::from(max_packets);
+                if queued_mbufs * 4 > u64::from(m.mbufs_per_socket) * 3 {
+                    return err(
+                        fld("queue_packets"),
+                        &max_packets,
+                        &format!("the shaped queues would hold {queued_mbufs} of mempool.mbufs_per_socket = {}: at most three quarters, the rest is for receiving", m.mbufs_per_socket),
+                    );
+                }
                 Some(dataplane::egress::EgressConfig {
                     rate_bps: r * 1_000_000,
                     queue_bytes: p.queue_bytes,
                     // 10 us at the port rate, at least one jumbo frame.
                     burst_bytes: (r * 1_000_000 / 8 / 100_000).max(9216),
-                    max_packets: m.mbufs_per_socket as usize,
+                    max_packets: max_packets as usize,
                     priority_packets: 256,
                 })
             }
@@ -1555,6 +1590,30 @@ interface = "wan"
         assert_eq!(c.fib.lookup4("192.0.2.7".parse().unwrap()).unwrap().iface, 1);
         assert_eq!(c.fib.lookup4("10.0.3.9".parse().unwrap()).unwrap().iface, 2);
         assert_eq!(c.neighbours.len(), 1);
+    }
+
+    #[test]
+    fn shaped_queues_hold_at_most_a_share_of_the_mempool() {
+        let shaped = |a: &str, b: &str, extra: &str| {
+            GOOD.replacen("[dataplane]", &format!("[mempool]\nmbufs_per_socket = 8192\n{extra}\n[dataplane]"), 1)
+                .replacen("rx_queues = 4", &format!("rx_queues = 4\nrate_mbps = 1000\n{b}"), 1)
+                .replacen("addresses = [\"10.0.1.1/24\", \"2001:db8:1::1/64\"]", &format!("addresses = [\"10.0.1.1/24\", \"2001:db8:1::1/64\"]\nrate_mbps = 1000\n{a}"), 1)
+        };
+        // Default: half the pool, shared by the two shaped ports.
+        let c = load_str(&shaped("", "", "")).unwrap();
+        let caps: Vec<usize> = c.ports.iter().map(|p| p.egress.as_ref().unwrap().max_packets).collect();
+        assert_eq!(caps, vec![2048, 2048]);
+        // Explicit, within three quarters of the pool.
+        let c = load_str(&shaped("queue_packets = 5000", "queue_packets = 1000", "")).unwrap();
+        let caps: Vec<usize> = c.ports.iter().map(|p| p.egress.as_ref().unwrap().max_packets).collect();
+        assert_eq!(caps, vec![5000, 1000]);
+        let e = load_str(&shaped("queue_packets = 5000", "queue_packets = 1200", "")).unwrap_err();
+        assert!(e.contains("port[1].queue_packets = 1200") && e.contains("6200 of mempool.mbufs_per_socket = 8192"), "{e}");
+        let e = load_str(&shaped("queue_packets = 10", "", "")).unwrap_err();
+        assert!(e.contains("port[0].queue_packets = 10") && e.contains("at least 64"), "{e}");
+        // The smallest pool still gives each of two shaped queues 256.
+        let e = load_str(&shaped("", "", "").replacen("mbufs_per_socket = 8192", "mbufs_per_socket = 1024", 1).replace("rate_mbps = 1000", "rate_mbps = 1000\nqueue_bytes = 65536")).unwrap();
+        assert_eq!(e.ports[0].egress.as_ref().unwrap().max_packets, 256);
     }
 
     fn bad(patch: (&str, &str)) -> String {
