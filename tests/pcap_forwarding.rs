@@ -859,6 +859,11 @@ receivers = [ { address = "2001:db8:1::10", qpn = 0x500 } ]
     assert!(!r.contains("2001:db8:1::10 ") && r.contains("2001:db8:1::11") && r.ends_with("OK\n"), "{r}");
     let r = req("multicast receiver del g 2001:db8:1::11");
     assert!(r.starts_with("ERR group g: receivers"), "the last receiver cannot go: {r}");
+    // A command line without end is refused, and the socket still serves.
+    let r = req(&"x".repeat(10_000));
+    assert_eq!(r, "ERR command longer than 4096 bytes\n");
+    let r = req("show multicast");
+    assert!(r.contains("receiver 2001:db8:1::11 qpn 0x501") && r.ends_with("OK\n"), "{r}");
     let st = child.wait().unwrap();
     let so = std::fs::read_to_string(&out).unwrap();
     assert!(st.success(), "{so}");

@@ -34,6 +34,9 @@ pub const HELP: &str = "commands:
   multicast receiver add GROUP ADDR QPN
   multicast receiver del GROUP ADDR";
 
+/// The longest command line the management socket reads.
+const MAX_LINE: u64 = 4096;
+
 pub struct CtlServer {
     listener: UnixListener,
 }
@@ -55,9 +58,19 @@ impl CtlServer {
         while let Ok((mut s, _)) = self.listener.accept() {
             let _ = s.set_nonblocking(false);
             let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+            // One command line, at most MAX_LINE bytes: a client cannot make
+            // the control thread buffer without bound.
             let mut line = String::new();
-            let mut r = BufReader::new(&mut s);
+            let mut r = BufReader::new(Read::take(&s, MAX_LINE));
             if r.read_line(&mut line).is_err() {
+                continue;
+            }
+            if line.len() as u64 >= MAX_LINE && !line.ends_with('\n') {
+                // Read the rest of the line (bounded, like the read time) so
+                // the client gets the reply instead of a reset, then refuse.
+                let mut rest = Vec::new();
+                let _ = BufReader::new(Read::take(&s, 1 << 20)).read_until(b'\n', &mut rest);
+                let _ = s.write_all(format!("ERR command longer than {MAX_LINE} bytes\n").as_bytes());
                 continue;
             }
             let reply = match execute(control, ports, names, line.trim()) {

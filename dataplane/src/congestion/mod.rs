@@ -301,6 +301,12 @@ impl Default for PortParams {
 
 /// Largest flow table.
 pub const MAX_FLOW_CAPACITY: usize = 1 << 22;
+/// The fastest port (1.6 Tb/s).
+pub const MAX_RATE_BPS: u64 = 1_600_000_000_000;
+/// The longest RTT_est (10 s).
+pub const MAX_RTT_EST_NS: u64 = 10_000_000_000;
+/// The largest K_base / K_min (64 GiB, the largest egress queue).
+pub const MAX_THRESHOLD_BYTES: u64 = 64 << 30;
 
 impl PortParams {
     /// `max(K_base, alpha * R_port * RTT_est / 8)`, bytes.
@@ -333,19 +339,25 @@ impl PortParams {
         if self.rate_bps == 0 {
             return err("rate_bps", self.rate_bps, "must be positive");
         }
-        if self.rtt_est_ns == 0 {
-            return err("rtt_est_ns", self.rtt_est_ns, "must be positive");
+        // Upper bounds keep every product of these (K_max, 3 * RTT_est,
+        // recovery timers) far from overflow, whoever sets them (the
+        // configuration or the management socket at run time).
+        if self.rate_bps > MAX_RATE_BPS {
+            return err("rate_bps", self.rate_bps, "must be at most 1.6 Tb/s");
         }
-        if self.k_base_bytes == 0 {
-            return err("k_base_bytes", self.k_base_bytes, "must be at least one RoCEv2 frame");
+        if self.rtt_est_ns == 0 || self.rtt_est_ns > MAX_RTT_EST_NS {
+            return err("rtt_est_ns", self.rtt_est_ns, "must be positive and at most 10 s");
         }
-        if !(self.alpha.is_finite() && self.alpha > 0.0) {
-            return err("alpha", self.alpha, "must be a positive number");
+        if self.k_base_bytes == 0 || self.k_base_bytes > MAX_THRESHOLD_BYTES {
+            return err("k_base_bytes", self.k_base_bytes, "must be at least one RoCEv2 frame and at most 64 GiB");
+        }
+        if !(self.alpha.is_finite() && self.alpha > 0.0 && self.alpha <= 100.0) {
+            return err("alpha", self.alpha, "must be a positive number, at most 100");
         }
         let kmax = self.k_max();
         if let Some(k) = self.k_min_bytes {
-            if k == 0 {
-                return err("k_min_bytes", k, "must be positive");
+            if k == 0 || k > MAX_THRESHOLD_BYTES {
+                return err("k_min_bytes", k, "must be positive and at most 64 GiB");
             }
             if k >= kmax {
                 return err("k_min_bytes", k, &format!("must be less than K_max = {kmax}"));

@@ -165,6 +165,14 @@ fn validation_names_field_and_reason() {
             },
             "adaptive.k_min_floor_frac = 0.6",
         ),
+        // What the management socket could set at run time: bounded here,
+        // not only in the configuration file.
+        (PortParams { rtt_est_ns: u64::MAX, ..p }, "rtt_est_ns = 18446744073709551615"),
+        (PortParams { rtt_est_ns: 10_000_000_001, ..p }, "rtt_est_ns = 10000000001"),
+        (PortParams { rate_bps: 1_600_000_000_001, ..p }, "rate_bps = 1600000000001"),
+        (PortParams { k_base_bytes: u64::MAX, ..p }, "k_base_bytes = 18446744073709551615"),
+        (PortParams { alpha: 1e30, ..p }, "alpha = 1000000000000000000000000000000"),
+        (PortParams { k_min_bytes: Some(u64::MAX), ..p }, "k_min_bytes = 18446744073709551615"),
     ];
     for (pp, want) in cases {
         let e = pp.validate().unwrap_err();
