@@ -859,6 +859,13 @@ receivers = [ { address = "2001:db8:1::10", qpn = 0x500 } ]
     assert!(!r.contains("2001:db8:1::10 ") && r.contains("2001:db8:1::11") && r.ends_with("OK\n"), "{r}");
     let r = req("multicast receiver del g 2001:db8:1::11");
     assert!(r.starts_with("ERR group g: receivers"), "the last receiver cannot go: {r}");
+    // Neighbours are checked as in the configuration file.
+    let r = req("neighbour add 10.0.1.77 01:00:5e:00:00:01 dc");
+    assert!(r.starts_with("ERR \"01:00:5e:00:00:01\": not a unicast MAC"), "{r}");
+    let r = req("neighbour add 10.0.1.77 02:00:00:00:00:77 dc");
+    assert_eq!(r, "OK\n");
+    let r = req("show neighbours");
+    assert!(r.lines().any(|l| l.contains("10.0.1.77") && l.contains("02:00:00:00:00:77")), "{r}");
     // A command line without end is refused, and the socket still serves.
     let r = req(&"x".repeat(10_000));
     assert_eq!(r, "ERR command longer than 4096 bytes\n");
