@@ -7,7 +7,7 @@ count fields are; truncation at any length, down to an empty frame; random
 bytes appended; frames grown to jumbo size; and a few frames of pure noise.
 Independent of dcirouter's code: plain pcap records, no parsing.
 
-usage: mutate_pcap.py IN OUT SEED [--variants N] [--max-distinct M]
+usage: mutate_pcap.py IN[,IN...] OUT SEED [--variants N] [--max-distinct M]
 prints: frames=<written> distinct=<distinct inputs>
 """
 import random
@@ -92,7 +92,12 @@ def main():
             i += 1
     src, dst, seed = pos[0], pos[1], int(pos[2])
     rng = random.Random(seed)
-    header, frames = read_pcap(src)
+    # Several inputs may be given, separated by commas.
+    header, frames = None, []
+    for path in src.split(","):
+        h, f = read_pcap(path)
+        header = header or h
+        frames += f
     seen, distinct = set(), []
     for fr in frames:
         if fr not in seen:
