@@ -18,7 +18,10 @@
 //! An entry is 128 bytes (two cache lines): everything the
 //! packet path reads or writes is in it, except the bytes queued, which live
 //! in the dense `nz` array of the flows with bytes in the queue (what the
-//! top-contributor selection scans, sequentially).
+//! top-contributor selection scans, sequentially). A flow whose bytes drain
+//! to zero stays in `nz` (with 0) until a compaction, amortized over the
+//! insertions, so a flow that keeps sending does not leave and re-enter the
+//! array with every packet.
 //!
 //! Everything is allocated in [`FlowTable::new`]; lookups, inserts and
 //! removals never allocate.
@@ -615,9 +618,17 @@ pub(crate) struct FlowTable {
     free: Vec<u32>,
     /// Slab indices of the live flows (for scans).
     pub live: Vec<u32>,
-    /// The flows with bytes queued, and how many.
+    /// The flows with bytes queued, plus flows whose bytes reached zero
+    /// since the last compaction (queued 0: left in place, so a flow that
+    /// keeps sending does not leave and re-enter with every packet).
     pub nz: Vec<Nz>,
+    /// Entries of `nz` with bytes queued.
+    nz_live: usize,
 }
+
+/// `nz` is compacted when it holds more than twice its live entries plus
+/// this many.
+const NZ_SLACK: usize = 1024;
 
 impl FlowTable {
     pub fn new(capacity: usize) -> FlowTable {
@@ -629,6 +640,7 @@ impl FlowTable {
             free: (0..capacity as u32).rev().collect(),
             live: Vec::with_capacity(capacity),
             nz: Vec::with_capacity(capacity),
+            nz_live: 0,
         }
     }
 
@@ -796,20 +808,31 @@ impl FlowTable {
         }
     }
 
-    /// `queued += len` (saturating).
+    /// Flows with bytes queued.
+    pub fn queued_flows(&self) -> usize {
+        self.nz_live
+    }
+
+    /// `queued += len`.
     #[inline(always)]
     pub fn add_queued(&mut self, s: u32, len: u64) {
         if len == 0 {
             return;
         }
-        let Some(f) = self.entries.get_mut(s as usize) else { return };
+        let Some(f) = self.entries.get(s as usize) else { return };
         if f.nz_pos != NONE {
             let n = &mut self.nz[f.nz_pos as usize];
+            self.nz_live += usize::from(n.queued == 0);
             n.queued = n.queued.saturating_add(len);
-        } else {
-            f.nz_pos = self.nz.len() as u32;
-            self.nz.push(Nz { queued: len, slot: s });
+            return;
         }
+        if self.nz.len() > 2 * self.nz_live + NZ_SLACK {
+            self.compact_nz();
+        }
+        let p = self.nz.len() as u32;
+        self.nz.push(Nz { queued: len, slot: s });
+        self.entries[s as usize].nz_pos = p;
+        self.nz_live += 1;
     }
 
     /// `queued -= len` (saturating at zero).
@@ -821,10 +844,29 @@ impl FlowTable {
             return;
         }
         let n = &mut self.nz[p as usize];
-        n.queued = n.queued.saturating_sub(len);
         if n.queued == 0 {
-            self.nz_remove(p);
+            return;
         }
+        n.queued = n.queued.saturating_sub(len);
+        self.nz_live -= usize::from(n.queued == 0);
+    }
+
+    /// Drop the entries of `nz` with nothing queued (amortized: at most one
+    /// per `add_queued` that inserts).
+    #[cold]
+    fn compact_nz(&mut self) {
+        let mut j = 0;
+        for i in 0..self.nz.len() {
+            let n = self.nz[i];
+            if n.queued == 0 {
+                self.entries[n.slot as usize].nz_pos = NONE;
+            } else {
+                self.nz[j] = n;
+                self.entries[n.slot as usize].nz_pos = j as u32;
+                j += 1;
+            }
+        }
+        self.nz.truncate(j);
     }
 
     fn set_queued_zero(&mut self, s: u32) {
@@ -835,6 +877,7 @@ impl FlowTable {
 
     fn nz_remove(&mut self, p: u32) {
         let gone = self.nz.swap_remove(p as usize);
+        self.nz_live -= usize::from(gone.queued != 0);
         self.entries[gone.slot as usize].nz_pos = NONE;
         if let Some(m) = self.nz.get(p as usize) {
             self.entries[m.slot as usize].nz_pos = p;
@@ -846,12 +889,13 @@ impl FlowTable {
         for n in self.nz.drain(..) {
             self.entries[n.slot as usize].nz_pos = NONE;
         }
+        self.nz_live = 0;
     }
 
     /// Nothing of flow `s` is queued.
     #[inline]
     pub fn idle_in_queue(&self, s: u32) -> bool {
-        self.entries.get(s as usize).map_or(true, |f| f.nz_pos == NONE)
+        self.queued(s) == 0
     }
 
     /// First flow of the list of flows from `src` to `dst`.
@@ -997,14 +1041,60 @@ mod tests {
         t.add_queued(a, 100);
         t.add_queued(b, 50);
         t.add_queued(a, 10);
-        assert_eq!((t.queued(a), t.queued(b), t.nz.len()), (110, 50, 2));
+        assert_eq!((t.queued(a), t.queued(b), t.nz.len(), t.queued_flows()), (110, 50, 2, 2));
         t.sub_queued(a, 200);
-        assert_eq!((t.queued(a), t.queued(b), t.nz.len()), (0, 50, 1));
+        // a stays in the dense set with nothing queued until a compaction.
+        assert_eq!((t.queued(a), t.queued(b), t.nz.len(), t.queued_flows()), (0, 50, 2, 1));
         assert!(t.idle_in_queue(a) && !t.idle_in_queue(b));
+        t.sub_queued(a, 1);
+        assert_eq!(t.queued_flows(), 1, "no underflow of the live count");
+        t.add_queued(a, 7);
+        assert_eq!((t.queued(a), t.nz.len(), t.queued_flows()), (7, 2, 2));
         t.remove(b);
+        assert_eq!((t.nz.len(), t.queued_flows()), (1, 1));
+        t.sub_queued(a, 7);
+        t.remove(a);
         assert!(t.nz.is_empty());
+        assert_eq!(t.queued_flows(), 0);
+        let a = t.insert(key(1, 1, 1), 0).unwrap();
         t.add_queued(a, 1);
         t.clear_queued();
-        assert_eq!(t.queued(a), 0);
+        assert_eq!((t.queued(a), t.queued_flows()), (0, 0));
+    }
+
+    #[test]
+    fn the_dense_set_is_compacted() {
+        let n = 3 * NZ_SLACK;
+        let mut t = FlowTable::new(n);
+        let slots: Vec<u32> = (0..n as u32).map(|i| t.insert(key((i % 250) as u8, (i / 250) as u8, i), 0).unwrap()).collect();
+        // Each flow one packet in and out: the set keeps them, idle...
+        for &s in &slots[..NZ_SLACK + 1] {
+            t.add_queued(s, 100);
+            t.sub_queued(s, 100);
+        }
+        assert_eq!((t.nz.len(), t.queued_flows()), (NZ_SLACK + 1, 0));
+        // ...until one more insertion finds it over 2 * live + slack.
+        t.add_queued(slots[n - 1], 5);
+        assert_eq!((t.nz.len(), t.queued_flows()), (1, 1));
+        assert_eq!(t.queued(slots[n - 1]), 5);
+        for &s in &slots[..NZ_SLACK + 1] {
+            assert!(t.idle_in_queue(s));
+            assert_eq!(t.entries[s as usize].nz_pos, NONE);
+        }
+        // Positions stay consistent through compaction and removal.
+        for (k, &s) in slots.iter().enumerate().take(200) {
+            t.add_queued(s, k as u64 + 1);
+        }
+        for &s in slots.iter().take(200).step_by(3) {
+            t.remove(s);
+        }
+        for (i, nz) in t.nz.iter().enumerate() {
+            assert_eq!(t.entries[nz.slot as usize].nz_pos, i as u32);
+        }
+        for (k, &s) in slots.iter().enumerate().take(200) {
+            let want = if k % 3 == 0 { 0 } else { k as u64 + 1 };
+            assert_eq!(t.queued(s), want);
+        }
+        assert_eq!(t.queued_flows(), t.nz.iter().filter(|n| n.queued > 0).count());
     }
 }

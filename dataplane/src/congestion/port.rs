@@ -679,7 +679,7 @@ impl CongestionPort {
     /// The flow with the most bytes in the queue: (source, destination,
     /// DestQP). A scan of the flows that have bytes queued.
     pub fn top_flow(&self) -> Option<(IpAddr, IpAddr, u32)> {
-        let nz = self.flows.nz.iter().max_by_key(|n| (n.queued, std::cmp::Reverse(n.slot)))?;
+        let nz = self.flows.nz.iter().filter(|n| n.queued > 0).max_by_key(|n| (n.queued, std::cmp::Reverse(n.slot)))?;
         let f = self.flows.get(nz.slot)?;
         let k = f.key();
         Some((k.src(), k.dst(), k.dest_qp()))
@@ -701,7 +701,7 @@ impl CongestionPort {
         let mut k = 0usize;
         // Only the flows with bytes queued, from their dense set: the
         // order is irrelevant (a strict total order decides).
-        for nz in &self.flows.nz {
+        for nz in self.flows.nz.iter().filter(|n| n.queued > 0) {
             let (q, s) = (nz.queued, nz.slot);
             // Insertion into the sorted top-n (ties: lower slot first).
             let better = |a: (u64, u32), b: (u64, u32)| a.0 > b.0 || (a.0 == b.0 && a.1 < b.1);
