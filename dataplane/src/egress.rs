@@ -21,10 +21,12 @@ pub struct EgressConfig {
     pub queue_bytes: u64,
     /// Shaper bucket depth in bytes (how much may leave back to back).
     pub burst_bytes: u64,
-    /// Most packets held (data + priority); bounds memory. Typically the
-    /// mempool size: the queue can never hold more mbufs than exist.
+    /// Most packets held (data + priority); bounds memory (every packet is
+    /// an mbuf): a share of the mempool.
     pub max_packets: usize,
-    /// Priority queue length in packets.
+    /// Priority queue length in packets, kept out of `max_packets` for it
+    /// alone (at most half), so notifications find room in a queue full of
+    /// data.
     pub priority_packets: usize,
 }
 
@@ -131,7 +133,10 @@ pub struct EgressQueue<P, F = u32> {
 const SCALE: u128 = 8_000_000_000; // bits per byte * ns per s
 
 impl<P, F: Copy> EgressQueue<P, F> {
-    pub fn new(cfg: EgressConfig) -> Self {
+    pub fn new(mut cfg: EgressConfig) -> Self {
+        // Data never takes the priority queue's share: notifications find
+        // room in a queue full of data. At least half stays for data.
+        cfg.priority_packets = cfg.priority_packets.min(cfg.max_packets / 2);
         EgressQueue {
             data: VecDeque::with_capacity(cfg.max_packets),
             prio: VecDeque::with_capacity(cfg.priority_packets),
@@ -187,7 +192,7 @@ impl<P, F: Copy> EgressQueue<P, F> {
     /// Would a packet of `len` bytes be accepted?
     #[inline]
     pub fn has_room(&self, len: u32) -> bool {
-        self.bytes + u64::from(len) <= self.cfg.queue_bytes && self.data.len() + self.prio.len() < self.cfg.max_packets
+        self.bytes + u64::from(len) <= self.cfg.queue_bytes && self.data.len() < self.cfg.max_packets - self.cfg.priority_packets
     }
 
     /// Append a data packet; a full queue hands it back (tail drop, counted).
@@ -208,7 +213,7 @@ impl<P, F: Copy> EgressQueue<P, F> {
     /// Append a notification / ARP / ND packet to the priority queue.
     #[inline]
     pub fn enqueue_priority(&mut self, p: P, len: u32) -> Result<(), P> {
-        if self.prio.len() >= self.cfg.priority_packets || self.len() >= self.cfg.max_packets {
+        if self.prio.len() >= self.cfg.priority_packets {
             self.stats.priority_drops += 1;
             return Err(p);
         }
@@ -391,13 +396,30 @@ mod tests {
     }
 
     #[test]
-    fn max_packets_bounds_memory() {
-        let mut e: EgressQueue<u32> = EgressQueue::new(EgressConfig { max_packets: 2, ..Default::default() });
+    fn max_packets_bounds_memory_and_keeps_room_for_notifications() {
+        // 4 packets: 2 for data, 2 kept for the priority queue.
+        let mut e: EgressQueue<u32> = EgressQueue::new(EgressConfig { max_packets: 4, ..Default::default() });
         e.enqueue(q(1)).ok().unwrap();
         e.enqueue(q(1)).ok().unwrap();
         assert!(e.enqueue(q(1)).is_err());
-        assert!(e.enqueue_priority(9, 64).is_err());
+        assert_eq!(e.stats.tail_drops, 1);
+        // A queue full of data still takes notifications...
+        e.enqueue_priority(8, 64).unwrap();
+        e.enqueue_priority(9, 64).unwrap();
+        // ...up to their share.
+        assert!(e.enqueue_priority(10, 64).is_err());
         assert_eq!(e.stats.priority_drops, 1);
+        assert_eq!(e.len(), 4);
+        // The configured share applies when it is below half.
+        let mut e: EgressQueue<u32> = EgressQueue::new(EgressConfig { max_packets: 100, priority_packets: 10, ..Default::default() });
+        for _ in 0..90 {
+            e.enqueue(q(1)).ok().unwrap();
+        }
+        assert!(e.enqueue(q(1)).is_err());
+        for i in 0..10 {
+            e.enqueue_priority(i, 64).unwrap();
+        }
+        assert!(e.enqueue_priority(10, 64).is_err());
     }
 
     #[test]
