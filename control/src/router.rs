@@ -269,7 +269,15 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         }
         owner[id] = pi % nworkers;
         if let Some(e) = p.egress {
-            eprintln!("port {}: egress shaped at {} Mb/s, queue {} bytes, owned by worker {}", p.name, e.rate_bps / 1_000_000, e.queue_bytes, pi % nworkers);
+            eprintln!(
+                "port {}: egress shaped at {} Mb/s, queue {} bytes / {} packets ({} kept for notifications), owned by worker {}",
+                p.name,
+                e.rate_bps / 1_000_000,
+                e.queue_bytes,
+                e.max_packets,
+                e.priority_packets.min(e.max_packets / 2),
+                pi % nworkers
+            );
         }
     }
     // End.MT replicas share the payload only when every port can send

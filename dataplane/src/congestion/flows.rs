@@ -809,6 +809,7 @@ impl FlowTable {
     }
 
     /// Flows with bytes queued.
+    #[cfg(test)]
     pub fn queued_flows(&self) -> usize {
         self.nz_live
     }
