@@ -505,7 +505,7 @@ pub struct PortSection {
     /// Most packets that queue may hold (every one holds an mbuf). Default:
     /// an equal share of half of `mempool.mbufs_per_socket` among the
     /// shaped ports, so a queue of small packets cannot take the buffers
-    /// every port receives into.
+    /// every port receives into; all together at most half the pool.
     pub queue_packets: Option<u32>,
     /// The congestion-aware node on this egress port (Long-haul CNP).
     pub congestion: Option<CongestionSection>,
@@ -875,11 +875,14 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
                     }
                 };
                 queued_mbufs += u64::from(max_packets);
-                if queued_mbufs * 4 > u64::from(m.mbufs_per_socket) * 3 {
+                if queued_mbufs * 2 > u64::from(m.mbufs_per_socket) {
                     return err(
                         fld("queue_packets"),
                         &max_packets,
-                        &format!("the shaped queues would hold {queued_mbufs} of mempool.mbufs_per_socket = {}: at most three quarters, the rest is for receiving", m.mbufs_per_socket),
+                        &format!(
+                            "the shaped queues would hold {queued_mbufs} of mempool.mbufs_per_socket = {}: at most half (a quarter is for the hand-off rings, the rest for receiving)",
+                            m.mbufs_per_socket
+                        ),
                     );
                 }
                 Some(dataplane::egress::EgressConfig {
@@ -1603,12 +1606,12 @@ interface = "wan"
         let c = load_str(&shaped("", "", "")).unwrap();
         let caps: Vec<usize> = c.ports.iter().map(|p| p.egress.as_ref().unwrap().max_packets).collect();
         assert_eq!(caps, vec![2048, 2048]);
-        // Explicit, within three quarters of the pool.
-        let c = load_str(&shaped("queue_packets = 5000", "queue_packets = 1000", "")).unwrap();
+        // Explicit, within half the pool.
+        let c = load_str(&shaped("queue_packets = 3000", "queue_packets = 1096", "")).unwrap();
         let caps: Vec<usize> = c.ports.iter().map(|p| p.egress.as_ref().unwrap().max_packets).collect();
-        assert_eq!(caps, vec![5000, 1000]);
-        let e = load_str(&shaped("queue_packets = 5000", "queue_packets = 1200", "")).unwrap_err();
-        assert!(e.contains("port[1].queue_packets = 1200") && e.contains("6200 of mempool.mbufs_per_socket = 8192"), "{e}");
+        assert_eq!(caps, vec![3000, 1096]);
+        let e = load_str(&shaped("queue_packets = 3000", "queue_packets = 1097", "")).unwrap_err();
+        assert!(e.contains("port[1].queue_packets = 1097") && e.contains("4097 of mempool.mbufs_per_socket = 8192: at most half"), "{e}");
         let e = load_str(&shaped("queue_packets = 10", "", "")).unwrap_err();
         assert!(e.contains("port[0].queue_packets = 10") && e.contains("at least 64"), "{e}");
         // The smallest pool still gives each of two shaped queues 256.

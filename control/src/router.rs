@@ -317,14 +317,18 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         }
     }
     let hdr_on = |s: i32| hdr_pools.iter().find(|(ps, _)| *ps == s).map(|(_, p)| p.clone());
-    // Hand-off rings hold mbufs while their owner is away: each at most an
-    // eighth of the pool (256 ..= 4096), so a stalled owner cannot take the
-    // buffers the ports receive into (a full ring drops as handoff-full).
-    let ring_cap = (cfg.mempool.mbufs_per_socket as usize / 8).clamp(256, 4096);
+    // Hand-off rings hold mbufs while their owner is away. The shaped
+    // ports' rings together hold at most an eighth of the pool, the
+    // multicast ring another eighth (each 64 ..= 4096), so with the shaped
+    // queues (at most half) a quarter of the pool is always left to receive
+    // into; a full ring drops as handoff-full.
+    let mbufs = cfg.mempool.mbufs_per_socket as usize;
+    let shaped = cfg.ports.iter().filter(|p| p.egress.is_some()).count().max(1);
+    let ring_cap = (mbufs / 8 / shaped).clamp(64, 4096);
     let handoff: Arc<Vec<crossbeam::queue::ArrayQueue<usize>>> = Arc::new((0..maxp).map(|_| crossbeam::queue::ArrayQueue::new(ring_cap)).collect());
     // End.MT reverse path: worker 0 owns every group's state (one writer);
     // the others steer the groups' packets to it through this ring.
-    let mc_ring = Arc::new(crossbeam::queue::ArrayQueue::new(ring_cap));
+    let mc_ring = Arc::new(crossbeam::queue::ArrayQueue::new((mbufs / 8).clamp(64, 4096)));
     let groups0: Arc<Vec<dataplane::multicast::GroupConfig>> = Arc::new(cfg.multicast.iter().map(|g| g.cfg.clone()).collect());
     for g in &cfg.multicast {
         eprintln!(
