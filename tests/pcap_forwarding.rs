@@ -66,6 +66,12 @@ interface = "wan.200"
     )
 }
 
+/// Static neighbours for the End.MT receivers 2001:db8:1::10.. on dc
+/// (MAC 02:00:00:00:01:10..).
+fn receiver_neighbours(n: u8) -> String {
+    (0..n).map(|i| format!("[[neighbour]]\nip = \"2001:db8:1::{:x}\"\nmac = \"02:00:00:00:01:{:02x}\"\ninterface = \"dc\"\n", 0x10 + i, 0x10 + i)).collect()
+}
+
 fn find<'a>(frames: &'a [Vec<u8>], marker: &[u8]) -> &'a Vec<u8> {
     frames
         .iter()
@@ -586,9 +592,7 @@ fn end_mt_replicas(zero_copy: bool) {
     control::demo::write_pcap(&dir.join("empty.pcap"), &[control::demo::end_mt_frame()]).unwrap();
     let cfg = dir.join("r.toml");
     let mut text = config(&dir);
-    for i in 0..3 {
-        text += &format!("[[neighbour]]\nip = \"2001:db8:1::{:x}\"\nmac = \"02:00:00:00:01:{:02x}\"\ninterface = \"dc\"\n", 0x10 + i, 0x10 + i);
-    }
+    text += &receiver_neighbours(3);
     text += "[srv6]\nlocator = \"fc00:0:1::/48\"\n[[srv6.sid]]\nsid = \"fc00:0:1::a\"\nbehaviour = \"end.mt\"\n";
     if !zero_copy {
         text = text.replacen("[dataplane]\n", "[dataplane]\nzero_copy_replication = false\n", 1);
@@ -647,9 +651,7 @@ fn end_mt_verifies_srh_hmac() {
     assert!(o.status.success(), "srh_hmac.py: {}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     let cfg = dir.join("r.toml");
     let mut text = config(&dir);
-    for i in 0..2 {
-        text += &format!("[[neighbour]]\nip = \"2001:db8:1::{:x}\"\nmac = \"02:00:00:00:01:{:02x}\"\ninterface = \"dc\"\n", 0x10 + i, 0x10 + i);
-    }
+    text += &receiver_neighbours(2);
     text += &format!(
         "[srv6]\nlocator = \"fc00:0:1::/48\"\n[[srv6.hmac_key]]\nkey_id = 7\nsecret_hex = \"{secret}\"\nlength = 16\n[[srv6.sid]]\nsid = \"fc00:0:1::a\"\nbehaviour = \"end.mt\"\nhmac_required = true\n"
     );
@@ -721,9 +723,7 @@ fn mc_reverse_case(name: &str, two_workers: bool) {
             .replacen(&format!("tx_pcap={d}/dc-out.pcap"), &format!("tx_pcap={d}/dc-out.pcap,tx_pcap={d}/dc-out1.pcap"), 1)
             .replacen(&format!("tx_pcap={d}/wan-out.pcap"), &format!("tx_pcap={d}/wan-out.pcap,tx_pcap={d}/wan-out1.pcap"), 1);
     }
-    for i in 0..3 {
-        text += &format!("[[neighbour]]\nip = \"2001:db8:1::{:x}\"\nmac = \"02:00:00:00:01:{:02x}\"\ninterface = \"dc\"\n", 0x10 + i, 0x10 + i);
-    }
+    text += &receiver_neighbours(3);
     text += r#"
 [srv6]
 locator = "fc00:0:1::/48"
@@ -1105,9 +1105,7 @@ fn hostile_traffic_is_dropped_by_name_without_crash_or_leak() {
                 py(&[&oracle("srv6_seeds.py"), &p("seeds.pcap"), "02:dc:00:00:00:02"]);
                 let inputs = vec![(p("fwd.pcap"), p("dc-in.pcap")), (format!("{},{}", p("hmac.pcap"), p("seeds.pcap")), p("empty.pcap"))];
                 let mut cfg = config(&dir);
-                for i in 0..2 {
-                    cfg += &format!("[[neighbour]]\nip = \"2001:db8:1::{:x}\"\nmac = \"02:00:00:00:01:{:02x}\"\ninterface = \"dc\"\n", 0x10 + i, 0x10 + i);
-                }
+                cfg += &receiver_neighbours(2);
                 cfg += &format!(
                     r#"
 [srv6]

@@ -275,7 +275,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
                 e.rate_bps / 1_000_000,
                 e.queue_bytes,
                 e.max_packets,
-                e.priority_packets.min(e.max_packets / 2),
+                e.priority_share(),
                 pi % nworkers
             );
         }

@@ -30,6 +30,15 @@ pub struct EgressConfig {
     pub priority_packets: usize,
 }
 
+impl EgressConfig {
+    /// The packets kept for the priority queue: `priority_packets`, at most
+    /// half of `max_packets`. Data never take this share, so notifications
+    /// find room in a queue full of data.
+    pub fn priority_share(&self) -> usize {
+        self.priority_packets.min(self.max_packets / 2)
+    }
+}
+
 impl Default for EgressConfig {
     fn default() -> Self {
         EgressConfig { rate_bps: 0, queue_bytes: 64 << 20, burst_bytes: 64 * 1024, max_packets: 16384, priority_packets: 256 }
@@ -134,9 +143,7 @@ const SCALE: u128 = 8_000_000_000; // bits per byte * ns per s
 
 impl<P, F: Copy> EgressQueue<P, F> {
     pub fn new(mut cfg: EgressConfig) -> Self {
-        // Data never takes the priority queue's share: notifications find
-        // room in a queue full of data. At least half stays for data.
-        cfg.priority_packets = cfg.priority_packets.min(cfg.max_packets / 2);
+        cfg.priority_packets = cfg.priority_share();
         EgressQueue {
             data: VecDeque::with_capacity(cfg.max_packets),
             prio: VecDeque::with_capacity(cfg.priority_packets),

@@ -5,41 +5,17 @@ mutants. Mutations (seeded, reproducible): byte flips and extreme values
 (0x00, 0x01, 0x7f, 0x80, 0xff) in the headers, where the length, offset and
 count fields are; truncation at any length, down to an empty frame; random
 bytes appended; frames grown to jumbo size; and a few frames of pure noise.
-Independent of dcirouter's code: plain pcap records, no parsing.
+Independent of dcirouter's code: scapy's raw pcap records, no dissection.
 
 usage: mutate_pcap.py IN[,IN...] OUT SEED [--variants N] [--max-distinct M]
 prints: frames=<written> distinct=<distinct inputs>
 """
+import argparse
 import random
-import struct
-import sys
+
+from scapy.utils import PcapWriter, RawPcapReader
 
 EXTREMES = (0x00, 0x01, 0x7F, 0x80, 0xFF)
-
-
-def read_pcap(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    magic = struct.unpack("<I", data[:4])[0]
-    if magic not in (0xA1B2C3D4, 0xA1B23C4D):
-        raise SystemExit(f"{path}: not a little-endian pcap (magic {magic:#x})")
-    frames, off = [], 24
-    while off + 16 <= len(data):
-        _, _, incl, _ = struct.unpack("<IIII", data[off:off + 16])
-        off += 16
-        frames.append(data[off:off + incl])
-        off += incl
-    return data[:24], frames
-
-
-def write_pcap(path, header, frames):
-    # Snap length 65535 and Ethernet link type, whatever the input said.
-    header = header[:16] + struct.pack("<II", 65535, 1)
-    with open(path, "wb") as f:
-        f.write(header)
-        for i, fr in enumerate(frames):
-            f.write(struct.pack("<IIII", i // 1000000, i % 1000000, len(fr), len(fr)))
-            f.write(fr)
 
 
 def mutate(rng, fr):
@@ -79,35 +55,26 @@ def mutate(rng, fr):
 
 
 def main():
-    args = sys.argv[1:]
-    opts = {"--variants": 20, "--max-distinct": 400}
-    pos = []
-    i = 0
-    while i < len(args):
-        if args[i] in opts:
-            opts[args[i]] = int(args[i + 1])
-            i += 2
-        else:
-            pos.append(args[i])
-            i += 1
-    src, dst, seed = pos[0], pos[1], int(pos[2])
-    rng = random.Random(seed)
-    # Several inputs may be given, separated by commas.
-    header, frames = None, []
-    for path in src.split(","):
-        h, f = read_pcap(path)
-        header = header or h
-        frames += f
+    ap = argparse.ArgumentParser(description="hostile traffic from good traffic")
+    ap.add_argument("inputs", help="input pcaps, separated by commas")
+    ap.add_argument("out")
+    ap.add_argument("seed", type=int)
+    ap.add_argument("--variants", type=int, default=20)
+    ap.add_argument("--max-distinct", type=int, default=400)
+    a = ap.parse_args()
+    rng = random.Random(a.seed)
     seen, distinct = set(), []
-    for fr in frames:
-        if fr not in seen:
-            seen.add(fr)
-            distinct.append(fr)
-    distinct = distinct[:opts["--max-distinct"]]
+    for path in a.inputs.split(","):
+        # Raw records: no dissection, the bytes as captured.
+        for fr, _ in RawPcapReader(path):
+            if fr not in seen:
+                seen.add(fr)
+                distinct.append(fr)
+    distinct = distinct[:a.max_distinct]
     out = []
     for fr in distinct:
         out.append(fr)
-        for _ in range(opts["--variants"]):
+        for _ in range(a.variants):
             out.append(mutate(rng, fr))
     # Noise: random frames, some addressed to broadcast.
     for k in range(200):
@@ -116,7 +83,10 @@ def main():
         if k % 2 and n >= 6:
             noise = b"\xff" * 6 + noise[6:]
         out.append(noise)
-    write_pcap(dst, header, out)
+    w = PcapWriter(a.out, linktype=1, sync=False)
+    for fr in out:
+        w.write(fr)
+    w.close()
     print(f"frames={len(out)} distinct={len(distinct)}")
 
 

@@ -13,6 +13,7 @@ scapy:
 usage: own_frames.py OUT --macs M1,M2 --own A,P/len,... IN.pcap...
 prints: frames=<all> own=<written> bad-ipv4=<n> bad-mac=<n>; exits 1 on any bad
 """
+import argparse
 import ipaddress
 import sys
 
@@ -20,11 +21,15 @@ from scapy.all import IP, IPv6, Ether, rdpcap, wrpcap
 
 
 def main():
-    args = sys.argv[1:]
-    out = args[0]
-    macs = set(args[args.index("--macs") + 1].lower().split(","))
-    own = [ipaddress.ip_network(x, strict=False) for x in args[args.index("--own") + 1].split(",")]
-    inputs = [a for i, a in enumerate(args[1:], 1) if not a.startswith("--") and args[i - 1] not in ("--macs", "--own")]
+    ap = argparse.ArgumentParser(description="what a router emits")
+    ap.add_argument("out")
+    ap.add_argument("--macs", required=True)
+    ap.add_argument("--own", required=True)
+    ap.add_argument("inputs", nargs="+")
+    a = ap.parse_args()
+    out, inputs = a.out, a.inputs
+    macs = set(a.macs.lower().split(","))
+    own = [ipaddress.ip_network(x, strict=False) for x in a.own.split(",")]
     total = bad_ip = bad_mac = 0
     kept = []
     for path in inputs:
