@@ -30,9 +30,13 @@ struct Pending {
     hash: u64,
     now: u64,
     psn: u32,
+    /// Bytes of the `n` packets.
     len: u32,
-    /// The caller's tag (the packet's position in its queue).
+    /// The caller's tag of the first packet (its position in its queue).
     tag: u32,
+    /// Packets: consecutive packets of one flow with the same timestamp
+    /// and consecutive tags share an entry (one lookup, the same updates).
+    n: u32,
     /// After the lookup: the flow slot, or NONE (table full).
     flow: u32,
     /// The slot the prefetch found by tag (NONE: not fetched yet or no
@@ -257,7 +261,10 @@ impl CongestionPort {
     /// from `take_resolved` with the packet's flow slot. The caller must
     /// check [`CongestionPort::pending_full`] first (when full, the packet
     /// is learned at once and `tag` is not returned: nothing is lost but
-    /// its flow slot).
+    /// its flow slot). A packet of the same flow as the previous one, at
+    /// the same time and with the next tag (a packet train, as an RDMA
+    /// message's packets are) joins its entry: one lookup, the entry
+    /// updated with the train's bytes and last PSN, each tag handed back.
     #[inline(always)]
     pub fn on_enqueue_deferred(
         &mut self,
@@ -270,10 +277,21 @@ impl CongestionPort {
     ) -> bool {
         let mark = self.enqueue_mark(ecn_capable, qd_after, now);
         if let Some(r) = roce.filter(|r| is_data(r.opcode)) {
+            // A packet train: the same flow as the previous packet, not
+            // looked up yet, same time, the next tag.
             let hash = r.key.hash();
+            let open = self.pend_done < self.pend.len();
+            if let Some(last) = self.pend.last_mut().filter(|_| open) {
+                if last.hash == hash && last.key == r.key && last.now == now && last.tag.wrapping_add(last.n) == tag && last.len.checked_add(len).is_some() {
+                    last.n += 1;
+                    last.len += len;
+                    last.psn = r.psn;
+                    return mark;
+                }
+            }
             if self.pend.len() < MAX_PENDING {
                 self.flows.prefetch_bucket(hash);
-                self.pend.push(Pending { key: r.key, hash, now, psn: r.psn, len, tag, flow: NONE, hint: NONE });
+                self.pend.push(Pending { key: r.key, hash, now, psn: r.psn, len, tag, n: 1, flow: NONE, hint: NONE });
                 // Two-stage software pipeline: the bucket of this packet,
                 // the entry of the one PREFETCH_LAG back.
                 let n = self.pend.len();
@@ -306,6 +324,10 @@ impl CongestionPort {
         for i in from..to {
             let p = self.pend[i];
             let f = self.learn_hint(&p.key, p.hash, p.hint, p.psn, p.len, p.now);
+            if f.is_none() {
+                // A train's other packets found the table full too.
+                self.stats.flow_table_full += u64::from(p.n - 1);
+            }
             self.pend[i].flow = f.map_or(NONE, |f| f.0);
         }
         self.pend_done = to;
@@ -315,7 +337,10 @@ impl CongestionPort {
     pub fn take_resolved(&mut self, mut f: impl FnMut(u32, Option<FlowId>)) {
         self.resolve();
         for p in &self.pend {
-            f(p.tag, (p.flow != NONE).then_some(FlowId(p.flow)));
+            let flow = (p.flow != NONE).then_some(FlowId(p.flow));
+            for k in 0..p.n {
+                f(p.tag.wrapping_add(k), flow);
+            }
         }
         self.pend.clear();
         self.pend_done = 0;

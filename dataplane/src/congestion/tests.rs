@@ -1189,4 +1189,112 @@ mod prop {
             }
         }
     }
+
+    /// The packet path's deferred learning (`on_enqueue_deferred` +
+    /// `take_resolved`, trains of one flow sharing a lookup) ends in the
+    /// same state as learning each packet at once (`on_enqueue`): the same
+    /// flow per packet, bytes queued per flow, counters and CNPs.
+    #[derive(Debug, Clone)]
+    enum DOp {
+        /// `train` back-to-back packets of one flow at the same time.
+        Enq { host: u8, qp: u8, len: u32, train: u8, ect: bool, psn: u32 },
+        /// A packet of another flow in between at another time.
+        Tick { dt: u64 },
+        Deq { pick: u8 },
+        Poll,
+        /// Resolve the deferred lookups now (else at the next call that
+        /// needs them).
+        Flush,
+    }
+
+    fn dop() -> impl Strategy<Value = DOp> {
+        prop_oneof![
+            6 => (0u8..5, 0u8..3, 1u32..200_000, 1u8..40, any::<bool>(), any::<u32>())
+                .prop_map(|(host, qp, len, train, ect, psn)| DOp::Enq { host, qp, len, train, ect, psn }),
+            2 => (0u64..3 * MS).prop_map(|dt| DOp::Tick { dt }),
+            2 => any::<u8>().prop_map(|pick| DOp::Deq { pick }),
+            1 => Just(DOp::Poll),
+            2 => Just(DOp::Flush),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        #[test]
+        fn deferred_trains_learn_as_packet_by_packet(
+            ops in proptest::collection::vec(dop(), 1..120),
+            cap in 1usize..5,
+            v6: bool,
+        ) {
+            let mut p = sec7();
+            p.flow_capacity = cap;
+            p.flow_idle_timeout_ns = 5 * MS;
+            p.v_ecn = 0.3;
+            prop_assert_eq!(p.validate(), Ok(()));
+            let (mut a, mut b) = (CongestionPort::new(p.clone()), CongestionPort::new(p));
+            let host = |h: u8| if v6 { ip6(u16::from(h)) } else { ip4(h) };
+            let (mut now, mut qd) = (0u64, 0u64);
+            // Per packet (tag): its length and flow, learned at once (a) and
+            // as handed back by take_resolved (b).
+            let mut pk: Vec<(u32, Option<FlowId>, Option<FlowId>)> = Vec::new();
+            let mut resolved = 0usize;
+            let (mut oa, mut ob) = (Vec::new(), Vec::new());
+            for op in ops {
+                match op {
+                    DOp::Enq { host: h, qp, len, train, ect, psn } => {
+                        let info = data(host(h), host(100), u32::from(qp), psn);
+                        let key = RoceKey::from_info(&info);
+                        for k in 0..u32::from(train) {
+                            let info = RoceInfo { psn: psn.wrapping_add(k), ..info };
+                            let key = RoceKey { psn: info.psn, ..key };
+                            qd += u64::from(len);
+                            let (ma, fa) = a.on_enqueue(Some(&info), len, ect, qd, now);
+                            if b.pending_full() {
+                                b.take_resolved(|t, f| pk[t as usize].2 = f);
+                                resolved = pk.len();
+                            }
+                            let mb = b.on_enqueue_deferred(Some(&key), len, ect, qd, now, pk.len() as u32);
+                            prop_assert_eq!(ma, mb);
+                            pk.push((len, fa, None));
+                        }
+                    }
+                    DOp::Tick { dt } => now += dt,
+                    DOp::Deq { pick } => {
+                        b.take_resolved(|t, f| pk[t as usize].2 = f);
+                        resolved = pk.len();
+                        if !pk.is_empty() {
+                            let (len, fa, fb) = pk.swap_remove(usize::from(pick) % pk.len());
+                            // swap_remove moved the last tag: keep tags = positions.
+                            qd -= u64::from(len);
+                            a.on_dequeue(fa, len, qd, now);
+                            b.on_dequeue(fb, len, qd, now);
+                            resolved = pk.len();
+                        }
+                    }
+                    DOp::Poll => {
+                        b.take_resolved(|t, f| pk[t as usize].2 = f);
+                        resolved = pk.len();
+                        oa.clear();
+                        ob.clear();
+                        a.poll(qd, now, &mut oa);
+                        b.poll(qd, now, &mut ob);
+                        prop_assert_eq!(&oa, &ob);
+                    }
+                    DOp::Flush => {
+                        b.take_resolved(|t, f| pk[t as usize].2 = f);
+                        resolved = pk.len();
+                    }
+                }
+                if resolved == pk.len() {
+                    for (i, &(_, fa, fb)) in pk.iter().enumerate() {
+                        prop_assert_eq!(fa, fb, "packet {}", i);
+                        if let Some(f) = fa {
+                            prop_assert_eq!(a.flow_queued(f), b.flow_queued(f));
+                        }
+                    }
+                    prop_assert_eq!(a.stats(), b.stats());
+                }
+            }
+        }
+    }
 }
