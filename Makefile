@@ -8,7 +8,7 @@ STAMP := target/.deps-installed
 # Respect CARGO_TARGET_DIR when set.
 BIN_DIR := $(or $(CARGO_TARGET_DIR),target)/release
 
-.PHONY: all deps build demo test test-unit test-integration fuzz bench clean
+.PHONY: all deps build demo test lint test-unit test-integration fuzz bench clean
 
 all: build
 
@@ -37,6 +37,13 @@ demo: build
 test: deps
 	$(CARGO) test --workspace --release --no-fail-fast
 	@if [ -x fuzz/run.sh ]; then bash fuzz/run.sh 20; fi
+	$(MAKE) lint
+
+# Clippy over every crate and target; a warning fails.
+lint:
+	@if $(CARGO) clippy --version >/dev/null 2>&1; then \
+	  $(CARGO) clippy --workspace --release --all-targets -- -D warnings; \
+	else echo "SKIPPED lint: cargo clippy is not installed (rustup component add clippy)"; fi
 
 bench: build
 	bash bench/run.sh

@@ -897,7 +897,7 @@ fn ingress_pe_fails_over_on_fann_and_copies_the_controller() {
     let to_router = control::gen::L2 { src: HOST, dst: R_DC };
     let mut dc_in: Vec<Vec<u8>> = Vec::with_capacity(300_100);
     let filler = control::gen::udp4(&control::gen::L2 { src: HOST, dst: [0x02, 0xee, 0, 0, 0, 1] }, "10.0.1.2".parse().unwrap(), "10.0.9.1".parse().unwrap(), 1, 2, b"x", 64);
-    dc_in.extend(std::iter::repeat(filler).take(300_000));
+    dc_in.extend(std::iter::repeat_n(filler, 300_000));
     for i in 0..64u16 {
         dc_in.push(control::gen::udp4(&to_router, "10.0.1.2".parse().unwrap(), "10.0.9.7".parse().unwrap(), 20000 + i, 7000, b"after-the-failure", 64));
     }
@@ -1079,7 +1079,8 @@ fn hostile_traffic_is_dropped_by_name_without_crash_or_leak() {
         let p = |f: &str| dir.join(f).display().to_string();
         // (seed pcaps, the rx pcap they become) per port, the configuration,
         // the tx pcaps per port, the router's own addresses.
-        let (inputs, cfg, outs, own): (Vec<(String, String)>, String, Vec<Vec<String>>, &str) = match case {
+        type Case<'a> = (Vec<(String, String)>, String, Vec<Vec<String>>, &'a str);
+        let (inputs, cfg, outs, own): Case = match case {
             "hostile1" | "hostile2" => {
                 let inputs = vec![(demo.join("dc-in.pcap").display().to_string(), p("dc-in.pcap")), (demo.join("wan-in.pcap").display().to_string(), p("wan-in.pcap"))];
                 let mut cfg = demo_cfg.replace(&d0, &d);

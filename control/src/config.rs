@@ -1421,7 +1421,7 @@ fn hmac_key_table(keys: &[HmacKeySection]) -> Result<dataplane::wire::srh::HmacK
             (None, None) => return Err(format!("{}: missing (secret_hex or secret)", f("secret"))),
             (Some(h), None) => {
                 let h: String = h.chars().filter(|c| !c.is_whitespace() && *c != ':').collect();
-                if h.len() % 2 != 0 || !h.bytes().all(|b| b.is_ascii_hexdigit()) {
+                if !h.len().is_multiple_of(2) || !h.bytes().all(|b| b.is_ascii_hexdigit()) {
                     return Err(format!("{} = <{} characters>: not hexadecimal octets", f("secret_hex"), h.len()));
                 }
                 (0..h.len()).step_by(2).map(|j| u8::from_str_radix(&h[j..j + 2], 16).unwrap_or(0)).collect()

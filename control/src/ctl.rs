@@ -141,7 +141,7 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
         ["congestion", port, key, value] => {
             let pi = c.cfg.ports.iter().position(|p| p.name == *port).ok_or_else(|| format!("{port:?}: no such port"))?;
             let plan = c.cfg.ports[pi].congestion.as_mut().ok_or_else(|| format!("port {port}: no [port.congestion]"))?;
-            let mut p = plan.params.clone();
+            let mut p = plan.params;
             let num = |v: &str| v.parse::<f64>().map_err(|_| format!("{key} = {v:?}: not a number"));
             match *key {
                 "rtt_est_us" => p.rtt_est_ns = (num(value)? * 1000.0) as u64,
@@ -153,10 +153,10 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
                 _ => return Err(format!("unknown congestion parameter {key:?}; {HELP}")),
             }
             p.validate().map_err(|e| format!("port {port}: {e}"))?;
-            plan.params = p.clone();
+            plan.params = p;
             let id = ports[pi].id;
             for w in c.worker_updates() {
-                let _ = w.send(dataplane::worker::Update::Congestion(id, Box::new(p.clone())));
+                let _ = w.send(dataplane::worker::Update::Congestion(id, Box::new(p)));
             }
             Ok(format!("port {port}: K_min {} K_max {}\n", p.k_min(), p.k_max()))
         }
@@ -324,7 +324,7 @@ fn parse_u32(s: &str) -> Option<u32> {
 }
 
 fn hex_octets(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+    if !s.len().is_multiple_of(2) || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
     (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok()).collect()

@@ -263,7 +263,7 @@ pub fn traffic() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     // control thread has handled R1's notification (in the WAN pcap, read
     // in the first loop) before these arrive.
     let filler = gen::udp4(&L2 { src: HOST_MAC, dst: OTHER_MAC }, host4, Ipv4Addr::new(10, 0, 9, 1), 1, 2, b"pace", 64);
-    dc.extend(std::iter::repeat(filler).take(PACING_FRAMES));
+    dc.extend(std::iter::repeat_n(filler, PACING_FRAMES));
     dc.extend(dc2_flows(&to_router, b"pe-after"));
 
     // A RoCEv2 burst (about 800 KB) that overruns the 20 Mb/s WAN port.

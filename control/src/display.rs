@@ -14,7 +14,7 @@ pub fn status_line(prev: &Snapshot, now: &Snapshot, dt: Duration) -> String {
     let dr = now.total_drops() - prev.total_drops();
     let mut top = String::new();
     let mut d: Vec<(u64, Drop)> = Drop::ALL.iter().map(|r| (now.drop_count(*r) - prev.drop_count(*r), *r)).filter(|(n, _)| *n > 0).collect();
-    d.sort_by(|a, b| b.0.cmp(&a.0));
+    d.sort_by_key(|e| std::cmp::Reverse(e.0));
     for (n, r) in d.iter().take(3) {
         let _ = write!(top, " {}={}", r.name(), n);
     }

@@ -93,6 +93,8 @@ fn bth(opcode: u8, dest_qp: u32, psn: u32) -> [u8; 12] {
 
 /// A RoCEv2 RC SEND-only packet (ECT(0), UDP checksum 0 as RoCEv2 allows
 /// over IPv4) with `payload_len` bytes and a valid ICRC.
+// Every argument is a header field of the packet.
+#[allow(clippy::too_many_arguments)]
 pub fn roce4(l2: &L2, src: Ipv4Addr, dst: Ipv4Addr, sport: u16, dest_qp: u32, psn: u32, payload_len: usize, ttl: u8) -> Vec<u8> {
     let mut body = bth(0x04, dest_qp, psn).to_vec();
     body.extend((0..payload_len).map(|i| (i as u8).wrapping_mul(7)));
@@ -109,6 +111,7 @@ pub fn roce4(l2: &L2, src: Ipv4Addr, dst: Ipv4Addr, sport: u16, dest_qp: u32, ps
 
 /// A RoCEv2 RC SEND-only packet over IPv6 (ECT(0)) with a valid UDP
 /// checksum and ICRC.
+#[allow(clippy::too_many_arguments)]
 pub fn roce6(l2: &L2, src: Ipv6Addr, dst: Ipv6Addr, sport: u16, dest_qp: u32, psn: u32, payload_len: usize, hop: u8) -> Vec<u8> {
     let mut body = bth(0x04, dest_qp, psn).to_vec();
     body.extend((0..payload_len).map(|i| (i as u8).wrapping_mul(7)));

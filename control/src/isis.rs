@@ -25,7 +25,7 @@ pub fn tlvs(cfg: &RouterConfig) -> Result<Vec<(String, Vec<u8>, String)>, String
         format!("flags {:#06x}: O={} C={} (C = END.C capable; flag bit {:#06x})", caps.flags, caps.o_flag(), caps.c_flag(p), p.isis_srv6_cap_c_flag),
     )];
     let loc_bits = s6.locator.prefix_len();
-    let structure = SidStructure { locator_block_len: loc_bits.min(48), locator_node_len: loc_bits.saturating_sub(48), function_len: 128 - loc_bits.max(48).min(128), argument_len: 0 };
+    let structure = SidStructure { locator_block_len: loc_bits.min(48), locator_node_len: loc_bits.saturating_sub(48), function_len: 128 - loc_bits.clamp(48, 128), argument_len: 0 };
     let mut subs = Vec::new();
     let mut decoded = String::new();
     for sid in &s6.sids {

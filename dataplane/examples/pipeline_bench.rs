@@ -27,7 +27,7 @@ fn frame4(dst: Ipv4Addr) -> Vec<u8> {
     h[10..12].copy_from_slice(&c.to_be_bytes());
     f.extend_from_slice(&h);
     f.extend_from_slice(&[0x12, 0x34, 0x12, 0xb7, 0, 72, 0, 0]);
-    f.extend(std::iter::repeat(0xab).take(64));
+    f.extend(std::iter::repeat_n(0xab, 64));
     f
 }
 
@@ -42,7 +42,7 @@ fn frame6(dst: Ipv6Addr) -> Vec<u8> {
     h[24..40].copy_from_slice(&dst.octets());
     f.extend_from_slice(&h);
     f.extend_from_slice(&[0x12, 0x34, 0x12, 0xb7, 0, 72, 0, 0]);
-    f.extend(std::iter::repeat(0xab).take(64));
+    f.extend(std::iter::repeat_n(0xab, 64));
     f
 }
 

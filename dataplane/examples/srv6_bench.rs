@@ -392,7 +392,7 @@ fn main() {
     let only: Option<Vec<String>> = std::env::var("SRV6_BENCH_CASES").ok().map(|v| v.split(',').map(|x| x.trim().to_string()).collect());
     let mut cases: Vec<(Case, Case)> = names
         .iter()
-        .filter(|n| only.as_ref().map_or(true, |o| o.iter().any(|x| x == *n)))
+        .filter(|n| only.as_ref().is_none_or(|o| o.iter().any(|x| x == *n)))
         .map(|&n| {
             let f = frames(n, FRAMES as u32);
             let len = f[0].len();

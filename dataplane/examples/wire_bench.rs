@@ -373,7 +373,10 @@ fn parse_lhcnp_full(f: &[u8], params: &Params) -> Result<u64> {
 
 /// The End.MT rewrite as (offset, old, new) triples over an IP datagram:
 /// the destination address (IPv4 16..20, IPv6 24..40) and the BTH DestQPN.
-fn rewrite_triples(d: &[u8], new_da: &[u8], new_qp: u32) -> (Vec<(usize, Vec<u8>, Vec<u8>)>, Vec<u8>) {
+/// (offset, old bytes, new bytes).
+type Triple = (usize, Vec<u8>, Vec<u8>);
+
+fn rewrite_triples(d: &[u8], new_da: &[u8], new_qp: u32) -> (Vec<Triple>, Vec<u8>) {
     let l = IcrcLayout::of(d).unwrap();
     let da = if l.ip_version == 4 { 16..20 } else { 24..40 };
     assert_eq!(da.len(), new_da.len());

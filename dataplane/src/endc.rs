@@ -13,6 +13,7 @@
 //!      format or a standard RoCEv2 CNP — they name a QP — or a FANN message
 //!      whose Flow ID is UDP to port 4791) and `rocev2_priority` is set;
 //!   3. the configured default priority.
+//!
 //!   Neither the Long-haul CNP body nor the FANN Flow ID carry a DSCP
 //!   (draft-tian s.6, draft-hzh s.5.1.3), so rule 1 reads the IP header.
 //! * Pause duration: a Long-haul CNP Pause carries microseconds; Rate Reduce,

@@ -49,14 +49,14 @@ pub struct EgressPort<P> {
 
 impl<P: PacketBuffer> EgressPort<P> {
     pub fn new(cfg: EgressConfig, spec: Option<CongestionSpec>) -> Self {
-        EgressPort { queue: EgressQueue::new(cfg), cong: spec.as_ref().map(|s| CongestionPort::new(s.params.clone())), spec }
+        EgressPort { queue: EgressQueue::new(cfg), cong: spec.as_ref().map(|s| CongestionPort::new(s.params)), spec }
     }
 
     /// New thresholds / RTT_est / policy at runtime.
     pub fn set_params(&mut self, p: PortParams) {
         self.flush();
         if let Some(c) = self.cong.as_mut() {
-            c.set_params(p.clone());
+            c.set_params(p);
         }
         if let Some(s) = self.spec.as_mut() {
             s.params = p;

@@ -311,7 +311,7 @@ impl Pipeline {
             return;
         }
         // Suppress repeats within one snapshot period.
-        if self.events.iter().any(|e| *e == Event::NeighbourLearned { iface, ip, mac }) {
+        if self.events.contains(&Event::NeighbourLearned { iface, ip, mac }) {
             return;
         }
         if self.learned.len() < MAX_LEARNED || self.learned.contains_key(&(iface, ip)) {

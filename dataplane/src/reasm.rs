@@ -144,7 +144,7 @@ impl Reassembly {
         }
         let len = f.data.len();
         let stop = f.offset + len;
-        if (f.more && (len == 0 || len % 8 != 0)) || stop > REASM_MAX_PAYLOAD || f.offset % 8 != 0 || f.header.is_some_and(|h| h.len() > 60) {
+        if (f.more && (len == 0 || !len.is_multiple_of(8))) || stop > REASM_MAX_PAYLOAD || !f.offset.is_multiple_of(8) || f.header.is_some_and(|h| h.len() > 60) {
             return Err(Drop::ReasmMalformed);
         }
         let i = match self.slots.iter().position(|s| s.key == Some(f.key)) {

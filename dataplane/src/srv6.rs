@@ -392,12 +392,12 @@ impl SidTable {
             IpNet::V4(p) => {
                 self.match4.retain(|(q, _)| *q != p);
                 self.match4.push((p, idx));
-                self.match4.sort_by(|a, b| b.0.prefix_len().cmp(&a.0.prefix_len()));
+                self.match4.sort_by_key(|e| std::cmp::Reverse(e.0.prefix_len()));
             }
             IpNet::V6(p) => {
                 self.match6.retain(|(q, _)| *q != p);
                 self.match6.push((p, idx));
-                self.match6.sort_by(|a, b| b.0.prefix_len().cmp(&a.0.prefix_len()));
+                self.match6.sort_by_key(|e| std::cmp::Reverse(e.0.prefix_len()));
             }
         }
     }

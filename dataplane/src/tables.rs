@@ -143,7 +143,7 @@ impl Topology {
     pub fn is_local4(&self, a: &Ipv4Addr) -> bool {
         let a = u32::from(*a);
         if self.local4.len() <= 32 {
-            self.local4.iter().any(|l| *l == a)
+            self.local4.contains(&a)
         } else {
             self.local4.binary_search(&a).is_ok()
         }
@@ -152,7 +152,7 @@ impl Topology {
     pub fn is_local6(&self, a: &Ipv6Addr) -> bool {
         let a = u128::from(*a);
         if self.local6.len() <= 32 {
-            self.local6.iter().any(|l| *l == a)
+            self.local6.contains(&a)
         } else {
             self.local6.binary_search(&a).is_ok()
         }

@@ -403,7 +403,7 @@ fn check_timeline(sc: &Sc, sim: &Sim) -> (u8, u16, u32, u32) {
     // and the first below bracket the crossing.
     let (t_res, _, qd_res, res) = sent[1];
     let qs = sim.queue_samples(N1, WAN);
-    let last_above = qs.iter().filter(|&&(t, q)| t < t_res && q >= kmin).last().unwrap().0;
+    let last_above = qs.iter().rfind(|&&(t, q)| t < t_res && q >= kmin).unwrap().0;
     let first_below = qs.iter().find(|&&(t, q)| t > last_above && q < kmin).unwrap().0;
     assert!(t_res >= last_above + rtt && t_res <= first_below + rtt, "Resume at {t_res}, K_min crossing in [{last_above}, {first_below}]");
     assert_eq!((res.action, res.parameter, res.source_qp), (Action::Resume, 50, S_QP));

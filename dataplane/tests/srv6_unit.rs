@@ -730,9 +730,9 @@ fn end_mt_replicates_to_each_receiver_of_its_tlv() {
     assert_eq!(pl.build_replica(3, &p, &mut c, T0), Err(Drop::ReplicaInvalid));
 }
 
-/// Zero-copy replicas: the private header + the original's payload range
-/// + the returned ICRC are byte for byte the full copy; a tree-interior copy
-/// asks for a full copy.
+/// Zero-copy replicas: the private header, the original's payload range
+/// and the returned ICRC are byte for byte the full copy; a tree-interior
+/// copy asks for a full copy.
 #[test]
 fn end_mt_zero_copy_head_equals_the_full_copy() {
     let mut pl = pipeline();
@@ -810,8 +810,8 @@ fn hmac_frame(key: Option<&HmacKey>, corrupt: bool) -> Vec<u8> {
         tlvs.push(TlvRepr::Hmac(HmacTlvRepr::placeholder(k, false)));
     }
     let mut s = srh(41, &[da, proxy()], 1, tlvs);
-    if key.is_some() {
-        let keys: HmacKeyTable = [key.unwrap().clone()].into_iter().collect();
+    if let Some(key) = key {
+        let keys: HmacKeyTable = [key.clone()].into_iter().collect();
         Srh::new_checked(&mut s[..]).unwrap().fill_hmac(&s1(), &keys).unwrap();
     }
     if corrupt {
@@ -932,7 +932,7 @@ fn h_encaps_ipv6() {
     assert_eq!(ip.traffic_class(), 0xb9);
     assert_ne!(ip.flow_label(), 0);
     assert_eq!(usize::from(ip.payload_len()), d.len() - 40);
-    assert_eq!(u8::from(ip.next_header().0), 43);
+    assert_eq!(ip.next_header().0, 43);
     let sr = Srh::new_checked(&d[40..]).unwrap();
     let r = SrhRepr::parse(&sr, MT).unwrap();
     assert_eq!(r.next_header, 41);
@@ -1044,7 +1044,7 @@ fn h_encaps_over_the_tunnel_mtu_tells_the_inner_source() {
     let d = l3(&o);
     let ip = Ipv6Packet::new_checked(d).unwrap();
     assert_eq!(ip.dst_addr(), s6);
-    assert_eq!(u8::from(ip.next_header().0), 58);
+    assert_eq!(ip.next_header().0, 58);
     assert_eq!(&d[40..42], &[2, 0], "Packet Too Big");
     assert_eq!(&d[44..48], &1404u32.to_be_bytes(), "the tunnel MTU");
     assert_eq!(&d[48..], &big[..1280 - 48], "the inner packet as received, cut at 1280 in all");

@@ -530,7 +530,7 @@ fn fann_reprs() -> Vec<PacketRepr> {
         PacketRepr {
             msg_type: P.icmpv6_fann_type,
             code: fann::CODE_EVENT,
-            message: base.clone(),
+            message: base,
         },
         PacketRepr {
             msg_type: P.icmpv6_fann_type,
@@ -538,7 +538,7 @@ fn fann_reprs() -> Vec<PacketRepr> {
             message: MessageRepr {
                 event_type: fann::event::RECOVERY,
                 metadata: Metadata::default(),
-                ..base.clone()
+                ..base
             },
         },
         PacketRepr {
@@ -547,7 +547,7 @@ fn fann_reprs() -> Vec<PacketRepr> {
             message: MessageRepr {
                 event_type: fann::event::LINK_FAILURE,
                 metadata: all,
-                ..base.clone()
+                ..base
             },
         },
         PacketRepr {
@@ -580,13 +580,13 @@ fn fann_packets() -> Vec<(Vec<u8>, MessageRepr, &'static str)> {
         let icmp = r.to_bytes(&src, &dst);
         let mut p = ipv6_header(58, icmp.len(), &src, &dst);
         p.extend(&icmp);
-        v.push((p, r.message.clone(), "icmpv6"));
+        v.push((p, r.message, "icmpv6"));
 
         let payload = r.message.to_bytes();
         let u = udp(&src, &dst, 40000, P.fann_udp_port, &payload);
         let mut p = ipv6_header(17, u.len(), &src, &dst);
         p.extend(&u);
-        v.push((p, r.message.clone(), "udp"));
+        v.push((p, r.message, "udp"));
     }
     // ICMPv6 FANN inside IPv6 + SRH: DA is the active segment, checksum over
     // Segment List[0].
@@ -597,7 +597,7 @@ fn fann_packets() -> Vec<(Vec<u8>, MessageRepr, &'static str)> {
     let mut p = ipv6_header(43, srh.len() + icmp.len(), &src, &path[0]);
     p.extend(&srh);
     p.extend(&icmp);
-    v.push((p, r.message.clone(), "icmpv6-srh"));
+    v.push((p, r.message, "icmpv6-srh"));
     v
 }
 

@@ -1231,7 +1231,7 @@ mod prop {
             p.flow_idle_timeout_ns = 5 * MS;
             p.v_ecn = 0.3;
             prop_assert_eq!(p.validate(), Ok(()));
-            let (mut a, mut b) = (CongestionPort::new(p.clone()), CongestionPort::new(p));
+            let (mut a, mut b) = (CongestionPort::new(p), CongestionPort::new(p));
             let host = |h: u8| if v6 { ip6(u16::from(h)) } else { ip4(h) };
             let (mut now, mut qd) = (0u64, 0u64);
             // Per packet (tag): its length and flow, learned at once (a) and

@@ -1436,7 +1436,7 @@ fn rewrite_v6_core(head: &mut [u8], icrc: &mut [u8], l: IcrcLayout, dst: &[u8; 1
         // the last payload octet, which `head` must reach.
         let rel = ic - l.udp_offset();
         let mut old_ic = [0u8; 6];
-        let (wl, k) = if rel % 2 == 0 {
+        let (wl, k) = if rel.is_multiple_of(2) {
             (4, 0)
         } else {
             if head.len() != ic {
