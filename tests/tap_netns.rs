@@ -6,81 +6,10 @@
 //! a restart and without losing a packet of the flows already running.
 
 mod common;
+use common::netns::*;
 use common::*;
-use std::process::{Child, Command};
+use std::process::Command;
 use std::time::{Duration, Instant};
-
-struct Netns(Vec<String>);
-impl Drop for Netns {
-    fn drop(&mut self) {
-        for n in &self.0 {
-            let _ = Command::new("ip").args(["netns", "del", n]).status();
-        }
-    }
-}
-
-fn sh(args: &[&str]) {
-    let o = Command::new(args[0]).args(&args[1..]).output().unwrap();
-    assert!(o.status.success(), "{:?}: {}", args, String::from_utf8_lossy(&o.stderr));
-}
-
-fn in_ns(ns: &str, args: &[&str]) -> std::process::Output {
-    Command::new("ip").args(["netns", "exec", ns]).args(args).output().unwrap()
-}
-
-fn can_run() -> Result<(), String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc_geteuid() } != 0 {
-        return Err("needs root (network namespaces, tap devices)".into());
-    }
-    if !std::path::Path::new("/dev/net/tun").exists() {
-        return Err("needs /dev/net/tun".into());
-    }
-    Ok(())
-}
-
-extern "C" {
-    #[link_name = "geteuid"]
-    fn libc_geteuid() -> u32;
-}
-
-struct Router {
-    child: Child,
-    out: std::path::PathBuf,
-}
-
-impl Router {
-    fn stop(&mut self) -> String {
-        // SIGTERM: the router stops its workers, drains and prints counters.
-        // SAFETY: kill(2) on our own child.
-        unsafe { libc_kill(self.child.id() as i32, 15) };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(st) = self.child.try_wait().unwrap() {
-                let so = std::fs::read_to_string(&self.out).unwrap_or_default();
-                let se = std::fs::read_to_string(self.out.with_extension("err")).unwrap_or_default();
-                eprintln!("--- router stdout\n{so}\n--- stderr\n{se}");
-                assert!(st.success(), "router exit status {st:?}");
-                return so;
-            }
-            assert!(Instant::now() < deadline, "router did not stop on SIGTERM");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Router {
-    fn drop(&mut self) {
-        // A failed assertion must not leave the router running.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-extern "C" {
-    #[link_name = "kill"]
-    fn libc_kill(pid: i32, sig: i32) -> i32;
-}
 
 #[test]
 fn linux_hosts_talk_through_the_router_and_runtime_route_add_loses_nothing() {
@@ -165,23 +94,8 @@ via = "2001:db8:a::2"
     }
 
     // Move the taps into the namespaces and configure the hosts.
-    for (ns, tap, v4, v6, gw4, gw6) in [
-        (&n1, &t1, "10.1.0.2/24", "2001:db8:a::2/64", "10.1.0.1", "2001:db8:a::1"),
-        (&n2, &t2, "10.2.0.2/24", "2001:db8:b::2/64", "10.2.0.1", "2001:db8:b::1"),
-    ] {
-        sh(&["ip", "link", "set", tap, "netns", ns]);
-        for c in [
-            vec!["ip", "link", "set", "lo", "up"],
-            vec!["ip", "addr", "add", v4, "dev", tap],
-            vec!["ip", "-6", "addr", "add", v6, "dev", tap, "nodad"],
-            vec!["ip", "link", "set", tap, "up"],
-            vec!["ip", "route", "add", "default", "via", gw4],
-            vec!["ip", "-6", "route", "add", "default", "via", gw6],
-        ] {
-            let o = in_ns(ns, &c);
-            assert!(o.status.success(), "{c:?}: {}", String::from_utf8_lossy(&o.stderr));
-        }
-    }
+    host(&n1, &t1, "10.1.0.2/24", "2001:db8:a::2/64", "10.1.0.1", "2001:db8:a::1");
+    host(&n2, &t2, "10.2.0.2/24", "2001:db8:b::2/64", "10.2.0.1", "2001:db8:b::1");
     // A prefix the router does not know yet, behind host 2.
     assert!(in_ns(&n2, &["ip", "addr", "add", "10.9.9.9/32", "dev", "lo"]).status.success());
 
@@ -189,14 +103,7 @@ via = "2001:db8:a::2"
     // (kernel ARP/ND) and the far host (router ARP/ND): warm up, then demand
     // every reply.
     for (ns, dst) in [(&n1, "10.2.0.2"), (&n1, "2001:db8:b::2"), (&n2, "10.1.0.2"), (&n1, "10.1.0.1"), (&n1, "2001:db8:a::1")] {
-        let mut ok = false;
-        for _ in 0..10 {
-            if in_ns(ns, &["ping", "-c", "1", "-W", "1", dst]).status.success() {
-                ok = true;
-                break;
-            }
-        }
-        assert!(ok, "{ns}: no reply from {dst} after 10 tries");
+        assert!(ping_until_reply(ns, dst, 10), "{ns}: no reply from {dst} after 10 tries");
         let o = in_ns(ns, &["ping", "-c", "5", "-i", "0.2", "-W", "2", dst]);
         let txt = String::from_utf8_lossy(&o.stdout);
         assert!(o.status.success() && txt.contains(" 0% packet loss"), "{ns} ping {dst}:\n{txt}");

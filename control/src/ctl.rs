@@ -18,7 +18,7 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::time::Duration;
 
 pub const HELP: &str = "commands:
-  show counters | show routes | show neighbours | show interfaces
+  show counters | show routes | show neighbours | show interfaces | show workers
   route add PREFIX [via ADDR] [dev INTERFACE]
   route del PREFIX
   neighbour add ADDR MAC INTERFACE
@@ -93,6 +93,7 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
         ["show", "routes"] => Ok(display::routes(&c.fib, &c.topo)),
         ["show", "neighbours"] => Ok(display::neighbours(&c.neighbours, &c.topo)),
         ["show", "interfaces"] => Ok(display::interfaces(&c.topo)),
+        ["show", "workers"] => Ok(c.workers_table(names)),
         ["route", "add", prefix, rest @ ..] => {
             let prefix: IpNet = prefix.parse().map_err(|_| format!("prefix {prefix:?}: not an IP prefix"))?;
             let (mut via, mut dev) = (None, None);

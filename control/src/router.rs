@@ -10,6 +10,7 @@
 use crate::config::RouterConfig;
 use crate::ctl::{self, CtlServer};
 use crate::display;
+use std::fmt::Write as _;
 use crossbeam::channel::{bounded, Receiver, Sender};
 use dataplane::counters::{Snapshot, WorkerCounters};
 use dataplane::dpdk::{self, Eal, Mempool, Port, PortConfig};
@@ -47,6 +48,9 @@ pub struct RunReport {
 
 struct WorkerHandle {
     counters: Arc<WorkerCounters>,
+    /// The (DPDK port, queue) pairs it polls, and its core (None: any).
+    queues: Vec<(u16, u16)>,
+    core: Option<usize>,
     updates: Sender<Update>,
     join: Option<std::thread::JoinHandle<()>>,
 }
@@ -70,6 +74,39 @@ pub struct Control {
 }
 
 impl Control {
+    /// One line per worker: its core, the packets received on each RX
+    /// queue it polls (how RSS spread the traffic), its poll loops and, once
+    /// it stopped, its CPU time. `names`: DPDK port id -> port name.
+    pub fn workers_table(&self, names: &[(u16, String)]) -> String {
+        let mut o = String::new();
+        for (w, h) in self.workers.iter().enumerate() {
+            let c = &h.counters;
+            let rx: Vec<String> = h
+                .queues
+                .iter()
+                .enumerate()
+                .map(|(i, &(p, q))| {
+                    let name = names.iter().find(|(id, _)| *id == p).map_or_else(|| p.to_string(), |(_, n)| n.clone());
+                    format!("{name}/{q} {}", c.rx_queue_pkts.get(i).map_or(0, |x| x.get()))
+                })
+                .collect();
+            let _ = write!(
+                o,
+                "worker {w}: core {} rx {} polls {} busy {}",
+                h.core.map_or_else(|| "any".to_string(), |c| c.to_string()),
+                rx.join(", "),
+                c.bursts.get(),
+                c.busy_bursts.get()
+            );
+            let cpu = c.cpu_ns.get();
+            if cpu > 0 {
+                let _ = write!(o, " cpu {:.3} s", cpu as f64 / 1e9);
+            }
+            o.push('\n');
+        }
+        o
+    }
+
     fn push(&self, make: impl Fn() -> Update) {
         for w in &self.workers {
             // Bounded queue; the worker drains it every loop. If it were full,
@@ -346,7 +383,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     let clock0 = dataplane::worker::TscClock::new(hz);
     let mut workers = Vec::new();
     for (w, queues) in assign.into_iter().enumerate() {
-        let counters = Arc::new(WorkerCounters::default());
+        let counters = Arc::new(WorkerCounters::with_rx_queues(queues.len()));
         let (up_tx, up_rx) = bounded::<Update>(64);
         let mut pipeline = Pipeline::new(topo.clone(), fib0.clone(), neigh0.clone(), counters.clone(), pcfg);
         // Local SIDs are in place before the first packet.
@@ -400,7 +437,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
                 dpdk::unregister_thread();
             })
             .map_err(|e| format!("spawn worker {w}: {e}"))?;
-        workers.push(WorkerHandle { counters, updates: up_tx, join: Some(join) });
+        workers.push(WorkerHandle { counters, queues, core, updates: up_tx, join: Some(join) });
     }
     drop(ev_tx);
 
@@ -537,6 +574,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         for (_, pool) in pools.iter().chain(hdr_pools.iter()) {
             println!("mempool {}: {} of {} mbufs in use after shutdown", pool.name(), pool.in_use(), pool.size());
         }
+        print!("{}", control.workers_table(&port_names));
         let cpu_ns: u64 = control.workers.iter().map(|w| w.counters.cpu_ns.get()).sum();
         // Poll loops of all workers, and those that received something:
         // rx / busy polls is the mean burst, polls / worker-cpu the loop rate.

@@ -215,6 +215,9 @@ pub struct WorkerCounters {
     /// stops: the cost of what it did, without the time the OS gave other
     /// threads on its core.
     pub cpu_ns: Counter,
+    /// Packets received per RX queue the worker polls, in the order of its
+    /// `WorkerSpec::rx_queues` (how RSS spread the traffic).
+    pub rx_queue_pkts: Box<[Counter]>,
 }
 
 impl Default for WorkerCounters {
@@ -229,7 +232,15 @@ impl Default for WorkerCounters {
             microbursts: std::array::from_fn(|_| Counter::default()),
             top_flow: std::array::from_fn(|_| parking_lot::Mutex::new(None)),
             cpu_ns: Counter::default(),
+            rx_queue_pkts: Box::new([]),
         }
+    }
+}
+
+impl WorkerCounters {
+    /// Counters of a worker that polls `n` RX queues.
+    pub fn with_rx_queues(n: usize) -> Self {
+        WorkerCounters { rx_queue_pkts: (0..n).map(|_| Counter::default()).collect(), ..WorkerCounters::default() }
     }
 }
 

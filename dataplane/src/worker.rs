@@ -245,6 +245,9 @@ impl Worker {
                     continue;
                 }
                 busy = true;
+                if let Some(c) = self.counters.rx_queue_pkts.get(qi) {
+                    c.add(n as u64);
+                }
                 self.handle_burst(port, &rx[..n], now);
             }
             self.send_solicits();

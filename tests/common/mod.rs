@@ -2,6 +2,8 @@
 //! virtual devices.
 #![allow(dead_code)]
 
+pub mod netns;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 

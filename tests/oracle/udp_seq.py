@@ -1,21 +1,24 @@
 """UDP sequence traffic for the net_tap test.
-send DST_IP:PORT ... --count N --rate PPS   sends "seq N dst" datagrams round-robin
+send DST_IP:PORT ... --count N --rate PPS [--flows F]
+                         sends "seq N dst" datagrams round-robin over the
+                         destinations; datagram N from the (N mod F)-th of F
+                         sockets per destination (F source ports: F flows)
 recv PORT --seconds S    prints one line per datagram received; stops 2 s after
                          the last one, or after S seconds
 """
 import socket, sys, time
 
-def send(dsts, count, rate):
+def send(dsts, count, rate, flows=1):
     socks = {}
     for d in dsts:
         host, port = d.rsplit(":", 1)
         fam = socket.AF_INET6 if ":" in host else socket.AF_INET
-        socks[d] = (socket.socket(fam, socket.SOCK_DGRAM), (host.strip("[]"), int(port)))
+        socks[d] = ([socket.socket(fam, socket.SOCK_DGRAM) for _ in range(flows)], (host.strip("[]"), int(port)))
     gap = 1.0 / rate
     t0 = time.monotonic()
     for i in range(count):
-        for d, (s, addr) in socks.items():
-            s.sendto(f"seq {i} {addr[0]}".encode(), addr)
+        for d, (ss, addr) in socks.items():
+            ss[i % flows].sendto(f"seq {i} {addr[0]}".encode(), addr)
         delay = t0 + (i + 1) * gap - time.monotonic()
         if delay > 0:
             time.sleep(delay)
@@ -44,6 +47,7 @@ if __name__ == "__main__":
     if sys.argv[1] == "send":
         args = sys.argv[2:]
         count = int(args[args.index("--count") + 1]); rate = float(args[args.index("--rate") + 1])
-        send([a for a in args if ":" in a and not a.startswith("--")], count, rate)
+        flows = int(args[args.index("--flows") + 1]) if "--flows" in args else 1
+        send([a for a in args if ":" in a and not a.startswith("--")], count, rate, flows)
     else:
         recv(int(sys.argv[2]), float(sys.argv[4]))

@@ -1,0 +1,106 @@
+//! Network namespaces, tap hosts and a router process for the net_tap tests.
+
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+/// Network namespaces a test created; deleted when dropped.
+pub struct Netns(pub Vec<String>);
+impl Drop for Netns {
+    fn drop(&mut self) {
+        for n in &self.0 {
+            let _ = Command::new("ip").args(["netns", "del", n]).status();
+        }
+    }
+}
+
+/// Run a command; it must succeed.
+pub fn sh(args: &[&str]) {
+    let o = Command::new(args[0]).args(&args[1..]).output().unwrap();
+    assert!(o.status.success(), "{:?}: {}", args, String::from_utf8_lossy(&o.stderr));
+}
+
+/// Run a command inside a network namespace.
+pub fn in_ns(ns: &str, args: &[&str]) -> std::process::Output {
+    Command::new("ip").args(["netns", "exec", ns]).args(args).output().unwrap()
+}
+
+/// Why net_tap tests cannot run here, if they cannot.
+pub fn can_run() -> Result<(), String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc_geteuid() } != 0 {
+        return Err("needs root (network namespaces, tap devices)".into());
+    }
+    if !std::path::Path::new("/dev/net/tun").exists() {
+        return Err("needs /dev/net/tun".into());
+    }
+    Ok(())
+}
+
+extern "C" {
+    #[link_name = "geteuid"]
+    fn libc_geteuid() -> u32;
+}
+
+/// A running router whose stdout goes to `out` (stderr to `out`.err).
+pub struct Router {
+    pub child: Child,
+    pub out: std::path::PathBuf,
+}
+
+impl Router {
+    /// SIGTERM; it must exit 0 within 20 s. Returns its stdout.
+    pub fn stop(&mut self) -> String {
+        // SIGTERM: the router stops its workers, drains and prints counters.
+        // SAFETY: kill(2) on our own child.
+        unsafe { libc_kill(self.child.id() as i32, 15) };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                let so = std::fs::read_to_string(&self.out).unwrap_or_default();
+                let se = std::fs::read_to_string(self.out.with_extension("err")).unwrap_or_default();
+                eprintln!("--- router stdout\n{so}\n--- stderr\n{se}");
+                assert!(st.success(), "router exit status {st:?}");
+                return so;
+            }
+            assert!(Instant::now() < deadline, "router did not stop on SIGTERM");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Router {
+    fn drop(&mut self) {
+        // A failed assertion must not leave the router running.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+
+/// Move `tap` into namespace `ns` and configure a host there: its IPv4 and
+/// IPv6 addresses (with prefix length) and default routes via the router.
+pub fn host(ns: &str, tap: &str, v4: &str, v6: &str, gw4: &str, gw6: &str) {
+    sh(&["ip", "link", "set", tap, "netns", ns]);
+    for c in [
+        vec!["ip", "link", "set", "lo", "up"],
+        vec!["ip", "addr", "add", v4, "dev", tap],
+        vec!["ip", "-6", "addr", "add", v6, "dev", tap, "nodad"],
+        vec!["ip", "link", "set", tap, "up"],
+        vec!["ip", "route", "add", "default", "via", gw4],
+        vec!["ip", "-6", "route", "add", "default", "via", gw6],
+    ] {
+        let o = in_ns(ns, &c);
+        assert!(o.status.success(), "{c:?}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+}
+
+/// Ping until one reply (at most `tries` one-second attempts): the first
+/// packets resolve the neighbours.
+pub fn ping_until_reply(ns: &str, dst: &str, tries: usize) -> bool {
+    (0..tries).any(|_| in_ns(ns, &["ping", "-c", "1", "-W", "1", dst]).status.success())
+}
