@@ -14,7 +14,7 @@ mod common;
 use common::netns::*;
 use common::*;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Packets received on (port, queue) from a `show workers` / exit table:
 /// `worker 0: core 0 rx a/0 12, b/0 3 polls ...`.
@@ -85,18 +85,7 @@ rx_queues = 2
     let _ns = Netns(vec![n1.clone(), n2.clone()]);
     sh(&["ip", "netns", "add", &n1]);
     sh(&["ip", "netns", "add", &n2]);
-    let out = dir.join("router.out");
-    let child = command("tapmq", &cfg, &["--ctl-socket", sock.to_str().unwrap()])
-        .stdout(std::fs::File::create(&out).unwrap())
-        .stderr(std::fs::File::create(out.with_extension("err")).unwrap())
-        .spawn()
-        .unwrap();
-    let mut router = Router { child, out: out.clone() };
-    let t0 = Instant::now();
-    while !sock.exists() {
-        assert!(t0.elapsed() < Duration::from_secs(20), "router did not come up");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut router = Router::start("tapmq", &cfg, &dir, &sock);
     let ctl = |cmd: &str| control::ctl::request(sock.to_str().unwrap(), cmd).unwrap();
     // Two workers, each polling one queue of each port.
     let w = ctl("show workers");

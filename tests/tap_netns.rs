@@ -79,19 +79,7 @@ via = "2001:db8:a::2"
     sh(&["ip", "netns", "add", &n1]);
     sh(&["ip", "netns", "add", &n2]);
 
-    let out = dir.join("router.out");
-    let child = command("tap", &cfg, &["--ctl-socket", sock.to_str().unwrap()])
-        .stdout(std::fs::File::create(&out).unwrap())
-        .stderr(std::fs::File::create(out.with_extension("err")).unwrap())
-        .spawn()
-        .unwrap();
-    let mut router = Router { child, out: out.clone() };
-    // Wait for the management socket: the router is up.
-    let t0 = Instant::now();
-    while !sock.exists() {
-        assert!(t0.elapsed() < Duration::from_secs(20), "router did not come up");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut router = Router::start("tap", &cfg, &dir, &sock);
 
     // Move the taps into the namespaces and configure the hosts.
     host(&n1, &t1, "10.1.0.2/24", "2001:db8:a::2/64", "10.1.0.1", "2001:db8:a::1");

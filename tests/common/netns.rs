@@ -1,5 +1,6 @@
 //! Network namespaces, tap hosts and a router process for the net_tap tests.
 
+use std::path::Path;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
@@ -48,6 +49,24 @@ pub struct Router {
 }
 
 impl Router {
+    /// Start the router on `cfg` with its management socket at `sock`,
+    /// output in `dir`/router.out (.err); wait until the socket exists.
+    pub fn start(prefix: &str, cfg: &Path, dir: &Path, sock: &Path) -> Router {
+        let out = dir.join("router.out");
+        let child = super::command(prefix, cfg, &["--ctl-socket", sock.to_str().unwrap()])
+            .stdout(std::fs::File::create(&out).unwrap())
+            .stderr(std::fs::File::create(out.with_extension("err")).unwrap())
+            .spawn()
+            .unwrap();
+        let router = Router { child, out };
+        let t0 = Instant::now();
+        while !sock.exists() {
+            assert!(t0.elapsed() < Duration::from_secs(20), "router did not come up");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        router
+    }
+
     /// SIGTERM; it must exit 0 within 20 s. Returns its stdout.
     pub fn stop(&mut self) -> String {
         // SIGTERM: the router stops its workers, drains and prints counters.
