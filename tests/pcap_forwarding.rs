@@ -1221,3 +1221,112 @@ via = "2001:db8:2::2"
         }
     }
 }
+
+/// Resident memory of a process in KiB (VmRSS), 0 if unknown.
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:"))?.split_whitespace().nth(1)?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The control plane churns while traffic flows without pause (net_pcap
+/// `infinite_rx`): 1500 management commands (routes added and removed,
+/// among them a more-specific route that moves live traffic to another
+/// next hop and back, neighbours, SIDs, congestion thresholds), each
+/// pushing a new snapshot to the worker. Not one packet may be dropped
+/// (no no-route while a route is replaced), every command must be answered
+/// OK, the router's memory must not grow with the number of snapshots (old
+/// ones come back to the control thread and are freed), the routing table
+/// must end as it began, and every mbuf must be back at exit.
+#[test]
+fn control_plane_churn_under_traffic_drops_and_leaks_nothing() {
+    let dir = workdir("churn");
+    let l2 = control::gen::L2 { src: HOST, dst: R_DC };
+    let mut frames = Vec::new();
+    for i in 0..128u8 {
+        frames.push(control::gen::udp4(&l2, "10.0.1.2".parse().unwrap(), std::net::Ipv4Addr::new(10, 0, 3, i.wrapping_mul(2)), 1000 + u16::from(i), 7, b"churn", 64));
+        frames.push(control::gen::udp6(&l2, "2001:db8:1::2".parse().unwrap(), format!("2001:db8:3::{:x}", 0x100 + u16::from(i)).parse().unwrap(), 1000 + u16::from(i), 7, b"churn", 64));
+    }
+    control::demo::write_pcap(&dir.join("dc-in.pcap"), &frames).unwrap();
+    control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
+    let cfg = dir.join("r.toml");
+    let text = config(&dir)
+        .replace(&format!("rx_pcap={d}/dc-in.pcap,tx_pcap={d}/dc-out.pcap", d = dir.display()), &format!("rx_pcap={d}/dc-in.pcap,infinite_rx=1,tx_pcap=/dev/null", d = dir.display()))
+        .replace(&format!("tx_pcap={d}/wan-out.pcap", d = dir.display()), "tx_pcap=/dev/null")
+        // Congestion-aware (its thresholds change below) but never the
+        // bottleneck.
+        .replace("mtu = 1300\n", "mtu = 1300\nrate_mbps = 400000\n")
+        + r#"
+[port.congestion]
+rtt_est_us = 1000
+[srv6]
+locator = "fc00:0:1::/48"
+"#;
+    assert!(text.contains("infinite_rx=1") && text.matches("tx_pcap=/dev/null").count() == 2 && text.contains("rate_mbps"));
+    std::fs::write(&cfg, text).unwrap();
+    let sock = dir.join("ctl.sock");
+    let out = dir.join("router.out");
+    let mut child = command("churn", &cfg, &["--ctl-socket", sock.to_str().unwrap(), "--duration", "12"])
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(out.with_extension("err")).unwrap())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !sock.exists() {
+        assert!(t0.elapsed() < std::time::Duration::from_secs(20), "router did not come up");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let s = sock.to_str().unwrap();
+    let req = |c: &str| {
+        let r = control::ctl::request(s, c).unwrap();
+        assert!(r.ends_with("OK\n"), "{c}: {r}");
+        r
+    };
+    let routes0 = req("show routes");
+    // Warm up: a first round of every kind of change, so that allocations
+    // that stay (table capacities) are made before the baseline.
+    let round = |k: usize| {
+        req(&format!("route add 10.50.{}.0/24 via 10.0.2.2", k % 200));
+        req(&format!("route add 2001:db8:50:{:x}::/64 via 2001:db8:2::2", k % 200));
+        // A more-specific route for half the live IPv4 traffic, to the
+        // other next hop (VLAN 200), and back.
+        req("route add 10.0.3.128/25 via 10.0.200.2");
+        req(&format!("neighbour add 10.0.2.{} 02:00:00:00:03:{:02x} wan", 100 + k % 100, k % 100));
+        req(&format!("sid add fc00:0:1::{:x} end", 0x100 + k % 200));
+        req(&format!("congestion wan rtt_est_us {}", 100 + (k % 10) * 100));
+        req("route del 10.0.3.128/25");
+        req(&format!("route del 10.50.{}.0/24", k % 200));
+        req(&format!("route del 2001:db8:50:{:x}::/64", k % 200));
+        req(&format!("neighbour del 10.0.2.{} wan", 100 + k % 100));
+        req(&format!("sid del fc00:0:1::{:x}", 0x100 + k % 200));
+    };
+    for k in 0..20 {
+        round(k);
+    }
+    let pid = child.id();
+    let rss0 = rss_kib(pid);
+    let churn_start = std::time::Instant::now();
+    let mut rounds = 0;
+    // Bounded in count (1500 commands) and time (6 s).
+    while rounds < 150 && churn_start.elapsed() < std::time::Duration::from_secs(6) {
+        round(20 + rounds);
+        rounds += 1;
+    }
+    let rss1 = rss_kib(pid);
+    eprintln!("churn: {rounds} rounds ({} commands) in {:?}; VmRSS {rss0} -> {rss1} KiB", rounds * 11, churn_start.elapsed());
+    assert!(rounds >= 50, "only {rounds} rounds of changes in 6 s");
+    assert!(rss0 > 0 && rss1 < rss0 + 16 * 1024, "memory grew with the snapshots: VmRSS {rss0} -> {rss1} KiB after {rounds} rounds");
+    assert_eq!(req("show routes"), routes0, "the routing table ends as it began");
+    let st = child.wait().unwrap();
+    let so = std::fs::read_to_string(&out).unwrap();
+    eprintln!("{so}");
+    assert!(st.success(), "{so}");
+    assert_eq!(mempool_in_use(&so), 0);
+    let (rx, _) = port_packets(&so, "dc");
+    let (_, tx) = port_packets(&so, "wan");
+    assert!(rx > 100_000, "traffic flowed throughout: {rx} packets");
+    let drops: u64 = so.lines().find_map(|l| l.strip_prefix("drops (total ")?.split(')').next()?.parse().ok()).unwrap_or(0);
+    assert_eq!(drops, 0, "no packet dropped while the control plane changed:\n{so}");
+    assert_eq!(tx, rx, "every packet forwarded");
+}
