@@ -1231,17 +1231,24 @@ fn rss_kib(pid: u32) -> u64 {
 }
 
 /// The control plane churns while traffic flows without pause (net_pcap
-/// `infinite_rx`): 1500 management commands (routes added and removed,
-/// among them a more-specific route that moves live traffic to another
-/// next hop and back, neighbours, SIDs, congestion thresholds), each
-/// pushing a new snapshot to the worker. Not one packet may be dropped
+/// `infinite_rx`), with one worker and with two: up to 1650 management
+/// commands (routes added and removed, among them a more-specific route
+/// that moves live traffic to another next hop and back, neighbours, SIDs,
+/// congestion thresholds), each pushing a new snapshot to every worker. Not one packet may be dropped
 /// (no no-route while a route is replaced), every command must be answered
 /// OK, the router's memory must not grow with the number of snapshots (old
 /// ones come back to the control thread and are freed), the routing table
 /// must end as it began, and every mbuf must be back at exit.
 #[test]
 fn control_plane_churn_under_traffic_drops_and_leaks_nothing() {
-    let dir = workdir("churn");
+    churn(1);
+    // Every change goes to both workers; the second has no traffic and polls.
+    churn(2);
+}
+
+fn churn(workers: usize) {
+    let name = format!("churn{workers}");
+    let dir = workdir(&name);
     let l2 = control::gen::L2 { src: HOST, dst: R_DC };
     let mut frames = Vec::new();
     for i in 0..128u8 {
@@ -1251,23 +1258,28 @@ fn control_plane_churn_under_traffic_drops_and_leaks_nothing() {
     control::demo::write_pcap(&dir.join("dc-in.pcap"), &frames).unwrap();
     control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
     let cfg = dir.join("r.toml");
+    // A TX queue per worker on each port: one tx_pcap each.
+    let tx = vec!["tx_pcap=/dev/null"; workers].join(",");
     let text = config(&dir)
-        .replace(&format!("rx_pcap={d}/dc-in.pcap,tx_pcap={d}/dc-out.pcap", d = dir.display()), &format!("rx_pcap={d}/dc-in.pcap,infinite_rx=1,tx_pcap=/dev/null", d = dir.display()))
-        .replace(&format!("tx_pcap={d}/wan-out.pcap", d = dir.display()), "tx_pcap=/dev/null")
-        // Congestion-aware (its thresholds change below) but never the
-        // bottleneck.
-        .replace("mtu = 1300\n", "mtu = 1300\nrate_mbps = 400000\n")
-        + r#"
-[port.congestion]
-rtt_est_us = 1000
-[srv6]
-locator = "fc00:0:1::/48"
-"#;
-    assert!(text.contains("infinite_rx=1") && text.matches("tx_pcap=/dev/null").count() == 2 && text.contains("rate_mbps"));
+        .replace(&format!("rx_pcap={d}/dc-in.pcap,tx_pcap={d}/dc-out.pcap", d = dir.display()), &format!("rx_pcap={d}/dc-in.pcap,infinite_rx=1,{tx}", d = dir.display()))
+        .replace(&format!("tx_pcap={d}/wan-out.pcap", d = dir.display()), &tx)
+        .replace("[dataplane]\n", if workers == 2 { "[dataplane]\nworker_cores = [0, 1]\n" } else { "[dataplane]\n" });
+    // With one worker, wan is congestion-aware (its thresholds change
+    // below) but never the bottleneck. With two, the owner of a shaped
+    // port's queue would receive everything over the hand-off ring from
+    // the worker that polls dc, and an input without end would overrun it
+    // (dropped by name, as it should be): wan stays unshaped there.
+    let shaped = workers == 1;
+    let text = if shaped {
+        text.replace("mtu = 1300\n", "mtu = 1300\nrate_mbps = 400000\n") + "[port.congestion]\nrtt_est_us = 1000\n"
+    } else {
+        text
+    } + "[srv6]\nlocator = \"fc00:0:1::/48\"\n";
+    assert!(text.contains("infinite_rx=1") && text.matches("tx_pcap=/dev/null").count() == 2 * workers && text.contains("rate_mbps") == shaped);
     std::fs::write(&cfg, text).unwrap();
     let sock = dir.join("ctl.sock");
     let out = dir.join("router.out");
-    let mut child = command("churn", &cfg, &["--ctl-socket", sock.to_str().unwrap(), "--duration", "12"])
+    let mut child = command(&name, &cfg, &["--ctl-socket", sock.to_str().unwrap(), "--duration", "12"])
         .stdout(std::fs::File::create(&out).unwrap())
         .stderr(std::fs::File::create(out.with_extension("err")).unwrap())
         .spawn()
@@ -1294,7 +1306,9 @@ locator = "fc00:0:1::/48"
         req("route add 10.0.3.128/25 via 10.0.200.2");
         req(&format!("neighbour add 10.0.2.{} 02:00:00:00:03:{:02x} wan", 100 + k % 100, k % 100));
         req(&format!("sid add fc00:0:1::{:x} end", 0x100 + k % 200));
-        req(&format!("congestion wan rtt_est_us {}", 100 + (k % 10) * 100));
+        if shaped {
+            req(&format!("congestion wan rtt_est_us {}", 100 + (k % 10) * 100));
+        }
         req("route del 10.0.3.128/25");
         req(&format!("route del 10.50.{}.0/24", k % 200));
         req(&format!("route del 2001:db8:50:{:x}::/64", k % 200));
@@ -1314,7 +1328,7 @@ locator = "fc00:0:1::/48"
         rounds += 1;
     }
     let rss1 = rss_kib(pid);
-    eprintln!("churn: {rounds} rounds ({} commands) in {:?}; VmRSS {rss0} -> {rss1} KiB", rounds * 11, churn_start.elapsed());
+    eprintln!("churn, {workers} worker(s): {rounds} rounds ({} commands) in {:?}; VmRSS {rss0} -> {rss1} KiB", rounds * if shaped { 11 } else { 10 }, churn_start.elapsed());
     assert!(rounds >= 50, "only {rounds} rounds of changes in 6 s");
     assert!(rss0 > 0 && rss1 < rss0 + 16 * 1024, "memory grew with the snapshots: VmRSS {rss0} -> {rss1} KiB after {rounds} rounds");
     assert_eq!(req("show routes"), routes0, "the routing table ends as it began");
