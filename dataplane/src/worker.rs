@@ -515,7 +515,12 @@ impl Worker {
         let EgressScratch { pkts, lens, prio, flows } = &mut *self.eg_scratch;
         for p in 0..MAX_PORTS {
             let Some(e) = self.egress[p].as_mut() else { continue };
-            while let Some(raw) = self.spec.handoff[p].pop() {
+            // At most MAX_BURST handed-over packets per loop, as many as it
+            // may send: under overload the ring fills and the handing
+            // workers drop (handoff-full) instead of the owner spending its
+            // loop on tail drops while its output waits.
+            for _ in 0..MAX_BURST {
+                let Some(raw) = self.spec.handoff[p].pop() else { break };
                 // SAFETY: the handing worker gave up ownership of this mbuf.
                 let Some(m) = (unsafe { Mbuf::from_raw(raw as *mut rte_mbuf) }) else { continue };
                 if let Err((m, why)) = e.admit(m, now, &self.counters) {
@@ -523,8 +528,11 @@ impl Worker {
                     self.free.push(m.into_raw());
                 }
             }
+            // Up to MAX_BURST per loop as the shaper allows (one RX burst
+            // per loop would cap the port at a burst per loop, below its
+            // rate when the loop also serves the hand-off ring).
             let mut n = 0;
-            e.dequeue(now, self.spec.burst.min(MAX_BURST), |m, len, flow, is_prio| {
+            e.dequeue(now, MAX_BURST, |m, len, flow, is_prio| {
                 pkts[n] = m.into_raw();
                 lens[n] = len;
                 prio[n] = is_prio;
