@@ -31,6 +31,7 @@
 #   BENCH_SRV6=0      skip the SRv6 / END.E / END.C suite on DPDK (bench/srv6.sh, bench/srv6-results.md)
 #   BENCH_SRV6_MICRO=0 skip the SRv6 micro-benchmark (bench/srv6-micro-results.md)
 #   BENCH_NOTIFY=0    skip the event-to-notification latency benchmark (bench/notify-results.md)
+#   BENCH_HANDOFF=0   skip the shaped-port hand-off benchmark (bench/handoff-results.md)
 #   BENCH_L3FWD=0     skip the l3fwd reference (default: on when dpdk-doc's examples can be built)
 set -euo pipefail
 
@@ -368,6 +369,59 @@ fi
 if [ "${BENCH_SRV6:-1}" != 0 ]; then
     # shellcheck source=bench/srv6.sh
     source "$ROOT/bench/srv6.sh"
+fi
+
+# ---------------------------------------------------------------- shaped port, hand-off
+# A shaped port (rate_mbps 400000, never the limit) fed without end from
+# net_pcap infinite_rx: one worker polling the input and owning the port's
+# queue, against two workers where the input's worker hands every packet to
+# the owner over the lock-free ring (overload: the excess is dropped as
+# handoff-full by the handing worker). Mpps leaving the shaped port, medians
+# of interleaved rounds: bench/handoff-results.md. About 4 x ROUNDS x SECS.
+run_handoff() {
+    local w=$1 r=$2 cfg=$OUT/router-handoff-$1.toml log=$OUT/logs/dcirouter-handoff-$1-r$2.log
+    timeout -s INT $((SECS + 30)) "$DCIR" "${EAL_COMMON[@]}" --lcores "0@($MAIN,$CORE)" --file-prefix "dcbh$$-$w-$r" \
+        -- run --config "$cfg" --duration "$SECS" >"$log" 2>&1 || true
+    awk '/^out / { tx = $5 } /^ran [0-9.]+ s:/ { s = $2; ok = 1 }
+         END { if (ok && s > 0) printf "%.2f\n", tx / s / 1e6; else print "FAIL" }' "$log"
+}
+if [ "${BENCH_HANDOFF:-1}" != 0 ]; then
+    base=$OUT/router-udp4-64.toml
+    if [ ! -f "$base" ]; then
+        echo "bench: $base missing; hand-off benchmark skipped" >&2
+        failed=1
+    else
+        # One worker (on CORE) owns everything; two workers (MAIN, CORE):
+        # the first polls the input, the second the output port and owns
+        # its queue. net_pcap gets one TX queue (to /dev/null) per worker.
+        sed -e 's|^name = "out"$|name = "out"\nrate_mbps = 400000|' "$base" >"$OUT/router-handoff-1.toml"
+        sed -e "s|^worker_cores = \[$CORE\]$|worker_cores = [$MAIN, $CORE]|" \
+            -e 's|infinite_rx=1"$|infinite_rx=1,tx_pcap=/dev/null,tx_pcap=/dev/null"|' \
+            "$OUT/router-handoff-1.toml" >"$OUT/router-handoff-2.toml"
+        grep -q "rate_mbps = 400000" "$OUT/router-handoff-1.toml" && grep -q "worker_cores = \[$MAIN, $CORE\]" "$OUT/router-handoff-2.toml" \
+            || { echo "bench: hand-off configurations not derived from $base" >&2; failed=1; }
+        h1=(); h2=()
+        for r in $(seq 1 "$ROUNDS"); do
+            h1+=("$(run_handoff 1 "$r")"); h2+=("$(run_handoff 2 "$r")")
+            echo "bench: hand-off round $r: one worker ${h1[-1]} Mpps, two workers ${h2[-1]} Mpps" >&2
+        done
+        med() { printf '%s\n' "$@" | grep -v FAIL | sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "FAIL"; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.2f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+        {
+            echo "# Shaped port fed by another worker"
+            echo
+            echo "\`make bench\` (bench/run.sh, BENCH_HANDOFF) on $(date -u '+%Y-%m-%d %H:%M UTC'), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $MEM_DESC."
+            echo "The udp4-64 input (net_pcap infinite_rx, $PACKETS distinct 64 B frames) forwarded to a port shaped to 400 Gb/s (never the limit) on net_null;"
+            echo "**one worker** polls the input and owns the shaped port's queue; with **two workers** the input's worker hands every packet to the owner"
+            echo "over the lock-free ring, which under this endless input is overload: the excess is dropped as handoff-full by the handing worker."
+            echo "Mpps leaving the shaped port, median of $ROUNDS interleaved rounds of $SECS s; the runs' logs are in $OUT/logs."
+            echo
+            echo "| workers | Mpps out | rounds |"
+            echo "|---:|---:|---|"
+            echo "| 1 | $(med "${h1[@]}") | ${h1[*]} |"
+            echo "| 2 | $(med "${h2[@]}") | ${h2[*]} |"
+        } >"$ROOT/bench/handoff-results.md"
+        cat "$ROOT/bench/handoff-results.md"
+    fi
 fi
 
 # ---------------------------------------------------------------- wire formats
