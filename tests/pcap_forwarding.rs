@@ -832,17 +832,7 @@ receivers = [ { address = "2001:db8:1::10", qpn = 0x500 } ]
 "#;
     std::fs::write(&cfg, text).unwrap();
     let sock = dir.join("ctl.sock");
-    let out = dir.join("router.out");
-    let mut child = command("mcctl", &cfg, &["--ctl-socket", sock.to_str().unwrap(), "--duration", "4"])
-        .stdout(std::fs::File::create(&out).unwrap())
-        .stderr(std::fs::File::create(out.with_extension("err")).unwrap())
-        .spawn()
-        .unwrap();
-    let t0 = std::time::Instant::now();
-    while !sock.exists() {
-        assert!(t0.elapsed() < std::time::Duration::from_secs(20), "router did not come up");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    let (mut child, out) = start_with_ctl("mcctl", &cfg, &dir, &sock, &["--duration", "4"]);
     let s = sock.to_str().unwrap();
     let req = |c: &str| control::ctl::request(s, c).unwrap();
     let r = req("show multicast");
@@ -1278,17 +1268,7 @@ fn churn(workers: usize) {
     assert!(text.contains("infinite_rx=1") && text.matches("tx_pcap=/dev/null").count() == 2 * workers && text.contains("rate_mbps") == shaped);
     std::fs::write(&cfg, text).unwrap();
     let sock = dir.join("ctl.sock");
-    let out = dir.join("router.out");
-    let mut child = command(&name, &cfg, &["--ctl-socket", sock.to_str().unwrap(), "--duration", "12"])
-        .stdout(std::fs::File::create(&out).unwrap())
-        .stderr(std::fs::File::create(out.with_extension("err")).unwrap())
-        .spawn()
-        .unwrap();
-    let t0 = std::time::Instant::now();
-    while !sock.exists() {
-        assert!(t0.elapsed() < std::time::Duration::from_secs(20), "router did not come up");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    let (mut child, out) = start_with_ctl(&name, &cfg, &dir, &sock, &["--duration", "12"]);
     let s = sock.to_str().unwrap();
     let req = |c: &str| {
         let r = control::ctl::request(s, c).unwrap();

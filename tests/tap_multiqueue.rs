@@ -50,12 +50,7 @@ fn flows_spread_over_rx_queues_and_workers_stay_in_order() {
         return;
     }
     python_ok().expect("python3 is required for the UDP peers");
-    let id = std::process::id() % 10000;
-    let (n1, n2) = (format!("dcmq1-{id}"), format!("dcmq2-{id}"));
-    let (t1, t2) = (format!("mq1-{id}"), format!("mq2-{id}"));
-    let dir = workdir("tapmq");
-    let sock = dir.join("ctl.sock");
-    let cfg = dir.join("r.toml");
+    let TapLab { n1, n2, t1, t2, dir, sock, cfg } = TapLab::new("mq");
     std::fs::write(
         &cfg,
         format!(
@@ -82,9 +77,7 @@ rx_queues = 2
         ),
     )
     .unwrap();
-    let _ns = Netns(vec![n1.clone(), n2.clone()]);
-    sh(&["ip", "netns", "add", &n1]);
-    sh(&["ip", "netns", "add", &n2]);
+    let _ns = Netns::create(&[&n1, &n2]);
     let mut router = Router::start("tapmq", &cfg, &dir, &sock);
     let ctl = |cmd: &str| control::ctl::request(sock.to_str().unwrap(), cmd).unwrap();
     // Two workers, each polling one queue of each port.

@@ -18,12 +18,7 @@ fn linux_hosts_talk_through_the_router_and_runtime_route_add_loses_nothing() {
         return;
     }
     python_ok().expect("python3 is required for the UDP peers");
-    let id = std::process::id() % 10000;
-    let (n1, n2) = (format!("dcir1-{id}"), format!("dcir2-{id}"));
-    let (t1, t2) = (format!("dt1-{id}"), format!("dt2-{id}"));
-    let dir = workdir("tap");
-    let sock = dir.join("ctl.sock");
-    let cfg = dir.join("r.toml");
+    let TapLab { n1, n2, t1, t2, dir, sock, cfg } = TapLab::new("dc");
     std::fs::write(
         &cfg,
         format!(
@@ -75,9 +70,7 @@ via = "2001:db8:a::2"
         ),
     )
     .unwrap();
-    let _ns = Netns(vec![n1.clone(), n2.clone()]);
-    sh(&["ip", "netns", "add", &n1]);
-    sh(&["ip", "netns", "add", &n2]);
+    let _ns = Netns::create(&[&n1, &n2]);
 
     let mut router = Router::start("tap", &cfg, &dir, &sock);
 

@@ -5,7 +5,7 @@
 pub mod netns;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_dcirouter")
@@ -33,6 +33,26 @@ pub fn command(prefix: &str, config: &Path, extra: &[&str]) -> Command {
     c.args(eal(prefix)).arg("--").arg("run").arg("--config").arg(config).args(extra);
     c.stdin(Stdio::null());
     c
+}
+
+/// Start the router with its management socket at `sock` and `extra`
+/// arguments, stdout to `dir`/router.out and stderr to router.err; return
+/// once the socket exists (at most 20 s).
+pub fn start_with_ctl(prefix: &str, config: &Path, dir: &Path, sock: &Path, extra: &[&str]) -> (Child, PathBuf) {
+    let out = dir.join("router.out");
+    let mut args = vec!["--ctl-socket", sock.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let child = command(prefix, config, &args)
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(out.with_extension("err")).unwrap())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !sock.exists() {
+        assert!(t0.elapsed() < std::time::Duration::from_secs(20), "router did not come up");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    (child, out)
 }
 
 pub fn run(prefix: &str, config: &Path, extra: &[&str]) -> Output {

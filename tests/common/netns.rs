@@ -1,11 +1,53 @@
 //! Network namespaces, tap hosts and a router process for the net_tap tests.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 /// Network namespaces a test created; deleted when dropped.
 pub struct Netns(pub Vec<String>);
+
+impl Netns {
+    /// Create the namespaces (each must succeed).
+    pub fn create(names: &[&str]) -> Netns {
+        let mut guard = Netns(Vec::new());
+        for n in names {
+            sh(&["ip", "netns", "add", n]);
+            guard.0.push(n.to_string());
+        }
+        guard
+    }
+}
+
+/// Names and files of a two-host net_tap test, unique to this process:
+/// namespaces `{tag}n1-ID` / `{tag}n2-ID`, taps `{tag}t1-ID` / `{tag}t2-ID`,
+/// a fresh work directory, the configuration and management socket paths.
+pub struct TapLab {
+    pub n1: String,
+    pub n2: String,
+    pub t1: String,
+    pub t2: String,
+    pub dir: PathBuf,
+    pub sock: PathBuf,
+    pub cfg: PathBuf,
+}
+
+impl TapLab {
+    pub fn new(tag: &str) -> TapLab {
+        let id = std::process::id() % 10000;
+        let dir = super::workdir(&format!("tap{tag}"));
+        TapLab {
+            n1: format!("{tag}n1-{id}"),
+            n2: format!("{tag}n2-{id}"),
+            t1: format!("{tag}t1-{id}"),
+            t2: format!("{tag}t2-{id}"),
+            sock: dir.join("ctl.sock"),
+            cfg: dir.join("r.toml"),
+            dir,
+        }
+    }
+}
+
 impl Drop for Netns {
     fn drop(&mut self) {
         for n in &self.0 {
@@ -52,19 +94,8 @@ impl Router {
     /// Start the router on `cfg` with its management socket at `sock`,
     /// output in `dir`/router.out (.err); wait until the socket exists.
     pub fn start(prefix: &str, cfg: &Path, dir: &Path, sock: &Path) -> Router {
-        let out = dir.join("router.out");
-        let child = super::command(prefix, cfg, &["--ctl-socket", sock.to_str().unwrap()])
-            .stdout(std::fs::File::create(&out).unwrap())
-            .stderr(std::fs::File::create(out.with_extension("err")).unwrap())
-            .spawn()
-            .unwrap();
-        let router = Router { child, out };
-        let t0 = Instant::now();
-        while !sock.exists() {
-            assert!(t0.elapsed() < Duration::from_secs(20), "router did not come up");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        router
+        let (child, out) = super::start_with_ctl(prefix, cfg, dir, sock, &[]);
+        Router { child, out }
     }
 
     /// SIGTERM; it must exit 0 within 20 s. Returns its stdout.

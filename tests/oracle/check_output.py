@@ -10,6 +10,17 @@ from scapy.layers.inet6 import _ICMPv6, in6_chksum
 from scapy.contrib.roce import BTH
 
 bad = 0
+
+
+def verdict(label, got, want):
+    """'LABEL-ok', or 'BAD LABEL got != want' counted in `bad`."""
+    global bad
+    if got == want:
+        return f"{label}-ok"
+    bad += 1
+    return f"BAD {label} {got:#x} != {want:#x}"
+
+
 for path in sys.argv[1:]:
     for i, p in enumerate(rdpcap(path)):
         raw = bytes(p)
@@ -28,24 +39,14 @@ for path in sys.argv[1:]:
                     continue
                 c = q.copy()
                 del c[layer].chksum
-                want = Ether(bytes(c))[layer].getfieldval(field)
-                if got != want:
-                    bad += 1
-                    notes.append(f"BAD {layer.__name__} {got:#x} != {want:#x}")
-                else:
-                    notes.append(f"{layer.__name__}-ok")
+                notes.append(verdict(layer.__name__, got, Ether(bytes(c))[layer].getfieldval(field)))
         # The first ICMPv6 layer only: one quoted inside an ICMPv6 error
         # is the offending packet as received, not the router's to check.
         for l in ([] if frag else [l for l in q.layers() if issubclass(l, _ICMPv6)][:1]):
             got = q[l].cksum
             c = q.copy()
             del c[l].cksum
-            want = Ether(bytes(c))[l].cksum
-            if got != want:
-                bad += 1
-                notes.append(f"BAD ICMPv6 {got:#x} != {want:#x}")
-            else:
-                notes.append("ICMPv6-ok")
+            notes.append(verdict("ICMPv6", got, Ether(bytes(c))[l].cksum))
         # ICMPv6 types scapy does not know (Long-haul CNP, FANN) come out as
         # Raw: check their checksum with scapy's own pseudo-header sum.
         # Inside IPv6-in-IPv6 (notifications encapsulated toward an END.C /
@@ -58,24 +59,14 @@ for path in sys.argv[1:]:
             body = bytearray(bytes(ip6.payload))
             got = int.from_bytes(body[2:4], "big")
             body[2:4] = b"\x00\x00"
-            want = in6_chksum(58, ip6, bytes(body))
-            if got != want:
-                bad += 1
-                notes.append(f"BAD ICMPv6(type {body[0]}) {got:#x} != {want:#x}")
-            else:
-                notes.append(f"ICMPv6-type{body[0]}-ok")
+            notes.append(verdict(f"ICMPv6-type{body[0]}", got, in6_chksum(58, ip6, bytes(body))))
         # A quoted packet inside an ICMP error (UDPerror / BTH) is cut
         # short and not the router's to check.
         if BTH in q and type(q[BTH].underlayer) is UDP:
             got = q[BTH].icrc
             c = q.copy()
             c[BTH].icrc = None
-            want = Ether(bytes(c))[BTH].icrc
-            if got != want:
-                bad += 1
-                notes.append(f"BAD ICRC {got:#x} != {want:#x}")
-            else:
-                notes.append("ICRC-ok")
+            notes.append(verdict("ICRC", got, Ether(bytes(c))[BTH].icrc))
         print(f"{path.split('/')[-1]}#{i}: {q.summary()} [{' '.join(notes)}]")
     # Fragments: reassemble the datagrams (RFC 791) and check them whole.
     frags = [p for p in rdpcap(path) if IP in p and (p[IP].flags.MF or p[IP].frag > 0)]
@@ -95,9 +86,7 @@ for path in sys.argv[1:]:
                     got = ip[layer].chksum
                     c = ip.copy()
                     del c[layer].chksum
-                    want = IP(bytes(c))[layer].chksum
-                    note = f"{layer.__name__}-ok" if got == want else f"BAD {layer.__name__} {got:#x} != {want:#x}"
-                    bad += got != want
+                    note = verdict(layer.__name__, got, IP(bytes(c))[layer].chksum)
             print(f"{path.split('/')[-1]}: reassembled id={ip.id:#x} from {n.get(ip.id, 0)} fragments, {len(bytes(ip))} octets [{note}]")
     frags6 = [p for p in rdpcap(path) if IPv6ExtHdrFragment in p]
     # defragment6 takes the fragments of one datagram: group by ident.
@@ -112,8 +101,6 @@ for path in sys.argv[1:]:
         body = bytearray(bytes(ip6.payload))
         got = int.from_bytes(body[2:4], "big")
         body[2:4] = b"\x00\x00"
-        want = in6_chksum(ip6.nh, ip6, bytes(body))
-        note = f"nh{ip6.nh}-checksum-ok" if got == want else f"BAD nh{ip6.nh} checksum {got:#x} != {want:#x}"
-        bad += got != want
+        note = verdict(f"nh{ip6.nh}-checksum", got, in6_chksum(ip6.nh, ip6, bytes(body)))
         print(f"{path.split('/')[-1]}: reassembled IPv6 ident={ident:#x} from {len(group)} fragments, {len(body)} octets of payload [{note}]")
 sys.exit(1 if bad else 0)
