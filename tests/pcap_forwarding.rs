@@ -338,7 +338,12 @@ fn congested_port_marks_ce_and_sends_long_haul_cnps() {
     let cfg = dir.join("r.toml");
     let text = config(&dir)
         .replace("mac = \"02:dc:00:00:00:02\"", "mac = \"02:dc:00:00:00:02\"\nrate_mbps = 20\nqueue_bytes = 600000")
-        .replacen("[[route]]", "[port.congestion]\nrtt_est_us = 2000\nk_base_bytes = 65536\ninterval_us = 500\ntop_flows = 2\n[[route]]", 1)
+        .replacen(
+            "[[route]]",
+            "[port.congestion]\nrtt_est_us = 2000\nk_base_bytes = 65536\ninterval_us = 500\ntop_flows = 2\n\
+             [[port.congestion.source_qp]]\nsource = \"2001:db8:1::2\"\ndestination = \"2001:db8:3::7\"\ndest_qp = 0x100\nsource_qp = 0x900\n[[route]]",
+            1,
+        )
         + "[[neighbour]]\nip = \"10.0.1.2\"\nmac = \"02:00:00:00:01:02\"\ninterface = \"dc\"\n[[neighbour]]\nip = \"2001:db8:1::2\"\nmac = \"02:00:00:00:01:02\"\ninterface = \"dc\"\n";
     std::fs::write(&cfg, text).unwrap();
     let out = run("cong", &cfg, &["--exit-when-idle", "1500", "--duration", "30"]);
@@ -386,6 +391,30 @@ fn congested_port_marks_ce_and_sends_long_haul_cnps() {
     }
     let sent: u64 = ["lhcnp-notify-sent", "lhcnp-rate-reduce-sent", "lhcnp-pause-sent", "lhcnp-resume-sent"].iter().map(|n| counter(&so, n)).sum();
     assert_eq!(sent as usize, icmp_cnps.len() + roce_cnps.len());
+    // The IPv6 flow's source QP is configured: its CNPs name it (s.6.1,
+    // Source QP Number after Congestion Level, Action Flags, Parameter).
+    for f in &icmp_cnps {
+        assert_eq!(&f[14 + 40 + 8..14 + 40 + 12], &0x900u32.to_be_bytes(), "configured source QP");
+    }
+
+    // The worker's own account of the port (exit table): thresholds in
+    // effect and counts that match the packets.
+    let ct = so.split("congestion 'wan': ").nth(1).unwrap_or_else(|| panic!("no congestion table:\n{so}"));
+    assert!(ct.starts_with("R_port 20 Mb/s, RTT_est 2000 us, K_min 32768 bytes (configured 32768), K_max 65536 bytes,"), "{ct}");
+    assert_eq!(value(ct, "ce-marked") as usize, marked);
+    assert_eq!(value(ct, "cnp-rate-reduce"), counter(&so, "lhcnp-rate-reduce-sent"));
+    assert_eq!(value(ct, "cnp-pause"), counter(&so, "lhcnp-pause-sent"));
+    assert_eq!(value(ct, "cnp-notify") + value(ct, "cnp-resume"), counter(&so, "lhcnp-notify-sent") + counter(&so, "lhcnp-resume-sent"));
+    assert!(value(ct, "trigger-qd-above-k-max") > 0, "{ct}");
+    assert_eq!(value(ct, "cnp-ipv4-forced-roce-format") as usize, roce_cnps.len(), "IPv4 sources get the RoCEv2 format (s.4)");
+    assert_eq!(value(ct, "cnp-source-qp-unknown") as usize, roce_cnps.len(), "only the IPv4 flow's source QP is unknown");
+    assert_eq!(value(ct, "flows-learned"), 2);
+    assert_eq!(value(ct, "queue-tail-drops"), counter(&so, "queue-tail-drop"));
+    assert_eq!(value(ct, "queue-enqueued") as usize, wan.len(), "what entered the queue left it");
+    assert_eq!(value(ct, "queue-enqueued") + value(ct, "queue-tail-drops"), 800, "every data packet queued or tail-dropped");
+    assert_eq!(value(ct, "queue-depth-bytes"), 0, "drained when the run ended");
+    let peak = value(ct, "queue-peak-bytes");
+    assert!(peak > 65536 && peak <= value(ct, "queue-limit-bytes"), "{ct}");
 
     let chk = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/check_output.py");
     let o = Command::new("python3").arg(chk).arg(dir.join("dc-out.pcap")).output().unwrap();
@@ -395,6 +424,128 @@ fn congested_port_marks_ce_and_sends_long_haul_cnps() {
     assert!(txt.contains("ICRC-ok"));
     tshark_clean(&dir.join("dc-out.pcap"));
     tshark_clean(&dir.join("wan-out.pcap"));
+}
+
+/// The operator's view of a congested port while traffic runs: `show
+/// congestion` (thresholds in effect, also after a runtime change, and the
+/// counters), `show flows` (the flows filling the queue, most bytes
+/// first) and source QPs configured and removed at run time.
+#[test]
+fn show_congestion_and_flows_while_congested() {
+    let dir = workdir("show-cong");
+    let to_router = control::gen::L2 { src: HOST, dst: R_DC };
+    let src: std::net::Ipv6Addr = "2001:db8:1::2".parse().unwrap();
+    // Four flows with 1, 2, 3 and 4 packets per round: the queue holds
+    // them in about that proportion.
+    let mut frames = Vec::new();
+    for round in 0..8u32 {
+        for i in 0..4u32 {
+            for k in 0..=i {
+                let dst: std::net::Ipv6Addr = format!("2001:db8:3::{:x}", 0x10 + i).parse().unwrap();
+                frames.push(control::gen::roce6(&to_router, src, dst, 49152, 0x100 + i, round * 4 + k, 1000, 64));
+            }
+        }
+    }
+    control::demo::write_pcap(&dir.join("dc-in.pcap"), &frames).unwrap();
+    control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
+    let cfg = dir.join("r.toml");
+    let text = config(&dir)
+        .replace(&format!("rx_pcap={d}/dc-in.pcap,tx_pcap={d}/dc-out.pcap", d = dir.display()), &format!("rx_pcap={d}/dc-in.pcap,infinite_rx=1,tx_pcap=/dev/null", d = dir.display()))
+        .replace(&format!("tx_pcap={d}/wan-out.pcap", d = dir.display()), "tx_pcap=/dev/null")
+        .replace("mac = \"02:dc:00:00:00:02\"", "mac = \"02:dc:00:00:00:02\"\nrate_mbps = 50\nqueue_bytes = 600000")
+        .replacen("[[route]]", "[port.congestion]\nrtt_est_us = 2000\ninterval_us = 500\n[[route]]", 1)
+        + "[[neighbour]]\nip = \"2001:db8:1::2\"\nmac = \"02:00:00:00:01:02\"\ninterface = \"dc\"\n";
+    assert!(text.contains("infinite_rx=1") && text.contains("rate_mbps = 50") && !text.contains("out.pcap"));
+    std::fs::write(&cfg, text).unwrap();
+    let sock = dir.join("ctl.sock");
+    let (mut child, out) = start_with_ctl("show-cong", &cfg, &dir, &sock, &["--duration", "6"]);
+    let s = sock.to_str().unwrap();
+    let req = |c: &str| control::ctl::request(s, c).unwrap();
+    let ok = |c: &str| {
+        let r = req(c);
+        assert!(r.ends_with("OK\n"), "{c}: {r}");
+        r
+    };
+    // Until the port has learned the four flows and been above K_max
+    // (bounded: 40 x 50 ms).
+    let mut show = String::new();
+    for _ in 0..40 {
+        show = ok("show congestion");
+        if value(&show, "flows-learned") == 4 && value(&show, "trigger-qd-above-k-max") > 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    eprintln!("{show}");
+    // 50 Mb/s x 2 ms / 8 = 12500 < K_base 65536.
+    assert!(show.starts_with("congestion 'wan': R_port 50 Mb/s, RTT_est 2000 us, K_min 32768 bytes (configured 32768), K_max 65536 bytes,"), "{show}");
+    assert_eq!(value(&show, "flows-learned"), 4, "{show}");
+    assert!(value(&show, "trigger-qd-above-k-max") > 0 && value(&show, "ce-marked") > 0 && value(&show, "queue-tail-drops") > 0, "{show}");
+    assert!(value(&show, "queue-depth-bytes") > 32768, "an overrun queue: {show}");
+    assert_eq!(value(&show, "cnp-source-qp-unknown"), value(&show, "cnp-rate-reduce") + value(&show, "cnp-pause") + value(&show, "cnp-notify"), "no source QP known yet");
+
+    // The flows in the queue, most bytes first.
+    let rows = |t: &str| -> Vec<(String, u32, String, u64)> {
+        t.lines()
+            .filter(|l| l.split_whitespace().next().is_some_and(|w| w.parse::<std::net::IpAddr>().is_ok()))
+            .map(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                assert_eq!(w[0], "2001:db8:1::2", "{l}");
+                let qp = u32::from_str_radix(w[2].trim_start_matches("0x"), 16).unwrap();
+                let (sqp, queued) = if w[3] == "unknown" { (w[3].to_string(), w[4]) } else { (format!("{} {}", w[3], w[4]), w[5]) };
+                (w[1].to_string(), qp, sqp, queued.parse().unwrap())
+            })
+            .collect()
+    };
+    let f3 = ok("show flows wan 3");
+    eprintln!("{f3}");
+    let r = rows(&f3);
+    assert_eq!(r.len(), 3, "{f3}");
+    for (dst, qp, sqp, _) in &r {
+        let i = qp - 0x100;
+        assert!(i < 4 && *dst == format!("2001:db8:3::{:x}", 0x10 + i), "{f3}");
+        assert_eq!(sqp, "unknown");
+    }
+    assert!(r.windows(2).all(|w| w[0].3 >= w[1].3), "most bytes queued first: {f3}");
+    assert!(r[0].3 > 0, "{f3}");
+
+    // A source QP configured at run time shows, and goes again.
+    ok("congestion wan source-qp add 2001:db8:1::2 2001:db8:3::10 0x100 0x900");
+    let all = ok("show flows wan");
+    let r = rows(&all);
+    assert_eq!(r.len(), 4, "{all}");
+    for (dst, _, sqp, _) in &r {
+        assert_eq!(sqp, if dst == "2001:db8:3::10" { "0x000900 configured" } else { "unknown" }, "{all}");
+    }
+    ok("congestion wan source-qp del 2001:db8:1::2 2001:db8:3::10 0x100");
+    let all = ok("show flows wan 16");
+    assert!(rows(&all).iter().all(|r| r.2 == "unknown"), "{all}");
+    let e = req("congestion wan source-qp del 2001:db8:1::2 2001:db8:3::10 0x100");
+    assert!(e.starts_with("ERR port wan: no source QP configured"), "{e}");
+    let e = req("congestion wan source-qp add 2001:db8:1::2 10.0.3.1 1 2");
+    assert!(e.starts_with("ERR source-qp.destination = 10.0.3.1: not the family"), "{e}");
+    assert!(req("show flows wan 0").starts_with("ERR \"0\": a count from 1 to 256"));
+    assert!(req("show flows dc").starts_with("ERR port dc: not a congestion-aware port"));
+    assert!(req("show flows nope").starts_with("ERR \"nope\": no such port"));
+
+    // RTT_est changed at run time: K_max = 50 Mb/s x 20 ms / 8 = 125000,
+    // as the worker reports it within a few publications.
+    ok("congestion wan rtt_est_us 20000");
+    let mut show = String::new();
+    for _ in 0..40 {
+        show = ok("show congestion");
+        if show.contains("K_max 125000 bytes") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(show.contains("RTT_est 20000 us, K_min 62500 bytes (configured 62500), K_max 125000 bytes,"), "{show}");
+
+    let st = child.wait().unwrap();
+    let so = std::fs::read_to_string(&out).unwrap();
+    assert!(st.success(), "{so}");
+    assert_eq!(mempool_in_use(&so), 0);
+    assert!(so.contains("congestion 'wan': R_port 50 Mb/s, RTT_est 20000 us"), "the exit table: {so}");
 }
 
 /// FANN from the control thread: the congested 20 Mb/s WAN port crosses
@@ -459,7 +610,12 @@ fn wan_node_encapsulates_notifications_toward_the_ingress_pe_sid() {
     let cfg = dir.join("r.toml");
     let text = config(&dir)
         .replace("mac = \"02:dc:00:00:00:02\"", "mac = \"02:dc:00:00:00:02\"\nrate_mbps = 20\nqueue_bytes = 600000")
-        .replacen("[[route]]", "[port.congestion]\nrtt_est_us = 2000\nk_base_bytes = 65536\ninterval_us = 500\ntop_flows = 2\n[[route]]", 1)
+        .replacen(
+            "[[route]]",
+            "[port.congestion]\nrtt_est_us = 2000\nk_base_bytes = 65536\ninterval_us = 500\ntop_flows = 2\n\
+             [[port.congestion.source_qp]]\nsource = \"2001:db8:1::2\"\ndestination = \"2001:db8:3::7\"\ndest_qp = 0x100\nsource_qp = 0x900\n[[route]]",
+            1,
+        )
         + "[[route]]\nprefix = \"fc00:0:a::/48\"\nvia = \"2001:db8:1::99\"\n[[neighbour]]\nip = \"2001:db8:1::99\"\nmac = \"02:00:00:00:01:99\"\ninterface = \"dc\"\n[[neighbour]]\nip = \"2001:db8:1::2\"\nmac = \"02:00:00:00:01:02\"\ninterface = \"dc\"\n"
         + "[fann]\nnode = \"2001:db8:2::1\"\ningress_pes = [\"2001:db8:1::99\"]\ninterval_us = 5000\nqueue_buildup_bytes = 100000\npath_ids = { wan = \"fc00:0:11::1\" }\n"
         + "[[wan_notify]]\ningress_pe = \"2001:db8:1::99\"\nsid = \"fc00:0:a::e\"\nsources = [\"2001:db8:1::/48\"]\n";

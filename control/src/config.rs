@@ -559,6 +559,39 @@ pub struct CongestionSection {
     /// WAN P node in SRv6 tunnels: encapsulate CNPs toward the ingress PE's
     /// END.E SID (draft-hu-acn-rocev2 s.4.2).
     pub end_e_sid: Option<String>,
+    /// Source QPs known from the operator (s.5.2: data packets carry only
+    /// the destination QP); they win over what responses teach.
+    #[serde(default)]
+    pub source_qp: Vec<SourceQpSection>,
+}
+
+/// `[[port.congestion.source_qp]]`: the source QP of the flow (source,
+/// destination, dest_qp).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceQpSection {
+    pub source: String,
+    pub destination: String,
+    pub dest_qp: u32,
+    pub source_qp: u32,
+}
+
+/// A configured source QP: (source, destination, DestQP, source QP).
+pub type SourceQp = (IpAddr, IpAddr, u32, u32);
+
+/// Validate one configured source QP (`f`: the field's name for errors).
+pub fn source_qp(source: &str, destination: &str, dest_qp: u32, src_qp: u32, f: &str) -> Result<SourceQp, String> {
+    let a: IpAddr = source.parse().map_err(|_| format!("{f}.source = {source:?}: not an IP address"))?;
+    let b: IpAddr = destination.parse().map_err(|_| format!("{f}.destination = {destination:?}: not an IP address"))?;
+    if a.is_ipv4() != b.is_ipv4() {
+        return Err(format!("{f}.destination = {b}: not the family of source {a}"));
+    }
+    for (k, v) in [("dest_qp", dest_qp), ("source_qp", src_qp)] {
+        if v > 0x00ff_ffff {
+            return Err(format!("{f}.{k} = {v}: a QPN has 24 bits (at most 16777215)"));
+        }
+    }
+    Ok((a, b, dest_qp, src_qp))
 }
 
 fn d_k_base() -> u64 {
@@ -602,6 +635,7 @@ pub struct CongestionPlan {
     pub source_v4: Option<std::net::Ipv4Addr>,
     pub source_v6: Option<std::net::Ipv6Addr>,
     pub end_e_sid: Option<std::net::Ipv6Addr>,
+    pub source_qps: Vec<SourceQp>,
 }
 
 /// The fewest packets a shaped port's queue may be limited to.
@@ -1484,7 +1518,16 @@ fn congestion_plan(c: &CongestionSection, p: &PortSection, f: &str) -> Result<Co
         policy: Policy { top_flows: c.top_flows, buffer_bytes: p.queue_bytes, ..Policy::default() },
     };
     params.validate().map_err(|why| format!("{f}: {why}"))?;
-    Ok(CongestionPlan { params, source_v4, source_v6, end_e_sid })
+    let mut source_qps: Vec<SourceQp> = Vec::with_capacity(c.source_qp.len());
+    for (i, q) in c.source_qp.iter().enumerate() {
+        let fq = format!("{f}.source_qp[{i}]");
+        let e = source_qp(&q.source, &q.destination, q.dest_qp, q.source_qp, &fq)?;
+        if let Some(j) = source_qps.iter().position(|o| (o.0, o.1, o.2) == (e.0, e.1, e.2)) {
+            return Err(format!("{fq}: flow {} -> {} dest_qp {} already has source_qp[{j}]", e.0, e.1, e.2));
+        }
+        source_qps.push(e);
+    }
+    Ok(CongestionPlan { params, source_v4, source_v6, end_e_sid, source_qps })
 }
 
 fn parse_addrs(list: &[String], field: &str, ifc: &mut Interface, seen: &mut HashSet<IpAddr>) -> Result<(), String> {
@@ -1647,6 +1690,25 @@ interface = "wan"
         assert!(e.contains("bogus"), "{e}");
         let e = bad(("addresses = [\"10.0.2.1/24\"]", "addresses = [\"10.0.1.1/24\"]"));
         assert!(e.contains("configured twice"), "{e}");
+    }
+
+    #[test]
+    fn configured_source_qps_validate() {
+        let with = |entries: &str| {
+            GOOD.replacen("addresses = [\"10.0.2.1/24\"]\n", &format!("addresses = [\"10.0.2.1/24\"]\nrate_mbps = 1000\n[port.congestion]\nrtt_est_us = 100\n{entries}"), 1)
+        };
+        let q = |s: &str, d: &str, dq: &str, sq: &str| format!("[[port.congestion.source_qp]]\nsource = \"{s}\"\ndestination = \"{d}\"\ndest_qp = {dq}\nsource_qp = {sq}\n");
+        let c = load_str(&with(&(q("2001:db8:1::2", "2001:db8:3::7", "0x100", "0x900") + &q("10.0.1.2", "10.0.3.7", "7", "9")))).unwrap();
+        let plan = c.ports[1].congestion.as_ref().unwrap();
+        assert_eq!(plan.source_qps, vec![("2001:db8:1::2".parse().unwrap(), "2001:db8:3::7".parse().unwrap(), 0x100, 0x900), ("10.0.1.2".parse().unwrap(), "10.0.3.7".parse().unwrap(), 7, 9)]);
+        let e = load_str(&with(&q("2001:db8:1::2", "10.0.3.7", "1", "2"))).unwrap_err();
+        assert!(e.contains("port[1].congestion.source_qp[0].destination = 10.0.3.7") && e.contains("family"), "{e}");
+        let e = load_str(&with(&q("nope", "10.0.3.7", "1", "2"))).unwrap_err();
+        assert!(e.contains("port[1].congestion.source_qp[0].source = \"nope\": not an IP address"), "{e}");
+        let e = load_str(&with(&q("10.0.1.2", "10.0.3.7", "1", "16777216"))).unwrap_err();
+        assert!(e.contains("port[1].congestion.source_qp[0].source_qp = 16777216") && e.contains("24 bits"), "{e}");
+        let e = load_str(&with(&(q("10.0.1.2", "10.0.3.7", "1", "2") + &q("10.0.1.2", "10.0.3.7", "1", "3")))).unwrap_err();
+        assert!(e.contains("port[1].congestion.source_qp[1]") && e.contains("already has source_qp[0]"), "{e}");
     }
 
     const MC: &str = r#"

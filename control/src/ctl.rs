@@ -23,7 +23,9 @@ pub const HELP: &str = "commands:
   route del PREFIX
   neighbour add ADDR MAC INTERFACE
   neighbour del ADDR INTERFACE
+  show congestion | show flows PORT [N]
   congestion PORT rtt_est_us N | k_min_bytes N | k_base_bytes N | alpha X | v_ecn X | v_growth_kb_per_ms X
+  congestion PORT source-qp add SRC DST DEST_QP SOURCE_QP | congestion PORT source-qp del SRC DST DEST_QP
   show sids
   sid add SID end | end.dt4 | end.dt6 | end.e
   sid add SID end.x interface IF via ADDR
@@ -94,6 +96,25 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
         ["show", "neighbours"] => Ok(display::neighbours(&c.neighbours, &c.topo)),
         ["show", "interfaces"] => Ok(display::interfaces(&c.topo)),
         ["show", "workers"] => Ok(c.workers_table(names)),
+        ["show", "congestion"] => {
+            let v = c.congestion_views();
+            if v.is_empty() {
+                return Err("no congestion-aware port ([port.congestion] with rate_mbps)".into());
+            }
+            Ok(display::congestion(&v, names))
+        }
+        ["show", "flows", port, rest @ ..] => {
+            let n = match rest {
+                [] => 16,
+                [n] => n.parse::<usize>().ok().filter(|n| (1..=dataplane::congestion::MAX_SHOW_FLOWS).contains(n)).ok_or_else(|| format!("{n:?}: a count from 1 to {}", dataplane::congestion::MAX_SHOW_FLOWS))?,
+                _ => return Err(format!("show flows PORT [N]; {HELP}")),
+            };
+            let pi = c.cfg.ports.iter().position(|p| p.name == *port).ok_or_else(|| format!("{port:?}: no such port"))?;
+            let id = ports[pi].id;
+            let flows = c.flows(id, n, Duration::from_secs(2)).map_err(|e| format!("port {port}: {e}"))?;
+            let v = c.congestion_views().into_iter().find(|(p, _)| *p == id).map(|(_, v)| v).unwrap_or_default();
+            Ok(display::flows(port, &v, &flows))
+        }
         ["route", "add", prefix, rest @ ..] => {
             let prefix: IpNet = prefix.parse().map_err(|_| format!("prefix {prefix:?}: not an IP prefix"))?;
             let (mut via, mut dev) = (None, None);
@@ -137,6 +158,35 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
             let i = iface_idx(dev).ok_or_else(|| format!("{dev:?}: no such interface"))?;
             c.neighbours.remove(i, ip).ok_or_else(|| format!("no neighbour {ip} on {dev}"))?;
             c.push_neighbours();
+            Ok(String::new())
+        }
+        ["congestion", port, "source-qp", op @ ("add" | "del"), src, dst, qps @ ..] => {
+            let qpn = |v: &str| match v.strip_prefix("0x") {
+                Some(h) => u32::from_str_radix(h, 16),
+                None => v.parse::<u32>(),
+            }
+            .map_err(|_| format!("{v:?}: not a QPN"));
+            let (dqp, sqp) = match (*op, qps) {
+                ("add", [d, q]) => (qpn(d)?, Some(qpn(q)?)),
+                ("del", [d]) => (qpn(d)?, None),
+                _ => return Err(format!("congestion PORT source-qp add SRC DST DEST_QP SOURCE_QP | del SRC DST DEST_QP; {HELP}")),
+            };
+            let pi = c.cfg.ports.iter().position(|p| p.name == *port).ok_or_else(|| format!("{port:?}: no such port"))?;
+            let plan = c.cfg.ports[pi].congestion.as_mut().ok_or_else(|| format!("port {port}: no [port.congestion]"))?;
+            let e = config::source_qp(src, dst, dqp, sqp.unwrap_or(0), "source-qp")?;
+            let at = plan.source_qps.iter().position(|o| (o.0, o.1, o.2) == (e.0, e.1, e.2));
+            match (sqp, at) {
+                (Some(_), Some(i)) => plan.source_qps[i] = e,
+                (Some(_), None) => plan.source_qps.push(e),
+                (None, Some(i)) => {
+                    plan.source_qps.remove(i);
+                }
+                (None, None) => return Err(format!("port {port}: no source QP configured for {} -> {} dest_qp {}", e.0, e.1, e.2)),
+            }
+            let id = ports[pi].id;
+            for w in c.worker_updates() {
+                let _ = w.send(dataplane::worker::Update::SourceQp(id, Box::new((e.0, e.1, e.2)), sqp));
+            }
             Ok(String::new())
         }
         ["congestion", port, key, value] => {

@@ -50,6 +50,14 @@ interval_us = 500
 top_flows = 2
 format = "icmpv6"          # IPv6 sources; IPv4 sources always get the RoCEv2 format
 
+# The source QP of the IPv6 RoCEv2 flow, known to the operator: its
+# Long-haul CNPs name it (the IPv4 flow's CNPs carry a Flow ID object).
+[[port.congestion.source_qp]]
+source = "2001:db8:1::2"
+destination = "2001:db8:3::7"
+dest_qp = 0x700
+source_qp = 0x7001
+
 # The remote data centre, behind the WAN gateway.
 [[route]]
 prefix = "10.0.3.0/24"
@@ -615,15 +623,33 @@ pub fn run(out: &Path) -> Result<(), String> {
         c.drop_count(Drop::Ipv4Checksum),
         c.drop_count(Drop::Runt)
     );
-    println!(
-        "  congestion on 'wan' (20 Mb/s, RTT_est 2 ms: K_min 32 KiB, K_max 64 KiB): {} packets CE-marked, {} tail-dropped; Long-haul CNPs sent: rate-reduce {}, pause {}, notify {}, resume {}",
-        c.local_count(Local::CeMarked),
-        c.drop_count(Drop::QueueTailDrop),
-        c.local_count(Local::CnpRateReduce),
-        c.local_count(Local::CnpPause),
-        c.local_count(Local::CnpNotify),
-        c.local_count(Local::CnpResume)
-    );
+    // The thresholds and triggers as the port's worker reported them.
+    for (id, v) in &rep.congestion {
+        let name = rep.port_names.iter().find(|(p, _)| p == id).map_or("?", |(_, n)| n.as_str());
+        let s = &v.stats;
+        println!(
+            "  congestion on '{name}' ({} Mb/s, RTT_est {} ms: K_min {} KiB, K_max {} KiB): peak queue {} KiB; {} packets CE-marked, {} tail-dropped; second-level triggers (evaluations every {} us): QD > K_max {}, EMR > V_ecn {}, QGR > V_growth {}; Long-haul CNPs sent: rate-reduce {}, pause {}, notify {}, resume {} (IPv4 sources in RoCEv2 format {}, without a known source QP {}); held back by the per-flow limit of one per RTT_est {}; flows learned {} (see `show congestion` / `show flows` on a running router)",
+            v.params.rate_bps / 1_000_000,
+            v.params.rtt_est_ns as f64 / 1e6,
+            s.k_min / 1024,
+            s.k_max / 1024,
+            v.queue.max_depth_bytes / 1024,
+            s.marked,
+            v.queue.tail_drops,
+            v.params.interval_ns / 1000,
+            s.trigger_qd,
+            s.trigger_emr,
+            s.trigger_qgr,
+            s.cnp_rate_reduce,
+            s.cnp_pause,
+            s.cnp_notify,
+            s.cnp_resume,
+            s.format_forced_roce,
+            s.source_qp_unknown,
+            s.rate_limited,
+            v.flows_live
+        );
+    }
     println!(
         "  SRv6: End.MT replicas {}; END.E forwarded {}; END.C PFC pause {} / resume {}; FANN notifications sent {}",
         c.local_count(Local::EndMtReplica),

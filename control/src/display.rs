@@ -1,5 +1,6 @@
 //! Text output: the status line, the counter table, `show` commands.
 
+use dataplane::congestion::{CongestionView, FlowView};
 use dataplane::counters::{Drop, Local, Snapshot};
 use dataplane::dpdk::port::PortStats;
 use dataplane::tables::{Fib, Neighbours, Topology};
@@ -123,4 +124,119 @@ pub fn sids(t: &dataplane::srv6::SidTable) -> String {
         let _ = writeln!(out, "HMAC key IDs: {}", ids.join(" "));
     }
     out
+}
+
+fn rate(bps: u64) -> String {
+    match bps {
+        0 => "line rate".to_string(),
+        b if b % 1_000_000_000 == 0 => format!("{} Gb/s", b / 1_000_000_000),
+        b if b >= 1_000_000 => format!("{} Mb/s", b as f64 / 1e6),
+        b => format!("{b} b/s"),
+    }
+}
+
+fn port_name(names: &[(u16, String)], id: u16) -> String {
+    names.iter().find(|(p, _)| *p == id).map_or_else(|| id.to_string(), |(_, n)| n.clone())
+}
+
+/// `show congestion` and the exit table: per congestion-aware port, the
+/// parameters and thresholds in effect, then one counter or value a line.
+pub fn congestion(views: &[(u16, CongestionView)], names: &[(u16, String)]) -> String {
+    let mut o = String::new();
+    for (id, v) in views {
+        let p = &v.params;
+        let s = &v.stats;
+        let _ = writeln!(
+            o,
+            "congestion '{}': R_port {}, RTT_est {} us, K_min {} bytes (configured {}), K_max {} bytes, V_ecn {}, V_growth {} KB/ms, interval {} us, CNP cap {}/s",
+            port_name(names, *id),
+            rate(p.rate_bps),
+            p.rtt_est_ns as f64 / 1e3,
+            s.k_min,
+            v.k_min_configured,
+            s.k_max,
+            p.v_ecn,
+            p.v_growth_kb_per_ms,
+            p.interval_ns as f64 / 1e3,
+            p.cnp_port_max_pps
+        );
+        let rows: [(&str, String); 30] = [
+            ("queue-depth-bytes", s.qd.to_string()),
+            ("queue-limit-bytes", v.queue_limit_bytes.to_string()),
+            ("queue-peak-bytes", v.queue.max_depth_bytes.to_string()),
+            ("queue-enqueued", v.queue.enqueued.to_string()),
+            ("queue-tail-drops", v.queue.tail_drops.to_string()),
+            ("emr-last-interval", format!("{:.3}", s.emr)),
+            ("qgr-last-interval-kb-per-ms", format!("{:.1}", s.qgr_kb_per_ms)),
+            ("trigger-qd-above-k-max", s.trigger_qd.to_string()),
+            ("trigger-emr-above-v-ecn", s.trigger_emr.to_string()),
+            ("trigger-qgr-above-v-growth", s.trigger_qgr.to_string()),
+            ("trigger-without-queued-flow", s.no_flow.to_string()),
+            ("ce-marked", s.marked.to_string()),
+            ("cnp-rate-reduce", s.cnp_rate_reduce.to_string()),
+            ("cnp-pause", s.cnp_pause.to_string()),
+            ("cnp-notify", s.cnp_notify.to_string()),
+            ("cnp-resume", s.cnp_resume.to_string()),
+            ("cnp-escalated", s.escalated.to_string()),
+            ("cnp-deferred", s.suppressed.to_string()),
+            ("cnp-flow-rate-limited", s.rate_limited.to_string()),
+            ("cnp-port-capped", s.port_capped.to_string()),
+            ("cnp-output-full", s.out_full.to_string()),
+            ("cnp-ipv4-forced-roce-format", s.format_forced_roce.to_string()),
+            ("cnp-source-qp-unknown", s.source_qp_unknown.to_string()),
+            ("flows-learned", v.flows_live.to_string()),
+            ("flow-table-size", v.flow_capacity.to_string()),
+            ("flows-with-bytes-queued", v.flows_queued.to_string()),
+            ("flows-throttled", v.flows_throttled.to_string()),
+            ("flows-aged", s.flows_aged.to_string()),
+            ("flow-table-full", s.flow_table_full.to_string()),
+            ("source-qps-from-responses", format!("{} (unmatched {}, ambiguous {})", s.reverse_learned, s.reverse_unmatched, s.reverse_ambiguous)),
+        ];
+        for (k, val) in rows {
+            let _ = writeln!(o, "  {k:<28} {val:>12}");
+        }
+    }
+    o
+}
+
+/// `show flows PORT [N]`: the flows with the most bytes queued first.
+pub fn flows(port: &str, v: &CongestionView, flows: &[FlowView]) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "flows of '{port}': {} learned, {} with bytes queued, {} throttled; the {} with the most bytes queued (then the most recent):",
+        v.flows_live,
+        v.flows_queued,
+        v.flows_throttled,
+        flows.len()
+    );
+    let _ = writeln!(o, "{:<40} {:<40} {:>8} {:>19} {:>12} {:>10} {:>10} {:>12}  state", "source", "destination", "dest-qp", "src-qp", "queued-bytes", "last-psn", "idle-us", "last-cnp-us");
+    for f in flows {
+        let src_qp = match (f.src_qp, f.src_qp_configured) {
+            (Some(q), true) => format!("{q:#08x} configured"),
+            (Some(q), false) => format!("{q:#08x} learned"),
+            (None, _) => "unknown".to_string(),
+        };
+        let mut state = Vec::new();
+        if f.throttled {
+            state.push("throttled");
+        }
+        if f.deferring {
+            state.push("deferring");
+        }
+        let _ = writeln!(
+            o,
+            "{:<40} {:<40} {:>#8x} {:>19} {:>12} {:>10} {:>10} {:>12}  {}",
+            f.src.to_string(),
+            f.dst.to_string(),
+            f.dest_qp,
+            src_qp,
+            f.queued_bytes,
+            f.last_psn,
+            f.idle_ns / 1000,
+            f.last_cnp_ago_ns.map_or_else(|| "-".to_string(), |n| (n / 1000).to_string()),
+            if state.is_empty() { "-".to_string() } else { state.join(",") }
+        );
+    }
+    o
 }

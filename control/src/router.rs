@@ -44,6 +44,8 @@ pub struct RunReport {
     pub elapsed: Duration,
     pub fib: Fib,
     pub neighbours: Neighbours,
+    /// The congestion-aware ports' last state (DPDK port id, state).
+    pub congestion: Vec<(u16, dataplane::congestion::CongestionView)>,
 }
 
 struct WorkerHandle {
@@ -71,9 +73,44 @@ pub struct Control {
     /// The ingress PE (single writer of the SR policies); it keeps its
     /// copy of the SID table in step with `sids`.
     pub pe: Option<dataplane::fann::PeControl>,
+    /// Requests for `show flows` so far.
+    flows_seq: u64,
 }
 
 impl Control {
+    /// Each congestion-aware port's state as its owner worker last
+    /// published it (about once per ms, and when it stopped): DPDK port
+    /// id, state.
+    pub fn congestion_views(&self) -> Vec<(u16, dataplane::congestion::CongestionView)> {
+        (0..dataplane::counters::MAX_PORTS)
+            .filter_map(|p| self.workers.iter().find_map(|w| *w.counters.congestion[p].lock()).map(|v| (p as u16, v)))
+            .collect()
+    }
+
+    /// The top `n` flows of congestion-aware port `port` (the most bytes
+    /// queued first), asked of its owner worker, which scans its flow table
+    /// in bounded steps between bursts; waits at most `timeout`.
+    pub fn flows(&mut self, port: u16, n: usize, timeout: Duration) -> Result<Vec<dataplane::congestion::FlowView>, String> {
+        let p = usize::from(port) % dataplane::counters::MAX_PORTS;
+        let w = self.workers.iter().find(|w| w.counters.congestion[p].lock().is_some()).ok_or("not a congestion-aware port, or its worker has not started")?;
+        self.flows_seq += 1;
+        let req = (self.flows_seq << 16) | n.min(dataplane::congestion::MAX_SHOW_FLOWS) as u64;
+        w.counters.flows_request[p].set(req);
+        let t0 = Instant::now();
+        loop {
+            {
+                let g = w.counters.flows[p].lock();
+                if g.0 == req {
+                    return Ok(g.1.clone());
+                }
+            }
+            if t0.elapsed() >= timeout {
+                return Err(format!("the port's worker did not answer within {} ms", timeout.as_millis()));
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+
     /// One line per worker: its core, the packets received on each RX
     /// queue it polls (how RSS spread the traffic), its poll loops and, once
     /// it stopped, its CPU time. `names`: DPDK port id -> port name.
@@ -294,7 +331,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         let id = usize::from(ports[pi].id);
         egress_cfg[id] = p.egress;
         if let Some(c) = &p.congestion {
-            cong_cfg[id] = Some(dataplane::worker::CongestionSpec { params: c.params, source_v4: c.source_v4, source_v6: c.source_v6, end_e_sid: c.end_e_sid, notify_sids: cfg.notify_sids() });
+            cong_cfg[id] = Some(dataplane::worker::CongestionSpec { params: c.params, source_v4: c.source_v4, source_v6: c.source_v6, end_e_sid: c.end_e_sid, notify_sids: cfg.notify_sids(), source_qps: c.source_qps.clone() });
             eprintln!(
                 "port {}: congestion-aware (Long-haul CNP): R_port {} Mb/s, RTT_est {} us, K_min {} bytes, K_max {} bytes",
                 p.name,
@@ -446,7 +483,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         None => None,
     };
     let sids = sids0.as_deref().cloned();
-    let mut control = Control { topo, fib: cfg.fib.clone(), neighbours: cfg.neighbours.clone(), sids, cfg, workers, own: Arc::new(WorkerCounters::default()), pe: pe.take() };
+    let mut control = Control { topo, fib: cfg.fib.clone(), neighbours: cfg.neighbours.clone(), sids, cfg, workers, own: Arc::new(WorkerCounters::default()), pe: pe.take(), flows_seq: 0 };
     let port_names: Vec<(u16, String)> = ports.iter().zip(control.cfg.ports.iter()).map(|(p, c)| (p.id, c.name.clone())).collect();
 
     // FANN: the agent observes the ports from the control thread.
@@ -571,6 +608,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     let size: u32 = pools.iter().chain(hdr_pools.iter()).map(|(_, p)| p.size()).sum();
     if !opts.quiet {
         println!("{}", display::counter_table(&counters, &port_names, &port_stats));
+        print!("{}", display::congestion(&control.congestion_views(), &port_names));
         for (_, pool) in pools.iter().chain(hdr_pools.iter()) {
             println!("mempool {}: {} of {} mbufs in use after shutdown", pool.name(), pool.in_use(), pool.size());
         }
@@ -602,6 +640,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         elapsed,
         fib: control.fib.clone(),
         neighbours: control.neighbours.clone(),
+        congestion: control.congestion_views(),
     };
     drop(control);
     drop(ports);

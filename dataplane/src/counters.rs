@@ -211,6 +211,16 @@ pub struct WorkerCounters {
     /// Flow ID metadata), published by the owner about once per ms; the
     /// worker only ever `try_lock`s.
     pub top_flow: [parking_lot::Mutex<Option<crate::wire::fann::FlowId>>; MAX_PORTS],
+    /// Each owned congestion-aware port as `show congestion` prints it,
+    /// published by the owner about once per ms and when it stops; the
+    /// worker only ever `try_lock`s while it runs.
+    pub congestion: [parking_lot::Mutex<Option<crate::congestion::CongestionView>>; MAX_PORTS],
+    /// `show flows`: the control thread asks the owner of a port for its
+    /// top flows by writing `request number << 16 | count` here ...
+    pub flows_request: [Counter; MAX_PORTS],
+    /// ... and the owner answers here with the same request number, after
+    /// a scan of its flow table in bounded steps.
+    pub flows: [parking_lot::Mutex<(u64, Vec<crate::congestion::FlowView>)>; MAX_PORTS],
     /// CPU time the worker thread used in its poll loop (ns), set when it
     /// stops: the cost of what it did, without the time the OS gave other
     /// threads on its core.
@@ -231,6 +241,9 @@ impl Default for WorkerCounters {
             queue_depth: std::array::from_fn(|_| Counter::default()),
             microbursts: std::array::from_fn(|_| Counter::default()),
             top_flow: std::array::from_fn(|_| parking_lot::Mutex::new(None)),
+            congestion: std::array::from_fn(|_| parking_lot::Mutex::new(None)),
+            flows_request: std::array::from_fn(|_| Counter::default()),
+            flows: std::array::from_fn(|_| parking_lot::Mutex::new((0, Vec::new()))),
             cpu_ns: Counter::default(),
             rx_queue_pkts: Box::new([]),
         }

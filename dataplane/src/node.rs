@@ -32,6 +32,8 @@ pub struct CongestionSpec {
     /// END.C / END.E SID. The longest prefix containing the flow's source
     /// wins; `end_e_sid` applies to the other sources.
     pub notify_sids: Vec<(ipnet::IpNet, Ipv6Addr)>,
+    /// Configured source QPs: (source, destination, DestQP, source QP).
+    pub source_qps: Vec<(IpAddr, IpAddr, u32, u32)>,
 }
 
 impl CongestionSpec {
@@ -49,7 +51,28 @@ pub struct EgressPort<P> {
 
 impl<P: PacketBuffer> EgressPort<P> {
     pub fn new(cfg: EgressConfig, spec: Option<CongestionSpec>) -> Self {
-        EgressPort { queue: EgressQueue::new(cfg), cong: spec.as_ref().map(|s| CongestionPort::new(s.params)), spec }
+        let cong = spec.as_ref().map(|s| {
+            let mut c = CongestionPort::new(s.params);
+            // Room for the configured ones and as many added at run time.
+            c.reserve_source_qps(2 * s.source_qps.len() + 1024);
+            for &(src, dst, dqp, sqp) in &s.source_qps {
+                c.set_source_qp(src, dst, dqp, sqp);
+            }
+            c
+        });
+        EgressPort { queue: EgressQueue::new(cfg), cong, spec }
+    }
+
+    /// Configure (Some) or forget (None) the source QP of a flow at run
+    /// time.
+    pub fn set_source_qp(&mut self, src: IpAddr, dst: IpAddr, dest_qp: u32, src_qp: Option<u32>) {
+        self.flush();
+        if let Some(c) = self.cong.as_mut() {
+            match src_qp {
+                Some(q) => c.set_source_qp(src, dst, dest_qp, q),
+                None => c.clear_source_qp(src, dst, dest_qp),
+            }
+        }
     }
 
     /// New thresholds / RTT_est / policy at runtime.
@@ -276,7 +299,7 @@ mod tests {
     #[test]
     fn p_node_encapsulates_cnp_toward_end_e_sid() {
         let mut pl = pipeline();
-        let spec = CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: Some("fc00:99::e".parse().unwrap()), notify_sids: Vec::new() };
+        let spec = CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: Some("fc00:99::e".parse().unwrap()), notify_sids: Vec::new(), source_qps: Vec::new() };
         let e: EgressPort<VecPacket> = EgressPort::new(EgressConfig::default(), Some(spec));
         let mut m = VecPacket::from_bytes(&[]);
         let port = e.build_cnp_packet(&mut pl, &Params::DEFAULT, &req(), &mut m, 1).unwrap();
@@ -308,6 +331,7 @@ mod tests {
             source_v6: None,
             end_e_sid: Some("fc00:99::e".parse().unwrap()),
             notify_sids: vec![("2001:db8::/32".parse().unwrap(), "fc00:a::c".parse().unwrap()), ("2001:db8:1::/48".parse().unwrap(), "fc00:b::e".parse().unwrap()), ("10.0.0.0/8".parse().unwrap(), "fc00:c::e".parse().unwrap())],
+            source_qps: Vec::new(),
         };
         // Longest prefix wins; other sources fall back to end_e_sid.
         assert_eq!(spec.notify_sid("2001:db8:1::2".parse().unwrap()), Some("fc00:b::e".parse().unwrap()));
@@ -321,7 +345,7 @@ mod tests {
         assert_eq!(d[14 + 6], 41);
         assert_eq!(&d[14 + 24..14 + 40], &"fc00:b::e".parse::<Ipv6Addr>().unwrap().octets(), "the SID of the PE behind which 2001:db8:1::2 sits");
         // Without a match and without end_e_sid: plain.
-        let spec = CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: None, notify_sids: vec![("2001:db8:2::/48".parse().unwrap(), "fc00:a::c".parse().unwrap())] };
+        let spec = CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: None, notify_sids: vec![("2001:db8:2::/48".parse().unwrap(), "fc00:a::c".parse().unwrap())], source_qps: Vec::new() };
         let e: EgressPort<VecPacket> = EgressPort::new(EgressConfig::default(), Some(spec));
         let mut m = VecPacket::from_bytes(&[]);
         e.build_cnp_packet(&mut pl, &Params::DEFAULT, &req(), &mut m, 1).unwrap();
@@ -364,7 +388,7 @@ mod tests {
     #[test]
     fn without_end_e_the_cnp_goes_to_the_source() {
         let mut pl = pipeline();
-        let spec = CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: None, notify_sids: Vec::new() };
+        let spec = CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: None, notify_sids: Vec::new(), source_qps: Vec::new() };
         let e: EgressPort<VecPacket> = EgressPort::new(EgressConfig::default(), Some(spec));
         let mut m = VecPacket::from_bytes(&[]);
         e.build_cnp_packet(&mut pl, &Params::DEFAULT, &req(), &mut m, 1).unwrap();

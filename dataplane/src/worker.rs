@@ -11,7 +11,7 @@ use crate::dpdk::{rdtsc, Mbuf, Mempool};
 use crate::packet::PacketBuffer;
 use crate::pipeline::{Event, Pipeline, Verdict};
 use crate::tables::{Fib, Neighbours, Topology};
-use crate::congestion::{CnpRequest, FlowId, PortParams};
+use crate::congestion::{CnpRequest, FlowId, PortParams, TopScan, MAX_SHOW_FLOWS, SCAN_STEP};
 use crate::egress::{EgressConfig, MicroburstConfig, MicroburstWatch};
 pub use crate::node::CongestionSpec;
 use crate::node::EgressPort;
@@ -31,6 +31,9 @@ pub const MAX_BURST: usize = 256;
 pub enum Update {
     /// New thresholds / RTT_est / policy for a port's congestion stage.
     Congestion(u16, Box<PortParams>),
+    /// Configure (Some) or forget (None) a flow's source QP on a port's
+    /// congestion stage: port, (source, destination, DestQP), source QP.
+    SourceQp(u16, Box<(IpAddr, IpAddr, u32)>, Option<u32>),
     Fib(Arc<Fib>),
     Neighbours(Arc<Neighbours>),
     Topology(Arc<Topology>),
@@ -151,6 +154,12 @@ pub struct Worker {
     mb: Vec<Option<MicroburstWatch>>,
     /// Next publication of the ports' top flows.
     top_due: u64,
+    /// Next publication of the congestion-aware ports' state (`show`).
+    show_due: u64,
+    /// `show flows`: the scan per port and the request it answers, and
+    /// the last request answered (index = port id).
+    scans: Vec<(TopScan, u64)>,
+    flows_served: [u64; MAX_PORTS],
     cnp_reqs: Vec<CnpRequest>,
     now: u64,
     has_cong: bool,
@@ -190,17 +199,30 @@ impl Worker {
     pub fn new(spec: WorkerSpec, links: WorkerLinks, pipeline: Pipeline) -> Self {
         let counters = pipeline.counters.clone();
         let clock = TscClock::new(spec.tsc_hz);
-        let egress = (0..MAX_PORTS)
+        let egress: Vec<Option<EgressPort<Mbuf>>> = (0..MAX_PORTS)
             .map(|p| match spec.egress.get(p).copied().flatten() {
                 Some(cfg) if spec.owner.get(p) == Some(&spec.id) => Some(EgressPort::new(cfg, spec.congestion.get(p).cloned().flatten())),
                 _ => None,
             })
             .collect();
         let mb = (0..MAX_PORTS).map(|_| spec.microburst.map(MicroburstWatch::new)).collect();
+        let scans = (0..MAX_PORTS).map(|p| {
+            let cong = egress[p].as_ref().is_some_and(|e| e.cong.is_some());
+            if cong {
+                // Room for the largest answer, so the worker never
+                // allocates to give it.
+                pipeline.counters.flows[p].lock().1.reserve(MAX_SHOW_FLOWS);
+            }
+            (if cong { TopScan::default() } else { TopScan::empty() }, 0)
+        });
+        let scans = scans.collect();
         Worker {
             egress,
             mb,
             top_due: 0,
+            show_due: 0,
+            scans,
+            flows_served: [0; MAX_PORTS],
             cnp_reqs: Vec::with_capacity(256),
             now: 0,
             has_cong: false,
@@ -643,12 +665,17 @@ impl Worker {
         if !self.has_cong {
             return;
         }
+        let publish = now >= self.show_due;
+        if publish {
+            self.show_due = now + 1_000_000;
+        }
         for p in 0..MAX_PORTS {
             let Some(e) = self.egress[p].as_mut() else { continue };
             if e.cong.is_none() {
                 continue;
             }
             e.poll(now, &mut self.cnp_reqs);
+            self.show(p, now, publish);
             if self.cnp_reqs.is_empty() {
                 continue;
             }
@@ -670,6 +697,34 @@ impl Worker {
             }
             self.cnp_reqs = reqs;
             self.cnp_reqs.clear();
+        }
+    }
+
+    /// `show congestion` / `show flows` for congestion-aware port `p`:
+    /// publish its state when `publish` (about once per ms), take a new
+    /// flow request then, and advance a flow scan by one bounded step.
+    fn show(&mut self, p: usize, now: u64, publish: bool) {
+        let Some(e) = self.egress[p].as_ref() else { return };
+        let Some(c) = e.cong.as_ref() else { return };
+        let (scan, req) = &mut self.scans[p];
+        if publish {
+            if let Some(mut g) = self.counters.congestion[p].try_lock() {
+                *g = Some(c.view(e.queue.config().queue_bytes, e.queue.stats, now));
+            }
+            let r = self.counters.flows_request[p].get();
+            if r != self.flows_served[p] && !scan.active() {
+                scan.start((r & 0xffff) as usize);
+                *req = r;
+            }
+        }
+        if scan.active() && c.scan_top(scan, SCAN_STEP) {
+            // Complete. Should the control thread hold the answer just
+            // now, the next publication starts over.
+            if let Some(mut g) = self.counters.flows[p].try_lock() {
+                c.top_flows(scan, now, &mut g.1);
+                g.0 = *req;
+                self.flows_served[p] = *req;
+            }
         }
     }
 
@@ -761,6 +816,12 @@ impl Worker {
                     }
                     continue;
                 }
+                Update::SourceQp(port, flow, qp) => {
+                    if let Some(e) = self.egress.get_mut(usize::from(port)).and_then(|e| e.as_mut()) {
+                        e.set_source_qp(flow.0, flow.1, flow.2, qp);
+                    }
+                    continue;
+                }
                 Update::Fib(f) => Update::Fib(self.pipeline.set_fib(f)),
                 Update::Neighbours(n) => Update::Neighbours(self.pipeline.set_neighbours(n)),
                 Update::Topology(t) => Update::Topology(std::mem::replace(&mut self.pipeline.topo, t)),
@@ -790,6 +851,13 @@ impl Worker {
     /// After stop: transmit what is buffered, free the rest.
     fn drain(&mut self) {
         self.flush_all();
+        // The last state of each congestion-aware port, for the exit table.
+        for (p, e) in self.egress.iter().enumerate() {
+            let Some(e) = e.as_ref() else { continue };
+            if let Some(c) = e.cong.as_ref() {
+                *self.counters.congestion[p].lock() = Some(c.view(e.queue.config().queue_bytes, e.queue.stats, self.now));
+            }
+        }
         for q in self.egress.iter_mut().flatten() {
             let free = &mut self.free;
             q.drain(|m| free.push(m.into_raw()));

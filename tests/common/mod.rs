@@ -73,6 +73,17 @@ pub fn counter(stdout: &str, name: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// A named value of a table (`  trigger-qd-above-k-max   12`); panics
+/// when the table has no such line.
+pub fn value(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find_map(|l| {
+            let mut w = l.split_whitespace();
+            (w.next() == Some(name)).then(|| w.next().and_then(|n| n.parse().ok())).flatten()
+        })
+        .unwrap_or_else(|| panic!("no {name} in:\n{text}"))
+}
+
 /// (rx, tx) packets of a port from the exit table.
 pub fn port_packets(stdout: &str, port: &str) -> (u64, u64) {
     for l in stdout.lines() {

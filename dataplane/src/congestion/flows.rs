@@ -251,6 +251,11 @@ impl Flow {
         }
     }
 
+    /// Forget the source QP (learned or configured).
+    pub fn clear_src_qp(&mut self) {
+        self.qpf &= !(HAS_SRC_QP | CONFIGURED);
+    }
+
     /// `src_qp` came from configuration: reverse learning does not touch it.
     pub fn src_qp_configured(&self) -> bool {
         self.qpf & CONFIGURED != 0
@@ -809,7 +814,6 @@ impl FlowTable {
     }
 
     /// Flows with bytes queued.
-    #[cfg(test)]
     pub fn queued_flows(&self) -> usize {
         self.nz_live
     }

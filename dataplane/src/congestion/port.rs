@@ -178,6 +178,20 @@ impl CongestionPort {
         &self.stats
     }
 
+    /// K_min as configured (the adaptive policy moves the effective one).
+    pub fn k_min_configured(&self) -> u64 {
+        self.k_min_cfg
+    }
+
+    /// Flows sent a Rate Reduce or Pause and not yet a Resume.
+    pub fn throttled_flows(&self) -> usize {
+        self.throttled
+    }
+
+    pub(crate) fn flow_table(&self) -> &FlowTable {
+        &self.flows
+    }
+
     /// Bytes of a flow in the queue (tests, `show`).
     pub fn flow_queued(&self, f: FlowId) -> Option<u64> {
         self.flows.get(f.0).map(|_| self.flows.queued(f.0))
@@ -479,6 +493,27 @@ impl CongestionPort {
                 f.set_src_qp(src_qp, true);
             }
         }
+    }
+
+    /// Forget a configured source QP: the flow learns from responses
+    /// again.
+    pub fn clear_source_qp(&mut self, src: IpAddr, dst: IpAddr, dest_qp: u32) {
+        self.resolve();
+        let dest_qp = dest_qp & PSN_MASK;
+        if self.cfg_qp.remove(&(src, dst, dest_qp)).is_none() {
+            return;
+        }
+        if let Some(s) = self.flows.lookup(&PackedKey::new(src, dst, dest_qp)) {
+            if let Some(f) = self.flows.get_mut(s) {
+                f.clear_src_qp();
+            }
+        }
+    }
+
+    /// Room for `n` configured source QPs (so that adding them between
+    /// bursts does not allocate).
+    pub fn reserve_source_qps(&mut self, n: usize) {
+        self.cfg_qp.reserve(n.saturating_sub(self.cfg_qp.len()));
     }
 
     fn level_for(&self, qd: u64) -> u8 {

@@ -728,6 +728,18 @@ fn source_qp_from_configuration_and_unknown_counter() {
     // Configuration after the flow is known applies at once.
     c.set_source_qp(ip4(3), b, 300, 301);
     assert_eq!(c.flow_source_qp(ip4(3), b, 300), Some(301));
+    // Forgetting it: unknown again, then learned from a response (the
+    // only flow of its pair).
+    c.clear_source_qp(ip4(3), b, 300);
+    assert_eq!(c.flow_source_qp(ip4(3), b, 300), None);
+    c.on_reverse(&ack(b, ip4(3), 302, 0), 2);
+    assert_eq!(c.flow_source_qp(ip4(3), b, 300), Some(302));
+    // Forgetting one that was never configured changes nothing.
+    c.clear_source_qp(ip4(3), b, 300);
+    assert_eq!(c.flow_source_qp(ip4(3), b, 300), Some(302));
+    // Nor does a new learning override the configured one of flow 1.
+    c.clear_source_qp(a, b, 999);
+    assert_eq!(c.flow_source_qp(a, b, 200), Some(100));
 }
 
 #[test]
