@@ -409,6 +409,12 @@ fn congested_port_marks_ce_and_sends_long_haul_cnps() {
     assert_eq!(value(ct, "cnp-ipv4-forced-roce-format") as usize, roce_cnps.len(), "IPv4 sources get the RoCEv2 format (s.4)");
     assert_eq!(value(ct, "cnp-source-qp-unknown") as usize, roce_cnps.len(), "only the IPv4 flow's source QP is unknown");
     assert_eq!(value(ct, "flows-learned"), 2);
+    // Live reaction times: at least the first crossing of K_max was
+    // answered, by one of the non-Resume CNPs.
+    let reactions = value(ct, "cnp-reactions");
+    assert!(reactions >= 1 && reactions <= value(ct, "cnp-rate-reduce") + value(ct, "cnp-pause") + value(ct, "cnp-notify"), "{ct}");
+    let us = |k: &str| -> f64 { ct.lines().find_map(|l| l.trim().strip_prefix(k)).and_then(|v| v.trim().parse().ok()).unwrap_or_else(|| panic!("{k}: {ct}")) };
+    assert!(us("cnp-reaction-p50-us") > 0.0 && us("cnp-reaction-p50-us") <= us("cnp-reaction-max-us"), "{ct}");
     assert_eq!(value(ct, "queue-tail-drops"), counter(&so, "queue-tail-drop"));
     assert_eq!(value(ct, "queue-enqueued") as usize, wan.len(), "what entered the queue left it");
     assert_eq!(value(ct, "queue-enqueued") + value(ct, "queue-tail-drops"), 800, "every data packet queued or tail-dropped");

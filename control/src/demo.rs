@@ -628,7 +628,7 @@ pub fn run(out: &Path) -> Result<(), String> {
         let name = rep.port_names.iter().find(|(p, _)| p == id).map_or("?", |(_, n)| n.as_str());
         let s = &v.stats;
         println!(
-            "  congestion on '{name}' ({} Mb/s, RTT_est {} ms: K_min {} KiB, K_max {} KiB): peak queue {} KiB; {} packets CE-marked, {} tail-dropped; second-level triggers (evaluations every {} us): QD > K_max {}, EMR > V_ecn {}, QGR > V_growth {}; Long-haul CNPs sent: rate-reduce {}, pause {}, notify {}, resume {} (IPv4 sources in RoCEv2 format {}, without a known source QP {}); held back by the per-flow limit of one per RTT_est {}; flows learned {} (see `show congestion` / `show flows` on a running router)",
+            "  congestion on '{name}' ({} Mb/s, RTT_est {} ms: K_min {} KiB, K_max {} KiB): peak queue {} KiB; {} packets CE-marked, {} tail-dropped; second-level triggers (evaluations every {} us): QD > K_max {}, EMR > V_ecn {}, QGR > V_growth {}; reaction from the packet that crossed K_max to the first CNP: p50 {:.0} us, max {:.0} us over {} crossings; Long-haul CNPs sent: rate-reduce {}, pause {}, notify {}, resume {} (IPv4 sources in RoCEv2 format {}, without a known source QP {}); held back by the per-flow limit of one per RTT_est {}; flows learned {} (see `show congestion` / `show flows` on a running router)",
             v.params.rate_bps / 1_000_000,
             v.params.rtt_est_ns as f64 / 1e6,
             s.k_min / 1024,
@@ -640,6 +640,9 @@ pub fn run(out: &Path) -> Result<(), String> {
             s.trigger_qd,
             s.trigger_emr,
             s.trigger_qgr,
+            v.reaction.p50_ns as f64 / 1e3,
+            v.reaction.max_ns as f64 / 1e3,
+            v.reaction.count,
             s.cnp_rate_reduce,
             s.cnp_pause,
             s.cnp_notify,

@@ -160,7 +160,9 @@ pub fn congestion(views: &[(u16, CongestionView)], names: &[(u16, String)]) -> S
             p.interval_ns as f64 / 1e3,
             p.cnp_port_max_pps
         );
-        let rows: [(&str, String); 30] = [
+        let r = &v.reaction;
+        let us = |ns: u64| format!("{:.1}", ns as f64 / 1e3);
+        let rows: [(&str, String); 35] = [
             ("queue-depth-bytes", s.qd.to_string()),
             ("queue-limit-bytes", v.queue_limit_bytes.to_string()),
             ("queue-peak-bytes", v.queue.max_depth_bytes.to_string()),
@@ -184,6 +186,11 @@ pub fn congestion(views: &[(u16, CongestionView)], names: &[(u16, String)]) -> S
             ("cnp-output-full", s.out_full.to_string()),
             ("cnp-ipv4-forced-roce-format", s.format_forced_roce.to_string()),
             ("cnp-source-qp-unknown", s.source_qp_unknown.to_string()),
+            ("cnp-reactions", r.count.to_string()),
+            ("cnp-reaction-p50-us", us(r.p50_ns)),
+            ("cnp-reaction-p90-us", us(r.p90_ns)),
+            ("cnp-reaction-p99-us", us(r.p99_ns)),
+            ("cnp-reaction-max-us", us(r.max_ns)),
             ("flows-learned", v.flows_live.to_string()),
             ("flow-table-size", v.flow_capacity.to_string()),
             ("flows-with-bytes-queued", v.flows_queued.to_string()),

@@ -704,12 +704,14 @@ impl Worker {
     /// publish its state when `publish` (about once per ms), take a new
     /// flow request then, and advance a flow scan by one bounded step.
     fn show(&mut self, p: usize, now: u64, publish: bool) {
-        let Some(e) = self.egress[p].as_ref() else { return };
-        let Some(c) = e.cong.as_ref() else { return };
+        let Some(e) = self.egress[p].as_mut() else { return };
+        let (limit, qstats) = (e.queue.config().queue_bytes, e.queue.stats);
+        let Some(c) = e.cong.as_mut() else { return };
         let (scan, req) = &mut self.scans[p];
         if publish {
+            c.refresh_reaction(now, false);
             if let Some(mut g) = self.counters.congestion[p].try_lock() {
-                *g = Some(c.view(e.queue.config().queue_bytes, e.queue.stats, now));
+                *g = Some(c.view(limit, qstats, now));
             }
             let r = self.counters.flows_request[p].get();
             if r != self.flows_served[p] && !scan.active() {
@@ -852,10 +854,12 @@ impl Worker {
     fn drain(&mut self) {
         self.flush_all();
         // The last state of each congestion-aware port, for the exit table.
-        for (p, e) in self.egress.iter().enumerate() {
-            let Some(e) = e.as_ref() else { continue };
-            if let Some(c) = e.cong.as_ref() {
-                *self.counters.congestion[p].lock() = Some(c.view(e.queue.config().queue_bytes, e.queue.stats, self.now));
+        for (p, e) in self.egress.iter_mut().enumerate() {
+            let Some(e) = e.as_mut() else { continue };
+            let (limit, qstats) = (e.queue.config().queue_bytes, e.queue.stats);
+            if let Some(c) = e.cong.as_mut() {
+                c.refresh_reaction(self.now, true);
+                *self.counters.congestion[p].lock() = Some(c.view(limit, qstats, self.now));
             }
         }
         for q in self.egress.iter_mut().flatten() {

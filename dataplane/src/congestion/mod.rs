@@ -159,7 +159,7 @@ use crate::wire::lhcnp::{Action, CnpInfo};
 
 pub use build::{build_cnp, CTYPE_FLOW_ID, FLOW_ID_LEN};
 pub use flows::PackedKey;
-pub use port::{CongestionPort, MAX_PENDING};
+pub use port::{CongestionPort, ReactionSummary, MAX_PENDING};
 pub use show::{CongestionView, FlowView, TopScan, MAX_SHOW_FLOWS, SCAN_STEP};
 pub use source::{parse_cnp, SourceModel, SourceParams, SourceReject};
 

@@ -86,6 +86,28 @@ pub struct CongestionPort {
     /// `pend[..pend_fetched]`: entries prefetched.
     pend_fetched: usize,
     stats: CongestionStats,
+    /// QD above K_max since (time + 1; 0: not above; REACTED: a CNP went
+    /// out since the crossing).
+    cross: u64,
+    /// CNP reaction times (ns): from the packet that took QD above K_max
+    /// to the first CNP after it.
+    reaction: hdrhistogram::Histogram<u64>,
+    reaction_summary: ReactionSummary,
+    reaction_dirty: bool,
+    reaction_at: u64,
+}
+
+const REACTED: u64 = u64::MAX;
+
+/// Percentiles of the live CNP reaction times of a port (ns).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReactionSummary {
+    /// K_max crossings that a CNP answered.
+    pub count: u64,
+    pub p50_ns: u64,
+    pub p90_ns: u64,
+    pub p99_ns: u64,
+    pub max_ns: u64,
 }
 
 /// The port-level decision of one evaluation.
@@ -134,6 +156,13 @@ impl CongestionPort {
             pend_done: 0,
             pend_fetched: 0,
             stats: CongestionStats::default(),
+            cross: 0,
+            // 1 us to 60 s at 2 significant digits: about 2300 counters,
+            // allocated here, never on the packet path.
+            reaction: hdrhistogram::Histogram::new_with_bounds(1_000, 60_000_000_000, 2).expect("valid histogram bounds"),
+            reaction_summary: ReactionSummary::default(),
+            reaction_dirty: false,
+            reaction_at: 0,
         };
         s.recompute();
         s
@@ -218,6 +247,37 @@ impl CongestionPort {
         } else {
             self.below_kmin_since = None;
         }
+        if qd > self.k_max {
+            if self.cross == 0 {
+                self.cross = now.saturating_add(1).min(REACTED - 1);
+            }
+        } else if self.cross != 0 {
+            self.cross = 0;
+        }
+    }
+
+    /// Live CNP reaction times, as of the last [`CongestionPort::refresh_reaction`].
+    pub fn reaction(&self) -> ReactionSummary {
+        self.reaction_summary
+    }
+
+    /// Recompute the reaction percentiles if new times came in, at most
+    /// every 100 ms unless `force` (a pass over the histogram's ~2300
+    /// counters).
+    pub fn refresh_reaction(&mut self, now: u64, force: bool) {
+        if !self.reaction_dirty || (!force && now.saturating_sub(self.reaction_at) < 100_000_000) {
+            return;
+        }
+        let h = &self.reaction;
+        self.reaction_summary = ReactionSummary {
+            count: h.len(),
+            p50_ns: h.value_at_quantile(0.5),
+            p90_ns: h.value_at_quantile(0.9),
+            p99_ns: h.value_at_quantile(0.99),
+            max_ns: h.max(),
+        };
+        self.reaction_dirty = false;
+        self.reaction_at = now;
     }
 
     /// Monitoring and first-level marking of a packet entering the queue.
@@ -649,6 +709,12 @@ impl CongestionPort {
             },
             format,
         });
+        if d.action != Action::Resume && self.cross != 0 && self.cross != REACTED {
+            // The first CNP since QD went above K_max.
+            self.reaction.saturating_record((now + 1).saturating_sub(self.cross).max(1));
+            self.reaction_dirty = true;
+            self.cross = REACTED;
+        }
         match d.action {
             Action::Notify => self.stats.cnp_notify += 1,
             Action::Pause => self.stats.cnp_pause += 1,

@@ -8,7 +8,7 @@
 use std::net::IpAddr;
 
 use super::port::CongestionPort;
-use super::{CongestionStats, PortParams};
+use super::{CongestionStats, PortParams, ReactionSummary};
 use crate::egress::EgressStats;
 
 /// The most flows one `show flows` lists.
@@ -36,6 +36,9 @@ pub struct CongestionView {
     pub flow_capacity: u64,
     pub flows_queued: u64,
     pub flows_throttled: u64,
+    /// CNP reaction times: from the packet that took QD above K_max to
+    /// the first CNP after it (worker clock).
+    pub reaction: ReactionSummary,
     /// The egress queue: its limit and counters.
     pub queue_limit_bytes: u64,
     pub queue: EgressStats,
@@ -128,6 +131,7 @@ impl CongestionPort {
             flow_capacity: t.capacity() as u64,
             flows_queued: t.queued_flows() as u64,
             flows_throttled: self.throttled_flows() as u64,
+            reaction: self.reaction(),
             queue_limit_bytes,
             queue,
             at_ns: now,

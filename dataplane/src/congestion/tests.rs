@@ -217,6 +217,43 @@ fn trigger_queue_depth_only() {
 }
 
 #[test]
+fn reaction_time_from_the_k_max_crossing_to_the_first_cnp() {
+    let mut c = CongestionPort::new(sec7());
+    c.on_enqueue(Some(&data(ip4(1), ip4(4), 200, 0)), 1500, true, 100 * MB, 0);
+    c.poll(100 * MB, 0, &mut out());
+    // The packet that takes QD above K_max (125 MB), 30 us in.
+    c.on_enqueue(Some(&data(ip4(1), ip4(4), 200, 1)), 1500, true, 126 * MB, 30 * US);
+    assert_eq!(poll_at(&mut c, 126 * MB, IV).len(), 1);
+    // Still above K_max: the next CNP (after RTT_est) is no new reaction.
+    let t1 = IV + RTT;
+    assert_eq!(poll_at(&mut c, 126 * MB, t1).len(), 1);
+    c.refresh_reaction(t1, true);
+    let r = c.reaction();
+    assert_eq!(r.count, 1);
+    // 70 us, within the histogram's 2 significant digits.
+    assert!(r.p50_ns.abs_diff(70 * US) <= 700 && r.max_ns.abs_diff(70 * US) <= 700, "{r:?}");
+    // Below K_max, then above again at t2; the flow may have its next CNP
+    // at t1 + RTT_est: that is the reaction.
+    assert!(poll_at(&mut c, 100 * MB, t1 + IV).is_empty());
+    let t2 = t1 + 2 * IV;
+    assert!(poll_at(&mut c, 126 * MB, t2).is_empty(), "rate-limited");
+    let mut t = t2 + IV;
+    while t < t1 + RTT {
+        assert!(poll_at(&mut c, 126 * MB, t).is_empty());
+        t += IV;
+    }
+    assert_eq!(poll_at(&mut c, 126 * MB, t1 + RTT).len(), 1);
+    // Not recomputed within 100 ms of the last time, unless forced.
+    c.refresh_reaction(t1 + RTT, false);
+    assert_eq!(c.reaction().count, 1);
+    c.refresh_reaction(t1 + RTT, true);
+    let r = c.reaction();
+    assert_eq!(r.count, 2);
+    let want = t1 + RTT - t2;
+    assert!(r.max_ns.abs_diff(want) <= want / 100, "{r:?} want max {want}");
+}
+
+#[test]
 fn trigger_ecn_marking_rate_only() {
     let mut c = CongestionPort::new(PortParams { v_ecn: 0.5, ..sec7() });
     let f = data(ip4(1), ip4(4), 200, 0);
