@@ -90,7 +90,7 @@ rx_queues = 2
     host(&n1, &t1, "10.1.0.2/24", "2001:db8:a::2/64", "10.1.0.1", "2001:db8:a::1");
     host(&n2, &t2, "10.2.0.2/24", "2001:db8:b::2/64", "10.2.0.1", "2001:db8:b::1");
     for dst in ["10.2.0.2", "2001:db8:b::2"] {
-        assert!(ping_until_reply(&n1, dst, 10), "no reply from {dst} through the router");
+        assert!(ping_until_reply(&n1, dst, 10), "no reply from {dst} through the router\n{}", diagnose(&[&n1, &n2], &sock));
     }
     let before = ctl("show workers");
 

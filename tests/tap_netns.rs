@@ -84,7 +84,7 @@ via = "2001:db8:a::2"
     // (kernel ARP/ND) and the far host (router ARP/ND): warm up, then demand
     // every reply.
     for (ns, dst) in [(&n1, "10.2.0.2"), (&n1, "2001:db8:b::2"), (&n2, "10.1.0.2"), (&n1, "10.1.0.1"), (&n1, "2001:db8:a::1")] {
-        assert!(ping_until_reply(ns, dst, 10), "{ns}: no reply from {dst} after 10 tries");
+        assert!(ping_until_reply(ns, dst, 10), "{ns}: no reply from {dst} after 10 tries\n{}", diagnose(&[&n1, &n2], &sock));
         let o = in_ns(ns, &["ping", "-c", "5", "-i", "0.2", "-W", "2", dst]);
         let txt = String::from_utf8_lossy(&o.stdout);
         assert!(o.status.success() && txt.contains(" 0% packet loss"), "{ns} ping {dst}:\n{txt}");

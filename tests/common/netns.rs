@@ -149,6 +149,24 @@ pub fn host(ns: &str, tap: &str, v4: &str, v6: &str, gw4: &str, gw6: &str) {
     }
 }
 
+/// What a failed reachability check needs to be understood: the
+/// neighbour tables of the namespaces and of the router, and the router's
+/// counters (through its management socket `sock`).
+pub fn diagnose(namespaces: &[&str], sock: &Path) -> String {
+    let mut o = String::new();
+    for ns in namespaces {
+        for fam in ["-4", "-6"] {
+            let r = in_ns(ns, &["ip", fam, "neigh", "show"]);
+            o += &format!("--- {ns}: ip {fam} neigh\n{}", String::from_utf8_lossy(&r.stdout));
+        }
+    }
+    for cmd in ["show neighbours", "show counters", "show workers"] {
+        let r = sock.to_str().map(|s| control::ctl::request(s, cmd).unwrap_or_else(|e| e.to_string())).unwrap_or_default();
+        o += &format!("--- router: {cmd}\n{r}");
+    }
+    o
+}
+
 /// Ping until one reply (at most `tries` one-second attempts): the first
 /// packets resolve the neighbours.
 pub fn ping_until_reply(ns: &str, dst: &str, tries: usize) -> bool {
