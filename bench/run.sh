@@ -32,6 +32,7 @@
 #   BENCH_SRV6_MICRO=0 skip the SRv6 micro-benchmark (bench/srv6-micro-results.md)
 #   BENCH_NOTIFY=0    skip the event-to-notification latency benchmark (bench/notify-results.md)
 #   BENCH_HANDOFF=0   skip the shaped-port hand-off benchmark (bench/handoff-results.md)
+#   BENCH_CONGESTION_ROUTER=0   skip the congestion-aware port in the router (bench/congestion-router-results.md)
 #   BENCH_L3FWD=0     skip the l3fwd reference (default: on when dpdk-doc's examples can be built)
 set -euo pipefail
 
@@ -422,6 +423,77 @@ if [ "${BENCH_HANDOFF:-1}" != 0 ]; then
         } >"$ROOT/bench/handoff-results.md"
         cat "$ROOT/bench/handoff-results.md"
     fi
+fi
+
+# ---------------------------------------------------------------- congestion-aware port in the router
+# The congestion-aware node in the real router (issue 4): one worker, the
+# roce4-64 / roce6-64 inputs (net_pcap infinite_rx, PACKETS distinct frames,
+# each its own flow, round robin) into net_null, three ways: plain
+# forwarding (the unshaped port of the main table), the port shaped to
+# 400 Gb/s (never the limit: the egress queue and shaper only), and the same
+# with [port.congestion] (flow learning and per-flow accounting, monitoring,
+# CE marking). K_min is 1 KiB so that nearly every packet is CE-marked, as
+# in congestion_bench; K_max (1 MiB) is never reached: no CNPs. Medians of
+# interleaved rounds: bench/congestion-router-results.md. About
+# 6 x ROUNDS x SECS. BENCH_CONGESTION_ROUTER=0 skips it.
+run_variant() {
+    local v=$1 r=$2 cfg=$OUT/router-$1.toml log=$OUT/logs/dcirouter-$1-r$2.log
+    timeout -s INT $((SECS + 30)) "$DCIR" "${EAL_COMMON[@]}" --lcores "0@($MAIN,$CORE)" --file-prefix "dcbv$$-$v-$r" \
+        -- run --config "$cfg" --duration "$SECS" >"$log" 2>&1 || true
+    # Mpps leaving "out", and the share of them CE-marked.
+    awk '/^out / { tx = $5 } /^  ecn-ce-marked / { ce = $2 } /^ran [0-9.]+ s:/ { s = $2; ok = 1 }
+         END { if (ok && s > 0 && tx > 0) printf "%.2f %.0f\n", tx / s / 1e6, 100 * ce / tx; else print "FAIL 0" }' "$log"
+}
+if [ "${BENCH_CONGESTION_ROUTER:-1}" != 0 ]; then
+    rows=()
+    for c in roce4-64 roce6-64; do
+        base=$OUT/router-$c.toml
+        if [ ! -f "$base" ]; then
+            echo "bench: $base missing; congestion-aware router benchmark skipped for $c" >&2
+            failed=1
+            continue
+        fi
+        cp "$base" "$OUT/router-$c-fwd.toml"
+        sed -e 's|^name = "out"$|name = "out"\nrate_mbps = 400000|' "$base" >"$OUT/router-$c-queue.toml"
+        awk '/^\[\[route\]\]/ && !done { print "[port.congestion]\nrtt_est_us = 1\nk_base_bytes = 1048576\nk_min_bytes = 1024\nflows = 4096\n"; done = 1 } { print }' \
+            "$OUT/router-$c-queue.toml" >"$OUT/router-$c-cong.toml"
+        grep -q "rate_mbps = 400000" "$OUT/router-$c-queue.toml" && grep -q "^\[port.congestion\]" "$OUT/router-$c-cong.toml" \
+            || { echo "bench: congestion-aware configurations not derived from $base" >&2; failed=1; continue; }
+        f=(); q=(); g=(); ce=()
+        for r in $(seq 1 "$ROUNDS"); do
+            read -r a _ <<<"$(run_variant "$c-fwd" "$r")"
+            read -r b _ <<<"$(run_variant "$c-queue" "$r")"
+            read -r d m <<<"$(run_variant "$c-cong" "$r")"
+            f+=("$a"); q+=("$b"); g+=("$d"); ce+=("$m")
+            echo "bench: congestion-aware router $c round $r: forwarding $a, shaped queue $b, congestion-aware $d Mpps ($m % CE-marked)" >&2
+        done
+        learned=$(awk '/^  flows-learned / { print $2 }' "$OUT/logs/dcirouter-$c-cong-r1.log")
+        rows+=("$c|${f[*]}|${q[*]}|${g[*]}|${ce[*]}|${learned:-?}")
+    done
+    med() { printf '%s\n' "$@" | grep -v FAIL | sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "FAIL"; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.2f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+    ns() { awk -v m="$1" 'BEGIN { if (m + 0 > 0) printf "%.1f", 1000 / m; else print "-" }'; }
+    ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", b / a; else print "-" }'; }
+    {
+        echo "# Congestion-aware port in the router"
+        echo
+        echo "\`make bench\` (bench/run.sh, BENCH_CONGESTION_ROUTER) on $(date -u '+%Y-%m-%d %H:%M UTC'), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $MEM_DESC; dcirouter $(cd "$ROOT" && git describe --always --dirty 2>/dev/null || echo '?')."
+        echo "One worker; input net_pcap infinite_rx ($PACKETS distinct 64 B-payload RoCEv2 frames, each its own flow, sent round robin) into net_null."
+        echo "**forwarding**: the unshaped output port (as in results.md); **shaped queue**: the output port shaped to 400 Gb/s, never the limit"
+        echo "(egress queue and shaper, no congestion stage); **congestion-aware**: the same with \`[port.congestion]\` (flow learning and per-flow"
+        echo "queue accounting, monitoring, CE marking; K_min 1 KiB so that nearly every packet is marked, K_max 1 MiB never reached, so no CNP)."
+        echo "Mpps leaving the port, median of $ROUNDS interleaved rounds of $SECS s (all rounds listed); ns/packet = 1000 / Mpps; the ratios are"
+        echo "the congestion-aware cost per packet over the forwarding and over the shaped-queue cost."
+        echo
+        echo "| input | forwarding Mpps (ns/pkt) | shaped queue Mpps (ns/pkt) | congestion-aware Mpps (ns/pkt) | vs forwarding | vs shaped queue | CE-marked | flows learned | rounds (fwd / queue / cong) |"
+        echo "|---|---:|---:|---:|---:|---:|---:|---:|---|"
+        for row in "${rows[@]}"; do
+            IFS='|' read -r c fs qs gs ces learned <<<"$row"
+            read -ra fa <<<"$fs"; read -ra qa <<<"$qs"; read -ra ga <<<"$gs"; read -ra cea <<<"$ces"
+            mf=$(med "${fa[@]}"); mq=$(med "${qa[@]}"); mg=$(med "${ga[@]}")
+            echo "| $c | $mf ($(ns "$mf")) | $mq ($(ns "$mq")) | $mg ($(ns "$mg")) | $(ratio "$mg" "$mf") | $(ratio "$mg" "$mq") | $(med "${cea[@]}") % | $learned | $fs / $qs / $gs |"
+        done
+    } >"$ROOT/bench/congestion-router-results.md"
+    cat "$ROOT/bench/congestion-router-results.md"
 fi
 
 # ---------------------------------------------------------------- wire formats
