@@ -91,10 +91,16 @@ pub struct CongestionPort {
     cross: u64,
     /// CNP reaction times (ns): from the packet that took QD above K_max
     /// to the first CNP after it.
-    reaction: hdrhistogram::Histogram<u64>,
-    reaction_summary: ReactionSummary,
-    reaction_dirty: bool,
-    reaction_at: u64,
+    /// Off the packet path: boxed, so that the port's hot fields stay
+    /// together.
+    reaction: Box<Reaction>,
+}
+
+struct Reaction {
+    hist: hdrhistogram::Histogram<u64>,
+    summary: ReactionSummary,
+    dirty: bool,
+    at: u64,
 }
 
 const REACTED: u64 = u64::MAX;
@@ -159,10 +165,12 @@ impl CongestionPort {
             cross: 0,
             // 1 us to 60 s at 2 significant digits: about 2300 counters,
             // allocated here, never on the packet path.
-            reaction: hdrhistogram::Histogram::new_with_bounds(1_000, 60_000_000_000, 2).expect("valid histogram bounds"),
-            reaction_summary: ReactionSummary::default(),
-            reaction_dirty: false,
-            reaction_at: 0,
+            reaction: Box::new(Reaction {
+                hist: hdrhistogram::Histogram::new_with_bounds(1_000, 60_000_000_000, 2).expect("valid histogram bounds"),
+                summary: ReactionSummary::default(),
+                dirty: false,
+                at: 0,
+            }),
         };
         s.recompute();
         s
@@ -247,43 +255,48 @@ impl CongestionPort {
         } else {
             self.below_kmin_since = None;
         }
-        if qd > self.k_max {
-            if self.cross == 0 {
-                self.cross = now.saturating_add(1).min(REACTED - 1);
-            }
-        } else if self.cross != 0 {
-            self.cross = 0;
+    }
+
+    /// QD above K_max: the crossing time, for the reaction time (set on
+    /// enqueue and at `poll`, cleared at `poll` once QD is back at or below
+    /// K_max).
+    #[inline(always)]
+    fn watch_crossing(&mut self, qd: u64, now: u64) {
+        if qd > self.k_max && self.cross == 0 {
+            self.cross = now.saturating_add(1).min(REACTED - 1);
         }
     }
 
     /// Live CNP reaction times, as of the last [`CongestionPort::refresh_reaction`].
     pub fn reaction(&self) -> ReactionSummary {
-        self.reaction_summary
+        self.reaction.summary
     }
 
     /// Recompute the reaction percentiles if new times came in, at most
     /// every 100 ms unless `force` (a pass over the histogram's ~2300
     /// counters).
     pub fn refresh_reaction(&mut self, now: u64, force: bool) {
-        if !self.reaction_dirty || (!force && now.saturating_sub(self.reaction_at) < 100_000_000) {
+        let r = &mut *self.reaction;
+        if !r.dirty || (!force && now.saturating_sub(r.at) < 100_000_000) {
             return;
         }
-        let h = &self.reaction;
-        self.reaction_summary = ReactionSummary {
+        let h = &r.hist;
+        r.summary = ReactionSummary {
             count: h.len(),
             p50_ns: h.value_at_quantile(0.5),
             p90_ns: h.value_at_quantile(0.9),
             p99_ns: h.value_at_quantile(0.99),
             max_ns: h.max(),
         };
-        self.reaction_dirty = false;
-        self.reaction_at = now;
+        r.dirty = false;
+        r.at = now;
     }
 
     /// Monitoring and first-level marking of a packet entering the queue.
     #[inline(always)]
     fn enqueue_mark(&mut self, ecn_capable: bool, qd_after: u64, now: u64) -> bool {
         self.observe_qd(qd_after, now);
+        self.watch_crossing(qd_after, now);
         self.iv_pkts += 1;
         let mark = ecn_capable && qd_after > self.k_min;
         if mark {
@@ -711,8 +724,8 @@ impl CongestionPort {
         });
         if d.action != Action::Resume && self.cross != 0 && self.cross != REACTED {
             // The first CNP since QD went above K_max.
-            self.reaction.saturating_record((now + 1).saturating_sub(self.cross).max(1));
-            self.reaction_dirty = true;
+            self.reaction.hist.saturating_record((now + 1).saturating_sub(self.cross).max(1));
+            self.reaction.dirty = true;
             self.cross = REACTED;
         }
         match d.action {
@@ -742,6 +755,10 @@ impl CongestionPort {
     pub fn poll(&mut self, qd: u64, now: u64, out: &mut Vec<CnpRequest>) {
         self.resolve();
         self.observe_qd(qd, now);
+        if qd <= self.k_max {
+            self.cross = 0;
+        }
+        self.watch_crossing(qd, now);
         if !self.iv_started {
             self.iv_started = true;
             self.iv_start = now;
