@@ -438,7 +438,15 @@ fn congested_port_marks_ce_and_sends_long_haul_cnps() {
 /// first) and source QPs configured and removed at run time.
 #[test]
 fn show_congestion_and_flows_while_congested() {
-    let dir = workdir("show-cong");
+    show_congestion(1);
+    // The port's queue is owned by one worker, the input polled by the
+    // other: the view and the flows come from the owner.
+    show_congestion(2);
+}
+
+fn show_congestion(workers: usize) {
+    let name = format!("show-cong{workers}");
+    let dir = workdir(&name);
     let to_router = control::gen::L2 { src: HOST, dst: R_DC };
     let src: std::net::Ipv6Addr = "2001:db8:1::2".parse().unwrap();
     // Four flows with 1, 2, 3 and 4 packets per round: the queue holds
@@ -455,16 +463,19 @@ fn show_congestion_and_flows_while_congested() {
     control::demo::write_pcap(&dir.join("dc-in.pcap"), &frames).unwrap();
     control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
     let cfg = dir.join("r.toml");
+    // A TX queue per worker on each port: one tx_pcap each.
+    let tx = vec!["tx_pcap=/dev/null"; workers].join(",");
     let text = config(&dir)
-        .replace(&format!("rx_pcap={d}/dc-in.pcap,tx_pcap={d}/dc-out.pcap", d = dir.display()), &format!("rx_pcap={d}/dc-in.pcap,infinite_rx=1,tx_pcap=/dev/null", d = dir.display()))
-        .replace(&format!("tx_pcap={d}/wan-out.pcap", d = dir.display()), "tx_pcap=/dev/null")
+        .replace(&format!("rx_pcap={d}/dc-in.pcap,tx_pcap={d}/dc-out.pcap", d = dir.display()), &format!("rx_pcap={d}/dc-in.pcap,infinite_rx=1,{tx}", d = dir.display()))
+        .replace(&format!("tx_pcap={d}/wan-out.pcap", d = dir.display()), &tx)
+        .replace("[dataplane]\n", if workers == 2 { "[dataplane]\nworker_cores = [0, 1]\n" } else { "[dataplane]\n" })
         .replace("mac = \"02:dc:00:00:00:02\"", "mac = \"02:dc:00:00:00:02\"\nrate_mbps = 50\nqueue_bytes = 600000")
         .replacen("[[route]]", "[port.congestion]\nrtt_est_us = 2000\ninterval_us = 500\n[[route]]", 1)
         + "[[neighbour]]\nip = \"2001:db8:1::2\"\nmac = \"02:00:00:00:01:02\"\ninterface = \"dc\"\n";
-    assert!(text.contains("infinite_rx=1") && text.contains("rate_mbps = 50") && !text.contains("out.pcap"));
+    assert!(text.contains("infinite_rx=1") && text.contains("rate_mbps = 50") && !text.contains("out.pcap") && text.contains("worker_cores") == (workers == 2));
     std::fs::write(&cfg, text).unwrap();
     let sock = dir.join("ctl.sock");
-    let (mut child, out) = start_with_ctl("show-cong", &cfg, &dir, &sock, &["--duration", "6"]);
+    let (mut child, out) = start_with_ctl(&name, &cfg, &dir, &sock, &["--duration", "6"]);
     let s = sock.to_str().unwrap();
     let req = |c: &str| control::ctl::request(s, c).unwrap();
     let ok = |c: &str| {
