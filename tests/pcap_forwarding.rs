@@ -557,6 +557,29 @@ fn show_congestion(workers: usize) {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     assert!(show.contains("RTT_est 20000 us, K_min 62500 bytes (configured 62500), K_max 125000 bytes,"), "{show}");
+    assert!(show.contains("\n  policy: top 1 flow(s) per evaluation, IPv6 sources ICMPv6 format, suppression on, adaptive K_min off, zero metrics off, flows idle after 10000 ms\n"), "{show}");
+    // The policy changes at run time too.
+    for c in ["top_flows 3", "format roce", "suppression false", "adaptive true", "zero_metrics true", "interval_us 2000", "cnp_max_pps 5000", "cnp_burst 7", "flow_idle_ms 500"] {
+        ok(&format!("congestion wan {c}"));
+    }
+    for _ in 0..40 {
+        show = ok("show congestion");
+        if show.contains("interval 2000 us, CNP cap 5000/s burst 7") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(show.contains("interval 2000 us, CNP cap 5000/s burst 7\n  policy: top 3 flow(s) per evaluation, IPv6 sources RoCEv2 format, suppression off, adaptive K_min on, zero metrics on, flows idle after 500 ms\n"), "{show}");
+    for (c, e) in [
+        ("top_flows 9", "ERR port wan: policy.top_flows = 9: must be in 1..=8"),
+        ("top_flows 300", "ERR top_flows = \"300\": a whole number, at most 255"),
+        ("interval_us -1", "ERR interval_us = \"-1\": a whole number"),
+        ("format udp", "ERR format = \"udp\": \"icmpv6\" or \"roce\""),
+        ("suppression maybe", "ERR suppression = \"maybe\": true or false"),
+    ] {
+        let r = req(&format!("congestion wan {c}"));
+        assert!(r.starts_with(e), "{c}: {r}");
+    }
 
     let st = child.wait().unwrap();
     let so = std::fs::read_to_string(&out).unwrap();

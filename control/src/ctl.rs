@@ -25,6 +25,8 @@ pub const HELP: &str = "commands:
   neighbour del ADDR INTERFACE
   show congestion | show flows PORT [N]
   congestion PORT rtt_est_us N | k_min_bytes N | k_base_bytes N | alpha X | v_ecn X | v_growth_kb_per_ms X
+  congestion PORT interval_us N | cnp_max_pps N | cnp_burst N | flow_idle_ms N | top_flows N
+  congestion PORT format icmpv6|roce | zero_metrics true|false | suppression true|false | adaptive true|false
   congestion PORT source-qp add SRC DST DEST_QP SOURCE_QP | congestion PORT source-qp del SRC DST DEST_QP
   show sids
   sid add SID end | end.dt4 | end.dt6 | end.e
@@ -194,6 +196,7 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
             let plan = c.cfg.ports[pi].congestion.as_mut().ok_or_else(|| format!("port {port}: no [port.congestion]"))?;
             let mut p = plan.params;
             let num = |v: &str| v.parse::<f64>().map_err(|_| format!("{key} = {v:?}: not a number"));
+            let int = |v: &str, max: u64| v.parse::<u64>().ok().filter(|x| *x <= max).ok_or_else(|| format!("{key} = {v:?}: a whole number, at most {max}"));
             match *key {
                 "rtt_est_us" => p.rtt_est_ns = (num(value)? * 1000.0) as u64,
                 "k_min_bytes" => p.k_min_bytes = Some(num(value)? as u64),
@@ -201,6 +204,30 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
                 "alpha" => p.alpha = num(value)?,
                 "v_ecn" => p.v_ecn = num(value)?,
                 "v_growth_kb_per_ms" => p.v_growth_kb_per_ms = num(value)?,
+                "interval_us" => p.interval_ns = int(value, 10_000_000)? * 1000,
+                "cnp_max_pps" => p.cnp_port_max_pps = int(value, u64::from(u32::MAX))? as u32,
+                "cnp_burst" => p.cnp_port_burst = int(value, u64::from(u32::MAX))? as u32,
+                "flow_idle_ms" => p.flow_idle_timeout_ns = int(value, 86_400_000)? * 1_000_000,
+                "top_flows" => p.policy.top_flows = int(value, 255)? as u8,
+                "format" => {
+                    p.default_format = match *value {
+                        "icmpv6" => dataplane::congestion::CnpFormat::Icmpv6,
+                        "roce" => dataplane::congestion::CnpFormat::Roce,
+                        v => return Err(format!("format = {v:?}: \"icmpv6\" or \"roce\"")),
+                    }
+                }
+                "zero_metrics" | "suppression" | "adaptive" => {
+                    let on = match *value {
+                        "true" | "on" => true,
+                        "false" | "off" => false,
+                        v => return Err(format!("{key} = {v:?}: true or false")),
+                    };
+                    match *key {
+                        "zero_metrics" => p.zero_metrics = on,
+                        "suppression" => p.suppression = on,
+                        _ => p.adaptive = on.then(|| p.adaptive.unwrap_or_default()),
+                    }
+                }
                 _ => return Err(format!("unknown congestion parameter {key:?}; {HELP}")),
             }
             p.validate().map_err(|e| format!("port {port}: {e}"))?;

@@ -148,7 +148,7 @@ pub fn congestion(views: &[(u16, CongestionView)], names: &[(u16, String)]) -> S
         let s = &v.stats;
         let _ = writeln!(
             o,
-            "congestion '{}': R_port {}, RTT_est {} us, K_min {} bytes (configured {}), K_max {} bytes, V_ecn {}, V_growth {} KB/ms, interval {} us, CNP cap {}/s",
+            "congestion '{}': R_port {}, RTT_est {} us, K_min {} bytes (configured {}), K_max {} bytes, V_ecn {}, V_growth {} KB/ms, interval {} us, CNP cap {}/s burst {}",
             port_name(names, *id),
             rate(p.rate_bps),
             p.rtt_est_ns as f64 / 1e3,
@@ -158,7 +158,22 @@ pub fn congestion(views: &[(u16, CongestionView)], names: &[(u16, String)]) -> S
             p.v_ecn,
             p.v_growth_kb_per_ms,
             p.interval_ns as f64 / 1e3,
-            p.cnp_port_max_pps
+            p.cnp_port_max_pps,
+            p.cnp_port_burst
+        );
+        let on = |b: bool| if b { "on" } else { "off" };
+        let _ = writeln!(
+            o,
+            "  policy: top {} flow(s) per evaluation, IPv6 sources {} format, suppression {}, adaptive K_min {}, zero metrics {}, flows idle after {} ms",
+            p.policy.top_flows,
+            match p.default_format {
+                dataplane::congestion::CnpFormat::Icmpv6 => "ICMPv6",
+                dataplane::congestion::CnpFormat::Roce => "RoCEv2",
+            },
+            on(p.suppression),
+            on(p.adaptive.is_some()),
+            on(p.zero_metrics),
+            p.flow_idle_timeout_ns / 1_000_000
         );
         let r = &v.reaction;
         let us = |ns: u64| format!("{:.1}", ns as f64 / 1e3);
