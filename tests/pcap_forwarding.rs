@@ -66,6 +66,17 @@ interface = "wan.200"
     )
 }
 
+/// [`config`] with `dc` reading `dc-in.pcap` without end (net_pcap
+/// `infinite_rx`), output to /dev/null, on `workers` (1 or 2) worker
+/// cores, each with its own TX queue (one tx_pcap) on each port.
+fn endless_config(dir: &std::path::Path, workers: usize) -> String {
+    let tx = vec!["tx_pcap=/dev/null"; workers].join(",");
+    config(dir)
+        .replace(&format!("rx_pcap={d}/dc-in.pcap,tx_pcap={d}/dc-out.pcap", d = dir.display()), &format!("rx_pcap={d}/dc-in.pcap,infinite_rx=1,{tx}", d = dir.display()))
+        .replace(&format!("tx_pcap={d}/wan-out.pcap", d = dir.display()), &tx)
+        .replace("[dataplane]\n", if workers == 2 { "[dataplane]\nworker_cores = [0, 1]\n" } else { "[dataplane]\n" })
+}
+
 /// Static neighbours for the End.MT receivers 2001:db8:1::10.. on dc
 /// (MAC 02:00:00:00:01:10..).
 fn receiver_neighbours(n: u8) -> String {
@@ -463,12 +474,7 @@ fn show_congestion(workers: usize) {
     control::demo::write_pcap(&dir.join("dc-in.pcap"), &frames).unwrap();
     control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
     let cfg = dir.join("r.toml");
-    // A TX queue per worker on each port: one tx_pcap each.
-    let tx = vec!["tx_pcap=/dev/null"; workers].join(",");
-    let text = config(&dir)
-        .replace(&format!("rx_pcap={d}/dc-in.pcap,tx_pcap={d}/dc-out.pcap", d = dir.display()), &format!("rx_pcap={d}/dc-in.pcap,infinite_rx=1,{tx}", d = dir.display()))
-        .replace(&format!("tx_pcap={d}/wan-out.pcap", d = dir.display()), &tx)
-        .replace("[dataplane]\n", if workers == 2 { "[dataplane]\nworker_cores = [0, 1]\n" } else { "[dataplane]\n" })
+    let text = endless_config(&dir, workers)
         .replace("mac = \"02:dc:00:00:00:02\"", "mac = \"02:dc:00:00:00:02\"\nrate_mbps = 50\nqueue_bytes = 600000")
         .replacen("[[route]]", "[port.congestion]\nrtt_est_us = 2000\ninterval_us = 500\n[[route]]", 1)
         + "[[neighbour]]\nip = \"2001:db8:1::2\"\nmac = \"02:00:00:00:01:02\"\ninterface = \"dc\"\n";
@@ -1444,12 +1450,7 @@ fn churn(workers: usize) {
     control::demo::write_pcap(&dir.join("dc-in.pcap"), &frames).unwrap();
     control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
     let cfg = dir.join("r.toml");
-    // A TX queue per worker on each port: one tx_pcap each.
-    let tx = vec!["tx_pcap=/dev/null"; workers].join(",");
-    let text = config(&dir)
-        .replace(&format!("rx_pcap={d}/dc-in.pcap,tx_pcap={d}/dc-out.pcap", d = dir.display()), &format!("rx_pcap={d}/dc-in.pcap,infinite_rx=1,{tx}", d = dir.display()))
-        .replace(&format!("tx_pcap={d}/wan-out.pcap", d = dir.display()), &tx)
-        .replace("[dataplane]\n", if workers == 2 { "[dataplane]\nworker_cores = [0, 1]\n" } else { "[dataplane]\n" });
+    let text = endless_config(&dir, workers);
     // With one worker, wan is congestion-aware (its thresholds change
     // below) but never the bottleneck. With two, the owner of a shaped
     // port's queue would receive everything over the hand-off ring from
