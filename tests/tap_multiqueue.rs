@@ -50,33 +50,10 @@ fn flows_spread_over_rx_queues_and_workers_stay_in_order() {
         return;
     }
     python_ok().expect("python3 is required for the UDP peers");
-    let TapLab { n1, n2, t1, t2, dir, sock, cfg } = TapLab::new("mq");
-    std::fs::write(
-        &cfg,
-        format!(
-            r#"
-[dataplane]
-status_interval_ms = 1000
-worker_cores = [0, 1]
-[mempool]
-mbufs_per_socket = 8191
-cache_size = 64
-[[port]]
-name = "a"
-device = "net_tap0,iface={t1}"
-mac = "02:dc:00:00:0a:01"
-addresses = ["10.1.0.1/24", "2001:db8:a::1/64"]
-rx_queues = 2
-[[port]]
-name = "b"
-device = "net_tap1,iface={t2}"
-mac = "02:dc:00:00:0b:01"
-addresses = ["10.2.0.1/24", "2001:db8:b::1/64"]
-rx_queues = 2
-"#
-        ),
-    )
-    .unwrap();
+    let lab = TapLab::new("mq");
+    let ports = lab.ports("rx_queues = 2\n", "rx_queues = 2\n");
+    let TapLab { n1, n2, t1, t2, dir, sock, cfg } = lab;
+    std::fs::write(&cfg, format!("[dataplane]\nstatus_interval_ms = 1000\nworker_cores = [0, 1]\n[mempool]\nmbufs_per_socket = 8191\ncache_size = 64\n{ports}")).unwrap();
     let _ns = Netns::create(&[&n1, &n2]);
     let mut router = Router::start("tapmq", &cfg, &dir, &sock);
     let ctl = |cmd: &str| control::ctl::request(sock.to_str().unwrap(), cmd).unwrap();

@@ -18,7 +18,10 @@ fn linux_hosts_talk_through_the_router_and_runtime_route_add_loses_nothing() {
         return;
     }
     python_ok().expect("python3 is required for the UDP peers");
-    let TapLab { n1, n2, t1, t2, dir, sock, cfg } = TapLab::new("dc");
+    let lab = TapLab::new("dc");
+    // Port b smaller than the hosts' 1500: path MTU discovery through the router.
+    let ports = lab.ports("", "mtu = 1400\n");
+    let TapLab { n1, n2, t1, t2, dir, sock, cfg } = lab;
     std::fs::write(
         &cfg,
         format!(
@@ -29,19 +32,7 @@ neighbour_solicit_interval_ms = 200
 [mempool]
 mbufs_per_socket = 4095
 cache_size = 64
-[[port]]
-name = "a"
-device = "net_tap0,iface={t1}"
-mac = "02:dc:00:00:0a:01"
-addresses = ["10.1.0.1/24", "2001:db8:a::1/64"]
-[[port]]
-name = "b"
-device = "net_tap1,iface={t2}"
-mac = "02:dc:00:00:0b:01"
-addresses = ["10.2.0.1/24", "2001:db8:b::1/64"]
-# Smaller than the hosts' 1500: path MTU discovery through the router.
-mtu = 1400
-[srv6]
+{ports}[srv6]
 locator = "fc00:0:1::/48"
 [[srv6.sid]]
 sid = "fc00:0:1::e"

@@ -111,7 +111,7 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
                 [n] => n.parse::<usize>().ok().filter(|n| (1..=dataplane::congestion::MAX_SHOW_FLOWS).contains(n)).ok_or_else(|| format!("{n:?}: a count from 1 to {}", dataplane::congestion::MAX_SHOW_FLOWS))?,
                 _ => return Err(format!("show flows PORT [N]; {HELP}")),
             };
-            let pi = c.cfg.ports.iter().position(|p| p.name == *port).ok_or_else(|| format!("{port:?}: no such port"))?;
+            let pi = port_index(c, port)?;
             let id = ports[pi].id;
             let flows = c.flows(id, n, Duration::from_secs(2)).map_err(|e| format!("port {port}: {e}"))?;
             let v = c.congestion_views().into_iter().find(|(p, _)| *p == id).map(|(_, v)| v).unwrap_or_default();
@@ -173,7 +173,7 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
                 ("del", [d]) => (qpn(d)?, None),
                 _ => return Err(format!("congestion PORT source-qp add SRC DST DEST_QP SOURCE_QP | del SRC DST DEST_QP; {HELP}")),
             };
-            let pi = c.cfg.ports.iter().position(|p| p.name == *port).ok_or_else(|| format!("{port:?}: no such port"))?;
+            let pi = port_index(c, port)?;
             let plan = c.cfg.ports[pi].congestion.as_mut().ok_or_else(|| format!("port {port}: no [port.congestion]"))?;
             let e = config::source_qp(src, dst, dqp, sqp.unwrap_or(0), "source-qp")?;
             let at = plan.source_qps.iter().position(|o| (o.0, o.1, o.2) == (e.0, e.1, e.2));
@@ -192,7 +192,7 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
             Ok(String::new())
         }
         ["congestion", port, key, value] => {
-            let pi = c.cfg.ports.iter().position(|p| p.name == *port).ok_or_else(|| format!("{port:?}: no such port"))?;
+            let pi = port_index(c, port)?;
             let plan = c.cfg.ports[pi].congestion.as_mut().ok_or_else(|| format!("port {port}: no [port.congestion]"))?;
             let mut p = plan.params;
             let num = |v: &str| v.parse::<f64>().map_err(|_| format!("{key} = {v:?}: not a number"));
@@ -344,6 +344,11 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
         ["help"] | [] => Ok(format!("{HELP}\n")),
         _ => Err(format!("unknown command {line:?}; {HELP}")),
     }
+}
+
+/// The configuration's index of port `name`.
+fn port_index(c: &Control, name: &str) -> Result<usize, String> {
+    c.cfg.ports.iter().position(|p| p.name == name).ok_or_else(|| format!("{name:?}: no such port"))
 }
 
 fn sid_in_locator(c: &Control, sid: &str) -> Result<Ipv6Addr, String> {

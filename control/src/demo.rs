@@ -625,7 +625,7 @@ pub fn run(out: &Path) -> Result<(), String> {
     );
     // The thresholds and triggers as the port's worker reported them.
     for (id, v) in &rep.congestion {
-        let name = rep.port_names.iter().find(|(p, _)| p == id).map_or("?", |(_, n)| n.as_str());
+        let name = crate::display::port_name(&rep.port_names, *id);
         let s = &v.stats;
         println!(
             "  congestion on '{name}' ({} Mb/s, RTT_est {} ms: K_min {} KiB, K_max {} KiB): peak queue {} KiB; {} packets CE-marked, {} tail-dropped; second-level triggers (evaluations every {} us): QD > K_max {}, EMR > V_ecn {}, QGR > V_growth {}; reaction from the packet that crossed K_max to the first CNP: p50 {:.0} us, max {:.0} us over {} crossings; Long-haul CNPs sent: rate-reduce {}, pause {}, notify {}, resume {} (IPv4 sources in RoCEv2 format {}, without a known source QP {}); held back by the per-flow limit of one per RTT_est {}; flows learned {} (see `show congestion` / `show flows` on a running router)",

@@ -135,7 +135,8 @@ fn rate(bps: u64) -> String {
     }
 }
 
-fn port_name(names: &[(u16, String)], id: u16) -> String {
+/// The name of DPDK port `id` (its number if it has none).
+pub fn port_name(names: &[(u16, String)], id: u16) -> String {
     names.iter().find(|(p, _)| *p == id).map_or_else(|| id.to_string(), |(_, n)| n.clone())
 }
 
@@ -177,7 +178,7 @@ pub fn congestion(views: &[(u16, CongestionView)], names: &[(u16, String)]) -> S
         );
         let r = &v.reaction;
         let us = |ns: u64| format!("{:.1}", ns as f64 / 1e3);
-        let rows: [(&str, String); 35] = [
+        let rows = [
             ("queue-depth-bytes", s.qd.to_string()),
             ("queue-limit-bytes", v.queue_limit_bytes.to_string()),
             ("queue-peak-bytes", v.queue.max_depth_bytes.to_string()),

@@ -123,8 +123,7 @@ impl Control {
                 .iter()
                 .enumerate()
                 .map(|(i, &(p, q))| {
-                    let name = names.iter().find(|(id, _)| *id == p).map_or_else(|| p.to_string(), |(_, n)| n.clone());
-                    format!("{name}/{q} {}", c.rx_queue_pkts.get(i).map_or(0, |x| x.get()))
+                    format!("{}/{q} {}", display::port_name(names, p), c.rx_queue_pkts.get(i).map_or(0, |x| x.get()))
                 })
                 .collect();
             let _ = write!(

@@ -33,6 +33,21 @@ pub struct TapLab {
 }
 
 impl TapLab {
+    /// The router's two net_tap ports: `a` on tap 1 (10.1.0.1/24,
+    /// 2001:db8:a::1/64) and `b` on tap 2 (10.2.0.1/24, 2001:db8:b::1/64),
+    /// each followed by its `extra` lines.
+    pub fn ports(&self, a_extra: &str, b_extra: &str) -> String {
+        [("a", 0, &self.t1, a_extra), ("b", 1, &self.t2, b_extra)]
+            .iter()
+            .map(|(name, i, tap, extra)| {
+                format!(
+                    "[[port]]\nname = \"{name}\"\ndevice = \"net_tap{i},iface={tap}\"\nmac = \"02:dc:00:00:0{name}:01\"\naddresses = [\"10.{n}.0.1/24\", \"2001:db8:{name}::1/64\"]\n{extra}",
+                    n = i + 1
+                )
+            })
+            .collect()
+    }
+
     pub fn new(tag: &str) -> TapLab {
         let id = std::process::id() % 10000;
         let dir = super::workdir(&format!("tap{tag}"));
