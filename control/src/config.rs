@@ -1120,6 +1120,7 @@ fn fann_plan(f: &FannSection) -> Result<crate::fann_agent::FannPlan, String> {
             path_id: None,
             rate_pps: f.rate_pps,
             burst: f.burst,
+            epoch_ns: 0, // the router sets it when it starts its clock
         },
     })
 }

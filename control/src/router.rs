@@ -485,8 +485,13 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     let mut control = Control { topo, fib: cfg.fib.clone(), neighbours: cfg.neighbours.clone(), sids, cfg, workers, own: Arc::new(WorkerCounters::default()), pe: pe.take(), flows_seq: 0 };
     let port_names: Vec<(u16, String)> = ports.iter().zip(control.cfg.ports.iter()).map(|(p, c)| (p.id, c.name.clone())).collect();
 
-    // FANN: the agent observes the ports from the control thread.
-    let mut fann = control.cfg.fann.clone().map(|plan| {
+    // FANN: the agent observes the ports from the control thread, on a
+    // clock of ns since `started`; its messages carry Unix time (s.5.1.2),
+    // `epoch_ns` apart.
+    let started = Instant::now();
+    let epoch_ns = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    let mut fann = control.cfg.fann.clone().map(|mut plan| {
+        plan.detector.epoch_ns = epoch_ns;
         // Utilisation is relative to R_port on shaped ports, else to the link.
         let ps: Vec<(u16, u64)> = ports.iter().zip(control.cfg.ports.iter()).map(|(p, c)| (p.id, c.egress.map(|e| e.rate_bps).unwrap_or_else(|| p.link_bps()))).collect();
         eprintln!("fann: notifications from {} to {} ingress PE(s) over {}", plan.node, plan.ingress_pes.len(), if plan.udp { "UDP" } else { "ICMPv6" });
@@ -498,7 +503,6 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         }
         a
     });
-    let started = Instant::now();
     let status_every = Duration::from_millis(control.cfg.dataplane.status_interval_ms);
     let mut last_status = Instant::now();
     let mut last_snap = control.snapshot();

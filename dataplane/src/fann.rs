@@ -85,6 +85,12 @@ pub struct DetectorConfig {
     pub path_id: Option<[u8; 16]>,
     pub rate_pps: u32,
     pub burst: u32,
+    /// Unix time (ns) at which the caller's clock `now` read 0: the
+    /// Timestamp of every message (s.5.1.2: "microseconds since Unix
+    /// epoch") and the Egress Timestamp item (same unit; the draft gives
+    /// none) are `(now + epoch_ns) / 1000`. 0 in tests and simulations,
+    /// whose clocks are virtual.
+    pub epoch_ns: u64,
 }
 
 impl Default for DetectorConfig {
@@ -101,6 +107,7 @@ impl Default for DetectorConfig {
             path_id: None,
             rate_pps: 1000,
             burst: 50,
+            epoch_ns: 0,
         }
     }
 }
@@ -182,8 +189,13 @@ impl Detector {
         id
     }
 
-    fn message(&self, event_type: u8, subtype: u8, id: u32, now_us: u64, md: Metadata) -> MessageRepr {
-        MessageRepr { hop_limit: self.cfg.hop_limit, event_type, event_subtype: subtype, event_id: id, timestamp: now_us, originating_node: self.cfg.node, metadata: md }
+    /// `now` (the caller's clock, ns) in microseconds since the Unix epoch.
+    fn unix_us(&self, now: u64) -> u64 {
+        now.saturating_add(self.cfg.epoch_ns) / 1000
+    }
+
+    fn message(&self, event_type: u8, subtype: u8, id: u32, now: u64, md: Metadata) -> MessageRepr {
+        MessageRepr { hop_limit: self.cfg.hop_limit, event_type, event_subtype: subtype, event_id: id, timestamp: self.unix_us(now), originating_node: self.cfg.node, metadata: md }
     }
 
     fn emit(&mut self, out: &mut Vec<Notification>, now: u64, code: u8, m: MessageRepr) {
@@ -200,12 +212,12 @@ impl Detector {
     }
 
     fn base_md(&self, now: u64) -> Metadata {
-        Metadata { egress_port_id: Some(self.port_id), egress_timestamp: Some(now), path_id: self.cfg.path_id, ..Default::default() }
+        Metadata { egress_port_id: Some(self.port_id), egress_timestamp: Some(self.unix_us(now)), path_id: self.cfg.path_id, ..Default::default() }
     }
 
     fn recover(&mut self, cleared: u8, a: Active, now: u64, out: &mut Vec<Notification>) {
         let md = self.base_md(now);
-        let m = self.message(RECOVERY, cleared, a.id, now / 1000, md);
+        let m = self.message(RECOVERY, cleared, a.id, now, md);
         self.emit(out, now, CODE_RECOVERY, m);
     }
 
@@ -229,7 +241,7 @@ impl Detector {
                 let id = self.fresh_id();
                 self.microburst = Some((Active { id, subtype: 0 }, now));
                 let md = Metadata { microburst: Some(true), queue_occupancy: Some(sat32(qd)), ..self.base_md(now) };
-                let m = self.message(event::MICROBURST, 0, id, now / 1000, md);
+                let m = self.message(event::MICROBURST, 0, id, now, md);
                 self.emit(out, now, CODE_EVENT, m);
             }
         }
@@ -257,7 +269,7 @@ impl Detector {
                 let id = self.fresh_id();
                 self.link_down = Some(Active { id, subtype: 0 });
                 let md = Metadata { link_down: Some(true), ..self.base_md(now) };
-                let m = self.message(event::LINK_FAILURE, 0, id, now / 1000, md);
+                let m = self.message(event::LINK_FAILURE, 0, id, now, md);
                 self.emit(out, now, CODE_EVENT, m);
             }
             (true, Some(a)) => {
@@ -288,7 +300,7 @@ impl Detector {
                 let id = self.fresh_id();
                 self.buildup = Some(Active { id, subtype: 0 });
                 let md = Metadata { queue_occupancy: Some(sat32(qd)), flow_id: top_flow, ..self.base_md(now) };
-                let m = self.message(event::QUEUE_BUILDUP, 0, id, now / 1000, md);
+                let m = self.message(event::QUEUE_BUILDUP, 0, id, now, md);
                 self.emit(out, now, CODE_EVENT, m);
             }
             Some(a) if qd < self.cfg.queue_buildup_bytes / 2 => {
@@ -330,7 +342,7 @@ impl Detector {
                     let id = self.fresh_id();
                     self.congestion = Some(Active { id, subtype: s });
                     let md = Metadata { egress_tx_utilization: Some(util), queue_occupancy: Some(sat32(qd)), flow_id: top_flow, ..self.base_md(now) };
-                    let m = self.message(event::CONGESTION, s, id, now / 1000, md);
+                    let m = self.message(event::CONGESTION, s, id, now, md);
                     self.emit(out, now, CODE_EVENT, m);
                 }
                 _ => {}
@@ -602,8 +614,10 @@ impl PeNote {
     }
 
     /// The FANN message re-originated for the controller (see the module
-    /// documentation): (Code, message).
-    pub fn as_fann(&self, hop_limit: u8) -> (u8, MessageRepr) {
+    /// documentation): (Code, message). A Long-haul CNP carries no time:
+    /// its message gets `detected_us` (microseconds since the Unix epoch,
+    /// when the PE received it); a FANN message keeps its own.
+    pub fn as_fann(&self, hop_limit: u8, detected_us: u64) -> (u8, MessageRepr) {
         match self {
             PeNote::Fann { code, msg } => (*code, *msg),
             PeNote::Cnp { from, info } => {
@@ -615,7 +629,7 @@ impl PeNote {
                 };
                 let (code, ty, st) = if resume { (CODE_RECOVERY, RECOVERY, event::CONGESTION) } else { (CODE_EVENT, event::CONGESTION, sub) };
                 let md = Metadata { queue_occupancy: (info.metric_type == crate::wire::lhcnp::MetricType::QueueDepthKb).then_some(info.metric_value.saturating_mul(1000)), ..Default::default() };
-                (code, MessageRepr { hop_limit, event_type: ty, event_subtype: st, event_id: info.source_qp, timestamp: 0, originating_node: *from, metadata: md })
+                (code, MessageRepr { hop_limit, event_type: ty, event_subtype: st, event_id: info.source_qp, timestamp: detected_us, originating_node: *from, metadata: md })
             }
         }
     }
@@ -756,9 +770,11 @@ impl PeControl {
         }
     }
 
-    /// The copy for the controller: an IPv6 packet carrying an ICMPv6 FANN.
+    /// The copy for the controller: an IPv6 packet carrying an ICMPv6 FANN
+    /// (a CNP's copy timestamped now, by the system clock).
     pub fn controller_packet(&self, note: &PeNote, to: Ipv6Addr) -> Vec<u8> {
-        let (code, message) = note.as_fann(self.cfg.hop_limit);
+        let now_us = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64);
+        let (code, message) = note.as_fann(self.cfg.hop_limit, now_us);
         notification_packet(code, &message, &self.cfg.source, &to, &self.params, false)
     }
 }
@@ -819,6 +835,20 @@ mod tests {
         d.on_link(true, 7 * MS, &mut out);
         let r = &out[1];
         assert_eq!((r.code, r.message.event_type, r.message.event_subtype, r.message.event_id), (CODE_RECOVERY, RECOVERY, event::LINK_FAILURE, 100));
+    }
+
+    #[test]
+    fn timestamps_are_unix_microseconds() {
+        // The caller's clock read 0 at 2026-01-01T00:00:00Z.
+        let epoch_ns = 1_767_225_600_000_000_000;
+        let mut d = Detector::new(DetectorConfig { node: "fc00::1".parse().unwrap(), epoch_ns, ..Default::default() }, 3, 1);
+        let mut out = Vec::new();
+        d.on_link(false, 5 * MS + 999, &mut out);
+        let m = &out[0].message;
+        assert_eq!(m.timestamp, 1_767_225_600_005_000, "s.5.1.2: microseconds since the Unix epoch");
+        assert_eq!(m.metadata.egress_timestamp, Some(1_767_225_600_005_000));
+        d.on_link(true, 9 * MS, &mut out);
+        assert_eq!(out[1].message.timestamp, 1_767_225_600_009_000);
     }
 
     #[test]
@@ -1082,13 +1112,14 @@ mod pe_tests {
     #[test]
     fn cnp_is_re_originated_as_fann_congestion() {
         let n = PeNote::Cnp { from: a("fc00::1"), info: cnp(200, Action::Pause, 0x1234) };
-        let (code, m) = n.as_fann(9);
+        let (code, m) = n.as_fann(9, 7);
         assert_eq!((code, m.event_type, m.event_subtype, m.event_id, m.hop_limit), (CODE_EVENT, event::CONGESTION, event::CONGESTION_SEVERE, 0x1234, 9));
         assert_eq!(m.originating_node, a("fc00::1"));
+        assert_eq!(m.timestamp, 7, "a CNP's copy is stamped with the PE's time of receipt");
         assert_eq!(m.metadata.queue_occupancy, Some(300_000));
-        let (code, m) = PeNote::Cnp { from: a("fc00::1"), info: cnp(10, Action::Resume, 0x1234) }.as_fann(9);
+        let (code, m) = PeNote::Cnp { from: a("fc00::1"), info: cnp(10, Action::Resume, 0x1234) }.as_fann(9, 7);
         assert_eq!((code, m.event_type, m.event_subtype), (CODE_RECOVERY, RECOVERY, event::CONGESTION));
-        let (_, m) = PeNote::Cnp { from: a("fc00::1"), info: cnp(130, Action::Notify, 1) }.as_fann(9);
+        let (_, m) = PeNote::Cnp { from: a("fc00::1"), info: cnp(130, Action::Notify, 1) }.as_fann(9, 7);
         assert_eq!(m.event_subtype, event::CONGESTION_MODERATE);
     }
 

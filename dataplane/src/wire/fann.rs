@@ -581,6 +581,8 @@ impl<T: AsRef<[u8]>> AsRef<[u8]> for Packet<T> {
 pub struct Metadata {
     pub ingress_port_id: Option<u32>,
     pub egress_port_id: Option<u32>,
+    /// The draft gives no unit for the two timestamps; dcirouter writes
+    /// microseconds since the Unix epoch, as in the header's Timestamp.
     pub ingress_timestamp: Option<u64>,
     pub egress_timestamp: Option<u64>,
     /// Percent (e.g. 95 = 0x5F).
