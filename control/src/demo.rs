@@ -578,6 +578,10 @@ fn summarize(frames: &[Vec<u8>]) -> String {
     o
 }
 
+/// Wireshark dissectors (Lua) for the Long-haul CNP, FANN and the End.MT
+/// TLV: the demo leaves a copy next to its pcaps.
+pub const WIRESHARK_DISSECTOR: &str = include_str!("../../tools/wireshark/dcirouter.lua");
+
 pub fn run(out: &Path) -> Result<(), String> {
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let dir: PathBuf = out.canonicalize().map_err(|e| e.to_string())?;
@@ -586,6 +590,7 @@ pub fn run(out: &Path) -> Result<(), String> {
     write_pcap(&dir.join("wan-in.pcap"), &wan)?;
     let text = DEFAULT_CONFIG.replace("{dir}", &dir.display().to_string());
     std::fs::write(dir.join("demo.toml"), &text).map_err(|e| e.to_string())?;
+    std::fs::write(dir.join("dcirouter.lua"), WIRESHARK_DISSECTOR).map_err(|e| e.to_string())?;
     let cfg = config::load_str(&text)?;
     println!("== dcirouter demo: DC port 'dc' (10.0.1.1/24, 2001:db8:1::1/64) and WAN port 'wan' (10.0.2.1/24, 2001:db8:2::1/64)");
     println!("   input: {} frames from the DC host, {} from the WAN (written to {})", dc.len(), wan.len(), dir.display());
@@ -694,6 +699,9 @@ pub fn run(out: &Path) -> Result<(), String> {
     );
     println!("  ({} frames for another MAC pace the DC replay so the control thread reacts first: l2-not-for-us {})", PACING_FRAMES, c.drop_count(Drop::NotForUs));
     println!("  mempool: {} of {} mbufs in use after shutdown", rep.mempool_in_use_after, rep.mempool_size);
-    println!("  open the pcaps in Wireshark: wireshark {}/dc-out.pcap", dir.display());
+    println!(
+        "  open the pcaps in Wireshark, with the dissectors of the drafts' messages (display filters lhcnp, fann, srv6_endmt): wireshark -X lua_script:{d}/dcirouter.lua {d}/dc-out.pcap",
+        d = dir.display()
+    );
     Ok(())
 }
