@@ -224,7 +224,7 @@ impl Pipeline {
                         continue;
                     }
                     let dst = u32::from_be_bytes(ip[16..20].try_into().unwrap());
-                    if f.maybe_special(hash4(dst)) || checksum::checksum(&ip[..20]) != 0 || (policies && sids.policy4(Ipv4Addr::from(dst)).is_some()) {
+                    if f.maybe_special(hash4(dst)) || !checksum::ipv4_header20_ok(ip[..20].try_into().unwrap()) || (policies && sids.policy4(Ipv4Addr::from(dst)).is_some()) {
                         continue;
                     }
                     idx4[n4] = i as u8;

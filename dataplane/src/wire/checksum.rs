@@ -53,6 +53,21 @@ pub fn checksum(data: &[u8]) -> u16 {
     !fold(sum(data))
 }
 
+/// Whether a 20-octet IPv4 header (no options) has a valid checksum: the
+/// same test as `checksum(h) == 0`, in five 32-bit loads and no loop (the
+/// forwarding fast path verifies every header, RFC 1812 s.5.2.2).
+#[inline(always)]
+pub fn ipv4_header20_ok(h: &[u8; 20]) -> bool {
+    let w = |i: usize| u64::from(u32::from_be_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]));
+    // Five 32-bit words: the sum of their 16-bit halves, end-around carry.
+    let s = w(0) + w(4) + w(8) + w(12) + w(16);
+    let s = (s & 0xffff_ffff) + (s >> 32);
+    let s = (s & 0xffff) + (s >> 16);
+    let s = (s & 0xffff) + (s >> 16);
+    let s = (s & 0xffff) + (s >> 16);
+    s == 0xffff
+}
+
 /// Partial sum of the IPv4 pseudo-header (RFC 768 / RFC 793).
 #[inline]
 pub fn pseudo_v4(src: &[u8; 4], dst: &[u8; 4], proto: u8, len: u16) -> u32 {
@@ -113,6 +128,32 @@ mod tests {
         h[10] = 0xb8;
         h[11] = 0x61;
         assert_eq!(checksum(&h), 0);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn header20_check_is_the_full_checksum(h in proptest::array::uniform20(proptest::num::u8::ANY), fix in proptest::bool::ANY) {
+            let mut h = h;
+            if fix {
+                // Make it valid (also the 0x0000 / 0xffff cases of the
+                // one's-complement sum).
+                h[10] = 0;
+                h[11] = 0;
+                let c = checksum(&h);
+                h[10..12].copy_from_slice(&c.to_be_bytes());
+            }
+            proptest::prop_assert_eq!(ipv4_header20_ok(&h), checksum(&h) == 0);
+        }
+    }
+
+    #[test]
+    fn header20_edge_cases() {
+        // All ones: every word 0xffff, sum 0xffff (negative zero): valid.
+        assert!(ipv4_header20_ok(&[0xff; 20]));
+        assert_eq!(checksum(&[0xff; 20]), 0);
+        // All zeros: sum 0: not valid.
+        assert!(!ipv4_header20_ok(&[0; 20]));
+        assert_ne!(checksum(&[0; 20]), 0);
     }
 
     #[test]

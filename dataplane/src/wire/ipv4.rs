@@ -410,7 +410,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
     /// (RFC 1624 eqn. 3). Returns the new TTL. A TTL of 0 is left alone (and
     /// 0 is returned); the caller checks `ttl() <= 1` first and sends ICMP
     /// Time Exceeded instead of forwarding.
-    #[inline]
+    #[inline(always)]
     pub fn decrement_ttl_incremental(&mut self) -> u8 {
         let d = self.buffer.as_mut();
         let ttl = d[field::TTL];
