@@ -282,27 +282,27 @@ local function dissect_lhcnp_icmpv6(tvb, pinfo, tree)
     return tvb:len()
 end
 
--- RoCEv2 (UDP 4791): Wireshark's InfiniBand dissector decodes the BTH; a
--- CNP (opcode 0x81) with the E bit gets the Long-haul CNP body decoded too.
-local roce_orig
-local roce_wrap = Proto("lhcnp_roce", "RoCEv2 with Long-haul CNP")
+-- RoCEv2 (UDP 4791): Wireshark's InfiniBand dissector decodes the BTH and
+-- is left alone; afterwards (a postdissector, below) a CNP (opcode 0x81)
+-- with the E bit gets its Long-haul CNP body decoded from the InfiniBand
+-- protocol item's octets (BTH .. ICRC).
+local f_infiniband = Field.new("infiniband")
 
-function roce_wrap.dissector(tvb, pinfo, tree)
-    local done = roce_orig and roce_orig:call(tvb, pinfo, tree) or 0
-    if tvb:len() >= 12 and tvb(0, 1):uint() == 0x81 and band(tvb(4, 1):uint(), 0x20) ~= 0 then
-        -- Body and extensions between the BTH and the 4-octet ICRC.
-        local n = tvb:len() - 12 - 4
-        local t = tree:add(lhcnp, tvb(12, math.max(n, 0)))
-        t:add(lf.format, "RoCEv2 CNP with E bit (s.6.2)"):set_generated()
-        local info = n > 0 and dissect_lhcnp_body(tvb:range(12, n), t, pinfo) or nil
-        if not info then
-            t:add_proto_expert_info(le.short)
-        end
-        pinfo.cols.protocol = "LHCNP"
-        pinfo.cols.info = string.format("Long-haul CNP (RoCEv2, E=1) DestQP 0x%x: %s", tvb(5, 3):uint(), info or "truncated")
-        return tvb:len()
+local function dissect_lhcnp_roce(fi, pinfo, tree)
+    local tvb = fi.range:tvb()
+    if tvb:len() < 12 or tvb(0, 1):uint() ~= 0x81 or band(tvb(4, 1):uint(), 0x20) == 0 then
+        return
     end
-    return done
+    -- Body and extensions between the BTH and the 4-octet ICRC.
+    local n = tvb:len() - 12 - 4
+    local t = tree:add(lhcnp, tvb(12, math.max(n, 0)))
+    t:add(lf.format, "RoCEv2 CNP with E bit (s.6.2)"):set_generated()
+    local info = n > 0 and dissect_lhcnp_body(tvb:range(12, n), t, pinfo) or nil
+    if not info then
+        t:add_proto_expert_info(le.short)
+    end
+    pinfo.cols.protocol = "LHCNP"
+    pinfo.cols.info = string.format("Long-haul CNP (RoCEv2, E=1) DestQP 0x%x: %s", tvb(5, 3):uint(), info or "truncated")
 end
 
 -- ------------------------------------------------------------ FANN
@@ -433,9 +433,9 @@ local function dissect_fann_message(r, tree, pinfo)
         if need ~= n then
             tree:add_proto_expert_info(fe.length, string.format("the bitmap implies %d octets from Version on, the message has %d", need, n))
         end
-        local mt = tree:add(r:range(37), "Metadata stack")
+        local mt = n > 37 and tree:add(r:range(37), "Metadata stack") or nil
         local o = 37
-        for b = 0, 14 do
+        for b = 0, mt and 14 or -1 do
             if band(bm, rshift(0x80000000, b)) ~= 0 then
                 local it = items[b]
                 if o + it[3] > n then
@@ -490,9 +490,13 @@ function fann.dissector(tvb, pinfo, tree)
     return tvb:len()
 end
 
--- ICMPv6: the two draft types here, every other type to Wireshark's ICMPv6.
+-- ICMPv6: the two draft types here, every other type to Wireshark's ICMPv6
+-- (whose "malformed" verdict would reach us as a Lua error: it is caught
+-- and shown as Wireshark shows it).
 local icmpv6_orig
 local icmpv6_wrap = Proto("dcir_icmpv6", "ICMPv6 (with Long-haul CNP and FANN types)")
+local malformed = ProtoExpert.new("dcir_icmpv6.malformed", "Malformed Packet (ICMPv6)", expert.group.MALFORMED, expert.severity.ERROR)
+icmpv6_wrap.experts = { malformed }
 
 function icmpv6_wrap.dissector(tvb, pinfo, tree)
     if tvb:len() >= 4 then
@@ -503,7 +507,15 @@ function icmpv6_wrap.dissector(tvb, pinfo, tree)
             return dissect_fann_icmpv6(tvb, pinfo, tree)
         end
     end
-    return icmpv6_orig and icmpv6_orig:call(tvb, pinfo, tree) or 0
+    if not icmpv6_orig then
+        return 0
+    end
+    local ok, done = pcall(function() return icmpv6_orig:call(tvb, pinfo, tree) end)
+    if not ok then
+        tree:add_proto_expert_info(malformed)
+        return tvb:len()
+    end
+    return done
 end
 
 -- ------------------------------------------------------------ End.MT TLV
@@ -561,7 +573,14 @@ local function each_srh(tvb, f)
     end
 end
 
-function endmt.dissector(tvb, pinfo, tree)
+-- After every other dissector: Long-haul CNPs in RoCEv2 CNPs, End.MT TLVs
+-- in SRHs (`tvb` is the whole frame).
+local post = Proto("dcirouter_post", "dcirouter draft messages (postdissector)")
+
+function post.dissector(tvb, pinfo, tree)
+    for _, fi in ipairs({ f_infiniband() }) do
+        dissect_lhcnp_roce(fi, pinfo, tree)
+    end
     each_srh(tvb, function(srh, len)
         local last_entry = tvb(srh + 4, 1):uint()
         local o = srh + 8 + (last_entry + 1) * 16
@@ -621,10 +640,6 @@ local function register()
         icmpv6_orig = ip_table:get_dissector(58)
         ip_table:add(58, icmpv6_wrap)
     end
-    if not roce_orig then
-        roce_orig = udp_table:get_dissector(4791)
-        udp_table:add(4791, roce_wrap)
-    end
     if fann_port_registered ~= fann.prefs.udp_port then
         if fann_port_registered then
             udp_table:remove(fann_port_registered, fann)
@@ -636,4 +651,4 @@ end
 
 fann.prefs_changed = register
 register()
-register_postdissector(endmt)
+register_postdissector(post)
