@@ -1520,4 +1520,16 @@ fn churn(workers: usize) {
     let drops: u64 = so.lines().find_map(|l| l.strip_prefix("drops (total ")?.split(')').next()?.parse().ok()).unwrap_or(0);
     assert_eq!(drops, 0, "no packet dropped while the control plane changed:\n{so}");
     assert_eq!(tx, rx, "every packet forwarded");
+    // Bytes: the input alternates IPv4 and IPv6 frames of two lengths and
+    // each RX queue replays it from the start, so the port's RX bytes are
+    // half the packets at each length, give or take one frame per queue.
+    // Forwarding changes no length, but while the /25 route to the VLAN 200
+    // next hop is in, its packets (a quarter of the traffic at most) leave
+    // with an 802.1Q tag: 4 bytes more each.
+    let (l4, l6) = (frames[0].len() as u64, frames[1].len() as u64);
+    let (rx_bytes, _) = port_bytes(&so, "dc");
+    let (_, tx_bytes) = port_bytes(&so, "wan");
+    assert!((2 * rx_bytes).abs_diff(rx * (l4 + l6)) <= 2 * l4.abs_diff(l6), "dc rx-bytes {rx_bytes} for {rx} frames of {l4} / {l6} B");
+    let tagged = tx_bytes.checked_sub(rx_bytes).expect("wan tx-bytes >= dc rx-bytes");
+    assert!(tagged % 4 == 0 && tagged / 4 <= rx / 4 + 2, "wan tx-bytes {tx_bytes} = dc rx-bytes {rx_bytes} + 4 per VLAN-tagged packet");
 }

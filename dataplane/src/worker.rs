@@ -312,7 +312,7 @@ impl Worker {
         }
         // Plain transit packets: the whole chunk at once (crate::fastpath).
         let mut out = [SLOW; FAST];
-        {
+        let fast = {
             let mut views: [&mut [u8]; FAST] = std::array::from_fn(|_| <&mut [u8]>::default());
             for (v, &raw) in views.iter_mut().zip(rx) {
                 // SAFETY: rx_burst handed us ownership of each mbuf; the
@@ -328,6 +328,13 @@ impl Worker {
             let fast = self.pipeline.fast_burst(port, &mut views[..n], &mut out[..n]);
             if fast > 0 {
                 self.counters.local[crate::counters::Local::FastPath as usize].add(fast as u64);
+            }
+            fast
+        };
+        if fast == rx.len() && !self.has_cong {
+            if let Some(bytes) = self.tx_chunk(rx, &out[..rx.len()]) {
+                self.counters.ports[pi].rx_bytes.add(bytes);
+                return;
             }
         }
         for (i, &raw) in rx.iter().enumerate() {
@@ -728,6 +735,42 @@ impl Worker {
                 self.flows_served[p] = *req;
             }
         }
+    }
+
+    /// The steady state of transit traffic: every packet of a chunk took
+    /// the fast path (single-segment mbufs) to the same unshaped port whose
+    /// TX buffer has room. They go in with one copy, and the port's RX
+    /// bytes are counted here; per packet, `output` would make the TX
+    /// buffer's count a store-to-load chain from packet to packet. Returns
+    /// the chunk's bytes, or None, having done nothing, when the chunk is
+    /// not such a case.
+    #[inline]
+    fn tx_chunk(&mut self, rx: &[*mut rte_mbuf], out: &[u16]) -> Option<u64> {
+        let &port = out.first()?;
+        let p = usize::from(port);
+        if p >= MAX_PORTS || self.shaped[p] || out.iter().any(|&o| o != port) {
+            return None;
+        }
+        let t = &mut self.tx[p];
+        let (from, n) = (t.n, rx.len());
+        if from + n > MAX_BURST {
+            return None;
+        }
+        t.pkts[from..from + n].copy_from_slice(rx);
+        let mut bytes = 0u64;
+        for (l, &raw) in t.lens[from..from + n].iter_mut().zip(rx) {
+            // SAFETY: rx_burst handed us these mbufs; they are read here,
+            // before the TX burst hands them on.
+            let len = unsafe { (*raw).pkt_len };
+            *l = len;
+            bytes += u64::from(len);
+        }
+        t.n = from + n;
+        self.tx_dirty |= 1 << p;
+        if t.n == MAX_BURST {
+            self.flush(p);
+        }
+        Some(bytes)
     }
 
     #[inline]

@@ -95,6 +95,17 @@ pub fn port_packets(stdout: &str, port: &str) -> (u64, u64) {
     panic!("port {port} not in counter table:\n{stdout}");
 }
 
+/// (rx, tx) bytes of a port from the exit table.
+pub fn port_bytes(stdout: &str, port: &str) -> (u64, u64) {
+    for l in stdout.lines() {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        if w.len() >= 6 && w[0] == port {
+            return (w[3].parse().unwrap(), w[5].parse().unwrap());
+        }
+    }
+    panic!("port {port} not in counter table:\n{stdout}");
+}
+
 /// Mbufs in use after shutdown, summed over the `mempool ...: N of M mbufs
 /// in use` lines (one per NUMA socket in use).
 pub fn mempool_in_use(stdout: &str) -> u64 {
