@@ -87,6 +87,7 @@ fn dissectors_decode_frames_built_by_scapy() {
         let row = by_frame.get(n).unwrap_or_else(|| panic!("frame {n} ({what}) missing from tshark's output"));
         let experts = row[col("_ws.expert.message")].join(" | ");
         eprintln!("frame {n} ({what}): experts [{experts}]");
+        assert!(!experts.contains("Lua Error"), "frame {n} ({what}): {experts}");
         for c in it {
             if let Some(f) = c.strip_prefix('-') {
                 assert!(row[col(f)].is_empty(), "frame {n} ({what}): {f} should be absent, reads {:?}", row[col(f)]);

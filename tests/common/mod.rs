@@ -84,26 +84,28 @@ pub fn value(text: &str, name: &str) -> u64 {
         .unwrap_or_else(|| panic!("no {name} in:\n{text}"))
 }
 
-/// (rx, tx) packets of a port from the exit table.
-pub fn port_packets(stdout: &str, port: &str) -> (u64, u64) {
+/// A port's row of the exit table: rx packets, rx bytes, tx packets, tx
+/// bytes.
+fn port_row(stdout: &str, port: &str) -> [u64; 4] {
     for l in stdout.lines() {
         let w: Vec<&str> = l.split_whitespace().collect();
         if w.len() >= 6 && w[0] == port {
-            return (w[2].parse().unwrap(), w[4].parse().unwrap());
+            return [2, 3, 4, 5].map(|i| w[i].parse().unwrap());
         }
     }
     panic!("port {port} not in counter table:\n{stdout}");
 }
 
+/// (rx, tx) packets of a port from the exit table.
+pub fn port_packets(stdout: &str, port: &str) -> (u64, u64) {
+    let r = port_row(stdout, port);
+    (r[0], r[2])
+}
+
 /// (rx, tx) bytes of a port from the exit table.
 pub fn port_bytes(stdout: &str, port: &str) -> (u64, u64) {
-    for l in stdout.lines() {
-        let w: Vec<&str> = l.split_whitespace().collect();
-        if w.len() >= 6 && w[0] == port {
-            return (w[3].parse().unwrap(), w[5].parse().unwrap());
-        }
-    }
-    panic!("port {port} not in counter table:\n{stdout}");
+    let r = port_row(stdout, port);
+    (r[1], r[3])
 }
 
 /// Mbufs in use after shutdown, summed over the `mempool ...: N of M mbufs

@@ -177,6 +177,12 @@ def main(out):
     add(Ether(**MAC) / IPv6(src="2001:db8::9", dst="2001:db8:1::2") / ICMPv6EchoRequest(id=7, seq=1),
         "ICMPv6 echo request", {"icmpv6.type": 128, "icmpv6.echo.identifier": 7}, absent=["lhcnp.type", "fann.type"])
 
+    # 14. A truncated Neighbor Solicitation (no target address): malformed
+    # for Wireshark's ICMPv6 dissector, whose verdict must stand (not a Lua
+    # error from the wrapper around it).
+    add(icmp6("fe80::1", "ff02::1:ff00:1", 135, 0, b"\0\0"), "truncated Neighbor Solicitation",
+        {"icmpv6.type": 135}, absent=["lhcnp.type", "fann.type"], expert=["Malformed Packet (Exception occurred)"])
+
     wrpcap(out, frames)
     def show(v):
         return ",".join(show(x) for x in v) if isinstance(v, list) else str(v)

@@ -90,6 +90,20 @@ local function icmpv6_checksum_status(tvb)
     return (fold(acc) == 0xffff) and 1 or 2
 end
 
+-- Type, Code and Checksum of an ICMPv6 message `tvb` into `t`, with the
+-- checksum verdict (`f`: the protocol's type / code / checksum /
+-- checksum_status fields; `bad`: its bad-checksum expert).
+local function icmpv6_header(tvb, t, f, bad)
+    t:add(f.type, tvb(0, 1))
+    t:add(f.code, tvb(1, 1))
+    local ck = t:add(f.checksum, tvb(2, 2))
+    local st = icmpv6_checksum_status(tvb)
+    t:add(f.checksum_status, tvb(2, 2), st):set_generated()
+    if st == 2 then
+        ck:add_proto_expert_info(bad, "ICMPv6 checksum does not verify")
+    end
+end
+
 -- ------------------------------------------------------------ Long-haul CNP
 
 local lhcnp = Proto("lhcnp", "Long-haul CNP (draft-tian-ccwg-long-haul-cnp)")
@@ -268,14 +282,7 @@ end
 local function dissect_lhcnp_icmpv6(tvb, pinfo, tree)
     local t = tree:add(lhcnp, tvb())
     t:add(lf.format, "ICMPv6 (s.6.1)"):set_generated()
-    t:add(lf.type, tvb(0, 1))
-    t:add(lf.code, tvb(1, 1))
-    local ck = t:add(lf.checksum, tvb(2, 2))
-    local st = icmpv6_checksum_status(tvb)
-    t:add(lf.checksum_status, tvb(2, 2), st):set_generated()
-    if st == 2 then
-        ck:add_proto_expert_info(le.bad_checksum, "ICMPv6 checksum does not verify")
-    end
+    icmpv6_header(tvb, t, lf, le.bad_checksum)
     local info = dissect_lhcnp_body(tvb:range(4), t, pinfo)
     pinfo.cols.protocol = "LHCNP"
     pinfo.cols.info = "Long-haul CNP (ICMPv6): " .. (info or "truncated")
@@ -464,14 +471,7 @@ end
 
 local function dissect_fann_icmpv6(tvb, pinfo, tree)
     local t = tree:add(fann, tvb())
-    t:add(ff.type, tvb(0, 1))
-    t:add(ff.code, tvb(1, 1))
-    local ck = t:add(ff.checksum, tvb(2, 2))
-    local st = icmpv6_checksum_status(tvb)
-    t:add(ff.checksum_status, tvb(2, 2), st):set_generated()
-    if st == 2 then
-        ck:add_proto_expert_info(fe.bad_checksum, "ICMPv6 checksum does not verify")
-    end
+    icmpv6_header(tvb, t, ff, fe.bad_checksum)
     local info = tvb:len() > 4 and dissect_fann_message(tvb:range(4), t, pinfo) or nil
     if not info then
         t:add_proto_expert_info(fe.short)
@@ -490,13 +490,11 @@ function fann.dissector(tvb, pinfo, tree)
     return tvb:len()
 end
 
--- ICMPv6: the two draft types here, every other type to Wireshark's ICMPv6
--- (whose "malformed" verdict would reach us as a Lua error: it is caught
--- and shown as Wireshark shows it).
+-- ICMPv6: the two draft types here, every other type to Wireshark's ICMPv6.
+-- When that dissector finds a message malformed, Wireshark marks the packet
+-- as usual and `call` then raises a Lua error, which is dropped here.
 local icmpv6_orig
 local icmpv6_wrap = Proto("dcir_icmpv6", "ICMPv6 (with Long-haul CNP and FANN types)")
-local malformed = ProtoExpert.new("dcir_icmpv6.malformed", "Malformed Packet (ICMPv6)", expert.group.MALFORMED, expert.severity.ERROR)
-icmpv6_wrap.experts = { malformed }
 
 function icmpv6_wrap.dissector(tvb, pinfo, tree)
     if tvb:len() >= 4 then
@@ -511,11 +509,7 @@ function icmpv6_wrap.dissector(tvb, pinfo, tree)
         return 0
     end
     local ok, done = pcall(function() return icmpv6_orig:call(tvb, pinfo, tree) end)
-    if not ok then
-        tree:add_proto_expert_info(malformed)
-        return tvb:len()
-    end
-    return done
+    return ok and done or tvb:len()
 end
 
 -- ------------------------------------------------------------ End.MT TLV
