@@ -489,7 +489,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     // clock of ns since `started`; its messages carry Unix time (s.5.1.2),
     // `epoch_ns` apart.
     let started = Instant::now();
-    let epoch_ns = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    let epoch_ns = dataplane::fann::unix_ns();
     let mut fann = control.cfg.fann.clone().map(|mut plan| {
         plan.detector.epoch_ns = epoch_ns;
         // Utilisation is relative to R_port on shaped ports, else to the link.

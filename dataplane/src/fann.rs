@@ -145,6 +145,12 @@ pub fn roce_flow_id(src: std::net::IpAddr, dst: std::net::IpAddr) -> FannFlowId 
     FannFlowId { src: v6(src), dst: v6(dst), src_port: 0, dst_port: crate::wire::params::ROCEV2_UDP_PORT, protocol: 17 }
 }
 
+/// The system clock in ns since the Unix epoch, the time base of FANN
+/// Timestamps (0 for a clock set before 1970).
+pub fn unix_ns() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+}
+
 /// FANN generation for one port.
 pub struct Detector {
     cfg: DetectorConfig,
@@ -773,8 +779,7 @@ impl PeControl {
     /// The copy for the controller: an IPv6 packet carrying an ICMPv6 FANN
     /// (a CNP's copy timestamped now, by the system clock).
     pub fn controller_packet(&self, note: &PeNote, to: Ipv6Addr) -> Vec<u8> {
-        let now_us = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64);
-        let (code, message) = note.as_fann(self.cfg.hop_limit, now_us);
+        let (code, message) = note.as_fann(self.cfg.hop_limit, unix_ns() / 1000);
         notification_packet(code, &message, &self.cfg.source, &to, &self.params, false)
     }
 }
