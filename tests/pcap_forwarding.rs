@@ -555,7 +555,7 @@ fn show_congestion(workers: usize) {
     // as the worker reports it within a few publications.
     ok("congestion wan rtt_est_us 20000");
     let mut show = String::new();
-    for _ in 0..40 {
+    for _ in 0..400 {
         show = ok("show congestion");
         if show.contains("K_max 125000 bytes") {
             break;
@@ -568,14 +568,18 @@ fn show_congestion(workers: usize) {
     for c in ["top_flows 3", "format roce", "suppression false", "adaptive true", "zero_metrics true", "interval_us 2000", "cnp_max_pps 5000", "cnp_burst 7", "flow_idle_ms 500"] {
         ok(&format!("congestion wan {c}"));
     }
-    for _ in 0..40 {
+    // Wait for the last of them: the worker may publish the first ones a
+    // report before the last (fresh-clone CI saw "flows idle after 10000
+    // ms" with the new interval and cap).
+    let policy = "interval 2000 us, CNP cap 5000/s burst 7\n  policy: top 3 flow(s) per evaluation, IPv6 sources RoCEv2 format, suppression off, adaptive K_min on, zero metrics on, flows idle after 500 ms\n";
+    for _ in 0..400 {
         show = ok("show congestion");
-        if show.contains("interval 2000 us, CNP cap 5000/s burst 7") {
+        if show.contains(policy) {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
-    assert!(show.contains("interval 2000 us, CNP cap 5000/s burst 7\n  policy: top 3 flow(s) per evaluation, IPv6 sources RoCEv2 format, suppression off, adaptive K_min on, zero metrics on, flows idle after 500 ms\n"), "{show}");
+    assert!(show.contains(policy), "{show}");
     for (c, e) in [
         ("top_flows 9", "ERR port wan: policy.top_flows = 9: must be in 1..=8"),
         ("top_flows 300", "ERR top_flows = \"300\": a whole number, at most 255"),
