@@ -3,7 +3,7 @@
 # must be on PATH).
 SHELL := /bin/bash
 CARGO ?= cargo
-APT_PKGS := libdpdk-dev dpdk-dev libclang-dev clang pkg-config libpcap-dev tshark iproute2 iputils-ping python3 python3-pip
+APT_PKGS := libdpdk-dev dpdk-dev libclang-dev clang pkg-config libpcap-dev tshark iproute2 iputils-ping python3 python3-pip lua5.4
 STAMP := target/.deps-installed
 # Respect CARGO_TARGET_DIR when set.
 BIN_DIR := $(or $(CARGO_TARGET_DIR),target)/release
@@ -12,7 +12,8 @@ BIN_DIR := $(or $(CARGO_TARGET_DIR),target)/release
 
 all: build
 
-$(STAMP):
+# Re-checked whenever this Makefile (and so the package list) changes.
+$(STAMP): Makefile
 	@command -v $(CARGO) >/dev/null || { echo "Rust stable (cargo) is required: https://rustup.rs"; exit 1; }
 	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 #[derive(Parser, Debug)]
 #[command(name = "dcirouter", version, about = "DPDK router for lossless RoCEv2 across DCI and SRv6 WANs",
-    after_help = "EAL arguments go before `--`: dcirouter -l 0-2 -a 0000:3b:00.0 -- run --config configs/dci-node.toml")]
+    after_help = "EAL arguments go before `--`: dcirouter -l 0-2 -a 0000:3b:00.0 -- run --config configs/dci-router.toml")]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,

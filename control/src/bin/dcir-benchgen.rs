@@ -22,6 +22,14 @@
 //! 4 KiB End.MT frames fit one mbuf), the local SIDs End fc00:0:1::1,
 //! End.DT6 fc00:0:1::d6, End.MT fc00:0:1::a, END.E fc00:0:1::e, END.C
 //! fc00:0:1::c (PFC out of "out"), and an H.Encaps policy for 2001:db8:b::/48.
+//!
+//! `dcir-benchgen --linerate OUTDIR [PACKETS]` writes the forwarding cases'
+//! pcaps for a hardware traffic generator (Pktgen-DPDK, bench/linerate/) and
+//! `OUTDIR/linerate-router.toml`, the router on two NIC ports: port "in" =
+//! `$LINERATE_IN_PCI` with one RX queue per worker core (`$LINERATE_CORES`,
+//! default 2,3,4,5), port "out" = `$LINERATE_OUT_PCI`, the same FIB, every
+//! gateway a static neighbour at `$LINERATE_GEN_MAC` (the generator's
+//! receiving port).
 
 use control::demo::{write_pcap, HOST_MAC, ROUTER_DC_MAC};
 use control::gen::{self, L2};
@@ -98,7 +106,16 @@ mac = "02:dc:00:00:00:02"
 addresses = ["10.0.2.1/24", "2001:db8:2::1/64"]
 {port_extra}
 
-# Overlapping prefixes: every destination of the input lies in one of the
+{routes}{neighbours}{tail}"#,
+        dir = dir.display(),
+        routes = ROUTES,
+        neighbours = neighbours("02:00:00:00:02:02", "02:00:00:00:02:03"),
+    )
+}
+
+/// The FIB of every forwarding case: overlapping prefixes, all out of port
+/// "out" via 10.0.2.2 / 10.0.2.3 and 2001:db8:2::2 / 2001:db8:2::3.
+const ROUTES: &str = r#"# Overlapping prefixes: every destination of the input lies in one of the
 # /16 or /48 aggregates, some in more specific ones; plus default routes.
 [[route]]
 prefix = "0.0.0.0/0"
@@ -164,28 +181,13 @@ via = "2001:db8:2::2"
 prefix = "2001:db8:a:1234::/64"
 via = "2001:db8:2::3"
 
-[[neighbour]]
-ip = "10.0.2.2"
-mac = "02:00:00:00:02:02"
-interface = "out"
+"#;
 
-[[neighbour]]
-ip = "10.0.2.3"
-mac = "02:00:00:00:02:03"
-interface = "out"
-
-[[neighbour]]
-ip = "2001:db8:2::2"
-mac = "02:00:00:00:02:02"
-interface = "out"
-
-[[neighbour]]
-ip = "2001:db8:2::3"
-mac = "02:00:00:00:02:03"
-interface = "out"
-{tail}"#,
-        dir = dir.display()
-    )
+/// Static neighbours for the two gateways of [`ROUTES`] (MACs of .2 / ::2
+/// and .3 / ::3).
+fn neighbours(mac2: &str, mac3: &str) -> String {
+    let n = [("10.0.2.2", mac2), ("10.0.2.3", mac3), ("2001:db8:2::2", mac2), ("2001:db8:2::3", mac3)];
+    n.iter().map(|(ip, mac)| format!("[[neighbour]]\nip = \"{ip}\"\nmac = \"{mac}\"\ninterface = \"out\"\n")).collect::<Vec<_>>().join("\n")
 }
 
 // ------------------------------------------------------------- SRv6 suite
@@ -365,17 +367,96 @@ fn write_srv6_suite(dir: &Path, n: u32, core: &str) {
     }
 }
 
-fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if args.len() < 2 || args.len() > 3 || args[1].starts_with('-') {
-        eprintln!("usage: dcir-benchgen OUTDIR [PACKETS]   (env BENCH_CORE = worker core, default 1)");
-        std::process::exit(2);
+// ------------------------------------------------------------ line rate
+
+/// What `--linerate` needs from the environment: the router's two NIC
+/// ports, the generator port the router sends back to, the worker cores.
+struct Linerate {
+    in_pci: String,
+    out_pci: String,
+    gen_mac: String,
+    cores: Vec<u32>,
+}
+
+impl Linerate {
+    fn from_env() -> Result<Linerate, String> {
+        let var = |k: &str| std::env::var(k).map_err(|_| format!("{k} is not set"));
+        let pci = |k: &str| -> Result<String, String> {
+            let v = var(k)?;
+            let b = v.as_bytes();
+            let ok = b.len() == 12 && b[4] == b':' && b[7] == b':' && b[10] == b'.' && b.iter().enumerate().all(|(i, c)| [4, 7, 10].contains(&i) || c.is_ascii_hexdigit());
+            if ok { Ok(v) } else { Err(format!("{k} = {v:?}: not a PCI address like 0000:3b:00.0")) }
+        };
+        let gen_mac = var("LINERATE_GEN_MAC")?;
+        let parts: Vec<&str> = gen_mac.split(':').collect();
+        if parts.len() != 6 || parts.iter().any(|p| p.len() != 2 || u8::from_str_radix(p, 16).is_err()) {
+            return Err(format!("LINERATE_GEN_MAC = {gen_mac:?}: not a MAC address like 3c:fd:fe:00:00:01"));
+        }
+        let cores_s = std::env::var("LINERATE_CORES").unwrap_or_else(|_| "2,3,4,5".into());
+        let cores: Vec<u32> = cores_s.split(',').map(|c| c.trim().parse::<u32>()).collect::<Result<_, _>>().map_err(|_| format!("LINERATE_CORES = {cores_s:?}: a comma-separated list of core numbers"))?;
+        if cores.is_empty() || cores.contains(&0) {
+            return Err(format!("LINERATE_CORES = {cores_s:?}: at least one core, and not core 0 (the control thread's)"));
+        }
+        let (in_pci, out_pci) = (pci("LINERATE_IN_PCI")?, pci("LINERATE_OUT_PCI")?);
+        if in_pci == out_pci {
+            return Err(format!("LINERATE_OUT_PCI = {out_pci:?}: the same port as LINERATE_IN_PCI"));
+        }
+        Ok(Linerate { in_pci, out_pci, gen_mac, cores })
     }
-    let n: u32 = args.get(2).map(|s| s.parse().expect("PACKETS: a number")).unwrap_or(1024);
-    let core = std::env::var("BENCH_CORE").unwrap_or_else(|_| "1".into());
-    let out = Path::new(&args[1]);
-    std::fs::create_dir_all(out).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
-    let dir = out.canonicalize().expect("OUTDIR");
+
+    /// The router's configuration: port "in" spread over one RX queue per
+    /// worker (RSS on the UDP source ports and addresses of the input),
+    /// every gateway resolved to the generator's receiving port.
+    fn config(&self) -> String {
+        let cores = self.cores.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", ");
+        format!(
+            r#"# dcirouter line-rate benchmark: generated by `dcir-benchgen --linerate`.
+# The generator replays the pcaps written next to this file into port "in";
+# the router sends everything out of "out" to the generator's port {gen}.
+#
+#   dcirouter -l 0 -- run --config THIS_FILE --ctl-socket /run/dcir.sock
+# (the -a arguments come from the ports' devices; workers run on the cores
+# of worker_cores, the EAL main lcore 0 is the control thread's)
+[dataplane]
+worker_cores = [{cores}]
+burst_size = 32
+status_interval_ms = 1000
+
+[mempool]
+mbufs_per_socket = 262143
+cache_size = 512
+
+[[port]]
+name = "in"
+device = "{inp}"
+mac = "02:dc:00:00:00:01"
+rx_queues = {q}
+rx_desc = 4096
+tx_desc = 4096
+addresses = ["10.0.1.1/24", "2001:db8:1::1/64"]
+
+[[port]]
+name = "out"
+device = "{outp}"
+mac = "02:dc:00:00:00:02"
+rx_queues = 1
+rx_desc = 4096
+tx_desc = 4096
+addresses = ["10.0.2.1/24", "2001:db8:2::1/64"]
+
+{routes}{neighbours}"#,
+            gen = self.gen_mac,
+            inp = self.in_pci,
+            outp = self.out_pci,
+            q = self.cores.len(),
+            routes = ROUTES,
+            neighbours = neighbours(&self.gen_mac, &self.gen_mac),
+        )
+    }
+}
+
+/// `OUTDIR/<case>.pcap` for every forwarding case, then `then(case)`.
+fn write_forwarding_pcaps(dir: &Path, n: u32, mut then: impl FnMut(&str)) {
     for &(case, family, roce, payload) in CASES {
         let f = frames(family, roce, payload, n);
         let pcap = dir.join(format!("{case}.pcap"));
@@ -383,9 +464,47 @@ fn main() {
             eprintln!("dcir-benchgen: {e}");
             std::process::exit(1);
         }
-        let cfg = dir.join(format!("router-{case}.toml"));
-        std::fs::write(&cfg, config(&dir, case, &core)).unwrap_or_else(|e| panic!("{}: {e}", cfg.display()));
+        then(case);
         println!("{case}: {} frames of {} bytes -> {}", f.len(), f[0].len(), pcap.display());
     }
+}
+
+/// `--linerate OUTDIR [PACKETS]`: the forwarding cases' pcaps (for the
+/// generator) and `linerate-router.toml` (for the router).
+fn write_linerate(out: &Path, n: u32) {
+    let l = Linerate::from_env().unwrap_or_else(|e| {
+        eprintln!("dcir-benchgen --linerate: {e}");
+        std::process::exit(2);
+    });
+    write_forwarding_pcaps(out, n, |_| {});
+    let cfg = out.join("linerate-router.toml");
+    std::fs::write(&cfg, l.config()).unwrap_or_else(|e| panic!("{}: {e}", cfg.display()));
+    println!("router configuration -> {}", cfg.display());
+}
+
+fn main() {
+    let mut args: Vec<String> = std::env::args().collect();
+    let linerate = args.get(1).is_some_and(|a| a == "--linerate");
+    if linerate {
+        args.remove(1);
+    }
+    if args.len() < 2 || args.len() > 3 || args[1].starts_with('-') {
+        eprintln!("usage: dcir-benchgen OUTDIR [PACKETS]   (env BENCH_CORE = worker core, default 1)");
+        eprintln!("       dcir-benchgen --linerate OUTDIR [PACKETS]   (env LINERATE_IN_PCI, LINERATE_OUT_PCI, LINERATE_GEN_MAC, LINERATE_CORES)");
+        std::process::exit(2);
+    }
+    let n: u32 = args.get(2).map(|s| s.parse().expect("PACKETS: a number")).unwrap_or(1024);
+    let core = std::env::var("BENCH_CORE").unwrap_or_else(|_| "1".into());
+    let out = Path::new(&args[1]);
+    std::fs::create_dir_all(out).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
+    let dir = out.canonicalize().expect("OUTDIR");
+    if linerate {
+        write_linerate(&dir, n);
+        return;
+    }
+    write_forwarding_pcaps(&dir, n, |case| {
+        let cfg = dir.join(format!("router-{case}.toml"));
+        std::fs::write(&cfg, config(&dir, case, &core)).unwrap_or_else(|e| panic!("{}: {e}", cfg.display()));
+    });
     write_srv6_suite(&dir, n, &core);
 }
