@@ -145,30 +145,40 @@ fn linerate_router_configuration_forwards_to_the_generator() {
 
     let o = benchgen(&dir, &env);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let cfg = dir.join("linerate-router.toml");
-    let text = std::fs::read_to_string(&cfg).unwrap();
-    // The router accepts it as written for the NICs.
-    let c = Command::new(bin()).arg("check-config").arg(&cfg).output().unwrap();
-    let so = String::from_utf8_lossy(&c.stdout);
-    assert!(c.status.success(), "{so}{}", String::from_utf8_lossy(&c.stderr));
-    assert!(so.contains("OK (2 ports, 2 interfaces, 20 routes, 4 static neighbours)"), "{so}");
-    assert_eq!(text.matches(&format!("mac = \"{GEN_MAC}\"")).count(), 4, "every gateway is the generator's port: {text}");
-    assert!(text.contains("device = \"0000:5e:00.0\"\nmac = \"02:dc:00:00:00:01\"\nrx_queues = 1\n"), "{text}");
-    assert!(text.contains("worker_cores = [1]"), "{text}");
+    for v in ["fwd", "queue", "cong"] {
+        let cfg = dir.join(format!("linerate-router-{v}.toml"));
+        let text = std::fs::read_to_string(&cfg).unwrap();
+        // The router accepts it as written for the NICs.
+        let c = Command::new(bin()).arg("check-config").arg(&cfg).output().unwrap();
+        let so = String::from_utf8_lossy(&c.stdout);
+        assert!(c.status.success(), "{v}: {so}{}", String::from_utf8_lossy(&c.stderr));
+        assert!(so.contains("OK (2 ports, 2 interfaces, 20 routes, 4 static neighbours)"), "{so}");
+        assert_eq!(text.matches(&format!("mac = \"{GEN_MAC}\"")).count(), 4, "every gateway is the generator's port: {text}");
+        assert!(text.contains("device = \"0000:5e:00.0\"\nmac = \"02:dc:00:00:00:01\"\nrx_queues = 1\n"), "{text}");
+        assert!(text.contains("worker_cores = [1]"), "{text}");
+        assert_eq!(text.contains("rate_mbps = 400000"), v != "fwd", "{v}: {text}");
+        assert_eq!(text.contains("[port.congestion]"), v == "cong", "{v}: {text}");
+        if v != "queue" {
+            pcap_run(&dir, v, &text);
+        }
+    }
+}
 
-    // The same configuration on net_pcap instead of the two NICs: every
-    // packet of the IPv6 RoCEv2 input goes out of "out" to the generator,
-    // checked by scapy.
-    control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
+/// A line-rate configuration on net_pcap instead of the two NICs: every
+/// packet of the IPv6 RoCEv2 input goes out of "out" to the generator,
+/// checked by scapy; with the congestion stage, every flow is learned and
+/// the CE marks in the output are the router's count.
+fn pcap_run(dir: &Path, v: &str, text: &str) {
     let d = dir.display();
+    control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
     let text = text
-        .replace("device = \"0000:5e:00.0\"", &format!("device = \"net_pcap0,rx_pcap={d}/roce6-64.pcap,tx_pcap={d}/in-out.pcap\""))
-        .replace("device = \"0000:5e:00.1\"", &format!("device = \"net_pcap1,rx_pcap={d}/empty.pcap,tx_pcap={d}/out.pcap\""))
+        .replace("device = \"0000:5e:00.0\"", &format!("device = \"net_pcap0,rx_pcap={d}/roce6-64.pcap,tx_pcap={d}/in-out-{v}.pcap\""))
+        .replace("device = \"0000:5e:00.1\"", &format!("device = \"net_pcap1,rx_pcap={d}/empty.pcap,tx_pcap={d}/out-{v}.pcap\""))
         .replace("mbufs_per_socket = 262143", "mbufs_per_socket = 8191")
         .replace("rx_desc = 4096\ntx_desc = 4096\n", "");
-    let cfg = dir.join("pcap.toml");
+    let cfg = dir.join(format!("pcap-{v}.toml"));
     std::fs::write(&cfg, text).unwrap();
-    let out = run("lr-pcap", &cfg, &["--exit-when-idle", "400", "--duration", "20"]);
+    let out = run(&format!("lr-{v}"), &cfg, &["--exit-when-idle", "400", "--duration", "20"]);
     let so = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{so}");
     assert_eq!(port_packets(&so, "in"), (256, 0), "{so}");
@@ -180,15 +190,80 @@ import sys
 from scapy.all import rdpcap, Ether, IPv6, UDP
 inp, out = rdpcap(sys.argv[1]), rdpcap(sys.argv[2])
 assert len(out) == len(inp) == 256, (len(inp), len(out))
-want = {(bytes(p[IPv6].payload), p[IPv6].dst, p[IPv6].hlim - 1) for p in inp}
-got = {(bytes(p[IPv6].payload), p[IPv6].dst, p[IPv6].hlim) for p in out}
-assert got == want, "same UDP/BTH bytes and destinations, hop limit - 1"
+# Equal but for the hop limit and ECN: the traffic class with CE cleared.
+key = lambda p, dh: (bytes(p[IPv6].payload), p[IPv6].dst, p[IPv6].hlim + dh, p[IPv6].tc & 0xfc)
+assert {key(p, -1) for p in inp} == {key(p, 0) for p in out}, "same UDP/BTH bytes and destinations, hop limit - 1"
+assert all(p[IPv6].tc & 3 == 2 for p in inp), "ECT(0) input"
+assert all(p[IPv6].tc & 3 in (2, 3) for p in out)
 assert {p[Ether].dst for p in out} == {sys.argv[3]}, {p[Ether].dst for p in out}
 assert {p[Ether].src for p in out} == {"02:dc:00:00:00:02"}
 assert all(p[UDP].dport == 4791 for p in out)
-print("ok", len(out))
+print("ok", len(out), sum(p[IPv6].tc & 3 == 3 for p in out))
 "#,
-        &[&format!("{d}/roce6-64.pcap"), &format!("{d}/out.pcap"), GEN_MAC],
+        &[&format!("{d}/roce6-64.pcap"), &format!("{d}/out-{v}.pcap"), GEN_MAC],
     );
-    assert_eq!(check.trim(), "ok 256");
+    let ce = counter(&so, "ecn-ce-marked");
+    assert_eq!(check.trim(), format!("ok 256 {ce}"), "{so}");
+    if v == "cong" {
+        assert_eq!(value(&so, "flows-learned"), 256, "{so}");
+    } else {
+        assert_eq!(ce, 0, "{so}");
+    }
+}
+
+/// bench/linerate/gen.sh with a stand-in for pktgen that checks the
+/// arguments pktgen would get (EAL arguments, the port map, the pcap of the
+/// case on the TX port, the script) and runs the script on the model.
+#[test]
+fn generator_script_runs_pktgen_per_case() {
+    let dir = workdir("lr-gen");
+    let o = benchgen(&dir, &[("LINERATE_IN_PCI", "0000:5e:00.0"), ("LINERATE_OUT_PCI", "0000:5e:00.1"), ("LINERATE_GEN_MAC", GEN_MAC)]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let fake = dir.join("pktgen");
+    std::fs::write(
+        &fake,
+        format!(
+            r#"#!/bin/bash
+set -eu
+[ "$1 $2 $3" = "-l 0-8 -n" ] || {{ echo "EAL arguments: $*" >&2; exit 3; }}
+while [ "$1" != "--" ]; do shift; done
+shift
+[ "$1 $2 $3" = "-P -m [1-2:3-6].0, [7:8].1" ] || {{ echo "pktgen arguments: $*" >&2; exit 3; }}
+[ "$4" = "-s" ] && [ "$5" = "0:{d}/$LINERATE_CASE.pcap" ] && [ -f "{d}/$LINERATE_CASE.pcap" ] || {{ echo "pcap: $*" >&2; exit 3; }}
+[ "$6" = "-f" ] || {{ echo "script: $*" >&2; exit 3; }}
+echo "$LINERATE_CASE" >> {d}/cases
+exec lua5.4 {root}/tests/oracle/pktgen_model.lua "$7" 1000000 600000 122
+"#,
+            d = dir.display(),
+            root = ROOT
+        ),
+    )
+    .unwrap();
+    Command::new("chmod").arg("+x").arg(&fake).status().unwrap();
+    let results = dir.join("results.md");
+    let o = Command::new("bash")
+        .arg(format!("{ROOT}/bench/linerate/gen.sh"))
+        .env("PKTGEN", &fake)
+        .env("PKTGEN_EAL", "-l 0-8 -n 4 -a 0000:af:00.0 -a 0000:af:00.1")
+        .env("LINERATE_DIR", &dir)
+        .env("LINERATE_CASES", "roce4-64 udp6-64")
+        .env("LINERATE_LABEL", "cong")
+        .env("LINERATE_RESULTS", &results)
+        .env("LINERATE_SECONDS", "1")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert_eq!(std::fs::read_to_string(dir.join("cases")).unwrap(), "roce4-64\nudp6-64\n");
+    let table = std::fs::read_to_string(&results).unwrap();
+    assert!(table.starts_with("# dcirouter line rate (Pktgen-DPDK, RFC 2544 throughput): linerate-router-cong.toml\n"), "{table}");
+    let rows: Vec<Row> = table.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| case")).map(parse_row).collect();
+    assert_eq!(rows.iter().map(|r| r.case.as_str()).collect::<Vec<_>>(), ["roce4-64", "udp6-64"], "{table}");
+    for r in &rows {
+        assert_eq!((r.offered, r.forwarded), (1.0, 0.6), "{table}");
+        let pct = r.zero_loss_pct.unwrap();
+        assert!(pct <= 60.0 && pct > 60.0 - 100.0 / 256.0, "{table}");
+    }
+    // Without the generator's EAL arguments it stops before running anything.
+    let o = Command::new("bash").arg(format!("{ROOT}/bench/linerate/gen.sh")).env_remove("PKTGEN_EAL").env("PKTGEN", &fake).output().unwrap();
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("PKTGEN_EAL is not set"));
 }

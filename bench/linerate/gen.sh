@@ -6,8 +6,8 @@
 #   LINERATE_IN_PCI=0000:5e:00.0 LINERATE_OUT_PCI=0000:5e:00.1 \
 #   LINERATE_GEN_MAC=<MAC of the generator's RX port> LINERATE_CORES=2,3,4,5 \
 #     target/release/dcir-benchgen --linerate /tmp/linerate 4096
-#   target/release/dcirouter -l 0 -- run --config /tmp/linerate/linerate-router.toml --ctl-socket /run/dcir.sock
-# and copy /tmp/linerate/*.pcap to the generator.
+#   target/release/dcirouter -l 0 -- run --config /tmp/linerate/linerate-router-fwd.toml --ctl-socket /run/dcir.sock
+# (or -queue / -cong: the shaped queue, the congestion-aware port) and copy /tmp/linerate/*.pcap to the generator.
 #
 # Environment (generator):
 #   PKTGEN          pktgen binary (default: pktgen on PATH)
@@ -16,7 +16,9 @@
 #                   4 TX cores on port 0; 64 B line rate on 100G needs several)
 #   LINERATE_DIR    directory of the pcaps (default /tmp/linerate)
 #   LINERATE_CASES  cases (default: roce4-64 roce6-64 roce4-1k roce6-1k udp4-64 udp6-64)
-#   LINERATE_RESULTS  output table (default bench/linerate-results.md)
+#   LINERATE_LABEL  the router configuration under test, for the title and the
+#                   file name (fwd, queue, cong; default none)
+#   LINERATE_RESULTS  output table (default bench/linerate-results[-LABEL].md)
 #   and linerate.lua's own: LINERATE_SECONDS, LINERATE_STEPS, LINERATE_LOSS,
 #   LINERATE_TX_PORT, LINERATE_RX_PORT.
 set -euo pipefail
@@ -25,7 +27,8 @@ PKTGEN=${PKTGEN:-pktgen}
 MAP=${PKTGEN_MAP:-"[1-2:3-6].0, [7:8].1"}
 DIR=${LINERATE_DIR:-/tmp/linerate}
 CASES=${LINERATE_CASES:-"roce4-64 roce6-64 roce4-1k roce6-1k udp4-64 udp6-64"}
-RESULTS=${LINERATE_RESULTS:-$ROOT/bench/linerate-results.md}
+LABEL=${LINERATE_LABEL:-}
+RESULTS=${LINERATE_RESULTS:-$ROOT/bench/linerate-results${LABEL:+-$LABEL}.md}
 TX=${LINERATE_TX_PORT:-0}
 
 die() { echo "linerate: $*" >&2; exit 1; }
@@ -42,7 +45,7 @@ for c in $CASES; do
         || die "pktgen failed on case $c"
 done
 {
-    echo "# dcirouter line rate (Pktgen-DPDK, RFC 2544 throughput)"
+    echo "# dcirouter line rate (Pktgen-DPDK, RFC 2544 throughput)${LABEL:+: linerate-router-$LABEL.toml}"
     echo
     echo "- $(date -u '+%Y-%m-%d %H:%M UTC'), generator $(uname -n), pktgen map \"$MAP\", ${LINERATE_SECONDS:-10} s trials, loss tolerated ${LINERATE_LOSS:-0}"
     echo "- frame = bytes per packet without FCS; offered / forwarded at 100 % = what the generator sent / got back with the link full; zero loss = RFC 2544 s.26.1 throughput (binary search, confirmed)"
