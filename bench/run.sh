@@ -33,6 +33,7 @@
 #   BENCH_NOTIFY=0    skip the event-to-notification latency benchmark (bench/notify-results.md)
 #   BENCH_HANDOFF=0   skip the shaped-port hand-off benchmark (bench/handoff-results.md)
 #   BENCH_CONGESTION_ROUTER=0   skip the congestion-aware port in the router (bench/congestion-router-results.md)
+#   BENCH_LPM=0       skip the FIB lookup micro-benchmark against DPDK's rte_fib / rte_fib6 (bench/lpm-results.md)
 #   BENCH_L3FWD=0     skip the l3fwd reference (default: on when dpdk-doc's examples can be built)
 set -euo pipefail
 
@@ -505,6 +506,17 @@ if [ "${BENCH_WIRE:-1}" != 0 ]; then
     echo "bench: cargo run --release -p dataplane --example wire_bench" >&2
     (cd "$ROOT" && cargo run --release -p dataplane --example wire_bench) \
         || { echo "bench: wire_bench failed" >&2; failed=1; }
+fi
+
+# ---------------------------------------------------------------- FIB lookup
+# The packet path's FIB lookup against DPDK's rte_fib (DIR-24-8) and rte_fib6
+# (trie), scalar and AVX-512, on this benchmark's routes and destinations
+# (issue 2: "rte_fib/rte_lpm or a well-kept crate: measure"). Writes
+# bench/lpm-results.md. About 5 s. BENCH_LPM=0 skips it.
+if [ "${BENCH_LPM:-1}" != 0 ]; then
+    echo "bench: cargo run --release -p dataplane --features dpdk --example lpm_bench" >&2
+    (cd "$ROOT" && cargo run --release -p dataplane --features dpdk --example lpm_bench) \
+        || { echo "bench: lpm_bench failed" >&2; failed=1; }
 fi
 
 # ---------------------------------------------------------------- congestion-aware node

@@ -6,6 +6,7 @@
 //! defaults). Each figure is the best of ROUNDS rounds, net of restoring
 //! the frames' first 64 bytes before each pass (measured alone).
 //! `cargo run --release -p dataplane --example pipeline_bench`
+use dataplane::benchdata;
 use dataplane::counters::WorkerCounters;
 use dataplane::packet::{PacketBuffer, VecPacket};
 use dataplane::pipeline::{Pipeline, PipelineConfig, Verdict};
@@ -67,12 +68,12 @@ fn pipeline(bench_routes: bool) -> Pipeline {
     let gw6: IpAddr = "2001:db8:2::2".parse().unwrap();
     let gw6b: IpAddr = "2001:db8:2::3".parse().unwrap();
     if bench_routes {
-        // dcir-benchgen's routes, alternating between two gateways.
-        for (i, r) in ["0.0.0.0/0", "10.0.0.0/8", "10.10.0.0/16", "10.10.128.0/17", "10.10.64.0/18", "10.10.7.0/24", "10.10.200.128/25", "192.0.2.0/24"].iter().enumerate() {
-            fib.insert4(r.parse().unwrap(), NextHop { iface: 1, gateway: Some(if i % 2 == 0 { gw4 } else { gw4b }) });
+        // dcir-benchgen's routes and gateways.
+        for (p, l, via) in benchdata::ROUTES4 {
+            fib.insert4(format!("{p}/{l}").parse().unwrap(), NextHop { iface: 1, gateway: Some(via.parse().unwrap()) });
         }
-        for (i, r) in ["::/0", "2001:db8::/32", "2001:db8:a::/48", "2001:db8:a:8000::/49", "2001:db8:a:4000::/50", "2001:db8:a:700::/56", "2001:db8:a:c880::/57", "2001:db8:a:1234::/64"].iter().enumerate() {
-            fib.insert6(r.parse().unwrap(), NextHop { iface: 1, gateway: Some(if i % 2 == 0 { gw6 } else { gw6b }) });
+        for (p, l, via) in benchdata::ROUTES6 {
+            fib.insert6(format!("{p}/{l}").parse().unwrap(), NextHop { iface: 1, gateway: Some(via.parse().unwrap()) });
         }
     } else {
         for i in 0..256u32 {
@@ -87,18 +88,6 @@ fn pipeline(bench_routes: bool) -> Pipeline {
         n.learn(1, g, [2, 0, 0, 0, 2, 2], NeighSource::Static);
     }
     Pipeline::new(topo, Arc::new(fib), Arc::new(n), Arc::new(WorkerCounters::default()), PipelineConfig::default())
-}
-
-/// dcir-benchgen's destinations.
-fn bench_dst4(i: u32) -> Ipv4Addr {
-    let h = (i.wrapping_mul(40503) ^ (i >> 3)) as u16;
-    let [a, b] = h.to_be_bytes();
-    Ipv4Addr::new(10, 10, a, b.max(1))
-}
-
-fn bench_dst6(i: u32) -> Ipv6Addr {
-    let h = (i.wrapping_mul(40503) ^ (i >> 3)) as u16;
-    Ipv6Addr::new(0x2001, 0xdb8, 0xa, h, 0, 0, (i >> 16) as u16, (i as u16).max(1))
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -157,8 +146,8 @@ fn main() {
             .map(|i| match (v6, bench_routes) {
                 (false, false) => frame4(Ipv4Addr::new(10, 16, (i % 256) as u8, (i % 200) as u8 + 1)),
                 (true, false) => frame6(format!("2001:db8:{:x}::{:x}", 0x100 + i % 256, i + 1).parse().unwrap()),
-                (false, true) => frame4(bench_dst4(i)),
-                (true, true) => frame6(bench_dst6(i)),
+                (false, true) => frame4(benchdata::dst4(i)),
+                (true, true) => frame6(benchdata::dst6(i)),
             })
             .collect();
         let mut bufs: Vec<VecPacket> = frames.iter().map(|f| VecPacket::from_bytes(f)).collect();

@@ -30,3 +30,4 @@ pub mod endc;
 pub mod fann;
 pub mod sim_wan;
 pub mod hostinfo;
+pub mod benchdata;

@@ -105,6 +105,28 @@ impl Lpm {
     #[inline]
     pub fn lookup_batch(&self, keys: &[[u8; 16]], out: &mut [u32]) {
         let n = keys.len().min(out.len());
+        #[cfg(target_arch = "x86_64")]
+        if n >= 16 && avx512::usable(self.chunks.len()) {
+            let (pairs, whole) = (n / 32 * 32, n / 16 * 16);
+            // SAFETY: `usable` checked the CPU has AVX-512F and that every
+            // chunk index fits the gathers' 32-bit offsets; the slices hold
+            // 32 and 16 keys.
+            for (k, o) in keys[..pairs].chunks_exact(32).zip(out[..pairs].chunks_exact_mut(32)) {
+                unsafe { avx512::lookup::<2>(self, k, o) };
+            }
+            if whole > pairs {
+                unsafe { avx512::lookup::<1>(self, &keys[pairs..whole], &mut out[pairs..whole]) };
+            }
+            self.lookup_batch_scalar(&keys[whole..n], &mut out[whole..n]);
+            return;
+        }
+        self.lookup_batch_scalar(&keys[..n], &mut out[..n]);
+    }
+
+    /// [`Lpm::lookup_batch`] without vector instructions.
+    #[inline]
+    pub fn lookup_batch_scalar(&self, keys: &[[u8; 16]], out: &mut [u32]) {
+        let n = keys.len().min(out.len());
         let (keys, out) = (&keys[..n], &mut out[..n]);
         for (o, k) in out.iter_mut().zip(keys) {
             *o = self.root[usize::from(u16::from_be_bytes([k[0], k[1]]))];
@@ -125,6 +147,18 @@ impl Lpm {
         }
     }
 
+    /// Continue a walk at entry `e` with the key's byte `byte` (an entry of
+    /// a chunk reached through bytes 2..byte).
+    #[inline]
+    fn walk_from(&self, mut e: u32, key: &[u8; 16], mut byte: usize) -> u32 {
+        let last = (self.width / 8) as usize;
+        while e & CHUNK != 0 && byte < last {
+            e = self.chunks[(e & !CHUNK) as usize][usize::from(key[byte])];
+            byte += 1;
+        }
+        e
+    }
+
     #[inline(always)]
     pub fn lookup4(&self, a: u32) -> Option<u32> {
         self.lookup(u128::from(a) << 96)
@@ -137,6 +171,97 @@ impl Lpm {
 
     pub fn width(&self) -> u32 {
         self.width
+    }
+}
+
+/// The trie walked for 16 keys at once with AVX-512 gathers (as DPDK's
+/// rte_fib6 does with its own trie): the key bytes of the first two
+/// levels' 8 bytes are gathered once, then each level is one masked gather
+/// of the entries of the keys still in a chunk. Keys deeper than byte 7
+/// (IPv6 prefixes longer than /64) finish one by one.
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use super::{Lpm, CHUNK};
+    use std::arch::x86_64::*;
+    use std::sync::OnceLock;
+
+    static AVX512F: OnceLock<bool> = OnceLock::new();
+
+    /// Whether the vector walk may run: the CPU has AVX-512F, and every
+    /// entry offset (chunk x 256 + byte) fits a signed 32-bit gather index.
+    #[inline]
+    pub fn usable(chunks: usize) -> bool {
+        chunks < (1 << 23) && *AVX512F.get_or_init(|| std::arch::is_x86_feature_detected!("avx512f"))
+    }
+
+    /// # Safety
+    /// The CPU must have AVX-512F, `keys` and `out` hold `16 * G` entries,
+    /// and `lpm` has fewer than 2^23 chunks ([`usable`]).
+    ///
+    /// `G` groups of 16 keys go level by level together: a level's gathers
+    /// wait for the previous level's, so independent groups overlap them.
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn lookup<const G: usize>(lpm: &Lpm, keys: &[[u8; 16]], out: &mut [u32]) {
+        debug_assert!(keys.len() == 16 * G && out.len() == 16 * G);
+        // Byte offsets of 16 keys.
+        let offs = _mm512_setr_epi32(0, 16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240);
+        let ff = _mm512_set1_epi32(0xff);
+        let chunk_bit = _mm512_set1_epi32(CHUNK as i32);
+        let base = lpm.chunks.as_ptr() as *const i32;
+        let last = (lpm.width / 8) as usize;
+        let mut w0 = [_mm512_setzero_si512(); G];
+        let mut w1 = [_mm512_setzero_si512(); G];
+        let mut e = [_mm512_setzero_si512(); G];
+        let mut m = [0u16; G];
+        // SAFETY (all gathers and stores): each group's 16 keys are 256
+        // readable bytes, offsets 0..=244 read 4 of them; root indices are
+        // < 2^16 (the root's length); chunk offsets are < chunks.len() x 256
+        // (an entry with CHUNK names an existing chunk), within i32
+        // (`usable`); `out` holds 16 u32 per group.
+        for g in 0..G {
+            let kp = keys[16 * g..].as_ptr() as *const i32;
+            // Bytes 0-3 and 4-7 of every key, little-endian in each lane.
+            w0[g] = unsafe { _mm512_i32gather_epi32::<1>(offs, kp) };
+            if last > 4 {
+                w1[g] = unsafe { _mm512_i32gather_epi32::<1>(_mm512_add_epi32(offs, _mm512_set1_epi32(4)), kp) };
+            }
+            let root_idx = _mm512_or_si512(_mm512_slli_epi32::<8>(_mm512_and_si512(w0[g], ff)), _mm512_and_si512(_mm512_srli_epi32::<8>(w0[g]), ff));
+            e[g] = unsafe { _mm512_i32gather_epi32::<4>(root_idx, lpm.root.as_ptr() as *const i32) };
+        }
+        let mut byte = 2;
+        while byte < last.min(8) {
+            let mut any = 0u16;
+            for g in 0..G {
+                m[g] = _mm512_test_epi32_mask(e[g], chunk_bit);
+                any |= m[g];
+            }
+            if any == 0 {
+                break;
+            }
+            let shift = _mm512_set1_epi32(((byte % 4) * 8) as i32);
+            for g in 0..G {
+                if m[g] == 0 {
+                    continue;
+                }
+                let w = if byte < 4 { w0[g] } else { w1[g] };
+                let b = _mm512_and_si512(_mm512_srlv_epi32(w, shift), ff);
+                let idx = _mm512_add_epi32(_mm512_slli_epi32::<8>(_mm512_andnot_si512(chunk_bit, e[g])), b);
+                e[g] = unsafe { _mm512_mask_i32gather_epi32::<4>(e[g], m[g], idx, base) };
+            }
+            byte += 1;
+        }
+        for g in 0..G {
+            let o = &mut out[16 * g..16 * g + 16];
+            unsafe { _mm512_storeu_si512(o.as_mut_ptr() as *mut _, e[g]) };
+            let m = _mm512_test_epi32_mask(e[g], chunk_bit);
+            if m != 0 {
+                for (i, x) in o.iter_mut().enumerate() {
+                    if m & (1 << i) != 0 {
+                        *x = lpm.walk_from(*x, &keys[16 * g + i], byte);
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -180,6 +305,40 @@ mod tests {
         assert_eq!(t.lookup(k([10, 255, 0, 0])), Some(0));
     }
 
+    /// The AVX-512 walk (when the CPU has it) against the scalar one, on
+    /// prefixes of every length, so that keys stop at every level, in the
+    /// first 8 bytes (vector gathers) and past them (finished one by one).
+    #[test]
+    fn vector_walk_agrees_at_every_depth() {
+        #[cfg(target_arch = "x86_64")]
+        if !avx512::usable(0) {
+            eprintln!("vector_walk_agrees_at_every_depth: this CPU has no AVX-512F; checking the scalar fallback of lookup_batch only");
+        }
+        let base: u128 = 0x2001_0db8_00aa_bbcc_ddee_ff00_1122_3344;
+        let mut p: Vec<(u128, u8, u32)> = (0..=128u8).map(|l| (norm(base, l), l, u32::from(l))).collect();
+        let t = Lpm::build(128, &mut p);
+        // For each length l, a key that matches the /l but not the /(l+1).
+        let keys: Vec<[u8; 16]> = (0..=128u32).map(|l| if l == 128 { base } else { base ^ (1u128 << (127 - l)) }).map(|k| k.to_be_bytes()).collect();
+        for chunk in keys.chunks(16) {
+            let mut v = vec![0u32; chunk.len()];
+            let mut s = vec![0u32; chunk.len()];
+            t.lookup_batch(chunk, &mut v);
+            t.lookup_batch_scalar(chunk, &mut s);
+            assert_eq!(v, s);
+        }
+        let mut v = vec![0u32; keys.len()];
+        t.lookup_batch(&keys, &mut v);
+        assert_eq!(v, (0..=128u32).map(|l| l + 1).collect::<Vec<_>>(), "key l stops at the /l");
+        // IPv4: every length too.
+        let b4: u32 = 0x0a0a_c8f1;
+        let mut p4: Vec<(u128, u8, u32)> = (0..=32u8).map(|l| (norm(u128::from(b4) << 96, l), l, u32::from(l))).collect();
+        let t4 = Lpm::build(32, &mut p4);
+        let keys4: Vec<[u8; 16]> = (0..=32u32).map(|l| if l == 32 { b4 } else { b4 ^ (1u32 << (31 - l)) }).map(|k| { let mut a = [0u8; 16]; a[..4].copy_from_slice(&k.to_be_bytes()); a }).collect();
+        let mut v4 = vec![0u32; keys4.len()];
+        t4.lookup_batch(&keys4, &mut v4);
+        assert_eq!(v4, (0..=32u32).map(|l| l + 1).collect::<Vec<_>>());
+    }
+
     #[test]
     fn ipv6_deep() {
         let a = |s: &str| u128::from(s.parse::<std::net::Ipv6Addr>().unwrap());
@@ -220,6 +379,9 @@ mod tests {
                     for (k, o) in chunk.iter().zip(&out) {
                         prop_assert_eq!(o.checked_sub(1), naive(128, &orig, u128::from_be_bytes(*k)));
                     }
+                    let mut scalar = vec![u32::MAX; chunk.len()];
+                    t.lookup_batch_scalar(chunk, &mut scalar);
+                    prop_assert_eq!(&scalar, &out);
                 }
             }
         }

@@ -34,6 +34,7 @@
 //! receiving port).
 
 use control::demo::{write_pcap, HOST_MAC, ROUTER_DC_MAC};
+use dataplane::benchdata::{dst4, dst6, routes_toml};
 use control::gen::{self, L2};
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::Path;
@@ -47,18 +48,6 @@ const CASES: &[(&str, u8, bool, usize)] = &[
     ("udp4-64", 4, false, 64),
     ("udp6-64", 6, false, 64),
 ];
-
-fn dst4(i: u32) -> Ipv4Addr {
-    // Spread over 10.10.0.0/16: a multiplicative hash of i for the low 16 bits.
-    let h = (i.wrapping_mul(40503) ^ (i >> 3)) as u16;
-    let [a, b] = h.to_be_bytes();
-    Ipv4Addr::new(10, 10, a, b.max(1))
-}
-
-fn dst6(i: u32) -> Ipv6Addr {
-    let h = (i.wrapping_mul(40503) ^ (i >> 3)) as u16;
-    Ipv6Addr::new(0x2001, 0xdb8, 0xa, h, 0, 0, (i >> 16) as u16, (i as u16).max(1))
-}
 
 fn frames(family: u8, roce: bool, payload: usize, n: u32) -> Vec<Vec<u8>> {
     let l2 = L2 { src: HOST_MAC, dst: ROUTER_DC_MAC };
@@ -110,82 +99,12 @@ addresses = ["10.0.2.1/24", "2001:db8:2::1/64"]
 
 {routes}{neighbours}{tail}"#,
         dir = dir.display(),
-        routes = ROUTES,
+        routes = routes_toml(),
         neighbours = neighbours("02:00:00:00:02:02", "02:00:00:00:02:03"),
     )
 }
 
-/// The FIB of every forwarding case: overlapping prefixes, all out of port
-/// "out" via 10.0.2.2 / 10.0.2.3 and 2001:db8:2::2 / 2001:db8:2::3.
-const ROUTES: &str = r#"# Overlapping prefixes: every destination of the input lies in one of the
-# /16 or /48 aggregates, some in more specific ones; plus default routes.
-[[route]]
-prefix = "0.0.0.0/0"
-via = "10.0.2.2"
-
-[[route]]
-prefix = "10.0.0.0/8"
-via = "10.0.2.3"
-
-[[route]]
-prefix = "10.10.0.0/16"
-via = "10.0.2.2"
-
-[[route]]
-prefix = "10.10.128.0/17"
-via = "10.0.2.3"
-
-[[route]]
-prefix = "10.10.64.0/18"
-via = "10.0.2.2"
-
-[[route]]
-prefix = "10.10.7.0/24"
-via = "10.0.2.3"
-
-[[route]]
-prefix = "10.10.200.128/25"
-via = "10.0.2.2"
-
-[[route]]
-prefix = "192.0.2.0/24"
-via = "10.0.2.3"
-
-[[route]]
-prefix = "::/0"
-via = "2001:db8:2::2"
-
-[[route]]
-prefix = "2001:db8::/32"
-via = "2001:db8:2::3"
-
-[[route]]
-prefix = "2001:db8:a::/48"
-via = "2001:db8:2::2"
-
-[[route]]
-prefix = "2001:db8:a:8000::/49"
-via = "2001:db8:2::3"
-
-[[route]]
-prefix = "2001:db8:a:4000::/50"
-via = "2001:db8:2::2"
-
-[[route]]
-prefix = "2001:db8:a:700::/56"
-via = "2001:db8:2::3"
-
-[[route]]
-prefix = "2001:db8:a:c880::/57"
-via = "2001:db8:2::2"
-
-[[route]]
-prefix = "2001:db8:a:1234::/64"
-via = "2001:db8:2::3"
-
-"#;
-
-/// Static neighbours for the two gateways of [`ROUTES`] (MACs of .2 / ::2
+/// Static neighbours for the two gateways of the routes (MACs of .2 / ::2
 /// and .3 / ::3).
 fn neighbours(mac2: &str, mac3: &str) -> String {
     let n = [("10.0.2.2", mac2), ("10.0.2.3", mac3), ("2001:db8:2::2", mac2), ("2001:db8:2::3", mac3)];
@@ -463,7 +382,7 @@ tx_desc = 4096
             inp = self.in_pci,
             outp = self.out_pci,
             q = self.cores.len(),
-            routes = ROUTES,
+            routes = routes_toml(),
             neighbours = neighbours(&self.gen_mac, &self.gen_mac),
         )
     }
