@@ -19,9 +19,6 @@ const AGE_SWEEP_PER_POLL: usize = 64;
 /// hold back.
 pub const MAX_PENDING: usize = 64;
 
-/// `on_enqueue_deferred` starts fetching the flow entry of the packet this
-/// many packets back (whose bucket, prefetched then, should have arrived).
-const PREFETCH_LAG: usize = 6;
 
 /// A packet whose flow is not looked up yet.
 #[derive(Debug, Clone, Copy)]
@@ -83,8 +80,6 @@ pub struct CongestionPort {
     /// Deferred flow learning: `pend[..pend_done]` are looked up.
     pend: Vec<Pending>,
     pend_done: usize,
-    /// `pend[..pend_fetched]`: entries prefetched.
-    pend_fetched: usize,
     stats: CongestionStats,
     /// QD above K_max since (time + 1; 0: not above; REACTED: a CNP went
     /// out since the crossing).
@@ -160,7 +155,6 @@ impl CongestionPort {
             thr: Vec::with_capacity(cap),
             pend: Vec::with_capacity(MAX_PENDING),
             pend_done: 0,
-            pend_fetched: 0,
             stats: CongestionStats::default(),
             cross: 0,
             // 1 us to 60 s at 2 significant digits: about 2300 counters,
@@ -379,14 +373,6 @@ impl CongestionPort {
             if self.pend.len() < MAX_PENDING {
                 self.flows.prefetch_bucket(hash);
                 self.pend.push(Pending { key: r.key, hash, now, psn: r.psn, len, tag, n: 1, flow: NONE, hint: NONE });
-                // Two-stage software pipeline: the bucket of this packet,
-                // the entry of the one PREFETCH_LAG back.
-                let n = self.pend.len();
-                if n > PREFETCH_LAG && self.pend_fetched < n - PREFETCH_LAG {
-                    let i = n - PREFETCH_LAG - 1;
-                    self.pend[i].hint = self.flows.prefetch_entry_of(self.pend[i].hash);
-                    self.pend_fetched = i + 1;
-                }
             } else {
                 self.resolve();
                 self.learn(&r.key, hash, r.psn, len, now);
@@ -404,10 +390,9 @@ impl CongestionPort {
         }
         // The buckets were prefetched on enqueue: find the entries and
         // start fetching them all, then learn.
-        for p in &mut self.pend[from.max(self.pend_fetched)..to] {
+        for p in &mut self.pend[from..to] {
             p.hint = self.flows.prefetch_entry_of(p.hash);
         }
-        self.pend_fetched = to;
         for i in from..to {
             let p = self.pend[i];
             let f = self.learn_hint(&p.key, p.hash, p.hint, p.psn, p.len, p.now);
@@ -431,7 +416,6 @@ impl CongestionPort {
         }
         self.pend.clear();
         self.pend_done = 0;
-        self.pend_fetched = 0;
     }
 
     /// Start fetching a flow's entry (before its `on_dequeue`).
