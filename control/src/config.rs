@@ -736,7 +736,8 @@ pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
     (n == 6).then_some(out)
 }
 
-fn is_pci(s: &str) -> bool {
+/// A PCI address as DPDK's `-a` takes it: dddd:bb:dd.f or bb:dd.f.
+pub fn is_pci(s: &str) -> bool {
     // dddd:bb:dd.f or bb:dd.f
     let b = s.as_bytes();
     let hex = |c: u8| c.is_ascii_hexdigit();

@@ -108,6 +108,20 @@ impl Fib6 {
     }
 }
 
+impl Drop for Fib4 {
+    fn drop(&mut self) {
+        // SAFETY: created by rte_fib_create, freed once.
+        unsafe { dpdk_sys::rte_fib_free(self.0) };
+    }
+}
+
+impl Drop for Fib6 {
+    fn drop(&mut self) {
+        // SAFETY: created by rte_fib6_create, freed once.
+        unsafe { dpdk_sys::rte_fib6_free(self.0) };
+    }
+}
+
 /// ns per lookup of `f(burst index)` over LOOKUPS lookups.
 fn time(mut f: impl FnMut(usize)) -> f64 {
     let bursts = LOOKUPS / BURST;

@@ -33,6 +33,7 @@
 //! gateway a static neighbour at `$LINERATE_GEN_MAC` (the generator's
 //! receiving port).
 
+use control::config;
 use control::demo::{write_pcap, HOST_MAC, ROUTER_DC_MAC};
 use dataplane::benchdata::{dst4, dst6, routes_toml};
 use control::gen::{self, L2};
@@ -302,16 +303,14 @@ struct Linerate {
 impl Linerate {
     fn from_env() -> Result<Linerate, String> {
         let var = |k: &str| std::env::var(k).map_err(|_| format!("{k} is not set"));
+        // The router's own checks of a device and a neighbour MAC.
         let pci = |k: &str| -> Result<String, String> {
             let v = var(k)?;
-            let b = v.as_bytes();
-            let ok = b.len() == 12 && b[4] == b':' && b[7] == b':' && b[10] == b'.' && b.iter().enumerate().all(|(i, c)| [4, 7, 10].contains(&i) || c.is_ascii_hexdigit());
-            if ok { Ok(v) } else { Err(format!("{k} = {v:?}: not a PCI address like 0000:3b:00.0")) }
+            if config::is_pci(&v) { Ok(v) } else { Err(format!("{k} = {v:?}: not a PCI address like 0000:3b:00.0")) }
         };
         let gen_mac = var("LINERATE_GEN_MAC")?;
-        let parts: Vec<&str> = gen_mac.split(':').collect();
-        if parts.len() != 6 || parts.iter().any(|p| p.len() != 2 || u8::from_str_radix(p, 16).is_err()) {
-            return Err(format!("LINERATE_GEN_MAC = {gen_mac:?}: not a MAC address like 3c:fd:fe:00:00:01"));
+        if config::parse_mac(&gen_mac).filter(|m| m[0] & 1 == 0).is_none() {
+            return Err(format!("LINERATE_GEN_MAC = {gen_mac:?}: not a MAC address like 3c:fd:fe:00:00:01 (unicast)"));
         }
         let cores_s = std::env::var("LINERATE_CORES").unwrap_or_else(|_| "2,3,4,5".into());
         let cores: Vec<u32> = cores_s.split(',').map(|c| c.trim().parse::<u32>()).collect::<Result<_, _>>().map_err(|_| format!("LINERATE_CORES = {cores_s:?}: a comma-separated list of core numbers"))?;

@@ -19,7 +19,6 @@ const AGE_SWEEP_PER_POLL: usize = 64;
 /// hold back.
 pub const MAX_PENDING: usize = 64;
 
-
 /// A packet whose flow is not looked up yet.
 #[derive(Debug, Clone, Copy)]
 struct Pending {
