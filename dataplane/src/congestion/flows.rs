@@ -74,14 +74,45 @@ fn fold(a: u64, b: u64) -> u64 {
     (r as u64) ^ ((r >> 64) as u64)
 }
 
-const S: [u64; 6] = [
-    0x243f_6a88_85a3_08d3,
-    0x1319_8a2e_0370_7344,
-    0xa409_3822_299f_31d0,
-    0x082e_fa98_ec4e_6c89,
-    0x4528_21e6_38d0_1377,
-    0xbe54_66cf_34e9_0c6c,
-];
+/// The secret that keys the flow table's hashes. Flow keys come from the
+/// traffic (a source address and a DestQP are anybody's to choose), so with
+/// a hash known in advance a sender could pick keys that all land in one
+/// bucket and make every lookup walk a chain as long as the table: each
+/// table draws its own key at random from the operating system
+/// ([`HashKey::random`]). Only where keys land depends on it, not what the
+/// table does (slots, lists and scans keep insertion order), so runs stay
+/// deterministic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct HashKey([u64; 6]);
+
+impl HashKey {
+    /// Digits of pi, for tests that need a key known in advance.
+    #[cfg(test)]
+    pub(crate) const FIXED: HashKey = HashKey([
+        0x243f_6a88_85a3_08d3,
+        0x1319_8a2e_0370_7344,
+        0xa409_3822_299f_31d0,
+        0x082e_fa98_ec4e_6c89,
+        0x4528_21e6_38d0_1377,
+        0xbe54_66cf_34e9_0c6c,
+    ]);
+
+    /// A fresh random key: std's `RandomState` draws its keys from the
+    /// operating system's random source (getrandom) and gives each
+    /// instance different ones; six words of its SipHash output. Zero or
+    /// tiny words would make a multiply weak, so the top bit is set.
+    pub(crate) fn random() -> HashKey {
+        use std::hash::{BuildHasher, Hasher};
+        let rs = std::collections::hash_map::RandomState::new();
+        let mut k = [0u64; 6];
+        for (i, w) in k.iter_mut().enumerate() {
+            let mut h = rs.build_hasher();
+            h.write_usize(i);
+            *w = h.finish() | (1 << 63);
+        }
+        HashKey(k)
+    }
+}
 
 impl PackedKey {
     pub fn new(src: IpAddr, dst: IpAddr, dest_qp: u32) -> PackedKey {
@@ -126,20 +157,21 @@ impl PackedKey {
     }
 
     #[inline(always)]
-    fn pair_part(&self) -> u64 {
-        fold(self.w[0] ^ S[0], self.w[1] ^ S[1]) ^ fold(self.w[2] ^ S[2], self.w[3] ^ S[3])
+    fn pair_part(&self, k: &HashKey) -> u64 {
+        let s = &k.0;
+        fold(self.w[0] ^ s[0], self.w[1] ^ s[1]) ^ fold(self.w[2] ^ s[2], self.w[3] ^ s[3])
     }
 
-    /// Hash of the whole key.
+    /// Hash of the whole key, keyed by `k`.
     #[inline(always)]
-    pub fn hash(&self) -> u64 {
-        fold(self.pair_part() ^ u64::from(self.qpf), S[4])
+    pub(crate) fn hash(&self, k: &HashKey) -> u64 {
+        fold(self.pair_part(k) ^ u64::from(self.qpf), k.0[4])
     }
 
-    /// Hash of (src, dst).
+    /// Hash of (src, dst), keyed by `k`.
     #[inline(always)]
-    fn pair_hash(&self) -> u64 {
-        fold(self.pair_part() ^ u64::from(self.qpf & (SRC_V4 | DST_V4)), S[5])
+    fn pair_hash(&self, k: &HashKey) -> u64 {
+        fold(self.pair_part(k) ^ u64::from(self.qpf & (SRC_V4 | DST_V4)), k.0[5])
     }
 
     #[inline(always)]
@@ -617,6 +649,8 @@ pub(crate) struct Nz {
 }
 
 pub(crate) struct FlowTable {
+    /// Keys both indices' hashes.
+    hk: HashKey,
     pub entries: Vec<Flow>,
     by_key: KeyIndex,
     by_pair: Index,
@@ -636,9 +670,16 @@ pub(crate) struct FlowTable {
 const NZ_SLACK: usize = 1024;
 
 impl FlowTable {
+    /// A table of `capacity` flows whose hashes are keyed by a random
+    /// secret of its own.
     pub fn new(capacity: usize) -> FlowTable {
+        FlowTable::with_hash_key(capacity, HashKey::random())
+    }
+
+    pub(crate) fn with_hash_key(capacity: usize, hk: HashKey) -> FlowTable {
         let capacity = capacity.max(1);
         FlowTable {
+            hk,
             entries: big_vec(capacity, Flow::EMPTY),
             by_key: KeyIndex::new(capacity),
             by_pair: Index::new(capacity),
@@ -651,6 +692,13 @@ impl FlowTable {
 
     pub fn capacity(&self) -> usize {
         self.entries.len()
+    }
+
+    /// The key index's hash of `key`, what [`FlowTable::prefetch_bucket`],
+    /// [`FlowTable::prefetch_entry_of`] and [`FlowTable::lookup_hint`] take.
+    #[inline(always)]
+    pub fn hash(&self, key: &PackedKey) -> u64 {
+        key.hash(&self.hk)
     }
 
     pub fn len(&self) -> usize {
@@ -713,13 +761,13 @@ impl FlowTable {
     }
 
     pub fn lookup(&self, key: &PackedKey) -> Option<u32> {
-        self.lookup_h(key, key.hash())
+        self.lookup_h(key, key.hash(&self.hk))
     }
 
     /// Insert a new flow (the caller checked it is absent); None when full.
     pub fn insert_h(&mut self, key: PackedKey, h: u64, now: u64) -> Option<u32> {
         let s = self.free.pop()?;
-        let ph = key.pair_hash();
+        let ph = key.pair_hash(&self.hk);
         let head = {
             let e = &self.entries;
             self.by_pair.find(ph, |x| e[x as usize].key().same_pair(&key))
@@ -752,7 +800,7 @@ impl FlowTable {
 
     #[cfg(test)]
     pub fn insert(&mut self, key: PackedKey, now: u64) -> Option<u32> {
-        self.insert_h(key, key.hash(), now)
+        self.insert_h(key, key.hash(&self.hk), now)
     }
 
     /// Remove a live flow (its queued bytes are forgotten).
@@ -765,7 +813,7 @@ impl FlowTable {
         }
         self.set_queued_zero(s);
         let key = f.key();
-        self.by_key.remove(key.hash(), s);
+        self.by_key.remove(key.hash(&self.hk), s);
         // Pair list and index.
         if f.pair_prev != NONE {
             self.entries[f.pair_prev as usize].pair_next = f.pair_next;
@@ -773,7 +821,7 @@ impl FlowTable {
                 self.entries[f.pair_next as usize].pair_prev = f.pair_prev;
             }
         } else {
-            let ph = key.pair_hash();
+            let ph = key.pair_hash(&self.hk);
             let pos = self.by_pair.find(ph, |x| x == s);
             if let Some(pos) = pos {
                 if f.pair_next != NONE {
@@ -782,8 +830,9 @@ impl FlowTable {
                 } else {
                     let e = &self.entries;
                     let mask = self.by_pair.mask;
+                    let hk = &self.hk;
                     self.by_pair
-                        .remove_at(pos, |v| (e[v as usize].key().pair_hash() as usize) & mask);
+                        .remove_at(pos, |v| (e[v as usize].key().pair_hash(hk) as usize) & mask);
                 }
             }
         }
@@ -908,7 +957,7 @@ impl FlowTable {
         let k = PackedKey::new(src, dst, 0);
         let e = &self.entries;
         self.by_pair
-            .find(k.pair_hash(), |x| e[x as usize].key().same_pair(&k))
+            .find(k.pair_hash(&self.hk), |x| e[x as usize].key().same_pair(&k))
             .map_or(NONE, |i| self.by_pair.slots[i])
     }
 
@@ -942,20 +991,20 @@ mod tests {
         let sa = t.insert(a, 0).unwrap();
         let sb = t.insert(b, 0).unwrap();
         // The prefetch's hint is the flow's slot.
-        assert_eq!(t.prefetch_entry_of(a.hash()), sa);
-        assert_eq!(t.prefetch_entry_of(c.hash()), NONE);
-        assert_eq!(t.lookup_hint(&a, a.hash(), sa), Some(sa));
+        assert_eq!(t.prefetch_entry_of(t.hash(&a)), sa);
+        assert_eq!(t.prefetch_entry_of(t.hash(&c)), NONE);
+        assert_eq!(t.lookup_hint(&a, t.hash(&a), sa), Some(sa));
         // A wrong, stale or absent hint falls back to the lookup.
-        assert_eq!(t.lookup_hint(&a, a.hash(), sb), Some(sa));
-        assert_eq!(t.lookup_hint(&a, a.hash(), NONE), Some(sa));
-        assert_eq!(t.lookup_hint(&a, a.hash(), 1 << 30), Some(sa));
+        assert_eq!(t.lookup_hint(&a, t.hash(&a), sb), Some(sa));
+        assert_eq!(t.lookup_hint(&a, t.hash(&a), NONE), Some(sa));
+        assert_eq!(t.lookup_hint(&a, t.hash(&a), 1 << 30), Some(sa));
         t.remove(sa);
-        assert_eq!(t.lookup_hint(&a, a.hash(), sa), None, "removed: the slot's stale key must not match");
+        assert_eq!(t.lookup_hint(&a, t.hash(&a), sa), None, "removed: the slot's stale key must not match");
         let sc = t.insert(c, 0).unwrap();
         assert_eq!(sc, sa, "the freed slot is reused");
-        assert_eq!(t.lookup_hint(&a, a.hash(), sa), None);
-        assert_eq!(t.lookup_hint(&c, c.hash(), sa), Some(sc));
-        assert_eq!(t.lookup_hint(&b, b.hash(), sc), Some(sb));
+        assert_eq!(t.lookup_hint(&a, t.hash(&a), sa), None);
+        assert_eq!(t.lookup_hint(&c, t.hash(&c), sa), Some(sc));
+        assert_eq!(t.lookup_hint(&b, t.hash(&b), sc), Some(sb));
     }
 
     #[test]
@@ -1011,6 +1060,68 @@ mod tests {
         o[16..].copy_from_slice(&"2001:db8::2".parse::<Ipv6Addr>().unwrap().octets());
         assert_eq!(PackedKey::v6(&o, 7), PackedKey::new(a, "2001:db8::2".parse().unwrap(), 7));
         assert_eq!(PackedKey::v4([10, 1, 2, 3], [10, 0, 0, 1], 7), PackedKey::new(b, "10.0.0.1".parse().unwrap(), 7));
+    }
+
+    /// Buckets a lookup of `k` reads.
+    fn probes(t: &FlowTable, k: &PackedKey) -> usize {
+        let h = t.hash(k);
+        let mut i = t.by_key.home(h);
+        let mut n = 1;
+        while t.by_key.b[i].ovf != 0 && !t.by_key.b[i].slots.iter().any(|&s| s != NONE && t.entries[s as usize].key_is(k)) {
+            i = (i + 1) & t.by_key.mask;
+            n += 1;
+        }
+        n
+    }
+
+    #[test]
+    fn every_table_draws_its_own_hash_key() {
+        let (a, b) = (FlowTable::new(8), FlowTable::new(8));
+        assert_ne!(a.hk, b.hk);
+        assert_ne!(a.hk, HashKey::FIXED);
+        let k = key(1, 2, 3);
+        assert_ne!(a.hash(&k), b.hash(&k));
+        assert!(a.hk.0.iter().all(|w| w >> 63 == 1));
+    }
+
+    #[test]
+    fn keys_chosen_to_collide_under_a_known_hash_key_do_not_under_a_random_one() {
+        // A sender who knows the hash picks 140 flow keys (IPv6 sources it
+        // makes up) that share one home bucket: every lookup in that
+        // region then walks a chain of 20 buckets.
+        const N: usize = 140;
+        let cap = 4096;
+        let known = FlowTable::with_hash_key(cap, HashKey::FIXED);
+        let target = 5;
+        let dst: IpAddr = "2001:db8:99::1".parse().unwrap();
+        let mut picked = Vec::new();
+        let mut i = 0u64;
+        while picked.len() < N {
+            let src = IpAddr::V6(Ipv6Addr::from(0x2001_0db8_0000_0000_0000_0000_0000_0000u128 | u128::from(i)));
+            let k = PackedKey::new(src, dst, 7);
+            if known.by_key.home(known.hash(&k)) == target {
+                picked.push(k);
+            }
+            i += 1;
+            assert!(i < 50_000_000, "search bounded");
+        }
+        let fill = |mut t: FlowTable| {
+            for k in &picked {
+                t.insert(*k, 0).unwrap();
+            }
+            for k in &picked {
+                assert!(t.lookup(k).is_some());
+            }
+            let worst = picked.iter().map(|k| probes(&t, k)).max().unwrap();
+            (t, worst)
+        };
+        let (_, worst_known) = fill(known);
+        assert!(worst_known >= N / WAYS, "the chosen keys collide under the known key: {worst_known} buckets");
+        // The router's tables: each its own random key.
+        for _ in 0..5 {
+            let (t, worst) = fill(FlowTable::new(cap));
+            assert!(worst <= 2, "random key {:x?}: a lookup reads {worst} buckets", t.hk);
+        }
     }
 
     #[test]

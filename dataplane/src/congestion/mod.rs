@@ -128,7 +128,16 @@
 //! to its source carries the forward source QP as DestQP; with several flows
 //! between the two hosts, the one whose last PSN is closest at or after the
 //! reverse packet's PSN (ACKs acknowledge forward PSNs) takes it; a tie is
-//! `reverse_ambiguous`.
+//! `reverse_ambiguous`. A reverse packet examines at most
+//! [`MAX_REVERSE_WALK`] (64) of the pair's flows (its first, then the
+//! newest); when the pair has more it learns nothing
+//! (`reverse_walk_limited`): configure the source QPs of host pairs with
+//! that many QPs.
+//!
+//! Both of the table's indices hash with a random key drawn per table
+//! (`HashKey::random`): flow keys are the senders' to choose, and a hash
+//! known in advance would let one sender pile its flows into one bucket
+//! chain that every lookup then walks.
 //!
 //! # Packets ([`build_cnp`])
 //!
@@ -159,7 +168,7 @@ use crate::wire::lhcnp::{Action, CnpInfo};
 
 pub use build::{build_cnp, CTYPE_FLOW_ID, FLOW_ID_LEN};
 pub use flows::PackedKey;
-pub use port::{CongestionPort, ReactionSummary, MAX_PENDING};
+pub use port::{CongestionPort, ReactionSummary, MAX_PENDING, MAX_REVERSE_WALK};
 pub use show::{CongestionView, FlowView, TopScan, MAX_SHOW_FLOWS, SCAN_STEP};
 pub use source::{parse_cnp, SourceModel, SourceParams, SourceReject};
 
@@ -523,6 +532,10 @@ pub struct CongestionStats {
     pub reverse_learned: u64,
     pub reverse_unmatched: u64,
     pub reverse_ambiguous: u64,
+    /// Reverse packets whose host pair has more than
+    /// [`MAX_REVERSE_WALK`] flows: nothing learned (configure those
+    /// source QPs).
+    pub reverse_walk_limited: u64,
     /// Last closed interval: EMR (0..1), QGR (KB/ms).
     pub emr: f64,
     pub qgr_kb_per_ms: f64,

@@ -18,6 +18,11 @@ const AGE_SWEEP_PER_POLL: usize = 64;
 /// Packets whose flow learning [`CongestionPort::on_enqueue_deferred`] may
 /// hold back.
 pub const MAX_PENDING: usize = 64;
+/// At most this many flows between one pair of hosts are examined for a
+/// reverse packet (the pair's list: its first flow, then the newest): a
+/// response costs a bounded number of entry reads however many QPs the
+/// two hosts use (or a sender with spoofed DestQPs made up).
+pub const MAX_REVERSE_WALK: usize = 64;
 
 /// A packet whose flow is not looked up yet.
 #[derive(Debug, Clone, Copy)]
@@ -314,7 +319,7 @@ impl CongestionPort {
         let flow = match info {
             Some(i) if is_data(i.opcode) => {
                 let key = PackedKey::new(i.src, i.dst, i.dest_qp);
-                self.learn(&key, key.hash(), i.psn, len, now)
+                self.learn(&key, self.flows.hash(&key), i.psn, len, now)
             }
             _ => None,
         };
@@ -359,7 +364,7 @@ impl CongestionPort {
         if let Some(r) = roce.filter(|r| is_data(r.opcode)) {
             // A packet train: the same flow as the previous packet, not
             // looked up yet, same time, the next tag.
-            let hash = r.key.hash();
+            let hash = self.flows.hash(&r.key);
             let open = self.pend_done < self.pend.len();
             if let Some(last) = self.pend.last_mut().filter(|_| open) {
                 if last.hash == hash && last.key == r.key && last.now == now && last.tag.wrapping_add(last.n) == tag && last.len.checked_add(len).is_some() {
@@ -516,8 +521,11 @@ impl CongestionPort {
                 }
             }
             s = self.flows.pair_next(s);
-            if n > self.flows.capacity() {
-                break;
+            if n >= MAX_REVERSE_WALK && s != NONE {
+                // More flows between the two hosts than one packet may
+                // cost: learn nothing rather than guess among some.
+                self.stats.reverse_walk_limited += 1;
+                return;
             }
         }
         let pick = if n == 1 {

@@ -738,6 +738,47 @@ fn source_qp_single_flow_and_ambiguity() {
 }
 
 #[test]
+fn reverse_learning_walks_a_bounded_number_of_flows() {
+    use crate::congestion::MAX_REVERSE_WALK;
+    let (a, b) = (ip6(1), ip6(4));
+    // MAX_REVERSE_WALK flows between a and b, PSNs 1000 apart: an ACK at
+    // PSN k*1000 - 5 picks the flow of QP 300 + k.
+    let pair = |n: u32| {
+        let mut c = CongestionPort::new(PortParams { flow_capacity: 1024, ..sec7() });
+        for k in 0..n {
+            c.on_enqueue(Some(&data(a, b, 300 + k, k * 1000)), 1000, true, 0, 0);
+        }
+        assert_eq!(c.stats().flows_active, u64::from(n));
+        c
+    };
+    let n = MAX_REVERSE_WALK as u32;
+    let mut c = pair(n);
+    // The oldest flows are at the end of the pair's list: still reached.
+    c.on_reverse(&ack(b, a, 77, 1000 - 5), 1);
+    assert_eq!(c.flow_source_qp(a, b, 301), Some(77));
+    assert_eq!((c.stats().reverse_learned, c.stats().reverse_walk_limited), (1, 0));
+    // Already known: nothing more.
+    c.on_reverse(&ack(b, a, 77, 1000), 2);
+    assert_eq!((c.stats().reverse_learned, c.stats().reverse_walk_limited), (1, 0));
+
+    // One flow more than a packet may examine: nothing learned, counted,
+    // whichever flow the PSN points at.
+    let mut c = pair(n + 1);
+    c.on_reverse(&ack(b, a, 77, 1000 - 5), 1);
+    c.on_reverse(&ack(b, a, 78, n * 1000 - 5), 2);
+    assert_eq!(c.stats().reverse_walk_limited, 2);
+    assert_eq!(c.stats().reverse_learned, 0);
+    assert!((0..=n).all(|k| c.flow_source_qp(a, b, 300 + k).is_none()));
+    // A configured source QP still works for such a pair.
+    c.set_source_qp(a, b, 301, 55);
+    assert_eq!(c.flow_source_qp(a, b, 301), Some(55));
+    // Other pairs are unaffected.
+    c.on_enqueue(Some(&data(ip6(2), b, 900, 10)), 1000, true, 0, 3);
+    c.on_reverse(&ack(b, ip6(2), 66, 9), 4);
+    assert_eq!(c.flow_source_qp(ip6(2), b, 900), Some(66));
+}
+
+#[test]
 fn source_qp_from_configuration_and_unknown_counter() {
     let mut c = CongestionPort::new(PortParams {
         policy: Policy {
