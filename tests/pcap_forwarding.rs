@@ -1550,3 +1550,62 @@ fn churn(workers: usize) {
     let tagged = tx_bytes.checked_sub(rx_bytes).expect("wan tx-bytes >= dc rx-bytes");
     assert!(tagged % 4 == 0 && tagged / 4 <= rx / 4 + 2, "wan tx-bytes {tx_bytes} = dc rx-bytes {rx_bytes} + 4 per VLAN-tagged packet");
 }
+
+/// Neighbour learning on real DPDK with scapy's frames: ARP senders beyond
+/// `neighbour_learn_limit` are answered but not added to the router's
+/// table, an NS from an off-link source is answered without learning it,
+/// and unsolicited or off-link NAs are dropped by name.
+#[test]
+fn neighbour_learning_is_bounded_and_on_link_only() {
+    python_ok().expect("the scapy oracle is required");
+    let dir = workdir("neighlimit");
+    python(
+        r#"
+import sys
+from scapy.all import Ether, ARP, IPv6, ICMPv6ND_NS, ICMPv6ND_NA, ICMPv6NDOptSrcLLAddr, ICMPv6NDOptDstLLAddr, wrpcap
+r = "02:dc:00:00:00:01"
+f = []
+for i in range(6):
+    m = "02:00:00:00:10:%02x" % i
+    f.append(Ether(src=m, dst="ff:ff:ff:ff:ff:ff") / ARP(op=1, hwsrc=m, psrc="10.0.1.%d" % (10 + i), pdst="10.0.1.1"))
+h = "02:00:00:00:10:99"
+# NS for our address from an off-link source, with its link-layer address.
+f.append(Ether(src=h, dst="33:33:ff:00:00:01") / IPv6(src="2001:db8:77::5", dst="ff02::1:ff00:1", hlim=255) / ICMPv6ND_NS(tgt="2001:db8:1::1") / ICMPv6NDOptSrcLLAddr(lladdr=h))
+# Unsolicited NA (S clear) for an on-link address nobody asked about.
+f.append(Ether(src=h, dst=r) / IPv6(src="2001:db8:1::50", dst="2001:db8:1::1", hlim=255) / ICMPv6ND_NA(tgt="2001:db8:1::50", R=0, S=0, O=1) / ICMPv6NDOptDstLLAddr(lladdr=h))
+# Solicited NA for an off-link target.
+f.append(Ether(src=h, dst=r) / IPv6(src="2001:db8:1::51", dst="2001:db8:1::1", hlim=255) / ICMPv6ND_NA(tgt="2001:db8:99::7", R=0, S=1, O=1) / ICMPv6NDOptDstLLAddr(lladdr=h))
+wrpcap(sys.argv[1], f)
+"#,
+        &[&dir.join("dc-in.pcap").display().to_string()],
+    );
+    control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
+    let cfg = dir.join("r.toml");
+    std::fs::write(&cfg, config(&dir).replacen("[dataplane]\n", "[dataplane]\nneighbour_learn_limit = 3\n", 1)).unwrap();
+    let out = run("neighlimit", &cfg, &["--exit-when-idle", "400", "--duration", "20"]);
+    let so = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "dcirouter exited with {:?}: {so}", out.status);
+    // Every ARP request is answered and seen by the worker; the control
+    // thread's table takes the first three.
+    assert_eq!(counter(&so, "arp-reply-sent"), 6, "{so}");
+    assert_eq!(counter(&so, "arp-learned"), 6, "{so}");
+    assert_eq!(counter(&so, "neighbour-learn-refused"), 3, "{so}");
+    assert_eq!(counter(&so, "nd-advert-sent"), 1, "{so}");
+    assert_eq!(counter(&so, "nd-solicit-source-off-link"), 1, "{so}");
+    assert_eq!(counter(&so, "nd-learned"), 0, "{so}");
+    assert_eq!(counter(&so, "nd-advert-unsolicited-unknown"), 1, "{so}");
+    assert_eq!(counter(&so, "nd-advert-off-link"), 1, "{so}");
+    assert_eq!(mempool_in_use(&so), 0, "{so}");
+    let dc = read_pcap(&dir.join("dc-out.pcap")).unwrap();
+    let replies: Vec<_> = dc.iter().filter(|f| f[12..14] == [0x08, 0x06] && f[20..22] == [0, 2]).collect();
+    assert_eq!(replies.len(), 6);
+    for (i, f) in replies.iter().enumerate() {
+        assert_eq!(&f[0..6], &[0x02, 0, 0, 0, 0x10, i as u8], "reply {i} to its sender");
+        assert_eq!(&f[38..42], &[10, 0, 1, 10 + i as u8]);
+    }
+    // The NA goes back to the off-link sender's link-layer address.
+    let na: Vec<_> = dc.iter().filter(|f| f[12..14] == [0x86, 0xdd] && f[14 + 40] == 136).collect();
+    assert_eq!(na.len(), 1);
+    assert_eq!(&na[0][0..6], &[0x02, 0, 0, 0, 0x10, 0x99]);
+    assert_eq!(&na[0][14 + 24..14 + 40], &"2001:db8:77::5".parse::<std::net::Ipv6Addr>().unwrap().octets());
+}

@@ -366,6 +366,9 @@ fn d_icmp_burst() -> u32 {
 fn d_solicit() -> u64 {
     1000
 }
+fn d_neigh_limit() -> usize {
+    16384
+}
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -387,6 +390,10 @@ pub struct DataplaneSection {
     /// Minimum interval between ARP requests / Neighbor Solicitations for one address.
     #[serde(default = "d_solicit")]
     pub neighbour_solicit_interval_ms: u64,
+    /// Most neighbours learned from ARP / ND at once (static ones apart);
+    /// beyond it new addresses are not learned (`neighbour-learn-refused`).
+    #[serde(default = "d_neigh_limit")]
+    pub neighbour_learn_limit: usize,
     /// End.MT replicas reference the received payload instead of copying it
     /// (when every port sends chained mbufs; otherwise full copies).
     #[serde(default = "d_true")]
@@ -402,6 +409,7 @@ impl Default for DataplaneSection {
             icmp_error_rate_pps: d_icmp_rate(),
             icmp_error_burst: d_icmp_burst(),
             neighbour_solicit_interval_ms: d_solicit(),
+            neighbour_learn_limit: d_neigh_limit(),
             zero_copy_replication: true,
         }
     }
@@ -776,6 +784,9 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         if !seen.insert(*c) {
             return err(format!("dataplane.worker_cores[{i}]"), c, "listed twice");
         }
+    }
+    if d.neighbour_learn_limit == 0 || d.neighbour_learn_limit > 1 << 20 {
+        return err("dataplane.neighbour_learn_limit".into(), &d.neighbour_learn_limit, "must be 1..=1048576");
     }
     if d.icmp_error_burst == 0 && d.icmp_error_rate_pps > 0 {
         return err("dataplane.icmp_error_burst".into(), &0, "must be >= 1 when icmp_error_rate_pps > 0");
@@ -1690,6 +1701,10 @@ interface = "wan"
         assert!(e.contains("dataplane.worker_cores[1] = 0") && e.contains("twice"), "{e}");
         let e = bad(("[dataplane]", "[dataplane]\nbogus = 1"));
         assert!(e.contains("bogus"), "{e}");
+        for v in ["0", "1048577"] {
+            let e = bad(("[dataplane]", &format!("[dataplane]\nneighbour_learn_limit = {v}")));
+            assert!(e.contains(&format!("dataplane.neighbour_learn_limit = {v}")) && e.contains("1..=1048576"), "{e}");
+        }
         let e = bad(("addresses = [\"10.0.2.1/24\"]", "addresses = [\"10.0.1.1/24\"]"));
         assert!(e.contains("configured twice"), "{e}");
     }

@@ -15,7 +15,7 @@ use crossbeam::channel::{bounded, Receiver, Sender};
 use dataplane::counters::{Snapshot, WorkerCounters};
 use dataplane::dpdk::{self, Eal, Mempool, Port, PortConfig};
 use dataplane::pipeline::{Event, Pipeline, PipelineConfig};
-use dataplane::tables::{Fib, NeighSource, Neighbours, Topology};
+use dataplane::tables::{Fib, Learned, NeighSource, Neighbours, Topology};
 use dataplane::worker::{Update, Worker, WorkerLinks, WorkerSpec};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -503,6 +503,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         }
         a
     });
+    let neigh_limit = control.cfg.dataplane.neighbour_learn_limit;
     let status_every = Duration::from_millis(control.cfg.dataplane.status_interval_ms);
     let mut last_status = Instant::now();
     let mut last_snap = control.snapshot();
@@ -515,9 +516,11 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         let mut changed = false;
         while let Ok((_w, ev)) = ev_rx.try_recv() {
             match ev {
-                Event::NeighbourLearned { iface, ip, mac } => {
-                    changed |= control.neighbours.learn(iface, ip, mac, NeighSource::Learned);
-                }
+                Event::NeighbourLearned { iface, ip, mac } => match control.neighbours.learn_bounded(iface, ip, mac, NeighSource::Learned, neigh_limit) {
+                    Learned::Changed => changed = true,
+                    Learned::Unchanged => {}
+                    Learned::Full => control.own.local(dataplane::counters::Local::NeighbourLearnRefused),
+                },
                 Event::PeNotification(note) => {
                     let Some(pe) = control.pe.as_mut() else {
                         // The workers only hand these over with a PE configured.

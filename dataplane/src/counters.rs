@@ -43,6 +43,8 @@ reasons!(Drop, N_DROPS {
     MalformedIpv6 => "malformed-ipv6",
     Ipv6Martian => "ipv6-martian",
     MalformedNd => "malformed-nd",
+    NdAdvertOffLink => "nd-advert-off-link",
+    NdAdvertUnsolicited => "nd-advert-unsolicited-unknown",
     // forwarding
     TtlExpired => "ttl-expired",
     NoRoute => "no-route",
@@ -111,6 +113,8 @@ reasons!(Local, N_LOCAL {
     ArpLearned => "arp-learned",
     NdAdvert => "nd-advert-sent",
     NdLearned => "nd-learned",
+    NdSourceOffLink => "nd-solicit-source-off-link",
+    NeighbourLearnRefused => "neighbour-learn-refused",
     EchoReply4 => "icmp-echo-reply",
     EchoReply6 => "icmpv6-echo-reply",
     TimeExceeded4 => "icmp-time-exceeded-sent",

@@ -693,9 +693,15 @@ impl Pipeline {
         let our_mac = ifc.mac;
         let port = ifc.port;
         let vlan = ifc.vlan;
+        let src_on_link = on_link6(ifc, &src);
         if let Some(mac) = sllao {
-            if !src.is_unspecified() {
+            // RFC 4861 s.7.2.3 has the sender cached; only when it is on
+            // the link (link-local or in one of the interface's
+            // prefixes): an off-link source would only fill the table.
+            if src_on_link {
                 self.learn(l2.iface, IpAddr::V6(src), mac);
+            } else {
+                self.counters.local(Local::NdSourceOffLink);
             }
         }
         let frame_src = EthernetFrame::new_unchecked(p.data()).src_addr();
@@ -746,6 +752,19 @@ impl Pipeline {
         };
         if target.is_multicast() {
             return Err(Drop::MalformedNd);
+        }
+        let solicited = p.data()[l2.l3 + off + 4] & 0x40 != 0;
+        let ifc = self.topo.iface(l2.iface).ok_or(Drop::VlanUnknown)?;
+        if !on_link6(ifc, &target) {
+            return Err(Drop::NdAdvertOffLink);
+        }
+        // RFC 4861 s.7.2.5: an unsolicited advertisement for an address
+        // with no entry is discarded; one that answers a solicitation (this
+        // worker's or another's: the reply may arrive on any RX queue)
+        // creates it.
+        let known = self.neigh.get(l2.iface, IpAddr::V6(target)).is_some() || self.learned.contains_key(&(l2.iface, IpAddr::V6(target)));
+        if !solicited && !known {
+            return Err(Drop::NdAdvertUnsolicited);
         }
         let mac = tllao.unwrap_or_else(|| EthernetFrame::new_unchecked(p.data()).src_addr());
         if ethernet::is_unicast(&mac) {
@@ -1012,6 +1031,12 @@ fn icmp6_error_allowed(pkt: &[u8]) -> bool {
 
 /// The link-layer address option of type `want` (1 source, 2 target) in ND
 /// options; malformed options are an error (RFC 4861 s.4.6: length 0 is invalid).
+/// A neighbour address on the link of `ifc`: link-local, or inside one of
+/// its IPv6 prefixes (not the unspecified address).
+fn on_link6(ifc: &Interface, a: &Ipv6Addr) -> bool {
+    !a.is_unspecified() && (crate::tables::is_link_local(a) || ifc.v6.iter().any(|n| n.contains(a)))
+}
+
 fn nd_lladdr(mut opts: &[u8], want: u8) -> Result<Option<MacAddr>, Drop> {
     let mut found = None;
     while !opts.is_empty() {

@@ -338,6 +338,19 @@ pub struct Neighbours {
     // Packet-path copies keyed by plain integers (cheaper to hash than IpAddr).
     v4: FxHashMap<(u16, u32), MacAddr>,
     v6: FxHashMap<(u16, u128), MacAddr>,
+    /// Entries with `NeighSource::Learned`.
+    learned: usize,
+}
+
+/// What [`Neighbours::learn_bounded`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Learned {
+    /// A new entry, or a changed MAC.
+    Changed,
+    /// Already so (or a static entry, which learning never replaces).
+    Unchanged,
+    /// A new address while `limit` learned entries exist: not added.
+    Full,
 }
 
 impl Neighbours {
@@ -380,19 +393,34 @@ impl Neighbours {
     /// Insert or refresh; a learned entry never replaces a static one.
     /// Returns true when the table changed.
     pub fn learn(&mut self, iface: u16, ip: IpAddr, mac: MacAddr, source: NeighSource) -> bool {
-        match self.map.get(&(iface, ip)) {
-            Some(n) if n.source == NeighSource::Static && source == NeighSource::Learned => false,
-            Some(n) if n.mac == mac && n.source == source => false,
-            _ => {
-                self.map.insert((iface, ip), Neighbour { mac, source });
-                self.index(iface, ip, Some(mac));
-                true
-            }
-        }
+        self.learn_bounded(iface, ip, mac, source, usize::MAX) == Learned::Changed
+    }
+    /// [`Neighbours::learn`] that adds a new learned address only while
+    /// fewer than `limit` learned entries exist (static entries do not
+    /// count and are never refused; a known address may change its MAC).
+    pub fn learn_bounded(&mut self, iface: u16, ip: IpAddr, mac: MacAddr, source: NeighSource, limit: usize) -> Learned {
+        let old = match self.map.get(&(iface, ip)) {
+            Some(n) if n.source == NeighSource::Static && source == NeighSource::Learned => return Learned::Unchanged,
+            Some(n) if n.mac == mac && n.source == source => return Learned::Unchanged,
+            Some(n) => Some(n.source),
+            None if source == NeighSource::Learned && self.learned >= limit => return Learned::Full,
+            None => None,
+        };
+        self.learned -= usize::from(old == Some(NeighSource::Learned));
+        self.learned += usize::from(source == NeighSource::Learned);
+        self.map.insert((iface, ip), Neighbour { mac, source });
+        self.index(iface, ip, Some(mac));
+        Learned::Changed
     }
     pub fn remove(&mut self, iface: u16, ip: IpAddr) -> Option<Neighbour> {
         self.index(iface, ip, None);
-        self.map.remove(&(iface, ip))
+        let n = self.map.remove(&(iface, ip));
+        self.learned -= usize::from(n.is_some_and(|n| n.source == NeighSource::Learned));
+        n
+    }
+    /// Learned (not static) entries.
+    pub fn learned_len(&self) -> usize {
+        self.learned
     }
     pub fn iter(&self) -> impl Iterator<Item = (&(u16, IpAddr), &Neighbour)> {
         self.map.iter()
@@ -454,6 +482,38 @@ mod tests {
         assert!(t.accepts6(&"fe80::ff:fe00:1".parse().unwrap()));
         assert_eq!(t.iface_of(0, None), Some(0));
         assert_eq!(t.iface_of(0, Some(5)), None);
+    }
+
+    #[test]
+    fn learned_entries_are_bounded() {
+        let mut n = Neighbours::default();
+        let ip = |i: u8| IpAddr::from([10, 0, 0, i]);
+        assert!(n.learn(0, ip(100), [9; 6], NeighSource::Static));
+        for i in 1..=3 {
+            assert_eq!(n.learn_bounded(0, ip(i), [i; 6], NeighSource::Learned, 3), Learned::Changed);
+        }
+        assert_eq!(n.learned_len(), 3);
+        // Full: a new address is refused, a known one may move, statics
+        // are neither counted nor refused.
+        assert_eq!(n.learn_bounded(0, ip(4), [4; 6], NeighSource::Learned, 3), Learned::Full);
+        assert!(n.get(0, ip(4)).is_none() && n.mac(0, ip(4)).is_none());
+        assert_eq!(n.learn_bounded(0, ip(2), [7; 6], NeighSource::Learned, 3), Learned::Changed);
+        assert_eq!(n.mac(0, ip(2)), Some([7; 6]));
+        assert_eq!(n.learn_bounded(0, ip(2), [7; 6], NeighSource::Learned, 3), Learned::Unchanged);
+        assert_eq!(n.learn_bounded(0, ip(5), [5; 6], NeighSource::Static, 3), Learned::Changed);
+        assert_eq!(n.learn_bounded(0, ip(100), [8; 6], NeighSource::Learned, 3), Learned::Unchanged);
+        assert_eq!((n.len(), n.learned_len()), (5, 3));
+        // Room again after a removal; a learned entry made static stops
+        // counting.
+        n.remove(0, ip(1));
+        assert_eq!(n.learned_len(), 2);
+        assert_eq!(n.learn_bounded(0, ip(3), [3; 6], NeighSource::Static, 3), Learned::Changed);
+        assert_eq!(n.learned_len(), 1);
+        assert_eq!(n.learn_bounded(0, ip(4), [4; 6], NeighSource::Learned, 3), Learned::Changed);
+        assert_eq!(n.learn_bounded(0, ip(6), [6; 6], NeighSource::Learned, 3), Learned::Changed);
+        assert_eq!(n.learn_bounded(0, ip(7), [6; 6], NeighSource::Learned, 3), Learned::Full);
+        n.remove(0, ip(3));
+        assert_eq!(n.learned_len(), 3, "removing a static entry frees no learned room");
     }
 
     #[test]

@@ -1416,6 +1416,65 @@ fn na_is_learned_and_consumed() {
     assert_eth(p.data(), NEW, R1, 0x86dd);
 }
 
+/// Only on-link addresses are learned, and an unsolicited NA only updates
+/// an address already known (RFC 4861 s.7.2.3, s.7.2.5): a sender on the
+/// link cannot fill the table with made-up off-link addresses.
+#[test]
+fn nd_learns_only_on_link_and_unsolicited_na_only_for_known() {
+    let mut pl = pipeline();
+    let ours = v6("2001:db8::1");
+    let group = solicited_node_of(ours);
+    let dmac = [0x33, 0x33, 0xff, 0, 0, 1];
+    // NS from an off-link source (not in 2001:db8::/64 of interface 0):
+    // answered, not learned.
+    let off = v6("2001:db8:77::5");
+    let m = icmpv6(off, group, 135, 0, &ns_body(ours, Some(NEW)));
+    let mut p = VecPacket::from_bytes(&frame6(dmac, NEW, None, &ipv6(off, group, 255, 58, &m)));
+    assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Tx(0));
+    assert_eq!(&p.data()[14 + 24..14 + 40], &off.octets(), "the NA goes back to it");
+    assert!(pl.events.is_empty());
+    assert_eq!(local(&pl, Local::NdSourceOffLink), 1);
+    assert_eq!(local(&pl, Local::NdLearned), 0);
+    // From a link-local source: learned.
+    let ll = v6("fe80::42");
+    let m = icmpv6(ll, group, 135, 0, &ns_body(ours, Some(NEW2)));
+    let mut p = VecPacket::from_bytes(&frame6(dmac, NEW2, None, &ipv6(ll, group, 255, 58, &m)));
+    assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Tx(0));
+    assert_eq!(pl.events, vec![Event::NeighbourLearned { iface: 0, ip: IpAddr::V6(ll), mac: NEW2 }]);
+
+    let na = |target: Ipv6Addr, flags: u8, mac: MacAddr| {
+        let mut body = vec![flags, 0, 0, 0];
+        body.extend_from_slice(&target.octets());
+        body.extend_from_slice(&[2, 1]);
+        body.extend_from_slice(&mac);
+        let src = v6("2001:db8:1::77");
+        let dst = v6("2001:db8:1::1");
+        frame6(R1, NEW, None, &ipv6(src, dst, 255, 58, &icmpv6(src, dst, 136, 0, &body)))
+    };
+    pl.events.clear();
+    // Solicited NA for an off-link target.
+    assert_drop(&mut pl, &na(v6("2001:db8:99::7"), 0x60, NEW), 1, Drop::NdAdvertOffLink, "nd-advert-off-link");
+    // Unsolicited (S clear) NA for an on-link address nobody knows.
+    let t = v6("2001:db8:1::78");
+    assert_drop(&mut pl, &na(t, 0x20, NEW), 1, Drop::NdAdvertUnsolicited, "nd-advert-unsolicited-unknown");
+    assert!(pl.events.is_empty());
+    // Solicited: learned; then an unsolicited one (the host's new MAC)
+    // updates it.
+    let mut p = VecPacket::from_bytes(&na(t, 0x60, NEW));
+    assert_eq!(run(&mut pl, &mut p, 1, T0), Verdict::Consumed);
+    let mut p = VecPacket::from_bytes(&na(t, 0x20, NEW2));
+    assert_eq!(run(&mut pl, &mut p, 1, T0), Verdict::Consumed);
+    assert_eq!(
+        pl.events,
+        vec![Event::NeighbourLearned { iface: 1, ip: IpAddr::V6(t), mac: NEW }, Event::NeighbourLearned { iface: 1, ip: IpAddr::V6(t), mac: NEW2 }]
+    );
+    // An unsolicited NA for a configured (static) neighbour is accepted
+    // as known (learning never replaces a static entry in the tables).
+    let st = v6("2001:db8:1::fe");
+    let mut p = VecPacket::from_bytes(&na(st, 0x20, NEW));
+    assert_eq!(run(&mut pl, &mut p, 1, T0), Verdict::Consumed);
+}
+
 // ================================================================== echo
 
 #[test]
