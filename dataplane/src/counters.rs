@@ -130,6 +130,7 @@ reasons!(Local, N_LOCAL {
     Reassembled => "reassembled",
     ArpRequestSent => "arp-request-sent",
     NsSent => "nd-solicit-sent",
+    SolicitStateFull => "neighbour-resolution-full",
     CeMarked => "ecn-ce-marked",
     CnpNotify => "lhcnp-notify-sent",
     CnpRateReduce => "lhcnp-rate-reduce-sent",

@@ -10,14 +10,13 @@
 use crate::counters::{Drop, Local, WorkerCounters};
 use crate::packet::PacketBuffer;
 use crate::srv6::{ReplicaJob, SidTable};
-use crate::tables::{solicited_node, Fib, Interface, MacAddr, Neighbours, NextHop, Topology};
+use crate::tables::{solicited_node, Fib, Interface, KeyedMap, MacAddr, Neighbours, NextHop, Topology};
 use crate::wire::arp::{ArpOperation, ArpPacket, ArpRepr};
 use crate::wire::checksum;
 use crate::wire::ethernet::{self, EtherType, EthernetFrame};
 use crate::wire::icmpv4::{Icmpv4Message, Icmpv4Packet};
 use crate::wire::ipv4::{IpProtocol, Ipv4Packet};
 use crate::wire::ipv6::{walk_ext_chain, Ipv6Packet};
-use rustc_hash::FxHashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
@@ -118,10 +117,14 @@ pub struct Pipeline {
     pub events: Vec<Event>,
     /// Addresses to resolve, drained by the worker after each burst.
     pub solicits: Vec<Solicit>,
-    solicit_last: FxHashMap<(u16, IpAddr), u64>,
+    solicit_last: KeyedMap<(u16, IpAddr), u64>,
+    /// `solicit_last` is full: no pass over it to free room before this
+    /// time (a pass that frees nothing would otherwise be repeated for
+    /// every packet to a new unresolved address).
+    solicit_prune_at: u64,
     /// Neighbours this worker learned that are not yet in a snapshot from
     /// the control thread, so that forwarding to them works at once.
-    learned: FxHashMap<(u16, IpAddr), MacAddr>,
+    learned: KeyedMap<(u16, IpAddr), MacAddr>,
     /// Per FIB next hop (by index): egress interface and gateway MAC when
     /// the gateway is resolved; None for connected routes and unresolved
     /// gateways.
@@ -178,7 +181,7 @@ const MAX_LEARNED: usize = 1024;
 
 impl Pipeline {
     pub fn new(topo: Arc<Topology>, fib: Arc<Fib>, neigh: Arc<Neighbours>, counters: Arc<WorkerCounters>, cfg: PipelineConfig) -> Self {
-        let mut solicit_last = FxHashMap::default();
+        let mut solicit_last = KeyedMap::default();
         solicit_last.reserve(MAX_SOLICIT_STATE);
         let mut p = Pipeline {
             topo,
@@ -190,8 +193,9 @@ impl Pipeline {
             events: Vec::with_capacity(EVENTS_CAP),
             solicits: Vec::with_capacity(EVENTS_CAP),
             solicit_last,
+            solicit_prune_at: 0,
             learned: {
-                let mut m = FxHashMap::default();
+                let mut m = KeyedMap::default();
                 m.reserve(MAX_LEARNED);
                 m
             },
@@ -898,9 +902,17 @@ impl Pipeline {
             }
         }
         if self.solicit_last.len() >= MAX_SOLICIT_STATE && !self.solicit_last.contains_key(&key) {
+            // Full (a sender walking a connected prefix, RFC 6583 s.4):
+            // drop the entries older than the solicit interval, at most
+            // once per interval; until then new addresses wait.
             let horizon = self.cfg.solicit_interval_ns;
-            self.solicit_last.retain(|_, t| now_ns.saturating_sub(*t) < horizon);
+            if now_ns >= self.solicit_prune_at {
+                self.solicit_last.retain(|_, t| now_ns.saturating_sub(*t) < horizon);
+                let oldest = self.solicit_last.values().min().copied().unwrap_or(now_ns);
+                self.solicit_prune_at = oldest.saturating_add(horizon).max(now_ns.saturating_add(horizon / 8)).max(now_ns.saturating_add(1));
+            }
             if self.solicit_last.len() >= MAX_SOLICIT_STATE {
+                self.counters.local(Local::SolicitStateFull);
                 return;
             }
         }

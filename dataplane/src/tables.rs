@@ -331,13 +331,19 @@ pub struct Neighbour {
     pub source: NeighSource,
 }
 
+/// A hash map whose keys senders choose (learned neighbours, addresses
+/// being resolved): foldhash with a random seed per process and map, so a
+/// sender cannot pick keys that collide (FxHash, used for the configured
+/// tables, is a fixed multiply anyone can invert).
+pub type KeyedMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+
 /// IP -> MAC per interface.
 #[derive(Debug, Clone, Default)]
 pub struct Neighbours {
-    map: FxHashMap<(u16, IpAddr), Neighbour>,
+    map: KeyedMap<(u16, IpAddr), Neighbour>,
     // Packet-path copies keyed by plain integers (cheaper to hash than IpAddr).
-    v4: FxHashMap<(u16, u32), MacAddr>,
-    v6: FxHashMap<(u16, u128), MacAddr>,
+    v4: KeyedMap<(u16, u32), MacAddr>,
+    v6: KeyedMap<(u16, u128), MacAddr>,
     /// Entries with `NeighSource::Learned`.
     learned: usize,
 }
@@ -482,6 +488,19 @@ mod tests {
         assert!(t.accepts6(&"fe80::ff:fe00:1".parse().unwrap()));
         assert_eq!(t.iface_of(0, None), Some(0));
         assert_eq!(t.iface_of(0, Some(5)), None);
+    }
+
+    #[test]
+    fn sender_keyed_maps_hash_with_their_own_seeds() {
+        use std::hash::BuildHasher;
+        let (a, b) = (Neighbours::default(), Neighbours::default());
+        let k = (1u16, u128::from(Ipv6Addr::LOCALHOST));
+        assert_ne!(a.v6.hasher().hash_one(k), b.v6.hasher().hash_one(k));
+        // A snapshot (clone) keeps its table's seed, so it finds its keys.
+        let mut n = Neighbours::default();
+        n.learn(1, IpAddr::V6(Ipv6Addr::LOCALHOST), [2; 6], NeighSource::Learned);
+        let c = n.clone();
+        assert_eq!(c.mac(1, IpAddr::V6(Ipv6Addr::LOCALHOST)), Some([2; 6]));
     }
 
     #[test]

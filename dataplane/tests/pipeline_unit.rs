@@ -2138,6 +2138,39 @@ fn event_and_solicit_queues_are_bounded() {
     assert_eq!(pl.solicits, vec![Solicit { iface: 3, target: IpAddr::V4(v4("10.3.0.40")) }]);
 }
 
+/// A sender walking a connected /64 (RFC 6583): the addresses being
+/// resolved are bounded (4096 per worker, one solicit interval each); more
+/// wait, counted, until entries expire.
+#[test]
+fn addresses_in_resolution_are_bounded() {
+    let mut pl = pipeline();
+    let sec = 1_000_000_000u64;
+    let mut solicited = 0usize;
+    let send = |pl: &mut Pipeline, i: u32, now: u64| {
+        let dst = Ipv6Addr::from(u128::from(v6("2001:db8:1::")) | 0x1_0000 | u128::from(i));
+        let mut p = VecPacket::from_bytes(&frame6(R0, H0, None, &ipv6(v6("2001:db8::2"), dst, 64, 17, &udp(4))));
+        assert_eq!(run(pl, &mut p, 0, now), Verdict::Drop(Drop::NeighbourMiss));
+        let n = pl.solicits.len();
+        pl.solicits.clear();
+        n
+    };
+    for i in 0..4096 + 100 {
+        solicited += send(&mut pl, i, T0 + u64::from(i));
+    }
+    assert_eq!(solicited, 4096);
+    assert_eq!(local(&pl, Local::SolicitStateFull), 100);
+    assert_eq!(drops(&pl, Drop::NeighbourMiss), 4196);
+    // Half an interval later nothing has expired: still full.
+    assert_eq!(send(&mut pl, 9000, T0 + sec / 2), 0);
+    assert_eq!(local(&pl, Local::SolicitStateFull), 101);
+    // Once the first entries are an interval old, new addresses are
+    // resolved again.
+    assert_eq!(send(&mut pl, 9001, T0 + sec + 4096), 1);
+    // The one refused before is asked for now.
+    assert_eq!(send(&mut pl, 9000, T0 + sec + 4097), 1);
+    assert_eq!(local(&pl, Local::SolicitStateFull), 101);
+}
+
 #[test]
 fn set_neighbours_swaps_snapshot() {
     let mut pl = pipeline();
