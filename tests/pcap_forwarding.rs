@@ -337,7 +337,15 @@ fn shaped_port_queues_paces_and_tail_drops() {
 /// tshark.
 #[test]
 fn congested_port_marks_ce_and_sends_long_haul_cnps() {
-    let dir = workdir("cong");
+    let (dir, so, se) = congested_run("cong", true);
+    cong_checks(&dir, &so, &se);
+}
+
+/// The congestion case's run: 400 IPv6 and 400 IPv4 RoCEv2 packets into a
+/// port shaped to 20 Mb/s; the IPv4 hosts configured for the RoCEv2
+/// format or not (draft-tian s.10.5).
+fn congested_run(name: &str, ipv4_roce: bool) -> (std::path::PathBuf, String, String) {
+    let dir = workdir(name);
     let to_router = control::gen::L2 { src: HOST, dst: R_DC };
     let mut frames = Vec::new();
     for i in 0..400u32 {
@@ -352,17 +360,23 @@ fn congested_port_marks_ce_and_sends_long_haul_cnps() {
         .replacen(
             "[[route]]",
             "[port.congestion]\nrtt_est_us = 2000\nk_base_bytes = 65536\ninterval_us = 500\ntop_flows = 2\n\
-             [[port.congestion.source_qp]]\nsource = \"2001:db8:1::2\"\ndestination = \"2001:db8:3::7\"\ndest_qp = 0x100\nsource_qp = 0x900\n[[route]]",
+             [[port.congestion.source_qp]]\nsource = \"2001:db8:1::2\"\ndestination = \"2001:db8:3::7\"\ndest_qp = 0x100\nsource_qp = 0x900\n\
+             SOURCE_FORMAT[[route]]",
             1,
         )
+        .replacen("SOURCE_FORMAT", if ipv4_roce { "[[port.congestion.source_format]]\nprefix = \"10.0.1.0/24\"\nformat = \"roce\"\n" } else { "" }, 1)
         + "[[neighbour]]\nip = \"10.0.1.2\"\nmac = \"02:00:00:00:01:02\"\ninterface = \"dc\"\n[[neighbour]]\nip = \"2001:db8:1::2\"\nmac = \"02:00:00:00:01:02\"\ninterface = \"dc\"\n";
     std::fs::write(&cfg, text).unwrap();
-    let out = run("cong", &cfg, &["--exit-when-idle", "1500", "--duration", "30"]);
+    let out = run(name, &cfg, &["--exit-when-idle", "1500", "--duration", "30"]);
     assert!(out.status.success());
     let so = String::from_utf8_lossy(&out.stdout).to_string();
     let se = String::from_utf8_lossy(&out.stderr).to_string();
+    (dir, so, se)
+}
+
+fn cong_checks(dir: &std::path::Path, so: &str, se: &str) {
     assert!(se.contains("K_min 32768 bytes, K_max 65536 bytes"), "thresholds: {se}");
-    assert_eq!(mempool_in_use(&so), 0);
+    assert_eq!(mempool_in_use(so), 0);
 
     let wan = read_pcap(&dir.join("wan-out.pcap")).unwrap();
     let ce = |f: &Vec<u8>| match u16::from_be_bytes([f[12], f[13]]) {
@@ -372,7 +386,7 @@ fn congested_port_marks_ce_and_sends_long_haul_cnps() {
     let marked = wan.iter().filter(|f| ce(f)).count();
     assert!(!ce(&wan[0]), "the first packets leave an empty queue unmarked");
     assert!(marked > 100, "packets queued above K_min are CE-marked: {marked} of {}", wan.len());
-    assert_eq!(counter(&so, "ecn-ce-marked") as usize, marked);
+    assert_eq!(counter(so, "ecn-ce-marked") as usize, marked);
     for f in wan.iter().filter(|f| f[12..14] == [0x08, 0x00]) {
         assert!(ipv4_checksum_ok(&f[14..]), "IPv4 checksum after CE marking");
         dataplane::wire::roce::icrc_check(&f[14..]).expect("ECN is masked out of the ICRC");
@@ -400,7 +414,7 @@ fn congested_port_marks_ce_and_sends_long_haul_cnps() {
         assert_eq!(bth[4] & 0x20, 0x20, "E bit");
         dataplane::wire::roce::icrc_check(ip).expect("ICRC of the RoCEv2 Long-haul CNP");
     }
-    let sent: u64 = ["lhcnp-notify-sent", "lhcnp-rate-reduce-sent", "lhcnp-pause-sent", "lhcnp-resume-sent"].iter().map(|n| counter(&so, n)).sum();
+    let sent: u64 = ["lhcnp-notify-sent", "lhcnp-rate-reduce-sent", "lhcnp-pause-sent", "lhcnp-resume-sent"].iter().map(|n| counter(so, n)).sum();
     assert_eq!(sent as usize, icmp_cnps.len() + roce_cnps.len());
     // The IPv6 flow's source QP is configured: its CNPs name it (s.6.1,
     // Source QP Number after Congestion Level, Action Flags, Parameter).
@@ -413,11 +427,11 @@ fn congested_port_marks_ce_and_sends_long_haul_cnps() {
     let ct = so.split("congestion 'wan': ").nth(1).unwrap_or_else(|| panic!("no congestion table:\n{so}"));
     assert!(ct.starts_with("R_port 20 Mb/s, RTT_est 2000 us, K_min 32768 bytes (configured 32768), K_max 65536 bytes,"), "{ct}");
     assert_eq!(value(ct, "ce-marked") as usize, marked);
-    assert_eq!(value(ct, "cnp-rate-reduce"), counter(&so, "lhcnp-rate-reduce-sent"));
-    assert_eq!(value(ct, "cnp-pause"), counter(&so, "lhcnp-pause-sent"));
-    assert_eq!(value(ct, "cnp-notify") + value(ct, "cnp-resume"), counter(&so, "lhcnp-notify-sent") + counter(&so, "lhcnp-resume-sent"));
+    assert_eq!(value(ct, "cnp-rate-reduce"), counter(so, "lhcnp-rate-reduce-sent"));
+    assert_eq!(value(ct, "cnp-pause"), counter(so, "lhcnp-pause-sent"));
+    assert_eq!(value(ct, "cnp-notify") + value(ct, "cnp-resume"), counter(so, "lhcnp-notify-sent") + counter(so, "lhcnp-resume-sent"));
     assert!(value(ct, "trigger-qd-above-k-max") > 0, "{ct}");
-    assert_eq!(value(ct, "cnp-ipv4-forced-roce-format") as usize, roce_cnps.len(), "IPv4 sources get the RoCEv2 format (s.4)");
+    assert_eq!(value(ct, "cnp-format-unconfigured"), 0, "the IPv4 hosts are configured for the RoCEv2 format");
     assert_eq!(value(ct, "cnp-source-qp-unknown") as usize, roce_cnps.len(), "only the IPv4 flow's source QP is unknown");
     assert_eq!(value(ct, "flows-learned"), 2);
     // Live reaction times: at least the first crossing of K_max was
@@ -426,7 +440,7 @@ fn congested_port_marks_ce_and_sends_long_haul_cnps() {
     assert!(reactions >= 1 && reactions <= value(ct, "cnp-rate-reduce") + value(ct, "cnp-pause") + value(ct, "cnp-notify"), "{ct}");
     let us = |k: &str| -> f64 { ct.lines().find_map(|l| l.trim().strip_prefix(k)).and_then(|v| v.trim().parse().ok()).unwrap_or_else(|| panic!("{k}: {ct}")) };
     assert!(us("cnp-reaction-p50-us") > 0.0 && us("cnp-reaction-p50-us") <= us("cnp-reaction-max-us"), "{ct}");
-    assert_eq!(value(ct, "queue-tail-drops"), counter(&so, "queue-tail-drop"));
+    assert_eq!(value(ct, "queue-tail-drops"), counter(so, "queue-tail-drop"));
     assert_eq!(value(ct, "queue-enqueued") as usize, wan.len(), "what entered the queue left it");
     assert_eq!(value(ct, "queue-enqueued") + value(ct, "queue-tail-drops"), 800, "every data packet queued or tail-dropped");
     assert_eq!(value(ct, "queue-depth-bytes"), 0, "drained when the run ended");
@@ -441,6 +455,28 @@ fn congested_port_marks_ce_and_sends_long_haul_cnps() {
     assert!(txt.contains("ICRC-ok"));
     tshark_clean(&dir.join("dc-out.pcap"));
     tshark_clean(&dir.join("wan-out.pcap"));
+}
+
+/// Without a RoCEv2 format configured for them, the IPv4 hosts get no
+/// Long-haul CNP (draft-tian s.4: ICMPv6 is not for IPv4; s.10.5: RoCEv2
+/// only for endpoints configured for it); their packets are still
+/// CE-marked, and the IPv6 host still gets its ICMPv6 CNPs.
+#[test]
+fn ipv4_sources_get_no_cnp_unless_configured_for_the_roce_format() {
+    let (dir, so, _) = congested_run("cong-noroce", false);
+    let dc = read_pcap(&dir.join("dc-out.pcap")).unwrap();
+    let roce_cnps = dc.iter().filter(|f| f[12..14] == [0x08, 0x00] && f[14 + 9] == 17 && u16::from_be_bytes([f[14 + 22], f[14 + 23]]) == 4791).count();
+    let icmp_cnps = dc.iter().filter(|f| f[12..14] == [0x86, 0xdd] && f[14 + 6] == 58 && f[14 + 40] == 200).count();
+    assert_eq!(roce_cnps, 0, "no RoCEv2-format CNP to an unconfigured IPv4 host");
+    assert!(icmp_cnps > 0, "the IPv6 host still gets ICMPv6 CNPs");
+    let ct = so.split("congestion 'wan': ").nth(1).unwrap_or_else(|| panic!("no congestion table:\n{so}"));
+    assert!(value(ct, "cnp-format-unconfigured") > 0, "{ct}");
+    assert!(ct.contains("CNP format ICMPv6 (IPv4 sources: none) for sources without a configured one (0 source prefix(es) configured)"), "{ct}");
+    let sent: u64 = ["lhcnp-notify-sent", "lhcnp-rate-reduce-sent", "lhcnp-pause-sent", "lhcnp-resume-sent"].iter().map(|n| counter(&so, n)).sum();
+    assert_eq!(sent as usize, icmp_cnps);
+    let wan = read_pcap(&dir.join("wan-out.pcap")).unwrap();
+    let ce4 = wan.iter().filter(|f| f[12..14] == [0x08, 0x00] && f[15] & 3 == 3).count();
+    assert!(ce4 > 50, "the IPv4 flow is still CE-marked: {ce4}");
 }
 
 /// The operator's view of a congested port while traffic runs: `show
@@ -563,7 +599,13 @@ fn show_congestion(workers: usize) {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     assert!(show.contains("RTT_est 20000 us, K_min 62500 bytes (configured 62500), K_max 125000 bytes,"), "{show}");
-    assert!(show.contains("\n  policy: top 1 flow(s) per evaluation, IPv6 sources ICMPv6 format, suppression on, adaptive K_min off, zero metrics off, flows idle after 10000 ms\n"), "{show}");
+    assert!(show.contains("\n  policy: top 1 flow(s) per evaluation, CNP format ICMPv6 (IPv4 sources: none) for sources without a configured one (0 source prefix(es) configured), suppression on, adaptive K_min off, zero metrics off, flows idle after 10000 ms\n"), "{show}");
+    // CNP formats by source prefix, at run time (s.10.5).
+    ok("congestion wan source-format add 10.0.1.0/24 roce");
+    ok("congestion wan source-format add 2001:db8:1::/64 roce");
+    ok("congestion wan source-format add 2001:db8:1::/64 icmpv6");
+    ok("congestion wan source-format add 2001:db8:9::/48 roce");
+    ok("congestion wan source-format del 2001:db8:9::/48");
     // The policy changes at run time too.
     for c in ["top_flows 3", "format roce", "suppression false", "adaptive true", "zero_metrics true", "interval_us 2000", "cnp_max_pps 5000", "cnp_burst 7", "flow_idle_ms 500"] {
         ok(&format!("congestion wan {c}"));
@@ -571,7 +613,7 @@ fn show_congestion(workers: usize) {
     // Wait for the last of them: the worker may publish the first ones a
     // report before the last (fresh-clone CI saw "flows idle after 10000
     // ms" with the new interval and cap).
-    let policy = "interval 2000 us, CNP cap 5000/s burst 7\n  policy: top 3 flow(s) per evaluation, IPv6 sources RoCEv2 format, suppression off, adaptive K_min on, zero metrics on, flows idle after 500 ms\n";
+    let policy = "interval 2000 us, CNP cap 5000/s burst 7\n  policy: top 3 flow(s) per evaluation, CNP format RoCEv2 for sources without a configured one (2 source prefix(es) configured), suppression off, adaptive K_min on, zero metrics on, flows idle after 500 ms\n";
     for _ in 0..400 {
         show = ok("show congestion");
         if show.contains(policy) {
@@ -586,6 +628,10 @@ fn show_congestion(workers: usize) {
         ("interval_us -1", "ERR interval_us = \"-1\": a whole number"),
         ("format udp", "ERR format = \"udp\": \"icmpv6\" or \"roce\""),
         ("suppression maybe", "ERR suppression = \"maybe\": true or false"),
+        ("source-format add 10.0.1.0/24 icmpv6", "ERR source-format.format = \"icmpv6\": prefix 10.0.1.0/24 is IPv4"),
+        ("source-format add 10.0.1.1/24 roce", "ERR source-format.prefix = 10.0.1.1/24: host bits set"),
+        ("source-format add 10.0.1.0/24 udp", "ERR source-format.format = \"udp\""),
+        ("source-format del 10.0.9.0/24", "ERR port wan: no CNP format configured for 10.0.9.0/24"),
     ] {
         let r = req(&format!("congestion wan {c}"));
         assert!(r.starts_with(e), "{c}: {r}");

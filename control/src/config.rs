@@ -554,7 +554,10 @@ pub struct CongestionSection {
     pub suppression: bool,
     #[serde(default)]
     pub adaptive: bool,
-    /// "icmpv6" or "roce" for IPv6 sources (IPv4 sources always get RoCEv2).
+    /// "icmpv6" or "roce": the CNP format for sources no `source_format`
+    /// prefix covers. IPv4 sources only take "roce" (s.4), and only where
+    /// configured (s.10.5): with "icmpv6" here, IPv4 sources outside every
+    /// `roce` prefix get no CNP.
     #[serde(default = "d_format")]
     pub format: String,
     /// Notify this many top-contributing flows per evaluation.
@@ -571,6 +574,38 @@ pub struct CongestionSection {
     /// the destination QP); they win over what responses teach.
     #[serde(default)]
     pub source_qp: Vec<SourceQpSection>,
+    /// CNP formats by source prefix (endpoints configured to accept the
+    /// RoCEv2 format, s.10.5).
+    #[serde(default)]
+    pub source_format: Vec<SourceFormatSection>,
+}
+
+/// `[[port.congestion.source_format]]`: the Long-haul CNP format the
+/// sources in `prefix` accept.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceFormatSection {
+    pub prefix: String,
+    pub format: String,
+}
+
+/// Validate one CNP format by source prefix (`f`: the field's name for
+/// errors).
+pub fn source_format(prefix: &str, format: &str, f: &str) -> Result<(IpNet, dataplane::congestion::CnpFormat), String> {
+    use dataplane::congestion::CnpFormat;
+    let n: IpNet = prefix.parse().map_err(|_| format!("{f}.prefix = {prefix:?}: not a prefix (address/length)"))?;
+    if n != n.trunc() {
+        return Err(format!("{f}.prefix = {n}: host bits set (did you mean {}?)", n.trunc()));
+    }
+    let fmt = match format {
+        "icmpv6" => CnpFormat::Icmpv6,
+        "roce" => CnpFormat::Roce,
+        other => return Err(format!("{f}.format = {other:?}: must be \"icmpv6\" or \"roce\"")),
+    };
+    if fmt == CnpFormat::Icmpv6 && n.addr().is_ipv4() {
+        return Err(format!("{f}.format = \"icmpv6\": prefix {n} is IPv4, and IPv4 sources only take the RoCEv2 format (draft-tian s.4)"));
+    }
+    Ok((n, fmt))
 }
 
 /// `[[port.congestion.source_qp]]`: the source QP of the flow (source,
@@ -644,6 +679,7 @@ pub struct CongestionPlan {
     pub source_v6: Option<std::net::Ipv6Addr>,
     pub end_e_sid: Option<std::net::Ipv6Addr>,
     pub source_qps: Vec<SourceQp>,
+    pub source_formats: Vec<(IpNet, dataplane::congestion::CnpFormat)>,
 }
 
 /// The fewest packets a shaped port's queue may be limited to.
@@ -1540,7 +1576,16 @@ fn congestion_plan(c: &CongestionSection, p: &PortSection, f: &str) -> Result<Co
         }
         source_qps.push(e);
     }
-    Ok(CongestionPlan { params, source_v4, source_v6, end_e_sid, source_qps })
+    let mut source_formats: Vec<(IpNet, CnpFormat)> = Vec::with_capacity(c.source_format.len());
+    for (i, s) in c.source_format.iter().enumerate() {
+        let fs = format!("{f}.source_format[{i}]");
+        let e = source_format(&s.prefix, &s.format, &fs)?;
+        if let Some(j) = source_formats.iter().position(|o| o.0 == e.0) {
+            return Err(format!("{fs}.prefix = {}: already source_format[{j}]", e.0));
+        }
+        source_formats.push(e);
+    }
+    Ok(CongestionPlan { params, source_v4, source_v6, end_e_sid, source_qps, source_formats })
 }
 
 fn parse_addrs(list: &[String], field: &str, ifc: &mut Interface, seen: &mut HashSet<IpAddr>) -> Result<(), String> {
@@ -1707,6 +1752,26 @@ interface = "wan"
         }
         let e = bad(("addresses = [\"10.0.2.1/24\"]", "addresses = [\"10.0.1.1/24\"]"));
         assert!(e.contains("configured twice"), "{e}");
+    }
+
+    #[test]
+    fn source_formats_validate() {
+        use dataplane::congestion::CnpFormat;
+        let with = |entries: &str| load_str(&GOOD.replacen("addresses = [\"10.0.2.1/24\"]\n", &format!("addresses = [\"10.0.2.1/24\"]\nrate_mbps = 1000\n[port.congestion]\nrtt_est_us = 100\n{entries}"), 1));
+        let e = |p: &str, f: &str| format!("[[port.congestion.source_format]]\nprefix = \"{p}\"\nformat = \"{f}\"\n");
+        let c = with(&(e("10.1.0.0/16", "roce") + &e("2001:db8:1::/48", "icmpv6"))).unwrap();
+        let plan = c.ports[1].congestion.as_ref().unwrap();
+        assert_eq!(plan.source_formats, vec![("10.1.0.0/16".parse().unwrap(), CnpFormat::Roce), ("2001:db8:1::/48".parse().unwrap(), CnpFormat::Icmpv6)]);
+        for (entries, want) in [
+            (e("10.1.0.0/16", "icmpv6"), "port[1].congestion.source_format[0].format = \"icmpv6\": prefix 10.1.0.0/16 is IPv4"),
+            (e("10.1.0.1/16", "roce"), "port[1].congestion.source_format[0].prefix = 10.1.0.1/16: host bits set (did you mean 10.1.0.0/16?)"),
+            (e("10.1.0.0", "roce"), "port[1].congestion.source_format[0].prefix = \"10.1.0.0\": not a prefix"),
+            (e("10.1.0.0/16", "udp"), "port[1].congestion.source_format[0].format = \"udp\": must be"),
+            (e("10.1.0.0/16", "roce") + &e("10.1.0.0/16", "roce"), "port[1].congestion.source_format[1].prefix = 10.1.0.0/16: already source_format[0]"),
+        ] {
+            let err = with(&entries).unwrap_err();
+            assert!(err.contains(want), "{err}");
+        }
     }
 
     #[test]

@@ -28,6 +28,7 @@ pub const HELP: &str = "commands:
   congestion PORT interval_us N | cnp_max_pps N | cnp_burst N | flow_idle_ms N | top_flows N
   congestion PORT format icmpv6|roce | zero_metrics true|false | suppression true|false | adaptive true|false
   congestion PORT source-qp add SRC DST DEST_QP SOURCE_QP | congestion PORT source-qp del SRC DST DEST_QP
+  congestion PORT source-format add PREFIX icmpv6|roce | congestion PORT source-format del PREFIX
   show sids
   sid add SID end | end.dt4 | end.dt6 | end.e
   sid add SID end.x interface IF via ADDR
@@ -160,6 +161,30 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
             let i = iface_idx(dev).ok_or_else(|| format!("{dev:?}: no such interface"))?;
             c.neighbours.remove(i, ip).ok_or_else(|| format!("no neighbour {ip} on {dev}"))?;
             c.push_neighbours();
+            Ok(String::new())
+        }
+        ["congestion", port, "source-format", op @ ("add" | "del"), prefix, rest @ ..] => {
+            let pi = port_index(c, port)?;
+            let plan = c.cfg.ports[pi].congestion.as_mut().ok_or_else(|| format!("port {port}: no [port.congestion]"))?;
+            let e = match (*op, rest) {
+                ("add", [fmt]) => config::source_format(prefix, fmt, "source-format")?,
+                ("del", []) => config::source_format(prefix, "roce", "source-format")?,
+                _ => return Err(format!("congestion PORT source-format add PREFIX icmpv6|roce | del PREFIX; {HELP}")),
+            };
+            let at = plan.source_formats.iter().position(|o| o.0 == e.0);
+            match (*op, at) {
+                ("add", Some(i)) => plan.source_formats[i] = e,
+                ("add", None) => plan.source_formats.push(e),
+                (_, Some(i)) => {
+                    plan.source_formats.remove(i);
+                }
+                (_, None) => return Err(format!("port {port}: no CNP format configured for {}", e.0)),
+            }
+            let list = Arc::new(plan.source_formats.clone());
+            let id = ports[pi].id;
+            for w in c.worker_updates() {
+                let _ = w.send(dataplane::worker::Update::SourceFormats(id, list.clone()));
+            }
             Ok(String::new())
         }
         ["congestion", port, "source-qp", op @ ("add" | "del"), src, dst, qps @ ..] => {

@@ -48,7 +48,14 @@ rtt_est_us = 2000          # K_max = max(K_base, R_port * RTT_est / 8)
 k_base_bytes = 65536
 interval_us = 500
 top_flows = 2
-format = "icmpv6"          # IPv6 sources; IPv4 sources always get the RoCEv2 format
+format = "icmpv6"          # sources without a format of their own below
+
+# The DC's IPv4 hosts accept the RoCEv2 format (the only one for IPv4,
+# s.4, and only for endpoints configured for it, s.10.5); without this
+# they would get no Long-haul CNP, only CE marks.
+[[port.congestion.source_format]]
+prefix = "10.0.1.0/24"
+format = "roce"
 
 # The source QP of the IPv6 RoCEv2 flow, known to the operator: its
 # Long-haul CNPs name it (the IPv4 flow's CNPs carry a Flow ID object).
@@ -633,7 +640,7 @@ pub fn run(out: &Path) -> Result<(), String> {
         let name = crate::display::port_name(&rep.port_names, *id);
         let s = &v.stats;
         println!(
-            "  congestion on '{name}' ({} Mb/s, RTT_est {} ms: K_min {} KiB, K_max {} KiB): peak queue {} KiB; {} packets CE-marked, {} tail-dropped; second-level triggers (evaluations every {} us): QD > K_max {}, EMR > V_ecn {}, QGR > V_growth {}; reaction from the packet that crossed K_max to the first CNP: p50 {:.0} us, max {:.0} us over {} crossings; Long-haul CNPs sent: rate-reduce {}, pause {}, notify {}, resume {} (IPv4 sources in RoCEv2 format {}, without a known source QP {}); held back by the per-flow limit of one per RTT_est {}; flows learned {} (see `show congestion` / `show flows` on a running router)",
+            "  congestion on '{name}' ({} Mb/s, RTT_est {} ms: K_min {} KiB, K_max {} KiB): peak queue {} KiB; {} packets CE-marked, {} tail-dropped; second-level triggers (evaluations every {} us): QD > K_max {}, EMR > V_ecn {}, QGR > V_growth {}; reaction from the packet that crossed K_max to the first CNP: p50 {:.0} us, max {:.0} us over {} crossings; Long-haul CNPs sent: rate-reduce {}, pause {}, notify {}, resume {} (not sent for want of a format the source is configured for {}, without a known source QP {}); held back by the per-flow limit of one per RTT_est {}; flows learned {} (see `show congestion` / `show flows` on a running router)",
             v.params.rate_bps / 1_000_000,
             v.params.rtt_est_ns as f64 / 1e6,
             s.k_min / 1024,
@@ -652,7 +659,7 @@ pub fn run(out: &Path) -> Result<(), String> {
             s.cnp_pause,
             s.cnp_notify,
             s.cnp_resume,
-            s.format_forced_roce,
+            s.format_unconfigured,
             s.source_qp_unknown,
             s.rate_limited,
             v.flows_live

@@ -165,12 +165,13 @@ pub fn congestion(views: &[(u16, CongestionView)], names: &[(u16, String)]) -> S
         let on = |b: bool| if b { "on" } else { "off" };
         let _ = writeln!(
             o,
-            "  policy: top {} flow(s) per evaluation, IPv6 sources {} format, suppression {}, adaptive K_min {}, zero metrics {}, flows idle after {} ms",
+            "  policy: top {} flow(s) per evaluation, CNP format {} for sources without a configured one ({} source prefix(es) configured), suppression {}, adaptive K_min {}, zero metrics {}, flows idle after {} ms",
             p.policy.top_flows,
             match p.default_format {
-                dataplane::congestion::CnpFormat::Icmpv6 => "ICMPv6",
+                dataplane::congestion::CnpFormat::Icmpv6 => "ICMPv6 (IPv4 sources: none)",
                 dataplane::congestion::CnpFormat::Roce => "RoCEv2",
             },
+            v.source_formats,
             on(p.suppression),
             on(p.adaptive.is_some()),
             on(p.zero_metrics),
@@ -200,7 +201,7 @@ pub fn congestion(views: &[(u16, CongestionView)], names: &[(u16, String)]) -> S
             ("cnp-flow-rate-limited", s.rate_limited.to_string()),
             ("cnp-port-capped", s.port_capped.to_string()),
             ("cnp-output-full", s.out_full.to_string()),
-            ("cnp-ipv4-forced-roce-format", s.format_forced_roce.to_string()),
+            ("cnp-format-unconfigured", s.format_unconfigured.to_string()),
             ("cnp-source-qp-unknown", s.source_qp_unknown.to_string()),
             ("cnp-reactions", r.count.to_string()),
             ("cnp-reaction-p50-us", us(r.p50_ns)),

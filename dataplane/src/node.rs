@@ -4,7 +4,7 @@
 //! simulation harness drives the same code with byte buffers.
 
 use crate::classify;
-use crate::congestion::{build_cnp, CnpRequest, CongestionPort, FlowId, PortParams};
+use crate::congestion::{build_cnp, CnpFormat, CnpRequest, CongestionPort, FlowId, PortParams};
 use crate::counters::{Drop, Local, WorkerCounters};
 use crate::egress::{EgressConfig, EgressQueue, Queued};
 use crate::packet::PacketBuffer;
@@ -34,6 +34,9 @@ pub struct CongestionSpec {
     pub notify_sids: Vec<(ipnet::IpNet, Ipv6Addr)>,
     /// Configured source QPs: (source, destination, DestQP, source QP).
     pub source_qps: Vec<(IpAddr, IpAddr, u32, u32)>,
+    /// CNP formats by source prefix (the longest containing a flow's source
+    /// wins; `params.default_format` for the others).
+    pub source_formats: Vec<(ipnet::IpNet, CnpFormat)>,
 }
 
 impl CongestionSpec {
@@ -58,6 +61,7 @@ impl<P: PacketBuffer> EgressPort<P> {
             for &(src, dst, dqp, sqp) in &s.source_qps {
                 c.set_source_qp(src, dst, dqp, sqp);
             }
+            c.set_source_formats(&s.source_formats);
             c
         });
         EgressPort { queue: EgressQueue::new(cfg), cong, spec }
@@ -72,6 +76,17 @@ impl<P: PacketBuffer> EgressPort<P> {
                 Some(q) => c.set_source_qp(src, dst, dest_qp, q),
                 None => c.clear_source_qp(src, dst, dest_qp),
             }
+        }
+    }
+
+    /// Replace the CNP formats by source prefix at run time.
+    pub fn set_source_formats(&mut self, f: &[(ipnet::IpNet, CnpFormat)]) {
+        self.flush();
+        if let Some(c) = self.cong.as_mut() {
+            c.set_source_formats(f);
+        }
+        if let Some(s) = self.spec.as_mut() {
+            s.source_formats = f.to_vec();
         }
     }
 
@@ -299,7 +314,7 @@ mod tests {
     #[test]
     fn p_node_encapsulates_cnp_toward_end_e_sid() {
         let mut pl = pipeline();
-        let spec = CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: Some("fc00:99::e".parse().unwrap()), notify_sids: Vec::new(), source_qps: Vec::new() };
+        let spec = CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: Some("fc00:99::e".parse().unwrap()), notify_sids: Vec::new(), source_qps: Vec::new(), source_formats: Vec::new() };
         let e: EgressPort<VecPacket> = EgressPort::new(EgressConfig::default(), Some(spec));
         let mut m = VecPacket::from_bytes(&[]);
         let port = e.build_cnp_packet(&mut pl, &Params::DEFAULT, &req(), &mut m, 1).unwrap();
@@ -332,6 +347,7 @@ mod tests {
             end_e_sid: Some("fc00:99::e".parse().unwrap()),
             notify_sids: vec![("2001:db8::/32".parse().unwrap(), "fc00:a::c".parse().unwrap()), ("2001:db8:1::/48".parse().unwrap(), "fc00:b::e".parse().unwrap()), ("10.0.0.0/8".parse().unwrap(), "fc00:c::e".parse().unwrap())],
             source_qps: Vec::new(),
+            source_formats: Vec::new(),
         };
         // Longest prefix wins; other sources fall back to end_e_sid.
         assert_eq!(spec.notify_sid("2001:db8:1::2".parse().unwrap()), Some("fc00:b::e".parse().unwrap()));
@@ -345,7 +361,7 @@ mod tests {
         assert_eq!(d[14 + 6], 41);
         assert_eq!(&d[14 + 24..14 + 40], &"fc00:b::e".parse::<Ipv6Addr>().unwrap().octets(), "the SID of the PE behind which 2001:db8:1::2 sits");
         // Without a match and without end_e_sid: plain.
-        let spec = CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: None, notify_sids: vec![("2001:db8:2::/48".parse().unwrap(), "fc00:a::c".parse().unwrap())], source_qps: Vec::new() };
+        let spec = CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: None, notify_sids: vec![("2001:db8:2::/48".parse().unwrap(), "fc00:a::c".parse().unwrap())], source_qps: Vec::new(), source_formats: Vec::new() };
         let e: EgressPort<VecPacket> = EgressPort::new(EgressConfig::default(), Some(spec));
         let mut m = VecPacket::from_bytes(&[]);
         e.build_cnp_packet(&mut pl, &Params::DEFAULT, &req(), &mut m, 1).unwrap();
@@ -388,7 +404,7 @@ mod tests {
     #[test]
     fn without_end_e_the_cnp_goes_to_the_source() {
         let mut pl = pipeline();
-        let spec = CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: None, notify_sids: Vec::new(), source_qps: Vec::new() };
+        let spec = CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: None, notify_sids: Vec::new(), source_qps: Vec::new(), source_formats: Vec::new() };
         let e: EgressPort<VecPacket> = EgressPort::new(EgressConfig::default(), Some(spec));
         let mut m = VecPacket::from_bytes(&[]);
         e.build_cnp_packet(&mut pl, &Params::DEFAULT, &req(), &mut m, 1).unwrap();

@@ -34,6 +34,8 @@ pub enum Update {
     /// Configure (Some) or forget (None) a flow's source QP on a port's
     /// congestion stage: port, (source, destination, DestQP), source QP.
     SourceQp(u16, Box<(IpAddr, IpAddr, u32)>, Option<u32>),
+    /// A port's CNP formats by source prefix (the complete list).
+    SourceFormats(u16, Arc<Vec<(ipnet::IpNet, crate::congestion::CnpFormat)>>),
     Fib(Arc<Fib>),
     Neighbours(Arc<Neighbours>),
     Topology(Arc<Topology>),
@@ -866,6 +868,12 @@ impl Worker {
                         e.set_source_qp(flow.0, flow.1, flow.2, qp);
                     }
                     continue;
+                }
+                Update::SourceFormats(port, f) => {
+                    if let Some(e) = self.egress.get_mut(usize::from(port)).and_then(|e| e.as_mut()) {
+                        e.set_source_formats(&f);
+                    }
+                    Update::SourceFormats(port, f)
                 }
                 Update::Fib(f) => Update::Fib(self.pipeline.set_fib(f)),
                 Update::Neighbours(n) => Update::Neighbours(self.pipeline.set_neighbours(n)),

@@ -141,8 +141,16 @@
 //!
 //! # Packets ([`build_cnp`])
 //!
-//! The format is `default_format`, except that IPv4 sources always get the
-//! RoCEv2 format (s.4). The RoCEv2 BTH DestQP (s.6.2.3: "the destination QP
+//! The format is the one configured for the source
+//! ([`CongestionPort::set_source_formats`]: the longest prefix containing
+//! the source address), else the port's `default_format`. IPv4 sources can
+//! only take the RoCEv2 format (s.4), and the RoCEv2 format goes only to
+//! endpoints configured to accept it (s.10.5: "MUST NOT send Long-haul CNP
+//! packets in RoCEv2 format to endpoints that have not been explicitly
+//! configured"): an IPv4 source gets a CNP only when a `roce` prefix covers
+//! it or the port's default is `roce`; otherwise none is sent
+//! (`format_unconfigured`; the flow is still CE-marked and the next
+//! contributor is considered). The RoCEv2 BTH DestQP (s.6.2.3: "the destination QP
 //! number at the source to be controlled") and the Source QP Number are the
 //! learned source QP; the draft's section 7 shows DestQP = SourceQP = 100.
 //! When the source QP is unknown (`source_qp_unknown`) both are 0 — QP 0 is
@@ -280,7 +288,9 @@ pub struct PortParams {
     pub suppression: bool,
     /// s.5.8; None = off.
     pub adaptive: Option<AdaptivePolicy>,
-    /// Format for IPv6 sources (IPv4 sources always get RoCEv2).
+    /// Format for sources no configured prefix covers
+    /// ([`CongestionPort::set_source_formats`]); `Icmpv6` leaves those of
+    /// them that are IPv4 without CNPs (s.4, s.10.5).
     pub default_format: CnpFormat,
     pub policy: Policy,
 }
@@ -527,8 +537,9 @@ pub struct CongestionStats {
     pub no_flow: u64,
     /// CNPs dropped: `out` was at capacity.
     pub out_full: u64,
-    /// Forward IPv4 sources forced to the RoCEv2 format (s.4).
-    pub format_forced_roce: u64,
+    /// CNPs not sent: the source is IPv4 and not configured to accept
+    /// the RoCEv2 format (s.4, s.10.5).
+    pub format_unconfigured: u64,
     pub reverse_learned: u64,
     pub reverse_unmatched: u64,
     pub reverse_ambiguous: u64,

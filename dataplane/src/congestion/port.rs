@@ -3,6 +3,7 @@
 
 use std::net::IpAddr;
 
+use ipnet::IpNet;
 use rustc_hash::FxHashMap;
 
 use super::flows::{FlowTable, PackedKey, NONE};
@@ -58,6 +59,8 @@ pub struct CongestionPort {
     buffer: u64,
     flows: FlowTable,
     cfg_qp: FxHashMap<(IpAddr, IpAddr, u32), u32>,
+    /// Configured CNP formats by source prefix.
+    formats: Vec<(IpNet, CnpFormat)>,
     bucket: TokenBucket,
     // Monitoring interval.
     iv_started: bool,
@@ -141,6 +144,7 @@ impl CongestionPort {
             buffer: 0,
             flows: FlowTable::new(cap),
             cfg_qp,
+            formats: Vec::new(),
             bucket: TokenBucket::new(p.cnp_port_max_pps, p.cnp_port_burst),
             iv_started: false,
             iv_start: 0,
@@ -666,20 +670,41 @@ impl CongestionPort {
         }
     }
 
-    fn format_for(&mut self, src: IpAddr) -> CnpFormat {
-        if src.is_ipv4() {
-            if self.p.default_format != CnpFormat::Roce {
-                self.stats.format_forced_roce += 1;
-            }
-            CnpFormat::Roce
-        } else {
-            self.p.default_format
-        }
+    /// The CNP format for a flow from `src`: the longest configured prefix
+    /// containing it, else the port's default; None for an IPv4 source
+    /// whose format would be ICMPv6 (s.4: IPv4 only takes the RoCEv2
+    /// format; s.10.5: which goes only where configured).
+    fn format_for(&self, src: IpAddr) -> Option<CnpFormat> {
+        let f = self.formats.iter().filter(|(p, _)| p.contains(&src)).max_by_key(|(p, _)| p.prefix_len()).map_or(self.p.default_format, |&(_, f)| f);
+        (src.is_ipv6() || f == CnpFormat::Roce).then_some(f)
+    }
+
+    /// Configure the CNP format by source prefix (the complete list; an
+    /// ICMPv6 entry for an IPv4 prefix is ignored: IPv4 sources only take
+    /// the RoCEv2 format).
+    pub fn set_source_formats(&mut self, f: &[(IpNet, CnpFormat)]) {
+        self.formats.clear();
+        self.formats.extend(f.iter().filter(|(p, f)| matches!(p, IpNet::V6(_)) || *f == CnpFormat::Roce).copied());
+    }
+
+    /// The configured CNP formats by source prefix.
+    pub fn source_formats(&self) -> &[(IpNet, CnpFormat)] {
+        &self.formats
     }
 
     /// Queue a request for flow slot `s`; false when `out` is full or the
     /// port cap refused (the caller stops then).
     fn emit(&mut self, s: u32, d: Decision, now: u64, out: &mut Vec<CnpRequest>) -> bool {
+        let Some(f) = self.flows.get(s).copied() else {
+            return true;
+        };
+        let key = f.key();
+        let src = key.src();
+        let Some(format) = self.format_for(src) else {
+            // Nothing this source is configured to take: the next flow.
+            self.stats.format_unconfigured += 1;
+            return true;
+        };
         if out.len() >= out.capacity() {
             self.stats.out_full += 1;
             return false;
@@ -688,12 +713,6 @@ impl CongestionPort {
             self.stats.port_capped += 1;
             return false;
         }
-        let Some(f) = self.flows.get(s).copied() else {
-            return true;
-        };
-        let key = f.key();
-        let src = key.src();
-        let format = self.format_for(src);
         let src_qp = f.src_qp();
         if src_qp.is_none() {
             self.stats.source_qp_unknown += 1;

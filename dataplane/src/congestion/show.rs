@@ -36,6 +36,8 @@ pub struct CongestionView {
     pub flow_capacity: u64,
     pub flows_queued: u64,
     pub flows_throttled: u64,
+    /// Source prefixes with a configured CNP format.
+    pub source_formats: u64,
     /// CNP reaction times: from the packet that took QD above K_max to
     /// the first CNP after it (worker clock).
     pub reaction: ReactionSummary,
@@ -131,6 +133,7 @@ impl CongestionPort {
             flow_capacity: t.capacity() as u64,
             flows_queued: t.queued_flows() as u64,
             flows_throttled: self.throttled_flows() as u64,
+            source_formats: self.source_formats().len() as u64,
             reaction: self.reaction(),
             queue_limit_bytes,
             queue,

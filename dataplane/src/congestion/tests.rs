@@ -670,24 +670,56 @@ fn zero_metrics_hides_queue_state() {
     assert_eq!((info.action, info.parameter), (Action::RateReduce, 30));
 }
 
+/// The CNP format per source (s.4, s.10.5): the longest configured prefix,
+/// else the port's default; an IPv4 source only ever gets the RoCEv2
+/// format, and only when configured for it.
 #[test]
-fn ipv4_source_forces_roce_format() {
-    let mut c = CongestionPort::new(PortParams {
+fn cnp_format_per_source_and_ipv4_only_where_configured() {
+    let params = PortParams {
         default_format: CnpFormat::Icmpv6,
         policy: Policy {
-            top_flows: 2,
+            top_flows: 4,
             ..sec7().policy
         },
         ..sec7()
-    });
-    c.on_enqueue(Some(&data(ip4(1), ip4(4), 200, 0)), 1500, true, 130 * MB, 0);
-    c.on_enqueue(Some(&data(ip6(1), ip6(4), 300, 0)), 1400, true, 130 * MB, 0);
+    };
+    let run = |formats: &[(ipnet::IpNet, CnpFormat)]| {
+        let mut c = CongestionPort::new(params);
+        c.set_source_formats(formats);
+        // Bytes queued in this order of size: IPv4 .1, IPv6 .1, IPv4 .2,
+        // IPv6 .2 (all above K_max).
+        c.on_enqueue(Some(&data(ip4(1), ip4(4), 200, 0)), 4000, true, 130 * MB, 0);
+        c.on_enqueue(Some(&data(ip6(1), ip6(4), 300, 0)), 3000, true, 130 * MB, 0);
+        c.on_enqueue(Some(&data(ip4(2), ip4(4), 201, 0)), 2000, true, 130 * MB, 0);
+        c.on_enqueue(Some(&data(ip6(2), ip6(4), 301, 0)), 1000, true, 130 * MB, 0);
+        c.poll(130 * MB, 0, &mut out());
+        let o = poll_at(&mut c, 130 * MB, IV);
+        (o.iter().map(|r| (r.to, r.format)).collect::<Vec<_>>(), c.stats().format_unconfigured)
+    };
+    let net = |s: &str| s.parse::<ipnet::IpNet>().unwrap();
+    // Nothing configured: IPv6 sources get the port's ICMPv6 format, IPv4
+    // sources nothing (not sent, counted; the next flows are served).
+    assert_eq!(run(&[]), (vec![(ip6(1), CnpFormat::Icmpv6), (ip6(2), CnpFormat::Icmpv6)], 2));
+    // 10.0.0.1/32 configured for RoCEv2; 2001:db8::2 in a RoCEv2 /127
+    // inside an ICMPv6 /64 (the longest prefix wins).
+    let f = [
+        (net("10.0.0.1/32"), CnpFormat::Roce),
+        (net("2001:db8::/64"), CnpFormat::Icmpv6),
+        (net("2001:db8::2/127"), CnpFormat::Roce),
+    ];
+    assert_eq!(
+        run(&f),
+        (vec![(ip4(1), CnpFormat::Roce), (ip6(1), CnpFormat::Icmpv6), (ip6(2), CnpFormat::Roce)], 1)
+    );
+    // An ICMPv6 entry for IPv4 sources is ignored.
+    assert_eq!(run(&[(net("10.0.0.0/24"), CnpFormat::Icmpv6)]).1, 2);
+    // A port whose default is RoCEv2: every source is configured for it.
+    let mut c = CongestionPort::new(PortParams { default_format: CnpFormat::Roce, ..params });
+    c.on_enqueue(Some(&data(ip4(1), ip4(4), 200, 0)), 4000, true, 130 * MB, 0);
     c.poll(130 * MB, 0, &mut out());
     let o = poll_at(&mut c, 130 * MB, IV);
-    assert_eq!(o.len(), 2);
     assert_eq!((o[0].to, o[0].format), (ip4(1), CnpFormat::Roce));
-    assert_eq!((o[1].to, o[1].format), (ip6(1), CnpFormat::Icmpv6));
-    assert_eq!(c.stats().format_forced_roce, 1);
+    assert_eq!(c.stats().format_unconfigured, 0);
     // And build_cnp refuses ICMPv6 towards IPv4.
     let mut r = o[0];
     r.format = CnpFormat::Icmpv6;
