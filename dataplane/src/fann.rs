@@ -805,7 +805,8 @@ pub fn notification_packet(code: u8, m: &MessageRepr, src: &Ipv6Addr, dst: &Ipv6
         (58u8, p.to_bytes(src, dst))
     };
     let mut v = Vec::with_capacity(40 + body.len());
-    v.extend_from_slice(&[0x60, 0xc0, 0, 0]);
+    // Version 6, traffic class 0xc0 (CS6: DSCP 48), flow label 0.
+    v.extend_from_slice(&[0x6c, 0x00, 0, 0]);
     v.extend_from_slice(&(body.len() as u16).to_be_bytes());
     v.push(nh);
     v.push(64);
@@ -1134,6 +1135,9 @@ mod pe_tests {
         let (src, dst) = (a("fc00::1"), a("fc00::a"));
         let m = fann("fc00::1", event::LINK_FAILURE, 0, 5);
         let ip = notification_packet(CODE_RECOVERY, &m, &src, &dst, &p, false);
+        let h = crate::wire::ipv6::Ipv6Packet::new_checked(&ip[..]).unwrap();
+        assert_eq!((h.traffic_class(), h.flow_label(), h.hop_limit()), (0xc0, 0, 64), "CS6, network control");
+        assert_eq!(&ip[..2], &[0x6c, 0x00]);
         assert_eq!(PeNote::from_icmpv6(&ip[40..], src, &p), Some(PeNote::Fann { code: CODE_RECOVERY, msg: m }));
         let mut bad_code = ip[40..].to_vec();
         bad_code[1] = 2;

@@ -1141,7 +1141,16 @@ pub fn notification_class(ip: &[u8], proto: IpProtocol, params: &Params) -> crat
                 .is_some_and(|f| f.protocol == 17 && f.dst_port == crate::wire::params::ROCEV2_UDP_PORT),
             _ => false,
         },
-        17 => body.get(2..4).is_some_and(|p| u16::from_be_bytes([p[0], p[1]]) == crate::wire::params::ROCEV2_UDP_PORT),
+        17 => match body.get(2..4).map(|p| u16::from_be_bytes([p[0], p[1]])) {
+            Some(ROCEV2_UDP_PORT) => true,
+            // FANN over UDP: its Flow ID names the affected flow.
+            Some(port) if port == params.fann_udp_port => body
+                .get(8..)
+                .and_then(|m| crate::wire::fann::Message::new_checked(m).ok())
+                .and_then(|m| m.flow_id())
+                .is_some_and(|f| f.protocol == 17 && f.dst_port == ROCEV2_UDP_PORT),
+            _ => false,
+        },
         _ => false,
     };
     Affected { dscp: Some(dscp), rocev2 }
@@ -1149,53 +1158,96 @@ pub fn notification_class(ip: &[u8], proto: IpProtocol, params: &Params) -> crat
 
 /// What END.C should do for a decapsulated notification (`ip` starts at the
 /// inner IP header): Long-haul CNP (ICMPv6 or RoCEv2 with the E bit), a
-/// standard RoCEv2 CNP, or a FANN congestion / recovery message.
+/// standard RoCEv2 CNP, or a FANN congestion / recovery message (ICMPv6 or
+/// UDP, s.5.1 / s.5.2 of draft-hzh-fantel-wan-tunnel). Only a notification
+/// that validates completely asks for a PAUSE or RESUME: the IP lengths
+/// hold it, the ICMPv6 / UDP checksum or the ICRC verifies, and a FANN
+/// message is Version 1 with exactly the length its metadata bitmap says
+/// (s.6: a message whose lengths do not add up is discarded). None
+/// otherwise.
 pub fn notification_request(ip: &[u8], proto: IpProtocol, params: &Params) -> Option<crate::endc::Request> {
     use crate::endc::Request;
+    use crate::wire::checksum;
+    use crate::wire::fann::{self, event};
     use crate::wire::lhcnp::Action;
-    let (upper, l4) = match proto {
+    // The datagram without link-layer padding, and where its payload starts.
+    let (upper, l4, ip) = match proto {
         IpProtocol::IPV6 => {
             let h = ip.get(..40)?;
-            (h[6], 40)
+            (h[6], 40, ip.get(..40 + usize::from(u16::from_be_bytes([h[4], h[5]])))?)
         }
         _ => {
             let h = ip.get(..20)?;
-            (h[9], usize::from(h[0] & 0xf) * 4)
+            let (ihl, total) = (usize::from(h[0] & 0xf) * 4, usize::from(u16::from_be_bytes([h[2], h[3]])));
+            if ihl < 20 || total < ihl {
+                return None;
+            }
+            (h[9], ihl, ip.get(..total)?)
         }
     };
     let body = ip.get(l4..)?;
+    // Only ICMPv6 and FANN over UDP are checked with it: IPv6 only.
+    let pseudo = |proto: u8| -> Option<u32> {
+        let len = u32::try_from(body.len()).ok()?;
+        Some(checksum::pseudo_v6(ip.get(8..24)?.try_into().ok()?, ip.get(24..40)?.try_into().ok()?, proto, len))
+    };
     let from_action = |a: Action, param: u32| match a {
         Action::Pause => Some(Request::Pause { micros: Some(param) }),
         Action::Resume => Some(Request::Resume),
         Action::RateReduce | Action::Notify => Some(Request::Pause { micros: None }),
     };
+    let from_fann = |code: u8, m: &fann::MessageRepr| match (code, m.event_type) {
+        (fann::CODE_RECOVERY, _) | (_, event::RECOVERY) => Some(Request::Resume),
+        (_, event::CONGESTION | event::QUEUE_BUILDUP | event::MICROBURST) => Some(Request::Pause { micros: None }),
+        _ => None,
+    };
     match upper {
         58 => {
+            // ICMPv6 only over IPv6, with its checksum (RFC 4443 s.2.3).
+            if proto != IpProtocol::IPV6 || checksum::fold(checksum::combine(pseudo(58)?, checksum::sum(body))) != 0xffff {
+                return None;
+            }
             let t = *body.first()?;
             if t == params.icmpv6_lhcnp_type {
                 // Type, code, checksum, then the Long-haul CNP fields.
                 let info = crate::wire::lhcnp::CnpInfo::parse(&crate::wire::lhcnp::Body::new_checked(body.get(4..)?).ok()?).ok()?;
                 from_action(info.action, u32::from(info.parameter))
             } else if t == params.icmpv6_fann_type {
-                match (*body.get(1)?, *body.get(7)?) {
-                    (crate::wire::fann::CODE_RECOVERY, _) => Some(Request::Resume),
-                    (_, crate::wire::fann::event::CONGESTION | crate::wire::fann::event::QUEUE_BUILDUP | crate::wire::fann::event::MICROBURST) => Some(Request::Pause { micros: None }),
-                    _ => None,
-                }
+                let src = Ipv6Addr::from(<[u8; 16]>::try_from(&ip[8..24]).ok()?);
+                let dst = Ipv6Addr::from(<[u8; 16]>::try_from(&ip[24..40]).ok()?);
+                let r = fann::PacketRepr::parse(&fann::Packet::new_checked(body).ok()?, &src, &dst, t).ok()?;
+                from_fann(r.code, &r.message)
             } else {
                 None
             }
         }
         17 => {
-            let u = body.get(..8 + 12)?;
-            if u16::from_be_bytes([u[2], u[3]]) != crate::wire::params::ROCEV2_UDP_PORT || u[8] != 0x81 {
+            let ulen = usize::from(u16::from_be_bytes([*body.get(4)?, *body.get(5)?]));
+            if ulen < 8 || ulen != body.len() {
                 return None;
             }
-            if u[8 + 4] & 0x20 != 0 {
-                let info = crate::wire::lhcnp::CnpInfo::parse(&crate::wire::lhcnp::Body::new_checked(body.get(8 + 12..)?).ok()?).ok()?;
-                from_action(info.action, u32::from(info.parameter))
+            let dport = u16::from_be_bytes([body[2], body[3]]);
+            if dport == ROCEV2_UDP_PORT {
+                let u = body.get(..8 + 12)?;
+                if u[8] != 0x81 || roce::icrc_check(ip).is_err() {
+                    return None;
+                }
+                if u[8 + 4] & 0x20 != 0 {
+                    let info = crate::wire::lhcnp::CnpInfo::parse(&crate::wire::lhcnp::Body::new_checked(body.get(8 + 12..)?).ok()?).ok()?;
+                    from_action(info.action, u32::from(info.parameter))
+                } else {
+                    Some(Request::Pause { micros: None })
+                }
+            } else if dport == params.fann_udp_port {
+                // FANN over UDP (s.5.2), IPv6 only; the checksum is
+                // mandatory over IPv6 (RFC 8200 s.8.1).
+                if proto != IpProtocol::IPV6 || body[6..8] == [0, 0] || checksum::fold(checksum::combine(pseudo(17)?, checksum::sum(body))) != 0xffff {
+                    return None;
+                }
+                let m = fann::MessageRepr::parse(&fann::Message::new_checked(&body[8..]).ok()?).ok()?;
+                from_fann(fann::CODE_EVENT, &m)
             } else {
-                Some(Request::Pause { micros: None })
+                None
             }
         }
         _ => None,

@@ -485,6 +485,65 @@ fn end_c_turns_notifications_into_pfc() {
     assert_eq!(out.to_vec().len(), 60);
 }
 
+/// END.C acts only on a notification that validates completely (FANN
+/// draft s.6: lengths that do not add up are discarded; checksums and the
+/// ICRC verified); FANN over UDP (s.5.2) is a notification too.
+#[test]
+fn end_c_refuses_malformed_notifications_and_takes_fann_over_udp() {
+    use dataplane::endc::EndCConfig;
+    use dataplane::wire::fann::{event, MessageRepr, CODE_EVENT};
+    use dataplane::wire::lhcnp::Action;
+    let mut pl = pipeline();
+    let mut t = sid_table();
+    t.endc = Some((0, EndCConfig::default()));
+    pl.set_sids(Arc::new(t));
+    let s = srh(41, &[a6("fc00:0:1::c")], 0, vec![]);
+    let frame = |inner: &[u8]| srv6_frame(s1(), a6("fc00:0:1::c"), 64, 0, &s, inner);
+    let m = MessageRepr { hop_limit: 8, event_type: event::CONGESTION, event_subtype: 2, event_id: 1, timestamp: 0, originating_node: a6("fc00:0:9::1"), metadata: Default::default() };
+    let icmp = dataplane::fann::notification_packet(CODE_EVENT, &m, &a6("fc00:0:9::1"), &a6("2001:db8:3::5"), &Params::DEFAULT, false);
+    let udp = dataplane::fann::notification_packet(CODE_EVENT, &m, &a6("fc00:0:9::1"), &a6("2001:db8:3::5"), &Params::DEFAULT, true);
+    // Malformed, each dropped without a PFC frame.
+    let mut bad_sum = icmp.clone();
+    bad_sum[40 + 20] ^= 1;
+    let mut short = icmp.clone();
+    short.truncate(short.len() - 1);
+    short[5] -= 1; // IPv6 payload length follows: the FANN message is one octet short
+    let mut long = icmp.clone();
+    long.push(0);
+    long[5] += 1; // one octet more than the bitmap says
+    let mut version = icmp.clone();
+    version[44] = 2;
+    let mut lh_bad = lhcnp6(Action::Pause, 100);
+    lh_bad[40 + 2] ^= 0xff; // ICMPv6 checksum
+    let mut udp_bad = udp.clone();
+    udp_bad[40 + 8 + 10] ^= 1;
+    let mut udp_zero_sum = udp.clone();
+    udp_zero_sum[40 + 6..40 + 8].copy_from_slice(&[0, 0]);
+    for (what, inner) in [("checksum", &bad_sum), ("short", &short), ("long", &long), ("version", &version), ("lhcnp checksum", &lh_bad), ("udp checksum", &udp_bad), ("udp zero checksum", &udp_zero_sum)] {
+        let mut p = VecPacket::from_bytes(&frame(inner));
+        assert_eq!(run(&mut pl, &mut p), Verdict::Drop(Drop::EndCNotNotification), "{what}");
+    }
+    // An inner packet shorter than its own IPv6 payload length.
+    let mut cut = icmp.clone();
+    cut.truncate(60);
+    let mut p = VecPacket::from_bytes(&frame(&cut));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Drop(Drop::MalformedIpv6));
+    assert_eq!(pl.counters.local[Local::PfcPause as usize].get(), 0);
+    // The well-formed ones: ICMPv6 and UDP FANN congestion events pause.
+    let mut p = VecPacket::from_bytes(&frame(&icmp));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(0));
+    assert_eq!(&p.to_vec()[12..16], &[0x88, 0x08, 0x01, 0x01]);
+    let resume = MessageRepr { event_type: event::RECOVERY, event_subtype: event::CONGESTION, ..m };
+    let udp_resume = dataplane::fann::notification_packet(CODE_EVENT, &resume, &a6("fc00:0:9::1"), &a6("2001:db8:3::5"), &Params::DEFAULT, true);
+    let mut p = VecPacket::from_bytes(&frame(&udp_resume));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(0), "UDP FANN recovery: RESUME");
+    assert_eq!(u16::from_be_bytes([p.to_vec()[18 + 6], p.to_vec()[18 + 7]]), 0);
+    let mut p = VecPacket::from_bytes(&frame(&udp));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(0), "UDP FANN congestion: PAUSE");
+    assert_eq!(pl.counters.local[Local::PfcPause as usize].get(), 2);
+    assert_eq!(pl.counters.local[Local::PfcResume as usize].get(), 1);
+}
+
 /// END.C priority mapping on the packet path: the decapsulated
 /// notification's DSCP picks the priority when the table has an entry; a
 /// Long-haul CNP otherwise takes rocev2_priority.
