@@ -102,11 +102,14 @@
 //! whose rate fell by at least `policy.rate_drop_frac` is *deferred*
 //! (`suppressed`): an upstream node has presumably acted. A fall caused by
 //! our own CNP does not count (no deferral within 3 * RTT_est of our last
-//! CNP to the flow: the two windows compared plus the feedback delay). When the flow is selected again at least one window
-//! after the deferral: if QD is higher than when it deferred (congestion
-//! kept worsening), the node sends a stricter instruction (Notify -> Rate
+//! CNP to the flow: the two windows compared plus the feedback delay). When
+//! the flow is selected again between one and two windows after the
+//! deferral: if QD is higher than when it deferred (congestion kept
+//! worsening), the node sends a stricter instruction (Notify -> Rate
 //! Reduce -> Pause) with Congestion Level raised by `escalation_step`
 //! (`escalated`); otherwise it re-evaluates normally (and may defer again).
+//! A deferral older than two windows is forgotten: it belonged to an
+//! earlier episode, whose queue depth says nothing about this one.
 //!
 //! # Adaptive parameters (s.5.8, `adaptive`, off by default)
 //!
@@ -149,8 +152,8 @@
 //! packets in RoCEv2 format to endpoints that have not been explicitly
 //! configured"): an IPv4 source gets a CNP only when a `roce` prefix covers
 //! it or the port's default is `roce`; otherwise none is sent
-//! (`format_unconfigured`; the flow is still CE-marked and the next
-//! contributor is considered). The RoCEv2 BTH DestQP (s.6.2.3: "the destination QP
+//! (`format_unconfigured`; the flow is still CE-marked, and the other flows
+//! selected in the same evaluation, `top_flows`, are still served). The RoCEv2 BTH DestQP (s.6.2.3: "the destination QP
 //! number at the source to be controlled") and the Source QP Number are the
 //! learned source QP; the draft's section 7 shows DestQP = SourceQP = 100.
 //! When the source QP is unknown (`source_qp_unknown`) both are 0 — QP 0 is
@@ -320,6 +323,10 @@ impl Default for PortParams {
     }
 }
 
+/// The smallest K_base: s.5.3.2 wants at least one maximum-sized RoCEv2
+/// frame; 1024 is the smallest RoCE path MTU (IBTA: 256 to 4096 octets of
+/// payload are possible, RoCE NICs use 1024 and above).
+pub const MIN_K_BASE_BYTES: u64 = 1024;
 /// Largest flow table.
 pub const MAX_FLOW_CAPACITY: usize = 1 << 22;
 /// The fastest port (1.6 Tb/s).
@@ -369,8 +376,8 @@ impl PortParams {
         if self.rtt_est_ns == 0 || self.rtt_est_ns > MAX_RTT_EST_NS {
             return err("rtt_est_ns", self.rtt_est_ns, "must be positive and at most 10 s");
         }
-        if self.k_base_bytes == 0 || self.k_base_bytes > MAX_THRESHOLD_BYTES {
-            return err("k_base_bytes", self.k_base_bytes, "must be at least one RoCEv2 frame and at most 64 GiB");
+        if self.k_base_bytes < MIN_K_BASE_BYTES || self.k_base_bytes > MAX_THRESHOLD_BYTES {
+            return err("k_base_bytes", self.k_base_bytes, "must be at least one maximum-sized RoCEv2 frame (1024 bytes, the smallest RoCE MTU's frame; s.5.3.2) and at most 64 GiB");
         }
         if !(self.alpha.is_finite() && self.alpha > 0.0 && self.alpha <= 100.0) {
             return err("alpha", self.alpha, "must be a positive number, at most 100");

@@ -295,16 +295,16 @@ impl CongestionPort {
     }
 
     /// Monitoring and first-level marking of a packet entering the queue.
+    /// EMR counts data packets only (s.5.3.1: "the fraction of data
+    /// packets marked"): not RoCEv2 acknowledgements and CNPs.
     #[inline(always)]
-    fn enqueue_mark(&mut self, ecn_capable: bool, qd_after: u64, now: u64) -> bool {
+    fn enqueue_mark(&mut self, ecn_capable: bool, data: bool, qd_after: u64, now: u64) -> bool {
         self.observe_qd(qd_after, now);
         self.watch_crossing(qd_after, now);
-        self.iv_pkts += 1;
         let mark = ecn_capable && qd_after > self.k_min;
-        if mark {
-            self.stats.marked += 1;
-            self.iv_marked += 1;
-        }
+        self.stats.marked += u64::from(mark);
+        self.iv_pkts += u64::from(data);
+        self.iv_marked += u64::from(data && mark);
         mark
     }
 
@@ -319,7 +319,7 @@ impl CongestionPort {
         now: u64,
     ) -> (bool, Option<FlowId>) {
         self.resolve();
-        let mark = self.enqueue_mark(ecn_capable, qd_after, now);
+        let mark = self.enqueue_mark(ecn_capable, info.is_none_or(|i| is_data(i.opcode)), qd_after, now);
         let flow = match info {
             Some(i) if is_data(i.opcode) => {
                 let key = PackedKey::new(i.src, i.dst, i.dest_qp);
@@ -364,7 +364,7 @@ impl CongestionPort {
         now: u64,
         tag: u32,
     ) -> bool {
-        let mark = self.enqueue_mark(ecn_capable, qd_after, now);
+        let mark = self.enqueue_mark(ecn_capable, roce.is_none_or(|r| is_data(r.opcode)), qd_after, now);
         if let Some(r) = roce.filter(|r| is_data(r.opcode)) {
             // A packet train: the same flow as the previous packet, not
             // looked up yet, same time, the next tag.
@@ -890,7 +890,15 @@ impl CongestionPort {
             if self.p.suppression {
                 let ours = f.last_cnp().is_some_and(|t| now.saturating_sub(t) < 3 * rtt);
                 let fell = !ours && f.rate_fell(self.p.policy.rate_drop_frac);
-                match f.deferred() {
+                // A deferral of an earlier episode (two windows old) says
+                // nothing about this one.
+                let deferred = f.deferred().filter(|&(since, _)| now.saturating_sub(since) < 2 * rtt);
+                if deferred.is_none() && f.deferred().is_some() {
+                    if let Some(f) = self.flows.get_mut(s) {
+                        f.set_deferred(None);
+                    }
+                }
+                match deferred {
                     Some((since, _)) if now.saturating_sub(since) < rtt => continue,
                     Some((_, qd_then)) if qd > qd_then => {
                         d = self.escalate(base, qd);

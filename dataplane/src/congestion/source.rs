@@ -177,7 +177,9 @@ impl SourceModel {
             }
             Action::Resume => {
                 let want = if info.parameter == 0 {
-                    q.last_reduction
+                    // s.5.5: 0 is "unconditional resume to the original
+                    // rate" (within the cap per Resume, s.9).
+                    p.normal_rate_bps - cur
                 } else {
                     q.last_reduction * f64::from(info.parameter) / 100.0
                 };

@@ -171,6 +171,8 @@ fn validation_names_field_and_reason() {
         (PortParams { rtt_est_ns: 10_000_000_001, ..p }, "rtt_est_ns = 10000000001"),
         (PortParams { rate_bps: 1_600_000_000_001, ..p }, "rate_bps = 1600000000001"),
         (PortParams { k_base_bytes: u64::MAX, ..p }, "k_base_bytes = 18446744073709551615"),
+        (PortParams { k_base_bytes: 1023, ..p }, "k_base_bytes = 1023"),
+        (PortParams { k_base_bytes: 0, ..p }, "k_base_bytes = 0"),
         (PortParams { alpha: 1e30, ..p }, "alpha = 1000000000000000000000000000000"),
         (PortParams { k_min_bytes: Some(u64::MAX), ..p }, "k_min_bytes = 18446744073709551615"),
     ];
@@ -588,6 +590,53 @@ fn no_escalation_when_congestion_eases_and_rate_recovered() {
     assert_eq!(o.len(), 1);
     assert_eq!(o[0].info.action, Action::RateReduce);
     assert_eq!(c.stats().escalated, 0);
+}
+
+/// A deferral belongs to its episode: congestion that comes back much
+/// later is judged afresh, not escalated against the old queue depth.
+#[test]
+fn a_stale_deferral_does_not_escalate_a_later_episode() {
+    let (mut c, t) = n2_with_falling_rate(true);
+    assert!(poll_at(&mut c, 126 * MB, t).is_empty());
+    assert_eq!(c.stats().suppressed, 1);
+    // The queue drains, the flow keeps sending at a steady rate; ten
+    // RTTs later congestion is back, deeper than at the deferral.
+    let f = data(ip4(1), ip4(4), 200, 0);
+    let later = t + 10 * RTT;
+    for w in 1..=10u64 {
+        for i in 0..5 {
+            c.on_enqueue(Some(&f), 1_000_000, true, 10 * MB, t + (w - 1) * RTT + i * MS);
+        }
+        c.poll(10 * MB, t + w * RTT - IV, &mut out());
+    }
+    let o = poll_at(&mut c, 140 * MB, later);
+    assert_eq!(o.len(), 1, "a fresh decision");
+    assert_eq!(o[0].info.action, Action::RateReduce, "not escalated to Pause");
+    assert_eq!(c.stats().escalated, 0);
+}
+
+/// EMR is the fraction of *data* packets marked (s.5.3.1): RoCEv2 ACKs
+/// and CNPs in the queue count neither way.
+#[test]
+fn emr_counts_data_packets_only() {
+    let mut c = CongestionPort::new(PortParams { v_ecn: 0.9, ..sec7() });
+    let (a, b) = (ip4(1), ip4(4));
+    // Between K_min and K_max: 10 data packets marked, and 30 ACKs
+    // (ECN-capable, marked too, but not data).
+    for i in 0..10 {
+        c.on_enqueue(Some(&data(a, b, 200, i)), 1000, true, 100 * MB, 0);
+    }
+    for i in 0..30 {
+        c.on_enqueue(Some(&ack(b, a, 100, i)), 60, true, 100 * MB, 0);
+    }
+    // And 10 data packets that are not ECN-capable.
+    for i in 10..20 {
+        c.on_enqueue(Some(&data(a, b, 200, i)), 1000, false, 100 * MB, 0);
+    }
+    c.poll(100 * MB, 0, &mut out());
+    poll_at(&mut c, 100 * MB, IV);
+    assert_eq!(c.stats().marked, 40);
+    assert!((c.stats().emr - 0.5).abs() < 1e-9, "10 of 20 data packets: {}", c.stats().emr);
 }
 
 #[test]
@@ -1154,6 +1203,16 @@ fn source_model_validates_and_applies() {
     assert_eq!(s3.rate(100, 0), Some(40e9));
     s3.receive(node, &CnpInfo { action: Action::Resume, parameter: 0, ..rr }, 1).unwrap();
     assert_eq!(s3.rate(100, 1), Some(60e9), "capped at 20 % of the normal rate");
+    // Resume 0 is "to the original rate" (s.5.5), not only the last cut:
+    // 100 -> 70 -> 49, then Resume 0 -> 100 (with no cap per Resume).
+    let mut s6 = SourceModel::new(SourceParams { resume_cap_frac: 1.0, ..sp });
+    s6.add_known_node(node);
+    s6.add_qp(100);
+    s6.receive(node, &rr, 0).unwrap();
+    s6.receive(node, &rr, 1).unwrap();
+    assert!((s6.rate(100, 1).unwrap() - 49e9).abs() < 1.0);
+    s6.receive(node, &CnpInfo { action: Action::Resume, parameter: 0, ..rr }, 2).unwrap();
+    assert_eq!(s6.rate(100, 2), Some(100e9));
     // Pause: silent for the duration.
     let mut s4 = SourceModel::new(sp);
     s4.add_known_node(node);
