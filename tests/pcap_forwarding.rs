@@ -657,7 +657,7 @@ fn congestion_is_announced_with_fann() {
     control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
     let cfg = dir.join("r.toml");
     let text = config(&dir).replace("mac = \"02:dc:00:00:00:02\"", "mac = \"02:dc:00:00:00:02\"\nrate_mbps = 20\nqueue_bytes = 600000")
-        + "[[neighbour]]\nip = \"2001:db8:1::99\"\nmac = \"02:00:00:00:01:99\"\ninterface = \"dc\"\n[fann]\nnode = \"2001:db8:2::1\"\ningress_pes = [\"2001:db8:1::99\"]\ninterval_us = 5000\nqueue_buildup_bytes = 100000\n";
+        + "[[neighbour]]\nip = \"2001:db8:1::99\"\nmac = \"02:00:00:00:01:99\"\ninterface = \"dc\"\n[fann]\nnode = \"2001:db8:ff::1\"\ningress_pes = [\"2001:db8:1::99\"]\ninterval_us = 5000\nqueue_buildup_bytes = 100000\n";
     std::fs::write(&cfg, text).unwrap();
     let out = run("fann", &cfg, &["--exit-when-idle", "1500", "--duration", "30"]);
     assert!(out.status.success());
@@ -666,7 +666,7 @@ fn congestion_is_announced_with_fann() {
     let dc = read_pcap(&dir.join("dc-out.pcap")).unwrap();
     let fann: Vec<_> = dc.iter().filter(|f| f[12..14] == [0x86, 0xdd] && f[14 + 6] == 58 && f[14 + 40] == 201).collect();
     assert!(!fann.is_empty(), "FANN notifications toward the ingress PE");
-    let node: std::net::Ipv6Addr = "2001:db8:2::1".parse().unwrap();
+    let node: std::net::Ipv6Addr = "2001:db8:ff::1".parse().unwrap();
     let pe: std::net::Ipv6Addr = "2001:db8:1::99".parse().unwrap();
     let mut types = Vec::new();
     for f in &fann {
@@ -713,7 +713,7 @@ fn wan_node_encapsulates_notifications_toward_the_ingress_pe_sid() {
             1,
         )
         + "[[route]]\nprefix = \"fc00:0:a::/48\"\nvia = \"2001:db8:1::99\"\n[[neighbour]]\nip = \"2001:db8:1::99\"\nmac = \"02:00:00:00:01:99\"\ninterface = \"dc\"\n[[neighbour]]\nip = \"2001:db8:1::2\"\nmac = \"02:00:00:00:01:02\"\ninterface = \"dc\"\n"
-        + "[fann]\nnode = \"2001:db8:2::1\"\ningress_pes = [\"2001:db8:1::99\"]\ninterval_us = 5000\nqueue_buildup_bytes = 100000\npath_ids = { wan = \"fc00:0:11::1\" }\n"
+        + "[fann]\nnode = \"2001:db8:ff::1\"\ningress_pes = [\"2001:db8:1::99\"]\ninterval_us = 5000\nqueue_buildup_bytes = 100000\npath_ids = { wan = \"fc00:0:11::1\" }\n"
         + "[[wan_notify]]\ningress_pe = \"2001:db8:1::99\"\nsid = \"fc00:0:a::e\"\nsources = [\"2001:db8:1::/48\"]\n";
     std::fs::write(&cfg, text).unwrap();
     let out = run("wan-notify", &cfg, &["--exit-when-idle", "1500", "--duration", "30"]);
@@ -742,10 +742,10 @@ fn wan_node_encapsulates_notifications_toward_the_ingress_pe_sid() {
     }
     let mut buildups = 0;
     for f in &fanns {
-        assert_eq!(&f[14 + 8..14 + 24], &v6("2001:db8:2::1"), "FANN outer source: the node (loopback) address");
-        assert_eq!(&f[54 + 8..54 + 24], &v6("2001:db8:2::1"));
+        assert_eq!(&f[14 + 8..14 + 24], &v6("2001:db8:ff::1"), "FANN outer source: the node (loopback) address");
+        assert_eq!(&f[54 + 8..54 + 24], &v6("2001:db8:ff::1"));
         assert_eq!(&f[54 + 24..54 + 40], &v6("2001:db8:1::99"), "inner FANN to the ingress PE");
-        let r = dataplane::wire::fann::PacketRepr::parse(&dataplane::wire::fann::Packet::new_checked(&f[54 + 40..]).unwrap(), &"2001:db8:2::1".parse().unwrap(), &"2001:db8:1::99".parse().unwrap(), 201).expect("valid inner FANN");
+        let r = dataplane::wire::fann::PacketRepr::parse(&dataplane::wire::fann::Packet::new_checked(&f[54 + 40..]).unwrap(), &"2001:db8:ff::1".parse().unwrap(), &"2001:db8:1::99".parse().unwrap(), 201).expect("valid inner FANN");
         // s.5.1.3: every notification about the WAN port names its path.
         assert_eq!(r.message.metadata.path_id, Some(v6("fc00:0:11::1")), "Path ID of the wan port");
         if r.message.event_type == dataplane::wire::fann::event::QUEUE_BUILDUP && r.code == dataplane::wire::fann::CODE_EVENT {

@@ -164,10 +164,10 @@ fn dissectors_decode_the_demo() {
     assert_eq!(fann.iter().filter(|r| r[0] == ["1"]).count() as u64, recoveries);
     assert!(fann.iter().all(|r| r[1] == ["1"] && r[2] == ["1"]), "{fann:?}");
     assert!(events > 0 && recoveries > 0);
-    // The router's own notifications (its FANN node 2001:db8:2::1) carry
+    // The router's own notifications (its FANN node 2001:db8:ff::1) carry
     // the time of detection in microseconds since the Unix epoch (s.5.1.2).
     let now_us = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_micros();
-    let own: Vec<u128> = fann.iter().filter(|r| r[3] == ["2001:db8:2::1"]).map(|r| number(&r[4][0]).unwrap()).collect();
+    let own: Vec<u128> = fann.iter().filter(|r| r[3] == ["2001:db8:ff::1"]).map(|r| number(&r[4][0]).unwrap()).collect();
     assert!(own.len() >= 3, "{fann:?}");
     for t in own {
         assert!(t <= now_us && now_us - t < 600_000_000, "FANN timestamp {t} us is not the time of the run ({now_us} us)");

@@ -149,9 +149,22 @@ pub struct IngressPeSection {
     pub controller: Option<String>,
     /// Source address of the copies (default: srv6.source).
     pub source: Option<String>,
-    /// FANN Hop Limit of CNPs re-originated as FANN for the controller.
+    /// FANN Hop Limit of the copies for the controller.
     #[serde(default = "d_fann_hop")]
     pub hop_limit: u8,
+    /// Copies to the controller: at most this many per second, in bursts
+    /// of `controller_burst` (RFC 4443 s.2.4 (f), FANN draft s.6).
+    #[serde(default = "d_copy_pps")]
+    pub controller_max_pps: u32,
+    #[serde(default = "d_copy_burst")]
+    pub controller_burst: u32,
+}
+
+fn d_copy_pps() -> u32 {
+    1000
+}
+fn d_copy_burst() -> u32 {
+    100
 }
 
 /// `[fann]`: Fast Network Notifications this node sends (draft-hzh-fantel-wan-tunnel).
@@ -1049,6 +1062,11 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         Some(fs) => Some(fann_plan(fs)?),
     };
     if let Some(fp) = &fann {
+        // s.6: FANN comes from a control-plane (loopback) address, never
+        // from a data-plane forwarding interface.
+        if let Some(ifc) = interfaces.iter().find(|i| i.v6.iter().any(|n| n.addr() == fp.node)) {
+            return Err(format!("fann.node = {}: the address of data-plane interface {:?}; FANN must come from a control-plane (loopback) address, not a forwarding interface (draft-hzh-fantel-wan-tunnel s.6)", fp.node, ifc.name));
+        }
         for (name, _) in &fp.path_ids {
             if !f.ports.iter().any(|p| p.name == *name) {
                 return Err(format!("fann.path_ids.{name}: no port named {name:?}"));
@@ -1063,6 +1081,11 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         None => None,
         Some(s) => Some(ingress_pe_plan(s, srv6.as_ref())?),
     };
+    if let Some(pe) = &ingress_pe {
+        if let Some(ifc) = interfaces.iter().find(|i| i.v6.iter().any(|n| n.addr() == pe.source)) {
+            return Err(format!("ingress_pe.source = {}: the address of data-plane interface {:?} (srv6.source when ingress_pe.source is absent); the FANN copies must come from a control-plane (loopback) address (draft-hzh-fantel-wan-tunnel s.6)", pe.source, ifc.name));
+        }
+    }
     let wan_notify = wan_notify_plan(&f.wan_notify, fann.as_ref())?;
     if let Some(fp) = fann.as_mut() {
         fp.encap = wan_notify.iter().filter(|w| fp.ingress_pes.contains(&w.ingress_pe)).map(|w| (w.ingress_pe, w.sid)).collect();
@@ -1297,7 +1320,18 @@ fn ingress_pe_plan(s: &IngressPeSection, srv6: Option<&Srv6Plan>) -> Result<data
     if s.hop_limit == 0 {
         return Err("ingress_pe.hop_limit = 0: must be >= 1".into());
     }
-    Ok(dataplane::fann::PeConfig { policies: s6.pe_specs.iter().cloned().enumerate().map(|(i, p)| (i as u32, p)).collect(), known_nodes: known, controller, source, hop_limit: s.hop_limit })
+    if s.controller_max_pps == 0 || s.controller_burst == 0 {
+        return Err(format!("ingress_pe.controller_max_pps = {}, controller_burst = {}: both must be >= 1", s.controller_max_pps, s.controller_burst));
+    }
+    Ok(dataplane::fann::PeConfig {
+        policies: s6.pe_specs.iter().cloned().enumerate().map(|(i, p)| (i as u32, p)).collect(),
+        known_nodes: known,
+        controller,
+        source,
+        hop_limit: s.hop_limit,
+        copy_max_pps: s.controller_max_pps,
+        copy_burst: s.controller_burst,
+    })
 }
 
 /// "node" or "node#port".
@@ -1985,6 +2019,10 @@ controller = "2001:db8:1::c"
         assert!(e.contains("fann.path_ids.wan = \"x\""), "{e}");
         let e = load_str(&format!("{GOOD}{fann}path_ids = {{ nope = \"fc00::1\" }}\n")).unwrap_err();
         assert!(e.contains("fann.path_ids.nope: no port named"), "{e}");
+        // FANN draft s.6: from a control-plane address, never a forwarding
+        // interface's.
+        let e = load_str(&format!("{GOOD}{}", fann.replace("fc00::9", "2001:db8:1::1"))).unwrap_err();
+        assert!(e.contains("fann.node = 2001:db8:1::1: the address of data-plane interface \"dc\"") && e.contains("s.6"), "{e}");
     }
 
     #[test]
@@ -2019,6 +2057,10 @@ controller = "2001:db8:1::c"
         assert!(e.contains("srv6.policy[0].backup[0][1] = \"zz\""), "{e}");
         let e = pe_bad(("backup = [[\"fc00:0:5::1\", \"fc00:0:e::d4\"]]\n", ""));
         assert!(e.contains("srv6.policy[0].backup_elements") && e.contains("no backup SID lists"), "{e}");
+        let e = pe_bad(("controller = \"2001:db8:1::c\"", "controller = \"2001:db8:1::c\"\nsource = \"2001:db8:1::1\""));
+        assert!(e.contains("ingress_pe.source = 2001:db8:1::1: the address of data-plane interface \"dc\""), "{e}");
+        let e = pe_bad(("controller = \"2001:db8:1::c\"", "controller = \"2001:db8:1::c\"\ncontroller_max_pps = 0"));
+        assert!(e.contains("ingress_pe.controller_max_pps = 0"), "{e}");
         let e = pe_bad(("known_nodes = [\"fc00::1\"", "known_nodes = [\"fc00::zz\""));
         assert!(e.contains("ingress_pe.known_nodes[0] = \"fc00::zz\""), "{e}");
         let e = pe_bad(("controller = \"2001:db8:1::c\"", "controller = \"ff02::1\""));

@@ -170,7 +170,7 @@ controller = "2001:db8:1::c"
 
 # FANN: this node tells the ingress PE about congestion on its ports.
 [fann]
-node = "2001:db8:2::1"
+node = "2001:db8:ff::1"   # a loopback: never a forwarding interface's address (s.6)
 ingress_pes = ["2001:db8:1::99"]
 interval_us = 5000
 queue_buildup_bytes = 100000

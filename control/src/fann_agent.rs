@@ -6,6 +6,7 @@
 //! into a worker, which routes and sends them ahead of queued data.
 
 use dataplane::fann::{Detector, DetectorConfig, Notification};
+use dataplane::pipeline::TokenBucket;
 use dataplane::wire::params::Params;
 use std::net::Ipv6Addr;
 
@@ -28,7 +29,13 @@ pub struct FannAgent {
     params: Params,
     /// (DPDK port id, detector, last tx bytes, last microburst count)
     ports: Vec<(u16, Detector, u64, u64)>,
+    /// The node's limit on what it originates (RFC 4443 s.2.4 (f), FANN
+    /// draft s.6): `rate_pps` / `burst` over every packet, all ports and
+    /// ingress PEs together (each port's detector has its own too).
+    bucket: TokenBucket,
     pub sent: u64,
+    /// Packets the node-wide limit held back.
+    pub rate_limited: u64,
 }
 
 impl FannAgent {
@@ -44,7 +51,8 @@ impl FannAgent {
                 (*id, Detector::new(cfg, u32::from(*id), (i as u32) << 24), 0, 0)
             })
             .collect();
-        FannAgent { plan, params, ports, sent: 0 }
+        let bucket = TokenBucket::new(plan.detector.rate_pps, plan.detector.burst);
+        FannAgent { plan, params, ports, bucket, sent: 0, rate_limited: 0 }
     }
 
     /// The Path ID a port's notifications carry.
@@ -93,7 +101,11 @@ impl FannAgent {
         let mut out = Vec::new();
         for n in &notes {
             for pe in &self.plan.ingress_pes {
-                out.push(self.packet(n, pe));
+                if self.bucket.take(now) {
+                    out.push(self.packet(n, pe));
+                } else {
+                    self.rate_limited += 1;
+                }
             }
         }
         self.sent += out.len() as u64;
@@ -157,6 +169,24 @@ mod tests {
             assert_eq!(r.message.event_type, dataplane::wire::fann::event::LINK_FAILURE);
             assert_eq!(r.message.originating_node, src);
         }
+    }
+
+    /// RFC 4443 s.2.4 (f), FANN draft s.6: the node's limit covers every
+    /// packet it originates, all ports and PEs together.
+    #[test]
+    fn the_node_wide_limit_covers_every_port_and_pe() {
+        let mut p = plan(false);
+        p.detector.rate_pps = 1;
+        p.detector.burst = 3;
+        // Two ports: each detector's own bucket (burst 3) lets its event
+        // through, to two PEs each: 4 packets; the node sends 3.
+        let mut a = FannAgent::new(p, Params::DEFAULT, &[(0, 100_000_000_000), (1, 100_000_000_000)]);
+        assert!(a.poll(1, |_| 0, |_| 0, |_| 0, |_| true).is_empty());
+        let pkts = a.poll(2_000_000, |_| 0, |_| 0, |_| 0, |_| false);
+        assert_eq!((pkts.len(), a.sent, a.rate_limited), (3, 3, 1));
+        // A second later the node has one token again.
+        let pkts = a.poll(1_002_000_000, |_| 0, |_| 0, |_| 0, |_| true);
+        assert_eq!((pkts.len(), a.rate_limited), (1, 4), "two recoveries x two PEs, one token: three more held back");
     }
 
     #[test]

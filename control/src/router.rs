@@ -548,8 +548,13 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         if let Some(agent) = fann.as_mut() {
             let snap = control.snapshot();
             let now_ns = started.elapsed().as_nanos() as u64;
+            let held = agent.rate_limited;
             let pkts = agent.poll_with_flows(now_ns, |p| snap.tx_bytes[usize::from(p) % dataplane::counters::MAX_PORTS], |p| control.queue_depth(p), |p| control.microbursts(p), |p| ports.iter().find(|x| x.id == p).map(|x| x.link_up()).unwrap_or(false), |p| control.top_flow(p));
+            for _ in held..agent.rate_limited {
+                control.own.local(dataplane::counters::Local::FannRateLimited);
+            }
             for ip in pkts {
+                control.own.local(dataplane::counters::Local::FannSent);
                 if let Some(w) = control.worker_updates().next() {
                     if w.try_send(Update::Inject(ip)).is_err() {
                         control.own.dropped(dataplane::counters::Drop::EventQueueFull);

@@ -164,6 +164,9 @@ reasons!(Local, N_LOCAL {
     PeRestored => "pe-restored-primary",
     PeReweighted => "pe-reweighted",
     PeControllerCopy => "pe-controller-copy",
+    PeControllerCopyRateLimited => "pe-controller-copy-rate-limited",
+    FannSent => "fann-sent",
+    FannRateLimited => "fann-rate-limited",
 });
 
 /// Maximum number of DPDK ports a worker keeps counters for.

@@ -625,7 +625,9 @@ impl PeNote {
     /// when the PE received it); a FANN message keeps its own.
     pub fn as_fann(&self, hop_limit: u8, detected_us: u64) -> (u8, MessageRepr) {
         match self {
-            PeNote::Fann { code, msg } => (*code, *msg),
+            // Re-originated: a fresh Hop Limit, not what is left of the
+            // received one.
+            PeNote::Fann { code, msg } => (*code, MessageRepr { hop_limit, ..*msg }),
             PeNote::Cnp { from, info } => {
                 let resume = info.action == Action::Resume || info.congestion_level == 0;
                 let sub = match info.congestion_level {
@@ -651,8 +653,13 @@ pub struct PeConfig {
     pub controller: Option<Ipv6Addr>,
     /// Source address of the copies (this node).
     pub source: Ipv6Addr,
-    /// FANN Hop Limit of re-originated CNPs.
+    /// FANN Hop Limit of the copies (re-originated here).
     pub hop_limit: u8,
+    /// Copies to the controller: at most this many per second, bursts of
+    /// `copy_burst` (RFC 4443 s.2.4 (f), as FANN draft s.6 wants for every
+    /// ICMPv6 message carrying FANN information).
+    pub copy_max_pps: u32,
+    pub copy_burst: u32,
 }
 
 /// What the control thread must do after a notification.
@@ -675,6 +682,8 @@ pub struct PeControl {
     cfg: PeConfig,
     table: SidTable,
     params: Params,
+    copy_bucket: TokenBucket,
+    epoch: std::time::Instant,
 }
 
 impl PeControl {
@@ -704,7 +713,8 @@ impl PeControl {
             })
             .collect();
         let pe = IngressPe::new(scaled, cfg.known_nodes.clone());
-        Ok(PeControl { pe, cfg, table, params })
+        let copy_bucket = TokenBucket::new(cfg.copy_max_pps, cfg.copy_burst);
+        Ok(PeControl { pe, cfg, table, params, copy_bucket, epoch: std::time::Instant::now() })
     }
 
     /// The snapshot to install in the workers at start.
@@ -751,10 +761,18 @@ impl PeControl {
             });
         }
         let table = (!changed.is_empty()).then(|| Arc::new(self.table.clone()));
-        let copy = self.cfg.controller.map(|c| {
-            counters.local(Local::PeControllerCopy);
-            self.controller_packet(note, c)
-        });
+        let now = self.epoch.elapsed().as_nanos() as u64;
+        let copy = match self.cfg.controller {
+            Some(c) if self.copy_bucket.take(now) => {
+                counters.local(Local::PeControllerCopy);
+                Some(self.controller_packet(note, c))
+            }
+            Some(_) => {
+                counters.local(Local::PeControllerCopyRateLimited);
+                None
+            }
+            None => None,
+        };
         PeOutcome { reaction, table, copy }
     }
 
@@ -1003,6 +1021,10 @@ mod pe_tests {
     /// Policy 0: primary via R1 with a backup via R3; policy 1: ECMP over
     /// R1 and R3 (no backup).
     fn control(controller: Option<Ipv6Addr>) -> PeControl {
+        control_with(controller, 1000, 2)
+    }
+
+    fn control_with(controller: Option<Ipv6Addr>, copy_max_pps: u32, copy_burst: u32) -> PeControl {
         let mut t = SidTable::new(&Params::DEFAULT);
         let src = a("fc00:a::");
         t.add_policy("2001:db8:d2::/64".parse::<IpNet>().unwrap(), SrPolicy::new(src, EncapMode::Encaps, vec![(vec![a("fc00:1::"), a("fc00:e::d6")], 1)]).unwrap());
@@ -1016,12 +1038,36 @@ mod pe_tests {
             controller,
             source: a("fc00::a"),
             hop_limit: 9,
+            copy_max_pps,
+            copy_burst,
         };
         PeControl::new(t, cfg).unwrap()
     }
 
     fn fann(node: &str, ty: u8, sub: u8, id: u32) -> MessageRepr {
         MessageRepr { hop_limit: 64, event_type: ty, event_subtype: sub, event_id: id, timestamp: 5, originating_node: a(node), metadata: Metadata { egress_port_id: Some(2), ..Default::default() } }
+    }
+
+    /// The copies to the controller are ICMPv6 messages this node
+    /// originates: rate-limited (RFC 4443 s.2.4 (f), FANN draft s.6), the
+    /// notifications themselves still acted on.
+    #[test]
+    fn controller_copies_are_rate_limited() {
+        let ctl = a("2001:db8:c::1");
+        let mut c = control_with(Some(ctl), 1, 2);
+        let counters = WorkerCounters::default();
+        let mut copies = 0;
+        for i in 0..6u32 {
+            let level = if i % 2 == 0 { 200 } else { 90 };
+            let action = if i % 2 == 0 { Action::Pause } else { Action::Resume };
+            let out = c.on_note(&PeNote::Cnp { from: a("fc00::1"), info: cnp(level, action, 7) }, &counters);
+            assert!(matches!(out.reaction, Reaction::Applied { .. }), "{i}: {:?}", out.reaction);
+            copies += usize::from(out.copy.is_some());
+        }
+        assert_eq!(copies, 2, "the burst, then one a second");
+        assert_eq!(counters.local[Local::PeNotification as usize].get(), 6);
+        assert_eq!(counters.local[Local::PeControllerCopy as usize].get(), 2);
+        assert_eq!(counters.local[Local::PeControllerCopyRateLimited as usize].get(), 4);
     }
 
     #[test]
@@ -1071,14 +1117,15 @@ mod pe_tests {
         assert_eq!(p1.lists()[0].sids[0], a("fc00:3::"));
         assert_eq!(t.pe_known.as_deref(), Some(&[a("fc00::1"), a("fc00::3")][..]));
         // The controller copy: IPv6 from the PE to the controller, ICMPv6
-        // FANN with the same Code and fields.
+        // FANN with the same Code and fields, and the PE's own Hop Limit
+        // (the copy is re-originated here).
         let ip = out.copy.expect("controller copy");
         assert_eq!(ip[6], 58);
         assert_eq!(&ip[8..24], &a("fc00::a").octets());
         assert_eq!(&ip[24..40], &ctl.octets());
         let r = PacketRepr::parse(&Packet::new_checked(&ip[40..]).unwrap(), &a("fc00::a"), &ctl, Params::DEFAULT.icmpv6_fann_type).unwrap();
         assert_eq!(r.code, CODE_EVENT);
-        assert_eq!(r.message, fann("fc00::1", event::LINK_FAILURE, 0, 42));
+        assert_eq!(r.message, MessageRepr { hop_limit: 9, ..fann("fc00::1", event::LINK_FAILURE, 0, 42) });
         assert_eq!(counters.local[Local::PeNotification as usize].get(), 1);
         assert_eq!(counters.local[Local::PeSwitchedToBackup as usize].get(), 1);
         assert_eq!(counters.local[Local::PeReweighted as usize].get(), 1, "the ECMP policy");
@@ -1164,7 +1211,7 @@ mod pe_tests {
     #[test]
     fn bad_pe_config_names_the_policy() {
         let t = SidTable::new(&Params::DEFAULT);
-        let cfg = PeConfig { policies: vec![(3, PolicySpec { name: "x".into(), primary: vec![], backup: None })], known_nodes: vec![], controller: None, source: a("fc00::a"), hop_limit: 1 };
+        let cfg = PeConfig { policies: vec![(3, PolicySpec { name: "x".into(), primary: vec![], backup: None })], known_nodes: vec![], controller: None, source: a("fc00::a"), hop_limit: 1, copy_max_pps: 1, copy_burst: 1 };
         assert!(PeControl::new(t, cfg).err().unwrap().contains("\"x\": no SR policy 3"));
     }
 }

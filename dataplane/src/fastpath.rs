@@ -184,6 +184,7 @@ impl Pipeline {
         // (H.Encaps) is left to the full pipeline.
         let sids = &*self.sids;
         let policies = sids.has_policies();
+        let fann_port = sids.params.fann_udp_port.to_be_bytes();
         let Some(in_mac) = f.ingress.get(usize::from(port)).copied().flatten() else {
             return 0;
         };
@@ -206,7 +207,9 @@ impl Pipeline {
                     }
                     let ip = &d[14..];
                     let total = 40 + usize::from(u16::from_be_bytes([ip[4], ip[5]]));
-                    if ip[0] >> 4 != 6 || total > ip.len() || ip[7] <= 1 || ip[6] == 58 || odd6(&ip[8..24]) || odd6(&ip[24..40]) {
+                    // ICMPv6 and FANN over UDP (their own Hop Limit) take
+                    // the full pipeline.
+                    if ip[0] >> 4 != 6 || total > ip.len() || ip[7] <= 1 || ip[6] == 58 || (ip[6] == 17 && ip.get(42..44) == Some(&fann_port[..])) || odd6(&ip[8..24]) || odd6(&ip[24..40]) {
                         continue;
                     }
                     let dst: [u8; 16] = ip[24..40].try_into().unwrap();

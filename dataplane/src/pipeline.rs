@@ -551,6 +551,22 @@ impl Pipeline {
                     Ok(h) if h > 0 => {}
                     _ => return Err(Drop::FannHopLimit),
                 }
+            } else if d.get(6) == Some(&17) && d.get(42..44) == Some(&self.sids.params.fann_udp_port.to_be_bytes()[..]) {
+                // The UDP variant (s.5.2) the same way; its Hop Limit is
+                // the high byte of the word at UDP payload offset 2, the
+                // UDP checksum patched (RFC 1624).
+                let end = total.min(d.len());
+                let (h, et) = {
+                    let m = crate::wire::fann::Message::new_checked(d.get(48..end).ok_or(Drop::FannMalformed)?).map_err(|_| Drop::FannMalformed)?;
+                    (m.hop_limit(), m.event_type())
+                };
+                if h <= 1 {
+                    return Err(Drop::FannHopLimit);
+                }
+                d[50] = h - 1;
+                let c = u16::from_be_bytes([d[46], d[47]]);
+                let c = checksum::update16(c, u16::from_be_bytes([h, et]), u16::from_be_bytes([h - 1, et]));
+                d[46..48].copy_from_slice(&(if c == 0 { 0xffff } else { c }).to_be_bytes());
             }
             Ipv6Packet::new_unchecked(&mut d[..]).decrement_hop_limit();
         }

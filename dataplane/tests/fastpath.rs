@@ -224,6 +224,11 @@ fn every_reason_to_leave_a_packet_to_the_slow_path() {
         ("broadcast MAC", frame4([0xff; 6], src4, v4("192.0.2.7"), 64, 16)),
         ("VLAN tag", vlan),
         ("ICMPv6", frame6(R0, src6, v6("2001:db8:100::5"), 58, 64, 16)),
+        ("FANN over UDP (its own Hop Limit)", {
+            let mut f = frame6(R0, src6, v6("2001:db8:100::5"), 17, 64, 16);
+            f[14 + 42..14 + 44].copy_from_slice(&dataplane::wire::params::Params::DEFAULT.fann_udp_port.to_be_bytes());
+            f
+        }),
         ("our address", frame6(R0, src6, v6("2001:db8:1::1"), 17, 64, 16)),
         ("our link-local", frame6(R0, src6, v6("fe80::1"), 17, 64, 16)),
         ("SID", frame6(R0, src6, v6(SID_END), 17, 64, 16)),

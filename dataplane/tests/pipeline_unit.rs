@@ -1416,6 +1416,36 @@ fn na_is_learned_and_consumed() {
     assert_eth(p.data(), NEW, R1, 0x86dd);
 }
 
+/// FANN over UDP in transit (draft-hzh-fantel-wan-tunnel s.5.2: processed
+/// as the ICMPv6 variant): its own Hop Limit decremented with the UDP
+/// checksum patched, the message discarded when it reaches zero.
+#[test]
+fn udp_fann_in_transit_has_its_hop_limit_decremented() {
+    use dataplane::wire::fann::{event, MessageRepr, CODE_EVENT};
+    use dataplane::wire::params::Params;
+    let mut pl = pipeline();
+    let (src, dst) = (v6("2001:db8::2"), v6("2001:db8:1::2"));
+    let m = |hop: u8| MessageRepr { hop_limit: hop, event_type: event::CONGESTION, event_subtype: 2, event_id: 9, timestamp: 1, originating_node: src, metadata: Default::default() };
+    let ip = dataplane::fann::notification_packet(CODE_EVENT, &m(5), &src, &dst, &Params::DEFAULT, true);
+    let mut p = VecPacket::from_bytes(&frame6(R0, H0, None, &ip));
+    assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Tx(1));
+    let out = p.to_vec();
+    let o = &out[14..];
+    assert_eq!(o[7], 63, "IPv6 hop limit");
+    assert_eq!(o[50], 4, "FANN Hop Limit");
+    let u = &o[40..];
+    let s = checksum::combine(checksum::pseudo_v6(&src.octets(), &dst.octets(), 17, u.len() as u32), checksum::sum(u));
+    assert_eq!(checksum::fold(s), 0xffff, "UDP checksum after the decrement");
+    let mut want = ip.clone();
+    want[7] = 63;
+    want[50] = 4;
+    want[46..48].copy_from_slice(&o[46..48]);
+    assert_eq!(o, &want[..], "nothing else changed");
+    // Hop Limit 1: discarded here.
+    let ip = dataplane::fann::notification_packet(CODE_EVENT, &m(1), &src, &dst, &Params::DEFAULT, true);
+    assert_drop(&mut pl, &frame6(R0, H0, None, &ip), 0, Drop::FannHopLimit, "fann-hop-limit-expired");
+}
+
 /// Only on-link addresses are learned, and an unsolicited NA only updates
 /// an address already known (RFC 4861 s.7.2.3, s.7.2.5): a sender on the
 /// link cannot fill the table with made-up off-link addresses.

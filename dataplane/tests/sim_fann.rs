@@ -115,6 +115,8 @@ fn figure(udp: bool) -> Fig {
             controller: Some(a("2001:db8:c::1")),
             source: a("fc00::a"),
             hop_limit: 8,
+            copy_max_pps: 100_000,
+            copy_burst: 100,
         },
     );
     let det = DetectorConfig { link_bps: GBPS, ..DetectorConfig::default() };
