@@ -20,8 +20,12 @@
 //!   ECT inner CE; CE over a Not-ECT inner is dropped, `decap-ce-not-ect`)
 //!   and the inner packet goes through the ordinary IPv6 / IPv4 path of the
 //!   default table (FIB lookup, TTL / hop limit decremented).
-//! * **End.C / End.E** (draft-hu-acn-rocev2): recognised, dropped under
-//!   `end-c-unimplemented` / `end-e-unimplemented` until their issue lands.
+//! * **END.E** (draft-hu-acn-rocev2 s.4.2): decapsulate the notification
+//!   (IPv4 or IPv6) and route it to the sender in the DC.
+//! * **END.C** (s.4.1): decapsulate, validate the notification completely
+//!   ([`notification_request`]: Long-haul CNP, RoCEv2 CNP, FANN over ICMPv6
+//!   or UDP) and answer with PFC PAUSE / RESUME toward the DC gateway
+//!   ([`crate::endc`]); anything else is `end-c-not-a-notification`.
 //! * **H.Encaps / H.Encaps.Red** (RFC 8986 s.5.1 / s.5.2): a transit IPv4
 //!   or IPv6 packet whose destination matches a policy prefix gets an outer
 //!   IPv6 header (source from the policy, hop limit 64, traffic class and
