@@ -154,6 +154,7 @@ reasons!(Local, N_LOCAL {
     McFatalNakIn => "mc-fatal-nak-in",
     McCnpIn => "mc-cnp-in",
     McAckUp => "mc-ack-up",
+    McAckRepeated => "mc-ack-repeated",
     McNakUp => "mc-nak-up",
     McRnrUp => "mc-rnr-nak-up",
     McFatalNakUp => "mc-fatal-nak-up",

@@ -769,7 +769,7 @@ impl Pipeline {
                 self.reply = true;
                 Ok(Verdict::Tx(port))
             }
-            Kind::MT { hmac_required, extra, down } => self.end_mt(p, l2, src, dst, hop, total, chain, srh, hmac_required, extra, down),
+            Kind::MT { hmac_required, extra, down } => self.end_mt(p, l2, src, dst, hop, total, chain, srh, hmac_required, extra, down, now_ns),
         }
     }
 
@@ -828,6 +828,7 @@ impl Pipeline {
         hmac_required: bool,
         extra: usize,
         down: usize,
+        now_ns: u64,
     ) -> Result<Verdict, Drop> {
         // S01 / Ref4.
         let s = srh.ok_or(Drop::EndMtNoSrh)?;
@@ -835,7 +836,8 @@ impl Pipeline {
             return Err(Drop::EndMtSlZero);
         }
         if hop <= 1 {
-            return Err(Drop::TtlExpired);
+            // Ref1: RFC 8754 s.4.3.1.1, as End (rate-limited).
+            return self.time_exceeded6(p, l2, src, total, now_ns);
         }
         let d = p.data();
         let pkt = &d[l2.l3..l2.l3 + total];

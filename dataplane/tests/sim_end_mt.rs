@@ -305,7 +305,7 @@ fn reference_topology_end_mt_forward_and_reverse_path() {
     say(&mut net, 3, ack(4)); // min = 3 (R2)
     say(&mut net, 2, ack(3)); // R3 goes back from 4 to 3: stale
     say(&mut net, 1, ack(4)); // min = 4
-    say(&mut net, 0, ack(4)); // nothing new
+    say(&mut net, 0, ack(4)); // R1 again: it saw a retransmission, the ACK of 4 is repeated
     say(&mut net, 0, ack(9)); // beyond the highest PSN sent: refused
     net.sim.run_until(t + 20 * US);
     // An unknown receiver's ACK (X is not in the group).
@@ -313,13 +313,14 @@ fn reference_topology_end_mt_forward_and_reverse_path() {
     net.sim.run_until(t + 20 * US);
     let ups = at_source(&net.sim, net.s1, 0);
     let acks: Vec<u32> = ups.iter().map(|u| u.2).collect();
-    assert_eq!(acks, vec![2, 3, 4], "{ups:?}");
+    assert_eq!(acks, vec![2, 3, 4, 4], "{ups:?}");
     assert!(ups.iter().all(|u| u.1 == opcode::RC_ACKNOWLEDGE && matches!(u.3, Some(Syndrome::Ack { .. }))));
     assert_eq!(net.sim.drops(n6, Drop::McPsnBeyondSent), 1);
     assert_eq!(net.sim.drops(n6, Drop::McStalePsn), 1);
     assert_eq!(net.sim.drops(n6, Drop::McUnknownReceiver), 1);
     assert_eq!(net.sim.local(n6, Local::McAckIn), 10);
     assert_eq!(net.sim.local(n6, Local::McAckUp), 3);
+    assert_eq!(net.sim.local(n6, Local::McAckRepeated), 1);
 
     // ---- NACK aggregation: PSN 5..=8; R5 misses 7, R3 misses 6
     let t0 = net.sim.now;

@@ -857,9 +857,17 @@ fn end_mt_invalid_packets() {
     // Inner packet not RoCEv2.
     let s = srh(41, &[sid_mt(), proxy()], 1, vec![mt_tlv(sid_mt(), &receivers_a())]);
     expect_drop(&mut pl, srv6_frame(s1(), sid_mt(), 64, 0, &s, &plain6(s1(), proxy(), 0)), Drop::EndMtNotRoce);
-    // Outer hop limit 1.
+    // Outer hop limit 1: ICMPv6 Time Exceeded to the source, as End does
+    // (the draft's Ref1: RFC 8754 s.4.3.1.1).
     let s = srh(41, &[sid_mt(), proxy()], 1, vec![mt_tlv(sid_mt(), &receivers_a())]);
-    expect_drop(&mut pl, srv6_frame(s1(), sid_mt(), 1, 0, &s, &roce6(0, 64)), Drop::TtlExpired);
+    let before = pl.counters.local[Local::TimeExceeded6 as usize].get();
+    let mut p = VecPacket::from_bytes(&srv6_frame(s1(), sid_mt(), 1, 0, &s, &roce6(0, 64)));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(0));
+    assert_eq!(pl.counters.local[Local::TimeExceeded6 as usize].get(), before + 1);
+    let f = p.to_vec();
+    let o = l3(&f);
+    assert_eq!((o[6], o[40], o[41]), (58, 3, 0), "ICMPv6 Time Exceeded, hop limit exceeded in transit");
+    assert_eq!(&o[24..40], &s1().octets());
 }
 
 fn hmac_frame(key: Option<&HmacKey>, corrupt: bool) -> Vec<u8> {

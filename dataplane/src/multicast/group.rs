@@ -40,6 +40,7 @@ counters! {
     RnrUp => "mc-rnr-nak-up",
     FatalNakUp => "mc-fatal-nak-up",
     CnpUp => "mc-cnp-up",
+    AckRepeated => "mc-ack-repeated",
     // absorbed without an upstream message
     NakSuppressed => "mc-nak-suppressed",
     // drops
@@ -315,6 +316,9 @@ pub struct Branch {
     /// CNPs counted in the current window.
     ccount: u32,
     cnp_bucket: TokenBucket,
+    /// Re-acknowledged the upstream PSN in the current round (see
+    /// `Group::ack`).
+    dup: bool,
 }
 
 impl Branch {
@@ -351,6 +355,8 @@ pub struct Group {
     up_psn: u32,
     /// Last ePSN sent in an upstream sequence-error NAK.
     up_nak: Option<u32>,
+    /// `up_psn` went to the source (an ACK or a NAK was sent).
+    up_told: bool,
     /// Highest data PSN seen downstream, if the data path reports it.
     highest_sent: Option<u32>,
     window_start: u64,
@@ -374,12 +380,14 @@ impl Group {
                 credits: 31,
                 ccount: 0,
                 cnp_bucket: TokenBucket::new(cfg.cnp_rate_per_s, cfg.cnp_burst),
+                dup: false,
             })
             .collect();
         Ok(Group {
             branches,
             up_psn: start,
             up_nak: None,
+            up_told: false,
             highest_sent: None,
             window_start: now,
             counters: Counters::default(),
@@ -557,6 +565,30 @@ impl Group {
         if d < self.off(self.branches[i].acked) {
             return Err(Counter::StalePsn);
         }
+        // The receiver acknowledges again the PSN the source was already
+        // told: it saw a retransmission, so the source may never have had
+        // that ACK (lost upstream). Without an answer it would retry until
+        // its QP fails (s.5.3.1: the node forwards an ACK with the
+        // minimum). One repeat per retransmission: the first such ACK of a
+        // round is answered, a branch repeating again starts a new round.
+        if self.up_told && d == 0 && psn == self.branches[i].acked {
+            if self.branches[i].dup {
+                for b in self.branches.iter_mut() {
+                    b.dup = false;
+                }
+            }
+            let first = !self.branches.iter().any(|b| b.dup);
+            let b = &mut self.branches[i];
+            b.dup = true;
+            b.msn = msn;
+            b.credits = credits;
+            if !first {
+                return Ok(None);
+            }
+            let (_, mi, cr) = self.min_acked();
+            self.counters.inc(Counter::AckRepeated);
+            return Ok(Some(Upstream::Ack { psn: self.up_psn, msn: self.branches[mi].msn, credits: cr }));
+        }
         let b = &mut self.branches[i];
         b.acked = psn;
         b.msn = msn;
@@ -572,6 +604,10 @@ impl Group {
             return Ok(None);
         }
         self.up_psn = psn_add(self.up_psn, min_off);
+        self.up_told = true;
+        for b in self.branches.iter_mut() {
+            b.dup = false;
+        }
         if let Some(n) = self.up_nak {
             // Everyone has the NAK's ePSN now; forget it so that it can never
             // alias a later ePSN after the PSN space wraps.
@@ -610,11 +646,13 @@ impl Group {
             }
             self.up_nak = Some(min_epsn);
             self.up_psn = min_acked;
+            self.up_told = true;
             self.counters.inc(Counter::NakUp);
         } else {
             // RNR NAK: every retry the source makes is refused anew, so each
             // one is forwarded.
             self.up_psn = min_acked;
+            self.up_told = true;
             self.counters.inc(Counter::RnrUp);
         }
         Ok(Some(Upstream::Nak { psn: min_epsn, msn: up_msn, kind }))

@@ -59,6 +59,7 @@ pub const fn slot(c: Counter) -> Slot {
         Counter::RnrUp => Slot::Local(Local::McRnrUp),
         Counter::FatalNakUp => Slot::Local(Local::McFatalNakUp),
         Counter::CnpUp => Slot::Local(Local::McCnpUp),
+        Counter::AckRepeated => Slot::Local(Local::McAckRepeated),
         Counter::NakSuppressed => Slot::Local(Local::McNakSuppressed),
         Counter::UnknownReceiver => Slot::Drop(Drop::McUnknownReceiver),
         Counter::StalePsn => Slot::Drop(Drop::McStalePsn),

@@ -67,8 +67,10 @@ fn ack_min_and_monotonic() {
     assert_eq!(up_ack_psn(g.on_response(&rx(2), ack(20), 0).unwrap()), Some(10));
     // the min does not move: nothing
     assert_eq!(g.on_response(&rx(2), ack(25), 0), Ok(None));
-    // duplicate ACK: absorbed, nothing upstream
-    assert_eq!(g.on_response(&rx(1), ack(10), 0), Ok(None));
+    // branch 1 acknowledges 10 again (it saw a retransmission of what the
+    // source was told: the upstream ACK may be lost): the ACK is repeated
+    assert_eq!(up_ack_psn(g.on_response(&rx(1), ack(10), 0).unwrap()), Some(10));
+    assert_eq!(g.counters().get(Counter::AckRepeated), 1);
     // a reordered ACK behind the branch's state cannot move anything back
     assert_eq!(g.on_response(&rx(2), ack(22), 0), Err(Counter::StalePsn));
     assert_eq!(g.branches()[1].acked(), 25);
@@ -80,6 +82,37 @@ fn ack_min_and_monotonic() {
     assert_eq!(up_ack_psn(g.on_response(&rx(1), ack(30), 0).unwrap()), Some(25));
     assert_eq!(g.upstream_psn(), 25);
     assert_eq!(g.counters().get(Counter::AckUp), 3);
+}
+
+/// The upstream ACK is lost: the source retransmits, every receiver
+/// acknowledges the PSN again, and the node answers once per
+/// retransmission (a source that never hears the ACK retries until its QP
+/// fails).
+#[test]
+fn a_lost_upstream_ack_is_repeated_once_per_retransmission() {
+    let mut g = Group::new(cfg(3), 0).unwrap();
+    // Before anything went upstream, nothing is repeated.
+    assert_eq!(g.on_response(&rx(1), ack(0), 0), Ok(None));
+    assert_eq!(g.on_response(&rx(2), ack(10), 0), Ok(None));
+    assert_eq!(g.on_response(&rx(3), ack(10), 0), Ok(None));
+    assert_eq!(up_ack_psn(g.on_response(&rx(1), ack(10), 0).unwrap()), Some(10));
+    // ... that ACK is lost; the source retransmits PSN 10.
+    assert_eq!(up_ack_psn(g.on_response(&rx(2), ack(10), 0).unwrap()), Some(10), "repeated");
+    assert_eq!(g.on_response(&rx(1), ack(10), 0), Ok(None), "same retransmission");
+    assert_eq!(g.on_response(&rx(3), ack(10), 0), Ok(None));
+    // A second retransmission: a branch repeats again, a new round.
+    assert_eq!(up_ack_psn(g.on_response(&rx(2), ack(10), 0).unwrap()), Some(10));
+    assert_eq!(g.counters().get(Counter::AckRepeated), 2);
+    assert_eq!(g.counters().get(Counter::AckUp), 1);
+    // Progress ends the rounds.
+    g.on_response(&rx(1), ack(12), 0).unwrap();
+    g.on_response(&rx(2), ack(12), 0).unwrap();
+    assert_eq!(up_ack_psn(g.on_response(&rx(3), ack(12), 0).unwrap()), Some(12));
+    // A branch ahead of the minimum acknowledging itself again is not a
+    // sign the source missed anything: absorbed.
+    g.on_response(&rx(1), ack(14), 0).unwrap();
+    assert_eq!(g.on_response(&rx(1), ack(14), 0), Ok(None));
+    assert_eq!(g.counters().get(Counter::AckRepeated), 2);
 }
 
 #[test]
@@ -562,6 +595,7 @@ proptest! {
         let mut g = Group::new(c.clone(), 0).unwrap();
         let mut now = 0u64;
         let mut last_up: u32 = g.upstream_psn();
+        let mut last_repeats = 0u64;
         let mut buf = [0u8; 128];
         for e in evs {
             let up = match e {
@@ -598,7 +632,11 @@ proptest! {
             if let Some(u) = up {
                 match u {
                     Upstream::Ack { psn, .. } => {
-                        prop_assert!(psn_lt(last_up, psn), "ACK went back: {:#x} -> {:#x}", last_up, psn);
+                        // Forward, or the same PSN repeated (a branch
+                        // re-acknowledged it: a retransmission was seen).
+                        let repeats = g.counters().get(Counter::AckRepeated);
+                        prop_assert!(psn_lt(last_up, psn) || (psn == last_up && repeats > last_repeats), "ACK went back: {:#x} -> {:#x}", last_up, psn);
+                        last_repeats = repeats;
                         for b in g.branches() {
                             prop_assert!(psn_le(psn, b.acked()));
                         }

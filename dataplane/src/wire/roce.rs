@@ -738,8 +738,8 @@ pub struct CnpRepr {
 
 impl CnpRepr {
     /// Parse a CNP from the UDP payload (BTH .. ICRC). Reserved octets are
-    /// not checked; BECN is required by the RoCEv2 annex but tolerated when
-    /// clear (as RNICs do), so that it round-trips only when set.
+    /// not checked; BECN, which the RoCEv2 annex requires in a CNP, must be
+    /// set (`Malformed` otherwise).
     pub fn parse<T: AsRef<[u8]> + ?Sized>(bth: &Bth<&T>) -> Result<CnpRepr> {
         bth.check_len()?;
         if bth.opcode() != opcode::CNP || bth.ext() {
