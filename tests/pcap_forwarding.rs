@@ -599,7 +599,7 @@ fn show_congestion(workers: usize) {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     assert!(show.contains("RTT_est 20000 us, K_min 62500 bytes (configured 62500), K_max 125000 bytes,"), "{show}");
-    assert!(show.contains("\n  policy: top 1 flow(s) per evaluation, CNP format ICMPv6 (IPv4 sources: none) for sources without a configured one (0 source prefix(es) configured), suppression on, adaptive K_min off, zero metrics off, flows idle after 10000 ms\n"), "{show}");
+    assert!(show.contains("\n  policy: top 1 flow(s) per evaluation, CNP format ICMPv6 (IPv4 sources: none) for sources without a configured one (0 source prefix(es) configured), suppression on (observation window 20000 us), adaptive K_min off, zero metrics off, flows idle after 10000 ms\n"), "{show}");
     // CNP formats by source prefix, at run time (s.10.5).
     ok("congestion wan source-format add 10.0.1.0/24 roce");
     ok("congestion wan source-format add 2001:db8:1::/64 roce");
@@ -607,13 +607,13 @@ fn show_congestion(workers: usize) {
     ok("congestion wan source-format add 2001:db8:9::/48 roce");
     ok("congestion wan source-format del 2001:db8:9::/48");
     // The policy changes at run time too.
-    for c in ["top_flows 3", "format roce", "suppression false", "adaptive true", "zero_metrics true", "interval_us 2000", "cnp_max_pps 5000", "cnp_burst 7", "flow_idle_ms 500"] {
+    for c in ["top_flows 3", "observation_window_us 5000", "format roce", "suppression false", "adaptive true", "zero_metrics true", "interval_us 2000", "cnp_max_pps 5000", "cnp_burst 7", "flow_idle_ms 500"] {
         ok(&format!("congestion wan {c}"));
     }
     // Wait for the last of them: the worker may publish the first ones a
     // report before the last (fresh-clone CI saw "flows idle after 10000
     // ms" with the new interval and cap).
-    let policy = "interval 2000 us, CNP cap 5000/s burst 7\n  policy: top 3 flow(s) per evaluation, CNP format RoCEv2 for sources without a configured one (2 source prefix(es) configured), suppression off, adaptive K_min on, zero metrics on, flows idle after 500 ms\n";
+    let policy = "interval 2000 us, CNP cap 5000/s burst 7\n  policy: top 3 flow(s) per evaluation, CNP format RoCEv2 for sources without a configured one (2 source prefix(es) configured), suppression off (observation window 5000 us), adaptive K_min on, zero metrics on, flows idle after 500 ms\n";
     for _ in 0..400 {
         show = ok("show congestion");
         if show.contains(policy) {

@@ -576,6 +576,9 @@ pub struct CongestionSection {
     /// Notify this many top-contributing flows per evaluation.
     #[serde(default = "d_top")]
     pub top_flows: u8,
+    /// Suppression's observation window (s.5.7), microseconds; default
+    /// RTT_est.
+    pub observation_window_us: Option<u64>,
     /// CNP source addresses (section 9: only the router's configured
     /// address); default: the first address of this port.
     pub source_v4: Option<String>,
@@ -1598,7 +1601,12 @@ fn congestion_plan(c: &CongestionSection, p: &PortSection, f: &str) -> Result<Co
         suppression: c.suppression,
         adaptive: c.adaptive.then(AdaptivePolicy::default),
         default_format: format,
-        policy: Policy { top_flows: c.top_flows, buffer_bytes: p.queue_bytes, ..Policy::default() },
+        policy: Policy {
+            top_flows: c.top_flows,
+            buffer_bytes: p.queue_bytes,
+            observation_window_ns: c.observation_window_us.unwrap_or(0).saturating_mul(1000),
+            ..Policy::default()
+        },
     };
     params.validate().map_err(|why| format!("{f}: {why}"))?;
     let mut source_qps: Vec<SourceQp> = Vec::with_capacity(c.source_qp.len());

@@ -25,7 +25,7 @@ pub const HELP: &str = "commands:
   neighbour del ADDR INTERFACE
   show congestion | show flows PORT [N]
   congestion PORT rtt_est_us N | k_min_bytes N | k_base_bytes N | alpha X | v_ecn X | v_growth_kb_per_ms X
-  congestion PORT interval_us N | cnp_max_pps N | cnp_burst N | flow_idle_ms N | top_flows N
+  congestion PORT interval_us N | cnp_max_pps N | cnp_burst N | flow_idle_ms N | top_flows N | observation_window_us N (0: RTT_est)
   congestion PORT format icmpv6|roce | zero_metrics true|false | suppression true|false | adaptive true|false
   congestion PORT source-qp add SRC DST DEST_QP SOURCE_QP | congestion PORT source-qp del SRC DST DEST_QP
   congestion PORT source-format add PREFIX icmpv6|roce | congestion PORT source-format del PREFIX
@@ -234,6 +234,7 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
                 "cnp_burst" => p.cnp_port_burst = int(value, u64::from(u32::MAX))? as u32,
                 "flow_idle_ms" => p.flow_idle_timeout_ns = int(value, 86_400_000)? * 1_000_000,
                 "top_flows" => p.policy.top_flows = int(value, 255)? as u8,
+                "observation_window_us" => p.policy.observation_window_ns = int(value, 10_000_000)? * 1000,
                 "format" => {
                     p.default_format = match *value {
                         "icmpv6" => dataplane::congestion::CnpFormat::Icmpv6,

@@ -165,7 +165,7 @@ pub fn congestion(views: &[(u16, CongestionView)], names: &[(u16, String)]) -> S
         let on = |b: bool| if b { "on" } else { "off" };
         let _ = writeln!(
             o,
-            "  policy: top {} flow(s) per evaluation, CNP format {} for sources without a configured one ({} source prefix(es) configured), suppression {}, adaptive K_min {}, zero metrics {}, flows idle after {} ms",
+            "  policy: top {} flow(s) per evaluation, CNP format {} for sources without a configured one ({} source prefix(es) configured), suppression {} (observation window {} us), adaptive K_min {}, zero metrics {}, flows idle after {} ms",
             p.policy.top_flows,
             match p.default_format {
                 dataplane::congestion::CnpFormat::Icmpv6 => "ICMPv6 (IPv4 sources: none)",
@@ -173,6 +173,7 @@ pub fn congestion(views: &[(u16, CongestionView)], names: &[(u16, String)]) -> S
             },
             v.source_formats,
             on(p.suppression),
+            p.observation_window_ns() as f64 / 1e3,
             on(p.adaptive.is_some()),
             on(p.zero_metrics),
             p.flow_idle_timeout_ns / 1_000_000

@@ -97,11 +97,12 @@
 //!
 //! # Collaborative suppression and escalation (s.5.7, `suppression`)
 //!
-//! Each flow's arrival rate is measured per observation window of RTT_est
-//! (bytes in the last completed window vs the one before). A selected flow
+//! Each flow's arrival rate is measured per observation window
+//! (`policy.observation_window_ns`, default RTT_est as s.5.7 recommends;
+//! bytes in the last completed window vs the one before). A selected flow
 //! whose rate fell by at least `policy.rate_drop_frac` is *deferred*
 //! (`suppressed`): an upstream node has presumably acted. A fall caused by
-//! our own CNP does not count (no deferral within 3 * RTT_est of our last
+//! our own CNP does not count (no deferral within 2 windows + RTT_est of our last
 //! CNP to the flow: the two windows compared plus the feedback delay). When
 //! the flow is selected again between one and two windows after the
 //! deferral: if QD is higher than when it deferred (congestion kept
@@ -216,6 +217,10 @@ pub struct Policy {
     pub rate_drop_frac: f64,
     /// Escalation: Congestion Level increase.
     pub escalation_step: u8,
+    /// The observation window of the arrival-rate estimate that deferral
+    /// compares (s.5.7: "a configurable observation window (RECOMMENDED:
+    /// 1 * RTT_est)"), ns; 0 = RTT_est.
+    pub observation_window_ns: u64,
 }
 
 /// Most flows a single evaluation may notify.
@@ -234,6 +239,7 @@ impl Default for Policy {
             top_flows: 1,
             rate_drop_frac: 0.1,
             escalation_step: 32,
+            observation_window_ns: 0,
         }
     }
 }
@@ -349,6 +355,14 @@ impl PortParams {
         self.k_min_bytes.unwrap_or(self.k_max() / 2)
     }
 
+    /// The observation window in effect: the configured one, else RTT_est.
+    pub fn observation_window_ns(&self) -> u64 {
+        match self.policy.observation_window_ns {
+            0 => self.rtt_est_ns,
+            w => w,
+        }
+    }
+
     /// The queue size of the severity policy.
     pub fn buffer_bytes(&self) -> u64 {
         if self.policy.buffer_bytes == 0 {
@@ -442,6 +456,9 @@ impl PortParams {
         }
         if !frac(p.rate_drop_frac) {
             return err("policy.rate_drop_frac", p.rate_drop_frac, "must be in (0, 1)");
+        }
+        if p.observation_window_ns > MAX_RTT_EST_NS {
+            return err("policy.observation_window_ns", p.observation_window_ns, "must be at most 10 s (0: RTT_est)");
         }
         if let Some(a) = &self.adaptive {
             if !(a.ewma_weight.is_finite() && a.ewma_weight > 0.0 && a.ewma_weight <= 1.0) {

@@ -444,7 +444,7 @@ impl CongestionPort {
             Some(s) => s,
             None => self.learn_new(key, hash, now)?,
         };
-        let win = self.p.rtt_est_ns;
+        let win = self.p.observation_window_ns();
         if let Some(f) = self.flows.get_mut(s) {
             f.roll(now, win);
             f.last_seen = f.last_seen.max(now);
@@ -878,9 +878,10 @@ impl CongestionPort {
         }
         let base = self.decide(qd, t_qd, t_qgr);
         let rtt = self.p.rtt_est_ns;
+        let win = self.p.observation_window_ns();
         for &(_, s) in &top[..k] {
             let Some(f) = self.flows.get_mut(s) else { continue };
-            f.roll(now, rtt);
+            f.roll(now, win);
             let f = *f;
             if f.last_cnp().is_some_and(|t| now.saturating_sub(t) < rtt) {
                 self.stats.rate_limited += 1;
@@ -888,18 +889,20 @@ impl CongestionPort {
             }
             let mut d = base;
             if self.p.suppression {
-                let ours = f.last_cnp().is_some_and(|t| now.saturating_sub(t) < 3 * rtt);
+                // Our own CNP's effect: the two windows compared plus the
+                // feedback delay.
+                let ours = f.last_cnp().is_some_and(|t| now.saturating_sub(t) < 2 * win + rtt);
                 let fell = !ours && f.rate_fell(self.p.policy.rate_drop_frac);
                 // A deferral of an earlier episode (two windows old) says
                 // nothing about this one.
-                let deferred = f.deferred().filter(|&(since, _)| now.saturating_sub(since) < 2 * rtt);
+                let deferred = f.deferred().filter(|&(since, _)| now.saturating_sub(since) < 2 * win);
                 if deferred.is_none() && f.deferred().is_some() {
                     if let Some(f) = self.flows.get_mut(s) {
                         f.set_deferred(None);
                     }
                 }
                 match deferred {
-                    Some((since, _)) if now.saturating_sub(since) < rtt => continue,
+                    Some((since, _)) if now.saturating_sub(since) < win => continue,
                     Some((_, qd_then)) if qd > qd_then => {
                         d = self.escalate(base, qd);
                         self.stats.escalated += 1;

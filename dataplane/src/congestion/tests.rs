@@ -592,6 +592,35 @@ fn no_escalation_when_congestion_eases_and_rate_recovered() {
     assert_eq!(c.stats().escalated, 0);
 }
 
+/// s.5.7's observation window is configurable: with windows of half an
+/// RTT the same traffic shows a falling rate (and the node defers) that
+/// one RTT-long window does not.
+#[test]
+fn the_observation_window_is_configurable() {
+    let run = |window_ns: u64| {
+        let mut p = PortParams { suppression: true, ..sec7() };
+        p.policy.observation_window_ns = window_ns;
+        assert_eq!(p.observation_window_ns(), if window_ns == 0 { RTT } else { window_ns });
+        let mut c = CongestionPort::new(p);
+        let f = data(ip4(1), ip4(4), 200, 0);
+        // 10 MB in [0, 5 ms), 5 MB in [5 ms, 10 ms), 1 MB in [10 ms, 15 ms).
+        for i in 0..10 {
+            c.on_enqueue(Some(&f), 1_000_000, true, 100 * MB, i * MS / 2);
+        }
+        for i in 0..5 {
+            c.on_enqueue(Some(&f), 1_000_000, true, 100 * MB, RTT / 2 + i * MS);
+        }
+        c.on_enqueue(Some(&f), 1_000_000, true, 100 * MB, RTT + MS);
+        c.poll(126 * MB, 3 * RTT / 2 - IV, &mut out());
+        let o = poll_at(&mut c, 126 * MB, 3 * RTT / 2);
+        (o.len(), c.stats().suppressed)
+    };
+    assert_eq!(run(0), (1, 0), "RTT-long windows: [0, 10 ms) then [10, 20): no fall seen yet");
+    assert_eq!(run(RTT / 2), (0, 1), "5 ms windows: 10 MB then 5 MB, deferred");
+    let bad = PortParams { policy: Policy { observation_window_ns: 10_000_000_001, ..Policy::default() }, ..sec7() };
+    assert!(bad.validate().unwrap_err().starts_with("policy.observation_window_ns = 10000000001"));
+}
+
 /// A deferral belongs to its episode: congestion that comes back much
 /// later is judged afresh, not escalated against the old queue depth.
 #[test]
