@@ -1655,3 +1655,34 @@ wrpcap(sys.argv[1], f)
     assert_eq!(&na[0][0..6], &[0x02, 0, 0, 0, 0x10, 0x99]);
     assert_eq!(&na[0][14 + 24..14 + 40], &"2001:db8:77::5".parse::<std::net::Ipv6Addr>().unwrap().octets());
 }
+
+/// uRPF (BCP 38) on real DPDK: port `dc` in strict mode forwards what its
+/// own hosts send and drops, by name, packets whose source is routed out of
+/// another port or not at all; IPv6 the same.
+#[test]
+fn strict_urpf_drops_spoofed_sources_by_name() {
+    let dir = workdir("urpf");
+    let l2 = control::gen::L2 { src: HOST, dst: R_DC };
+    let v6 = |s: &str| s.parse::<std::net::Ipv6Addr>().unwrap();
+    let frames = vec![
+        control::gen::udp4(&l2, [10, 0, 1, 2].into(), [10, 0, 3, 7].into(), 1000, 2000, b"urpf-ok-4", 64),
+        control::gen::udp4(&l2, [10, 0, 3, 9].into(), [10, 0, 3, 7].into(), 1000, 2000, b"urpf-wan-src-4", 64),
+        control::gen::udp4(&l2, [203, 0, 113, 5].into(), [10, 0, 3, 7].into(), 1000, 2000, b"urpf-no-route-4", 64),
+        control::gen::udp6(&l2, v6("2001:db8:1::2"), v6("2001:db8:3::7"), 1000, 2000, b"urpf-ok-6", 64),
+        control::gen::udp6(&l2, v6("2001:db8:3::9"), v6("2001:db8:3::7"), 1000, 2000, b"urpf-wan-src-6", 64),
+    ];
+    control::demo::write_pcap(&dir.join("dc-in.pcap"), &frames).unwrap();
+    control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
+    let cfg = dir.join("r.toml");
+    std::fs::write(&cfg, config(&dir).replacen("name = \"dc\"", "name = \"dc\"\nurpf = \"strict\"", 1)).unwrap();
+    let out = run("urpf", &cfg, &["--exit-when-idle", "400", "--duration", "20"]);
+    let so = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{so}");
+    assert_eq!(counter(&so, "urpf-failed"), 3, "{so}");
+    assert_eq!(mempool_in_use(&so), 0);
+    let wan = read_pcap(&dir.join("wan-out.pcap")).unwrap();
+    let payloads: Vec<&[u8]> = wan.iter().map(|f| &f[f.len() - 9..]).collect();
+    assert_eq!(wan.len(), 2, "only the two genuine sources: {payloads:?}");
+    find(&wan, b"urpf-ok-4");
+    find(&wan, b"urpf-ok-6");
+}

@@ -517,6 +517,10 @@ pub struct PortSection {
     pub addresses: Vec<String>,
     #[serde(default, rename = "vlan")]
     pub vlans: Vec<VlanSection>,
+    /// Source address validation of arriving packets (BCP 38, RFC 3704):
+    /// "off", "loose" (a route to the source exists) or "strict" (it
+    /// leaves by this interface). Default "off".
+    pub urpf: Option<String>,
     /// R_port: shape the egress to this rate through the deep-buffer queue
     /// (absent: no software queue, the NIC's own rate).
     pub rate_mbps: Option<u64>,
@@ -711,6 +715,19 @@ pub struct VlanSection {
     pub id: u16,
     #[serde(default)]
     pub addresses: Vec<String>,
+    /// As the port's `urpf`; default: the port's.
+    pub urpf: Option<String>,
+}
+
+fn parse_urpf(v: Option<&str>, field: &str, default: dataplane::tables::Urpf) -> Result<dataplane::tables::Urpf, String> {
+    use dataplane::tables::Urpf;
+    match v {
+        None => Ok(default),
+        Some("off") => Ok(Urpf::Off),
+        Some("loose") => Ok(Urpf::Loose),
+        Some("strict") => Ok(Urpf::Strict),
+        Some(o) => Err(format!("{field} = {o:?}: must be \"off\", \"loose\" or \"strict\"")),
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -927,6 +944,8 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         };
         let port_id = i as u16; // provisional: the position; fixed up at start
         let mut ifc = Interface::new(&p.name, port_id, None, mac.unwrap_or([0; 6]), p.mtu);
+        ifc.urpf = parse_urpf(p.urpf.as_deref(), &fld("urpf"), dataplane::tables::Urpf::Off)?;
+        let port_urpf = ifc.urpf;
         parse_addrs(&p.addresses, &fld("addresses"), &mut ifc, &mut addrs)?;
         interfaces.push(ifc);
         let mut vids = HashSet::new();
@@ -939,6 +958,7 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
                 return err(format!("{vf}.id"), &v.id, "duplicate VLAN on this port");
             }
             let mut vi = Interface::new(&format!("{}.{}", p.name, v.id), port_id, Some(v.id), mac.unwrap_or([0; 6]), p.mtu - 4);
+            vi.urpf = parse_urpf(v.urpf.as_deref(), &format!("{vf}.urpf"), port_urpf)?;
             parse_addrs(&v.addresses, &format!("{vf}.addresses"), &mut vi, &mut addrs)?;
             interfaces.push(vi);
         }
@@ -1725,6 +1745,16 @@ interface = "wan"
 "#;
 
     #[test]
+    fn urpf_per_port_and_vlan() {
+        use dataplane::tables::Urpf;
+        let c = load_str(&GOOD.replacen("name = \"wan\"", "name = \"wan\"\nurpf = \"strict\"", 1).replacen("id = 100", "id = 100\nurpf = \"loose\"", 1)).unwrap();
+        let u: Vec<(String, Urpf)> = c.interfaces.iter().map(|i| (i.name.clone(), i.urpf)).collect();
+        assert_eq!(u, vec![("dc".into(), Urpf::Off), ("wan".into(), Urpf::Strict), ("wan.100".into(), Urpf::Loose)]);
+        let c = load_str(&GOOD.replacen("name = \"wan\"", "name = \"wan\"\nurpf = \"strict\"", 1)).unwrap();
+        assert_eq!(c.interfaces[2].urpf, Urpf::Strict, "a VLAN takes its port's");
+    }
+
+    #[test]
     fn good_config_validates() {
         let c = load_str(GOOD).unwrap();
         assert_eq!(c.ports.len(), 2);
@@ -1788,6 +1818,10 @@ interface = "wan"
         assert!(e.contains("dataplane.worker_cores[1] = 0") && e.contains("twice"), "{e}");
         let e = bad(("[dataplane]", "[dataplane]\nbogus = 1"));
         assert!(e.contains("bogus"), "{e}");
+        let e = bad(("name = \"dc\"", "name = \"dc\"\nurpf = \"strong\""));
+        assert!(e.contains("port[0].urpf = \"strong\": must be \"off\", \"loose\" or \"strict\""), "{e}");
+        let e = bad(("id = 100", "id = 100\nurpf = \"x\""));
+        assert!(e.contains("port[1].vlan[0].urpf = \"x\""), "{e}");
         for v in ["0", "1048577"] {
             let e = bad(("[dataplane]", &format!("[dataplane]\nneighbour_learn_limit = {v}")));
             assert!(e.contains(&format!("dataplane.neighbour_learn_limit = {v}")) && e.contains("1..=1048576"), "{e}");

@@ -42,6 +42,7 @@ reasons!(Drop, N_DROPS {
     // IPv6
     MalformedIpv6 => "malformed-ipv6",
     Ipv6Martian => "ipv6-martian",
+    UrpfFailed => "urpf-failed",
     MalformedNd => "malformed-nd",
     NdAdvertOffLink => "nd-advert-off-link",
     NdAdvertUnsolicited => "nd-advert-unsolicited-unknown",

@@ -130,7 +130,8 @@ impl Pipeline {
         f.special.fill(0);
         for (i, ifc) in self.topo.interfaces.iter().enumerate() {
             let p = usize::from(ifc.port);
-            if ifc.vlan.is_none() && p < MAX_PORTS && self.topo.iface_of(ifc.port, None) == Some(i as u16) {
+            // Ports checking sources (uRPF) leave everything to the pipeline.
+            if ifc.vlan.is_none() && p < MAX_PORTS && self.topo.iface_of(ifc.port, None) == Some(i as u16) && ifc.urpf == crate::tables::Urpf::Off {
                 f.ingress[p] = Some(ifc.mac);
             }
             for n in &ifc.v4 {

@@ -348,6 +348,7 @@ impl Pipeline {
         if src.is_multicast() || src.is_broadcast() || src.is_loopback() || src.is_unspecified() {
             return Err(Drop::Ipv4Martian);
         }
+        self.urpf(l2.iface, |f| f.lookup4(src).map(|h| h.iface))?;
         if self.topo.is_local4(&dst) {
             if Ipv4Packet::new_unchecked(&p.data()[l2.l3..]).is_fragment() {
                 return self.reassemble4(p, l2, hl, total, now_ns);
@@ -500,6 +501,11 @@ impl Pipeline {
         };
         if src.is_multicast() || src.is_loopback() {
             return Err(Drop::Ipv6Martian);
+        }
+        // Link-local and unspecified sources (ND, DAD) have no route: they
+        // are never forwarded, and always on the link.
+        if !src.is_unspecified() && !crate::tables::is_link_local(&src) {
+            self.urpf(l2.iface, |f| f.lookup6(src).map(|h| h.iface))?;
         }
         if self.mc.is_proxy(&dst) {
             // End.MT reverse path: a receiver's response to a group's Proxy
@@ -889,6 +895,23 @@ impl Pipeline {
         let old = std::mem::replace(&mut self.fib, f);
         self.rebuild_adjacency();
         old
+    }
+
+    /// BCP 38 on the arrival interface (RFC 3704): `route` gives the
+    /// interface of the FIB's route to the packet's source, if any.
+    #[inline]
+    fn urpf(&self, iface: u16, route: impl FnOnce(&Fib) -> Option<u16>) -> Result<(), Drop> {
+        let mode = self.topo.iface(iface).map_or(crate::tables::Urpf::Off, |i| i.urpf);
+        let ok = match mode {
+            crate::tables::Urpf::Off => return Ok(()),
+            crate::tables::Urpf::Loose => route(&self.fib).is_some(),
+            crate::tables::Urpf::Strict => route(&self.fib) == Some(iface),
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(Drop::UrpfFailed)
+        }
     }
 
     /// The egress interface and neighbour MAC for a next hop, or a drop

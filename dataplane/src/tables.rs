@@ -23,6 +23,21 @@ pub struct Interface {
     pub v6: Vec<Ipv6Net>,
     /// fe80::/64 address derived from the MAC (modified EUI-64).
     pub link_local: Ipv6Addr,
+    /// Source address validation of what arrives here (BCP 38 / RFC 3704).
+    pub urpf: Urpf,
+}
+
+/// Unicast reverse-path forwarding check on an interface (RFC 3704): does
+/// the FIB know the packet's source address, and (strict) would it send
+/// traffic to that source out of the interface the packet came in on?
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Urpf {
+    #[default]
+    Off,
+    /// Any route to the source, a default route included (s.2.3).
+    Loose,
+    /// The route to the source leaves by the arrival interface (s.2.2).
+    Strict,
 }
 
 impl Interface {
@@ -36,6 +51,7 @@ impl Interface {
             v4: Vec::new(),
             v6: Vec::new(),
             link_local: eui64_link_local(&mac),
+            urpf: Urpf::Off,
         }
     }
     /// The address to source IPv4 packets from on this interface.

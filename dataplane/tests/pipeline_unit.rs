@@ -1416,6 +1416,62 @@ fn na_is_learned_and_consumed() {
     assert_eth(p.data(), NEW, R1, 0x86dd);
 }
 
+/// BCP 38 / RFC 3704 source checks on the arrival interface: strict
+/// (the route to the source leaves by it), loose (a route exists), off.
+/// Link-local sources (ND) are never checked.
+#[test]
+fn urpf_strict_and_loose() {
+    use dataplane::tables::Urpf;
+    let with = |mode: Urpf| {
+        let mut pl = pipeline();
+        let mut t = (*pl.topo).clone();
+        t.interfaces[0].urpf = mode;
+        pl.topo = Arc::new(t);
+        pl
+    };
+    let send4 = |pl: &mut Pipeline, src: &str| {
+        let ip = ipv4(v4(src), v4("10.1.0.2"), 64, 17, &udp(4));
+        let mut p = VecPacket::from_bytes(&frame4(R0, H0, None, &ip));
+        run(pl, &mut p, 0, T0)
+    };
+    let send6 = |pl: &mut Pipeline, src: &str| {
+        let ip = ipv6(v6(src), v6("2001:db8:1::2"), 64, 17, &udp(4));
+        let mut p = VecPacket::from_bytes(&frame6(R0, H0, None, &ip));
+        run(pl, &mut p, 0, T0)
+    };
+    let mut strict = with(Urpf::Strict);
+    assert_eq!(send4(&mut strict, "10.0.0.2"), Verdict::Tx(1), "on p0's own subnet");
+    assert_eq!(send4(&mut strict, "10.1.0.77"), Verdict::Drop(Drop::UrpfFailed), "routed out of p1");
+    assert_eq!(send4(&mut strict, "192.0.2.9"), Verdict::Drop(Drop::UrpfFailed), "routed via p1's gateway");
+    assert_eq!(send4(&mut strict, "203.0.113.5"), Verdict::Drop(Drop::UrpfFailed), "no route");
+    assert_eq!(send6(&mut strict, "2001:db8::9"), Verdict::Tx(1));
+    assert_eq!(send6(&mut strict, "2001:db8:100::9"), Verdict::Drop(Drop::UrpfFailed));
+    assert_eq!(drops(&strict, Drop::UrpfFailed), 4);
+    // The router's own services on a strict port: ND from a link-local
+    // source is answered.
+    let ours = v6("2001:db8::1");
+    let group = solicited_node_of(ours);
+    let m = icmpv6(v6("fe80::42"), group, 135, 0, &ns_body(ours, Some(NEW)));
+    let mut p = VecPacket::from_bytes(&frame6([0x33, 0x33, 0xff, 0, 0, 1], NEW, None, &ipv6(v6("fe80::42"), group, 255, 58, &m)));
+    assert_eq!(run(&mut strict, &mut p, 0, T0), Verdict::Tx(0));
+    let mut loose = with(Urpf::Loose);
+    assert_eq!(send4(&mut loose, "10.1.0.77"), Verdict::Tx(1), "a route exists");
+    assert_eq!(send4(&mut loose, "192.0.2.9"), Verdict::Tx(1));
+    assert_eq!(send4(&mut loose, "203.0.113.5"), Verdict::Drop(Drop::UrpfFailed), "no route at all");
+    assert_eq!(send6(&mut loose, "2001:db8:100::9"), Verdict::Tx(1));
+    assert_eq!(send6(&mut loose, "2001:db9::9"), Verdict::Drop(Drop::UrpfFailed));
+    let mut off = with(Urpf::Off);
+    assert_eq!(send4(&mut off, "203.0.113.5"), Verdict::Tx(1), "off: not checked");
+    // A strict port's packets never take the burst fast path.
+    for (pl, want) in [(&mut strict, dataplane::fastpath::SLOW), (&mut off, 1)] {
+        let mut buf = frame4(R0, H0, None, &ipv4(v4("10.0.0.2"), v4("192.0.2.7"), 64, 17, &udp(4)));
+        let mut views: Vec<&mut [u8]> = vec![buf.as_mut_slice()];
+        let mut out = [0u16; 1];
+        pl.fast_burst(0, &mut views, &mut out);
+        assert_eq!(out[0], want);
+    }
+}
+
 /// FANN over UDP in transit (draft-hzh-fantel-wan-tunnel s.5.2: processed
 /// as the ICMPv6 variant): its own Hop Limit decremented with the UDP
 /// checksum patched, the message discarded when it reaches zero.
