@@ -622,10 +622,16 @@ impl Group {
     fn nak(&mut self, i: usize, e: u32, msn: u32, kind: NakKind) -> Result<Option<Upstream>, Counter> {
         let d = self.check_window(e, 1)?;
         if let NakKind::Fatal(_) = kind {
-            // Forwarded as the branch reported it; the state is untouched.
+            // Forwarded with the code the branch reported and the smaller of
+            // its PSN and the minimum ePSN (s.5.3.2; a NAK acknowledges
+            // every PSN before its own, and other branches may not have
+            // them); the state is untouched.
             self.branches[i].msn = msn;
+            let (min_off, _, _) = self.min_acked();
+            let min_epsn = psn_add(self.up_psn, min_off.saturating_add(1));
+            let psn = if psn_diff(e, min_epsn) < PSN_HALF { min_epsn } else { e };
             self.counters.inc(Counter::FatalNakUp);
-            return Ok(Some(Upstream::Nak { psn: e, msn, kind }));
+            return Ok(Some(Upstream::Nak { psn, msn, kind }));
         }
         // An ePSN must be beyond what the branch acknowledged.
         if d <= self.off(self.branches[i].acked) {

@@ -203,8 +203,13 @@ fn rnr_and_fatal_naks() {
         g.on_response(&rx(2), fatal, 0).unwrap(),
         Some(Upstream::Nak { psn: 11, msn: 2, kind: NakKind::Fatal(NakCode::RemoteAccessError) })
     );
+    // A fatal NAK beyond the minimum ePSN (11: branch 1 has acknowledged
+    // only 10) goes up at the minimum: it must not acknowledge 11..12 for
+    // branch 1.
+    let fatal13 = Response::Nak { psn: 13, msn: 3, kind: NakKind::Fatal(NakCode::InvalidRequest) };
+    assert_eq!(g.on_response(&rx(2), fatal13, 0).unwrap(), Some(Upstream::Nak { psn: 11, msn: 3, kind: NakKind::Fatal(NakCode::InvalidRequest) }));
     assert_eq!(g.branches()[1].acked(), 10, "fatal NAK leaves the state alone");
-    assert_eq!(g.counters().get(Counter::FatalNakUp), 1);
+    assert_eq!(g.counters().get(Counter::FatalNakUp), 2);
     assert_eq!(g.counters().get(Counter::RnrUp), 2);
 }
 
@@ -650,7 +655,12 @@ proptest! {
                         }
                         last_up = acked;
                     }
-                    Upstream::Nak { .. } => {}
+                    Upstream::Nak { psn, .. } => {
+                        // Fatal: never acknowledges what a branch lacks.
+                        for b in g.branches() {
+                            prop_assert!(psn_le(psn, b.epsn()), "fatal NAK {:#x} beyond a branch's ePSN {:#x}", psn, b.epsn());
+                        }
+                    }
                     Upstream::Cnp { branch, ccount } => {
                         prop_assert!(branch < usize::from(n));
                         prop_assert!(ccount > 0);
