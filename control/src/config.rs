@@ -609,14 +609,21 @@ pub struct SourceFormatSection {
     pub format: String,
 }
 
-/// Validate one CNP format by source prefix (`f`: the field's name for
-/// errors).
-pub fn source_format(prefix: &str, format: &str, f: &str) -> Result<(IpNet, dataplane::congestion::CnpFormat), String> {
-    use dataplane::congestion::CnpFormat;
+/// The `prefix` of a `source_format` entry (`f`: the field's name for
+/// errors): a prefix without host bits.
+pub fn source_prefix(prefix: &str, f: &str) -> Result<IpNet, String> {
     let n: IpNet = prefix.parse().map_err(|_| format!("{f}.prefix = {prefix:?}: not a prefix (address/length)"))?;
     if n != n.trunc() {
         return Err(format!("{f}.prefix = {n}: host bits set (did you mean {}?)", n.trunc()));
     }
+    Ok(n)
+}
+
+/// Validate one CNP format by source prefix (`f`: the field's name for
+/// errors).
+pub fn source_format(prefix: &str, format: &str, f: &str) -> Result<(IpNet, dataplane::congestion::CnpFormat), String> {
+    use dataplane::congestion::CnpFormat;
+    let n = source_prefix(prefix, f)?;
     let fmt = match format {
         "icmpv6" => CnpFormat::Icmpv6,
         "roce" => CnpFormat::Roce,

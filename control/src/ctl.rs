@@ -166,19 +166,20 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
         ["congestion", port, "source-format", op @ ("add" | "del"), prefix, rest @ ..] => {
             let pi = port_index(c, port)?;
             let plan = c.cfg.ports[pi].congestion.as_mut().ok_or_else(|| format!("port {port}: no [port.congestion]"))?;
-            let e = match (*op, rest) {
-                ("add", [fmt]) => config::source_format(prefix, fmt, "source-format")?,
-                ("del", []) => config::source_format(prefix, "roce", "source-format")?,
-                _ => return Err(format!("congestion PORT source-format add PREFIX icmpv6|roce | del PREFIX; {HELP}")),
-            };
-            let at = plan.source_formats.iter().position(|o| o.0 == e.0);
-            match (*op, at) {
-                ("add", Some(i)) => plan.source_formats[i] = e,
-                ("add", None) => plan.source_formats.push(e),
-                (_, Some(i)) => {
+            match (*op, rest) {
+                ("add", [fmt]) => {
+                    let e = config::source_format(prefix, fmt, "source-format")?;
+                    match plan.source_formats.iter().position(|o| o.0 == e.0) {
+                        Some(i) => plan.source_formats[i] = e,
+                        None => plan.source_formats.push(e),
+                    }
+                }
+                ("del", []) => {
+                    let n = config::source_prefix(prefix, "source-format")?;
+                    let i = plan.source_formats.iter().position(|o| o.0 == n).ok_or_else(|| format!("port {port}: no CNP format configured for {n}"))?;
                     plan.source_formats.remove(i);
                 }
-                (_, None) => return Err(format!("port {port}: no CNP format configured for {}", e.0)),
+                _ => return Err(format!("congestion PORT source-format add PREFIX icmpv6|roce | del PREFIX; {HELP}")),
             }
             let list = Arc::new(plan.source_formats.clone());
             let id = ports[pi].id;

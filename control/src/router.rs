@@ -550,9 +550,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             let now_ns = started.elapsed().as_nanos() as u64;
             let held = agent.rate_limited;
             let pkts = agent.poll_with_flows(now_ns, |p| snap.tx_bytes[usize::from(p) % dataplane::counters::MAX_PORTS], |p| control.queue_depth(p), |p| control.microbursts(p), |p| ports.iter().find(|x| x.id == p).map(|x| x.link_up()).unwrap_or(false), |p| control.top_flow(p));
-            for _ in held..agent.rate_limited {
-                control.own.local(dataplane::counters::Local::FannRateLimited);
-            }
+            control.own.local_n(dataplane::counters::Local::FannRateLimited, agent.rate_limited - held);
             for ip in pkts {
                 control.own.local(dataplane::counters::Local::FannSent);
                 if let Some(w) = control.worker_updates().next() {

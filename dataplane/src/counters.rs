@@ -280,6 +280,10 @@ impl WorkerCounters {
     pub fn local(&self, l: Local) {
         self.local[l as usize].add(1);
     }
+    #[inline(always)]
+    pub fn local_n(&self, l: Local, n: u64) {
+        self.local[l as usize].add(n);
+    }
 }
 
 /// A plain snapshot of counters, summed over workers.
