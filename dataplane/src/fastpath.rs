@@ -23,10 +23,13 @@
 //! broadcast addresses (a small hash filter, so a collision only costs the
 //! slow path); a destination an SR policy steers (H.Encaps); no route; a
 //! gateway that is not resolved, a connected destination, or a VLAN
-//! egress; a packet larger than the egress MTU.
+//! egress; a packet larger than the egress MTU; on a port with uRPF, a
+//! source that fails the check (the sources of the burst are looked up in
+//! a second batch; the slow path then drops the packet as `urpf-failed`).
 
 use crate::counters::MAX_PORTS;
 use crate::pipeline::Pipeline;
+use crate::tables::{Fib, Urpf};
 use crate::wire::checksum;
 use crate::wire::ipv4::Ipv4Packet;
 use crate::wire::ipv6::Ipv6Packet;
@@ -55,6 +58,9 @@ pub(crate) struct FastState {
     built_for: (usize, usize, u64, u64),
     /// Per DPDK port: the MAC of its untagged interface.
     ingress: [Option<[u8; 6]>; MAX_PORTS],
+    /// Per DPDK port: its untagged interface's uRPF mode, and the
+    /// interface's index (what a strict check compares with).
+    urpf: [(Urpf, u16); MAX_PORTS],
     /// Destinations that may be local (addresses, SIDs, Proxy Addresses,
     /// subnet broadcasts): one bit per hash value.
     special: Box<[u64; FILTER_WORDS]>,
@@ -68,6 +74,7 @@ impl Default for FastState {
         FastState {
             built_for: (0, 0, u64::MAX, u64::MAX),
             ingress: [None; MAX_PORTS],
+            urpf: [(Urpf::Off, 0); MAX_PORTS],
             special: Box::new([0; FILTER_WORDS]),
             adj: Vec::new(),
         }
@@ -127,12 +134,13 @@ impl Pipeline {
         let f = &mut self.fast;
         f.built_for = key;
         f.ingress = [None; MAX_PORTS];
+        f.urpf = [(Urpf::Off, 0); MAX_PORTS];
         f.special.fill(0);
         for (i, ifc) in self.topo.interfaces.iter().enumerate() {
             let p = usize::from(ifc.port);
-            // Ports checking sources (uRPF) leave everything to the pipeline.
-            if ifc.vlan.is_none() && p < MAX_PORTS && self.topo.iface_of(ifc.port, None) == Some(i as u16) && ifc.urpf == crate::tables::Urpf::Off {
+            if ifc.vlan.is_none() && p < MAX_PORTS && self.topo.iface_of(ifc.port, None) == Some(i as u16) {
                 f.ingress[p] = Some(ifc.mac);
+                f.urpf[p] = (ifc.urpf, i as u16);
             }
             for n in &ifc.v4 {
                 f.mark(hash4(u32::from(n.addr())));
@@ -238,6 +246,14 @@ impl Pipeline {
                 _ => {}
             }
         }
+        // uRPF (BCP 38): the sources of what is left, looked up in a batch
+        // of their own; a packet that fails stays for the slow path.
+        let (mode, in_iface) = f.urpf[usize::from(port)];
+        if mode != Urpf::Off {
+            let fib = &*self.fib;
+            urpf_keep(fib, mode, in_iface, frames, 22, &mut idx6, &mut key6, &mut n6);
+            urpf_keep(fib, mode, in_iface, frames, 26, &mut idx4, &mut key4, &mut n4);
+        }
         // Stage 2: the FIB lookups of the burst, interleaved.
         let mut hop6 = [0u32; B];
         let mut hop4 = [0u32; B];
@@ -264,4 +280,46 @@ impl Pipeline {
         }
         done
     }
+}
+
+/// Keep of the `n` packets `idx` (destination keys `key`) those whose
+/// source passes the arrival interface's uRPF check as the full pipeline
+/// does it (`Pipeline::urpf`): loose, a route to the source exists;
+/// strict, that route leaves by `iface`. The source is at byte `at` of the
+/// frame (22: IPv6, 26: IPv4, whose key is the first 4 bytes). Sources
+/// the check skips there (link-local, unspecified) never get here: the
+/// fast path leaves them to the slow path.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn urpf_keep(fib: &Fib, mode: Urpf, iface: u16, frames: &[&mut [u8]], at: usize, idx: &mut [u8; 32], key: &mut [[u8; 16]; 32], n: &mut usize) {
+    let m = *n;
+    if m == 0 {
+        return;
+    }
+    let mut src = [[0u8; 16]; 32];
+    let len = if at == 22 { 16 } else { 4 };
+    for (s, &i) in src.iter_mut().zip(&idx[..m]) {
+        s[..len].copy_from_slice(&frames[usize::from(i)][at..at + len]);
+    }
+    let mut hop = [0u32; 32];
+    if at == 22 {
+        fib.route6_batch(&src[..m], &mut hop[..m]);
+    } else {
+        fib.route4_batch(&src[..m], &mut hop[..m]);
+    }
+    let mut w = 0;
+    for k in 0..m {
+        let route = hop[k].checked_sub(1).and_then(|h| fib.hop(h)).map(|nh| nh.iface);
+        let ok = match mode {
+            Urpf::Off => true,
+            Urpf::Loose => route.is_some(),
+            Urpf::Strict => route == Some(iface),
+        };
+        if ok {
+            idx[w] = idx[k];
+            key[w] = key[k];
+            w += 1;
+        }
+    }
+    *n = w;
 }
