@@ -941,7 +941,7 @@ fn end_mt_verifies_srh_hmac() {
 /// to the provisioned receivers.
 #[test]
 fn end_mt_reverse_path_aggregates_responses() {
-    mc_reverse_case("mcrev", false);
+    mc_reverse_case("mcrev", false, false);
 }
 
 /// The same with two workers, everything arriving on the WAN port, which
@@ -951,10 +951,21 @@ fn end_mt_reverse_path_aggregates_responses() {
 /// sends nothing.
 #[test]
 fn end_mt_reverse_path_steered_to_the_owner_worker() {
-    mc_reverse_case("mcrev2", true);
+    mc_reverse_case("mcrev2", true, false);
 }
 
-fn mc_reverse_case(name: &str, two_workers: bool) {
+/// Hop-by-hop aggregation (s.5.3, s.8): the same router as an edge node
+/// below the node adjacent to the source (`node_address` set): the same
+/// aggregated responses leave by the WAN, but from the router's node
+/// address to the Proxy Address with DestQP = the Designated QPN, as a
+/// receiver of the next node up would send them; scapy checks them the
+/// same way.
+#[test]
+fn end_mt_reverse_path_hop_by_hop() {
+    mc_reverse_case("mcrev-hop", false, true);
+}
+
+fn mc_reverse_case(name: &str, two_workers: bool, hop_by_hop: bool) {
     python_ok().expect("the scapy oracle is required");
     let dir = workdir(name);
     let oracle = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/mc_reverse.py");
@@ -996,6 +1007,10 @@ receivers = [
   { address = "2001:db8:1::12", qpn = 0x502 },
 ]
 "#;
+    if hop_by_hop {
+        text = text.replacen("cnp_window_us = 300000\n", "cnp_window_us = 300000\nnode_address = \"2001:db8:2::1\"\n", 1);
+        text += "[[route]]\nprefix = \"2001:db8:ff::/48\"\nvia = \"2001:db8:2::2\"\n";
+    }
     std::fs::write(&cfg, text).unwrap();
     let out = run(name, &cfg, &["--exit-when-idle", "1000", "--duration", "20"]);
     let so = String::from_utf8_lossy(&out.stdout).to_string();
@@ -1026,14 +1041,21 @@ receivers = [
     assert_eq!(wan.len(), 4, "ACK, ACK, NAK, CNP");
     let proxy: std::net::Ipv6Addr = "2001:db8:ff::1".parse().unwrap();
     let s1: std::net::Ipv6Addr = "2001:db8:3::5".parse().unwrap();
+    let node: std::net::Ipv6Addr = "2001:db8:2::1".parse().unwrap();
+    let (src, dst, dqpn) = if hop_by_hop { (node, proxy, 1) } else { (proxy, s1, 0x100) };
     for f in &wan {
         assert_eq!(&f[0..6], &GW, "to the gateway toward S1");
-        assert_eq!(&f[14 + 8..14 + 24], &proxy.octets());
-        assert_eq!(&f[14 + 24..14 + 40], &s1.octets());
-        assert_eq!(u32::from_be_bytes([0, f[14 + 48 + 5], f[14 + 48 + 6], f[14 + 48 + 7]]), 0x100);
+        assert_eq!(&f[14 + 8..14 + 24], &src.octets());
+        assert_eq!(&f[14 + 24..14 + 40], &dst.octets());
+        assert_eq!(u32::from_be_bytes([0, f[14 + 48 + 5], f[14 + 48 + 6], f[14 + 48 + 7]]), dqpn);
         dataplane::wire::roce::icrc_check(&f[14..]).expect("upstream ICRC");
     }
-    let chk = Command::new("python3").arg(oracle).arg("check").arg(dir.join("wan-out.pcap")).output().unwrap();
+    let mut chk = Command::new("python3");
+    chk.arg(oracle).arg("check").arg(dir.join("wan-out.pcap"));
+    if hop_by_hop {
+        chk.args([node.to_string(), proxy.to_string(), "1".to_string()]);
+    }
+    let chk = chk.output().unwrap();
     let txt = String::from_utf8_lossy(&chk.stdout).to_string();
     assert!(chk.status.success(), "scapy: {txt}{}", String::from_utf8_lossy(&chk.stderr));
     let lines: Vec<&str> = txt.lines().collect();
@@ -1570,7 +1592,12 @@ fn churn(workers: usize) {
     let rss1 = rss_kib(pid);
     eprintln!("churn, {workers} worker(s): {rounds} rounds ({} commands) in {:?}; VmRSS {rss0} -> {rss_mid} -> {rss1} KiB", rounds * if shaped { 11 } else { 10 }, churn_start.elapsed());
     assert!(rounds >= 50, "only {rounds} rounds of changes in 6 s");
-    assert!(rss0 > 0 && rss1 < rss_mid + 16 * 1024, "memory grew with the snapshots: VmRSS {rss0} -> {rss_mid} after the first half, {rss1} KiB after the second ({rounds} rounds)");
+    // The margin must exceed what snapshots in flight can take (up to ~25
+    // MB, above): which half sees the larger peak depends on how the
+    // worker is scheduled (a first half of 6 MB and a second of 20 MB were
+    // seen while the machine was compiling). 40 MB stays far below the
+    // leak this guards against (~235 MB per half).
+    assert!(rss0 > 0 && rss1 < rss_mid + 40 * 1024, "memory grew with the snapshots: VmRSS {rss0} -> {rss_mid} after the first half, {rss1} KiB after the second ({rounds} rounds)");
     assert_eq!(req("show routes"), routes0, "the routing table ends as it began");
     let st = child.wait().unwrap();
     let so = std::fs::read_to_string(&out).unwrap();

@@ -104,7 +104,17 @@ pub struct GroupSection {
     /// (control-plane provisioning: used when the SRH carries no End.MT TLV
     /// for this node, after the TLV's receivers otherwise).
     pub end_mt_sid: Option<String>,
+    /// The receivers below this node (its branches at an edge node).
+    #[serde(default)]
     pub receivers: Vec<ReceiverSection>,
+    /// Hop-by-hop aggregation: downstream nodes holding the same group,
+    /// one branch each, named by their `node_address`.
+    #[serde(default)]
+    pub child_nodes: Vec<String>,
+    /// Hop-by-hop aggregation: this node's address as a branch of the next
+    /// node up; the aggregated responses then go from it to the Proxy
+    /// Address. Absent: this node is adjacent to the source.
+    pub node_address: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -1267,11 +1277,11 @@ fn multicast_plan(m: &MulticastSection, srv6: Option<&Srv6Plan>) -> Result<Vec<G
         if g.cnp_burst == 0 {
             return Err(format!("{} = 0: must be >= 1", f("cnp_burst")));
         }
-        if g.receivers.is_empty() {
-            return Err(format!("{} = []: a group needs at least one receiver", f("receivers")));
+        if g.receivers.is_empty() && g.child_nodes.is_empty() {
+            return Err(format!("{} = []: a group needs at least one receiver or child node", f("receivers")));
         }
-        if g.receivers.len() > MAX_BRANCHES {
-            return Err(format!("{} has {} entries: at most {MAX_BRANCHES}", f("receivers"), g.receivers.len()));
+        if g.receivers.len() + g.child_nodes.len() > MAX_BRANCHES {
+            return Err(format!("{} and child_nodes have {} entries: at most {MAX_BRANCHES}", f("receivers"), g.receivers.len() + g.child_nodes.len()));
         }
         let mut receivers: Vec<Receiver> = Vec::with_capacity(g.receivers.len());
         for (j, r) in g.receivers.iter().enumerate() {
@@ -1287,6 +1297,28 @@ fn multicast_plan(m: &MulticastSection, srv6: Option<&Srv6Plan>) -> Result<Vec<G
             }
             receivers.push(Receiver { addr: a, qpn: r.qpn });
         }
+        let mut children: Vec<Ipv6Addr> = Vec::with_capacity(g.child_nodes.len());
+        for (j, v) in g.child_nodes.iter().enumerate() {
+            let k = format!("child_nodes[{j}]");
+            let a = addr(&k, v)?;
+            if a == proxy || a == source {
+                return Err(format!("{} = {a}: is the group's proxy or source address", f(&k)));
+            }
+            if children.contains(&a) || receivers.iter().any(|r| r.addr == a) {
+                return Err(format!("{} = {a}: listed twice among receivers and child_nodes (responses are told apart by address)", f(&k)));
+            }
+            children.push(a);
+        }
+        let node_address = match &g.node_address {
+            None => None,
+            Some(v) => {
+                let a = addr("node_address", v)?;
+                if a == proxy || a == source || children.contains(&a) || receivers.iter().any(|r| r.addr == a) {
+                    return Err(format!("{} = {a}: is the group's proxy or source address or one of its branches; it is this node's own address as its parent's branch", f("node_address")));
+                }
+                Some(a)
+            }
+        };
         let end_mt_sid = match &g.end_mt_sid {
             None => None,
             Some(v) => {
@@ -1299,6 +1331,8 @@ fn multicast_plan(m: &MulticastSection, srv6: Option<&Srv6Plan>) -> Result<Vec<G
             }
         };
         let mut cfg = GroupConfig::new(GroupId { source, source_qpn: g.source_qpn }, proxy, g.designated_qpn, receivers);
+        cfg.children = children;
+        cfg.node_address = node_address;
         cfg.initial_psn = g.initial_psn;
         cfg.cnp_window_ns = g.cnp_window_us * 1000;
         cfg.cnp_rate_per_s = g.cnp_rate_per_s;
@@ -1926,6 +1960,25 @@ receivers = [ { address = "2001:db8:2::10", qpn = 0x11 }, { address = "2001:db8:
         assert!(e.contains("multicast.group[0].end_mt_sid = fc00:0:1::11") && e.contains("end.mt"), "{e}");
         let e = bad_mc(("receivers = [ { address = \"2001:db8:2::10\", qpn = 0x11 }, { address = \"2001:db8:2::11\", qpn = 0x12 } ]", "receivers = []"));
         assert!(e.contains("multicast.group[0].receivers = []"), "{e}");
+        // Hop by hop: child nodes and the node address.
+        let hop = |v: &str| format!("{GOOD}{MC}").replacen("receivers = [", &format!("{v}\nreceivers = ["), 1);
+        let c = load_str(&hop("child_nodes = [\"2001:db8:41::1\", \"2001:db8:42::2\"]\nnode_address = \"2001:db8:64::4\"")).unwrap();
+        let g = &c.multicast[0].cfg;
+        assert_eq!(g.children, vec!["2001:db8:41::1".parse::<std::net::Ipv6Addr>().unwrap(), "2001:db8:42::2".parse().unwrap()]);
+        assert_eq!(g.node_address, Some("2001:db8:64::4".parse().unwrap()));
+        let e = load_str(&hop("child_nodes = [\"2001:db8:2::10\"]")).unwrap_err();
+        assert!(e.contains("multicast.group[0].child_nodes[0] = 2001:db8:2::10") && e.contains("twice"), "{e}");
+        let e = load_str(&hop("child_nodes = [\"ff02::2\"]")).unwrap_err();
+        assert!(e.contains("multicast.group[0].child_nodes[0] = ff02::2") && e.contains("unicast"), "{e}");
+        let e = load_str(&hop("node_address = \"2001:db8:ff::1\"")).unwrap_err();
+        assert!(e.contains("multicast.group[0].node_address = 2001:db8:ff::1") && e.contains("own address"), "{e}");
+        let e = load_str(&hop("node_address = \"2001:db8:2::11\"")).unwrap_err();
+        assert!(e.contains("multicast.group[0].node_address = 2001:db8:2::11"), "{e}");
+        // A transit node: child nodes only.
+        let t = format!("{GOOD}{MC}").replacen("receivers = [ { address = \"2001:db8:2::10\", qpn = 0x11 }, { address = \"2001:db8:2::11\", qpn = 0x12 } ]", "child_nodes = [\"2001:db8:41::1\"]", 1);
+        let c = load_str(&t).unwrap();
+        assert!(c.multicast[0].cfg.receivers.is_empty());
+        assert_eq!(c.multicast[0].cfg.children.len(), 1);
         // a second group on the same (proxy, designated QPN)
         let g2 = "\n[[multicast.group]]\nname = \"g2\"\nproxy = \"2001:db8:ff::1\"\ndesignated_qpn = 1\nsource = \"2001:db8:5::1\"\nsource_qpn = 257\nreceivers = [ { address = \"2001:db8:2::12\", qpn = 1 } ]\n";
         let e = load_str(&format!("{GOOD}{MC}{g2}")).unwrap_err();

@@ -459,6 +459,12 @@ fn show_multicast(groups: &[config::GroupPlan]) -> String {
         for r in &c.receivers {
             let _ = writeln!(o, "  receiver {} qpn {:#x}", r.addr, r.qpn);
         }
+        for a in &c.children {
+            let _ = writeln!(o, "  child-node {a}");
+        }
+        if let Some(a) = c.node_address {
+            let _ = writeln!(o, "  upstream from {a} to {} (hop by hop)", c.proxy);
+        }
     }
     o
 }

@@ -153,6 +153,24 @@ receivers = [
   { address = "2001:db8:1::12", qpn = 0x502 },
 ]
 
+# Hop-by-hop aggregation (s.5.3, s.8): for a second group this node is an
+# edge node further down the tree. It aggregates its two receivers and
+# answers the next node up as one of that node's receivers would: from its
+# node address to the Proxy Address (routed over the WAN), DestQP = the
+# Designated QPN. The node above lists 2001:db8:2::1 in its child_nodes.
+[[multicast.group]]
+name = "rdma-mc-edge"
+proxy = "fc00:0:2::200"
+designated_qpn = 0x778
+source = "2001:db8:3::3"
+source_qpn = 0x901
+cnp_window_us = 100000
+node_address = "2001:db8:2::1"
+receivers = [
+  { address = "2001:db8:1::10", qpn = 0x510 },
+  { address = "2001:db8:1::11", qpn = 0x511 },
+]
+
 # Ingress PE (draft-hzh-fantel-wan-tunnel Figure 2): traffic to DC2
 # (10.0.9.0/24) goes H.Encaps over R1 -> R2 -> egress PE; when a FANN
 # notification says a link or node of that path failed, over the backup
@@ -311,15 +329,25 @@ pub fn traffic() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
 /// The group of the demo configuration as its receivers see it.
 pub const MC_PROXY: &str = "fc00:0:1::100";
 pub const MC_DESIGNATED_QPN: u32 = 0x777;
+/// The second group (this node an edge node below the top, hop by hop)
+/// and this node's address as a branch of the node above.
+pub const MC_EDGE_PROXY: &str = "fc00:0:2::200";
+pub const MC_EDGE_DESIGNATED_QPN: u32 = 0x778;
+pub const MC_EDGE_NODE: &str = "2001:db8:2::1";
 
 /// A receiver's RC response to the Proxy Address (DestQP = Designated QPN,
 /// ICRC and UDP checksum filled), in a frame to the router's DC port.
 pub fn mc_response(from: Ipv6Addr, r: dataplane::multicast::Upstream) -> Vec<u8> {
+    mc_response_to(MC_PROXY, MC_DESIGNATED_QPN, from, r)
+}
+
+/// [`mc_response`] for the group of `proxy` and `designated_qpn`.
+pub fn mc_response_to(proxy: &str, designated_qpn: u32, from: Ipv6Addr, r: dataplane::multicast::Upstream) -> Vec<u8> {
     use dataplane::multicast::{build_upstream, upstream_len, GroupConfig, GroupId, Receiver};
-    let proxy: Ipv6Addr = MC_PROXY.parse().unwrap();
+    let proxy: Ipv6Addr = proxy.parse().unwrap();
     // The writer of upstream responses with the roles mirrored: from the
     // receiver to the Proxy Address.
-    let mirror = GroupConfig::new(GroupId { source: proxy, source_qpn: MC_DESIGNATED_QPN }, from, 0, vec![Receiver { addr: proxy, qpn: 0 }]);
+    let mirror = GroupConfig::new(GroupId { source: proxy, source_qpn: designated_qpn }, from, 0, vec![Receiver { addr: proxy, qpn: 0 }]);
     let mut f = ROUTER_DC_MAC.to_vec();
     f.extend_from_slice(&[0x02, 0, 0, 0, 0x01, from.octets()[15]]);
     f.extend_from_slice(&[0x86, 0xdd]);
@@ -344,6 +372,10 @@ pub fn mc_responses() -> Vec<Vec<u8>> {
         mc_response(r(0), cnp),
         mc_response(r(1), cnp),
         mc_response("2001:db8:1::99".parse().unwrap(), ack),
+        // The second group (hop by hop): R1 and R2 acknowledge PSN 1; the
+        // second ACK completes the minimum, which goes up to the next node.
+        mc_response_to(MC_EDGE_PROXY, MC_EDGE_DESIGNATED_QPN, r(0), ack),
+        mc_response_to(MC_EDGE_PROXY, MC_EDGE_DESIGNATED_QPN, r(1), ack),
     ]
 }
 
@@ -676,7 +708,7 @@ pub fn run(out: &Path) -> Result<(), String> {
     let mc_in = [Local::McAckIn, Local::McNakIn, Local::McRnrIn, Local::McFatalNakIn, Local::McCnpIn].iter().map(|l| c.local_count(*l)).sum::<u64>()
         + [Drop::McUnknownReceiver, Drop::McStalePsn, Drop::McPsnOutOfWindow, Drop::McPsnBeyondSent, Drop::McCnpRateLimited, Drop::McUnsupportedOpcode, Drop::McBadIcrc, Drop::McMalformed].iter().map(|d| c.drop_count(*d)).sum::<u64>();
     println!(
-        "  End.MT reverse path (group rdma-mc, proxy {MC_PROXY}): {mc_in} receiver responses in (ACK {}, NAK {}, CNP {}; unknown receiver {} dropped); upstream to the source: ACK {}, NAK {}, CNP {} (NAK suppressed {})",
+        "  End.MT reverse path (groups rdma-mc, proxy {MC_PROXY}, and rdma-mc-edge, proxy {MC_EDGE_PROXY}): {mc_in} receiver responses in (ACK {}, NAK {}, CNP {}; unknown receiver {} dropped); aggregated responses up: ACK {}, NAK {}, CNP {} (NAK suppressed {})",
         c.local_count(Local::McAckIn),
         c.local_count(Local::McNakIn),
         c.local_count(Local::McCnpIn),
@@ -686,6 +718,15 @@ pub fn run(out: &Path) -> Result<(), String> {
         c.local_count(Local::McCnpUp),
         c.local_count(Local::McNakSuppressed)
     );
+    // Hop by hop: what went up for rdma-mc-edge, read back from the WAN pcap
+    // (from the node address to the Proxy Address, DestQP = Designated QPN).
+    let (node, eproxy): (Ipv6Addr, Ipv6Addr) = (MC_EDGE_NODE.parse().unwrap_or(Ipv6Addr::UNSPECIFIED), MC_EDGE_PROXY.parse().unwrap_or(Ipv6Addr::UNSPECIFIED));
+    let hop: Vec<String> = wan_out
+        .iter()
+        .filter(|f| f.len() >= 14 + 60 && f[12..14] == [0x86, 0xdd] && f[14 + 8..14 + 24] == node.octets() && f[14 + 24..14 + 40] == eproxy.octets() && f[14 + 48] == dataplane::wire::roce::opcode::RC_ACKNOWLEDGE)
+        .map(|f| format!("ACK PSN {} DestQP {:#x}", u32::from_be_bytes([0, f[14 + 57], f[14 + 58], f[14 + 59]]), u32::from_be_bytes([0, f[14 + 53], f[14 + 54], f[14 + 55]])))
+        .collect();
+    println!("  End.MT hop by hop (group rdma-mc-edge: this node is an edge node below the one adjacent to the source): up from {node} to the Proxy Address {eproxy}, as a receiver of the next node: {hop:?}");
     // The ingress PE: which SID list the DC2 flows took before and after
     // R1's link-failure notification, read back from the WAN pcap.
     let first_sid = |tag: &[u8]| -> Vec<String> {

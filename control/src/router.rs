@@ -405,13 +405,15 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     let groups0: Arc<Vec<dataplane::multicast::GroupConfig>> = Arc::new(cfg.multicast.iter().map(|g| g.cfg.clone()).collect());
     for g in &cfg.multicast {
         eprintln!(
-            "multicast group {}: proxy {} designated QPN {:#x}, source {} QPN {:#x}, {} receiver(s), CNP window {} us{}",
+            "multicast group {}: proxy {} designated QPN {:#x}, source {} QPN {:#x}, {} receiver(s), {} child node(s), {}, CNP window {} us{}",
             g.name,
             g.cfg.proxy,
             g.cfg.designated_qpn,
             g.cfg.id.source,
             g.cfg.id.source_qpn,
             g.cfg.receivers.len(),
+            g.cfg.children.len(),
+            g.cfg.node_address.map_or_else(|| "responses up to the source".to_string(), |a| format!("responses up from {a} to the proxy (next aggregation node)")),
             g.cfg.cnp_window_ns / 1000,
             g.end_mt_sid.map(|s| format!(", provisioned on End.MT SID {s}")).unwrap_or_default()
         );

@@ -192,9 +192,25 @@ struct Net {
     r: Vec<usize>,
     x: usize,
     n6: usize,
+    /// N1..N6 (index 0..5).
+    n: [usize; 6],
+}
+
+/// Each node's own address on its link toward N6 (hop-by-hop: the address
+/// it sends its aggregated responses from).
+fn node_addr(k: usize) -> Ipv6Addr {
+    a6(["2001:db8:41::1", "2001:db8:42::2", "2001:db8:53::3", "2001:db8:64::4", "2001:db8:65::5", "2001:db8:5::6"][k - 1])
 }
 
 fn build() -> Net {
+    build_with(false)
+}
+
+/// `hop_by_hop`: every node holds the group and aggregates its own
+/// branches (N1: R1, R2; N2: R3; N3: R4, R5; N4: N1, N2; N5: N3; N6: N4,
+/// N5), each but N6 sending upstream from its node address; else only N6
+/// holds it, with the five receivers as branches.
+fn build_with(hop_by_hop: bool) -> Net {
     let mut sim = Sim6::new(US);
     let n6 = sim.add_node("N6", &["2001:db8:5::6/64", "2001:db8:64::6/64", "2001:db8:65::6/64"]);
     let n4 = sim.add_node("N4", &["2001:db8:64::4/64", "2001:db8:41::4/64", "2001:db8:42::4/64"]);
@@ -234,12 +250,26 @@ fn build() -> Net {
         t.insert(sid(s), mt(down));
         sim.set_sids(n, t);
     }
-    let receivers = (0..5).map(|i| Receiver { addr: rcv(i).0, qpn: rcv(i).1 }).collect();
-    let mut g = GroupConfig::new(GroupId { source: s1(), source_qpn: SRC_QPN }, proxy(), DQPN, receivers);
-    g.cnp_window_ns = T;
-    sim.set_groups(n6, vec![g]);
+    let group = |rs: &[usize], children: &[usize], node: Option<usize>| {
+        let receivers = rs.iter().map(|&i| Receiver { addr: rcv(i).0, qpn: rcv(i).1 }).collect();
+        let mut g = GroupConfig::new(GroupId { source: s1(), source_qpn: SRC_QPN }, proxy(), DQPN, receivers);
+        g.cnp_window_ns = T;
+        g.children = children.iter().map(|&k| node_addr(k)).collect();
+        g.node_address = node.map(node_addr);
+        vec![g]
+    };
+    if hop_by_hop {
+        sim.set_groups(n1, group(&[0, 1], &[], Some(1)));
+        sim.set_groups(n2, group(&[2], &[], Some(2)));
+        sim.set_groups(n3, group(&[3, 4], &[], Some(3)));
+        sim.set_groups(n4, group(&[], &[1, 2], Some(4)));
+        sim.set_groups(n5, group(&[], &[3], Some(5)));
+        sim.set_groups(n6, group(&[], &[4, 5], None));
+    } else {
+        sim.set_groups(n6, group(&[0, 1, 2, 3, 4], &[], None));
+    }
     sim.build();
-    Net { sim, s1: s1h, r, x, n6 }
+    Net { sim, s1: s1h, r, x, n6, n: [n1, n2, n3, n4, n5, n6] }
 }
 
 /// The RC packets host `h` received since `since`: (DA, DestQP, PSN), each
@@ -268,6 +298,57 @@ fn rc_at(sim: &Sim6, h: usize, since: u64) -> Vec<(Ipv6Addr, u32, u32)> {
     v
 }
 
+/// The ACK phase of both reference tests: R1..R5 acknowledge PSNs 1..4
+/// (the minimum advances 2, 3, 4), R3 steps back to 3, R1 repeats 4 (a
+/// retransmission seen) and claims 9 (beyond the highest PSN sent), X (not
+/// a receiver) sends an ACK.
+fn ack_script(net: &mut Net) {
+    let mut t = 200 * US;
+    for (who, psn) in [(0, 4), (1, 3), (2, 4), (3, 2), (4, 4), (3, 4), (2, 3), (1, 4), (0, 4), (0, 9)] {
+        net.sim.send(net.r[who], t, &response(rcv(who).0, ack(psn)));
+        t += 10 * US;
+    }
+    net.sim.run_until(t + 20 * US);
+    net.sim.send(net.x, t, &response(x_host(), ack(4)));
+    net.sim.run_until(t + 20 * US);
+}
+
+/// The NAK phase of both reference tests: S1 sends PSN 5..=8 (every
+/// receiver gets them), then R3 acks 5,
+/// R5 NAKs 7, R3 NAKs 6 and recovers, R5 recovers. Returns when the
+/// responses started (for `at_source`).
+fn nak_script(net: &mut Net) -> u64 {
+    let t0 = net.sim.now;
+    for psn in 5..=8u32 {
+        let p = srv6_data(psn);
+        net.sim.send(net.s1, t0 + u64::from(psn) * US, &p);
+    }
+    net.sim.run_until(t0 + 50 * US);
+    for (i, &h) in net.r.iter().enumerate() {
+        assert_eq!(rc_at(&net.sim, h, t0).len(), 4, "R{}", i + 1);
+    }
+    let mut t = t0 + 100 * US;
+    let since = t;
+    for (who, r) in [(0, ack(8)), (1, ack(8)), (3, ack(8)), (2, ack(5)), (4, nak(7)), (2, nak(6)), (2, ack(8)), (4, ack(8))] {
+        net.sim.send(net.r[who], t, &response(rcv(who).0, r));
+        t += 10 * US;
+    }
+    net.sim.run_until(t + 20 * US);
+    since
+}
+
+/// What S1 must see after `nak_script`: the NAK with the minimum ePSN (6,
+/// R3's), then the ACKs as the minimum advances.
+fn assert_nak_sequence(net: &Net, since: u64) {
+    let ups = at_source(&net.sim, net.s1, since);
+    let got: Vec<(u32, Option<Syndrome>)> = ups.iter().map(|u| (u.2, u.3)).collect();
+    assert_eq!(
+        got,
+        vec![(6, Some(Syndrome::Nak(NakCode::PsnSequenceError))), (6, Some(Syndrome::Ack { credits: 31 })), (8, Some(Syndrome::Ack { credits: 31 }))],
+        "NAK with the minimum ePSN, then ACKs"
+    );
+}
+
 #[test]
 fn reference_topology_end_mt_forward_and_reverse_path() {
     let mut net = build();
@@ -290,27 +371,7 @@ fn reference_topology_end_mt_forward_and_reverse_path() {
     assert_eq!(net.sim.nodes[n6].pipeline.groups().get(0).unwrap().highest_sent(), Some(4));
 
     // ---- ACK aggregation: the source sees min(AckPSN) when it advances
-    let mut t = 200 * US;
-    let mut say = |net: &mut Net, who: usize, r: Upstream| {
-        let (a, _) = rcv(who);
-        let h = net.r[who];
-        net.sim.send(h, t, &response(a, r));
-        t += 10 * US;
-    };
-    say(&mut net, 0, ack(4));
-    say(&mut net, 1, ack(3));
-    say(&mut net, 2, ack(4));
-    say(&mut net, 3, ack(2));
-    say(&mut net, 4, ack(4)); // all acked: min = 2
-    say(&mut net, 3, ack(4)); // min = 3 (R2)
-    say(&mut net, 2, ack(3)); // R3 goes back from 4 to 3: stale
-    say(&mut net, 1, ack(4)); // min = 4
-    say(&mut net, 0, ack(4)); // R1 again: it saw a retransmission, the ACK of 4 is repeated
-    say(&mut net, 0, ack(9)); // beyond the highest PSN sent: refused
-    net.sim.run_until(t + 20 * US);
-    // An unknown receiver's ACK (X is not in the group).
-    net.sim.send(net.x, t, &response(x_host(), ack(4)));
-    net.sim.run_until(t + 20 * US);
+    ack_script(&mut net);
     let ups = at_source(&net.sim, net.s1, 0);
     let acks: Vec<u32> = ups.iter().map(|u| u.2).collect();
     assert_eq!(acks, vec![2, 3, 4, 4], "{ups:?}");
@@ -323,39 +384,8 @@ fn reference_topology_end_mt_forward_and_reverse_path() {
     assert_eq!(net.sim.local(n6, Local::McAckRepeated), 1);
 
     // ---- NACK aggregation: PSN 5..=8; R5 misses 7, R3 misses 6
-    let t0 = net.sim.now;
-    for psn in 5..=8u32 {
-        let p = srv6_data(psn);
-        net.sim.send(net.s1, t0 + u64::from(psn) * US, &p);
-    }
-    net.sim.run_until(t0 + 50 * US);
-    for (i, &h) in net.r.iter().enumerate() {
-        assert_eq!(rc_at(&net.sim, h, t0).len(), 4, "R{}", i + 1);
-    }
-    let mut t = t0 + 100 * US;
-    let since = t;
-    let mut say = |net: &mut Net, who: usize, r: Upstream| {
-        let (a, _) = rcv(who);
-        let h = net.r[who];
-        net.sim.send(h, t, &response(a, r));
-        t += 10 * US;
-    };
-    say(&mut net, 0, ack(8));
-    say(&mut net, 1, ack(8));
-    say(&mut net, 3, ack(8));
-    say(&mut net, 2, ack(5)); // R3 got 5 (min stays 4 because of R5)
-    say(&mut net, 4, nak(7)); // R5: ePSN 7; min effective ePSN = 6 (R3)
-    say(&mut net, 2, nak(6)); // R3: ePSN 6, min unchanged: suppressed
-    say(&mut net, 2, ack(8)); // R3 recovered; R5 still at 6
-    say(&mut net, 4, ack(8)); // everyone at 8
-    net.sim.run_until(t + 20 * US);
-    let ups = at_source(&net.sim, net.s1, since);
-    let got: Vec<(u32, Option<Syndrome>)> = ups.iter().map(|u| (u.2, u.3)).collect();
-    assert_eq!(
-        got,
-        vec![(6, Some(Syndrome::Nak(NakCode::PsnSequenceError))), (6, Some(Syndrome::Ack { credits: 31 })), (8, Some(Syndrome::Ack { credits: 31 }))],
-        "NAK with the minimum ePSN, then ACKs"
-    );
+    let since = nak_script(&mut net);
+    assert_nak_sequence(&net, since);
     assert_eq!(net.sim.local(n6, Local::McNakIn), 2);
     assert_eq!(net.sim.local(n6, Local::McNakUp), 1);
     assert_eq!(net.sim.local(n6, Local::McNakSuppressed), 1);
@@ -388,4 +418,119 @@ fn reference_topology_end_mt_forward_and_reverse_path() {
     // Nothing was dropped anywhere except the three refused responses.
     let total: u64 = (0..6).map(|n| Drop::ALL.iter().map(|r| net.sim.drops(n, *r)).sum::<u64>()).sum();
     assert_eq!(total, 3);
+}
+
+/// The same traffic with every node aggregating its own branches (s.5.3:
+/// "aggregated hop-by-hop at intermediate nodes"; s.8: state per
+/// downstream branch at "each intermediate node (edge or transit)"). The
+/// source sees the same ACK / NAK sequence as with the single level; each
+/// node's state is its own branches only; every hop's response is a valid
+/// RoCEv2 packet; CNPs climb one window per level.
+#[test]
+fn reference_topology_hop_by_hop_aggregation() {
+    let mut net = build_with(true);
+    let [n1, n2, n3, n4, n5, n6] = net.n;
+    let branches = |net: &Net, n: usize| -> Vec<(Ipv6Addr, bool)> {
+        net.sim.nodes[n].pipeline.groups().get(0).unwrap().branches().iter().map(|b| (b.receiver.addr, b.node)).collect()
+    };
+    assert_eq!(branches(&net, n1), vec![(rcv(0).0, false), (rcv(1).0, false)]);
+    assert_eq!(branches(&net, n4), vec![(node_addr(1), true), (node_addr(2), true)]);
+    assert_eq!(branches(&net, n6), vec![(node_addr(4), true), (node_addr(5), true)]);
+    for psn in 1..=4u32 {
+        let p = srv6_data(psn);
+        net.sim.send(net.s1, u64::from(psn) * US, &p);
+    }
+    net.sim.run_until(100 * US);
+    for (i, &h) in net.r.iter().enumerate() {
+        assert_eq!(rc_at(&net.sim, h, 0).len(), 4, "R{}", i + 1);
+    }
+    // Every End.MT node saw the data go down (beyond-sent protection at
+    // every level).
+    for n in net.n {
+        assert_eq!(net.sim.nodes[n].pipeline.groups().get(0).unwrap().highest_sent(), Some(4), "{}", net.sim.nodes[n].name);
+    }
+
+    // ---- ACKs: the same script and sequence as the single level (R3's
+    // step back is refused at N2, the ACK beyond sent at N1, X at N3; R1's
+    // repeat is repeated at every level)
+    ack_script(&mut net);
+    let ups = at_source(&net.sim, net.s1, 0);
+    assert_eq!(ups.iter().map(|u| u.2).collect::<Vec<_>>(), vec![2, 3, 4, 4], "{ups:?}");
+    assert!(ups.iter().all(|u| u.1 == opcode::RC_ACKNOWLEDGE && matches!(u.3, Some(Syndrome::Ack { .. }))));
+    assert_eq!(net.sim.drops(n1, Drop::McPsnBeyondSent), 1);
+    // R3 is N2's only branch, so N2 already told N4 about PSN 4: R3's 3
+    // lies behind N2's upstream PSN (out of window, where the single
+    // level's N6, still at 3, found it stale).
+    assert_eq!(net.sim.drops(n2, Drop::McPsnOutOfWindow), 1);
+    assert_eq!(net.sim.drops(n3, Drop::McUnknownReceiver), 1);
+    // Each node counts what its own branches sent: N1 five ACKs from R1 /
+    // R2, N4 what N1 and N2 sent up, N6 what N4 and N5 sent up.
+    let ack_in = |net: &Net, n| net.sim.local(n, Local::McAckIn);
+    let ack_up = |net: &Net, n| net.sim.local(n, Local::McAckUp) + net.sim.local(n, Local::McAckRepeated);
+    assert_eq!([ack_in(&net, n1), ack_in(&net, n2), ack_in(&net, n3)], [5, 2, 3]);
+    assert_eq!(ack_in(&net, n4), ack_up(&net, n1) + ack_up(&net, n2));
+    assert_eq!(ack_in(&net, n5), ack_up(&net, n3));
+    assert_eq!(ack_in(&net, n6), ack_up(&net, n4) + ack_up(&net, n5));
+    assert_eq!(ack_up(&net, n6), 4);
+    assert_eq!(net.sim.local(n6, Local::McAckRepeated), 1);
+    // (What climbs between levels: hop_by_hop_response_is_a_receiver_style_rc_ack.)
+    // ---- NAK: the same as the single level
+    let since = nak_script(&mut net);
+    assert_nak_sequence(&net, since);
+    assert_eq!(net.sim.local(n6, Local::McNakUp), 1);
+    assert_eq!(net.sim.local(n6, Local::McNakSuppressed), 1, "N4's NAK for R3 does not lower N6's minimum");
+
+    // ---- CNPs: one per window at each level, so three windows up
+    let w0 = (net.sim.now / T + 2) * T;
+    for (k, who) in [0usize, 0, 3, 0].into_iter().enumerate() {
+        let (a, _) = rcv(who);
+        net.sim.send(net.r[who], w0 + 5 * US + k as u64 * US - LINK, &response(a, cnp()));
+    }
+    net.sim.run_until(w0 + 6 * T);
+    let ups = at_source(&net.sim, net.s1, w0);
+    let cnps: Vec<u64> = ups.iter().filter(|u| u.1 == opcode::CNP).map(|u| u.0).collect();
+    assert_eq!(cnps.len(), 1, "the edge nodes' CNPs meet in N6's window: {ups:?}");
+    // N1 and N3 close window w0 at w0 + T; N4 / N5 theirs at w0 + 2T;
+    // N6 at w0 + 3T; one link to S1.
+    assert!(cnps[0] >= w0 + 3 * T + LINK && cnps[0] <= w0 + 3 * T + 2 * US + LINK, "{cnps:?}");
+    let cnp = |n| (net.sim.local(n, Local::McCnpIn), net.sim.local(n, Local::McCnpUp));
+    assert_eq!([cnp(n1), cnp(n3), cnp(n4), cnp(n5), cnp(n6)], [(3, 1), (1, 1), (1, 1), (1, 1), (2, 1)]);
+    let total: u64 = net.n.iter().map(|&n| Drop::ALL.iter().map(|r| net.sim.drops(n, *r)).sum::<u64>()).sum();
+    assert_eq!(total, 3, "only the three refused responses");
+}
+
+/// What a node below the top sends upstream is a receiver-style RoCEv2
+/// response: from its node address to the Proxy Address, DestQP = the
+/// Designated QPN, UDP checksum and ICRC valid, the aggregated PSN.
+#[test]
+fn hop_by_hop_response_is_a_receiver_style_rc_ack() {
+    let mut net = build_with(true);
+    let (n1, n4) = (net.n[0], net.n[3]);
+    for psn in 1..=3u32 {
+        net.sim.send(net.s1, u64::from(psn) * US, &srv6_data(psn));
+    }
+    net.sim.run_until(100 * US);
+    // Watch N1 -> N4: N4's group sees N1's responses; take N1's by
+    // rebuilding what N1 must send and comparing N4's view.
+    net.sim.send(net.r[0], 200 * US, &response(rcv(0).0, ack(3)));
+    net.sim.send(net.r[1], 210 * US, &response(rcv(1).0, ack(2)));
+    net.sim.run_until(300 * US);
+    assert_eq!(net.sim.local(n1, Local::McAckUp), 1);
+    let g4 = net.sim.nodes[n4].pipeline.groups().get(0).unwrap();
+    assert_eq!(g4.branches()[0].acked(), 2, "N4's branch N1 acknowledged min(3, 2)");
+    assert_eq!(g4.branches()[1].acked(), 0, "N2 has said nothing");
+    // The bytes N1 sends for that ACK.
+    let g1 = net.sim.nodes[n1].pipeline.groups().get(0).unwrap().config().clone();
+    let up = Upstream::Ack { psn: 2, msn: 2, credits: 31 };
+    let mut b = vec![0u8; upstream_len(&up)];
+    let n = build_upstream(&up, &g1, &mut b).unwrap();
+    let d = &b[..n];
+    roce::icrc_check(d).unwrap();
+    let ip = Ipv6Packet::new_checked(d).unwrap();
+    assert_eq!((ip.src_addr(), ip.dst_addr()), (node_addr(1), proxy()));
+    let u = &d[40..];
+    let sum = checksum::combine(checksum::pseudo_v6(&node_addr(1).octets(), &proxy().octets(), 17, u.len() as u32), checksum::sum(u));
+    assert_eq!(checksum::fold(sum), 0xffff);
+    let bth = Bth::new_checked(&d[48..]).unwrap();
+    assert_eq!((bth.opcode(), bth.dest_qp(), bth.psn()), (opcode::RC_ACKNOWLEDGE, DQPN, 2));
 }

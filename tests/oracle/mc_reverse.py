@@ -17,9 +17,11 @@ Usage:
       With `wan`, everything arrives on the WAN port instead: DIR/wan-in.pcap
       holds the data packet followed by the responses (to the WAN MAC) and
       DIR/dc-in.pcap is empty (the multi-worker steering test).
-  mc_reverse.py check PCAP
+  mc_reverse.py check PCAP [SRC DST DQPN]
       scapy dissects every frame (Ether / IPv6 / UDP / BTH / AETH or
-      CNPPadding) and checks: SA = Proxy, DA = S1, BTH DestQP = S1's QPN,
+      CNPPadding) and checks: SA = Proxy, DA = S1, BTH DestQP = S1's QPN
+      (or SA = SRC, DA = DST, DestQP = DQPN: hop-by-hop aggregation, the
+      router sending upstream as a receiver of the next node would),
       ICRC = the one scapy computes, UDP checksum = the one scapy computes.
       Prints one line per frame: `ACK <psn> <syndrome> <msn>`,
       `NAK <psn> <syndrome> <msn>` or `CNP becn=<b>`, followed by
@@ -121,16 +123,19 @@ def same(a, b):
     return socket.inet_pton(socket.AF_INET6, a) == socket.inet_pton(socket.AF_INET6, b)
 
 
-def check(path):
+def check(path, src=None, dst=None, dqpn=None):
+    src = src or PROXY
+    dst = dst or S1
+    dqpn = S1_QPN if dqpn is None else dqpn
     fails = []
     for i, f in enumerate(rdpcap(path)):
         if IPv6 not in f or BTH not in f:
             fails.append("frame %d: not RoCEv2 over IPv6" % i)
             continue
         ip, bth = f[IPv6], f[BTH]
-        if not same(ip.src, PROXY) or not same(ip.dst, S1):
+        if not same(ip.src, src) or not same(ip.dst, dst):
             fails.append("frame %d: %s -> %s" % (i, ip.src, ip.dst))
-        if bth.dqpn != S1_QPN:
+        if bth.dqpn != dqpn:
             fails.append("frame %d: dqpn %#x" % (i, bth.dqpn))
         if bth.opcode == 0x11 and AETH in f:
             a = f[AETH]
@@ -166,6 +171,9 @@ if __name__ == "__main__":
     if sys.argv[1] == "build":
         build(sys.argv[2], len(sys.argv) > 3 and sys.argv[3] == "wan")
     elif sys.argv[1] == "check":
-        check(sys.argv[2])
+        if len(sys.argv) > 3:
+            check(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5], 0))
+        else:
+            check(sys.argv[2])
     else:
-        sys.exit("usage: mc_reverse.py build DIR | check PCAP")
+        sys.exit("usage: mc_reverse.py build DIR | check PCAP [SRC DST DQPN]")

@@ -118,6 +118,8 @@ pub enum SetupError {
     /// Two branches with the same receiver address (indistinguishable on the
     /// reverse path).
     DuplicateReceiver(Ipv6Addr),
+    /// `node_address` is the Proxy Address or one of the branches.
+    NodeAddress(Ipv6Addr),
     /// A group with this id is installed already.
     DuplicateGroup,
     /// Another group uses the same Proxy Address and Designated QPN.
@@ -129,13 +131,14 @@ pub enum SetupError {
 impl core::fmt::Display for SetupError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
-            SetupError::NoReceivers => write!(f, "receivers: the group has none"),
-            SetupError::TooManyReceivers => write!(f, "receivers: more than {MAX_BRANCHES}"),
+            SetupError::NoReceivers => write!(f, "receivers / children: the group has no branch"),
+            SetupError::TooManyReceivers => write!(f, "receivers + children: more than {MAX_BRANCHES}"),
             SetupError::QpnRange(n) => write!(f, "{n}: QPN does not fit 24 bits"),
             SetupError::PsnRange => write!(f, "initial_psn: does not fit 24 bits"),
             SetupError::ZeroWindow => write!(f, "cnp_window_ns: must be > 0"),
             SetupError::ZeroCnpRate => write!(f, "cnp_rate_per_s / cnp_burst: must be > 0"),
-            SetupError::DuplicateReceiver(a) => write!(f, "receivers: {a} appears twice"),
+            SetupError::DuplicateReceiver(a) => write!(f, "receivers / children: {a} appears twice"),
+            SetupError::NodeAddress(a) => write!(f, "node_address: {a} is the Proxy Address or a branch"),
             SetupError::DuplicateGroup => write!(f, "id: group already installed"),
             SetupError::DuplicateProxy => {
                 write!(f, "proxy/designated_qpn: used by another group")
@@ -160,7 +163,21 @@ pub struct GroupConfig {
     pub proxy: Ipv6Addr,
     /// The Designated QPN (s.2): DestQP of the receivers' responses.
     pub designated_qpn: u32,
+    /// Receivers below this node (an edge node's branches; also what
+    /// End.MT replicates to when provisioned on a SID).
     pub receivers: Vec<Receiver>,
+    /// Downstream aggregation nodes (hop-by-hop aggregation, s.5.3 / s.8:
+    /// "each intermediate node (edge or transit)"): one branch each, keyed
+    /// by the address it sends its aggregated responses from (its
+    /// `node_address`). Never replication targets.
+    pub children: Vec<Ipv6Addr>,
+    /// This node's address as a branch of the next aggregation node up.
+    /// `Some`: the upstream responses go from it to the Proxy Address with
+    /// DestQP = Designated QPN, as a receiver's would (the node above holds
+    /// the same group and lists this address in its `children`). `None`:
+    /// this node is adjacent to the source, and they go from the Proxy
+    /// Address to the source with DestQP = the source's QPN.
+    pub node_address: Option<Ipv6Addr>,
     /// The first PSN the source sends. Every branch starts at
     /// `initial_psn - 1` ("AckPSN initial value 0" of s.8 with the default 1).
     pub initial_psn: u32,
@@ -189,6 +206,8 @@ impl GroupConfig {
             proxy,
             designated_qpn,
             receivers,
+            children: Vec::new(),
+            node_address: None,
             initial_psn: 1,
             cnp_window_ns: 50_000,
             cnp_rate_per_s: 100_000,
@@ -203,10 +222,10 @@ impl GroupConfig {
 
     /// Check every field; the first problem is reported with its field.
     pub fn validate(&self) -> Result<(), SetupError> {
-        if self.receivers.is_empty() {
+        if self.receivers.is_empty() && self.children.is_empty() {
             return Err(SetupError::NoReceivers);
         }
-        if self.receivers.len() > MAX_BRANCHES {
+        if self.receivers.len() + self.children.len() > MAX_BRANCHES {
             return Err(SetupError::TooManyReceivers);
         }
         if self.id.source_qpn > PSN_MASK {
@@ -232,7 +251,32 @@ impl GroupConfig {
                 return Err(SetupError::DuplicateReceiver(r.addr));
             }
         }
+        for (i, c) in self.children.iter().enumerate() {
+            if self.children[..i].contains(c) || self.receivers.iter().any(|r| r.addr == *c) {
+                return Err(SetupError::DuplicateReceiver(*c));
+            }
+        }
+        if let Some(a) = self.node_address {
+            if a == self.proxy || self.branch_addrs().any(|b| b == a) {
+                return Err(SetupError::NodeAddress(a));
+            }
+        }
         Ok(())
+    }
+
+    /// The branch addresses, in branch order: the receivers, then the
+    /// children.
+    pub fn branch_addrs(&self) -> impl Iterator<Item = Ipv6Addr> + '_ {
+        self.receivers.iter().map(|r| r.addr).chain(self.children.iter().copied())
+    }
+
+    /// Where the upstream responses go: the source, or (hop-by-hop, with a
+    /// `node_address`) the Proxy Address, toward the next aggregation node.
+    pub fn upstream_dst(&self) -> Ipv6Addr {
+        match self.node_address {
+            Some(_) => self.proxy,
+            None => self.id.source,
+        }
     }
 }
 
@@ -304,7 +348,10 @@ pub enum Upstream {
 /// Per-branch state (s.8).
 #[derive(Debug, Clone)]
 pub struct Branch {
+    /// The receiver, or for a child node its address (QPN 0).
     pub receiver: Receiver,
+    /// A downstream aggregation node, not a receiver.
+    pub node: bool,
     /// Last acknowledged PSN (an ACK's PSN, or ePSN - 1 after a NAK).
     acked: u32,
     /// ePSN of the NAK (sequence error or RNR) not yet resolved by an ACK.
@@ -369,11 +416,15 @@ impl Group {
     pub fn new(cfg: GroupConfig, now: u64) -> Result<Group, SetupError> {
         cfg.validate()?;
         let start = psn_sub(cfg.initial_psn, 1);
+        let children = cfg.children.iter().map(|&addr| (Receiver { addr, qpn: 0 }, true));
         let branches = cfg
             .receivers
             .iter()
-            .map(|&receiver| Branch {
+            .map(|&r| (r, false))
+            .chain(children)
+            .map(|(receiver, node)| Branch {
                 receiver,
+                node,
                 acked: start,
                 nak_epsn: None,
                 msn: 0,

@@ -13,9 +13,9 @@
 //!   [`Group::poll`] yield an [`Upstream`] response for the source.
 //! * [`GroupTable`]: groups by id, and O(1) lookup from a received response
 //!   to (group, branch).
-//! * [`build_upstream`]: the RC response datagram the node adjacent to the
-//!   source sends; [`parse_response`]: a receiver's response datagram into a
-//!   [`ResponseKey`] and a [`Response`].
+//! * [`build_upstream`]: the RC response datagram a node sends upstream;
+//!   [`parse_response`]: a receiver's (or child node's) response datagram
+//!   into a [`ResponseKey`] and a [`Response`].
 //!
 //! # How a response is matched to a branch
 //!
@@ -95,16 +95,32 @@
 //!   closes the window that contains the counts and starts the window
 //!   containing `now`.
 //!
-//! # Scope
+//! # Aggregation levels (hop by hop)
 //!
-//! One aggregation level: the node that holds a group is the node adjacent
-//! to the source, and its branches are the receivers (responses keyed by
-//! receiver address as above); edge and transit nodes forward the
-//! responses as plain IPv6 (`dataplane/tests/sim_end_mt.rs`: the s.4.2
-//! reference topology with the group at N6). Transit-node aggregation
-//! (branches = downstream nodes that forward already-aggregated responses)
-//! could use the same [`Group`] state if those nodes' responses were keyed
-//! by their address; the draft does not specify such an address.
+//! s.5.3 wants the responses "aggregated hop-by-hop at intermediate
+//! nodes" and s.8 per-branch state at "each intermediate node (edge or
+//! transit)", proportional to the node's downstream branches. A group at a
+//! node has two kinds of branch:
+//!
+//! * receivers (`GroupConfig::receivers`), keyed by their address as
+//!   above: an edge node's branches;
+//! * child nodes (`GroupConfig::children`): downstream nodes that hold the
+//!   same group and aggregate their own branches.
+//!
+//! The draft does not say what an intermediate node's aggregated response
+//! looks like on the wire (only the node adjacent to the source is told to
+//! write the minimum for the source). A node below the top sends it as one
+//! of its parent's receivers would: from its own `node_address` to the
+//! Proxy Address, DestQP = Designated QPN, the same ACK / NAK / CNP
+//! formats. The parent lists that address among its `children` and
+//! applies the same rules to it, so the three rules compose: the minimum
+//! of minima is the minimum over every receiver, a NAK goes up when the
+//! minimum ePSN moves, a CNP at most once per window and level. Only the
+//! node adjacent to the source (no `node_address`) writes the response of
+//! the source's own connection. A single level (the group only at that
+//! node, every receiver a branch, the other nodes forwarding responses as
+//! plain IPv6) remains possible. `dataplane/tests/sim_end_mt.rs` runs the
+//! s.4.2 reference topology both ways.
 //!
 //! # In the router
 //!

@@ -1,6 +1,7 @@
 //! The reverse path wired into the [`Pipeline`]: receivers' responses to a
 //! group's (Proxy Address, Designated QPN) are aggregated and the upstream
-//! response goes to the source through the FIB; the group's data packets
+//! response goes upstream (to the source, or to the next aggregation node
+//! through the Proxy Address) through the FIB; the group's data packets
 //! (source -> Proxy Address, plain or inside End.MT) feed
 //! [`Group::on_data`](super::Group::on_data).
 //!
@@ -9,7 +10,7 @@
 //!   - RC Acknowledge (0x11) or CNP (0x81): parsed ([`parse_response`], ICRC
 //!     verified) and fed to the [`GroupTable`]. An upstream response is
 //!     written *into the received buffer* (it is never longer: 68 octets for
-//!     ACK/NAK, 80 for CNP, as the received ones) and routed to the source
+//!     ACK/NAK, 80 for CNP, as the received ones) and routed upstream
 //!     (`Verdict::Tx`, a locally generated reply); absorbed responses are
 //!     `Verdict::Consumed`; refused ones `Verdict::Drop(mc-...)`.
 //!   - any other opcode is the group's data: its PSN is recorded, then the
@@ -208,7 +209,7 @@ impl Pipeline {
                         return Err(Drop::NoHeadroom);
                     }
                     build_upstream(&up, cfg, &mut p.data_mut()[l2.l3..l2.l3 + n]).map_err(|_| Drop::NoHeadroom)?;
-                    (cfg.id.source, pcp_of(&up, cfg))
+                    (cfg.upstream_dst(), pcp_of(&up, cfg))
                 };
                 let hop = self.fib.route6(src).ok_or(Drop::NoRoute)?;
                 let (ifc, mac) = self.resolve_hop(hop, IpAddr::V6(src), now_ns)?;
@@ -268,7 +269,7 @@ impl Pipeline {
                 return Err(Drop::NoHeadroom);
             }
             build_upstream(up, cfg, &mut p.data_mut()[14..14 + n]).map_err(|_| Drop::NoHeadroom)?;
-            (cfg.id.source, pcp_of(up, cfg))
+            (cfg.upstream_dst(), pcp_of(up, cfg))
         };
         self.emit_ip(p, IpAddr::V6(src), pcp, now_ns)
     }

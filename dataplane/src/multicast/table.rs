@@ -115,8 +115,8 @@ impl GroupTable {
         self.by_id.insert(c.id, idx);
         self.by_proxy.insert(pk, idx);
         *self.proxies.entry(u128::from(c.proxy)).or_insert(0) += 1;
-        for (b, r) in c.receivers.iter().enumerate() {
-            let k = ResponseKey { receiver: r.addr, proxy: c.proxy, dest_qp: c.designated_qpn };
+        for (b, a) in c.branch_addrs().enumerate() {
+            let k = ResponseKey { receiver: a, proxy: c.proxy, dest_qp: c.designated_qpn };
             self.by_receiver.insert(receiver_key(&k), (idx as u32, b as u32));
         }
         self.slots[idx] = Some(g);
@@ -137,8 +137,8 @@ impl GroupTable {
                 self.proxies.remove(&pa);
             }
         }
-        for r in &c.receivers {
-            let k = ResponseKey { receiver: r.addr, proxy: c.proxy, dest_qp: c.designated_qpn };
+        for a in c.branch_addrs() {
+            let k = ResponseKey { receiver: a, proxy: c.proxy, dest_qp: c.designated_qpn };
             self.by_receiver.remove(&receiver_key(&k));
         }
         Some(g)

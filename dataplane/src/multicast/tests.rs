@@ -387,7 +387,49 @@ fn table_full_and_validation() {
         Some(SetupError::QpnRange("designated_qpn"))
     );
     assert_eq!(Group::new(GroupConfig { cnp_window_ns: 0, ..c.clone() }, 0).err(), Some(SetupError::ZeroWindow));
-    assert_eq!(Group::new(GroupConfig { cnp_burst: 0, ..c }, 0).err(), Some(SetupError::ZeroCnpRate));
+    assert_eq!(Group::new(GroupConfig { cnp_burst: 0, ..c.clone() }, 0).err(), Some(SetupError::ZeroCnpRate));
+    // Hop-by-hop: child nodes alone are branches enough; a child may not
+    // also be a receiver or appear twice; the node address is neither the
+    // Proxy Address nor a branch.
+    let node = |i: u16| Ipv6Addr::new(0x2001, 0xdb8, 0x99, 0, 0, 0, 0, i);
+    let transit = GroupConfig { receivers: vec![], children: vec![node(1), node(2)], node_address: Some(node(9)), ..c.clone() };
+    let g = Group::new(transit.clone(), 0).unwrap();
+    assert_eq!(g.branches().iter().map(|b| (b.receiver.addr, b.node)).collect::<Vec<_>>(), vec![(node(1), true), (node(2), true)]);
+    assert_eq!(Group::new(GroupConfig { children: vec![node(1), node(1)], ..transit.clone() }, 0).err(), Some(SetupError::DuplicateReceiver(node(1))));
+    assert_eq!(Group::new(GroupConfig { children: vec![rx(1)], ..c.clone() }, 0).err(), Some(SetupError::DuplicateReceiver(rx(1))));
+    assert_eq!(Group::new(GroupConfig { node_address: Some(node(2)), ..transit.clone() }, 0).err(), Some(SetupError::NodeAddress(node(2))));
+    assert_eq!(Group::new(GroupConfig { node_address: Some(c.proxy), ..transit.clone() }, 0).err(), Some(SetupError::NodeAddress(c.proxy)));
+    assert_eq!(Group::new(GroupConfig { children: vec![], ..transit }, 0).err(), Some(SetupError::NoReceivers));
+}
+
+/// A group with receivers and child nodes: the table keys both; a child's
+/// response is one branch's; with a node address the upstream response
+/// is addressed as a receiver's (node -> Proxy Address, Designated QPN).
+#[test]
+fn children_are_branches_and_node_address_turns_the_upstream_response() {
+    let child = Ipv6Addr::new(0x2001, 0xdb8, 0x99, 0, 0, 0, 0, 1);
+    let me = Ipv6Addr::new(0x2001, 0xdb8, 0x99, 0, 0, 0, 0, 9);
+    let k = |r: Ipv6Addr, p: Ipv6Addr, q: u32| ResponseKey { receiver: r, proxy: p, dest_qp: q };
+    let mut t = GroupTable::with_capacity(1, 4);
+    let g = t.insert(GroupConfig { children: vec![child], node_address: Some(me), ..cfg(1) }, 0).unwrap();
+    assert_eq!(t.lookup(&k(child, proxy(), DQPN)), Lookup::Branch { group: g, branch: 1 });
+    assert_eq!(t.on_response(&k(rx(1), proxy(), DQPN), ack(5), 0), Verdict::Absorbed { group: g });
+    let v = t.on_response(&k(child, proxy(), DQPN), ack(3), 0);
+    assert_eq!(v, Verdict::Upstream { group: g, up: Upstream::Ack { psn: 3, msn: 3, credits: 31 } });
+    let cfg = t.get(g).unwrap().config().clone();
+    assert_eq!(cfg.upstream_dst(), proxy());
+    let up = Upstream::Ack { psn: 3, msn: 3, credits: 31 };
+    let mut b = vec![0u8; upstream_len(&up)];
+    let n = build_upstream(&up, &cfg, &mut b).unwrap();
+    let (bth, aeth) = parse_up(&b[..n]);
+    assert_eq!((bth.dest_qp, bth.psn), (DQPN, 3));
+    assert!(aeth.is_some());
+    assert_eq!(&b[8..24], &me.octets());
+    assert_eq!(&b[24..40], &proxy().octets());
+    // The removal frees the child's key too.
+    let id = t.get(g).unwrap().id();
+    t.remove(&id);
+    assert_eq!(t.lookup(&k(child, proxy(), DQPN)), Lookup::NotMulticast);
 }
 
 // ---------------------------------------------------------------- wire

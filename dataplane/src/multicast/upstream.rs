@@ -79,15 +79,20 @@ pub const fn upstream_len(up: &Upstream) -> usize {
         }
 }
 
-/// Write the response the node adjacent to the source sends for `up`: an
-/// IPv6 datagram (header through ICRC; the caller adds L2) from the Proxy
-/// Address to the source, UDP to 4791 with a checksum, and
+/// Write the response this node sends upstream for `up`: an IPv6 datagram
+/// (header through ICRC; the caller adds L2), UDP to 4791 with a checksum,
+/// and
 ///
-/// * ACK / NAK: BTH opcode RC Acknowledge (0x11), DestQP = source QPN,
-///   PSN = the aggregated PSN, AETH (ACK with credit code, RNR NAK with
-///   timer, or NAK with code) and the MSN;
-/// * CNP: BTH opcode 0x81 with BECN, DestQP = source QPN, PSN 0, 16 zero
-///   octets.
+/// * ACK / NAK: BTH opcode RC Acknowledge (0x11), PSN = the aggregated
+///   PSN, AETH (ACK with credit code, RNR NAK with timer, or NAK with code)
+///   and the MSN;
+/// * CNP: BTH opcode 0x81 with BECN, PSN 0, 16 zero octets.
+///
+/// The node adjacent to the source (no `node_address`) sends it from the
+/// Proxy Address to the source with DestQP = the source's QPN; a node
+/// below it (hop-by-hop aggregation) from its `node_address` to the Proxy
+/// Address with DestQP = the Designated QPN, i.e. as a receiver's response,
+/// which the next node up aggregates as one of its branches.
 ///
 /// The ICRC is computed. Returns the datagram length.
 pub fn build_upstream(up: &Upstream, group: &GroupConfig, buf: &mut [u8]) -> Result<usize> {
@@ -95,10 +100,14 @@ pub fn build_upstream(up: &Upstream, group: &GroupConfig, buf: &mut [u8]) -> Res
         Upstream::Cnp { .. } => group.cnp_traffic_class,
         _ => group.traffic_class,
     };
+    let (src, qpn) = match group.node_address {
+        Some(a) => (a, group.designated_qpn),
+        None => (group.proxy, group.id.source_qpn),
+    };
     let ipudp = IpUdpRepr {
         ip: IpHeader::V6 {
-            src: group.proxy.octets(),
-            dst: group.id.source.octets(),
+            src: src.octets(),
+            dst: group.upstream_dst().octets(),
             traffic_class: tc,
             flow_label: 0,
             hop_limit: group.hop_limit,
@@ -107,7 +116,6 @@ pub fn build_upstream(up: &Upstream, group: &GroupConfig, buf: &mut [u8]) -> Res
         dst_port: ROCEV2_UDP_PORT,
         udp_checksum: true,
     };
-    let qpn = group.id.source_qpn;
     let (psn, aeth) = match *up {
         Upstream::Cnp { .. } => {
             let cnp = CnpRepr { pkey: group.pkey, dest_qp: qpn, fecn: false };
