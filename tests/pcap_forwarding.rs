@@ -1022,7 +1022,9 @@ receivers = [
     assert_eq!(c("mc-ack-up"), 2, "{so}");
     assert_eq!(c("mc-nak-up"), 1, "{so}");
     assert_eq!(c("mc-cnp-up"), 1, "{so}");
-    assert_eq!(c("mc-unknown-receiver"), 1, "{so}");
+    // X, no receiver: dropped where the router is the top; below it,
+    // forwarded up (the next node decides).
+    assert_eq!((c("mc-unknown-receiver"), c("mc-passed-up")), if hop_by_hop { (0, 1) } else { (1, 0) }, "{so}");
     assert_eq!(c("mc-bad-icrc"), 1, "{so}");
     assert_eq!(c("mc-data-seen"), 1, "{so}");
     assert_eq!(c("endmt-replica-built"), 3, "{so}");
@@ -1037,7 +1039,21 @@ receivers = [
         dataplane::wire::roce::icrc_check(&f[14..]).expect("replica ICRC");
     }
     // Toward S1: field by field here, then by scapy.
-    let wan = read_pcap(&dir.join("wan-out.pcap")).unwrap();
+    let mut wan = read_pcap(&dir.join("wan-out.pcap")).unwrap();
+    let x: std::net::Ipv6Addr = "2001:db8:1::99".parse().unwrap();
+    if hop_by_hop {
+        // X's ACK, forwarded as it came (Hop Limit - 1), then the router's.
+        let (passed, own): (Vec<_>, Vec<_>) = wan.into_iter().partition(|f| f[14 + 8..14 + 24] == x.octets());
+        assert_eq!(passed.len(), 1, "X's ACK passed up");
+        assert_eq!(&passed[0][14 + 24..14 + 40], &"2001:db8:ff::1".parse::<std::net::Ipv6Addr>().unwrap().octets());
+        assert_eq!(passed[0][14 + 7], 63, "Hop Limit 64 - 1");
+        dataplane::wire::roce::icrc_check(&passed[0][14..]).expect("X's ACK unchanged");
+        wan = own;
+        control::demo::write_pcap(&dir.join("wan-own.pcap"), &wan).unwrap();
+    }
+    // The router's own upstream responses (in their own file when X's
+    // forwarded ACK is in the output too), for scapy and tshark.
+    let own_pcap = if hop_by_hop { "wan-own.pcap" } else { "wan-out.pcap" };
     assert_eq!(wan.len(), 4, "ACK, ACK, NAK, CNP");
     let proxy: std::net::Ipv6Addr = "2001:db8:ff::1".parse().unwrap();
     let s1: std::net::Ipv6Addr = "2001:db8:3::5".parse().unwrap();
@@ -1051,7 +1067,7 @@ receivers = [
         dataplane::wire::roce::icrc_check(&f[14..]).expect("upstream ICRC");
     }
     let mut chk = Command::new("python3");
-    chk.arg(oracle).arg("check").arg(dir.join("wan-out.pcap"));
+    chk.arg(oracle).arg("check").arg(dir.join(own_pcap));
     if hop_by_hop {
         chk.args([node.to_string(), proxy.to_string(), "1".to_string()]);
     }
@@ -1070,6 +1086,7 @@ receivers = [
         "{txt}"
     );
     tshark_clean(&dir.join("wan-out.pcap"));
+    tshark_clean(&dir.join(own_pcap));
     if two_workers {
         assert!(so.contains("2 worker(s)") || String::from_utf8_lossy(&out.stderr).contains("2 worker(s)"));
         assert!(read_pcap(&dir.join("dc-out1.pcap")).unwrap().is_empty());
@@ -1079,9 +1096,10 @@ receivers = [
 }
 
 /// Multicast groups change at run time: `multicast receiver add / del`
-/// over the management socket validates, pushes the group set to the
-/// workers (Update::Groups) and the End.MT SID's provisioned receivers
-/// (Update::Sids); bad requests are refused with the field and value.
+/// and `multicast child add / del` over the management socket validate,
+/// push the group set to the workers (Update::Groups) and the End.MT SID's
+/// provisioned receivers (Update::Sids); bad requests are refused with the
+/// field and value.
 #[test]
 fn multicast_receivers_change_at_run_time() {
     let dir = workdir("mcctl");
@@ -1114,7 +1132,7 @@ receivers = [ { address = "2001:db8:1::10", qpn = 0x500 } ]
     let r = req("multicast receiver add g 2001:db8:1::11 0x501");
     assert!(r.contains("receiver 2001:db8:1::11 qpn 0x501") && r.ends_with("OK\n"), "{r}");
     let r = req("multicast receiver add g 2001:db8:1::11 0x502");
-    assert!(r.starts_with("ERR address = 2001:db8:1::11: already a receiver"), "{r}");
+    assert!(r.starts_with("ERR address = 2001:db8:1::11: already a branch"), "{r}");
     let r = req("multicast receiver add g 2001:db8:1::12 0x1000000");
     assert!(r.starts_with("ERR qpn = 16777216"), "{r}");
     let r = req("multicast receiver add nope 2001:db8:1::12 1");
@@ -1135,6 +1153,18 @@ receivers = [ { address = "2001:db8:1::10", qpn = 0x500 } ]
     assert_eq!(r, "ERR command longer than 4096 bytes\n");
     let r = req("show multicast");
     assert!(r.contains("receiver 2001:db8:1::11 qpn 0x501") && r.ends_with("OK\n"), "{r}");
+    // Child nodes (hop-by-hop aggregation): a branch each; the group
+    // keeps at least one branch of either kind.
+    let r = req("multicast child add g 2001:db8:1::11");
+    assert!(r.starts_with("ERR address = 2001:db8:1::11: already a branch"), "{r}");
+    let r = req("multicast child add g 2001:db8:41::1");
+    assert!(r.contains("child-node 2001:db8:41::1") && r.ends_with("OK\n"), "{r}");
+    let r = req("multicast receiver del g 2001:db8:1::11");
+    assert!(!r.contains("receiver ") && r.contains("child-node 2001:db8:41::1") && r.ends_with("OK\n"), "a child node is branch enough: {r}");
+    let r = req("multicast child del g 2001:db8:41::9");
+    assert!(r.starts_with("ERR address = 2001:db8:41::9: not a child node"), "{r}");
+    let r = req("multicast child del g 2001:db8:41::1");
+    assert!(r.starts_with("ERR group g: receivers / children"), "the last branch cannot go: {r}");
     let st = child.wait().unwrap();
     let so = std::fs::read_to_string(&out).unwrap();
     assert!(st.success(), "{so}");

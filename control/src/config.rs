@@ -1117,6 +1117,16 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         None => Vec::new(),
         Some(m) => multicast_plan(m, srv6.as_ref())?,
     };
+    // A node address is ours: an interface address, or one of the SRv6
+    // locator / source (the node's own loopback-style addresses).
+    for (i, g) in multicast.iter().enumerate() {
+        if let Some(a) = g.cfg.node_address {
+            let ours = interfaces.iter().any(|x| x.v6.iter().any(|n| n.addr() == a)) || srv6.as_ref().is_some_and(|s| s.locator.contains(&a) || s.source == a);
+            if !ours {
+                return Err(format!("multicast.group[{i}].node_address = {a}: not an address of this router (an interface address, or in the [srv6] locator)"));
+            }
+        }
+    }
     let ingress_pe = match &f.ingress_pe {
         None => None,
         Some(s) => Some(ingress_pe_plan(s, srv6.as_ref())?),
@@ -1962,10 +1972,12 @@ receivers = [ { address = "2001:db8:2::10", qpn = 0x11 }, { address = "2001:db8:
         assert!(e.contains("multicast.group[0].receivers = []"), "{e}");
         // Hop by hop: child nodes and the node address.
         let hop = |v: &str| format!("{GOOD}{MC}").replacen("receivers = [", &format!("{v}\nreceivers = ["), 1);
-        let c = load_str(&hop("child_nodes = [\"2001:db8:41::1\", \"2001:db8:42::2\"]\nnode_address = \"2001:db8:64::4\"")).unwrap();
+        let e = load_str(&hop("node_address = \"2001:db8:64::4\"")).unwrap_err();
+        assert!(e.contains("multicast.group[0].node_address = 2001:db8:64::4: not an address of this router"), "{e}");
+        let c = load_str(&hop("child_nodes = [\"2001:db8:41::1\", \"2001:db8:42::2\"]\nnode_address = \"fc00:0:1::99\"")).unwrap();
         let g = &c.multicast[0].cfg;
         assert_eq!(g.children, vec!["2001:db8:41::1".parse::<std::net::Ipv6Addr>().unwrap(), "2001:db8:42::2".parse().unwrap()]);
-        assert_eq!(g.node_address, Some("2001:db8:64::4".parse().unwrap()));
+        assert_eq!(g.node_address, Some("fc00:0:1::99".parse().unwrap()));
         let e = load_str(&hop("child_nodes = [\"2001:db8:2::10\"]")).unwrap_err();
         assert!(e.contains("multicast.group[0].child_nodes[0] = 2001:db8:2::10") && e.contains("twice"), "{e}");
         let e = load_str(&hop("child_nodes = [\"ff02::2\"]")).unwrap_err();

@@ -37,7 +37,8 @@ pub const HELP: &str = "commands:
   hmac-key add KEY_ID SECRET_HEX [LENGTH] | hmac-key del KEY_ID
   show multicast
   multicast receiver add GROUP ADDR QPN
-  multicast receiver del GROUP ADDR";
+  multicast receiver del GROUP ADDR
+  multicast child add|del GROUP ADDR (hop-by-hop aggregation: a downstream node)";
 
 /// The longest command line the management socket reads.
 const MAX_LINE: u64 = 4096;
@@ -325,32 +326,49 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
             Ok(String::new())
         }
         ["show", "multicast"] => Ok(show_multicast(&c.cfg.multicast)),
-        ["multicast", "receiver", op @ ("add" | "del"), group, addr, rest @ ..] => {
+        ["multicast", kind @ ("receiver" | "child"), op @ ("add" | "del"), group, addr, rest @ ..] => {
             let gi = c.cfg.multicast.iter().position(|g| g.name == *group).ok_or_else(|| format!("group {group:?}: no such group"))?;
             let a: std::net::Ipv6Addr = addr.parse().map_err(|_| format!("{addr:?}: not an IPv6 address"))?;
             let mut g = c.cfg.multicast[gi].cfg.clone();
-            match (*op, rest) {
-                ("add", [qpn]) => {
+            let unicast = !(a.is_unspecified() || a.is_multicast() || a.is_loopback() || a == g.proxy || a == g.id.source);
+            match (*kind, *op, rest) {
+                ("child", "add", []) => {
+                    if !unicast || g.node_address == Some(a) {
+                        return Err(format!("address = {a}: must be a unicast address of a downstream node"));
+                    }
+                    if g.branch_addrs().any(|b| b == a) {
+                        return Err(format!("address = {a}: already a branch of {group}"));
+                    }
+                    g.children.push(a);
+                }
+                ("child", "del", []) => {
+                    let n = g.children.len();
+                    g.children.retain(|b| *b != a);
+                    if g.children.len() == n {
+                        return Err(format!("address = {a}: not a child node of {group}"));
+                    }
+                }
+                ("receiver", "add", [qpn]) => {
                     let q = parse_u32(qpn).ok_or_else(|| format!("qpn = {qpn:?}: not a number"))?;
                     if q > dataplane::multicast::PSN_MASK {
                         return Err(format!("qpn = {q}: a QPN has 24 bits"));
                     }
-                    if a.is_unspecified() || a.is_multicast() || a.is_loopback() || a == g.proxy || a == g.id.source {
+                    if !unicast || g.node_address == Some(a) {
                         return Err(format!("address = {a}: must be a unicast receiver address"));
                     }
-                    if g.receivers.iter().any(|r| r.addr == a) {
-                        return Err(format!("address = {a}: already a receiver of {group}"));
+                    if g.branch_addrs().any(|b| b == a) {
+                        return Err(format!("address = {a}: already a branch of {group}"));
                     }
                     g.receivers.push(dataplane::multicast::Receiver { addr: a, qpn: q });
                 }
-                ("del", []) => {
+                ("receiver", "del", []) => {
                     let n = g.receivers.len();
                     g.receivers.retain(|r| r.addr != a);
                     if g.receivers.len() == n {
                         return Err(format!("address = {a}: not a receiver of {group}"));
                     }
                 }
-                _ => return Err(format!("usage: multicast receiver add GROUP ADDR QPN | multicast receiver del GROUP ADDR; {HELP}")),
+                _ => return Err(format!("usage: multicast receiver add GROUP ADDR QPN | multicast receiver del GROUP ADDR | multicast child add|del GROUP ADDR; {HELP}")),
             }
             g.validate().map_err(|e| format!("group {group}: {e}"))?;
             c.cfg.multicast[gi].cfg = g;

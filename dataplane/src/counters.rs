@@ -161,6 +161,7 @@ reasons!(Local, N_LOCAL {
     McFatalNakUp => "mc-fatal-nak-up",
     McCnpUp => "mc-cnp-up",
     McNakSuppressed => "mc-nak-suppressed",
+    McPassedUp => "mc-passed-up",
     PeNotification => "pe-notification-accepted",
     PeSwitchedToBackup => "pe-switched-to-backup",
     PeRestored => "pe-restored-primary",

@@ -52,6 +52,8 @@ pub struct Node6 {
     groups: Vec<GroupConfig>,
     /// Frames sent per port.
     pub tx: Vec<u64>,
+    /// When `Some`, every frame the node sends: (time, port, frame).
+    pub capture: Option<Vec<(u64, u16, Vec<u8>)>>,
 }
 
 pub struct Host6 {
@@ -105,7 +107,7 @@ impl Sim6 {
         let counters = Arc::new(WorkerCounters::default());
         let pipeline = Pipeline::new(Arc::new(Topology::new(Vec::new())), Arc::new(Fib::default()), Arc::new(Neighbours::default()), counters.clone(), PipelineConfig::default());
         let n = ports.len();
-        self.nodes.push(Node6 { name: name.into(), pipeline, counters, ports, routes: Vec::new(), sids: None, groups: Vec::new(), tx: vec![0; n] });
+        self.nodes.push(Node6 { name: name.into(), pipeline, counters, ports, routes: Vec::new(), sids: None, groups: Vec::new(), tx: vec![0; n], capture: None });
         i
     }
 
@@ -220,6 +222,10 @@ impl Sim6 {
     fn transmit(&mut self, node: usize, port: u16, frame: Vec<u8>) {
         if let Some(c) = self.nodes[node].tx.get_mut(usize::from(port)) {
             *c += 1;
+        }
+        let now = self.now;
+        if let Some(cap) = self.nodes[node].capture.as_mut() {
+            cap.push((now, port, frame.clone()));
         }
         match self.peer(End6::Node(node, port)) {
             Some((to, d)) => self.schedule(self.now + d, Ev::Frame { to, frame }),

@@ -28,6 +28,11 @@
 //! designated QPN, source + QPN, the five receivers) and sends S1 the
 //! aggregated responses: ACK with the minimum acknowledged PSN, NAK with the
 //! minimum ePSN, one CNP per window T.
+//!
+//! Hop by hop (`build_with(true)`): every node holds the group with its own
+//! branches (N1: R1, R2; N2: R3; N3: R4, R5; N4: N1, N2; N5: N3; N6: N4,
+//! N5) and each but N6 answers the node above from its node address, as a
+//! receiver would (to the Proxy Address, DestQP = Designated QPN).
 
 use std::net::Ipv6Addr;
 
@@ -451,8 +456,8 @@ fn reference_topology_hop_by_hop_aggregation() {
     }
 
     // ---- ACKs: the same script and sequence as the single level (R3's
-    // step back is refused at N2, the ACK beyond sent at N1, X at N3; R1's
-    // repeat is repeated at every level)
+    // step back is refused at N2, the ACK beyond sent at N1, X at N6, the
+    // top; R1's repeat is repeated at every level)
     ack_script(&mut net);
     let ups = at_source(&net.sim, net.s1, 0);
     assert_eq!(ups.iter().map(|u| u.2).collect::<Vec<_>>(), vec![2, 3, 4, 4], "{ups:?}");
@@ -462,7 +467,10 @@ fn reference_topology_hop_by_hop_aggregation() {
     // lies behind N2's upstream PSN (out of window, where the single
     // level's N6, still at 3, found it stale).
     assert_eq!(net.sim.drops(n2, Drop::McPsnOutOfWindow), 1);
-    assert_eq!(net.sim.drops(n3, Drop::McUnknownReceiver), 1);
+    // X is no branch of N3, which is below the top: passed up (N5, also
+    // below, passes it on), dropped by N6, the top.
+    assert_eq!([net.sim.local(n3, Local::McPassedUp), net.sim.local(n5, Local::McPassedUp)], [1, 1]);
+    assert_eq!(net.sim.drops(n6, Drop::McUnknownReceiver), 1);
     // Each node counts what its own branches sent: N1 five ACKs from R1 /
     // R2, N4 what N1 and N2 sent up, N6 what N4 and N5 sent up.
     let ack_in = |net: &Net, n| net.sim.local(n, Local::McAckIn);
@@ -501,7 +509,9 @@ fn reference_topology_hop_by_hop_aggregation() {
 
 /// What a node below the top sends upstream is a receiver-style RoCEv2
 /// response: from its node address to the Proxy Address, DestQP = the
-/// Designated QPN, UDP checksum and ICRC valid, the aggregated PSN.
+/// Designated QPN, UDP checksum and ICRC valid, the aggregated PSN. The
+/// frame is the one N1 actually sent toward N4 (captured), and N4 counts it
+/// against its branch N1.
 #[test]
 fn hop_by_hop_response_is_a_receiver_style_rc_ack() {
     let mut net = build_with(true);
@@ -510,21 +520,16 @@ fn hop_by_hop_response_is_a_receiver_style_rc_ack() {
         net.sim.send(net.s1, u64::from(psn) * US, &srv6_data(psn));
     }
     net.sim.run_until(100 * US);
-    // Watch N1 -> N4: N4's group sees N1's responses; take N1's by
-    // rebuilding what N1 must send and comparing N4's view.
+    net.sim.nodes[n1].capture = Some(Vec::new());
     net.sim.send(net.r[0], 200 * US, &response(rcv(0).0, ack(3)));
     net.sim.send(net.r[1], 210 * US, &response(rcv(1).0, ack(2)));
     net.sim.run_until(300 * US);
     assert_eq!(net.sim.local(n1, Local::McAckUp), 1);
-    let g4 = net.sim.nodes[n4].pipeline.groups().get(0).unwrap();
-    assert_eq!(g4.branches()[0].acked(), 2, "N4's branch N1 acknowledged min(3, 2)");
-    assert_eq!(g4.branches()[1].acked(), 0, "N2 has said nothing");
-    // The bytes N1 sends for that ACK.
-    let g1 = net.sim.nodes[n1].pipeline.groups().get(0).unwrap().config().clone();
-    let up = Upstream::Ack { psn: 2, msn: 2, credits: 31 };
-    let mut b = vec![0u8; upstream_len(&up)];
-    let n = build_upstream(&up, &g1, &mut b).unwrap();
-    let d = &b[..n];
+    let sent = net.sim.nodes[n1].capture.take().unwrap();
+    assert_eq!(sent.len(), 1, "one aggregated ACK, nothing else: {sent:?}");
+    let (_, port, f) = &sent[0];
+    assert_eq!(*port, 0, "toward N4");
+    let d = &f[14..];
     roce::icrc_check(d).unwrap();
     let ip = Ipv6Packet::new_checked(d).unwrap();
     assert_eq!((ip.src_addr(), ip.dst_addr()), (node_addr(1), proxy()));
@@ -533,4 +538,9 @@ fn hop_by_hop_response_is_a_receiver_style_rc_ack() {
     assert_eq!(checksum::fold(sum), 0xffff);
     let bth = Bth::new_checked(&d[48..]).unwrap();
     assert_eq!((bth.opcode(), bth.dest_qp(), bth.psn()), (opcode::RC_ACKNOWLEDGE, DQPN, 2));
+    assert_eq!(AethRepr::parse(&Aeth::new_checked(bth.payload()).unwrap()).unwrap().syndrome, Syndrome::Ack { credits: 31 });
+    let g4 = net.sim.nodes[n4].pipeline.groups().get(0).unwrap();
+    assert_eq!(g4.branches()[0].acked(), 2, "N4's branch N1 acknowledged min(3, 2)");
+    assert_eq!(g4.branches()[1].acked(), 0, "N2 has said nothing");
+    assert_eq!(net.sim.local(n4, Local::McAckIn), 1);
 }

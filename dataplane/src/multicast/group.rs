@@ -34,7 +34,7 @@ counters! {
     RnrIn => "mc-rnr-nak-in",
     FatalNakIn => "mc-fatal-nak-in",
     CnpIn => "mc-cnp-in",
-    // aggregated responses sent to the source
+    // aggregated responses sent upstream (to the source or the next node up)
     AckUp => "mc-ack-up",
     NakUp => "mc-nak-up",
     RnrUp => "mc-rnr-nak-up",
@@ -43,6 +43,9 @@ counters! {
     AckRepeated => "mc-ack-repeated",
     // absorbed without an upstream message
     NakSuppressed => "mc-nak-suppressed",
+    // from an address that is no branch, at a node below the top (a
+    // `node_address`): forwarded toward the next node up, which decides
+    PassedUp => "mc-passed-up",
     // drops
     UnknownReceiver => "mc-unknown-receiver",
     StalePsn => "mc-stale-psn",
@@ -118,7 +121,8 @@ pub enum SetupError {
     /// Two branches with the same receiver address (indistinguishable on the
     /// reverse path).
     DuplicateReceiver(Ipv6Addr),
-    /// `node_address` is the Proxy Address or one of the branches.
+    /// `node_address` is the Proxy Address, the source or a branch; or a
+    /// child is the Proxy Address or the source.
     NodeAddress(Ipv6Addr),
     /// A group with this id is installed already.
     DuplicateGroup,
@@ -138,7 +142,7 @@ impl core::fmt::Display for SetupError {
             SetupError::ZeroWindow => write!(f, "cnp_window_ns: must be > 0"),
             SetupError::ZeroCnpRate => write!(f, "cnp_rate_per_s / cnp_burst: must be > 0"),
             SetupError::DuplicateReceiver(a) => write!(f, "receivers / children: {a} appears twice"),
-            SetupError::NodeAddress(a) => write!(f, "node_address: {a} is the Proxy Address or a branch"),
+            SetupError::NodeAddress(a) => write!(f, "node_address / children: {a} is the Proxy Address, the source or (node_address) a branch"),
             SetupError::DuplicateGroup => write!(f, "id: group already installed"),
             SetupError::DuplicateProxy => {
                 write!(f, "proxy/designated_qpn: used by another group")
@@ -158,8 +162,9 @@ pub const MAX_BRANCHES: usize = 1 << 16;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupConfig {
     pub id: GroupId,
-    /// The Proxy Address (s.2): DA of the receivers' responses, SA of the
-    /// responses this node sends to the source.
+    /// The Proxy Address (s.2): DA of the receivers' (and child nodes')
+    /// responses; SA of the responses the node adjacent to the source sends
+    /// it, DA of those a node below sends up (`node_address`).
     pub proxy: Ipv6Addr,
     /// The Designated QPN (s.2): DestQP of the receivers' responses.
     pub designated_qpn: u32,
@@ -255,9 +260,12 @@ impl GroupConfig {
             if self.children[..i].contains(c) || self.receivers.iter().any(|r| r.addr == *c) {
                 return Err(SetupError::DuplicateReceiver(*c));
             }
+            if *c == self.proxy || *c == self.id.source {
+                return Err(SetupError::NodeAddress(*c));
+            }
         }
         if let Some(a) = self.node_address {
-            if a == self.proxy || self.branch_addrs().any(|b| b == a) {
+            if a == self.proxy || a == self.id.source || self.branch_addrs().any(|b| b == a) {
                 return Err(SetupError::NodeAddress(a));
             }
         }
@@ -513,8 +521,8 @@ impl Group {
 
     /// A response from branch `branch`.
     ///
-    /// `Ok(Some(up))`: send `up` to the source. `Ok(None)`: absorbed into
-    /// the state. `Err(reason)`: dropped (already counted under `reason`).
+    /// `Ok(Some(up))`: send `up` upstream ([`GroupConfig::upstream_dst`]).
+    /// `Ok(None)`: absorbed into the state. `Err(reason)`: dropped (already counted under `reason`).
     /// A CNP that arrives after the window end first closes the window, so
     /// it may return the window's CNP even when the arriving one is over
     /// its rate (counted as `mc-cnp-rate-limited`).

@@ -31,10 +31,14 @@
 //!
 //! * `(DA, DestQP)` names no group: not a multicast response, forward it
 //!   as ordinary traffic ([`Lookup::NotMulticast`]).
-//! * `(DA, DestQP)` names a group but SA is not one of its receivers:
+//! * `(DA, DestQP)` names a group but SA is not one of its branches:
 //!   dropped and counted as `mc-unknown-receiver` (s.9: "validate that
 //!   reverse-path response messages originate from addresses within the
-//!   expected downstream receiver set").
+//!   expected downstream receiver set"); at a node below the top (with a
+//!   `node_address`, see below) forwarded toward the next node up instead
+//!   and counted as `mc-passed-up`: its route to the Proxy Address may
+//!   pass here on its way to the node that has it as a branch, and the top
+//!   node still drops what no node claims.
 //! * otherwise: the (group, branch) pair.
 //!
 //! Consequently one receiver host can be a branch of a group only once
@@ -126,8 +130,8 @@
 //!
 //! [`path`] wires the table into the [`Pipeline`](crate::pipeline::Pipeline):
 //! responses to a Proxy Address are aggregated and the upstream response is
-//! routed to the source; the group's data PSNs are recorded; the worker
-//! polls the CNP windows. Worker 0 owns every group (one writer); the other
+//! routed upstream ([`GroupConfig::upstream_dst`]); the group's data PSNs
+//! are recorded; the worker polls the CNP windows. Worker 0 owns every group (one writer); the other
 //! workers steer the groups' packets to it (`worker.rs`).
 
 mod group;

@@ -62,6 +62,7 @@ pub const fn slot(c: Counter) -> Slot {
         Counter::CnpUp => Slot::Local(Local::McCnpUp),
         Counter::AckRepeated => Slot::Local(Local::McAckRepeated),
         Counter::NakSuppressed => Slot::Local(Local::McNakSuppressed),
+        Counter::PassedUp => Slot::Local(Local::McPassedUp),
         Counter::UnknownReceiver => Slot::Drop(Drop::McUnknownReceiver),
         Counter::StalePsn => Slot::Drop(Drop::McStalePsn),
         Counter::PsnOutOfWindow => Slot::Drop(Drop::McPsnOutOfWindow),
@@ -202,7 +203,7 @@ impl Pipeline {
             McVerdict::Dropped { reason, .. } => Err(drop_of(reason)),
             McVerdict::Upstream { group, up } => {
                 // The upstream response replaces the received one in place.
-                let (src, pcp) = {
+                let (up_dst, pcp) = {
                     let cfg = self.mc.get(group).ok_or(Drop::McMalformed)?.config();
                     let n = upstream_len(&up);
                     if !p.set_len(l2.l3 + n) {
@@ -211,8 +212,8 @@ impl Pipeline {
                     build_upstream(&up, cfg, &mut p.data_mut()[l2.l3..l2.l3 + n]).map_err(|_| Drop::NoHeadroom)?;
                     (cfg.upstream_dst(), pcp_of(&up, cfg))
                 };
-                let hop = self.fib.route6(src).ok_or(Drop::NoRoute)?;
-                let (ifc, mac) = self.resolve_hop(hop, IpAddr::V6(src), now_ns)?;
+                let hop = self.fib.route6(up_dst).ok_or(Drop::NoRoute)?;
+                let (ifc, mac) = self.resolve_hop(hop, IpAddr::V6(up_dst), now_ns)?;
                 let (port, out_mac, vlan) = (ifc.port, ifc.mac, ifc.vlan);
                 write_l2(p, L2 { pcp, ..l2 }, mac, out_mac, vlan, EtherType::IPV6)?;
                 self.reply = true;
@@ -262,7 +263,7 @@ impl Pipeline {
     /// with its Ethernet header, routed to the group's source. Returns the
     /// egress port, or why it cannot be sent (the caller counts it).
     pub fn build_mc_upstream<P: PacketBuffer>(&mut self, group: usize, up: &Upstream, p: &mut P, now_ns: u64) -> Result<u16, Drop> {
-        let (src, pcp) = {
+        let (up_dst, pcp) = {
             let cfg = self.mc.get(group).ok_or(Drop::ReplicaInvalid)?.config();
             let n = upstream_len(up);
             if !p.set_len(14 + n) {
@@ -271,7 +272,7 @@ impl Pipeline {
             build_upstream(up, cfg, &mut p.data_mut()[14..14 + n]).map_err(|_| Drop::NoHeadroom)?;
             (cfg.upstream_dst(), pcp_of(up, cfg))
         };
-        self.emit_ip(p, IpAddr::V6(src), pcp, now_ns)
+        self.emit_ip(p, IpAddr::V6(up_dst), pcp, now_ns)
     }
 }
 

@@ -24,7 +24,7 @@ pub enum Verdict {
     /// Not a multicast response: forward it as usual.
     NotMulticast,
     /// Consumed; send `up` (built with [`super::build_upstream`] and the
-    /// group's config) to the source.
+    /// group's config) upstream ([`GroupConfig::upstream_dst`]).
     Upstream { group: usize, up: Upstream },
     /// Consumed into the group's state, nothing to send.
     Absorbed { group: usize },
@@ -239,10 +239,20 @@ impl GroupTable {
         match self.lookup(key) {
             Lookup::NotMulticast => Verdict::NotMulticast,
             Lookup::UnknownReceiver { group } => {
+                // Below the top, a response from no branch of ours may be
+                // on its way to another node of the tree (its route to the
+                // Proxy Address passes here): forwarded up, where the node
+                // that has it as a branch, or the top, decides (s.9).
+                let below = self.get(group).is_some_and(|g| g.config().node_address.is_some());
+                let c = if below { Counter::PassedUp } else { Counter::UnknownReceiver };
                 if let Some(g) = self.get_mut(group) {
-                    g.count(Counter::UnknownReceiver);
+                    g.count(c);
                 }
-                Verdict::Dropped { group, reason: Counter::UnknownReceiver }
+                if below {
+                    Verdict::NotMulticast
+                } else {
+                    Verdict::Dropped { group, reason: Counter::UnknownReceiver }
+                }
             }
             Lookup::Branch { group, branch } => {
                 let Some(g) = self.get_mut(group) else {

@@ -399,6 +399,9 @@ fn table_full_and_validation() {
     assert_eq!(Group::new(GroupConfig { children: vec![rx(1)], ..c.clone() }, 0).err(), Some(SetupError::DuplicateReceiver(rx(1))));
     assert_eq!(Group::new(GroupConfig { node_address: Some(node(2)), ..transit.clone() }, 0).err(), Some(SetupError::NodeAddress(node(2))));
     assert_eq!(Group::new(GroupConfig { node_address: Some(c.proxy), ..transit.clone() }, 0).err(), Some(SetupError::NodeAddress(c.proxy)));
+    assert_eq!(Group::new(GroupConfig { node_address: Some(source()), ..transit.clone() }, 0).err(), Some(SetupError::NodeAddress(source())));
+    assert_eq!(Group::new(GroupConfig { children: vec![source()], ..transit.clone() }, 0).err(), Some(SetupError::NodeAddress(source())));
+    assert_eq!(Group::new(GroupConfig { children: vec![c.proxy], ..transit.clone() }, 0).err(), Some(SetupError::NodeAddress(c.proxy)));
     assert_eq!(Group::new(GroupConfig { children: vec![], ..transit }, 0).err(), Some(SetupError::NoReceivers));
 }
 
@@ -426,6 +429,12 @@ fn children_are_branches_and_node_address_turns_the_upstream_response() {
     assert!(aeth.is_some());
     assert_eq!(&b[8..24], &me.octets());
     assert_eq!(&b[24..40], &proxy().octets());
+    // Below the top, a response from no branch is forwarded up (the next
+    // node decides), not dropped; at the top it is dropped.
+    let stranger = Ipv6Addr::new(0x2001, 0xdb8, 0x99, 0, 0, 0, 0, 0x77);
+    assert_eq!(t.on_response(&k(stranger, proxy(), DQPN), ack(3), 0), Verdict::NotMulticast);
+    assert_eq!(t.get(g).unwrap().counters().get(Counter::PassedUp), 1);
+    assert_eq!(t.get(g).unwrap().counters().get(Counter::UnknownReceiver), 0);
     // The removal frees the child's key too.
     let id = t.get(g).unwrap().id();
     t.remove(&id);

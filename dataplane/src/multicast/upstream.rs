@@ -1,5 +1,5 @@
 //! Wire side of the reverse path: a receiver's response datagram in, the
-//! aggregated RC response to the source out.
+//! aggregated RC response out (to the source, or to the next node up).
 
 use std::net::Ipv6Addr;
 
