@@ -33,6 +33,7 @@
 #   BENCH_NOTIFY=0    skip the event-to-notification latency benchmark (bench/notify-results.md)
 #   BENCH_HANDOFF=0   skip the shaped-port hand-off benchmark (bench/handoff-results.md)
 #   BENCH_CONGESTION_ROUTER=0   skip the congestion-aware port in the router (bench/congestion-router-results.md)
+#   BENCH_URPF=0      skip source validation (uRPF off / loose / strict) in the router (bench/urpf-results.md)
 #   BENCH_LPM=0       skip the FIB lookup micro-benchmark against DPDK's rte_fib / rte_fib6 (bench/lpm-results.md)
 #   BENCH_L3FWD=0     skip the l3fwd reference (default: on when dpdk-doc's examples can be built)
 set -euo pipefail
@@ -495,6 +496,60 @@ if [ "${BENCH_CONGESTION_ROUTER:-1}" != 0 ]; then
         done
     } >"$ROOT/bench/congestion-router-results.md"
     cat "$ROOT/bench/congestion-router-results.md"
+fi
+
+# ---------------------------------------------------------------- source validation (uRPF)
+# BCP 38 on the input port: the roce4-64 / roce6-64 inputs (every source on
+# the input port's subnet, so every packet passes) forwarded with urpf off,
+# "loose" and "strict" on the input port. The burst fast path looks the
+# sources up in a batch of their own. Medians of interleaved rounds:
+# bench/urpf-results.md. About 6 x ROUNDS x SECS. BENCH_URPF=0 skips it.
+if [ "${BENCH_URPF:-1}" != 0 ]; then
+    rows=()
+    for c in roce4-64 roce6-64; do
+        base=$OUT/router-$c.toml
+        if [ ! -f "$base" ]; then
+            echo "bench: $base missing; uRPF benchmark skipped for $c" >&2
+            failed=1
+            continue
+        fi
+        cp "$base" "$OUT/router-$c-urpf-off.toml"
+        for m in loose strict; do
+            awk -v m="$m" '{ print } /^name = "in"$/ { print "urpf = \"" m "\"" }' "$base" >"$OUT/router-$c-urpf-$m.toml"
+        done
+        grep -q 'urpf = "loose"' "$OUT/router-$c-urpf-loose.toml" && grep -q 'urpf = "strict"' "$OUT/router-$c-urpf-strict.toml" \
+            || { echo "bench: uRPF configurations not derived from $base" >&2; failed=1; continue; }
+        o=(); l=(); s=()
+        for r in $(seq 1 "$ROUNDS"); do
+            read -r a _ <<<"$(run_variant "$c-urpf-off" "$r")"
+            read -r b _ <<<"$(run_variant "$c-urpf-loose" "$r")"
+            read -r d _ <<<"$(run_variant "$c-urpf-strict" "$r")"
+            o+=("$a"); l+=("$b"); s+=("$d")
+            echo "bench: uRPF $c round $r: off $a, loose $b, strict $d Mpps" >&2
+        done
+        failedrpf=$(awk '/^  urpf-failed / { print $2 }' "$OUT/logs/dcirouter-$c-urpf-strict-r1.log")
+        rows+=("$c|${o[*]}|${l[*]}|${s[*]}|${failedrpf:-0}")
+    done
+    med() { printf '%s\n' "$@" | grep -v FAIL | sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "FAIL"; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.2f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+    ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "-" }'; }
+    {
+        echo "# Source validation (uRPF) in the router"
+        echo
+        echo "\`make bench\` (bench/run.sh, BENCH_URPF) on $(date -u '+%Y-%m-%d %H:%M UTC'), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $MEM_DESC; dcirouter $(cd "$ROOT" && git describe --always --dirty 2>/dev/null || echo '?')."
+        echo "One worker; input net_pcap infinite_rx ($PACKETS distinct 64 B-payload RoCEv2 frames, every source on the input port's subnet) into net_null;"
+        echo "\`urpf\` off, \"loose\" and \"strict\" on the input port. Mpps leaving the output port, median of $ROUNDS interleaved rounds of $SECS s"
+        echo "(all rounds listed); the ratio is strict over off (throughput kept)."
+        echo
+        echo "| input | off Mpps | loose Mpps | strict Mpps | strict / off | urpf-failed | rounds (off / loose / strict) |"
+        echo "|---|---:|---:|---:|---:|---:|---|"
+        for row in "${rows[@]}"; do
+            IFS='|' read -r c os ls ss nf <<<"$row"
+            read -ra oa <<<"$os"; read -ra la <<<"$ls"; read -ra sa <<<"$ss"
+            mo=$(med "${oa[@]}"); ml=$(med "${la[@]}"); ms=$(med "${sa[@]}")
+            echo "| $c | $mo | $ml | $ms | $(ratio "$ms" "$mo") | $nf | $os / $ls / $ss |"
+        done
+    } >"$ROOT/bench/urpf-results.md"
+    cat "$ROOT/bench/urpf-results.md"
 fi
 
 # ---------------------------------------------------------------- wire formats
