@@ -9,7 +9,7 @@
 # keeps those flags off build scripts and proc macros. FUZZ_NO_COVERAGE=1
 # builds without them (plain mutation fuzzing).
 #
-# Examples: fuzz/run.sh 30                 (CI: 30 s per group, 5 groups)
+# Examples: fuzz/run.sh 30                 (30 s per group, 6 groups; make test uses 20)
 #           fuzz/run.sh 600 --group l2l3 --corpus
 #           fuzz/run.sh 0 --iters 20000      (deterministic run count)
 set -euo pipefail

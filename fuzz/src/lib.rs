@@ -25,6 +25,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 pub mod cov;
+pub mod pipeline;
 pub mod targets;
 
 /// One fuzz target.

@@ -1,5 +1,6 @@
 //! The fuzz targets: every view's `new_checked` and accessors, every
-//! `Repr::parse`, and round trips where a `Repr` can be emitted again.
+//! `Repr::parse`, and round trips where a `Repr` can be emitted again;
+//! and the whole packet path ([`crate::pipeline`]).
 //!
 //! Adding a target: write `fn run_xxx(data: &[u8])` (and seeds), and add a
 //! `Target` line to [`TARGETS`].
@@ -22,6 +23,13 @@ use crate::Target;
 
 /// Every target, by group.
 pub const TARGETS: &[Target] = &[
+    Target {
+        name: "pipeline",
+        group: "pipeline",
+        seeds: crate::pipeline::seeds_pipeline,
+        fixup: None,
+        run: crate::pipeline::run_pipeline,
+    },
     Target {
         name: "ethernet",
         group: "l2l3",

@@ -1,0 +1,220 @@
+//! The whole packet path as one target: a frame through a worker's
+//! [`Pipeline`] configured with every feature (two untagged ports and a
+//! VLAN, uRPF, routes and static neighbours, local SIDs End / End.DT6 /
+//! End.MT / END.C / END.E, an SR policy, two End.MT reverse-path groups,
+//! one of them hop by hop). The first input byte picks the arrival port
+//! and whether the frame goes through the burst fast path first; the rest
+//! is the frame. What the worker does after `process` is done here too:
+//! replicas and fragments are built, the multicast windows and END.C
+//! timers polled, their packets built, events and solicits drained. Any
+//! panic (index out of range, arithmetic overflow: the fuzz profile has
+//! overflow checks) is a finding.
+//!
+//! One pipeline serves every input (building one per input would dominate
+//! the run): state carries over from input to input as it does in the
+//! router, and the virtual clock advances 1 µs per input.
+
+use std::cell::RefCell;
+use std::net::Ipv6Addr;
+use std::sync::Arc;
+
+use dataplane::counters::WorkerCounters;
+use dataplane::multicast::{build_upstream, upstream_len, GroupConfig, GroupId, Receiver, Upstream};
+use dataplane::packet::VecPacket;
+use dataplane::pipeline::{Pipeline, PipelineConfig, Verdict};
+use dataplane::srv6::{Behaviour, EncapMode, SidTable, SrPolicy};
+use dataplane::tables::{Fib, Interface, MacAddr, NeighSource, Neighbours, NextHop, Topology, Urpf};
+use dataplane::wire::params::Params;
+use dataplane::wire::roce;
+
+const R0: MacAddr = [0x02, 0, 0, 0, 0, 0x10];
+const R1: MacAddr = [0x02, 0, 0, 0, 0, 0x11];
+const HOST: MacAddr = [0x02, 0, 0, 0, 1, 0x02];
+const PROXY: &str = "2001:db8:ff::1";
+const PROXY2: &str = "2001:db8:fe::1";
+const DQPN: u32 = 1;
+
+fn a6(s: &str) -> Ipv6Addr {
+    s.parse().unwrap()
+}
+
+fn iface(name: &str, port: u16, vlan: Option<u16>, mac: MacAddr, addrs: &[&str], urpf: Urpf) -> Interface {
+    let mut i = Interface::new(name, port, vlan, mac, 1500);
+    for a in addrs {
+        if a.contains(':') {
+            i.v6.push(a.parse().unwrap());
+        } else {
+            i.v4.push(a.parse().unwrap());
+        }
+    }
+    i.urpf = urpf;
+    i
+}
+
+fn build() -> Pipeline {
+    let topo = Topology::new(vec![
+        iface("dc", 0, None, R0, &["10.0.1.1/24", "2001:db8:1::1/64"], Urpf::Off),
+        iface("wan", 1, None, R1, &["10.0.2.1/24", "2001:db8:2::1/64"], Urpf::Strict),
+        iface("wan.200", 1, Some(200), R1, &["10.0.200.1/24"], Urpf::Loose),
+    ]);
+    let mut fib = Fib::default();
+    let conn = |i: u16| NextHop { iface: i, gateway: None };
+    let via = |i: u16, g: &str| NextHop { iface: i, gateway: Some(g.parse().unwrap()) };
+    fib.insert4("10.0.1.0/24".parse().unwrap(), conn(0));
+    fib.insert4("10.0.2.0/24".parse().unwrap(), conn(1));
+    fib.insert4("10.0.200.0/24".parse().unwrap(), conn(2));
+    fib.insert6("2001:db8:1::/64".parse().unwrap(), conn(0));
+    fib.insert6("2001:db8:2::/64".parse().unwrap(), conn(1));
+    fib.insert4("0.0.0.0/0".parse().unwrap(), via(1, "10.0.2.2"));
+    fib.insert4("10.0.4.0/24".parse().unwrap(), via(2, "10.0.200.2"));
+    fib.insert6("::/0".parse().unwrap(), via(1, "2001:db8:2::2"));
+    fib.insert6("2001:db8:3::/48".parse().unwrap(), via(1, "2001:db8:2::3")); // unresolved
+    let mut n = Neighbours::default();
+    for (i, ip, mac) in [(0, "10.0.1.2", HOST), (0, "2001:db8:1::2", HOST), (0, "2001:db8:1::10", HOST), (0, "2001:db8:1::11", HOST), (1, "10.0.2.2", HOST), (1, "2001:db8:2::2", HOST), (2, "10.0.200.2", HOST)] {
+        n.learn(i, ip.parse().unwrap(), mac, NeighSource::Static);
+    }
+    let mut pl = Pipeline::new(Arc::new(topo), Arc::new(fib), Arc::new(n), Arc::new(WorkerCounters::default()), PipelineConfig::default());
+    let mut t = SidTable::new(&Params::DEFAULT);
+    t.insert(a6("fc00:0:1::1"), Behaviour::End);
+    t.insert(a6("fc00:0:1::6"), Behaviour::EndDT6);
+    t.insert(
+        a6("fc00:0:1::a"),
+        Behaviour::EndMT { receivers_extra: vec![(a6("2001:db8:1::10"), 0x500)], hmac_required: false, downstream: vec![a6("fc00:0:9::a")] },
+    );
+    t.insert(a6("fc00:0:1::c"), Behaviour::EndC);
+    t.insert(a6("fc00:0:1::e"), Behaviour::EndE);
+    t.endc = Some((0, dataplane::endc::EndCConfig::default()));
+    t.add_policy(
+        "2001:db8:77::/48".parse().unwrap(),
+        SrPolicy::new(a6("2001:db8:2::1"), EncapMode::Encaps, vec![(vec![a6("fc00:0:9::1"), a6("fc00:0:9::2")], 1)]).unwrap(),
+    );
+    pl.set_sids(Arc::new(t));
+    let id = GroupId { source: a6("2001:db8:3::5"), source_qpn: 0x100 };
+    let top = GroupConfig::new(id, a6(PROXY), DQPN, vec![Receiver { addr: a6("2001:db8:1::10"), qpn: 0x500 }, Receiver { addr: a6("2001:db8:1::11"), qpn: 0x501 }]);
+    let mut below = GroupConfig::new(GroupId { source_qpn: 0x101, ..id }, a6(PROXY2), DQPN, vec![Receiver { addr: a6("2001:db8:1::10"), qpn: 0x510 }]);
+    below.children = vec![a6("2001:db8:1::20")];
+    below.node_address = Some(a6("2001:db8:2::1"));
+    pl.set_groups(&[top, below], 0).unwrap();
+    pl
+}
+
+thread_local! {
+    static PL: RefCell<(Pipeline, u64)> = RefCell::new((build(), 1_000_000_000));
+}
+
+pub fn run_pipeline(data: &[u8]) {
+    let Some((&sel, frame)) = data.split_first() else { return };
+    let port = u16::from(sel & 1);
+    PL.with(|cell| {
+        let (pl, now) = &mut *cell.borrow_mut();
+        *now += 1_000;
+        let now = *now;
+        let mut slow = true;
+        if sel & 2 != 0 {
+            let mut f = frame.to_vec();
+            let mut out = [0u16; 1];
+            pl.fast_burst(port, &mut [f.as_mut_slice()], &mut out);
+            slow = out[0] == dataplane::fastpath::SLOW;
+            if !slow {
+                assert_eq!(f.len(), frame.len(), "the fast path never changes a frame's length");
+            }
+        }
+        if slow {
+            let mut p = VecPacket::from_bytes(frame);
+            if let Verdict::Replicate(k) = pl.process(&mut p, port, now) {
+                for i in 0..usize::from(k) {
+                    let mut c = VecPacket::from_bytes(&[]);
+                    let _ = pl.build_replica(i, &p, &mut c, now);
+                }
+            }
+        }
+        // The worker's loop after a burst.
+        pl.poll_multicast(now);
+        let pending = std::mem::take(&mut pl.mc_pending);
+        for (g, up) in &pending {
+            let mut c = VecPacket::from_bytes(&[]);
+            let _ = pl.build_mc_upstream(*g, up, &mut c, now);
+        }
+        pl.mc_pending = pending;
+        pl.mc_pending.clear();
+        pl.poll_endc(now);
+        while let Some((iface, a)) = pl.pfc_pending.pop() {
+            let mut c = VecPacket::from_bytes(&[]);
+            let _ = pl.build_pfc(iface, &a, &mut c);
+        }
+        pl.events.clear();
+        pl.solicits.clear();
+    });
+}
+
+fn eth(dst: MacAddr, ethertype: u16, payload: &[u8]) -> Vec<u8> {
+    let mut f = dst.to_vec();
+    f.extend_from_slice(&HOST);
+    f.extend_from_slice(&ethertype.to_be_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+fn ipv6(src: &str, dst: &str, nh: u8, hop: u8, payload: &[u8]) -> Vec<u8> {
+    let mut h = vec![0x60, 0, 0, 0];
+    h.extend_from_slice(&(payload.len() as u16).to_be_bytes());
+    h.extend_from_slice(&[nh, hop]);
+    h.extend_from_slice(&a6(src).octets());
+    h.extend_from_slice(&a6(dst).octets());
+    h.extend_from_slice(payload);
+    h
+}
+
+/// A receiver's response to a group's Proxy Address (valid ICRC).
+fn response(from: &str, proxy: &str, up: Upstream) -> Vec<u8> {
+    let mirror = GroupConfig::new(GroupId { source: a6(proxy), source_qpn: DQPN }, a6(from), 0, vec![Receiver { addr: a6(proxy), qpn: 0 }]);
+    let mut b = vec![0u8; upstream_len(&up)];
+    let n = build_upstream(&up, &mirror, &mut b).unwrap_or(0);
+    b.truncate(n);
+    b
+}
+
+/// A RoCEv2 SEND ONLY from the source to the proxy (valid ICRC).
+fn data(psn: u32) -> Vec<u8> {
+    let mut u = vec![0xc1, 0x00, 0x12, 0xb7, 0, 0, 0, 0];
+    let mut bth = [0u8; 12];
+    bth[0] = 0x04;
+    bth[2..4].copy_from_slice(&[0xff, 0xff]);
+    bth[5..8].copy_from_slice(&DQPN.to_be_bytes()[1..]);
+    bth[9..12].copy_from_slice(&psn.to_be_bytes()[1..]);
+    u.extend_from_slice(&bth);
+    u.extend_from_slice(&[0x5a; 64]);
+    u.extend_from_slice(&[0; 4]);
+    let l = u.len() as u16;
+    u[4..6].copy_from_slice(&l.to_be_bytes());
+    let mut d = ipv6("2001:db8:3::5", PROXY, 17, 64, &u);
+    let _ = roce::icrc_fill(&mut d);
+    d
+}
+
+pub fn seeds_pipeline() -> Vec<Vec<u8>> {
+    let ack = Upstream::Ack { psn: 1, msn: 1, credits: 31 };
+    let udp = [0x30, 0x39, 0x30, 0x39, 0, 12, 0, 0, 1, 2, 3, 4];
+    let mut udp4 = vec![0x45, 0x02, 0, 32, 0, 1, 0x40, 0, 64, 17, 0, 0, 10, 0, 1, 2, 10, 0, 4, 9];
+    let c = dataplane::wire::checksum::checksum(&udp4);
+    udp4[10..12].copy_from_slice(&c.to_be_bytes());
+    udp4.extend_from_slice(&udp);
+    let frames: Vec<(u8, Vec<u8>)> = vec![
+        (2, eth(R0, 0x86dd, &ipv6("2001:db8:1::2", "2001:db8:77::1", 17, 64, &udp))),
+        (2, eth(R0, 0x0800, &udp4)),
+        (0, eth(R0, 0x86dd, &response("2001:db8:1::10", PROXY, ack))),
+        (0, eth(R0, 0x86dd, &response("2001:db8:1::11", PROXY, Upstream::Cnp { branch: 0, ccount: 0 }))),
+        (0, eth(R0, 0x86dd, &response("2001:db8:1::20", PROXY2, ack))),
+        (1, eth(R1, 0x86dd, &data(1))),
+        (1, eth(R1, 0x86dd, &ipv6("2001:db8:3::5", "fc00:0:1::6", 41, 64, &ipv6("2001:db8:3::5", "2001:db8:1::2", 17, 64, &udp)))),
+        (0, eth([0xff; 6], 0x0806, &[0, 1, 8, 0, 6, 4, 0, 1, 2, 0, 0, 0, 1, 2, 10, 0, 1, 2, 0, 0, 0, 0, 0, 0, 10, 0, 1, 1])),
+    ];
+    frames
+        .into_iter()
+        .map(|(sel, f)| {
+            let mut v = vec![sel];
+            v.extend_from_slice(&f);
+            v
+        })
+        .collect()
+}
