@@ -2,11 +2,16 @@
 //! [`Pipeline`] configured with every feature (two untagged ports and a
 //! VLAN, uRPF, routes and static neighbours, local SIDs End / End.DT6 /
 //! End.MT / END.C / END.E, an SR policy, two End.MT reverse-path groups,
-//! one of them hop by hop). The first input byte picks the arrival port
+//! one of them hop by hop) and into the congestion-aware egress port of
+//! the WAN (shaped, small thresholds and a small flow table, so that
+//! marking, the second-level triggers, Long-haul CNPs, the table-full path
+//! and aging all happen). The first input byte picks the arrival port
 //! and whether the frame goes through the burst fast path first; the rest
 //! is the frame. What the worker does after `process` is done here too:
-//! replicas and fragments are built, the multicast windows and END.C
-//! timers polled, their packets built, events and solicits drained. Any
+//! RoCEv2 responses teach the egress port source QPs, replicas and
+//! fragments are built and queued, the egress port is drained by its
+//! shaper and polled and its CNPs built, the multicast windows and END.C
+//! timers polled and their packets built, events and solicits drained. Any
 //! panic (index out of range, arithmetic overflow: the fuzz profile has
 //! overflow checks) is a finding.
 //!
@@ -18,7 +23,10 @@ use std::cell::RefCell;
 use std::net::Ipv6Addr;
 use std::sync::Arc;
 
+use dataplane::congestion::{CnpRequest, PortParams};
 use dataplane::counters::WorkerCounters;
+use dataplane::egress::EgressConfig;
+use dataplane::node::{CongestionSpec, EgressPort};
 use dataplane::multicast::{build_upstream, upstream_len, GroupConfig, GroupId, Receiver, Upstream};
 use dataplane::packet::VecPacket;
 use dataplane::pipeline::{Pipeline, PipelineConfig, Verdict};
@@ -98,53 +106,131 @@ fn build() -> Pipeline {
     pl
 }
 
+/// The WAN's congestion-aware egress port: 100 Mb/s (12.5 B per µs of the
+/// clock, so forwarded traffic queues), RTT_est 20 µs (K_max
+/// = K_base 4 KiB, K_min 2 KiB), triggers evaluated every 10 µs, 16 flows,
+/// flows idle for 200 µs aged out.
+fn egress() -> EgressPort<VecPacket> {
+    let params = PortParams {
+        rate_bps: 100_000_000,
+        rtt_est_ns: 20_000,
+        k_base_bytes: 4096,
+        k_min_bytes: Some(2048),
+        interval_ns: 10_000,
+        flow_capacity: 16,
+        flow_idle_timeout_ns: 200_000,
+        ..PortParams::default()
+    };
+    let spec = CongestionSpec { params, source_v4: None, source_v6: None, end_e_sid: None, notify_sids: Vec::new(), source_qps: Vec::new(), source_formats: Vec::new() };
+    let cfg = EgressConfig { rate_bps: 100_000_000, queue_bytes: 64 * 1024, burst_bytes: 2048, max_packets: 256, priority_packets: 32 };
+    EgressPort::new(cfg, Some(spec))
+}
+
+struct State {
+    pl: Pipeline,
+    wan: EgressPort<VecPacket>,
+    counters: WorkerCounters,
+    reqs: Vec<CnpRequest>,
+    now: u64,
+}
+
 thread_local! {
-    static PL: RefCell<(Pipeline, u64)> = RefCell::new((build(), 1_000_000_000));
+    static PL: RefCell<State> = RefCell::new(State { pl: build(), wan: egress(), counters: WorkerCounters::default(), reqs: Vec::with_capacity(64), now: 1_000_000_000 });
+}
+
+/// Out on `port`: into the WAN's egress queue, or gone.
+fn out(st: &mut State, port: u16, p: VecPacket) {
+    if port == 1 {
+        let _ = st.wan.admit(p, st.now, &st.counters);
+    }
 }
 
 pub fn run_pipeline(data: &[u8]) {
     let Some((&sel, frame)) = data.split_first() else { return };
     let port = u16::from(sel & 1);
     PL.with(|cell| {
-        let (pl, now) = &mut *cell.borrow_mut();
-        *now += 1_000;
-        let now = *now;
-        let mut slow = true;
-        if sel & 2 != 0 {
-            let mut f = frame.to_vec();
-            let mut out = [0u16; 1];
-            pl.fast_burst(port, &mut [f.as_mut_slice()], &mut out);
-            slow = out[0] == dataplane::fastpath::SLOW;
-            if !slow {
-                assert_eq!(f.len(), frame.len(), "the fast path never changes a frame's length");
-            }
+        let st = &mut *cell.borrow_mut();
+        st.now += 1_000;
+        let now = st.now;
+        if let Some(meta) = dataplane::classify::roce_meta(frame) {
+            st.wan.observe_roce(&meta, now);
         }
-        if slow {
-            let mut p = VecPacket::from_bytes(frame);
-            if let Verdict::Replicate(k) = pl.process(&mut p, port, now) {
+        // A burst: the frame 1 + (sel >> 4) times (queues build up).
+        for _ in 0..=(sel >> 4) {
+            one(st, port, sel, frame, now);
+        }
+        // The worker's loop after a burst: the WAN's shaper, then its
+        // second-level triggers and their CNPs.
+        worker_loop(st, now);
+    });
+}
+
+/// One frame through the fast path (when `sel` says so) and the full one,
+/// out to the WAN's queue.
+fn one(st: &mut State, port: u16, sel: u8, frame: &[u8], now: u64) {
+    let mut slow = true;
+    if sel & 2 != 0 {
+        let mut f = frame.to_vec();
+        let mut o = [0u16; 1];
+        st.pl.fast_burst(port, &mut [f.as_mut_slice()], &mut o);
+        slow = o[0] == dataplane::fastpath::SLOW;
+        if !slow {
+            assert_eq!(f.len(), frame.len(), "the fast path never changes a frame's length");
+            out(st, o[0], VecPacket::from_bytes(&f));
+        }
+    }
+    if slow {
+        let mut p = VecPacket::from_bytes(frame);
+        match st.pl.process(&mut p, port, now) {
+            Verdict::Replicate(k) => {
                 for i in 0..usize::from(k) {
                     let mut c = VecPacket::from_bytes(&[]);
-                    let _ = pl.build_replica(i, &p, &mut c, now);
+                    if let Ok(o) = st.pl.build_replica(i, &p, &mut c, now) {
+                        out(st, o, c);
+                    }
                 }
             }
+            Verdict::Tx(o) => out(st, o, p),
+            _ => {}
         }
-        // The worker's loop after a burst.
-        pl.poll_multicast(now);
-        let pending = std::mem::take(&mut pl.mc_pending);
-        for (g, up) in &pending {
-            let mut c = VecPacket::from_bytes(&[]);
-            let _ = pl.build_mc_upstream(*g, up, &mut c, now);
+    }
+}
+
+/// What the worker does after a burst.
+fn worker_loop(st: &mut State, now: u64) {
+    let mut sent = Vec::new();
+    st.wan.dequeue(now, 64, |_, len, flow, _| sent.push((flow, len)));
+    for (flow, len) in sent {
+        st.wan.sent(flow, len, now);
+    }
+    let mut reqs = std::mem::take(&mut st.reqs);
+    st.wan.poll(now, &mut reqs);
+    for r in &reqs {
+        let mut m = VecPacket::from_bytes(&[]);
+        if let Ok(o) = st.wan.build_cnp_packet(&mut st.pl, &Params::DEFAULT, r, &mut m, now) {
+            if o == 1 {
+                let _ = st.wan.admit_priority(m);
+            }
         }
-        pl.mc_pending = pending;
-        pl.mc_pending.clear();
-        pl.poll_endc(now);
-        while let Some((iface, a)) = pl.pfc_pending.pop() {
-            let mut c = VecPacket::from_bytes(&[]);
-            let _ = pl.build_pfc(iface, &a, &mut c);
-        }
-        pl.events.clear();
-        pl.solicits.clear();
-    });
+    }
+    reqs.clear();
+    st.reqs = reqs;
+    let pl = &mut st.pl;
+    pl.poll_multicast(now);
+    let pending = std::mem::take(&mut pl.mc_pending);
+    for (g, up) in &pending {
+        let mut c = VecPacket::from_bytes(&[]);
+        let _ = pl.build_mc_upstream(*g, up, &mut c, now);
+    }
+    pl.mc_pending = pending;
+    pl.mc_pending.clear();
+    pl.poll_endc(now);
+    while let Some((iface, a)) = pl.pfc_pending.pop() {
+        let mut c = VecPacket::from_bytes(&[]);
+        let _ = pl.build_pfc(iface, &a, &mut c);
+    }
+    pl.events.clear();
+    pl.solicits.clear();
 }
 
 fn eth(dst: MacAddr, ethertype: u16, payload: &[u8]) -> Vec<u8> {
@@ -192,6 +278,17 @@ fn data(psn: u32) -> Vec<u8> {
     d
 }
 
+/// A RoCEv2 SEND ONLY from a DC host to the WAN (ECT(0), valid ICRC): a
+/// flow of the congestion-aware port.
+fn roce_transit(psn: u32) -> Vec<u8> {
+    let mut d = data(psn);
+    d[8..24].copy_from_slice(&a6("2001:db8:1::2").octets());
+    d[24..40].copy_from_slice(&a6("2001:db8:9::9").octets());
+    d[1] |= 0x20; // traffic class ECT(0)
+    let _ = roce::icrc_fill(&mut d);
+    d
+}
+
 pub fn seeds_pipeline() -> Vec<Vec<u8>> {
     let ack = Upstream::Ack { psn: 1, msn: 1, credits: 31 };
     let udp = [0x30, 0x39, 0x30, 0x39, 0, 12, 0, 0, 1, 2, 3, 4];
@@ -206,6 +303,8 @@ pub fn seeds_pipeline() -> Vec<Vec<u8>> {
         (0, eth(R0, 0x86dd, &response("2001:db8:1::11", PROXY, Upstream::Cnp { branch: 0, ccount: 0 }))),
         (0, eth(R0, 0x86dd, &response("2001:db8:1::20", PROXY2, ack))),
         (1, eth(R1, 0x86dd, &data(1))),
+        (0xf2, eth(R0, 0x86dd, &roce_transit(7))),
+        (0xf0, eth(R0, 0x86dd, &roce_transit(8))),
         (1, eth(R1, 0x86dd, &ipv6("2001:db8:3::5", "fc00:0:1::6", 41, 64, &ipv6("2001:db8:3::5", "2001:db8:1::2", 17, 64, &udp)))),
         (0, eth([0xff; 6], 0x0806, &[0, 1, 8, 0, 6, 4, 0, 1, 2, 0, 0, 0, 1, 2, 10, 0, 1, 2, 0, 0, 0, 0, 0, 0, 10, 0, 1, 1])),
     ];
