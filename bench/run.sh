@@ -408,7 +408,7 @@ if [ "${BENCH_HANDOFF:-1}" != 0 ]; then
             h1+=("$(run_handoff 1 "$r")"); h2+=("$(run_handoff 2 "$r")")
             echo "bench: hand-off round $r: one worker ${h1[-1]} Mpps, two workers ${h2[-1]} Mpps" >&2
         done
-        med() { printf '%s\n' "$@" | grep -v FAIL | sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "FAIL"; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.2f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+        med() { printf '%s\n' "$@" | { grep -v FAIL || true; } | sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "FAIL"; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.2f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
         {
             echo "# Shaped port fed by another worker"
             echo
@@ -472,7 +472,7 @@ if [ "${BENCH_CONGESTION_ROUTER:-1}" != 0 ]; then
         learned=$(awk '/^  flows-learned / { print $2 }' "$OUT/logs/dcirouter-$c-cong-r1.log")
         rows+=("$c|${f[*]}|${q[*]}|${g[*]}|${ce[*]}|${learned:-?}")
     done
-    med() { printf '%s\n' "$@" | grep -v FAIL | sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "FAIL"; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.2f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+    med() { printf '%s\n' "$@" | { grep -v FAIL || true; } | sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "FAIL"; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.2f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
     ns() { awk -v m="$1" 'BEGIN { if (m + 0 > 0) printf "%.1f", 1000 / m; else print "-" }'; }
     ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", b / a; else print "-" }'; }
     {
@@ -527,10 +527,16 @@ if [ "${BENCH_URPF:-1}" != 0 ]; then
             o+=("$a"); l+=("$b"); s+=("$d")
             echo "bench: uRPF $c round $r: off $a, loose $b, strict $d Mpps" >&2
         done
-        failedrpf=$(awk '/^  urpf-failed / { print $2 }' "$OUT/logs/dcirouter-$c-urpf-strict-r1.log")
+        failedrpf=$(awk '/^  urpf-failed / { print $2 }' "$OUT/logs/dcirouter-$c-urpf-strict-r1.log" 2>/dev/null || true)
+        for v in "${o[*]}" "${l[*]}" "${s[*]}"; do
+            if ! grep -qv FAIL <<<"$(tr ' ' '\n' <<<"$v")"; then
+                echo "bench: uRPF $c: a variant failed every round" >&2
+                failed=1
+            fi
+        done
         rows+=("$c|${o[*]}|${l[*]}|${s[*]}|${failedrpf:-0}")
     done
-    med() { printf '%s\n' "$@" | grep -v FAIL | sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "FAIL"; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.2f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+    med() { printf '%s\n' "$@" | { grep -v FAIL || true; } | sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "FAIL"; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.2f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
     ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "-" }'; }
     {
         echo "# Source validation (uRPF) in the router"
