@@ -229,6 +229,8 @@ PY
     wait "$pid" || true
 }
 
+# med VALUE...: median of the values that are not FAIL (FAIL when none), 2 decimals.
+med() { printf '%s\n' "$@" | { grep -v FAIL || true; } | sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "FAIL"; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.2f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) { print "nan"; exit } if (NR % 2) print a[(NR + 1) / 2]; else printf "%.4f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 declare -A D T R L RL DROPS
@@ -408,7 +410,6 @@ if [ "${BENCH_HANDOFF:-1}" != 0 ]; then
             h1+=("$(run_handoff 1 "$r")"); h2+=("$(run_handoff 2 "$r")")
             echo "bench: hand-off round $r: one worker ${h1[-1]} Mpps, two workers ${h2[-1]} Mpps" >&2
         done
-        med() { printf '%s\n' "$@" | { grep -v FAIL || true; } | sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "FAIL"; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.2f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
         {
             echo "# Shaped port fed by another worker"
             echo
@@ -472,7 +473,6 @@ if [ "${BENCH_CONGESTION_ROUTER:-1}" != 0 ]; then
         learned=$(awk '/^  flows-learned / { print $2 }' "$OUT/logs/dcirouter-$c-cong-r1.log")
         rows+=("$c|${f[*]}|${q[*]}|${g[*]}|${ce[*]}|${learned:-?}")
     done
-    med() { printf '%s\n' "$@" | { grep -v FAIL || true; } | sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "FAIL"; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.2f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
     ns() { awk -v m="$1" 'BEGIN { if (m + 0 > 0) printf "%.1f", 1000 / m; else print "-" }'; }
     ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", b / a; else print "-" }'; }
     {
@@ -536,7 +536,6 @@ if [ "${BENCH_URPF:-1}" != 0 ]; then
         done
         rows+=("$c|${o[*]}|${l[*]}|${s[*]}|${failedrpf:-0}")
     done
-    med() { printf '%s\n' "$@" | { grep -v FAIL || true; } | sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "FAIL"; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.2f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
     ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "-" }'; }
     {
         echo "# Source validation (uRPF) in the router"
