@@ -310,12 +310,7 @@ fn urpf_keep(fib: &Fib, mode: Urpf, iface: u16, frames: &[&mut [u8]], at: usize,
     let mut w = 0;
     for k in 0..m {
         let route = hop[k].checked_sub(1).and_then(|h| fib.hop(h)).map(|nh| nh.iface);
-        let ok = match mode {
-            Urpf::Off => true,
-            Urpf::Loose => route.is_some(),
-            Urpf::Strict => route == Some(iface),
-        };
-        if ok {
+        if mode.passes(route, iface) {
             idx[w] = idx[k];
             key[w] = key[k];
             w += 1;

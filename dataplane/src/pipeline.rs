@@ -902,12 +902,7 @@ impl Pipeline {
     #[inline]
     fn urpf(&self, iface: u16, route: impl FnOnce(&Fib) -> Option<u16>) -> Result<(), Drop> {
         let mode = self.topo.iface(iface).map_or(crate::tables::Urpf::Off, |i| i.urpf);
-        let ok = match mode {
-            crate::tables::Urpf::Off => return Ok(()),
-            crate::tables::Urpf::Loose => route(&self.fib).is_some(),
-            crate::tables::Urpf::Strict => route(&self.fib) == Some(iface),
-        };
-        if ok {
+        if mode == crate::tables::Urpf::Off || mode.passes(route(&self.fib), iface) {
             Ok(())
         } else {
             Err(Drop::UrpfFailed)

@@ -40,6 +40,19 @@ pub enum Urpf {
     Strict,
 }
 
+impl Urpf {
+    /// Whether a packet that arrived on interface `iface` passes, given
+    /// the interface of the FIB's route to its source (`None`: no route).
+    #[inline]
+    pub fn passes(self, route: Option<u16>, iface: u16) -> bool {
+        match self {
+            Urpf::Off => true,
+            Urpf::Loose => route.is_some(),
+            Urpf::Strict => route == Some(iface),
+        }
+    }
+}
+
 impl Interface {
     pub fn new(name: &str, port: u16, vlan: Option<u16>, mac: MacAddr, mtu: u16) -> Self {
         Interface {

@@ -405,6 +405,10 @@ fn urpf_ports_keep_the_fast_path_for_good_sources() {
     assert_eq!(o, [SLOW, 1, SLOW, 1]);
     assert_eq!(&bufs[0], &burst[0], "left untouched");
     assert_eq!(&bufs[2], &burst[2], "left untouched");
+    for i in [0, 2] {
+        let mut p = VecPacket::from_bytes(&burst[i]);
+        assert_eq!(pl.process(&mut p, 0, T0), Verdict::Drop(dataplane::counters::Drop::UrpfFailed), "packet {i}: no route to its source");
+    }
     // A FIB change moves a source's route to p0: strict lets it through
     // from the next burst.
     let mut pl = pipeline_urpf(Urpf::Strict);

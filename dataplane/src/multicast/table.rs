@@ -243,11 +243,14 @@ impl GroupTable {
                 // on its way to another node of the tree (its route to the
                 // Proxy Address passes here): forwarded up, where the node
                 // that has it as a branch, or the top, decides (s.9).
-                let below = self.get(group).is_some_and(|g| g.config().node_address.is_some());
-                let c = if below { Counter::PassedUp } else { Counter::UnknownReceiver };
-                if let Some(g) = self.get_mut(group) {
-                    g.count(c);
-                }
+                let below = match self.get_mut(group) {
+                    Some(g) => {
+                        let below = g.config().node_address.is_some();
+                        g.count(if below { Counter::PassedUp } else { Counter::UnknownReceiver });
+                        below
+                    }
+                    None => false,
+                };
                 if below {
                     Verdict::NotMulticast
                 } else {
