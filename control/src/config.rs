@@ -3,7 +3,7 @@
 //! Validation is complete before anything starts: every error names the
 //! field, the value and why (`port[1].rx_queues = 0: must be at least 1`).
 
-use dataplane::tables::{Fib, Interface, NeighSource, Neighbours, NextHop, Topology};
+use dataplane::tables::{Fib, Interface, NeighSource, Neighbours, NextHop, Route, Topology};
 use dataplane::wire::params::Params;
 use ipnet::IpNet;
 use serde::Deserialize;
@@ -421,6 +421,11 @@ pub struct DataplaneSection {
     /// (when every port sends chained mbufs; otherwise full copies).
     #[serde(default = "d_true")]
     pub zero_copy_replication: bool,
+    /// Seed of the ECMP flow hash; by default one derived from the
+    /// interfaces' addresses, so that routers in a row split flows
+    /// differently (no hash polarization).
+    #[serde(default)]
+    pub ecmp_seed: Option<u64>,
 }
 
 impl Default for DataplaneSection {
@@ -434,6 +439,7 @@ impl Default for DataplaneSection {
             neighbour_solicit_interval_ms: d_solicit(),
             neighbour_learn_limit: d_neigh_limit(),
             zero_copy_replication: true,
+            ecmp_seed: None,
         }
     }
 }
@@ -753,6 +759,24 @@ pub struct RouteSection {
     pub prefix: String,
     pub via: Option<String>,
     pub interface: Option<String>,
+    /// ECMP: several next hops (instead of `via` / `interface`), each a
+    /// flow's choice in proportion to its weight.
+    #[serde(default)]
+    pub nexthop: Vec<NexthopSection>,
+}
+
+/// One next hop of an ECMP route: `{ via = "...", interface = "...", weight = N }`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NexthopSection {
+    pub via: Option<String>,
+    pub interface: Option<String>,
+    #[serde(default = "d_weight")]
+    pub weight: u16,
+}
+
+fn d_weight() -> u16 {
+    1
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -1063,27 +1087,45 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
     let mut fib2 = fib.clone();
     let mut static_routes = Vec::new();
     let iface_idx = |name: &str| interfaces.iter().position(|i| i.name == name).map(|i| i as u16);
+    let mut seen_prefixes = HashSet::new();
     for (i, r) in f.routes.iter().enumerate() {
         let fld = |s: &str| format!("route[{i}].{s}");
         let prefix: IpNet = r.prefix.parse().map_err(|_| format!("{} = {:?}: not an IP prefix like 10.0.0.0/8", fld("prefix"), r.prefix))?;
-        let via: Option<IpAddr> = match &r.via {
-            None => None,
-            Some(s) => Some(s.parse().map_err(|_| format!("{} = {s:?}: not an IP address", fld("via")))?),
+        if !seen_prefixes.insert(prefix.trunc()) {
+            return Err(format!("{} = {:?}: a second route to {}; give an ECMP route's next hops in one route's `nexthop` list", fld("prefix"), r.prefix, prefix.trunc()));
+        }
+        // One next hop (`via` / `interface`), or an ECMP list (`nexthop`).
+        let members: Vec<(String, Option<&String>, Option<&String>, u16)> = if r.nexthop.is_empty() {
+            vec![(format!("route[{i}]"), r.via.as_ref(), r.interface.as_ref(), 1)]
+        } else {
+            if r.via.is_some() || r.interface.is_some() {
+                return Err(format!("route[{i}] (prefix {}): give either via / interface or a nexthop list, not both", r.prefix));
+            }
+            r.nexthop.iter().enumerate().map(|(j, n)| (format!("route[{i}].nexthop[{j}]"), n.via.as_ref(), n.interface.as_ref(), n.weight)).collect()
         };
-        let nh = resolve_nexthop(&fib, &interfaces, prefix, via, r.interface.as_deref(), &iface_idx).map_err(|why| {
-            format!("route[{i}] (prefix {}{}): {why}", r.prefix, r.via.as_ref().map(|v| format!(" via {v}")).unwrap_or_default())
-        })?;
-        static_routes.push((prefix, nh));
+        let mut paths = Vec::new();
+        for (at, via_s, dev, weight) in members {
+            let via: Option<IpAddr> = match via_s {
+                None => None,
+                Some(s) => Some(s.parse().map_err(|_| format!("{at}.via = {s:?}: not an IP address"))?),
+            };
+            let nh = resolve_nexthop(&fib, &interfaces, prefix, via, dev.map(String::as_str), &iface_idx)
+                .map_err(|why| format!("{at} (prefix {}{}): {why}", r.prefix, via_s.map(|v| format!(" via {v}")).unwrap_or_default()))?;
+            if weight == 0 || weight > dataplane::tables::MAX_WEIGHT {
+                return Err(format!("{at}.weight = {weight}: must be 1 to {}", dataplane::tables::MAX_WEIGHT));
+            }
+            paths.push((nh, weight));
+        }
+        let route = Route::multipath(paths).map_err(|why| format!("route[{i}] (prefix {}): {why}", r.prefix))?;
+        static_routes.push((prefix, route));
     }
     fib2.bulk(|f| {
-        for (prefix, nh) in static_routes {
-            match prefix {
-                IpNet::V4(p) => f.insert4(p, nh),
-                IpNet::V6(p) => f.insert6(p, nh),
-            };
+        for (prefix, route) in static_routes {
+            f.insert(prefix, route);
         }
     });
-    let fib = fib2;
+    let mut fib = fib2;
+    fib.set_seed(f.dataplane.ecmp_seed.unwrap_or_else(|| default_ecmp_seed(&interfaces)));
     let mut neighbours = Neighbours::default();
     for (i, n) in f.neighbours.iter().enumerate() {
         let fld = |s: &str| format!("neighbour[{i}].{s}");
@@ -1724,6 +1766,19 @@ fn parse_addrs(list: &[String], field: &str, ifc: &mut Interface, seen: &mut Has
     Ok(())
 }
 
+/// The ECMP hash seed when the configuration gives none: a hash of the
+/// interfaces' addresses, which differ from router to router.
+fn default_ecmp_seed(interfaces: &[Interface]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    // SipHash with its fixed keys: the same seed at every start.
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for i in interfaces {
+        i.v4.hash(&mut h);
+        i.v6.hash(&mut h);
+    }
+    h.finish()
+}
+
 /// Work out the egress interface of a route: given explicitly, or from the
 /// connected subnet that contains the gateway.
 pub fn resolve_nexthop(
@@ -1803,6 +1858,41 @@ interface = "wan"
         assert_eq!(u, vec![("dc".into(), Urpf::Off), ("wan".into(), Urpf::Strict), ("wan.100".into(), Urpf::Loose)]);
         let c = load_str(&GOOD.replacen("name = \"wan\"", "name = \"wan\"\nurpf = \"strict\"", 1)).unwrap();
         assert_eq!(c.interfaces[2].urpf, Urpf::Strict, "a VLAN takes its port's");
+    }
+
+    #[test]
+    fn ecmp_routes_and_their_errors() {
+        let ecmp = r#"
+[[route]]
+prefix = "198.51.100.0/24"
+nexthop = [{ via = "10.0.2.2" }, { via = "10.0.3.2", weight = 3 }, { via = "10.0.1.9", interface = "dc" }]
+"#;
+        let c = load_str(&format!("{GOOD}{ecmp}")).unwrap();
+        let (_, r) = c.fib.routes4().find(|(p, _)| p.to_string() == "198.51.100.0/24").unwrap();
+        let got: Vec<(u16, String, u16)> = r.paths().iter().map(|(nh, w)| (nh.iface, nh.gateway.unwrap().to_string(), *w)).collect();
+        assert_eq!(got, vec![(1, "10.0.2.2".into(), 1), (2, "10.0.3.2".into(), 3), (0, "10.0.1.9".into(), 1)]);
+        // The default seed comes from the addresses: two routers differ,
+        // one router keeps it; a configured one wins.
+        let other = load_str(&format!("{GOOD}{ecmp}").replace("10.0.1.1/24", "10.0.1.2/24")).unwrap();
+        assert_ne!(c.fib.seed(), other.fib.seed());
+        assert_eq!(c.fib.seed(), load_str(&format!("{GOOD}{ecmp}")).unwrap().fib.seed());
+        let seeded = load_str(&format!("{GOOD}{ecmp}").replacen("worker_cores = [0]", "worker_cores = [0]\necmp_seed = 42", 1)).unwrap();
+        assert_eq!(seeded.fib.seed(), 42);
+        let err = |extra: &str| load_str(&format!("{GOOD}{extra}")).unwrap_err();
+        let e = err("[[route]]\nprefix = \"198.51.100.0/24\"\nvia = \"10.0.2.2\"\nnexthop = [{ via = \"10.0.3.2\" }]\n");
+        assert!(e.contains("route[2] (prefix 198.51.100.0/24): give either via / interface or a nexthop list"), "{e}");
+        let e = err("[[route]]\nprefix = \"198.51.100.0/24\"\nnexthop = [{ via = \"10.0.2.2\" }, { via = \"10.0.3.2\", weight = 0 }]\n");
+        assert!(e.contains("route[2].nexthop[1].weight = 0: must be 1 to 256"), "{e}");
+        let e = err("[[route]]\nprefix = \"198.51.100.0/24\"\nnexthop = [{ via = \"10.0.2.2\" }, { via = \"172.16.0.1\" }]\n");
+        assert!(e.contains("route[2].nexthop[1] (prefix 198.51.100.0/24 via 172.16.0.1): via 172.16.0.1: not on any connected subnet"), "{e}");
+        let e = err("[[route]]\nprefix = \"198.51.100.0/24\"\nnexthop = [{ via = \"10.0.2.2\" }, { via = \"10.0.2.2\" }]\n");
+        assert!(e.contains("route[2] (prefix 198.51.100.0/24): next hop 10.0.2.2 given twice"), "{e}");
+        let e = err("[[route]]\nprefix = \"198.51.100.0/24\"\nnexthop = [{ via = \"x\" }]\n");
+        assert!(e.contains("route[2].nexthop[0].via = \"x\": not an IP address"), "{e}");
+        let e = err("[[route]]\nprefix = \"192.0.2.1/24\"\nvia = \"10.0.3.2\"\n");
+        assert!(e.contains("route[2].prefix = \"192.0.2.1/24\": a second route to 192.0.2.0/24"), "{e}");
+        let e = err("[[route]]\nprefix = \"198.51.100.0/24\"\nnexthop = [{ via = \"10.0.2.2\", cost = 1 }]\n");
+        assert!(e.contains("cost"), "{e}");
     }
 
     #[test]

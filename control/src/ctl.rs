@@ -8,7 +8,7 @@ use crate::config;
 use crate::display;
 use crate::router::Control;
 use dataplane::dpdk::Port;
-use dataplane::tables::NeighSource;
+use dataplane::tables::{NeighSource, Route};
 use ipnet::IpNet;
 use std::io::{BufRead, BufReader, Read, Write};
 use dataplane::srv6::Behaviour;
@@ -19,7 +19,7 @@ use std::time::Duration;
 
 pub const HELP: &str = "commands:
   show counters | show routes | show neighbours | show interfaces | show workers
-  route add PREFIX [via ADDR] [dev INTERFACE]
+  route add PREFIX [via ADDR] [dev INTERFACE] [weight N] [via ADDR [dev INTERFACE] [weight N] ...]   (several: ECMP)
   route del PREFIX
   neighbour add ADDR MAC INTERFACE
   neighbour del ADDR INTERFACE
@@ -121,20 +121,39 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
         }
         ["route", "add", prefix, rest @ ..] => {
             let prefix: IpNet = prefix.parse().map_err(|_| format!("prefix {prefix:?}: not an IP prefix"))?;
-            let (mut via, mut dev) = (None, None);
+            // Each `via` (or a second `dev`) starts the next next hop of an
+            // ECMP route; `dev` and `weight` belong to the one being given.
+            let mut hops: Vec<(Option<IpAddr>, Option<&str>, u16)> = vec![(None, None, 1)];
             let mut it = rest.iter();
             while let Some(k) = it.next() {
+                let cur = hops.len() - 1;
                 match (*k, it.next()) {
-                    ("via", Some(v)) => via = Some(v.parse::<IpAddr>().map_err(|_| format!("via {v:?}: not an address"))?),
-                    ("dev", Some(d)) => dev = Some(*d),
+                    ("via", Some(v)) => {
+                        let v = v.parse::<IpAddr>().map_err(|_| format!("via {v:?}: not an address"))?;
+                        if hops[cur].0.is_some() {
+                            hops.push((Some(v), None, 1));
+                        } else {
+                            hops[cur].0 = Some(v);
+                        }
+                    }
+                    ("dev", Some(d)) => {
+                        if hops[cur].1.is_some() {
+                            hops.push((None, Some(*d), 1));
+                        } else {
+                            hops[cur].1 = Some(*d);
+                        }
+                    }
+                    ("weight", Some(w)) => {
+                        hops[cur].2 = w.parse().ok().filter(|w| (1..=dataplane::tables::MAX_WEIGHT).contains(w)).ok_or_else(|| format!("weight {w:?}: must be 1 to {}", dataplane::tables::MAX_WEIGHT))?;
+                    }
                     (k, _) => return Err(format!("unexpected {k:?}; {HELP}")),
                 }
             }
-            let nh = config::resolve_nexthop(&c.fib, &c.topo.interfaces, prefix, via, dev, &iface_idx)?;
-            match prefix {
-                IpNet::V4(p) => c.fib.insert4(p, nh),
-                IpNet::V6(p) => c.fib.insert6(p, nh),
-            };
+            let mut paths = Vec::new();
+            for (via, dev, w) in hops {
+                paths.push((config::resolve_nexthop(&c.fib, &c.topo.interfaces, prefix, via, dev, &iface_idx)?, w));
+            }
+            c.fib.insert(prefix, Route::multipath(paths)?);
             c.push_fib();
             Ok(String::new())
         }

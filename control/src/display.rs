@@ -3,7 +3,7 @@
 use dataplane::congestion::{CongestionView, FlowView};
 use dataplane::counters::{Drop, Local, Snapshot};
 use dataplane::dpdk::port::PortStats;
-use dataplane::tables::{Fib, Neighbours, Topology};
+use dataplane::tables::{Fib, Neighbours, NextHop, Route, Topology};
 use dataplane::wire::ethernet::Mac;
 use std::fmt::Write;
 use std::time::Duration;
@@ -54,11 +54,24 @@ pub fn counter_table(s: &Snapshot, names: &[(u16, String)], stats: &[(u16, PortS
 pub fn routes(f: &Fib, t: &Topology) -> String {
     let mut o = String::new();
     let name = |i: u16| t.iface(i).map(|x| x.name.clone()).unwrap_or_else(|| format!("#{i}"));
-    for (p, nh) in f.routes4() {
-        let _ = writeln!(o, "{p} {} dev {}", nh.gateway.map(|g| format!("via {g}")).unwrap_or("connected".into()), name(nh.iface));
+    let hop = |nh: &NextHop| format!("{} dev {}", nh.gateway.map(|g| format!("via {g}")).unwrap_or("connected".into()), name(nh.iface));
+    // One line per single-path route; an ECMP route as `ip route` shows
+    // it, a `nexthop` line per next hop with its weight.
+    let mut line = |p: String, r: &Route| {
+        if r.is_multipath() {
+            let _ = writeln!(o, "{p}");
+            for (nh, w) in r.paths() {
+                let _ = writeln!(o, "\tnexthop {} weight {w}", hop(nh));
+            }
+        } else {
+            let _ = writeln!(o, "{p} {}", hop(r.first()));
+        }
+    };
+    for (p, r) in f.routes4() {
+        line(p.to_string(), r);
     }
-    for (p, nh) in f.routes6() {
-        let _ = writeln!(o, "{p} {} dev {}", nh.gateway.map(|g| format!("via {g}")).unwrap_or("connected".into()), name(nh.iface));
+    for (p, r) in f.routes6() {
+        line(p.to_string(), r);
     }
     o
 }

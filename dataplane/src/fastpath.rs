@@ -64,9 +64,25 @@ pub(crate) struct FastState {
     /// Destinations that may be local (addresses, SIDs, Proxy Addresses,
     /// subnet broadcasts): one bit per hash value.
     special: Box<[u64; FILTER_WORDS]>,
-    /// Per FIB next hop: None when the fast path cannot use it (gateway
-    /// unresolved, connected route, VLAN egress).
-    adj: Vec<Option<FastAdj>>,
+    /// Per FIB route group: the adjacency of a single-path route, or the
+    /// range of an ECMP route's slots in `slot_adj`.
+    groups: Vec<FastGroup>,
+    /// Per FIB group slot (ECMP routes only): its next hop's adjacency.
+    slot_adj: Vec<Option<FastAdj>>,
+    /// The FIB's ECMP hash seed.
+    seed: u64,
+}
+
+/// A FIB route group ([`crate::tables::Group`]) for the fast path: `one`
+/// is the adjacency of a route with one next hop (`n` = 1); an ECMP
+/// route's `n` slots start at `start` in `FastState::slot_adj`. An
+/// adjacency is None when the fast path cannot use that next hop (gateway
+/// unresolved, connected route, VLAN egress).
+#[derive(Clone, Copy, Debug)]
+struct FastGroup {
+    one: Option<FastAdj>,
+    start: u32,
+    n: u32,
 }
 
 impl Default for FastState {
@@ -76,7 +92,9 @@ impl Default for FastState {
             ingress: [None; MAX_PORTS],
             urpf: [(Urpf::Off, 0); MAX_PORTS],
             special: Box::new([0; FILTER_WORDS]),
-            adj: Vec::new(),
+            groups: Vec::new(),
+            slot_adj: Vec::new(),
+            seed: 0,
         }
     }
 }
@@ -154,24 +172,47 @@ impl Pipeline {
         for a in self.sids.sid_addrs().chain(self.mc.proxy_addrs()) {
             f.mark(hash6(&a.to_be_bytes()));
         }
-        f.adj.clear();
-        for e in &self.adj {
-            let fa = e.and_then(|(iface, mac)| {
-                let ifc = self.topo.iface(iface).filter(|ifc| ifc.vlan.is_none())?;
-                let mut macs = [0u8; 12];
-                macs[..6].copy_from_slice(&mac);
-                macs[6..].copy_from_slice(&ifc.mac);
-                Some(FastAdj { port: ifc.port, mtu: ifc.mtu, macs })
-            });
-            f.adj.push(fa);
+        let adj: Vec<Option<FastAdj>> = self
+            .adj
+            .iter()
+            .map(|e| {
+                e.and_then(|(iface, mac)| {
+                    let ifc = self.topo.iface(iface).filter(|ifc| ifc.vlan.is_none())?;
+                    let mut macs = [0u8; 12];
+                    macs[..6].copy_from_slice(&mac);
+                    macs[6..].copy_from_slice(&ifc.mac);
+                    Some(FastAdj { port: ifc.port, mtu: ifc.mtu, macs })
+                })
+            })
+            .collect();
+        let slots = self.fib.slots();
+        let at = |s: u32| slots.get(s as usize).and_then(|&h| adj.get(h as usize).copied().flatten());
+        f.groups.clear();
+        f.slot_adj.clear();
+        for g in self.fib.groups() {
+            if g.n == 1 {
+                f.groups.push(FastGroup { one: at(g.start), start: 0, n: 1 });
+            } else {
+                f.groups.push(FastGroup { one: None, start: f.slot_adj.len() as u32, n: g.n });
+                f.slot_adj.extend((g.start..g.start + g.n).map(at));
+            }
         }
+        f.seed = self.fib.seed();
     }
 
-    /// The adjacency of FIB result `hop` (next-hop index + 1, 0 = no
-    /// route) for a packet of `total` IP bytes, if the fast path can use it.
+    /// The adjacency of FIB result `hop` (group index + 1, 0 = no route)
+    /// for the IP packet `ip` of `total` bytes, if the fast path can use
+    /// it. Of an ECMP route, the next hop of the packet's flow hash, as
+    /// the full pipeline picks it.
     #[inline(always)]
-    fn fast_adj(&self, hop: u32, total: usize) -> Option<&FastAdj> {
-        let a = self.fast.adj.get(hop.checked_sub(1)? as usize)?.as_ref()?;
+    fn fast_adj(&self, hop: u32, ip: &[u8], v6: bool, total: usize) -> Option<FastAdj> {
+        let g = self.fast.groups.get(hop.checked_sub(1)? as usize)?;
+        let a = if g.n == 1 {
+            g.one?
+        } else {
+            let k = crate::tables::slot_of(crate::tables::flow_hash(ip, v6, self.fast.seed), g.n);
+            (*self.fast.slot_adj.get((g.start + k) as usize)?)?
+        };
         (total <= usize::from(a.mtu)).then_some(a)
     }
 
@@ -263,7 +304,7 @@ impl Pipeline {
         let mut done = 0;
         for (k, &i) in idx6[..n6].iter().enumerate() {
             let d = &mut *frames[usize::from(i)];
-            let Some(a) = self.fast_adj(hop6[k], 40 + usize::from(u16::from_be_bytes([d[18], d[19]]))) else { continue };
+            let Some(a) = self.fast_adj(hop6[k], &d[14..], true, 40 + usize::from(u16::from_be_bytes([d[18], d[19]]))) else { continue };
             d[..12].copy_from_slice(&a.macs);
             Ipv6Packet::new_unchecked(&mut d[14..]).decrement_hop_limit();
             out[usize::from(i)] = a.port;
@@ -271,7 +312,7 @@ impl Pipeline {
         }
         for (k, &i) in idx4[..n4].iter().enumerate() {
             let d = &mut *frames[usize::from(i)];
-            let Some(a) = self.fast_adj(hop4[k], usize::from(u16::from_be_bytes([d[16], d[17]]))) else { continue };
+            let Some(a) = self.fast_adj(hop4[k], &d[14..], false, usize::from(u16::from_be_bytes([d[16], d[17]]))) else { continue };
             d[..12].copy_from_slice(&a.macs);
             // TTL - 1, checksum updated incrementally (RFC 1624).
             Ipv4Packet::new_unchecked(&mut d[14..]).decrement_ttl_incremental();
@@ -309,7 +350,7 @@ fn urpf_keep(fib: &Fib, mode: Urpf, iface: u16, frames: &[&mut [u8]], at: usize,
     }
     let mut w = 0;
     for k in 0..m {
-        let route = hop[k].checked_sub(1).and_then(|h| fib.hop(h)).map(|nh| nh.iface);
+        let route = hop[k].checked_sub(1).and_then(|g| fib.group_iface(g, iface));
         if mode.passes(route, iface) {
             idx[w] = idx[k];
             key[w] = key[k];

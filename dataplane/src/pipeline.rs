@@ -10,7 +10,7 @@
 use crate::counters::{Drop, Local, WorkerCounters};
 use crate::packet::PacketBuffer;
 use crate::srv6::{ReplicaJob, SidTable};
-use crate::tables::{solicited_node, Fib, Interface, KeyedMap, MacAddr, Neighbours, NextHop, Topology};
+use crate::tables::{flow_hash, solicited_node, Fib, Interface, KeyedMap, MacAddr, Neighbours, NextHop, Topology};
 use crate::wire::arp::{ArpOperation, ArpPacket, ArpRepr};
 use crate::wire::checksum;
 use crate::wire::ethernet::{self, EtherType, EthernetFrame};
@@ -348,7 +348,7 @@ impl Pipeline {
         if src.is_multicast() || src.is_broadcast() || src.is_loopback() || src.is_unspecified() {
             return Err(Drop::Ipv4Martian);
         }
-        self.urpf(l2.iface, |f| f.lookup4(src).map(|h| h.iface))?;
+        self.urpf(l2.iface, |f, i| f.urpf_iface4(src, i))?;
         if self.topo.is_local4(&dst) {
             if Ipv4Packet::new_unchecked(&p.data()[l2.l3..]).is_fragment() {
                 return self.reassemble4(p, l2, hl, total, now_ns);
@@ -370,7 +370,8 @@ impl Pipeline {
                 return self.srv6_encap(p, l2, pi, total, false, now_ns);
             }
         }
-        let Some(hop) = self.fib.route4(dst) else {
+        let seed = self.fib.seed();
+        let Some(hop) = self.fib.route4(dst, || flow_hash(&p.data()[l2.l3..], false, seed)) else {
             return self.icmp_error4(p, l2, src, total, now_ns, Icmp4Error::NoRoute);
         };
         let (ifc, mac) = self.resolve_hop(hop, IpAddr::V4(dst), now_ns)?;
@@ -425,7 +426,9 @@ impl Pipeline {
 
     /// Send a locally answered IPv4 packet (already at `l2.l3`) to `dst`.
     fn output4<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, dst: Ipv4Addr) -> Result<Verdict, Drop> {
-        let nh = *self.fib.lookup4(dst).ok_or(Drop::NoRoute)?;
+        let seed = self.fib.seed();
+        let hop = self.fib.route4(dst, || flow_hash(&p.data()[l2.l3..], false, seed)).ok_or(Drop::NoRoute)?;
+        let nh = *self.fib.hop(hop).ok_or(Drop::NoRoute)?;
         // Replies never wait for resolution: fall back to the frame's sender.
         let (port, out_mac, vlan, mac) = match self.resolve(&nh, IpAddr::V4(dst), 0) {
             Ok((ifc, mac)) => (ifc.port, ifc.mac, ifc.vlan, mac),
@@ -505,7 +508,7 @@ impl Pipeline {
         // Link-local and unspecified sources (ND, DAD) have no route: they
         // are never forwarded, and always on the link.
         if !src.is_unspecified() && !crate::tables::is_link_local(&src) {
-            self.urpf(l2.iface, |f| f.lookup6(src).map(|h| h.iface))?;
+            self.urpf(l2.iface, |f, i| f.urpf_iface6(src, i))?;
         }
         if self.mc.is_proxy(&dst) {
             // End.MT reverse path: a receiver's response to a group's Proxy
@@ -536,7 +539,8 @@ impl Pipeline {
                 return self.srv6_encap(p, l2, pi, total, true, now_ns);
             }
         }
-        let Some(hop) = self.fib.route6(dst) else {
+        let seed = self.fib.seed();
+        let Some(hop) = self.fib.route6(dst, || flow_hash(&p.data()[l2.l3..], true, seed)) else {
             return self.icmp_error6(p, l2, src, total, now_ns, Icmp6Error::NoRoute);
         };
         let (ifc, mac) = self.resolve_hop(hop, IpAddr::V6(dst), now_ns)?;
@@ -804,7 +808,8 @@ impl Pipeline {
             let nh = NextHop { iface: l2.iface, gateway: None };
             self.resolve(&nh, IpAddr::V6(dst), 0).ok()
         } else {
-            match self.fib.lookup6(dst).copied() {
+            let seed = self.fib.seed();
+            match self.fib.route6(dst, || flow_hash(&p.data()[l2.l3..], true, seed)).and_then(|h| self.fib.hop(h)).copied() {
                 Some(nh) => self.resolve(&nh, IpAddr::V6(dst), 0).ok(),
                 None => None,
             }
@@ -898,11 +903,13 @@ impl Pipeline {
     }
 
     /// BCP 38 on the arrival interface (RFC 3704): `route` gives the
-    /// interface of the FIB's route to the packet's source, if any.
+    /// interface of the FIB's route to the packet's source, if any (the
+    /// arrival interface when one of an ECMP route's next hops uses it:
+    /// [`Fib::group_iface`]).
     #[inline]
-    fn urpf(&self, iface: u16, route: impl FnOnce(&Fib) -> Option<u16>) -> Result<(), Drop> {
+    fn urpf(&self, iface: u16, route: impl FnOnce(&Fib, u16) -> Option<u16>) -> Result<(), Drop> {
         let mode = self.topo.iface(iface).map_or(crate::tables::Urpf::Off, |i| i.urpf);
-        if mode == crate::tables::Urpf::Off || mode.passes(route(&self.fib), iface) {
+        if mode == crate::tables::Urpf::Off || mode.passes(route(&self.fib, iface), iface) {
             Ok(())
         } else {
             Err(Drop::UrpfFailed)
@@ -962,9 +969,11 @@ impl Pipeline {
     /// Ethernet header (802.1Q when the egress interface is a VLAN, PCP
     /// `pcp`) and returns the port, or the drop reason.
     pub fn emit_ip<P: PacketBuffer>(&mut self, p: &mut P, dst: IpAddr, pcp: u8, now_ns: u64) -> Result<u16, Drop> {
+        let seed = self.fib.seed();
+        let hash = || flow_hash(p.data().get(14..).unwrap_or_default(), dst.is_ipv6(), seed);
         let (hop, et) = match dst {
-            IpAddr::V4(a) => (self.fib.route4(a), EtherType::IPV4),
-            IpAddr::V6(a) => (self.fib.route6(a), EtherType::IPV6),
+            IpAddr::V4(a) => (self.fib.route4(a, hash), EtherType::IPV4),
+            IpAddr::V6(a) => (self.fib.route6(a, hash), EtherType::IPV6),
         };
         let hop = hop.ok_or(Drop::NoRoute)?;
         let iface = self.fib.hop(hop).map(|h| h.iface).ok_or(Drop::NoRoute)?;
@@ -976,11 +985,11 @@ impl Pipeline {
     }
 
     /// The interface a packet to `dst` would leave by (for choosing a
-    /// source address).
+    /// source address; of an ECMP route, the first next hop's).
     pub fn egress_iface(&self, dst: IpAddr) -> Option<&Interface> {
         let hop = match dst {
-            IpAddr::V4(a) => self.fib.route4(a),
-            IpAddr::V6(a) => self.fib.route6(a),
+            IpAddr::V4(a) => self.fib.route4(a, || 0),
+            IpAddr::V6(a) => self.fib.route6(a, || 0),
         }?;
         self.topo.iface(self.fib.hop(hop)?.iface)
     }

@@ -113,8 +113,7 @@ use crate::wire::roce::{self, IcrcLayout};
 use crate::wire::srh::{self, HmacKeyTable, Srh, SrhRepr};
 use crate::wire::Error as WireError;
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
-use rustc_hash::{FxHashMap, FxHasher};
-use std::hash::Hasher;
+use rustc_hash::FxHashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// At most this many local SIDs are processed for one packet (End to a
@@ -520,39 +519,6 @@ fn srh_of(pkt: &[u8]) -> Result<(ExtChain, Option<SrhAt>), Drop> {
         Err(_) => return Err(Drop::SrhMalformed),
     }
     Ok((chain, Some(SrhAt { off: rh.offset, len: rh.len, sl: rh.segments_left })))
-}
-
-/// A 64-bit hash of the inner flow (addresses, protocol, ports, IPv6 flow
-/// label) for the outer flow label and the SID-list choice.
-fn flow_hash(inner: &[u8], v6: bool) -> u64 {
-    let mut h = FxHasher::default();
-    let (proto, l4) = if v6 {
-        if inner.len() < 40 {
-            return 0;
-        }
-        h.write(&inner[8..40]);
-        h.write_u32(u32::from_be_bytes([0, inner[1] & 0x0f, inner[2], inner[3]]));
-        (inner[6], 40)
-    } else {
-        if inner.len() < 20 {
-            return 0;
-        }
-        h.write(&inner[12..20]);
-        let frag = u16::from_be_bytes([inner[6], inner[7]]) & 0x3fff != 0;
-        (if frag { 0 } else { inner[9] }, usize::from(inner[0] & 0x0f) * 4)
-    };
-    h.write_u8(proto);
-    if matches!(proto, 6 | 17 | 132) {
-        if let Some(p) = inner.get(l4..l4 + 4) {
-            h.write(p);
-        }
-    }
-    let x = h.finish();
-    // FxHash's low bits are weak: finalise (splitmix64).
-    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// The End.MT work recorded by `process` for `build_replica`.
@@ -1031,7 +997,8 @@ impl Pipeline {
 
     /// Route a built copy (IPv6 packet at offset 14) to `dst`.
     fn route_copy<Q: PacketBuffer>(&mut self, copy: &mut Q, dst: Ipv6Addr, len: usize, pcp: u8, now_ns: u64) -> Result<u16, Drop> {
-        let hop = self.fib.route6(dst).ok_or(Drop::NoRoute)?;
+        let seed = self.fib.seed();
+        let hop = self.fib.route6(dst, || crate::tables::flow_hash(copy.data().get(14..).unwrap_or_default(), true, seed)).ok_or(Drop::NoRoute)?;
         let (ifc, mac) = self.resolve_hop(hop, IpAddr::V6(dst), now_ns)?;
         if len > usize::from(ifc.mtu) {
             return Err(Drop::MtuExceeded);
@@ -1048,7 +1015,7 @@ impl Pipeline {
         let (h, tc) = {
             let inner = p.data().get(l2.l3..l2.l3 + total).ok_or(Drop::MalformedIpv6)?;
             let tc = if v6 { (inner[0] << 4) | (inner[1] >> 4) } else { inner[1] };
-            (flow_hash(inner, v6), tc)
+            (crate::tables::flow_hash(inner, v6, 0), tc)
         };
         let (source, da, srh_len, li) = {
             let pol = self.sids.policy(pi).ok_or(Drop::NoRoute)?;
@@ -1061,7 +1028,10 @@ impl Pipeline {
         if out_total - 40 > usize::from(u16::MAX) {
             return Err(Drop::MtuExceeded);
         }
-        let hop = self.fib.route6(da).ok_or(Drop::NoRoute)?;
+        // ECMP toward the first SID: the inner flow's hash (the outer Flow
+        // Label is made from it too), with this router's seed.
+        let seed = self.fib.seed();
+        let hop = self.fib.route6(da, || crate::tables::flow_hash(&p.data()[l2.l3..l2.l3 + total], v6, seed)).ok_or(Drop::NoRoute)?;
         let (ifc, mac) = self.resolve_hop(hop, IpAddr::V6(da), now_ns)?;
         if out_total > usize::from(ifc.mtu) {
             // The tunnel's MTU is the egress MTU less the outer headers

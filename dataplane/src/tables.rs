@@ -216,17 +216,124 @@ pub struct NextHop {
     pub gateway: Option<IpAddr>,
 }
 
+/// Most next hops of one route, and the most a weight may be.
+pub const MAX_PATHS: usize = 64;
+pub const MAX_WEIGHT: u16 = 256;
+
+/// A route's next hops: one, or several for (weighted) ECMP. A flow's
+/// packets all take the same one, chosen by a hash of its addresses,
+/// protocol and ports ([`flow_hash`]), in proportion to the weights.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Route(Vec<(NextHop, u16)>);
+
+impl Route {
+    /// A route with one next hop.
+    pub fn single(nh: NextHop) -> Route {
+        Route(vec![(nh, 1)])
+    }
+    /// A route over several next hops with their weights (each 1 to
+    /// [`MAX_WEIGHT`], at most [`MAX_PATHS`] distinct next hops).
+    pub fn multipath(paths: Vec<(NextHop, u16)>) -> Result<Route, String> {
+        if paths.is_empty() {
+            return Err("no next hop".into());
+        }
+        if paths.len() > MAX_PATHS {
+            return Err(format!("{} next hops: at most {MAX_PATHS}", paths.len()));
+        }
+        for (i, (nh, w)) in paths.iter().enumerate() {
+            if *w == 0 || *w > MAX_WEIGHT {
+                return Err(format!("weight {w}: must be 1 to {MAX_WEIGHT}"));
+            }
+            if paths[..i].iter().any(|(o, _)| o == nh) {
+                return Err(format!("next hop {} given twice", nh.gateway.map(|g| g.to_string()).unwrap_or_else(|| format!("interface #{}", nh.iface))));
+            }
+        }
+        Ok(Route(paths))
+    }
+    /// The first next hop (the only one of a single-path route).
+    pub fn first(&self) -> &NextHop {
+        &self.0[0].0
+    }
+    /// The next hops and their weights.
+    pub fn paths(&self) -> &[(NextHop, u16)] {
+        &self.0
+    }
+    pub fn is_multipath(&self) -> bool {
+        self.0.len() > 1
+    }
+}
+
+/// The hash that keeps a flow on one ECMP next hop: over the IP packet
+/// `ip` (IPv4 or IPv6 header first): source and destination address,
+/// protocol, for IPv6 the Flow Label, and for TCP, UDP and SCTP the ports
+/// (of an unfragmented IPv4 packet; IPv6 extension headers are not
+/// walked, so an SRv6 packet hashes on its outer addresses and Flow
+/// Label). RoCEv2's UDP source port carries the QP's entropy. `seed`
+/// differs per router, so that consecutive routers do not split flows
+/// the same way (hash polarization).
+pub fn flow_hash(ip: &[u8], v6: bool, seed: u64) -> u64 {
+    use std::hash::Hasher;
+    let mut h = rustc_hash::FxHasher::default();
+    h.write_u64(seed);
+    let (proto, l4) = if v6 {
+        if ip.len() < 40 {
+            return 0;
+        }
+        h.write(&ip[8..40]);
+        h.write_u32(u32::from_be_bytes([0, ip[1] & 0x0f, ip[2], ip[3]]));
+        (ip[6], 40)
+    } else {
+        if ip.len() < 20 {
+            return 0;
+        }
+        h.write(&ip[12..20]);
+        let frag = u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0;
+        (if frag { 0 } else { ip[9] }, usize::from(ip[0] & 0x0f) * 4)
+    };
+    h.write_u8(proto);
+    if matches!(proto, 6 | 17 | 132) {
+        if let Some(p) = ip.get(l4..l4 + 4) {
+            h.write(p);
+        }
+    }
+    let x = h.finish();
+    // FxHash's low bits are weak: finalise (splitmix64).
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Which of `n` slots a flow with hash `h` takes (hash-threshold, RFC
+/// 2992: a change of `n` moves only the flows of the regions that moved).
+#[inline(always)]
+pub fn slot_of(h: u64, n: u32) -> u32 {
+    ((u128::from(h) * u128::from(n)) >> 64) as u32
+}
+
+/// A compiled route: `n` slots from `start` in [`Fib`]'s slot array, each
+/// next hop repeated by its weight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Group {
+    pub start: u32,
+    pub n: u32,
+}
+
 /// The forwarding information base: the routes (a prefix trie per family,
 /// the RIB) and, compiled from them, the multibit-trie tables the packet path
-/// looks up ([`crate::lpm::Lpm`]) with an array of distinct next hops.
+/// looks up ([`crate::lpm::Lpm`]), which give a route's [`Group`] of
+/// next-hop slots, with an array of distinct next hops.
 /// Every change recompiles (use [`Fib::bulk`] to batch many changes).
 #[derive(Debug, Clone)]
 pub struct Fib {
-    v4: PrefixMap<Ipv4Net, NextHop>,
-    v6: PrefixMap<Ipv6Net, NextHop>,
+    v4: PrefixMap<Ipv4Net, Route>,
+    v6: PrefixMap<Ipv6Net, Route>,
     lpm4: Lpm,
     lpm6: Lpm,
     hops: Vec<NextHop>,
+    groups: Vec<Group>,
+    slots: Vec<u32>,
+    seed: u64,
     bulk: bool,
 }
 
@@ -238,6 +345,9 @@ impl Default for Fib {
             lpm4: Lpm::build(32, &mut []),
             lpm6: Lpm::build(128, &mut []),
             hops: Vec::new(),
+            groups: Vec::new(),
+            slots: Vec::new(),
+            seed: 0,
             bulk: false,
         }
     }
@@ -257,61 +367,124 @@ impl Fib {
             self.compile();
         }
     }
+    /// The ECMP hash seed ([`flow_hash`]).
+    pub fn set_seed(&mut self, seed: u64) {
+        self.seed = seed;
+    }
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
     /// Rebuild the lookup tables from the routes.
     pub fn compile(&mut self) {
         let mut hops: Vec<NextHop> = Vec::new();
-        let mut index: FxHashMap<NextHop, u32> = FxHashMap::default();
-        let mut id = |nh: &NextHop, hops: &mut Vec<NextHop>| -> u32 {
-            *index.entry(*nh).or_insert_with(|| {
-                hops.push(*nh);
-                (hops.len() - 1) as u32
+        let mut hop_ids: FxHashMap<NextHop, u32> = FxHashMap::default();
+        let mut groups: Vec<Group> = Vec::new();
+        let mut slots: Vec<u32> = Vec::new();
+        let mut group_ids: FxHashMap<Route, u32> = FxHashMap::default();
+        let mut id = |r: &Route, groups: &mut Vec<Group>| -> u32 {
+            *group_ids.entry(r.clone()).or_insert_with(|| {
+                let start = slots.len() as u32;
+                for (nh, w) in r.paths() {
+                    let h = *hop_ids.entry(*nh).or_insert_with(|| {
+                        hops.push(*nh);
+                        (hops.len() - 1) as u32
+                    });
+                    slots.extend(std::iter::repeat_n(h, usize::from(*w)));
+                }
+                groups.push(Group { start, n: slots.len() as u32 - start });
+                (groups.len() - 1) as u32
             })
         };
-        let mut p4: Vec<(u128, u8, u32)> = self.v4.iter().map(|(p, nh)| (u128::from(u32::from(p.network())) << 96, p.prefix_len(), id(nh, &mut hops))).collect();
-        let mut p6: Vec<(u128, u8, u32)> = self.v6.iter().map(|(p, nh)| (u128::from(p.network()), p.prefix_len(), id(nh, &mut hops))).collect();
+        let mut p4: Vec<(u128, u8, u32)> = self.v4.iter().map(|(p, r)| (u128::from(u32::from(p.network())) << 96, p.prefix_len(), id(r, &mut groups))).collect();
+        let mut p6: Vec<(u128, u8, u32)> = self.v6.iter().map(|(p, r)| (u128::from(p.network()), p.prefix_len(), id(r, &mut groups))).collect();
         self.lpm4 = Lpm::build(32, &mut p4);
         self.lpm6 = Lpm::build(128, &mut p6);
         self.hops = hops;
+        self.groups = groups;
+        self.slots = slots;
     }
-    pub fn insert4(&mut self, p: Ipv4Net, nh: NextHop) -> Option<NextHop> {
-        let r = self.v4.insert(p.trunc(), nh);
+    /// Add or replace the route to `p` (one next hop).
+    pub fn insert4(&mut self, p: Ipv4Net, nh: NextHop) -> Option<Route> {
+        self.insert(p.into(), Route::single(nh))
+    }
+    pub fn insert6(&mut self, p: Ipv6Net, nh: NextHop) -> Option<Route> {
+        self.insert(p.into(), Route::single(nh))
+    }
+    /// Add or replace the route to `p` (one or more next hops; the
+    /// families of `p` and the gateways are the caller's to match).
+    pub fn insert(&mut self, p: ipnet::IpNet, r: Route) -> Option<Route> {
+        let old = match p {
+            ipnet::IpNet::V4(p) => self.v4.insert(p.trunc(), r),
+            ipnet::IpNet::V6(p) => self.v6.insert(p.trunc(), r),
+        };
         self.changed();
-        r
+        old
     }
-    pub fn insert6(&mut self, p: Ipv6Net, nh: NextHop) -> Option<NextHop> {
-        let r = self.v6.insert(p.trunc(), nh);
-        self.changed();
-        r
-    }
-    pub fn remove4(&mut self, p: &Ipv4Net) -> Option<NextHop> {
+    pub fn remove4(&mut self, p: &Ipv4Net) -> Option<Route> {
         let r = self.v4.remove(&p.trunc());
         self.changed();
         r
     }
-    pub fn remove6(&mut self, p: &Ipv6Net) -> Option<NextHop> {
+    pub fn remove6(&mut self, p: &Ipv6Net) -> Option<Route> {
         let r = self.v6.remove(&p.trunc());
         self.changed();
         r
     }
-    /// Packet path: the index of the next hop for `a` (see [`Fib::hop`]).
+    /// Packet path: the index of the next hop (see [`Fib::hop`]) for `a`;
+    /// `hash` gives the packet's [`flow_hash`], asked for only when the
+    /// route has several next hops.
     #[inline(always)]
-    pub fn route4(&self, a: Ipv4Addr) -> Option<u32> {
-        self.lpm4.lookup4(u32::from(a))
+    pub fn route4(&self, a: Ipv4Addr, hash: impl FnOnce() -> u64) -> Option<u32> {
+        self.pick(self.lpm4.lookup4(u32::from(a))?, hash)
     }
     #[inline(always)]
-    pub fn route6(&self, a: Ipv6Addr) -> Option<u32> {
-        self.lpm6.lookup(u128::from(a))
+    pub fn route6(&self, a: Ipv6Addr, hash: impl FnOnce() -> u64) -> Option<u32> {
+        self.pick(self.lpm6.lookup(u128::from(a))?, hash)
     }
-    /// [`Fib::route6`] for a burst of destinations (bytes in network
-    /// order): `out[i]` = next-hop index + 1, or 0 for no route.
+    /// The next hop of group `g` for a flow with hash `hash()`.
+    #[inline(always)]
+    pub fn pick(&self, g: u32, hash: impl FnOnce() -> u64) -> Option<u32> {
+        let g = *self.groups.get(g as usize)?;
+        let k = if g.n <= 1 { 0 } else { slot_of(hash(), g.n) };
+        self.slots.get((g.start + k) as usize).copied()
+    }
+    /// [`Fib::route6`]'s trie walk for a burst of destinations (bytes in
+    /// network order): `out[i]` = [`Group`] index + 1 (see [`Fib::group`]),
+    /// or 0 for no route.
     #[inline]
     pub fn route6_batch(&self, dst: &[[u8; 16]], out: &mut [u32]) {
         self.lpm6.lookup_batch(dst, out)
     }
-    /// [`Fib::route4`] for a burst (the address in the first 4 bytes).
+    /// [`Fib::route6_batch`] for IPv4 (the address in the first 4 bytes).
     #[inline]
     pub fn route4_batch(&self, dst: &[[u8; 16]], out: &mut [u32]) {
         self.lpm4.lookup_batch(dst, out)
+    }
+    /// The compiled routes, indexed as the batch lookups give them.
+    pub fn groups(&self) -> &[Group] {
+        &self.groups
+    }
+    /// The next-hop index of each slot of the groups.
+    pub fn slots(&self) -> &[u32] {
+        &self.slots
+    }
+    /// uRPF (RFC 3704) for a source whose route is group `g`: `iface`
+    /// when one of the route's next hops leaves by it (strict mode
+    /// accepts any of an ECMP route's interfaces, s.2.2), otherwise the
+    /// first next hop's interface.
+    #[inline]
+    pub fn group_iface(&self, g: u32, iface: u16) -> Option<u16> {
+        let g = *self.groups.get(g as usize)?;
+        let hops = self.slots.get(g.start as usize..(g.start + g.n) as usize)?;
+        let first = self.hops.get(*hops.first()? as usize)?.iface;
+        Some(if hops.iter().any(|&h| self.hops.get(h as usize).is_some_and(|nh| nh.iface == iface)) { iface } else { first })
+    }
+    /// [`Fib::group_iface`] for a source address.
+    pub fn urpf_iface4(&self, a: Ipv4Addr, iface: u16) -> Option<u16> {
+        self.group_iface(self.lpm4.lookup4(u32::from(a))?, iface)
+    }
+    pub fn urpf_iface6(&self, a: Ipv6Addr, iface: u16) -> Option<u16> {
+        self.group_iface(self.lpm6.lookup(u128::from(a))?, iface)
     }
     #[inline(always)]
     pub fn hop(&self, i: u32) -> Option<&NextHop> {
@@ -321,18 +494,19 @@ impl Fib {
     pub fn hops(&self) -> &[NextHop] {
         &self.hops
     }
+    /// The route's first next hop (the only one of a single-path route).
     #[inline]
     pub fn lookup4(&self, a: Ipv4Addr) -> Option<&NextHop> {
-        self.route4(a).and_then(|i| self.hop(i))
+        self.route4(a, || 0).and_then(|i| self.hop(i))
     }
     #[inline]
     pub fn lookup6(&self, a: Ipv6Addr) -> Option<&NextHop> {
-        self.route6(a).and_then(|i| self.hop(i))
+        self.route6(a, || 0).and_then(|i| self.hop(i))
     }
-    pub fn routes4(&self) -> impl Iterator<Item = (Ipv4Net, &NextHop)> {
+    pub fn routes4(&self) -> impl Iterator<Item = (Ipv4Net, &Route)> {
         self.v4.iter()
     }
-    pub fn routes6(&self) -> impl Iterator<Item = (Ipv6Net, &NextHop)> {
+    pub fn routes6(&self) -> impl Iterator<Item = (Ipv6Net, &Route)> {
         self.v6.iter()
     }
     pub fn len(&self) -> usize {
@@ -494,6 +668,105 @@ mod tests {
         assert_eq!(f.lookup6("2001:db8:2::5".parse().unwrap()).unwrap().iface, 3);
         assert!(f.lookup6("2001:db9::".parse().unwrap()).is_none());
         assert_eq!(f.len(), 4);
+    }
+
+    fn gw(i: u16, g: &str) -> NextHop {
+        NextHop { iface: i, gateway: Some(g.parse().unwrap()) }
+    }
+
+    #[test]
+    fn multipath_routes_are_validated() {
+        assert!(Route::multipath(vec![]).unwrap_err().contains("no next hop"));
+        assert!(Route::multipath(vec![(gw(1, "10.1.0.2"), 0)]).unwrap_err().contains("weight 0"));
+        assert!(Route::multipath(vec![(gw(1, "10.1.0.2"), 257)]).unwrap_err().contains("weight 257"));
+        let e = Route::multipath(vec![(gw(1, "10.1.0.2"), 1), (gw(1, "10.1.0.2"), 3)]).unwrap_err();
+        assert!(e.contains("10.1.0.2 given twice"), "{e}");
+        let many: Vec<_> = (0..65).map(|k| (gw(1, &format!("10.1.0.{k}")), 1)).collect();
+        assert!(Route::multipath(many).unwrap_err().contains("at most 64"));
+        // The same gateway on two interfaces is two next hops.
+        assert!(Route::multipath(vec![(gw(1, "10.1.0.2"), 1), (gw(2, "10.1.0.2"), 1)]).is_ok());
+    }
+
+    #[test]
+    fn ecmp_groups_share_slots_by_weight() {
+        let mut f = Fib::default();
+        let r = Route::multipath(vec![(gw(1, "10.1.0.2"), 1), (gw(2, "10.2.0.2"), 3)]).unwrap();
+        f.insert("10.9.0.0/16".parse().unwrap(), r.clone());
+        f.insert("10.8.0.0/16".parse().unwrap(), r.clone());
+        f.insert4("10.7.0.0/16".parse().unwrap(), gw(2, "10.2.0.2"));
+        // Two prefixes with one route share one group of 4 slots; the
+        // single path is a group of 1; next hops are not repeated.
+        assert_eq!(f.hops().len(), 2);
+        let mut g: Vec<Group> = f.groups().to_vec();
+        g.sort_by_key(|g| g.n);
+        assert_eq!(g.iter().map(|g| g.n).collect::<Vec<_>>(), vec![1, 4]);
+        // Slots by weight: over the hash space, 1/4 and 3/4.
+        let mut on = [0usize; 3];
+        for k in 0..4000u64 {
+            let h = k.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            let hop = f.route4("10.9.1.1".parse().unwrap(), || h).unwrap();
+            on[usize::from(f.hop(hop).unwrap().iface)] += 1;
+            // The same hash, the same next hop, through either prefix.
+            assert_eq!(f.route4("10.8.1.1".parse().unwrap(), || h), Some(hop));
+        }
+        assert_eq!(on[0], 0);
+        assert!((900..=1100).contains(&on[1]) && on[1] + on[2] == 4000, "{on:?}");
+        // The hash is asked for only for an ECMP route.
+        assert!(f.route4("10.7.1.1".parse().unwrap(), || unreachable!()).is_some());
+        // lookup4 gives the first next hop; uRPF accepts any member's interface.
+        assert_eq!(f.lookup4("10.9.1.1".parse().unwrap()), Some(&gw(1, "10.1.0.2")));
+        assert_eq!(f.urpf_iface4("10.9.1.1".parse().unwrap(), 2), Some(2));
+        assert_eq!(f.urpf_iface4("10.9.1.1".parse().unwrap(), 3), Some(1));
+        assert_eq!(f.urpf_iface4("10.7.1.1".parse().unwrap(), 1), Some(2));
+        assert_eq!(f.urpf_iface4("192.0.2.1".parse().unwrap(), 1), None);
+        // Replacing the route by a single path removes its group.
+        let old = f.insert4("10.9.0.0/16".parse().unwrap(), gw(1, "10.1.0.2")).unwrap();
+        assert_eq!(old, r);
+        assert_eq!(f.routes4().filter(|(_, r)| r.is_multipath()).count(), 1);
+    }
+
+    #[test]
+    fn flow_hash_reads_addresses_protocol_ports_and_the_flow_label() {
+        let mut v4 = [0u8; 28];
+        v4[0] = 0x45;
+        v4[9] = 17;
+        v4[12..20].copy_from_slice(&[10, 0, 0, 1, 10, 0, 0, 2]);
+        v4[20..24].copy_from_slice(&[0xc0, 0x00, 0x12, 0xb7]);
+        let h = flow_hash(&v4, false, 0);
+        let mut other = v4;
+        other[21] = 1; // another UDP source port
+        assert_ne!(flow_hash(&other, false, 0), h);
+        other = v4;
+        other[8] = 9; // TTL, checksum, length, ECN: not part of the flow
+        other[1] = 3;
+        other[10] = 0x55;
+        assert_eq!(flow_hash(&other, false, 0), h);
+        assert_ne!(flow_hash(&v4, false, 7), h, "the seed changes the split");
+        // A fragment hashes on its addresses and not its protocol or
+        // ports, so that all fragments of a datagram take one path.
+        let mut frag = v4;
+        frag[6] = 0x20; // MF
+        let mut later = v4;
+        later[7] = 0xb9; // offset, and no ports at offset 20
+        later[20..24].copy_from_slice(&[1, 2, 3, 4]);
+        assert_eq!(flow_hash(&frag, false, 0), flow_hash(&later, false, 0));
+        let mut v6 = [0u8; 48];
+        v6[0] = 0x60;
+        v6[6] = 17;
+        v6[8] = 0x20;
+        v6[24] = 0x20;
+        v6[39] = 1;
+        let h6 = flow_hash(&v6, true, 0);
+        let mut fl = v6;
+        fl[3] = 5; // Flow Label
+        assert_ne!(flow_hash(&fl, true, 0), h6);
+        fl = v6;
+        fl[41] = 9; // port
+        assert_ne!(flow_hash(&fl, true, 0), h6);
+        fl = v6;
+        fl[7] = 3; // Hop Limit
+        fl[1] = 0xb0; // Traffic Class
+        assert_eq!(flow_hash(&fl, true, 0), h6);
     }
 
     #[test]

@@ -19,7 +19,7 @@ use dataplane::fastpath::SLOW;
 use dataplane::packet::{PacketBuffer, VecPacket};
 use dataplane::pipeline::{Pipeline, PipelineConfig, Verdict};
 use dataplane::srv6::{Behaviour, EncapMode, SidTable, SrPolicy};
-use dataplane::tables::{Fib, MacAddr, NeighSource, Neighbours, Topology, Urpf};
+use dataplane::tables::{Fib, MacAddr, NeighSource, Neighbours, Route, Topology, Urpf};
 use dataplane::wire::checksum;
 use dataplane::wire::params::Params;
 use proptest::prelude::*;
@@ -60,6 +60,14 @@ fn fib() -> Fib {
     f.insert6("2001:db8:100:1::/64".parse().unwrap(), via(2, "2001:db8:2::fe"));
     f.insert6("2001:db8:100:1:8000::/65".parse().unwrap(), via(3, "2001:db8:3::fe"));
     f.insert6("2001:db8:200::/48".parse().unwrap(), via(1, "2001:db8:1::99")); // unresolved
+    // ECMP: p1 (weight 1), p3 (weight 2, MTU 600), back out of p0 and an
+    // unresolved gateway; and one over two resolved gateways, 1:2.
+    let mix4 = [(via(1, "10.1.0.254"), 1), (via(3, "10.3.0.254"), 2), (via(0, "10.0.0.2"), 1), (via(1, "10.1.0.99"), 1)];
+    let mix6 = [(via(1, "2001:db8:1::fe"), 1), (via(3, "2001:db8:3::fe"), 2), (via(0, "2001:db8::2"), 1), (via(1, "2001:db8:1::99"), 1)];
+    f.insert("100.64.0.0/16".parse().unwrap(), Route::multipath(mix4.to_vec()).unwrap());
+    f.insert("2001:db8:300::/48".parse().unwrap(), Route::multipath(mix6.to_vec()).unwrap());
+    f.insert("100.65.0.0/16".parse().unwrap(), Route::multipath(vec![(via(1, "10.1.0.254"), 1), (via(3, "10.3.0.254"), 2)]).unwrap());
+    f.insert("2001:db8:301::/48".parse().unwrap(), Route::multipath(vec![(via(1, "2001:db8:1::fe"), 1), (via(3, "2001:db8:3::fe"), 2)]).unwrap());
     f
 }
 
@@ -429,6 +437,120 @@ fn urpf_ports_keep_the_fast_path_for_good_sources() {
     assert_eq!(run(&mut pl), 0);
 }
 
+/// Write UDP source and destination ports from `x` at frame offset `at`
+/// (when the frame is long enough).
+fn ports(f: &mut [u8], at: usize, x: u64) {
+    if let Some(p) = f.get_mut(at..at + 4) {
+        p.copy_from_slice(&(x as u32).to_be_bytes());
+    }
+}
+
+/// ECMP: every flow keeps one next hop, the flows spread over the next
+/// hops in proportion to their weights (1:2), and the fast path picks the
+/// same next hop as the full pipeline (check_burst), for IPv4 and IPv6.
+#[test]
+fn ecmp_routes_spread_flows_by_weight_and_keep_each_flow_on_one_next_hop() {
+    let mut count = std::collections::HashMap::<(bool, [u8; 6]), usize>::new();
+    let mut seen = std::collections::HashMap::<(bool, u32), [u8; 6]>::new();
+    for round in 0..2 {
+        for b in 0..64u32 {
+            let frames: Vec<Vec<u8>> = (0..32u32)
+                .map(|k| {
+                    let flow = b * 32 + k;
+                    // RoCEv2: UDP source port = entropy, destination 4791.
+                    let pp = (u64::from(49152 + flow % 16384) << 16) | 4791;
+                    if k % 2 == 0 {
+                        let mut f = frame6(R0, v6("2001:db8::2"), v6("2001:db8:301::5"), 17, 64, 64);
+                        ports(&mut f, 54, pp);
+                        f
+                    } else {
+                        let mut f = frame4(R0, v4("10.0.0.2"), v4("100.65.0.5"), 64, 64);
+                        ports(&mut f, 34, pp);
+                        f
+                    }
+                })
+                .collect();
+            let out = check_burst(&frames, 0);
+            let mut bufs = frames.clone();
+            let mut o = vec![0u16; 32];
+            let mut pl = pipeline();
+            let mut views: Vec<&mut [u8]> = bufs.iter_mut().map(|b| b.as_mut_slice()).collect();
+            pl.fast_burst(0, &mut views, &mut o);
+            assert_eq!(o, out);
+            for (k, f) in bufs.iter().enumerate() {
+                let is6 = k % 2 == 0;
+                assert_ne!(o[k], SLOW, "flow {k}: resolved ECMP next hops take the fast path");
+                let mac: [u8; 6] = f[0..6].try_into().unwrap();
+                let (port, ours) = if mac == GW1 { (1, R1) } else { (3, R3) };
+                assert!(mac == GW1 || mac == GW3, "flow {k}: next hop {mac:02x?}");
+                assert_eq!(o[k], port);
+                assert_eq!(&f[6..12], &ours);
+                let flow = b * 32 + k as u32;
+                if round == 0 {
+                    *count.entry((is6, mac)).or_default() += 1;
+                    seen.insert((is6, flow), mac);
+                } else {
+                    assert_eq!(seen[&(is6, flow)], mac, "flow {flow}: moved to another next hop");
+                }
+            }
+        }
+    }
+    for is6 in [false, true] {
+        let (a, b) = (count[&(is6, GW1)], count[&(is6, GW3)]);
+        // 1024 flows, weights 1:2: expect 341 / 683; binomial sd ~15.
+        assert!((280..=400).contains(&a) && a + b == 1024, "IPv6 {is6}: {a} flows on weight 1, {b} on weight 2");
+    }
+    // Another seed (another router) splits the same flows differently.
+    let mut pl = pipeline();
+    let mut f = fib();
+    f.set_seed(0x1234_5678_9abc_def0);
+    pl.set_fib(Arc::new(f));
+    let mut moved = 0;
+    for flow in 0..256u32 {
+        let mut fr = frame6(R0, v6("2001:db8::2"), v6("2001:db8:301::5"), 17, 64, 64);
+        ports(&mut fr, 54, (u64::from(49152 + flow) << 16) | 4791);
+        let mut o = [0u16; 1];
+        pl.fast_burst(0, &mut [fr.as_mut_slice()], &mut o);
+        // The IPv6 flows of the rounds above are the even ones.
+        if seen.get(&(true, flow)).is_some_and(|m| m[..] != fr[0..6]) {
+            moved += 1;
+        }
+    }
+    // Independent splits at 1:2 differ for 4/9 of the flows (~57 of 128).
+    assert!(moved > 30, "only {moved} of 128 flows moved with another seed");
+}
+
+/// uRPF strict on an ECMP route: a source passes when any of its route's
+/// next hops leaves by the arrival interface (RFC 3704 s.2.2), on the
+/// fast path and in the full pipeline alike.
+#[test]
+fn urpf_strict_accepts_any_next_hop_of_an_ecmp_route() {
+    let dst6 = v6("2001:db8:100::5");
+    let dst4 = v4("192.0.2.7");
+    let frames = vec![
+        frame6(R0, v6("2001:db8:300::9"), dst6, 17, 64, 64), // ECMP with a next hop via p0
+        frame6(R0, v6("2001:db8:301::9"), dst6, 17, 64, 64), // ECMP via p1 and p3 only
+        frame4(R0, v4("100.64.0.9"), dst4, 64, 40),
+        frame4(R0, v4("100.65.0.9"), dst4, 64, 40),
+    ];
+    assert_eq!(check_burst_urpf(&frames, 0, Urpf::Strict), vec![1, SLOW, 1, SLOW]);
+    let mut pl = pipeline_urpf(Urpf::Strict);
+    for i in [1, 3] {
+        let mut p = VecPacket::from_bytes(&frames[i]);
+        assert_eq!(pl.process(&mut p, 0, T0), Verdict::Drop(dataplane::counters::Drop::UrpfFailed), "packet {i}");
+    }
+    // Arriving on p3 (MTU 600, a member of both), strict passes all four.
+    let on3: Vec<Vec<u8>> = frames.iter().map(|f| [&R3[..], &f[6..]].concat()).collect();
+    let mut pl = pipeline_urpf(Urpf::Strict);
+    let mut t = (*pl.topo).clone();
+    t.interfaces[3].urpf = Urpf::Strict;
+    pl.topo = Arc::new(t);
+    for (i, f) in on3.iter().enumerate() {
+        let mut p = VecPacket::from_bytes(f);
+        assert!(matches!(pl.process(&mut p, 3, T0), Verdict::Tx(_)), "packet {i} from p3");
+    }
+}
+
 fn mutated(base: Vec<u8>, muts: &[(usize, u8)], cut: usize) -> Vec<u8> {
     let mut f = base;
     for &(pos, val) in muts {
@@ -456,16 +578,22 @@ proptest! {
         let frames: Vec<Vec<u8>> = pkts
             .iter()
             .map(|(is6, a, hop, len, muts, cut)| {
+                // The UDP ports (the payload's first bytes) vary too: ECMP
+                // hashes them.
                 let base = if *is6 {
-                    let dsts = ["2001:db8:100::5", "2001:db8:100:1:8000::5", "2001:db8:7777::1", "2001:db8:1::1", "2001:db8:200::5"];
-                    let mut d = v6(dsts[(*a % 5) as usize]).octets();
+                    let dsts = ["2001:db8:100::5", "2001:db8:100:1:8000::5", "2001:db8:7777::1", "2001:db8:1::1", "2001:db8:200::5", "2001:db8:300::5"];
+                    let mut d = v6(dsts[(*a % 6) as usize]).octets();
                     d[15] ^= (*a >> 8) as u8;
-                    frame6(R0, v6("2001:db8::2"), Ipv6Addr::from(d), if *a & 1 << 20 != 0 { 58 } else { 17 }, *hop, *len)
+                    let mut f = frame6(R0, v6("2001:db8::2"), Ipv6Addr::from(d), if *a & 1 << 20 != 0 { 58 } else { 17 }, *hop, *len);
+                    ports(&mut f, 54, *a >> 32);
+                    f
                 } else {
-                    let dsts = ["192.0.2.7", "198.51.100.9", "8.8.8.8", "10.1.0.1", "203.0.113.1"];
-                    let mut d = v4(dsts[(*a % 5) as usize]).octets();
+                    let dsts = ["192.0.2.7", "198.51.100.9", "8.8.8.8", "10.1.0.1", "203.0.113.1", "100.64.3.4"];
+                    let mut d = v4(dsts[(*a % 6) as usize]).octets();
                     d[3] ^= (*a >> 8) as u8;
-                    frame4(R0, v4("10.0.0.2"), Ipv4Addr::from(d), *hop, *len)
+                    let mut f = frame4(R0, v4("10.0.0.2"), Ipv4Addr::from(d), *hop, *len);
+                    ports(&mut f, 34, *a >> 32);
+                    f
                 };
                 mutated(base, muts, usize::from(*cut))
             })
@@ -475,13 +603,13 @@ proptest! {
                 // prefix, or the default route, for the uRPF check.
                 let s = srcs[i];
                 if f.len() >= 14 + 40 && f[12..14] == [0x86, 0xdd] && s & 1 != 0 {
-                    let c = ["2001:db8::7", "2001:db8:1::7", "2001:db8:3::7", "2001:db8:100::7", "2001:db9::7"];
-                    f[22..38].copy_from_slice(&v6(c[usize::from(s >> 1) % 5]).octets());
+                    let c = ["2001:db8::7", "2001:db8:1::7", "2001:db8:3::7", "2001:db8:100::7", "2001:db9::7", "2001:db8:300::7", "2001:db8:301::7"];
+                    f[22..38].copy_from_slice(&v6(c[usize::from(s >> 1) % 7]).octets());
                 } else if f.len() >= 14 + 20 && f[12..14] == [0x08, 0x00] && s & 1 != 0 {
                     // The IPv4 checksum is left as it is: a wrong one is
                     // one more case for the slow path.
-                    let c = ["10.0.0.7", "10.1.0.7", "10.3.0.7", "192.0.2.77", "8.8.4.4"];
-                    f[26..30].copy_from_slice(&v4(c[usize::from(s >> 1) % 5]).octets());
+                    let c = ["10.0.0.7", "10.1.0.7", "10.3.0.7", "192.0.2.77", "8.8.4.4", "100.64.0.7", "100.65.0.7"];
+                    f[26..30].copy_from_slice(&v4(c[usize::from(s >> 1) % 7]).octets());
                     let mut h: [u8; 20] = f[14..34].try_into().unwrap();
                     h[10] = 0;
                     h[11] = 0;
