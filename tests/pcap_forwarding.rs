@@ -1743,3 +1743,131 @@ fn strict_urpf_drops_spoofed_sources_by_name() {
     find(&wan, b"urpf-ok-4");
     find(&wan, b"urpf-ok-6");
 }
+
+/// ECMP on real DPDK: an IPv4 route over two gateways (one untagged, so
+/// the burst fast path forwards to it, one on VLAN 200, which the full
+/// pipeline handles) and an IPv6 route over two gateways weighted 1:3.
+/// 256 RoCEv2 flows per family (UDP source port = the QP's entropy), each
+/// sent twice. scapy reads what left: every flow kept one next hop, the
+/// flows spread by the weights, and every frame has correct checksums and
+/// a decremented TTL / Hop Limit.
+#[test]
+fn ecmp_spreads_flows_over_next_hops_and_keeps_each_on_one() {
+    let dir = workdir("ecmp");
+    let l2 = control::gen::L2 { src: HOST, dst: R_DC };
+    let mut frames = Vec::new();
+    for pass in 0..2u8 {
+        for k in 0..256u16 {
+            let pay = [b'e', pass, (k >> 8) as u8, k as u8];
+            frames.push(control::gen::udp4(&l2, [10, 0, 1, 2].into(), [10, 0, 5, 7].into(), 49152 + k, 4791, &pay, 64));
+            frames.push(control::gen::udp6(&l2, "2001:db8:1::2".parse().unwrap(), "2001:db8:5::7".parse().unwrap(), 49152 + k, 4791, &pay, 64));
+        }
+    }
+    control::demo::write_pcap(&dir.join("dc-in.pcap"), &frames).unwrap();
+    control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
+    let cfg = dir.join("r.toml");
+    let mut text = config(&dir);
+    text += r#"
+[[route]]
+prefix = "10.0.5.0/24"
+nexthop = [{ via = "10.0.2.2" }, { via = "10.0.200.2" }]
+[[route]]
+prefix = "2001:db8:5::/48"
+nexthop = [{ via = "2001:db8:2::2" }, { via = "2001:db8:2::3", weight = 3 }]
+[[neighbour]]
+ip = "2001:db8:2::3"
+mac = "02:00:00:00:02:03"
+interface = "wan"
+"#;
+    std::fs::write(&cfg, text).unwrap();
+    let out = run("ecmp", &cfg, &["--exit-when-idle", "400", "--duration", "20"]);
+    let so = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{so}");
+    assert_eq!(mempool_in_use(&so), 0);
+    let script = r#"
+import sys
+from scapy.all import rdpcap, Ether, Dot1Q, IP, IPv6, UDP
+flows, bad, n = {}, [], 0
+for p in rdpcap(sys.argv[1]):
+    n += 1
+    vlan = p[Dot1Q].vlan if Dot1Q in p else 0
+    ip = p[IP] if IP in p else p[IPv6]
+    fam = "v4" if IP in p else "v6"
+    u = p[UDP]
+    # scapy recomputes the checksums of a copy without them.
+    c = p.copy()
+    if fam == "v4":
+        del c[IP].chksum
+        ok = ip.ttl == 63 and Ether(bytes(c))[IP].chksum == ip.chksum
+    else:
+        ok = ip.hlim == 63
+    del c[UDP].chksum
+    ok = ok and Ether(bytes(c))[UDP].chksum == u.chksum and u.dport == 4791
+    if not ok:
+        bad.append(p.summary())
+    flows.setdefault((fam, u.sport), set()).add("%s/%d" % (p[Ether].dst, vlan))
+split = [k for k, v in flows.items() if len(v) != 1]
+per = {}
+for (fam, _), v in flows.items():
+    nh = sorted(v)[0]
+    per.setdefault(fam, {}).setdefault(nh, 0)
+    per[fam][nh] += 1
+print("packets", n)
+print("flows", len(flows))
+print("split", len(split))
+print("bad", len(bad), bad[:3])
+for fam, m in per.items():
+    for nh, c in m.items():
+        print("per", fam, nh, c)
+"#;
+    let txt = python(script, &[dir.join("wan-out.pcap").to_str().unwrap()]);
+    let num = |key: &str| txt.lines().find_map(|l| l.strip_prefix(key).and_then(|r| r.split_whitespace().next()).and_then(|x| x.parse::<u64>().ok()));
+    assert_eq!(num("packets "), Some(1024), "{txt}");
+    assert_eq!(num("flows "), Some(512), "{txt}");
+    assert_eq!(num("split "), Some(0), "a flow took two next hops: {txt}");
+    assert_eq!(num("bad "), Some(0), "{txt}");
+    let share = |fam: &str, nh: &str| num(&format!("per {fam} {nh} ")).unwrap_or(0);
+    // 256 flows: 1:1 expects 128 each (sd 8), 1:3 expects 64 / 192 (sd 7).
+    let (a, b) = (share("v4", "02:00:00:00:02:02/0"), share("v4", "02:00:00:00:02:20/200"));
+    assert!(a + b == 256 && (96..=160).contains(&a), "IPv4 1:1 split {a} / {b}: {txt}");
+    let (a, b) = (share("v6", "02:00:00:00:02:02/0"), share("v6", "02:00:00:00:02:03/0"));
+    assert!(a + b == 256 && (40..=90).contains(&a), "IPv6 1:3 split {a} / {b}: {txt}");
+    assert_eq!(port_packets(&so, "wan").1, 1024, "{so}");
+}
+
+/// ECMP routes at run time over the management socket: `route add` with
+/// several `via`s and weights, what `show routes` prints, and the errors.
+#[test]
+fn ecmp_routes_change_at_run_time() {
+    let dir = workdir("ecmpctl");
+    control::demo::write_pcap(&dir.join("dc-in.pcap"), &[]).unwrap();
+    control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
+    let cfg = dir.join("r.toml");
+    std::fs::write(&cfg, config(&dir)).unwrap();
+    let sock = dir.join("ctl.sock");
+    let (mut child, out) = start_with_ctl("ecmpctl", &cfg, &dir, &sock, &["--duration", "3"]);
+    let s = sock.to_str().unwrap();
+    let req = |c: &str| control::ctl::request(s, c).unwrap();
+    assert_eq!(req("route add 10.0.6.0/24 via 10.0.2.2 via 10.0.200.2 weight 3"), "OK\n");
+    assert_eq!(req("route add 2001:db8:6::/48 via 2001:db8:2::2 via fe80::1 dev wan weight 2"), "OK\n");
+    let r = req("show routes");
+    assert!(r.contains("10.0.6.0/24\n\tnexthop via 10.0.2.2 dev wan weight 1\n\tnexthop via 10.0.200.2 dev wan.200 weight 3\n"), "{r}");
+    assert!(r.contains("2001:db8:6::/48\n\tnexthop via 2001:db8:2::2 dev wan weight 1\n\tnexthop via fe80::1 dev wan weight 2\n"), "{r}");
+    assert!(r.contains("10.0.3.0/24 via 10.0.2.2 dev wan\n"), "single-path routes keep one line: {r}");
+    let r = req("route add 10.0.6.0/24 via 10.0.2.2 via 10.0.2.2");
+    assert!(r.starts_with("ERR next hop 10.0.2.2 given twice"), "{r}");
+    let r = req("route add 10.0.6.0/24 via 10.0.2.2 weight 0");
+    assert!(r.starts_with("ERR weight \"0\": must be 1 to 256"), "{r}");
+    let r = req("route add 10.0.6.0/24 via 10.0.2.2 via 172.16.0.1");
+    assert!(r.starts_with("ERR via 172.16.0.1: not on any connected subnet"), "{r}");
+    // Replaced by one next hop, then removed.
+    assert_eq!(req("route add 10.0.6.0/24 via 10.0.200.2"), "OK\n");
+    let r = req("show routes");
+    assert!(r.contains("10.0.6.0/24 via 10.0.200.2 dev wan.200\n") && !r.contains("weight 3"), "{r}");
+    assert_eq!(req("route del 10.0.6.0/24"), "OK\n");
+    assert!(!req("show routes").contains("10.0.6.0/24"));
+    let st = child.wait().unwrap();
+    let so = std::fs::read_to_string(&out).unwrap();
+    assert!(st.success(), "{so}");
+    assert_eq!(mempool_in_use(&so), 0);
+}

@@ -380,7 +380,11 @@ impl Pipeline {
             if Ipv4Packet::new_unchecked(&p.data()[l2.l3..]).dont_frag() {
                 return self.icmp_error4(p, l2, src, total, now_ns, Icmp4Error::FragNeeded(mtu));
             }
-            return self.fragment4(p.data(), l2, total, usize::from(mtu));
+            // The fragments hash without ports, so on an ECMP route they
+            // may take another next hop: cut them to fit both.
+            let frag_hop = self.fib.route4(dst, || crate::tables::fragments_hash(&p.data()[l2.l3..], seed));
+            let frag_mtu = frag_hop.and_then(|h| self.fib.hop(h)).and_then(|nh| self.topo.iface(nh.iface)).map_or(mtu, |i| i.mtu);
+            return self.fragment4(p.data(), l2, total, usize::from(mtu.min(frag_mtu)));
         }
         let (port, out_mac, vlan) = (ifc.port, ifc.mac, ifc.vlan);
         {

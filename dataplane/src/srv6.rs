@@ -1009,6 +1009,17 @@ impl Pipeline {
         Ok(port)
     }
 
+    /// The tunnel MTU the fragments of IPv4 packet `inner` meet under
+    /// policy `pi`: they hash on the addresses only, so their SID list and
+    /// ECMP next hop may differ from the whole packet's.
+    fn fragments_tunnel_mtu(&self, pi: u32, inner: &[u8]) -> Option<usize> {
+        let list = self.sids.policy(pi)?.select(crate::tables::fragments_hash(inner, 0));
+        let seed = self.fib.seed();
+        let hop = self.fib.route6(list.sids[0], || crate::tables::fragments_hash(inner, seed))?;
+        let mtu = self.topo.iface(self.fib.hop(hop)?.iface)?.mtu;
+        Some(usize::from(mtu).saturating_sub(40 + list.srh.len()))
+    }
+
     /// H.Encaps / H.Encaps.Red of a transit packet (the IP packet at
     /// `l2.l3`, `total` octets, IPv4 or IPv6) under policy `pi`.
     pub(crate) fn srv6_encap<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, pi: u32, total: usize, v6: bool, now_ns: u64) -> Result<Verdict, Drop> {
@@ -1050,8 +1061,13 @@ impl Pipeline {
                 if tunnel_mtu >= 68 {
                     if !ip.dont_frag() {
                         // Fragment the inner packet, one tunnel packet per
-                        // fragment (RFC 4459 s.3.4; see crate::frag).
-                        return self.fragment4(p.data(), l2, total, tunnel_mtu);
+                        // fragment (RFC 4459 s.3.4; see crate::frag), to
+                        // fit the path the fragments take too.
+                        let mtu = tunnel_mtu.min(self.fragments_tunnel_mtu(pi, inner).ok_or(Drop::NoRoute)?);
+                        if mtu < 68 {
+                            return Err(Drop::MtuExceeded);
+                        }
+                        return self.fragment4(p.data(), l2, total, mtu);
                     }
                     let src = ip.src_addr();
                     return self.icmp_error4(p, l2, src, total, now_ns, Icmp4Error::FragNeeded(tunnel_mtu as u16));

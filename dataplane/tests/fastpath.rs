@@ -551,6 +551,39 @@ fn urpf_strict_accepts_any_next_hop_of_an_ecmp_route() {
     }
 }
 
+/// An IPv4 packet without DF over the egress MTU, on an ECMP route whose
+/// next hops have different MTUs (p1 1500, p3 600): its fragments hash
+/// without ports, so they may go elsewhere than the whole packet would;
+/// they are cut to fit where they go, and all take one next hop.
+#[test]
+fn fragments_on_an_ecmp_route_fit_the_next_hop_they_take() {
+    let mut ports_seen = std::collections::HashSet::new();
+    for flow in 0..64u64 {
+        let mut f = frame4(R0, v4("10.0.0.2"), v4("100.65.0.5"), 64, 1600);
+        ports(&mut f, 34, (flow << 16) | 4791);
+        f[14 + 6] = 0; // no DF
+        f[24..26].fill(0);
+        let c = checksum::checksum(&f[14..34]);
+        f[24..26].copy_from_slice(&c.to_be_bytes());
+        let mut pl = pipeline();
+        let mut p = VecPacket::from_bytes(&f);
+        let Verdict::Replicate(n) = pl.process(&mut p, 0, T0) else { panic!("flow {flow}: not fragmented") };
+        let mut out = std::collections::HashSet::new();
+        for i in 0..usize::from(n) {
+            let mut c = VecPacket::from_bytes(&[]);
+            let port = pl.build_replica(i, &p, &mut c, T0).unwrap_or_else(|e| panic!("flow {flow} fragment {i}: {e:?}"));
+            let mtu = if port == 3 { 600 } else { 1500 };
+            assert!(c.data().len() - 14 <= mtu, "flow {flow} fragment {i}: {} bytes out of port {port}", c.data().len() - 14);
+            out.insert(port);
+        }
+        assert_eq!(out.len(), 1, "flow {flow}: fragments over {out:?}");
+        ports_seen.extend(out);
+    }
+    // The fragments' hash has no ports: every flow between these two
+    // hosts takes one next hop.
+    assert_eq!(ports_seen.len(), 1);
+}
+
 fn mutated(base: Vec<u8>, muts: &[(usize, u8)], cut: usize) -> Vec<u8> {
     let mut f = base;
     for &(pos, val) in muts {
