@@ -1334,6 +1334,11 @@ fn demo_runs_and_its_pcaps_are_sound() {
     );
     tshark_clean(&dir.join("wan-out.pcap"));
     tshark_clean(&dir.join("dc-out.pcap"));
+    // The ECMP scenario: 32 flows over the two gateways, none split.
+    let (per, split) = control::demo::ecmp_split(&read_pcap(&dir.join("wan-out.pcap")).unwrap());
+    let (a, b) = (per.get("02:00:00:00:02:02").copied().unwrap_or(0), per.get("02:00:00:00:02:03").copied().unwrap_or(0));
+    assert!(a + b == 2 * control::demo::ECMP_FLOWS as usize && a > 0 && b > 0 && split == 0, "ECMP {per:?}, split {split}");
+    assert!(so.contains(&format!("flows per gateway MAC {per:?}; flows whose packets took two gateways: 0")), "{so}");
 }
 
 /// Hostile traffic through every feature at once: good traffic mutated by

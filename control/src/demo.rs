@@ -6,6 +6,7 @@ use crate::config;
 use crate::gen::{self, L2};
 use crate::router::{self, RunOptions};
 use dataplane::counters::{Drop, Local};
+use dataplane::wire::ethernet::Mac;
 use pcap_file::pcap::{PcapPacket, PcapReader, PcapWriter};
 use std::fmt::Write as _;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -73,6 +74,26 @@ via = "10.0.2.2"
 [[route]]
 prefix = "2001:db8:3::/48"
 via = "2001:db8:2::2"
+
+# A third site over two WAN gateways: ECMP, each flow (addresses,
+# protocol, ports: RoCEv2's UDP source port) keeps one of them.
+[[route]]
+prefix = "10.0.7.0/24"
+nexthop = [{ via = "10.0.2.2" }, { via = "10.0.2.3" }]
+
+[[route]]
+prefix = "2001:db8:7::/48"
+nexthop = [{ via = "2001:db8:2::2" }, { via = "2001:db8:2::3", weight = 1 }]
+
+[[neighbour]]
+ip = "10.0.2.3"
+mac = "02:00:00:00:02:03"
+interface = "wan"
+
+[[neighbour]]
+ip = "2001:db8:2::3"
+mac = "02:00:00:00:02:03"
+interface = "wan"
 
 [[neighbour]]
 ip = "10.0.2.2"
@@ -253,6 +274,14 @@ pub fn traffic() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
         dc.push(gen::roce4(&to_router, host4, dst4, 49152 + i as u16, 0x100 + i, i, len, 64));
         dc.push(gen::roce6(&to_router, host6, dst6, 49152 + i as u16, 0x200 + i, i, len, 64));
     }
+    // ECMP: 16 RoCEv2 flows per family (UDP source port = the QP's
+    // entropy) to the third site, twice each.
+    for pass in 0..2u32 {
+        for i in 0..ECMP_FLOWS {
+            dc.push(gen::roce4(&to_router, host4, Ipv4Addr::new(10, 0, 7, 5), 50000 + i as u16, 0x900 + i, pass, 64, 64));
+            dc.push(gen::roce6(&to_router, host6, "2001:db8:7::5".parse().unwrap(), 50000 + i as u16, 0x980 + i, pass, 64, 64));
+        }
+    }
     // traceroute-style probes: TTL / hop limit 1 -> Time Exceeded.
     dc.push(gen::udp4(&to_router, host4, Ipv4Addr::new(10, 0, 3, 9), 40000, 33434, b"probe", 1));
     dc.push(gen::udp6(&to_router, host6, "2001:db8:3::9".parse().unwrap(), 40000, 33434, b"probe", 1));
@@ -384,6 +413,31 @@ pub const PACING_FRAMES: usize = 100_000;
 const OTHER_MAC: [u8; 6] = [0x02, 0xee, 0, 0, 0, 0x01];
 
 /// Eight UDP flows from the DC host to DC2 (10.0.9.2..9), payload `tag`.
+/// RoCEv2 flows per address family to the demo's ECMP route.
+pub const ECMP_FLOWS: u32 = 16;
+
+/// Of the frames to the demo's ECMP destinations (10.0.7.0/24,
+/// 2001:db8:7::/48): how many flows (family, UDP source port) left by
+/// each gateway MAC, and how many flows took more than one.
+pub fn ecmp_split(frames: &[Vec<u8>]) -> (std::collections::BTreeMap<String, usize>, usize) {
+    let mut flows: std::collections::BTreeMap<(bool, u16), std::collections::BTreeSet<[u8; 6]>> = Default::default();
+    for f in frames {
+        let (v6, sport) = match (f.get(12..14), f.len()) {
+            (Some([0x08, 0x00]), n) if n >= 14 + 28 && f[14 + 16..14 + 19] == [10, 0, 7] && f[14 + 9] == 17 => (false, u16::from_be_bytes([f[34], f[35]])),
+            (Some([0x86, 0xdd]), n) if n >= 14 + 48 && f[14 + 24..14 + 30] == [0x20, 0x01, 0x0d, 0xb8, 0, 7] && f[14 + 6] == 17 => (true, u16::from_be_bytes([f[54], f[55]])),
+            _ => continue,
+        };
+        flows.entry((v6, sport)).or_default().insert(f[0..6].try_into().unwrap_or([0; 6]));
+    }
+    let mut per = std::collections::BTreeMap::new();
+    for macs in flows.values() {
+        for m in macs {
+            *per.entry(Mac(*m).to_string()).or_insert(0) += 1;
+        }
+    }
+    (per, flows.values().filter(|m| m.len() > 1).count())
+}
+
 fn dc2_flows(to_router: &L2, tag: &[u8]) -> Vec<Vec<u8>> {
     (0..8u8).map(|i| gen::udp4(to_router, Ipv4Addr::new(10, 0, 1, 2), Ipv4Addr::new(10, 0, 9, 2 + i), 20000 + u16::from(i), 7000, tag, 64)).collect()
 }
@@ -717,6 +771,11 @@ pub fn run(out: &Path) -> Result<(), String> {
         c.local_count(Local::McNakUp),
         c.local_count(Local::McCnpUp),
         c.local_count(Local::McNakSuppressed)
+    );
+    let (per, split) = ecmp_split(&wan_out);
+    println!(
+        "  ECMP (10.0.7.0/24 and 2001:db8:7::/48 over the gateways 10.0.2.2 / 2001:db8:2::2 and 10.0.2.3 / 2001:db8:2::3): {} RoCEv2 flows sent twice each; flows per gateway MAC {per:?}; flows whose packets took two gateways: {split}",
+        2 * ECMP_FLOWS
     );
     // Hop by hop: what went up for rdma-mc-edge, read back from the WAN pcap
     // (from the node address to the Proxy Address, DestQP = Designated QPN).

@@ -36,7 +36,7 @@ use dataplane::multicast::{build_upstream, upstream_len, GroupConfig, GroupId, R
 use dataplane::packet::VecPacket;
 use dataplane::pipeline::{Pipeline, PipelineConfig, Verdict};
 use dataplane::srv6::{Behaviour, EncapMode, SidTable, SrPolicy};
-use dataplane::tables::{Fib, Interface, MacAddr, NeighSource, Neighbours, NextHop, Topology, Urpf};
+use dataplane::tables::{Fib, Interface, MacAddr, NeighSource, Neighbours, NextHop, Route, Topology, Urpf};
 use dataplane::wire::params::Params;
 use dataplane::wire::roce;
 
@@ -82,6 +82,12 @@ fn build() -> Pipeline {
     fib.insert4("10.0.4.0/24".parse().unwrap(), via(2, "10.0.200.2"));
     fib.insert6("::/0".parse().unwrap(), via(1, "2001:db8:2::2"));
     fib.insert6("2001:db8:3::/48".parse().unwrap(), via(1, "2001:db8:2::3")); // unresolved
+    // ECMP: tagged and untagged next hops (fast and full path), weighted;
+    // one next hop unresolved; the SR policy's first SID over two.
+    fib.insert("10.0.5.0/24".parse().unwrap(), Route::multipath(vec![(via(1, "10.0.2.2"), 1), (via(2, "10.0.200.2"), 2), (via(1, "10.0.2.9"), 1)]).unwrap());
+    fib.insert("2001:db8:5::/48".parse().unwrap(), Route::multipath(vec![(via(1, "2001:db8:2::2"), 3), (via(1, "2001:db8:2::3"), 1)]).unwrap());
+    fib.insert("fc00:0:9::/48".parse().unwrap(), Route::multipath(vec![(via(1, "2001:db8:2::2"), 1), (via(0, "2001:db8:1::2"), 1)]).unwrap());
+    fib.set_seed(0x5eed);
     let mut n = Neighbours::default();
     for (i, ip, mac) in [(0, "10.0.1.2", HOST), (0, "2001:db8:1::2", HOST), (0, "2001:db8:1::10", HOST), (0, "2001:db8:1::11", HOST), (1, "10.0.2.2", HOST), (1, "2001:db8:2::2", HOST), (2, "10.0.200.2", HOST)] {
         n.learn(i, ip.parse().unwrap(), mac, NeighSource::Static);
@@ -331,9 +337,18 @@ pub fn seeds_pipeline() -> Vec<Vec<u8>> {
     let c = dataplane::wire::checksum::checksum(&udp4);
     udp4[10..12].copy_from_slice(&c.to_be_bytes());
     udp4.extend_from_slice(&udp);
+    // To the ECMP route, without DF (fragmented on a small MTU).
+    let mut ecmp4 = udp4.clone();
+    ecmp4[6] = 0;
+    ecmp4[18] = 5;
+    ecmp4[10..12].fill(0);
+    let c = dataplane::wire::checksum::checksum(&ecmp4[..20]);
+    ecmp4[10..12].copy_from_slice(&c.to_be_bytes());
     let frames: Vec<(u8, Vec<u8>)> = vec![
         (2, eth(R0, 0x86dd, &ipv6("2001:db8:1::2", "2001:db8:77::1", 17, 64, &udp))),
         (2, eth(R0, 0x0800, &udp4)),
+        (2, eth(R0, 0x0800, &ecmp4)),
+        (2, eth(R0, 0x86dd, &ipv6("2001:db8:1::2", "2001:db8:5::7", 17, 64, &udp))),
         (0, eth(R0, 0x86dd, &response("2001:db8:1::10", PROXY, ack))),
         (0, eth(R0, 0x86dd, &response("2001:db8:1::11", PROXY, Upstream::Cnp { branch: 0, ccount: 0 }))),
         (0, eth(R0, 0x86dd, &response("2001:db8:1::20", PROXY2, ack))),
