@@ -34,6 +34,7 @@
 #   BENCH_HANDOFF=0   skip the shaped-port hand-off benchmark (bench/handoff-results.md)
 #   BENCH_CONGESTION_ROUTER=0   skip the congestion-aware port in the router (bench/congestion-router-results.md)
 #   BENCH_URPF=0      skip source validation (uRPF off / loose / strict) in the router (bench/urpf-results.md)
+#   BENCH_ECMP=0      skip ECMP against one next hop in the router (bench/ecmp-results.md)
 #   BENCH_LPM=0       skip the FIB lookup micro-benchmark against DPDK's rte_fib / rte_fib6 (bench/lpm-results.md)
 #   BENCH_L3FWD=0     skip the l3fwd reference (default: on when dpdk-doc's examples can be built)
 set -euo pipefail
@@ -555,6 +556,66 @@ if [ "${BENCH_URPF:-1}" != 0 ]; then
         done
     } >"$ROOT/bench/urpf-results.md"
     cat "$ROOT/bench/urpf-results.md"
+fi
+
+# ---------------------------------------------------------------- ECMP
+# Every route of the roce4-64 / roce6-64 configurations over two next hops
+# (the two gateways, weights 1:1) against the same routes with one next
+# hop: the cost of the per-flow hash on the burst fast path. Medians of
+# interleaved rounds: bench/ecmp-results.md. About 4 x ROUNDS x SECS.
+# BENCH_ECMP=0 skips it.
+if [ "${BENCH_ECMP:-1}" != 0 ]; then
+    rows=()
+    for c in roce4-64 roce6-64; do
+        base=$OUT/router-$c.toml
+        if [ ! -f "$base" ]; then
+            echo "bench: $base missing; ECMP benchmark skipped for $c" >&2
+            failed=1
+            continue
+        fi
+        cp "$base" "$OUT/router-$c-single.toml"
+        sed -e 's|^via = "10\.0\.2\.[23]"$|nexthop = [{ via = "10.0.2.2" }, { via = "10.0.2.3" }]|' \
+            -e 's|^via = "2001:db8:2::[23]"$|nexthop = [{ via = "2001:db8:2::2" }, { via = "2001:db8:2::3" }]|' "$base" >"$OUT/router-$c-ecmp.toml"
+        if grep -q '^via = ' "$OUT/router-$c-ecmp.toml" || ! grep -q '^nexthop = ' "$OUT/router-$c-ecmp.toml"; then
+            echo "bench: ECMP configuration not derived from $base" >&2
+            failed=1
+            continue
+        fi
+        o=(); e=()
+        for r in $(seq 1 "$ROUNDS"); do
+            read -r a _ <<<"$(run_variant "$c-single" "$r")"
+            read -r b _ <<<"$(run_variant "$c-ecmp" "$r")"
+            o+=("$a"); e+=("$b")
+            echo "bench: ECMP $c round $r: one next hop $a, two next hops $b Mpps" >&2
+        done
+        for v in "${o[*]}" "${e[*]}"; do
+            if ! grep -qv FAIL <<<"$(tr ' ' '\n' <<<"$v")"; then
+                echo "bench: ECMP $c: a variant failed every round" >&2
+                failed=1
+            fi
+        done
+        rows+=("$c|${o[*]}|${e[*]}")
+    done
+    ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "-" }'; }
+    nsd() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.1f", 1000 / a - 1000 / b; else print "-" }'; }
+    {
+        echo "# ECMP in the router"
+        echo
+        echo "\`make bench\` (bench/run.sh, BENCH_ECMP) on $(date -u '+%Y-%m-%d %H:%M UTC'), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $MEM_DESC; dcirouter $(cd "$ROOT" && git describe --always --dirty 2>/dev/null || echo '?')."
+        echo "One worker; input net_pcap infinite_rx ($PACKETS distinct 64 B-payload RoCEv2 frames, each its own flow) into net_null;"
+        echo "every route with one next hop, then every route over both gateways (\`nexthop\`, weights 1:1). Mpps leaving the output port,"
+        echo "median of $ROUNDS interleaved rounds of $SECS s (all rounds listed); the ratio is ECMP over one next hop, the last column the ns a packet ECMP adds."
+        echo
+        echo "| input | one next hop Mpps | ECMP Mpps | ECMP / one | ns added | rounds (one / ECMP) |"
+        echo "|---|---:|---:|---:|---:|---|"
+        for row in "${rows[@]}"; do
+            IFS='|' read -r c os es <<<"$row"
+            read -ra oa <<<"$os"; read -ra ea <<<"$es"
+            mo=$(med "${oa[@]}"); me=$(med "${ea[@]}")
+            echo "| $c | $mo | $me | $(ratio "$me" "$mo") | $(nsd "$me" "$mo") | $os / $es |"
+        done
+    } >"$ROOT/bench/ecmp-results.md"
+    cat "$ROOT/bench/ecmp-results.md"
 fi
 
 # ---------------------------------------------------------------- wire formats
