@@ -1094,6 +1094,9 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         if !seen_prefixes.insert(prefix.trunc()) {
             return Err(format!("{} = {:?}: a second route to {}; give an ECMP route's next hops in one route's `nexthop` list", fld("prefix"), r.prefix, prefix.trunc()));
         }
+        if let Some(ifc) = interfaces.iter().find(|ifc| ifc.v4.iter().map(|n| IpNet::V4(n.trunc())).chain(ifc.v6.iter().map(|n| IpNet::V6(n.trunc()))).any(|n| n == prefix.trunc())) {
+            return Err(format!("{} = {:?}: the connected subnet of interface {}; a static route would replace it", fld("prefix"), r.prefix, ifc.name));
+        }
         // One next hop (`via` / `interface`), or an ECMP list (`nexthop`).
         let members: Vec<(String, Option<&String>, Option<&String>, u16)> = if r.nexthop.is_empty() {
             vec![(format!("route[{i}]"), r.via.as_ref(), r.interface.as_ref(), 1)]
@@ -1114,9 +1117,13 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
             if weight == 0 || weight > dataplane::tables::MAX_WEIGHT {
                 return Err(format!("{at}.weight = {weight}: must be 1 to {}", dataplane::tables::MAX_WEIGHT));
             }
+            if paths.iter().any(|(o, _)| *o == nh) {
+                return Err(format!("{at} (prefix {}{}): the same next hop as an earlier one", r.prefix, via_s.map(|v| format!(" via {v}")).unwrap_or_default()));
+            }
             paths.push((nh, weight));
         }
-        let route = Route::multipath(paths).map_err(|why| format!("route[{i}] (prefix {}): {why}", r.prefix))?;
+        let at = if r.nexthop.is_empty() { format!("route[{i}]") } else { format!("route[{i}].nexthop") };
+        let route = Route::multipath(paths).map_err(|why| format!("{at} (prefix {}): {why}", r.prefix))?;
         static_routes.push((prefix, route));
     }
     fib2.bulk(|f| {
@@ -1769,14 +1776,19 @@ fn parse_addrs(list: &[String], field: &str, ifc: &mut Interface, seen: &mut Has
 /// The ECMP hash seed when the configuration gives none: a hash of the
 /// interfaces' addresses, which differ from router to router.
 fn default_ecmp_seed(interfaces: &[Interface]) -> u64 {
-    use std::hash::{Hash, Hasher};
-    // SipHash with its fixed keys: the same seed at every start.
-    let mut h = std::collections::hash_map::DefaultHasher::new();
+    // FNV-1a over the addresses and prefix lengths: a fixed algorithm, so
+    // the same seed at every start and with every build.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for i in interfaces {
-        i.v4.hash(&mut h);
-        i.v6.hash(&mut h);
+        let v4 = i.v4.iter().map(|n| (n.addr().octets().to_vec(), n.prefix_len()));
+        let v6 = i.v6.iter().map(|n| (n.addr().octets().to_vec(), n.prefix_len()));
+        for (a, len) in v4.chain(v6) {
+            for b in a.into_iter().chain([len]) {
+                h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        }
     }
-    h.finish()
+    h
 }
 
 /// Work out the egress interface of a route: given explicitly, or from the
@@ -1886,7 +1898,9 @@ nexthop = [{ via = "10.0.2.2" }, { via = "10.0.3.2", weight = 3 }, { via = "10.0
         let e = err("[[route]]\nprefix = \"198.51.100.0/24\"\nnexthop = [{ via = \"10.0.2.2\" }, { via = \"172.16.0.1\" }]\n");
         assert!(e.contains("route[2].nexthop[1] (prefix 198.51.100.0/24 via 172.16.0.1): via 172.16.0.1: not on any connected subnet"), "{e}");
         let e = err("[[route]]\nprefix = \"198.51.100.0/24\"\nnexthop = [{ via = \"10.0.2.2\" }, { via = \"10.0.2.2\" }]\n");
-        assert!(e.contains("route[2] (prefix 198.51.100.0/24): next hop 10.0.2.2 given twice"), "{e}");
+        assert!(e.contains("route[2].nexthop[1] (prefix 198.51.100.0/24 via 10.0.2.2): the same next hop as an earlier one"), "{e}");
+        let e = err("[[route]]\nprefix = \"10.0.3.0/24\"\nvia = \"10.0.2.2\"\n");
+        assert!(e.contains("route[2].prefix = \"10.0.3.0/24\": the connected subnet of interface wan.100"), "{e}");
         let e = err("[[route]]\nprefix = \"198.51.100.0/24\"\nnexthop = [{ via = \"x\" }]\n");
         assert!(e.contains("route[2].nexthop[0].via = \"x\": not an IP address"), "{e}");
         let e = err("[[route]]\nprefix = \"192.0.2.1/24\"\nvia = \"10.0.3.2\"\n");

@@ -123,7 +123,8 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
             let prefix: IpNet = prefix.parse().map_err(|_| format!("prefix {prefix:?}: not an IP prefix"))?;
             // Each `via` (or a second `dev`) starts the next next hop of an
             // ECMP route; `dev` and `weight` belong to the one being given.
-            let mut hops: Vec<(Option<IpAddr>, Option<&str>, u16)> = vec![(None, None, 1)];
+            // (gateway, interface, weight; 0 = not given yet).
+            let mut hops: Vec<(Option<IpAddr>, Option<&str>, u16)> = vec![(None, None, 0)];
             let mut it = rest.iter();
             while let Some(k) = it.next() {
                 let cur = hops.len() - 1;
@@ -131,27 +132,34 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
                     ("via", Some(v)) => {
                         let v = v.parse::<IpAddr>().map_err(|_| format!("via {v:?}: not an address"))?;
                         if hops[cur].0.is_some() {
-                            hops.push((Some(v), None, 1));
+                            hops.push((Some(v), None, 0));
                         } else {
                             hops[cur].0 = Some(v);
                         }
                     }
                     ("dev", Some(d)) => {
                         if hops[cur].1.is_some() {
-                            hops.push((None, Some(*d), 1));
+                            hops.push((None, Some(*d), 0));
                         } else {
                             hops[cur].1 = Some(*d);
                         }
                     }
                     ("weight", Some(w)) => {
-                        hops[cur].2 = w.parse().ok().filter(|w| (1..=dataplane::tables::MAX_WEIGHT).contains(w)).ok_or_else(|| format!("weight {w:?}: must be 1 to {}", dataplane::tables::MAX_WEIGHT))?;
+                        if hops[cur].2 != 0 {
+                            return Err(format!("weight {w:?}: a second weight for one next hop"));
+                        }
+                        // Route::multipath checks the range.
+                        hops[cur].2 = w.parse().map_err(|_| format!("weight {w:?}: not a number from 1 to {}", dataplane::tables::MAX_WEIGHT))?;
+                        if hops[cur].2 == 0 {
+                            return Err(format!("weight {w:?}: must be 1 to {}", dataplane::tables::MAX_WEIGHT));
+                        }
                     }
                     (k, _) => return Err(format!("unexpected {k:?}; {HELP}")),
                 }
             }
             let mut paths = Vec::new();
             for (via, dev, w) in hops {
-                paths.push((config::resolve_nexthop(&c.fib, &c.topo.interfaces, prefix, via, dev, &iface_idx)?, w));
+                paths.push((config::resolve_nexthop(&c.fib, &c.topo.interfaces, prefix, via, dev, &iface_idx)?, w.max(1)));
             }
             c.fib.insert(prefix, Route::multipath(paths)?);
             c.push_fib();

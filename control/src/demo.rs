@@ -412,7 +412,6 @@ pub fn mc_responses() -> Vec<Vec<u8>> {
 pub const PACING_FRAMES: usize = 100_000;
 const OTHER_MAC: [u8; 6] = [0x02, 0xee, 0, 0, 0, 0x01];
 
-/// Eight UDP flows from the DC host to DC2 (10.0.9.2..9), payload `tag`.
 /// RoCEv2 flows per address family to the demo's ECMP route.
 pub const ECMP_FLOWS: u32 = 16;
 
@@ -438,6 +437,7 @@ pub fn ecmp_split(frames: &[Vec<u8>]) -> (std::collections::BTreeMap<String, usi
     (per, flows.values().filter(|m| m.len() > 1).count())
 }
 
+/// Eight UDP flows from the DC host to DC2 (10.0.9.2..9), payload `tag`.
 fn dc2_flows(to_router: &L2, tag: &[u8]) -> Vec<Vec<u8>> {
     (0..8u8).map(|i| gen::udp4(to_router, Ipv4Addr::new(10, 0, 1, 2), Ipv4Addr::new(10, 0, 9, 2 + i), 20000 + u16::from(i), 7000, tag, 64)).collect()
 }

@@ -210,7 +210,7 @@ impl Pipeline {
         let a = if g.n == 1 {
             g.one?
         } else {
-            let k = crate::tables::slot_of(crate::tables::flow_hash(ip, v6, self.fast.seed), g.n);
+            let k = crate::tables::slot_of(crate::tables::flow_hash(ip.get(..total).unwrap_or(ip), v6, self.fast.seed), g.n);
             (*self.fast.slot_adj.get((g.start + k) as usize)?)?
         };
         (total <= usize::from(a.mtu)).then_some(a)

@@ -10,7 +10,7 @@
 use crate::counters::{Drop, Local, WorkerCounters};
 use crate::packet::PacketBuffer;
 use crate::srv6::{ReplicaJob, SidTable};
-use crate::tables::{flow_hash, solicited_node, Fib, Interface, KeyedMap, MacAddr, Neighbours, NextHop, Topology};
+use crate::tables::{solicited_node, Fib, Interface, KeyedMap, MacAddr, Neighbours, NextHop, Topology};
 use crate::wire::arp::{ArpOperation, ArpPacket, ArpRepr};
 use crate::wire::checksum;
 use crate::wire::ethernet::{self, EtherType, EthernetFrame};
@@ -370,8 +370,7 @@ impl Pipeline {
                 return self.srv6_encap(p, l2, pi, total, false, now_ns);
             }
         }
-        let seed = self.fib.seed();
-        let Some(hop) = self.fib.route4(dst, || flow_hash(&p.data()[l2.l3..], false, seed)) else {
+        let Some(hop) = self.fib.route_ip(IpAddr::V4(dst), ip_at(p.data(), l2.l3)) else {
             return self.icmp_error4(p, l2, src, total, now_ns, Icmp4Error::NoRoute);
         };
         let (ifc, mac) = self.resolve_hop(hop, IpAddr::V4(dst), now_ns)?;
@@ -382,7 +381,7 @@ impl Pipeline {
             }
             // The fragments hash without ports, so on an ECMP route they
             // may take another next hop: cut them to fit both.
-            let frag_hop = self.fib.route4(dst, || crate::tables::fragments_hash(&p.data()[l2.l3..], seed));
+            let frag_hop = self.fib.route4(dst, || crate::tables::fragments_hash(ip_at(p.data(), l2.l3), self.fib.seed()));
             let frag_mtu = frag_hop.and_then(|h| self.fib.hop(h)).and_then(|nh| self.topo.iface(nh.iface)).map_or(mtu, |i| i.mtu);
             return self.fragment4(p.data(), l2, total, usize::from(mtu.min(frag_mtu)));
         }
@@ -430,8 +429,7 @@ impl Pipeline {
 
     /// Send a locally answered IPv4 packet (already at `l2.l3`) to `dst`.
     fn output4<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, dst: Ipv4Addr) -> Result<Verdict, Drop> {
-        let seed = self.fib.seed();
-        let hop = self.fib.route4(dst, || flow_hash(&p.data()[l2.l3..], false, seed)).ok_or(Drop::NoRoute)?;
+        let hop = self.fib.route_ip(IpAddr::V4(dst), ip_at(p.data(), l2.l3)).ok_or(Drop::NoRoute)?;
         let nh = *self.fib.hop(hop).ok_or(Drop::NoRoute)?;
         // Replies never wait for resolution: fall back to the frame's sender.
         let (port, out_mac, vlan, mac) = match self.resolve(&nh, IpAddr::V4(dst), 0) {
@@ -543,8 +541,7 @@ impl Pipeline {
                 return self.srv6_encap(p, l2, pi, total, true, now_ns);
             }
         }
-        let seed = self.fib.seed();
-        let Some(hop) = self.fib.route6(dst, || flow_hash(&p.data()[l2.l3..], true, seed)) else {
+        let Some(hop) = self.fib.route_ip(IpAddr::V6(dst), ip_at(p.data(), l2.l3)) else {
             return self.icmp_error6(p, l2, src, total, now_ns, Icmp6Error::NoRoute);
         };
         let (ifc, mac) = self.resolve_hop(hop, IpAddr::V6(dst), now_ns)?;
@@ -566,21 +563,14 @@ impl Pipeline {
                     _ => return Err(Drop::FannHopLimit),
                 }
             } else if d.get(6) == Some(&17) && d.get(42..44) == Some(&self.sids.params.fann_udp_port.to_be_bytes()[..]) {
-                // The UDP variant (s.5.2) the same way; its Hop Limit is
-                // the high byte of the word at UDP payload offset 2, the
-                // UDP checksum patched (RFC 1624).
+                // The UDP variant (s.5.2) the same way, the UDP checksum
+                // patched.
                 let end = total.min(d.len());
-                let (h, et) = {
-                    let m = crate::wire::fann::Message::new_checked(d.get(48..end).ok_or(Drop::FannMalformed)?).map_err(|_| Drop::FannMalformed)?;
-                    (m.hop_limit(), m.event_type())
-                };
-                if h <= 1 {
-                    return Err(Drop::FannHopLimit);
+                match crate::wire::fann::decrement_udp_hop_limit(d.get_mut(40..end).ok_or(Drop::FannMalformed)?) {
+                    Ok(Some(h)) if h > 0 => {}
+                    Ok(_) => return Err(Drop::FannHopLimit),
+                    Err(_) => return Err(Drop::FannMalformed),
                 }
-                d[50] = h - 1;
-                let c = u16::from_be_bytes([d[46], d[47]]);
-                let c = checksum::update16(c, u16::from_be_bytes([h, et]), u16::from_be_bytes([h - 1, et]));
-                d[46..48].copy_from_slice(&(if c == 0 { 0xffff } else { c }).to_be_bytes());
             }
             Ipv6Packet::new_unchecked(&mut d[..]).decrement_hop_limit();
         }
@@ -812,8 +802,7 @@ impl Pipeline {
             let nh = NextHop { iface: l2.iface, gateway: None };
             self.resolve(&nh, IpAddr::V6(dst), 0).ok()
         } else {
-            let seed = self.fib.seed();
-            match self.fib.route6(dst, || flow_hash(&p.data()[l2.l3..], true, seed)).and_then(|h| self.fib.hop(h)).copied() {
+            match self.fib.route_ip(IpAddr::V6(dst), ip_at(p.data(), l2.l3)).and_then(|h| self.fib.hop(h)).copied() {
                 Some(nh) => self.resolve(&nh, IpAddr::V6(dst), 0).ok(),
                 None => None,
             }
@@ -973,12 +962,8 @@ impl Pipeline {
     /// Ethernet header (802.1Q when the egress interface is a VLAN, PCP
     /// `pcp`) and returns the port, or the drop reason.
     pub fn emit_ip<P: PacketBuffer>(&mut self, p: &mut P, dst: IpAddr, pcp: u8, now_ns: u64) -> Result<u16, Drop> {
-        let seed = self.fib.seed();
-        let hash = || flow_hash(p.data().get(14..).unwrap_or_default(), dst.is_ipv6(), seed);
-        let (hop, et) = match dst {
-            IpAddr::V4(a) => (self.fib.route4(a, hash), EtherType::IPV4),
-            IpAddr::V6(a) => (self.fib.route6(a, hash), EtherType::IPV6),
-        };
+        let hop = self.fib.route_ip(dst, ip_at(p.data(), 14));
+        let et = if dst.is_ipv6() { EtherType::IPV6 } else { EtherType::IPV4 };
         let hop = hop.ok_or(Drop::NoRoute)?;
         let iface = self.fib.hop(hop).map(|h| h.iface).ok_or(Drop::NoRoute)?;
         let (ifc, mac) = self.resolve_hop(hop, dst, now_ns.max(1))?;
@@ -1117,6 +1102,18 @@ fn nd_lladdr(mut opts: &[u8], want: u8) -> Result<Option<MacAddr>, Drop> {
 }
 
 /// Write an Ethernet header (with an 802.1Q tag when `vlan` is set).
+/// The IP packet at `l3` of frame `d` without link-layer padding (its
+/// length from its header, IPv4 or IPv6, within the frame), for hashing.
+pub(crate) fn ip_at(d: &[u8], l3: usize) -> &[u8] {
+    let ip = d.get(l3..).unwrap_or_default();
+    let len = match ip.first().map(|b| b >> 4) {
+        Some(6) if ip.len() >= 40 => 40 + usize::from(u16::from_be_bytes([ip[4], ip[5]])),
+        Some(4) if ip.len() >= 20 => usize::from(u16::from_be_bytes([ip[2], ip[3]])),
+        _ => ip.len(),
+    };
+    &ip[..len.min(ip.len())]
+}
+
 fn write_l2_header(d: &mut [u8], dst: MacAddr, src: MacAddr, vlan: Option<u16>, pcp: u8, et: EtherType) {
     d[0..6].copy_from_slice(&dst);
     d[6..12].copy_from_slice(&src);

@@ -997,8 +997,7 @@ impl Pipeline {
 
     /// Route a built copy (IPv6 packet at offset 14) to `dst`.
     fn route_copy<Q: PacketBuffer>(&mut self, copy: &mut Q, dst: Ipv6Addr, len: usize, pcp: u8, now_ns: u64) -> Result<u16, Drop> {
-        let seed = self.fib.seed();
-        let hop = self.fib.route6(dst, || crate::tables::flow_hash(copy.data().get(14..).unwrap_or_default(), true, seed)).ok_or(Drop::NoRoute)?;
+        let hop = self.fib.route_ip(IpAddr::V6(dst), crate::pipeline::ip_at(copy.data(), 14)).ok_or(Drop::NoRoute)?;
         let (ifc, mac) = self.resolve_hop(hop, IpAddr::V6(dst), now_ns)?;
         if len > usize::from(ifc.mtu) {
             return Err(Drop::MtuExceeded);
@@ -1041,8 +1040,7 @@ impl Pipeline {
         }
         // ECMP toward the first SID: the inner flow's hash (the outer Flow
         // Label is made from it too), with this router's seed.
-        let seed = self.fib.seed();
-        let hop = self.fib.route6(da, || crate::tables::flow_hash(&p.data()[l2.l3..l2.l3 + total], v6, seed)).ok_or(Drop::NoRoute)?;
+        let hop = self.fib.route_ip(IpAddr::V6(da), &p.data()[l2.l3..l2.l3 + total]).ok_or(Drop::NoRoute)?;
         let (ifc, mac) = self.resolve_hop(hop, IpAddr::V6(da), now_ns)?;
         if out_total > usize::from(ifc.mtu) {
             // The tunnel's MTU is the egress MTU less the outer headers
@@ -1178,10 +1176,10 @@ pub fn notification_request(ip: &[u8], proto: IpProtocol, params: &Params) -> Op
         }
     };
     let body = ip.get(l4..)?;
-    // Only ICMPv6 and FANN over UDP are checked with it: IPv6 only.
-    let pseudo = |proto: u8| -> Option<u32> {
-        let len = u32::try_from(body.len()).ok()?;
-        Some(checksum::pseudo_v6(ip.get(8..24)?.try_into().ok()?, ip.get(24..40)?.try_into().ok()?, proto, len))
+    // The checksum of an IPv6 upper-layer packet (ICMPv6, FANN over UDP).
+    let sum_ok = |proto: u8| -> bool {
+        let pseudo = || -> Option<u32> { Some(checksum::pseudo_v6(ip.get(8..24)?.try_into().ok()?, ip.get(24..40)?.try_into().ok()?, proto, u32::try_from(body.len()).ok()?)) };
+        pseudo().is_some_and(|p| checksum::fold(checksum::combine(p, checksum::sum(body))) == 0xffff)
     };
     let from_action = |a: Action, param: u32| match a {
         Action::Pause => Some(Request::Pause { micros: Some(param) }),
@@ -1196,7 +1194,7 @@ pub fn notification_request(ip: &[u8], proto: IpProtocol, params: &Params) -> Op
     match upper {
         58 => {
             // ICMPv6 only over IPv6, with its checksum (RFC 4443 s.2.3).
-            if proto != IpProtocol::IPV6 || checksum::fold(checksum::combine(pseudo(58)?, checksum::sum(body))) != 0xffff {
+            if proto != IpProtocol::IPV6 || !sum_ok(58) {
                 return None;
             }
             let t = *body.first()?;
@@ -1233,7 +1231,7 @@ pub fn notification_request(ip: &[u8], proto: IpProtocol, params: &Params) -> Op
             } else if dport == params.fann_udp_port {
                 // FANN over UDP (s.5.2), IPv6 only; the checksum is
                 // mandatory over IPv6 (RFC 8200 s.8.1).
-                if proto != IpProtocol::IPV6 || body[6..8] == [0, 0] || checksum::fold(checksum::combine(pseudo(17)?, checksum::sum(body))) != 0xffff {
+                if proto != IpProtocol::IPV6 || body[6..8] == [0, 0] || !sum_ok(17) {
                     return None;
                 }
                 let m = fann::MessageRepr::parse(&fann::Message::new_checked(&body[8..]).ok()?).ok()?;

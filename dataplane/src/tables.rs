@@ -248,7 +248,16 @@ impl Route {
                 return Err(format!("next hop {} given twice", nh.gateway.map(|g| g.to_string()).unwrap_or_else(|| format!("interface #{}", nh.iface))));
             }
         }
-        Ok(Route(paths))
+        // Only the ratios count: one next hop has weight 1, and weights are
+        // divided by their greatest common divisor (fewer slots).
+        let gcd = |mut a: u16, mut b: u16| {
+            while b != 0 {
+                (a, b) = (b, a % b);
+            }
+            a
+        };
+        let g = paths.iter().fold(0, |g, (_, w)| gcd(g, *w));
+        Ok(Route(paths.into_iter().map(|(nh, w)| (nh, w / g)).collect()))
     }
     /// The first next hop (the only one of a single-path route).
     pub fn first(&self) -> &NextHop {
@@ -284,7 +293,7 @@ pub fn fragments_hash(ip: &[u8], seed: u64) -> u64 {
 
 #[inline]
 fn hash_flow(ip: &[u8], v6: bool, seed: u64, as_fragment: bool) -> u64 {
-    // Fixed-offset reads and three (IPv4: two) 64x64->128-bit multiplies
+    // Fixed-offset reads and four (IPv4: two) 64x64->128-bit multiplies
     // folded to 64 bits, as in wyhash: a few ns a packet, which matters
     // on the fast path, and every input bit reaches the high bits that
     // pick the slot.
@@ -313,22 +322,64 @@ fn hash_flow(ip: &[u8], v6: bool, seed: u64, as_fragment: bool) -> u64 {
         _ => 0,
     };
     let tail = ports | (u64::from(proto) << 32) | (label << 40);
-    mum(mum(x ^ seed ^ K[0], tail ^ K[1]) ^ K[2], seed ^ K[3])
+    mum(mum(x ^ seed ^ K[0], tail ^ K[1]) ^ K[2], (seed ^ K[3]) | 1)
 }
 
 /// Which of `n` slots a flow with hash `h` takes (hash-threshold, RFC
-/// 2992: a change of `n` moves only the flows of the regions that moved).
+/// 2992: the hash space is cut into `n` regions; adding or removing a
+/// next hop moves the flows of the regions whose bounds moved, fewer than
+/// modulo-`n` would).
 #[inline(always)]
 pub fn slot_of(h: u64, n: u32) -> u32 {
     ((u128::from(h) * u128::from(n)) >> 64) as u32
 }
 
 /// A compiled route: `n` slots from `start` in [`Fib`]'s slot array, each
-/// next hop repeated by its weight.
+/// next hop repeated by its weight; its distinct next hops are `hops_n`
+/// from `hops_start` in the group-hop array (for uRPF).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Group {
     pub start: u32,
     pub n: u32,
+    hops_start: u32,
+    hops_n: u32,
+}
+
+/// What [`Fib::compile`] builds: distinct next hops and routes (groups).
+#[derive(Default)]
+struct Compiled<'a> {
+    hops: Vec<NextHop>,
+    hop_ids: FxHashMap<NextHop, u32>,
+    groups: Vec<Group>,
+    group_ids: FxHashMap<&'a Route, u32>,
+    slots: Vec<u32>,
+    group_hops: Vec<u32>,
+}
+
+impl<'a> Compiled<'a> {
+    /// The group of route `r`, shared by every prefix with the same route.
+    fn id(&mut self, r: &'a Route) -> u32 {
+        if let Some(&g) = self.group_ids.get(r) {
+            return g;
+        }
+        let (start, hops_start) = (self.slots.len(), self.group_hops.len());
+        // Past 2^32 slots (millions of distinct ECMP routes) a route keeps
+        // its first next hop only.
+        let total: usize = r.paths().iter().map(|(_, w)| usize::from(*w)).sum();
+        let paths = if start + total >= u32::MAX as usize { &r.paths()[..1] } else { r.paths() };
+        for (nh, w) in paths {
+            let h = *self.hop_ids.entry(*nh).or_insert_with(|| {
+                self.hops.push(*nh);
+                (self.hops.len() - 1) as u32
+            });
+            self.slots.extend(std::iter::repeat_n(h, if paths.len() == 1 { 1 } else { usize::from(*w) }));
+            self.group_hops.push(h);
+        }
+        self.groups.push(Group { start: start as u32, n: (self.slots.len() - start) as u32, hops_start: hops_start as u32, hops_n: (self.group_hops.len() - hops_start) as u32 });
+        let g = (self.groups.len() - 1) as u32;
+        self.group_ids.insert(r, g);
+        g
+    }
 }
 
 /// The forwarding information base: the routes (a prefix trie per family,
@@ -345,6 +396,7 @@ pub struct Fib {
     hops: Vec<NextHop>,
     groups: Vec<Group>,
     slots: Vec<u32>,
+    group_hops: Vec<u32>,
     seed: u64,
     bulk: bool,
 }
@@ -359,6 +411,7 @@ impl Default for Fib {
             hops: Vec::new(),
             groups: Vec::new(),
             slots: Vec::new(),
+            group_hops: Vec::new(),
             seed: 0,
             bulk: false,
         }
@@ -388,32 +441,16 @@ impl Fib {
     }
     /// Rebuild the lookup tables from the routes.
     pub fn compile(&mut self) {
-        let mut hops: Vec<NextHop> = Vec::new();
-        let mut hop_ids: FxHashMap<NextHop, u32> = FxHashMap::default();
-        let mut groups: Vec<Group> = Vec::new();
-        let mut slots: Vec<u32> = Vec::new();
-        let mut group_ids: FxHashMap<Route, u32> = FxHashMap::default();
-        let mut id = |r: &Route, groups: &mut Vec<Group>| -> u32 {
-            *group_ids.entry(r.clone()).or_insert_with(|| {
-                let start = slots.len() as u32;
-                for (nh, w) in r.paths() {
-                    let h = *hop_ids.entry(*nh).or_insert_with(|| {
-                        hops.push(*nh);
-                        (hops.len() - 1) as u32
-                    });
-                    slots.extend(std::iter::repeat_n(h, usize::from(*w)));
-                }
-                groups.push(Group { start, n: slots.len() as u32 - start });
-                (groups.len() - 1) as u32
-            })
-        };
-        let mut p4: Vec<(u128, u8, u32)> = self.v4.iter().map(|(p, r)| (u128::from(u32::from(p.network())) << 96, p.prefix_len(), id(r, &mut groups))).collect();
-        let mut p6: Vec<(u128, u8, u32)> = self.v6.iter().map(|(p, r)| (u128::from(p.network()), p.prefix_len(), id(r, &mut groups))).collect();
+        let mut c = Compiled::default();
+        let mut p4: Vec<(u128, u8, u32)> = self.v4.iter().map(|(p, r)| (u128::from(u32::from(p.network())) << 96, p.prefix_len(), c.id(r))).collect();
+        let mut p6: Vec<(u128, u8, u32)> = self.v6.iter().map(|(p, r)| (u128::from(p.network()), p.prefix_len(), c.id(r))).collect();
         self.lpm4 = Lpm::build(32, &mut p4);
         self.lpm6 = Lpm::build(128, &mut p6);
+        let Compiled { hops, groups, slots, group_hops, .. } = c;
         self.hops = hops;
         self.groups = groups;
         self.slots = slots;
+        self.group_hops = group_hops;
     }
     /// Add or replace the route to `p` (one next hop).
     pub fn insert4(&mut self, p: Ipv4Net, nh: NextHop) -> Option<Route> {
@@ -453,6 +490,18 @@ impl Fib {
     pub fn route6(&self, a: Ipv6Addr, hash: impl FnOnce() -> u64) -> Option<u32> {
         self.pick(self.lpm6.lookup(u128::from(a))?, hash)
     }
+    /// [`Fib::route4`] / [`Fib::route6`] for a packet: `dst` is where it
+    /// goes, `pkt` the IP packet (header first, IPv4 or IPv6 by its
+    /// version, without link-layer padding) that [`flow_hash`] reads with
+    /// this FIB's seed.
+    #[inline]
+    pub fn route_ip(&self, dst: IpAddr, pkt: &[u8]) -> Option<u32> {
+        let hash = || flow_hash(pkt, pkt.first().is_some_and(|b| b >> 4 == 6), self.seed);
+        match dst {
+            IpAddr::V4(a) => self.route4(a, hash),
+            IpAddr::V6(a) => self.route6(a, hash),
+        }
+    }
     /// The next hop of group `g` for a flow with hash `hash()`.
     #[inline(always)]
     pub fn pick(&self, g: u32, hash: impl FnOnce() -> u64) -> Option<u32> {
@@ -487,7 +536,7 @@ impl Fib {
     #[inline]
     pub fn group_iface(&self, g: u32, iface: u16) -> Option<u16> {
         let g = *self.groups.get(g as usize)?;
-        let hops = self.slots.get(g.start as usize..(g.start + g.n) as usize)?;
+        let hops = self.group_hops.get(g.hops_start as usize..(g.hops_start + g.hops_n) as usize)?;
         let first = self.hops.get(*hops.first()? as usize)?.iface;
         Some(if hops.iter().any(|&h| self.hops.get(h as usize).is_some_and(|nh| nh.iface == iface)) { iface } else { first })
     }
@@ -697,6 +746,13 @@ mod tests {
         assert!(Route::multipath(many).unwrap_err().contains("at most 64"));
         // The same gateway on two interfaces is two next hops.
         assert!(Route::multipath(vec![(gw(1, "10.1.0.2"), 1), (gw(2, "10.1.0.2"), 1)]).is_ok());
+        // Only ratios count: weights divided by their GCD; one next hop
+        // has weight 1 (a single-path route, never hashed).
+        let r = Route::multipath(vec![(gw(1, "10.1.0.2"), 256), (gw(2, "10.2.0.2"), 128)]).unwrap();
+        assert_eq!(r.paths().iter().map(|p| p.1).collect::<Vec<_>>(), vec![2, 1]);
+        let r = Route::multipath(vec![(gw(1, "10.1.0.2"), 5)]).unwrap();
+        assert_eq!(r, Route::single(gw(1, "10.1.0.2")));
+        assert!(!r.is_multipath());
     }
 
     #[test]

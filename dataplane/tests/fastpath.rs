@@ -68,6 +68,7 @@ fn fib() -> Fib {
     f.insert("2001:db8:300::/48".parse().unwrap(), Route::multipath(mix6.to_vec()).unwrap());
     f.insert("100.65.0.0/16".parse().unwrap(), Route::multipath(vec![(via(1, "10.1.0.254"), 1), (via(3, "10.3.0.254"), 2)]).unwrap());
     f.insert("2001:db8:301::/48".parse().unwrap(), Route::multipath(vec![(via(1, "2001:db8:1::fe"), 1), (via(3, "2001:db8:3::fe"), 2)]).unwrap());
+    f.set_seed(0x0dc1_7e57_5eed);
     f
 }
 
@@ -459,12 +460,15 @@ fn ecmp_routes_spread_flows_by_weight_and_keep_each_flow_on_one_next_hop() {
                     let flow = b * 32 + k;
                     // RoCEv2: UDP source port = entropy, destination 4791.
                     let pp = (u64::from(49152 + flow % 16384) << 16) | 4791;
+                    // The second round changes what is not the flow: Hop
+                    // Limit / TTL, length, payload.
+                    let (hop, len) = if round == 0 { (64, 64) } else { (9, 200) };
                     if k % 2 == 0 {
-                        let mut f = frame6(R0, v6("2001:db8::2"), v6("2001:db8:301::5"), 17, 64, 64);
+                        let mut f = frame6(R0, v6("2001:db8::2"), v6("2001:db8:301::5"), 17, hop, len);
                         ports(&mut f, 54, pp);
                         f
                     } else {
-                        let mut f = frame4(R0, v4("10.0.0.2"), v4("100.65.0.5"), 64, 64);
+                        let mut f = frame4(R0, v4("10.0.0.2"), v4("100.65.0.5"), hop, len);
                         ports(&mut f, 34, pp);
                         f
                     }
@@ -511,6 +515,7 @@ fn ecmp_routes_spread_flows_by_weight_and_keep_each_flow_on_one_next_hop() {
         ports(&mut fr, 54, (u64::from(49152 + flow) << 16) | 4791);
         let mut o = [0u16; 1];
         pl.fast_burst(0, &mut [fr.as_mut_slice()], &mut o);
+        assert_ne!(o[0], SLOW, "flow {flow}");
         // The IPv6 flows of the rounds above are the even ones.
         if seen.get(&(true, flow)).is_some_and(|m| m[..] != fr[0..6]) {
             moved += 1;
@@ -557,9 +562,28 @@ fn urpf_strict_accepts_any_next_hop_of_an_ecmp_route() {
 /// they are cut to fit where they go, and all take one next hop.
 #[test]
 fn fragments_on_an_ecmp_route_fit_the_next_hop_they_take() {
+    // A destination whose fragments take p3 (MTU 600) while some of its
+    // flows' whole packets would take p1 (MTU 1500): the case where the
+    // fragments must be cut to p3's MTU, not p1's.
+    let fb = fib();
+    let dst = (1..=250u8)
+        .map(|x| v4(&format!("100.65.0.{x}")))
+        .find(|d| {
+            let fr = frame4(R0, v4("10.0.0.2"), *d, 64, 1600);
+            let hop = fb.route4(*d, || dataplane::tables::fragments_hash(&fr[14..], fb.seed())).unwrap();
+            fb.hop(hop).unwrap().iface == 3
+        })
+        .expect("a destination whose fragments take p3");
+    let mut whole_on_p1 = 0;
+    for flow in 0..64u64 {
+        let mut f = frame4(R0, v4("10.0.0.2"), dst, 64, 1600);
+        ports(&mut f, 34, (flow << 16) | 4791);
+        whole_on_p1 += usize::from(fb.hop(fb.route_ip(dst.into(), &f[14..]).unwrap()).unwrap().iface == 1);
+    }
+    assert!(whole_on_p1 > 0, "no flow's whole packet takes p1");
     let mut ports_seen = std::collections::HashSet::new();
     for flow in 0..64u64 {
-        let mut f = frame4(R0, v4("10.0.0.2"), v4("100.65.0.5"), 64, 1600);
+        let mut f = frame4(R0, v4("10.0.0.2"), dst, 64, 1600);
         ports(&mut f, 34, (flow << 16) | 4791);
         f[14 + 6] = 0; // no DF
         f[24..26].fill(0);
@@ -580,8 +604,8 @@ fn fragments_on_an_ecmp_route_fit_the_next_hop_they_take() {
         ports_seen.extend(out);
     }
     // The fragments' hash has no ports: every flow between these two
-    // hosts takes one next hop.
-    assert_eq!(ports_seen.len(), 1);
+    // hosts takes p3.
+    assert_eq!(ports_seen, [3].into_iter().collect());
 }
 
 fn mutated(base: Vec<u8>, muts: &[(usize, u8)], cut: usize) -> Vec<u8> {

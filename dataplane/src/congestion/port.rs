@@ -882,6 +882,11 @@ impl CongestionPort {
         for &(_, s) in &top[..k] {
             let Some(f) = self.flows.get_mut(s) else { continue };
             f.roll(now, win);
+            // A deferral of an earlier episode (two windows old) says
+            // nothing about this one.
+            if f.deferred().is_some_and(|(since, _)| now.saturating_sub(since) >= 2 * win) {
+                f.set_deferred(None);
+            }
             let f = *f;
             if f.last_cnp().is_some_and(|t| now.saturating_sub(t) < rtt) {
                 self.stats.rate_limited += 1;
@@ -893,15 +898,7 @@ impl CongestionPort {
                 // feedback delay.
                 let ours = f.last_cnp().is_some_and(|t| now.saturating_sub(t) < 2 * win + rtt);
                 let fell = !ours && f.rate_fell(self.p.policy.rate_drop_frac);
-                // A deferral of an earlier episode (two windows old) says
-                // nothing about this one.
-                let deferred = f.deferred().filter(|&(since, _)| now.saturating_sub(since) < 2 * win);
-                if deferred.is_none() && f.deferred().is_some() {
-                    if let Some(f) = self.flows.get_mut(s) {
-                        f.set_deferred(None);
-                    }
-                }
-                match deferred {
+                match f.deferred() {
                     Some((since, _)) if now.saturating_sub(since) < win => continue,
                     Some((_, qd_then)) if qd > qd_then => {
                         d = self.escalate(base, qd);

@@ -212,8 +212,7 @@ impl Pipeline {
                     build_upstream(&up, cfg, &mut p.data_mut()[l2.l3..l2.l3 + n]).map_err(|_| Drop::NoHeadroom)?;
                     (cfg.upstream_dst(), pcp_of(&up, cfg))
                 };
-                let seed = self.fib.seed();
-                let hop = self.fib.route6(up_dst, || crate::tables::flow_hash(&p.data()[l2.l3..], true, seed)).ok_or(Drop::NoRoute)?;
+                let hop = self.fib.route_ip(IpAddr::V6(up_dst), crate::pipeline::ip_at(p.data(), l2.l3)).ok_or(Drop::NoRoute)?;
                 let (ifc, mac) = self.resolve_hop(hop, IpAddr::V6(up_dst), now_ns)?;
                 let (port, out_mac, vlan) = (ifc.port, ifc.mac, ifc.vlan);
                 write_l2(p, L2 { pcp, ..l2 }, mac, out_mac, vlan, EtherType::IPV6)?;

@@ -566,6 +566,26 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     }
 }
 
+/// FANN over UDP (s.5.2): decrement the Hop Limit of the Message in the
+/// UDP segment `udp` (UDP header first) and patch the UDP checksum (RFC
+/// 1624; a sum of 0 is sent as 0xffff, RFC 768). Returns the new value, or
+/// `Ok(None)` (unchanged) when it is already 0; `Err` when the segment
+/// holds no well-formed Message.
+pub fn decrement_udp_hop_limit(udp: &mut [u8]) -> Result<Option<u8>> {
+    let (h, et) = {
+        let mut m = Message::new_checked(udp.get_mut(8..).ok_or(Error::Truncated)?)?;
+        let (h, et) = (m.hop_limit(), m.event_type());
+        if h == 0 {
+            return Ok(None);
+        }
+        m.set_hop_limit(h - 1);
+        (h, et)
+    };
+    let c = checksum::update16(u16::from_be_bytes([udp[6], udp[7]]), u16::from_be_bytes([h, et]), u16::from_be_bytes([h - 1, et]));
+    udp[6..8].copy_from_slice(&(if c == 0 { 0xffff } else { c }).to_be_bytes());
+    Ok(Some(h - 1))
+}
+
 impl<T: AsRef<[u8]>> AsRef<[u8]> for Packet<T> {
     fn as_ref(&self) -> &[u8] {
         self.buffer.as_ref()
@@ -1048,6 +1068,23 @@ mod tests {
         let mut m = example_repr().message.to_bytes();
         let mut mm = Message::new_checked(&mut m[..]).unwrap();
         assert_eq!(mm.decrement_hop_limit(), Ok(7));
+        // Over UDP: the UDP checksum stays right down to 0, then no change.
+        let msg = example_repr().message.to_bytes();
+        let mut udp = [&[0xc1, 0x2e, 0xc2, 0x7e][..], &((8 + msg.len()) as u16).to_be_bytes(), &[0, 0], &msg].concat();
+        let (s, d) = (a(SRC).octets(), a(DST).octets());
+        let sum = |u: &[u8]| checksum::fold(checksum::combine(checksum::pseudo_v6(&s, &d, 17, u.len() as u32), checksum::sum(u)));
+        let c = !sum(&udp);
+        udp[6..8].copy_from_slice(&c.to_be_bytes());
+        for expect in (0..8).rev() {
+            assert_eq!(decrement_udp_hop_limit(&mut udp), Ok(Some(expect)));
+            assert_eq!(udp[10], expect);
+            assert_eq!(sum(&udp), 0xffff, "UDP checksum at Hop Limit {expect}");
+        }
+        let before = udp.clone();
+        assert_eq!(decrement_udp_hop_limit(&mut udp), Ok(None));
+        assert_eq!(udp, before);
+        assert!(decrement_udp_hop_limit(&mut udp[..12]).is_err());
+        assert!(decrement_udp_hop_limit(&mut udp[..4]).is_err());
     }
 
     // --- proptest ---
