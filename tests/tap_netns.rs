@@ -337,3 +337,70 @@ for _ in range(3):
     assert_eq!(counter(&so, "tx-full"), 0);
     assert_eq!(mempool_in_use(&so), 0, "every mbuf back in its pool after SIGTERM");
 }
+
+/// ECMP and link state on net_tap: a route over a gateway behind each
+/// port. When the kernel takes tap 2 down (`ip link set ... down`), the
+/// tap port's link goes down: the router leaves that next hop out of the
+/// ECMP route (`show routes` marks it `linkdown`, `link-state-change`
+/// counts it), and takes it back when the link comes up. A single-path
+/// route keeps its next hop (there is no other). The taps stay in this
+/// namespace: net_tap reads the link state of its tap by name, which it
+/// cannot see once the tap is moved into another namespace.
+#[test]
+fn ecmp_leaves_out_a_next_hop_whose_link_is_down() {
+    if let Err(why) = can_run() {
+        eprintln!("SKIPPED tap_netns ecmp: {why}");
+        return;
+    }
+    let lab = TapLab::new("el");
+    let ports = lab.ports("", "");
+    let TapLab { t2, dir, sock, cfg, .. } = lab;
+    std::fs::write(
+        &cfg,
+        format!(
+            r#"
+[dataplane]
+status_interval_ms = 0
+[mempool]
+mbufs_per_socket = 4095
+cache_size = 64
+{ports}[[route]]
+prefix = "10.9.0.0/16"
+nexthop = [{{ via = "10.1.0.2" }}, {{ via = "10.2.0.2" }}]
+[[route]]
+prefix = "2001:db8:99::/48"
+nexthop = [{{ via = "2001:db8:a::2" }}, {{ via = "2001:db8:b::2" }}]
+[[route]]
+prefix = "10.8.0.0/16"
+via = "10.2.0.2"
+"#
+        ),
+    )
+    .unwrap();
+    let mut router = Router::start("tapecmp", &cfg, &dir, &sock);
+    let s = sock.to_str().unwrap();
+    let routes = || control::ctl::request(s, "show routes").unwrap();
+    // Wait (at most 5 s) until `show routes` satisfies `want`.
+    let wait = |want: &dyn Fn(&str) -> bool, what: &str| {
+        let t0 = Instant::now();
+        loop {
+            let r = routes();
+            if want(&r) {
+                return r;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(5), "{what}:\n{r}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let up = wait(&|r| !r.contains("linkdown"), "both links up");
+    assert!(up.contains("10.9.0.0/16\n\tnexthop via 10.1.0.2 dev a weight 1\n\tnexthop via 10.2.0.2 dev b weight 1\n"), "{up}");
+    sh(&["ip", "link", "set", &t2, "down"]);
+    let down = wait(&|r| r.contains("nexthop via 10.2.0.2 dev b linkdown"), "b's next hop left out");
+    assert!(down.contains("\tnexthop via 2001:db8:b::2 dev b linkdown weight 1\n") && down.contains("\tnexthop via 10.1.0.2 dev a weight 1\n"), "{down}");
+    assert!(down.contains("10.8.0.0/16 via 10.2.0.2 dev b linkdown\n"), "{down}");
+    sh(&["ip", "link", "set", &t2, "up"]);
+    wait(&|r| !r.contains("linkdown"), "b back");
+    let so = router.stop();
+    assert!(counter(&so, "link-state-change") >= 2, "{so}");
+    assert_eq!(mempool_in_use(&so), 0);
+}

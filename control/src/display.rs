@@ -54,7 +54,9 @@ pub fn counter_table(s: &Snapshot, names: &[(u16, String)], stats: &[(u16, PortS
 pub fn routes(f: &Fib, t: &Topology) -> String {
     let mut o = String::new();
     let name = |i: u16| t.iface(i).map(|x| x.name.clone()).unwrap_or_else(|| format!("#{i}"));
-    let hop = |nh: &NextHop| format!("{} dev {}", nh.gateway.map(|g| format!("via {g}")).unwrap_or("connected".into()), name(nh.iface));
+    // `linkdown`: the interface's link is down; an ECMP route leaves that
+    // next hop out while another is up.
+    let hop = |nh: &NextHop| format!("{} dev {}{}", nh.gateway.map(|g| format!("via {g}")).unwrap_or("connected".into()), name(nh.iface), if f.is_down(nh.iface) { " linkdown" } else { "" });
     // One line per single-path route; an ECMP route as `ip route` shows
     // it, a `nexthop` line per next hop with its weight.
     let mut line = |p: String, r: &Route| {

@@ -508,6 +508,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     let neigh_limit = control.cfg.dataplane.neighbour_learn_limit;
     let status_every = Duration::from_millis(control.cfg.dataplane.status_interval_ms);
     let mut last_status = Instant::now();
+    let mut last_link = Instant::now();
     let mut last_snap = control.snapshot();
     let mut last_rx_total = 0u64;
     let mut last_rx_change = Instant::now();
@@ -564,6 +565,19 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         }
         if let Some(s) = ctl_server.as_mut() {
             s.poll(&mut control, &ports, &port_names);
+        }
+        // Link state every 10 ms: ECMP routes leave out the next hops
+        // behind a port whose link is down.
+        if last_link.elapsed() >= Duration::from_millis(10) {
+            last_link = Instant::now();
+            let down_ports: Vec<u16> = ports.iter().filter(|p| !p.link_up()).map(|p| p.id).collect();
+            let down: Vec<u16> = control.topo.interfaces.iter().enumerate().filter(|(_, i)| down_ports.contains(&i.port)).map(|(k, _)| k as u16).collect();
+            if control.fib.set_down(down) {
+                let names: Vec<&str> = port_names.iter().filter(|(id, _)| down_ports.contains(id)).map(|(_, n)| n.as_str()).collect();
+                eprintln!("link state: down {names:?}; ECMP routes use the other next hops");
+                control.own.local(dataplane::counters::Local::LinkChange);
+                control.push_fib();
+            }
         }
         let now = Instant::now();
         if !status_every.is_zero() && now.duration_since(last_status) >= status_every && !opts.quiet {

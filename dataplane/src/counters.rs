@@ -170,6 +170,7 @@ reasons!(Local, N_LOCAL {
     PeControllerCopyRateLimited => "pe-controller-copy-rate-limited",
     FannSent => "fann-sent",
     FannRateLimited => "fann-rate-limited",
+    LinkChange => "link-state-change",
 });
 
 /// Maximum number of DPDK ports a worker keeps counters for.

@@ -354,6 +354,8 @@ struct Compiled<'a> {
     group_ids: FxHashMap<&'a Route, u32>,
     slots: Vec<u32>,
     group_hops: Vec<u32>,
+    /// Interfaces whose link is down (sorted).
+    down: &'a [u16],
 }
 
 impl<'a> Compiled<'a> {
@@ -365,8 +367,16 @@ impl<'a> Compiled<'a> {
         let (start, hops_start) = (self.slots.len(), self.group_hops.len());
         // Past 2^32 slots (millions of distinct ECMP routes) a route keeps
         // its first next hop only.
-        let total: usize = r.paths().iter().map(|(_, w)| usize::from(*w)).sum();
-        let paths = if start + total >= u32::MAX as usize { &r.paths()[..1] } else { r.paths() };
+        // An ECMP route leaves out the next hops whose link is down, unless
+        // all of them are.
+        let live: Vec<(NextHop, u16)> = if r.is_multipath() && !self.down.is_empty() {
+            r.paths().iter().filter(|(nh, _)| self.down.binary_search(&nh.iface).is_err()).copied().collect()
+        } else {
+            Vec::new()
+        };
+        let paths = if live.is_empty() { r.paths() } else { &live[..] };
+        let total: usize = paths.iter().map(|(_, w)| usize::from(*w)).sum();
+        let paths = if start + total >= u32::MAX as usize { &paths[..1] } else { paths };
         for (nh, w) in paths {
             let h = *self.hop_ids.entry(*nh).or_insert_with(|| {
                 self.hops.push(*nh);
@@ -397,6 +407,7 @@ pub struct Fib {
     groups: Vec<Group>,
     slots: Vec<u32>,
     group_hops: Vec<u32>,
+    down: Vec<u16>,
     seed: u64,
     bulk: bool,
 }
@@ -412,6 +423,7 @@ impl Default for Fib {
             groups: Vec::new(),
             slots: Vec::new(),
             group_hops: Vec::new(),
+            down: Vec::new(),
             seed: 0,
             bulk: false,
         }
@@ -432,6 +444,23 @@ impl Fib {
             self.compile();
         }
     }
+    /// The interfaces whose link is down: ECMP routes leave their next
+    /// hops out (a route whose every next hop is down keeps them all).
+    /// Returns whether that changed anything (then the tables are rebuilt).
+    pub fn set_down(&mut self, mut ifaces: Vec<u16>) -> bool {
+        ifaces.sort_unstable();
+        ifaces.dedup();
+        if ifaces == self.down {
+            return false;
+        }
+        self.down = ifaces;
+        self.changed();
+        true
+    }
+    /// Whether interface `iface`'s link is down (see [`Fib::set_down`]).
+    pub fn is_down(&self, iface: u16) -> bool {
+        self.down.binary_search(&iface).is_ok()
+    }
     /// The ECMP hash seed ([`flow_hash`]).
     pub fn set_seed(&mut self, seed: u64) {
         self.seed = seed;
@@ -441,7 +470,7 @@ impl Fib {
     }
     /// Rebuild the lookup tables from the routes.
     pub fn compile(&mut self) {
-        let mut c = Compiled::default();
+        let mut c = Compiled { down: &self.down, ..Default::default() };
         let mut p4: Vec<(u128, u8, u32)> = self.v4.iter().map(|(p, r)| (u128::from(u32::from(p.network())) << 96, p.prefix_len(), c.id(r))).collect();
         let mut p6: Vec<(u128, u8, u32)> = self.v6.iter().map(|(p, r)| (u128::from(p.network()), p.prefix_len(), c.id(r))).collect();
         self.lpm4 = Lpm::build(32, &mut p4);
@@ -791,6 +820,39 @@ mod tests {
         let old = f.insert4("10.9.0.0/16".parse().unwrap(), gw(1, "10.1.0.2")).unwrap();
         assert_eq!(old, r);
         assert_eq!(f.routes4().filter(|(_, r)| r.is_multipath()).count(), 1);
+    }
+
+    #[test]
+    fn ecmp_routes_leave_out_next_hops_whose_link_is_down() {
+        let mut f = Fib::default();
+        f.insert("10.9.0.0/16".parse().unwrap(), Route::multipath(vec![(gw(1, "10.1.0.2"), 1), (gw(2, "10.2.0.2"), 1), (gw(3, "10.3.0.2"), 2)]).unwrap());
+        f.insert4("10.8.0.0/16".parse().unwrap(), gw(2, "10.2.0.2"));
+        let spread = |f: &Fib| {
+            let mut on = [0usize; 4];
+            for k in 0..1000u64 {
+                let hop = f.route4("10.9.1.1".parse().unwrap(), || k.wrapping_mul(0x9e37_79b9_7f4a_7c15)).unwrap();
+                on[usize::from(f.hop(hop).unwrap().iface)] += 1;
+            }
+            on
+        };
+        assert!(spread(&f).iter().skip(1).all(|&n| n > 150), "{:?}", spread(&f));
+        assert!(!f.set_down(vec![]), "nothing changed");
+        assert!(f.set_down(vec![3, 2, 3]));
+        assert!(f.is_down(2) && f.is_down(3) && !f.is_down(1));
+        assert_eq!(spread(&f), [0, 1000, 0, 0], "only the live next hop");
+        // uRPF follows the live next hops; a single-path route keeps its
+        // next hop (no other way to go).
+        assert_eq!(f.urpf_iface4("10.9.1.1".parse().unwrap(), 3), Some(1));
+        assert_eq!(f.lookup4("10.8.1.1".parse().unwrap()).unwrap().iface, 2);
+        // Every next hop down: all kept.
+        assert!(f.set_down(vec![1, 2, 3]));
+        assert!(spread(&f).iter().skip(1).all(|&n| n > 150));
+        assert!(f.set_down(vec![2]));
+        let on = spread(&f);
+        assert_eq!(on[2], 0);
+        assert!(on[1] > 200 && on[3] > 500, "1:2 over the two live ones: {on:?}");
+        assert!(f.set_down(vec![]));
+        assert!(spread(&f)[2] > 150, "back when the link comes up");
     }
 
     #[test]
