@@ -1785,9 +1785,26 @@ mac = "02:00:00:00:02:03"
 interface = "wan"
 "#;
     std::fs::write(&cfg, text).unwrap();
-    let out = run("ecmp", &cfg, &["--exit-when-idle", "400", "--duration", "20"]);
-    let so = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(out.status.success(), "{so}");
+    // While it runs, ask the management socket which next hop each flow
+    // takes (`route get`): it must be the one the frames left by.
+    let sock = dir.join("ctl.sock");
+    let (mut child, out) = start_with_ctl("ecmp", &cfg, &dir, &sock, &["--duration", "6"]);
+    let mut told = std::collections::HashMap::new();
+    for k in 0..256u16 {
+        for (fam, src, dst) in [("v4", "10.0.1.2", "10.0.5.7"), ("v6", "2001:db8:1::2", "2001:db8:5::7")] {
+            let r = control::ctl::request(sock.to_str().unwrap(), &format!("route get {dst} from {src} sport {}", 49152 + k)).unwrap();
+            let nh = match r.split_whitespace().nth(2) {
+                Some("10.0.2.2") | Some("2001:db8:2::2") => "02:00:00:00:02:02/0",
+                Some("10.0.200.2") => "02:00:00:00:02:20/200",
+                Some("2001:db8:2::3") => "02:00:00:00:02:03/0",
+                _ => panic!("route get: {r}"),
+            };
+            told.insert(format!("flow {fam} {} {nh}", 49152 + k), ());
+        }
+    }
+    let st = child.wait().unwrap();
+    let so = std::fs::read_to_string(&out).unwrap();
+    assert!(st.success(), "{so}");
     assert_eq!(mempool_in_use(&so), 0);
     let script = r#"
 import sys
@@ -1812,6 +1829,8 @@ for p in rdpcap(sys.argv[1]):
         bad.append(p.summary())
     flows.setdefault((fam, u.sport), set()).add("%s/%d" % (p[Ether].dst, vlan))
 split = [k for k, v in flows.items() if len(v) != 1]
+for (fam, sport), v in sorted(flows.items()):
+    print("flow", fam, sport, sorted(v)[0])
 per = {}
 for (fam, _), v in flows.items():
     nh = sorted(v)[0]
@@ -1838,6 +1857,11 @@ for fam, m in per.items():
     let (a, b) = (share("v6", "02:00:00:00:02:02/0"), share("v6", "02:00:00:00:02:03/0"));
     assert!(a + b == 256 && (40..=90).contains(&a), "IPv6 1:3 split {a} / {b}: {txt}");
     assert_eq!(port_packets(&so, "wan").1, 1024, "{so}");
+    let seen: Vec<&str> = txt.lines().filter(|l| l.starts_with("flow ")).collect();
+    assert_eq!(seen.len(), 512, "{txt}");
+    for l in seen {
+        assert!(told.contains_key(l), "route get told otherwise than the frame: {l}");
+    }
 }
 
 /// ECMP routes at run time over the management socket: `route add` with
@@ -1859,6 +1883,17 @@ fn ecmp_routes_change_at_run_time() {
     assert!(r.contains("10.0.6.0/24\n\tnexthop via 10.0.2.2 dev wan weight 1\n\tnexthop via 10.0.200.2 dev wan.200 weight 3\n"), "{r}");
     assert!(r.contains("2001:db8:6::/48\n\tnexthop via 2001:db8:2::2 dev wan weight 1\n\tnexthop via fe80::1 dev wan weight 2\n"), "{r}");
     assert!(r.contains("10.0.3.0/24 via 10.0.2.2 dev wan\n"), "single-path routes keep one line: {r}");
+    // `route get`: the answer for one flow is stable, flows spread, and
+    // the arguments are checked.
+    let gets: Vec<String> = (0..64).map(|k| req(&format!("route get 10.0.6.9 from 10.0.1.2 sport {}", 49152 + k))).collect();
+    assert!(gets.iter().all(|g| g == "10.0.6.9 via 10.0.2.2 dev wan\nOK\n" || g == "10.0.6.9 via 10.0.200.2 dev wan.200\nOK\n"), "{gets:?}");
+    assert!(gets.iter().any(|g| g.contains("wan.200")) && gets.iter().any(|g| g.contains("dev wan\n")), "{gets:?}");
+    assert_eq!(req("route get 10.0.6.9 from 10.0.1.2 sport 49152"), gets[0]);
+    assert_eq!(req("route get 10.0.3.1"), "10.0.3.1 via 10.0.2.2 dev wan\nOK\n");
+    assert_eq!(req("route get 192.0.2.1"), "192.0.2.1: no route\nOK\n");
+    assert!(req("route get 10.0.6.9 from 2001:db8::1").starts_with("ERR from: address family differs"));
+    assert!(req("route get 10.0.6.9 sport x").starts_with("ERR sport \"x\": not a valid value"));
+    assert!(req("route get 2001:db8:6::1 flowlabel 1048576").starts_with("ERR flowlabel \"1048576\": not a valid value"));
     let r = req("route add 10.0.6.0/24 via 10.0.2.2 via 10.0.2.2");
     assert!(r.starts_with("ERR next hop 10.0.2.2 given twice"), "{r}");
     let r = req("route add 10.0.6.0/24 via 10.0.2.2 weight 0");

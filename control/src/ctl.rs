@@ -21,6 +21,7 @@ pub const HELP: &str = "commands:
   show counters | show routes | show neighbours | show interfaces | show workers
   route add PREFIX [via ADDR] [dev INTERFACE] [weight N] [via ADDR [dev INTERFACE] [weight N] ...]   (several: ECMP)
   route del PREFIX
+  route get ADDR [from ADDR] [proto N] [sport N] [dport N] [flowlabel N]   (the next hop a flow takes; dport 4791 unless given)
   neighbour add ADDR MAC INTERFACE
   neighbour del ADDR INTERFACE
   show congestion | show flows PORT [N]
@@ -97,6 +98,7 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
             Ok(format!("{}\n", display::counter_table(&c.snapshot(), names, &stats)))
         }
         ["show", "routes"] => Ok(display::routes(&c.fib, &c.topo)),
+        ["route", "get", dst, rest @ ..] => route_get(c, dst, rest),
         ["show", "neighbours"] => Ok(display::neighbours(&c.neighbours, &c.topo)),
         ["show", "interfaces"] => Ok(display::interfaces(&c.topo)),
         ["show", "workers"] => Ok(c.workers_table(names)),
@@ -522,4 +524,48 @@ pub fn request(path: &str, command: &str) -> Result<String, String> {
     let mut out = String::new();
     s.read_to_string(&mut out).map_err(|e| e.to_string())?;
     Ok(out)
+}
+
+/// `route get`: the next hop the workers pick for a flow (`ip route get`),
+/// from a header built with the flow's fields, hashed as a packet is.
+fn route_get(c: &Control, dst: &str, rest: &[&str]) -> Result<String, String> {
+    let dst: IpAddr = dst.parse().map_err(|_| format!("{dst:?}: not an address"))?;
+    let (mut src, mut proto, mut sport, mut dport, mut label) = (None, 17u8, 0u16, dataplane::wire::params::ROCEV2_UDP_PORT, 0u32);
+    let mut it = rest.iter();
+    while let Some(k) = it.next() {
+        let v = it.next().ok_or_else(|| format!("{k:?} needs a value; {HELP}"))?;
+        let bad = || format!("{k} {v:?}: not a valid value");
+        match *k {
+            "from" => src = Some(v.parse::<IpAddr>().map_err(|_| bad())?),
+            "proto" => proto = v.parse().map_err(|_| bad())?,
+            "sport" => sport = v.parse().map_err(|_| bad())?,
+            "dport" => dport = v.parse().map_err(|_| bad())?,
+            "flowlabel" => label = v.parse().ok().filter(|l| *l < 1 << 20).ok_or_else(bad)?,
+            _ => return Err(format!("unexpected {k:?}; {HELP}")),
+        }
+    }
+    let ports = [sport.to_be_bytes(), dport.to_be_bytes()].concat();
+    let pkt: Vec<u8> = match (dst, src) {
+        (IpAddr::V4(d), None | Some(IpAddr::V4(_))) => {
+            let s = match src {
+                Some(IpAddr::V4(s)) => s.octets(),
+                _ => [0; 4],
+            };
+            [&[0x45, 0, 0, 24, 0, 0, 0, 0, 64, proto, 0, 0][..], &s, &d.octets(), &ports].concat()
+        }
+        (IpAddr::V6(d), None | Some(IpAddr::V6(_))) => {
+            let s = match src {
+                Some(IpAddr::V6(s)) => s.octets(),
+                _ => [0; 16],
+            };
+            let l = label.to_be_bytes();
+            [&[0x60, l[1] & 0x0f, l[2], l[3], 0, 4, proto, 64][..], &s, &d.octets(), &ports].concat()
+        }
+        _ => return Err("from: address family differs from the destination".into()),
+    };
+    let Some(hop) = c.fib.route_ip(dst, &pkt) else { return Ok(format!("{dst}: no route\n")) };
+    let nh = c.fib.hop(hop).ok_or("no next hop")?;
+    let name = c.topo.iface(nh.iface).map_or("?", |i| i.name.as_str());
+    let via = nh.gateway.map_or_else(|| "connected".to_string(), |g| format!("via {g}"));
+    Ok(format!("{dst} {via} dev {name}{}\n", if c.fib.is_down(nh.iface) { " linkdown" } else { "" }))
 }
