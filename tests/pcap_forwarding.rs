@@ -1894,6 +1894,8 @@ fn ecmp_routes_change_at_run_time() {
     assert!(req("route get 10.0.6.9 from 2001:db8::1").starts_with("ERR from: address family differs"));
     assert!(req("route get 10.0.6.9 sport x").starts_with("ERR sport \"x\": not a valid value"));
     assert!(req("route get 2001:db8:6::1 flowlabel 1048576").starts_with("ERR flowlabel \"1048576\": not a valid value"));
+    let r = req("route add 10.0.2.0/24 via 10.0.200.2");
+    assert!(r.starts_with("ERR prefix 10.0.2.0/24: the connected subnet of interface wan"), "{r}");
     let r = req("route add 10.0.6.0/24 via 10.0.2.2 via 10.0.2.2");
     assert!(r.starts_with("ERR next hop 10.0.2.2 given twice"), "{r}");
     let r = req("route add 10.0.6.0/24 via 10.0.2.2 weight 0");
