@@ -21,7 +21,8 @@
 //! Discovery, FANN Hop Limit); a destination that may be one of the
 //! router's own addresses, SIDs, End.MT Proxy Addresses or (IPv4) subnet
 //! broadcast addresses (a small hash filter, so a collision only costs the
-//! slow path); a destination an SR policy steers (H.Encaps); no route; a
+//! slow path), or a source that may be one of them (the full pipeline drops
+//! a source that is one of the router's addresses as a martian); a destination an SR policy steers (H.Encaps); no route; a
 //! gateway that is not resolved, a connected destination, or a VLAN
 //! egress; a packet larger than the egress MTU; on a port with uRPF, a
 //! source that fails the check (the sources of the burst are looked up in
@@ -263,7 +264,8 @@ impl Pipeline {
                         continue;
                     }
                     let dst: [u8; 16] = ip[24..40].try_into().unwrap();
-                    if f.maybe_special(hash6(&dst)) || (policies && sids.policy6(Ipv6Addr::from(dst)).is_some()) {
+                    // A source that may be ours is a martian for the slow path.
+                    if f.maybe_special(hash6(&dst)) || f.maybe_special(hash6(ip[8..24].try_into().unwrap())) || (policies && sids.policy6(Ipv6Addr::from(dst)).is_some()) {
                         continue;
                     }
                     idx6[n6] = i as u8;
@@ -277,7 +279,7 @@ impl Pipeline {
                         continue;
                     }
                     let dst = u32::from_be_bytes(ip[16..20].try_into().unwrap());
-                    if f.maybe_special(hash4(dst)) || !checksum::ipv4_header20_ok(ip[..20].try_into().unwrap()) || (policies && sids.policy4(Ipv4Addr::from(dst)).is_some()) {
+                    if f.maybe_special(hash4(dst)) || f.maybe_special(hash4(u32::from_be_bytes(ip[12..16].try_into().unwrap()))) || !checksum::ipv4_header20_ok(ip[..20].try_into().unwrap()) || (policies && sids.policy4(Ipv4Addr::from(dst)).is_some()) {
                         continue;
                     }
                     idx4[n4] = i as u8;

@@ -345,7 +345,9 @@ impl Pipeline {
             }
             (ip.dst_addr(), ip.src_addr(), ip.ttl(), ip.protocol(), ip.header_len(), usize::from(ip.total_len()))
         };
-        if src.is_multicast() || src.is_broadcast() || src.is_loopback() || src.is_unspecified() {
+        // A source that is one of our own addresses is spoofed (or a loop):
+        // a martian (RFC 1812 s.5.3.7), never forwarded or answered.
+        if src.is_multicast() || src.is_broadcast() || src.is_loopback() || src.is_unspecified() || self.topo.is_local4(&src) {
             return Err(Drop::Ipv4Martian);
         }
         self.urpf(l2.iface, |f, i| f.urpf_iface4(src, i))?;
@@ -504,7 +506,7 @@ impl Pipeline {
             }
             (ip.dst_addr(), ip.src_addr(), ip.hop_limit(), 40 + usize::from(ip.payload_len()))
         };
-        if src.is_multicast() || src.is_loopback() {
+        if src.is_multicast() || src.is_loopback() || self.topo.is_local6(&src) {
             return Err(Drop::Ipv6Martian);
         }
         // Link-local and unspecified sources (ND, DAD) have no route: they

@@ -14,7 +14,7 @@ use support::{conn, iface, via};
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
-use dataplane::counters::WorkerCounters;
+use dataplane::counters::{Drop, WorkerCounters};
 use dataplane::fastpath::SLOW;
 use dataplane::packet::{PacketBuffer, VecPacket};
 use dataplane::pipeline::{Pipeline, PipelineConfig, Verdict};
@@ -523,6 +523,26 @@ fn ecmp_routes_spread_flows_by_weight_and_keep_each_flow_on_one_next_hop() {
     }
     // Independent splits at 1:2 differ for 4/9 of the flows (~57 of 128).
     assert!(moved > 30, "only {moved} of 128 flows moved with another seed");
+}
+
+/// A source that is one of the router's own addresses (spoofed, or a
+/// loop) is a martian: the fast path leaves it, the full pipeline drops
+/// it by name and does not forward it.
+#[test]
+fn sources_that_are_the_routers_own_addresses_are_martians() {
+    let frames = vec![
+        frame6(R0, v6("2001:db8::1"), v6("2001:db8:100::5"), 17, 64, 64),
+        frame6(R0, v6("2001:db8:1::1"), v6("2001:db8:100::5"), 17, 64, 64),
+        frame4(R0, v4("10.0.0.1"), v4("192.0.2.7"), 64, 40),
+        frame4(R0, v4("10.3.0.1"), v4("192.0.2.7"), 64, 40),
+        frame6(R0, v6("2001:db8::3"), v6("2001:db8:100::5"), 17, 64, 64),
+    ];
+    assert_eq!(check_burst(&frames, 0), vec![SLOW, SLOW, SLOW, SLOW, 1]);
+    let mut pl = pipeline();
+    for (i, want) in [(0, Drop::Ipv6Martian), (1, Drop::Ipv6Martian), (2, Drop::Ipv4Martian), (3, Drop::Ipv4Martian)] {
+        let mut p = VecPacket::from_bytes(&frames[i]);
+        assert_eq!(pl.process(&mut p, 0, T0), Verdict::Drop(want), "packet {i}");
+    }
 }
 
 /// uRPF strict on an ECMP route: a source passes when any of its route's
