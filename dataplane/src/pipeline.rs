@@ -346,7 +346,8 @@ impl Pipeline {
             (ip.dst_addr(), ip.src_addr(), ip.ttl(), ip.protocol(), ip.header_len(), usize::from(ip.total_len()))
         };
         // A source that is one of our own addresses is spoofed (or a loop):
-        // a martian (RFC 1812 s.5.3.7), never forwarded or answered.
+        // a martian, never forwarded or answered (as Linux does unless
+        // accept_local is set: "martian source").
         if src.is_multicast() || src.is_broadcast() || src.is_loopback() || src.is_unspecified() || self.topo.is_local4(&src) {
             return Err(Drop::Ipv4Martian);
         }
