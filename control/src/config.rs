@@ -1094,7 +1094,7 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         if !seen_prefixes.insert(prefix.trunc()) {
             return Err(format!("{} = {:?}: a second route to {}; give an ECMP route's next hops in one route's `nexthop` list", fld("prefix"), r.prefix, prefix.trunc()));
         }
-        if let Some(ifc) = interfaces.iter().find(|ifc| ifc.v4.iter().map(|n| IpNet::V4(n.trunc())).chain(ifc.v6.iter().map(|n| IpNet::V6(n.trunc()))).any(|n| n == prefix.trunc())) {
+        if let Some(ifc) = connected_owner(&interfaces, prefix) {
             return Err(format!("{} = {:?}: the connected subnet of interface {}; a static route would replace it", fld("prefix"), r.prefix, ifc.name));
         }
         // One next hop (`via` / `interface`), or an ECMP list (`nexthop`).
@@ -1771,6 +1771,13 @@ fn parse_addrs(list: &[String], field: &str, ifc: &mut Interface, seen: &mut Has
         }
     }
     Ok(())
+}
+
+/// The interface whose connected subnet `prefix` is, if any (a static
+/// route to it would replace the connected route).
+pub fn connected_owner(interfaces: &[Interface], prefix: IpNet) -> Option<&Interface> {
+    let p = prefix.trunc();
+    interfaces.iter().find(|i| i.v4.iter().map(|n| IpNet::V4(n.trunc())).chain(i.v6.iter().map(|n| IpNet::V6(n.trunc()))).any(|n| n == p))
 }
 
 /// The ECMP hash seed when the configuration gives none: a hash of the

@@ -123,7 +123,7 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
         }
         ["route", "add", prefix, rest @ ..] => {
             let prefix: IpNet = prefix.parse().map_err(|_| format!("prefix {prefix:?}: not an IP prefix"))?;
-            if let Some(ifc) = c.topo.interfaces.iter().find(|i| i.v4.iter().map(|n| IpNet::V4(n.trunc())).chain(i.v6.iter().map(|n| IpNet::V6(n.trunc()))).any(|n| n == prefix.trunc())) {
+            if let Some(ifc) = config::connected_owner(&c.topo.interfaces, prefix) {
                 return Err(format!("prefix {prefix}: the connected subnet of interface {}; a static route would replace it", ifc.name));
             }
             // Each `via` (or a second `dev`) starts the next next hop of an
