@@ -345,7 +345,8 @@ for _ in range(3):
 /// counts it), and takes it back when the link comes up. A single-path
 /// route keeps its next hop (there is no other). The taps stay in this
 /// namespace: net_tap reads the link state of its tap by name, which it
-/// cannot see once the tap is moved into another namespace.
+/// cannot see once the tap is moved into another namespace (the router
+/// then takes the link as up: the next test checks that too).
 #[test]
 fn ecmp_leaves_out_a_next_hop_whose_link_is_down() {
     if let Err(why) = can_run() {
@@ -373,25 +374,30 @@ nexthop = [{{ via = "2001:db8:a::2" }}, {{ via = "2001:db8:b::2" }}]
 [[route]]
 prefix = "10.8.0.0/16"
 via = "10.2.0.2"
+# No hosts behind the taps: static gateways (reachability detection would
+# find them silent and mark them unreachable, see the test below).
+[[neighbour]]
+ip = "10.1.0.2"
+mac = "02:00:00:00:01:02"
+interface = "a"
+[[neighbour]]
+ip = "10.2.0.2"
+mac = "02:00:00:00:02:02"
+interface = "b"
+[[neighbour]]
+ip = "2001:db8:a::2"
+mac = "02:00:00:00:01:02"
+interface = "a"
+[[neighbour]]
+ip = "2001:db8:b::2"
+mac = "02:00:00:00:02:02"
+interface = "b"
 "#
         ),
     )
     .unwrap();
     let mut router = Router::start("tapecmp", &cfg, &dir, &sock);
-    let s = sock.to_str().unwrap();
-    let routes = || control::ctl::request(s, "show routes").unwrap();
-    // Wait (at most 5 s) until `show routes` satisfies `want`.
-    let wait = |want: &dyn Fn(&str) -> bool, what: &str| {
-        let t0 = Instant::now();
-        loop {
-            let r = routes();
-            if want(&r) {
-                return r;
-            }
-            assert!(t0.elapsed() < Duration::from_secs(5), "{what}:\n{r}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    };
+    let wait = |want: &dyn Fn(&str) -> bool, what: &str| wait_ctl(&sock, "show routes", 5, want, what, &[]);
     let up = wait(&|r| !r.contains("linkdown"), "both links up");
     assert!(up.contains("10.9.0.0/16\n\tnexthop via 10.1.0.2 dev a weight 1\n\tnexthop via 10.2.0.2 dev b weight 1\n"), "{up}");
     sh(&["ip", "link", "set", &t2, "down"]);
@@ -402,5 +408,123 @@ via = "10.2.0.2"
     wait(&|r| !r.contains("linkdown"), "b back");
     let so = router.stop();
     assert!(counter(&so, "link-state-change") >= 2, "{so}");
+    assert_eq!(mempool_in_use(&so), 0);
+}
+
+/// Neighbour unreachability detection with the Linux kernel as the
+/// neighbour. Host 1 holds two ECMP gateways per family (10.1.0.2 / .3,
+/// 2001:db8:a::2 / ::3) and a plain host address (10.1.0.10).
+/// - The router resolves the ECMP gateways itself, without traffic (they
+///   may fail first while the host is being configured, and come back).
+/// - Learned entries are probed with unicast ARP requests / Neighbor
+///   Solicitations every ~0.5 s (neighbour_reachable_ms = 500); the
+///   kernel's replies confirm them and nothing is deleted.
+/// - When the host drops 10.1.0.3, 2001:db8:a::3 and 10.1.0.10, their
+///   probes go unanswered: the entries are deleted, the two gateways are
+///   marked unreachable (`show routes`, `show neighbours` FAILED) and every
+///   flow of the ECMP routes takes the other gateway (`route get`).
+/// - When the addresses come back, the gateways answer the router's
+///   retries and flows spread over both again.
+/// - The tap sits in another namespace, where net_tap cannot read its
+///   link: no next hop is marked `linkdown`.
+#[test]
+fn neighbour_unreachability_detection_deletes_silent_neighbours_and_steers_ecmp() {
+    if let Err(why) = can_run() {
+        eprintln!("SKIPPED tap_netns nud: {why}");
+        return;
+    }
+    let lab = TapLab::new("nu");
+    let ports = lab.ports("", "");
+    let TapLab { n1, t1, dir, sock, cfg, .. } = lab;
+    std::fs::write(
+        &cfg,
+        format!(
+            r#"
+[dataplane]
+status_interval_ms = 0
+neighbour_reachable_ms = 500
+neighbour_solicit_interval_ms = 100
+neighbour_probes = 3
+[mempool]
+mbufs_per_socket = 4095
+cache_size = 64
+{ports}[[route]]
+prefix = "10.9.0.0/16"
+nexthop = [{{ via = "10.1.0.2" }}, {{ via = "10.1.0.3" }}]
+[[route]]
+prefix = "2001:db8:99::/48"
+nexthop = [{{ via = "2001:db8:a::2" }}, {{ via = "2001:db8:a::3" }}]
+"#
+        ),
+    )
+    .unwrap();
+    let _ns = Netns::create(&[&n1]);
+    let mut router = Router::start("tapnud", &cfg, &dir, &sock);
+    host(&n1, &t1, "10.1.0.2/24", "2001:db8:a::2/64", "10.1.0.1", "2001:db8:a::1");
+    let addrs = [vec!["ip", "addr", "add", "10.1.0.3/24", "dev", &t1], vec!["ip", "addr", "add", "10.1.0.10/24", "dev", &t1], vec!["ip", "-6", "addr", "add", "2001:db8:a::3/64", "dev", &t1, "nodad"]];
+    for c in &addrs {
+        let o = in_ns(&n1, c);
+        assert!(o.status.success(), "{c:?}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+    let s = sock.to_str().unwrap();
+    let ctl = |c: &str| control::ctl::request(s, c).unwrap();
+    let wait = |cmd: &str, want: &dyn Fn(&str) -> bool, what: &str| wait_ctl(&sock, cmd, 10, want, what, &[&n1]);
+    let gws = ["10.1.0.2", "10.1.0.3", "2001:db8:a::2", "2001:db8:a::3"];
+    let learned = |r: &str, ip: &str| r.lines().any(|l| l.starts_with(&format!("{ip} lladdr ")) && l.contains(" dev a Learned"));
+    wait("show neighbours", &|r| gws.iter().all(|g| learned(r, g)), "the router resolves the ECMP gateways by itself");
+    let routes = wait("show routes", &|r| !r.contains("unreachable"), "every gateway reachable");
+    assert!(!routes.contains("linkdown"), "net_tap in another namespace: link state unknown, taken as up\n{routes}");
+    // Spread of 64 flows per family over the gateways, as `route get` says.
+    let spread = || {
+        let mut on = std::collections::BTreeMap::new();
+        for k in 0..64 {
+            for (src, dst) in [("10.1.0.2", "10.9.1.1"), ("2001:db8:a::2", "2001:db8:99::1")] {
+                let r = ctl(&format!("route get {dst} from {src} proto 17 sport {} dport 4791", 49152 + k));
+                let via = r.split_whitespace().nth(2).unwrap_or("?").to_string();
+                *on.entry(via).or_insert(0) += 1;
+            }
+        }
+        on
+    };
+    let on = spread();
+    assert!(gws.iter().all(|g| on.get(*g).copied().unwrap_or(0) >= 8), "flows over all four gateways: {on:?}");
+    // Host 1 talks to the router: 10.1.0.10 learned from its ARP request
+    // (the kernel forgets the router first, so that it asks again).
+    let o = in_ns(&n1, &["ip", "neigh", "flush", "dev", &t1]);
+    assert!(o.status.success());
+    let o = in_ns(&n1, &["ping", "-c", "2", "-i", "0.2", "-W", "2", "-I", "10.1.0.10", "10.1.0.1"]);
+    assert!(o.status.success(), "ping from 10.1.0.10: {}", String::from_utf8_lossy(&o.stdout));
+    wait("show neighbours", &|r| learned(r, "10.1.0.10"), "10.1.0.10 learned");
+    // Probes answered: confirmed, nothing deleted, for 2 s (about 4 rounds).
+    std::thread::sleep(Duration::from_secs(2));
+    let c = ctl("show counters");
+    assert!(counter(&c, "neighbour-probe-sent") >= 5 && counter(&c, "neighbour-confirmed") >= 5, "{c}");
+    assert_eq!(counter(&c, "neighbour-unreachable"), 0, "{c}");
+    let n = ctl("show neighbours");
+    assert!(gws.iter().chain(["10.1.0.10"].iter()).all(|g| learned(&n, g)), "{n}");
+    // The host drops 10.1.0.3, 2001:db8:a::3 and 10.1.0.10.
+    for c in [vec!["ip", "addr", "del", "10.1.0.3/24", "dev", &t1], vec!["ip", "addr", "del", "10.1.0.10/24", "dev", &t1], vec!["ip", "-6", "addr", "del", "2001:db8:a::3/64", "dev", &t1]] {
+        let o = in_ns(&n1, &c);
+        assert!(o.status.success(), "{c:?}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+    let routes = wait("show routes", &|r| r.contains("nexthop via 10.1.0.3 dev a unreachable") && r.contains("nexthop via 2001:db8:a::3 dev a unreachable"), "the silent gateways marked");
+    assert!(routes.contains("\tnexthop via 10.1.0.2 dev a weight 1\n") && routes.contains("\tnexthop via 2001:db8:a::2 dev a weight 1\n"), "{routes}");
+    let n = wait("show neighbours", &|r| !learned(r, "10.1.0.10"), "10.1.0.10 deleted");
+    assert!(n.contains("10.1.0.3 dev a FAILED\n") && n.contains("2001:db8:a::3 dev a FAILED\n"), "{n}");
+    assert!(learned(&n, "10.1.0.2") && learned(&n, "2001:db8:a::2"), "{n}");
+    let on = spread();
+    assert_eq!(on.len(), 2, "every flow on the answering gateways: {on:?}");
+    assert_eq!((on.get("10.1.0.2"), on.get("2001:db8:a::2")), (Some(&64), Some(&64)), "{on:?}");
+    // They come back.
+    for c in &addrs {
+        let o = in_ns(&n1, c);
+        assert!(o.status.success(), "{c:?}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+    wait("show routes", &|r| !r.contains("unreachable"), "the gateways answer again");
+    let on = spread();
+    assert!(gws.iter().all(|g| on.get(*g).copied().unwrap_or(0) >= 8), "flows over all four gateways again: {on:?}");
+    let so = router.stop();
+    assert!(counter(&so, "neighbour-unreachable") >= 3, "{so}");
+    assert!(counter(&so, "ecmp-gateway-failed") >= 2 && counter(&so, "ecmp-gateway-recovered") >= 2, "{so}");
     assert_eq!(mempool_in_use(&so), 0);
 }

@@ -392,6 +392,14 @@ fn d_solicit() -> u64 {
 fn d_neigh_limit() -> usize {
     16384
 }
+/// RFC 4861 s.10 REACHABLE_TIME.
+fn d_reachable() -> u64 {
+    30_000
+}
+/// RFC 4861 s.10 MAX_UNICAST_SOLICIT / MAX_MULTICAST_SOLICIT.
+fn d_probes() -> u32 {
+    3
+}
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -417,6 +425,14 @@ pub struct DataplaneSection {
     /// beyond it new addresses are not learned (`neighbour-learn-refused`).
     #[serde(default = "d_neigh_limit")]
     pub neighbour_learn_limit: usize,
+    /// Neighbour unreachability detection: a learned neighbour is probed
+    /// (unicast) this long (randomised 0.5x..1.5x) after it was last
+    /// confirmed, and deleted when `neighbour_probes` probes go unanswered;
+    /// ECMP routes leave out gateways that do not answer. 0: off.
+    #[serde(default = "d_reachable")]
+    pub neighbour_reachable_ms: u64,
+    #[serde(default = "d_probes")]
+    pub neighbour_probes: u32,
     /// End.MT replicas reference the received payload instead of copying it
     /// (when every port sends chained mbufs; otherwise full copies).
     #[serde(default = "d_true")]
@@ -438,6 +454,8 @@ impl Default for DataplaneSection {
             icmp_error_burst: d_icmp_burst(),
             neighbour_solicit_interval_ms: d_solicit(),
             neighbour_learn_limit: d_neigh_limit(),
+            neighbour_reachable_ms: d_reachable(),
+            neighbour_probes: d_probes(),
             zero_copy_replication: true,
             ecmp_seed: None,
         }
@@ -897,6 +915,15 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
     }
     if d.neighbour_learn_limit == 0 || d.neighbour_learn_limit > 1 << 20 {
         return err("dataplane.neighbour_learn_limit".into(), &d.neighbour_learn_limit, "must be 1..=1048576");
+    }
+    if d.neighbour_reachable_ms != 0 && !(100..=3_600_000).contains(&d.neighbour_reachable_ms) {
+        return err("dataplane.neighbour_reachable_ms".into(), &d.neighbour_reachable_ms, "must be 0 (off) or 100..=3600000");
+    }
+    if !(1..=10).contains(&d.neighbour_probes) {
+        return err("dataplane.neighbour_probes".into(), &d.neighbour_probes, "must be 1..=10");
+    }
+    if d.neighbour_reachable_ms != 0 && !(10..=60_000).contains(&d.neighbour_solicit_interval_ms) {
+        return err("dataplane.neighbour_solicit_interval_ms".into(), &d.neighbour_solicit_interval_ms, "must be 10..=60000 (the interval between reachability probes) unless neighbour_reachable_ms = 0");
     }
     if d.icmp_error_burst == 0 && d.icmp_error_rate_pps > 0 {
         return err("dataplane.icmp_error_burst".into(), &0, "must be >= 1 when icmp_error_rate_pps > 0");
@@ -1990,6 +2017,16 @@ nexthop = [{ via = "10.0.2.2" }, { via = "10.0.3.2", weight = 3 }, { via = "10.0
         }
         let e = bad(("addresses = [\"10.0.2.1/24\"]", "addresses = [\"10.0.1.1/24\"]"));
         assert!(e.contains("configured twice"), "{e}");
+        for v in ["50", "3600001"] {
+            let e = bad(("[dataplane]", &format!("[dataplane]\nneighbour_reachable_ms = {v}")));
+            assert!(e.contains(&format!("dataplane.neighbour_reachable_ms = {v}: must be 0 (off) or 100..=3600000")), "{e}");
+        }
+        for v in ["0", "11"] {
+            let e = bad(("[dataplane]", &format!("[dataplane]\nneighbour_probes = {v}")));
+            assert!(e.contains(&format!("dataplane.neighbour_probes = {v}: must be 1..=10")), "{e}");
+        }
+        let e = bad(("[dataplane]", "[dataplane]\nneighbour_solicit_interval_ms = 0"));
+        assert!(e.contains("dataplane.neighbour_solicit_interval_ms = 0: must be 10..=60000"), "{e}");
     }
 
     #[test]

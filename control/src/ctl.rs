@@ -99,7 +99,7 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
         }
         ["show", "routes"] => Ok(display::routes(&c.fib, &c.topo)),
         ["route", "get", dst, rest @ ..] => route_get(c, dst, rest),
-        ["show", "neighbours"] => Ok(display::neighbours(&c.neighbours, &c.topo)),
+        ["show", "neighbours"] => Ok(display::neighbours(&c.neighbours, &c.topo, c.nud.as_ref())),
         ["show", "interfaces"] => Ok(display::interfaces(&c.topo)),
         ["show", "workers"] => Ok(c.workers_table(names)),
         ["show", "congestion"] => {
@@ -570,5 +570,5 @@ fn route_get(c: &Control, dst: &str, rest: &[&str]) -> Result<String, String> {
     let nh = c.fib.hop(hop).ok_or("no next hop")?;
     let name = c.topo.iface(nh.iface).map_or("?", |i| i.name.as_str());
     let via = nh.gateway.map_or_else(|| "connected".to_string(), |g| format!("via {g}"));
-    Ok(format!("{dst} {via} dev {name}{}\n", if c.fib.is_down(nh.iface) { " linkdown" } else { "" }))
+    Ok(format!("{dst} {via} dev {name}{}\n", display::marks(&c.fib, nh)))
 }

@@ -51,12 +51,26 @@ pub fn counter_table(s: &Snapshot, names: &[(u16, String)], stats: &[(u16, PortS
     o.trim_end().to_string()
 }
 
+/// ` linkdown` / ` unreachable` after a next hop, as `show routes` and
+/// `route get` print it.
+pub fn marks(f: &Fib, nh: &NextHop) -> String {
+    let mut m = String::new();
+    if f.is_down(nh.iface) {
+        m.push_str(" linkdown");
+    }
+    if nh.gateway.is_some_and(|g| f.is_unreachable(nh.iface, g)) {
+        m.push_str(" unreachable");
+    }
+    m
+}
+
 pub fn routes(f: &Fib, t: &Topology) -> String {
     let mut o = String::new();
     let name = |i: u16| t.iface(i).map(|x| x.name.clone()).unwrap_or_else(|| format!("#{i}"));
-    // `linkdown`: the interface's link is down; an ECMP route leaves that
-    // next hop out while another is up.
-    let hop = |nh: &NextHop| format!("{} dev {}{}", nh.gateway.map(|g| format!("via {g}")).unwrap_or("connected".into()), name(nh.iface), if f.is_down(nh.iface) { " linkdown" } else { "" });
+    // `linkdown`: the interface's link is down; `unreachable`: the gateway
+    // did not answer neighbour unreachability detection. An ECMP route
+    // leaves such next hops out while it has others.
+    let hop = |nh: &NextHop| format!("{} dev {}{}", nh.gateway.map(|g| format!("via {g}")).unwrap_or("connected".into()), name(nh.iface), marks(f, nh));
     // One line per single-path route; an ECMP route as `ip route` shows
     // it, a `nexthop` line per next hop with its weight.
     let mut line = |p: String, r: &Route| {
@@ -78,13 +92,17 @@ pub fn routes(f: &Fib, t: &Topology) -> String {
     o
 }
 
-pub fn neighbours(n: &Neighbours, t: &Topology) -> String {
-    let mut v: Vec<String> = n
-        .iter()
-        .map(|((i, ip), e)| format!("{ip} lladdr {} dev {} {:?}\n", Mac(e.mac), t.iface(*i).map(|x| x.name.as_str()).unwrap_or("?"), e.source))
-        .collect();
+/// `show neighbours`: the table, with the reachability state of learned
+/// entries (REACHABLE, PROBE), then the ECMP gateways without an entry
+/// (INCOMPLETE, FAILED), as `ip neigh` shows them.
+pub fn neighbours(n: &Neighbours, t: &Topology, nud: Option<&dataplane::nud::Nud>) -> String {
+    let name = |i: u16| t.iface(i).map(|x| x.name.as_str()).unwrap_or("?");
+    let state = |i: u16, ip: std::net::IpAddr| nud.and_then(|d| d.state(i, ip)).map(|s| format!(" {}", s.name())).unwrap_or_default();
+    let mut v: Vec<String> = n.iter().map(|((i, ip), e)| format!("{ip} lladdr {} dev {} {:?}{}\n", Mac(e.mac), name(*i), e.source, state(*i, *ip))).collect();
     v.sort();
-    v.concat()
+    let mut w: Vec<String> = nud.map(|d| d.unresolved().map(|((i, ip), s)| format!("{ip} dev {} {}\n", name(i), s.name())).collect()).unwrap_or_default();
+    w.sort();
+    v.concat() + &w.concat()
 }
 
 pub fn interfaces(t: &Topology) -> String {

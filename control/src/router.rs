@@ -73,6 +73,8 @@ pub struct Control {
     /// The ingress PE (single writer of the SR policies); it keeps its
     /// copy of the SID table in step with `sids`.
     pub pe: Option<dataplane::fann::PeControl>,
+    /// Neighbour unreachability detection (None: `neighbour_reachable_ms = 0`).
+    pub nud: Option<dataplane::nud::Nud>,
     /// Requests for `show flows` so far.
     flows_seq: u64,
 }
@@ -153,6 +155,56 @@ impl Control {
     pub fn push_fib(&self) {
         let f = Arc::new(self.fib.clone());
         self.push(|| Update::Fib(f.clone()));
+    }
+    /// A learned neighbour was learned anew or answered a solicitation.
+    fn confirm_neighbour(&mut self, iface: u16, ip: std::net::IpAddr, started: Instant) {
+        if let Some(nud) = self.nud.as_mut() {
+            if self.neighbours.get(iface, ip).is_some_and(|n| n.source == NeighSource::Learned) {
+                nud.confirm(iface, ip, started.elapsed().as_nanos() as u64);
+            }
+        }
+    }
+    /// One step of neighbour unreachability detection: send its probes
+    /// (through worker 0), delete the neighbours that did not answer, and
+    /// leave the failed gateways out of the ECMP routes.
+    fn run_nud(&mut self, now_ns: u64) {
+        use dataplane::counters::Local;
+        let Some(nud) = self.nud.as_mut() else { return };
+        let out = nud.tick(now_ns, &self.neighbours, self.fib.ecmp_gateways());
+        let name = |i: u16| self.topo.iface(i).map(|x| x.name.clone()).unwrap_or_else(|| i.to_string());
+        if !out.probes.is_empty() {
+            let unicast = out.probes.iter().filter(|p| p.mac.is_some()).count() as u64;
+            let sol: Vec<dataplane::pipeline::Solicit> = out.probes.iter().map(|p| dataplane::pipeline::Solicit { iface: p.iface, target: p.target, unicast: p.mac }).collect();
+            match self.workers.first().map(|w| w.updates.try_send(Update::Solicit(sol))) {
+                Some(Ok(())) => self.own.local_n(Local::NeighbourProbe, unicast),
+                _ => self.own.dropped(dataplane::counters::Drop::EventQueueFull),
+            }
+        }
+        for &(i, ip) in &out.delete {
+            if self.neighbours.remove(i, ip).is_some() {
+                eprintln!("neighbour {ip} dev {}: no answer to {} probes; deleted", name(i), nud.config().probes);
+                self.own.local(Local::NeighbourUnreachable);
+            }
+        }
+        if !out.delete.is_empty() {
+            self.push_neighbours();
+        }
+        if let Some(failed) = out.failed {
+            let before = self.fib.unreachable().to_vec();
+            let newly = failed.iter().filter(|k| !before.contains(k)).count() as u64;
+            let back = before.iter().filter(|k| !failed.contains(k)).count() as u64;
+            let list: Vec<String> = failed.iter().map(|&(i, g)| format!("{g} dev {}", name(i))).collect();
+            if self.fib.set_unreachable(failed) {
+                if list.is_empty() {
+                    eprintln!("neighbour reachability: every ECMP gateway answers");
+                } else {
+                    eprintln!("neighbour reachability: ECMP gateways not answering: {list:?}; ECMP routes use the other next hops");
+                }
+                self.own.local_n(Local::GatewayFailed, newly);
+                self.own.local_n(Local::GatewayRecovered, back);
+                self.push_fib();
+            }
+        }
     }
     pub fn push_neighbours(&self) {
         let n = Arc::new(self.neighbours.clone());
@@ -484,7 +536,12 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         None => None,
     };
     let sids = sids0.as_deref().cloned();
-    let mut control = Control { topo, fib: cfg.fib.clone(), neighbours: cfg.neighbours.clone(), sids, cfg, workers, own: Arc::new(WorkerCounters::default()), pe: pe.take(), flows_seq: 0 };
+    let mut control = Control { topo, fib: cfg.fib.clone(), neighbours: cfg.neighbours.clone(), sids, cfg, workers, own: Arc::new(WorkerCounters::default()), pe: pe.take(), nud: None, flows_seq: 0 };
+    let dp = &control.cfg.dataplane;
+    if dp.neighbour_reachable_ms != 0 {
+        let c = dataplane::nud::NudConfig { reachable_ns: dp.neighbour_reachable_ms * 1_000_000, retrans_ns: dp.neighbour_solicit_interval_ms * 1_000_000, probes: dp.neighbour_probes };
+        control.nud = Some(dataplane::nud::Nud::new(c, dataplane::fann::unix_ns()));
+    }
     let port_names: Vec<(u16, String)> = ports.iter().zip(control.cfg.ports.iter()).map(|(p, c)| (p.id, c.name.clone())).collect();
 
     // FANN: the agent observes the ports from the control thread, on a
@@ -509,6 +566,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     let status_every = Duration::from_millis(control.cfg.dataplane.status_interval_ms);
     let mut last_status = Instant::now();
     let mut last_link = Instant::now();
+    let mut last_nud = Instant::now();
     let mut last_snap = control.snapshot();
     let mut last_rx_total = 0u64;
     let mut last_rx_change = Instant::now();
@@ -519,11 +577,15 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         let mut changed = false;
         while let Ok((_w, ev)) = ev_rx.try_recv() {
             match ev {
-                Event::NeighbourLearned { iface, ip, mac } => match control.neighbours.learn_bounded(iface, ip, mac, NeighSource::Learned, neigh_limit) {
-                    Learned::Changed => changed = true,
-                    Learned::Unchanged => {}
-                    Learned::Full => control.own.local(dataplane::counters::Local::NeighbourLearnRefused),
-                },
+                Event::NeighbourLearned { iface, ip, mac } => {
+                    match control.neighbours.learn_bounded(iface, ip, mac, NeighSource::Learned, neigh_limit) {
+                        Learned::Changed => changed = true,
+                        Learned::Unchanged => {}
+                        Learned::Full => control.own.local(dataplane::counters::Local::NeighbourLearnRefused),
+                    }
+                    control.confirm_neighbour(iface, ip, started);
+                }
+                Event::NeighbourConfirmed { iface, ip } => control.confirm_neighbour(iface, ip, started),
                 Event::PeNotification(note) => {
                     let Some(pe) = control.pe.as_mut() else {
                         // The workers only hand these over with a PE configured.
@@ -578,6 +640,11 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
                 control.own.local(dataplane::counters::Local::LinkChange);
                 control.push_fib();
             }
+        }
+        // Neighbour unreachability detection every 50 ms.
+        if last_nud.elapsed() >= Duration::from_millis(50) {
+            last_nud = Instant::now();
+            control.run_nud(started.elapsed().as_nanos() as u64);
         }
         let now = Instant::now();
         if !status_every.is_zero() && now.duration_since(last_status) >= status_every && !opts.quiet {

@@ -171,6 +171,11 @@ reasons!(Local, N_LOCAL {
     FannSent => "fann-sent",
     FannRateLimited => "fann-rate-limited",
     LinkChange => "link-state-change",
+    NeighbourConfirmed => "neighbour-confirmed",
+    NeighbourProbe => "neighbour-probe-sent",
+    NeighbourUnreachable => "neighbour-unreachable",
+    GatewayFailed => "ecmp-gateway-failed",
+    GatewayRecovered => "ecmp-gateway-recovered",
 });
 
 /// Maximum number of DPDK ports a worker keeps counters for.

@@ -9,6 +9,7 @@ pub mod wire;
 pub mod counters;
 pub mod packet;
 pub mod tables;
+pub mod nud;
 #[cfg(feature = "dpdk")]
 pub mod dpdk;
 pub mod pipeline;

@@ -41,6 +41,10 @@ pub enum Verdict {
 pub enum Event {
     /// A neighbour seen in ARP / ND traffic.
     NeighbourLearned { iface: u16, ip: IpAddr, mac: MacAddr },
+    /// A known neighbour answered a solicitation (an ARP reply to us, a
+    /// solicited Neighbor Advertisement) with the MAC it has: reachable
+    /// (neighbour unreachability detection, [`crate::nud`]).
+    NeighbourConfirmed { iface: u16, ip: IpAddr },
     /// Ingress PE: a FANN message or Long-haul CNP addressed to this node,
     /// validated and from a known originating node, for the control
     /// thread's [`crate::fann::PeControl`] (the single writer of the SR
@@ -48,11 +52,14 @@ pub enum Event {
     PeNotification(crate::fann::PeNote),
 }
 
-/// An address to resolve: the worker builds an ARP request or NS for it.
+/// An address to resolve: the worker builds an ARP request or NS for it,
+/// broadcast / to the solicited-node group, or unicast to `unicast` (a
+/// reachability probe, RFC 4861 s.7.3.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Solicit {
     pub iface: u16,
     pub target: IpAddr,
+    pub unicast: Option<MacAddr>,
 }
 
 /// Tunables of the pipeline.
@@ -287,7 +294,9 @@ impl Pipeline {
         };
         let known = self.neigh.get(l2.iface, IpAddr::V4(sender)).is_some();
         if valid_sender && (ours || known) && ethernet::is_unicast(&req.source_hardware_addr) {
-            self.learn(l2.iface, IpAddr::V4(sender), req.source_hardware_addr);
+            // A reply to one of our addresses answers our request.
+            let answer = ours && req.operation == ArpOperation::REPLY;
+            self.learn(l2.iface, IpAddr::V4(sender), req.source_hardware_addr, answer);
         }
         if !ours {
             return if known { Ok(Verdict::Consumed) } else { Err(Drop::ArpNotForUs) };
@@ -310,8 +319,25 @@ impl Pipeline {
         Ok(Verdict::Tx(port))
     }
 
-    fn learn(&mut self, iface: u16, ip: IpAddr, mac: MacAddr) {
-        if self.neigh.get(iface, ip).map(|n| n.mac) == Some(mac) || self.learned.get(&(iface, ip)) == Some(&mac) {
+    /// A neighbour seen with `mac`; `answer`: in an answer to a
+    /// solicitation, which confirms that it is reachable.
+    fn learn(&mut self, iface: u16, ip: IpAddr, mac: MacAddr, answer: bool) {
+        if self.neigh.get(iface, ip).map(|n| n.mac) == Some(mac) {
+            if answer && self.neigh.get(iface, ip).is_some_and(|n| n.source == crate::tables::NeighSource::Learned) {
+                let ev = Event::NeighbourConfirmed { iface, ip };
+                if self.events.contains(&ev) {
+                    return;
+                }
+                if self.events.len() < EVENTS_CAP {
+                    self.events.push(ev);
+                    self.counters.local(Local::NeighbourConfirmed);
+                } else {
+                    self.counters.dropped(Drop::EventQueueFull);
+                }
+            }
+            return;
+        }
+        if self.learned.get(&(iface, ip)) == Some(&mac) {
             return;
         }
         // Suppress repeats within one snapshot period.
@@ -726,7 +752,7 @@ impl Pipeline {
             // the link (link-local or in one of the interface's
             // prefixes): an off-link source would only fill the table.
             if src_on_link {
-                self.learn(l2.iface, IpAddr::V6(src), mac);
+                self.learn(l2.iface, IpAddr::V6(src), mac, false);
             } else {
                 self.counters.local(Local::NdSourceOffLink);
             }
@@ -795,7 +821,7 @@ impl Pipeline {
         }
         let mac = tllao.unwrap_or_else(|| EthernetFrame::new_unchecked(p.data()).src_addr());
         if ethernet::is_unicast(&mac) {
-            self.learn(l2.iface, IpAddr::V6(target), mac);
+            self.learn(l2.iface, IpAddr::V6(target), mac, solicited);
         }
         Ok(Verdict::Consumed)
     }
@@ -955,7 +981,7 @@ impl Pipeline {
         }
         if self.solicits.len() < EVENTS_CAP {
             self.solicit_last.insert(key, now_ns);
-            self.solicits.push(Solicit { iface, target });
+            self.solicits.push(Solicit { iface, target, unicast: None });
         }
     }
 
@@ -998,7 +1024,7 @@ impl Pipeline {
                     return None;
                 }
                 let d = p.data_mut();
-                write_l2_header(d, ethernet::BROADCAST, ifc.mac, ifc.vlan, 0, EtherType::ARP);
+                write_l2_header(d, s.unicast.unwrap_or(ethernet::BROADCAST), ifc.mac, ifc.vlan, 0, EtherType::ARP);
                 let req = ArpRepr {
                     operation: ArpOperation::REQUEST,
                     source_hardware_addr: ifc.mac,
@@ -1011,12 +1037,16 @@ impl Pipeline {
             }
             IpAddr::V6(t) => {
                 let our = ifc.v6_for(t);
-                let group = solicited_node(&t);
+                // A probe goes to the address itself (RFC 4861 s.7.2.2).
+                let (to, to_mac) = match s.unicast {
+                    Some(mac) => (t, mac),
+                    None => (solicited_node(&t), ethernet::ipv6_multicast_mac(&solicited_node(&t))),
+                };
                 if !p.set_len(l2len + 40 + 32) {
                     return None;
                 }
                 let d = p.data_mut();
-                write_l2_header(d, ethernet::ipv6_multicast_mac(&group), ifc.mac, ifc.vlan, 0, EtherType::IPV6);
+                write_l2_header(d, to_mac, ifc.mac, ifc.vlan, 0, EtherType::IPV6);
                 let m = &mut d[l2len + 40..l2len + 72];
                 m.fill(0);
                 m[0] = 135;
@@ -1024,7 +1054,7 @@ impl Pipeline {
                 m[24] = 1;
                 m[25] = 1;
                 m[26..32].copy_from_slice(&ifc.mac);
-                write_ipv6_header(&mut d[l2len..], our, group, 58, 32, 255);
+                write_ipv6_header(&mut d[l2len..], our, to, 58, 32, 255);
                 fill_icmpv6_checksum(&mut d[l2len..l2len + 72]);
                 self.counters.local(Local::NsSent);
             }

@@ -356,6 +356,10 @@ struct Compiled<'a> {
     group_hops: Vec<u32>,
     /// Interfaces whose link is down (sorted).
     down: &'a [u16],
+    /// Gateways that failed neighbour unreachability detection (sorted).
+    failed: &'a [(u16, IpAddr)],
+    /// Every gateway of an ECMP route (unsorted, repeats).
+    ecmp_gateways: Vec<(u16, IpAddr)>,
 }
 
 impl<'a> Compiled<'a> {
@@ -367,10 +371,18 @@ impl<'a> Compiled<'a> {
         let (start, hops_start) = (self.slots.len(), self.group_hops.len());
         // Past 2^32 slots (millions of distinct ECMP routes) a route keeps
         // its first next hop only.
-        // An ECMP route leaves out the next hops whose link is down, unless
-        // all of them are.
-        let live: Vec<(NextHop, u16)> = if r.is_multipath() && !self.down.is_empty() {
-            r.paths().iter().filter(|(nh, _)| self.down.binary_search(&nh.iface).is_err()).copied().collect()
+        // An ECMP route leaves out the next hops whose link is down or
+        // whose gateway failed neighbour unreachability detection: it
+        // prefers next hops that are up and reachable, then reachable ones,
+        // then up ones, and keeps them all when none is either.
+        if r.is_multipath() {
+            self.ecmp_gateways.extend(r.paths().iter().filter_map(|(nh, _)| Some((nh.iface, nh.gateway?))));
+        }
+        let live: Vec<(NextHop, u16)> = if r.is_multipath() && !(self.down.is_empty() && self.failed.is_empty()) {
+            let up = |nh: &NextHop| self.down.binary_search(&nh.iface).is_err();
+            let reachable = |nh: &NextHop| nh.gateway.is_none_or(|g| self.failed.binary_search(&(nh.iface, g)).is_err());
+            let keep = |f: &dyn Fn(&NextHop) -> bool| -> Vec<(NextHop, u16)> { r.paths().iter().filter(|(nh, _)| f(nh)).copied().collect() };
+            [keep(&|nh| up(nh) && reachable(nh)), keep(&reachable), keep(&up)].into_iter().find(|v| !v.is_empty()).unwrap_or_default()
         } else {
             Vec::new()
         };
@@ -408,6 +420,8 @@ pub struct Fib {
     slots: Vec<u32>,
     group_hops: Vec<u32>,
     down: Vec<u16>,
+    failed: Vec<(u16, IpAddr)>,
+    ecmp_gateways: Vec<(u16, IpAddr)>,
     seed: u64,
     bulk: bool,
 }
@@ -424,6 +438,8 @@ impl Default for Fib {
             slots: Vec::new(),
             group_hops: Vec::new(),
             down: Vec::new(),
+            failed: Vec::new(),
+            ecmp_gateways: Vec::new(),
             seed: 0,
             bulk: false,
         }
@@ -461,6 +477,34 @@ impl Fib {
     pub fn is_down(&self, iface: u16) -> bool {
         self.down.binary_search(&iface).is_ok()
     }
+    /// The gateways (interface, address) that failed neighbour
+    /// unreachability detection: ECMP routes leave their next hops out, as
+    /// for a link that is down (Linux's `fib_multipath_use_neigh`).
+    /// Returns whether that changed anything (then the tables are rebuilt).
+    pub fn set_unreachable(&mut self, mut gws: Vec<(u16, IpAddr)>) -> bool {
+        gws.sort_unstable();
+        gws.dedup();
+        if gws == self.failed {
+            return false;
+        }
+        self.failed = gws;
+        self.changed();
+        true
+    }
+    /// Whether gateway `gw` behind `iface` failed neighbour unreachability
+    /// detection (see [`Fib::set_unreachable`]).
+    pub fn is_unreachable(&self, iface: u16, gw: IpAddr) -> bool {
+        self.failed.binary_search(&(iface, gw)).is_ok()
+    }
+    /// The gateways set by [`Fib::set_unreachable`] (sorted).
+    pub fn unreachable(&self) -> &[(u16, IpAddr)] {
+        &self.failed
+    }
+    /// The gateways of the ECMP routes (sorted, each once): the next hops
+    /// whose reachability matters to the choice of a path.
+    pub fn ecmp_gateways(&self) -> &[(u16, IpAddr)] {
+        &self.ecmp_gateways
+    }
     /// The ECMP hash seed ([`flow_hash`]).
     pub fn set_seed(&mut self, seed: u64) {
         self.seed = seed;
@@ -470,12 +514,15 @@ impl Fib {
     }
     /// Rebuild the lookup tables from the routes.
     pub fn compile(&mut self) {
-        let mut c = Compiled { down: &self.down, ..Default::default() };
+        let mut c = Compiled { down: &self.down, failed: &self.failed, ..Default::default() };
         let mut p4: Vec<(u128, u8, u32)> = self.v4.iter().map(|(p, r)| (u128::from(u32::from(p.network())) << 96, p.prefix_len(), c.id(r))).collect();
         let mut p6: Vec<(u128, u8, u32)> = self.v6.iter().map(|(p, r)| (u128::from(p.network()), p.prefix_len(), c.id(r))).collect();
         self.lpm4 = Lpm::build(32, &mut p4);
         self.lpm6 = Lpm::build(128, &mut p6);
-        let Compiled { hops, groups, slots, group_hops, .. } = c;
+        let Compiled { hops, groups, slots, group_hops, mut ecmp_gateways, .. } = c;
+        ecmp_gateways.sort_unstable();
+        ecmp_gateways.dedup();
+        self.ecmp_gateways = ecmp_gateways;
         self.hops = hops;
         self.groups = groups;
         self.slots = slots;
@@ -853,6 +900,45 @@ mod tests {
         assert!(on[1] > 200 && on[3] > 500, "1:2 over the two live ones: {on:?}");
         assert!(f.set_down(vec![]));
         assert!(spread(&f)[2] > 150, "back when the link comes up");
+    }
+
+    #[test]
+    fn ecmp_routes_leave_out_gateways_that_failed_unreachability_detection() {
+        let mut f = Fib::default();
+        f.insert("10.9.0.0/16".parse().unwrap(), Route::multipath(vec![(gw(1, "10.1.0.2"), 1), (gw(1, "10.1.0.3"), 1), (gw(2, "10.2.0.2"), 1)]).unwrap());
+        f.insert4("10.8.0.0/16".parse().unwrap(), gw(1, "10.1.0.3"));
+        let ip = |s: &str| -> IpAddr { s.parse().unwrap() };
+        assert_eq!(f.ecmp_gateways(), &[(1, ip("10.1.0.2")), (1, ip("10.1.0.3")), (2, ip("10.2.0.2"))][..], "single-path gateways are not listed");
+        let spread = |f: &Fib| {
+            let mut on = std::collections::BTreeMap::new();
+            for k in 0..1200u64 {
+                let hop = f.route4("10.9.1.1".parse().unwrap(), || k.wrapping_mul(0x9e37_79b9_7f4a_7c15)).unwrap();
+                *on.entry(f.hop(hop).unwrap().gateway.unwrap().to_string()).or_insert(0usize) += 1;
+            }
+            on
+        };
+        assert_eq!(spread(&f).len(), 3);
+        assert!(!f.set_unreachable(vec![]), "nothing changed");
+        assert!(f.set_unreachable(vec![(1, ip("10.1.0.3")), (1, ip("10.1.0.3"))]));
+        assert!(f.is_unreachable(1, ip("10.1.0.3")) && !f.is_unreachable(1, ip("10.1.0.2")) && !f.is_unreachable(2, ip("10.1.0.3")));
+        let on = spread(&f);
+        assert_eq!(on.keys().map(|k| k.as_str()).collect::<Vec<_>>(), ["10.1.0.2", "10.2.0.2"], "{on:?}");
+        assert!(on.values().all(|&n| n > 400), "{on:?}");
+        // A single-path route keeps its gateway.
+        assert_eq!(f.lookup4("10.8.1.1".parse().unwrap()).unwrap().gateway, Some(ip("10.1.0.3")));
+        // Reachable but down beats unreachable: link 2 down leaves 10.1.0.2;
+        // with link 1 down too, the reachable 10.2.0.2 (down) over the
+        // unreachable; all three unreachable: all kept.
+        assert!(f.set_down(vec![2]));
+        assert_eq!(spread(&f).keys().collect::<Vec<_>>(), ["10.1.0.2"]);
+        assert!(f.set_down(vec![1, 2]));
+        assert_eq!(spread(&f).keys().collect::<Vec<_>>(), ["10.1.0.2", "10.2.0.2"], "reachable ones when every link is down");
+        assert!(f.set_down(vec![]));
+        assert!(f.set_unreachable(vec![(1, ip("10.1.0.2")), (1, ip("10.1.0.3")), (2, ip("10.2.0.2"))]));
+        assert_eq!(spread(&f).len(), 3, "none reachable: all kept");
+        assert!(f.set_unreachable(vec![(1, ip("10.1.0.2")), (1, ip("10.1.0.3"))]));
+        assert!(f.set_down(vec![2]));
+        assert_eq!(spread(&f).keys().collect::<Vec<_>>(), ["10.2.0.2"], "reachable (link down) beats up and unreachable");
     }
 
     #[test]

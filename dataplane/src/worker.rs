@@ -45,6 +45,10 @@ pub enum Update {
     /// the worker routes it and sends it ahead of queued data. The buffer
     /// goes back to the control thread to be freed.
     Inject(Vec<u8>),
+    /// ARP requests / Neighbor Solicitations the control thread wants sent
+    /// (neighbour unreachability detection, [`crate::nud`]). The emptied
+    /// vector goes back to the control thread to be freed.
+    Solicit(Vec<crate::pipeline::Solicit>),
     /// The End.MT reverse-path groups (the complete set; unchanged groups
     /// keep their state). Every worker gets it: the owner aggregates, the
     /// others use it to steer the groups' packets to the owner.
@@ -882,6 +886,11 @@ impl Worker {
                 Update::Inject(ip) => {
                     self.inject(&ip);
                     Update::Inject(ip)
+                }
+                Update::Solicit(mut sol) => {
+                    // Sent with the pipeline's own, after this burst.
+                    self.pipeline.solicits.append(&mut sol);
+                    Update::Solicit(sol)
                 }
                 Update::Groups(g) => {
                     if let Err((i, e)) = self.pipeline.set_groups(&g, self.clock.now()) {

@@ -1014,7 +1014,7 @@ fn neighbour_miss_queues_one_arp_solicit_per_interval() {
     let mut pl = pipeline();
     let ip = ipv4(v4("10.0.0.2"), v4("198.51.100.7"), 64, 17, &udp(8));
     let f = frame4(R0, H0, None, &ip);
-    let want = Solicit { iface: 1, target: IpAddr::V4(v4("10.1.0.99")) };
+    let want = Solicit { iface: 1, target: IpAddr::V4(v4("10.1.0.99")), unicast: None };
 
     assert_drop(&mut pl, &f, 0, Drop::NeighbourMiss, "neighbour-miss");
     assert_eq!(pl.solicits, vec![want]);
@@ -1038,13 +1038,13 @@ fn neighbour_miss_queues_one_arp_solicit_per_interval() {
     let ip = ipv4(v4("10.0.0.2"), v4("10.1.0.77"), 64, 17, &udp(8));
     let mut p = VecPacket::from_bytes(&frame4(R0, H0, None, &ip));
     assert_eq!(run(&mut pl, &mut p, 0, T0 + 3 * SEC), Verdict::Drop(Drop::NeighbourMiss));
-    assert_eq!(pl.solicits, vec![Solicit { iface: 1, target: IpAddr::V4(v4("10.1.0.77")) }]);
+    assert_eq!(pl.solicits, vec![Solicit { iface: 1, target: IpAddr::V4(v4("10.1.0.77")), unicast: None }]);
 }
 
 #[test]
 fn build_solicit_arp_request() {
     let pl = pipeline();
-    let s = Solicit { iface: 1, target: IpAddr::V4(v4("10.1.0.99")) };
+    let s = Solicit { iface: 1, target: IpAddr::V4(v4("10.1.0.99")), unicast: None };
     let mut p = VecPacket::from_bytes(&[]);
     assert_eq!(pl.build_solicit(&mut p, &s), Some(1));
     let d = p.data();
@@ -1061,7 +1061,7 @@ fn build_solicit_arp_request() {
     assert_eq!(local(&pl, Local::ArpRequestSent), 1);
 
     // On a VLAN interface: tagged, sender from that subnet.
-    let s = Solicit { iface: 2, target: IpAddr::V4(v4("10.2.0.50")) };
+    let s = Solicit { iface: 2, target: IpAddr::V4(v4("10.2.0.50")), unicast: None };
     let mut p = VecPacket::from_bytes(&[]);
     assert_eq!(pl.build_solicit(&mut p, &s), Some(2));
     let d = p.data();
@@ -1078,7 +1078,7 @@ fn neighbour_miss_v6_and_ns() {
     let ip = ipv6(v6("2001:db8::2"), v6("2001:db8:1::77"), 64, 17, &udp(8));
     let f = frame6(R0, H0, None, &ip);
     assert_drop(&mut pl, &f, 0, Drop::NeighbourMiss, "neighbour-miss");
-    let s = Solicit { iface: 1, target: IpAddr::V6(v6("2001:db8:1::77")) };
+    let s = Solicit { iface: 1, target: IpAddr::V6(v6("2001:db8:1::77")), unicast: None };
     assert_eq!(pl.solicits, vec![s]);
     let mut p = VecPacket::from_bytes(&f);
     assert_eq!(run(&mut pl, &mut p, 0, T0 + 1), Verdict::Drop(Drop::NeighbourMiss));
@@ -1088,11 +1088,11 @@ fn neighbour_miss_v6_and_ns() {
     let ip = ipv6(v6("2001:db8::2"), v6("2001:db8:200::1"), 64, 17, &udp(8));
     let mut p = VecPacket::from_bytes(&frame6(R0, H0, None, &ip));
     assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Drop(Drop::NeighbourMiss));
-    assert_eq!(pl.solicits, vec![Solicit { iface: 1, target: IpAddr::V6(v6("2001:db8:1::99")) }]);
+    assert_eq!(pl.solicits, vec![Solicit { iface: 1, target: IpAddr::V6(v6("2001:db8:1::99")), unicast: None }]);
 
     // The NS itself.
     let target = v6("2001:db8:1::abcd:ef77");
-    let s = Solicit { iface: 1, target: IpAddr::V6(target) };
+    let s = Solicit { iface: 1, target: IpAddr::V6(target), unicast: None };
     let mut p = VecPacket::from_bytes(&[]);
     assert_eq!(pl.build_solicit(&mut p, &s), Some(1));
     let d = p.data();
@@ -1120,7 +1120,7 @@ fn neighbour_miss_v6_and_ns() {
     assert_eq!(local(&pl, Local::NsSent), 1);
 
     // For a link-local target the source is our link-local address.
-    let s = Solicit { iface: 0, target: IpAddr::V6(v6("fe80::1234")) };
+    let s = Solicit { iface: 0, target: IpAddr::V6(v6("fe80::1234")), unicast: None };
     let mut p = VecPacket::from_bytes(&[]);
     assert_eq!(pl.build_solicit(&mut p, &s), Some(0));
     let ip = &p.data()[14..];
@@ -2099,7 +2099,7 @@ fn neighbour_miss_at_virtual_time_zero_still_solicits() {
     let ip = ipv4(v4("10.0.0.2"), v4("198.51.100.7"), 64, 17, &udp(8));
     let mut p = VecPacket::from_bytes(&frame4(R0, H0, None, &ip));
     assert_eq!(run(&mut pl, &mut p, 0, 0), Verdict::Drop(Drop::NeighbourMiss));
-    assert_eq!(pl.solicits, vec![Solicit { iface: 1, target: IpAddr::V4(v4("10.1.0.99")) }]);
+    assert_eq!(pl.solicits, vec![Solicit { iface: 1, target: IpAddr::V4(v4("10.1.0.99")), unicast: None }]);
     // And pacing works from there.
     let mut p = VecPacket::from_bytes(&frame4(R0, H0, None, &ip));
     assert_eq!(run(&mut pl, &mut p, 0, SEC - 1), Verdict::Drop(Drop::NeighbourMiss));
@@ -2223,7 +2223,7 @@ fn event_and_solicit_queues_are_bounded() {
     let ip = ipv4(v4("10.0.0.2"), v4("10.3.0.40"), 64, 17, &udp(4));
     let mut p = VecPacket::from_bytes(&frame4(R0, H0, None, &ip));
     assert_eq!(run(&mut pl, &mut p, 0, T0 + 1), Verdict::Drop(Drop::NeighbourMiss));
-    assert_eq!(pl.solicits, vec![Solicit { iface: 3, target: IpAddr::V4(v4("10.3.0.40")) }]);
+    assert_eq!(pl.solicits, vec![Solicit { iface: 3, target: IpAddr::V4(v4("10.3.0.40")), unicast: None }]);
 }
 
 /// A sender walking a connected /64 (RFC 6583): the addresses being

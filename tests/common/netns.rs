@@ -187,3 +187,18 @@ pub fn diagnose(namespaces: &[&str], sock: &Path) -> String {
 pub fn ping_until_reply(ns: &str, dst: &str, tries: usize) -> bool {
     (0..tries).any(|_| in_ns(ns, &["ping", "-c", "1", "-W", "1", dst]).status.success())
 }
+
+/// Ask the router's management socket `sock` for `cmd` every 50 ms until
+/// the answer satisfies `want` (at most `secs` s, else fail with `what`,
+/// the answer and a diagnosis of the namespaces `diag`); returns it.
+pub fn wait_ctl(sock: &Path, cmd: &str, secs: u64, want: &dyn Fn(&str) -> bool, what: &str, diag: &[&str]) -> String {
+    let t0 = Instant::now();
+    loop {
+        let r = control::ctl::request(sock.to_str().unwrap(), cmd).unwrap();
+        if want(&r) {
+            return r;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(secs), "{what}:\n{r}\n{}", diagnose(diag, sock));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

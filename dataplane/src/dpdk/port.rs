@@ -30,6 +30,8 @@ pub struct Port {
     /// The PMD sends chained (multi-segment) mbufs and the offload is
     /// enabled: End.MT replicas can share the payload (zero-copy).
     pub multi_seg_tx: bool,
+    /// net_tap: its tap's interface index (see [`Port::link_up`]).
+    tap_ifindex: Option<u32>,
     started: bool,
 }
 
@@ -186,15 +188,34 @@ impl Port {
             socket,
             mac,
             rss,
-            driver,
+            driver: driver.clone(),
             speed_mbps: link.link_speed,
             multi_seg_tx,
+            tap_ifindex: (driver == "net_tap" && info.if_index != 0).then_some(info.if_index),
             started: true,
         })
     }
 
-    /// Link status right now (non-blocking).
+    /// Whether the link state can be read: net_tap reads its tap's flags by
+    /// interface name in the router's network namespace, so once the tap
+    /// is moved into another namespace it reads "down" whatever the link
+    /// is. Such a port's link state is unknown, and taken as up.
+    pub fn link_known(&self) -> bool {
+        extern "C" {
+            fn if_indextoname(ifindex: u32, ifname: *mut std::ffi::c_char) -> *mut std::ffi::c_char;
+        }
+        let Some(ix) = self.tap_ifindex else { return true };
+        let mut buf = [0 as std::ffi::c_char; 16];
+        // SAFETY: buf holds IF_NAMESIZE (16) bytes.
+        !unsafe { if_indextoname(ix, buf.as_mut_ptr()) }.is_null()
+    }
+
+    /// Link status right now (non-blocking); up when unknown
+    /// ([`Port::link_known`]).
     pub fn link_up(&self) -> bool {
+        if !self.link_known() {
+            return true;
+        }
         let mut link = dpdk_sys::rte_eth_link::default();
         // SAFETY: valid port and out pointer.
         unsafe { dpdk_sys::rte_eth_link_get_nowait(self.id, &mut link) };
