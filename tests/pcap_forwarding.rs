@@ -1339,6 +1339,19 @@ fn demo_runs_and_its_pcaps_are_sound() {
     let (a, b) = (per.get("02:00:00:00:02:02").copied().unwrap_or(0), per.get("02:00:00:00:02:03").copied().unwrap_or(0));
     assert!(a + b == 2 * control::demo::ECMP_FLOWS as usize && a > 0 && b > 0 && split == 0, "ECMP {per:?}, split {split}");
     assert!(so.contains(&format!("flows per gateway MAC {per:?}; flows whose packets took two gateways: 0")), "{so}");
+    // Neighbour unreachability detection: the silent ECMP gateway was
+    // asked (broadcast ARP requests from the router's WAN address, read
+    // back here byte by byte) and left out of its route.
+    let wan = read_pcap(&dir.join("wan-out.pcap")).unwrap();
+    let asked: Vec<&Vec<u8>> = wan.iter().filter(|f| f.len() >= 42 && f[12..14] == [8, 6] && f[38..42] == [10, 0, 2, 9]).collect();
+    assert!(asked.len() >= 3, "{} ARP requests for 10.0.2.9", asked.len());
+    for f in &asked {
+        assert_eq!(&f[..12], &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0xdc, 0, 0, 0, 2][..], "broadcast from the WAN port");
+        assert_eq!(&f[14..22], &[0, 1, 8, 0, 6, 4, 0, 1][..], "Ethernet/IPv4 ARP request");
+        assert_eq!(&f[22..32], &[0x02, 0xdc, 0, 0, 0, 2, 10, 0, 2, 1][..], "sender: the WAN port, 10.0.2.1");
+    }
+    assert_eq!(counter(&so, "ecmp-gateway-failed"), 1, "{so}");
+    assert!(so.contains(&format!("was asked {} times (ARP requests in wan-out.pcap) and never answered: marked unreachable, the route forwards over 10.0.2.2 only", asked.len())), "{so}");
 }
 
 /// Hostile traffic through every feature at once: good traffic mutated by

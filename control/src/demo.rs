@@ -22,6 +22,10 @@ pub const WAN_GW_MAC: [u8; 6] = [0x02, 0x00, 0x00, 0x00, 0x02, 0x02];
 pub const DEFAULT_CONFIG: &str = r#"# dcirouter demo: a DC-side port and a WAN-side port on net_pcap.
 [dataplane]
 status_interval_ms = 0
+# Neighbour unreachability detection: ARP / ND solicitations 50 ms apart
+# (1 s by default), so that the silent gateway below is found out within
+# the demo's half second.
+neighbour_solicit_interval_ms = 50
 
 [mempool]
 mbufs_per_socket = 4095
@@ -84,6 +88,13 @@ nexthop = [{ via = "10.0.2.2" }, { via = "10.0.2.3" }]
 [[route]]
 prefix = "2001:db8:7::/48"
 nexthop = [{ via = "2001:db8:2::2" }, { via = "2001:db8:2::3", weight = 1 }]
+
+# A fourth site over 10.0.2.2 and 10.0.2.9, a gateway that never answers
+# ARP: the router resolves ECMP gateways by itself, and leaves out of the
+# route one that does not answer (neighbour unreachability detection).
+[[route]]
+prefix = "10.0.9.0/24"
+nexthop = [{ via = "10.0.2.2" }, { via = "10.0.2.9" }]
 
 [[neighbour]]
 ip = "10.0.2.3"
@@ -411,6 +422,19 @@ pub fn mc_responses() -> Vec<Vec<u8>> {
 /// Frames for another MAC that pace the DC replay (see [`traffic`]).
 pub const PACING_FRAMES: usize = 100_000;
 const OTHER_MAC: [u8; 6] = [0x02, 0xee, 0, 0, 0, 0x01];
+
+/// The demo's ECMP gateway that never answers ARP.
+pub const SILENT_GW: &str = "10.0.2.9";
+
+/// The ARP requests for [`SILENT_GW`] in the WAN output, and whether the
+/// router's FIB has it unreachable (left out of 10.0.9.0/24).
+pub fn silent_gateway(wan_out: &[Vec<u8>], fib: &dataplane::tables::Fib) -> (usize, bool) {
+    let gw: std::net::Ipv4Addr = SILENT_GW.parse().unwrap_or(std::net::Ipv4Addr::UNSPECIFIED);
+    // Ethernet, ARP request (opcode 1), target protocol address at 14 + 24.
+    let asked = wan_out.iter().filter(|f| f.len() >= 42 && f[12..14] == [0x08, 0x06] && f[20..22] == [0, 1] && f[38..42] == gw.octets()).count();
+    let on_wan = fib.ecmp_gateways().iter().find(|(_, g)| *g == std::net::IpAddr::V4(gw)).map(|(i, _)| *i);
+    (asked, on_wan.is_some_and(|i| fib.is_unreachable(i, std::net::IpAddr::V4(gw))))
+}
 
 /// RoCEv2 flows per address family to the demo's ECMP route.
 pub const ECMP_FLOWS: u32 = 16;
@@ -776,6 +800,11 @@ pub fn run(out: &Path) -> Result<(), String> {
     println!(
         "  ECMP (10.0.7.0/24 and 2001:db8:7::/48 over the gateways 10.0.2.2 / 2001:db8:2::2 and 10.0.2.3 / 2001:db8:2::3): {} RoCEv2 flows sent twice each; flows per gateway MAC {per:?}; flows whose packets took two gateways: {split}",
         2 * ECMP_FLOWS
+    );
+    let (asked, unreachable) = silent_gateway(&wan_out, &rep.fib);
+    println!(
+        "  neighbour reachability: the ECMP gateway {SILENT_GW} (10.0.9.0/24 over 10.0.2.2 and {SILENT_GW}) was asked {asked} times (ARP requests in wan-out.pcap) and never answered: {}",
+        if unreachable { "marked unreachable, the route forwards over 10.0.2.2 only" } else { "not marked unreachable yet" }
     );
     // Hop by hop: what went up for rdma-mc-edge, read back from the WAN pcap
     // (from the node address to the Proxy Address, DestQP = Designated QPN).

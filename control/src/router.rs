@@ -566,7 +566,8 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     let status_every = Duration::from_millis(control.cfg.dataplane.status_interval_ms);
     let mut last_status = Instant::now();
     let mut last_link = Instant::now();
-    let mut last_nud = Instant::now();
+    // The first step at once: ECMP gateways are asked from the start.
+    let mut last_nud = Instant::now() - Duration::from_millis(50);
     let mut last_snap = control.snapshot();
     let mut last_rx_total = 0u64;
     let mut last_rx_change = Instant::now();
