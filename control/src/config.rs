@@ -922,8 +922,8 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
     if !(1..=10).contains(&d.neighbour_probes) {
         return err("dataplane.neighbour_probes".into(), &d.neighbour_probes, "must be 1..=10");
     }
-    if d.neighbour_reachable_ms != 0 && !(10..=60_000).contains(&d.neighbour_solicit_interval_ms) {
-        return err("dataplane.neighbour_solicit_interval_ms".into(), &d.neighbour_solicit_interval_ms, "must be 10..=60000 (the interval between reachability probes) unless neighbour_reachable_ms = 0");
+    if d.neighbour_reachable_ms != 0 && !(50..=60_000).contains(&d.neighbour_solicit_interval_ms) {
+        return err("dataplane.neighbour_solicit_interval_ms".into(), &d.neighbour_solicit_interval_ms, "must be 50..=60000 (the interval between reachability probes, which the control thread sends every 50 ms) unless neighbour_reachable_ms = 0");
     }
     if d.icmp_error_burst == 0 && d.icmp_error_rate_pps > 0 {
         return err("dataplane.icmp_error_burst".into(), &0, "must be >= 1 when icmp_error_rate_pps > 0");
@@ -2025,8 +2025,8 @@ nexthop = [{ via = "10.0.2.2" }, { via = "10.0.3.2", weight = 3 }, { via = "10.0
             let e = bad(("[dataplane]", &format!("[dataplane]\nneighbour_probes = {v}")));
             assert!(e.contains(&format!("dataplane.neighbour_probes = {v}: must be 1..=10")), "{e}");
         }
-        let e = bad(("[dataplane]", "[dataplane]\nneighbour_solicit_interval_ms = 0"));
-        assert!(e.contains("dataplane.neighbour_solicit_interval_ms = 0: must be 10..=60000"), "{e}");
+        let e = bad(("[dataplane]", "[dataplane]\nneighbour_solicit_interval_ms = 20"));
+        assert!(e.contains("dataplane.neighbour_solicit_interval_ms = 20: must be 50..=60000"), "{e}");
     }
 
     #[test]

@@ -93,7 +93,7 @@ nexthop = [{ via = "2001:db8:2::2" }, { via = "2001:db8:2::3", weight = 1 }]
 # ARP: the router resolves ECMP gateways by itself, and leaves out of the
 # route one that does not answer (neighbour unreachability detection).
 [[route]]
-prefix = "10.0.9.0/24"
+prefix = "10.0.12.0/24"
 nexthop = [{ via = "10.0.2.2" }, { via = "10.0.2.9" }]
 
 [[neighbour]]
@@ -427,13 +427,25 @@ const OTHER_MAC: [u8; 6] = [0x02, 0xee, 0, 0, 0, 0x01];
 pub const SILENT_GW: &str = "10.0.2.9";
 
 /// The ARP requests for [`SILENT_GW`] in the WAN output, and whether the
-/// router's FIB has it unreachable (left out of 10.0.9.0/24).
+/// router's FIB has it unreachable (left out of 10.0.12.0/24).
 pub fn silent_gateway(wan_out: &[Vec<u8>], fib: &dataplane::tables::Fib) -> (usize, bool) {
     let gw: std::net::Ipv4Addr = SILENT_GW.parse().unwrap_or(std::net::Ipv4Addr::UNSPECIFIED);
     // Ethernet, ARP request (opcode 1), target protocol address at 14 + 24.
     let asked = wan_out.iter().filter(|f| f.len() >= 42 && f[12..14] == [0x08, 0x06] && f[20..22] == [0, 1] && f[38..42] == gw.octets()).count();
     let on_wan = fib.ecmp_gateways().iter().find(|(_, g)| *g == std::net::IpAddr::V4(gw)).map(|(i, _)| *i);
     (asked, on_wan.is_some_and(|i| fib.is_unreachable(i, std::net::IpAddr::V4(gw))))
+}
+
+/// The gateways 64 flows to 10.0.12.0/24 take (UDP source ports 49152..),
+/// as `route get` names them.
+pub fn silent_route_spread(fib: &dataplane::tables::Fib) -> std::collections::BTreeMap<String, usize> {
+    let mut on = std::collections::BTreeMap::new();
+    for k in 0..64u16 {
+        let pkt = crate::gen::udp4(&crate::gen::L2 { src: [0; 6], dst: [0; 6] }, [10, 0, 1, 2].into(), [10, 0, 12, 7].into(), 49152 + k, 4791, b"", 64);
+        let gw = fib.route_ip(std::net::IpAddr::V4([10, 0, 12, 7].into()), &pkt[14..]).and_then(|h| fib.hop(h)).and_then(|nh| nh.gateway);
+        *on.entry(gw.map_or_else(|| "-".to_string(), |g| g.to_string())).or_insert(0) += 1;
+    }
+    on
 }
 
 /// RoCEv2 flows per address family to the demo's ECMP route.
@@ -803,8 +815,9 @@ pub fn run(out: &Path) -> Result<(), String> {
     );
     let (asked, unreachable) = silent_gateway(&wan_out, &rep.fib);
     println!(
-        "  neighbour reachability: the ECMP gateway {SILENT_GW} (10.0.9.0/24 over 10.0.2.2 and {SILENT_GW}) was asked {asked} times (ARP requests in wan-out.pcap) and never answered: {}",
-        if unreachable { "marked unreachable, the route forwards over 10.0.2.2 only" } else { "not marked unreachable yet" }
+        "  neighbour reachability: the ECMP gateway {SILENT_GW} (10.0.12.0/24 over 10.0.2.2 and {SILENT_GW}) was asked {asked} times (ARP requests in wan-out.pcap) and never answered: {}; 64 flows to 10.0.12.0/24 would leave via {:?}",
+        if unreachable { "marked unreachable" } else { "not marked unreachable" },
+        silent_route_spread(&rep.fib)
     );
     // Hop by hop: what went up for rdma-mc-edge, read back from the WAN pcap
     // (from the node address to the Proxy Address, DestQP = Designated QPN).

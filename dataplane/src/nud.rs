@@ -24,7 +24,8 @@
 //! the gateways and says what to send and what to delete.
 
 use crate::tables::{MacAddr, NeighSource, Neighbours};
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::net::IpAddr;
 
 /// The timers and counts (RFC 4861 s.10 names in brackets).
@@ -99,18 +100,28 @@ pub struct NudOut {
 }
 
 /// The detector: one entry per learned neighbour and per ECMP gateway
-/// without an entry.
+/// without an entry. A tick costs the entries that are due (a heap of
+/// deadlines) and the ECMP gateways, plus a sweep of the whole table once
+/// a second, so a table of a million learned neighbours stays cheap.
 #[derive(Debug)]
 pub struct Nud {
     cfg: NudConfig,
     map: HashMap<(u16, IpAddr), Entry>,
+    /// (due, key); an item whose due differs from its entry's is stale.
+    heap: BinaryHeap<Reverse<(u64, (u16, IpAddr))>>,
     failed: Vec<(u16, IpAddr)>,
+    next_sweep: u64,
     rng: u64,
 }
 
+/// How often [`Nud::tick`] reconciles with the whole table.
+const SWEEP_NS: u64 = 1_000_000_000;
+
 impl Nud {
-    pub fn new(cfg: NudConfig, seed: u64) -> Nud {
-        Nud { cfg, map: HashMap::new(), failed: Vec::new(), rng: seed | 1 }
+    pub fn new(mut cfg: NudConfig, seed: u64) -> Nud {
+        cfg.retrans_ns = cfg.retrans_ns.max(1);
+        cfg.probes = cfg.probes.max(1);
+        Nud { cfg, map: HashMap::new(), heap: BinaryHeap::new(), failed: Vec::new(), next_sweep: 0, rng: seed | 1 }
     }
 
     pub fn config(&self) -> NudConfig {
@@ -128,11 +139,29 @@ impl Nud {
         base / 2 + ((u128::from(r >> 11) * u128::from(base)) >> 53) as u64
     }
 
+    fn set(&mut self, k: (u16, IpAddr), state: NudState, due: u64, sent: u32) {
+        self.map.insert(k, Entry { state, due, sent });
+        self.heap.push(Reverse((due, k)));
+    }
+
     /// A learned entry was created, changed, or confirmed (an ARP reply to
     /// the router, a solicited Neighbor Advertisement): reachable again.
     pub fn confirm(&mut self, iface: u16, ip: IpAddr, now: u64) {
         let due = now.saturating_add(self.reachable_for());
-        self.map.insert((iface, ip), Entry { state: NudState::Reachable, due, sent: 0 });
+        self.set((iface, ip), NudState::Reachable, due, 0);
+    }
+
+    /// The probes of the last [`Nud::tick`] could not be handed to a
+    /// worker: they count as not sent, and are due again at once.
+    pub fn unsent(&mut self, probes: &[Probe], now: u64) {
+        for p in probes {
+            let k = (p.iface, p.target);
+            if let Some(e) = self.map.get(&k).copied() {
+                if e.sent > 0 && matches!(e.state, NudState::Probe | NudState::Incomplete | NudState::Failed) {
+                    self.set(k, e.state, now, e.sent - 1);
+                }
+            }
+        }
     }
 
     /// The state of an address, if it is watched.
@@ -156,82 +185,102 @@ impl Nud {
     pub fn tick(&mut self, now: u64, n: &Neighbours, gws: &[(u16, IpAddr)]) -> NudOut {
         let mut out = NudOut::default();
         let is_gw = |k: &(u16, IpAddr)| gws.binary_search(k).is_ok();
-        // Forget what is neither a learned entry nor an unresolved gateway
-        // (deleted by an operator, replaced by a static entry, no longer a
-        // gateway).
-        self.map.retain(|k, _| match n.get(k.0, k.1) {
-            Some(e) => e.source == NeighSource::Learned,
-            None => is_gw(k),
-        });
-        // Learned entries not watched yet (learned before the detector
-        // started): reachable from now.
-        let fresh: Vec<(u16, IpAddr)> = n.iter().filter(|(k, e)| e.source == NeighSource::Learned && !self.map.contains_key(k)).map(|(k, _)| *k).collect();
-        for (i, ip) in fresh {
-            self.confirm(i, ip, now);
+        if now >= self.next_sweep {
+            self.next_sweep = now.saturating_add(SWEEP_NS);
+            // Forget what is neither a learned entry nor an ECMP gateway
+            // without one (deleted by an operator, replaced by a static
+            // entry, no longer a gateway); watch learned entries not
+            // watched yet.
+            self.map.retain(|k, e| match (n.get(k.0, k.1), e.state) {
+                (Some(x), NudState::Reachable | NudState::Probe) => x.source == NeighSource::Learned,
+                // Resolving and failed: ECMP gateways only (a learned
+                // entry of one that no longer is is watched anew below).
+                (_, NudState::Incomplete | NudState::Failed) => is_gw(k),
+                (None, _) => false,
+            });
+            let fresh: Vec<(u16, IpAddr)> = n.iter().filter(|(k, e)| e.source == NeighSource::Learned && !self.map.contains_key(k)).map(|(k, _)| *k).collect();
+            for (i, ip) in fresh {
+                self.confirm(i, ip, now);
+            }
         }
-        // Unresolved gateways.
-        for k in gws {
-            if n.get(k.0, k.1).is_none() {
-                let e = self.map.entry(*k).or_insert(Entry { state: NudState::Incomplete, due: now, sent: 0 });
-                if matches!(e.state, NudState::Reachable | NudState::Probe) {
-                    // Its entry went away (deleted by an operator).
-                    *e = Entry { state: NudState::Incomplete, due: now, sent: 0 };
+        // The ECMP gateways: resolved ones are reachable; ones without an
+        // entry are solicited.
+        for &k in gws {
+            let state = self.map.get(&k).map(|e| e.state);
+            match (n.get(k.0, k.1), state) {
+                (Some(e), Some(NudState::Incomplete | NudState::Failed)) if e.source == NeighSource::Learned => self.confirm(k.0, k.1, now),
+                (Some(_), Some(NudState::Incomplete | NudState::Failed)) => {
+                    self.map.remove(&k);
                 }
+                (None, None | Some(NudState::Reachable | NudState::Probe)) => self.set(k, NudState::Incomplete, now, 0),
+                _ => {}
             }
         }
         let (retrans, probes) = (self.cfg.retrans_ns, self.cfg.probes);
-        let mut reach: Vec<(u16, IpAddr)> = Vec::new();
-        let mut dropped: Vec<(u16, IpAddr)> = Vec::new();
-        for (k, e) in self.map.iter_mut() {
+        while let Some(&Reverse((due, k))) = self.heap.peek() {
+            if due > now {
+                break;
+            }
+            self.heap.pop();
+            let Some(e) = self.map.get(&k).copied() else { continue };
+            if e.due != due {
+                continue;
+            }
             let entry = n.get(k.0, k.1);
-            if entry.is_some() && matches!(e.state, NudState::Incomplete | NudState::Failed) {
-                // Resolved (learned from an answer).
-                reach.push(*k);
-                continue;
-            }
-            if now < e.due {
-                continue;
-            }
             match e.state {
+                NudState::Reachable | NudState::Probe if entry.is_none_or(|x| x.source != NeighSource::Learned) => {
+                    // Deleted or made static since.
+                    self.map.remove(&k);
+                }
+                NudState::Incomplete | NudState::Failed if !is_gw(&k) => {
+                    // No longer an ECMP gateway: a learned entry is
+                    // watched as any other, else forgotten.
+                    if entry.is_some_and(|x| x.source == NeighSource::Learned) {
+                        self.confirm(k.0, k.1, now);
+                    } else {
+                        self.map.remove(&k);
+                    }
+                }
                 NudState::Reachable => {
-                    *e = Entry { state: NudState::Probe, due: now, sent: 0 };
                     out.probes.push(Probe { iface: k.0, target: k.1, mac: entry.map(|x| x.mac) });
-                    e.sent = 1;
-                    e.due = now.saturating_add(retrans);
+                    self.set(k, NudState::Probe, now.saturating_add(retrans), 1);
                 }
                 NudState::Probe | NudState::Incomplete if e.sent < probes => {
                     out.probes.push(Probe { iface: k.0, target: k.1, mac: if e.state == NudState::Probe { entry.map(|x| x.mac) } else { None } });
-                    e.sent += 1;
-                    e.due = now.saturating_add(retrans);
+                    self.set(k, e.state, now.saturating_add(retrans), e.sent + 1);
                 }
                 NudState::Probe => {
                     // No answer to the unicast probes.
-                    out.delete.push(*k);
-                    if is_gw(k) {
-                        *e = Entry { state: NudState::Failed, due: now.saturating_add(retrans), sent: 0 };
+                    out.delete.push(k);
+                    if is_gw(&k) {
+                        self.set(k, NudState::Failed, now.saturating_add(retrans), 0);
                     } else {
-                        dropped.push(*k);
+                        self.map.remove(&k);
                     }
                 }
-                NudState::Incomplete => *e = Entry { state: NudState::Failed, due: now.saturating_add(retrans), sent: 0 },
+                NudState::Incomplete => self.set(k, NudState::Failed, now.saturating_add(retrans), 0),
                 NudState::Failed => {
                     out.probes.push(Probe { iface: k.0, target: k.1, mac: None });
-                    e.sent = e.sent.saturating_add(1);
-                    e.due = now.saturating_add(retrans);
+                    self.set(k, NudState::Failed, now.saturating_add(retrans), e.sent.saturating_add(1));
                 }
             }
         }
-        for k in dropped {
-            self.map.remove(&k);
+        // Failed gateways that are gateways no longer are forgotten.
+        let stale: Vec<(u16, IpAddr)> = self.failed.iter().filter(|k| !is_gw(k)).copied().collect();
+        for k in stale {
+            if self.map.get(&k).is_some_and(|e| e.state == NudState::Failed) {
+                self.map.remove(&k);
+            }
         }
-        for (i, ip) in reach {
-            self.confirm(i, ip, now);
-        }
-        let mut failed: Vec<(u16, IpAddr)> = self.map.iter().filter(|(_, e)| e.state == NudState::Failed).map(|(k, _)| *k).collect();
+        let mut failed: Vec<(u16, IpAddr)> = gws.iter().filter(|k| self.map.get(k).is_some_and(|e| e.state == NudState::Failed)).copied().collect();
         failed.sort_unstable();
         if failed != self.failed {
             self.failed = failed.clone();
             out.failed = Some(failed);
+        }
+        // Stale heap items: rebuild when they outnumber the entries.
+        if self.heap.len() > 2 * self.map.len() + 1024 {
+            self.heap = self.map.iter().map(|(k, e)| Reverse((e.due, *k))).collect();
         }
         out.probes.sort_unstable_by_key(|p| (p.iface, p.target));
         out.delete.sort_unstable();
@@ -363,6 +412,75 @@ mod tests {
         let o = n.tick(now + 1, &t, &[]);
         assert_eq!(o.failed, Some(vec![]));
         assert_eq!(n.state(gw.0, gw.1), None);
+    }
+
+    #[test]
+    fn stale_deadlines_do_not_pile_up() {
+        let mut t = Neighbours::default();
+        for k in 0..100u32 {
+            t.learn(0, IpAddr::V4(k.into()), [2, 0, 0, 0, 0, 1], NeighSource::Learned);
+        }
+        let mut n = Nud::new(cfg(), 11);
+        n.tick(0, &t, &[]);
+        // Every entry confirmed 100 times (each pushes a deadline).
+        for r in 0..100 {
+            for k in 0..100u32 {
+                n.confirm(0, IpAddr::V4(k.into()), r);
+            }
+        }
+        assert!(n.heap.len() >= 10_000);
+        n.tick(100, &t, &[]);
+        assert!(n.heap.len() <= 2 * 100 + 1024, "{}", n.heap.len());
+        assert_eq!(n.map.len(), 100);
+        // Probed at the latest deadline only: no probe before 5 s, and
+        // never two of one entry less than the retrans interval apart.
+        let mut at: HashMap<IpAddr, Vec<u64>> = HashMap::new();
+        for s in 1..=160 {
+            for p in n.tick(s * S / 10, &t, &[]).probes {
+                at.entry(p.target).or_default().push(s * S / 10);
+            }
+        }
+        assert_eq!(at.len(), 100, "each probed by 16 s");
+        for (ip, v) in &at {
+            assert!(v[0] >= 5 * S && v.windows(2).all(|w| w[1] - w[0] >= S), "{ip}: {v:?}");
+        }
+    }
+
+    #[test]
+    fn a_gateway_that_stops_being_one_while_resolving_is_watched_as_a_neighbour() {
+        let gw = (2, ip("10.2.0.2"));
+        let mut t = Neighbours::default();
+        let mut n = Nud::new(cfg(), 13);
+        assert_eq!(n.tick(0, &t, &[gw]).probes.len(), 1);
+        // Its route goes; traffic over another route resolves it.
+        t.learn(2, gw.1, [2, 0, 0, 0, 2, 2], NeighSource::Learned);
+        let o = n.tick(S, &t, &[]);
+        assert!(o.probes.is_empty() && o.failed.is_none(), "{o:?}");
+        assert_eq!(n.state(gw.0, gw.1), Some(NudState::Reachable));
+        assert_eq!(n.unresolved().count(), 0);
+        // Without an entry it is simply forgotten.
+        let mut n = Nud::new(cfg(), 13);
+        n.tick(0, &Neighbours::default(), &[gw]);
+        assert!(n.tick(S, &Neighbours::default(), &[]).probes.is_empty());
+        assert_eq!(n.state(gw.0, gw.1), None);
+    }
+
+    #[test]
+    fn probes_a_worker_could_not_take_are_sent_again() {
+        let gw = (2, ip("10.2.0.2"));
+        let t = Neighbours::default();
+        let mut n = Nud::new(cfg(), 17);
+        for k in 0..10 {
+            let o = n.tick(k * S, &t, &[gw]);
+            assert_eq!(o.probes.len(), 1);
+            n.unsent(&o.probes, k * S);
+            assert!(o.failed.is_none(), "never failed while its solicitations are not sent");
+        }
+        // Once sent: three, then failed.
+        for k in 10..13 {
+            assert_eq!(n.tick(k * S, &t, &[gw]).probes.len(), 1);
+        }
+        assert_eq!(n.tick(13 * S, &t, &[gw]).failed, Some(vec![gw]));
     }
 
     #[test]

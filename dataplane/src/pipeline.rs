@@ -130,8 +130,13 @@ pub struct Pipeline {
     /// every packet to a new unresolved address).
     solicit_prune_at: u64,
     /// Neighbours this worker learned that are not yet in a snapshot from
-    /// the control thread, so that forwarding to them works at once.
-    learned: KeyedMap<(u16, IpAddr), MacAddr>,
+    /// the control thread, so that forwarding to them works at once; with
+    /// the snapshot generation they were learned in (an entry the control
+    /// thread never takes up, refused or lost, is dropped a few snapshots
+    /// later, so that it cannot outlive the table's reachability checks).
+    learned: KeyedMap<(u16, IpAddr), (MacAddr, u32)>,
+    /// Neighbour snapshots taken so far.
+    neigh_gen: u32,
     /// Per FIB next hop (by index): egress interface and gateway MAC when
     /// the gateway is resolved; None for connected routes and unresolved
     /// gateways.
@@ -185,6 +190,9 @@ const EVENTS_CAP: usize = 256;
 /// Window CNPs one `poll_multicast` can queue (one per group at most).
 const MC_PENDING_CAP: usize = 1024;
 const MAX_LEARNED: usize = 1024;
+/// Neighbour snapshots an overlay entry (`Pipeline::learned`) waits for
+/// the control thread to take it up before it is dropped.
+const OVERLAY_SNAPSHOTS: u32 = 4;
 
 impl Pipeline {
     pub fn new(topo: Arc<Topology>, fib: Arc<Fib>, neigh: Arc<Neighbours>, counters: Arc<WorkerCounters>, cfg: PipelineConfig) -> Self {
@@ -206,6 +214,7 @@ impl Pipeline {
                 m.reserve(MAX_LEARNED);
                 m
             },
+            neigh_gen: 0,
             adj: Vec::new(),
             reply: false,
             sids: Arc::new(SidTable::default()),
@@ -230,7 +239,9 @@ impl Pipeline {
 
     /// Install a new neighbour snapshot; keep local learnings it lacks.
     pub fn set_neighbours(&mut self, n: Arc<Neighbours>) -> Arc<Neighbours> {
-        self.learned.retain(|(i, ip), mac| n.get(*i, *ip).map(|e| e.mac) != Some(*mac));
+        self.neigh_gen = self.neigh_gen.wrapping_add(1);
+        let gen = self.neigh_gen;
+        self.learned.retain(|(i, ip), (mac, at)| n.get(*i, *ip).map(|e| e.mac) != Some(*mac) && gen.wrapping_sub(*at) <= OVERLAY_SNAPSHOTS);
         let old = std::mem::replace(&mut self.neigh, n);
         self.rebuild_adjacency();
         old
@@ -337,24 +348,25 @@ impl Pipeline {
             }
             return;
         }
-        if self.learned.get(&(iface, ip)) == Some(&mac) {
+        if self.learned.get(&(iface, ip)).map(|e| e.0) == Some(mac) {
             return;
         }
         // Suppress repeats within one snapshot period.
         if self.events.contains(&Event::NeighbourLearned { iface, ip, mac }) {
             return;
         }
+        // Used at once only when the control thread will hear of it.
+        if self.events.len() >= EVENTS_CAP {
+            self.counters.dropped(Drop::EventQueueFull);
+            return;
+        }
+        self.events.push(Event::NeighbourLearned { iface, ip, mac });
+        self.counters.local(if ip.is_ipv4() { Local::ArpLearned } else { Local::NdLearned });
         if self.learned.len() < MAX_LEARNED || self.learned.contains_key(&(iface, ip)) {
-            self.learned.insert((iface, ip), mac);
+            self.learned.insert((iface, ip), (mac, self.neigh_gen));
             if self.fib.hops().iter().any(|h| h.gateway == Some(ip) && h.iface == iface) {
                 self.rebuild_adjacency();
             }
-        }
-        if self.events.len() < EVENTS_CAP {
-            self.events.push(Event::NeighbourLearned { iface, ip, mac });
-            self.counters.local(if ip.is_ipv4() { Local::ArpLearned } else { Local::NdLearned });
-        } else {
-            self.counters.dropped(Drop::EventQueueFull);
         }
     }
 
@@ -911,7 +923,7 @@ impl Pipeline {
         self.adj.clear();
         for nh in self.fib.hops() {
             let e = nh.gateway.and_then(|g| {
-                self.neigh.mac(nh.iface, g).or_else(|| self.learned.get(&(nh.iface, g)).copied()).map(|m| (nh.iface, m))
+                self.neigh.mac(nh.iface, g).or_else(|| self.learned.get(&(nh.iface, g)).map(|e| e.0)).map(|m| (nh.iface, m))
             });
             self.adj.push(e);
         }
@@ -944,7 +956,7 @@ impl Pipeline {
         let target = nh.gateway.unwrap_or(dst);
         let mac = match self.neigh.mac(nh.iface, target) {
             Some(m) => Some(m),
-            None if !self.learned.is_empty() => self.learned.get(&(nh.iface, target)).copied(),
+            None if !self.learned.is_empty() => self.learned.get(&(nh.iface, target)).map(|e| e.0),
             None => None,
         };
         if let Some(mac) = mac {

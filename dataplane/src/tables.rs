@@ -373,8 +373,10 @@ impl<'a> Compiled<'a> {
         // its first next hop only.
         // An ECMP route leaves out the next hops whose link is down or
         // whose gateway failed neighbour unreachability detection: it
-        // prefers next hops that are up and reachable, then reachable ones,
-        // then up ones, and keeps them all when none is either.
+        // prefers next hops that are up and reachable, then up ones (a
+        // link that is down loses every packet; a silent gateway may only
+        // be slow to answer), then reachable ones, and keeps them all when
+        // none is either.
         if r.is_multipath() {
             self.ecmp_gateways.extend(r.paths().iter().filter_map(|(nh, _)| Some((nh.iface, nh.gateway?))));
         }
@@ -382,7 +384,7 @@ impl<'a> Compiled<'a> {
             let up = |nh: &NextHop| self.down.binary_search(&nh.iface).is_err();
             let reachable = |nh: &NextHop| nh.gateway.is_none_or(|g| self.failed.binary_search(&(nh.iface, g)).is_err());
             let keep = |f: &dyn Fn(&NextHop) -> bool| -> Vec<(NextHop, u16)> { r.paths().iter().filter(|(nh, _)| f(nh)).copied().collect() };
-            [keep(&|nh| up(nh) && reachable(nh)), keep(&reachable), keep(&up)].into_iter().find(|v| !v.is_empty()).unwrap_or_default()
+            [keep(&|nh| up(nh) && reachable(nh)), keep(&up), keep(&reachable)].into_iter().find(|v| !v.is_empty()).unwrap_or_default()
         } else {
             Vec::new()
         };
@@ -926,9 +928,8 @@ mod tests {
         assert!(on.values().all(|&n| n > 400), "{on:?}");
         // A single-path route keeps its gateway.
         assert_eq!(f.lookup4("10.8.1.1".parse().unwrap()).unwrap().gateway, Some(ip("10.1.0.3")));
-        // Reachable but down beats unreachable: link 2 down leaves 10.1.0.2;
-        // with link 1 down too, the reachable 10.2.0.2 (down) over the
-        // unreachable; all three unreachable: all kept.
+        // Link 2 down leaves 10.1.0.2; with link 1 down too, the reachable
+        // ones (every link is down); all three unreachable: all kept.
         assert!(f.set_down(vec![2]));
         assert_eq!(spread(&f).keys().collect::<Vec<_>>(), ["10.1.0.2"]);
         assert!(f.set_down(vec![1, 2]));
@@ -936,9 +937,10 @@ mod tests {
         assert!(f.set_down(vec![]));
         assert!(f.set_unreachable(vec![(1, ip("10.1.0.2")), (1, ip("10.1.0.3")), (2, ip("10.2.0.2"))]));
         assert_eq!(spread(&f).len(), 3, "none reachable: all kept");
+        // Up but silent beats reachable behind a link that is down.
         assert!(f.set_unreachable(vec![(1, ip("10.1.0.2")), (1, ip("10.1.0.3"))]));
         assert!(f.set_down(vec![2]));
-        assert_eq!(spread(&f).keys().collect::<Vec<_>>(), ["10.2.0.2"], "reachable (link down) beats up and unreachable");
+        assert_eq!(spread(&f).keys().collect::<Vec<_>>(), ["10.1.0.2", "10.1.0.3"], "up (silent) beats reachable behind a down link");
     }
 
     #[test]

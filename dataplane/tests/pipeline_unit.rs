@@ -2546,3 +2546,129 @@ fn reassembly_drops_overlaps_malformed_and_stale_datagrams() {
     // An evicted datagram's missing fragment completes nothing.
     assert_eq!(local(&pl, Local::Reassembled), 0);
 }
+
+// ========================================== neighbour unreachability detection
+
+/// A pipeline whose table has 10.1.0.77 and 2001:db8:1::77 learned (NEW).
+fn pipeline_with_learned() -> Pipeline {
+    let mut pl = pipeline();
+    let mut n = neighbours();
+    n.learn(1, IpAddr::V4(v4("10.1.0.77")), NEW, NeighSource::Learned);
+    n.learn(1, IpAddr::V6(v6("2001:db8:1::77")), NEW, NeighSource::Learned);
+    pl.set_neighbours(Arc::new(n));
+    pl
+}
+
+/// An ARP reply to us, or a solicited Neighbor Advertisement, from a
+/// learned neighbour with the MAC the table has confirms it (RFC 4861
+/// s.7.3.1); an ARP request, an unsolicited NA, or a static neighbour's
+/// reply do not.
+#[test]
+fn answers_from_a_learned_neighbour_confirm_it() {
+    let mut pl = pipeline_with_learned();
+    let confirmed4 = Event::NeighbourConfirmed { iface: 1, ip: IpAddr::V4(v4("10.1.0.77")) };
+    let confirmed6 = Event::NeighbourConfirmed { iface: 1, ip: IpAddr::V6(v6("2001:db8:1::77")) };
+    let rep = arp(2, NEW, v4("10.1.0.77"), R1, v4("10.1.0.1"));
+    let mut p = VecPacket::from_bytes(&eth(R1, NEW, None, 0x0806, &rep));
+    assert_eq!(run(&mut pl, &mut p, 1, T0), Verdict::Consumed);
+    assert_eq!(pl.events, vec![confirmed4]);
+    // The same reply twice in one burst: one event.
+    let mut p = VecPacket::from_bytes(&eth(R1, NEW, None, 0x0806, &rep));
+    assert_eq!(run(&mut pl, &mut p, 1, T0), Verdict::Consumed);
+    assert_eq!(pl.events, vec![confirmed4]);
+    assert_eq!(local(&pl, Local::NeighbourConfirmed), 1);
+    pl.events.clear();
+    // A request from it (answered) is not an answer to ours.
+    let req = arp(1, NEW, v4("10.1.0.77"), [0; 6], v4("10.1.0.1"));
+    let mut p = VecPacket::from_bytes(&eth([0xff; 6], NEW, None, 0x0806, &req));
+    assert_eq!(run(&mut pl, &mut p, 1, T0), Verdict::Tx(1));
+    assert!(pl.events.is_empty(), "{:?}", pl.events);
+    // A static neighbour's reply: nothing to confirm.
+    let rep = arp(2, GW1, v4("10.1.0.254"), R1, v4("10.1.0.1"));
+    let mut p = VecPacket::from_bytes(&eth(R1, GW1, None, 0x0806, &rep));
+    assert_eq!(run(&mut pl, &mut p, 1, T0), Verdict::Consumed);
+    assert!(pl.events.is_empty());
+    // NA: solicited confirms, unsolicited (O only) does not.
+    let src = v6("2001:db8:1::77");
+    let ours = v6("2001:db8:1::1");
+    let na = |flags: u8| {
+        let mut body = vec![flags, 0, 0, 0];
+        body.extend_from_slice(&src.octets());
+        body.extend_from_slice(&[2, 1]);
+        body.extend_from_slice(&NEW);
+        frame6(R1, NEW, None, &ipv6(src, ours, 255, 58, &icmpv6(src, ours, 136, 0, &body)))
+    };
+    let mut p = VecPacket::from_bytes(&na(0x20));
+    assert_eq!(run(&mut pl, &mut p, 1, T0), Verdict::Consumed);
+    assert!(pl.events.is_empty(), "{:?}", pl.events);
+    let mut p = VecPacket::from_bytes(&na(0x60));
+    assert_eq!(run(&mut pl, &mut p, 1, T0), Verdict::Consumed);
+    assert_eq!(pl.events, vec![confirmed6]);
+    assert_eq!(local(&pl, Local::NeighbourConfirmed), 2);
+    // A changed MAC in an answer is news, not a confirmation.
+    pl.events.clear();
+    let rep = arp(2, NEW2, v4("10.1.0.77"), R1, v4("10.1.0.1"));
+    let mut p = VecPacket::from_bytes(&eth(R1, NEW2, None, 0x0806, &rep));
+    assert_eq!(run(&mut pl, &mut p, 1, T0), Verdict::Consumed);
+    assert_eq!(pl.events, vec![Event::NeighbourLearned { iface: 1, ip: IpAddr::V4(v4("10.1.0.77")), mac: NEW2 }]);
+    assert_eq!(total_drops(&pl), 0);
+}
+
+/// Reachability probes (RFC 4861 s.7.3.3): an ARP request to the MAC the
+/// table has (a broadcast one otherwise), and an NS to the address itself
+/// (not its solicited-node group) with our link-layer address.
+#[test]
+fn build_solicit_unicast_probes() {
+    let pl = pipeline_with_learned();
+    let s = Solicit { iface: 1, target: IpAddr::V4(v4("10.1.0.77")), unicast: Some(NEW) };
+    let mut p = VecPacket::from_bytes(&[]);
+    assert_eq!(pl.build_solicit(&mut p, &s), Some(1));
+    let d = p.data();
+    assert_eq!(d.len(), 14 + 28);
+    assert_eth(d, NEW, R1, 0x0806);
+    let a = &d[14..];
+    assert_eq!(&a[0..8], &[0, 1, 0x08, 0x00, 6, 4, 0, 1], "ARP request");
+    assert_eq!(mac_at(a, 8), R1);
+    assert_eq!(&a[14..18], &[10, 1, 0, 1]);
+    assert_eq!(&a[18..24], &[0; 6]);
+    assert_eq!(&a[24..28], &[10, 1, 0, 77]);
+    let target = v6("2001:db8:1::77");
+    let s = Solicit { iface: 1, target: IpAddr::V6(target), unicast: Some(NEW) };
+    let mut p = VecPacket::from_bytes(&[]);
+    assert_eq!(pl.build_solicit(&mut p, &s), Some(1));
+    let d = p.data();
+    assert_eq!(d.len(), 14 + 40 + 32);
+    assert_eth(d, NEW, R1, 0x86dd);
+    let ip = &d[14..];
+    assert_eq!(ip[7], 255, "hop limit 255");
+    assert_eq!(Ipv6Addr::from(<[u8; 16]>::try_from(&ip[8..24]).unwrap()), v6("2001:db8:1::1"));
+    assert_eq!(Ipv6Addr::from(<[u8; 16]>::try_from(&ip[24..40]).unwrap()), target, "to the address itself");
+    let m = &ip[40..];
+    assert_eq!(&m[0..2], &[135, 0]);
+    assert_eq!(&m[8..24], &target.octets());
+    assert_eq!(&m[24..26], &[1, 1], "SLLAO");
+    assert_eq!(mac_at(m, 26), R1);
+    icmpv6_ok(ip);
+    assert_eq!((local(&pl, Local::ArpRequestSent), local(&pl, Local::NsSent)), (1, 1));
+}
+
+/// A neighbour the worker learned but the control thread never took up
+/// (refused at its learn limit, or its event lost) is dropped after a few
+/// snapshots without it, so it cannot escape reachability detection.
+#[test]
+fn learned_overlay_is_dropped_when_never_taken_up() {
+    let mut pl = pipeline();
+    let rep = arp(2, NEW, v4("10.1.0.99"), R1, v4("10.1.0.1"));
+    let mut p = VecPacket::from_bytes(&eth(R1, NEW, None, 0x0806, &rep));
+    assert_eq!(run(&mut pl, &mut p, 1, T0), Verdict::Consumed);
+    let ip = ipv4(v4("10.0.0.2"), v4("198.51.100.7"), 64, 17, &udp(16));
+    let f = frame4(R0, H0, None, &ip);
+    for k in 0..4 {
+        pl.set_neighbours(Arc::new(neighbours()));
+        let mut p = VecPacket::from_bytes(&f);
+        assert_eq!(run(&mut pl, &mut p, 0, T0 + k), Verdict::Tx(1), "snapshot {k}");
+    }
+    pl.set_neighbours(Arc::new(neighbours()));
+    let mut p = VecPacket::from_bytes(&f);
+    assert_eq!(run(&mut pl, &mut p, 0, T0 + 10 * SEC), Verdict::Drop(Drop::NeighbourMiss), "resolved anew");
+}

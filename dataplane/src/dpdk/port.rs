@@ -30,8 +30,8 @@ pub struct Port {
     /// The PMD sends chained (multi-segment) mbufs and the offload is
     /// enabled: End.MT replicas can share the payload (zero-copy).
     pub multi_seg_tx: bool,
-    /// net_tap: its tap's interface index (see [`Port::link_up`]).
-    tap_ifindex: Option<u32>,
+    /// net_tap: its tap's interface index and name (see [`Port::link_known`]).
+    tap_if: Option<(u32, String)>,
     started: bool,
 }
 
@@ -191,7 +191,7 @@ impl Port {
             driver: driver.clone(),
             speed_mbps: link.link_speed,
             multi_seg_tx,
-            tap_ifindex: (driver == "net_tap" && info.if_index != 0).then_some(info.if_index),
+            tap_if: if driver == "net_tap" { ifname(info.if_index).map(|n| (info.if_index, n)) } else { None },
             started: true,
         })
     }
@@ -201,13 +201,8 @@ impl Port {
     /// is moved into another namespace it reads "down" whatever the link
     /// is. Such a port's link state is unknown, and taken as up.
     pub fn link_known(&self) -> bool {
-        extern "C" {
-            fn if_indextoname(ifindex: u32, ifname: *mut std::ffi::c_char) -> *mut std::ffi::c_char;
-        }
-        let Some(ix) = self.tap_ifindex else { return true };
-        let mut buf = [0 as std::ffi::c_char; 16];
-        // SAFETY: buf holds IF_NAMESIZE (16) bytes.
-        !unsafe { if_indextoname(ix, buf.as_mut_ptr()) }.is_null()
+        let Some((ix, name)) = &self.tap_if else { return true };
+        ifname(*ix).as_ref() == Some(name)
     }
 
     /// Link status right now (non-blocking); up when unknown
@@ -277,4 +272,18 @@ pub fn rx_burst(port: u16, queue: u16, out: &mut [*mut dpdk_sys::rte_mbuf]) -> u
 pub fn tx_burst(port: u16, queue: u16, pkts: &mut [*mut dpdk_sys::rte_mbuf]) -> usize {
     // SAFETY: the caller owns queue `queue` of `port` on this thread.
     unsafe { usize::from(dpdk_sys::rte_eth_tx_burst(port, queue, pkts.as_mut_ptr(), pkts.len() as u16)) }
+}
+
+/// The name of interface `ix` in this network namespace.
+fn ifname(ix: u32) -> Option<String> {
+    extern "C" {
+        fn if_indextoname(ifindex: u32, ifname: *mut std::ffi::c_char) -> *mut std::ffi::c_char;
+    }
+    if ix == 0 {
+        return None;
+    }
+    let mut buf = [0 as std::ffi::c_char; 16];
+    // SAFETY: buf holds IF_NAMESIZE (16) bytes; on success it is a C string.
+    let p = unsafe { if_indextoname(ix, buf.as_mut_ptr()) };
+    (!p.is_null()).then(|| unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned())
 }
