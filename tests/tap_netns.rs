@@ -474,6 +474,8 @@ nexthop = [{{ via = "2001:db8:a::2" }}, {{ via = "2001:db8:a::3" }}]
     wait("show neighbours", &|r| gws.iter().all(|g| learned(r, g)), "the router resolves the ECMP gateways by itself");
     let routes = wait("show routes", &|r| !r.contains("unreachable"), "every gateway reachable");
     assert!(!routes.contains("linkdown"), "net_tap in another namespace: link state unknown, taken as up\n{routes}");
+    let ifs = ctl("show interfaces");
+    assert!(ifs.lines().any(|l| l.starts_with("a port 0 link unknown ")) && ifs.lines().any(|l| l.starts_with("b port 1 link up ")), "tap a moved, tap b here:\n{ifs}");
     // Spread of 64 flows per family over the gateways, as `route get` says.
     let spread = || {
         let mut on = std::collections::BTreeMap::new();

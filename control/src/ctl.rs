@@ -100,7 +100,15 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
         ["show", "routes"] => Ok(display::routes(&c.fib, &c.topo)),
         ["route", "get", dst, rest @ ..] => route_get(c, dst, rest),
         ["show", "neighbours"] => Ok(display::neighbours(&c.neighbours, &c.topo, c.nud.as_ref())),
-        ["show", "interfaces"] => Ok(display::interfaces(&c.topo)),
+        ["show", "interfaces"] => {
+            let link = |port: u16| match ports.iter().find(|p| p.id == port) {
+                Some(p) if !p.link_known() => "unknown",
+                Some(p) if p.link_up() => "up",
+                Some(_) => "down",
+                None => "?",
+            };
+            Ok(display::interfaces(&c.topo, link))
+        }
         ["show", "workers"] => Ok(c.workers_table(names)),
         ["show", "congestion"] => {
             let v = c.congestion_views();

@@ -105,10 +105,13 @@ pub fn neighbours(n: &Neighbours, t: &Topology, nud: Option<&dataplane::nud::Nud
     v.concat() + &w.concat()
 }
 
-pub fn interfaces(t: &Topology) -> String {
+/// `show interfaces`: one line each; `link(port)` is the port's link
+/// state ("up", "down", or "unknown" for a net_tap port whose tap is in
+/// another network namespace).
+pub fn interfaces(t: &Topology, link: impl Fn(u16) -> &'static str) -> String {
     let mut o = String::new();
     for i in &t.interfaces {
-        let _ = write!(o, "{} port {} mac {} mtu {}", i.name, i.port, Mac(i.mac), i.mtu);
+        let _ = write!(o, "{} port {} link {} mac {} mtu {}", i.name, i.port, link(i.port), Mac(i.mac), i.mtu);
         for a in &i.v4 {
             let _ = write!(o, " {a}");
         }
