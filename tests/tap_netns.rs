@@ -418,7 +418,9 @@ interface = "b"
 ///   may fail first while the host is being configured, and come back).
 /// - Learned entries are probed with unicast ARP requests / Neighbor
 ///   Solicitations every ~0.5 s (neighbour_reachable_ms = 500); the
-///   kernel's replies confirm them and nothing is deleted.
+///   kernel's replies confirm them and nothing is deleted. One learned
+///   from the kernel's ARP request (not an answer) is STALE until its
+///   probe is answered.
 /// - When the host drops 10.1.0.3, 2001:db8:a::3 and 10.1.0.10, their
 ///   probes go unanswered: the entries are deleted, the two gateways are
 ///   marked unreachable (`show routes`, `show neighbours` FAILED) and every
@@ -497,6 +499,10 @@ nexthop = [{{ via = "2001:db8:a::2" }}, {{ via = "2001:db8:a::3" }}]
     let o = in_ns(&n1, &["ping", "-c", "2", "-i", "0.2", "-W", "2", "-I", "10.1.0.10", "10.1.0.1"]);
     assert!(o.status.success(), "ping from 10.1.0.10: {}", String::from_utf8_lossy(&o.stdout));
     wait("show neighbours", &|r| learned(r, "10.1.0.10"), "10.1.0.10 learned");
+    // Learned from its ARP request, not from an answer: STALE, probed
+    // within half the reachable time, and the kernel's reply makes it
+    // REACHABLE.
+    wait("show neighbours", &|r| r.lines().any(|l| l.starts_with("10.1.0.10 lladdr ") && l.ends_with(" Learned REACHABLE")), "10.1.0.10 confirmed by its answer to a probe");
     // Probes answered: confirmed, nothing deleted, for 2 s (about 4 rounds).
     std::thread::sleep(Duration::from_secs(2));
     let c = ctl("show counters");

@@ -585,13 +585,20 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         let mut changed = false;
         while let Ok((_w, ev)) = ev_rx.try_recv() {
             match ev {
-                Event::NeighbourLearned { iface, ip, mac } => {
+                Event::NeighbourLearned { iface, ip, mac, answer } => {
                     match control.neighbours.learn_bounded(iface, ip, mac, NeighSource::Learned, neigh_limit) {
                         Learned::Changed => changed = true,
                         Learned::Unchanged => {}
                         Learned::Full => control.own.local(dataplane::counters::Local::NeighbourLearnRefused),
                     }
-                    control.confirm_neighbour(iface, ip, started);
+                    if answer {
+                        control.confirm_neighbour(iface, ip, started);
+                    } else if let Some(nud) = control.nud.as_mut() {
+                        // Not an answer to us: STALE, checked soon.
+                        if control.neighbours.get(iface, ip).is_some_and(|n| n.source == NeighSource::Learned) {
+                            nud.stale(iface, ip, started.elapsed().as_nanos() as u64);
+                        }
+                    }
                 }
                 Event::NeighbourConfirmed { iface, ip } => control.confirm_neighbour(iface, ip, started),
                 Event::PeNotification(note) => {

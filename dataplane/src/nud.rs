@@ -52,6 +52,9 @@ impl Default for NudConfig {
 pub enum NudState {
     /// Confirmed recently; probed after the deadline.
     Reachable,
+    /// Learned or changed by something that was not an answer to us (an
+    /// ARP request, an unsolicited NA): probed soon.
+    Stale,
     /// Being probed (unicast), still used.
     Probe,
     /// An ECMP gateway without an entry, being solicited.
@@ -64,6 +67,7 @@ impl NudState {
     pub fn name(self) -> &'static str {
         match self {
             NudState::Reachable => "REACHABLE",
+            NudState::Stale => "STALE",
             NudState::Probe => "PROBE",
             NudState::Incomplete => "INCOMPLETE",
             NudState::Failed => "FAILED",
@@ -164,6 +168,21 @@ impl Nud {
         }
     }
 
+    /// A learned entry was created or changed by a packet that was not an
+    /// answer to the router (an ARP request, an unsolicited NA): STALE,
+    /// probed after DELAY_FIRST_PROBE_TIME (5 s, RFC 4861 s.10; half the
+    /// reachable time if that is shorter) unless confirmed first.
+    pub fn stale(&mut self, iface: u16, ip: IpAddr, now: u64) {
+        let due = now.saturating_add(5_000_000_000u64.min(self.cfg.reachable_ns / 2));
+        let k = (iface, ip);
+        match self.map.get(&k) {
+            // Already due sooner, or being probed: as it is.
+            Some(e) if matches!(e.state, NudState::Reachable | NudState::Stale) && e.due <= due => {}
+            Some(e) if e.state == NudState::Probe => {}
+            _ => self.set(k, NudState::Stale, due, 0),
+        }
+    }
+
     /// The state of an address, if it is watched.
     pub fn state(&self, iface: u16, ip: IpAddr) -> Option<NudState> {
         self.map.get(&(iface, ip)).map(|e| e.state)
@@ -207,7 +226,7 @@ impl Nud {
                 (Some(_), Some(NudState::Incomplete | NudState::Failed)) => {
                     self.map.remove(&k);
                 }
-                (None, None | Some(NudState::Reachable | NudState::Probe)) => self.set(k, NudState::Incomplete, now, 0),
+                (None, None | Some(NudState::Reachable | NudState::Stale | NudState::Probe)) => self.set(k, NudState::Incomplete, now, 0),
                 _ => {}
             }
         }
@@ -223,7 +242,7 @@ impl Nud {
             }
             let entry = n.get(k.0, k.1);
             match e.state {
-                NudState::Reachable | NudState::Probe if entry.is_none_or(|x| x.source != NeighSource::Learned) => {
+                NudState::Reachable | NudState::Stale | NudState::Probe if entry.is_none_or(|x| x.source != NeighSource::Learned) => {
                     // Deleted or made static since.
                     self.map.remove(&k);
                 }
@@ -236,7 +255,7 @@ impl Nud {
                         self.map.remove(&k);
                     }
                 }
-                NudState::Reachable => {
+                NudState::Reachable | NudState::Stale => {
                     out.probes.push(Probe { iface: k.0, target: k.1, mac: entry.map(|x| x.mac) });
                     self.set(k, NudState::Probe, now.saturating_add(retrans), 1);
                 }
@@ -476,6 +495,36 @@ mod tests {
             assert_eq!(n.tick(k * S, &t, &[gw]).probes.len(), 1);
         }
         assert_eq!(n.tick(13 * S, &t, &[gw]).failed, Some(vec![gw]));
+    }
+
+    #[test]
+    fn an_entry_learned_from_a_request_is_probed_soon() {
+        let mut t = Neighbours::default();
+        let k = (1, ip("10.1.0.50"));
+        let mut n = Nud::new(cfg(), 19);
+        n.tick(0, &t, &[]);
+        // Learned from its ARP request at 1 s: STALE, probed at 6 s.
+        t.learn(k.0, k.1, [2, 0, 0, 0, 0, 5], NeighSource::Learned);
+        n.stale(k.0, k.1, S);
+        assert_eq!(n.state(k.0, k.1), Some(NudState::Stale));
+        assert!(n.tick(6 * S - 1, &t, &[]).probes.is_empty());
+        assert_eq!(n.tick(6 * S, &t, &[]).probes, [Probe { iface: 1, target: k.1, mac: Some([2, 0, 0, 0, 0, 5]) }]);
+        // Its answer makes it reachable for the full time.
+        n.confirm(k.0, k.1, 6 * S);
+        assert_eq!(n.state(k.0, k.1), Some(NudState::Reachable));
+        // A new MAC from an unsolicited NA / ARP: probed within 5 s, not
+        // after the 5..15 s the confirmation gave.
+        n.stale(k.0, k.1, 7 * S);
+        assert_eq!(n.state(k.0, k.1), Some(NudState::Stale));
+        assert_eq!(n.tick(12 * S, &t, &[]).probes.len(), 1);
+        // While probed, a stale report changes nothing.
+        n.stale(k.0, k.1, 12 * S);
+        assert_eq!(n.state(k.0, k.1), Some(NudState::Probe));
+        // Half the reachable time when that is shorter than 5 s.
+        let mut n = Nud::new(NudConfig { reachable_ns: 2 * S, ..cfg() }, 19);
+        n.stale(k.0, k.1, 0);
+        assert!(n.tick(S - 1, &t, &[]).probes.is_empty());
+        assert_eq!(n.tick(S, &t, &[]).probes.len(), 1);
     }
 
     #[test]

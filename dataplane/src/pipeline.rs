@@ -39,8 +39,11 @@ pub enum Verdict {
 /// Something the control thread needs to know.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
-    /// A neighbour seen in ARP / ND traffic.
-    NeighbourLearned { iface: u16, ip: IpAddr, mac: MacAddr },
+    /// A neighbour seen in ARP / ND traffic with a MAC the table does not
+    /// have; `answer`: in an answer to a solicitation (an ARP reply to us,
+    /// a solicited NA), which also confirms that it is reachable; else it
+    /// is STALE and checked soon (RFC 4861 s.7.3.3).
+    NeighbourLearned { iface: u16, ip: IpAddr, mac: MacAddr, answer: bool },
     /// A known neighbour answered a solicitation (an ARP reply to us, a
     /// solicited Neighbor Advertisement) with the MAC it has: reachable
     /// (neighbour unreachability detection, [`crate::nud`]).
@@ -352,7 +355,7 @@ impl Pipeline {
             return;
         }
         // Suppress repeats within one snapshot period.
-        if self.events.contains(&Event::NeighbourLearned { iface, ip, mac }) {
+        if self.events.iter().any(|e| matches!(*e, Event::NeighbourLearned { iface: i, ip: a, mac: m, .. } if (i, a, m) == (iface, ip, mac))) {
             return;
         }
         // Used at once only when the control thread will hear of it.
@@ -360,7 +363,7 @@ impl Pipeline {
             self.counters.dropped(Drop::EventQueueFull);
             return;
         }
-        self.events.push(Event::NeighbourLearned { iface, ip, mac });
+        self.events.push(Event::NeighbourLearned { iface, ip, mac, answer });
         self.counters.local(if ip.is_ipv4() { Local::ArpLearned } else { Local::NdLearned });
         if self.learned.len() < MAX_LEARNED || self.learned.contains_key(&(iface, ip)) {
             self.learned.insert((iface, ip), (mac, self.neigh_gen));

@@ -1150,7 +1150,7 @@ fn arp_request_for_us_is_answered_in_place() {
     assert_eq!(&a[24..28], &[10, 0, 0, 50]);
     assert_eq!(local(&pl, Local::ArpReply), 1);
     assert_eq!(local(&pl, Local::ArpLearned), 1);
-    assert_eq!(pl.events, vec![Event::NeighbourLearned { iface: 0, ip: IpAddr::V4(v4("10.0.0.50")), mac: NEW }]);
+    assert_eq!(pl.events, vec![Event::NeighbourLearned { iface: 0, ip: IpAddr::V4(v4("10.0.0.50")), mac: NEW, answer: false }]);
     assert_eq!(total_drops(&pl), 0);
 
     // A repeat does not queue the event again.
@@ -1212,7 +1212,7 @@ fn arp_reply_is_learned_and_used_at_once() {
     let rep = arp(2, gw, v4("10.1.0.99"), R1, v4("10.1.0.1"));
     let mut p = VecPacket::from_bytes(&eth(R1, gw, None, 0x0806, &rep));
     assert_eq!(run(&mut pl, &mut p, 1, T0 + 10), Verdict::Consumed);
-    assert_eq!(pl.events, vec![Event::NeighbourLearned { iface: 1, ip: IpAddr::V4(v4("10.1.0.99")), mac: gw }]);
+    assert_eq!(pl.events, vec![Event::NeighbourLearned { iface: 1, ip: IpAddr::V4(v4("10.1.0.99")), mac: gw, answer: true }]);
     assert_eq!(local(&pl, Local::ArpLearned), 1, "one reply, one arp-learned");
     assert_eq!(local(&pl, Local::ArpReply), 0);
     // Forwarding works now, without a new snapshot.
@@ -1276,7 +1276,7 @@ fn ns_for_our_address_gets_na_in_place() {
     assert_eq!(na.target_addr(), Some(ours));
     assert_eq!(local(&pl, Local::NdAdvert), 1);
     assert_eq!(local(&pl, Local::NdLearned), 1);
-    assert_eq!(pl.events, vec![Event::NeighbourLearned { iface: 0, ip: IpAddr::V6(src), mac: NEW }]);
+    assert_eq!(pl.events, vec![Event::NeighbourLearned { iface: 0, ip: IpAddr::V6(src), mac: NEW, answer: false }]);
     // The learned neighbour is used at once.
     let ip = ipv6(v6("2001:db8:1::2"), src, 64, 17, &udp(8));
     let mut p = VecPacket::from_bytes(&frame6(R1, H1, None, &ip));
@@ -1406,7 +1406,7 @@ fn na_is_learned_and_consumed() {
     let ip = ipv6(src, ours, 255, 58, &m);
     let mut p = VecPacket::from_bytes(&frame6(R1, NEW2, None, &ip));
     assert_eq!(run(&mut pl, &mut p, 1, T0), Verdict::Consumed);
-    assert_eq!(pl.events, vec![Event::NeighbourLearned { iface: 1, ip: IpAddr::V6(src), mac: NEW }]);
+    assert_eq!(pl.events, vec![Event::NeighbourLearned { iface: 1, ip: IpAddr::V6(src), mac: NEW, answer: true }]);
     assert_eq!(local(&pl, Local::NdLearned), 1);
     assert_eq!(total_drops(&pl), 0);
     // And forwarding to it works at once.
@@ -1528,7 +1528,7 @@ fn nd_learns_only_on_link_and_unsolicited_na_only_for_known() {
     let m = icmpv6(ll, group, 135, 0, &ns_body(ours, Some(NEW2)));
     let mut p = VecPacket::from_bytes(&frame6(dmac, NEW2, None, &ipv6(ll, group, 255, 58, &m)));
     assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Tx(0));
-    assert_eq!(pl.events, vec![Event::NeighbourLearned { iface: 0, ip: IpAddr::V6(ll), mac: NEW2 }]);
+    assert_eq!(pl.events, vec![Event::NeighbourLearned { iface: 0, ip: IpAddr::V6(ll), mac: NEW2, answer: false }]);
 
     let na = |target: Ipv6Addr, flags: u8, mac: MacAddr| {
         let mut body = vec![flags, 0, 0, 0];
@@ -1554,7 +1554,7 @@ fn nd_learns_only_on_link_and_unsolicited_na_only_for_known() {
     assert_eq!(run(&mut pl, &mut p, 1, T0), Verdict::Consumed);
     assert_eq!(
         pl.events,
-        vec![Event::NeighbourLearned { iface: 1, ip: IpAddr::V6(t), mac: NEW }, Event::NeighbourLearned { iface: 1, ip: IpAddr::V6(t), mac: NEW2 }]
+        vec![Event::NeighbourLearned { iface: 1, ip: IpAddr::V6(t), mac: NEW, answer: true }, Event::NeighbourLearned { iface: 1, ip: IpAddr::V6(t), mac: NEW2, answer: false }]
     );
     // An unsolicited NA for a configured (static) neighbour is accepted
     // as known (learning never replaces a static entry in the tables).
@@ -1900,7 +1900,7 @@ fn arp_reply_from_a_known_neighbour_counts_nothing_new() {
     let rep = arp(2, NEW, v4("10.1.0.254"), R1, v4("10.1.0.1"));
     let mut p = VecPacket::from_bytes(&eth(R1, NEW, None, 0x0806, &rep));
     assert_eq!(run(&mut pl, &mut p, 1, T0), Verdict::Consumed);
-    assert_eq!(pl.events, vec![Event::NeighbourLearned { iface: 1, ip: IpAddr::V4(v4("10.1.0.254")), mac: NEW }]);
+    assert_eq!(pl.events, vec![Event::NeighbourLearned { iface: 1, ip: IpAddr::V4(v4("10.1.0.254")), mac: NEW, answer: true }]);
     assert_eq!(local(&pl, Local::ArpLearned), 1);
 }
 
@@ -2610,7 +2610,7 @@ fn answers_from_a_learned_neighbour_confirm_it() {
     let rep = arp(2, NEW2, v4("10.1.0.77"), R1, v4("10.1.0.1"));
     let mut p = VecPacket::from_bytes(&eth(R1, NEW2, None, 0x0806, &rep));
     assert_eq!(run(&mut pl, &mut p, 1, T0), Verdict::Consumed);
-    assert_eq!(pl.events, vec![Event::NeighbourLearned { iface: 1, ip: IpAddr::V4(v4("10.1.0.77")), mac: NEW2 }]);
+    assert_eq!(pl.events, vec![Event::NeighbourLearned { iface: 1, ip: IpAddr::V4(v4("10.1.0.77")), mac: NEW2, answer: true }]);
     assert_eq!(total_drops(&pl), 0);
 }
 
