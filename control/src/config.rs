@@ -400,6 +400,10 @@ fn d_reachable() -> u64 {
 fn d_probes() -> u32 {
     3
 }
+/// Linux's default gc_stale_time.
+fn d_stale() -> u64 {
+    60_000
+}
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -425,14 +429,19 @@ pub struct DataplaneSection {
     /// beyond it new addresses are not learned (`neighbour-learn-refused`).
     #[serde(default = "d_neigh_limit")]
     pub neighbour_learn_limit: usize,
-    /// Neighbour unreachability detection: a learned neighbour is probed
-    /// (unicast) this long (randomised 0.5x..1.5x) after it was last
-    /// confirmed, and deleted when `neighbour_probes` probes go unanswered;
-    /// ECMP routes leave out gateways that do not answer. 0: off.
+    /// Neighbour unreachability detection: a learned neighbour is STALE
+    /// this long (randomised 0.5x..1.5x) after it was last confirmed; one
+    /// in use is then probed (unicast) and deleted when `neighbour_probes`
+    /// probes go unanswered; ECMP gateways are probed whether used or not,
+    /// and ECMP routes leave out those that do not answer. 0: off.
     #[serde(default = "d_reachable")]
     pub neighbour_reachable_ms: u64,
     #[serde(default = "d_probes")]
     pub neighbour_probes: u32,
+    /// A STALE learned neighbour nobody forwards to is deleted after this
+    /// long, unless it is a route's gateway (Linux gc_stale_time). 0: kept.
+    #[serde(default = "d_stale")]
+    pub neighbour_stale_ms: u64,
     /// End.MT replicas reference the received payload instead of copying it
     /// (when every port sends chained mbufs; otherwise full copies).
     #[serde(default = "d_true")]
@@ -456,6 +465,7 @@ impl Default for DataplaneSection {
             neighbour_learn_limit: d_neigh_limit(),
             neighbour_reachable_ms: d_reachable(),
             neighbour_probes: d_probes(),
+            neighbour_stale_ms: d_stale(),
             zero_copy_replication: true,
             ecmp_seed: None,
         }
@@ -918,6 +928,9 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
     }
     if d.neighbour_reachable_ms != 0 && !(100..=3_600_000).contains(&d.neighbour_reachable_ms) {
         return err("dataplane.neighbour_reachable_ms".into(), &d.neighbour_reachable_ms, "must be 0 (off) or 100..=3600000");
+    }
+    if d.neighbour_stale_ms != 0 && !(100..=86_400_000).contains(&d.neighbour_stale_ms) {
+        return err("dataplane.neighbour_stale_ms".into(), &d.neighbour_stale_ms, "must be 0 (kept) or 100..=86400000");
     }
     if !(1..=10).contains(&d.neighbour_probes) {
         return err("dataplane.neighbour_probes".into(), &d.neighbour_probes, "must be 1..=10");
@@ -2020,6 +2033,10 @@ nexthop = [{ via = "10.0.2.2" }, { via = "10.0.3.2", weight = 3 }, { via = "10.0
         for v in ["50", "3600001"] {
             let e = bad(("[dataplane]", &format!("[dataplane]\nneighbour_reachable_ms = {v}")));
             assert!(e.contains(&format!("dataplane.neighbour_reachable_ms = {v}: must be 0 (off) or 100..=3600000")), "{e}");
+        }
+        for v in ["99", "86400001"] {
+            let e = bad(("[dataplane]", &format!("[dataplane]\nneighbour_stale_ms = {v}")));
+            assert!(e.contains(&format!("dataplane.neighbour_stale_ms = {v}: must be 0 (kept) or 100..=86400000")), "{e}");
         }
         for v in ["0", "11"] {
             let e = bad(("[dataplane]", &format!("[dataplane]\nneighbour_probes = {v}")));

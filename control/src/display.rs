@@ -93,7 +93,7 @@ pub fn routes(f: &Fib, t: &Topology) -> String {
 }
 
 /// `show neighbours`: the table, with the reachability state of learned
-/// entries (REACHABLE, STALE, PROBE), then the ECMP gateways without an entry
+/// entries (REACHABLE, STALE, DELAY, PROBE), then the ECMP gateways without an entry
 /// (INCOMPLETE, FAILED), as `ip neigh` shows them.
 pub fn neighbours(n: &Neighbours, t: &Topology, nud: Option<&dataplane::nud::Nud>) -> String {
     let name = |i: u16| t.iface(i).map(|x| x.name.as_str()).unwrap_or("?");

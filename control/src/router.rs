@@ -170,7 +170,7 @@ impl Control {
     fn run_nud(&mut self, now_ns: u64) {
         use dataplane::counters::Local;
         let Some(nud) = self.nud.as_mut() else { return };
-        let out = nud.tick(now_ns, &self.neighbours, self.fib.ecmp_gateways());
+        let out = nud.tick(now_ns, &self.neighbours, dataplane::nud::Gateways { ecmp: self.fib.ecmp_gateways(), all: self.fib.gateways() });
         let name = |i: u16| self.topo.iface(i).map(|x| x.name.clone()).unwrap_or_else(|| i.to_string());
         if !out.probes.is_empty() {
             let unicast = out.probes.iter().filter(|p| p.mac.is_some()).count() as u64;
@@ -190,7 +190,12 @@ impl Control {
                 self.own.local(Local::NeighbourUnreachable);
             }
         }
-        if !out.delete.is_empty() {
+        for &(i, ip) in &out.expire {
+            if self.neighbours.remove(i, ip).is_some() {
+                self.own.local(Local::NeighbourExpired);
+            }
+        }
+        if !out.delete.is_empty() || !out.expire.is_empty() {
             self.push_neighbours();
         }
         if let Some(failed) = out.failed {
@@ -344,6 +349,8 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     let (garbage_tx, garbage_rx) = bounded::<Update>(1024);
     let fib0 = Arc::new(cfg.fib.clone());
     let neigh0 = Arc::new(cfg.neighbours.clone());
+    // The neighbours the workers forward to, for reachability detection.
+    let used = Arc::new(dataplane::nud::UsedBits::default());
     let pcfg = PipelineConfig {
         icmp_error_rate_pps: cfg.dataplane.icmp_error_rate_pps,
         icmp_error_burst: cfg.dataplane.icmp_error_burst,
@@ -483,6 +490,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         let counters = Arc::new(WorkerCounters::with_rx_queues(queues.len()));
         let (up_tx, up_rx) = bounded::<Update>(64);
         let mut pipeline = Pipeline::new(topo.clone(), fib0.clone(), neigh0.clone(), counters.clone(), pcfg);
+        pipeline.set_used(used.clone());
         // Local SIDs are in place before the first packet.
         if let Some(t) = &sids0 {
             pipeline.set_sids(t.clone());
@@ -546,8 +554,8 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     let mut control = Control { topo, fib: cfg.fib.clone(), neighbours: cfg.neighbours.clone(), sids, cfg, workers, own: Arc::new(WorkerCounters::default()), pe: pe.take(), nud: None, flows_seq: 0 };
     let dp = &control.cfg.dataplane;
     if dp.neighbour_reachable_ms != 0 {
-        let c = dataplane::nud::NudConfig { reachable_ns: dp.neighbour_reachable_ms * 1_000_000, retrans_ns: dp.neighbour_solicit_interval_ms * 1_000_000, probes: dp.neighbour_probes };
-        control.nud = Some(dataplane::nud::Nud::new(c, dataplane::fann::unix_ns()));
+        let c = dataplane::nud::NudConfig { reachable_ns: dp.neighbour_reachable_ms * 1_000_000, retrans_ns: dp.neighbour_solicit_interval_ms * 1_000_000, probes: dp.neighbour_probes, stale_ns: dp.neighbour_stale_ms * 1_000_000 };
+        control.nud = Some(dataplane::nud::Nud::new(c, dataplane::fann::unix_ns(), used));
     }
     let port_names: Vec<(u16, String)> = ports.iter().zip(control.cfg.ports.iter()).map(|(p, c)| (p.id, c.name.clone())).collect();
 
@@ -594,7 +602,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
                     if answer {
                         control.confirm_neighbour(iface, ip, started);
                     } else if let Some(nud) = control.nud.as_mut() {
-                        // Not an answer to us: STALE, checked soon.
+                        // Not an answer to us: STALE, checked once used.
                         if control.neighbours.get(iface, ip).is_some_and(|n| n.source == NeighSource::Learned) {
                             nud.stale(iface, ip, started.elapsed().as_nanos() as u64);
                         }

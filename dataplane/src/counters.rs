@@ -174,6 +174,7 @@ reasons!(Local, N_LOCAL {
     NeighbourConfirmed => "neighbour-confirmed",
     NeighbourProbe => "neighbour-probe-sent",
     NeighbourUnreachable => "neighbour-unreachable",
+    NeighbourExpired => "neighbour-expired",
     GatewayFailed => "ecmp-gateway-failed",
     GatewayRecovered => "ecmp-gateway-recovered",
 });

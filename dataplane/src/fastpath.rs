@@ -50,6 +50,8 @@ struct FastAdj {
     port: u16,
     mtu: u16,
     macs: [u8; 12],
+    /// The gateway's [`crate::nud::UsedBits`] bit.
+    bit: u32,
 }
 
 /// What the fast path was built from, and the tables it built.
@@ -177,12 +179,12 @@ impl Pipeline {
             .adj
             .iter()
             .map(|e| {
-                e.and_then(|(iface, mac)| {
+                e.and_then(|(iface, mac, bit)| {
                     let ifc = self.topo.iface(iface).filter(|ifc| ifc.vlan.is_none())?;
                     let mut macs = [0u8; 12];
                     macs[..6].copy_from_slice(&mac);
                     macs[6..].copy_from_slice(&ifc.mac);
-                    Some(FastAdj { port: ifc.port, mtu: ifc.mtu, macs })
+                    Some(FastAdj { port: ifc.port, mtu: ifc.mtu, macs, bit })
                 })
             })
             .collect();
@@ -308,6 +310,7 @@ impl Pipeline {
             let d = &mut *frames[usize::from(i)];
             let Some(a) = self.fast_adj(hop6[k], &d[14..], true, 40 + usize::from(u16::from_be_bytes([d[18], d[19]]))) else { continue };
             d[..12].copy_from_slice(&a.macs);
+            self.used.mark(a.bit);
             Ipv6Packet::new_unchecked(&mut d[14..]).decrement_hop_limit();
             out[usize::from(i)] = a.port;
             done += 1;
@@ -316,6 +319,7 @@ impl Pipeline {
             let d = &mut *frames[usize::from(i)];
             let Some(a) = self.fast_adj(hop4[k], &d[14..], false, usize::from(u16::from_be_bytes([d[16], d[17]]))) else { continue };
             d[..12].copy_from_slice(&a.macs);
+            self.used.mark(a.bit);
             // TTL - 1, checksum updated incrementally (RFC 1624).
             Ipv4Packet::new_unchecked(&mut d[14..]).decrement_ttl_incremental();
             out[usize::from(i)] = a.port;

@@ -1,32 +1,48 @@
 //! Neighbour unreachability detection, run by the control thread over the
-//! neighbour table the workers use.
+//! neighbour table the workers use (RFC 4861 s.7.3, with the states Linux
+//! gives them).
 //!
-//! - A learned neighbour (ARP / ND) is reachable for a random time between
-//!   0.5 and 1.5 times `reachable_ns` after it was learned or last
-//!   confirmed (RFC 4861 s.6.3.2 ReachableTime, s.7.3.3). Then the router
-//!   probes it with unicast ARP requests / Neighbor Solicitations, one
-//!   every `retrans_ns`, at most `probes` of them (MAX_UNICAST_SOLICIT),
-//!   still forwarding to it meanwhile (the STALE / PROBE states, so an
-//!   active neighbour never loses a packet). An ARP reply to the router or
-//!   a solicited Neighbor Advertisement confirms it (s.7.3.1). Without an
-//!   answer the entry is deleted: a router's ARP cache must flush
-//!   out-of-date entries (RFC 1812 s.3.3.2, RFC 1122 s.2.3.2.1), and the
-//!   next packet to that address resolves it anew.
-//! - The gateways of ECMP routes are watched even without an entry: an
-//!   unresolved one is solicited (broadcast ARP / multicast NS) `probes`
-//!   times. One that does not answer, or whose entry was deleted as above,
-//!   has *failed*: ECMP routes leave it out ([`crate::tables::Fib::set_unreachable`],
-//!   as Linux does with `fib_multipath_use_neigh`) and it is solicited again
+//! - A learned neighbour (ARP / ND) is REACHABLE for a random time between
+//!   0.5 and 1.5 times `reachable_ns` after it was learned from an answer
+//!   or last confirmed (RFC 4861 s.6.3.2 ReachableTime, s.7.3.3). Then it
+//!   is STALE: still used, not probed. An entry learned or changed by
+//!   something that was not an answer to the router (an ARP request, an
+//!   unsolicited NA) is STALE at once.
+//! - A STALE entry the workers forward to (they mark the neighbours they
+//!   use in [`UsedBits`]) goes to DELAY, and after DELAY_FIRST_PROBE_TIME
+//!   (5 s, or half the reachable time if shorter) to PROBE: unicast ARP
+//!   requests / Neighbor Solicitations, one every `retrans_ns`, at most
+//!   `probes` of them (MAX_UNICAST_SOLICIT), still forwarding to it
+//!   meanwhile, so an active neighbour never loses a packet. An ARP reply
+//!   to the router or a solicited Neighbor Advertisement confirms it
+//!   (s.7.3.1). Without an answer the entry is deleted: a router's ARP
+//!   cache must flush out-of-date entries (RFC 1812 s.3.3.2, RFC 1122
+//!   s.2.3.2.1), and the next packet to that address resolves it anew.
+//!   So only neighbours in use are probed: a router with a million hosts
+//!   behind it does not solicit each of them every half minute.
+//! - A STALE entry nobody uses for `stale_ns` is deleted (Linux's
+//!   gc_stale_time), unless it is the gateway of a route: a made-up sender
+//!   address learned from an ARP request does not stay.
+//! - The gateways of ECMP routes are probed whether used or not (a path
+//!   no flow hashes to must still be known to work): REACHABLE goes
+//!   straight to PROBE, STALE to DELAY. An ECMP gateway without an entry
+//!   is solicited (broadcast ARP / multicast NS) `probes` times. One that
+//!   does not answer, or whose entry was deleted as above, has *failed*:
+//!   ECMP routes leave it out ([`crate::tables::Fib::set_unreachable`], as
+//!   Linux does with `fib_multipath_use_neigh`) and it is solicited again
 //!   every `retrans_ns` until it answers.
 //! - Static neighbours are permanent: never probed or deleted.
 //!
-//! The state machine is pure: [`Nud::tick`] takes the time, the table and
-//! the gateways and says what to send and what to delete.
+//! The state machine is pure: [`Nud::tick`] takes the time, the table, the
+//! gateways and the workers' use marks and says what to send and what to
+//! delete.
 
 use crate::tables::{MacAddr, NeighSource, Neighbours};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// The timers and counts (RFC 4861 s.10 names in brackets).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,22 +55,27 @@ pub struct NudConfig {
     /// [MAX_UNICAST_SOLICIT] for a known neighbour, [MAX_MULTICAST_SOLICIT]
     /// for an unresolved gateway.
     pub probes: u32,
+    /// An unused STALE entry is deleted after this long (Linux
+    /// gc_stale_time), ns; 0: kept.
+    pub stale_ns: u64,
 }
 
 impl Default for NudConfig {
     fn default() -> Self {
-        NudConfig { reachable_ns: 30_000_000_000, retrans_ns: 1_000_000_000, probes: 3 }
+        NudConfig { reachable_ns: 30_000_000_000, retrans_ns: 1_000_000_000, probes: 3, stale_ns: 60_000_000_000 }
     }
 }
 
 /// Where an address is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NudState {
-    /// Confirmed recently; probed after the deadline.
+    /// Confirmed recently.
     Reachable,
-    /// Learned or changed by something that was not an answer to us (an
-    /// ARP request, an unsolicited NA): probed soon.
+    /// Not confirmed recently (or learned from something that was not an
+    /// answer to the router): used as it is, checked once it is used.
     Stale,
+    /// Used while STALE: probed when the delay ends.
+    Delay,
     /// Being probed (unicast), still used.
     Probe,
     /// An ECMP gateway without an entry, being solicited.
@@ -68,9 +89,70 @@ impl NudState {
         match self {
             NudState::Reachable => "REACHABLE",
             NudState::Stale => "STALE",
+            NudState::Delay => "DELAY",
             NudState::Probe => "PROBE",
             NudState::Incomplete => "INCOMPLETE",
             NudState::Failed => "FAILED",
+        }
+    }
+}
+
+/// log2 of the bits in [`UsedBits`].
+const USED_LOG2: u32 = 20;
+
+/// The neighbours the workers forwarded to since the control thread last
+/// looked: one bit per hash of (interface, address), shared by every
+/// worker. A worker sets a bit only when it is clear (a read otherwise,
+/// so the cache line stays shared); the control thread clears the bits it
+/// takes. A collision only makes an unused entry look used, which costs a
+/// probe.
+#[derive(Debug)]
+pub struct UsedBits {
+    words: Box<[AtomicU64]>,
+}
+
+impl Default for UsedBits {
+    fn default() -> Self {
+        UsedBits { words: (0..1usize << (USED_LOG2 - 6)).map(|_| AtomicU64::new(0)).collect() }
+    }
+}
+
+impl UsedBits {
+    /// The bit of a neighbour.
+    #[inline]
+    pub fn bit(iface: u16, ip: IpAddr) -> u32 {
+        let a = match ip {
+            IpAddr::V4(v) => u64::from(u32::from(v)) | 1 << 40,
+            IpAddr::V6(v) => {
+                let x = v.to_bits();
+                ((x >> 64) as u64).rotate_left(23) ^ x as u64
+            }
+        };
+        let h = (a ^ u64::from(iface) << 48).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (h >> (64 - USED_LOG2)) as u32
+    }
+
+    /// A worker forwarded to the neighbour of `bit`.
+    #[inline(always)]
+    pub fn mark(&self, bit: u32) {
+        let w = &self.words[(bit >> 6) as usize & (self.words.len() - 1)];
+        let m = 1u64 << (bit & 63);
+        if w.load(Ordering::Relaxed) & m == 0 {
+            w.fetch_or(m, Ordering::Relaxed);
+        }
+    }
+
+    /// Clear the bits that are set, calling `f` with each.
+    pub fn take(&self, mut f: impl FnMut(u32)) {
+        for (i, w) in self.words.iter().enumerate() {
+            if w.load(Ordering::Relaxed) == 0 {
+                continue;
+            }
+            let mut v = w.swap(0, Ordering::Relaxed);
+            while v != 0 {
+                f((i as u32) << 6 | v.trailing_zeros());
+                v &= v - 1;
+            }
         }
     }
 }
@@ -97,22 +179,39 @@ pub struct Probe {
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct NudOut {
     pub probes: Vec<Probe>,
-    /// Learned entries to delete (no answer to the probes).
+    /// Learned entries to delete: no answer to the probes.
     pub delete: Vec<(u16, IpAddr)>,
+    /// Learned entries to delete: STALE and unused for `stale_ns`.
+    pub expire: Vec<(u16, IpAddr)>,
     /// The failed gateways, sorted, when they changed in this tick.
     pub failed: Option<Vec<(u16, IpAddr)>>,
 }
 
+/// The gateways a tick needs to know (each sorted, as
+/// [`crate::tables::Fib::ecmp_gateways`] and
+/// [`crate::tables::Fib::gateways`] give them).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Gateways<'a> {
+    /// Of ECMP routes: watched whether used or not.
+    pub ecmp: &'a [(u16, IpAddr)],
+    /// Of any route: never deleted for being unused.
+    pub all: &'a [(u16, IpAddr)],
+}
+
 /// The detector: one entry per learned neighbour and per ECMP gateway
 /// without an entry. A tick costs the entries that are due (a heap of
-/// deadlines) and the ECMP gateways, so a table of a million learned
-/// neighbours stays cheap (`examples/nud_bench.rs`).
+/// deadlines), the neighbours used since the last tick and the ECMP
+/// gateways, so a table of a million learned neighbours stays cheap
+/// (`examples/nud_bench.rs`).
 #[derive(Debug)]
 pub struct Nud {
     cfg: NudConfig,
     map: HashMap<(u16, IpAddr), Entry>,
     /// (due, key); an item whose due differs from its entry's is stale.
     heap: BinaryHeap<Reverse<(u64, (u16, IpAddr))>>,
+    /// The STALE entries by their [`UsedBits`] bit.
+    stale_by_bit: HashMap<u32, Vec<(u16, IpAddr)>>,
+    used: Arc<UsedBits>,
     failed: Vec<(u16, IpAddr)>,
     next_sweep: u64,
     rng: u64,
@@ -122,10 +221,12 @@ pub struct Nud {
 const SWEEP_NS: u64 = 1_000_000_000;
 
 impl Nud {
-    pub fn new(mut cfg: NudConfig, seed: u64) -> Nud {
+    /// A detector that learns which neighbours are used from `used`, the
+    /// bits the workers set.
+    pub fn new(mut cfg: NudConfig, seed: u64, used: Arc<UsedBits>) -> Nud {
         cfg.retrans_ns = cfg.retrans_ns.max(1);
         cfg.probes = cfg.probes.max(1);
-        Nud { cfg, map: HashMap::new(), heap: BinaryHeap::new(), failed: Vec::new(), next_sweep: 0, rng: seed | 1 }
+        Nud { cfg, map: HashMap::new(), heap: BinaryHeap::new(), stale_by_bit: HashMap::new(), used, failed: Vec::new(), next_sweep: 0, rng: seed | 1 }
     }
 
     pub fn config(&self) -> NudConfig {
@@ -143,9 +244,46 @@ impl Nud {
         base / 2 + ((u128::from(r >> 11) * u128::from(base)) >> 53) as u64
     }
 
+    /// DELAY_FIRST_PROBE_TIME: 5 s, or half the reachable time if shorter.
+    fn delay(&self) -> u64 {
+        5_000_000_000u64.min(self.cfg.reachable_ns / 2)
+    }
+
+    /// When an unused STALE entry entered now is looked at again.
+    fn stale_due(&self, now: u64) -> u64 {
+        if self.cfg.stale_ns == 0 {
+            u64::MAX
+        } else {
+            now.saturating_add(self.cfg.stale_ns)
+        }
+    }
+
     fn set(&mut self, k: (u16, IpAddr), state: NudState, due: u64, sent: u32) {
-        self.map.insert(k, Entry { state, due, sent });
-        self.heap.push(Reverse((due, k)));
+        let was = self.map.insert(k, Entry { state, due, sent }).map(|e| e.state);
+        if was == Some(NudState::Stale) && state != NudState::Stale {
+            self.unindex(k);
+        } else if was != Some(NudState::Stale) && state == NudState::Stale {
+            self.stale_by_bit.entry(UsedBits::bit(k.0, k.1)).or_default().push(k);
+        }
+        if due != u64::MAX {
+            self.heap.push(Reverse((due, k)));
+        }
+    }
+
+    fn forget(&mut self, k: (u16, IpAddr)) {
+        if self.map.remove(&k).is_some_and(|e| e.state == NudState::Stale) {
+            self.unindex(k);
+        }
+    }
+
+    fn unindex(&mut self, k: (u16, IpAddr)) {
+        let b = UsedBits::bit(k.0, k.1);
+        if let Some(v) = self.stale_by_bit.get_mut(&b) {
+            v.retain(|x| *x != k);
+            if v.is_empty() {
+                self.stale_by_bit.remove(&b);
+            }
+        }
     }
 
     /// A learned entry was created, changed, or confirmed (an ARP reply to
@@ -169,17 +307,17 @@ impl Nud {
     }
 
     /// A learned entry was created or changed by a packet that was not an
-    /// answer to the router (an ARP request, an unsolicited NA): STALE,
-    /// probed after DELAY_FIRST_PROBE_TIME (5 s, RFC 4861 s.10; half the
-    /// reachable time if that is shorter) unless confirmed first.
+    /// answer to the router (an ARP request, an unsolicited NA): STALE
+    /// (RFC 4861 s.7.2.3, s.7.2.5), checked once it is used.
     pub fn stale(&mut self, iface: u16, ip: IpAddr, now: u64) {
-        let due = now.saturating_add(5_000_000_000u64.min(self.cfg.reachable_ns / 2));
         let k = (iface, ip);
         match self.map.get(&k) {
-            // Already due sooner, or being probed: as it is.
-            Some(e) if matches!(e.state, NudState::Reachable | NudState::Stale) && e.due <= due => {}
-            Some(e) if e.state == NudState::Probe => {}
-            _ => self.set(k, NudState::Stale, due, 0),
+            // Being checked already: as it is.
+            Some(e) if matches!(e.state, NudState::Delay | NudState::Probe | NudState::Stale) => {}
+            _ => {
+                let due = self.stale_due(now);
+                self.set(k, NudState::Stale, due, 0);
+            }
         }
     }
 
@@ -199,11 +337,10 @@ impl Nud {
         &self.failed
     }
 
-    /// Advance to `now` over the table `n` and the ECMP gateways `gws`
-    /// (sorted, as [`crate::tables::Fib::ecmp_gateways`] gives them).
-    pub fn tick(&mut self, now: u64, n: &Neighbours, gws: &[(u16, IpAddr)]) -> NudOut {
+    /// Advance to `now` over the table `n` and the route gateways `gws`.
+    pub fn tick(&mut self, now: u64, n: &Neighbours, gws: Gateways) -> NudOut {
         let mut out = NudOut::default();
-        let is_gw = |k: &(u16, IpAddr)| gws.binary_search(k).is_ok();
+        let is_ecmp = |k: &(u16, IpAddr)| gws.ecmp.binary_search(k).is_ok();
         // Learned entries not watched yet (their event missed, which the
         // control thread's handling should not allow): picked up by a
         // pass over the table, at most once a second, and only while the
@@ -217,16 +354,26 @@ impl Nud {
                 self.confirm(i, ip, now);
             }
         }
-        // The ECMP gateways: resolved ones are reachable; ones without an
-        // entry are solicited.
-        for &k in gws {
+        // STALE entries the workers used since the last tick: DELAY.
+        let mut used = Vec::new();
+        self.used.take(|b| {
+            if let Some(v) = self.stale_by_bit.get(&b) {
+                used.extend_from_slice(v);
+            }
+        });
+        let delay = now.saturating_add(self.delay());
+        for k in used {
+            self.set(k, NudState::Delay, delay, 0);
+        }
+        // The ECMP gateways: resolved ones are watched as used; ones
+        // without an entry are solicited.
+        for &k in gws.ecmp {
             let state = self.map.get(&k).map(|e| e.state);
             match (n.get(k.0, k.1), state) {
                 (Some(e), Some(NudState::Incomplete | NudState::Failed)) if e.source == NeighSource::Learned => self.confirm(k.0, k.1, now),
-                (Some(_), Some(NudState::Incomplete | NudState::Failed)) => {
-                    self.map.remove(&k);
-                }
-                (None, None | Some(NudState::Reachable | NudState::Stale | NudState::Probe)) => self.set(k, NudState::Incomplete, now, 0),
+                (Some(_), Some(NudState::Incomplete | NudState::Failed)) => self.forget(k),
+                (Some(e), Some(NudState::Stale)) if e.source == NeighSource::Learned => self.set(k, NudState::Delay, delay, 0),
+                (None, None | Some(NudState::Reachable | NudState::Stale | NudState::Delay | NudState::Probe)) => self.set(k, NudState::Incomplete, now, 0),
                 _ => {}
             }
         }
@@ -242,20 +389,34 @@ impl Nud {
             }
             let entry = n.get(k.0, k.1);
             match e.state {
-                NudState::Reachable | NudState::Stale | NudState::Probe if entry.is_none_or(|x| x.source != NeighSource::Learned) => {
+                NudState::Reachable | NudState::Stale | NudState::Delay | NudState::Probe if entry.is_none_or(|x| x.source != NeighSource::Learned) => {
                     // Deleted or made static since.
-                    self.map.remove(&k);
+                    self.forget(k);
                 }
-                NudState::Incomplete | NudState::Failed if !is_gw(&k) => {
+                NudState::Incomplete | NudState::Failed if !is_ecmp(&k) => {
                     // No longer an ECMP gateway: a learned entry is
                     // watched as any other, else forgotten.
                     if entry.is_some_and(|x| x.source == NeighSource::Learned) {
                         self.confirm(k.0, k.1, now);
                     } else {
-                        self.map.remove(&k);
+                        self.forget(k);
                     }
                 }
-                NudState::Reachable | NudState::Stale => {
+                NudState::Reachable if !is_ecmp(&k) => {
+                    let due = self.stale_due(now);
+                    self.set(k, NudState::Stale, due, 0);
+                }
+                NudState::Stale if is_ecmp(&k) => self.set(k, NudState::Delay, now.saturating_add(self.delay()), 0),
+                NudState::Stale if gws.all.binary_search(&k).is_ok() => {
+                    // The gateway of a route: kept while unused.
+                    let due = self.stale_due(now);
+                    self.set(k, NudState::Stale, due, 0);
+                }
+                NudState::Stale => {
+                    out.expire.push(k);
+                    self.forget(k);
+                }
+                NudState::Reachable | NudState::Delay => {
                     out.probes.push(Probe { iface: k.0, target: k.1, mac: entry.map(|x| x.mac) });
                     self.set(k, NudState::Probe, now.saturating_add(retrans), 1);
                 }
@@ -266,10 +427,10 @@ impl Nud {
                 NudState::Probe => {
                     // No answer to the unicast probes.
                     out.delete.push(k);
-                    if is_gw(&k) {
+                    if is_ecmp(&k) {
                         self.set(k, NudState::Failed, now.saturating_add(retrans), 0);
                     } else {
-                        self.map.remove(&k);
+                        self.forget(k);
                     }
                 }
                 NudState::Incomplete => self.set(k, NudState::Failed, now.saturating_add(retrans), 0),
@@ -280,13 +441,13 @@ impl Nud {
             }
         }
         // Failed gateways that are gateways no longer are forgotten.
-        let stale: Vec<(u16, IpAddr)> = self.failed.iter().filter(|k| !is_gw(k)).copied().collect();
-        for k in stale {
+        let gone: Vec<(u16, IpAddr)> = self.failed.iter().filter(|k| !is_ecmp(k)).copied().collect();
+        for k in gone {
             if self.map.get(&k).is_some_and(|e| e.state == NudState::Failed) {
-                self.map.remove(&k);
+                self.forget(k);
             }
         }
-        let mut failed: Vec<(u16, IpAddr)> = gws.iter().filter(|k| self.map.get(k).is_some_and(|e| e.state == NudState::Failed)).copied().collect();
+        let mut failed: Vec<(u16, IpAddr)> = gws.ecmp.iter().filter(|k| self.map.get(k).is_some_and(|e| e.state == NudState::Failed)).copied().collect();
         failed.sort_unstable();
         if failed != self.failed {
             self.failed = failed.clone();
@@ -294,10 +455,11 @@ impl Nud {
         }
         // Stale heap items: rebuild when they outnumber the entries.
         if self.heap.len() > 2 * self.map.len() + 1024 {
-            self.heap = self.map.iter().map(|(k, e)| Reverse((e.due, *k))).collect();
+            self.heap = self.map.iter().filter(|(_, e)| e.due != u64::MAX).map(|(k, e)| Reverse((e.due, *k))).collect();
         }
         out.probes.sort_unstable_by_key(|p| (p.iface, p.target));
         out.delete.sort_unstable();
+        out.expire.sort_unstable();
         out
     }
 }
@@ -312,13 +474,17 @@ mod tests {
         s.parse().unwrap()
     }
 
+    fn ecmp(g: &[(u16, IpAddr)]) -> Gateways<'_> {
+        Gateways { ecmp: g, all: g }
+    }
+
     fn cfg() -> NudConfig {
-        NudConfig { reachable_ns: 10 * S, retrans_ns: S, probes: 3 }
+        NudConfig { reachable_ns: 10 * S, retrans_ns: S, probes: 3, stale_ns: 60 * S }
     }
 
     #[test]
     fn reachable_time_is_randomised_between_half_and_one_and_a_half() {
-        let mut n = Nud::new(cfg(), 7);
+        let mut n = Nud::new(cfg(), 7, Arc::default());
         let v: Vec<u64> = (0..10_000).map(|_| n.reachable_for()).collect();
         assert!(v.iter().all(|&t| (5 * S..=15 * S).contains(&t)));
         let mean = v.iter().sum::<u64>() / v.len() as u64;
@@ -327,85 +493,105 @@ mod tests {
     }
 
     #[test]
-    fn a_learned_neighbour_is_probed_unicast_and_deleted_without_an_answer() {
+    fn a_neighbour_in_use_is_probed_unicast_and_deleted_without_an_answer() {
         let mut t = Neighbours::default();
         let mac = [2, 0, 0, 0, 0, 9];
-        t.learn(1, ip("10.1.0.9"), mac, NeighSource::Learned);
+        let k = (1, ip("10.1.0.9"));
+        t.learn(k.0, k.1, mac, NeighSource::Learned);
         t.learn(1, ip("10.1.0.8"), [2, 0, 0, 0, 0, 8], NeighSource::Static);
-        let mut n = Nud::new(cfg(), 1);
-        let o = n.tick(0, &t, &[]);
+        let used = Arc::new(UsedBits::default());
+        let mut n = Nud::new(cfg(), 1, used.clone());
+        let o = n.tick(0, &t, Gateways::default());
         assert_eq!(o, NudOut::default(), "reachable at first");
-        assert_eq!(n.state(1, ip("10.1.0.9")), Some(NudState::Reachable));
+        assert_eq!(n.state(k.0, k.1), Some(NudState::Reachable));
         assert_eq!(n.state(1, ip("10.1.0.8")), None, "static entries are not watched");
-        // Nothing before 5 s (the least ReachableTime).
-        assert_eq!(n.tick(5 * S - 1, &t, &[]), NudOut::default());
-        // By 15 s it is probed, unicast to the MAC it has.
-        let mut probes = Vec::new();
+        // Nothing before 5 s (the least ReachableTime); STALE by 15 s,
+        // unprobed.
+        assert_eq!(n.tick(5 * S - 1, &t, Gateways::default()), NudOut::default());
         let mut now = 5 * S;
-        while probes.is_empty() {
+        while n.state(k.0, k.1) == Some(NudState::Reachable) {
             assert!(now <= 15 * S);
-            probes = n.tick(now, &t, &[]).probes;
+            assert_eq!(n.tick(now, &t, Gateways::default()), NudOut::default());
             now += S / 10;
         }
-        assert_eq!(probes, [Probe { iface: 1, target: ip("10.1.0.9"), mac: Some(mac) }]);
-        assert_eq!(n.state(1, ip("10.1.0.9")), Some(NudState::Probe));
+        assert_eq!(n.state(k.0, k.1), Some(NudState::Stale));
+        // Unused: never probed.
+        for _ in 0..200 {
+            assert_eq!(n.tick(now, &t, Gateways::default()), NudOut::default());
+            now += S / 10;
+        }
+        assert_eq!(n.state(k.0, k.1), Some(NudState::Stale));
+        // A worker forwards to it: DELAY, the first probe 5 s later,
+        // unicast to the MAC it has.
+        used.mark(UsedBits::bit(k.0, k.1));
+        assert_eq!(n.tick(now, &t, Gateways::default()), NudOut::default());
+        assert_eq!(n.state(k.0, k.1), Some(NudState::Delay));
+        assert!(n.tick(now + 5 * S - 1, &t, Gateways::default()).probes.is_empty());
+        now += 5 * S;
+        assert_eq!(n.tick(now, &t, Gateways::default()).probes, [Probe { iface: 1, target: k.1, mac: Some(mac) }]);
+        assert_eq!(n.state(k.0, k.1), Some(NudState::Probe));
         // Two more a second apart, then the entry is deleted.
-        assert!(n.tick(now, &t, &[]).probes.is_empty(), "one per retrans interval");
-        assert_eq!(n.tick(now + S, &t, &[]).probes.len(), 1);
-        assert_eq!(n.tick(now + 2 * S, &t, &[]).probes.len(), 1);
-        let o = n.tick(now + 3 * S, &t, &[]);
-        assert_eq!(o.delete, [(1, ip("10.1.0.9"))]);
-        assert!(o.probes.is_empty() && o.failed.is_none(), "not a gateway: not failed");
-        t.remove(1, ip("10.1.0.9"));
-        assert_eq!(n.state(1, ip("10.1.0.9")), None);
-        assert_eq!(n.tick(now + 4 * S, &t, &[]), NudOut::default());
+        assert!(n.tick(now, &t, Gateways::default()).probes.is_empty(), "one per retrans interval");
+        assert_eq!(n.tick(now + S, &t, Gateways::default()).probes.len(), 1);
+        assert_eq!(n.tick(now + 2 * S, &t, Gateways::default()).probes.len(), 1);
+        let o = n.tick(now + 3 * S, &t, Gateways::default());
+        assert_eq!(o.delete, [k]);
+        assert!(o.probes.is_empty() && o.expire.is_empty() && o.failed.is_none(), "not a gateway: not failed");
+        t.remove(k.0, k.1);
+        assert_eq!(n.state(k.0, k.1), None);
+        assert_eq!(n.tick(now + 4 * S, &t, Gateways::default()), NudOut::default());
     }
 
     #[test]
     fn a_confirmation_keeps_the_entry() {
         let mut t = Neighbours::default();
-        t.learn(0, ip("2001:db8::9"), [2, 0, 0, 0, 0, 9], NeighSource::Learned);
-        let mut n = Nud::new(cfg(), 3);
-        n.tick(0, &t, &[]);
+        let k = (0, ip("2001:db8::9"));
+        t.learn(k.0, k.1, [2, 0, 0, 0, 0, 9], NeighSource::Learned);
+        let used = Arc::new(UsedBits::default());
+        let mut n = Nud::new(cfg(), 3, used.clone());
+        n.tick(0, &t, Gateways::default());
         let mut now = 0;
         let mut probed = 0;
-        // 100 s with an answer to the second probe of every round: never
-        // deleted, probed about every 10 s.
+        // 100 s in use, with an answer to the second probe of every round:
+        // never deleted; a round is ReachableTime (5..15 s), the delay
+        // (5 s) and a probe interval (1 s).
         while now < 100 * S {
-            let o = n.tick(now, &t, &[]);
-            assert!(o.delete.is_empty());
+            used.mark(UsedBits::bit(k.0, k.1));
+            let o = n.tick(now, &t, Gateways::default());
+            assert!(o.delete.is_empty() && o.expire.is_empty());
             for _ in &o.probes {
                 probed += 1;
-                if n.state(0, ip("2001:db8::9")) == Some(NudState::Probe) && probed % 2 == 0 {
-                    n.confirm(0, ip("2001:db8::9"), now);
+                if n.state(k.0, k.1) == Some(NudState::Probe) && probed % 2 == 0 {
+                    n.confirm(k.0, k.1, now);
                 }
             }
             now += S / 10;
         }
-        assert!((12..=40).contains(&probed), "{probed}");
+        assert!((8..=20).contains(&probed), "{probed}");
+        assert!(n.state(k.0, k.1).is_some());
     }
 
     #[test]
     fn an_ecmp_gateway_fails_without_an_answer_and_comes_back() {
         let gw = (2, ip("10.2.0.2"));
         let mut t = Neighbours::default();
-        let mut n = Nud::new(cfg(), 5);
+        let mut n = Nud::new(cfg(), 5, Arc::default());
         // Unresolved: three broadcast solicitations a second apart.
         for k in 0..3 {
-            let o = n.tick(k * S, &t, &[gw]);
+            let o = n.tick(k * S, &t, ecmp(&[gw]));
             assert_eq!(o.probes, [Probe { iface: 2, target: gw.1, mac: None }], "{k}");
             assert!(o.failed.is_none());
             assert_eq!(n.state(gw.0, gw.1), Some(NudState::Incomplete));
         }
-        let o = n.tick(3 * S, &t, &[gw]);
+        let o = n.tick(3 * S, &t, ecmp(&[gw]));
         assert_eq!(o.failed, Some(vec![gw]));
         assert_eq!(n.failed(), &[gw]);
         // Failed: solicited again every second.
-        assert_eq!(n.tick(4 * S, &t, &[gw]).probes.len(), 1);
-        assert_eq!(n.tick(4 * S + 1, &t, &[gw]).probes.len(), 0);
+        assert_eq!(n.tick(4 * S, &t, ecmp(&[gw])).probes.len(), 1);
+        assert_eq!(n.tick(4 * S + 1, &t, ecmp(&[gw])).probes.len(), 0);
         // It answers: learned, reachable, no longer failed.
         t.learn(2, gw.1, [2, 0, 0, 0, 2, 2], NeighSource::Learned);
-        let o = n.tick(5 * S, &t, &[gw]);
+        let o = n.tick(5 * S, &t, ecmp(&[gw]));
         assert_eq!(o.failed, Some(vec![]));
         assert_eq!(n.state(gw.0, gw.1), Some(NudState::Reachable));
         // Later its unicast probes go unanswered: deleted and failed at once.
@@ -413,7 +599,7 @@ mod tests {
         let fail = loop {
             now += S / 10;
             assert!(now < 40 * S);
-            let o = n.tick(now, &t, &[gw]);
+            let o = n.tick(now, &t, ecmp(&[gw]));
             if !o.delete.is_empty() {
                 break o;
             }
@@ -423,7 +609,7 @@ mod tests {
         t.remove(gw.0, gw.1);
         assert_eq!(n.state(gw.0, gw.1), Some(NudState::Failed));
         // No longer a gateway (route removed): forgotten.
-        let o = n.tick(now + 1, &t, &[]);
+        let o = n.tick(now + 1, &t, Gateways::default());
         assert_eq!(o.failed, Some(vec![]));
         assert_eq!(n.state(gw.0, gw.1), None);
     }
@@ -434,8 +620,8 @@ mod tests {
         for k in 0..100u32 {
             t.learn(0, IpAddr::V4(k.into()), [2, 0, 0, 0, 0, 1], NeighSource::Learned);
         }
-        let mut n = Nud::new(cfg(), 11);
-        n.tick(0, &t, &[]);
+        let mut n = Nud::new(cfg(), 11, Arc::default());
+        n.tick(0, &t, Gateways::default());
         // Every entry confirmed 100 times (each pushes a deadline).
         for r in 0..100 {
             for k in 0..100u32 {
@@ -443,20 +629,24 @@ mod tests {
             }
         }
         assert!(n.heap.len() >= 10_000);
-        n.tick(100, &t, &[]);
+        n.tick(100, &t, Gateways::default());
         assert!(n.heap.len() <= 2 * 100 + 1024, "{}", n.heap.len());
         assert_eq!(n.map.len(), 100);
-        // Probed at the latest deadline only: no probe before 5 s, and
-        // never two of one entry less than the retrans interval apart.
+        // In use, probed after the latest deadline only (STALE at 5 s at
+        // the earliest, then the 5 s delay), and never two of one entry
+        // less than the retrans interval apart.
         let mut at: HashMap<IpAddr, Vec<u64>> = HashMap::new();
-        for s in 1..=160 {
-            for p in n.tick(s * S / 10, &t, &[]).probes {
+        for s in 1..=260 {
+            for k in 0..100u32 {
+                n.used.mark(UsedBits::bit(0, IpAddr::V4(k.into())));
+            }
+            for p in n.tick(s * S / 10, &t, Gateways::default()).probes {
                 at.entry(p.target).or_default().push(s * S / 10);
             }
         }
-        assert_eq!(at.len(), 100, "each probed by 16 s");
+        assert_eq!(at.len(), 100, "each probed by 26 s");
         for (ip, v) in &at {
-            assert!(v[0] >= 5 * S && v.windows(2).all(|w| w[1] - w[0] >= S), "{ip}: {v:?}");
+            assert!(v[0] >= 10 * S && v.windows(2).all(|w| w[1] - w[0] >= S), "{ip}: {v:?}");
         }
     }
 
@@ -464,18 +654,18 @@ mod tests {
     fn a_gateway_that_stops_being_one_while_resolving_is_watched_as_a_neighbour() {
         let gw = (2, ip("10.2.0.2"));
         let mut t = Neighbours::default();
-        let mut n = Nud::new(cfg(), 13);
-        assert_eq!(n.tick(0, &t, &[gw]).probes.len(), 1);
+        let mut n = Nud::new(cfg(), 13, Arc::default());
+        assert_eq!(n.tick(0, &t, ecmp(&[gw])).probes.len(), 1);
         // Its route goes; traffic over another route resolves it.
         t.learn(2, gw.1, [2, 0, 0, 0, 2, 2], NeighSource::Learned);
-        let o = n.tick(S, &t, &[]);
+        let o = n.tick(S, &t, Gateways::default());
         assert!(o.probes.is_empty() && o.failed.is_none(), "{o:?}");
         assert_eq!(n.state(gw.0, gw.1), Some(NudState::Reachable));
         assert_eq!(n.unresolved().count(), 0);
         // Without an entry it is simply forgotten.
-        let mut n = Nud::new(cfg(), 13);
-        n.tick(0, &Neighbours::default(), &[gw]);
-        assert!(n.tick(S, &Neighbours::default(), &[]).probes.is_empty());
+        let mut n = Nud::new(cfg(), 13, Arc::default());
+        n.tick(0, &Neighbours::default(), ecmp(&[gw]));
+        assert!(n.tick(S, &Neighbours::default(), Gateways::default()).probes.is_empty());
         assert_eq!(n.state(gw.0, gw.1), None);
     }
 
@@ -483,48 +673,110 @@ mod tests {
     fn probes_a_worker_could_not_take_are_sent_again() {
         let gw = (2, ip("10.2.0.2"));
         let t = Neighbours::default();
-        let mut n = Nud::new(cfg(), 17);
+        let mut n = Nud::new(cfg(), 17, Arc::default());
         for k in 0..10 {
-            let o = n.tick(k * S, &t, &[gw]);
+            let o = n.tick(k * S, &t, ecmp(&[gw]));
             assert_eq!(o.probes.len(), 1);
             n.unsent(&o.probes, k * S);
             assert!(o.failed.is_none(), "never failed while its solicitations are not sent");
         }
         // Once sent: three, then failed.
         for k in 10..13 {
-            assert_eq!(n.tick(k * S, &t, &[gw]).probes.len(), 1);
+            assert_eq!(n.tick(k * S, &t, ecmp(&[gw])).probes.len(), 1);
         }
-        assert_eq!(n.tick(13 * S, &t, &[gw]).failed, Some(vec![gw]));
+        assert_eq!(n.tick(13 * S, &t, ecmp(&[gw])).failed, Some(vec![gw]));
     }
 
     #[test]
-    fn an_entry_learned_from_a_request_is_probed_soon() {
+    fn an_entry_learned_from_a_request_is_stale_checked_once_used_and_expires_unused() {
         let mut t = Neighbours::default();
         let k = (1, ip("10.1.0.50"));
-        let mut n = Nud::new(cfg(), 19);
-        n.tick(0, &t, &[]);
-        // Learned from its ARP request at 1 s: STALE, probed at 6 s.
+        let used = Arc::new(UsedBits::default());
+        let mut n = Nud::new(cfg(), 19, used.clone());
+        n.tick(0, &t, Gateways::default());
+        // Learned from its ARP request at 1 s: STALE, and while unused
+        // nothing is sent to it.
         t.learn(k.0, k.1, [2, 0, 0, 0, 0, 5], NeighSource::Learned);
         n.stale(k.0, k.1, S);
         assert_eq!(n.state(k.0, k.1), Some(NudState::Stale));
-        assert!(n.tick(6 * S - 1, &t, &[]).probes.is_empty());
-        assert_eq!(n.tick(6 * S, &t, &[]).probes, [Probe { iface: 1, target: k.1, mac: Some([2, 0, 0, 0, 0, 5]) }]);
-        // Its answer makes it reachable for the full time.
-        n.confirm(k.0, k.1, 6 * S);
-        assert_eq!(n.state(k.0, k.1), Some(NudState::Reachable));
-        // A new MAC from an unsolicited NA / ARP: probed within 5 s, not
-        // after the 5..15 s the confirmation gave.
-        n.stale(k.0, k.1, 7 * S);
-        assert_eq!(n.state(k.0, k.1), Some(NudState::Stale));
-        assert_eq!(n.tick(12 * S, &t, &[]).probes.len(), 1);
+        for s in 1..30 {
+            assert_eq!(n.tick(s * S, &t, Gateways::default()), NudOut::default());
+        }
+        // Used at 30 s: probed at 35 s.
+        used.mark(UsedBits::bit(k.0, k.1));
+        assert!(n.tick(30 * S, &t, Gateways::default()).probes.is_empty());
+        assert!(n.tick(35 * S - 1, &t, Gateways::default()).probes.is_empty());
+        assert_eq!(n.tick(35 * S, &t, Gateways::default()).probes, [Probe { iface: 1, target: k.1, mac: Some([2, 0, 0, 0, 0, 5]) }]);
         // While probed, a stale report changes nothing.
-        n.stale(k.0, k.1, 12 * S);
+        n.stale(k.0, k.1, 35 * S);
         assert_eq!(n.state(k.0, k.1), Some(NudState::Probe));
-        // Half the reachable time when that is shorter than 5 s.
-        let mut n = Nud::new(NudConfig { reachable_ns: 2 * S, ..cfg() }, 19);
+        // Its answer makes it reachable.
+        n.confirm(k.0, k.1, 35 * S);
+        assert_eq!(n.state(k.0, k.1), Some(NudState::Reachable));
+        // A new MAC from an unsolicited NA / ARP at 36 s: STALE again; not
+        // used for 60 s (`stale_ns`), it is deleted, unprobed.
+        n.stale(k.0, k.1, 36 * S);
+        assert_eq!(n.state(k.0, k.1), Some(NudState::Stale));
+        for s in 37..96 {
+            assert_eq!(n.tick(s * S, &t, Gateways::default()), NudOut::default(), "{s}");
+        }
+        let o = n.tick(96 * S, &t, Gateways::default());
+        assert_eq!((o.expire, o.delete, o.probes), (vec![k], vec![], vec![]));
+        assert_eq!(n.state(k.0, k.1), None);
+        assert!(n.stale_by_bit.is_empty());
+        // The delay is half the reachable time when that is shorter than 5 s.
+        let mut n = Nud::new(NudConfig { reachable_ns: 2 * S, ..cfg() }, 19, used.clone());
+        t.learn(k.0, k.1, [2, 0, 0, 0, 0, 5], NeighSource::Learned);
         n.stale(k.0, k.1, 0);
-        assert!(n.tick(S - 1, &t, &[]).probes.is_empty());
-        assert_eq!(n.tick(S, &t, &[]).probes.len(), 1);
+        used.mark(UsedBits::bit(k.0, k.1));
+        assert!(n.tick(0, &t, Gateways::default()).probes.is_empty());
+        assert!(n.tick(S - 1, &t, Gateways::default()).probes.is_empty());
+        assert_eq!(n.tick(S, &t, Gateways::default()).probes.len(), 1);
+    }
+
+    #[test]
+    fn unused_route_gateways_stay_and_ecmp_gateways_are_probed_unused() {
+        let gw = (1, ip("10.1.0.1"));
+        let host = (1, ip("10.1.0.7"));
+        let egw = (1, ip("10.1.0.2"));
+        let mut t = Neighbours::default();
+        for (k, m) in [(gw, 1), (host, 7), (egw, 2)] {
+            t.learn(k.0, k.1, [2, 0, 0, 0, 0, m], NeighSource::Learned);
+        }
+        let all = [gw, egw];
+        let g = Gateways { ecmp: &[egw], all: &all };
+        let mut n = Nud::new(cfg(), 23, Arc::default());
+        for k in [gw, host, egw] {
+            n.stale(k.0, k.1, 0);
+        }
+        // The ECMP gateway: probed within the delay though nobody uses it.
+        let mut egw_probed = 0;
+        let mut expired = Vec::new();
+        for s in 0..=200 {
+            let o = n.tick(s * S, &t, g);
+            for p in &o.probes {
+                assert_eq!(p.target, egw.1, "only the ECMP gateway is probed");
+                egw_probed += 1;
+                if s == 5 {
+                    n.confirm(egw.0, egw.1, s * S);
+                }
+            }
+            expired.extend(o.expire.iter().map(|k| (s, *k)));
+            for k in o.expire.iter().chain(&o.delete) {
+                t.remove(k.0, k.1);
+            }
+        }
+        assert!(egw_probed >= 5, "the ECMP gateway every 10..20 s: {egw_probed}");
+        // The host goes after 60 s unused; a single route's gateway stays.
+        assert_eq!(expired, [(60, host)]);
+        assert_eq!(n.state(gw.0, gw.1), Some(NudState::Stale));
+        // stale_ns = 0: unused entries are kept.
+        let mut n = Nud::new(NudConfig { stale_ns: 0, ..cfg() }, 23, Arc::default());
+        n.stale(host.0, host.1, 0);
+        for s in 0..=200 {
+            assert_eq!(n.tick(s * S, &t, Gateways::default()), NudOut::default());
+        }
+        assert_eq!(n.state(host.0, host.1), Some(NudState::Stale));
     }
 
     #[test]
@@ -532,21 +784,21 @@ mod tests {
         let gw = (1, ip("10.1.0.2"));
         let mut t = Neighbours::default();
         t.learn(1, gw.1, [2, 0, 0, 0, 1, 2], NeighSource::Static);
-        let mut n = Nud::new(cfg(), 9);
+        let mut n = Nud::new(cfg(), 9, Arc::default());
         for k in 0..100 {
-            assert_eq!(n.tick(k * S, &t, &[gw]), NudOut::default(), "a static gateway is never probed");
+            assert_eq!(n.tick(k * S, &t, ecmp(&[gw])), NudOut::default(), "a static gateway is never probed");
         }
         // The operator deletes it: unresolved, solicited.
         t.remove(gw.0, gw.1);
-        assert_eq!(n.tick(100 * S, &t, &[gw]).probes.len(), 1);
+        assert_eq!(n.tick(100 * S, &t, ecmp(&[gw])).probes.len(), 1);
         // A learned entry replaced by a static one is no longer watched.
         t.learn(1, gw.1, [2, 0, 0, 0, 1, 3], NeighSource::Learned);
-        n.tick(101 * S, &t, &[gw]);
+        n.tick(101 * S, &t, ecmp(&[gw]));
         assert_eq!(n.state(gw.0, gw.1), Some(NudState::Reachable));
         t.learn(1, gw.1, [2, 0, 0, 0, 1, 4], NeighSource::Static);
         // Let go when its deadline comes (at most 1.5 x 10 s), unprobed.
         for k in 102..120 {
-            assert!(n.tick(k * S, &t, &[gw]).probes.is_empty());
+            assert!(n.tick(k * S, &t, ecmp(&[gw])).probes.is_empty());
         }
         assert_eq!(n.state(gw.0, gw.1), None);
     }

@@ -9,6 +9,7 @@
 
 use crate::counters::{Drop, Local, WorkerCounters};
 use crate::packet::PacketBuffer;
+use crate::nud::UsedBits;
 use crate::srv6::{ReplicaJob, SidTable};
 use crate::tables::{solicited_node, Fib, Interface, KeyedMap, MacAddr, Neighbours, NextHop, Topology};
 use crate::wire::arp::{ArpOperation, ArpPacket, ArpRepr};
@@ -140,10 +141,13 @@ pub struct Pipeline {
     learned: KeyedMap<(u16, IpAddr), (MacAddr, u32)>,
     /// Neighbour snapshots taken so far.
     neigh_gen: u32,
-    /// Per FIB next hop (by index): egress interface and gateway MAC when
-    /// the gateway is resolved; None for connected routes and unresolved
-    /// gateways.
-    pub(crate) adj: Vec<Option<(u16, MacAddr)>>,
+    /// Per FIB next hop (by index): egress interface, gateway MAC and the
+    /// gateway's [`UsedBits`] bit when the gateway is resolved; None for
+    /// connected routes and unresolved gateways.
+    pub(crate) adj: Vec<Option<(u16, MacAddr, u32)>>,
+    /// Where the neighbours forwarded to are marked for the control
+    /// thread's reachability checks ([`crate::nud`]).
+    pub(crate) used: Arc<UsedBits>,
     /// Set by `process` when its `Tx` verdict is a locally generated reply
     /// (ARP, ND, echo, ICMP error), which leaves ahead of queued data.
     pub reply: bool,
@@ -219,6 +223,7 @@ impl Pipeline {
             },
             neigh_gen: 0,
             adj: Vec::new(),
+            used: Arc::default(),
             reply: false,
             sids: Arc::new(SidTable::default()),
             endc: None,
@@ -911,9 +916,10 @@ impl Pipeline {
     /// connected destinations take one neighbour-table lookup.
     #[inline]
     pub(crate) fn resolve_hop(&mut self, hop: u32, dst: IpAddr, now_ns: u64) -> Result<(&Interface, MacAddr), Drop> {
-        if let Some(Some((iface, mac))) = self.adj.get(hop as usize) {
-            let ifc = self.topo.iface(*iface).ok_or(Drop::NoRoute)?;
-            return Ok((ifc, *mac));
+        if let Some(&Some((iface, mac, bit))) = self.adj.get(hop as usize) {
+            let ifc = self.topo.iface(iface).ok_or(Drop::NoRoute)?;
+            self.used.mark(bit);
+            return Ok((ifc, mac));
         }
         let nh = *self.fib.hop(hop).ok_or(Drop::NoRoute)?;
         self.resolve(&nh, dst, now_ns)
@@ -926,10 +932,21 @@ impl Pipeline {
         self.adj.clear();
         for nh in self.fib.hops() {
             let e = nh.gateway.and_then(|g| {
-                self.neigh.mac(nh.iface, g).or_else(|| self.learned.get(&(nh.iface, g)).map(|e| e.0)).map(|m| (nh.iface, m))
+                self.neigh.mac(nh.iface, g).or_else(|| self.learned.get(&(nh.iface, g)).map(|e| e.0)).map(|m| (nh.iface, m, UsedBits::bit(nh.iface, g)))
             });
             self.adj.push(e);
         }
+    }
+
+    /// Mark the neighbours forwarded to in `used` (shared with the
+    /// control thread's [`crate::nud::Nud`]).
+    pub fn set_used(&mut self, used: Arc<UsedBits>) {
+        self.used = used;
+    }
+
+    /// The marks of the neighbours forwarded to.
+    pub fn used(&self) -> &Arc<UsedBits> {
+        &self.used
     }
 
     /// Install a new FIB snapshot.
@@ -964,6 +981,7 @@ impl Pipeline {
         };
         if let Some(mac) = mac {
             let ifc = self.topo.iface(nh.iface).ok_or(Drop::NoRoute)?;
+            self.used.mark(UsedBits::bit(nh.iface, target));
             return Ok((ifc, mac));
         }
         if now_ns != 0 {

@@ -424,6 +424,7 @@ pub struct Fib {
     down: Vec<u16>,
     failed: Vec<(u16, IpAddr)>,
     ecmp_gateways: Vec<(u16, IpAddr)>,
+    gateways: Vec<(u16, IpAddr)>,
     seed: u64,
     bulk: bool,
 }
@@ -442,6 +443,7 @@ impl Default for Fib {
             down: Vec::new(),
             failed: Vec::new(),
             ecmp_gateways: Vec::new(),
+            gateways: Vec::new(),
             seed: 0,
             bulk: false,
         }
@@ -507,6 +509,10 @@ impl Fib {
     pub fn ecmp_gateways(&self) -> &[(u16, IpAddr)] {
         &self.ecmp_gateways
     }
+    /// The gateways of every route (sorted, each once).
+    pub fn gateways(&self) -> &[(u16, IpAddr)] {
+        &self.gateways
+    }
     /// The ECMP hash seed ([`flow_hash`]).
     pub fn set_seed(&mut self, seed: u64) {
         self.seed = seed;
@@ -524,6 +530,10 @@ impl Fib {
         let Compiled { hops, groups, slots, group_hops, mut ecmp_gateways, .. } = c;
         ecmp_gateways.sort_unstable();
         ecmp_gateways.dedup();
+        let mut gateways: Vec<(u16, IpAddr)> = hops.iter().filter_map(|nh| Some((nh.iface, nh.gateway?))).chain(ecmp_gateways.iter().copied()).collect();
+        gateways.sort_unstable();
+        gateways.dedup();
+        self.gateways = gateways;
         self.ecmp_gateways = ecmp_gateways;
         self.hops = hops;
         self.groups = groups;

@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use dataplane::counters::{Drop, WorkerCounters};
 use dataplane::fastpath::SLOW;
+use dataplane::nud::UsedBits;
 use dataplane::packet::{PacketBuffer, VecPacket};
 use dataplane::pipeline::{Pipeline, PipelineConfig, Verdict};
 use dataplane::srv6::{Behaviour, EncapMode, SidTable, SrPolicy};
@@ -745,4 +746,53 @@ fn random_bursts_exercise_both_paths() {
     println!("fast {fast} slow {slow}");
     assert!(fast > 6400 / 4, "fast path took only {fast} of 6400");
     assert!(slow > 6400 / 4, "slow path took only {slow} of 6400");
+}
+
+/// The neighbours a pipeline marked as forwarded to since the last call
+/// (what the control thread's reachability detection takes).
+fn marks(pl: &Pipeline) -> Vec<u32> {
+    let mut v = Vec::new();
+    pl.used().take(|b| v.push(b));
+    v.sort_unstable();
+    v
+}
+
+fn bits(keys: &[(u16, &str)]) -> Vec<u32> {
+    let mut v: Vec<u32> = keys.iter().map(|(i, a)| UsedBits::bit(*i, a.parse().unwrap())).collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+#[test]
+fn forwarding_marks_the_neighbours_it_uses_on_both_paths() {
+    let src6 = v6("2001:db8::2");
+    let src4 = v4("10.0.0.2");
+    let mut pl = pipeline();
+    assert!(marks(&pl).is_empty());
+    // Fast path: the gateways of the routes taken, once each however many
+    // packets; the VLAN-egress packet is left alone and marks nothing.
+    let mut bufs = [
+        frame6(R0, src6, v6("2001:db8:100::5"), 17, 64, 64),
+        frame6(R0, src6, v6("2001:db8:100::6"), 17, 64, 64),
+        frame6(R0, src6, v6("2001:db8:100:1:8000::5"), 17, 64, 64),
+        frame4(R0, src4, v4("192.0.2.7"), 64, 100),
+        frame4(R0, src4, v4("192.0.2.200"), 64, 100),
+    ];
+    let mut o = vec![0u16; bufs.len()];
+    let mut views: Vec<&mut [u8]> = bufs.iter_mut().map(|b| b.as_mut_slice()).collect();
+    assert_eq!(pl.fast_burst(0, &mut views, &mut o), 4);
+    assert_eq!(marks(&pl), bits(&[(1, "2001:db8:1::fe"), (3, "2001:db8:3::fe"), (1, "10.1.0.254")]));
+    assert!(marks(&pl).is_empty(), "taken: cleared");
+    // Full pipeline: a VLAN egress gateway, and a connected host (the
+    // neighbour looked up by the destination itself).
+    let mut p = VecPacket::from_bytes(&frame4(R0, src4, v4("192.0.2.200"), 64, 100));
+    assert_eq!(pl.process(&mut p, 0, T0), Verdict::Tx(2));
+    let mut p = VecPacket::from_bytes(&frame6(R1, v6("2001:db8:1::7"), v6("2001:db8::2"), 17, 64, 64));
+    assert_eq!(pl.process(&mut p, 1, T0), Verdict::Tx(0));
+    assert_eq!(marks(&pl), bits(&[(2, "10.2.0.254"), (0, "2001:db8::2")]));
+    // A packet that cannot be sent (unresolved gateway) marks nothing.
+    let mut p = VecPacket::from_bytes(&frame4(R0, src4, v4("203.0.113.1"), 64, 100));
+    assert!(matches!(pl.process(&mut p, 0, T0), Verdict::Drop(_)));
+    assert!(marks(&pl).is_empty());
 }
