@@ -233,7 +233,7 @@ PY
 
 # med VALUE...: median of the values that are not FAIL (FAIL when none), 2 decimals.
 med() { printf '%s\n' "$@" | { grep -v FAIL || true; } | sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "FAIL"; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.2f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) { print "nan"; exit } if (NR % 2) print a[(NR + 1) / 2]; else printf "%.4f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+median() { tr ' ' '\n' | { grep -v '^$' || true; } | sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) { print "nan"; exit } if (NR % 2) print a[(NR + 1) / 2]; else printf "%.4f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 declare -A D T R L RL DROPS
 for c in $CASES; do

@@ -38,8 +38,7 @@
 //! delete.
 
 use crate::tables::{MacAddr, NeighSource, Neighbours};
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -143,12 +142,18 @@ impl UsedBits {
     }
 
     /// Clear the bits that are set, calling `f` with each.
-    pub fn take(&self, mut f: impl FnMut(u32)) {
+    pub fn take(&self, f: impl FnMut(u32)) {
+        self.take_masked(None, f)
+    }
+
+    /// Clear the bits that are set, calling `f` with each that is also set
+    /// in `mask` (as many words as `self`), if given.
+    fn take_masked(&self, mask: Option<&[u64]>, mut f: impl FnMut(u32)) {
         for (i, w) in self.words.iter().enumerate() {
             if w.load(Ordering::Relaxed) == 0 {
                 continue;
             }
-            let mut v = w.swap(0, Ordering::Relaxed);
+            let mut v = w.swap(0, Ordering::Relaxed) & mask.map_or(u64::MAX, |m| m[i]);
             while v != 0 {
                 f((i as u32) << 6 | v.trailing_zeros());
                 v &= v - 1;
@@ -199,22 +204,86 @@ pub struct Gateways<'a> {
 }
 
 /// The detector: one entry per learned neighbour and per ECMP gateway
-/// without an entry. A tick costs the entries that are due (a heap of
-/// deadlines), the neighbours used since the last tick and the ECMP
-/// gateways, so a table of a million learned neighbours stays cheap
+/// without an entry. A tick costs the entries that are due (a timing
+/// wheel of deadlines), the neighbours used since the last tick and the
+/// ECMP gateways, so a table of a million learned neighbours stays cheap
 /// (`examples/nud_bench.rs`).
 #[derive(Debug)]
 pub struct Nud {
     cfg: NudConfig,
     map: HashMap<(u16, IpAddr), Entry>,
     /// (due, key); an item whose due differs from its entry's is stale.
-    heap: BinaryHeap<Reverse<(u64, (u16, IpAddr))>>,
+    wheel: Wheel,
+    /// The deadlines of STALE entries, in order (all `stale_ns` after the
+    /// time they were set), kept apart from the wheel, which they would
+    /// fill: a neighbour in use leaves STALE long before this deadline.
+    gc: VecDeque<(u64, (u16, IpAddr))>,
     /// The STALE entries by their [`UsedBits`] bit.
     stale_by_bit: HashMap<u32, Vec<(u16, IpAddr)>>,
+    /// The bits of `stale_by_bit`, so that a tick looks up only the used
+    /// bits of STALE entries.
+    stale_mask: Box<[u64]>,
+    /// A tick's due items (kept for its allocation).
+    due_now: Vec<(u64, (u16, IpAddr))>,
     used: Arc<UsedBits>,
     failed: Vec<(u16, IpAddr)>,
     next_sweep: u64,
     rng: u64,
+}
+
+/// log2 of a [`Wheel`] slot's width in ns (~67 ms, about the control
+/// thread's step).
+const WHEEL_SHIFT: u32 = 26;
+/// Slots of a [`Wheel`]: one turn is ~69 s, longer than the deadlines of
+/// the default timers.
+const WHEEL_SLOTS: u64 = 1024;
+
+/// Deadlines in a hashed timing wheel (Varghese and Lauck, 1987): an item
+/// goes into the slot of its deadline modulo the turn, so adding one and
+/// taking the due ones cost no ordering; an item a turn or more ahead
+/// stays in its slot until its turn comes.
+#[derive(Debug)]
+struct Wheel {
+    slots: Vec<Vec<(u64, (u16, IpAddr))>>,
+    /// The slot (absolute: time >> WHEEL_SHIFT) of the last scan.
+    cur: u64,
+    len: usize,
+}
+
+impl Default for Wheel {
+    fn default() -> Self {
+        Wheel { slots: (0..WHEEL_SLOTS).map(|_| Vec::new()).collect(), cur: 0, len: 0 }
+    }
+}
+
+impl Wheel {
+    fn push(&mut self, due: u64, k: (u16, IpAddr)) {
+        // A deadline already past goes into the slot scanned next.
+        let s = (due >> WHEEL_SHIFT).max(self.cur);
+        self.slots[(s % WHEEL_SLOTS) as usize].push((due, k));
+        self.len += 1;
+    }
+
+    /// Move the items due by `now` to `out`.
+    fn due(&mut self, now: u64, out: &mut Vec<(u64, (u16, IpAddr))>) {
+        let end = now >> WHEEL_SHIFT;
+        // Each slot once at most, however long since the last scan.
+        let start = self.cur.max(end.saturating_sub(WHEEL_SLOTS - 1));
+        for s in start..=end {
+            let v = &mut self.slots[(s % WHEEL_SLOTS) as usize];
+            let before = v.len();
+            v.retain(|&(d, k)| {
+                if d <= now {
+                    out.push((d, k));
+                    false
+                } else {
+                    true
+                }
+            });
+            self.len -= before - v.len();
+        }
+        self.cur = self.cur.max(end);
+    }
 }
 
 /// How often [`Nud::tick`] may look for learned entries it does not watch.
@@ -226,7 +295,7 @@ impl Nud {
     pub fn new(mut cfg: NudConfig, seed: u64, used: Arc<UsedBits>) -> Nud {
         cfg.retrans_ns = cfg.retrans_ns.max(1);
         cfg.probes = cfg.probes.max(1);
-        Nud { cfg, map: HashMap::new(), heap: BinaryHeap::new(), stale_by_bit: HashMap::new(), used, failed: Vec::new(), next_sweep: 0, rng: seed | 1 }
+        Nud { cfg, map: HashMap::new(), wheel: Wheel::default(), gc: VecDeque::new(), stale_by_bit: HashMap::new(), stale_mask: vec![0; 1 << (USED_LOG2 - 6)].into_boxed_slice(), due_now: Vec::new(), used, failed: Vec::new(), next_sweep: 0, rng: seed | 1 }
     }
 
     pub fn config(&self) -> NudConfig {
@@ -263,10 +332,16 @@ impl Nud {
         if was == Some(NudState::Stale) && state != NudState::Stale {
             self.unindex(k);
         } else if was != Some(NudState::Stale) && state == NudState::Stale {
-            self.stale_by_bit.entry(UsedBits::bit(k.0, k.1)).or_default().push(k);
+            let b = UsedBits::bit(k.0, k.1);
+            self.stale_by_bit.entry(b).or_default().push(k);
+            self.stale_mask[(b >> 6) as usize] |= 1 << (b & 63);
         }
-        if due != u64::MAX {
-            self.heap.push(Reverse((due, k)));
+        if state == NudState::Stale {
+            if due != u64::MAX {
+                self.gc.push_back((due, k));
+            }
+        } else {
+            self.wheel.push(due, k);
         }
     }
 
@@ -282,6 +357,7 @@ impl Nud {
             v.retain(|x| *x != k);
             if v.is_empty() {
                 self.stale_by_bit.remove(&b);
+                self.stale_mask[(b >> 6) as usize] &= !(1 << (b & 63));
             }
         }
     }
@@ -356,7 +432,7 @@ impl Nud {
         }
         // STALE entries the workers used since the last tick: DELAY.
         let mut used = Vec::new();
-        self.used.take(|b| {
+        self.used.take_masked(Some(&self.stale_mask), |b| {
             if let Some(v) = self.stale_by_bit.get(&b) {
                 used.extend_from_slice(v);
             }
@@ -378,11 +454,16 @@ impl Nud {
             }
         }
         let (retrans, probes) = (self.cfg.retrans_ns, self.cfg.probes);
-        while let Some(&Reverse((due, k))) = self.heap.peek() {
-            if due > now {
+        let mut due_now = std::mem::take(&mut self.due_now);
+        self.wheel.due(now, &mut due_now);
+        while let Some(&(d, k)) = self.gc.front() {
+            if d > now {
                 break;
             }
-            self.heap.pop();
+            self.gc.pop_front();
+            due_now.push((d, k));
+        }
+        for (due, k) in due_now.drain(..) {
             let Some(e) = self.map.get(&k).copied() else { continue };
             if e.due != due {
                 continue;
@@ -453,9 +534,22 @@ impl Nud {
             self.failed = failed.clone();
             out.failed = Some(failed);
         }
-        // Stale heap items: rebuild when they outnumber the entries.
-        if self.heap.len() > 2 * self.map.len() + 1024 {
-            self.heap = self.map.iter().filter(|(_, e)| e.due != u64::MAX).map(|(k, e)| Reverse((e.due, *k))).collect();
+        self.due_now = due_now;
+        // Stale items (entries set again before their deadline): rebuilt
+        // when they outnumber the entries.
+        if self.wheel.len > 2 * self.map.len() + 1024 {
+            self.wheel = Wheel::default();
+            self.wheel.cur = now >> WHEEL_SHIFT;
+            for (k, e) in &self.map {
+                if e.state != NudState::Stale {
+                    self.wheel.push(e.due, *k);
+                }
+            }
+        }
+        if self.gc.len() > 2 * self.map.len() + 1024 {
+            let mut v: Vec<(u64, (u16, IpAddr))> = self.map.iter().filter(|(_, e)| e.state == NudState::Stale && e.due != u64::MAX).map(|(k, e)| (e.due, *k)).collect();
+            v.sort_unstable();
+            self.gc = v.into();
         }
         out.probes.sort_unstable_by_key(|p| (p.iface, p.target));
         out.delete.sort_unstable();
@@ -628,9 +722,9 @@ mod tests {
                 n.confirm(0, IpAddr::V4(k.into()), r);
             }
         }
-        assert!(n.heap.len() >= 10_000);
+        assert!(n.wheel.len >= 10_000);
         n.tick(100, &t, Gateways::default());
-        assert!(n.heap.len() <= 2 * 100 + 1024, "{}", n.heap.len());
+        assert!(n.wheel.len <= 2 * 100 + 1024, "{}", n.wheel.len);
         assert_eq!(n.map.len(), 100);
         // In use, probed after the latest deadline only (STALE at 5 s at
         // the earliest, then the 5 s delay), and never two of one entry
@@ -723,7 +817,7 @@ mod tests {
         let o = n.tick(96 * S, &t, Gateways::default());
         assert_eq!((o.expire, o.delete, o.probes), (vec![k], vec![], vec![]));
         assert_eq!(n.state(k.0, k.1), None);
-        assert!(n.stale_by_bit.is_empty());
+        assert!(n.stale_by_bit.is_empty() && n.stale_mask.iter().all(|&w| w == 0));
         // The delay is half the reachable time when that is shorter than 5 s.
         let mut n = Nud::new(NudConfig { reachable_ns: 2 * S, ..cfg() }, 19, used.clone());
         t.learn(k.0, k.1, [2, 0, 0, 0, 0, 5], NeighSource::Learned);
