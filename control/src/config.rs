@@ -429,9 +429,10 @@ pub struct DataplaneSection {
     /// beyond it new addresses are not learned (`neighbour-learn-refused`).
     #[serde(default = "d_neigh_limit")]
     pub neighbour_learn_limit: usize,
-    /// Neighbour unreachability detection: a learned neighbour is STALE
-    /// this long (randomised 0.5x..1.5x) after it was last confirmed; one
-    /// in use is then probed (unicast) and deleted when `neighbour_probes`
+    /// Neighbour unreachability detection: a learned neighbour is
+    /// REACHABLE this long (randomised 0.5x..1.5x) after it was last
+    /// confirmed, then STALE; one in use is then probed (unicast) and
+    /// deleted when `neighbour_probes`
     /// probes go unanswered; ECMP gateways are probed whether used or not,
     /// and ECMP routes leave out those that do not answer. 0: off.
     #[serde(default = "d_reachable")]
@@ -439,7 +440,8 @@ pub struct DataplaneSection {
     #[serde(default = "d_probes")]
     pub neighbour_probes: u32,
     /// A STALE learned neighbour nobody forwards to is deleted after this
-    /// long, unless it is a route's gateway (Linux gc_stale_time). 0: kept.
+    /// long, unless it is a route's gateway or an End.X next hop (Linux
+    /// gc_stale_time). 0: kept.
     #[serde(default = "d_stale")]
     pub neighbour_stale_ms: u64,
     /// End.MT replicas reference the received payload instead of copying it

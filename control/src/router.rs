@@ -77,6 +77,10 @@ pub struct Control {
     pub nud: Option<dataplane::nud::Nud>,
     /// Requests for `show flows` so far.
     flows_seq: u64,
+    /// Neighbours expired since the table last went to the workers, and
+    /// when that was (see `run_nud`).
+    expired_pending: bool,
+    expired_pushed: Instant,
 }
 
 impl Control {
@@ -170,7 +174,19 @@ impl Control {
     fn run_nud(&mut self, now_ns: u64) {
         use dataplane::counters::Local;
         let Some(nud) = self.nud.as_mut() else { return };
-        let out = nud.tick(now_ns, &self.neighbours, dataplane::nud::Gateways { ecmp: self.fib.ecmp_gateways(), all: self.fib.gateways() });
+        // Kept while unused: route gateways and End.X next hops.
+        let endx = self.sids.as_ref().map(|t| t.end_x_next_hops()).unwrap_or_default();
+        let merged: Vec<(u16, std::net::IpAddr)>;
+        let all = if endx.is_empty() {
+            self.fib.gateways()
+        } else {
+            let mut v: Vec<(u16, std::net::IpAddr)> = self.fib.gateways().iter().copied().chain(endx).collect();
+            v.sort_unstable();
+            v.dedup();
+            merged = v;
+            &merged
+        };
+        let out = nud.tick(now_ns, &self.neighbours, dataplane::nud::Gateways { ecmp: self.fib.ecmp_gateways(), all });
         let name = |i: u16| self.topo.iface(i).map(|x| x.name.clone()).unwrap_or_else(|| i.to_string());
         if !out.probes.is_empty() {
             let unicast = out.probes.iter().filter(|p| p.mac.is_some()).count() as u64;
@@ -195,8 +211,14 @@ impl Control {
                 self.own.local(Local::NeighbourExpired);
             }
         }
-        if !out.delete.is_empty() || !out.expire.is_empty() {
+        // Deletions after unanswered probes reach the workers at once;
+        // expiries (unused entries) at most once a second, so a wave of
+        // them does not copy a large table every step.
+        self.expired_pending |= !out.expire.is_empty();
+        if !out.delete.is_empty() || (self.expired_pending && self.expired_pushed.elapsed() >= Duration::from_secs(1)) {
             self.push_neighbours();
+            self.expired_pending = false;
+            self.expired_pushed = Instant::now();
         }
         if let Some(failed) = out.failed {
             // Recovered: still a gateway, and answering (not one whose
@@ -551,7 +573,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         None => None,
     };
     let sids = sids0.as_deref().cloned();
-    let mut control = Control { topo, fib: cfg.fib.clone(), neighbours: cfg.neighbours.clone(), sids, cfg, workers, own: Arc::new(WorkerCounters::default()), pe: pe.take(), nud: None, flows_seq: 0 };
+    let mut control = Control { topo, fib: cfg.fib.clone(), neighbours: cfg.neighbours.clone(), sids, cfg, workers, own: Arc::new(WorkerCounters::default()), pe: pe.take(), nud: None, flows_seq: 0, expired_pending: false, expired_pushed: Instant::now() };
     let dp = &control.cfg.dataplane;
     if dp.neighbour_reachable_ms != 0 {
         let c = dataplane::nud::NudConfig { reachable_ns: dp.neighbour_reachable_ms * 1_000_000, retrans_ns: dp.neighbour_solicit_interval_ms * 1_000_000, probes: dp.neighbour_probes, stale_ns: dp.neighbour_stale_ms * 1_000_000 };
@@ -594,15 +616,18 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         while let Ok((_w, ev)) = ev_rx.try_recv() {
             match ev {
                 Event::NeighbourLearned { iface, ip, mac, answer } => {
-                    match control.neighbours.learn_bounded(iface, ip, mac, NeighSource::Learned, neigh_limit) {
+                    let learned = control.neighbours.learn_bounded(iface, ip, mac, NeighSource::Learned, neigh_limit);
+                    match learned {
                         Learned::Changed => changed = true,
                         Learned::Unchanged => {}
                         Learned::Full => control.own.local(dataplane::counters::Local::NeighbourLearnRefused),
                     }
                     if answer {
                         control.confirm_neighbour(iface, ip, started);
-                    } else if let Some(nud) = control.nud.as_mut() {
-                        // Not an answer to us: STALE, checked once used.
+                    } else if let (Some(nud), Learned::Changed) = (control.nud.as_mut(), learned) {
+                        // New, or a new MAC, and not an answer to us:
+                        // STALE, checked once used. (The MAC it has
+                        // again changes nothing, RFC 4861 s.7.2.3.)
                         if control.neighbours.get(iface, ip).is_some_and(|n| n.source == NeighSource::Learned) {
                             nud.stale(iface, ip, started.elapsed().as_nanos() as u64);
                         }

@@ -199,7 +199,8 @@ pub struct NudOut {
 pub struct Gateways<'a> {
     /// Of ECMP routes: watched whether used or not.
     pub ecmp: &'a [(u16, IpAddr)],
-    /// Of any route: never deleted for being unused.
+    /// Of any route, and the End.X next hops of the SID table: never
+    /// deleted for being unused.
     pub all: &'a [(u16, IpAddr)],
 }
 
@@ -286,6 +287,12 @@ impl Wheel {
     }
 }
 
+/// STALE deadlines a tick takes at most.
+const GC_BATCH: usize = 8192;
+
+/// With `stale_ns` = 0, how often an unused STALE entry is looked at.
+const STALE_RECHECK_NS: u64 = 60_000_000_000;
+
 /// How often [`Nud::tick`] may look for learned entries it does not watch.
 const SWEEP_NS: u64 = 1_000_000_000;
 
@@ -319,13 +326,13 @@ impl Nud {
     }
 
     /// When an unused STALE entry entered now is looked at again.
+    /// When an unused STALE entry entered now is looked at again: deleted
+    /// then, or (`stale_ns` = 0, a route's gateway) looked at again later,
+    /// which also lets go of one deleted or made static meanwhile.
     fn stale_due(&self, now: u64) -> u64 {
-        if self.cfg.stale_ns == 0 {
-            u64::MAX
-        } else {
-            now.saturating_add(self.cfg.stale_ns)
-        }
+        now.saturating_add(if self.cfg.stale_ns == 0 { STALE_RECHECK_NS } else { self.cfg.stale_ns })
     }
+
 
     fn set(&mut self, k: (u16, IpAddr), state: NudState, due: u64, sent: u32) {
         let was = self.map.insert(k, Entry { state, due, sent }).map(|e| e.state);
@@ -382,19 +389,14 @@ impl Nud {
         }
     }
 
-    /// A learned entry was created or changed by a packet that was not an
-    /// answer to the router (an ARP request, an unsolicited NA): STALE
-    /// (RFC 4861 s.7.2.3, s.7.2.5), checked once it is used.
+    /// A learned entry was created, or its MAC changed, by a packet that
+    /// was not an answer to the router (an ARP request, an unsolicited
+    /// NA): STALE whatever it was (RFC 4861 s.7.2.3, s.7.2.5; a probe of
+    /// the old MAC stops), checked once it is used. Not for a packet that
+    /// repeats the MAC the entry has: that changes nothing.
     pub fn stale(&mut self, iface: u16, ip: IpAddr, now: u64) {
-        let k = (iface, ip);
-        match self.map.get(&k) {
-            // Being checked already: as it is.
-            Some(e) if matches!(e.state, NudState::Delay | NudState::Probe | NudState::Stale) => {}
-            _ => {
-                let due = self.stale_due(now);
-                self.set(k, NudState::Stale, due, 0);
-            }
-        }
+        let due = self.stale_due(now);
+        self.set((iface, ip), NudState::Stale, due, 0);
     }
 
     /// The state of an address, if it is watched.
@@ -456,12 +458,16 @@ impl Nud {
         let (retrans, probes) = (self.cfg.retrans_ns, self.cfg.probes);
         let mut due_now = std::mem::take(&mut self.due_now);
         self.wheel.due(now, &mut due_now);
-        while let Some(&(d, k)) = self.gc.front() {
-            if d > now {
-                break;
+        // STALE deadlines: at most GC_BATCH a tick, the rest in the next
+        // ones (a wave of expiries does not stall the control thread).
+        for _ in 0..GC_BATCH {
+            match self.gc.front() {
+                Some(&(d, k)) if d <= now => {
+                    self.gc.pop_front();
+                    due_now.push((d, k));
+                }
+                _ => break,
             }
-            self.gc.pop_front();
-            due_now.push((d, k));
         }
         for (due, k) in due_now.drain(..) {
             let Some(e) = self.map.get(&k).copied() else { continue };
@@ -488,8 +494,9 @@ impl Nud {
                     self.set(k, NudState::Stale, due, 0);
                 }
                 NudState::Stale if is_ecmp(&k) => self.set(k, NudState::Delay, now.saturating_add(self.delay()), 0),
-                NudState::Stale if gws.all.binary_search(&k).is_ok() => {
-                    // The gateway of a route: kept while unused.
+                NudState::Stale if self.cfg.stale_ns == 0 || gws.all.binary_search(&k).is_ok() => {
+                    // Kept while unused: the gateway of a route (or
+                    // every entry, stale_ns = 0).
                     let due = self.stale_due(now);
                     self.set(k, NudState::Stale, due, 0);
                 }
@@ -801,21 +808,29 @@ mod tests {
         assert!(n.tick(30 * S, &t, Gateways::default()).probes.is_empty());
         assert!(n.tick(35 * S - 1, &t, Gateways::default()).probes.is_empty());
         assert_eq!(n.tick(35 * S, &t, Gateways::default()).probes, [Probe { iface: 1, target: k.1, mac: Some([2, 0, 0, 0, 0, 5]) }]);
-        // While probed, a stale report changes nothing.
+        // A new MAC while probed (an ARP request, an unsolicited NA):
+        // STALE, the probes of the old MAC stop.
         n.stale(k.0, k.1, 35 * S);
-        assert_eq!(n.state(k.0, k.1), Some(NudState::Probe));
-        // Its answer makes it reachable.
-        n.confirm(k.0, k.1, 35 * S);
+        assert_eq!(n.state(k.0, k.1), Some(NudState::Stale));
+        assert!(n.tick(36 * S, &t, Gateways::default()).probes.is_empty());
+        // An answer makes it reachable.
+        n.confirm(k.0, k.1, 36 * S);
         assert_eq!(n.state(k.0, k.1), Some(NudState::Reachable));
-        // A new MAC from an unsolicited NA / ARP at 36 s: STALE again; not
-        // used for 60 s (`stale_ns`), it is deleted, unprobed.
+        // A new MAC at 36 s: STALE again; not used for 60 s (`stale_ns`),
+        // it is deleted, unprobed.
         n.stale(k.0, k.1, 36 * S);
         assert_eq!(n.state(k.0, k.1), Some(NudState::Stale));
-        for s in 37..96 {
-            assert_eq!(n.tick(s * S, &t, Gateways::default()), NudOut::default(), "{s}");
+        let mut gone = None;
+        for s in 37..=110 {
+            let o = n.tick(s * S, &t, Gateways::default());
+            assert!(o.delete.is_empty() && o.probes.is_empty() && o.failed.is_none(), "{s}: {o:?}");
+            if !o.expire.is_empty() {
+                assert_eq!((o.expire, gone), (vec![k], None), "{s}");
+                gone = Some(s);
+                t.remove(k.0, k.1);
+            }
         }
-        let o = n.tick(96 * S, &t, Gateways::default());
-        assert_eq!((o.expire, o.delete, o.probes), (vec![k], vec![], vec![]));
+        assert_eq!(gone, Some(96));
         assert_eq!(n.state(k.0, k.1), None);
         assert!(n.stale_by_bit.is_empty() && n.stale_mask.iter().all(|&w| w == 0));
         // The delay is half the reachable time when that is shorter than 5 s.
@@ -843,34 +858,44 @@ mod tests {
         for k in [gw, host, egw] {
             n.stale(k.0, k.1, 0);
         }
-        // The ECMP gateway: probed within the delay though nobody uses it.
-        let mut egw_probed = 0;
+        // The ECMP gateway, answering: probed after the delay, then every
+        // 5..15 s (REACHABLE straight to PROBE), though nobody uses it.
+        let mut egw_probed = Vec::new();
         let mut expired = Vec::new();
         for s in 0..=200 {
             let o = n.tick(s * S, &t, g);
+            assert!(o.delete.is_empty() && o.failed.is_none(), "{s}: {o:?}");
             for p in &o.probes {
                 assert_eq!(p.target, egw.1, "only the ECMP gateway is probed");
-                egw_probed += 1;
-                if s == 5 {
-                    n.confirm(egw.0, egw.1, s * S);
-                }
+                egw_probed.push(s);
+                n.confirm(egw.0, egw.1, s * S);
             }
             expired.extend(o.expire.iter().map(|k| (s, *k)));
-            for k in o.expire.iter().chain(&o.delete) {
+            for k in &o.expire {
                 t.remove(k.0, k.1);
             }
         }
-        assert!(egw_probed >= 5, "the ECMP gateway every 10..20 s: {egw_probed}");
+        assert_eq!(egw_probed[0], 5, "after the delay");
+        assert!(egw_probed.windows(2).all(|w| (5..=16).contains(&(w[1] - w[0]))), "{egw_probed:?}");
+        assert!(egw_probed.len() >= 13, "{egw_probed:?}");
         // The host goes after 60 s unused; a single route's gateway stays.
         assert_eq!(expired, [(60, host)]);
         assert_eq!(n.state(gw.0, gw.1), Some(NudState::Stale));
-        // stale_ns = 0: unused entries are kept.
+        // stale_ns = 0: unused entries are kept; one the operator deletes
+        // is let go when next looked at (every 60 s).
         let mut n = Nud::new(NudConfig { stale_ns: 0, ..cfg() }, 23, Arc::default());
+        t.learn(host.0, host.1, [2, 0, 0, 0, 0, 7], NeighSource::Learned);
         n.stale(host.0, host.1, 0);
         for s in 0..=200 {
             assert_eq!(n.tick(s * S, &t, Gateways::default()), NudOut::default());
         }
         assert_eq!(n.state(host.0, host.1), Some(NudState::Stale));
+        t.remove(host.0, host.1);
+        for s in 201..=270 {
+            assert_eq!(n.tick(s * S, &t, Gateways::default()), NudOut::default());
+        }
+        assert_eq!(n.state(host.0, host.1), None);
+        assert!(!n.stale_by_bit.values().flatten().any(|x| *x == host));
     }
 
     #[test]

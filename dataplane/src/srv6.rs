@@ -363,6 +363,16 @@ impl SidTable {
         self.sids.iter().map(|(k, v)| (Ipv6Addr::from(*k), v))
     }
 
+    /// The configured neighbours of the End.X SIDs (interface, next hop),
+    /// sorted, each once: kept by neighbour reachability detection while
+    /// unused, as route gateways are.
+    pub fn end_x_next_hops(&self) -> Vec<(u16, IpAddr)> {
+        let mut v: Vec<(u16, IpAddr)> = self.sids.values().filter_map(|b| if let Behaviour::EndX { iface, nexthop } = b { Some((*iface, *nexthop)) } else { None }).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
     /// The address that names this node in End.MT TLVs when no TLV names
     /// the SID itself.
     pub fn set_node_address(&mut self, a: Option<Ipv6Addr>) {

@@ -338,6 +338,17 @@ fn end_x_forces_the_next_hop() {
     assert_eq!(ip.dst_addr(), remote(2));
     assert_eq!(ip.hop_limit(), 9);
     assert_eq!(Srh::new_checked(&l3(&o)[40..]).unwrap().segments_left(), 0);
+    // Its neighbour is marked used (reachability detection), and is one
+    // that detection keeps while unused.
+    let mut used = Vec::new();
+    pl.used().take(|b| used.push(b));
+    let nh: std::net::IpAddr = "2001:db8:2::fe".parse().unwrap();
+    assert!(used.contains(&dataplane::nud::UsedBits::bit(2, nh)), "{used:?}");
+    let mut t = sid_table();
+    assert_eq!(t.end_x_next_hops(), vec![(2, nh)]);
+    t.insert(a6("fc00:0:1::22"), Behaviour::EndX { iface: 1, nexthop: "10.1.0.254".parse().unwrap() });
+    t.insert(a6("fc00:0:1::23"), Behaviour::EndX { iface: 2, nexthop: nh });
+    assert_eq!(t.end_x_next_hops(), vec![(1, "10.1.0.254".parse().unwrap()), (2, nh)]);
 }
 
 #[test]
