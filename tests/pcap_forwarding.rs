@@ -525,12 +525,12 @@ fn show_congestion(workers: usize) {
         assert!(r.ends_with("OK\n"), "{c}: {r}");
         r
     };
-    // Until the port has learned the four flows and been above K_max
-    // (bounded: 40 x 50 ms).
+    // Until the port has learned the four flows, been above K_max and
+    // overflowed (bounded: 40 x 50 ms).
     let mut show = String::new();
     for _ in 0..40 {
         show = ok("show congestion");
-        if value(&show, "flows-learned") == 4 && value(&show, "trigger-qd-above-k-max") > 0 {
+        if value(&show, "flows-learned") == 4 && value(&show, "trigger-qd-above-k-max") > 0 && value(&show, "queue-tail-drops") > 0 {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
