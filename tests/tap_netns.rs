@@ -429,7 +429,8 @@ interface = "b"
 ///   marked unreachable (`show routes`, `show neighbours` FAILED) and every
 ///   flow of the ECMP routes takes the other gateway (`route get`).
 /// - When the addresses come back, the gateways answer the router's
-///   retries and flows spread over both again.
+///   retries (their gap doubling from 100 ms up to 800 ms) and flows
+///   spread over both again.
 /// - The tap sits in another namespace, where net_tap cannot read its
 ///   link: no next hop is marked `linkdown`.
 #[test]
@@ -451,6 +452,7 @@ neighbour_reachable_ms = 500
 neighbour_solicit_interval_ms = 100
 neighbour_probes = 3
 neighbour_stale_ms = 1500
+neighbour_retry_max_ms = 800
 [mempool]
 mbufs_per_socket = 4095
 cache_size = 64

@@ -404,6 +404,10 @@ fn d_probes() -> u32 {
 fn d_stale() -> u64 {
     60_000
 }
+/// RFC 7048 MAX_RETRANS_TIMER.
+fn d_retry_max() -> u64 {
+    60_000
+}
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -444,6 +448,11 @@ pub struct DataplaneSection {
     /// gc_stale_time). 0: kept.
     #[serde(default = "d_stale")]
     pub neighbour_stale_ms: u64,
+    /// The longest gap between the solicitations of an ECMP gateway that
+    /// stopped answering (the gap doubles from the solicit interval; RFC
+    /// 7048 MAX_RETRANS_TIMER).
+    #[serde(default = "d_retry_max")]
+    pub neighbour_retry_max_ms: u64,
     /// End.MT replicas reference the received payload instead of copying it
     /// (when every port sends chained mbufs; otherwise full copies).
     #[serde(default = "d_true")]
@@ -468,6 +477,7 @@ impl Default for DataplaneSection {
             neighbour_reachable_ms: d_reachable(),
             neighbour_probes: d_probes(),
             neighbour_stale_ms: d_stale(),
+            neighbour_retry_max_ms: d_retry_max(),
             zero_copy_replication: true,
             ecmp_seed: None,
         }
@@ -939,6 +949,9 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
     }
     if d.neighbour_reachable_ms != 0 && !(50..=60_000).contains(&d.neighbour_solicit_interval_ms) {
         return err("dataplane.neighbour_solicit_interval_ms".into(), &d.neighbour_solicit_interval_ms, "must be 50..=60000 (the interval between reachability probes, which the control thread sends every 50 ms) unless neighbour_reachable_ms = 0");
+    }
+    if d.neighbour_reachable_ms != 0 && !(d.neighbour_solicit_interval_ms..=3_600_000).contains(&d.neighbour_retry_max_ms) {
+        return err("dataplane.neighbour_retry_max_ms".into(), &d.neighbour_retry_max_ms, &format!("must be neighbour_solicit_interval_ms ({})..=3600000 unless neighbour_reachable_ms = 0", d.neighbour_solicit_interval_ms));
     }
     if d.icmp_error_burst == 0 && d.icmp_error_rate_pps > 0 {
         return err("dataplane.icmp_error_burst".into(), &0, "must be >= 1 when icmp_error_rate_pps > 0");
@@ -2035,6 +2048,10 @@ nexthop = [{ via = "10.0.2.2" }, { via = "10.0.3.2", weight = 3 }, { via = "10.0
         for v in ["50", "3600001"] {
             let e = bad(("[dataplane]", &format!("[dataplane]\nneighbour_reachable_ms = {v}")));
             assert!(e.contains(&format!("dataplane.neighbour_reachable_ms = {v}: must be 0 (off) or 100..=3600000")), "{e}");
+        }
+        for v in ["999", "3600001"] {
+            let e = bad(("[dataplane]", &format!("[dataplane]\nneighbour_retry_max_ms = {v}")));
+            assert!(e.contains(&format!("dataplane.neighbour_retry_max_ms = {v}: must be neighbour_solicit_interval_ms (1000)..=3600000")), "{e}");
         }
         for v in ["99", "86400001"] {
             let e = bad(("[dataplane]", &format!("[dataplane]\nneighbour_stale_ms = {v}")));

@@ -30,7 +30,8 @@
 //!   does not answer, or whose entry was deleted as above, has *failed*:
 //!   ECMP routes leave it out ([`crate::tables::Fib::set_unreachable`], as
 //!   Linux does with `fib_multipath_use_neigh`) and it is solicited again
-//!   every `retrans_ns` until it answers.
+//!   until it answers, first after `retrans_ns`, then with the gap doubled
+//!   each time up to `retry_max_ns` (RFC 7048).
 //! - Static neighbours are permanent: never probed or deleted.
 //!
 //! The state machine is pure: [`Nud::tick`] takes the time, the table, the
@@ -57,11 +58,14 @@ pub struct NudConfig {
     /// An unused STALE entry is deleted after this long (Linux
     /// gc_stale_time), ns; 0: kept.
     pub stale_ns: u64,
+    /// [MAX_RETRANS_TIMER] of RFC 7048: the longest gap between the
+    /// solicitations of a failed gateway, ns.
+    pub retry_max_ns: u64,
 }
 
 impl Default for NudConfig {
     fn default() -> Self {
-        NudConfig { reachable_ns: 30_000_000_000, retrans_ns: 1_000_000_000, probes: 3, stale_ns: 60_000_000_000 }
+        NudConfig { reachable_ns: 30_000_000_000, retrans_ns: 1_000_000_000, probes: 3, stale_ns: 60_000_000_000, retry_max_ns: 60_000_000_000 }
     }
 }
 
@@ -326,6 +330,15 @@ impl Nud {
     }
 
     /// When an unused STALE entry entered now is looked at again.
+    /// The gap after the `sent`th solicitation of a failed gateway: the
+    /// retrans interval doubled per solicitation, at most `retry_max_ns`
+    /// (RFC 7048 s.3, with a backoff multiple of 2), so a gateway that
+    /// stays silent is asked less and less often.
+    fn backoff(&self, sent: u32) -> u64 {
+        let r = self.cfg.retrans_ns;
+        r.saturating_mul(1 << sent.min(30)).min(self.cfg.retry_max_ns.max(r))
+    }
+
     /// When an unused STALE entry entered now is looked at again: deleted
     /// then, or (`stale_ns` = 0, a route's gateway) looked at again later,
     /// which also lets go of one deleted or made static meanwhile.
@@ -524,7 +537,8 @@ impl Nud {
                 NudState::Incomplete => self.set(k, NudState::Failed, now.saturating_add(retrans), 0),
                 NudState::Failed => {
                     out.probes.push(Probe { iface: k.0, target: k.1, mac: None });
-                    self.set(k, NudState::Failed, now.saturating_add(retrans), e.sent.saturating_add(1));
+                    let sent = e.sent.saturating_add(1);
+                    self.set(k, NudState::Failed, now.saturating_add(self.backoff(sent)), sent);
                 }
             }
         }
@@ -580,7 +594,7 @@ mod tests {
     }
 
     fn cfg() -> NudConfig {
-        NudConfig { reachable_ns: 10 * S, retrans_ns: S, probes: 3, stale_ns: 60 * S }
+        NudConfig { reachable_ns: 10 * S, retrans_ns: S, probes: 3, stale_ns: 60 * S, retry_max_ns: 8 * S }
     }
 
     #[test]
@@ -687,19 +701,25 @@ mod tests {
         let o = n.tick(3 * S, &t, ecmp(&[gw]));
         assert_eq!(o.failed, Some(vec![gw]));
         assert_eq!(n.failed(), &[gw]);
-        // Failed: solicited again every second.
-        assert_eq!(n.tick(4 * S, &t, ecmp(&[gw])).probes.len(), 1);
-        assert_eq!(n.tick(4 * S + 1, &t, ecmp(&[gw])).probes.len(), 0);
+        // Failed: solicited again after 1 s, then the gap doubles up to
+        // retry_max (8 s here; RFC 7048).
+        let mut asked = Vec::new();
+        for k in 31..=400 {
+            let o = n.tick(k * S / 10, &t, ecmp(&[gw]));
+            assert!(o.failed.is_none() && o.probes.iter().all(|p| p.mac.is_none()));
+            asked.extend(o.probes.iter().map(|_| k / 10));
+        }
+        assert_eq!(asked, [4, 6, 10, 18, 26, 34]);
         // It answers: learned, reachable, no longer failed.
         t.learn(2, gw.1, [2, 0, 0, 0, 2, 2], NeighSource::Learned);
-        let o = n.tick(5 * S, &t, ecmp(&[gw]));
+        let o = n.tick(40 * S, &t, ecmp(&[gw]));
         assert_eq!(o.failed, Some(vec![]));
         assert_eq!(n.state(gw.0, gw.1), Some(NudState::Reachable));
         // Later its unicast probes go unanswered: deleted and failed at once.
-        let mut now = 5 * S;
+        let mut now = 40 * S;
         let fail = loop {
             now += S / 10;
-            assert!(now < 40 * S);
+            assert!(now < 80 * S);
             let o = n.tick(now, &t, ecmp(&[gw]));
             if !o.delete.is_empty() {
                 break o;
