@@ -625,12 +625,11 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
                     if answer {
                         control.confirm_neighbour(iface, ip, started);
                     } else if let (Some(nud), Learned::Changed) = (control.nud.as_mut(), learned) {
-                        // New, or a new MAC, and not an answer to us:
-                        // STALE, checked once used. (The MAC it has
-                        // again changes nothing, RFC 4861 s.7.2.3.)
-                        if control.neighbours.get(iface, ip).is_some_and(|n| n.source == NeighSource::Learned) {
-                            nud.stale(iface, ip, started.elapsed().as_nanos() as u64);
-                        }
+                        // A learned entry, new or with a new MAC, and not
+                        // an answer to us: STALE, checked once used. (The
+                        // MAC it has again changes nothing, RFC 4861
+                        // s.7.2.3; learning never replaces a static entry.)
+                        nud.stale(iface, ip, started.elapsed().as_nanos() as u64);
                     }
                 }
                 Event::NeighbourConfirmed { iface, ip } => control.confirm_neighbour(iface, ip, started),

@@ -329,7 +329,6 @@ impl Nud {
         5_000_000_000u64.min(self.cfg.reachable_ns / 2)
     }
 
-    /// When an unused STALE entry entered now is looked at again.
     /// The gap after the `sent`th solicitation of a failed gateway: the
     /// retrans interval doubled per solicitation, at most `retry_max_ns`
     /// (RFC 7048 s.3, with a backoff multiple of 2), so a gateway that
@@ -346,7 +345,6 @@ impl Nud {
         now.saturating_add(if self.cfg.stale_ns == 0 { STALE_RECHECK_NS } else { self.cfg.stale_ns })
     }
 
-
     fn set(&mut self, k: (u16, IpAddr), state: NudState, due: u64, sent: u32) {
         let was = self.map.insert(k, Entry { state, due, sent }).map(|e| e.state);
         if was == Some(NudState::Stale) && state != NudState::Stale {
@@ -357,9 +355,7 @@ impl Nud {
             self.stale_mask[(b >> 6) as usize] |= 1 << (b & 63);
         }
         if state == NudState::Stale {
-            if due != u64::MAX {
-                self.gc.push_back((due, k));
-            }
+            self.gc.push_back((due, k));
         } else {
             self.wheel.push(due, k);
         }
@@ -506,7 +502,7 @@ impl Nud {
                     let due = self.stale_due(now);
                     self.set(k, NudState::Stale, due, 0);
                 }
-                NudState::Stale if is_ecmp(&k) => self.set(k, NudState::Delay, now.saturating_add(self.delay()), 0),
+                NudState::Stale if is_ecmp(&k) => self.set(k, NudState::Delay, delay, 0),
                 NudState::Stale if self.cfg.stale_ns == 0 || gws.all.binary_search(&k).is_ok() => {
                     // Kept while unused: the gateway of a route (or
                     // every entry, stale_ns = 0).
@@ -568,7 +564,7 @@ impl Nud {
             }
         }
         if self.gc.len() > 2 * self.map.len() + 1024 {
-            let mut v: Vec<(u64, (u16, IpAddr))> = self.map.iter().filter(|(_, e)| e.state == NudState::Stale && e.due != u64::MAX).map(|(k, e)| (e.due, *k)).collect();
+            let mut v: Vec<(u64, (u16, IpAddr))> = self.map.iter().filter(|(_, e)| e.state == NudState::Stale).map(|(k, e)| (e.due, *k)).collect();
             v.sort_unstable();
             self.gc = v.into();
         }
