@@ -1926,3 +1926,106 @@ fn ecmp_routes_change_at_run_time() {
     assert!(st.success(), "{so}");
     assert_eq!(mempool_in_use(&so), 0);
 }
+
+/// Packets to a neighbour whose address is not known yet wait for it (RFC
+/// 4861 s.7.2.2, Linux's unres_qlen) instead of being dropped: the router
+/// asks (ARP request, NS), and when the answer arrives the waiting packets
+/// leave in order with the neighbour's MAC. A neighbour that never answers
+/// is asked again while packets wait; they are dropped after
+/// `neighbour_queue_ms`, and beyond `neighbour_queue_packets` at once.
+/// Inputs written by scapy; tshark dissects the output.
+#[test]
+fn packets_wait_for_address_resolution_instead_of_being_dropped() {
+    python_ok().expect("the scapy oracle is required");
+    let dir = workdir("unres");
+    python(
+        r#"
+import sys
+from scapy.all import Ether, ARP, IP, IPv6, UDP, ICMPv6ND_NA, ICMPv6NDOptDstLLAddr, wrpcap
+r_dc, r_wan, host, n7 = "02:dc:00:00:00:01", "02:dc:00:00:00:02", "02:00:00:00:01:02", "02:00:00:00:02:07"
+dc = []
+for i in range(5):
+    dc.append(Ether(src=host, dst=r_dc) / IP(src="10.0.1.2", dst="10.0.2.7", ttl=64) / UDP(sport=1000, dport=9) / ("held4-%d" % i).encode())
+    dc.append(Ether(src=host, dst=r_dc) / IPv6(src="2001:db8:1::2", dst="2001:db8:2::7", hlim=64) / UDP(sport=1000, dport=9) / ("held6-%d" % i).encode())
+for i in range(20):
+    dc.append(Ether(src=host, dst=r_dc) / IP(src="10.0.1.2", dst="10.0.2.8", ttl=64) / UDP(sport=1000, dport=9) / ("silent-%d" % i).encode())
+# The answers come after 96 frames for another station (dropped), so
+# after the router has taken the packets above and asked.
+wan = [Ether(src="02:00:00:00:02:99", dst="02:00:00:00:09:09") / IP(src="10.0.2.99", dst="10.0.9.9") / UDP() / b"pace"] * 96
+wan.append(Ether(src=n7, dst=r_wan) / ARP(op=2, hwsrc=n7, psrc="10.0.2.7", hwdst=r_wan, pdst="10.0.2.1"))
+wan.append(Ether(src=n7, dst=r_wan) / IPv6(src="2001:db8:2::7", dst="2001:db8:2::1", hlim=255) / ICMPv6ND_NA(tgt="2001:db8:2::7", R=0, S=1, O=1) / ICMPv6NDOptDstLLAddr(lladdr=n7))
+wrpcap(sys.argv[1], dc)
+wrpcap(sys.argv[2], wan)
+"#,
+        &[&dir.join("dc-in.pcap").display().to_string(), &dir.join("wan-in.pcap").display().to_string()],
+    );
+    let base = config(&dir).replace(&format!("rx_pcap={}/empty.pcap", dir.display()), &format!("rx_pcap={}/wan-in.pcap", dir.display()));
+    let n7 = [0x02, 0, 0, 0, 0x02, 0x07];
+    let is_data = |f: &Vec<u8>, tag: &[u8]| f.windows(tag.len()).any(|w| w == tag);
+    let arp_requests = |wan: &[Vec<u8>], target: [u8; 4]| wan.iter().filter(|f| f[12..14] == [0x08, 0x06] && f[20..22] == [0, 1] && f[38..42] == target).count();
+
+    // Holding on: 8 packets a neighbour, 300 ms.
+    let cfg = dir.join("r.toml");
+    std::fs::write(&cfg, base.replacen("[dataplane]\n", "[dataplane]\nneighbour_queue_packets = 8\nneighbour_queue_ms = 300\nneighbour_solicit_interval_ms = 50\n", 1)).unwrap();
+    let out = run("unres", &cfg, &["--exit-when-idle", "800", "--duration", "20"]);
+    let so = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "dcirouter exited with {:?}: {so}", out.status);
+    assert_eq!(counter(&so, "neighbour-held"), 5 + 5 + 8, "{so}");
+    assert_eq!(counter(&so, "neighbour-released"), 10, "{so}");
+    assert_eq!(counter(&so, "neighbour-queue-full"), 12, "{so}");
+    assert_eq!(counter(&so, "neighbour-timeout"), 8, "{so}");
+    assert_eq!(counter(&so, "neighbour-miss"), 0, "{so}");
+    assert_eq!(counter(&so, "l2-not-for-us"), 96, "{so}");
+    assert_eq!(mempool_in_use(&so), 0, "{so}");
+    let wan = read_pcap(&dir.join("wan-out.pcap")).unwrap();
+    // Asked once each (answered at once) ...
+    assert_eq!(arp_requests(&wan, [10, 0, 2, 7]), 1);
+    let ns7: Vec<_> = wan.iter().filter(|f| f[12..14] == [0x86, 0xdd] && f[14 + 40] == 135 && f[14 + 48..14 + 64] == "2001:db8:2::7".parse::<std::net::Ipv6Addr>().unwrap().octets()).collect();
+    assert_eq!(ns7.len(), 1);
+    // ... and the silent one again every 50 ms while packets wait for it.
+    let asked8 = arp_requests(&wan, [10, 0, 2, 8]);
+    assert!((3..=8).contains(&asked8), "10.0.2.8 asked {asked8} times");
+    // The waiting packets went out in order, to the neighbour's MAC, routed.
+    let mut order = Vec::new();
+    for f in &wan {
+        for i in 0..5 {
+            for (v, tag) in [(4, format!("held4-{i}")), (6, format!("held6-{i}"))] {
+                if !is_data(f, tag.as_bytes()) {
+                    continue;
+                }
+                order.push(tag.clone());
+                assert_eq!(&f[0..6], &n7, "{tag}: to the resolved MAC");
+                assert_eq!(&f[6..12], &R_WAN, "{tag}");
+                if v == 4 {
+                    assert_eq!(f[14 + 8], 63, "{tag}: TTL");
+                    assert!(ipv4_checksum_ok(&f[14..]), "{tag}: checksum");
+                } else {
+                    assert_eq!(f[14 + 7], 63, "{tag}: hop limit");
+                }
+            }
+        }
+    }
+    let v4: Vec<_> = order.iter().filter(|t| t.starts_with("held4")).cloned().collect();
+    let v6: Vec<_> = order.iter().filter(|t| t.starts_with("held6")).cloned().collect();
+    assert_eq!(v4, (0..5).map(|i| format!("held4-{i}")).collect::<Vec<_>>());
+    assert_eq!(v6, (0..5).map(|i| format!("held6-{i}")).collect::<Vec<_>>());
+    // The answer came after the requests; the packets after the answer
+    // could be sent: requests precede the data in the output.
+    let first_data = wan.iter().position(|f| is_data(f, b"held4-0")).unwrap();
+    let req7 = wan.iter().position(|f| f[12..14] == [0x08, 0x06] && f[38..42] == [10, 0, 2, 7]).unwrap();
+    assert!(req7 < first_data);
+    assert!(!wan.iter().any(|f| is_data(f, b"silent-")), "nothing for the silent neighbour left");
+    assert!(!wan.iter().any(|f| f[0..6] == [0; 6]), "no frame with the placeholder MAC left");
+    tshark_clean(&dir.join("wan-out.pcap"));
+
+    // Holding off: the same input loses every packet sent before the answer.
+    std::fs::write(&cfg, base.replacen("[dataplane]\n", "[dataplane]\nneighbour_queue_packets = 0\n", 1)).unwrap();
+    let out = run("unres0", &cfg, &["--exit-when-idle", "400", "--duration", "20"]);
+    let so = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "dcirouter exited with {:?}: {so}", out.status);
+    assert_eq!(counter(&so, "neighbour-miss"), 30, "{so}");
+    assert_eq!(counter(&so, "neighbour-held"), 0, "{so}");
+    assert_eq!(mempool_in_use(&so), 0, "{so}");
+    let wan = read_pcap(&dir.join("wan-out.pcap")).unwrap();
+    assert!(!wan.iter().any(|f| is_data(f, b"held") || is_data(f, b"silent-")));
+}

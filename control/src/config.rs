@@ -408,6 +408,12 @@ fn d_stale() -> u64 {
 fn d_retry_max() -> u64 {
     60_000
 }
+fn d_queue_packets() -> u32 {
+    dataplane::unres::HoldConfig::DEFAULT.per_neighbour
+}
+fn d_queue_ms() -> u64 {
+    dataplane::unres::HoldConfig::DEFAULT.timeout_ns / 1_000_000
+}
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -453,6 +459,19 @@ pub struct DataplaneSection {
     /// 7048 MAX_RETRANS_TIMER).
     #[serde(default = "d_retry_max")]
     pub neighbour_retry_max_ms: u64,
+    /// Packets to a neighbour whose address is not known yet wait for it
+    /// (ARP / ND), at most this many per neighbour (Linux unres_qlen);
+    /// 0: dropped at once (`neighbour-miss`).
+    #[serde(default = "d_queue_packets")]
+    pub neighbour_queue_packets: u32,
+    /// At most this many such packets per worker; by default 1024, or a
+    /// quarter of `mempool.mbufs_per_socket` shared by the workers when
+    /// that is less.
+    #[serde(default)]
+    pub neighbour_queue_total: Option<usize>,
+    /// How long such a packet waits (then `neighbour-timeout`).
+    #[serde(default = "d_queue_ms")]
+    pub neighbour_queue_ms: u64,
     /// End.MT replicas reference the received payload instead of copying it
     /// (when every port sends chained mbufs; otherwise full copies).
     #[serde(default = "d_true")]
@@ -462,6 +481,14 @@ pub struct DataplaneSection {
     /// differently (no hash polarization).
     #[serde(default)]
     pub ecmp_seed: Option<u64>,
+}
+
+impl DataplaneSection {
+    /// The packets one worker holds for unresolved neighbours at most.
+    pub fn neighbour_queue_total(&self, mbufs_per_socket: u32) -> usize {
+        let share = mbufs_per_socket as usize / 4 / self.worker_cores.len().max(1);
+        self.neighbour_queue_total.unwrap_or_else(|| dataplane::unres::HoldConfig::DEFAULT.total.min(share))
+    }
 }
 
 impl Default for DataplaneSection {
@@ -478,6 +505,9 @@ impl Default for DataplaneSection {
             neighbour_probes: d_probes(),
             neighbour_stale_ms: d_stale(),
             neighbour_retry_max_ms: d_retry_max(),
+            neighbour_queue_packets: d_queue_packets(),
+            neighbour_queue_total: None,
+            neighbour_queue_ms: d_queue_ms(),
             zero_copy_replication: true,
             ecmp_seed: None,
         }
@@ -968,6 +998,23 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
     }
     if m.header_mbufs != 0 && m.header_mbufs < 1024 {
         return err("mempool.header_mbufs".into(), &m.header_mbufs, "must be 0 (off) or at least 1024");
+    }
+    if d.neighbour_queue_packets > 0 {
+        // Held packets are mbufs: the workers' shares must leave most of
+        // the pool to traffic.
+        let workers = d.worker_cores.len().max(1);
+        let room = m.mbufs_per_socket as usize / 4;
+        if let Some(t) = d.neighbour_queue_total {
+            if t < d.neighbour_queue_packets as usize {
+                return err("dataplane.neighbour_queue_total".into(), &t, &format!("must be at least neighbour_queue_packets ({})", d.neighbour_queue_packets));
+            }
+            if t.saturating_mul(workers) > room {
+                return err("dataplane.neighbour_queue_total".into(), &t, &format!("x {workers} worker(s) must be at most a quarter of mempool.mbufs_per_socket ({room})"));
+            }
+        }
+        if !(10..=60_000).contains(&d.neighbour_queue_ms) {
+            return err("dataplane.neighbour_queue_ms".into(), &d.neighbour_queue_ms, "must be 10..=60000");
+        }
     }
 
     let mut params = Params::DEFAULT;

@@ -540,6 +540,11 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             microburst: cfg.fann.as_ref().filter(|f| f.detector.microburst_bytes > 0).map(|f| dataplane::egress::MicroburstConfig { bytes: f.detector.microburst_bytes, window_ns: f.detector.microburst_window_ns }),
             mc_owner: 0,
             mc_ring: mc_ring.clone(),
+            hold: dataplane::unres::HoldConfig {
+                per_neighbour: cfg.dataplane.neighbour_queue_packets,
+                total: cfg.dataplane.neighbour_queue_total(cfg.mempool.mbufs_per_socket),
+                timeout_ns: cfg.dataplane.neighbour_queue_ms * 1_000_000,
+            },
         };
         let links = WorkerLinks { updates: up_rx, events: ev_tx.clone(), garbage: garbage_tx.clone(), stop: stop.clone() };
         let mut worker = Worker::new(spec, links, pipeline);

@@ -10,6 +10,7 @@ pub mod counters;
 pub mod packet;
 pub mod tables;
 pub mod nud;
+pub mod unres;
 #[cfg(feature = "dpdk")]
 pub mod dpdk;
 pub mod pipeline;

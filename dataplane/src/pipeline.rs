@@ -141,6 +141,16 @@ pub struct Pipeline {
     learned: KeyedMap<(u16, IpAddr), (MacAddr, u32)>,
     /// Neighbour snapshots taken so far.
     neigh_gen: u32,
+    /// Bumped by every neighbour snapshot and local learning (frames held
+    /// for resolution are looked at again when it moves).
+    neigh_epoch: u64,
+    /// `resolve` builds frames for unresolved neighbours with
+    /// [`crate::unres::HOLD_MAC`] (the worker holds them) instead of
+    /// dropping them; set by the worker when holding is on.
+    pub(crate) hold: bool,
+    /// The neighbour the last `resolve` that missed waited for (reset by
+    /// every entry point that builds frames).
+    pub(crate) held: Option<crate::unres::Key>,
     /// Per FIB next hop (by index): egress interface, gateway MAC and the
     /// gateway's [`UsedBits`] bit when the gateway is resolved; None for
     /// connected routes and unresolved gateways.
@@ -222,6 +232,9 @@ impl Pipeline {
                 m
             },
             neigh_gen: 0,
+            neigh_epoch: 0,
+            hold: false,
+            held: None,
             adj: Vec::new(),
             used: Arc::default(),
             reply: false,
@@ -248,6 +261,7 @@ impl Pipeline {
     /// Install a new neighbour snapshot; keep local learnings it lacks.
     pub fn set_neighbours(&mut self, n: Arc<Neighbours>) -> Arc<Neighbours> {
         self.neigh_gen = self.neigh_gen.wrapping_add(1);
+        self.neigh_epoch = self.neigh_epoch.wrapping_add(1);
         let gen = self.neigh_gen;
         self.learned.retain(|(i, ip), (mac, at)| n.get(*i, *ip).map(|e| e.mac) != Some(*mac) && gen.wrapping_sub(*at) <= OVERLAY_SNAPSHOTS);
         let old = std::mem::replace(&mut self.neigh, n);
@@ -261,6 +275,7 @@ impl Pipeline {
         // `resolve` takes 0 as "do not solicit"; a virtual clock may start at 0.
         let now_ns = now_ns.max(1);
         self.reply = false;
+        self.held = None;
         self.srv6_depth = 0;
         self.frag.n = 0;
         match self.process_inner(p, port, now_ns) {
@@ -372,6 +387,7 @@ impl Pipeline {
         self.counters.local(if ip.is_ipv4() { Local::ArpLearned } else { Local::NdLearned });
         if self.learned.len() < MAX_LEARNED || self.learned.contains_key(&(iface, ip)) {
             self.learned.insert((iface, ip), (mac, self.neigh_gen));
+            self.neigh_epoch = self.neigh_epoch.wrapping_add(1);
             if self.fib.hops().iter().any(|h| h.gateway == Some(ip) && h.iface == iface) {
                 self.rebuild_adjacency();
             }
@@ -492,6 +508,10 @@ impl Pipeline {
     fn back_to_sender<P: PacketBuffer>(&self, p: &P, l2: L2) -> Result<(u16, MacAddr, Option<u16>, MacAddr), Drop> {
         let ifc = self.topo.iface(l2.iface).ok_or(Drop::VlanUnknown)?;
         let src = EthernetFrame::new_unchecked(p.data()).src_addr();
+        if src == crate::unres::HOLD_MAC {
+            // Not a station address (and the mark of a frame to hold).
+            return Err(Drop::NeighbourMiss);
+        }
         Ok((ifc.port, ifc.mac, ifc.vlan, src))
     }
 
@@ -986,8 +1006,47 @@ impl Pipeline {
         }
         if now_ns != 0 {
             self.want_solicit(nh.iface, target, now_ns);
+            if self.hold {
+                // Built in full for the worker to hold until the address
+                // is known (crate::unres).
+                let ifc = self.topo.iface(nh.iface).ok_or(Drop::NoRoute)?;
+                self.held = Some((nh.iface, target));
+                return Ok((ifc, crate::unres::HOLD_MAC));
+            }
         }
         Err(Drop::NeighbourMiss)
+    }
+
+    /// The MAC of a neighbour as this worker knows it (the table, or a
+    /// learning the control thread has not taken up yet); marks it used.
+    pub fn neighbour_mac(&self, iface: u16, ip: IpAddr) -> Option<MacAddr> {
+        let mac = self.neigh.mac(iface, ip).or_else(|| self.learned.get(&(iface, ip)).map(|e| e.0))?;
+        self.used.mark(UsedBits::bit(iface, ip));
+        Some(mac)
+    }
+
+    /// Build frames for unresolved neighbours for the worker to hold
+    /// ([`crate::unres`]) instead of dropping them (`neighbour-miss`).
+    pub fn set_hold(&mut self, on: bool) {
+        self.hold = on;
+    }
+
+    /// The neighbour the last frame built with [`crate::unres::HOLD_MAC`]
+    /// waits for.
+    pub fn held(&self) -> Option<crate::unres::Key> {
+        self.held
+    }
+
+    /// Moves with every change of the neighbours this worker knows.
+    #[inline]
+    pub fn neighbour_epoch(&self) -> u64 {
+        self.neigh_epoch
+    }
+
+    /// Ask again for a neighbour frames wait for (at most once per
+    /// solicit interval).
+    pub fn solicit_again(&mut self, iface: u16, target: IpAddr, now_ns: u64) {
+        self.want_solicit(iface, target, now_ns.max(1));
     }
 
     fn want_solicit(&mut self, iface: u16, target: IpAddr, now_ns: u64) {
@@ -1024,6 +1083,7 @@ impl Pipeline {
     /// Ethernet header (802.1Q when the egress interface is a VLAN, PCP
     /// `pcp`) and returns the port, or the drop reason.
     pub fn emit_ip<P: PacketBuffer>(&mut self, p: &mut P, dst: IpAddr, pcp: u8, now_ns: u64) -> Result<u16, Drop> {
+        self.held = None;
         let hop = self.fib.route_ip(dst, ip_at(p.data(), 14));
         let et = if dst.is_ipv6() { EtherType::IPV6 } else { EtherType::IPV4 };
         let hop = hop.ok_or(Drop::NoRoute)?;

@@ -894,6 +894,7 @@ impl Pipeline {
     /// After an IPv4 fragmentation the copies are the fragments
     /// ([`crate::frag`]).
     pub fn build_replica<P: PacketBuffer, Q: PacketBuffer>(&mut self, i: usize, original: &P, copy: &mut Q, now_ns: u64) -> Result<u16, Drop> {
+        self.held = None;
         if self.frag.n > 0 {
             return self.build_fragment(i, original.data(), copy, now_ns);
         }
@@ -967,6 +968,7 @@ impl Pipeline {
     /// `Ok(None)`: this copy needs a full copy (a downstream SID copy, a
     /// datagram with no payload beyond the BTH, or an ICRC at an odd offset).
     pub fn build_replica_head<Q: PacketBuffer>(&mut self, i: usize, original: &[u8], head: &mut Q, now_ns: u64) -> Result<Option<ReplicaHead>, Drop> {
+        self.held = None;
         if self.frag.n > 0 {
             return Ok(None);
         }

@@ -16,6 +16,7 @@ use crate::egress::{EgressConfig, MicroburstConfig, MicroburstWatch};
 pub use crate::node::CongestionSpec;
 use crate::node::EgressPort;
 use crate::srv6::ReplicaHead;
+use crate::unres::{HeldFrames, HoldConfig, Key, Outcome, Refused, HOLD_MAC};
 use crate::wire::params::Params;
 use crate::wire::roce;
 use crossbeam::channel::{Receiver, Sender, TrySendError};
@@ -96,6 +97,8 @@ pub struct WorkerSpec {
     /// reference to the payload, private ICRC segment) instead of copying
     /// it; only when every port sends chained mbufs.
     pub zero_copy_replicas: bool,
+    /// Frames for a neighbour not resolved yet wait for it ([`crate::unres`]).
+    pub hold: HoldConfig,
 }
 
 /// The worker's ends of its queues to and from the control thread.
@@ -187,6 +190,11 @@ pub struct Worker {
     /// This worker owns an egress stage.
     owns_egress: bool,
     eg_scratch: Box<EgressScratch>,
+    /// Frames waiting for their neighbour's address, and the scratch of a
+    /// walk over them (capacity from the start).
+    held: HeldFrames<Mbuf>,
+    held_out: Vec<Outcome<Mbuf>>,
+    held_asks: Vec<Key>,
 }
 
 /// What `service_egress` takes from a queue for one `tx_burst`.
@@ -202,8 +210,11 @@ struct EgressScratch {
 unsafe impl Send for Worker {}
 
 impl Worker {
-    pub fn new(spec: WorkerSpec, links: WorkerLinks, pipeline: Pipeline) -> Self {
+    pub fn new(spec: WorkerSpec, links: WorkerLinks, mut pipeline: Pipeline) -> Self {
         let counters = pipeline.counters.clone();
+        let held = HeldFrames::new(spec.hold);
+        pipeline.set_hold(held.enabled());
+        let held_cap = if held.enabled() { spec.hold.total } else { 0 };
         let clock = TscClock::new(spec.tsc_hz);
         let egress: Vec<Option<EgressPort<Mbuf>>> = (0..MAX_PORTS)
             .map(|p| match spec.egress.get(p).copied().flatten() {
@@ -246,6 +257,9 @@ impl Worker {
                 prio: [false; MAX_BURST],
                 flows: [None; MAX_BURST],
             }),
+            held,
+            held_out: Vec::with_capacity(held_cap),
+            held_asks: Vec::with_capacity(held_cap),
             spec,
             links,
             pipeline,
@@ -277,6 +291,9 @@ impl Worker {
                     c.add(n as u64);
                 }
                 self.handle_burst(port, &rx[..n], now);
+            }
+            if self.held.due(self.pipeline.neighbour_epoch(), now) {
+                self.walk_held(now);
             }
             self.send_solicits();
             self.send_pfc(now);
@@ -517,6 +534,9 @@ impl Worker {
     /// ahead of queued data.
     #[inline(always)]
     fn output(&mut self, port: u16, m: Mbuf, priority: bool) {
+        if self.pipeline.held.is_some() && m.data().get(..6) == Some(&HOLD_MAC[..]) {
+            return self.hold(port, m, priority);
+        }
         let p = usize::from(port);
         if p >= MAX_PORTS || !self.shaped[p] {
             return self.enqueue_tx(port, m);
@@ -910,8 +930,74 @@ impl Worker {
         }
     }
 
+    /// A frame the pipeline built for a neighbour not resolved yet: wait
+    /// for it ([`crate::unres`]).
+    #[cold]
+    #[inline(never)]
+    fn hold(&mut self, port: u16, m: Mbuf, priority: bool) {
+        let Some(key) = self.pipeline.held else { return self.free.push(m.into_raw()) };
+        match self.held.hold(key, port, priority, self.now, m) {
+            Ok(()) => self.counters.local(crate::counters::Local::NeighbourHeld),
+            Err((m, why)) => {
+                self.counters.dropped(if why == Refused::Full { Drop::NeighbourQueueFull } else { Drop::NeighbourMiss });
+                self.free.push(m.into_raw());
+            }
+        }
+    }
+
+    /// Send the held frames whose neighbour is known now, drop those that
+    /// waited too long, ask again for the others.
+    #[cold]
+    #[inline(never)]
+    fn walk_held(&mut self, now: u64) {
+        let epoch = self.pipeline.neighbour_epoch();
+        {
+            let (pipeline, asks, outs) = (&self.pipeline, &mut self.held_asks, &mut self.held_out);
+            self.held.walk(
+                epoch,
+                now,
+                |(iface, ip)| pipeline.neighbour_mac(iface, ip).filter(|m| *m != HOLD_MAC),
+                |k| {
+                    if asks.last() != Some(&k) && asks.len() < asks.capacity() {
+                        asks.push(k)
+                    }
+                },
+                |o| outs.push(o),
+            );
+        }
+        for i in 0..self.held_asks.len() {
+            let (iface, ip) = self.held_asks[i];
+            self.pipeline.solicit_again(iface, ip, now);
+        }
+        self.held_asks.clear();
+        let mut outs = std::mem::take(&mut self.held_out);
+        for o in outs.drain(..) {
+            match o {
+                Outcome::Release(h, mac) => {
+                    let mut m = h.item;
+                    m.data_mut()[..6].copy_from_slice(&mac);
+                    self.counters.local(crate::counters::Local::NeighbourReleased);
+                    self.output(h.port, m, h.priority);
+                }
+                Outcome::Expire(h) => {
+                    self.counters.dropped(Drop::NeighbourTimeout);
+                    self.free.push(h.item.into_raw());
+                }
+            }
+        }
+        self.held_out = outs;
+    }
+
     /// After stop: transmit what is buffered, free the rest.
     fn drain(&mut self) {
+        // Frames still waiting for a neighbour never got one.
+        let n = self.held.len();
+        for m in self.held.drain() {
+            self.free.push(m.into_raw());
+        }
+        for _ in 0..n {
+            self.counters.dropped(Drop::NeighbourMiss);
+        }
         self.flush_all();
         // The last state of each congestion-aware port, for the exit table.
         for (p, e) in self.egress.iter_mut().enumerate() {

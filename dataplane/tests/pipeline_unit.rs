@@ -1041,6 +1041,64 @@ fn neighbour_miss_queues_one_arp_solicit_per_interval() {
     assert_eq!(pl.solicits, vec![Solicit { iface: 1, target: IpAddr::V4(v4("10.1.0.77")), unicast: None }]);
 }
 
+/// With holding on (the worker's default, `dataplane::unres`), a packet to
+/// an unresolved neighbour is built in full (TTL, checksum, source MAC, VLAN
+/// tag) with the all-zero destination MAC, naming the neighbour it waits
+/// for, and a solicitation is queued; nothing is dropped. A reply the
+/// router sends back to a known source meanwhile carries that source's MAC.
+#[test]
+fn neighbour_miss_builds_the_frame_to_hold_when_holding_is_on() {
+    use dataplane::unres::HOLD_MAC;
+    let mut pl = pipeline();
+    pl.set_hold(true);
+    // Through a gateway nobody has resolved.
+    let ip = ipv4(v4("10.0.0.2"), v4("198.51.100.7"), 64, 17, &udp(8));
+    let mut p = VecPacket::from_bytes(&frame4(R0, H0, None, &ip));
+    assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Tx(1));
+    assert_eq!(pl.held(), Some((1, IpAddr::V4(v4("10.1.0.99")))));
+    let d = p.data();
+    assert_eq!(&d[0..6], &HOLD_MAC);
+    assert_eq!(&d[6..12], &R1);
+    assert_eq!(&d[12..14], &[0x08, 0x00]);
+    assert_eq!(d[14 + 8], 63, "TTL decremented");
+    assert_eq!(checksum::checksum(&d[14..34]), 0, "header checksum valid");
+    assert_eq!(&d[34..], &ip[20..]);
+    assert_eq!(pl.solicits, vec![Solicit { iface: 1, target: IpAddr::V4(v4("10.1.0.99")), unicast: None }]);
+    assert_eq!(total_drops(&pl), 0);
+
+    // A connected IPv6 host on a VLAN interface (p2.100): tagged, hop limit
+    // decremented, waiting for the host itself.
+    let ip6 = ipv6(v6("2001:db8::2"), v6("2001:db8:2::77"), 64, 17, &udp(8));
+    let mut p = VecPacket::from_bytes(&frame6(R0, H0, None, &ip6));
+    assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Tx(2));
+    assert_eq!(pl.held(), Some((2, IpAddr::V6(v6("2001:db8:2::77")))));
+    let d = p.data();
+    assert_eq!(&d[0..6], &HOLD_MAC);
+    assert_eq!(&d[6..12], &R2);
+    assert_eq!(&d[12..16], &[0x81, 0x00, 0x00, 100]);
+    assert_eq!(&d[16..18], &[0x86, 0xdd]);
+    assert_eq!(d[18 + 7], 63, "hop limit decremented");
+    assert_eq!(&d[18 + 40..], &ip6[40..]);
+
+    // The next packet, to a known host, is not marked.
+    let ip = ipv4(v4("10.0.0.2"), v4("10.1.0.2"), 64, 17, &udp(8));
+    let mut p = VecPacket::from_bytes(&frame4(R0, H0, None, &ip));
+    assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Tx(1));
+    assert_eq!(pl.held(), None);
+    assert_eq!(&p.data()[0..6], &H1);
+
+    // Too big for p3 (MTU 600) with DF, to an unresolved host there: the
+    // Fragmentation Needed error goes back to the known source with its MAC.
+    let big = ipv4(v4("10.0.0.2"), v4("10.4.0.77"), 64, 17, &udp(900));
+    let mut p = VecPacket::from_bytes(&frame4(R0, H0, None, &big));
+    assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Tx(0));
+    let d = p.data();
+    assert_eq!(&d[0..6], &H0, "the error is sent, not held");
+    assert_eq!((d[14 + 9], d[34], d[35]), (1, 3, 4), "ICMP Destination Unreachable, Fragmentation Needed");
+    assert_eq!(total_drops(&pl), 0);
+    assert_eq!(local(&pl, Local::FragNeeded4), 1);
+}
+
 #[test]
 fn build_solicit_arp_request() {
     let pl = pipeline();
