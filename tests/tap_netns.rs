@@ -551,3 +551,36 @@ nexthop = [{{ via = "2001:db8:a::2" }}, {{ via = "2001:db8:a::3" }}]
     assert!(counter(&so, "ecmp-gateway-failed") >= 2 && counter(&so, "ecmp-gateway-recovered") >= 2, "{so}");
     assert_eq!(mempool_in_use(&so), 0);
 }
+
+/// The first packet to a host the router has not resolved yet is not lost:
+/// it waits while the router asks (ARP / ND) and leaves when the kernel
+/// answers, so the very first ping of each family is answered (dropping it
+/// would leave only a retry to get through; with `neighbour_queue_packets
+/// = 0` this test fails on the first ping).
+#[test]
+fn first_packet_to_an_unresolved_host_is_not_lost() {
+    if let Err(why) = can_run() {
+        eprintln!("SKIPPED tap_netns unresolved: {why}");
+        return;
+    }
+    let lab = TapLab::new("ur");
+    let ports = lab.ports("", "");
+    let TapLab { n1, n2, t1, t2, dir, sock, cfg } = lab;
+    std::fs::write(&cfg, format!("[dataplane]\nstatus_interval_ms = 0\n[mempool]\nmbufs_per_socket = 4095\ncache_size = 64\n{ports}")).unwrap();
+    let _ns = Netns::create(&[&n1, &n2]);
+    let mut router = Router::start("tapur", &cfg, &dir, &sock);
+    host(&n1, &t1, "10.1.0.2/24", "2001:db8:a::2/64", "10.1.0.1", "2001:db8:a::1");
+    host(&n2, &t2, "10.2.0.2/24", "2001:db8:b::2/64", "10.2.0.1", "2001:db8:b::1");
+    let before = control::ctl::request(sock.to_str().unwrap(), "show neighbours").unwrap();
+    assert!(!before.contains("10.2.0.2") && !before.contains("2001:db8:b::2"), "host 2 unknown to the router at first:\n{before}");
+    for dst in ["10.2.0.2", "2001:db8:b::2"] {
+        let o = in_ns(&n1, &["ping", "-c", "1", "-W", "3", dst]);
+        assert!(o.status.success(), "the first ping to {dst} got no reply:\n{}\n{}", String::from_utf8_lossy(&o.stdout), diagnose(&[&n1, &n2], &sock));
+    }
+    let so = router.stop();
+    let held = counter(&so, "neighbour-held");
+    assert!(held >= 2, "each family's first echo request waited for host 2: {so}");
+    assert_eq!(counter(&so, "neighbour-released"), held, "{so}");
+    assert_eq!(counter(&so, "neighbour-miss") + counter(&so, "neighbour-timeout") + counter(&so, "neighbour-queue-full"), 0, "{so}");
+    assert_eq!(mempool_in_use(&so), 0, "{so}");
+}

@@ -464,9 +464,9 @@ pub struct DataplaneSection {
     /// 0: dropped at once (`neighbour-miss`).
     #[serde(default = "d_queue_packets")]
     pub neighbour_queue_packets: u32,
-    /// At most this many such packets per worker; by default 1024, or a
-    /// quarter of `mempool.mbufs_per_socket` shared by the workers when
-    /// that is less.
+    /// At most this many such packets per worker; by default 1024, or an
+    /// eighth of `mempool.mbufs_per_socket` shared by the workers when
+    /// that is less (at most a quarter).
     #[serde(default)]
     pub neighbour_queue_total: Option<usize>,
     /// How long such a packet waits (then `neighbour-timeout`).
@@ -486,7 +486,7 @@ pub struct DataplaneSection {
 impl DataplaneSection {
     /// The packets one worker holds for unresolved neighbours at most.
     pub fn neighbour_queue_total(&self, mbufs_per_socket: u32) -> usize {
-        let share = mbufs_per_socket as usize / 4 / self.worker_cores.len().max(1);
+        let share = mbufs_per_socket as usize / 8 / self.worker_cores.len().max(1);
         self.neighbour_queue_total.unwrap_or_else(|| dataplane::unres::HoldConfig::DEFAULT.total.min(share))
     }
 }
@@ -2095,6 +2095,14 @@ nexthop = [{ via = "10.0.2.2" }, { via = "10.0.3.2", weight = 3 }, { via = "10.0
         for v in ["50", "3600001"] {
             let e = bad(("[dataplane]", &format!("[dataplane]\nneighbour_reachable_ms = {v}")));
             assert!(e.contains(&format!("dataplane.neighbour_reachable_ms = {v}: must be 0 (off) or 100..=3600000")), "{e}");
+        }
+        let e = bad(("[dataplane]", "[dataplane]\nneighbour_queue_packets = 64\nneighbour_queue_total = 10"));
+        assert!(e.contains("dataplane.neighbour_queue_total = 10: must be at least neighbour_queue_packets (64)"), "{e}");
+        let e = bad(("[dataplane]", "[dataplane]\nneighbour_queue_total = 100000"));
+        assert!(e.contains("dataplane.neighbour_queue_total = 100000: x 1 worker(s) must be at most a quarter of mempool.mbufs_per_socket (4095)"), "{e}");
+        for v in ["0", "60001"] {
+            let e = bad(("[dataplane]", &format!("[dataplane]\nneighbour_queue_ms = {v}")));
+            assert!(e.contains(&format!("dataplane.neighbour_queue_ms = {v}: must be 10..=60000")), "{e}");
         }
         for v in ["999", "3600001"] {
             let e = bad(("[dataplane]", &format!("[dataplane]\nneighbour_retry_max_ms = {v}")));
