@@ -1352,6 +1352,20 @@ fn demo_runs_and_its_pcaps_are_sound() {
     }
     assert_eq!(counter(&so, "ecmp-gateway-failed"), 1, "{so}");
     assert!(so.contains(&format!("was asked {} times (ARP requests in wan-out.pcap) and never answered: marked unreachable; 64 flows to 10.0.12.0/24 would leave via {{\"10.0.2.2\": 64}}", asked.len())), "{so}");
+    // Address resolution: the first RoCEv2 packets to the unresolved WAN
+    // hosts waited and left in PSN order with the MAC of the answer, after
+    // the router's requests; none lost.
+    let (arp, ns, sent) = control::demo::unresolved_outcome(&wan);
+    let n = 2 * control::demo::UNRESOLVED_PACKETS as usize;
+    assert!(arp >= 1 && ns >= 1 && sent == n, "ARP {arp}, NS {ns}, sent in order {sent}");
+    assert_eq!((counter(&so, "neighbour-held"), counter(&so, "neighbour-released")), (n as u64, n as u64), "{so}");
+    assert_eq!(counter(&so, "neighbour-miss") + counter(&so, "neighbour-timeout") + counter(&so, "neighbour-queue-full"), 0, "{so}");
+    let first = wan.iter().position(|f| f[..6] == control::demo::UNRESOLVED_MAC).unwrap();
+    let req = wan.iter().position(|f| f.len() >= 42 && f[12..14] == [8, 6] && f[38..42] == [10, 0, 2, 7]).unwrap();
+    assert!(req < first, "asked before sending");
+    let f = &wan[first];
+    assert_eq!(&f[6..12], &[0x02, 0xdc, 0, 0, 0, 2], "from the WAN port");
+    assert!(so.contains(&format!("then {n} of them left in PSN order with the answered MAC")), "{so}");
 }
 
 /// Hostile traffic through every feature at once: good traffic mutated by

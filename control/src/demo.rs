@@ -269,7 +269,16 @@ pub fn traffic() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     let r4 = Ipv4Addr::new(10, 0, 1, 1);
     let r6: Ipv6Addr = "2001:db8:1::1".parse().unwrap();
     let to_router = L2 { src: HOST_MAC, dst: ROUTER_DC_MAC };
-    let mut dc = dc2_flows(&to_router, b"pe-before");
+    // The first packets of a new RoCEv2 QP to hosts on the WAN link the
+    // router has not resolved yet: they wait for the ARP reply / NA (which
+    // the WAN replay sends after the router has asked) instead of being
+    // dropped.
+    let mut dc = Vec::new();
+    for psn in 0..UNRESOLVED_PACKETS {
+        dc.push(gen::roce4(&to_router, host4, UNRESOLVED4, 49300, 0x7a0, psn, 64, 64));
+        dc.push(gen::roce6(&to_router, host6, UNRESOLVED6.parse().unwrap(), 49300, 0x7a1, psn, 64, 64));
+    }
+    dc.extend(dc2_flows(&to_router, b"pe-before"));
     dc.extend([
         // The host resolves the router, then pings it.
         gen::arp_request(HOST_MAC, host4, r4),
@@ -363,7 +372,45 @@ pub fn traffic() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     // FANN from a node it does not know, which it drops and counts.
     wan.push(fann_link_failure("fc00::1", 2, 7));
     wan.push(fann_link_failure("fc00::66", 1, 9));
+    // The hosts the DC's first packets wait for answer, after 64 frames for
+    // another station (so after the router has asked).
+    let pace = gen::udp4(&L2 { src: UNRESOLVED_MAC, dst: OTHER_MAC }, UNRESOLVED4, Ipv4Addr::new(10, 0, 9, 1), 1, 2, b"pace", 64);
+    wan.extend(std::iter::repeat_n(pace, WAN_PACING_FRAMES));
+    wan.push(gen::arp_reply(UNRESOLVED_MAC, UNRESOLVED4, ROUTER_WAN_MAC, Ipv4Addr::new(10, 0, 2, 1)));
+    wan.push(gen::neighbour_advert(&L2 { src: UNRESOLVED_MAC, dst: ROUTER_WAN_MAC }, UNRESOLVED6.parse().unwrap(), "2001:db8:2::1".parse().unwrap()));
     (dc, wan)
+}
+
+/// Hosts on the WAN link that the router resolves only when the DC sends
+/// to them ([`traffic`]), and the RoCEv2 packets sent to each before it
+/// answers.
+pub const UNRESOLVED4: Ipv4Addr = Ipv4Addr::new(10, 0, 2, 7);
+pub const UNRESOLVED6: &str = "2001:db8:2::7";
+pub const UNRESOLVED_MAC: [u8; 6] = [0x02, 0x00, 0x00, 0x00, 0x02, 0x07];
+pub const UNRESOLVED_PACKETS: u32 = 4;
+const WAN_PACING_FRAMES: usize = 64;
+
+/// What became of the packets to [`UNRESOLVED4`] / [`UNRESOLVED6`], read
+/// back from the WAN output: (ARP requests, Neighbor Solicitations for
+/// them, their packets sent to the answered MAC in PSN order).
+pub fn unresolved_outcome(wan_out: &[Vec<u8>]) -> (usize, usize, usize) {
+    let t6: Ipv6Addr = UNRESOLVED6.parse().unwrap_or(Ipv6Addr::UNSPECIFIED);
+    let arp = wan_out.iter().filter(|f| f.len() >= 42 && f[12..14] == [8, 6] && f[20..22] == [0, 1] && f[38..42] == UNRESOLVED4.octets()).count();
+    let ns = wan_out.iter().filter(|f| f.len() >= 14 + 64 && f[12..14] == [0x86, 0xdd] && f[14 + 40] == 135 && f[14 + 48..14 + 64] == t6.octets()).count();
+    let mut psns = Vec::new();
+    for f in wan_out.iter().filter(|f| f[..6] == UNRESOLVED_MAC && f.len() > 14 + 60) {
+        let (dst_ok, l4) = match f[12..14] {
+            [8, 0] => (f[14 + 16..14 + 20] == UNRESOLVED4.octets(), 14 + 20),
+            [0x86, 0xdd] => (f[14 + 24..14 + 40] == t6.octets(), 14 + 40),
+            _ => (false, 0),
+        };
+        if dst_ok {
+            // BTH PSN: octets 9..12 of the BTH after the 8-byte UDP header.
+            psns.push((f[12] == 8, u32::from_be_bytes([0, f[l4 + 17], f[l4 + 18], f[l4 + 19]])));
+        }
+    }
+    let in_order = [true, false].iter().all(|v4| psns.iter().filter(|p| p.0 == *v4).map(|p| p.1).eq(0..UNRESOLVED_PACKETS));
+    (arp, ns, if in_order { psns.len() } else { 0 })
 }
 
 /// The group of the demo configuration as its receivers see it.
@@ -846,7 +893,16 @@ pub fn run(out: &Path) -> Result<(), String> {
         c.local_count(Local::PeSwitchedToBackup),
         c.local_count(Local::PeControllerCopy)
     );
-    println!("  ({} frames for another MAC pace the DC replay so the control thread reacts first: l2-not-for-us {})", PACING_FRAMES, c.drop_count(Drop::NotForUs));
+    let (arp, ns, sent) = unresolved_outcome(&wan_out);
+    println!(
+        "  address resolution: the first {UNRESOLVED_PACKETS} RoCEv2 packets each to {UNRESOLVED4} and {UNRESOLVED6} (on the WAN link, not resolved yet) waited for the router's ARP request ({arp} sent) and NS ({ns} sent) to be answered, then {sent} of them left in PSN order with the answered MAC (neighbour-held {}, -released {}, -timeout {}, -queue-full {}; dropped for want of an address: neighbour-miss {})",
+        c.local_count(Local::NeighbourHeld),
+        c.local_count(Local::NeighbourReleased),
+        c.drop_count(Drop::NeighbourTimeout),
+        c.drop_count(Drop::NeighbourQueueFull),
+        c.drop_count(Drop::NeighbourMiss)
+    );
+    println!("  ({} frames for another MAC pace the DC replay so the control thread reacts first, {} the WAN's: l2-not-for-us {})", PACING_FRAMES, WAN_PACING_FRAMES, c.drop_count(Drop::NotForUs));
     println!("  mempool: {} of {} mbufs in use after shutdown", rep.mempool_in_use_after, rep.mempool_size);
     println!(
         "  open the pcaps in Wireshark, with the dissectors of the drafts' messages (display filters lhcnp, fann, srv6_endmt): wireshark -X lua_script:{d}/dcirouter.lua {d}/dc-out.pcap",

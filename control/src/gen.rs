@@ -240,6 +240,28 @@ pub fn neighbour_solicit(src_mac: MacAddr, src: Ipv6Addr, target: Ipv6Addr) -> V
     icmp6(&L2 { src: src_mac, dst: ipv6_multicast_mac(&group) }, src, group, m, 255)
 }
 
+/// An ARP reply from `src_mac` / `src` to `dst_mac` / `dst`.
+pub fn arp_reply(src_mac: MacAddr, src: Ipv4Addr, dst_mac: MacAddr, dst: Ipv4Addr) -> Vec<u8> {
+    let mut out = Vec::new();
+    eth(&L2 { src: src_mac, dst: dst_mac }, 0x0806, &mut out);
+    out.extend_from_slice(&[0, 1, 8, 0, 6, 4, 0, 2]);
+    out.extend_from_slice(&src_mac);
+    out.extend_from_slice(&src.octets());
+    out.extend_from_slice(&dst_mac);
+    out.extend_from_slice(&dst.octets());
+    out
+}
+
+/// A solicited Neighbor Advertisement (S and O set) for `target`, with its
+/// Target Link-Layer Address option (the frame's source MAC), to `dst`.
+pub fn neighbour_advert(l2: &L2, target: Ipv6Addr, dst: Ipv6Addr) -> Vec<u8> {
+    let mut m = vec![136, 0, 0, 0, 0x60, 0, 0, 0];
+    m.extend_from_slice(&target.octets());
+    m.extend_from_slice(&[2, 1]);
+    m.extend_from_slice(&l2.src);
+    icmp6(l2, target, dst, m, 255)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
