@@ -487,7 +487,7 @@ impl DataplaneSection {
     /// The packets one worker holds for unresolved neighbours at most.
     pub fn neighbour_queue_total(&self, mbufs_per_socket: u32) -> usize {
         let share = mbufs_per_socket as usize / 8 / self.worker_cores.len().max(1);
-        self.neighbour_queue_total.unwrap_or_else(|| dataplane::unres::HoldConfig::DEFAULT.total.min(share))
+        self.neighbour_queue_total.unwrap_or_else(|| dataplane::unres::HoldConfig::DEFAULT.total.min(share).max(1))
     }
 }
 
@@ -1012,8 +1012,8 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
                 return err("dataplane.neighbour_queue_total".into(), &t, &format!("x {workers} worker(s) must be at most a quarter of mempool.mbufs_per_socket ({room})"));
             }
         }
-        if !(10..=60_000).contains(&d.neighbour_queue_ms) {
-            return err("dataplane.neighbour_queue_ms".into(), &d.neighbour_queue_ms, "must be 10..=60000");
+        if !(50..=60_000).contains(&d.neighbour_queue_ms) {
+            return err("dataplane.neighbour_queue_ms".into(), &d.neighbour_queue_ms, "must be 50..=60000 (waiting packets are looked at every 50 ms)");
         }
     }
 
@@ -1239,7 +1239,7 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
     for (i, n) in f.neighbours.iter().enumerate() {
         let fld = |s: &str| format!("neighbour[{i}].{s}");
         let ip: IpAddr = n.ip.parse().map_err(|_| format!("{} = {:?}: not an IP address", fld("ip"), n.ip))?;
-        let mac = parse_mac(&n.mac).filter(|m| m[0] & 1 == 0).ok_or_else(|| format!("{} = {:?}: not a unicast MAC", fld("mac"), n.mac))?;
+        let mac = parse_mac(&n.mac).filter(|m| m[0] & 1 == 0 && *m != [0; 6]).ok_or_else(|| format!("{} = {:?}: not a unicast MAC", fld("mac"), n.mac))?;
         let idx = iface_idx(&n.interface).ok_or_else(|| format!("{} = {:?}: no such interface", fld("interface"), n.interface))?;
         neighbours.learn(idx, ip, mac, NeighSource::Static);
     }
@@ -2102,7 +2102,7 @@ nexthop = [{ via = "10.0.2.2" }, { via = "10.0.3.2", weight = 3 }, { via = "10.0
         assert!(e.contains("dataplane.neighbour_queue_total = 100000: x 1 worker(s) must be at most a quarter of mempool.mbufs_per_socket (4095)"), "{e}");
         for v in ["0", "60001"] {
             let e = bad(("[dataplane]", &format!("[dataplane]\nneighbour_queue_ms = {v}")));
-            assert!(e.contains(&format!("dataplane.neighbour_queue_ms = {v}: must be 10..=60000")), "{e}");
+            assert!(e.contains(&format!("dataplane.neighbour_queue_ms = {v}: must be 50..=60000")), "{e}");
         }
         for v in ["999", "3600001"] {
             let e = bad(("[dataplane]", &format!("[dataplane]\nneighbour_retry_max_ms = {v}")));

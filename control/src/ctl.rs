@@ -190,7 +190,7 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
         }
         ["neighbour", "add", ip, mac, dev] => {
             let ip: IpAddr = ip.parse().map_err(|_| format!("{ip:?}: not an address"))?;
-            let mac = config::parse_mac(mac).filter(|m| m[0] & 1 == 0).ok_or_else(|| format!("{mac:?}: not a unicast MAC"))?;
+            let mac = config::parse_mac(mac).filter(|m| m[0] & 1 == 0 && *m != [0; 6]).ok_or_else(|| format!("{mac:?}: not a unicast MAC"))?;
             let i = iface_idx(dev).ok_or_else(|| format!("{dev:?}: no such interface"))?;
             c.neighbours.remove(i, ip);
             c.neighbours.learn(i, ip, mac, NeighSource::Static);

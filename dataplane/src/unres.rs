@@ -96,7 +96,9 @@ impl<T> HeldFrames<T> {
     pub fn new(cfg: HoldConfig) -> Self {
         let total = if cfg.per_neighbour == 0 { 0 } else { cfg.total };
         let mut per_key = KeyedMap::default();
-        per_key.reserve(total);
+        // Room to spare: removals leave tombstones, and a table that is
+        // full of them may grow instead of rehashing in place.
+        per_key.reserve(2 * total);
         HeldFrames { cfg, q: VecDeque::with_capacity(total), per_key, seen_epoch: 0, next_walk: 0 }
     }
 

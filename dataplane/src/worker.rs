@@ -245,7 +245,8 @@ impl Worker {
             has_cong: false,
             tx: (0..MAX_PORTS).map(|_| TxBuf::new()).collect(),
             tx_dirty: 0,
-            free: Vec::with_capacity(2 * MAX_BURST),
+            // A walk over the held frames may free all of them at once.
+            free: Vec::with_capacity(2 * MAX_BURST + held_cap),
             // Groups installed before start-up steer from the first burst.
             mc_steer: spec.mc_owner != spec.id && !pipeline.groups().is_empty(),
             mc_owner: spec.mc_owner == spec.id,
@@ -279,6 +280,9 @@ impl Worker {
             self.apply_updates();
             let now = self.clock.now();
             self.now = now;
+            // A table update may have resolved a neighbour frames wait for:
+            // they leave before newer packets to it.
+            self.release_held(now);
             let mut busy = false;
             for qi in 0..self.spec.rx_queues.len() {
                 let (port, queue) = self.spec.rx_queues[qi];
@@ -292,9 +296,7 @@ impl Worker {
                 }
                 self.handle_burst(port, &rx[..n], now);
             }
-            if self.held.due(self.pipeline.neighbour_epoch(), now) {
-                self.walk_held(now);
-            }
+            self.release_held(now);
             self.send_solicits();
             self.send_pfc(now);
             if self.mc_owner {
@@ -327,6 +329,8 @@ impl Worker {
 
     #[inline]
     fn handle_chunk<const FAST: usize>(&mut self, port: u16, rx: &[*mut rte_mbuf], now: u64) {
+        // An answer in an earlier chunk: the frames waiting for it go first.
+        self.release_held(now);
         let pi = usize::from(port) % MAX_PORTS;
         self.counters.ports[pi].rx_pkts.add(rx.len() as u64);
         let mut bytes = 0u64;
@@ -398,7 +402,15 @@ impl Worker {
 
     /// The pipeline on one packet and what follows from its verdict.
     #[inline]
-    fn process_one(&mut self, mut m: Mbuf, port: u16, now: u64) {
+    fn process_one(&mut self, m: Mbuf, port: u16, now: u64) {
+        self.process_verdict(m, port, now);
+        // It may have been the answer frames wait for: they leave before
+        // the next packet to that neighbour.
+        self.release_held(now);
+    }
+
+    #[inline]
+    fn process_verdict(&mut self, mut m: Mbuf, port: u16, now: u64) {
         let verdict = self.pipeline.process(&mut m, port, now);
         match verdict {
             Verdict::Tx(out) => {
@@ -930,12 +942,24 @@ impl Worker {
         }
     }
 
+    /// Frames wait and the neighbours changed (or it is time to look).
+    #[inline(always)]
+    fn release_held(&mut self, now: u64) {
+        if self.held.due(self.pipeline.neighbour_epoch(), now) {
+            self.walk_held(now);
+        }
+    }
+
     /// A frame the pipeline built for a neighbour not resolved yet: wait
     /// for it ([`crate::unres`]).
     #[cold]
     #[inline(never)]
     fn hold(&mut self, port: u16, m: Mbuf, priority: bool) {
-        let Some(key) = self.pipeline.held else { return self.free.push(m.into_raw()) };
+        // Taken: a later frame is held only when its own build missed.
+        let Some(key) = self.pipeline.held.take() else {
+            self.counters.dropped(Drop::NeighbourMiss);
+            return self.free.push(m.into_raw());
+        };
         match self.held.hold(key, port, priority, self.now, m) {
             Ok(()) => self.counters.local(crate::counters::Local::NeighbourHeld),
             Err((m, why)) => {
