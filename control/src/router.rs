@@ -62,7 +62,9 @@ pub struct Control {
     pub cfg: RouterConfig,
     pub topo: Arc<Topology>,
     pub fib: Fib,
-    pub neighbours: Neighbours,
+    /// The neighbour table and the snapshots the workers read
+    /// (left-right: a change costs the change, not a copy of the table).
+    pub neighbours: dataplane::neighpub::NeighbourMaster,
     /// The local SID table the workers run (None: no `[srv6]`); management
     /// commands change a copy and push it.
     pub sids: Option<dataplane::srv6::SidTable>,
@@ -187,7 +189,8 @@ impl Control {
             &merged
         };
         let out = nud.tick(now_ns, &self.neighbours, dataplane::nud::Gateways { ecmp: self.fib.ecmp_gateways(), all });
-        let name = |i: u16| self.topo.iface(i).map(|x| x.name.clone()).unwrap_or_else(|| i.to_string());
+        let topo = self.topo.clone();
+        let name = |i: u16| topo.iface(i).map(|x| x.name.clone()).unwrap_or_else(|| i.to_string());
         if !out.probes.is_empty() {
             let unicast = out.probes.iter().filter(|p| p.mac.is_some()).count() as u64;
             let sol: Vec<dataplane::pipeline::Solicit> = out.probes.iter().map(|p| dataplane::pipeline::Solicit { iface: p.iface, target: p.target, unicast: p.mac }).collect();
@@ -240,8 +243,8 @@ impl Control {
             }
         }
     }
-    pub fn push_neighbours(&self) {
-        let n = Arc::new(self.neighbours.clone());
+    pub fn push_neighbours(&mut self) {
+        let n = self.neighbours.publish();
         self.push(|| Update::Neighbours(n.clone()));
     }
     /// Egress queue depth of a port (bytes), from its owner's gauge.
@@ -370,7 +373,8 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     let (ev_tx, ev_rx) = bounded::<(usize, Event)>(4096);
     let (garbage_tx, garbage_rx) = bounded::<Update>(1024);
     let fib0 = Arc::new(cfg.fib.clone());
-    let neigh0 = Arc::new(cfg.neighbours.clone());
+    let neighbours = dataplane::neighpub::NeighbourMaster::new(cfg.neighbours.clone());
+    let neigh0 = neighbours.published();
     // The neighbours the workers forward to, for reachability detection.
     let used = Arc::new(dataplane::nud::UsedBits::default());
     let pcfg = PipelineConfig {
@@ -578,7 +582,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         None => None,
     };
     let sids = sids0.as_deref().cloned();
-    let mut control = Control { topo, fib: cfg.fib.clone(), neighbours: cfg.neighbours.clone(), sids, cfg, workers, own: Arc::new(WorkerCounters::default()), pe: pe.take(), nud: None, flows_seq: 0, expired_pending: false, expired_pushed: Instant::now() };
+    let mut control = Control { topo, fib: cfg.fib.clone(), neighbours, sids, cfg, workers, own: Arc::new(WorkerCounters::default()), pe: pe.take(), nud: None, flows_seq: 0, expired_pending: false, expired_pushed: Instant::now() };
     let dp = &control.cfg.dataplane;
     if dp.neighbour_reachable_ms != 0 {
         let c = dataplane::nud::NudConfig { reachable_ns: dp.neighbour_reachable_ms * 1_000_000, retrans_ns: dp.neighbour_solicit_interval_ms * 1_000_000, probes: dp.neighbour_probes, stale_ns: dp.neighbour_stale_ms * 1_000_000, retry_max_ns: dp.neighbour_retry_max_ms * 1_000_000 };
@@ -785,7 +789,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         mempool_size: size,
         elapsed,
         fib: control.fib.clone(),
-        neighbours: control.neighbours.clone(),
+        neighbours: (*control.neighbours).clone(),
         congestion: control.congestion_views(),
     };
     drop(control);

@@ -12,7 +12,13 @@
 //! Prints, and writes to `bench/nud-results.md` (or `$NUD_BENCH_OUT`), per
 //! case: the mean and worst tick (wall time) and the probes per second the
 //! ticks emitted.
+//!
+//! Then what publishing a neighbour snapshot for the workers costs after a
+//! few changes: a copy of the table (what every change cost before) against
+//! replaying the changes into the spare snapshot
+//! (`dataplane::neighpub`).
 
+use dataplane::neighpub::NeighbourMaster;
 use dataplane::nud::{Gateways, Nud, NudConfig, UsedBits};
 use dataplane::tables::{NeighSource, Neighbours};
 use std::fmt::Write as _;
@@ -71,10 +77,61 @@ fn main() {
             );
         }
     }
+    publish_cost(&mut md);
     print!("{md}");
     let path = std::env::var("NUD_BENCH_OUT").unwrap_or_else(|_| format!("{}/../bench/nud-results.md", env!("CARGO_MANIFEST_DIR")));
     if let Err(e) = std::fs::write(&path, &md) {
         eprintln!("nud_bench: {path}: {e}");
         std::process::exit(1);
+    }
+}
+
+/// Publishing a snapshot after `changes` changes (new MACs for random
+/// entries) of a table of `n`: a copy against a replay into the spare,
+/// which the workers have let go of (they take an update within a poll
+/// loop, microseconds; the control thread publishes at most once a step).
+fn publish_cost(md: &mut String) {
+    md.push_str("\n## Publishing a snapshot for the workers\n\nAfter `changes` changes to a table of `learned` neighbours: **copy** = cloning the table (what every learning, deletion or `neighbour add` cost before), **publish** = `NeighbourMaster::publish`, which replays the changes since the spare snapshot into it when there are at most one per 64 entries, and copies otherwise (`dataplane/src/neighpub.rs`); means over 20 publications, wall time.\n\n| learned | changes | copy ms | publish ms | by | copy / publish |\n|---:|---:|---:|---:|---|---:|\n");
+    const ROUNDS: u32 = 20;
+    for n in [1_000u32, 100_000, 1_000_000] {
+        let mut t = Neighbours::default();
+        for k in 0..n {
+            t.learn(0, IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + k)), [2, 0, 0, 0, 0, 1], NeighSource::Learned);
+        }
+        let mut m = NeighbourMaster::new(t);
+        drop((m.publish(), m.publish()));
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for changes in [1u32, 100, 10_000] {
+            if changes > n / 4 {
+                continue;
+            }
+            let (mut copy, mut replay) = (0u128, 0u128);
+            let before = m.stats;
+            for r in 0..ROUNDS {
+                for _ in 0..changes {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let k = (x % u64::from(n)) as u32;
+                    m.learn(0, IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + k)), [2, 0, 0, 0, (r % 250) as u8 + 2, 1], NeighSource::Learned);
+                }
+                let t0 = Instant::now();
+                let c = std::hint::black_box((*m).clone());
+                copy += t0.elapsed().as_nanos();
+                drop(c);
+                let t0 = Instant::now();
+                let p = m.publish();
+                replay += t0.elapsed().as_nanos();
+                assert_eq!(p.len(), m.len());
+                drop(p);
+            }
+            let by = match (m.stats.replays - before.replays, m.stats.copies - before.copies) {
+                (r, 0) if r == u64::from(ROUNDS) => "replay",
+                (0, c) if c == u64::from(ROUNDS) => "copy",
+                _ => "both",
+            };
+            let (c, r) = (copy as f64 / f64::from(ROUNDS) / 1e6, replay as f64 / f64::from(ROUNDS) / 1e6);
+            let _ = writeln!(md, "| {n} | {changes} | {c:.3} | {r:.3} | {by} | {:.1} |", c / r.max(1e-6));
+        }
     }
 }

@@ -11,6 +11,7 @@ pub mod packet;
 pub mod tables;
 pub mod nud;
 pub mod unres;
+pub mod neighpub;
 #[cfg(feature = "dpdk")]
 pub mod dpdk;
 pub mod pipeline;

@@ -770,6 +770,14 @@ impl Neighbours {
         self.index(iface, ip, Some(mac));
         Learned::Changed
     }
+    /// Make the entry exactly `n` (replaying a change: here a learned
+    /// entry may replace a static one).
+    pub fn set(&mut self, iface: u16, ip: IpAddr, n: Neighbour) {
+        let old = self.map.insert((iface, ip), n);
+        self.learned -= usize::from(old.is_some_and(|o| o.source == NeighSource::Learned));
+        self.learned += usize::from(n.source == NeighSource::Learned);
+        self.index(iface, ip, Some(n.mac));
+    }
     pub fn remove(&mut self, iface: u16, ip: IpAddr) -> Option<Neighbour> {
         self.index(iface, ip, None);
         let n = self.map.remove(&(iface, ip));
