@@ -1946,7 +1946,9 @@ fn ecmp_routes_change_at_run_time() {
 /// asks (ARP request, NS), and when the answer arrives the waiting packets
 /// leave in order with the neighbour's MAC. A neighbour that never answers
 /// is asked again while packets wait; they are dropped after
-/// `neighbour_queue_ms`, and beyond `neighbour_queue_packets` at once.
+/// `neighbour_queue_ms`, each answered with ICMP host unreachable /
+/// ICMPv6 address unreachable to its source (RFC 1812 s.5.2.7.1, RFC 4861
+/// s.7.2.2), and beyond `neighbour_queue_packets` dropped at once.
 /// Inputs written by scapy; tshark dissects the output.
 #[test]
 fn packets_wait_for_address_resolution_instead_of_being_dropped() {
@@ -1955,14 +1957,18 @@ fn packets_wait_for_address_resolution_instead_of_being_dropped() {
     python(
         r#"
 import sys
-from scapy.all import Ether, ARP, IP, IPv6, UDP, ICMPv6ND_NA, ICMPv6NDOptDstLLAddr, wrpcap
+from scapy.all import Ether, ARP, IP, IPv6, UDP, ICMPv6ND_NS, ICMPv6ND_NA, ICMPv6NDOptSrcLLAddr, ICMPv6NDOptDstLLAddr, wrpcap
 r_dc, r_wan, host, n7 = "02:dc:00:00:00:01", "02:dc:00:00:00:02", "02:00:00:00:01:02", "02:00:00:00:02:07"
-dc = []
+# The DC host resolves the router first (so the router knows it too).
+dc = [Ether(src=host, dst="ff:ff:ff:ff:ff:ff") / ARP(op=1, hwsrc=host, psrc="10.0.1.2", pdst="10.0.1.1"),
+      Ether(src=host, dst="33:33:ff:00:00:01") / IPv6(src="2001:db8:1::2", dst="ff02::1:ff00:1", hlim=255) / ICMPv6ND_NS(tgt="2001:db8:1::1") / ICMPv6NDOptSrcLLAddr(lladdr=host)]
 for i in range(5):
     dc.append(Ether(src=host, dst=r_dc) / IP(src="10.0.1.2", dst="10.0.2.7", ttl=64) / UDP(sport=1000, dport=9) / ("held4-%d" % i).encode())
     dc.append(Ether(src=host, dst=r_dc) / IPv6(src="2001:db8:1::2", dst="2001:db8:2::7", hlim=64) / UDP(sport=1000, dport=9) / ("held6-%d" % i).encode())
 for i in range(20):
     dc.append(Ether(src=host, dst=r_dc) / IP(src="10.0.1.2", dst="10.0.2.8", ttl=64) / UDP(sport=1000, dport=9) / ("silent-%d" % i).encode())
+for i in range(2):
+    dc.append(Ether(src=host, dst=r_dc) / IPv6(src="2001:db8:1::2", dst="2001:db8:2::8", hlim=64) / UDP(sport=1000, dport=9) / ("silent6-%d" % i).encode())
 # The answers come after 96 frames for another station (dropped), so
 # after the router has taken the packets above and asked.
 wan = [Ether(src="02:00:00:00:02:99", dst="02:00:00:00:09:09") / IP(src="10.0.2.99", dst="10.0.9.9") / UDP() / b"pace"] * 96
@@ -1987,14 +1993,16 @@ wrpcap(sys.argv[2], wan)
 
     // Holding on: 8 packets a neighbour, 300 ms.
     let cfg = dir.join("r.toml");
-    std::fs::write(&cfg, base.replacen("[dataplane]\n", "[dataplane]\nneighbour_queue_packets = 8\nneighbour_queue_ms = 300\nneighbour_solicit_interval_ms = 50\n", 1)).unwrap();
+    std::fs::write(&cfg, base.replacen("[dataplane]\n", "[dataplane]\nneighbour_queue_packets = 8\nneighbour_queue_ms = 300\nneighbour_solicit_interval_ms = 50\nicmp_error_burst = 20\n", 1)).unwrap();
     let out = run("unres", &cfg, &["--exit-when-idle", "800", "--duration", "20"]);
     let so = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(out.status.success(), "dcirouter exited with {:?}: {so}", out.status);
-    assert_eq!(counter(&so, "neighbour-held"), 5 + 5 + 8, "{so}");
+    assert_eq!(counter(&so, "neighbour-held"), 5 + 5 + 8 + 2, "{so}");
     assert_eq!(counter(&so, "neighbour-released"), 10, "{so}");
     assert_eq!(counter(&so, "neighbour-queue-full"), 12, "{so}");
-    assert_eq!(counter(&so, "neighbour-timeout"), 8, "{so}");
+    assert_eq!(counter(&so, "neighbour-timeout"), 8 + 2, "{so}");
+    assert_eq!(counter(&so, "icmp-host-unreachable-sent"), 8, "{so}");
+    assert_eq!(counter(&so, "icmpv6-address-unreachable-sent"), 2, "{so}");
     assert_eq!(counter(&so, "neighbour-miss"), 0, "{so}");
     assert_eq!(counter(&so, "l2-not-for-us"), 96, "{so}");
     assert_eq!(mempool_in_use(&so), 0, "{so}");
@@ -2040,13 +2048,37 @@ wrpcap(sys.argv[2], wan)
     assert!(!wan.iter().any(|f| is_data(f, b"silent-")), "nothing for the silent neighbour left");
     assert!(!wan.iter().any(|f| f[0..6] == [0; 6]), "no frame with the placeholder MAC left");
     tshark_clean(&dir.join("wan-out.pcap"));
+    // The sources of the packets that waited in vain are told: ICMP type 3
+    // code 1 / ICMPv6 type 1 code 3 from the router's DC address, quoting
+    // each packet (as forwarded: TTL 63), to the host's MAC.
+    let dc = read_pcap(&dir.join("dc-out.pcap")).unwrap();
+    let un4: Vec<_> = dc.iter().filter(|f| f[12..14] == [8, 0] && f[14 + 9] == 1 && f[34] == 3).collect();
+    assert_eq!(un4.len(), 8, "ICMP errors");
+    for (i, f) in un4.iter().enumerate() {
+        assert_eq!((&f[0..6], &f[6..12]), (&HOST[..], &R_DC[..]));
+        assert_eq!((&f[14 + 12..14 + 16], &f[14 + 16..14 + 20]), (&[10, 0, 1, 1][..], &[10, 0, 1, 2][..]));
+        assert_eq!(f[35], 1, "code 1, host unreachable");
+        assert_eq!(&f[42 + 16..42 + 20], &[10, 0, 2, 8], "quotes the packet to 10.0.2.8");
+        assert_eq!(f[42 + 8], 63, "as forwarded");
+        assert!(is_data(f, format!("silent-{i}").as_bytes()), "silent-{i} quoted in order");
+        assert!(ipv4_checksum_ok(&f[14..]));
+    }
+    let un6: Vec<_> = dc.iter().filter(|f| f[12..14] == [0x86, 0xdd] && f[14 + 6] == 58 && f[54] == 1).collect();
+    assert_eq!(un6.len(), 2, "ICMPv6 errors");
+    for (i, f) in un6.iter().enumerate() {
+        assert_eq!(&f[0..6], &HOST[..]);
+        assert_eq!(&f[14 + 8..14 + 24], &"2001:db8:1::1".parse::<std::net::Ipv6Addr>().unwrap().octets());
+        assert_eq!(f[55], 3, "code 3, address unreachable");
+        assert!(is_data(f, format!("silent6-{i}").as_bytes()));
+    }
+    tshark_clean(&dir.join("dc-out.pcap"));
 
     // Holding off: the same input loses every packet sent before the answer.
     std::fs::write(&cfg, base.replacen("[dataplane]\n", "[dataplane]\nneighbour_queue_packets = 0\n", 1)).unwrap();
     let out = run("unres0", &cfg, &["--exit-when-idle", "400", "--duration", "20"]);
     let so = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(out.status.success(), "dcirouter exited with {:?}: {so}", out.status);
-    assert_eq!(counter(&so, "neighbour-miss"), 30, "{so}");
+    assert_eq!(counter(&so, "neighbour-miss"), 32, "{so}");
     assert_eq!(counter(&so, "neighbour-held"), 0, "{so}");
     assert_eq!(mempool_in_use(&so), 0, "{so}");
     let wan = read_pcap(&dir.join("wan-out.pcap")).unwrap();

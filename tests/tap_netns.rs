@@ -556,7 +556,9 @@ nexthop = [{{ via = "2001:db8:a::2" }}, {{ via = "2001:db8:a::3" }}]
 /// it waits while the router asks (ARP / ND) and leaves when the kernel
 /// answers, so the very first ping of each family is answered (dropping it
 /// would leave only a retry to get through; with `neighbour_queue_packets
-/// = 0` this test fails on the first ping).
+/// = 0` this test fails on the first ping). A ping to an address nobody
+/// has gets the router's Destination Unreachable (host / address
+/// unreachable) once it has waited `neighbour_queue_ms`, as ping shows it.
 #[test]
 fn first_packet_to_an_unresolved_host_is_not_lost() {
     if let Err(why) = can_run() {
@@ -566,7 +568,7 @@ fn first_packet_to_an_unresolved_host_is_not_lost() {
     let lab = TapLab::new("ur");
     let ports = lab.ports("", "");
     let TapLab { n1, n2, t1, t2, dir, sock, cfg } = lab;
-    std::fs::write(&cfg, format!("[dataplane]\nstatus_interval_ms = 0\n[mempool]\nmbufs_per_socket = 4095\ncache_size = 64\n{ports}")).unwrap();
+    std::fs::write(&cfg, format!("[dataplane]\nstatus_interval_ms = 0\nneighbour_queue_ms = 500\n[mempool]\nmbufs_per_socket = 4095\ncache_size = 64\n{ports}")).unwrap();
     let _ns = Netns::create(&[&n1, &n2]);
     let mut router = Router::start("tapur", &cfg, &dir, &sock);
     host(&n1, &t1, "10.1.0.2/24", "2001:db8:a::2/64", "10.1.0.1", "2001:db8:a::1");
@@ -577,10 +579,19 @@ fn first_packet_to_an_unresolved_host_is_not_lost() {
         let o = in_ns(&n1, &["ping", "-c", "1", "-W", "3", dst]);
         assert!(o.status.success(), "the first ping to {dst} got no reply:\n{}\n{}", String::from_utf8_lossy(&o.stdout), diagnose(&[&n1, &n2], &sock));
     }
+    let released = control::ctl::request(sock.to_str().unwrap(), "show counters").unwrap();
+    for (dst, want) in [("10.2.0.99", "From 10.1.0.1 icmp_seq=1 Destination Host Unreachable"), ("2001:db8:b::99", "From 2001:db8:a::1 icmp_seq=1 Destination unreachable: Address unreachable")] {
+        let o = in_ns(&n1, &["ping", "-c", "1", "-W", "3", dst]);
+        let txt = String::from_utf8_lossy(&o.stdout);
+        assert!(!o.status.success() && txt.contains(want), "ping {dst}: want {want:?}:\n{txt}");
+    }
     let so = router.stop();
     let held = counter(&so, "neighbour-held");
-    assert!(held >= 2, "each family's first echo request waited for host 2: {so}");
-    assert_eq!(counter(&so, "neighbour-released"), held, "{so}");
-    assert_eq!(counter(&so, "neighbour-miss") + counter(&so, "neighbour-timeout") + counter(&so, "neighbour-queue-full"), 0, "{so}");
+    assert!(held >= 4, "each family's first echo request waited for host 2, and the pings to nobody: {so}");
+    assert_eq!(counter(&so, "neighbour-released"), value(&released, "neighbour-released"), "{so}");
+    assert_eq!(counter(&so, "neighbour-released") + 2, held, "{so}");
+    assert_eq!(counter(&so, "neighbour-timeout"), 2, "{so}");
+    assert_eq!((counter(&so, "icmp-host-unreachable-sent"), counter(&so, "icmpv6-address-unreachable-sent")), (1, 1), "{so}");
+    assert_eq!(counter(&so, "neighbour-miss") + counter(&so, "neighbour-queue-full"), 0, "{so}");
     assert_eq!(mempool_in_use(&so), 0, "{so}");
 }

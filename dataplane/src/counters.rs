@@ -124,6 +124,8 @@ reasons!(Local, N_LOCAL {
     TimeExceeded6 => "icmpv6-time-exceeded-sent",
     Unreachable4 => "icmp-net-unreachable-sent",
     Unreachable6 => "icmpv6-no-route-sent",
+    HostUnreachable4 => "icmp-host-unreachable-sent",
+    AddrUnreachable6 => "icmpv6-address-unreachable-sent",
     FragNeeded4 => "icmp-frag-needed-sent",
     TooBig6 => "icmpv6-packet-too-big-sent",
     Fragmented4 => "ipv4-fragmented",

@@ -508,8 +508,9 @@ impl Pipeline {
     fn back_to_sender<P: PacketBuffer>(&self, p: &P, l2: L2) -> Result<(u16, MacAddr, Option<u16>, MacAddr), Drop> {
         let ifc = self.topo.iface(l2.iface).ok_or(Drop::VlanUnknown)?;
         let src = EthernetFrame::new_unchecked(p.data()).src_addr();
-        if src == crate::unres::HOLD_MAC {
-            // Not a station address (and the mark of a frame to hold).
+        if src == crate::unres::HOLD_MAC || src == ifc.mac {
+            // Not a station address (and the mark of a frame to hold), or
+            // our own (a frame the router built itself).
             return Err(Drop::NeighbourMiss);
         }
         Ok((ifc.port, ifc.mac, ifc.vlan, src))
@@ -534,6 +535,9 @@ impl Pipeline {
             // Code 4, fragmentation needed and DF set, with the next-hop
             // MTU in the low 16 bits (RFC 1191 s.4).
             Icmp4Error::FragNeeded(mtu) => (Icmpv4Message::DST_UNREACHABLE, 4, u32::from(mtu), Local::FragNeeded4, Drop::MtuExceeded),
+            // Code 1, host unreachable: address resolution failed (RFC
+            // 1812 s.5.2.7.1).
+            Icmp4Error::HostUnreachable => (Icmpv4Message::DST_UNREACHABLE, 1, 0, Local::HostUnreachable4, Drop::NeighbourTimeout),
         };
         if !icmp4_error_allowed(&p.data()[l2.l3..l2.l3 + total]) || !self.icmp_bucket.take(now_ns) {
             return Err(why);
@@ -905,6 +909,9 @@ impl Pipeline {
                 let m = mtu.to_be_bytes();
                 ([2, 0, 0, 0, m[0], m[1], m[2], m[3]], Local::TooBig6, Drop::MtuExceeded)
             }
+            // s.3.1: code 3, address unreachable (RFC 4861 s.7.2.2: MUST,
+            // for every packet that waited for a failed resolution).
+            Icmp6Error::AddressUnreachable => ([1, 3, 0, 0, 0, 0, 0, 0], Local::AddrUnreachable6, Drop::NeighbourTimeout),
         };
         if src.is_unspecified() || !icmp6_error_allowed(p.data().get(l2.l3..l2.l3 + total).unwrap_or(&[])) || !self.icmp_bucket.take(now_ns) {
             return Err(why);
@@ -1095,6 +1102,60 @@ impl Pipeline {
         Ok(port)
     }
 
+    /// A frame that waited for its neighbour in vain ([`crate::unres`]):
+    /// turn it into ICMP Destination Unreachable, host unreachable (IPv4)
+    /// / address unreachable (IPv6), to its source, from the router's
+    /// address on the interface toward the source. Returns the port; an
+    /// error when none is due (the source is the router itself, the
+    /// packet an ICMP error, rate limit) or the source is not resolved.
+    pub fn unreachable_for_held<P: PacketBuffer>(&mut self, p: &mut P, now_ns: u64) -> Result<u16, Drop> {
+        let now_ns = now_ns.max(1);
+        self.reply = false;
+        let d = p.data();
+        let (l3, et) = match d.get(12..14) {
+            Some([0x81, 0x00]) => (18, d.get(16..18)),
+            _ => (14, d.get(12..14)),
+        };
+        let v = match et {
+            Some([0x08, 0x00]) => {
+                let (src, total) = {
+                    let ip = Ipv4Packet::new_checked(d.get(l3..).unwrap_or(&[])).map_err(|_| Drop::MalformedIpv4)?;
+                    (ip.src_addr(), usize::from(ip.total_len()))
+                };
+                if self.topo.is_local4(&src) || total > p.len() - l3 {
+                    return Err(Drop::NeighbourTimeout);
+                }
+                let iface = self.route_iface(IpAddr::V4(src)).ok_or(Drop::NoRoute)?;
+                self.icmp_error4(p, L2 { iface, l3, pcp: 0, mcast: false }, src, total, now_ns, Icmp4Error::HostUnreachable)?
+            }
+            Some([0x86, 0xdd]) => {
+                let (src, total) = {
+                    let ip = Ipv6Packet::new_checked(d.get(l3..).unwrap_or(&[])).map_err(|_| Drop::MalformedIpv6)?;
+                    (ip.src_addr(), 40 + usize::from(ip.payload_len()))
+                };
+                if self.topo.is_local6(&src) || total > p.len() - l3 {
+                    return Err(Drop::NeighbourTimeout);
+                }
+                let iface = self.route_iface(IpAddr::V6(src)).ok_or(Drop::NoRoute)?;
+                self.icmp_error6(p, L2 { iface, l3, pcp: 0, mcast: false }, src, total, now_ns, Icmp6Error::AddressUnreachable)?
+            }
+            _ => return Err(Drop::NeighbourTimeout),
+        };
+        match v {
+            Verdict::Tx(port) => Ok(port),
+            _ => Err(Drop::NeighbourTimeout),
+        }
+    }
+
+    /// The index of the interface a packet to `dst` would leave by.
+    fn route_iface(&self, dst: IpAddr) -> Option<u16> {
+        let hop = match dst {
+            IpAddr::V4(a) => self.fib.route4(a, || 0),
+            IpAddr::V6(a) => self.fib.route6(a, || 0),
+        }?;
+        Some(self.fib.hop(hop)?.iface)
+    }
+
     /// The interface a packet to `dst` would leave by (for choosing a
     /// source address; of an ECMP route, the first next hop's).
     pub fn egress_iface(&self, dst: IpAddr) -> Option<&Interface> {
@@ -1161,6 +1222,7 @@ impl Pipeline {
 pub(crate) enum Icmp4Error {
     TimeExceeded,
     NoRoute,
+    HostUnreachable,
     /// Fragmentation needed and DF set, with the next-hop MTU.
     FragNeeded(u16),
 }
@@ -1170,6 +1232,7 @@ pub(crate) enum Icmp4Error {
 pub(crate) enum Icmp6Error {
     TimeExceeded,
     NoRoute,
+    AddressUnreachable,
     /// Packet Too Big, with the MTU of the next-hop link.
     TooBig(u32),
 }

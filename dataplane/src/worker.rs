@@ -1004,8 +1004,14 @@ impl Worker {
                     self.output(h.port, m, h.priority);
                 }
                 Outcome::Expire(h) => {
+                    // Not delivered; its source is told (RFC 4861 s.7.2.2,
+                    // RFC 1812 s.5.2.7.1), rate-limited like every ICMP error.
                     self.counters.dropped(Drop::NeighbourTimeout);
-                    self.free.push(h.item.into_raw());
+                    let mut m = h.item;
+                    match self.pipeline.unreachable_for_held(&mut m, now) {
+                        Ok(port) => self.output(port, m, true),
+                        Err(_) => self.free.push(m.into_raw()),
+                    }
                 }
             }
         }

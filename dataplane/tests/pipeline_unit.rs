@@ -1099,6 +1099,50 @@ fn neighbour_miss_builds_the_frame_to_hold_when_holding_is_on() {
     assert_eq!(local(&pl, Local::FragNeeded4), 1);
 }
 
+/// A held frame whose neighbour never answered becomes ICMP Destination
+/// Unreachable to its source: host unreachable (IPv4), address unreachable
+/// (IPv6, RFC 4861 s.7.2.2), quoting the packet as forwarded; none about
+/// an ICMP error.
+#[test]
+fn a_frame_that_waited_in_vain_becomes_destination_unreachable() {
+    let mut pl = pipeline();
+    pl.set_hold(true);
+    let ip = ipv4(v4("10.0.0.2"), v4("10.1.0.77"), 64, 17, &udp(8));
+    let mut p = VecPacket::from_bytes(&frame4(R0, H0, None, &ip));
+    assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Tx(1));
+    assert_eq!(pl.unreachable_for_held(&mut p, T0 + 3 * SEC), Ok(0));
+    let d = p.data();
+    assert_eq!((&d[0..6], &d[6..12]), (&H0[..], &R0[..]), "back to the source's MAC");
+    assert_eq!((&d[26..30], &d[30..34]), (&[10, 0, 0, 1][..], &[10, 0, 0, 2][..]));
+    assert_eq!((d[23], d[34], d[35]), (1, 3, 1), "ICMP Destination Unreachable, host unreachable");
+    assert_eq!(checksum::checksum(&d[14..34]), 0);
+    assert_eq!(checksum::checksum(&d[34..]), 0);
+    assert_eq!(&d[42 + 16..42 + 20], &[10, 1, 0, 77]);
+    assert_eq!(d[42 + 8], 63, "quoted as forwarded");
+    assert_eq!(local(&pl, Local::HostUnreachable4), 1);
+
+    let ip6 = ipv6(v6("2001:db8::2"), v6("2001:db8:2::77"), 64, 17, &udp(8));
+    let mut p = VecPacket::from_bytes(&frame6(R0, H0, None, &ip6));
+    assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Tx(2));
+    assert_eq!(pl.unreachable_for_held(&mut p, T0 + 3 * SEC), Ok(0));
+    let d = p.data();
+    assert_eq!(&d[0..6], &H0);
+    assert_eq!(&d[12..14], &[0x86, 0xdd], "untagged toward the source");
+    assert_eq!(&d[14 + 8..14 + 24], &v6("2001:db8::1").octets());
+    assert_eq!((d[20], d[54], d[55]), (58, 1, 3), "ICMPv6 Destination Unreachable, address unreachable");
+    let icmp = &d[54..];
+    let sum = checksum::combine(checksum::pseudo_v6(&d[22..38].try_into().unwrap(), &d[38..54].try_into().unwrap(), 58, icmp.len() as u32), checksum::sum(icmp));
+    assert_eq!(checksum::fold(sum), 0xffff, "ICMPv6 checksum");
+    assert_eq!(local(&pl, Local::AddrUnreachable6), 1);
+
+    // An ICMP error that waited is not answered with another.
+    let err = ipv4(v4("10.0.0.2"), v4("10.1.0.78"), 64, 1, &[3, 1, 0xfc, 0xfe, 0, 0, 0, 0]);
+    let mut p = VecPacket::from_bytes(&frame4(R0, H0, None, &err));
+    assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Tx(1));
+    assert_eq!(pl.unreachable_for_held(&mut p, T0 + 3 * SEC), Err(Drop::NeighbourTimeout));
+    assert_eq!(local(&pl, Local::HostUnreachable4), 1);
+}
+
 #[test]
 fn build_solicit_arp_request() {
     let pl = pipeline();
