@@ -1941,19 +1941,8 @@ fn ecmp_routes_change_at_run_time() {
     assert_eq!(mempool_in_use(&so), 0);
 }
 
-/// Packets to a neighbour whose address is not known yet wait for it (RFC
-/// 4861 s.7.2.2, Linux's unres_qlen) instead of being dropped: the router
-/// asks (ARP request, NS), and when the answer arrives the waiting packets
-/// leave in order with the neighbour's MAC. A neighbour that never answers
-/// is asked again while packets wait; they are dropped after
-/// `neighbour_queue_ms`, each answered with ICMP host unreachable /
-/// ICMPv6 address unreachable to its source (RFC 1812 s.5.2.7.1, RFC 4861
-/// s.7.2.2), and beyond `neighbour_queue_packets` dropped at once.
-/// Inputs written by scapy; tshark dissects the output.
-#[test]
-fn packets_wait_for_address_resolution_instead_of_being_dropped() {
-    python_ok().expect("the scapy oracle is required");
-    let dir = workdir("unres");
+/// The inputs of [`packets_wait_for_address_resolution_instead_of_being_dropped`].
+fn unres_input(dir: &std::path::Path) {
     python(
         r#"
 import sys
@@ -1986,6 +1975,22 @@ wrpcap(sys.argv[2], wan)
 "#,
         &[&dir.join("dc-in.pcap").display().to_string(), &dir.join("wan-in.pcap").display().to_string()],
     );
+}
+
+/// Packets to a neighbour whose address is not known yet wait for it (RFC
+/// 4861 s.7.2.2, Linux's unres_qlen) instead of being dropped: the router
+/// asks (ARP request, NS), and when the answer arrives the waiting packets
+/// leave in order with the neighbour's MAC. A neighbour that never answers
+/// is asked again while packets wait; they are dropped after
+/// `neighbour_queue_ms`, each answered with ICMP host unreachable /
+/// ICMPv6 address unreachable to its source (RFC 1812 s.5.2.7.1, RFC 4861
+/// s.7.2.2), and beyond `neighbour_queue_packets` dropped at once.
+/// Inputs written by scapy; tshark dissects the output.
+#[test]
+fn packets_wait_for_address_resolution_instead_of_being_dropped() {
+    python_ok().expect("the scapy oracle is required");
+    let dir = workdir("unres");
+    unres_input(&dir);
     let base = config(&dir).replace(&format!("rx_pcap={}/empty.pcap", dir.display()), &format!("rx_pcap={}/wan-in.pcap", dir.display()));
     let n7 = [0x02, 0, 0, 0, 0x02, 0x07];
     let is_data = |f: &Vec<u8>, tag: &[u8]| f.windows(tag.len()).any(|w| w == tag);
@@ -2084,4 +2089,47 @@ wrpcap(sys.argv[2], wan)
     let wan = read_pcap(&dir.join("wan-out.pcap")).unwrap();
     assert!(!wan.iter().any(|f| is_data(f, b"held") || is_data(f, b"silent-")));
     assert_eq!(wan.iter().filter(|f| is_data(f, b"after")).count(), 10, "the packets after the answers are sent");
+}
+
+/// [`packets_wait_for_address_resolution_instead_of_being_dropped`] with
+/// two workers: worker 0 polls the DC port and holds the packets, worker 1
+/// polls the WAN port and sees the answers; the control thread's table
+/// releases them (each worker sends on its own TX queue, its own pcap).
+#[test]
+fn held_packets_are_released_by_the_control_threads_table() {
+    python_ok().expect("the scapy oracle is required");
+    let dir = workdir("unres2");
+    unres_input(&dir);
+    let d = dir.display();
+    let cfg = config(&dir)
+        .replace(&format!("rx_pcap={d}/empty.pcap,tx_pcap={d}/wan-out.pcap"), &format!("rx_pcap={d}/wan-in.pcap,tx_pcap={d}/wan-out.pcap,tx_pcap={d}/wan-out1.pcap"))
+        .replace(&format!("tx_pcap={d}/dc-out.pcap"), &format!("tx_pcap={d}/dc-out.pcap,tx_pcap={d}/dc-out1.pcap"))
+        .replacen("[dataplane]\n", "[dataplane]\nworker_cores = [0, 1]\nneighbour_queue_packets = 8\nneighbour_queue_ms = 300\nneighbour_solicit_interval_ms = 50\nicmp_error_burst = 20\n", 1);
+    let path = dir.join("r.toml");
+    std::fs::write(&path, cfg).unwrap();
+    let out = run("unres2", &path, &["--exit-when-idle", "800", "--duration", "20"]);
+    let so = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "dcirouter exited with {:?}: {so}", out.status);
+    assert_eq!(counter(&so, "neighbour-held"), 5 + 5 + 8 + 2, "{so}");
+    assert_eq!(counter(&so, "neighbour-released"), 10, "{so}");
+    assert_eq!(counter(&so, "neighbour-timeout"), 10, "{so}");
+    assert_eq!(counter(&so, "neighbour-queue-full"), 12, "{so}");
+    assert_eq!((counter(&so, "icmp-host-unreachable-sent"), counter(&so, "icmpv6-address-unreachable-sent")), (8, 2), "{so}");
+    assert_eq!(mempool_in_use(&so), 0, "{so}");
+    let is_data = |f: &Vec<u8>, tag: &[u8]| f.windows(tag.len()).any(|w| w == tag);
+    let mut seen = 0;
+    for file in ["wan-out.pcap", "wan-out1.pcap"] {
+        let wan = read_pcap(&dir.join(file)).unwrap();
+        for v in ["4", "6"] {
+            // Those in this file, in order, to the answered MAC.
+            let got: Vec<usize> = (0..5).filter_map(|i| wan.iter().position(|f| is_data(f, format!("held{v}-{i}").as_bytes()))).collect();
+            assert!(got.windows(2).all(|w| w[0] < w[1]), "{file} IPv{v}: {got:?}");
+            for &k in &got {
+                assert_eq!(&wan[k][0..6], &[0x02, 0, 0, 0, 0x02, 0x07]);
+            }
+            seen += got.len();
+        }
+        assert!(!wan.iter().any(|f| f[0..6] == [0; 6]));
+    }
+    assert_eq!(seen, 10, "every waiting packet sent once");
 }
