@@ -558,7 +558,8 @@ nexthop = [{{ via = "2001:db8:a::2" }}, {{ via = "2001:db8:a::3" }}]
 /// would leave only a retry to get through; with `neighbour_queue_packets
 /// = 0` this test fails on the first ping). A ping to an address nobody
 /// has gets the router's Destination Unreachable (host / address
-/// unreachable) once it has waited `neighbour_queue_ms`, as ping shows it.
+/// unreachable) once it has waited `neighbour_queue_ms`, as ping shows it;
+/// meanwhile `show neighbours` lists it INCOMPLETE with the packet waiting.
 #[test]
 fn first_packet_to_an_unresolved_host_is_not_lost() {
     if let Err(why) = can_run() {
@@ -581,9 +582,14 @@ fn first_packet_to_an_unresolved_host_is_not_lost() {
     }
     let released = control::ctl::request(sock.to_str().unwrap(), "show counters").unwrap();
     for (dst, want) in [("10.2.0.99", "From 10.1.0.1 icmp_seq=1 Destination Host Unreachable"), ("2001:db8:b::99", "From 2001:db8:a::1 icmp_seq=1 Destination unreachable: Address unreachable")] {
-        let o = in_ns(&n1, &["ping", "-c", "1", "-W", "3", dst]);
+        let ping = Command::new("ip").args(["netns", "exec", &n1, "ping", "-c", "1", "-W", "3", dst]).stdout(std::process::Stdio::piped()).spawn().unwrap();
+        // While it waits, `show neighbours` lists the address.
+        let line = format!("{dst} dev b INCOMPLETE (1 packets waiting)");
+        wait_ctl(&sock, "show neighbours", 3, &|r| r.lines().any(|l| l == line), &format!("{line:?} while the echo request waits"), &[&n1, &n2]);
+        let o = ping.wait_with_output().unwrap();
         let txt = String::from_utf8_lossy(&o.stdout);
         assert!(!o.status.success() && txt.contains(want), "ping {dst}: want {want:?}:\n{txt}");
+        wait_ctl(&sock, "show neighbours", 3, &|r| !r.contains(dst), &format!("{dst} gone once its packet timed out"), &[&n1, &n2]);
     }
     let so = router.stop();
     let held = counter(&so, "neighbour-held");

@@ -99,7 +99,7 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
         }
         ["show", "routes"] => Ok(display::routes(&c.fib, &c.topo)),
         ["route", "get", dst, rest @ ..] => route_get(c, dst, rest),
-        ["show", "neighbours"] => Ok(display::neighbours(&c.neighbours, &c.topo, c.nud.as_ref())),
+        ["show", "neighbours"] => Ok(display::neighbours(&c.neighbours, &c.topo, c.nud.as_ref(), &c.waiting())),
         ["show", "interfaces"] => {
             let link = |port: u16| match ports.iter().find(|p| p.id == port) {
                 Some(p) if !p.link_known() => "unknown",

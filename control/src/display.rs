@@ -94,15 +94,23 @@ pub fn routes(f: &Fib, t: &Topology) -> String {
 
 /// `show neighbours`: the table, with the reachability state of learned
 /// entries (REACHABLE, STALE, DELAY, PROBE), then the ECMP gateways without an entry
-/// (INCOMPLETE, FAILED), as `ip neigh` shows them.
-pub fn neighbours(n: &Neighbours, t: &Topology, nud: Option<&dataplane::nud::Nud>) -> String {
+/// (INCOMPLETE, FAILED), as `ip neigh` shows them, then the addresses the
+/// workers resolve with packets waiting (`waiting`: interface, address,
+/// packets summed over the workers).
+pub fn neighbours(n: &Neighbours, t: &Topology, nud: Option<&dataplane::nud::Nud>, waiting: &[(u16, std::net::IpAddr, u32)]) -> String {
     let name = |i: u16| t.iface(i).map(|x| x.name.as_str()).unwrap_or("?");
     let state = |i: u16, ip: std::net::IpAddr| nud.and_then(|d| d.state(i, ip)).map(|s| format!(" {}", s.name())).unwrap_or_default();
     let mut v: Vec<String> = n.iter().map(|((i, ip), e)| format!("{ip} lladdr {} dev {} {:?}{}\n", Mac(e.mac), name(*i), e.source, state(*i, *ip))).collect();
     v.sort();
     let mut w: Vec<String> = nud.map(|d| d.unresolved().map(|((i, ip), s)| format!("{ip} dev {} {}\n", name(i), s.name())).collect()).unwrap_or_default();
     w.sort();
-    v.concat() + &w.concat()
+    let mut q: Vec<String> = waiting
+        .iter()
+        .filter(|(i, ip, _)| n.get(*i, *ip).is_none() && !nud.is_some_and(|d| d.unresolved().any(|(k, _)| k == (*i, *ip))))
+        .map(|(i, ip, k)| format!("{ip} dev {} INCOMPLETE ({k} packets waiting)\n", name(*i)))
+        .collect();
+    q.sort();
+    v.concat() + &w.concat() + &q.concat()
 }
 
 /// `show interfaces`: one line each; `link(port)` is the port's link

@@ -247,6 +247,17 @@ impl Control {
         let n = self.neighbours.publish();
         self.push(|| Update::Neighbours(n.clone()));
     }
+    /// The addresses the workers hold packets for, with the packets
+    /// (summed over the workers).
+    pub fn waiting(&self) -> Vec<(u16, std::net::IpAddr, u32)> {
+        let mut all: std::collections::BTreeMap<(u16, std::net::IpAddr), u32> = Default::default();
+        for w in &self.workers {
+            for &(i, ip, n) in w.counters.waiting.lock().iter() {
+                *all.entry((i, ip)).or_default() += n;
+            }
+        }
+        all.into_iter().map(|((i, ip), n)| (i, ip, n)).collect()
+    }
     /// Egress queue depth of a port (bytes), from its owner's gauge.
     pub fn queue_depth(&self, port: u16) -> u64 {
         self.workers.iter().map(|w| w.counters.queue_depth[usize::from(port) % dataplane::counters::MAX_PORTS].get()).sum()

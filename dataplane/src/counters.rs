@@ -252,6 +252,10 @@ pub struct WorkerCounters {
     /// Packets received per RX queue the worker polls, in the order of its
     /// `WorkerSpec::rx_queues` (how RSS spread the traffic).
     pub rx_queue_pkts: Box<[Counter]>,
+    /// The neighbours this worker holds frames for (interface, address,
+    /// frames), published after every look at them (at least every 50 ms
+    /// while frames wait); the worker only ever `try_lock`s.
+    pub waiting: parking_lot::Mutex<Vec<(u16, std::net::IpAddr, u32)>>,
 }
 
 impl Default for WorkerCounters {
@@ -268,6 +272,7 @@ impl Default for WorkerCounters {
             congestion: std::array::from_fn(|_| parking_lot::Mutex::new(None)),
             flows_request: std::array::from_fn(|_| Counter::default()),
             flows: std::array::from_fn(|_| parking_lot::Mutex::new((0, Vec::new()))),
+            waiting: parking_lot::Mutex::new(Vec::new()),
             cpu_ns: Counter::default(),
             rx_queue_pkts: Box::new([]),
         }

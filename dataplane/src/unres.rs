@@ -114,6 +114,11 @@ impl<T> HeldFrames<T> {
         self.q.is_empty()
     }
 
+    /// The neighbours frames wait for, and how many each.
+    pub fn neighbours(&self) -> impl Iterator<Item = (Key, u32)> + '_ {
+        self.per_key.iter().map(|(k, n)| (*k, *n))
+    }
+
     /// Frames waiting for `key`.
     pub fn waiting(&self, key: &Key) -> u32 {
         self.per_key.get(key).copied().unwrap_or(0)

@@ -215,6 +215,9 @@ impl Worker {
         let held = HeldFrames::new(spec.hold);
         pipeline.set_hold(held.enabled());
         let held_cap = if held.enabled() { spec.hold.total } else { 0 };
+        // Room for every neighbour frames can wait for: publishing them
+        // never allocates.
+        counters.waiting.lock().reserve(held_cap);
         let clock = TscClock::new(spec.tsc_hz);
         let egress: Vec<Option<EgressPort<Mbuf>>> = (0..MAX_PORTS)
             .map(|p| match spec.egress.get(p).copied().flatten() {
@@ -1016,6 +1019,12 @@ impl Worker {
             }
         }
         self.held_out = outs;
+        // For `show neighbours` (INCOMPLETE, with the frames waiting).
+        if let Some(mut w) = self.counters.waiting.try_lock() {
+            w.clear();
+            let room = w.capacity();
+            w.extend(self.held.neighbours().take(room).map(|((i, ip), n)| (i, ip, n)));
+        }
     }
 
     /// After stop: transmit what is buffered, free the rest.
