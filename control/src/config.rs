@@ -464,7 +464,8 @@ pub struct DataplaneSection {
     /// 0: dropped at once (`neighbour-miss`).
     #[serde(default = "d_queue_packets")]
     pub neighbour_queue_packets: u32,
-    /// At most this many such packets per worker; by default 1024, or an
+    /// At most this many mbufs of such packets per worker (a chained frame
+    /// counts its segments); by default 1024, or an
     /// eighth of `mempool.mbufs_per_socket` shared by the workers when
     /// that is less (at most a quarter).
     #[serde(default)]

@@ -40,7 +40,8 @@ pub type Key = (u16, IpAddr);
 pub struct HoldConfig {
     /// Most frames waiting for one neighbour; 0: no holding (a miss drops).
     pub per_neighbour: u32,
-    /// Most frames waiting in one worker.
+    /// Most mbufs waiting in one worker (a frame is one, a chained one,
+    /// such as a zero-copy End.MT replica, its segments).
     pub total: usize,
     /// How long a frame waits for its neighbour.
     pub timeout_ns: u64,
@@ -61,6 +62,8 @@ pub struct Held<T> {
     /// Leaves ahead of queued data (a reply or notification).
     pub priority: bool,
     pub since: u64,
+    /// Mbufs it takes.
+    pub weight: u16,
     pub item: T,
 }
 
@@ -86,6 +89,8 @@ pub struct HeldFrames<T> {
     cfg: HoldConfig,
     q: VecDeque<Held<T>>,
     per_key: KeyedMap<Key, u32>,
+    /// Mbufs held (the weights of the frames in `q`).
+    mbufs: usize,
     /// The neighbour epoch ([`crate::pipeline::Pipeline::neighbour_epoch`])
     /// of the last walk, and when the next one is due regardless.
     seen_epoch: u64,
@@ -99,7 +104,7 @@ impl<T> HeldFrames<T> {
         // Room to spare: removals leave tombstones, and a table that is
         // full of them may grow instead of rehashing in place.
         per_key.reserve(2 * total);
-        HeldFrames { cfg, q: VecDeque::with_capacity(total), per_key, seen_epoch: 0, next_walk: 0 }
+        HeldFrames { cfg, q: VecDeque::with_capacity(total), per_key, mbufs: 0, seen_epoch: 0, next_walk: 0 }
     }
 
     pub fn enabled(&self) -> bool {
@@ -124,20 +129,28 @@ impl<T> HeldFrames<T> {
         self.per_key.get(key).copied().unwrap_or(0)
     }
 
-    /// Park `item` until `key` is resolved; gives it back when refused.
-    pub fn hold(&mut self, key: Key, port: u16, priority: bool, now: u64, item: T) -> Result<(), (T, Refused)> {
+    /// Mbufs held.
+    pub fn mbufs(&self) -> usize {
+        self.mbufs
+    }
+
+    /// Park `item` (`weight` mbufs, at least 1) until `key` is resolved;
+    /// gives it back when refused.
+    pub fn hold(&mut self, key: Key, port: u16, priority: bool, now: u64, weight: u16, item: T) -> Result<(), (T, Refused)> {
         if !self.enabled() {
             return Err((item, Refused::Off));
         }
+        let weight = weight.max(1);
         let n = self.waiting(&key);
-        if n >= self.cfg.per_neighbour || self.q.len() >= self.cfg.total {
+        if n >= self.cfg.per_neighbour || self.mbufs + usize::from(weight) > self.cfg.total {
             return Err((item, Refused::Full));
         }
         self.per_key.insert(key, n + 1);
         if self.q.is_empty() {
             self.next_walk = now.saturating_add(WALK_NS);
         }
-        self.q.push_back(Held { key, port, priority, since: now, item });
+        self.mbufs += usize::from(weight);
+        self.q.push_back(Held { key, port, priority, since: now, weight, item });
         Ok(())
     }
 
@@ -165,9 +178,10 @@ impl<T> HeldFrames<T> {
                 self.q.push_back(h);
                 continue;
             };
-            let key = match &outcome {
-                Outcome::Release(h, _) | Outcome::Expire(h) => h.key,
+            let (key, weight) = match &outcome {
+                Outcome::Release(h, _) | Outcome::Expire(h) => (h.key, h.weight),
             };
+            self.mbufs -= usize::from(weight);
             match self.per_key.get(&key).copied() {
                 Some(n) if n > 1 => {
                     self.per_key.insert(key, n - 1);
@@ -183,6 +197,7 @@ impl<T> HeldFrames<T> {
     /// Everything still held (shutdown).
     pub fn drain(&mut self) -> impl Iterator<Item = T> + '_ {
         self.per_key.clear();
+        self.mbufs = 0;
         self.q.drain(..).map(|h| h.item)
     }
 }
@@ -202,9 +217,9 @@ mod tests {
     fn released_in_arrival_order_when_the_neighbour_is_known() {
         let mut h = HeldFrames::new(HoldConfig { per_neighbour: 4, total: 16, timeout_ns: 3000 * MS });
         for i in 0..3u32 {
-            h.hold(k(7), 2, false, i as u64 * MS, i).unwrap();
+            h.hold(k(7), 2, false, i as u64 * MS, 1, i).unwrap();
         }
-        h.hold(k(8), 2, true, 5 * MS, 100).unwrap();
+        h.hold(k(8), 2, true, 5 * MS, 1, 100).unwrap();
         assert_eq!((h.waiting(&k(7)), h.waiting(&k(8)), h.len()), (3, 1, 4));
         // Nothing changed, no time passed: no walk due.
         assert!(!h.due(0, 10 * MS));
@@ -230,23 +245,45 @@ mod tests {
     #[test]
     fn limits_per_neighbour_and_per_worker() {
         let mut h = HeldFrames::new(HoldConfig { per_neighbour: 2, total: 3, timeout_ns: 3000 * MS });
-        assert!(h.hold(k(1), 0, false, 0, 1).is_ok());
-        assert!(h.hold(k(1), 0, false, 0, 2).is_ok());
-        assert_eq!(h.hold(k(1), 0, false, 0, 3).unwrap_err(), (3, Refused::Full));
-        assert!(h.hold(k(2), 0, false, 0, 4).is_ok());
-        assert_eq!(h.hold(k(3), 0, false, 0, 5).unwrap_err(), (5, Refused::Full));
+        assert!(h.hold(k(1), 0, false, 0, 1, 1).is_ok());
+        assert!(h.hold(k(1), 0, false, 0, 1, 2).is_ok());
+        assert_eq!(h.hold(k(1), 0, false, 0, 1, 3).unwrap_err(), (3, Refused::Full));
+        assert!(h.hold(k(2), 0, false, 0, 1, 4).is_ok());
+        assert_eq!(h.hold(k(3), 0, false, 0, 1, 5).unwrap_err(), (5, Refused::Full));
         let off: HeldFrames<u32> = HeldFrames::new(HoldConfig::OFF);
         let mut off = off;
-        assert_eq!(off.hold(k(1), 0, false, 0, 9).unwrap_err(), (9, Refused::Off));
+        assert_eq!(off.hold(k(1), 0, false, 0, 1, 9).unwrap_err(), (9, Refused::Off));
         assert_eq!(h.drain().collect::<Vec<_>>(), vec![1, 2, 4]);
-        assert_eq!((h.len(), h.waiting(&k(1))), (0, 0));
+        assert_eq!((h.len(), h.waiting(&k(1)), h.mbufs()), (0, 0, 0));
+    }
+
+    /// The worker's limit is in mbufs: a chained frame (a zero-copy End.MT
+    /// replica: header, payload reference, ICRC) counts its segments.
+    #[test]
+    fn the_worker_limit_counts_mbufs() {
+        let mut h = HeldFrames::new(HoldConfig { per_neighbour: 8, total: 8, timeout_ns: 3000 * MS });
+        assert!(h.hold(k(1), 0, false, 0, 3, 1).is_ok());
+        assert!(h.hold(k(2), 0, false, 0, 3, 2).is_ok());
+        assert!(h.hold(k(3), 0, false, 0, 1, 3).is_ok());
+        assert_eq!(h.hold(k(3), 0, false, 0, 3, 4).unwrap_err(), (4, Refused::Full));
+        assert!(h.hold(k(3), 0, false, 0, 1, 5).is_ok());
+        assert_eq!((h.len(), h.mbufs()), (4, 8));
+        assert_eq!(h.hold(k(4), 0, false, 0, 1, 6).unwrap_err(), (6, Refused::Full));
+        let mut gone = Vec::new();
+        h.walk(1, MS, |key| (key == k(2)).then_some([2, 0, 0, 0, 0, 2]), |_| {}, |o| {
+            if let Outcome::Release(x, _) = o {
+                gone.push(x.item)
+            }
+        });
+        assert_eq!((gone, h.mbufs()), (vec![2], 5));
+        assert!(h.hold(k(4), 0, false, MS, 3, 7).is_ok());
     }
 
     #[test]
     fn expire_after_the_timeout_and_free_room() {
         let mut h = HeldFrames::new(HoldConfig { per_neighbour: 2, total: 8, timeout_ns: 3000 * MS });
-        h.hold(k(1), 0, false, 0, 1).unwrap();
-        h.hold(k(1), 0, false, 1000 * MS, 2).unwrap();
+        h.hold(k(1), 0, false, 0, 1, 1).unwrap();
+        h.hold(k(1), 0, false, 1000 * MS, 1, 2).unwrap();
         let mut expired = Vec::new();
         let mut walk = |h: &mut HeldFrames<u32>, now: u64| {
             h.walk(0, now, |_| None, |_| {}, |o| match o {
@@ -262,7 +299,7 @@ mod tests {
         assert!(h.is_empty());
         assert!(!h.due(0, u64::MAX));
         // Room again for that neighbour.
-        assert!(h.hold(k(1), 0, false, 5000 * MS, 3).is_ok());
-        assert!(h.hold(k(1), 0, false, 5000 * MS, 4).is_ok());
+        assert!(h.hold(k(1), 0, false, 5000 * MS, 1, 3).is_ok());
+        assert!(h.hold(k(1), 0, false, 5000 * MS, 1, 4).is_ok());
     }
 }

@@ -963,7 +963,8 @@ impl Worker {
             self.counters.dropped(Drop::NeighbourMiss);
             return self.free.push(m.into_raw());
         };
-        match self.held.hold(key, port, priority, self.now, m) {
+        let segs = m.nb_segs();
+        match self.held.hold(key, port, priority, self.now, segs, m) {
             Ok(()) => self.counters.local(crate::counters::Local::NeighbourHeld),
             Err((m, why)) => {
                 self.counters.dropped(if why == Refused::Full { Drop::NeighbourQueueFull } else { Drop::NeighbourMiss });
