@@ -1159,11 +1159,7 @@ impl Pipeline {
     /// The interface a packet to `dst` would leave by (for choosing a
     /// source address; of an ECMP route, the first next hop's).
     pub fn egress_iface(&self, dst: IpAddr) -> Option<&Interface> {
-        let hop = match dst {
-            IpAddr::V4(a) => self.fib.route4(a, || 0),
-            IpAddr::V6(a) => self.fib.route6(a, || 0),
-        }?;
-        self.topo.iface(self.fib.hop(hop)?.iface)
+        self.topo.iface(self.route_iface(dst)?)
     }
 
     /// Build the ARP request or Neighbor Solicitation for `s` into `p` (a

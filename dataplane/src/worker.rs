@@ -550,7 +550,10 @@ impl Worker {
     #[inline(always)]
     fn output(&mut self, port: u16, m: Mbuf, priority: bool) {
         if self.pipeline.held.is_some() && m.data().get(..6) == Some(&HOLD_MAC[..]) {
-            return self.hold(port, m, priority);
+            // Taken: a later frame is held only when its own build missed.
+            if let Some(key) = self.pipeline.held.take() {
+                return self.hold(key, port, m, priority);
+            }
         }
         let p = usize::from(port);
         if p >= MAX_PORTS || !self.shaped[p] {
@@ -957,12 +960,7 @@ impl Worker {
     /// for it ([`crate::unres`]).
     #[cold]
     #[inline(never)]
-    fn hold(&mut self, port: u16, m: Mbuf, priority: bool) {
-        // Taken: a later frame is held only when its own build missed.
-        let Some(key) = self.pipeline.held.take() else {
-            self.counters.dropped(Drop::NeighbourMiss);
-            return self.free.push(m.into_raw());
-        };
+    fn hold(&mut self, key: Key, port: u16, m: Mbuf, priority: bool) {
         let segs = m.nb_segs();
         match self.held.hold(key, port, priority, self.now, segs, m) {
             Ok(()) => self.counters.local(crate::counters::Local::NeighbourHeld),
@@ -1031,12 +1029,9 @@ impl Worker {
     /// After stop: transmit what is buffered, free the rest.
     fn drain(&mut self) {
         // Frames still waiting for a neighbour never got one.
-        let n = self.held.len();
+        self.counters.drops[Drop::NeighbourMiss as usize].add(self.held.len() as u64);
         for m in self.held.drain() {
             self.free.push(m.into_raw());
-        }
-        for _ in 0..n {
-            self.counters.dropped(Drop::NeighbourMiss);
         }
         self.flush_all();
         // The last state of each congestion-aware port, for the exit table.
