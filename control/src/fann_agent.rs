@@ -5,7 +5,9 @@
 //! loopback address to every configured ingress PE. The packets are injected
 //! into a worker, which routes and sends them ahead of queued data.
 
-use dataplane::fann::{Detector, DetectorConfig, Notification};
+use dataplane::fann::{random_event_id, Detector, DetectorConfig, Notification};
+use std::sync::atomic::AtomicU32;
+use std::sync::Arc;
 use dataplane::pipeline::TokenBucket;
 use dataplane::wire::params::Params;
 use std::net::Ipv6Addr;
@@ -29,30 +31,38 @@ pub struct FannAgent {
     params: Params,
     /// (DPDK port id, detector, last tx bytes, last microburst count)
     ports: Vec<(u16, Detector, u64, u64)>,
-    /// The node's limit on what it originates (RFC 4443 s.2.4 (f), FANN
-    /// draft s.6): `rate_pps` / `burst` over every packet, all ports and
-    /// ingress PEs together (each port's detector has its own too).
-    bucket: TokenBucket,
     pub sent: u64,
-    /// Packets the node-wide limit held back.
+    /// Notifications the rate limits held back (each is sent later, or
+    /// replaced by a newer state of its event type): the port's own
+    /// limit, or the node's limit on what it originates (RFC 4443 s.2.4
+    /// (f), FANN draft s.6: `rate_pps` / `burst` over every packet, all
+    /// ports and ingress PEs together), which the detectors share.
     pub rate_limited: u64,
 }
 
 impl FannAgent {
     pub fn new(plan: FannPlan, params: Params, ports: &[(u16, u64 /*link bps*/)]) -> Self {
+        Self::with_first_event_id(plan, params, ports, random_event_id())
+    }
+
+    /// [`FannAgent::new`] numbering the node's events from `first` (one
+    /// sequence for all ports: unique per node, s.5.1.2).
+    pub fn with_first_event_id(plan: FannPlan, params: Params, ports: &[(u16, u64 /*link bps*/)], first: u32) -> Self {
+        let ids = Arc::new(AtomicU32::new(first));
+        let bucket = Arc::new(parking_lot::Mutex::new(TokenBucket::new(plan.detector.rate_pps, plan.detector.burst)));
+        let per_note = u32::try_from(plan.ingress_pes.len()).unwrap_or(u32::MAX);
         let ports = ports
             .iter()
-            .enumerate()
-            .map(|(i, (id, bps))| {
+            .map(|(id, bps)| {
                 // Microbursts come from the port owner's watch (counted per
                 // port), not from this thread's ~1 ms samples.
                 let cfg = DetectorConfig { link_bps: if *bps > 0 { *bps } else { plan.detector.link_bps }, microburst_external: true, ..plan.detector.clone() };
-                // Event identifiers are unique per node: give each port its own range.
-                (*id, Detector::new(cfg, u32::from(*id), (i as u32) << 24), 0, 0)
+                let mut d = Detector::with_ids(cfg, u32::from(*id), ids.clone());
+                d.set_gate(bucket.clone(), per_note);
+                (*id, d, 0, 0)
             })
             .collect();
-        let bucket = TokenBucket::new(plan.detector.rate_pps, plan.detector.burst);
-        FannAgent { plan, params, ports, bucket, sent: 0, rate_limited: 0 }
+        FannAgent { plan, params, ports, sent: 0, rate_limited: 0 }
     }
 
     /// The Path ID a port's notifications carry.
@@ -98,17 +108,16 @@ impl FannAgent {
             d.on_microbursts(mb.saturating_sub(*last_mb), qd, now, &mut notes);
             *last_mb = mb;
         }
+        // The detectors took the tokens of the node-wide limit: one per
+        // PE for each notification.
         let mut out = Vec::new();
         for n in &notes {
             for pe in &self.plan.ingress_pes {
-                if self.bucket.take(now) {
-                    out.push(self.packet(n, pe));
-                } else {
-                    self.rate_limited += 1;
-                }
+                out.push(self.packet(n, pe));
             }
         }
         self.sent += out.len() as u64;
+        self.rate_limited = self.ports.iter().map(|(_, d, _, _)| d.stats.rate_limited).sum();
         out
     }
 
@@ -179,14 +188,45 @@ mod tests {
         p.detector.rate_pps = 1;
         p.detector.burst = 3;
         // Two ports: each detector's own bucket (burst 3) lets its event
-        // through, to two PEs each: 4 packets; the node sends 3.
-        let mut a = FannAgent::new(p, Params::DEFAULT, &[(0, 100_000_000_000), (1, 100_000_000_000)]);
+        // through, to two PEs each: 4 packets; the node has 3 tokens, so
+        // port 1's event waits (a notification goes to every PE or waits).
+        let mut a = FannAgent::with_first_event_id(p, Params::DEFAULT, &[(0, 100_000_000_000), (1, 100_000_000_000)], 40);
         assert!(a.poll(1, |_| 0, |_| 0, |_| 0, |_| true).is_empty());
         let pkts = a.poll(2_000_000, |_| 0, |_| 0, |_| 0, |_| false);
-        assert_eq!((pkts.len(), a.sent, a.rate_limited), (3, 3, 1));
-        // A second later the node has one token again.
-        let pkts = a.poll(1_002_000_000, |_| 0, |_| 0, |_| 0, |_| true);
-        assert_eq!((pkts.len(), a.rate_limited), (1, 4), "two recoveries x two PEs, one token: three more held back");
+        assert_eq!((pkts.len(), a.sent, a.rate_limited), (2, 2, 1));
+        // A second later the node has two tokens: port 1's failure goes out.
+        let pkts = a.poll(1_002_000_000, |_| 0, |_| 0, |_| 0, |_| false);
+        assert_eq!((pkts.len(), a.rate_limited), (2, 1));
+        let src: Ipv6Addr = "fc00::1".parse().unwrap();
+        let parse = |p: &Vec<u8>, pe: &str| PacketRepr::parse(&Packet::new_checked(&p[40..]).unwrap(), &src, &pe.parse().unwrap(), Params::DEFAULT.icmpv6_fann_type).unwrap();
+        let r = parse(&pkts[1], "fc00::b");
+        assert_eq!((r.code, r.message.metadata.egress_port_id, r.message.event_id), (CODE_EVENT, Some(1), 41), "one identifier sequence for the node");
+        // Both links come back; one recovery fits, the other waits and
+        // leaves later: the PEs are never left believing a link is down.
+        let pkts = a.poll(3_002_000_000, |_| 0, |_| 0, |_| 0, |_| true);
+        assert_eq!((pkts.len(), a.rate_limited), (2, 2));
+        let r = parse(&pkts[0], "fc00::a");
+        assert_eq!((r.code, r.message.event_id), (dataplane::wire::fann::CODE_RECOVERY, 40));
+        assert!(a.poll(3_500_000_000, |_| 0, |_| 0, |_| 0, |_| true).is_empty());
+        let pkts = a.poll(5_002_000_000, |_| 0, |_| 0, |_| 0, |_| true);
+        assert_eq!(pkts.len(), 2);
+        let r = parse(&pkts[1], "fc00::b");
+        assert_eq!((r.code, r.message.event_subtype, r.message.event_id), (dataplane::wire::fann::CODE_RECOVERY, dataplane::wire::fann::event::LINK_FAILURE, 41));
+        assert_eq!((a.sent, a.rate_limited), (8, 2));
+    }
+
+    /// Event Identifiers start at a random value, so that a restarted node
+    /// does not repeat those an ingress PE remembers (s.5.1.2).
+    #[test]
+    fn event_identifiers_differ_from_one_start_to_the_next() {
+        let first = |_: u32| {
+            let mut a = FannAgent::new(plan(false), Params::DEFAULT, &[(0, 100_000_000_000)]);
+            let pkts = a.poll(1, |_| 0, |_| 0, |_| 0, |_| false);
+            let src: Ipv6Addr = "fc00::1".parse().unwrap();
+            PacketRepr::parse(&Packet::new_checked(&pkts[0][40..]).unwrap(), &src, &"fc00::a".parse().unwrap(), Params::DEFAULT.icmpv6_fann_type).unwrap().message.event_id
+        };
+        let ids: std::collections::HashSet<u32> = (0..8).map(first).collect();
+        assert!(ids.len() >= 7, "8 starts gave only {} distinct first identifiers: {ids:?}", ids.len());
     }
 
     #[test]

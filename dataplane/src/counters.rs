@@ -76,6 +76,7 @@ reasons!(Drop, N_DROPS {
     FannUnknownSource => "fann-unknown-source",
     FannMalformed => "fann-malformed",
     FannDuplicate => "fann-duplicate",
+    FannStateFull => "fann-state-full",
     EventQueueFull => "event-queue-full",
     BadPort => "bad-port",
     // SRv6 (RFC 8754 / RFC 8986 / draft-li-spring-rdma-multicast-over-srv6)

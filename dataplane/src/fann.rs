@@ -59,6 +59,7 @@ use crate::wire::fann::{event, FlowId as FannFlowId, Message, Metadata, MessageR
 use crate::wire::lhcnp::{Action, CnpInfo, Icmpv6LhCnp};
 use crate::wire::params::Params;
 use std::net::Ipv6Addr;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 /// Event type of a recovery notification (s.5.1.2).
@@ -151,12 +152,54 @@ pub fn unix_ns() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
 }
 
+/// A random first Event Identifier for a node's detectors: std's
+/// `RandomState` draws its keys from the operating system's random source.
+/// Identifiers are used for deduplication (s.5.1.2); a node that started
+/// again from a fixed value would repeat the ones an ingress PE still
+/// remembers, and its events would be taken for duplicates.
+pub fn random_event_id() -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(unix_ns());
+    h.finish() as u32
+}
+
+/// Event types a detector reports, one [`Slot`] each.
+const SLOTS: usize = 4;
+
+fn slot_of(event_type: u8) -> usize {
+    match event_type {
+        event::LINK_FAILURE => 0,
+        event::CONGESTION => 1,
+        event::QUEUE_BUILDUP => 2,
+        _ => 3,
+    }
+}
+
+/// What the ingress PEs were told of one event type, and what to tell
+/// them next.
+#[derive(Debug, Clone, Default)]
+struct Slot {
+    /// The identifier of the event they know to stand.
+    told: Option<u32>,
+    /// Held back by the rate limits.
+    next: Option<Notification>,
+    /// `next` was counted as rate-limited.
+    held: bool,
+}
+
 /// FANN generation for one port.
 pub struct Detector {
     cfg: DetectorConfig,
     port_id: u32,
-    next_id: u32,
+    /// Where Event Identifiers come from: shared by every port of a node,
+    /// so they are unique per node (s.5.1.2).
+    ids: Arc<AtomicU32>,
     bucket: TokenBucket,
+    /// The node's limit shared with its other ports, and the tokens a
+    /// notification takes from it.
+    gate: Option<(Arc<parking_lot::Mutex<TokenBucket>>, u32)>,
+    slots: [Slot; SLOTS],
     link_down: Option<Active>,
     congestion: Option<Active>,
     buildup: Option<Active>,
@@ -171,12 +214,22 @@ pub struct Detector {
 }
 
 impl Detector {
+    /// A detector numbering its events from `first_event_id` on its own.
     pub fn new(cfg: DetectorConfig, port_id: u32, first_event_id: u32) -> Self {
+        Self::with_ids(cfg, port_id, Arc::new(AtomicU32::new(first_event_id)))
+    }
+
+    /// A detector taking its Event Identifiers from `ids`, which the
+    /// node's other ports share (start it at [`random_event_id`], so that
+    /// a restarted node does not repeat the identifiers an ingress PE saw).
+    pub fn with_ids(cfg: DetectorConfig, port_id: u32, ids: Arc<AtomicU32>) -> Self {
         Detector {
             bucket: TokenBucket::new(cfg.rate_pps, cfg.burst),
             cfg,
             port_id,
-            next_id: first_event_id,
+            ids,
+            gate: None,
+            slots: Default::default(),
             link_down: None,
             congestion: None,
             buildup: None,
@@ -190,9 +243,7 @@ impl Detector {
     }
 
     fn fresh_id(&mut self) -> u32 {
-        let id = self.next_id;
-        self.next_id = self.next_id.wrapping_add(1);
-        id
+        self.ids.fetch_add(1, Ordering::Relaxed)
     }
 
     /// `now` (the caller's clock, ns) in microseconds since the Unix epoch.
@@ -204,17 +255,88 @@ impl Detector {
         MessageRepr { hop_limit: self.cfg.hop_limit, event_type, event_subtype: subtype, event_id: id, timestamp: self.unix_us(now), originating_node: self.cfg.node, metadata: md }
     }
 
-    fn emit(&mut self, out: &mut Vec<Notification>, now: u64, code: u8, m: MessageRepr) {
-        if !self.bucket.take(now) {
-            self.stats.rate_limited += 1;
+    /// Tell the ingress PEs of an event or recovery, now if the rate
+    /// limits allow, else as soon as they do. The PEs only ever learn the
+    /// latest state of each event type: a newer event replaces one held
+    /// back, an event that cleared before it could be sent is never sent,
+    /// and a recovery names the event they were told of. So a refused
+    /// notification (a recovery above all) is delayed, never lost.
+    fn emit(&mut self, out: &mut Vec<Notification>, now: u64, code: u8, mut m: MessageRepr) {
+        let k = slot_of(if code == CODE_RECOVERY { m.event_subtype } else { m.event_type });
+        let slot = &mut self.slots[k];
+        if code == CODE_RECOVERY {
+            match slot.told {
+                None => {
+                    // They never heard of it.
+                    slot.next = None;
+                    slot.held = false;
+                    return;
+                }
+                Some(id) => m.event_id = id,
+            }
+        }
+        slot.next = Some(Notification { code, message: m });
+        self.send(k, now, out);
+    }
+
+    /// Send slot `k`'s notification if the limits allow.
+    fn send(&mut self, k: usize, now: u64, out: &mut Vec<Notification>) {
+        if self.slots[k].next.is_none() {
             return;
         }
-        if code == CODE_RECOVERY {
+        if !self.take(now) {
+            if !self.slots[k].held {
+                self.slots[k].held = true;
+                self.stats.rate_limited += 1;
+            }
+            return;
+        }
+        let slot = &mut self.slots[k];
+        let Some(n) = slot.next.take() else { return };
+        slot.held = false;
+        if n.code == CODE_RECOVERY {
+            slot.told = None;
             self.stats.recoveries += 1;
         } else {
+            slot.told = Some(n.message.event_id);
             self.stats.events += 1;
         }
-        out.push(Notification { code, message: m });
+        out.push(n);
+    }
+
+    /// One token from the port's bucket and, with a node-wide gate, one
+    /// per ingress PE from the node's (all or none).
+    fn take(&mut self, now: u64) -> bool {
+        if !self.bucket.take(now) {
+            return false;
+        }
+        if let Some((g, n)) = &self.gate {
+            if !g.lock().take_n(now, *n) {
+                self.bucket.refund();
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Send what the rate limits held back, as far as they now allow.
+    fn retry(&mut self, now: u64, out: &mut Vec<Notification>) {
+        for k in 0..SLOTS {
+            self.send(k, now, out);
+        }
+    }
+
+    /// Share the node's limit on what it originates (RFC 4443 s.2.4 (f),
+    /// FANN draft s.6) with its other ports: each notification takes
+    /// `per_notification` tokens (one per ingress PE) from `gate`.
+    pub fn set_gate(&mut self, gate: Arc<parking_lot::Mutex<TokenBucket>>, per_notification: u32) {
+        self.gate = Some((gate, per_notification));
+    }
+
+    /// Notifications the rate limits hold back (at most one per event
+    /// type: the latest).
+    pub fn held_back(&self) -> usize {
+        self.slots.iter().filter(|s| s.next.is_some()).count()
     }
 
     fn base_md(&self, now: u64) -> Metadata {
@@ -237,6 +359,9 @@ impl Detector {
         } else {
             self.microburst_quiet(now, out);
         }
+        // What the limits held back before, as far as they allow now
+        // (after this call's changes: a state that cleared is not sent).
+        self.retry(now, out);
     }
 
     /// A microburst was seen: starts the event, or keeps it going.
@@ -284,6 +409,9 @@ impl Detector {
             }
             _ => {}
         }
+        // What the limits held back before, as far as they allow now
+        // (after this call's changes: a state that cleared is not sent).
+        self.retry(now, out);
     }
 
     /// Bytes transmitted on the port (call per burst) and its queue depth.
@@ -354,6 +482,9 @@ impl Detector {
                 _ => {}
             }
         }
+        // What the limits held back before, as far as they allow now
+        // (after this call's changes: a state that cleared is not sent).
+        self.retry(now, out);
     }
 }
 
@@ -401,18 +532,29 @@ pub struct PeStats {
     pub switched_to_backup: u64,
     pub restored: u64,
     pub reweighted: u64,
+    /// New events refused because [`MAX_PE_EVENTS`] stood.
+    pub state_full: u64,
 }
 
 /// What the ingress PE did with a notification.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reaction {
+    /// From a node not in `known_nodes`.
     Dropped,
     Duplicate,
+    /// A new event while [`MAX_PE_EVENTS`] failures or congestions stand:
+    /// dropped (`fann-state-full`).
+    Full,
     /// Accepted: these policies changed; forward a copy to the controller.
     Applied { changed: Vec<usize> },
 }
 
 const DEDUP: usize = 1024;
+
+/// The failures and the congestions an ingress PE keeps (each), so that
+/// what known nodes send cannot grow its state without bound. One entry
+/// per element (and event type), so this is a limit on elements.
+pub const MAX_PE_EVENTS: usize = 4096;
 
 pub struct IngressPe {
     policies: Vec<PolicySpec>,
@@ -420,7 +562,9 @@ pub struct IngressPe {
     known: Vec<Ipv6Addr>,
     /// Failed elements and congested elements (with divisor), by event.
     failed: Vec<(Element, Ipv6Addr, u32)>,
-    congested: Vec<(Element, u32 /*divisor*/, Ipv6Addr, u32)>,
+    /// (element, Event Type, divisor, node, Event ID): one entry per
+    /// element and type; the element's divisor is the largest.
+    congested: Vec<(Element, u8, u32, Ipv6Addr, u32)>,
     /// Nodes congested according to Long-haul CNPs, with the divisor.
     cnp: Vec<(Ipv6Addr, u32)>,
     seen: std::collections::VecDeque<(Ipv6Addr, u8, u32)>,
@@ -456,31 +600,58 @@ impl IngressPe {
             self.stats.duplicates += 1;
             return Reaction::Duplicate;
         }
-        if self.seen.len() == DEDUP {
-            self.seen.pop_front();
-        }
-        self.seen.push_back(key);
-        self.stats.accepted += 1;
         let e = Self::element_of(m);
         if code == CODE_RECOVERY {
-            self.failed.retain(|(_, n, id)| !(*n == m.originating_node && *id == m.event_id));
-            self.congested.retain(|(_, _, n, id)| !(*n == m.originating_node && *id == m.event_id));
+            // By the event's identifier (s.5.1.2); a recovery whose event
+            // is not known (sent before the node restarted, or before this
+            // PE started) clears that type of event for the element.
+            let (node, id) = (m.originating_node, m.event_id);
+            let (nf, nc) = (self.failed.len(), self.congested.len());
+            self.failed.retain(|(_, n, i)| !(*n == node && *i == id));
+            self.congested.retain(|(_, _, _, n, i)| !(*n == node && *i == id));
+            if (nf, nc) == (self.failed.len(), self.congested.len()) {
+                match m.event_subtype {
+                    event::LINK_FAILURE => self.failed.retain(|(x, _, _)| *x != e),
+                    t => self.congested.retain(|(x, ty, _, _, _)| !(*x == e && *ty == t)),
+                }
+            }
         } else {
             match m.event_type {
-                event::LINK_FAILURE => self.failed.push((e, m.originating_node, m.event_id)),
+                event::LINK_FAILURE => {
+                    // One failure per element: a new one (the node
+                    // restarted and lost the old one's recovery) replaces.
+                    self.failed.retain(|(x, _, _)| *x != e);
+                    if self.failed.len() >= MAX_PE_EVENTS {
+                        self.stats.state_full += 1;
+                        return Reaction::Full;
+                    }
+                    self.failed.push((e, m.originating_node, m.event_id));
+                }
                 event::CONGESTION | event::QUEUE_BUILDUP | event::MICROBURST => {
                     let div = match (m.event_type, m.event_subtype) {
                         (event::CONGESTION, 3) => 8,
                         (event::CONGESTION, 2) => 4,
                         _ => 2,
                     };
-                    // A newer congestion event for the same element replaces the older.
-                    self.congested.retain(|(x, _, _, _)| *x != e);
-                    self.congested.push((e, div, m.originating_node, m.event_id));
+                    // A newer event of the same type for the same element
+                    // (a congestion sub-type change) replaces the older;
+                    // events of other types stand until their own
+                    // recovery (a microburst does not end a congestion).
+                    self.congested.retain(|(x, t, _, _, _)| !(*x == e && *t == m.event_type));
+                    if self.congested.len() >= MAX_PE_EVENTS {
+                        self.stats.state_full += 1;
+                        return Reaction::Full;
+                    }
+                    self.congested.push((e, m.event_type, div, m.originating_node, m.event_id));
                 }
                 _ => {}
             }
         }
+        if self.seen.len() == DEDUP {
+            self.seen.pop_front();
+        }
+        self.seen.push_back(key);
+        self.stats.accepted += 1;
         Reaction::Applied { changed: self.recompute() }
     }
 
@@ -537,7 +708,7 @@ impl IngressPe {
                     if self.failed.iter().any(|(e, _, _)| Self::hits(x, e)) {
                         return 0;
                     }
-                    let div = self.congested.iter().filter(|(e, _, _, _)| Self::hits(x, e)).map(|(_, d, _, _)| *d).max().unwrap_or(1);
+                    let div = self.congested.iter().filter(|(e, _, _, _, _)| Self::hits(x, e)).map(|(_, _, d, _, _)| *d).max().unwrap_or(1);
                     let by_cnp = self.cnp.iter().filter(|(n, _)| Self::hits(x, &Element { node: *n, port: None })).map(|(_, d)| *d).max().unwrap_or(1);
                     let div = div.max(by_cnp);
                     (x.weight / div).max(1)
@@ -748,6 +919,10 @@ impl PeControl {
                 counters.dropped(Drop::FannDuplicate);
                 return PeOutcome { reaction, table: None, copy: None };
             }
+            Reaction::Full => {
+                counters.dropped(Drop::FannStateFull);
+                return PeOutcome { reaction, table: None, copy: None };
+            }
             Reaction::Applied { changed } => changed.clone(),
         };
         counters.local(Local::PeNotification);
@@ -945,6 +1120,26 @@ mod tests {
         d.on_link(true, 1, &mut out);
         assert_eq!(out.len(), 1);
         assert_eq!(d.stats.rate_limited, 1);
+        assert_eq!(d.held_back(), 1);
+        // Held back, not lost: the recovery leaves once there is a token,
+        // with the identifier of the event the PEs were told of.
+        d.on_link(true, 500_000_000, &mut out);
+        assert_eq!((out.len(), d.stats.rate_limited), (1, 1), "counted once however long it waits");
+        d.on_link(true, 1_000_000_001, &mut out);
+        assert_eq!(out.len(), 2);
+        assert_eq!((out[1].code, out[1].message.event_subtype, out[1].message.event_id), (CODE_RECOVERY, event::LINK_FAILURE, out[0].message.event_id));
+        assert_eq!(d.held_back(), 0);
+        // An event that clears before it could be sent is never sent (the
+        // PEs never knew of it); one that stands is sent when it can.
+        d.on_link(false, 1_000_000_002, &mut out);
+        d.on_link(true, 1_000_000_003, &mut out);
+        d.on_link(false, 1_000_000_004, &mut out);
+        assert_eq!(out.len(), 2);
+        d.on_link(false, 2_000_000_010, &mut out);
+        assert_eq!(out.len(), 3);
+        assert_eq!((out[2].code, out[2].message.event_type), (CODE_EVENT, event::LINK_FAILURE));
+        assert_ne!(out[2].message.event_id, out[0].message.event_id);
+        assert_eq!((d.stats.events, d.stats.recoveries), (2, 1));
     }
 
     fn a(s: &str) -> Ipv6Addr {
@@ -996,6 +1191,67 @@ mod tests {
         assert_eq!(p.state(1).unwrap().weights, vec![100, 100]);
         assert_eq!(p.on_notification(CODE_EVENT, &msg("fc00::99", event::LINK_FAILURE, 0, 1, None)), Reaction::Dropped);
         assert_eq!(p.stats.unknown_source, 1);
+    }
+
+    /// A node that restarts numbers its events afresh and has forgotten
+    /// the events it had announced: its new failure of the same element
+    /// replaces the old, and a recovery the PE cannot match by identifier
+    /// clears that type of event for the element.
+    #[test]
+    fn a_restarted_node_cannot_leave_a_failure_standing() {
+        let mut p = pe();
+        p.on_notification(CODE_EVENT, &msg("fc00::1", event::LINK_FAILURE, 0, 7, Some(2)));
+        p.on_notification(CODE_EVENT, &msg("fc00::1", event::LINK_FAILURE, 0, 0x5000_0001, Some(2)));
+        assert!(p.state(0).unwrap().on_backup);
+        p.on_notification(CODE_RECOVERY, &msg("fc00::1", RECOVERY, event::LINK_FAILURE, 0x5000_0001, Some(2)));
+        assert!(!p.state(0).unwrap().on_backup, "the old failure (7) was replaced, not left behind");
+        // A recovery with an identifier the PE never saw.
+        p.on_notification(CODE_EVENT, &msg("fc00::1", event::LINK_FAILURE, 0, 8, Some(2)));
+        p.on_notification(CODE_EVENT, &msg("fc00::2", event::CONGESTION, 2, 9, None));
+        assert!(p.state(0).unwrap().on_backup);
+        p.on_notification(CODE_RECOVERY, &msg("fc00::1", RECOVERY, event::LINK_FAILURE, 0x6000_0000, Some(2)));
+        assert!(!p.state(0).unwrap().on_backup);
+        assert_eq!(p.state(1).unwrap().weights, vec![25, 100], "only that type of event of that element is cleared");
+        // Of another element (port 5): nothing changes.
+        p.on_notification(CODE_EVENT, &msg("fc00::1", event::LINK_FAILURE, 0, 10, Some(2)));
+        assert_eq!(p.on_notification(CODE_RECOVERY, &msg("fc00::1", RECOVERY, event::LINK_FAILURE, 0x6000_0001, Some(5))), Reaction::Applied { changed: vec![] });
+        assert!(p.state(0).unwrap().on_backup);
+    }
+
+    /// What known nodes send cannot grow the PE's state without bound.
+    #[test]
+    fn pe_state_is_bounded() {
+        let mut p = pe();
+        for port in 0..MAX_PE_EVENTS as u32 {
+            assert!(matches!(p.on_notification(CODE_EVENT, &msg("fc00::3", event::CONGESTION, 1, port, Some(1000 + port))), Reaction::Applied { .. }));
+            assert!(matches!(p.on_notification(CODE_EVENT, &msg("fc00::3", event::LINK_FAILURE, 0, 1 << 20 | port, Some(1000 + port))), Reaction::Applied { .. }));
+        }
+        assert_eq!(p.on_notification(CODE_EVENT, &msg("fc00::3", event::CONGESTION, 1, 1 << 30, Some(7))), Reaction::Full);
+        assert_eq!(p.on_notification(CODE_EVENT, &msg("fc00::3", event::LINK_FAILURE, 0, 1 << 31, Some(7))), Reaction::Full);
+        assert_eq!(p.stats.state_full, 2);
+        // An element already known is still updated, and recoveries work.
+        assert!(matches!(p.on_notification(CODE_EVENT, &msg("fc00::3", event::CONGESTION, 3, 1 << 29, Some(1000))), Reaction::Applied { .. }));
+        p.on_notification(CODE_RECOVERY, &msg("fc00::3", RECOVERY, event::CONGESTION, 1 << 29, Some(1000)));
+        assert!(matches!(p.on_notification(CODE_EVENT, &msg("fc00::3", event::CONGESTION, 1, 1 << 30, Some(7))), Reaction::Applied { .. }), "refused before, taken once there is room (not a duplicate)");
+    }
+
+    /// The detector reports congestion, queue buildup and microbursts of
+    /// one port separately: a microburst (and its recovery) must not end a
+    /// severe congestion the node still reports.
+    #[test]
+    fn events_of_other_types_do_not_replace_a_congestion() {
+        let mut p = pe();
+        p.on_notification(CODE_EVENT, &msg("fc00::2", event::CONGESTION, 3, 1, Some(4)));
+        assert_eq!(p.state(1).unwrap().weights, vec![12, 100], "severe: 1/8");
+        p.on_notification(CODE_EVENT, &msg("fc00::2", event::MICROBURST, 0, 2, Some(4)));
+        assert_eq!(p.state(1).unwrap().weights, vec![12, 100], "the microburst's 1/2 does not lift the 1/8");
+        p.on_notification(CODE_EVENT, &msg("fc00::2", event::QUEUE_BUILDUP, 0, 3, Some(4)));
+        p.on_notification(CODE_RECOVERY, &msg("fc00::2", RECOVERY, event::MICROBURST, 2, Some(4)));
+        assert_eq!(p.state(1).unwrap().weights, vec![12, 100], "the microburst's recovery does not end the congestion");
+        p.on_notification(CODE_RECOVERY, &msg("fc00::2", RECOVERY, event::CONGESTION, 1, Some(4)));
+        assert_eq!(p.state(1).unwrap().weights, vec![50, 100], "the queue buildup stands: 1/2");
+        p.on_notification(CODE_RECOVERY, &msg("fc00::2", RECOVERY, event::QUEUE_BUILDUP, 3, Some(4)));
+        assert_eq!(p.state(1).unwrap().weights, vec![100, 100]);
     }
 }
 

@@ -401,6 +401,61 @@ mod tests {
         assert_eq!(pl.process(&mut p, 0, 1), Verdict::Drop(Drop::FannHopLimit));
     }
 
+    /// An IPv6 frame from fc00:9::1 to 2001:db8::5 with Next Header `nh`
+    /// and payload `l4`.
+    fn ip6_frame(nh: u8, l4: &[u8]) -> Vec<u8> {
+        let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 9, 0x86, 0xdd, 0x60, 0, 0, 0];
+        f.extend_from_slice(&(l4.len() as u16).to_be_bytes());
+        f.extend_from_slice(&[nh, 64]);
+        f.extend_from_slice(&"fc00:9::1".parse::<Ipv6Addr>().unwrap().octets());
+        f.extend_from_slice(&"2001:db8::5".parse::<Ipv6Addr>().unwrap().octets());
+        f.extend_from_slice(l4);
+        f
+    }
+
+    #[test]
+    fn traffic_that_only_looks_like_fann_is_forwarded_untouched() {
+        use crate::pipeline::Verdict;
+        let mut pl = pipeline();
+        let msg = {
+            let f = fann_frame(3);
+            f[14 + 40 + 4..].to_vec()
+        };
+        let udp = |payload: &[u8], len_delta: i32| {
+            let mut u = vec![0xd4, 0x31];
+            u.extend_from_slice(&Params::DEFAULT.fann_udp_port.to_be_bytes());
+            u.extend_from_slice(&((8 + payload.len() as i32 + len_delta) as u16).to_be_bytes());
+            u.extend_from_slice(&[0x12, 0x34]);
+            u.extend_from_slice(payload);
+            u
+        };
+        let mut v2 = msg.clone();
+        v2[0] = 2;
+        let mut icmp_code_5 = fann_frame(3)[14 + 40..].to_vec();
+        icmp_code_5[1] = 5;
+        let cases: Vec<(&str, Vec<u8>)> = vec![
+            // An application's datagram to the port, e.g. a reply to a
+            // client that picked it as its ephemeral port.
+            ("UDP, not FANN-sized", ip6_frame(17, &udp(b"an application's datagram to an ephemeral port", 0))),
+            ("UDP, FANN Version 2", ip6_frame(17, &udp(&v2, 0))),
+            ("UDP, Hop Limit 0 but Version 2", ip6_frame(17, &udp(&{ let mut m = v2.clone(); m[2] = 0; m }, 0))),
+            ("UDP, Length not the datagram's", ip6_frame(17, &udp(&msg, -1))),
+            ("ICMPv6 type 201, not FANN-sized", ip6_frame(58, &[Params::DEFAULT.icmpv6_fann_type, 0, 0xab, 0xcd, 1, 2, 3, 4])),
+            ("ICMPv6 type 201, Code 5", ip6_frame(58, &icmp_code_5)),
+        ];
+        for (what, frame) in cases {
+            let mut p = VecPacket::from_bytes(&frame);
+            assert_eq!(pl.process(&mut p, 0, 1), Verdict::Tx(0), "{what}");
+            let out = p.to_vec();
+            assert_eq!(out[14 + 7], 63, "{what}: IPv6 hop limit");
+            assert_eq!(&out[14 + 40..], &frame[14 + 40..], "{what}: payload untouched");
+        }
+        // A FANN message over UDP is still scoped by its own Hop Limit.
+        let mut p = VecPacket::from_bytes(&ip6_frame(17, &udp(&msg, 0)));
+        assert_eq!(pl.process(&mut p, 0, 1), Verdict::Tx(0));
+        assert_eq!(p.to_vec()[14 + 40 + 8 + 2], 2, "FANN hop limit 3 -> 2");
+    }
+
     #[test]
     fn without_end_e_the_cnp_goes_to_the_source() {
         let mut pl = pipeline();

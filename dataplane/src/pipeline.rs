@@ -101,16 +101,27 @@ impl TokenBucket {
     }
     /// Take one token at time `now_ns`; false when the bucket is empty.
     pub fn take(&mut self, now_ns: u64) -> bool {
+        self.take_n(now_ns, 1)
+    }
+
+    /// Take `n` tokens at time `now_ns`, all or none.
+    pub fn take_n(&mut self, now_ns: u64, n: u32) -> bool {
         let cap = self.burst * 1_000_000_000;
         let dt = now_ns.saturating_sub(self.last_ns);
         self.last_ns = self.last_ns.max(now_ns);
         self.level = self.level.saturating_add(dt.saturating_mul(self.rate_per_s)).min(cap);
-        if self.level >= 1_000_000_000 {
-            self.level -= 1_000_000_000;
+        let need = u64::from(n) * 1_000_000_000;
+        if self.level >= need {
+            self.level -= need;
             true
         } else {
             false
         }
+    }
+
+    /// Give back a token taken but not used.
+    pub fn refund(&mut self) {
+        self.level = self.level.saturating_add(1_000_000_000).min(self.burst * 1_000_000_000);
     }
 }
 
@@ -627,22 +638,32 @@ impl Pipeline {
             let d = &mut p.data_mut()[l2.l3..];
             // FANN scoping (draft-hzh-fantel-wan-tunnel s.5.1.2): a FANN
             // message directly in IPv6 has its own Hop Limit, decremented by
-            // every forwarding node and discarded at zero.
+            // every forwarding node and discarded at zero. Only a
+            // well-formed FANN message (Version 1, Code 0 or 1, exactly as
+            // long as its bitmap says) is one: other ICMPv6 messages of
+            // the experimental type (RFC 4443 s.2.1) and other UDP traffic
+            // to the port (an ephemeral port to most hosts) are forwarded
+            // untouched.
             if d.get(6) == Some(&58) && d.get(40) == Some(&self.sids.params.icmpv6_fann_type) {
                 let end = total.min(d.len());
-                let mut f = crate::wire::fann::Packet::new_checked(&mut d[40..end]).map_err(|_| Drop::MalformedIcmp)?;
-                match f.decrement_hop_limit() {
-                    Ok(h) if h > 0 => {}
-                    _ => return Err(Drop::FannHopLimit),
+                if let Ok(mut f) = crate::wire::fann::Packet::new_checked(&mut d[40..end]) {
+                    if f.msg_code() <= 1 && f.message().version() == crate::wire::fann::VERSION {
+                        match f.decrement_hop_limit() {
+                            Ok(h) if h > 0 => {}
+                            _ => return Err(Drop::FannHopLimit),
+                        }
+                    }
                 }
             } else if d.get(6) == Some(&17) && d.get(42..44) == Some(&self.sids.params.fann_udp_port.to_be_bytes()[..]) {
                 // The UDP variant (s.5.2) the same way, the UDP checksum
                 // patched.
                 let end = total.min(d.len());
-                match crate::wire::fann::decrement_udp_hop_limit(d.get_mut(40..end).ok_or(Drop::FannMalformed)?) {
-                    Ok(Some(h)) if h > 0 => {}
-                    Ok(_) => return Err(Drop::FannHopLimit),
-                    Err(_) => return Err(Drop::FannMalformed),
+                if let Some(u) = d.get_mut(40..end) {
+                    match crate::wire::fann::decrement_udp_hop_limit(u) {
+                        Ok(Some(h)) if h > 0 => {}
+                        Ok(_) => return Err(Drop::FannHopLimit),
+                        Err(_) => {}
+                    }
                 }
             }
             Ipv6Packet::new_unchecked(&mut d[..]).decrement_hop_limit();

@@ -569,11 +569,18 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
 /// FANN over UDP (s.5.2): decrement the Hop Limit of the Message in the
 /// UDP segment `udp` (UDP header first) and patch the UDP checksum (RFC
 /// 1624; a sum of 0 is sent as 0xffff, RFC 768). Returns the new value, or
-/// `Ok(None)` (unchanged) when it is already 0; `Err` when the segment
-/// holds no well-formed Message.
+/// `Ok(None)` (unchanged) when it is already 0; `Err` (nothing changed)
+/// when the segment holds no well-formed Version 1 Message or its UDP
+/// Length is not the segment's.
 pub fn decrement_udp_hop_limit(udp: &mut [u8]) -> Result<Option<u8>> {
+    if udp.len() < 8 || usize::from(u16::from_be_bytes([udp[4], udp[5]])) != udp.len() {
+        return Err(Error::BadLength);
+    }
     let (h, et) = {
         let mut m = Message::new_checked(udp.get_mut(8..).ok_or(Error::Truncated)?)?;
+        if m.version() != VERSION {
+            return Err(Error::Unrecognized);
+        }
         let (h, et) = (m.hop_limit(), m.event_type());
         if h == 0 {
             return Ok(None);
@@ -1085,6 +1092,21 @@ mod tests {
         assert_eq!(udp, before);
         assert!(decrement_udp_hop_limit(&mut udp[..12]).is_err());
         assert!(decrement_udp_hop_limit(&mut udp[..4]).is_err());
+        // Not FANN: another Version, or a UDP Length other than the
+        // segment's; nothing changes.
+        let mut other = before.clone();
+        other[10] = 5;
+        other[8] = 2;
+        let copy = other.clone();
+        assert_eq!(decrement_udp_hop_limit(&mut other), Err(Error::Unrecognized));
+        assert_eq!(other, copy);
+        let mut other = before.clone();
+        other[10] = 5;
+        let short = (other.len() - 1) as u16;
+        other[4..6].copy_from_slice(&short.to_be_bytes());
+        let copy = other.clone();
+        assert_eq!(decrement_udp_hop_limit(&mut other), Err(Error::BadLength));
+        assert_eq!(other, copy);
     }
 
     // --- proptest ---
