@@ -816,10 +816,98 @@ for p in rdpcap(sys.argv[1]):
     let txt = python(script, &[dir.join("dc-out.pcap").to_str().unwrap()]);
     let lines: Vec<&str> = txt.lines().collect();
     assert_eq!(lines.len(), 2, "{txt}");
-    // 100 us at the default 100 Gb/s = 19532 quanta; then RESUME (0).
-    assert_eq!(lines[0], "01:80:c2:00:00:01 257 1 19532 0 60", "{txt}");
+    // 100 us at the 10 Gb/s net_pcap reports = 1954 quanta (512 bit
+    // times each, rounded up); then RESUME (0).
+    assert_eq!(lines[0], "01:80:c2:00:00:01 257 1 1954 0 60", "{txt}");
     assert_eq!(lines[1], "01:80:c2:00:00:01 257 1 0 0 60", "{txt}");
     tshark_clean(&dir.join("dc-out.pcap"));
+}
+
+/// Run [`config`] on two worker cores (each with its TX queue on every
+/// port: `*-out.pcap` and `*-out1.pcap`), the WAN port with `wan_extra`,
+/// and an END.C SID fc00:0:1::c on `end_c` (the interface name and its
+/// closing quote, then any
+/// further lines); the router's stdout, after checking it exited cleanly
+/// with every mbuf back.
+fn run_two_workers_end_c(dir: &std::path::Path, name: &str, wan_extra: &str, end_c: &str) -> String {
+    let d = dir.display().to_string();
+    let cfg = dir.join("r.toml");
+    let text = config(dir)
+        .replacen("[dataplane]\n", "[dataplane]\nworker_cores = [0, 1]\n", 1)
+        .replacen(&format!("tx_pcap={d}/dc-out.pcap"), &format!("tx_pcap={d}/dc-out.pcap,tx_pcap={d}/dc-out1.pcap"), 1)
+        .replacen(&format!("tx_pcap={d}/wan-out.pcap"), &format!("tx_pcap={d}/wan-out.pcap,tx_pcap={d}/wan-out1.pcap"), 1)
+        .replacen("name = \"wan\"\n", &format!("name = \"wan\"\n{wan_extra}"), 1)
+        + &format!("[srv6]\nlocator = \"fc00:0:1::/48\"\n[[srv6.sid]]\nsid = \"fc00:0:1::c\"\nbehaviour = \"end.c\"\ninterface = \"{end_c}\n");
+    assert!(text.contains("worker_cores = [0, 1]") && text.contains("dc-out1.pcap") && text.contains("wan-out1.pcap") && text.contains(wan_extra));
+    std::fs::write(&cfg, text).unwrap();
+    let out = run(name, &cfg, &["--exit-when-idle", "800", "--duration", "20"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let so = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(mempool_in_use(&so), 0);
+    so
+}
+
+/// END.C with two workers, notifications arriving on both ports (each
+/// port's worker different): one END.C state for the node, so a short
+/// pause ending never sends a RESUME while a longer one still holds the
+/// priority paused (with a state per worker, the WAN port's worker sent
+/// its own PAUSE and, 100 us later, a RESUME).
+#[test]
+fn end_c_with_two_workers_keeps_one_pause_state() {
+    use control::demo::{lhcnp, to_sid};
+    use dataplane::wire::lhcnp::Action;
+    let dir = workdir("endc2");
+    // The long pause (60 ms: far longer than the two workers' start-up
+    // skew on a busy machine) from the DC side, the short one from the WAN.
+    let mut from_dc = to_sid("fc00:0:1::c", &lhcnp(Action::Pause, 60000));
+    from_dc[..6].copy_from_slice(&[0x02, 0xdc, 0, 0, 0, 0x01]);
+    control::demo::write_pcap(&dir.join("dc-in.pcap"), &[from_dc]).unwrap();
+    control::demo::write_pcap(&dir.join("empty.pcap"), &[to_sid("fc00:0:1::c", &lhcnp(Action::Pause, 100))]).unwrap();
+    let so = run_two_workers_end_c(&dir, "endc2", "", "dc\"\nmax_pause_ms = 1000\npfc_link_mbps = 25000");
+    // Both workers' TX queues on the DC port.
+    let pfc_of = |f: &str| -> Vec<Vec<u8>> { read_pcap(&dir.join(f)).unwrap().into_iter().filter(|f| f[12..14] == [0x88, 0x08]).collect() };
+    let (w0, w1) = (pfc_of("dc-out.pcap"), pfc_of("dc-out1.pcap"));
+    assert!(w1.is_empty(), "every PFC frame from the END.C owner's queue, none from the WAN port's worker: {} there", w1.len());
+    let quanta = |f: &[u8]| u16::from_be_bytes([f[18 + 2 * 3], f[18 + 2 * 3 + 1]]);
+    let q: Vec<u16> = w0.iter().map(|f| quanta(f)).collect();
+    assert_eq!(q.iter().filter(|q| **q == 0).count(), 1, "one RESUME: {q:?}");
+    assert_eq!(q.last(), Some(&0), "the RESUME ends it: {q:?}");
+    // 60 ms at 25 Gb/s is 2929688 quanta: frames of 65535 (1.34 ms each)
+    // refreshed until the pause ends.
+    assert_eq!(q[0], 65535, "{q:?}");
+    assert!(q.len() >= 4, "refreshed over 60 ms: {q:?}");
+    assert_eq!(counter(&so, "pfc-resume-sent"), 1);
+    assert_eq!(counter(&so, "pfc-pause-coalesced"), 1, "the 100 us pause arrived inside the 60 ms one, at the same END.C state");
+    tshark_clean(&dir.join("dc-out.pcap"));
+}
+
+/// A PFC PAUSE built by one worker for a shaped port another worker owns
+/// crosses the hand-off ring as a priority frame: it leaves ahead of the
+/// data queued there (it used to join the back of the data queue).
+#[test]
+fn pause_for_another_workers_shaped_port_skips_its_queue() {
+    use control::demo::{lhcnp, to_sid};
+    use dataplane::wire::lhcnp::Action;
+    let dir = workdir("endc-handoff");
+    let to_router = control::gen::L2 { src: HOST, dst: R_DC };
+    // 100 frames of ~1 KiB for the WAN port (shaped to 10 Mb/s: ~85 ms of
+    // queue), then a notification to the END.C SID, all from the DC side
+    // (worker 0, the END.C owner); the WAN port's queue is worker 1's.
+    let mut dc: Vec<Vec<u8>> = (0..100u32).map(|i| control::gen::roce4(&to_router, "10.0.1.2".parse().unwrap(), "10.0.3.2".parse().unwrap(), 49152, 0x100, i, 1000, 64)).collect();
+    let mut note = to_sid("fc00:0:1::c", &lhcnp(Action::Pause, 5000));
+    note[..6].copy_from_slice(&R_DC);
+    dc.push(note);
+    control::demo::write_pcap(&dir.join("dc-in.pcap"), &dc).unwrap();
+    control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
+    let so = run_two_workers_end_c(&dir, "endc-handoff", "rate_mbps = 10\n", "wan\"");
+    assert!(counter(&so, "pfc-pause-sent") >= 1, "{so}");
+    // The WAN port's owner (worker 1) sends everything on its TX queue.
+    let wan = read_pcap(&dir.join("wan-out1.pcap")).unwrap();
+    let data = wan.iter().filter(|f| f[12..14] == [0x08, 0x00]).count();
+    let first_pfc = wan.iter().position(|f| f[12..14] == [0x88, 0x08]).expect("the PAUSE left the WAN port");
+    assert!(data >= 90, "the data was queued and sent: {data}");
+    assert!(first_pfc <= 10, "the PAUSE left ahead of the queued data: frame {first_pfc} of {}", wan.len());
+    assert!(read_pcap(&dir.join("wan-out.pcap")).unwrap().is_empty(), "nothing bypassed the owner's queue");
 }
 
 /// End.MT on real DPDK: one SRv6-encapsulated RoCEv2 packet in, one RC

@@ -335,6 +335,9 @@ pub struct SidSection {
     pub dscp_priority: std::collections::BTreeMap<String, u8>,
     /// end.c: priority of notifications about a RoCEv2 flow.
     pub rocev2_priority: Option<u8>,
+    /// end.c: speed of the link to the DC gateway in Mb/s, the unit of the
+    /// PAUSE quanta (512 bit times); default: the speed the NIC reports.
+    pub pfc_link_mbps: Option<u64>,
 }
 
 /// A validated local SID.
@@ -353,6 +356,8 @@ pub struct SidPlan {
     /// (DSCP, priority) entries.
     pub dscp_priority: Vec<(u8, u8)>,
     pub rocev2_priority: Option<u8>,
+    /// end.c: `pfc_link_mbps` in bit/s.
+    pub pfc_link_bps: Option<u64>,
 }
 
 #[derive(Debug, Clone)]
@@ -876,6 +881,9 @@ pub struct PortPlan {
     pub egress: Option<dataplane::egress::EgressConfig>,
     /// The congestion-aware node on this port, when configured.
     pub congestion: Option<CongestionPlan>,
+    /// Link speed in bit/s as the NIC reported it at start-up (0: not
+    /// known yet, or not started).
+    pub link_bps: u64,
 }
 
 /// A validated configuration: everything needed to start, nothing unchecked.
@@ -1170,6 +1178,7 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
             mtu: p.mtu,
             mac,
             promiscuous: p.promiscuous,
+            link_bps: 0,
         });
     }
 
@@ -1680,7 +1689,13 @@ fn srv6_plan(s: &Srv6Section, interfaces: &[Interface]) -> Result<Srv6Plan, Stri
         if b != "end.c" && (!dscp_priority.is_empty() || e.rocev2_priority.is_some()) {
             return Err(format!("{} = {b}: dscp_priority / rocev2_priority apply to end.c only", f("behaviour")));
         }
-        sids.push(SidPlan { sid, behaviour: b, iface, via, pfc_priority, pause_us, max_pause_ms, hmac_required: e.hmac_required, receivers, downstream, dscp_priority, rocev2_priority: e.rocev2_priority });
+        let pfc_link_bps = match e.pfc_link_mbps {
+            None => None,
+            Some(_) if b != "end.c" => return Err(format!("{} = {b}: pfc_link_mbps applies to end.c only", f("behaviour"))),
+            Some(m) if !(1..=1_600_000).contains(&m) => return Err(format!("{} = {m}: must be 1..=1600000 (Mb/s)", f("pfc_link_mbps"))),
+            Some(m) => Some(m * 1_000_000),
+        };
+        sids.push(SidPlan { sid, behaviour: b, iface, via, pfc_priority, pause_us, max_pause_ms, hmac_required: e.hmac_required, receivers, downstream, dscp_priority, rocev2_priority: e.rocev2_priority, pfc_link_bps });
     }
     let source = match &s.source {
         Some(a) => a.parse().map_err(|_| format!("srv6.source = {a:?}: not an IPv6 address"))?,
@@ -2397,6 +2412,25 @@ controller = "2001:db8:1::c"
         let sid = &c.srv6.as_ref().unwrap().sids[0];
         assert_eq!((sid.pfc_priority, sid.rocev2_priority), (2, Some(4)));
         assert_eq!(sid.dscp_priority, vec![(26, 3), (46, 5)]);
+        // PAUSE quanta: at the speed the NIC reported, not at the port's
+        // shaped rate; 100 Gb/s while unknown; the configured speed first.
+        let endc_bps = |c: &RouterConfig| crate::router::sid_table(c).unwrap().endc.unwrap().1.link_bps;
+        assert_eq!(endc_bps(&c), 100_000_000_000);
+        let shaped = load_str(&format!("{GOOD}{PE}").replacen("name = \"dc\"", "name = \"dc\"\nrate_mbps = 10000", 1)).unwrap();
+        assert!(shaped.ports[0].egress.is_some());
+        assert_eq!(endc_bps(&shaped), 100_000_000_000, "not the shaped rate");
+        let mut c2 = shaped.clone();
+        for p in c2.ports.iter_mut() {
+            p.link_bps = 25_000_000_000;
+        }
+        assert_eq!(endc_bps(&c2), 25_000_000_000);
+        let c3 = load_str(&format!("{GOOD}{PE}").replace("rocev2_priority = 4", "rocev2_priority = 4\npfc_link_mbps = 40000")).unwrap();
+        assert_eq!(c3.srv6.as_ref().unwrap().sids[0].pfc_link_bps, Some(40_000_000_000));
+        let mut c4 = c3.clone();
+        for p in c4.ports.iter_mut() {
+            p.link_bps = 25_000_000_000;
+        }
+        assert_eq!(endc_bps(&c4), 40_000_000_000);
     }
 
     #[test]
@@ -2427,6 +2461,8 @@ controller = "2001:db8:1::c"
         assert!(e.contains("srv6.sid[0].dscp_priority.26 = 8"), "{e}");
         let e = pe_bad(("rocev2_priority = 4", "rocev2_priority = 9"));
         assert!(e.contains("srv6.sid[0].rocev2_priority = 9"), "{e}");
+        let e = pe_bad(("rocev2_priority = 4", "pfc_link_mbps = 0"));
+        assert!(e.contains("srv6.sid[0].pfc_link_mbps = 0"), "{e}");
         // No policy to steer.
         let t = format!("{GOOD}\n[ingress_pe]\nknown_nodes = [\"fc00::1\"]\n");
         assert!(load_str(&t).unwrap_err().contains("ingress_pe: needs [srv6]"));

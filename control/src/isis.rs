@@ -1,6 +1,9 @@
 //! `dcirouter isis --config FILE`: the IS-IS TLVs an external IGP speaker
 //! advertises for this node (draft-hu-acn-rocev2 s.5.1): the SRv6
-//! Capabilities sub-TLV with the C-flag when END.C is configured, and the
+//! Capabilities sub-TLV with the C-flag when END.C or END.E is configured
+//! ("Before advertising END.E and END.C, PE nodes should first inform
+//! other nodes whether they have the corresponding congestion handling
+//! capabilities"), and the
 //! SRv6 Locator TLV with End SID sub-TLVs for the END.C and END.E SIDs.
 //! Printed in hex and decoded.
 
@@ -16,13 +19,13 @@ fn hex(b: &[u8]) -> String {
 pub fn tlvs(cfg: &RouterConfig) -> Result<Vec<(String, Vec<u8>, String)>, String> {
     let s6 = cfg.srv6.as_ref().ok_or("no [srv6] section: nothing to advertise")?;
     let p = &cfg.params;
-    let has_c = s6.sids.iter().any(|s| s.behaviour == "end.c");
+    let has_c = s6.sids.iter().any(|s| s.behaviour == "end.c" || s.behaviour == "end.e");
     let caps = Srv6CapsRepr::new(false, has_c, p);
     let caps_b = caps.to_bytes().map_err(|e| e.to_string())?;
     let mut out = vec![(
         "SRv6 Capabilities sub-TLV (type 25, in Router Capability TLV 242)".to_string(),
         caps_b,
-        format!("flags {:#06x}: O={} C={} (C = END.C capable; flag bit {:#06x})", caps.flags, caps.o_flag(), caps.c_flag(p), p.isis_srv6_cap_c_flag),
+        format!("flags {:#06x}: O={} C={} (C = congestion handling: END.C / END.E; flag bit {:#06x})", caps.flags, caps.o_flag(), caps.c_flag(p), p.isis_srv6_cap_c_flag),
     )];
     let loc_bits = s6.locator.prefix_len();
     let structure = SidStructure { locator_block_len: loc_bits.min(48), locator_node_len: loc_bits.saturating_sub(48), function_len: 128 - loc_bits.clamp(48, 128), argument_len: 0 };
@@ -96,6 +99,19 @@ behaviour = "end"
             .collect();
         assert_eq!(sids, vec![(cfg.params.behaviour_end_c, "fc00:0:1::c".parse().unwrap()), (cfg.params.behaviour_end_e, "fc00:0:1::e".parse().unwrap())]);
         assert!(t[1].2.contains("END.C") && t[1].2.contains("END.E"));
+    }
+
+    /// The C-flag announces the congestion handling END.E needs as well
+    /// (draft s.5.1: "Before advertising END.E and END.C"); a node with
+    /// neither does not set it.
+    #[test]
+    fn c_flag_with_end_e_alone_and_not_without_either() {
+        let cfg = |b: &str| crate::config::load_str(&format!("[[port]]\nname = \"p\"\ndevice = \"net_null0\"\naddresses = [\"10.0.0.1/24\"]\n[srv6]\nlocator = \"fc00:0:1::/48\"\n[[srv6.sid]]\nsid = \"fc00:0:1::e\"\nbehaviour = \"{b}\"\n")).unwrap();
+        for (b, c) in [("end.e", true), ("end", false)] {
+            let cfg = cfg(b);
+            let t = tlvs(&cfg).unwrap();
+            assert_eq!(Srv6CapsTlv::new_checked(&t[0].1[..]).unwrap().c_flag(&cfg.params), c, "{b}");
+        }
     }
 
     #[test]

@@ -375,6 +375,9 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         }
         ports.push(port);
     }
+    for (plan, port) in cfg.ports.iter_mut().zip(ports.iter()) {
+        plan.link_bps = port.link_bps();
+    }
     // Second pass: interface.port was the config position.
     for ifc in cfg.interfaces.iter_mut() {
         ifc.port = ports[usize::from(ifc.port)].id;
@@ -405,6 +408,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     }
     let hz = dpdk::tsc_hz();
     let mut sids0 = sid_table(&cfg).map(Arc::new);
+    let endc_follows_link = cfg.srv6.as_ref().is_some_and(|s| s.sids.iter().any(|x| x.behaviour == "end.c" && x.pfc_link_bps.is_none()));
     // Ingress PE: the control thread owns the SR policies from here on.
     let mut pe = match (&cfg.ingress_pe, &sids0) {
         (Some(pc), Some(t)) => {
@@ -707,6 +711,24 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
                 control.own.local(dataplane::counters::Local::LinkChange);
                 control.push_fib();
             }
+            // END.C's PAUSE quanta follow the speed the link to the DC
+            // gateway came up at (unless configured).
+            if endc_follows_link {
+                let cur = control.sids.as_ref().and_then(|t| t.endc.as_ref()).map(|(i, c)| (*i, c.link_bps));
+                if let Some((iface, bps)) = cur {
+                    let port = control.topo.interfaces.get(usize::from(iface)).map(|i| i.port);
+                    let now_bps = ports.iter().find(|p| Some(p.id) == port).map(|p| p.link_bps()).unwrap_or(0);
+                    if now_bps > 0 && now_bps != bps {
+                        if let Some(mut t) = control.sids.clone() {
+                            if let Some((_, c)) = t.endc.as_mut() {
+                                c.link_bps = now_bps;
+                            }
+                            eprintln!("END.C: the link to the DC gateway runs at {} Mb/s; PAUSE quanta follow", now_bps / 1_000_000);
+                            control.push_sids(Arc::new(t));
+                        }
+                    }
+                }
+            }
         }
         // Neighbour unreachability detection every 50 ms.
         if last_nud.elapsed() >= Duration::from_millis(50) {
@@ -751,7 +773,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     for ring in handoff.iter() {
         while let Some(raw) = ring.pop() {
             // SAFETY: a worker gave up ownership when it pushed the mbuf.
-            drop(unsafe { dataplane::dpdk::Mbuf::from_raw(raw as *mut dpdk_sys::rte_mbuf) });
+            drop(unsafe { dataplane::dpdk::Mbuf::from_raw(dataplane::worker::handoff_untag(raw).0) });
         }
     }
     while let Some(raw) = mc_ring.pop() {
@@ -812,6 +834,12 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
 }
 
 /// The local SID table of the `[srv6]` section.
+/// The port of interface `iface`.
+fn endc_port(cfg: &RouterConfig, iface: u16) -> Option<&crate::config::PortPlan> {
+    let port = cfg.interfaces.get(usize::from(iface)).map(|i| i.port);
+    cfg.ports.iter().zip(cfg.interfaces.iter().filter(|i| i.vlan.is_none())).find(|(_, i)| Some(i.port) == port).map(|(p, _)| p)
+}
+
 pub fn sid_table(cfg: &RouterConfig) -> Option<dataplane::srv6::SidTable> {
     use dataplane::srv6::{Behaviour, SidTable};
     let s6 = cfg.srv6.as_ref()?;
@@ -838,9 +866,10 @@ pub fn sid_table(cfg: &RouterConfig) -> Option<dataplane::srv6::SidTable> {
             },
             "end.c" => {
                 let iface = s.iface.unwrap_or(0);
-                // Quanta are computed at the port's speed (R_port if shaped).
-                let port = cfg.interfaces.get(usize::from(iface)).map(|i| i.port);
-                let bps = cfg.ports.iter().zip(cfg.interfaces.iter().filter(|i| i.vlan.is_none())).find(|(_, i)| Some(i.port) == port).and_then(|(p, _)| p.egress.map(|e| e.rate_bps)).unwrap_or(100_000_000_000);
+                // A pause quantum is 512 bit times at the link's speed
+                // (802.3 Annex 31D), the physical link's, not a shaped rate:
+                // configured, else as the NIC reports it, else 100 Gb/s.
+                let bps = s.pfc_link_bps.or_else(|| endc_port(cfg, iface).map(|p| p.link_bps).filter(|b| *b > 0)).unwrap_or(100_000_000_000);
                 let mut c = dataplane::endc::EndCConfig {
                     link_bps: bps,
                     default_priority: s.pfc_priority,

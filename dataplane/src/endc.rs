@@ -56,15 +56,11 @@ pub struct EndCConfig {
 
 impl Default for EndCConfig {
     fn default() -> Self {
-        // RoCEv2 is commonly carried in DSCP 26 (AF31) on priority 3.
-        let mut map = [0u8; 64];
-        map[26] = 3;
-        map[24] = 3;
-        map[46] = 5;
-        map[48] = 6;
+        // No DSCP mapped: every notification pauses `default_priority`
+        // (3, where RoCEv2 commonly runs) unless configured otherwise.
         EndCConfig {
             link_bps: 100_000_000_000,
-            dscp_to_priority: map,
+            dscp_to_priority: [0; 64],
             dscp_mapped: 0,
             rocev2_priority: None,
             default_priority: 3,
@@ -170,14 +166,6 @@ impl EndC {
 
     pub fn config(&self) -> &EndCConfig {
         &self.cfg
-    }
-
-    /// The priority for traffic of DSCP `dscp` (None: the default priority).
-    pub fn priority_of(&self, dscp: Option<u8>) -> u8 {
-        match dscp {
-            Some(d) => self.cfg.dscp_to_priority[usize::from(d & 63)],
-            None => self.cfg.default_priority,
-        }
     }
 
     /// The PFC priority to pause / resume for a notification (the rules in
@@ -308,11 +296,11 @@ mod tests {
 
     #[test]
     fn mapping_by_dscp_and_default() {
+        // Nothing configured: the default priority, whatever the class.
         let e = endc();
-        assert_eq!(e.priority_of(Some(26)), 3);
-        assert_eq!(e.priority_of(Some(46)), 5);
-        assert_eq!(e.priority_of(Some(0)), 0);
-        assert_eq!(e.priority_of(None), 3);
+        for dscp in [None, Some(0), Some(26), Some(46), Some(48)] {
+            assert_eq!(e.priority_for(&Affected { dscp, rocev2: dscp == Some(26) }), 3, "{dscp:?}");
+        }
         let mut bad = EndCConfig::default();
         bad.dscp_to_priority[7] = 9;
         assert!(bad.validate().unwrap_err().contains("dscp_to_priority[7] = 9"));
@@ -322,6 +310,8 @@ mod tests {
         let mut c = EndCConfig { default_priority: 2, rocev2_priority: Some(4), ..EndCConfig::default() };
         c.dscp_to_priority[26] = 3;
         c.dscp_to_priority[46] = 5;
+        // A table value without a configured entry: never used.
+        c.dscp_to_priority[48] = 6;
         c.dscp_mapped = (1 << 26) | (1 << 46);
         EndC::new(c)
     }

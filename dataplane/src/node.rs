@@ -247,13 +247,17 @@ impl<P: PacketBuffer> EgressPort<P> {
                 }
                 let d = m.data_mut();
                 d.copy_within(40..54, 0);
+                // The inner packet's traffic class, as every tunnel
+                // notification gets (the CNP's DSCP keeps its class on the
+                // WAN; ECN: a CNP is Not-ECT, RFC 6040 s.4.1).
+                let inner_tc = if r.to.is_ipv4() { d[54 + 1] } else { (d[54] & 0x0f) << 4 | d[55] >> 4 };
                 let outer = Ipv6Repr {
                     src_addr: outer_src,
                     dst_addr: sid,
                     next_header: if r.to.is_ipv4() { IpProtocol::IPV4 } else { IpProtocol::IPV6 },
                     payload_len: n,
                     hop_limit: 64,
-                    traffic_class: 0,
+                    traffic_class: inner_tc,
                     flow_label: 0,
                 };
                 outer.emit(&mut Ipv6Packet::new_unchecked(&mut d[14..54]));
@@ -335,6 +339,16 @@ mod tests {
         let m6 = &inner[40..];
         let s = crate::wire::checksum::combine(crate::wire::checksum::pseudo_v6(inner[8..24].try_into().unwrap(), inner[24..40].try_into().unwrap(), 58, m6.len() as u32), crate::wire::checksum::sum(m6));
         assert_eq!(crate::wire::checksum::fold(s), 0xffff);
+        assert_eq!((outer[0] & 0x0f, outer[1] >> 4), (inner[0] & 0x0f, inner[1] >> 4), "traffic class copied");
+        // A RoCEv2-format CNP keeps its DSCP in the outer header too.
+        let r = CnpRequest { format: CnpFormat::Roce, ..req() };
+        let mut m = VecPacket::from_bytes(&[]);
+        e.build_cnp_packet(&mut pl, &Params::DEFAULT, &r, &mut m, 1).unwrap();
+        let d = m.data();
+        let (outer, inner) = (&d[14..54], &d[54..]);
+        let inner_tc = (inner[0] & 0x0f) << 4 | inner[1] >> 4;
+        assert_eq!(inner_tc >> 2, 48, "the CNP class (DSCP 48)");
+        assert_eq!((outer[0] & 0x0f) << 4 | outer[1] >> 4, inner_tc, "outer traffic class");
     }
 
     #[test]

@@ -56,6 +56,19 @@ pub enum Update {
     Groups(Arc<Vec<crate::multicast::GroupConfig>>),
 }
 
+/// A raw mbuf for a handoff ring, its priority in the low bit (an
+/// `rte_mbuf` is cache-line aligned, so the bit is free).
+#[inline(always)]
+pub fn handoff_tag(m: *mut rte_mbuf, priority: bool) -> usize {
+    m as usize | usize::from(priority)
+}
+
+/// The mbuf and priority of a handoff ring entry ([`handoff_tag`]).
+#[inline(always)]
+pub fn handoff_untag(raw: usize) -> (*mut rte_mbuf, bool) {
+    ((raw & !1) as *mut rte_mbuf, raw & 1 != 0)
+}
+
 /// What a worker is told to do.
 pub struct WorkerSpec {
     pub id: usize,
@@ -74,7 +87,8 @@ pub struct WorkerSpec {
     pub egress: Vec<Option<EgressConfig>>,
     /// Owner worker of each shaped port (index = port id).
     pub owner: Vec<usize>,
-    /// Per port: lock-free ring into the owner's egress queue (raw mbufs).
+    /// Per port: lock-free ring into the owner's egress queue (raw mbufs,
+    /// tagged with [`handoff_tag`]).
     pub handoff: Arc<Vec<ArrayQueue<usize>>>,
     /// Congestion-aware node per port (index = port id), with the CNP
     /// source addresses (None: the egress interface's address).
@@ -183,6 +197,10 @@ pub struct Worker {
     clock: TscClock,
     /// Packets for the multicast groups go to another worker.
     mc_steer: bool,
+    /// Packets to the END.C SID go to another worker (the multicast
+    /// owner): one END.C state per node, so one worker's RESUME never ends
+    /// a PAUSE another still holds.
+    endc_steer: bool,
     /// This worker owns the multicast groups.
     mc_owner: bool,
     /// Ports with an egress stage (index = port id).
@@ -252,6 +270,7 @@ impl Worker {
             free: Vec::with_capacity(2 * MAX_BURST + held_cap),
             // Groups installed before start-up steer from the first burst.
             mc_steer: spec.mc_owner != spec.id && !pipeline.groups().is_empty(),
+            endc_steer: spec.mc_owner != spec.id && pipeline.has_endc(),
             mc_owner: spec.mc_owner == spec.id,
             shaped: std::array::from_fn(|p| spec.egress.get(p).copied().flatten().is_some()),
             owns_egress: false,
@@ -390,8 +409,9 @@ impl Worker {
                 self.free.push(m.into_raw());
                 continue;
             }
-            if self.mc_steer && self.pipeline.mc_steer(m.data()) {
-                // Another worker owns the multicast groups: hand it over.
+            if (self.mc_steer && self.pipeline.mc_steer(m.data())) || (self.endc_steer && self.pipeline.endc_steer(m.data())) {
+                // Another worker owns the multicast groups and the END.C
+                // state: hand it over.
                 if let Err(raw) = self.spec.mc_ring.push(m.into_raw() as usize) {
                     self.counters.dropped(Drop::HandoffFull);
                     self.free.push(raw as *mut rte_mbuf);
@@ -567,12 +587,11 @@ impl Worker {
             }
             return;
         }
-        // Another worker owns this port's queue: hand the packet over.
-        // (Priority marking is lost across the handoff; the owner's replies
-        // and notifications still go first.)
-        if let Err(raw) = self.spec.handoff[p].push(m.into_raw() as usize) {
+        // Another worker owns this port's queue: hand the packet over, with
+        // its priority (a PFC PAUSE or a CNP must not wait behind the data).
+        if let Err(raw) = self.spec.handoff[p].push(handoff_tag(m.into_raw(), priority)) {
             self.counters.dropped(Drop::HandoffFull);
-            self.free.push(raw as *mut rte_mbuf);
+            self.free.push(handoff_untag(raw).0);
         }
     }
 
@@ -594,9 +613,11 @@ impl Worker {
             // loop on tail drops while its output waits.
             for _ in 0..MAX_BURST {
                 let Some(raw) = self.spec.handoff[p].pop() else { break };
+                let (raw, priority) = handoff_untag(raw);
                 // SAFETY: the handing worker gave up ownership of this mbuf.
-                let Some(m) = (unsafe { Mbuf::from_raw(raw as *mut rte_mbuf) }) else { continue };
-                if let Err((m, why)) = e.admit(m, now, &self.counters) {
+                let Some(m) = (unsafe { Mbuf::from_raw(raw) }) else { continue };
+                let r = if priority { e.admit_priority(m) } else { e.admit(m, now, &self.counters) };
+                if let Err((m, why)) = r {
                     self.counters.dropped(why);
                     self.free.push(m.into_raw());
                 }
@@ -658,7 +679,10 @@ impl Worker {
             return;
         }
         self.pipeline.poll_endc(now);
-        while let Some((iface, a)) = self.pipeline.pfc_pending.pop() {
+        // In the order queued (a refresh's PAUSE before a RESUME of the
+        // same poll); the vector goes back, keeping its capacity.
+        let mut pending = std::mem::take(&mut self.pipeline.pfc_pending);
+        for (iface, a) in pending.drain(..) {
             let Some(mut m) = self.spec.pool.alloc() else {
                 self.counters.dropped(Drop::NoMbuf);
                 continue;
@@ -673,6 +697,7 @@ impl Worker {
                 }
             }
         }
+        self.pipeline.pfc_pending = pending;
     }
 
     /// Send an IP packet the control thread built: route it like a locally
@@ -920,7 +945,11 @@ impl Worker {
                 Update::Fib(f) => Update::Fib(self.pipeline.set_fib(f)),
                 Update::Neighbours(n) => Update::Neighbours(self.pipeline.set_neighbours(n)),
                 Update::Topology(t) => Update::Topology(std::mem::replace(&mut self.pipeline.topo, t)),
-                Update::Sids(t) => Update::Sids(self.pipeline.set_sids(t)),
+                Update::Sids(t) => {
+                    let old = self.pipeline.set_sids(t);
+                    self.endc_steer = !self.mc_owner && self.pipeline.has_endc();
+                    Update::Sids(old)
+                }
                 Update::Inject(ip) => {
                     self.inject(&ip);
                     Update::Inject(ip)

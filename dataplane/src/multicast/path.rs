@@ -157,16 +157,19 @@ impl Pipeline {
         if self.mc.is_empty() {
             return false;
         }
-        let l3 = match frame.get(12..14) {
-            Some([0x86, 0xdd]) => 14,
-            Some([0x81, 0x00]) if frame.get(16..18) == Some(&[0x86, 0xdd]) => 18,
-            _ => return false,
-        };
-        let Some(d) = frame.get(l3 + 24..l3 + 40) else { return false };
-        let mut a = [0u8; 16];
-        a.copy_from_slice(d);
-        let dst = Ipv6Addr::from(a);
+        let Some(dst) = frame_dst6(frame) else { return false };
         self.mc.is_proxy(&dst) || matches!(self.sids.get(&dst), Some(Behaviour::EndMT { .. }))
+    }
+
+    /// Whether the node has an END.C SID.
+    pub fn has_endc(&self) -> bool {
+        self.sids.endc.is_some()
+    }
+
+    /// Whether `frame` is an IPv6 packet to the END.C SID (its state, the
+    /// priorities it paused, lives in one worker).
+    pub fn endc_steer(&self, frame: &[u8]) -> bool {
+        frame_dst6(frame).is_some_and(|dst| matches!(self.sids.get(&dst), Some(Behaviour::EndC)))
     }
 
     /// A packet to a Proxy Address (`ipv6` calls this only when `dst` is
@@ -285,4 +288,15 @@ pub fn upstream_kind(up: &Upstream) -> &'static str {
         Upstream::Nak { .. } => "NAK(fatal)",
         Upstream::Cnp { .. } => "CNP",
     }
+}
+
+/// The IPv6 destination of an Ethernet frame (untagged or 802.1Q).
+fn frame_dst6(frame: &[u8]) -> Option<Ipv6Addr> {
+    let l3 = match frame.get(12..14) {
+        Some([0x86, 0xdd]) => 14,
+        Some([0x81, 0x00]) if frame.get(16..18) == Some(&[0x86, 0xdd]) => 18,
+        _ => return None,
+    };
+    let d: [u8; 16] = frame.get(l3 + 24..l3 + 40)?.try_into().ok()?;
+    Some(Ipv6Addr::from(d))
 }
