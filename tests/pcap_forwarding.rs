@@ -826,9 +826,8 @@ for p in rdpcap(sys.argv[1]):
 /// Run [`config`] on two worker cores (each with its TX queue on every
 /// port: `*-out.pcap` and `*-out1.pcap`), the WAN port with `wan_extra`,
 /// and an END.C SID fc00:0:1::c on `end_c` (the interface name and its
-/// closing quote, then any
-/// further lines); the router's stdout, after checking it exited cleanly
-/// with every mbuf back.
+/// closing quote, then any further lines); the router's stdout, after
+/// checking it exited cleanly with every mbuf back.
 fn run_two_workers_end_c(dir: &std::path::Path, name: &str, wan_extra: &str, end_c: &str) -> String {
     let d = dir.display().to_string();
     let cfg = dir.join("r.toml");
@@ -1263,7 +1262,8 @@ receivers = [ { address = "2001:db8:1::10", qpn = 0x500 } ]
 /// link-failure notification from R1 arrives over the WAN; subsequent IPv4
 /// traffic to the policy's prefix leaves H.Encaps'ed with the backup SID
 /// list (scapy decodes the SRH), a copy of the notification goes to the
-/// controller, and a FANN from an unknown node is dropped and counted.
+/// controller, and a FANN from an unknown node is dropped and counted, as
+/// is one from a known node's address arriving on the DC interface.
 ///
 /// Ordering: the worker polls the DC port before the WAN port, so the
 /// notifications (first in the WAN pcap) are handed to the control thread
@@ -1283,7 +1283,6 @@ fn ingress_pe_fails_over_on_fann_and_copies_the_controller() {
     for i in 0..64u16 {
         dc_in.push(control::gen::udp4(&to_router, "10.0.1.2".parse().unwrap(), "10.0.9.7".parse().unwrap(), 20000 + i, 7000, b"after-the-failure", 64));
     }
-    control::demo::write_pcap(&dir.join("dc-in.pcap"), &dc_in).unwrap();
     let me: std::net::Ipv6Addr = "2001:db8:2::1".parse().unwrap();
     let fann = |node: &str, id: u32| {
         let m = MessageRepr {
@@ -1304,6 +1303,13 @@ fn ingress_pe_fails_over_on_fann_and_copies_the_controller() {
         f
     };
     control::demo::write_pcap(&dir.join("empty.pcap"), &[fann("fc00::99", 5), fann("fc00::1", 7)]).unwrap();
+    // A device on the DC side passing itself off as R1 (a link failure
+    // of another port): refused, the PE takes notifications only from the
+    // WAN interface.
+    let mut spoofed = fann("fc00::1", 8);
+    spoofed[..12].copy_from_slice(&[R_DC, HOST].concat());
+    dc_in.insert(0, spoofed);
+    control::demo::write_pcap(&dir.join("dc-in.pcap"), &dc_in).unwrap();
     let cfg = dir.join("r.toml");
     let text = config(&dir)
         + r#"[[route]]
@@ -1325,6 +1331,7 @@ backup_elements = [["fc00::3", "fc00::4"]]
 [ingress_pe]
 known_nodes = ["fc00::1", "fc00::2", "fc00::3", "fc00::4"]
 controller = "2001:db8:1::c"
+interfaces = ["wan"]
 "#;
     std::fs::write(&cfg, text).unwrap();
     let out = run("pe", &cfg, &["--exit-when-idle", "800", "--duration", "60"]);
@@ -1332,6 +1339,7 @@ controller = "2001:db8:1::c"
     let so = String::from_utf8_lossy(&out.stdout).to_string();
     assert_eq!(mempool_in_use(&so), 0);
     assert_eq!(counter(&so, "fann-unknown-source"), 1);
+    assert_eq!(counter(&so, "fann-wrong-interface"), 1);
     assert_eq!(counter(&so, "pe-notification-accepted"), 1);
     assert_eq!(counter(&so, "pe-switched-to-backup"), 1);
     assert_eq!(counter(&so, "pe-controller-copy"), 1);

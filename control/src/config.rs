@@ -168,6 +168,10 @@ pub struct IngressPeSection {
     pub controller_max_pps: u32,
     #[serde(default = "d_copy_burst")]
     pub controller_burst: u32,
+    /// Interfaces notifications may arrive on (the WAN side); absent: any.
+    /// With it, a customer device on another interface cannot pass a
+    /// known node's address off as its own (FANN draft s.6).
+    pub interfaces: Option<Vec<String>>,
 }
 
 fn d_copy_pps() -> u32 {
@@ -1290,7 +1294,7 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
     }
     let ingress_pe = match &f.ingress_pe {
         None => None,
-        Some(s) => Some(ingress_pe_plan(s, srv6.as_ref())?),
+        Some(s) => Some(ingress_pe_plan(s, srv6.as_ref(), &interfaces)?),
     };
     if let Some(pe) = &ingress_pe {
         if let Some(ifc) = interfaces.iter().find(|i| i.v6.iter().any(|n| n.addr() == pe.source)) {
@@ -1520,7 +1524,7 @@ fn multicast_plan(m: &MulticastSection, srv6: Option<&Srv6Plan>) -> Result<Vec<G
     Ok(out)
 }
 
-fn ingress_pe_plan(s: &IngressPeSection, srv6: Option<&Srv6Plan>) -> Result<dataplane::fann::PeConfig, String> {
+fn ingress_pe_plan(s: &IngressPeSection, srv6: Option<&Srv6Plan>, interfaces: &[Interface]) -> Result<dataplane::fann::PeConfig, String> {
     let Some(s6) = srv6 else {
         return Err("ingress_pe: needs [srv6] with at least one [[srv6.policy]] to steer".into());
     };
@@ -1558,7 +1562,20 @@ fn ingress_pe_plan(s: &IngressPeSection, srv6: Option<&Srv6Plan>) -> Result<data
     if s.controller_max_pps == 0 || s.controller_burst == 0 {
         return Err(format!("ingress_pe.controller_max_pps = {}, controller_burst = {}: both must be >= 1", s.controller_max_pps, s.controller_burst));
     }
+    let ifaces = match &s.interfaces {
+        None => None,
+        Some(v) if v.is_empty() => return Err("ingress_pe.interfaces = []: name the interfaces notifications arrive on, or leave it out (any)".into()),
+        Some(v) => {
+            let mut out = Vec::new();
+            for (i, n) in v.iter().enumerate() {
+                let k = interfaces.iter().position(|x| x.name == *n).ok_or_else(|| format!("ingress_pe.interfaces[{i}] = {n:?}: no such interface"))?;
+                out.push(k as u16);
+            }
+            Some(out)
+        }
+    };
     Ok(dataplane::fann::PeConfig {
+        interfaces: ifaces,
         policies: s6.pe_specs.iter().cloned().enumerate().map(|(i, p)| (i as u32, p)).collect(),
         known_nodes: known,
         controller,
@@ -2447,6 +2464,10 @@ controller = "2001:db8:1::c"
         assert!(e.contains("srv6.policy[0].backup_elements") && e.contains("no backup SID lists"), "{e}");
         let e = pe_bad(("controller = \"2001:db8:1::c\"", "controller = \"2001:db8:1::c\"\nsource = \"2001:db8:1::1\""));
         assert!(e.contains("ingress_pe.source = 2001:db8:1::1: the address of data-plane interface \"dc\""), "{e}");
+        let e = pe_bad(("controller = \"2001:db8:1::c\"", "controller = \"2001:db8:1::c\"\ninterfaces = [\"wan\", \"nope\"]"));
+        assert!(e.contains("ingress_pe.interfaces[1] = \"nope\": no such interface"), "{e}");
+        let e = pe_bad(("controller = \"2001:db8:1::c\"", "controller = \"2001:db8:1::c\"\ninterfaces = []"));
+        assert!(e.contains("ingress_pe.interfaces = []"), "{e}");
         let e = pe_bad(("controller = \"2001:db8:1::c\"", "controller = \"2001:db8:1::c\"\ncontroller_max_pps = 0"));
         assert!(e.contains("ingress_pe.controller_max_pps = 0"), "{e}");
         let e = pe_bad(("known_nodes = [\"fc00::1\"", "known_nodes = [\"fc00::zz\""));

@@ -99,7 +99,7 @@ impl FannAgent {
     ) -> Vec<Vec<u8>> {
         let mut notes: Vec<Notification> = Vec::new();
         for (id, d, last, last_mb) in self.ports.iter_mut() {
-            d.on_link(link_up(*id), now, &mut notes);
+            d.on_link_with_flow(link_up(*id), top_flow(*id), now, &mut notes);
             let tx = tx_bytes(*id);
             let qd = queue_depth(*id);
             d.on_tx(tx.saturating_sub(*last), qd, top_flow(*id), now, &mut notes);
@@ -284,6 +284,23 @@ mod tests {
         let f = r.message.metadata.flow_id.expect("Flow ID");
         assert_eq!((f.src, f.dst, f.dst_port, f.protocol), ("2001:db8:1::2".parse().unwrap(), "::ffff:10.0.3.7".parse().unwrap(), 4791, 17));
         assert_eq!(r.message.metadata.path_id, Some([7; 16]));
+    }
+
+    /// s.4.1: a failure notification says which traffic it affects: the
+    /// flow with the most bytes queued for the port, and its Path ID.
+    #[test]
+    fn link_failure_names_the_affected_flow() {
+        let mut a = FannAgent::new(plan(false), Params::DEFAULT, &[(2, 100_000_000_000)]);
+        a.set_path_id(2, Some([9; 16]));
+        let flow = dataplane::fann::roce_flow_id("2001:db8:1::2".parse().unwrap(), "2001:db8:3::7".parse().unwrap());
+        assert!(a.poll_with_flows(1, |_| 0, |_| 0, |_| 0, |_| true, |_| Some(flow)).is_empty());
+        let pkts = a.poll_with_flows(2, |_| 0, |_| 0, |_| 0, |_| false, |_| Some(flow));
+        let src: Ipv6Addr = "fc00::1".parse().unwrap();
+        let r = PacketRepr::parse(&Packet::new_checked(&pkts[0][40..]).unwrap(), &src, &"fc00::a".parse().unwrap(), Params::DEFAULT.icmpv6_fann_type).unwrap();
+        assert_eq!((r.code, r.message.event_type), (CODE_EVENT, dataplane::wire::fann::event::LINK_FAILURE));
+        assert_eq!(r.message.metadata.link_down, Some(true));
+        assert_eq!(r.message.metadata.flow_id, Some(flow));
+        assert_eq!(r.message.metadata.path_id, Some([9; 16]));
     }
 
     #[test]

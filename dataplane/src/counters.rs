@@ -77,6 +77,7 @@ reasons!(Drop, N_DROPS {
     FannMalformed => "fann-malformed",
     FannDuplicate => "fann-duplicate",
     FannStateFull => "fann-state-full",
+    FannWrongInterface => "fann-wrong-interface",
     EventQueueFull => "event-queue-full",
     BadPort => "bad-port",
     // SRv6 (RFC 8754 / RFC 8986 / draft-li-spring-rdma-multicast-over-srv6)

@@ -395,11 +395,19 @@ impl Detector {
 
     /// The port's link went down (`up == false`) or came back.
     pub fn on_link(&mut self, up: bool, now: u64, out: &mut Vec<Notification>) {
+        self.on_link_with_flow(up, None, now, out);
+    }
+
+    /// [`Detector::on_link`] with the flow that had the most bytes queued
+    /// for the port: a link failure names it as the affected traffic
+    /// (s.4.1: "the notification must also include information about the
+    /// affected traffic"), as well as the port's Path ID when it has one.
+    pub fn on_link_with_flow(&mut self, up: bool, top_flow: Option<FannFlowId>, now: u64, out: &mut Vec<Notification>) {
         match (up, self.link_down) {
             (false, None) => {
                 let id = self.fresh_id();
                 self.link_down = Some(Active { id, subtype: 0 });
-                let md = Metadata { link_down: Some(true), ..self.base_md(now) };
+                let md = Metadata { link_down: Some(true), flow_id: top_flow, ..self.base_md(now) };
                 let m = self.message(event::LINK_FAILURE, 0, id, now, md);
                 self.emit(out, now, CODE_EVENT, m);
             }
@@ -820,6 +828,8 @@ impl PeNote {
 pub struct PeConfig {
     pub policies: Vec<(u32, PolicySpec)>,
     pub known_nodes: Vec<Ipv6Addr>,
+    /// Interfaces (indices) notifications may arrive on; None: any.
+    pub interfaces: Option<Vec<u16>>,
     /// Where copies of accepted notifications go.
     pub controller: Option<Ipv6Addr>,
     /// Source address of the copies (this node).
@@ -872,6 +882,7 @@ impl PeControl {
             }
         }
         table.pe_known = Some(cfg.known_nodes.clone());
+        table.pe_ifaces = cfg.interfaces.clone();
         let params = table.params;
         // Weights are relative: scale them so that dividing by 2 / 4 / 8
         // still means something for small configured weights (1 = equal).
@@ -898,8 +909,10 @@ impl PeControl {
     /// stays.
     pub fn sync(&mut self, t: &SidTable) {
         let known = self.table.pe_known.take();
+        let ifaces = self.table.pe_ifaces.take();
         self.table = t.clone();
         self.table.pe_known = known;
+        self.table.pe_ifaces = ifaces;
     }
 
     /// React to a notification; counts into `counters` (the control
@@ -1291,6 +1304,7 @@ mod pe_tests {
                 (1, PolicySpec { name: "ecmp".into(), primary: vec![path("fc00:1::", "fc00::1", 1), path("fc00:3::", "fc00::3", 1)], backup: None }),
             ],
             known_nodes: vec![a("fc00::1"), a("fc00::3")],
+            interfaces: None,
             controller,
             source: a("fc00::a"),
             hop_limit: 9,
@@ -1467,7 +1481,7 @@ mod pe_tests {
     #[test]
     fn bad_pe_config_names_the_policy() {
         let t = SidTable::new(&Params::DEFAULT);
-        let cfg = PeConfig { policies: vec![(3, PolicySpec { name: "x".into(), primary: vec![], backup: None })], known_nodes: vec![], controller: None, source: a("fc00::a"), hop_limit: 1, copy_max_pps: 1, copy_burst: 1 };
+        let cfg = PeConfig { policies: vec![(3, PolicySpec { name: "x".into(), primary: vec![], backup: None })], known_nodes: vec![], interfaces: None, controller: None, source: a("fc00::a"), hop_limit: 1, copy_max_pps: 1, copy_burst: 1 };
         assert!(PeControl::new(t, cfg).err().unwrap().contains("\"x\": no SR policy 3"));
     }
 }

@@ -716,7 +716,7 @@ impl Pipeline {
                     let m = &p.data()[l2.l3 + off..l2.l3 + total];
                     crate::fann::PeNote::from_icmpv6(m, src, &self.sids.params).ok_or(Drop::FannMalformed)?
                 };
-                self.pe_note(src, note)
+                self.pe_note(l2.iface, src, note)
             }
             // Router Solicitation / Advertisement, redirects: not a host, not
             // an RA sender.
@@ -744,16 +744,19 @@ impl Pipeline {
             }
             crate::fann::PeNote::from_udp_payload(&u[8..], src).ok_or(Drop::FannMalformed)?
         };
-        self.pe_note(src, note)
+        self.pe_note(l2.iface, src, note)
     }
 
     /// A parsed notification for the control thread, if its originating
     /// node is known and sent it (s.6: from its own control-plane address).
-    fn pe_note(&mut self, src: Ipv6Addr, note: crate::fann::PeNote) -> Result<Verdict, Drop> {
+    fn pe_note(&mut self, iface: u16, src: Ipv6Addr, note: crate::fann::PeNote) -> Result<Verdict, Drop> {
         let node = note.originating_node();
         let known = self.sids.pe_known.as_deref().unwrap_or(&[]);
         if node != src || !known.contains(&node) {
             return Err(Drop::FannUnknownSource);
+        }
+        if self.sids.pe_ifaces.as_ref().is_some_and(|i| !i.contains(&iface)) {
+            return Err(Drop::FannWrongInterface);
         }
         if self.events.len() >= EVENTS_CAP {
             return Err(Drop::EventQueueFull);

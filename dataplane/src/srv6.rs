@@ -288,6 +288,9 @@ pub struct SidTable {
     /// handed to the control thread if their originating node is one of
     /// these; others are dropped as `fann-unknown-source`.
     pub pe_known: Option<Vec<Ipv6Addr>>,
+    /// The interfaces (indices) the ingress PE takes notifications from;
+    /// None: any.
+    pub pe_ifaces: Option<Vec<u16>>,
 }
 
 impl Default for SidTable {
@@ -310,6 +313,7 @@ impl SidTable {
             endc: None,
             params: *params,
             pe_known: None,
+            pe_ifaces: None,
         }
     }
 

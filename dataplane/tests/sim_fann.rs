@@ -112,6 +112,7 @@ fn figure(udp: bool) -> Fig {
         PeConfig {
             policies: vec![(0, PolicySpec { name: "dc2".into(), primary: vec![p1.clone()], backup: Some(vec![p2.clone()]) }), (1, PolicySpec { name: "dc2b".into(), primary: vec![p1, p2], backup: None })],
             known_nodes: vec![a("fc00::1"), a("fc00::2"), a("fc00::3"), a("fc00::4")],
+            interfaces: None,
             controller: Some(a("2001:db8:c::1")),
             source: a("fc00::a"),
             hop_limit: 8,
