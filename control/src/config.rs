@@ -1516,6 +1516,11 @@ fn multicast_plan(m: &MulticastSection, srv6: Option<&Srv6Plan>) -> Result<Vec<G
         if let Some(o) = out.iter().find(|o| o.cfg.proxy == proxy && o.cfg.designated_qpn == g.designated_qpn) {
             return Err(format!("{} = {proxy} with designated_qpn {}: used by group {:?} too", f("proxy"), g.designated_qpn, o.name));
         }
+        if let Some(o) = out.iter().find(|o| end_mt_sid.is_some() && o.end_mt_sid == end_mt_sid) {
+            // Its receivers get every packet the SID replicates: a second
+            // group's would get the first group's data (s.9).
+            return Err(format!("{} = {}: already the End.MT SID of group {:?} (one group per End.MT SID)", f("end_mt_sid"), end_mt_sid.map_or(String::new(), |a| a.to_string()), o.name));
+        }
         if let Some(o) = out.iter().find(|o| o.cfg.id == cfg.id) {
             return Err(format!("{} = {source} with source_qpn {}: the same source QP as group {:?}", f("source"), g.source_qpn, o.name));
         }
@@ -1864,6 +1869,7 @@ fn congestion_plan(c: &CongestionSection, p: &PortSection, f: &str) -> Result<Co
         },
     };
     params.validate().map_err(|why| format!("{f}: {why}"))?;
+    k_base_holds_a_frame(c.k_base_bytes, p.mtu).map_err(|why| format!("{f}.{why}"))?;
     let mut source_qps: Vec<SourceQp> = Vec::with_capacity(c.source_qp.len());
     for (i, q) in c.source_qp.iter().enumerate() {
         let fq = format!("{f}.source_qp[{i}]");
@@ -1883,6 +1889,17 @@ fn congestion_plan(c: &CongestionSection, p: &PortSection, f: &str) -> Result<Co
         source_formats.push(e);
     }
     Ok(CongestionPlan { params, source_v4, source_v6, end_e_sid, source_qps, source_formats })
+}
+
+/// s.5.3.2: K_base "SHOULD correspond to at least one maximum-sized
+/// RoCEv2 frame": the largest frame the port sends is its MTU plus the
+/// Ethernet header and an 802.1Q tag.
+pub fn k_base_holds_a_frame(k_base: u64, mtu: u16) -> Result<(), String> {
+    let frame = u64::from(mtu) + 18;
+    if k_base < frame {
+        return Err(format!("k_base_bytes = {k_base}: must hold at least one maximum-sized frame of the port, MTU {mtu} + 18 (Ethernet header, 802.1Q tag) = {frame} bytes (s.5.3.2)"));
+    }
+    Ok(())
 }
 
 fn parse_addrs(list: &[String], field: &str, ifc: &mut Interface, seen: &mut HashSet<IpAddr>) -> Result<(), String> {
@@ -2153,6 +2170,18 @@ nexthop = [{ via = "10.0.2.2" }, { via = "10.0.3.2", weight = 3 }, { via = "10.0
         assert!(e.contains("dataplane.neighbour_solicit_interval_ms = 20: must be 50..=60000"), "{e}");
     }
 
+    /// s.5.3.2: K_base holds at least one maximum-sized frame of the port.
+    #[test]
+    fn k_base_holds_a_frame_of_the_port() {
+        let with = |extra: &str, k: u64| load_str(&GOOD.replacen("addresses = [\"10.0.2.1/24\"]\n", &format!("addresses = [\"10.0.2.1/24\"]\nrate_mbps = 1000\n{extra}[port.congestion]\nrtt_est_us = 100\nk_base_bytes = {k}\n"), 1));
+        assert!(with("", 1518).is_ok(), "MTU 1500 + 18");
+        let e = with("", 1517).unwrap_err();
+        assert!(e.contains("port[1].congestion.k_base_bytes = 1517: must hold at least one maximum-sized frame of the port, MTU 1500 + 18"), "{e}");
+        let e = with("mtu = 1280\n", 1297).unwrap_err();
+        assert!(e.contains("k_base_bytes = 1297") && e.contains("MTU 1280") && e.contains("1298 bytes"), "{e}");
+        assert!(with("mtu = 1280\n", 1298).is_ok());
+    }
+
     #[test]
     fn source_formats_validate() {
         use dataplane::congestion::CnpFormat;
@@ -2240,6 +2269,9 @@ receivers = [ { address = "2001:db8:2::10", qpn = 0x11 }, { address = "2001:db8:
         assert!(e.contains("multicast.group[0].source = \"nope\""), "{e}");
         let e = bad_mc(("end_mt_sid = \"fc00:0:1::10\"", "end_mt_sid = \"fc00:0:1::11\""));
         assert!(e.contains("multicast.group[0].end_mt_sid = fc00:0:1::11") && e.contains("end.mt"), "{e}");
+        let second = MC.split("[[multicast.group]]").nth(1).unwrap().replace("\"g1\"", "\"g2\"").replace("2001:db8:ff::1", "2001:db8:ff::2").replace("2001:db8:2::1", "2001:db8:2::2");
+        let e = load_str(&format!("{GOOD}{MC}[[multicast.group]]{second}")).unwrap_err();
+        assert!(e.contains("multicast.group[1].end_mt_sid = fc00:0:1::10: already the End.MT SID of group \"g1\""), "{e}");
         let e = bad_mc(("receivers = [ { address = \"2001:db8:2::10\", qpn = 0x11 }, { address = \"2001:db8:2::11\", qpn = 0x12 } ]", "receivers = []"));
         assert!(e.contains("multicast.group[0].receivers = []"), "{e}");
         // Hop by hop: child nodes and the node address.

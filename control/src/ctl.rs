@@ -260,6 +260,7 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
         }
         ["congestion", port, key, value] => {
             let pi = port_index(c, port)?;
+            let mtu = c.cfg.ports[pi].mtu;
             let plan = c.cfg.ports[pi].congestion.as_mut().ok_or_else(|| format!("port {port}: no [port.congestion]"))?;
             let mut p = plan.params;
             let num = |v: &str| v.parse::<f64>().map_err(|_| format!("{key} = {v:?}: not a number"));
@@ -299,6 +300,7 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
                 _ => return Err(format!("unknown congestion parameter {key:?}; {HELP}")),
             }
             p.validate().map_err(|e| format!("port {port}: {e}"))?;
+            config::k_base_holds_a_frame(p.k_base_bytes, mtu).map_err(|e| format!("port {port}: {e}"))?;
             plan.params = p;
             let id = ports[pi].id;
             for w in c.worker_updates() {

@@ -100,6 +100,8 @@ reasons!(Drop, N_DROPS {
     EndMtNoTlv => "endmt-no-tlv",
     EndMtTlvMalformed => "endmt-tlv-malformed",
     EndMtNotRoce => "endmt-inner-not-rocev2",
+    EndMtFragment => "endmt-fragment",
+    EndMtReceiverInTlv => "endmt-receiver-in-tlv",
     ReplicaInvalid => "replica-invalid",
     // End.MT reverse path (multicast::Counter drop reasons)
     McUnknownReceiver => "mc-unknown-receiver",

@@ -117,6 +117,12 @@ impl<P: PacketBuffer> EgressPort<P> {
         if !self.queue.has_room(len) {
             self.queue.stats.tail_drops += 1;
             self.queue.stats.tail_drop_bytes += u64::from(len);
+            if let Some(c) = self.cong.as_mut() {
+                // The flow still sent it (its arrival rate counts it).
+                if let Some(r) = classify::roce_fast(m.data()) {
+                    c.on_tail_drop(&r.roce, len, now);
+                }
+            }
             return Err((m, Drop::QueueTailDrop));
         }
         if let Some(c) = self.cong.as_mut() {

@@ -815,6 +815,11 @@ impl Pipeline {
         if s.sl == 0 {
             return Err(Drop::EndMtSlZero);
         }
+        // A fragment holds part of the inner packet at best (Ref2 wants
+        // the whole RDMA packet; RFC 8754 nodes do not reassemble).
+        if chain.fragment.is_some() {
+            return Err(Drop::EndMtFragment);
+        }
         if hop <= 1 {
             // Ref1: RFC 8754 s.4.3.1.1, as End (rate-limited).
             return self.time_exceeded6(p, l2, src, total, now_ns);
@@ -956,10 +961,20 @@ impl Pipeline {
             a.copy_from_slice(&e[..16]);
             Ok((Ipv6Addr::from(a), u32::from_be_bytes([0, e[16], e[17], e[18]])))
         } else {
-            match self.sids.sids.get(&job.sid) {
-                Some(Behaviour::EndMT { receivers_extra, .. }) => receivers_extra.get(r - job.tlv_n).copied().ok_or(Drop::ReplicaInvalid),
-                _ => Err(Drop::ReplicaInvalid),
+            let (addr, qpn) = match self.sids.sids.get(&job.sid) {
+                Some(Behaviour::EndMT { receivers_extra, .. }) => receivers_extra.get(r - job.tlv_n).copied().ok_or(Drop::ReplicaInvalid)?,
+                _ => return Err(Drop::ReplicaInvalid),
+            };
+            // A provisioned receiver the packet's TLV lists too gets the
+            // TLV's copy only, not a second one.
+            let listed = (0..job.tlv_n).any(|t| {
+                let at = job.tlv_off + END_MT_RECEIVERS_AT + t * srh::END_MT_RECEIVER_LEN;
+                src.get(at..at + 16) == Some(&addr.octets()[..])
+            });
+            if listed {
+                return Err(Drop::EndMtReceiverInTlv);
             }
+            Ok((addr, qpn))
         }
     }
 

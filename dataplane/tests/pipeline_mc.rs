@@ -244,7 +244,7 @@ fn window_cnp_is_polled_and_built_into_a_fresh_buffer() {
 }
 
 #[test]
-fn group_updates_keep_unchanged_state_and_reset_changed_groups() {
+fn group_updates_keep_state_and_a_new_receiver_joins_where_the_group_stands() {
     let mut pl = pipeline();
     run(&mut pl, &frame(None, &response(rx(0), ack(3))), T0);
     run(&mut pl, &frame(None, &response(rx(1), ack(3))), T0);
@@ -252,12 +252,14 @@ fn group_updates_keep_unchanged_state_and_reset_changed_groups() {
     // The same set again: state kept.
     pl.set_groups(&[group(2)], T0 + US).unwrap();
     assert_eq!(pl.groups().get(0).unwrap().upstream_psn(), 3);
-    // A third receiver: the group is set up afresh, R3 is known.
+    // A third receiver: the group goes on from PSN 3, R3 is known and
+    // joins as having acknowledged 3.
     pl.set_groups(&[group(3)], T0 + 2 * US).unwrap();
     let g = pl.groups().get(pl.groups().iter().next().unwrap().0).unwrap();
-    assert_eq!(g.upstream_psn(), 0);
+    assert_eq!(g.upstream_psn(), 3);
     assert_eq!(g.branches().len(), 3);
-    assert_eq!(run(&mut pl, &frame(None, &response(rx(2), ack(1))), T0).0, Verdict::Consumed);
+    assert_eq!(g.branches()[2].acked(), 3);
+    assert_eq!(run(&mut pl, &frame(None, &response(rx(2), ack(4))), T0).0, Verdict::Consumed);
     // No group: the responses are ordinary traffic again.
     pl.set_groups(&[], T0 + 3 * US).unwrap();
     assert!(pl.groups().is_empty());

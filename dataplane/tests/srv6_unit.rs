@@ -939,6 +939,36 @@ fn end_mt_provisioned_receivers_are_added() {
     check_replica(&replicas(&mut pl, &p, 1)[0].as_ref().unwrap().1, a6("2001:db8:3::7"), 0x777, &inner);
 }
 
+/// A receiver provisioned for the SID that the packet's TLV lists too gets
+/// the TLV's copy only; the second copy is not made and is counted.
+#[test]
+fn end_mt_receiver_in_the_tlv_and_provisioned_gets_one_copy() {
+    let mut pl = pipeline();
+    let rs = vec![(a6("2001:db8:2::10"), 0x10), (a6("2001:db8:3::7"), 0x99)];
+    let mut p = VecPacket::from_bytes(&mt_frame(sid_mt_prov(), sid_mt_prov(), &rs, 0, 0));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Replicate(3));
+    let out = replicas(&mut pl, &p, 3);
+    let inner = roce6(0, 200);
+    check_replica(&out[0].as_ref().unwrap().1, rs[0].0, 0x10, &inner);
+    check_replica(&out[1].as_ref().unwrap().1, a6("2001:db8:3::7"), 0x99, &inner);
+    assert_eq!(out[2], Err(Drop::EndMtReceiverInTlv), "the provisioned 2001:db8:3::7 (QPN 0x777) is in the TLV already");
+}
+
+/// A fragment of an End.MT packet is dropped, never parsed as the inner
+/// packet (RFC 8754 nodes do not reassemble).
+#[test]
+fn end_mt_fragment_is_dropped() {
+    let mut pl = pipeline();
+    let tlvs = vec![mt_tlv(sid_mt(), &receivers_a())];
+    let s = srh(41, &[sid_mt(), proxy()], 1, tlvs);
+    let mut payload = vec![43, 0, 0, 1, 0, 0, 0, 7]; // Fragment header: SRH next, offset 0, M = 1
+    payload.extend_from_slice(&s);
+    payload.extend_from_slice(&roce6(0, 200));
+    let f = eth(0x86dd, &ipv6(s1(), sid_mt(), 44, 64, 0, &payload));
+    let mut p = VecPacket::from_bytes(&f);
+    assert_eq!(run(&mut pl, &mut p), Verdict::Drop(Drop::EndMtFragment));
+}
+
 #[test]
 fn end_mt_tree_interior_replicates_the_outer_packet() {
     let mut pl = pipeline();

@@ -329,9 +329,9 @@ impl Default for PortParams {
     }
 }
 
-/// The smallest K_base: s.5.3.2 wants at least one maximum-sized RoCEv2
-/// frame; 1024 is the smallest RoCE path MTU (IBTA: 256 to 4096 octets of
-/// payload are possible, RoCE NICs use 1024 and above).
+/// The smallest K_base anywhere: s.5.3.2 wants at least one
+/// maximum-sized RoCEv2 frame; the configuration also checks it against
+/// the port's MTU (`k_base_holds_a_frame` in the control crate).
 pub const MIN_K_BASE_BYTES: u64 = 1024;
 /// Largest flow table.
 pub const MAX_FLOW_CAPACITY: usize = 1 << 22;
@@ -391,7 +391,7 @@ impl PortParams {
             return err("rtt_est_ns", self.rtt_est_ns, "must be positive and at most 10 s");
         }
         if self.k_base_bytes < MIN_K_BASE_BYTES || self.k_base_bytes > MAX_THRESHOLD_BYTES {
-            return err("k_base_bytes", self.k_base_bytes, "must be at least one maximum-sized RoCEv2 frame (1024 bytes, the smallest RoCE MTU's frame; s.5.3.2) and at most 64 GiB");
+            return err("k_base_bytes", self.k_base_bytes, "must be at least 1024 bytes (s.5.3.2: at least one maximum-sized RoCEv2 frame) and at most 64 GiB");
         }
         if !(self.alpha.is_finite() && self.alpha > 0.0 && self.alpha <= 100.0) {
             return err("alpha", self.alpha, "must be a positive number, at most 100");

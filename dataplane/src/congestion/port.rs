@@ -413,6 +413,21 @@ impl CongestionPort {
         self.pend_done = to;
     }
 
+    /// A RoCEv2 packet the full queue tail-dropped: its flow's entry is
+    /// updated all the same (s.5.2: "upon each matching packet
+    /// observation"), so the flow's arrival rate (s.5.7) is what the
+    /// source sends, not what the queue took; nothing is queued for it.
+    pub fn on_tail_drop(&mut self, roce: &RoceKey, len: u32, now: u64) {
+        if !is_data(roce.opcode) {
+            return;
+        }
+        self.resolve();
+        let hash = self.flows.hash(&roce.key);
+        if let Some(s) = self.flows.lookup_hint(&roce.key, hash, NONE).or_else(|| self.learn_new(&roce.key, hash, now)) {
+            self.touch(s, roce.psn, len, now);
+        }
+    }
+
     /// Learn the deferred packets' flows and hand each `(tag, flow)` over.
     pub fn take_resolved(&mut self, mut f: impl FnMut(u32, Option<FlowId>)) {
         self.resolve();
@@ -444,6 +459,14 @@ impl CongestionPort {
             Some(s) => s,
             None => self.learn_new(key, hash, now)?,
         };
+        self.touch(s, psn, len, now);
+        self.flows.add_queued(s, u64::from(len));
+        Some(FlowId(s))
+    }
+
+    /// A packet of flow `s` arrived: its window bytes, last PSN, last seen.
+    #[inline(always)]
+    fn touch(&mut self, s: u32, psn: u32, len: u32, now: u64) {
         let win = self.p.observation_window_ns();
         if let Some(f) = self.flows.get_mut(s) {
             f.roll(now, win);
@@ -451,8 +474,6 @@ impl CongestionPort {
             f.last_psn = psn & PSN_MASK;
             f.add_win_bytes(len);
         }
-        self.flows.add_queued(s, u64::from(len));
-        Some(FlowId(s))
     }
 
     #[cold]
@@ -653,7 +674,13 @@ impl CongestionPort {
         let level = d.level.saturating_add(self.p.policy.escalation_step.max(1));
         let (action, parameter) = match d.action {
             Action::Notify => (Action::RateReduce, self.rate_reduce_pct(level)),
-            Action::RateReduce | Action::Pause => (Action::Pause, self.pause_us(qd)),
+            Action::RateReduce => (Action::Pause, self.pause_us(qd)),
+            // Already a pause: a longer one (twice, up to the policy's
+            // longest), the stricter instruction s.5.7 asks for.
+            Action::Pause => {
+                let max = self.p.policy.max_pause_us.max(1);
+                (Action::Pause, d.parameter.max(self.pause_us(qd)).saturating_mul(2).clamp(1, max))
+            }
             Action::Resume => (d.action, d.parameter),
         };
         let (metric_type, metric_value) = if action == Action::Pause && d.action != Action::Pause {
@@ -987,13 +1014,10 @@ impl CongestionPort {
             }
             let s = self.flows.live[self.age_cursor];
             let last_seen = self.flows.entries[s as usize].last_seen;
-            if self.flows.idle_in_queue(s) && now.saturating_sub(last_seen) >= idle {
-                if self.flows.entries[s as usize].throttled() {
-                    self.throttled = self.throttled.saturating_sub(1);
-                    if let Some(i) = self.thr.iter().position(|&x| x == s) {
-                        self.thr.swap_remove(i);
-                    }
-                }
+            // A throttled flow stays until its Resume (s.5.5.1) has gone:
+            // a paused source is silent, and forgetting it would also
+            // forget its per-flow CNP limit (s.9).
+            if self.flows.idle_in_queue(s) && now.saturating_sub(last_seen) >= idle && !self.flows.entries[s as usize].throttled() {
                 self.flows.remove(s);
                 self.stats.flows_aged += 1;
                 self.stats.flows_active = self.flows.len() as u64;

@@ -547,6 +547,28 @@ fn escalation_when_congestion_keeps_worsening() {
     assert_eq!(c.stats().escalated, 1);
 }
 
+/// Escalating a Pause (s.5.7: "a stricter action") asks for a longer one.
+#[test]
+fn escalation_of_a_pause_is_a_longer_pause() {
+    let (mut c, t) = n2_with_falling_rate(true);
+    assert!(poll_at(&mut c, 126 * MB, t).is_empty());
+    // At 170 MB (above pause_at * B = 165.6 MB) the plain decision is a
+    // Pause of (170 - 62.5) MB * 8 / 100 Gb/s = 8600 us.
+    let (mut plain, tp) = n2_with_falling_rate(false);
+    let base = poll_at(&mut plain, 170 * MB, tp)[0].info;
+    assert_eq!((base.action, base.parameter), (Action::Pause, 8600));
+    let mut o = Vec::with_capacity(4);
+    let mut tt = t + IV;
+    while tt <= t + RTT {
+        c.poll(170 * MB, tt, &mut o);
+        tt += IV;
+    }
+    assert_eq!(o.len(), 1);
+    assert_eq!((o[0].info.action, o[0].info.parameter), (Action::Pause, 2 * 8600), "twice as long");
+    assert!(o[0].info.congestion_level > base.congestion_level);
+    assert_eq!(c.stats().escalated, 1);
+}
+
 #[test]
 fn escalation_from_notify_to_rate_reduce() {
     // QD below K_max (EMR trigger: Notify) at deferral; worse later.
@@ -959,6 +981,63 @@ fn flow_table_full_and_aging() {
     c.poll(0, 99 * MS, &mut out());
     assert_eq!(c.stats().flows_aged, 2);
     assert_eq!(c.stats().flows_active, 1);
+}
+
+/// A throttled flow whose source went silent (a paused source sends
+/// nothing) is not aged before its Resume (s.5.5.1) has gone.
+#[test]
+fn a_throttled_flow_is_not_aged_before_its_resume() {
+    let mut c = CongestionPort::new(PortParams { flow_idle_timeout_ns: 50 * MS, ..sec7() });
+    let (_, f) = c.on_enqueue(Some(&data(ip4(1), ip4(4), 7, 0)), 1000, true, 130 * MB, 0);
+    c.poll(130 * MB, 0, &mut out());
+    let o = poll_at(&mut c, 130 * MB, IV);
+    assert_eq!(o.len(), 1);
+    assert_eq!(o[0].info.action, Action::RateReduce);
+    c.on_dequeue(f, 1000, 100 * MB, IV + 1);
+    // Silent for three idle timeouts while other traffic keeps the queue
+    // above K_min: no Resume yet, and the flow stays.
+    for t in [60 * MS, 120 * MS, 180 * MS] {
+        assert!(poll_at(&mut c, 100 * MB, t).is_empty());
+    }
+    assert_eq!(c.stats().flows_aged, 0);
+    assert_eq!(c.throttled_flows(), 1);
+    // Below K_min for RTT_est: the Resume, then the flow may go.
+    c.on_dequeue(None, 1, 0, 200 * MS);
+    let o = poll_at(&mut c, 0, 200 * MS + RTT);
+    assert_eq!(o.len(), 1);
+    assert_eq!(o[0].info.action, Action::Resume);
+    c.poll(0, 300 * MS, &mut out());
+    assert_eq!(c.stats().flows_aged, 1);
+    assert_eq!(c.throttled_flows(), 0);
+}
+
+/// Packets the full queue tail-drops still count for their flow's
+/// arrival rate: a flow whose packets start being dropped did not slow
+/// down, so a downstream node does not defer (s.5.7) on that account.
+#[test]
+fn tail_dropped_packets_count_for_the_arrival_rate() {
+    let run = |drop_half: bool| {
+        let mut c = CongestionPort::new(PortParams { suppression: true, ..sec7() });
+        let f = data(ip4(1), ip4(4), 200, 0);
+        for i in 0..10 {
+            c.on_enqueue(Some(&f), 1_000_000, true, 100 * MB, i * MS);
+        }
+        for i in 0..5 {
+            c.on_enqueue(Some(&f), 1_000_000, true, 100 * MB, RTT + i * MS);
+            if drop_half {
+                c.on_tail_drop(&RoceKey::from_info(&f), 1_000_000, RTT + i * MS + 1);
+            }
+        }
+        let t = 2 * RTT;
+        c.poll(126 * MB, t - IV, &mut out());
+        let o = poll_at(&mut c, 126 * MB, t);
+        (o.len(), c.stats().suppressed, c.flow_queued(c.flow_id(f.src, f.dst, f.dest_qp).unwrap()))
+    };
+    // Half the packets admitted, none dropped: the rate fell, deferral.
+    assert_eq!(run(false), (0, 1, Some(15_000_000)));
+    // As many admitted, as many again dropped: the source did not slow
+    // down; a CNP, and the dropped bytes are not counted as queued.
+    assert_eq!(run(true), (1, 0, Some(15_000_000)));
 }
 
 // ------------------------------------------------------------ section 7

@@ -419,6 +419,38 @@ pub struct Group {
 }
 
 impl Group {
+    /// After a change of this group's configuration (a branch added or
+    /// removed, another window or rate), take over where `old` stood, so
+    /// that the source's PSN space goes on: the upstream state and the
+    /// kept branches' state are kept; a new branch joins as having
+    /// acknowledged what the source was told. Removing a receiver that is
+    /// gone thus lets the group's acknowledgements advance again. Nothing
+    /// is taken over when the initial PSN changed (a new stream).
+    pub fn carry_over(&mut self, old: &Group) {
+        if old.cfg.initial_psn != self.cfg.initial_psn || old.cfg.id != self.cfg.id {
+            return;
+        }
+        self.up_psn = old.up_psn;
+        self.up_nak = old.up_nak;
+        self.up_told = old.up_told;
+        self.highest_sent = old.highest_sent;
+        self.window_start = old.window_start;
+        self.counters = old.counters.clone();
+        for b in self.branches.iter_mut() {
+            match old.branches.iter().find(|o| o.receiver.addr == b.receiver.addr && o.node == b.node) {
+                Some(o) => {
+                    b.acked = o.acked;
+                    b.nak_epsn = o.nak_epsn;
+                    b.msn = o.msn;
+                    b.credits = o.credits;
+                    b.ccount = o.ccount;
+                    b.dup = o.dup;
+                }
+                None => b.acked = old.up_psn,
+            }
+        }
+    }
+
     /// Set up a group at time `now` (the first CNP window starts then).
     /// Allocates; not for the per-packet path.
     pub fn new(cfg: GroupConfig, now: u64) -> Result<Group, SetupError> {

@@ -179,8 +179,14 @@ impl Pipeline {
         let Some(pk) = peek_rocev2(d) else { return Ok(None) };
         let Some(g) = self.mc.group_of_data(&dst, pk.dest_qp) else { return Ok(None) };
         if pk.opcode != opcode::RC_ACKNOWLEDGE && pk.opcode != opcode::CNP {
-            self.mc.on_data(&dst, pk.dest_qp, pk.psn);
-            self.counters.local(Local::McDataSeen);
+            // A request of the group's source: its PSN is "sent". Other
+            // packets to the Proxy Address (read responses or atomic ACKs
+            // from receivers, anything from another address) are forwarded
+            // as usual and teach nothing.
+            let src: [u8; 16] = d[8..24].try_into().map_err(|_| Drop::MalformedIpv6)?;
+            if !opcode::is_response(pk.opcode) && self.mc.on_data(&dst, pk.dest_qp, pk.psn, &Ipv6Addr::from(src)).is_some() {
+                self.counters.local(Local::McDataSeen);
+            }
             return Ok(None);
         }
         let Some(before) = self.mc.get(g).map(|x| x.counters().clone()) else { return Ok(None) };
@@ -233,12 +239,12 @@ impl Pipeline {
             return;
         }
         let Some(pk) = peek_rocev2(inner) else { return };
-        if pk.opcode == opcode::RC_ACKNOWLEDGE || pk.opcode == opcode::CNP {
+        if pk.opcode == opcode::CNP || opcode::is_response(pk.opcode) {
             return;
         }
-        let mut a = [0u8; 16];
-        a.copy_from_slice(&inner[24..40]);
-        if self.mc.on_data(&Ipv6Addr::from(a), pk.dest_qp, pk.psn).is_some() {
+        let (Some(s), Some(a)) = (inner.get(8..24), inner.get(24..40)) else { return };
+        let (Ok(s), Ok(a)) = (<[u8; 16]>::try_from(s), <[u8; 16]>::try_from(a)) else { return };
+        if self.mc.on_data(&Ipv6Addr::from(a), pk.dest_qp, pk.psn, &Ipv6Addr::from(s)).is_some() {
             self.counters.local(Local::McDataSeen);
         }
     }

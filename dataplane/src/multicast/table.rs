@@ -192,9 +192,8 @@ impl GroupTable {
             .filter(|(_, g)| !cfgs.iter().any(|c| c == g.config()))
             .map(|(_, g)| g.id())
             .collect();
-        for id in &stale {
-            self.remove(id);
-        }
+        // Changed groups (same id) take over their old state.
+        let old: Vec<Group> = stale.iter().filter_map(|id| self.remove(id)).collect();
         if self.max_groups < cfgs.len() {
             self.max_groups = cfgs.len();
         }
@@ -204,7 +203,10 @@ impl GroupTable {
             if self.index_of(&c.id).and_then(|i| self.get(i)).is_some_and(|g| g.config() == c) && !cfgs[..i].iter().any(|o| o.id == c.id) {
                 continue;
             }
-            self.insert(c.clone(), now).map_err(|e| (i, e))?;
+            let g = self.insert(c.clone(), now).map_err(|e| (i, e))?;
+            if let (Some(o), Some(new)) = (old.iter().find(|o| o.id() == c.id), self.get_mut(g)) {
+                new.carry_over(o);
+            }
         }
         Ok(())
     }
@@ -217,9 +219,15 @@ impl GroupTable {
 
     /// Record a downstream data packet's PSN (see [`Group::on_data`]);
     /// returns the group index, or None when the packet is no group's.
-    pub fn on_data(&mut self, proxy: &Ipv6Addr, dest_qp: u32, psn: u32) -> Option<usize> {
+    pub fn on_data(&mut self, proxy: &Ipv6Addr, dest_qp: u32, psn: u32, src: &Ipv6Addr) -> Option<usize> {
         let g = self.group_of_data(proxy, dest_qp)?;
-        self.slots[g].as_mut()?.on_data(psn);
+        let grp = self.slots[g].as_mut()?;
+        // Only the group's source sends its data (s.9: a forged PSN would
+        // let inflated AckPSNs through as "sent").
+        if grp.config().id.source != *src {
+            return None;
+        }
+        grp.on_data(psn);
         Some(g)
     }
 

@@ -58,6 +58,49 @@ fn ack_waits_for_every_branch() {
     assert_eq!(g.upstream_psn(), 5);
 }
 
+/// A receiver that is gone stalls the group until the operator removes
+/// it; the changed group takes over where the old one stood (here far
+/// past the initial PSN, more than half the PSN space), so the next ACK
+/// of the others advances, and a new receiver joins from there.
+#[test]
+fn a_changed_group_goes_on_from_where_it_stood() {
+    let far = (1 << 23) + 100;
+    let mut t = GroupTable::with_capacity(4, 64);
+    let g = t.insert(cfg(3), 0).unwrap();
+    let k = |i: u16| ResponseKey { receiver: rx(i), proxy: proxy(), dest_qp: DQPN };
+    let step = |t: &mut GroupTable, psn: u32| {
+        for i in [1, 2, 3] {
+            t.on_response(&k(i), ack(psn), 0);
+        }
+    };
+    // Walk the stream forward in steps within the window.
+    for psn in (1..=far).step_by(1 << 20).chain([far]) {
+        step(&mut t, psn);
+    }
+    assert_eq!(t.get(g).unwrap().upstream_psn(), far);
+    // Receiver 3 goes silent: 1 and 2 acknowledge more, nothing moves.
+    t.on_response(&k(1), ack(far + 50), 0);
+    t.on_response(&k(2), ack(far + 60), 0);
+    assert_eq!(t.get(g).unwrap().upstream_psn(), far);
+    // The operator removes it and adds receiver 4.
+    let mut c = cfg(2);
+    c.receivers.push(Receiver { addr: rx(4), qpn: 0x104 });
+    t.replace_all(&[c], 1).unwrap();
+    let g = t.group_of_data(&proxy(), DQPN).unwrap();
+    let grp = t.get(g).unwrap();
+    assert_eq!(grp.upstream_psn(), far, "where it stood, not the initial PSN");
+    assert_eq!(grp.branches()[0].acked(), far + 50, "a kept branch keeps its state");
+    assert_eq!(grp.branches()[2].acked(), far, "the new branch joins at what the source was told");
+    match t.on_response(&k(4), ack(far + 40), 0) {
+        Verdict::Upstream { up: Upstream::Ack { psn, .. }, .. } => assert_eq!(psn, far + 40),
+        v => panic!("{v:?}"),
+    }
+    // A new initial PSN is a new stream: nothing taken over.
+    t.replace_all(&[cfg_at(2, 7)], 2).unwrap();
+    let g = t.group_of_data(&proxy(), DQPN).unwrap();
+    assert_eq!(t.get(g).unwrap().upstream_psn(), 6);
+}
+
 #[test]
 fn ack_min_and_monotonic() {
     let mut g = Group::new(cfg(2), 0).unwrap();
@@ -360,8 +403,12 @@ fn table_lookup_and_unknown_receiver() {
     assert_eq!(t.insert(cfg(1), 0), Ok(g0));
     assert_eq!(t.len(), 2);
 
-    // data path: highest PSN per group
-    assert_eq!(t.on_data(&other_proxy, DQPN, 33), Some(g1));
+    // data path: highest PSN per group, from the group's source only
+    // (s.9: a forged PSN must not make inflated AckPSNs look sent)
+    let g1_source = t.get(g1).unwrap().id().source;
+    assert_eq!(t.on_data(&other_proxy, DQPN, 33, &g1_source), Some(g1));
+    assert_eq!(t.get(g1).unwrap().highest_sent(), Some(33));
+    assert_eq!(t.on_data(&other_proxy, DQPN, 1000, &rx(1)), None, "not from the group's source");
     assert_eq!(t.get(g1).unwrap().highest_sent(), Some(33));
 
     // poll reaches every group
