@@ -251,6 +251,11 @@ pub struct Srv6Section {
     /// packets to SIDs configured `hmac_required`.
     #[serde(default, rename = "hmac_key")]
     pub hmac_keys: Vec<HmacKeySection>,
+    /// Outer source prefixes END.C and END.E take notifications from (the
+    /// SR domain's nodes); absent: any. A forged notification to END.C is
+    /// a PAUSE toward the DC (RFC 8754 s.5.1 filters at the domain edge;
+    /// this is the same check at the SID).
+    pub notification_sources: Option<Vec<String>>,
 }
 
 /// `[[srv6.hmac_key]]`: one pre-shared HMAC key.
@@ -373,6 +378,8 @@ pub struct Srv6Plan {
     pub hmac_keys: dataplane::wire::srh::HmacKeyTable,
     /// The path descriptions of each policy (same order) for the ingress PE.
     pub pe_specs: Vec<dataplane::fann::PolicySpec>,
+    /// `notification_sources` (None: any).
+    pub notification_sources: Option<Vec<ipnet::Ipv6Net>>,
 }
 
 #[derive(Debug, Clone, Deserialize, Default)]
@@ -1775,7 +1782,22 @@ fn srv6_plan(s: &Srv6Section, interfaces: &[Interface]) -> Result<Srv6Plan, Stri
         policies.push((prefix, pol));
     }
     let hmac_keys = hmac_key_table(&s.hmac_keys)?;
-    Ok(Srv6Plan { locator, source, sids, policies, hmac_keys, pe_specs })
+    let notification_sources = match &s.notification_sources {
+        None => None,
+        Some(v) if v.is_empty() => return Err("srv6.notification_sources = []: name the prefixes of the nodes that send notifications, or leave it out (any)".into()),
+        Some(v) => {
+            let mut out = Vec::with_capacity(v.len());
+            for (i, t) in v.iter().enumerate() {
+                let n: ipnet::Ipv6Net = t.parse().map_err(|_| format!("srv6.notification_sources[{i}] = {t:?}: not an IPv6 prefix like fc00::/16"))?;
+                if n.trunc() != n {
+                    return Err(format!("srv6.notification_sources[{i}] = {n}: host bits set (did you mean {}?)", n.trunc()));
+                }
+                out.push(n);
+            }
+            Some(out)
+        }
+    };
+    Ok(Srv6Plan { locator, source, sids, policies, hmac_keys, pe_specs, notification_sources })
 }
 
 fn hmac_key_table(keys: &[HmacKeySection]) -> Result<dataplane::wire::srh::HmacKeyTable, String> {
@@ -2243,6 +2265,17 @@ receivers = [ { address = "2001:db8:2::10", qpn = 0x11 }, { address = "2001:db8:
         let t = base.replacen(patch.0, patch.1, 1);
         assert_ne!(t, base, "patch did not apply: {patch:?}");
         load_str(&t).unwrap_err()
+    }
+
+    #[test]
+    fn notification_sources_validate() {
+        let c = load_str(&format!("{GOOD}{MC}").replacen("locator = \"fc00:0:1::/48\"", "locator = \"fc00:0:1::/48\"\nnotification_sources = [\"fc00:0:9::/48\"]", 1)).unwrap();
+        assert_eq!(c.srv6.as_ref().unwrap().notification_sources, Some(vec!["fc00:0:9::/48".parse().unwrap()]));
+        assert_eq!(crate::router::sid_table(&c).unwrap().notification_sources, Some(vec!["fc00:0:9::/48".parse().unwrap()]));
+        for (v, want) in [("[]", "srv6.notification_sources = []"), ("[\"10.0.0.0/8\"]", "srv6.notification_sources[0] = \"10.0.0.0/8\": not an IPv6 prefix"), ("[\"fc00::1/16\"]", "srv6.notification_sources[0] = fc00::1/16: host bits set")] {
+            let e = bad_mc(("locator = \"fc00:0:1::/48\"", &format!("locator = \"fc00:0:1::/48\"\nnotification_sources = {v}")));
+            assert!(e.contains(want), "{e}");
+        }
     }
 
     #[test]

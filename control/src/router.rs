@@ -846,6 +846,7 @@ pub fn sid_table(cfg: &RouterConfig) -> Option<dataplane::srv6::SidTable> {
     let mut t = SidTable::new(&cfg.params);
     t.set_node_address(Some(s6.source));
     t.set_hmac_keys(s6.hmac_keys.clone());
+    t.notification_sources = s6.notification_sources.clone();
     for s in &s6.sids {
         let b = match s.behaviour.as_str() {
             "end" => Behaviour::End,

@@ -94,6 +94,7 @@ reasons!(Drop, N_DROPS {
     DecapNextHeader => "srv6-decap-next-header",
     DecapCeNotEct => "decap-ce-not-ect",
     EndCNotNotification => "end-c-not-a-notification",
+    NotificationSourceRefused => "notification-source-refused",
     EndCUnconfigured => "end-c-unconfigured",
     EndMtNoSrh => "endmt-no-srh",
     EndMtSlZero => "endmt-sl-zero",

@@ -291,6 +291,9 @@ pub struct SidTable {
     /// The interfaces (indices) the ingress PE takes notifications from;
     /// None: any.
     pub pe_ifaces: Option<Vec<u16>>,
+    /// Outer source prefixes END.C and END.E take notifications from;
+    /// None: any.
+    pub notification_sources: Option<Vec<ipnet::Ipv6Net>>,
 }
 
 impl Default for SidTable {
@@ -314,6 +317,7 @@ impl SidTable {
             params: *params,
             pe_known: None,
             pe_ifaces: None,
+            notification_sources: None,
         }
     }
 
@@ -717,6 +721,7 @@ impl Pipeline {
             Kind::EndE => {
                 // draft-hu-acn-rocev2 s.4.2: decapsulate and route the inner
                 // notification (IPv4 or IPv6) to the sender in the DC.
+                self.notification_source_ok(&src)?;
                 let inner = self.srv6_decap_any(p, l2, total, chain, srh)?;
                 self.counters.local(Local::EndEForwarded);
                 if inner == IpProtocol::IPV6 {
@@ -728,6 +733,7 @@ impl Pipeline {
             Kind::EndC => {
                 // draft-hu-acn-rocev2 s.4.1: decapsulate, read the
                 // notification, and answer with PFC toward the DC gateway.
+                self.notification_source_ok(&src)?;
                 let inner = self.srv6_decap_any(p, l2, total, chain, srh)?;
                 let req = notification_request(&p.data()[l2.l3..], inner, &self.sids.params).ok_or(Drop::EndCNotNotification)?;
                 let (iface, e) = self.endc.as_mut().ok_or(Drop::EndCUnconfigured)?;
@@ -750,6 +756,16 @@ impl Pipeline {
                 Ok(Verdict::Tx(port))
             }
             Kind::MT { hmac_required, extra, down } => self.end_mt(p, l2, src, dst, hop, total, chain, srh, hmac_required, extra, down, now_ns),
+        }
+    }
+
+    /// END.C / END.E: the outer source must be one of the configured
+    /// notification sources (when configured).
+    #[inline]
+    fn notification_source_ok(&self, src: &Ipv6Addr) -> Result<(), Drop> {
+        match &self.sids.notification_sources {
+            Some(v) if !v.iter().any(|n| n.contains(src)) => Err(Drop::NotificationSourceRefused),
+            _ => Ok(()),
         }
     }
 

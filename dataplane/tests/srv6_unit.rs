@@ -447,6 +447,29 @@ fn end_e_decapsulates_and_routes_the_notification() {
     assert_eq!(pl.counters.local[Local::EndEForwarded as usize].get(), 1);
 }
 
+/// With `notification_sources`, END.E and END.C take notifications only
+/// from those prefixes: a forged one to END.C would pause the DC.
+#[test]
+fn end_c_and_end_e_take_notifications_only_from_the_configured_sources() {
+    use dataplane::endc::EndCConfig;
+    use dataplane::wire::lhcnp::Action;
+    let mut pl = pipeline();
+    let mut t = sid_table();
+    t.endc = Some((0, EndCConfig::default()));
+    t.notification_sources = Some(vec!["fc00:0:9::/48".parse().unwrap()]);
+    pl.set_sids(Arc::new(t));
+    for sid in ["fc00:0:1::e", "fc00:0:1::c"] {
+        let s = srh(41, &[a6(sid)], 0, vec![]);
+        // From s1() (outside the prefix): refused.
+        expect_drop(&mut pl, srv6_frame(s1(), a6(sid), 64, 0, &s, &lhcnp6(Action::Pause, 100)), Drop::NotificationSourceRefused);
+        // From a node inside it: taken.
+        let mut p = VecPacket::from_bytes(&srv6_frame(a6("fc00:0:9::1"), a6(sid), 64, 0, &s, &lhcnp6(Action::Pause, 100)));
+        assert!(matches!(run(&mut pl, &mut p), Verdict::Tx(_)), "{sid}");
+    }
+    assert_eq!(pl.counters.local[Local::EndEForwarded as usize].get(), 1);
+    assert_eq!(pl.counters.local[Local::PfcPause as usize].get(), 1);
+}
+
 #[test]
 fn end_c_turns_notifications_into_pfc() {
     use dataplane::endc::EndCConfig;
