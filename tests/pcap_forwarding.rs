@@ -1292,7 +1292,8 @@ fn ingress_pe_fails_over_on_fann_and_copies_the_controller() {
             event_id: id,
             timestamp: 1_700_000_000_000_000,
             originating_node: node.parse().unwrap(),
-            metadata: Metadata { egress_port_id: Some(2), link_down: Some(true), ..Default::default() },
+            // The affected traffic: a flow from the DC host 2001:db8:1::d.
+            metadata: Metadata { egress_port_id: Some(2), link_down: Some(true), flow_id: Some(dataplane::fann::roce_flow_id("2001:db8:1::d".parse().unwrap(), "2001:db8:9::7".parse().unwrap())), ..Default::default() },
         };
         let ip = dataplane::fann::notification_packet(CODE_EVENT, &m, &node.parse().unwrap(), &me, &dataplane::wire::params::Params::DEFAULT, false);
         let mut f = Vec::with_capacity(14 + ip.len());
@@ -1319,6 +1320,10 @@ via = "2001:db8:2::2"
 ip = "2001:db8:1::c"
 mac = "02:00:00:00:01:0c"
 interface = "dc"
+[[neighbour]]
+ip = "2001:db8:1::d"
+mac = "02:00:00:00:01:0d"
+interface = "dc"
 [srv6]
 locator = "fc00:0:a::/48"
 source = "fc00:0:a::"
@@ -1332,6 +1337,7 @@ backup_elements = [["fc00::3", "fc00::4"]]
 known_nodes = ["fc00::1", "fc00::2", "fc00::3", "fc00::4"]
 controller = "2001:db8:1::c"
 interfaces = ["wan"]
+notify_senders = true
 "#;
     std::fs::write(&cfg, text).unwrap();
     let out = run("pe", &cfg, &["--exit-when-idle", "800", "--duration", "60"]);
@@ -1377,8 +1383,18 @@ for p in rdpcap(sys.argv[1]):
     // The controller copy: ICMPv6 FANN from the PE (srv6.source) to the
     // controller, same fields as R1's notification.
     let dc = read_pcap(&dir.join("dc-out.pcap")).unwrap();
-    let copies: Vec<_> = dc.iter().filter(|f| f[12..14] == [0x86, 0xdd] && f[14 + 6] == 58 && f[14 + 40] == 201).collect();
+    let fanns: Vec<_> = dc.iter().filter(|f| f[12..14] == [0x86, 0xdd] && f[14 + 6] == 58 && f[14 + 40] == 201).collect();
+    assert_eq!(fanns.len(), 2, "the controller copy and the sender's notification");
+    let copies: Vec<_> = fanns.iter().filter(|f| f[0..6] == [2, 0, 0, 0, 1, 0x0c]).collect();
     assert_eq!(copies.len(), 1);
+    // s.4.1: the sender of the flow the event names is told too.
+    assert_eq!(counter(&so, "pe-sender-notified"), 1);
+    let to_sender: Vec<_> = fanns.iter().filter(|f| f[0..6] == [2, 0, 0, 0, 1, 0x0d]).collect();
+    assert_eq!(to_sender.len(), 1);
+    let sender: std::net::Ipv6Addr = "2001:db8:1::d".parse().unwrap();
+    assert_eq!(&to_sender[0][14 + 24..14 + 40], &sender.octets());
+    let r = dataplane::wire::fann::PacketRepr::parse(&dataplane::wire::fann::Packet::new_checked(&to_sender[0][14 + 40..]).unwrap(), &"fc00:0:a::".parse().unwrap(), &sender, 201).expect("valid FANN to the sender");
+    assert_eq!((r.code, r.message.event_type, r.message.event_id), (CODE_EVENT, event::LINK_FAILURE, 7));
     let c = copies[0];
     assert_eq!(&c[0..6], &[2, 0, 0, 0, 1, 0x0c]);
     let (src, ctl): (std::net::Ipv6Addr, std::net::Ipv6Addr) = ("fc00:0:a::".parse().unwrap(), "2001:db8:1::c".parse().unwrap());

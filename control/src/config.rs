@@ -168,6 +168,10 @@ pub struct IngressPeSection {
     pub controller_max_pps: u32,
     #[serde(default = "d_copy_burst")]
     pub controller_burst: u32,
+    /// Re-originate FANN events that name a flow (and their recoveries)
+    /// to the flow's sender too (s.4.1, s.4.2).
+    #[serde(default)]
+    pub notify_senders: bool,
     /// Interfaces notifications may arrive on (the WAN side); absent: any.
     /// With it, a customer device on another interface cannot pass a
     /// known node's address off as its own (FANN draft s.6).
@@ -1595,6 +1599,7 @@ fn ingress_pe_plan(s: &IngressPeSection, srv6: Option<&Srv6Plan>, interfaces: &[
         hop_limit: s.hop_limit,
         copy_max_pps: s.controller_max_pps,
         copy_burst: s.controller_burst,
+        notify_senders: s.notify_senders,
     })
 }
 

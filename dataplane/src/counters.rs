@@ -176,6 +176,8 @@ reasons!(Local, N_LOCAL {
     PeRestored => "pe-restored-primary",
     PeReweighted => "pe-reweighted",
     PeControllerCopy => "pe-controller-copy",
+    PeSenderCopy => "pe-sender-notified",
+    PeSenderCopyRateLimited => "pe-sender-notification-rate-limited",
     PeControllerCopyRateLimited => "pe-controller-copy-rate-limited",
     FannSent => "fann-sent",
     FannRateLimited => "fann-rate-limited",

@@ -841,7 +841,15 @@ pub struct PeConfig {
     /// ICMPv6 message carrying FANN information).
     pub copy_max_pps: u32,
     pub copy_burst: u32,
+    /// s.4.1 / s.4.2: "Ingress PE should send a corresponding notification
+    /// to the sender": a FANN event that names a flow (Flow ID) is also
+    /// re-originated to the flow's source, and its recovery after it
+    /// (IPv6 senders; same rate limit as the controller copies).
+    pub notify_senders: bool,
 }
+
+/// Events whose senders were told, remembered for their recoveries.
+const SENDER_MEMORY: usize = 1024;
 
 /// What the control thread must do after a notification.
 #[derive(Debug, Clone)]
@@ -851,6 +859,9 @@ pub struct PeOutcome {
     pub table: Option<Arc<SidTable>>,
     /// The IPv6 packet to the controller (inject it).
     pub copy: Option<Vec<u8>>,
+    /// The IPv6 packet to the sender of the flow the event names (inject
+    /// it).
+    pub sender: Option<Vec<u8>>,
 }
 
 /// Factor applied to configured path weights inside [`PeControl`].
@@ -864,6 +875,10 @@ pub struct PeControl {
     table: SidTable,
     params: Params,
     copy_bucket: TokenBucket,
+    sender_bucket: TokenBucket,
+    /// (originating node, Event Identifier, sender) of events a sender was
+    /// told of, oldest first.
+    told_senders: std::collections::VecDeque<(Ipv6Addr, u32, Ipv6Addr)>,
     epoch: std::time::Instant,
 }
 
@@ -896,7 +911,8 @@ impl PeControl {
             .collect();
         let pe = IngressPe::new(scaled, cfg.known_nodes.clone());
         let copy_bucket = TokenBucket::new(cfg.copy_max_pps, cfg.copy_burst);
-        Ok(PeControl { pe, cfg, table, params, copy_bucket, epoch: std::time::Instant::now() })
+        let sender_bucket = TokenBucket::new(cfg.copy_max_pps, cfg.copy_burst);
+        Ok(PeControl { pe, cfg, table, params, copy_bucket, sender_bucket, told_senders: std::collections::VecDeque::new(), epoch: std::time::Instant::now() })
     }
 
     /// The snapshot to install in the workers at start.
@@ -926,15 +942,15 @@ impl PeControl {
         let changed = match &reaction {
             Reaction::Dropped => {
                 counters.dropped(Drop::FannUnknownSource);
-                return PeOutcome { reaction, table: None, copy: None };
+                return PeOutcome { reaction, table: None, copy: None, sender: None };
             }
             Reaction::Duplicate => {
                 counters.dropped(Drop::FannDuplicate);
-                return PeOutcome { reaction, table: None, copy: None };
+                return PeOutcome { reaction, table: None, copy: None, sender: None };
             }
             Reaction::Full => {
                 counters.dropped(Drop::FannStateFull);
-                return PeOutcome { reaction, table: None, copy: None };
+                return PeOutcome { reaction, table: None, copy: None, sender: None };
             }
             Reaction::Applied { changed } => changed.clone(),
         };
@@ -961,7 +977,41 @@ impl PeControl {
             }
             None => None,
         };
-        PeOutcome { reaction, table, copy }
+        let sender = self.sender_packet(note, now, counters);
+        PeOutcome { reaction, table, copy, sender }
+    }
+
+    /// The notification for the sender of the flow an accepted FANN event
+    /// names (its Flow ID's source), or of the event a recovery ends.
+    fn sender_packet(&mut self, note: &PeNote, now: u64, counters: &WorkerCounters) -> Option<Vec<u8>> {
+        let PeNote::Fann { code, msg } = note else { return None };
+        if !self.cfg.notify_senders {
+            return None;
+        }
+        let key = (msg.originating_node, msg.event_id);
+        let to = if *code == CODE_RECOVERY {
+            let i = self.told_senders.iter().position(|&(n, id, _)| (n, id) == key)?;
+            self.told_senders.remove(i)?.2
+        } else {
+            let src = msg.metadata.flow_id?.src;
+            // FANN travels over IPv6: an IPv4 sender (IPv4-mapped) is not told.
+            if src.to_ipv4_mapped().is_some() || src.is_unspecified() || src.is_multicast() {
+                return None;
+            }
+            src
+        };
+        if !self.sender_bucket.take(now) {
+            counters.local(Local::PeSenderCopyRateLimited);
+            return None;
+        }
+        if *code != CODE_RECOVERY {
+            if self.told_senders.len() == SENDER_MEMORY {
+                self.told_senders.pop_front();
+            }
+            self.told_senders.push_back((key.0, key.1, to));
+        }
+        counters.local(Local::PeSenderCopy);
+        Some(self.controller_packet(note, to))
     }
 
     /// Rebuild policy `i` from its state: the active paths with their
@@ -1310,6 +1360,7 @@ mod pe_tests {
             hop_limit: 9,
             copy_max_pps,
             copy_burst,
+            notify_senders: true,
         };
         PeControl::new(t, cfg).unwrap()
     }
@@ -1338,6 +1389,43 @@ mod pe_tests {
         assert_eq!(counters.local[Local::PeNotification as usize].get(), 6);
         assert_eq!(counters.local[Local::PeControllerCopy as usize].get(), 2);
         assert_eq!(counters.local[Local::PeControllerCopyRateLimited as usize].get(), 4);
+    }
+
+    /// s.4.2: "Ingress PE should ... send notification to sender": an
+    /// event naming a flow goes to the flow's source as well, and so does
+    /// the recovery that ends it; no Flow ID, an IPv4 flow, or the option
+    /// off: nothing to the sender.
+    #[test]
+    fn the_sender_of_the_named_flow_is_told_and_then_told_the_recovery() {
+        let counters = WorkerCounters::default();
+        let sender = a("2001:db8:1::2");
+        let named = |id: u32, src: Ipv6Addr| {
+            let mut m = fann("fc00::1", event::CONGESTION, 2, id);
+            m.metadata.flow_id = Some(roce_flow_id(std::net::IpAddr::V6(src), "2001:db8:3::7".parse().unwrap()));
+            m
+        };
+        let mut c = control(None);
+        let out = c.on_note(&PeNote::Fann { code: CODE_EVENT, msg: named(11, sender) }, &counters);
+        let pkt = out.sender.expect("to the sender");
+        assert_eq!(&pkt[8..24], &a("fc00::a").octets(), "from the PE's source address");
+        assert_eq!(&pkt[24..40], &sender.octets());
+        let r = PacketRepr::parse(&Packet::new_checked(&pkt[40..]).unwrap(), &a("fc00::a"), &sender, Params::DEFAULT.icmpv6_fann_type).unwrap();
+        assert_eq!((r.code, r.message.event_type, r.message.event_subtype, r.message.event_id), (CODE_EVENT, event::CONGESTION, 2, 11));
+        assert_eq!(r.message.originating_node, a("fc00::1"));
+        // Its recovery (which names no flow) goes to the same sender.
+        let out = c.on_note(&PeNote::Fann { code: CODE_RECOVERY, msg: fann("fc00::1", RECOVERY, event::CONGESTION, 11) }, &counters);
+        let pkt = out.sender.expect("the recovery to the sender");
+        assert_eq!(&pkt[24..40], &sender.octets());
+        let r = PacketRepr::parse(&Packet::new_checked(&pkt[40..]).unwrap(), &a("fc00::a"), &sender, Params::DEFAULT.icmpv6_fann_type).unwrap();
+        assert_eq!((r.code, r.message.event_id), (CODE_RECOVERY, 11));
+        assert_eq!(counters.local[Local::PeSenderCopy as usize].get(), 2);
+        // No Flow ID; an IPv4 (IPv4-mapped) sender: nothing.
+        assert!(c.on_note(&PeNote::Fann { code: CODE_EVENT, msg: fann("fc00::1", event::CONGESTION, 3, 12) }, &counters).sender.is_none());
+        assert!(c.on_note(&PeNote::Fann { code: CODE_EVENT, msg: named(13, "::ffff:10.0.1.2".parse().unwrap()) }, &counters).sender.is_none());
+        // Off by configuration.
+        let mut off = control(None);
+        off.cfg.notify_senders = false;
+        assert!(off.on_note(&PeNote::Fann { code: CODE_EVENT, msg: named(14, sender) }, &counters).sender.is_none());
     }
 
     #[test]
@@ -1481,7 +1569,7 @@ mod pe_tests {
     #[test]
     fn bad_pe_config_names_the_policy() {
         let t = SidTable::new(&Params::DEFAULT);
-        let cfg = PeConfig { policies: vec![(3, PolicySpec { name: "x".into(), primary: vec![], backup: None })], known_nodes: vec![], interfaces: None, controller: None, source: a("fc00::a"), hop_limit: 1, copy_max_pps: 1, copy_burst: 1 };
+        let cfg = PeConfig { policies: vec![(3, PolicySpec { name: "x".into(), primary: vec![], backup: None })], known_nodes: vec![], interfaces: None, controller: None, source: a("fc00::a"), hop_limit: 1, copy_max_pps: 1, copy_burst: 1, notify_senders: false };
         assert!(PeControl::new(t, cfg).err().unwrap().contains("\"x\": no SR policy 3"));
     }
 }

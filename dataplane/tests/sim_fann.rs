@@ -118,6 +118,7 @@ fn figure(udp: bool) -> Fig {
             hop_limit: 8,
             copy_max_pps: 100_000,
             copy_burst: 100,
+            notify_senders: false,
         },
     );
     let det = DetectorConfig { link_bps: GBPS, ..DetectorConfig::default() };
