@@ -158,6 +158,7 @@ reasons!(Local, N_LOCAL {
     EndMtZeroCopy => "endmt-replica-zero-copy",
     // End.MT reverse path (multicast::Counter events)
     McDataSeen => "mc-data-seen",
+    McTlvReceiverUnknown => "mc-tlv-receiver-unknown",
     McAckIn => "mc-ack-in",
     McNakIn => "mc-nak-in",
     McRnrIn => "mc-rnr-nak-in",

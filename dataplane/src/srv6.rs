@@ -905,8 +905,17 @@ impl Pipeline {
         }
         if chain.upper_protocol == IpProtocol::IPV6 {
             // The group's data on its way down: "beyond sent" protection of
-            // the reverse path (multicast::Group::on_data).
-            self.mc_observe_inner(pkt.get(chain.upper_offset..).unwrap_or(&[]));
+            // the reverse path (multicast::Group::on_data), and a check
+            // that the group here knows every receiver the TLV names.
+            let inner = pkt.get(chain.upper_offset..).unwrap_or(&[]);
+            self.mc_observe_inner(inner);
+            if tlv_n > 0 {
+                let recv = |r: usize| {
+                    let at = tlv_off + END_MT_RECEIVERS_AT + r * srh::END_MT_RECEIVER_LEN;
+                    d.get(at..at + 16).and_then(|a| <[u8; 16]>::try_from(a).ok()).map(Ipv6Addr::from)
+                };
+                self.mc_check_tlv_receivers(inner, tlv_n, recv);
+            }
         }
         self.rep = job;
         Ok(Verdict::Replicate(n as u16))

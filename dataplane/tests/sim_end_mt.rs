@@ -512,6 +512,30 @@ fn reference_topology_hop_by_hop_aggregation() {
 /// Designated QPN, UDP checksum and ICRC valid, the aggregated PSN. The
 /// frame is the one N1 actually sent toward N4 (captured), and N4 counts it
 /// against its branch N1.
+/// An End.MT node holding the group counts the receivers its TLV names
+/// that the group does not know (their ACKs would be dropped and the
+/// source told of PSNs they never confirmed); when they match, nothing.
+#[test]
+fn tlv_receivers_unknown_to_the_group_are_counted() {
+    let mut net = build_with(true);
+    let [n1, n2, n3, ..] = net.n;
+    for psn in 1..=2u32 {
+        net.sim.send(net.s1, u64::from(psn) * US, &srv6_data(psn));
+    }
+    // N1's TLV names R3 as well, which is N2's branch, not N1's.
+    let tlvs = vec![mt_tlv(sid(1), &[0, 1, 2]), mt_tlv(sid(2), &[2]), mt_tlv(sid(3), &[3, 4])];
+    let mut r = SrhRepr::for_path(41, &[sid(6), proxy()], tlvs);
+    r.segments_left = 1;
+    let mut srh = vec![0u8; r.buffer_len()];
+    r.emit(&mut Srh::new_unchecked(&mut srh[..])).unwrap();
+    srh.extend_from_slice(&data(3));
+    net.sim.send(net.s1, 3 * US, &ipv6(s1(), sid(6), 43, &srh));
+    net.sim.run_until(100 * US);
+    assert_eq!(net.sim.local(n1, Local::McTlvReceiverUnknown), 1, "R3 in N1's TLV, once");
+    assert_eq!(net.sim.local(n2, Local::McTlvReceiverUnknown), 0);
+    assert_eq!(net.sim.local(n3, Local::McTlvReceiverUnknown), 0);
+}
+
 #[test]
 fn hop_by_hop_response_is_a_receiver_style_rc_ack() {
     let mut net = build_with(true);

@@ -30,8 +30,8 @@
 use std::net::{IpAddr, Ipv6Addr};
 
 use super::group::{Counter, Counters, GroupConfig, NakKind, SetupError, Upstream};
-use super::table::{GroupTable, Verdict as McVerdict};
-use super::upstream::{build_upstream, parse_response, upstream_len};
+use super::table::{GroupTable, Lookup, Verdict as McVerdict};
+use super::upstream::{build_upstream, parse_response, upstream_len, ResponseKey};
 use crate::counters::{Drop, Local};
 use crate::packet::PacketBuffer;
 use crate::pipeline::{write_l2, Pipeline, Verdict, L2};
@@ -246,6 +246,27 @@ impl Pipeline {
         let (Ok(s), Ok(a)) = (<[u8; 16]>::try_from(s), <[u8; 16]>::try_from(a)) else { return };
         if self.mc.on_data(&Ipv6Addr::from(a), pk.dest_qp, pk.psn, &Ipv6Addr::from(s)).is_some() {
             self.counters.local(Local::McDataSeen);
+        }
+    }
+
+    /// End.MT at a node that holds the group of the inner packet: count
+    /// the receivers its End.MT TLV names that are no branch of the group
+    /// (`mc-tlv-receiver-unknown`). They get the data, but their
+    /// acknowledgements would be dropped as unknown receivers and the
+    /// source told of PSNs they never confirmed (s.5.3.1): the group's
+    /// `receivers` must match what the source puts in the TLV.
+    pub(crate) fn mc_check_tlv_receivers(&self, inner: &[u8], n: usize, receiver: impl Fn(usize) -> Option<Ipv6Addr>) {
+        if self.mc.is_empty() {
+            return;
+        }
+        let Some(pk) = peek_rocev2(inner) else { return };
+        let Some(proxy) = inner.get(24..40).and_then(|a| <[u8; 16]>::try_from(a).ok()).map(Ipv6Addr::from) else { return };
+        if self.mc.group_of_data(&proxy, pk.dest_qp).is_none() {
+            return;
+        }
+        let unknown = (0..n).filter(|&r| receiver(r).is_some_and(|a| !matches!(self.mc.lookup(&ResponseKey { receiver: a, proxy, dest_qp: pk.dest_qp }), Lookup::Branch { .. }))).count();
+        if unknown > 0 {
+            self.counters.local[Local::McTlvReceiverUnknown as usize].add(unknown as u64);
         }
     }
 
