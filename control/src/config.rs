@@ -1394,6 +1394,11 @@ fn fann_plan(f: &FannSection) -> Result<crate::fann_agent::FannPlan, String> {
     if f.interval_us == 0 {
         return Err("fann.interval_us = 0: must be >= 1".into());
     }
+    // A notification goes to every ingress PE or waits: the node's burst
+    // must hold one for each.
+    if f.rate_pps == 0 || (f.burst as usize) < pes.len() {
+        return Err(format!("fann.rate_pps = {}, burst = {}: the rate must be >= 1 and the burst at least the number of ingress PEs ({}), as a notification goes to every PE at once", f.rate_pps, f.burst, pes.len()));
+    }
     let mut path_ids = Vec::new();
     for (name, v) in &f.path_ids {
         let a: std::net::Ipv6Addr = v.parse().map_err(|_| format!("fann.path_ids.{name} = {v:?}: a Path ID is 16 octets written as an IPv6 address (e.g. the SID list's first SID)"))?;
@@ -2468,6 +2473,10 @@ controller = "2001:db8:1::c"
         assert!(e.contains("wan_notify[1].ingress_pe = fc00::a: listed twice"), "{e}");
         let e = err("[[wan_notify]]\ningress_pe = \"fc00::a\"\nsid = \"fc00:0:a::c\"\nsources = [\"10.0.0.0/8\"]\n[[wan_notify]]\ningress_pe = \"fc00::b\"\nsid = \"fc00:0:b::e\"\nsources = [\"10.0.0.0/8\"]\n");
         assert!(e.contains("wan_notify[1].sources[0] = 10.0.0.0/8: also behind ingress PE fc00::a"), "{e}");
+        // The node's burst holds a notification to every PE.
+        let e = load_str(&format!("{GOOD}{fann}burst = 1\n")).unwrap_err();
+        assert!(e.contains("fann.rate_pps = 1000, burst = 1") && e.contains("number of ingress PEs (2)"), "{e}");
+        assert!(load_str(&format!("{GOOD}{fann}burst = 2\n")).is_ok());
         // Path IDs per port.
         let c = load_str(&format!("{GOOD}{fann}path_ids = {{ wan = \"fc00:0:11::1\" }}\n")).unwrap();
         assert_eq!(c.fann.unwrap().path_ids, vec![("wan".to_string(), "fc00:0:11::1".parse::<std::net::Ipv6Addr>().unwrap().octets())]);

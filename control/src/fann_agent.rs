@@ -50,7 +50,9 @@ impl FannAgent {
     pub fn with_first_event_id(plan: FannPlan, params: Params, ports: &[(u16, u64 /*link bps*/)], first: u32) -> Self {
         let ids = Arc::new(AtomicU32::new(first));
         let bucket = Arc::new(parking_lot::Mutex::new(TokenBucket::new(plan.detector.rate_pps, plan.detector.burst)));
-        let per_note = u32::try_from(plan.ingress_pes.len()).unwrap_or(u32::MAX);
+        // All PEs at once (the configuration makes the burst hold them;
+        // never more than the burst, which could never be taken).
+        let per_note = u32::try_from(plan.ingress_pes.len()).unwrap_or(u32::MAX).min(plan.detector.burst.max(1));
         let ports = ports
             .iter()
             .map(|(id, bps)| {

@@ -667,7 +667,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
                     if let Some(t) = out.table {
                         control.push_sids(t);
                     }
-                    for ip in out.copy.into_iter().chain(out.sender) {
+                    for ip in out.copy.into_iter().chain(out.senders) {
                         if let Some(w) = control.worker_updates().next() {
                             if w.try_send(Update::Inject(ip)).is_err() {
                                 control.own.dropped(dataplane::counters::Drop::EventQueueFull);

@@ -851,6 +851,17 @@ pub struct PeConfig {
 /// Events whose senders were told, remembered for their recoveries.
 const SENDER_MEMORY: usize = 1024;
 
+/// An event a sender was told of: its originating node, Event Identifier,
+/// element port and type, and the sender.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ToldSender {
+    node: Ipv6Addr,
+    id: u32,
+    port: Option<u32>,
+    event_type: u8,
+    sender: Ipv6Addr,
+}
+
 /// What the control thread must do after a notification.
 #[derive(Debug, Clone)]
 pub struct PeOutcome {
@@ -859,9 +870,9 @@ pub struct PeOutcome {
     pub table: Option<Arc<SidTable>>,
     /// The IPv6 packet to the controller (inject it).
     pub copy: Option<Vec<u8>>,
-    /// The IPv6 packet to the sender of the flow the event names (inject
-    /// it).
-    pub sender: Option<Vec<u8>>,
+    /// The IPv6 packets to the senders of the flows the event names, or
+    /// of the events a recovery ends (inject them).
+    pub senders: Vec<Vec<u8>>,
 }
 
 /// Factor applied to configured path weights inside [`PeControl`].
@@ -876,9 +887,8 @@ pub struct PeControl {
     params: Params,
     copy_bucket: TokenBucket,
     sender_bucket: TokenBucket,
-    /// (originating node, Event Identifier, sender) of events a sender was
-    /// told of, oldest first.
-    told_senders: std::collections::VecDeque<(Ipv6Addr, u32, Ipv6Addr)>,
+    /// Events a sender was told of, oldest first.
+    told_senders: std::collections::VecDeque<ToldSender>,
     epoch: std::time::Instant,
 }
 
@@ -942,15 +952,15 @@ impl PeControl {
         let changed = match &reaction {
             Reaction::Dropped => {
                 counters.dropped(Drop::FannUnknownSource);
-                return PeOutcome { reaction, table: None, copy: None, sender: None };
+                return PeOutcome { reaction, table: None, copy: None, senders: Vec::new() };
             }
             Reaction::Duplicate => {
                 counters.dropped(Drop::FannDuplicate);
-                return PeOutcome { reaction, table: None, copy: None, sender: None };
+                return PeOutcome { reaction, table: None, copy: None, senders: Vec::new() };
             }
             Reaction::Full => {
                 counters.dropped(Drop::FannStateFull);
-                return PeOutcome { reaction, table: None, copy: None, sender: None };
+                return PeOutcome { reaction, table: None, copy: None, senders: Vec::new() };
             }
             Reaction::Applied { changed } => changed.clone(),
         };
@@ -977,41 +987,47 @@ impl PeControl {
             }
             None => None,
         };
-        let sender = self.sender_packet(note, now, counters);
-        PeOutcome { reaction, table, copy, sender }
+        let senders = self.sender_packets(note, now, counters);
+        PeOutcome { reaction, table, copy, senders }
     }
 
-    /// The notification for the sender of the flow an accepted FANN event
-    /// names (its Flow ID's source), or of the event a recovery ends.
-    fn sender_packet(&mut self, note: &PeNote, now: u64, counters: &WorkerCounters) -> Option<Vec<u8>> {
-        let PeNote::Fann { code, msg } = note else { return None };
+    /// The notifications for the sender of the flow an accepted FANN event
+    /// names (its Flow ID's source), or for the senders told of the events
+    /// a recovery ends: the event it names, and the events of the same type
+    /// and element it replaced (a congestion whose sub-type changed may
+    /// have named another flow). Events are rate-limited with the
+    /// controller copies; a recovery to a sender that was told is not (at
+    /// most one per event told), so it is never lost to the limit.
+    fn sender_packets(&mut self, note: &PeNote, now: u64, counters: &WorkerCounters) -> Vec<Vec<u8>> {
+        let PeNote::Fann { code, msg } = note else { return Vec::new() };
         if !self.cfg.notify_senders {
-            return None;
+            return Vec::new();
         }
-        let key = (msg.originating_node, msg.event_id);
-        let to = if *code == CODE_RECOVERY {
-            let i = self.told_senders.iter().position(|&(n, id, _)| (n, id) == key)?;
-            self.told_senders.remove(i)?.2
-        } else {
-            let src = msg.metadata.flow_id?.src;
-            // FANN travels over IPv6: an IPv4 sender (IPv4-mapped) is not told.
-            if src.to_ipv4_mapped().is_some() || src.is_unspecified() || src.is_multicast() {
-                return None;
-            }
-            src
-        };
+        let port = IngressPe::element_of(msg).port;
+        if *code == CODE_RECOVERY {
+            let ends = |t: &ToldSender| t.node == msg.originating_node && (t.id == msg.event_id || (t.port == port && t.event_type == msg.event_subtype));
+            let mut to: Vec<Ipv6Addr> = self.told_senders.iter().filter(|t| ends(t)).map(|t| t.sender).collect();
+            self.told_senders.retain(|t| !ends(t));
+            to.sort();
+            to.dedup();
+            counters.local_n(Local::PeSenderCopy, to.len() as u64);
+            return to.into_iter().map(|s| self.controller_packet(note, s)).collect();
+        }
+        let Some(src) = msg.metadata.flow_id.map(|f| f.src) else { return Vec::new() };
+        // FANN travels over IPv6: an IPv4 sender (IPv4-mapped) is not told.
+        if src.to_ipv4_mapped().is_some() || src.is_unspecified() || src.is_multicast() {
+            return Vec::new();
+        }
         if !self.sender_bucket.take(now) {
             counters.local(Local::PeSenderCopyRateLimited);
-            return None;
+            return Vec::new();
         }
-        if *code != CODE_RECOVERY {
-            if self.told_senders.len() == SENDER_MEMORY {
-                self.told_senders.pop_front();
-            }
-            self.told_senders.push_back((key.0, key.1, to));
+        if self.told_senders.len() == SENDER_MEMORY {
+            self.told_senders.pop_front();
         }
+        self.told_senders.push_back(ToldSender { node: msg.originating_node, id: msg.event_id, port, event_type: msg.event_type, sender: src });
         counters.local(Local::PeSenderCopy);
-        Some(self.controller_packet(note, to))
+        vec![self.controller_packet(note, src)]
     }
 
     /// Rebuild policy `i` from its state: the active paths with their
@@ -1392,40 +1408,58 @@ mod pe_tests {
     }
 
     /// s.4.2: "Ingress PE should ... send notification to sender": an
-    /// event naming a flow goes to the flow's source as well, and so does
-    /// the recovery that ends it; no Flow ID, an IPv4 flow, or the option
-    /// off: nothing to the sender.
+    /// event naming a flow goes to the flow's source as well, and the
+    /// recovery that ends it goes to every sender told of it or of the
+    /// events it replaced; no Flow ID, an IPv4 flow, or the option off:
+    /// nothing to the sender.
     #[test]
     fn the_sender_of_the_named_flow_is_told_and_then_told_the_recovery() {
         let counters = WorkerCounters::default();
-        let sender = a("2001:db8:1::2");
-        let named = |id: u32, src: Ipv6Addr| {
-            let mut m = fann("fc00::1", event::CONGESTION, 2, id);
+        let (s_a, s_b) = (a("2001:db8:1::2"), a("2001:db8:1::3"));
+        let named = |sub: u8, id: u32, src: Ipv6Addr| {
+            let mut m = fann("fc00::1", event::CONGESTION, sub, id);
             m.metadata.flow_id = Some(roce_flow_id(std::net::IpAddr::V6(src), "2001:db8:3::7".parse().unwrap()));
             m
         };
-        let mut c = control(None);
-        let out = c.on_note(&PeNote::Fann { code: CODE_EVENT, msg: named(11, sender) }, &counters);
-        let pkt = out.sender.expect("to the sender");
+        let parse = |pkt: &[u8], to: Ipv6Addr| PacketRepr::parse(&Packet::new_checked(&pkt[40..]).unwrap(), &a("fc00::a"), &to, Params::DEFAULT.icmpv6_fann_type).unwrap();
+        // A burst of 10 (the rate limit is the controller copies').
+        let mut c = control_with(None, 1000, 10);
+        let out = c.on_note(&PeNote::Fann { code: CODE_EVENT, msg: named(2, 11, s_a) }, &counters);
+        assert_eq!(out.senders.len(), 1, "to the sender");
+        let pkt = &out.senders[0];
         assert_eq!(&pkt[8..24], &a("fc00::a").octets(), "from the PE's source address");
-        assert_eq!(&pkt[24..40], &sender.octets());
-        let r = PacketRepr::parse(&Packet::new_checked(&pkt[40..]).unwrap(), &a("fc00::a"), &sender, Params::DEFAULT.icmpv6_fann_type).unwrap();
+        assert_eq!(&pkt[24..40], &s_a.octets());
+        let r = parse(pkt, s_a);
         assert_eq!((r.code, r.message.event_type, r.message.event_subtype, r.message.event_id), (CODE_EVENT, event::CONGESTION, 2, 11));
         assert_eq!(r.message.originating_node, a("fc00::1"));
-        // Its recovery (which names no flow) goes to the same sender.
-        let out = c.on_note(&PeNote::Fann { code: CODE_RECOVERY, msg: fann("fc00::1", RECOVERY, event::CONGESTION, 11) }, &counters);
-        let pkt = out.sender.expect("the recovery to the sender");
-        assert_eq!(&pkt[24..40], &sender.octets());
-        let r = PacketRepr::parse(&Packet::new_checked(&pkt[40..]).unwrap(), &a("fc00::a"), &sender, Params::DEFAULT.icmpv6_fann_type).unwrap();
-        assert_eq!((r.code, r.message.event_id), (CODE_RECOVERY, 11));
-        assert_eq!(counters.local[Local::PeSenderCopy as usize].get(), 2);
+        // The congestion gets worse and now names B's flow: B is told.
+        let out = c.on_note(&PeNote::Fann { code: CODE_EVENT, msg: named(3, 12, s_b) }, &counters);
+        assert_eq!(out.senders.len(), 1);
+        assert_eq!(&out.senders[0][24..40], &s_b.octets());
+        // Its recovery (which names no flow) goes to both, once each.
+        let out = c.on_note(&PeNote::Fann { code: CODE_RECOVERY, msg: fann("fc00::1", RECOVERY, event::CONGESTION, 12) }, &counters);
+        let mut to: Vec<[u8; 16]> = out.senders.iter().map(|p| <[u8; 16]>::try_from(&p[24..40]).unwrap()).collect();
+        to.sort();
+        assert_eq!(to, vec![s_a.octets(), s_b.octets()]);
+        for p in &out.senders {
+            let r = parse(p, Ipv6Addr::from(<[u8; 16]>::try_from(&p[24..40]).unwrap()));
+            assert_eq!((r.code, r.message.event_id), (CODE_RECOVERY, 12));
+        }
+        assert_eq!(counters.local[Local::PeSenderCopy as usize].get(), 4);
+        // Nothing is left to recover.
+        let again = c.on_note(&PeNote::Fann { code: CODE_EVENT, msg: named(1, 20, s_a) }, &counters);
+        assert_eq!(again.senders.len(), 1);
+        // A recovery the PE matches by element and type only (an
+        // identifier it does not know) still reaches the sender.
+        let out = c.on_note(&PeNote::Fann { code: CODE_RECOVERY, msg: fann("fc00::1", RECOVERY, event::CONGESTION, 99) }, &counters);
+        assert_eq!(out.senders.len(), 1);
         // No Flow ID; an IPv4 (IPv4-mapped) sender: nothing.
-        assert!(c.on_note(&PeNote::Fann { code: CODE_EVENT, msg: fann("fc00::1", event::CONGESTION, 3, 12) }, &counters).sender.is_none());
-        assert!(c.on_note(&PeNote::Fann { code: CODE_EVENT, msg: named(13, "::ffff:10.0.1.2".parse().unwrap()) }, &counters).sender.is_none());
+        assert!(c.on_note(&PeNote::Fann { code: CODE_EVENT, msg: fann("fc00::1", event::CONGESTION, 3, 21) }, &counters).senders.is_empty());
+        assert!(c.on_note(&PeNote::Fann { code: CODE_EVENT, msg: named(2, 22, "::ffff:10.0.1.2".parse().unwrap()) }, &counters).senders.is_empty());
         // Off by configuration.
         let mut off = control(None);
         off.cfg.notify_senders = false;
-        assert!(off.on_note(&PeNote::Fann { code: CODE_EVENT, msg: named(14, sender) }, &counters).sender.is_none());
+        assert!(off.on_note(&PeNote::Fann { code: CODE_EVENT, msg: named(2, 23, s_a) }, &counters).senders.is_empty());
     }
 
     #[test]

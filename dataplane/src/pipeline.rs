@@ -35,6 +35,11 @@ pub enum Verdict {
     /// original (not counted as a drop). End.MT replication (see
     /// [`crate::srv6`]) and IPv4 fragmentation (see [`crate::frag`]).
     Replicate(u16),
+    /// The packet needs state another worker owns (END.C reached through
+    /// another SID of this node, e.g. End then END.C): hand it, as it is
+    /// now, to the owner, which processes it again. Only where
+    /// [`Pipeline::endc_owner`] is false.
+    ToOwner,
 }
 
 /// Something the control thread needs to know.
@@ -172,6 +177,9 @@ pub struct Pipeline {
     /// Set by `process` when its `Tx` verdict is a locally generated reply
     /// (ARP, ND, echo, ICMP error), which leaves ahead of queued data.
     pub reply: bool,
+    /// This pipeline holds the node's END.C state (its worker owns it; the
+    /// others steer END.C packets there). True unless the worker says.
+    pub endc_owner: bool,
     /// Local SIDs and SR policies ([`crate::srv6`]).
     pub sids: Arc<SidTable>,
     /// END.C state (interface toward the DC gateway, PFC controller).
@@ -249,6 +257,7 @@ impl Pipeline {
             adj: Vec::new(),
             used: Arc::default(),
             reply: false,
+            endc_owner: true,
             sids: Arc::new(SidTable::default()),
             endc: None,
             pfc_pending: Vec::with_capacity(16),

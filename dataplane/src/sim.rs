@@ -576,7 +576,8 @@ impl Sim {
                 self.output(n, out, pkt, reply);
             }
             Verdict::Drop(r) => node.counters.dropped(r),
-            Verdict::Consumed => {}
+            // One pipeline per node: it owns everything.
+            Verdict::Consumed | Verdict::ToOwner => {}
             Verdict::Replicate(k) => {
                 // End.MT: one fresh buffer per copy, then the original goes.
                 for i in 0..usize::from(k) {

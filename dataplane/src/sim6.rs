@@ -240,7 +240,8 @@ impl Sim6 {
         match v {
             Verdict::Tx(out) => self.transmit(n, out, p.to_vec()),
             Verdict::Drop(r) => self.nodes[n].counters.dropped(r),
-            Verdict::Consumed => {}
+            // One pipeline per node: it owns everything.
+            Verdict::Consumed | Verdict::ToOwner => {}
             Verdict::Replicate(k) => {
                 for i in 0..usize::from(k) {
                     let mut c = VecPacket::from_bytes(&[]);

@@ -374,7 +374,8 @@ impl WanSim {
         match v {
             Verdict::Tx(out) => self.transmit(Endpoint::Node(n, out), pkt.to_vec()),
             Verdict::Drop(r) => counters.dropped(r),
-            Verdict::Consumed => {}
+            // One pipeline per node: it owns everything.
+            Verdict::Consumed | Verdict::ToOwner => {}
             Verdict::Replicate(_) => counters.dropped(Drop::ReplicaInvalid),
         }
         self.control(n);

@@ -734,6 +734,11 @@ impl Pipeline {
                 // draft-hu-acn-rocev2 s.4.1: decapsulate, read the
                 // notification, and answer with PFC toward the DC gateway.
                 self.notification_source_ok(&src)?;
+                if !self.endc_owner {
+                    // Reached through another local SID: the owner worker
+                    // holds the pause state.
+                    return Ok(Verdict::ToOwner);
+                }
                 let inner = self.srv6_decap_any(p, l2, total, chain, srh)?;
                 let req = notification_request(&p.data()[l2.l3..], inner, &self.sids.params).ok_or(Drop::EndCNotNotification)?;
                 let (iface, e) = self.endc.as_mut().ok_or(Drop::EndCUnconfigured)?;
@@ -990,11 +995,13 @@ impl Pipeline {
                 Some(Behaviour::EndMT { receivers_extra, .. }) => receivers_extra.get(r - job.tlv_n).copied().ok_or(Drop::ReplicaInvalid)?,
                 _ => return Err(Drop::ReplicaInvalid),
             };
-            // A provisioned receiver the packet's TLV lists too gets the
-            // TLV's copy only, not a second one.
+            // A provisioned receiver QP the packet's TLV lists too gets the
+            // TLV's copy only, not a second one (another QPN at the same
+            // address is another QP: its own copy).
+            let qp = (qpn & 0x00ff_ffff).to_be_bytes();
             let listed = (0..job.tlv_n).any(|t| {
                 let at = job.tlv_off + END_MT_RECEIVERS_AT + t * srh::END_MT_RECEIVER_LEN;
-                src.get(at..at + 16) == Some(&addr.octets()[..])
+                src.get(at..at + 16) == Some(&addr.octets()[..]) && src.get(at + 16..at + 19) == Some(&qp[1..])
             });
             if listed {
                 return Err(Drop::EndMtReceiverInTlv);

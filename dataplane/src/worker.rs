@@ -232,6 +232,8 @@ impl Worker {
         let counters = pipeline.counters.clone();
         let held = HeldFrames::new(spec.hold);
         pipeline.set_hold(held.enabled());
+        // The END.C state lives in the multicast owner's pipeline.
+        pipeline.endc_owner = spec.mc_owner == spec.id;
         let held_cap = if held.enabled() { spec.hold.total } else { 0 };
         // Room for every neighbour frames can wait for: publishing them
         // never allocates.
@@ -445,6 +447,12 @@ impl Worker {
                 self.free.push(m.into_raw());
             }
             Verdict::Consumed => self.free.push(m.into_raw()),
+            Verdict::ToOwner => {
+                if let Err(raw) = self.spec.mc_ring.push(m.into_raw() as usize) {
+                    self.counters.dropped(Drop::HandoffFull);
+                    self.free.push(raw as *mut rte_mbuf);
+                }
+            }
             Verdict::Replicate(k) => {
                 // End.MT copies or IPv4 fragments, each built from the
                 // unchanged original, which is freed afterwards. End.MT

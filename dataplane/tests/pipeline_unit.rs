@@ -2077,7 +2077,7 @@ mod fuzz {
                     }
                 }
             }
-            Verdict::Drop(_) | Verdict::Consumed => {}
+            Verdict::Drop(_) | Verdict::Consumed | Verdict::ToOwner => {}
         }
         // The worker drains between bursts.
         pl.events.clear();

@@ -470,6 +470,30 @@ fn end_c_and_end_e_take_notifications_only_from_the_configured_sources() {
     assert_eq!(pl.counters.local[Local::PfcPause as usize].get(), 1);
 }
 
+/// END.C reached through another local SID (End, then END.C) on a worker
+/// that does not hold the node's END.C state: handed to the owner as it
+/// is now (DA = the END.C SID), where it becomes the PAUSE.
+#[test]
+fn end_c_behind_end_on_another_worker_goes_to_the_owner() {
+    use dataplane::endc::EndCConfig;
+    use dataplane::wire::lhcnp::Action;
+    let mut t = sid_table();
+    t.endc = Some((0, EndCConfig::default()));
+    let t = Arc::new(t);
+    let (mut other, mut owner) = (pipeline(), pipeline());
+    other.set_sids(t.clone());
+    owner.set_sids(t);
+    other.endc_owner = false;
+    let s = srh(41, &[sid_end(), a6("fc00:0:1::c")], 1, vec![]);
+    let mut p = VecPacket::from_bytes(&srv6_frame(s1(), sid_end(), 64, 0, &s, &lhcnp6(Action::Pause, 100)));
+    assert_eq!(run(&mut other, &mut p), Verdict::ToOwner);
+    assert_eq!(other.counters.local[Local::PfcPause as usize].get(), 0, "no pause state here");
+    assert_eq!(&p.to_vec()[14 + 24..14 + 40], &a6("fc00:0:1::c").octets(), "End was done");
+    assert!(matches!(run(&mut owner, &mut p), Verdict::Tx(0)));
+    assert_eq!(owner.counters.local[Local::PfcPause as usize].get(), 1);
+    assert_eq!(&p.to_vec()[12..14], &[0x88, 0x08], "the PAUSE frame");
+}
+
 #[test]
 fn end_c_turns_notifications_into_pfc() {
     use dataplane::endc::EndCConfig;
@@ -962,19 +986,26 @@ fn end_mt_provisioned_receivers_are_added() {
     check_replica(&replicas(&mut pl, &p, 1)[0].as_ref().unwrap().1, a6("2001:db8:3::7"), 0x777, &inner);
 }
 
-/// A receiver provisioned for the SID that the packet's TLV lists too gets
-/// the TLV's copy only; the second copy is not made and is counted.
+/// A receiver QP provisioned for the SID that the packet's TLV lists too
+/// gets the TLV's copy only; the second copy is not made and is counted.
+/// Another QPN at the same address is another QP: its own copy.
 #[test]
 fn end_mt_receiver_in_the_tlv_and_provisioned_gets_one_copy() {
     let mut pl = pipeline();
-    let rs = vec![(a6("2001:db8:2::10"), 0x10), (a6("2001:db8:3::7"), 0x99)];
+    let inner = roce6(0, 200);
+    let rs = vec![(a6("2001:db8:2::10"), 0x10), (a6("2001:db8:3::7"), 0x777)];
     let mut p = VecPacket::from_bytes(&mt_frame(sid_mt_prov(), sid_mt_prov(), &rs, 0, 0));
     assert_eq!(run(&mut pl, &mut p), Verdict::Replicate(3));
     let out = replicas(&mut pl, &p, 3);
-    let inner = roce6(0, 200);
     check_replica(&out[0].as_ref().unwrap().1, rs[0].0, 0x10, &inner);
-    check_replica(&out[1].as_ref().unwrap().1, a6("2001:db8:3::7"), 0x99, &inner);
-    assert_eq!(out[2], Err(Drop::EndMtReceiverInTlv), "the provisioned 2001:db8:3::7 (QPN 0x777) is in the TLV already");
+    check_replica(&out[1].as_ref().unwrap().1, a6("2001:db8:3::7"), 0x777, &inner);
+    assert_eq!(out[2], Err(Drop::EndMtReceiverInTlv), "the provisioned 2001:db8:3::7 QPN 0x777 is in the TLV already");
+    let rs = vec![(a6("2001:db8:3::7"), 0x99)];
+    let mut p = VecPacket::from_bytes(&mt_frame(sid_mt_prov(), sid_mt_prov(), &rs, 0, 0));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Replicate(2));
+    let out = replicas(&mut pl, &p, 2);
+    check_replica(&out[0].as_ref().unwrap().1, a6("2001:db8:3::7"), 0x99, &inner);
+    check_replica(&out[1].as_ref().unwrap().1, a6("2001:db8:3::7"), 0x777, &inner);
 }
 
 /// A fragment of an End.MT packet is dropped, never parsed as the inner

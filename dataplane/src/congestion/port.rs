@@ -998,6 +998,7 @@ impl CongestionPort {
             // No flow can be idle yet.
             return;
         }
+        let hold = u64::from(self.p.policy.max_pause_us) * 1000 + self.p.rtt_est_ns;
         let mut budget = AGE_SWEEP_PER_POLL;
         while budget > 0 && !self.flows.live.is_empty() {
             budget -= 1;
@@ -1014,10 +1015,21 @@ impl CongestionPort {
             }
             let s = self.flows.live[self.age_cursor];
             let last_seen = self.flows.entries[s as usize].last_seen;
-            // A throttled flow stays until its Resume (s.5.5.1) has gone:
-            // a paused source is silent, and forgetting it would also
-            // forget its per-flow CNP limit (s.9).
-            if self.flows.idle_in_queue(s) && now.saturating_sub(last_seen) >= idle && !self.flows.entries[s as usize].throttled() {
+            // A throttled flow whose source went silent, as a paused one
+            // does, is kept while its CNP can still be in force (the
+            // longest pause and an RTT_est since it): its Resume (s.5.5.1)
+            // and its per-flow CNP limit (s.9) are not forgotten. After
+            // that it ages like any other, so dead flows cannot fill the
+            // table while the queue stays above K_min.
+            let e = &self.flows.entries[s as usize];
+            let in_force = e.throttled() && e.last_cnp().is_some_and(|t| now.saturating_sub(t) < hold);
+            if self.flows.idle_in_queue(s) && now.saturating_sub(last_seen) >= idle && !in_force {
+                if e.throttled() {
+                    self.throttled = self.throttled.saturating_sub(1);
+                    if let Some(i) = self.thr.iter().position(|&x| x == s) {
+                        self.thr.swap_remove(i);
+                    }
+                }
                 self.flows.remove(s);
                 self.stats.flows_aged += 1;
                 self.stats.flows_active = self.flows.len() as u64;

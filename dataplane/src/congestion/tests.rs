@@ -984,29 +984,52 @@ fn flow_table_full_and_aging() {
 }
 
 /// A throttled flow whose source went silent (a paused source sends
-/// nothing) is not aged before its Resume (s.5.5.1) has gone.
+/// nothing) is not aged while its CNP can be in force (the longest pause
+/// and an RTT_est), so its Resume (s.5.5.1) still goes.
 #[test]
 fn a_throttled_flow_is_not_aged_before_its_resume() {
-    let mut c = CongestionPort::new(PortParams { flow_idle_timeout_ns: 50 * MS, ..sec7() });
+    let mut p = PortParams { flow_idle_timeout_ns: 50 * MS, ..sec7() };
+    p.policy.max_pause_us = 65_000;
+    let mut c = CongestionPort::new(p);
     let (_, f) = c.on_enqueue(Some(&data(ip4(1), ip4(4), 7, 0)), 1000, true, 130 * MB, 0);
     c.poll(130 * MB, 0, &mut out());
     let o = poll_at(&mut c, 130 * MB, IV);
     assert_eq!(o.len(), 1);
     assert_eq!(o[0].info.action, Action::RateReduce);
     c.on_dequeue(f, 1000, 100 * MB, IV + 1);
-    // Silent for three idle timeouts while other traffic keeps the queue
-    // above K_min: no Resume yet, and the flow stays.
-    for t in [60 * MS, 120 * MS, 180 * MS] {
+    // Silent past the idle timeout while other traffic keeps the queue
+    // above K_min: within 65 ms + RTT_est of its CNP it stays.
+    for t in [60 * MS, 70 * MS] {
         assert!(poll_at(&mut c, 100 * MB, t).is_empty());
     }
     assert_eq!(c.stats().flows_aged, 0);
     assert_eq!(c.throttled_flows(), 1);
     // Below K_min for RTT_est: the Resume, then the flow may go.
-    c.on_dequeue(None, 1, 0, 200 * MS);
-    let o = poll_at(&mut c, 0, 200 * MS + RTT);
+    c.on_dequeue(None, 1, 0, 71 * MS);
+    let o = poll_at(&mut c, 0, 71 * MS + RTT);
     assert_eq!(o.len(), 1);
     assert_eq!(o[0].info.action, Action::Resume);
-    c.poll(0, 300 * MS, &mut out());
+    c.poll(0, 150 * MS, &mut out());
+    assert_eq!(c.stats().flows_aged, 1);
+    assert_eq!(c.throttled_flows(), 0);
+}
+
+/// A throttled flow whose source stopped for good ages once its CNP can
+/// no longer be in force, even while the queue stays above K_min (no
+/// Resume): dead flows do not fill the table.
+#[test]
+fn a_dead_throttled_flow_ages_while_the_queue_stays_congested() {
+    let mut p = PortParams { flow_idle_timeout_ns: 50 * MS, ..sec7() };
+    p.policy.max_pause_us = 65_000;
+    let mut c = CongestionPort::new(p);
+    let (_, f) = c.on_enqueue(Some(&data(ip4(1), ip4(4), 7, 0)), 1000, true, 130 * MB, 0);
+    c.poll(130 * MB, 0, &mut out());
+    assert_eq!(poll_at(&mut c, 130 * MB, IV).len(), 1);
+    c.on_dequeue(f, 1000, 100 * MB, IV + 1);
+    poll_at(&mut c, 100 * MB, 70 * MS);
+    assert_eq!(c.stats().flows_aged, 0);
+    // 65 ms + 10 ms after the CNP (at IV): gone, without a Resume.
+    poll_at(&mut c, 100 * MB, IV + 75 * MS);
     assert_eq!(c.stats().flows_aged, 1);
     assert_eq!(c.throttled_flows(), 0);
 }

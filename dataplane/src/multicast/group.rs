@@ -437,7 +437,9 @@ impl Group {
         self.window_start = old.window_start;
         self.counters = old.counters.clone();
         for b in self.branches.iter_mut() {
-            match old.branches.iter().find(|o| o.receiver.addr == b.receiver.addr && o.node == b.node) {
+            // The same receiver QP (address and QPN) or child node; a new
+            // QPN at an address is a new QP and joins afresh.
+            match old.branches.iter().find(|o| o.receiver == b.receiver && o.node == b.node) {
                 Some(o) => {
                     b.acked = o.acked;
                     b.nak_epsn = o.nak_epsn;
