@@ -1005,13 +1005,16 @@ impl PeControl {
         }
         let port = IngressPe::element_of(msg).port;
         if *code == CODE_RECOVERY {
+            // Each sender gets the recovery of the event it was told of
+            // (its identifier), as a sender matches recoveries by it.
             let ends = |t: &ToldSender| t.node == msg.originating_node && (t.id == msg.event_id || (t.port == port && t.event_type == msg.event_subtype));
-            let mut to: Vec<Ipv6Addr> = self.told_senders.iter().filter(|t| ends(t)).map(|t| t.sender).collect();
+            let mut to: Vec<(Ipv6Addr, u32)> = self.told_senders.iter().filter(|t| ends(t)).map(|t| (t.sender, t.id)).collect();
             self.told_senders.retain(|t| !ends(t));
             to.sort();
             to.dedup();
             counters.local_n(Local::PeSenderCopy, to.len() as u64);
-            return to.into_iter().map(|s| self.controller_packet(note, s)).collect();
+            let (code, m) = note.as_fann(self.cfg.hop_limit, unix_ns() / 1000);
+            return to.into_iter().map(|(s, id)| notification_packet(code, &MessageRepr { event_id: id, ..m }, &self.cfg.source, &s, &self.params, false)).collect();
         }
         let Some(src) = msg.metadata.flow_id.map(|f| f.src) else { return Vec::new() };
         // FANN travels over IPv6: an IPv4 sender (IPv4-mapped) is not told.
@@ -1436,15 +1439,20 @@ mod pe_tests {
         let out = c.on_note(&PeNote::Fann { code: CODE_EVENT, msg: named(3, 12, s_b) }, &counters);
         assert_eq!(out.senders.len(), 1);
         assert_eq!(&out.senders[0][24..40], &s_b.octets());
-        // Its recovery (which names no flow) goes to both, once each.
+        // Its recovery (which names no flow) goes to both, once each, with
+        // the identifier of the event each was told of.
         let out = c.on_note(&PeNote::Fann { code: CODE_RECOVERY, msg: fann("fc00::1", RECOVERY, event::CONGESTION, 12) }, &counters);
-        let mut to: Vec<[u8; 16]> = out.senders.iter().map(|p| <[u8; 16]>::try_from(&p[24..40]).unwrap()).collect();
-        to.sort();
-        assert_eq!(to, vec![s_a.octets(), s_b.octets()]);
-        for p in &out.senders {
-            let r = parse(p, Ipv6Addr::from(<[u8; 16]>::try_from(&p[24..40]).unwrap()));
-            assert_eq!((r.code, r.message.event_id), (CODE_RECOVERY, 12));
-        }
+        let mut got: Vec<([u8; 16], u32, u8)> = out
+            .senders
+            .iter()
+            .map(|p| {
+                let to = <[u8; 16]>::try_from(&p[24..40]).unwrap();
+                let r = parse(p, Ipv6Addr::from(to));
+                (to, r.message.event_id, r.code)
+            })
+            .collect();
+        got.sort();
+        assert_eq!(got, vec![(s_a.octets(), 11, CODE_RECOVERY), (s_b.octets(), 12, CODE_RECOVERY)]);
         assert_eq!(counters.local[Local::PeSenderCopy as usize].get(), 4);
         // Nothing is left to recover.
         let again = c.on_note(&PeNote::Fann { code: CODE_EVENT, msg: named(1, 20, s_a) }, &counters);

@@ -35,10 +35,10 @@ pub enum Verdict {
     /// original (not counted as a drop). End.MT replication (see
     /// [`crate::srv6`]) and IPv4 fragmentation (see [`crate::frag`]).
     Replicate(u16),
-    /// The packet needs state another worker owns (END.C reached through
-    /// another SID of this node, e.g. End then END.C): hand it, as it is
-    /// now, to the owner, which processes it again. Only where
-    /// [`Pipeline::endc_owner`] is false.
+    /// The packet needs state another worker owns (END.C, End.MT or a
+    /// Proxy Address reached through another SID of this node, e.g. End
+    /// then END.C): hand it, as it is now, to the owner, which processes
+    /// it again. Only where [`Pipeline::state_owner`] is false.
     ToOwner,
 }
 
@@ -177,9 +177,11 @@ pub struct Pipeline {
     /// Set by `process` when its `Tx` verdict is a locally generated reply
     /// (ARP, ND, echo, ICMP error), which leaves ahead of queued data.
     pub reply: bool,
-    /// This pipeline holds the node's END.C state (its worker owns it; the
-    /// others steer END.C packets there). True unless the worker says.
-    pub endc_owner: bool,
+    /// This pipeline holds the node's END.C state and multicast groups
+    /// (its worker owns them; the others steer their packets there, and
+    /// hand over those that reach them through another local SID). True
+    /// unless the worker says.
+    pub state_owner: bool,
     /// Local SIDs and SR policies ([`crate::srv6`]).
     pub sids: Arc<SidTable>,
     /// END.C state (interface toward the DC gateway, PFC controller).
@@ -257,7 +259,7 @@ impl Pipeline {
             adj: Vec::new(),
             used: Arc::default(),
             reply: false,
-            endc_owner: true,
+            state_owner: true,
             sids: Arc::new(SidTable::default()),
             endc: None,
             pfc_pending: Vec::with_capacity(16),
@@ -608,6 +610,10 @@ impl Pipeline {
         if self.mc.is_proxy(&dst) {
             // End.MT reverse path: a receiver's response to a group's Proxy
             // Address is aggregated here; the group's data is observed.
+            // Reached after a decapsulation on another worker: the owner's.
+            if !self.state_owner {
+                return Ok(Verdict::ToOwner);
+            }
             if let Some(v) = self.mc_rx(p, l2, dst, total, now_ns)? {
                 return Ok(v);
             }

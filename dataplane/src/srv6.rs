@@ -734,7 +734,7 @@ impl Pipeline {
                 // draft-hu-acn-rocev2 s.4.1: decapsulate, read the
                 // notification, and answer with PFC toward the DC gateway.
                 self.notification_source_ok(&src)?;
-                if !self.endc_owner {
+                if !self.state_owner {
                     // Reached through another local SID: the owner worker
                     // holds the pause state.
                     return Ok(Verdict::ToOwner);
@@ -760,6 +760,9 @@ impl Pipeline {
                 self.reply = true;
                 Ok(Verdict::Tx(port))
             }
+            // Group state lives in the owner: reached through another SID
+            // on another worker, End.MT is done there.
+            Kind::MT { .. } if !self.state_owner && !self.mc.is_empty() => Ok(Verdict::ToOwner),
             Kind::MT { hmac_required, extra, down } => self.end_mt(p, l2, src, dst, hop, total, chain, srh, hmac_required, extra, down, now_ns),
         }
     }

@@ -233,7 +233,7 @@ impl Worker {
         let held = HeldFrames::new(spec.hold);
         pipeline.set_hold(held.enabled());
         // The END.C state lives in the multicast owner's pipeline.
-        pipeline.endc_owner = spec.mc_owner == spec.id;
+        pipeline.state_owner = spec.mc_owner == spec.id;
         let held_cap = if held.enabled() { spec.hold.total } else { 0 };
         // Room for every neighbour frames can wait for: publishing them
         // never allocates.

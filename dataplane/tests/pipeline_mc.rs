@@ -217,6 +217,20 @@ fn nak_goes_up_with_the_minimum_epsn() {
     assert_eq!(local(&pl, Local::McNakSuppressed), 1);
 }
 
+/// A worker that does not hold the groups (it reached the Proxy Address
+/// after a decapsulation; packets to it directly are steered at RX) hands
+/// the packet to the owner and keeps no state of its own.
+#[test]
+fn a_response_on_a_worker_without_the_groups_goes_to_the_owner() {
+    let mut pl = pipeline();
+    pl.state_owner = false;
+    assert_eq!(run(&mut pl, &frame(None, &response(rx(0), ack(3))), T0).0, Verdict::ToOwner);
+    assert_eq!(local(&pl, Local::McAckIn), 0, "nothing counted here");
+    pl.state_owner = true;
+    assert_eq!(run(&mut pl, &frame(None, &response(rx(0), ack(3))), T0).0, Verdict::Consumed);
+    assert_eq!(local(&pl, Local::McAckIn), 1);
+}
+
 #[test]
 fn window_cnp_is_polled_and_built_into_a_fresh_buffer() {
     let mut pl = pipeline();

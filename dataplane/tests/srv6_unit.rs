@@ -483,7 +483,7 @@ fn end_c_behind_end_on_another_worker_goes_to_the_owner() {
     let (mut other, mut owner) = (pipeline(), pipeline());
     other.set_sids(t.clone());
     owner.set_sids(t);
-    other.endc_owner = false;
+    other.state_owner = false;
     let s = srh(41, &[sid_end(), a6("fc00:0:1::c")], 1, vec![]);
     let mut p = VecPacket::from_bytes(&srv6_frame(s1(), sid_end(), 64, 0, &s, &lhcnp6(Action::Pause, 100)));
     assert_eq!(run(&mut other, &mut p), Verdict::ToOwner);
