@@ -627,6 +627,8 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     let status_every = Duration::from_millis(control.cfg.dataplane.status_interval_ms);
     let mut last_status = Instant::now();
     let mut last_link = Instant::now();
+    // Originated packets waiting for room in worker 0's update channel.
+    let mut injects: std::collections::VecDeque<Vec<u8>> = std::collections::VecDeque::new();
     // The first step at once: ECMP gateways are asked from the start.
     let mut last_nud = Instant::now() - Duration::from_millis(50);
     let mut last_snap = control.snapshot();
@@ -668,11 +670,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
                         control.push_sids(t);
                     }
                     for ip in out.copy.into_iter().chain(out.senders) {
-                        if let Some(w) = control.worker_updates().next() {
-                            if w.try_send(Update::Inject(ip)).is_err() {
-                                control.own.dropped(dataplane::counters::Drop::EventQueueFull);
-                            }
-                        }
+                        inject_later(&mut injects, ip, &control.own);
                     }
                 }
             }
@@ -689,8 +687,21 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             control.own.local_n(dataplane::counters::Local::FannRateLimited, agent.rate_limited - held);
             for ip in pkts {
                 control.own.local(dataplane::counters::Local::FannSent);
-                if let Some(w) = control.worker_updates().next() {
-                    if w.try_send(Update::Inject(ip)).is_err() {
+                inject_later(&mut injects, ip, &control.own);
+            }
+        }
+        // Packets this thread originates go to worker 0 as its update
+        // channel has room; the rest wait here, in order (a burst of
+        // notifications is delayed, not lost).
+        if let Some(w) = control.worker_updates().next() {
+            while let Some(ip) = injects.pop_front() {
+                match w.try_send(Update::Inject(ip)) {
+                    Ok(()) => {}
+                    Err(crossbeam::channel::TrySendError::Full(Update::Inject(ip))) => {
+                        injects.push_front(ip);
+                        break;
+                    }
+                    Err(_) => {
                         control.own.dropped(dataplane::counters::Drop::EventQueueFull);
                     }
                 }
@@ -834,6 +845,19 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
 }
 
 /// The local SID table of the `[srv6]` section.
+/// Packets the control thread originates (FANN notifications, the ingress
+/// PE's copies) wait here for room in worker 0's update channel; at most
+/// this many, beyond which they are dropped as `event-queue-full`.
+const INJECT_BACKLOG: usize = 4096;
+
+fn inject_later(q: &mut std::collections::VecDeque<Vec<u8>>, ip: Vec<u8>, own: &dataplane::counters::WorkerCounters) {
+    if q.len() >= INJECT_BACKLOG {
+        own.dropped(dataplane::counters::Drop::EventQueueFull);
+    } else {
+        q.push_back(ip);
+    }
+}
+
 /// The port of interface `iface`.
 fn endc_port(cfg: &RouterConfig, iface: u16) -> Option<&crate::config::PortPlan> {
     let port = cfg.interfaces.get(usize::from(iface)).map(|i| i.port);
