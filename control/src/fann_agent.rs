@@ -161,6 +161,12 @@ mod tests {
     use dataplane::wire::checksum;
     use dataplane::wire::fann::{Packet, PacketRepr, CODE_EVENT};
 
+    /// The FANN packet `ip` (IPv6, from the node fc00::1) to `pe`, parsed
+    /// and checksum-verified.
+    fn parsed(ip: &[u8], pe: &str) -> PacketRepr {
+        PacketRepr::parse(&Packet::new_checked(&ip[40..]).unwrap(), &"fc00::1".parse().unwrap(), &pe.parse().unwrap(), Params::DEFAULT.icmpv6_fann_type).unwrap()
+    }
+
     fn plan(udp: bool) -> FannPlan {
         FannPlan { node: "fc00::1".parse().unwrap(), ingress_pes: vec!["fc00::a".parse().unwrap(), "fc00::b".parse().unwrap()], encap: Vec::new(), path_ids: Vec::new(), udp, detector: DetectorConfig { node: "fc00::1".parse().unwrap(), ..Default::default() } }
     }
@@ -199,20 +205,18 @@ mod tests {
         // A second later the node has two tokens: port 1's failure goes out.
         let pkts = a.poll(1_002_000_000, |_| 0, |_| 0, |_| 0, |_| false);
         assert_eq!((pkts.len(), a.rate_limited), (2, 1));
-        let src: Ipv6Addr = "fc00::1".parse().unwrap();
-        let parse = |p: &Vec<u8>, pe: &str| PacketRepr::parse(&Packet::new_checked(&p[40..]).unwrap(), &src, &pe.parse().unwrap(), Params::DEFAULT.icmpv6_fann_type).unwrap();
-        let r = parse(&pkts[1], "fc00::b");
+        let r = parsed(&pkts[1], "fc00::b");
         assert_eq!((r.code, r.message.metadata.egress_port_id, r.message.event_id), (CODE_EVENT, Some(1), 41), "one identifier sequence for the node");
         // Both links come back; one recovery fits, the other waits and
         // leaves later: the PEs are never left believing a link is down.
         let pkts = a.poll(3_002_000_000, |_| 0, |_| 0, |_| 0, |_| true);
         assert_eq!((pkts.len(), a.rate_limited), (2, 2));
-        let r = parse(&pkts[0], "fc00::a");
+        let r = parsed(&pkts[0], "fc00::a");
         assert_eq!((r.code, r.message.event_id), (dataplane::wire::fann::CODE_RECOVERY, 40));
         assert!(a.poll(3_500_000_000, |_| 0, |_| 0, |_| 0, |_| true).is_empty());
         let pkts = a.poll(5_002_000_000, |_| 0, |_| 0, |_| 0, |_| true);
         assert_eq!(pkts.len(), 2);
-        let r = parse(&pkts[1], "fc00::b");
+        let r = parsed(&pkts[1], "fc00::b");
         assert_eq!((r.code, r.message.event_subtype, r.message.event_id), (dataplane::wire::fann::CODE_RECOVERY, dataplane::wire::fann::event::LINK_FAILURE, 41));
         assert_eq!((a.sent, a.rate_limited), (8, 2));
     }
@@ -224,8 +228,7 @@ mod tests {
         let first = |_: u32| {
             let mut a = FannAgent::new(plan(false), Params::DEFAULT, &[(0, 100_000_000_000)]);
             let pkts = a.poll(1, |_| 0, |_| 0, |_| 0, |_| false);
-            let src: Ipv6Addr = "fc00::1".parse().unwrap();
-            PacketRepr::parse(&Packet::new_checked(&pkts[0][40..]).unwrap(), &src, &"fc00::a".parse().unwrap(), Params::DEFAULT.icmpv6_fann_type).unwrap().message.event_id
+            parsed(&pkts[0], "fc00::a").message.event_id
         };
         let ids: std::collections::HashSet<u32> = (0..8).map(first).collect();
         assert!(ids.len() >= 7, "8 starts gave only {} distinct first identifiers: {ids:?}", ids.len());
@@ -239,15 +242,14 @@ mod tests {
         // The owner counted one microburst since: one event to each PE.
         let pkts = a.poll(2_000_000, |_| 0, |_| 2_000_000, |_| 1, |_| true);
         assert_eq!(pkts.len(), 2);
-        let src: Ipv6Addr = "fc00::1".parse().unwrap();
-        let r = PacketRepr::parse(&Packet::new_checked(&pkts[0][40..]).unwrap(), &src, &"fc00::a".parse().unwrap(), Params::DEFAULT.icmpv6_fann_type).unwrap();
+        let r = parsed(&pkts[0], "fc00::a");
         assert_eq!((r.code, r.message.event_type), (CODE_EVENT, dataplane::wire::fann::event::MICROBURST));
         assert_eq!(r.message.metadata.egress_port_id, Some(3));
         // The count did not move for a window: recovery (2 MB stays below
         // the 16 MB queue-buildup threshold, so nothing else fires).
         let pkts = a.poll(3_000_000, |_| 0, |_| 0, |_| 1, |_| true);
         assert_eq!(pkts.len(), 2);
-        let r = PacketRepr::parse(&Packet::new_checked(&pkts[0][40..]).unwrap(), &src, &"fc00::a".parse().unwrap(), Params::DEFAULT.icmpv6_fann_type).unwrap();
+        let r = parsed(&pkts[0], "fc00::a");
         assert_eq!((r.code, r.message.event_subtype), (dataplane::wire::fann::CODE_RECOVERY, dataplane::wire::fann::event::MICROBURST));
     }
 
@@ -267,8 +269,7 @@ mod tests {
         assert_eq!(&o[24..40], &"fc00:0:b::c".parse::<Ipv6Addr>().unwrap().octets());
         assert_eq!(((o[0] & 0x0f) << 4) | (o[1] >> 4), ((inner[0] & 0x0f) << 4) | (inner[1] >> 4), "traffic class copied");
         assert_eq!(&inner[24..40], &"fc00::b".parse::<Ipv6Addr>().unwrap().octets(), "the inner packet still goes to the PE");
-        let src: Ipv6Addr = "fc00::1".parse().unwrap();
-        let r = PacketRepr::parse(&Packet::new_checked(&inner[40..]).unwrap(), &src, &"fc00::b".parse().unwrap(), Params::DEFAULT.icmpv6_fann_type).unwrap();
+        let r = parsed(inner, "fc00::b");
         assert_eq!(r.message.event_type, dataplane::wire::fann::event::LINK_FAILURE);
     }
 
@@ -280,8 +281,7 @@ mod tests {
         assert!(a.poll_with_flows(1_000_000, |_| 0, |_| 0, |_| 0, |_| true, |_| Some(flow)).is_empty());
         let pkts = a.poll_with_flows(2_000_000, |_| 0, |_| 17 << 20, |_| 0, |_| true, |_| Some(flow));
         assert_eq!(pkts.len(), 2, "queue buildup to both PEs");
-        let src: Ipv6Addr = "fc00::1".parse().unwrap();
-        let r = PacketRepr::parse(&Packet::new_checked(&pkts[0][40..]).unwrap(), &src, &"fc00::a".parse().unwrap(), Params::DEFAULT.icmpv6_fann_type).unwrap();
+        let r = parsed(&pkts[0], "fc00::a");
         assert_eq!(r.message.event_type, dataplane::wire::fann::event::QUEUE_BUILDUP);
         let f = r.message.metadata.flow_id.expect("Flow ID");
         assert_eq!((f.src, f.dst, f.dst_port, f.protocol), ("2001:db8:1::2".parse().unwrap(), "::ffff:10.0.3.7".parse().unwrap(), 4791, 17));
@@ -297,8 +297,7 @@ mod tests {
         let flow = dataplane::fann::roce_flow_id("2001:db8:1::2".parse().unwrap(), "2001:db8:3::7".parse().unwrap());
         assert!(a.poll_with_flows(1, |_| 0, |_| 0, |_| 0, |_| true, |_| Some(flow)).is_empty());
         let pkts = a.poll_with_flows(2, |_| 0, |_| 0, |_| 0, |_| false, |_| Some(flow));
-        let src: Ipv6Addr = "fc00::1".parse().unwrap();
-        let r = PacketRepr::parse(&Packet::new_checked(&pkts[0][40..]).unwrap(), &src, &"fc00::a".parse().unwrap(), Params::DEFAULT.icmpv6_fann_type).unwrap();
+        let r = parsed(&pkts[0], "fc00::a");
         assert_eq!((r.code, r.message.event_type), (CODE_EVENT, dataplane::wire::fann::event::LINK_FAILURE));
         assert_eq!(r.message.metadata.link_down, Some(true));
         assert_eq!(r.message.metadata.flow_id, Some(flow));
