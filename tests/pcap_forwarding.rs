@@ -235,7 +235,11 @@ fn forwards_answers_and_drops_on_net_pcap() {
     let txt = String::from_utf8_lossy(&o.stdout);
     eprintln!("{txt}{}", String::from_utf8_lossy(&o.stderr));
     assert!(o.status.success(), "scapy found a bad checksum or ICRC");
-    assert!(txt.contains("ICRC-ok") && txt.contains("ICMPv6-ok") && txt.contains("IP-ok"));
+    // Every frame out: the WAN's 8 (UDP, RoCEv2, VLAN, fragments) and the
+    // DC's 9 (ICMP / ICMPv6 errors and replies, one ARP reply).
+    assert_eq!(txt.lines().filter(|l| l.contains(".pcap#")).count(), 17, "{txt}");
+    let n = |v: &str| scapy_verdicts(&txt, v);
+    assert_eq!((n("ICRC-ok"), n("IP-ok"), n("UDP-ok"), n("ICMP-ok"), n("ICMPv6-ok"), n("fragment")), (1, 11, 4, 4, 4, 3), "{txt}");
     assert!(txt.contains("reassembled id=0x1919 from 3 fragments, 2828 octets [UDP-ok]"), "scapy reassembles P19");
     tshark_clean(&dir.join("wan-out.pcap"));
     tshark_clean(&dir.join("dc-out.pcap"));
@@ -243,20 +247,48 @@ fn forwards_answers_and_drops_on_net_pcap() {
 
 /// tshark dissects the pcap with checksum validation on and reports no
 /// malformed packet and no bad checksum.
+/// `tests/oracle/check_output.py` on one pcap: its report, after it
+/// exited 0 (no checksum or ICRC differs from scapy's).
+fn scapy_check(p: &std::path::Path) -> String {
+    let chk = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/check_output.py");
+    let o = Command::new("python3").arg(chk).arg(p).output().unwrap();
+    let txt = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(o.status.success(), "scapy on {}: {txt}{}", p.display(), String::from_utf8_lossy(&o.stderr));
+    txt
+}
+
+/// tshark, with dcirouter's dissectors for the drafts' messages
+/// (`tools/wireshark/dcirouter.lua`) and IPv4 / UDP checksum validation,
+/// dissects every frame of `p` without a malformed mark or an expert item
+/// of warning severity or above (bad checksums, bad lengths, bad
+/// extension checksums of Long-haul CNPs, ...).
 fn tshark_clean(p: &std::path::Path) {
+    let lua = concat!(env!("CARGO_MANIFEST_DIR"), "/../tools/wireshark/dcirouter.lua");
     let o = Command::new("tshark")
+        .arg("-X")
+        .arg(format!("lua_script:{lua}"))
         .args(["-n", "-r"])
         .arg(p)
         .args(["-o", "ip.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE"])
-        .args(["-T", "fields", "-e", "frame.number", "-e", "_ws.expert.message", "-e", "_ws.col.Protocol"])
+        .args(["-T", "fields", "-E", "occurrence=a", "-E", "aggregator=|"])
+        .args(["-e", "frame.number", "-e", "_ws.expert.severity", "-e", "_ws.expert.message", "-e", "_ws.malformed", "-e", "_ws.col.Protocol"])
         .output()
         .expect("tshark is required (apt-get install tshark)");
     let txt = String::from_utf8_lossy(&o.stdout);
-    eprintln!("tshark {}:\n{txt}{}", p.display(), String::from_utf8_lossy(&o.stderr));
-    assert!(o.status.success() || !o.stdout.is_empty(), "tshark failed");
+    let err = String::from_utf8_lossy(&o.stderr);
+    eprintln!("tshark {}:\n{txt}{err}", p.display());
+    assert!(o.status.success(), "tshark failed on {}: {err}", p.display());
+    assert!(!err.to_lowercase().contains("lua"), "tshark reports a Lua problem: {err}");
     for l in txt.lines() {
-        let low = l.to_lowercase();
-        assert!(!low.contains("malformed") && !low.contains("bad checksum") && !low.contains("incorrect"), "tshark: {l}");
+        let w: Vec<&str> = l.split('\t').collect();
+        let sev = w.get(1).copied().unwrap_or("");
+        let msgs: Vec<&str> = w.get(2).copied().unwrap_or("").split('|').collect();
+        for (i, s) in sev.split('|').filter(|s| !s.is_empty()).enumerate() {
+            let v = s.strip_prefix("0x").map(|h| u64::from_str_radix(h, 16).unwrap()).unwrap_or_else(|| s.parse().unwrap_or(u64::MAX));
+            // Note 0x400000, warning 0x600000, error 0x800000.
+            assert!(v < 0x60_0000, "tshark on {}, frame {}: expert {s}: {}", p.display(), w[0], msgs.get(i).unwrap_or(&""));
+        }
+        assert!(w.get(3).is_none_or(|m| m.is_empty()), "tshark on {}: malformed: {l}", p.display());
     }
     let frames = read_pcap(p).unwrap().len();
     assert!(frames > 0, "{}: empty", p.display());
@@ -278,6 +310,25 @@ fn bad_configuration_names_field_value_and_reason() {
     assert_eq!(out.status.code(), Some(2));
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(e.contains("route[0]") && e.contains("172.16.9.9") && e.contains("connected"), "{e}");
+    // A worker core this process may not run on is refused before EAL
+    // starts (it used to be found with the first worker already running).
+    std::fs::write(&cfg, config(&dir).replace("[dataplane]\n", "[dataplane]\nworker_cores = [0, 199]\n")).unwrap();
+    let out = run("badcfg3", &cfg, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("dataplane.worker_cores[1] = 199: not a CPU this process may run on"), "{e}");
+    assert!(!e.contains("EAL:"), "refused before EAL: {e}");
+    // A management socket that cannot be bound stops start-up after the
+    // workers have started: they are stopped and joined first, so the
+    // router exits with the error and nothing else.
+    std::fs::write(&cfg, config(&dir)).unwrap();
+    control::demo::write_pcap(&dir.join("dc-in.pcap"), &[]).unwrap();
+    control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
+    let out = run("badcfg4", &cfg, &["--ctl-socket", "/nonexistent-dir/dcir.sock"]);
+    assert_eq!(out.status.code(), Some(1));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("dcirouter: ctl socket /nonexistent-dir/dcir.sock"), "{e}");
+    assert!(!e.contains("dcirouter running") && !e.to_lowercase().contains("not ready"), "{e}");
 }
 
 /// The deep-buffer egress stage: a port shaped at 20 Mb/s with a 100 KB
@@ -452,7 +503,8 @@ fn cong_checks(dir: &std::path::Path, so: &str, se: &str) {
     let txt = String::from_utf8_lossy(&o.stdout);
     eprintln!("{}", txt.lines().take(12).collect::<Vec<_>>().join("\n"));
     assert!(o.status.success(), "scapy: {txt}{}", String::from_utf8_lossy(&o.stderr));
-    assert!(txt.contains("ICRC-ok"));
+    assert_eq!(scapy_verdicts(&txt, "ICRC-ok"), roce_cnps.len(), "scapy verified every RoCEv2 CNP's ICRC");
+    assert_eq!(scapy_verdicts(&txt, "ICMPv6-type200-ok"), icmp_cnps.len(), "scapy verified every ICMPv6 CNP's checksum");
     tshark_clean(&dir.join("dc-out.pcap"));
     tshark_clean(&dir.join("wan-out.pcap"));
 }
@@ -637,7 +689,7 @@ fn show_congestion(workers: usize) {
         assert!(r.starts_with(e), "{c}: {r}");
     }
 
-    let st = child.wait().unwrap();
+    let st = wait_deadline(&mut child, RUN_DEADLINE);
     let so = std::fs::read_to_string(&out).unwrap();
     assert!(st.success(), "{so}");
     assert_eq!(mempool_in_use(&so), 0);
@@ -669,24 +721,28 @@ fn congestion_is_announced_with_fann() {
     let node: std::net::Ipv6Addr = "2001:db8:ff::1".parse().unwrap();
     let pe: std::net::Ipv6Addr = "2001:db8:1::99".parse().unwrap();
     let mut types = Vec::new();
-    for f in &fann {
+    let oracle = fann_oracle(&fann.iter().map(|f| &f[14..]).collect::<Vec<_>>());
+    for (f, o) in fann.iter().zip(&oracle) {
         assert_eq!(&f[0..6], &[2, 0, 0, 0, 1, 0x99]);
         assert_eq!(&f[14 + 8..14 + 24], &node.octets(), "sourced from the node address only");
         assert_eq!(&f[14 + 24..14 + 40], &pe.octets());
         let r = dataplane::wire::fann::PacketRepr::parse(&dataplane::wire::fann::Packet::new_checked(&f[14 + 40..]).unwrap(), &node, &pe, 201).expect("valid FANN");
         assert_eq!(r.message.originating_node, node);
+        // scapy reads the same message: checksum, version, fields.
+        assert!(o.checksum_ok && o.well_formed && o.version == 1, "scapy: {o:?}");
+        assert_eq!((o.code, o.event_type, o.event_subtype, o.event_id, o.origin), (r.code, r.message.event_type, r.message.event_subtype, r.message.event_id, node), "scapy reads what we wrote");
         types.push((r.code, r.message.event_type, r.message.event_subtype));
     }
     eprintln!("FANN (code, type, sub-type): {types:?}");
     assert!(types.contains(&(0, dataplane::wire::fann::event::CONGESTION, 3)), "severe congestion (> 90 %) on the shaped port");
     assert!(types.contains(&(0, dataplane::wire::fann::event::QUEUE_BUILDUP, 0)), "queue buildup above 100 KB");
     assert!(types.iter().any(|t| t.0 == 1), "recovery once the queue drained");
-    assert!(counter(&so, "control-plane-sent") as usize >= fann.len());
+    assert_eq!(counter(&so, "control-plane-sent") as usize, fann.len(), "every notification the node sent is in the pcap");
     let chk = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/check_output.py");
     let o = Command::new("python3").arg(chk).arg(dir.join("dc-out.pcap")).output().unwrap();
     let txt = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "scapy: {txt}{}", String::from_utf8_lossy(&o.stderr));
-    assert!(txt.contains("ICMPv6-type201-ok"), "{txt}");
+    assert_eq!(scapy_verdicts(&txt, "ICMPv6-type201-ok"), fann.len(), "{txt}");
     tshark_clean(&dir.join("dc-out.pcap"));
 }
 
@@ -741,13 +797,19 @@ fn wan_node_encapsulates_notifications_toward_the_ingress_pe_sid() {
         assert_eq!(&f[54 + 24..54 + 40], &v6("2001:db8:1::2"), "inner CNP to the RoCEv2 sender");
     }
     let mut buildups = 0;
-    for f in &fanns {
+    let oracle = fann_oracle(&fanns.iter().map(|f| &f[54..]).collect::<Vec<_>>());
+    for (f, o) in fanns.iter().zip(&oracle) {
         assert_eq!(&f[14 + 8..14 + 24], &v6("2001:db8:ff::1"), "FANN outer source: the node (loopback) address");
         assert_eq!(&f[54 + 8..54 + 24], &v6("2001:db8:ff::1"));
         assert_eq!(&f[54 + 24..54 + 40], &v6("2001:db8:1::99"), "inner FANN to the ingress PE");
         let r = dataplane::wire::fann::PacketRepr::parse(&dataplane::wire::fann::Packet::new_checked(&f[54 + 40..]).unwrap(), &"2001:db8:ff::1".parse().unwrap(), &"2001:db8:1::99".parse().unwrap(), 201).expect("valid inner FANN");
-        // s.5.1.3: every notification about the WAN port names its path.
+        assert!(o.checksum_ok && o.well_formed && o.version == 1, "scapy: {o:?}");
+        assert_eq!((o.code, o.event_type, o.event_subtype, o.event_id), (r.code, r.message.event_type, r.message.event_subtype, r.message.event_id), "scapy reads what we wrote");
+        // s.5.1.3: every notification about the WAN port names its path;
+        // scapy finds it as item 14 (Path ID), 16 octets.
         assert_eq!(r.message.metadata.path_id, Some(v6("fc00:0:11::1")), "Path ID of the wan port");
+        let path_hex: String = v6("fc00:0:11::1").iter().map(|b| format!("{b:02x}")).collect();
+        assert!(o.items.contains(&(14, path_hex)), "scapy: Path ID item {o:?}");
         if r.message.event_type == dataplane::wire::fann::event::QUEUE_BUILDUP && r.code == dataplane::wire::fann::CODE_EVENT {
             buildups += 1;
             let fl = r.message.metadata.flow_id.expect("queue buildup names the top flow");
@@ -904,9 +966,43 @@ fn pause_for_another_workers_shaped_port_skips_its_queue() {
     let wan = read_pcap(&dir.join("wan-out1.pcap")).unwrap();
     let data = wan.iter().filter(|f| f[12..14] == [0x08, 0x00]).count();
     let first_pfc = wan.iter().position(|f| f[12..14] == [0x88, 0x08]).expect("the PAUSE left the WAN port");
+    // IEEE 802.1Qbb: MAC Control opcode 0x0101, the class-enable vector
+    // naming only the configured priority, the other seven quanta zero.
+    // 5000 us at the 10 Gb/s net_pcap reports is 97657 quanta, more than
+    // one frame holds: 65535 now, refreshed before it runs out.
+    let pfc = &wan[first_pfc];
+    assert_eq!(&pfc[0..6], &[0x01, 0x80, 0xc2, 0x00, 0x00, 0x01], "to the MAC Control group address");
+    assert_eq!(&pfc[14..16], &[0x01, 0x01], "PFC opcode");
+    let prio = u16::from_be_bytes([pfc[16], pfc[17]]);
+    assert_eq!(prio.count_ones(), 1, "one priority enabled: {prio:#06x}");
+    let p = prio.trailing_zeros() as usize;
+    let quanta: Vec<u16> = (0..8).map(|i| u16::from_be_bytes([pfc[18 + 2 * i], pfc[19 + 2 * i]])).collect();
+    assert!(quanta.iter().enumerate().all(|(i, &q)| (i == p) == (q != 0)), "quanta only for priority {p}: {quanta:?}");
+    assert_eq!(quanta[p], u16::MAX, "{quanta:?}");
+    assert_eq!(pfc_oracle(pfc), (prio, quanta), "scapy reads the same PFC frame");
     assert!(data >= 90, "the data was queued and sent: {data}");
     assert!(first_pfc <= 10, "the PAUSE left ahead of the queued data: frame {first_pfc} of {}", wan.len());
     assert!(read_pcap(&dir.join("wan-out.pcap")).unwrap().is_empty(), "nothing bypassed the owner's queue");
+}
+
+/// A PFC frame as scapy's MAC Control dissector reads it: the class-enable
+/// vector (bit i = priority i) and the eight pause times.
+fn pfc_oracle(frame: &[u8]) -> (u16, Vec<u16>) {
+    let script = r#"
+import sys
+from scapy.all import Ether
+from scapy.contrib.mac_control import MACControlClassBasedFlowControl
+q = Ether(bytes.fromhex(sys.argv[1]))
+c = q[MACControlClassBasedFlowControl]
+assert c._op_code == 0x0101, c._op_code
+v = sum(int(getattr(c, "c%d_enabled" % i)) << i for i in range(8))
+print(v, *[int(getattr(c, "c%d_pause_time" % i)) for i in range(8)])
+"#;
+    let hex: String = frame.iter().map(|b| format!("{b:02x}")).collect();
+    let txt = python(script, &[&hex]);
+    let n: Vec<u16> = txt.split_whitespace().map(|w| w.parse().unwrap()).collect();
+    assert_eq!(n.len(), 9, "scapy: {txt}");
+    (n[0], n[1..].to_vec())
 }
 
 /// End.MT on real DPDK: one SRv6-encapsulated RoCEv2 packet in, one RC
@@ -1012,6 +1108,14 @@ fn end_mt_verifies_srh_hmac() {
         assert_eq!(qpn, 0x500 + i as u32);
         dataplane::wire::roce::icrc_check(&f[14..]).expect("replica ICRC");
     }
+    // scapy recomputes both replicas' ICRC and UDP checksum; tshark agrees.
+    let chk = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/check_output.py");
+    let o = Command::new("python3").arg(chk).arg(dir.join("dc-out.pcap")).output().unwrap();
+    let txt = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "scapy: {txt}{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(scapy_verdicts(&txt, "ICRC-ok"), 2, "{txt}");
+    assert_eq!(scapy_verdicts(&txt, "UDP-ok"), 2, "{txt}");
+    tshark_clean(&dir.join("dc-out.pcap"));
 }
 
 /// The End.MT reverse path on real DPDK: the router is the node adjacent to
@@ -1125,6 +1229,8 @@ receivers = [
         assert_eq!(u32::from_be_bytes([0, f[14 + 48 + 5], f[14 + 48 + 6], f[14 + 48 + 7]]), 0x500 + i as u32);
         dataplane::wire::roce::icrc_check(&f[14..]).expect("replica ICRC");
     }
+    let t = scapy_check(&dir.join("dc-out.pcap"));
+    assert_eq!((scapy_verdicts(&t, "ICRC-ok"), scapy_verdicts(&t, "UDP-ok")), (3, 3), "scapy: every replica\n{t}");
     // Toward S1: field by field here, then by scapy.
     let mut wan = read_pcap(&dir.join("wan-out.pcap")).unwrap();
     let x: std::net::Ipv6Addr = "2001:db8:1::99".parse().unwrap();
@@ -1135,6 +1241,9 @@ receivers = [
         assert_eq!(&passed[0][14 + 24..14 + 40], &"2001:db8:ff::1".parse::<std::net::Ipv6Addr>().unwrap().octets());
         assert_eq!(passed[0][14 + 7], 63, "Hop Limit 64 - 1");
         dataplane::wire::roce::icrc_check(&passed[0][14..]).expect("X's ACK unchanged");
+        control::demo::write_pcap(&dir.join("wan-passed.pcap"), &passed).unwrap();
+        let t = scapy_check(&dir.join("wan-passed.pcap"));
+        assert_eq!((scapy_verdicts(&t, "ICRC-ok"), scapy_verdicts(&t, "UDP-ok")), (1, 1), "scapy: X's ACK still verifies\n{t}");
         wan = own;
         control::demo::write_pcap(&dir.join("wan-own.pcap"), &wan).unwrap();
     }
@@ -1252,7 +1361,7 @@ receivers = [ { address = "2001:db8:1::10", qpn = 0x500 } ]
     assert!(r.starts_with("ERR address = 2001:db8:41::9: not a child node"), "{r}");
     let r = req("multicast child del g 2001:db8:41::1");
     assert!(r.starts_with("ERR group g: receivers / children"), "the last branch cannot go: {r}");
-    let st = child.wait().unwrap();
+    let st = wait_deadline(&mut child, RUN_DEADLINE);
     let so = std::fs::read_to_string(&out).unwrap();
     assert!(st.success(), "{so}");
     assert_eq!(mempool_in_use(&so), 0);
@@ -1395,6 +1504,11 @@ for p in rdpcap(sys.argv[1]):
     assert_eq!(&to_sender[0][14 + 24..14 + 40], &sender.octets());
     let r = dataplane::wire::fann::PacketRepr::parse(&dataplane::wire::fann::Packet::new_checked(&to_sender[0][14 + 40..]).unwrap(), &"fc00:0:a::".parse().unwrap(), &sender, 201).expect("valid FANN to the sender");
     assert_eq!((r.code, r.message.event_type, r.message.event_id), (CODE_EVENT, event::LINK_FAILURE, 7));
+    // scapy reads both notifications the same way.
+    for o in fann_oracle(&fanns.iter().map(|f| &f[14..]).collect::<Vec<_>>()) {
+        assert!(o.checksum_ok && o.well_formed && o.version == 1, "scapy: {o:?}");
+        assert_eq!((o.code, o.event_type, o.event_id, o.origin), (CODE_EVENT, event::LINK_FAILURE, 7, "fc00::1".parse().unwrap()), "scapy: {o:?}");
+    }
     let c = copies[0];
     assert_eq!(&c[0..6], &[2, 0, 0, 0, 1, 0x0c]);
     let (src, ctl): (std::net::Ipv6Addr, std::net::Ipv6Addr) = ("fc00:0:a::".parse().unwrap(), "2001:db8:1::c".parse().unwrap());
@@ -1407,7 +1521,7 @@ for p in rdpcap(sys.argv[1]):
     let o = Command::new("python3").arg(chk).arg(dir.join("dc-out.pcap")).arg(dir.join("wan-out.pcap")).output().unwrap();
     let t = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "scapy: {t}{}", String::from_utf8_lossy(&o.stderr));
-    assert!(t.contains("ICMPv6-type201-ok"), "{t}");
+    assert_eq!(scapy_verdicts(&t, "ICMPv6-type201-ok"), 2, "{t}");
     tshark_clean(&dir.join("dc-out.pcap"));
     tshark_clean(&dir.join("wan-out.pcap"));
 }
@@ -1650,6 +1764,9 @@ via = "2001:db8:2::2"
         let txt = py(&args);
         eprintln!("{txt}");
         let n_own: usize = txt.lines().last().and_then(|l| l.split_whitespace().find_map(|w| w.strip_prefix("own="))).and_then(|s| s.parse().ok()).unwrap();
+        // Every PFC frame the counters say was sent passed scapy's 802.1Qbb checks.
+        let n_pfc: u64 = txt.lines().last().and_then(|l| l.split_whitespace().find_map(|w| w.strip_prefix("pfc="))).and_then(|s| s.parse().ok()).unwrap();
+        assert_eq!(n_pfc, counter(&so, "pfc-pause-sent") + counter(&so, "pfc-resume-sent"), "{case}: PFC frames written and counted");
         assert!(n_own > 20, "{case}: the router originated only {n_own} frames");
         let txt = py(&[&oracle("check_output.py"), &own_pcap]);
         assert_eq!(txt.lines().filter(|l| l.contains("#")).count(), n_own, "{case}: every own frame checked");
@@ -1773,7 +1890,7 @@ fn churn(workers: usize) {
     // leak this guards against (~235 MB per half).
     assert!(rss0 > 0 && rss1 < rss_mid + 40 * 1024, "memory grew with the snapshots: VmRSS {rss0} -> {rss_mid} after the first half, {rss1} KiB after the second ({rounds} rounds)");
     assert_eq!(req("show routes"), routes0, "the routing table ends as it began");
-    let st = child.wait().unwrap();
+    let st = wait_deadline(&mut child, RUN_DEADLINE);
     let so = std::fs::read_to_string(&out).unwrap();
     eprintln!("{so}");
     assert!(st.success(), "{so}");
@@ -1781,7 +1898,7 @@ fn churn(workers: usize) {
     let (rx, _) = port_packets(&so, "dc");
     let (_, tx) = port_packets(&so, "wan");
     assert!(rx > 100_000, "traffic flowed throughout: {rx} packets");
-    let drops: u64 = so.lines().find_map(|l| l.strip_prefix("drops (total ")?.split(')').next()?.parse().ok()).unwrap_or(0);
+    let drops: u64 = so.lines().find_map(|l| l.strip_prefix("drops (total ")?.split(')').next()?.parse().ok()).expect("drop total");
     assert_eq!(drops, 0, "no packet dropped while the control plane changed:\n{so}");
     assert_eq!(tx, rx, "every packet forwarded");
     // Bytes: the input alternates IPv4 and IPv6 frames of two lengths and
@@ -1941,7 +2058,7 @@ interface = "wan"
             told.insert(format!("flow {fam} {} {nh}", 49152 + k), ());
         }
     }
-    let st = child.wait().unwrap();
+    let st = wait_deadline(&mut child, RUN_DEADLINE);
     let so = std::fs::read_to_string(&out).unwrap();
     assert!(st.success(), "{so}");
     assert_eq!(mempool_in_use(&so), 0);
@@ -2047,7 +2164,7 @@ fn ecmp_routes_change_at_run_time() {
     assert!(r.contains("10.0.6.0/24 via 10.0.200.2 dev wan.200\n") && !r.contains("weight 3"), "{r}");
     assert_eq!(req("route del 10.0.6.0/24"), "OK\n");
     assert!(!req("show routes").contains("10.0.6.0/24"));
-    let st = child.wait().unwrap();
+    let st = wait_deadline(&mut child, RUN_DEADLINE);
     let so = std::fs::read_to_string(&out).unwrap();
     assert!(st.success(), "{so}");
     assert_eq!(mempool_in_use(&so), 0);

@@ -41,12 +41,12 @@ fn queue_rx_reads_the_workers_table() {
 #[test]
 fn flows_spread_over_rx_queues_and_workers_stay_in_order() {
     if let Err(why) = can_run() {
-        eprintln!("SKIPPED tap_multiqueue: {why}");
+        skip("tap_multiqueue", &why);
         return;
     }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cpus < 2 {
-        eprintln!("SKIPPED tap_multiqueue: needs 2 CPUs for 2 worker cores, this process may use {cpus}");
+        skip("tap_multiqueue", &format!("needs 2 CPUs for 2 worker cores, this process may use {cpus}"));
         return;
     }
     python_ok().expect("python3 is required for the UDP peers");

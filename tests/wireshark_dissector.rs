@@ -128,6 +128,7 @@ fn dissectors_decode_the_demo() {
     let rows = tshark_fields(&dc, Some("lhcnp"), &["lhcnp.format", "lhcnp.action", "lhcnp.checksum.status", "lhcnp.ext.checksum.status", "ip.src", "ipv6.src"]);
     let mut by_action = [0u64; 4];
     let (mut icmp, mut roce) = (0u64, 0u64);
+    let mut with_ext = 0u64;
     for r in &rows {
         let a: usize = r[1][0].parse().unwrap();
         by_action[a] += 1;
@@ -141,7 +142,15 @@ fn dissectors_decode_the_demo() {
         // dcirouter's flow object rides in an extension structure whose
         // checksum must verify.
         assert!(r[3].iter().all(|s| s == "1"), "extension checksum: {r:?}");
+        if !r[3].is_empty() {
+            with_ext += 1;
+        }
     }
+    // CNPs for flows whose source QP is unknown carry the Flow ID object
+    // (the demo's `cnp-source-qp-unknown`); each of them must have been
+    // dissected with its extension checksum.
+    assert_eq!(with_ext, value(&so, "cnp-source-qp-unknown"), "CNPs with an extension structure");
+    assert!(with_ext > 0, "the demo sends CNPs with the Flow ID object");
     // One ICMPv6 Rate Reduce from fc00:0:9::1 is END.E's: decapsulated and
     // forwarded, not originated here.
     let ende = rows.iter().filter(|r| r[5] == ["fc00:0:9::1"]).count() as u64;

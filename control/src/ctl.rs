@@ -10,12 +10,12 @@ use crate::router::Control;
 use dataplane::dpdk::Port;
 use dataplane::tables::{NeighSource, Route};
 use ipnet::IpNet;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use dataplane::srv6::Behaviour;
 use std::net::{IpAddr, Ipv6Addr};
 use std::sync::Arc;
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub const HELP: &str = "commands:
   show counters | show routes | show neighbours | show interfaces | show workers
@@ -60,31 +60,90 @@ impl CtlServer {
         Ok(CtlServer { listener })
     }
 
-    /// Serve the connections that are waiting (never blocks for long).
+    /// Serve the connections that are waiting. A client gets at most
+    /// [`READ_DEADLINE`] to send its command line and [`WRITE_DEADLINE`] to
+    /// take the reply, in total (not per read or write): a slow or stopped
+    /// client is cut off instead of stalling the control thread, which also
+    /// serves the workers' events and the timers.
     pub fn poll(&mut self, control: &mut Control, ports: &[Port], names: &[(u16, String)]) {
         while let Ok((mut s, _)) = self.listener.accept() {
             let _ = s.set_nonblocking(false);
-            let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
-            // One command line, at most MAX_LINE bytes: a client cannot make
-            // the control thread buffer without bound.
-            let mut line = String::new();
-            let mut r = BufReader::new(Read::take(&s, MAX_LINE));
-            if r.read_line(&mut line).is_err() {
-                continue;
-            }
-            if line.len() as u64 >= MAX_LINE && !line.ends_with('\n') {
-                // Read the rest of the line (bounded, like the read time) so
-                // the client gets the reply instead of a reset, then refuse.
-                let mut rest = Vec::new();
-                let _ = BufReader::new(Read::take(&s, 1 << 20)).read_until(b'\n', &mut rest);
-                let _ = s.write_all(format!("ERR command longer than {MAX_LINE} bytes\n").as_bytes());
-                continue;
-            }
-            let reply = match execute(control, ports, names, line.trim()) {
-                Ok(out) => format!("{out}OK\n"),
-                Err(e) => format!("ERR {e}\n"),
+            let reply = match read_command(&mut s, Instant::now() + READ_DEADLINE) {
+                Command::Line(line) => match execute(control, ports, names, line.trim()) {
+                    Ok(out) => format!("{out}OK\n"),
+                    Err(e) => format!("ERR {e}\n"),
+                },
+                Command::TooLong => format!("ERR command longer than {MAX_LINE} bytes\n"),
+                Command::None => continue,
             };
-            let _ = s.write_all(reply.as_bytes());
+            write_reply(&mut s, reply.as_bytes(), Instant::now() + WRITE_DEADLINE);
+        }
+    }
+}
+
+/// How long a client may take to send its command line.
+pub const READ_DEADLINE: Duration = Duration::from_millis(1000);
+/// How long a client may take to read the reply.
+pub const WRITE_DEADLINE: Duration = Duration::from_millis(2000);
+
+enum Command {
+    Line(String),
+    /// Longer than [`MAX_LINE`]: refused (the rest of the line is read, as
+    /// far as the deadline allows, so the client gets the reply rather
+    /// than a reset).
+    TooLong,
+    /// Nothing usable: closed, timed out, or not UTF-8.
+    None,
+}
+
+fn read_command(s: &mut UnixStream, deadline: Instant) -> Command {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 1024];
+    let mut too_long = false;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || s.set_read_timeout(Some(left)).is_err() {
+            return Command::None;
+        }
+        let n = match s.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return Command::None,
+        };
+        let got = &chunk[..n];
+        let nl = got.iter().position(|&b| b == b'\n');
+        if !too_long {
+            buf.extend_from_slice(&got[..nl.map_or(n, |i| i + 1)]);
+            if buf.len() as u64 > MAX_LINE || (buf.len() as u64 == MAX_LINE && nl.is_none()) {
+                too_long = true;
+                buf.clear();
+            }
+        }
+        if nl.is_some() {
+            break;
+        }
+    }
+    if too_long {
+        return Command::TooLong;
+    }
+    match String::from_utf8(buf) {
+        Ok(l) if !l.is_empty() => Command::Line(l),
+        _ => Command::None,
+    }
+}
+
+fn write_reply(s: &mut UnixStream, mut bytes: &[u8], deadline: Instant) {
+    while !bytes.is_empty() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || s.set_write_timeout(Some(left)).is_err() {
+            return;
+        }
+        match s.write(bytes) {
+            Ok(0) => return,
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return,
         }
     }
 }
@@ -581,4 +640,74 @@ fn route_get(c: &Control, dst: &str, rest: &[&str]) -> Result<String, String> {
     let name = c.topo.iface(nh.iface).map_or("?", |i| i.name.as_str());
     let via = nh.gateway.map_or_else(|| "connected".to_string(), |g| format!("via {g}"));
     Ok(format!("{dst} {via} dev {name}{}\n", display::marks(&c.fib, nh)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_silent_client_is_cut_off_at_the_read_deadline() {
+        let (mut server, _client) = UnixStream::pair().unwrap();
+        let t0 = Instant::now();
+        assert!(matches!(read_command(&mut server, t0 + Duration::from_millis(200)), Command::None));
+        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    }
+
+    #[test]
+    fn a_trickling_client_is_cut_off_at_the_read_deadline() {
+        // One byte every 50 ms never ends a line: the deadline is for the
+        // whole line, not for each read.
+        let (mut server, mut client) = UnixStream::pair().unwrap();
+        let feeder = std::thread::spawn(move || {
+            for _ in 0..40 {
+                if client.write_all(b"s").is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        let t0 = Instant::now();
+        assert!(matches!(read_command(&mut server, t0 + Duration::from_millis(300)), Command::None));
+        assert!(t0.elapsed() < Duration::from_millis(1500), "{:?}", t0.elapsed());
+        drop(server);
+        feeder.join().unwrap();
+    }
+
+    #[test]
+    fn a_client_that_does_not_read_is_cut_off_at_the_write_deadline() {
+        let (mut server, _client) = UnixStream::pair().unwrap();
+        let reply = vec![b'x'; 16 << 20];
+        let t0 = Instant::now();
+        write_reply(&mut server, &reply, t0 + Duration::from_millis(200));
+        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    }
+
+    #[test]
+    fn command_lines_are_read_whole_or_refused_when_too_long() {
+        let (mut server, mut client) = UnixStream::pair().unwrap();
+        client.write_all(b"show counters\nignored").unwrap();
+        match read_command(&mut server, Instant::now() + Duration::from_secs(5)) {
+            Command::Line(l) => assert_eq!(l, "show counters\n"),
+            _ => panic!("no line"),
+        }
+        let (mut server, mut client) = UnixStream::pair().unwrap();
+        let long = vec![b'a'; MAX_LINE as usize + 10];
+        let w = std::thread::spawn(move || {
+            client.write_all(&long).unwrap();
+            client.write_all(b"\n").unwrap();
+            client
+        });
+        assert!(matches!(read_command(&mut server, Instant::now() + Duration::from_secs(5)), Command::TooLong));
+        drop(w.join().unwrap());
+        // Exactly MAX_LINE octets with the newline is a command.
+        let (mut server, mut client) = UnixStream::pair().unwrap();
+        let mut l = vec![b'b'; MAX_LINE as usize - 1];
+        l.push(b'\n');
+        client.write_all(&l).unwrap();
+        match read_command(&mut server, Instant::now() + Duration::from_secs(5)) {
+            Command::Line(x) => assert_eq!(x.len(), MAX_LINE as usize),
+            _ => panic!("a line of MAX_LINE octets is a command"),
+        }
+    }
 }

@@ -314,6 +314,17 @@ pub fn eal_args_for(cfg: &RouterConfig, cli_eal: &[String]) -> Vec<String> {
     args
 }
 
+/// Stop and join the workers already running, before a failed start-up
+/// drops the ports and EAL under them.
+fn stop_workers(stop: &AtomicBool, workers: &mut [WorkerHandle]) {
+    stop.store(true, Ordering::Relaxed);
+    for h in workers.iter_mut() {
+        if let Some(j) = h.join.take() {
+            let _ = j.join();
+        }
+    }
+}
+
 /// Run the router until a signal (or an exit condition in `opts`).
 pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Result<RunReport, String> {
     let stop = Arc::new(AtomicBool::new(false));
@@ -323,6 +334,17 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     // The CPUs we may pin workers to, read before rte_eal_init pins this
     // thread to the main lcore (worker threads inherit that mask).
     let core_ids = core_affinity::get_core_ids().unwrap_or_default();
+    // Everything that can refuse to start is checked before EAL starts and
+    // before any worker runs: a worker must never see its ports closed
+    // under it by a failed start-up.
+    for (w, &c) in cfg.dataplane.worker_cores.iter().enumerate() {
+        if !core_ids.is_empty() && !core_ids.iter().any(|id| id.id == c) {
+            return Err(format!("dataplane.worker_cores[{w}] = {c}: not a CPU this process may run on (allowed: {:?})", core_ids.iter().map(|id| id.id).collect::<Vec<_>>()));
+        }
+    }
+    if !cfg.dataplane.worker_cores.is_empty() && core_ids.is_empty() {
+        return Err(format!("dataplane.worker_cores = {:?}: cannot read the CPUs this process may run on", cfg.dataplane.worker_cores));
+    }
     let eal_args = eal_args_for(&cfg, cli_eal);
     eprintln!("EAL: {}", eal_args[1..].join(" "));
     let eal = Eal::init(&eal_args)?;
@@ -573,6 +595,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             return Err(format!("dataplane.worker_cores[{w}] = {}: not a CPU this process may run on", core.unwrap_or(0)));
         }
         let desc = queues.iter().map(|(p, q)| format!("{p}/{q}")).collect::<Vec<_>>().join(" ");
+        let started_workers = &mut workers;
         eprintln!("worker {w}: core {} rx queues (port/queue) [{desc}] tx queue {w}", core.map(|c| c.to_string()).unwrap_or("any".into()));
         let join = std::thread::Builder::new()
             .name(format!("dcir-w{w}"))
@@ -587,13 +610,24 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
                 drop(worker);
                 dpdk::unregister_thread();
             })
-            .map_err(|e| format!("spawn worker {w}: {e}"))?;
+            .map_err(|e| {
+                stop_workers(&stop, started_workers);
+                format!("spawn worker {w}: {e}")
+            })?;
         workers.push(WorkerHandle { counters, queues, core, updates: up_tx, join: Some(join) });
     }
     drop(ev_tx);
 
+    // Bound only now (a test or script that sees the socket may rely on
+    // the ports existing); a failure stops the running workers first.
     let mut ctl_server = match &opts.ctl_socket {
-        Some(p) => Some(CtlServer::bind(p)?),
+        Some(p) => match CtlServer::bind(p) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                stop_workers(&stop, &mut workers);
+                return Err(e);
+            }
+        },
         None => None,
     };
     let sids = sids0.as_deref().cloned();
