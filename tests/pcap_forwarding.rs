@@ -239,7 +239,8 @@ fn forwards_answers_and_drops_on_net_pcap() {
     // DC's 9 (ICMP / ICMPv6 errors and replies, one ARP reply).
     assert_eq!(txt.lines().filter(|l| l.contains(".pcap#")).count(), 17, "{txt}");
     let n = |v: &str| scapy_verdicts(&txt, v);
-    assert_eq!((n("ICRC-ok"), n("IP-ok"), n("UDP-ok"), n("ICMP-ok"), n("ICMPv6-ok"), n("fragment")), (1, 11, 4, 4, 4, 3), "{txt}");
+    // UDP-ok: 4 frames and the datagram reassembled from the 3 fragments.
+    assert_eq!((n("ICRC-ok"), n("IP-ok"), n("UDP-ok"), n("ICMP-ok"), n("ICMPv6-ok"), n("fragment")), (1, 11, 5, 4, 4, 3), "{txt}");
     assert!(txt.contains("reassembled id=0x1919 from 3 fragments, 2828 octets [UDP-ok]"), "scapy reassembles P19");
     tshark_clean(&dir.join("wan-out.pcap"));
     tshark_clean(&dir.join("dc-out.pcap"));
@@ -675,7 +676,7 @@ fn show_congestion(workers: usize) {
     }
     assert!(show.contains(policy), "{show}");
     for (c, e) in [
-        ("top_flows 9", "ERR port wan: policy.top_flows = 9: must be in 1..=8"),
+        ("top_flows 9", "ERR port wan: top_flows = 9: must be in 1..=8"),
         ("top_flows 300", "ERR top_flows = \"300\": a whole number, at most 255"),
         ("interval_us -1", "ERR interval_us = \"-1\": a whole number"),
         ("format udp", "ERR format = \"udp\": \"icmpv6\" or \"roce\""),
@@ -1337,6 +1338,29 @@ receivers = [ { address = "2001:db8:1::10", qpn = 0x500 } ]
     assert!(!r.contains("2001:db8:1::10 ") && r.contains("2001:db8:1::11") && r.ends_with("OK\n"), "{r}");
     let r = req("multicast receiver del g 2001:db8:1::11");
     assert!(r.starts_with("ERR group g: receivers"), "the last receiver cannot go: {r}");
+    // The group's End.MT SID stays End.MT; a change made to it at run
+    // time (HMAC required, a downstream SID) survives later group changes.
+    let r = req("sid del fc00:0:1::a");
+    assert!(r.starts_with("ERR fc00:0:1::a is the End.MT SID of group g"), "{r}");
+    let r = req("sid add fc00:0:1::a end");
+    assert!(r.starts_with("ERR fc00:0:1::a is the End.MT SID of group g: it stays end.mt"), "{r}");
+    let r = req("sid add fc00:0:1::a end.mt downstream fc00:0:1::a");
+    assert!(r.starts_with("ERR downstream fc00:0:1::a: a local SID of this node"), "{r}");
+    assert_eq!(req("hmac-key add 9 00112233445566778899aabbccddeeff 16"), "OK\n");
+    let r = req("sid add fc00:0:1::a end.mt hmac-required downstream fc00:0:7::1");
+    assert!(r.starts_with("fc00:0:1::a replaced") && r.ends_with("OK\n"), "{r}");
+    let r = req("show sids");
+    assert!(r.contains("hmac-required receiver 2001:db8:1::11 0x501 downstream fc00:0:7::1"), "the group's receiver kept: {r}");
+    let r = req("hmac-key del 9");
+    assert!(r.starts_with("ERR HMAC key 9 is the last one and SID fc00:0:1::a requires the SRH HMAC"), "{r}");
+    let r = req("multicast receiver add g 2001:db8:1::13 0x503");
+    assert!(r.ends_with("OK\n"), "{r}");
+    let r = req("show sids");
+    assert!(r.contains("hmac-required receiver 2001:db8:1::11 0x501 receiver 2001:db8:1::13 0x503 downstream fc00:0:7::1"), "the running entry kept its HMAC and downstream SID: {r}");
+    assert!(req("multicast receiver del g 2001:db8:1::13").ends_with("OK\n"));
+    // A connected route goes with its interface's address.
+    let r = req("route del 10.0.1.0/24");
+    assert!(r.starts_with("ERR prefix 10.0.1.0/24: the connected subnet of interface dc"), "{r}");
     // Neighbours are checked as in the configuration file.
     let r = req("neighbour add 10.0.1.77 01:00:5e:00:00:01 dc");
     assert!(r.starts_with("ERR \"01:00:5e:00:00:01\": not a unicast MAC"), "{r}");

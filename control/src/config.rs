@@ -631,9 +631,10 @@ pub struct PortSection {
     /// R_port: shape the egress to this rate through the deep-buffer queue
     /// (absent: no software queue, the NIC's own rate).
     pub rate_mbps: Option<u64>,
-    /// Size of the deep-buffer egress queue in bytes.
-    #[serde(default = "d_queue_bytes")]
-    pub queue_bytes: u64,
+    /// Size of the deep-buffer egress queue in bytes (default
+    /// [`PortSection::queue_bytes`]); only with `rate_mbps`.
+    #[serde(rename = "queue_bytes")]
+    pub queue_bytes_set: Option<u64>,
     /// Most packets that queue may hold (every one holds an mbuf). Default:
     /// an equal share of half of `mempool.mbufs_per_socket` among the
     /// shaped ports, so a queue of small packets cannot take the buffers
@@ -819,6 +820,13 @@ pub struct CongestionPlan {
 /// The fewest packets a shaped port's queue may be limited to.
 const MIN_QUEUE_PACKETS: u32 = 64;
 
+impl PortSection {
+    /// The deep-buffer queue's size: as configured, else the default.
+    pub fn queue_bytes(&self) -> u64 {
+        self.queue_bytes_set.unwrap_or_else(d_queue_bytes)
+    }
+}
+
 fn d_queue_bytes() -> u64 {
     64 << 20
 }
@@ -1001,14 +1009,17 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
     if !(1..=10).contains(&d.neighbour_probes) {
         return err("dataplane.neighbour_probes".into(), &d.neighbour_probes, "must be 1..=10");
     }
-    if d.neighbour_reachable_ms != 0 && !(50..=60_000).contains(&d.neighbour_solicit_interval_ms) {
-        return err("dataplane.neighbour_solicit_interval_ms".into(), &d.neighbour_solicit_interval_ms, "must be 50..=60000 (the interval between reachability probes, which the control thread sends every 50 ms) unless neighbour_reachable_ms = 0");
+    if !(50..=60_000).contains(&d.neighbour_solicit_interval_ms) {
+        return err("dataplane.neighbour_solicit_interval_ms".into(), &d.neighbour_solicit_interval_ms, "must be 50..=60000 (the least gap between ARP requests / NS for one address, and between reachability probes, which the control thread sends every 50 ms)");
     }
     if d.neighbour_reachable_ms != 0 && !(d.neighbour_solicit_interval_ms..=3_600_000).contains(&d.neighbour_retry_max_ms) {
         return err("dataplane.neighbour_retry_max_ms".into(), &d.neighbour_retry_max_ms, &format!("must be neighbour_solicit_interval_ms ({})..=3600000 unless neighbour_reachable_ms = 0", d.neighbour_solicit_interval_ms));
     }
     if d.icmp_error_burst == 0 && d.icmp_error_rate_pps > 0 {
         return err("dataplane.icmp_error_burst".into(), &0, "must be >= 1 when icmp_error_rate_pps > 0");
+    }
+    if d.icmp_error_rate_pps == 0 && d.icmp_error_burst > 0 {
+        return err("dataplane.icmp_error_rate_pps".into(), &0, &format!("with icmp_error_burst = {} the router would send that many ICMP errors ever; set both to 0 to send none", d.icmp_error_burst));
     }
     let m = &f.mempool;
     if m.mbufs_per_socket < 1024 {
@@ -1051,6 +1062,21 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         if v < 128 {
             return err(name.into(), &v, "must be an ICMPv6 informational type (128..=255)");
         }
+        if (128..=137).contains(&v) || v == 143 {
+            return err(name.into(), &v, "is a type the router answers itself (Echo, MLD, Neighbor Discovery); the drafts' messages need their own");
+        }
+    }
+    if [0, 4, 5].contains(&params.srh_tlv_end_mt) {
+        return err("wire.srh_tlv_end_mt".into(), &params.srh_tlv_end_mt, "is an RFC 8754 TLV type (0 Pad1, 4 PadN, 5 HMAC)");
+    }
+    for (name, v, other, ov) in [
+        ("wire.behaviour_end_c", params.behaviour_end_c, "wire.behaviour_end_mt", params.behaviour_end_mt),
+        ("wire.behaviour_end_e", params.behaviour_end_e, "wire.behaviour_end_mt", params.behaviour_end_mt),
+        ("wire.behaviour_end_e", params.behaviour_end_e, "wire.behaviour_end_c", params.behaviour_end_c),
+    ] {
+        if v == ov {
+            return err(name.into(), &v, &format!("must differ from {other}"));
+        }
     }
     if params.icmpv6_lhcnp_type == params.icmpv6_fann_type {
         return err("wire.icmpv6_fann_type".into(), &params.icmpv6_fann_type, "must differ from wire.icmpv6_lhcnp_type");
@@ -1072,6 +1098,9 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
     let mut names = HashSet::new();
     let mut devs = HashSet::new();
     let mut addrs: HashSet<IpAddr> = HashSet::new();
+    // Connected subnets so far, with their interface: two interfaces
+    // cannot share one (the later connected route would replace the other).
+    let mut nets: Vec<(IpNet, String)> = Vec::new();
     for (i, p) in f.ports.iter().enumerate() {
         let fld = |s: &str| format!("port[{i}].{s}");
         if p.name.is_empty() || p.name.contains(char::is_whitespace) || p.name.contains('.') {
@@ -1113,7 +1142,7 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         let mut ifc = Interface::new(&p.name, port_id, None, mac.unwrap_or([0; 6]), p.mtu);
         ifc.urpf = parse_urpf(p.urpf.as_deref(), &fld("urpf"), dataplane::tables::Urpf::Off)?;
         let port_urpf = ifc.urpf;
-        parse_addrs(&p.addresses, &fld("addresses"), &mut ifc, &mut addrs)?;
+        parse_addrs(&p.addresses, &fld("addresses"), &mut ifc, &mut addrs, &mut nets)?;
         interfaces.push(ifc);
         let mut vids = HashSet::new();
         for (j, v) in p.vlans.iter().enumerate() {
@@ -1126,7 +1155,7 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
             }
             let mut vi = Interface::new(&format!("{}.{}", p.name, v.id), port_id, Some(v.id), mac.unwrap_or([0; 6]), p.mtu - 4);
             vi.urpf = parse_urpf(v.urpf.as_deref(), &format!("{vf}.urpf"), port_urpf)?;
-            parse_addrs(&v.addresses, &format!("{vf}.addresses"), &mut vi, &mut addrs)?;
+            parse_addrs(&v.addresses, &format!("{vf}.addresses"), &mut vi, &mut addrs, &mut nets)?;
             interfaces.push(vi);
         }
         let congestion = match &p.congestion {
@@ -1135,12 +1164,21 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         };
         // (the congestion stage requires rate_mbps: checked in congestion_plan)
         let egress = match p.rate_mbps {
-            None => None,
+            None => {
+                // Without rate_mbps there is no software queue to size.
+                if let Some(b) = p.queue_bytes_set {
+                    return err(fld("queue_bytes"), &b, "has no effect without rate_mbps (the port has no software queue)");
+                }
+                if let Some(n) = p.queue_packets {
+                    return err(fld("queue_packets"), &n, "has no effect without rate_mbps (the port has no software queue)");
+                }
+                None
+            }
             Some(0) => return err(fld("rate_mbps"), &0, "must be > 0 (omit it for an unshaped port)"),
             Some(r) if r > 1_600_000 => return err(fld("rate_mbps"), &r, "must be <= 1600000 (1.6 Tb/s)"),
             Some(r) => {
-                if p.queue_bytes < 64 * 1024 || p.queue_bytes > (64u64 << 30) {
-                    return err(fld("queue_bytes"), &p.queue_bytes, "must be 64 KiB ..= 64 GiB");
+                if p.queue_bytes() < 64 * 1024 || p.queue_bytes() > (64u64 << 30) {
+                    return err(fld("queue_bytes"), &p.queue_bytes(), "must be 64 KiB ..= 64 GiB");
                 }
                 let max_packets = match p.queue_packets {
                     Some(n) if n < MIN_QUEUE_PACKETS => {
@@ -1172,7 +1210,7 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
                 }
                 Some(dataplane::egress::EgressConfig {
                     rate_bps: r * 1_000_000,
-                    queue_bytes: p.queue_bytes,
+                    queue_bytes: p.queue_bytes(),
                     // 10 us at the port rate, at least one jumbo frame.
                     burst_bytes: (r * 1_000_000 / 8 / 100_000).max(9216),
                     max_packets: max_packets as usize,
@@ -1266,12 +1304,15 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         let ip: IpAddr = n.ip.parse().map_err(|_| format!("{} = {:?}: not an IP address", fld("ip"), n.ip))?;
         let mac = parse_mac(&n.mac).filter(|m| m[0] & 1 == 0 && *m != [0; 6]).ok_or_else(|| format!("{} = {:?}: not a unicast MAC", fld("mac"), n.mac))?;
         let idx = iface_idx(&n.interface).ok_or_else(|| format!("{} = {:?}: no such interface", fld("interface"), n.interface))?;
+        if let Some(j) = f.neighbours[..i].iter().position(|o| o.interface == n.interface && o.ip.parse::<IpAddr>().ok() == Some(ip)) {
+            return Err(format!("{} = {ip}: neighbour[{j}] is the same address on {:?}", fld("ip"), n.interface));
+        }
         neighbours.learn(idx, ip, mac, NeighSource::Static);
     }
 
     let srv6 = match &f.srv6 {
         None => None,
-        Some(s6) => Some(srv6_plan(s6, &interfaces)?),
+        Some(s6) => Some(srv6_plan(s6, &interfaces, f.ingress_pe.is_some())?),
     };
     let mut fann = match &f.fann {
         None => None,
@@ -1373,12 +1414,19 @@ fn wan_notify_plan(w: &[WanNotifySection], fann: Option<&crate::fann_agent::Fann
 
 fn fann_plan(f: &FannSection) -> Result<crate::fann_agent::FannPlan, String> {
     let node: std::net::Ipv6Addr = f.node.parse().map_err(|_| format!("fann.node = {:?}: not an IPv6 address", f.node))?;
-    if node.is_unspecified() || node.is_multicast() {
+    if !unicast6(node) {
         return Err(format!("fann.node = {node}: must be a unicast address of this node"));
     }
     let mut pes = Vec::new();
     for (i, a) in f.ingress_pes.iter().enumerate() {
-        pes.push(a.parse::<std::net::Ipv6Addr>().map_err(|_| format!("fann.ingress_pes[{i}] = {a:?}: not an IPv6 address"))?);
+        let pe: std::net::Ipv6Addr = a.parse().map_err(|_| format!("fann.ingress_pes[{i}] = {a:?}: not an IPv6 address"))?;
+        if !unicast6(pe) || pe == node {
+            return Err(format!("fann.ingress_pes[{i}] = {pe}: must be the unicast address of another node"));
+        }
+        if pes.contains(&pe) {
+            return Err(format!("fann.ingress_pes[{i}] = {pe}: listed twice (it would get every notification twice)"));
+        }
+        pes.push(pe);
     }
     if pes.is_empty() {
         return Err("fann.ingress_pes = []: name at least one ingress PE".into());
@@ -1391,8 +1439,15 @@ fn fann_plan(f: &FannSection) -> Result<crate::fann_agent::FannPlan, String> {
     if f.hop_limit == 0 {
         return Err("fann.hop_limit = 0: must be >= 1".into());
     }
-    if f.interval_us == 0 {
-        return Err("fann.interval_us = 0: must be >= 1".into());
+    if f.interval_us == 0 || f.interval_us > 10_000_000 {
+        return Err(format!("fann.interval_us = {}: must be 1..=10000000", f.interval_us));
+    }
+    if f.microburst_window_us == 0 || f.microburst_window_us > 10_000_000 {
+        return Err(format!("fann.microburst_window_us = {}: must be 1..=10000000", f.microburst_window_us));
+    }
+    if f.queue_buildup_bytes < 2048 {
+        // The event clears below half of it: a smaller one could never clear.
+        return Err(format!("fann.queue_buildup_bytes = {}: must be at least 2048 (the event clears when the queue falls below half of it)", f.queue_buildup_bytes));
     }
     // A notification goes to every ingress PE or waits: the node's burst
     // must hold one for each.
@@ -1575,7 +1630,13 @@ fn ingress_pe_plan(s: &IngressPeSection, srv6: Option<&Srv6Plan>, interfaces: &[
     };
     let source = match &s.source {
         None => s6.source,
-        Some(a) => a.parse().map_err(|_| format!("ingress_pe.source = {a:?}: not an IPv6 address"))?,
+        Some(a) => {
+            let v: std::net::Ipv6Addr = a.parse().map_err(|_| format!("ingress_pe.source = {a:?}: not an IPv6 address"))?;
+            if !unicast6(v) {
+                return Err(format!("ingress_pe.source = {v}: must be a unicast address of this node"));
+            }
+            v
+        }
     };
     if s.hop_limit == 0 {
         return Err("ingress_pe.hop_limit = 0: must be >= 1".into());
@@ -1636,7 +1697,13 @@ fn path_specs(f: &dyn Fn(&str) -> String, key: &str, segments: &[Vec<std::net::I
 
 pub const BEHAVIOURS: &[&str] = &["end", "end.x", "end.dt4", "end.dt6", "end.mt", "end.c", "end.e"];
 
-fn srv6_plan(s: &Srv6Section, interfaces: &[Interface]) -> Result<Srv6Plan, String> {
+/// A unicast IPv6 address a node can have (not unspecified, loopback,
+/// multicast or link-local).
+fn unicast6(a: std::net::Ipv6Addr) -> bool {
+    !(a.is_unspecified() || a.is_loopback() || a.is_multicast() || a.is_unicast_link_local())
+}
+
+fn srv6_plan(s: &Srv6Section, interfaces: &[Interface], has_ingress_pe: bool) -> Result<Srv6Plan, String> {
     let locator: ipnet::Ipv6Net = s.locator.parse().map_err(|_| format!("srv6.locator = {:?}: not an IPv6 prefix like fc00:0:1::/48", s.locator))?;
     let mut sids: Vec<SidPlan> = Vec::new();
     for (i, e) in s.sids.iter().enumerate() {
@@ -1663,6 +1730,24 @@ fn srv6_plan(s: &Srv6Section, interfaces: &[Interface]) -> Result<Srv6Plan, Stri
         if b == "end.x" && (iface.is_none() || via.is_none()) {
             return Err(format!("{}: end.x needs interface and via", f("behaviour")));
         }
+        // Fields that another behaviour would silently ignore are refused.
+        if let (Some(v), true) = (&e.via, b != "end.x") {
+            return Err(format!("{} = {v:?}: only end.x has a next hop (behaviour is {b})", f("via")));
+        }
+        if let (Some(n), true) = (&e.interface, b != "end.x" && b != "end.c") {
+            return Err(format!("{} = {n:?}: only end.x and end.c have an interface (behaviour is {b})", f("interface")));
+        }
+        if b != "end.c" {
+            for (k, set) in [("pfc_priority", e.pfc_priority.is_some()), ("pause_us", e.pause_us.is_some()), ("max_pause_ms", e.max_pause_ms.is_some())] {
+                if set {
+                    return Err(format!("{}: applies to end.c only (behaviour is {b})", f(k)));
+                }
+            }
+        }
+        if let Some(IpAddr::V4(v)) = via {
+            // End.X forwards the IPv6 packet: its next hop is an IPv6 neighbour.
+            return Err(format!("{} = {v}: end.x forwards IPv6, the next hop must be an IPv6 address", f("via")));
+        }
         if b == "end.c" && iface.is_none() {
             return Err(format!("{}: end.c needs interface (the port toward the DC gateway)", f("behaviour")));
         }
@@ -1678,8 +1763,11 @@ fn srv6_plan(s: &Srv6Section, interfaces: &[Interface]) -> Result<Srv6Plan, Stri
             return Err(format!("{} = 0: must be >= 1", f("pause_us")));
         }
         let max_pause_ms = e.max_pause_ms.unwrap_or(10);
-        if max_pause_ms == 0 {
-            return Err(format!("{} = 0: the watchdog needs a limit", f("max_pause_ms")));
+        if !(1..=60_000).contains(&max_pause_ms) {
+            return Err(format!("{} = {max_pause_ms}: must be 1..=60000 (the watchdog needs a limit)", f("max_pause_ms")));
+        }
+        if u64::from(pause_us) > max_pause_ms * 1000 {
+            return Err(format!("{} = {pause_us}: longer than max_pause_ms = {max_pause_ms}, which would end every pause early", f("pause_us")));
         }
         if b != "end.mt" {
             if e.hmac_required {
@@ -1736,8 +1824,23 @@ fn srv6_plan(s: &Srv6Section, interfaces: &[Interface]) -> Result<Srv6Plan, Stri
         };
         sids.push(SidPlan { sid, behaviour: b, iface, via, pfc_priority, pause_us, max_pause_ms, hmac_required: e.hmac_required, receivers, downstream, dscp_priority, rocev2_priority: e.rocev2_priority, pfc_link_bps });
     }
+    // A downstream SID that is local would hand every copy back to this
+    // node: a replication loop (A -> B -> A, or A -> A).
+    for (i, x) in sids.iter().enumerate() {
+        for (j, d) in x.downstream.iter().enumerate() {
+            if sids.iter().any(|y| y.sid == *d) {
+                return Err(format!("srv6.sid[{i}].downstream[{j}] = {d}: a local SID of this node (a replication loop)"));
+            }
+        }
+    }
     let source = match &s.source {
-        Some(a) => a.parse().map_err(|_| format!("srv6.source = {a:?}: not an IPv6 address"))?,
+        Some(a) => {
+            let v: std::net::Ipv6Addr = a.parse().map_err(|_| format!("srv6.source = {a:?}: not an IPv6 address"))?;
+            if !unicast6(v) {
+                return Err(format!("srv6.source = {v}: must be a unicast address of this node"));
+            }
+            v
+        }
         None => sids.first().map(|x| x.sid).unwrap_or(locator.addr()),
     };
     let mut policies = Vec::new();
@@ -1745,6 +1848,19 @@ fn srv6_plan(s: &Srv6Section, interfaces: &[Interface]) -> Result<Srv6Plan, Stri
     for (i, p) in s.policies.iter().enumerate() {
         let f = |k: &str| format!("srv6.policy[{i}].{k}");
         let prefix: IpNet = p.prefix.parse().map_err(|_| format!("{} = {:?}: not an IP prefix", f("prefix"), p.prefix))?;
+        if prefix.trunc() != prefix {
+            return Err(format!("{} = {prefix}: host bits set (did you mean {}?)", f("prefix"), prefix.trunc()));
+        }
+        if let Some(j) = policies.iter().position(|(q, _): &(IpNet, _)| *q == prefix) {
+            return Err(format!("{} = {prefix}: srv6.policy[{j}] steers the same prefix (one policy per prefix; a policy has several SID lists)", f("prefix")));
+        }
+        if !has_ingress_pe {
+            for (k, set) in [("elements", !p.elements.is_empty()), ("backup", !p.backup.is_empty()), ("backup_weights", !p.backup_weights.is_empty()), ("backup_elements", !p.backup_elements.is_empty())] {
+                if set {
+                    return Err(format!("{}: only used by [ingress_pe] (FANN fail-over), which is not configured", f(k)));
+                }
+            }
+        }
         let mode = match p.mode.as_str() {
             "encaps" => dataplane::srv6::EncapMode::Encaps,
             "encaps.red" => dataplane::srv6::EncapMode::EncapsRed,
@@ -1850,6 +1966,34 @@ fn hmac_key_table(keys: &[HmacKeySection]) -> Result<dataplane::wire::srh::HmacK
     Ok(t)
 }
 
+/// `PortParams::validate` names its own fields (ns, internal policy
+/// names); say it in the configuration's and the management socket's
+/// terms instead: `interval_ns = 0` becomes `interval_us = 0`, the queue
+/// depth is `queue_bytes`, and so on. `port`, `queue_bytes`: for the
+/// derived checks.
+pub fn congestion_error_in_config_terms(why: &str, port: &str, queue_bytes: u64) -> String {
+    let Some((field, rest)) = why.split_once(" = ") else { return why.to_string() };
+    let (value, reason) = rest.split_once(": ").unwrap_or((rest, ""));
+    let scaled = |div: u64| value.parse::<u64>().map_or(value.to_string(), |v| if v % div == 0 { (v / div).to_string() } else { format!("{:.3}", v as f64 / div as f64) });
+    let (key, v) = match field {
+        "rate_bps" => ("rate_mbps", scaled(1_000_000)),
+        "rtt_est_ns" => ("rtt_est_us", scaled(1000)),
+        "interval_ns" => ("interval_us", scaled(1000)),
+        "flow_idle_timeout_ns" => ("flow_idle_ms", scaled(1_000_000)),
+        "policy.observation_window_ns" => ("observation_window_us", scaled(1000)),
+        "cnp_port_max_pps" => ("cnp_max_pps", value.to_string()),
+        "cnp_port_burst" => ("cnp_burst", value.to_string()),
+        "flow_capacity" => ("flows", value.to_string()),
+        "policy.top_flows" => ("top_flows", value.to_string()),
+        "policy.buffer_bytes" => return format!("queue_bytes = {value} (port {port}): the queue must be deeper than K_max ({})", reason.trim_start_matches("must exceed ").trim_end_matches(" (or be 0)")),
+        "policy.pause_at" => return format!("queue_bytes = {queue_bytes} (port {port}): the Pause threshold, 90 % of the queue, must lie above K_max (a deeper queue, or a smaller rtt_est_us / alpha / k_base_bytes)"),
+        "adaptive.k_min_floor_frac" => return format!("adaptive = true: K_min must be above a quarter of K_max for the adaptive policy to lower it (raise k_min_bytes or leave it out) [{field} = {value}]"),
+        _ => return why.to_string(),
+    };
+    let reason = reason.replace("at most 10 s", "at most 10 s (10000000 us)");
+    format!("{key} = {v}: {reason}")
+}
+
 fn congestion_plan(c: &CongestionSection, p: &PortSection, f: &str) -> Result<CongestionPlan, String> {
     use dataplane::congestion::{AdaptivePolicy, CnpFormat, Policy, PortParams};
     let e = |k: &str, v: &dyn std::fmt::Display, why: &str| Err(format!("{f}.{k} = {v}: {why}"));
@@ -1859,6 +2003,15 @@ fn congestion_plan(c: &CongestionSection, p: &PortSection, f: &str) -> Result<Co
     if c.rtt_est_us == 0 || c.rtt_est_us > 10_000_000 {
         return e("rtt_est_us", &c.rtt_est_us, "must be 1..=10000000");
     }
+    if c.interval_us == 0 || c.interval_us > 10_000_000 {
+        return e("interval_us", &c.interval_us, "must be 1..=10000000");
+    }
+    if c.flow_idle_ms == 0 || c.flow_idle_ms > 86_400_000 {
+        return e("flow_idle_ms", &c.flow_idle_ms, "must be 1..=86400000");
+    }
+    if c.observation_window_us.is_some_and(|w| w > 10_000_000) {
+        return e("observation_window_us", &c.observation_window_us.unwrap_or(0), "must be at most 10000000 (10 s)");
+    }
     let format = match c.format.as_str() {
         "icmpv6" => CnpFormat::Icmpv6,
         "roce" => CnpFormat::Roce,
@@ -1866,15 +2019,33 @@ fn congestion_plan(c: &CongestionSection, p: &PortSection, f: &str) -> Result<Co
     };
     let source_v4 = match &c.source_v4 {
         None => None,
-        Some(a) => Some(a.parse().map_err(|_| format!("{f}.source_v4 = {a:?}: not an IPv4 address"))?),
+        Some(a) => {
+            let v: std::net::Ipv4Addr = a.parse().map_err(|_| format!("{f}.source_v4 = {a:?}: not an IPv4 address"))?;
+            if v.is_unspecified() || v.is_broadcast() || v.is_multicast() || v.is_loopback() {
+                return Err(format!("{f}.source_v4 = {v}: must be a unicast address of this router"));
+            }
+            Some(v)
+        }
     };
     let source_v6 = match &c.source_v6 {
         None => None,
-        Some(a) => Some(a.parse().map_err(|_| format!("{f}.source_v6 = {a:?}: not an IPv6 address"))?),
+        Some(a) => {
+            let v: std::net::Ipv6Addr = a.parse().map_err(|_| format!("{f}.source_v6 = {a:?}: not an IPv6 address"))?;
+            if !unicast6(v) {
+                return Err(format!("{f}.source_v6 = {v}: must be a unicast address of this router"));
+            }
+            Some(v)
+        }
     };
     let end_e_sid = match &c.end_e_sid {
         None => None,
-        Some(a) => Some(a.parse().map_err(|_| format!("{f}.end_e_sid = {a:?}: not an IPv6 address (an SRv6 SID)"))?),
+        Some(a) => {
+            let v: std::net::Ipv6Addr = a.parse().map_err(|_| format!("{f}.end_e_sid = {a:?}: not an IPv6 address (an SRv6 SID)"))?;
+            if !unicast6(v) {
+                return Err(format!("{f}.end_e_sid = {v}: an SRv6 SID is a unicast address"));
+            }
+            Some(v)
+        }
     };
     let params = PortParams {
         rate_bps: rate * 1_000_000,
@@ -1895,12 +2066,12 @@ fn congestion_plan(c: &CongestionSection, p: &PortSection, f: &str) -> Result<Co
         default_format: format,
         policy: Policy {
             top_flows: c.top_flows,
-            buffer_bytes: p.queue_bytes,
+            buffer_bytes: p.queue_bytes(),
             observation_window_ns: c.observation_window_us.unwrap_or(0).saturating_mul(1000),
             ..Policy::default()
         },
     };
-    params.validate().map_err(|why| format!("{f}: {why}"))?;
+    params.validate().map_err(|why| format!("{f}.{}", congestion_error_in_config_terms(&why, &p.name, p.queue_bytes())))?;
     k_base_holds_a_frame(c.k_base_bytes, p.mtu).map_err(|why| format!("{f}.{why}"))?;
     let mut source_qps: Vec<SourceQp> = Vec::with_capacity(c.source_qp.len());
     for (i, q) in c.source_qp.iter().enumerate() {
@@ -1934,7 +2105,7 @@ pub fn k_base_holds_a_frame(k_base: u64, mtu: u16) -> Result<(), String> {
     Ok(())
 }
 
-fn parse_addrs(list: &[String], field: &str, ifc: &mut Interface, seen: &mut HashSet<IpAddr>) -> Result<(), String> {
+fn parse_addrs(list: &[String], field: &str, ifc: &mut Interface, seen: &mut HashSet<IpAddr>, nets: &mut Vec<(IpNet, String)>) -> Result<(), String> {
     for (k, a) in list.iter().enumerate() {
         let net: IpNet = a.parse().map_err(|_| format!("{field}[{k}] = {a:?}: not an address with prefix length like 10.0.0.1/24"))?;
         let ip = net.addr();
@@ -1949,6 +2120,14 @@ fn parse_addrs(list: &[String], field: &str, ifc: &mut Interface, seen: &mut Has
         if !seen.insert(ip) {
             return Err(format!("{field}[{k}] = {a:?}: address configured twice"));
         }
+        if net.prefix_len() == 0 {
+            return Err(format!("{field}[{k}] = {a:?}: a /0 subnet would make every address directly attached"));
+        }
+        let subnet = net.trunc();
+        if let Some((other, name)) = nets.iter().find(|(o, name)| *name != ifc.name && (o.contains(&subnet) || subnet.contains(o))) {
+            return Err(format!("{field}[{k}] = {a:?}: its subnet {subnet} overlaps {other}, connected on interface {name:?}"));
+        }
+        nets.push((subnet, ifc.name.clone()));
         match net {
             IpNet::V4(n) => ifc.v4.push(n),
             IpNet::V6(n) => ifc.v6.push(n),
@@ -2022,10 +2201,8 @@ fn connected6(fib: &Fib, g: std::net::Ipv6Addr) -> Option<u16> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const GOOD: &str = r#"
+mod tests_common {
+    pub const GOOD: &str = r#"
 [dataplane]
 worker_cores = [0]
 [[port]]
@@ -2052,6 +2229,12 @@ ip = "10.0.2.2"
 mac = "02:00:00:00:00:22"
 interface = "wan"
 "#;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tests_common::GOOD;
+    use super::*;
 
     #[test]
     fn urpf_per_port_and_vlan() {
@@ -2575,5 +2758,74 @@ controller = "2001:db8:1::c"
         assert!(!is_pci("0000:3b:00"));
         assert_eq!(parse_mac("02:00:00:aa:bb:cc"), Some([2, 0, 0, 0xaa, 0xbb, 0xcc]));
         assert_eq!(parse_mac("02:00:00:aa:bb"), None);
+    }
+}
+
+#[cfg(test)]
+mod refusals {
+    use super::tests_common::GOOD;
+    use super::*;
+
+    fn refused(text: &str, want: &[&str]) {
+        let e = load_str(text).err().unwrap_or_else(|| panic!("accepted:\n{text}"));
+        for w in want {
+            assert!(e.contains(w), "{e:?} lacks {w:?}");
+        }
+    }
+
+    const SRV6: &str = "[srv6]\nlocator = \"fc00:0:1::/48\"\n";
+
+    #[test]
+    fn fields_another_behaviour_would_ignore_are_refused() {
+        refused(&format!("{GOOD}{SRV6}[[srv6.sid]]\nsid = \"fc00:0:1::1\"\nbehaviour = \"end\"\nvia = \"2001:db8:1::2\"\n"), &["srv6.sid[0].via", "only end.x"]);
+        refused(&format!("{GOOD}{SRV6}[[srv6.sid]]\nsid = \"fc00:0:1::1\"\nbehaviour = \"end.dt6\"\ninterface = \"dc\"\n"), &["srv6.sid[0].interface = \"dc\"", "only end.x and end.c"]);
+        refused(&format!("{GOOD}{SRV6}[[srv6.sid]]\nsid = \"fc00:0:1::1\"\nbehaviour = \"end.mt\"\npause_us = 100\n"), &["srv6.sid[0].pause_us", "end.c only"]);
+        refused(&format!("{GOOD}{SRV6}[[srv6.sid]]\nsid = \"fc00:0:1::1\"\nbehaviour = \"end.x\"\ninterface = \"wan\"\nvia = \"10.0.2.2\"\n"), &["srv6.sid[0].via = 10.0.2.2", "IPv6"]);
+        refused(&format!("{GOOD}{SRV6}[[srv6.sid]]\nsid = \"fc00:0:1::c\"\nbehaviour = \"end.c\"\ninterface = \"dc\"\npause_us = 20000\nmax_pause_ms = 10\n"), &["srv6.sid[0].pause_us = 20000", "max_pause_ms = 10"]);
+        refused(&format!("{GOOD}{SRV6}[[srv6.policy]]\nprefix = \"10.9.0.0/16\"\nsegments = [[\"fc00:0:2::1\"]]\nbackup = [[\"fc00:0:3::1\"]]\n"), &["srv6.policy[0].backup", "[ingress_pe]"]);
+        refused(&format!("{GOOD}[[port]]\nname = \"x\"\ndevice = \"net_null0\"\nqueue_bytes = 1000000\n"), &["port[2].queue_bytes = 1000000", "without rate_mbps"]);
+        refused(&format!("{GOOD}[[port]]\nname = \"x\"\ndevice = \"net_null0\"\nqueue_packets = 1\n"), &["port[2].queue_packets = 1", "without rate_mbps"]);
+    }
+
+    #[test]
+    fn replication_loops_and_overlaps_are_refused() {
+        refused(
+            &format!("{GOOD}{SRV6}[[srv6.sid]]\nsid = \"fc00:0:1::a\"\nbehaviour = \"end.mt\"\ndownstream = [\"fc00:0:1::b\"]\n[[srv6.sid]]\nsid = \"fc00:0:1::b\"\nbehaviour = \"end.mt\"\ndownstream = [\"fc00:0:1::a\"]\n"),
+            &["srv6.sid[0].downstream[0] = fc00:0:1::b", "replication loop"],
+        );
+        refused(&format!("{GOOD}{SRV6}[[srv6.policy]]\nprefix = \"10.9.1.0/16\"\nsegments = [[\"fc00:0:2::1\"]]\n"), &["srv6.policy[0].prefix = 10.9.1.0/16", "host bits", "10.9.0.0/16"]);
+        refused(
+            &format!("{GOOD}{SRV6}[[srv6.policy]]\nprefix = \"10.9.0.0/16\"\nsegments = [[\"fc00:0:2::1\"]]\n[[srv6.policy]]\nprefix = \"10.9.0.0/16\"\nsegments = [[\"fc00:0:3::1\"]]\n"),
+            &["srv6.policy[1].prefix = 10.9.0.0/16", "srv6.policy[0]"],
+        );
+        refused(&GOOD.replace("addresses = [\"10.0.2.1/24\"]", "addresses = [\"10.0.1.9/24\"]"), &["port[1].addresses[0] = \"10.0.1.9/24\"", "overlaps 10.0.1.0/24", "\"dc\""]);
+        refused(&GOOD.replace("addresses = [\"10.0.2.1/24\"]", "addresses = [\"10.0.2.1/0\"]"), &["port[1].addresses[0] = \"10.0.2.1/0\"", "/0"]);
+        refused(&format!("{GOOD}[[neighbour]]\nip = \"10.0.2.2\"\nmac = \"02:00:00:00:00:23\"\ninterface = \"wan\"\n"), &["neighbour[1].ip = 10.0.2.2", "neighbour[0]"]);
+    }
+
+    #[test]
+    fn addresses_and_codepoints_that_cannot_work_are_refused() {
+        refused(&format!("{GOOD}{SRV6}source = \"::\"\n"), &["srv6.source = ::", "unicast"]);
+        refused(&format!("{GOOD}[fann]\nnode = \"::1\"\ningress_pes = [\"fc00::a\"]\n"), &["fann.node = ::1", "unicast"]);
+        refused(&format!("{GOOD}[fann]\nnode = \"fc00::9\"\ningress_pes = [\"fc00::a\", \"fc00::a\"]\n"), &["fann.ingress_pes[1] = fc00::a", "twice"]);
+        refused(&format!("{GOOD}[fann]\nnode = \"fc00::9\"\ningress_pes = [\"fc00::a\"]\nqueue_buildup_bytes = 1\n"), &["fann.queue_buildup_bytes = 1", "2048"]);
+        refused(&format!("{GOOD}[fann]\nnode = \"fc00::9\"\ningress_pes = [\"fc00::a\"]\ninterval_us = 18446744073709552\n"), &["fann.interval_us = 18446744073709552", "1..=10000000"]);
+        refused(&format!("{GOOD}[wire]\nicmpv6_fann_type = 135\n"), &["wire.icmpv6_fann_type = 135", "Neighbor Discovery"]);
+        refused(&format!("{GOOD}[wire]\nsrh_tlv_end_mt = 5\n"), &["wire.srh_tlv_end_mt = 5", "HMAC"]);
+        refused(&format!("{GOOD}[wire]\nbehaviour_end_e = 65281\n"), &["wire.behaviour_end_e = 65281", "wire.behaviour_end_c"]);
+        refused(&GOOD.replace("worker_cores = [0]", "worker_cores = [0]\nicmp_error_rate_pps = 0"), &["dataplane.icmp_error_rate_pps = 0", "set both to 0"]);
+        refused(&GOOD.replace("worker_cores = [0]", "worker_cores = [0]\nneighbour_reachable_ms = 0\nneighbour_solicit_interval_ms = 0"), &["dataplane.neighbour_solicit_interval_ms = 0", "50..=60000"]);
+    }
+
+    #[test]
+    fn congestion_errors_name_the_configuration_keys() {
+        let port = GOOD.replace("rx_queues = 4\n", "rx_queues = 4\nrate_mbps = 100000\n");
+        refused(&format!("{port}[port.congestion]\nrtt_est_us = 10000\ninterval_us = 0\n"), &["port[1].congestion.interval_us = 0", "1..=10000000"]);
+        // A queue no deeper than K_max (125 MB at 100 Gb/s and 10 ms).
+        refused(&format!("{}[port.congestion]\nrtt_est_us = 10000\n", port.replace("rate_mbps = 100000\n", "rate_mbps = 100000\nqueue_bytes = 67108864\n")), &["queue_bytes = 67108864 (port wan)", "deeper than K_max"]);
+        let e = congestion_error_in_config_terms("policy.observation_window_ns = 20000000000: must be at most 10 s (0: RTT_est)", "wan", 1 << 20);
+        assert!(e.starts_with("observation_window_us = 20000000: must be at most 10 s"), "{e}");
+        let e = congestion_error_in_config_terms("flow_idle_timeout_ns = 0: must be positive", "wan", 1 << 20);
+        assert_eq!(e, "flow_idle_ms = 0: must be positive");
     }
 }

@@ -239,6 +239,9 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
         }
         ["route", "del", prefix] => {
             let prefix: IpNet = prefix.parse().map_err(|_| format!("prefix {prefix:?}: not an IP prefix"))?;
+            if let Some(ifc) = config::connected_owner(&c.topo.interfaces, prefix) {
+                return Err(format!("prefix {prefix}: the connected subnet of interface {} (it goes with the interface's address)", ifc.name));
+            }
             let old = match prefix {
                 IpNet::V4(p) => c.fib.remove4(&p),
                 IpNet::V6(p) => c.fib.remove6(&p),
@@ -325,9 +328,9 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
             let num = |v: &str| v.parse::<f64>().map_err(|_| format!("{key} = {v:?}: not a number"));
             let int = |v: &str, max: u64| v.parse::<u64>().ok().filter(|x| *x <= max).ok_or_else(|| format!("{key} = {v:?}: a whole number, at most {max}"));
             match *key {
-                "rtt_est_us" => p.rtt_est_ns = (num(value)? * 1000.0) as u64,
-                "k_min_bytes" => p.k_min_bytes = Some(num(value)? as u64),
-                "k_base_bytes" => p.k_base_bytes = num(value)? as u64,
+                "rtt_est_us" => p.rtt_est_ns = int(value, 10_000_000)? * 1000,
+                "k_min_bytes" => p.k_min_bytes = Some(int(value, 1 << 36)?),
+                "k_base_bytes" => p.k_base_bytes = int(value, 1 << 36)?,
                 "alpha" => p.alpha = num(value)?,
                 "v_ecn" => p.v_ecn = num(value)?,
                 "v_growth_kb_per_ms" => p.v_growth_kb_per_ms = num(value)?,
@@ -358,7 +361,7 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
                 }
                 _ => return Err(format!("unknown congestion parameter {key:?}; {HELP}")),
             }
-            p.validate().map_err(|e| format!("port {port}: {e}"))?;
+            p.validate().map_err(|e| format!("port {port}: {}", config::congestion_error_in_config_terms(&e, port, p.policy.buffer_bytes)))?;
             config::k_base_holds_a_frame(p.k_base_bytes, mtu).map_err(|e| format!("port {port}: {e}"))?;
             plan.params = p;
             let id = ports[pi].id;
@@ -373,7 +376,27 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
         }
         ["sid", "add", sid, behaviour, rest @ ..] => {
             let sid = sid_in_locator(c, sid)?;
-            let b = parse_behaviour(c, behaviour, rest)?;
+            let mut b = parse_behaviour(c, behaviour, rest)?;
+            if let Behaviour::EndMT { downstream, .. } = &b {
+                if let Some(d) = downstream.iter().find(|d| **d == sid || c.sids.as_ref().is_some_and(|t| t.get(d).is_some())) {
+                    return Err(format!("downstream {d}: a local SID of this node (a replication loop)"));
+                }
+            }
+            // A group's End.MT SID stays End.MT and keeps the group's
+            // provisioned receivers.
+            let groups: Vec<&str> = c.cfg.multicast.iter().filter(|g| g.end_mt_sid == Some(sid)).map(|g| g.name.as_str()).collect();
+            if !groups.is_empty() {
+                let Behaviour::EndMT { receivers_extra, .. } = &mut b else {
+                    return Err(format!("{sid} is the End.MT SID of group {}: it stays end.mt", groups.join(", ")));
+                };
+                for g in c.cfg.multicast.iter().filter(|g| g.end_mt_sid == Some(sid)) {
+                    for r in &g.cfg.receivers {
+                        if !receivers_extra.contains(&(r.addr, r.qpn)) {
+                            receivers_extra.push((r.addr, r.qpn));
+                        }
+                    }
+                }
+            }
             let t = c.sids.as_mut().ok_or("no [srv6] section")?;
             if let Behaviour::EndMT { hmac_required: true, .. } = &b {
                 if t.hmac_keys().is_empty() {
@@ -393,6 +416,9 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
             let t = c.sids.as_mut().ok_or("no [srv6] section")?;
             if matches!(t.get(&sid), Some(Behaviour::EndC)) {
                 return Err(format!("{sid} is the END.C SID (configured in [srv6] with its PFC port)"));
+            }
+            if let Some(g) = c.cfg.multicast.iter().find(|g| g.end_mt_sid == Some(sid)) {
+                return Err(format!("{sid} is the End.MT SID of group {} (configured in [[multicast.group]])", g.name));
             }
             t.remove(&sid).ok_or_else(|| format!("no local SID {sid}"))?;
             let snap = Arc::new(t.clone());
@@ -421,6 +447,11 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
             let t = c.sids.as_mut().ok_or("no [srv6] section")?;
             let mut keys = t.hmac_keys().clone();
             keys.remove(id).ok_or_else(|| format!("no HMAC key {id}"))?;
+            if keys.is_empty() {
+                if let Some((sid, _)) = t.iter().find(|(_, b)| matches!(b, Behaviour::EndMT { hmac_required: true, .. })) {
+                    return Err(format!("HMAC key {id} is the last one and SID {sid} requires the SRH HMAC (its packets would all be dropped); add another key or change the SID first"));
+                }
+            }
             t.set_hmac_keys(keys);
             let snap = Arc::new(t.clone());
             c.push_sids(snap);
@@ -472,15 +503,23 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
                 _ => return Err(format!("usage: multicast receiver add GROUP ADDR QPN | multicast receiver del GROUP ADDR | multicast child add|del GROUP ADDR; {HELP}")),
             }
             g.validate().map_err(|e| format!("group {group}: {e}"))?;
+            let old_receivers: Vec<(Ipv6Addr, u32)> = c.cfg.multicast[gi].cfg.receivers.iter().map(|r| (r.addr, r.qpn)).collect();
             c.cfg.multicast[gi].cfg = g;
             // The owner worker sets the changed group up afresh; the others
             // are untouched. Provisioned End.MT receivers follow.
             c.push_groups(std::sync::Arc::new(c.cfg.multicast.iter().map(|g| g.cfg.clone()).collect()));
-            // The End.MT SID's provisioned receivers follow (in the running
-            // table, keeping SIDs and keys changed at run time).
-            if let (Some(sid), Some(fresh)) = (c.cfg.multicast[gi].end_mt_sid, crate::router::sid_table(&c.cfg)) {
-                if let (Some(b), Some(t)) = (fresh.get(&sid).cloned(), c.sids.as_mut()) {
-                    t.insert(sid, b);
+            // The End.MT SID's provisioned receivers follow, in the running
+            // entry: everything else of it (HMAC requirement, downstream
+            // SIDs, receivers of its own) as it stands now.
+            if let (Some(sid), Some(t)) = (c.cfg.multicast[gi].end_mt_sid, c.sids.as_mut()) {
+                if let Some(Behaviour::EndMT { receivers_extra, hmac_required, downstream }) = t.get(&sid).cloned() {
+                    let mut receivers_extra: Vec<(Ipv6Addr, u32)> = receivers_extra.into_iter().filter(|r| !old_receivers.contains(r)).collect();
+                    for r in &c.cfg.multicast[gi].cfg.receivers {
+                        if !receivers_extra.contains(&(r.addr, r.qpn)) {
+                            receivers_extra.push((r.addr, r.qpn));
+                        }
+                    }
+                    t.insert(sid, Behaviour::EndMT { receivers_extra, hmac_required, downstream });
                     let snap = Arc::new(t.clone());
                     c.push_sids(snap);
                 }
@@ -516,6 +555,9 @@ fn parse_behaviour(c: &Control, behaviour: &str, rest: &[&str]) -> Result<Behavi
         ("end.x", ["interface", dev, "via", via]) => {
             let iface = c.cfg.iface_index(dev).ok_or_else(|| format!("interface {dev:?}: no such interface"))?;
             let nexthop: IpAddr = via.parse().map_err(|_| format!("via {via:?}: not an address"))?;
+            if nexthop.is_ipv4() {
+                return Err(format!("via {nexthop}: end.x forwards IPv6, the next hop must be an IPv6 address"));
+            }
             Ok(Behaviour::EndX { iface, nexthop })
         }
         ("end.mt", r) => {

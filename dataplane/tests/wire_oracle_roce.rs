@@ -798,7 +798,11 @@ fn tshark_dissects_our_packets() {
                     match num(get("infiniband.invariant.crc")) {
                         Some(t) if t == u64::from((v as u32).swap_bytes()) => {}
                         Some(t) => p.push(format!("invariant.crc {t:#x}, want trailer of {v:#x}")),
-                        None => p.push(format!("tshark shows no invariant.crc (scapy's ICRC {v:#x})")),
+                        // tshark's InfiniBand dissector ends a CNP (opcode
+                        // 0x81) at its padding and shows no ICRC; scapy
+                        // recomputes those ICRCs (`scapy_confirms_our_packets`).
+                        None if want("opcode") == Some(0x81) => {}
+                        None => p.push(format!("tshark shows no invariant.crc (our ICRC {v:#x})")),
                     }
                 }
                 for (tf, k) in [
