@@ -284,6 +284,12 @@ impl crate::pipeline::Pipeline {
         let done = {
             let d = p.data().get(l2.l3..l2.l3 + total).ok_or(Drop::MalformedIpv6)?;
             let fh = Ipv6FragmentHeader::new_checked(d.get(40..).ok_or(Drop::MalformedIpv6)?).map_err(|_| Drop::MalformedIpv6)?;
+            // A fragment of a fragment: the reassembled datagram would need
+            // a second reassembly from inside this one, whose buffer is
+            // taken out while it is processed. No host sends that.
+            if fh.next_header().0 == 44 {
+                return Err(Drop::ReasmMalformed);
+            }
             let mut key = Key { v6: true, src: [0; 16], dst: [0; 16], id: frag.ident, proto: fh.next_header().0 };
             key.src.copy_from_slice(&d[8..24]);
             key.dst.copy_from_slice(&d[24..40]);

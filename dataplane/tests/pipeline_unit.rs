@@ -2605,6 +2605,37 @@ fn fragmented_echo6_to_the_router_is_reassembled_and_the_reply_fragmented() {
     assert_eq!(total_drops(&pl), 0);
 }
 
+/// A Fragment header whose Next Header is another Fragment header (a
+/// fragment of a fragment) is dropped as malformed, every fragment of it:
+/// reassembled, it would start a second reassembly from inside the first.
+#[test]
+fn nested_ipv6_fragments_are_malformed() {
+    let mut pl = pipeline();
+    let (h, r) = (v6("2001:db8::2"), v6("2001:db8::1"));
+    let body = vec![0x5au8; 64];
+    let echo = ipv6(h, r, 64, 58, &icmpv6(h, r, 128, 0, &body));
+    // The inner datagram: an atomic fragment (offset 0, M = 0) of the echo;
+    // the outer fragments cut that, so their Fragment header's Next Header
+    // is 44.
+    let inner = cut6(&echo, &[], 0xabcd_0001).remove(0);
+    assert_eq!((inner[6], inner[40], inner[42..44].to_vec()), (44, 58, vec![0, 0]), "atomic fragment");
+    let frags = cut6(&inner, &[48], 0xabcd_0002);
+    assert_eq!(frags.len(), 2);
+    for f in &frags {
+        assert_eq!((f[6], f[40]), (44, 44), "a fragment of a fragment");
+    }
+    // The first fragment's chain has two Fragment headers (RFC 8200 s.4.1:
+    // at most one); a later one's chain ends at its Fragment header, and
+    // the Next Header 44 there is refused before it takes a slot.
+    assert_drop(&mut pl, &frame6(R0, H0, None, &frags[0]), 0, Drop::MalformedIpv6, "malformed-ipv6");
+    assert_drop(&mut pl, &frame6(R0, H0, None, &frags[1]), 0, Drop::ReasmMalformed, "reassembly-malformed");
+    assert_eq!(local(&pl, Local::Reassembled), 0);
+    // The atomic fragment alone is a datagram like any other.
+    let mut p = VecPacket::from_bytes(&frame6(R0, H0, None, &inner));
+    assert!(matches!(run(&mut pl, &mut p, 0, T0), Verdict::Tx(_)), "echo reply to the atomic fragment");
+    assert_eq!(local(&pl, Local::Reassembled), 1);
+}
+
 #[test]
 fn reassembly_drops_overlaps_malformed_and_stale_datagrams() {
     let mut pl = pipeline();
