@@ -1869,8 +1869,20 @@ fn srv6_plan(s: &Srv6Section, interfaces: &[Interface], has_ingress_pe: bool) ->
         if !p.weights.is_empty() && p.weights.len() != p.segments.len() {
             return Err(format!("{} = {:?}: one weight per SID list ({} lists)", f("weights"), p.weights, p.segments.len()));
         }
+        if p.segments.is_empty() {
+            return Err(format!("{} = []: at least one SID list", f("segments")));
+        }
+        if let Some(j) = p.weights.iter().position(|w| *w == 0) {
+            return Err(format!("{}[{j}] = 0: weights must be >= 1", f("weights")));
+        }
         let mut lists = Vec::new();
         for (j, l) in p.segments.iter().enumerate() {
+            if l.is_empty() {
+                return Err(format!("{}[{j}] = []: a SID list needs at least one SID", f("segments")));
+            }
+            if l.len() > 128 {
+                return Err(format!("{}[{j}]: {} SIDs, at most 128", f("segments"), l.len()));
+            }
             let mut sids = Vec::new();
             for (k, a) in l.iter().enumerate() {
                 sids.push(a.parse::<std::net::Ipv6Addr>().map_err(|_| format!("{}[{j}][{k}] = {a:?}: not an IPv6 SID", f("segments")))?);
@@ -2800,6 +2812,8 @@ mod refusals {
         );
         refused(&GOOD.replace("addresses = [\"10.0.2.1/24\"]", "addresses = [\"10.0.1.9/24\"]"), &["port[1].addresses[0] = \"10.0.1.9/24\"", "overlaps 10.0.1.0/24", "\"dc\""]);
         refused(&GOOD.replace("addresses = [\"10.0.2.1/24\"]", "addresses = [\"10.0.2.1/0\"]"), &["port[1].addresses[0] = \"10.0.2.1/0\"", "/0"]);
+        refused(&format!("{GOOD}{SRV6}[[srv6.policy]]\nprefix = \"10.9.0.0/16\"\nsegments = [[\"fc00:0:2::1\"], [\"fc00:0:3::1\"]]\nweights = [1, 0]\n"), &["srv6.policy[0].weights[1] = 0", ">= 1"]);
+        refused(&format!("{GOOD}{SRV6}[[srv6.policy]]\nprefix = \"10.9.0.0/16\"\nsegments = [[]]\n"), &["srv6.policy[0].segments[0] = []"]);
         refused(&format!("{GOOD}[[neighbour]]\nip = \"10.0.2.2\"\nmac = \"02:00:00:00:00:23\"\ninterface = \"wan\"\n"), &["neighbour[1].ip = 10.0.2.2", "neighbour[0]"]);
     }
 
