@@ -332,6 +332,35 @@ fn bad_configuration_names_field_value_and_reason() {
     assert!(!e.contains("dcirouter running") && !e.to_lowercase().contains("not ready"), "{e}");
 }
 
+/// A worker that dies while the router runs (a panic, here injected with
+/// DCIROUTER_FAULT_INJECT) is noticed: the router says which, stops the
+/// others, prints its counters and exits 1 instead of running on with
+/// queues nobody polls.
+#[test]
+fn a_dead_worker_stops_the_router_with_an_error() {
+    let dir = workdir("deadworker");
+    control::demo::write_pcap(&dir.join("dc-in.pcap"), &[]).unwrap();
+    control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
+    let cfg = dir.join("r.toml");
+    std::fs::write(&cfg, config(&dir)).unwrap();
+    let child = command("deadworker", &cfg, &["--duration", "30"])
+        .env("DCIROUTER_FAULT_INJECT", "worker-panic:0")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    let out = wait_output(child, RUN_DEADLINE);
+    let (so, se) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{so}{se}");
+    assert!(t0.elapsed() < std::time::Duration::from_secs(25), "stopped at once, not at --duration: {:?}", t0.elapsed());
+    assert!(se.contains("fault injection: worker 0 panics"), "{se}");
+    assert!(se.contains("dcirouter: worker 0 stopped unexpectedly (its panic message is above); stopping the router"), "{se}");
+    assert!(se.contains("dcirouter: worker 0 stopped unexpectedly; the counters above"), "{se}");
+    assert!(so.contains("drops (total 0):"), "the counter table is printed: {so}");
+    assert_eq!(mempool_in_use(&so), 0);
+}
+
 /// The deep-buffer egress stage: a port shaped at 20 Mb/s with a 100 KB
 /// queue receives a 600 KB burst at pcap replay speed. The queue fills and
 /// tail-drops (counted), what leaves is paced at no more than R_port

@@ -606,6 +606,11 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
                 if let Err(e) = dpdk::register_thread() {
                     eprintln!("worker {w}: {e}; mempool cache disabled");
                 }
+                // Fault injection for the test of what follows a worker's
+                // death (DCIROUTER_FAULT_INJECT=worker-panic:W).
+                if std::env::var("DCIROUTER_FAULT_INJECT").ok().as_deref() == Some(&format!("worker-panic:{w}")) {
+                    panic!("fault injection: worker {w} panics");
+                }
                 worker.run();
                 drop(worker);
                 dpdk::unregister_thread();
@@ -670,7 +675,16 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     let mut last_rx_change = Instant::now();
     eprintln!("dcirouter running: {} worker(s), {} port(s); Ctrl-C to stop", control.workers.len(), ports.len());
 
+    // A worker that stopped while the router runs (a panic: its message is
+    // on stderr) leaves its queues unpolled; the router stops rather than
+    // run on without them, and exits with an error.
+    let mut worker_died: Option<usize> = None;
     while !stop.load(Ordering::Relaxed) {
+        if let Some(w) = control.workers.iter().position(|h| h.join.as_ref().is_some_and(|j| j.is_finished())) {
+            eprintln!("dcirouter: worker {w} stopped unexpectedly (its panic message is above); stopping the router");
+            worker_died = Some(w);
+            break;
+        }
         // Learned neighbours -> new snapshot for every worker.
         let mut changed = false;
         while let Ok((_w, ev)) = ev_rx.try_recv() {
@@ -875,6 +889,9 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     drop(pools);
     drop(hdr_pools);
     drop(eal);
+    if let Some(w) = worker_died {
+        return Err(format!("worker {w} stopped unexpectedly; the counters above are what the router did until then"));
+    }
     Ok(report)
 }
 
