@@ -332,6 +332,26 @@ fn bad_configuration_names_field_value_and_reason() {
     assert!(!e.contains("dcirouter running") && !e.to_lowercase().contains("not ready"), "{e}");
 }
 
+/// The output checks can fail: `tshark_clean` refuses a frame with a bad
+/// IPv4 header checksum and one with a bad UDP checksum, and accepts the
+/// same frames intact.
+#[test]
+fn tshark_clean_refuses_bad_checksums() {
+    let dir = workdir("tshark-neg");
+    let l2 = control::gen::L2 { src: HOST, dst: R_DC };
+    let good = control::gen::udp4(&l2, "10.0.1.2".parse().unwrap(), "10.0.3.5".parse().unwrap(), 1000, 2000, &[7u8; 32], 64);
+    control::demo::write_pcap(&dir.join("good.pcap"), std::slice::from_ref(&good)).unwrap();
+    tshark_clean(&dir.join("good.pcap"));
+    for (name, at) in [("bad-ip.pcap", 14 + 10), ("bad-udp.pcap", 14 + 20 + 6)] {
+        let mut f = good.clone();
+        f[at] ^= 0x5a;
+        control::demo::write_pcap(&dir.join(name), &[f]).unwrap();
+        let p = dir.join(name);
+        let r = std::panic::catch_unwind(|| tshark_clean(&p));
+        assert!(r.is_err(), "{name}: tshark_clean accepted a bad checksum");
+    }
+}
+
 /// A worker that dies while the router runs (a panic, here injected with
 /// DCIROUTER_FAULT_INJECT) is noticed: the router says which, stops the
 /// others, prints its counters and exits 1 instead of running on with
@@ -358,6 +378,34 @@ fn a_dead_worker_stops_the_router_with_an_error() {
     assert!(se.contains("dcirouter: worker 0 stopped unexpectedly (its panic message is above); stopping the router"), "{se}");
     assert!(se.contains("dcirouter: worker 0 stopped unexpectedly; the counters above"), "{se}");
     assert!(so.contains("drops (total 0):"), "the counter table is printed: {so}");
+    assert_eq!(mempool_in_use(&so), 0);
+}
+
+/// Stopped while a shaped port's deep queue still holds packets: they are
+/// freed, not sent, and counted (`shutdown-discard`), so every received
+/// packet is either sent or counted as a drop, and every mbuf comes back.
+#[test]
+fn packets_queued_at_shutdown_are_counted() {
+    let dir = workdir("shutq");
+    let to_router = control::gen::L2 { src: HOST, dst: R_DC };
+    let frames: Vec<Vec<u8>> = (0..300u32).map(|i| control::gen::udp4(&to_router, [10, 0, 1, 2].into(), [10, 0, 3, 5].into(), 1000, 2000, &[i as u8; 958], 64)).collect();
+    control::demo::write_pcap(&dir.join("dc-in.pcap"), &frames).unwrap();
+    control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
+    let cfg = dir.join("r.toml");
+    // 1 Mb/s: the 300 KB take 2.4 s to leave; the run stops after 1 s.
+    let text = config(&dir).replace("mac = \"02:dc:00:00:00:02\"", "mac = \"02:dc:00:00:00:02\"\nrate_mbps = 1\nqueue_bytes = 600000");
+    std::fs::write(&cfg, text).unwrap();
+    let out = run("shutq", &cfg, &["--duration", "1"]);
+    assert!(out.status.success());
+    let so = String::from_utf8_lossy(&out.stdout).to_string();
+    let (rx, _) = port_packets(&so, "dc");
+    let (_, tx) = port_packets(&so, "wan");
+    let left = counter(&so, "shutdown-discard");
+    assert_eq!(rx, 300);
+    assert!(left > 100, "most of the queue was still there: {left}");
+    let total: u64 = so.lines().find_map(|l| l.strip_prefix("drops (total ")?.split(')').next()?.parse().ok()).expect("drop total");
+    assert_eq!(total, left, "nothing else was dropped: {so}");
+    assert_eq!(tx + left, rx, "sent or counted");
     assert_eq!(mempool_in_use(&so), 0);
 }
 
@@ -1953,6 +2001,7 @@ fn churn(workers: usize) {
     assert!(rx > 100_000, "traffic flowed throughout: {rx} packets");
     let drops: u64 = so.lines().find_map(|l| l.strip_prefix("drops (total ")?.split(')').next()?.parse().ok()).expect("drop total");
     assert_eq!(drops, 0, "no packet dropped while the control plane changed:\n{so}");
+    assert_eq!(counter(&so, "snapshot-freed-by-worker"), 0, "the control thread took back every replaced snapshot");
     assert_eq!(tx, rx, "every packet forwarded");
     // Bytes: the input alternates IPv4 and IPv6 frames of two lengths and
     // each RX queue replays it from the start, so the port's RX bytes are

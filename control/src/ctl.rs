@@ -505,12 +505,10 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
             g.validate().map_err(|e| format!("group {group}: {e}"))?;
             let old_receivers: Vec<(Ipv6Addr, u32)> = c.cfg.multicast[gi].cfg.receivers.iter().map(|r| (r.addr, r.qpn)).collect();
             c.cfg.multicast[gi].cfg = g;
-            // The owner worker sets the changed group up afresh; the others
-            // are untouched. Provisioned End.MT receivers follow.
-            c.push_groups(std::sync::Arc::new(c.cfg.multicast.iter().map(|g| g.cfg.clone()).collect()));
             // The End.MT SID's provisioned receivers follow, in the running
             // entry: everything else of it (HMAC requirement, downstream
             // SIDs, receivers of its own) as it stands now.
+            let mut sids = None;
             if let (Some(sid), Some(t)) = (c.cfg.multicast[gi].end_mt_sid, c.sids.as_mut()) {
                 if let Some(Behaviour::EndMT { receivers_extra, hmac_required, downstream }) = t.get(&sid).cloned() {
                     let mut receivers_extra: Vec<(Ipv6Addr, u32)> = receivers_extra.into_iter().filter(|r| !old_receivers.contains(r)).collect();
@@ -520,9 +518,27 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
                         }
                     }
                     t.insert(sid, Behaviour::EndMT { receivers_extra, hmac_required, downstream });
-                    let snap = Arc::new(t.clone());
-                    c.push_sids(snap);
+                    sids = Some(Arc::new(t.clone()));
                 }
+            }
+            // The owner worker sets the changed group up afresh. Workers
+            // apply the two updates one after the other, so the order
+            // matters for the moment between them: a new receiver gets
+            // copies before the group waits for its acknowledgements (its
+            // first responses are `mc-unknown-receiver`, then it joins at
+            // the PSN the source was told), and a removed one stops being
+            // waited for before its copies stop (its last responses are
+            // dropped) - never a group waiting on a receiver that gets
+            // nothing.
+            let groups = std::sync::Arc::new(c.cfg.multicast.iter().map(|g| g.cfg.clone()).collect());
+            if *op == "add" {
+                if let Some(s) = sids.take() {
+                    c.push_sids(s);
+                }
+            }
+            c.push_groups(groups);
+            if let Some(s) = sids {
+                c.push_sids(s);
             }
             Ok(show_multicast(&c.cfg.multicast[gi..=gi]))
         }

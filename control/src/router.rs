@@ -79,6 +79,8 @@ pub struct Control {
     pub nud: Option<dataplane::nud::Nud>,
     /// Requests for `show flows` so far.
     flows_seq: u64,
+    /// Replaced snapshots coming back from the workers, freed here.
+    garbage: Receiver<Update>,
     /// Neighbours expired since the table last went to the workers, and
     /// when that was (see `run_nud`).
     expired_pending: bool,
@@ -152,6 +154,10 @@ impl Control {
     }
 
     fn push(&self, make: impl Fn() -> Update) {
+        // Room for the snapshots this change replaces: many changes in one
+        // loop (a storm of FANN notifications) must not leave the workers
+        // to free them on their packet path.
+        while self.garbage.try_recv().is_ok() {}
         for w in &self.workers {
             // Bounded queue; the worker drains it every loop. If it were full,
             // waiting is right here: the control thread may block, a worker never.
@@ -636,7 +642,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         None => None,
     };
     let sids = sids0.as_deref().cloned();
-    let mut control = Control { topo, fib: cfg.fib.clone(), neighbours, sids, cfg, workers, own: Arc::new(WorkerCounters::default()), pe: pe.take(), nud: None, flows_seq: 0, expired_pending: false, expired_pushed: Instant::now() };
+    let mut control = Control { topo, fib: cfg.fib.clone(), neighbours, sids, cfg, workers, own: Arc::new(WorkerCounters::default()), pe: pe.take(), nud: None, flows_seq: 0, garbage: garbage_rx.clone(), expired_pending: false, expired_pushed: Instant::now() };
     let dp = &control.cfg.dataplane;
     if dp.neighbour_reachable_ms != 0 {
         let c = dataplane::nud::NudConfig { reachable_ns: dp.neighbour_reachable_ms * 1_000_000, retrans_ns: dp.neighbour_solicit_interval_ms * 1_000_000, probes: dp.neighbour_probes, stale_ns: dp.neighbour_stale_ms * 1_000_000, retry_max_ns: dp.neighbour_retry_max_ms * 1_000_000 };
@@ -833,11 +839,13 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         while let Some(raw) = ring.pop() {
             // SAFETY: a worker gave up ownership when it pushed the mbuf.
             drop(unsafe { dataplane::dpdk::Mbuf::from_raw(dataplane::worker::handoff_untag(raw).0) });
+            control.own.dropped(dataplane::counters::Drop::ShutdownDiscard);
         }
     }
     while let Some(raw) = mc_ring.pop() {
         // SAFETY: a worker gave up ownership when it pushed the mbuf.
         drop(unsafe { dataplane::dpdk::Mbuf::from_raw(raw as *mut dpdk_sys::rte_mbuf) });
+        control.own.dropped(dataplane::counters::Drop::ShutdownDiscard);
     }
     let elapsed = started.elapsed();
     let counters = control.snapshot();

@@ -79,6 +79,9 @@ reasons!(Drop, N_DROPS {
     FannStateFull => "fann-state-full",
     FannWrongInterface => "fann-wrong-interface",
     EventQueueFull => "event-queue-full",
+    // Packets still queued when the router stopped (a shaped port's deep
+    // queue, a hand-off ring), freed without being sent.
+    ShutdownDiscard => "shutdown-discard",
     BadPort => "bad-port",
     // SRv6 (RFC 8754 / RFC 8986 / draft-li-spring-rdma-multicast-over-srv6)
     SrhRoutingType => "srh-bad-routing-type",
@@ -123,6 +126,9 @@ reasons!(Local, N_LOCAL {
     NdLearned => "nd-learned",
     NdSourceOffLink => "nd-solicit-source-off-link",
     NeighbourLearnRefused => "neighbour-learn-refused",
+    // A replaced snapshot the control thread had no room to take back,
+    // freed by the worker itself between bursts (should stay 0).
+    SnapshotFreedByWorker => "snapshot-freed-by-worker",
     EchoReply4 => "icmp-echo-reply",
     EchoReply6 => "icmpv6-echo-reply",
     TimeExceeded4 => "icmp-time-exceeded-sent",

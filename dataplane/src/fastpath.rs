@@ -35,7 +35,6 @@ use crate::wire::checksum;
 use crate::wire::ipv4::Ipv4Packet;
 use crate::wire::ipv6::Ipv6Packet;
 use std::net::{Ipv4Addr, Ipv6Addr};
-use std::sync::Arc;
 
 /// `fast_burst` output for a packet it leaves to [`Pipeline::process`].
 pub const SLOW: u16 = u16::MAX;
@@ -58,7 +57,7 @@ struct FastAdj {
 #[derive(Debug)]
 pub(crate) struct FastState {
     /// (topology, SID table, multicast table version, adjacency generation).
-    built_for: (usize, usize, u64, u64),
+    built_for: (u64, u64, u64),
     /// Per DPDK port: the MAC of its untagged interface.
     ingress: [Option<[u8; 6]>; MAX_PORTS],
     /// Per DPDK port: its untagged interface's uRPF mode, and the
@@ -91,7 +90,7 @@ struct FastGroup {
 impl Default for FastState {
     fn default() -> Self {
         FastState {
-            built_for: (0, 0, u64::MAX, u64::MAX),
+            built_for: (u64::MAX, u64::MAX, u64::MAX),
             ingress: [None; MAX_PORTS],
             urpf: [(Urpf::Off, 0); MAX_PORTS],
             special: Box::new([0; FILTER_WORDS]),
@@ -143,12 +142,7 @@ impl Pipeline {
     /// Rebuild the fast path's tables when a snapshot they depend on
     /// changed (cheap to call once per burst).
     pub(crate) fn fast_refresh(&mut self) {
-        let key = (
-            Arc::as_ptr(&self.topo) as usize,
-            Arc::as_ptr(&self.sids) as usize,
-            self.mc.version(),
-            self.adj_gen,
-        );
+        let key = (self.snap_gen, self.mc.version(), self.adj_gen);
         if self.fast.built_for == key {
             return;
         }

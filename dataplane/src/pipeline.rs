@@ -207,6 +207,11 @@ pub struct Pipeline {
     pub mc_pending: Vec<(usize, crate::multicast::Upstream)>,
     /// Bumped by every [`Pipeline::rebuild_adjacency`].
     pub(crate) adj_gen: u64,
+    /// Bumped whenever the topology or the SID table is replaced: what the
+    /// fast path's tables are built for. (Not the snapshots' addresses: a
+    /// snapshot freed after it was replaced can leave its address to the
+    /// next one, and tables keyed by address would then not be rebuilt.)
+    pub(crate) snap_gen: u64,
     /// The burst fast path's tables ([`crate::fastpath`]).
     pub(crate) fast: crate::fastpath::FastState,
 }
@@ -274,6 +279,7 @@ impl Pipeline {
             mc: crate::multicast::GroupTable::default(),
             mc_pending: Vec::with_capacity(MC_PENDING_CAP),
             adj_gen: 0,
+            snap_gen: 0,
             fast: Default::default(),
         };
         p.rebuild_adjacency();
@@ -1016,6 +1022,13 @@ impl Pipeline {
     }
 
     /// Install a new FIB snapshot.
+    /// Replace the topology; the old one is returned (for the control
+    /// thread to free).
+    pub fn set_topology(&mut self, t: Arc<Topology>) -> Arc<Topology> {
+        self.snap_gen += 1;
+        std::mem::replace(&mut self.topo, t)
+    }
+
     pub fn set_fib(&mut self, f: Arc<Fib>) -> Arc<Fib> {
         let old = std::mem::replace(&mut self.fib, f);
         self.rebuild_adjacency();

@@ -183,7 +183,7 @@ impl Sim6 {
             }
             fib.compile();
             let node = &mut self.nodes[n];
-            node.pipeline.topo = Arc::new(Topology::new(ifs));
+            node.pipeline.set_topology(Arc::new(Topology::new(ifs)));
             node.pipeline.set_fib(Arc::new(fib));
             node.pipeline.set_neighbours(Arc::new(neigh));
             if let Some(t) = node.sids.take() {

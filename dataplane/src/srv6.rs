@@ -602,6 +602,7 @@ impl Pipeline {
             }
             self.endc = new_cfg.map(|(i, c)| (i, crate::endc::EndC::new(c)));
         }
+        self.snap_gen += 1;
         std::mem::replace(&mut self.sids, s)
     }
 

@@ -952,7 +952,7 @@ impl Worker {
                 }
                 Update::Fib(f) => Update::Fib(self.pipeline.set_fib(f)),
                 Update::Neighbours(n) => Update::Neighbours(self.pipeline.set_neighbours(n)),
-                Update::Topology(t) => Update::Topology(std::mem::replace(&mut self.pipeline.topo, t)),
+                Update::Topology(t) => Update::Topology(self.pipeline.set_topology(t)),
                 Update::Sids(t) => {
                     let old = self.pipeline.set_sids(t);
                     self.endc_steer = !self.mc_owner && self.pipeline.has_endc();
@@ -979,9 +979,14 @@ impl Worker {
                     Update::Groups(g)
                 }
             };
-            // Hand the old snapshot back; if the control thread is gone,
-            // dropping it here is fine (we are shutting down).
-            let _ = self.links.garbage.try_send(old);
+            // Hand the old snapshot back. If there is no room (the control
+            // thread empties the channel before every change it pushes),
+            // it is freed here, between bursts, and counted; if the control
+            // thread is gone, we are shutting down.
+            if let Err(TrySendError::Full(old)) = self.links.garbage.try_send(old) {
+                drop(old);
+                self.counters.local(crate::counters::Local::SnapshotFreedByWorker);
+            }
         }
     }
 
@@ -1080,10 +1085,12 @@ impl Worker {
                 *self.counters.congestion[p].lock() = Some(c.view(limit, qstats, self.now));
             }
         }
+        let before = self.free.len();
         for q in self.egress.iter_mut().flatten() {
             let free = &mut self.free;
             q.drain(|m| free.push(m.into_raw()));
         }
+        self.counters.drops[Drop::ShutdownDiscard as usize].add((self.free.len() - before) as u64);
         free_bulk(&mut self.free);
         self.free.clear();
         self.post_events();

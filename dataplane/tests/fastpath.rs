@@ -357,6 +357,17 @@ fn policies_and_table_changes_are_seen_at_once() {
     }
     pl.set_sids(Arc::new(SidTable::new(&Params::DEFAULT)));
     assert_eq!(run(&mut pl), 1);
+    // A table at the address of the one the fast path was built for (a
+    // freed snapshot's memory reused by the next): still a new table. Here
+    // the same allocation comes back with a SID added.
+    let mut old = pl.set_sids(Arc::new(SidTable::new(&Params::DEFAULT)));
+    let at = Arc::as_ptr(&old);
+    Arc::get_mut(&mut old).expect("the only reference").insert(v6("2001:db8:100::5"), Behaviour::End);
+    pl.set_sids(old);
+    assert_eq!(Arc::as_ptr(&pl.sids), at);
+    assert_eq!(run(&mut pl), SLOW, "the new SID is seen although the table's address is the old one");
+    pl.set_sids(Arc::new(SidTable::new(&Params::DEFAULT)));
+    assert_eq!(run(&mut pl), 1);
     // A new FIB moves the prefix.
     let mut f2 = fib();
     f2.insert6("2001:db8:100::/48".parse().unwrap(), via(3, "2001:db8:3::fe"));
