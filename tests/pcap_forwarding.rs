@@ -1388,6 +1388,7 @@ locator = "fc00:0:1::/48"
 [[srv6.sid]]
 sid = "fc00:0:1::a"
 behaviour = "end.mt"
+receivers = [ { address = "2001:db8:1::10", qpn = 0x500 } ]
 [[multicast.group]]
 name = "g"
 proxy = "2001:db8:ff::1"
@@ -1412,8 +1413,12 @@ receivers = [ { address = "2001:db8:1::10", qpn = 0x500 } ]
     assert!(r.starts_with("ERR qpn = 16777216"), "{r}");
     let r = req("multicast receiver add nope 2001:db8:1::12 1");
     assert!(r.starts_with("ERR group \"nope\""), "{r}");
+    let r = req("show sids");
+    assert_eq!(r.matches("receiver 2001:db8:1::10 0x500").count(), 1, "the SID's own receiver, also the group's, gets one copy: {r}");
     let r = req("multicast receiver del g 2001:db8:1::10");
     assert!(!r.contains("2001:db8:1::10 ") && r.contains("2001:db8:1::11") && r.ends_with("OK\n"), "{r}");
+    let r = req("show sids");
+    assert!(r.contains("receiver 2001:db8:1::10 0x500") && r.contains("receiver 2001:db8:1::11 0x501"), "the SID still names its own receiver: {r}");
     let r = req("multicast receiver del g 2001:db8:1::11");
     assert!(r.starts_with("ERR group g: receivers"), "the last receiver cannot go: {r}");
     // The group's End.MT SID stays End.MT; a change made to it at run
@@ -1436,6 +1441,11 @@ receivers = [ { address = "2001:db8:1::10", qpn = 0x500 } ]
     let r = req("show sids");
     assert!(r.contains("hmac-required receiver 2001:db8:1::11 0x501 receiver 2001:db8:1::13 0x503 downstream fc00:0:7::1"), "the running entry kept its HMAC and downstream SID: {r}");
     assert!(req("multicast receiver del g 2001:db8:1::13").ends_with("OK\n"));
+    // A local SID that another local End.MT replicates to: a loop.
+    assert_eq!(req("sid add fc00:0:1::b end.mt downstream fc00:0:1::d"), "OK\n");
+    let r = req("sid add fc00:0:1::d end");
+    assert!(r.starts_with("ERR fc00:0:1::d is a downstream SID of the local End.MT SID fc00:0:1::b"), "{r}");
+    assert_eq!(req("sid del fc00:0:1::b"), "OK\n");
     // A connected route goes with its interface's address.
     let r = req("route del 10.0.1.0/24");
     assert!(r.starts_with("ERR prefix 10.0.1.0/24: the connected subnet of interface dc"), "{r}");

@@ -2083,7 +2083,12 @@ fn congestion_plan(c: &CongestionSection, p: &PortSection, f: &str) -> Result<Co
             ..Policy::default()
         },
     };
-    params.validate().map_err(|why| format!("{f}.{}", congestion_error_in_config_terms(&why, &p.name, p.queue_bytes())))?;
+    params.validate().map_err(|why| {
+        let m = congestion_error_in_config_terms(&why, &p.name, p.queue_bytes());
+        // queue_bytes and rate_mbps are the port's keys.
+        let at = if m.starts_with("queue_bytes") || m.starts_with("rate_mbps") { f.trim_end_matches(".congestion") } else { f };
+        format!("{at}.{m}")
+    })?;
     k_base_holds_a_frame(c.k_base_bytes, p.mtu).map_err(|why| format!("{f}.{why}"))?;
     let mut source_qps: Vec<SourceQp> = Vec::with_capacity(c.source_qp.len());
     for (i, q) in c.source_qp.iter().enumerate() {
@@ -2135,9 +2140,13 @@ fn parse_addrs(list: &[String], field: &str, ifc: &mut Interface, seen: &mut Has
         if net.prefix_len() == 0 {
             return Err(format!("{field}[{k}] = {a:?}: a /0 subnet would make every address directly attached"));
         }
+        // The same subnet on two interfaces: one connected route would
+        // replace the other (nested subnets are fine: longest match).
+        // Link-local subnets are per interface.
         let subnet = net.trunc();
-        if let Some((other, name)) = nets.iter().find(|(o, name)| *name != ifc.name && (o.contains(&subnet) || subnet.contains(o))) {
-            return Err(format!("{field}[{k}] = {a:?}: its subnet {subnet} overlaps {other}, connected on interface {name:?}"));
+        let link_local = matches!(ip, IpAddr::V6(v) if v.is_unicast_link_local());
+        if let Some((_, name)) = nets.iter().find(|(o, name)| !link_local && *name != ifc.name && *o == subnet) {
+            return Err(format!("{field}[{k}] = {a:?}: its subnet {subnet} is already connected on interface {name:?}"));
         }
         nets.push((subnet, ifc.name.clone()));
         match net {
@@ -2810,7 +2819,9 @@ mod refusals {
             &format!("{GOOD}{SRV6}[[srv6.policy]]\nprefix = \"10.9.0.0/16\"\nsegments = [[\"fc00:0:2::1\"]]\n[[srv6.policy]]\nprefix = \"10.9.0.0/16\"\nsegments = [[\"fc00:0:3::1\"]]\n"),
             &["srv6.policy[1].prefix = 10.9.0.0/16", "srv6.policy[0]"],
         );
-        refused(&GOOD.replace("addresses = [\"10.0.2.1/24\"]", "addresses = [\"10.0.1.9/24\"]"), &["port[1].addresses[0] = \"10.0.1.9/24\"", "overlaps 10.0.1.0/24", "\"dc\""]);
+        refused(&GOOD.replace("addresses = [\"10.0.2.1/24\"]", "addresses = [\"10.0.1.9/24\"]"), &["port[1].addresses[0] = \"10.0.1.9/24\"", "10.0.1.0/24 is already connected", "\"dc\""]);
+        // Nested subnets on two interfaces are fine (longest match).
+        load_str(&GOOD.replace("addresses = [\"10.0.2.1/24\"]", "addresses = [\"10.0.2.1/24\", \"10.0.0.1/16\"]")).unwrap();
         refused(&GOOD.replace("addresses = [\"10.0.2.1/24\"]", "addresses = [\"10.0.2.1/0\"]"), &["port[1].addresses[0] = \"10.0.2.1/0\"", "/0"]);
         refused(&format!("{GOOD}{SRV6}[[srv6.policy]]\nprefix = \"10.9.0.0/16\"\nsegments = [[\"fc00:0:2::1\"], [\"fc00:0:3::1\"]]\nweights = [1, 0]\n"), &["srv6.policy[0].weights[1] = 0", ">= 1"]);
         refused(&format!("{GOOD}{SRV6}[[srv6.policy]]\nprefix = \"10.9.0.0/16\"\nsegments = [[]]\n"), &["srv6.policy[0].segments[0] = []"]);
@@ -2836,7 +2847,7 @@ mod refusals {
         let port = GOOD.replace("rx_queues = 4\n", "rx_queues = 4\nrate_mbps = 100000\n");
         refused(&format!("{port}[port.congestion]\nrtt_est_us = 10000\ninterval_us = 0\n"), &["port[1].congestion.interval_us = 0", "1..=10000000"]);
         // A queue no deeper than K_max (125 MB at 100 Gb/s and 10 ms).
-        refused(&format!("{}[port.congestion]\nrtt_est_us = 10000\n", port.replace("rate_mbps = 100000\n", "rate_mbps = 100000\nqueue_bytes = 67108864\n")), &["queue_bytes = 67108864 (port wan)", "deeper than K_max"]);
+        refused(&format!("{}[port.congestion]\nrtt_est_us = 10000\n", port.replace("rate_mbps = 100000\n", "rate_mbps = 100000\nqueue_bytes = 67108864\n")), &["port[1].queue_bytes = 67108864 (port wan)", "deeper than K_max"]);
         let e = congestion_error_in_config_terms("policy.observation_window_ns = 20000000000: must be at most 10 s (0: RTT_est)", "wan", 1 << 20);
         assert!(e.starts_with("observation_window_us = 20000000: must be at most 10 s"), "{e}");
         let e = congestion_error_in_config_terms("flow_idle_timeout_ns = 0: must be positive", "wan", 1 << 20);

@@ -61,10 +61,13 @@ impl CtlServer {
     }
 
     /// Serve the connections that are waiting. A client gets at most
-    /// [`READ_DEADLINE`] to send its command line and [`WRITE_DEADLINE`] to
-    /// take the reply, in total (not per read or write): a slow or stopped
-    /// client is cut off instead of stalling the control thread, which also
-    /// serves the workers' events and the timers.
+    /// [`READ_DEADLINE`] to send its command line, in total (not per
+    /// read), and takes the reply while it reads it, within
+    /// [`WRITE_DEADLINE`] and never idle for [`WRITE_STALL`]: a slow or
+    /// stopped client is cut off instead of stalling the control thread,
+    /// which also serves the workers' events and the timers. A reply ends
+    /// with `OK` or starts with `ERR`; [`request`] calls one without
+    /// either cut short.
     pub fn poll(&mut self, control: &mut Control, ports: &[Port], names: &[(u16, String)]) {
         while let Ok((mut s, _)) = self.listener.accept() {
             let _ = s.set_nonblocking(false);
@@ -83,8 +86,11 @@ impl CtlServer {
 
 /// How long a client may take to send its command line.
 pub const READ_DEADLINE: Duration = Duration::from_millis(1000);
-/// How long a client may take to read the reply.
-pub const WRITE_DEADLINE: Duration = Duration::from_millis(2000);
+/// How long a client may take to read the reply in all (a large table to
+/// a client that keeps reading)...
+pub const WRITE_DEADLINE: Duration = Duration::from_secs(10);
+/// ...and how long it may take nothing of it.
+pub const WRITE_STALL: Duration = Duration::from_millis(500);
 
 enum Command {
     Line(String),
@@ -100,16 +106,22 @@ fn read_command(s: &mut UnixStream, deadline: Instant) -> Command {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 1024];
     let mut too_long = false;
+    // A command line ends with a newline, or with the client's end of
+    // writing; one cut off by the deadline or an error is not run.
+    let mut ended = false;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() || s.set_read_timeout(Some(left)).is_err() {
-            return Command::None;
+            break;
         }
         let n = match s.read(&mut chunk) {
-            Ok(0) => break,
+            Ok(0) => {
+                ended = true;
+                break;
+            }
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => return Command::None,
+            Err(_) => break,
         };
         let got = &chunk[..n];
         let nl = got.iter().position(|&b| b == b'\n');
@@ -121,21 +133,25 @@ fn read_command(s: &mut UnixStream, deadline: Instant) -> Command {
             }
         }
         if nl.is_some() {
+            ended = true;
             break;
         }
     }
     if too_long {
+        // Refused whether or not the rest of the line arrived in time.
         return Command::TooLong;
     }
     match String::from_utf8(buf) {
-        Ok(l) if !l.is_empty() => Command::Line(l),
+        Ok(l) if ended && !l.is_empty() => Command::Line(l),
         _ => Command::None,
     }
 }
 
+/// Send the reply while the client takes it: cut off when it takes
+/// nothing for [`WRITE_STALL`], or at `deadline` whatever it does.
 fn write_reply(s: &mut UnixStream, mut bytes: &[u8], deadline: Instant) {
     while !bytes.is_empty() {
-        let left = deadline.saturating_duration_since(Instant::now());
+        let left = deadline.saturating_duration_since(Instant::now()).min(WRITE_STALL);
         if left.is_zero() || s.set_write_timeout(Some(left)).is_err() {
             return;
         }
@@ -382,6 +398,9 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
                     return Err(format!("downstream {d}: a local SID of this node (a replication loop)"));
                 }
             }
+            if let Some((m, _)) = c.sids.as_ref().and_then(|t| t.iter().find(|(m, b)| *m != sid && matches!(b, Behaviour::EndMT { downstream, .. } if downstream.contains(&sid)))) {
+                return Err(format!("{sid} is a downstream SID of the local End.MT SID {m}: a local SID there would be a replication loop"));
+            }
             // A group's End.MT SID stays End.MT and keeps the group's
             // provisioned receivers.
             let groups: Vec<&str> = c.cfg.multicast.iter().filter(|g| g.end_mt_sid == Some(sid)).map(|g| g.name.as_str()).collect();
@@ -511,7 +530,10 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
             let mut sids = None;
             if let (Some(sid), Some(t)) = (c.cfg.multicast[gi].end_mt_sid, c.sids.as_mut()) {
                 if let Some(Behaviour::EndMT { receivers_extra, hmac_required, downstream }) = t.get(&sid).cloned() {
-                    let mut receivers_extra: Vec<(Ipv6Addr, u32)> = receivers_extra.into_iter().filter(|r| !old_receivers.contains(r)).collect();
+                    // The group's old receivers go, except those the SID
+                    // names itself in the configuration.
+                    let own: Vec<(Ipv6Addr, u32)> = c.cfg.srv6.as_ref().and_then(|s6| s6.sids.iter().find(|x| x.sid == sid)).map(|x| x.receivers.clone()).unwrap_or_default();
+                    let mut receivers_extra: Vec<(Ipv6Addr, u32)> = receivers_extra.into_iter().filter(|r| !old_receivers.contains(r) || own.contains(r)).collect();
                     for r in &c.cfg.multicast[gi].cfg.receivers {
                         if !receivers_extra.contains(&(r.addr, r.qpn)) {
                             receivers_extra.push((r.addr, r.qpn));
@@ -653,6 +675,9 @@ pub fn request(path: &str, command: &str) -> Result<String, String> {
     s.write_all(format!("{command}\n").as_bytes()).map_err(|e| e.to_string())?;
     let mut out = String::new();
     s.read_to_string(&mut out).map_err(|e| e.to_string())?;
+    if !(out.ends_with("OK\n") || out.starts_with("ERR")) {
+        return Err(format!("the reply was cut short after {} bytes", out.len()));
+    }
     Ok(out)
 }
 
@@ -739,6 +764,51 @@ mod tests {
         let t0 = Instant::now();
         write_reply(&mut server, &reply, t0 + Duration::from_millis(200));
         assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    }
+
+    #[test]
+    fn a_client_that_stops_reading_is_cut_off_after_the_stall_time() {
+        let (mut server, _client) = UnixStream::pair().unwrap();
+        let reply = vec![b'x'; 16 << 20];
+        let t0 = Instant::now();
+        write_reply(&mut server, &reply, t0 + Duration::from_secs(60));
+        assert!(t0.elapsed() < WRITE_STALL * 4, "{:?}", t0.elapsed());
+    }
+
+    #[test]
+    fn a_client_that_keeps_reading_gets_the_whole_reply() {
+        // 4 MiB taken 64 KiB at a time with pauses shorter than the stall
+        // time: longer in all than a stall, and still complete.
+        let (mut server, mut client) = UnixStream::pair().unwrap();
+        let reply: Vec<u8> = (0..4u32 << 20).map(|i| i as u8).collect();
+        let want = reply.clone();
+        let reader = std::thread::spawn(move || {
+            let mut got = Vec::new();
+            let mut b = vec![0u8; 64 << 10];
+            loop {
+                match client.read(&mut b) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => got.extend_from_slice(&b[..n]),
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            got
+        });
+        write_reply(&mut server, &reply, Instant::now() + WRITE_DEADLINE);
+        drop(server);
+        assert!(reader.join().unwrap() == want, "the whole reply, in order");
+    }
+
+    #[test]
+    fn a_line_cut_off_by_the_deadline_is_not_run() {
+        let (mut server, mut client) = UnixStream::pair().unwrap();
+        client.write_all(b"route del 10.0.0.0/8").unwrap();
+        assert!(matches!(read_command(&mut server, Instant::now() + Duration::from_millis(200)), Command::None));
+        // Ended by the client's end of writing, it is a command.
+        let (mut server, client) = UnixStream::pair().unwrap();
+        (&client).write_all(b"show routes").unwrap();
+        client.shutdown(std::net::Shutdown::Write).unwrap();
+        assert!(matches!(read_command(&mut server, Instant::now() + Duration::from_secs(5)), Command::Line(l) if l == "show routes"));
     }
 
     #[test]

@@ -939,12 +939,13 @@ pub fn sid_table(cfg: &RouterConfig) -> Option<dataplane::srv6::SidTable> {
             "end.mt" => Behaviour::EndMT {
                 // Control-plane provisioning: the SID's own receivers, then
                 // the receivers of the groups that name this SID.
-                receivers_extra: s
-                    .receivers
-                    .iter()
-                    .copied()
-                    .chain(cfg.multicast.iter().filter(|g| g.end_mt_sid == Some(s.sid)).flat_map(|g| g.cfg.receivers.iter().map(|r| (r.addr, r.qpn))))
-                    .collect(),
+                // A receiver QP in both lists gets one copy.
+                receivers_extra: s.receivers.iter().copied().chain(cfg.multicast.iter().filter(|g| g.end_mt_sid == Some(s.sid)).flat_map(|g| g.cfg.receivers.iter().map(|r| (r.addr, r.qpn)))).fold(Vec::new(), |mut v, r| {
+                    if !v.contains(&r) {
+                        v.push(r);
+                    }
+                    v
+                }),
                 hmac_required: s.hmac_required,
                 downstream: s.downstream.clone(),
             },

@@ -56,7 +56,8 @@ struct FastAdj {
 /// What the fast path was built from, and the tables it built.
 #[derive(Debug)]
 pub(crate) struct FastState {
-    /// (topology, SID table, multicast table version, adjacency generation).
+    /// (topology / SID table generation, multicast table version,
+    /// adjacency generation).
     built_for: (u64, u64, u64),
     /// Per DPDK port: the MAC of its untagged interface.
     ingress: [Option<[u8; 6]>; MAX_PORTS],

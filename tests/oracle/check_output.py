@@ -17,15 +17,17 @@ bad = 0
 
 def complete(frags):
     """(offset in octets, payload length, more-fragments) of each fragment:
-    do they cover the datagram from 0 to a last fragment, without a hole?"""
+    do they cover the datagram from 0 to its last fragment without a hole?
+    (Overlaps and duplicates are not holes.)"""
     end = 0
-    last = False
+    last_end = None
     for off, n, more in sorted(frags):
-        if off != end:
+        if off > end:
             return False
-        end = off + n
-        last = not more
-    return last
+        end = max(end, off + n)
+        if not more:
+            last_end = off + n
+    return last_end is not None and last_end == end
 
 
 def verdict(label, got, want):
@@ -90,13 +92,16 @@ for path in sys.argv[1:]:
         n = {}
         for f in frags:
             n[f[IP].id] = n.get(f[IP].id, 0) + 1
+        # A datagram is (source, destination, protocol, identification), as
+        # scapy's defragment (and RFC 791) tell them apart.
+        key = lambda f: (f[IP].src, f[IP].dst, f[IP].proto, f[IP].id)
         whole = []
-        for ident in sorted(n):
-            group = [f for f in frags if f[IP].id == ident]
+        for k in sorted({key(f) for f in frags}):
+            group = [f for f in frags if key(f) == k]
             if complete([(f[IP].frag * 8, len(bytes(f[IP].payload)), bool(f[IP].flags.MF)) for f in group]):
                 whole.extend(group)
             else:
-                print(f"{path.split('/')[-1]}: fragments of id {ident:#x}: {len(group)} in the pcap, not the whole datagram [incomplete]")
+                print(f"{path.split('/')[-1]}: fragments of id {k[3]:#x} ({k[0]} -> {k[1]}): {len(group)} in the pcap, not the whole datagram [incomplete]")
         for p in (defragment(whole) if whole else []):
             ip = p[IP] if IP in p else None
             if ip is None or ip.flags.MF or ip.frag > 0:
@@ -113,8 +118,10 @@ for path in sys.argv[1:]:
             print(f"{path.split('/')[-1]}: reassembled id={ip.id:#x} from {n.get(ip.id, 0)} fragments, {len(bytes(ip))} octets [{note}]")
     frags6 = [p for p in rdpcap(path) if IPv6ExtHdrFragment in p]
     # defragment6 takes the fragments of one datagram: group by ident.
-    for ident in sorted({p[IPv6ExtHdrFragment].id for p in frags6}):
-        group = [p for p in frags6 if p[IPv6ExtHdrFragment].id == ident]
+    key6 = lambda p: (p[IPv6].src, p[IPv6].dst, p[IPv6ExtHdrFragment].id)
+    for k in sorted({key6(p) for p in frags6}):
+        ident = k[2]
+        group = [p for p in frags6 if key6(p) == k]
         if not complete([(f[IPv6ExtHdrFragment].offset * 8, len(bytes(f[IPv6ExtHdrFragment].payload)), bool(f[IPv6ExtHdrFragment].m)) for f in group]):
             print(f"{path.split('/')[-1]}: IPv6 fragments of ident {ident:#x}: {len(group)} in the pcap, not the whole datagram [incomplete]")
             continue
