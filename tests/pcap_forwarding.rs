@@ -1188,10 +1188,7 @@ fn end_mt_verifies_srh_hmac() {
         dataplane::wire::roce::icrc_check(&f[14..]).expect("replica ICRC");
     }
     // scapy recomputes both replicas' ICRC and UDP checksum; tshark agrees.
-    let chk = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/check_output.py");
-    let o = Command::new("python3").arg(chk).arg(dir.join("dc-out.pcap")).output().unwrap();
-    let txt = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "scapy: {txt}{}", String::from_utf8_lossy(&o.stderr));
+    let txt = scapy_check(&dir.join("dc-out.pcap"));
     assert_eq!(scapy_verdicts(&txt, "ICRC-ok"), 2, "{txt}");
     assert_eq!(scapy_verdicts(&txt, "UDP-ok"), 2, "{txt}");
     tshark_clean(&dir.join("dc-out.pcap"));

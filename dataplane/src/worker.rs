@@ -983,8 +983,7 @@ impl Worker {
             // thread empties the channel before every change it pushes),
             // it is freed here, between bursts, and counted; if the control
             // thread is gone, we are shutting down.
-            if let Err(TrySendError::Full(old)) = self.links.garbage.try_send(old) {
-                drop(old);
+            if let Err(TrySendError::Full(_)) = self.links.garbage.try_send(old) {
                 self.counters.local(crate::counters::Local::SnapshotFreedByWorker);
             }
         }
