@@ -656,6 +656,24 @@ fn show_congestion(workers: usize) {
         assert!(r.ends_with("OK\n"), "{c}: {r}");
         r
     };
+    // A client that connects and says nothing holds up no one: the next
+    // client is answered while the silent one is still connected (a
+    // control thread that waited for it would answer only after cutting
+    // it off at the 1 s read deadline). It is cut off after that.
+    let mut silent = std::os::unix::net::UnixStream::connect(s).unwrap();
+    let t_silent = std::time::Instant::now();
+    assert!(ok("show interfaces").contains("wan"));
+    silent.set_nonblocking(true).unwrap();
+    let mut byte = [0u8; 1];
+    assert!(
+        matches!(std::io::Read::read(&mut silent, &mut byte), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "the silent client was cut off before the next one was answered ({:?} after it connected)",
+        t_silent.elapsed()
+    );
+    silent.set_nonblocking(false).unwrap();
+    silent.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+    assert_eq!(std::io::Read::read(&mut silent, &mut byte).unwrap(), 0, "the silent client is closed without a reply");
+    assert!(t_silent.elapsed() >= control::ctl::READ_DEADLINE, "{:?}", t_silent.elapsed());
     // Until the port has learned the four flows, been above K_max and
     // overflowed (bounded: 40 x 50 ms).
     let mut show = String::new();

@@ -44,9 +44,26 @@ pub const HELP: &str = "commands:
 /// The longest command line the management socket reads.
 const MAX_LINE: u64 = 4096;
 
+/// At most this many connections are served at once; more wait in the
+/// listen backlog until one is done.
+pub const MAX_CLIENTS: usize = 32;
+
 pub struct CtlServer {
     listener: UnixListener,
+    clients: Vec<Client>,
+    limits: Limits,
 }
+
+/// How long a client may take: [`READ_DEADLINE`], [`WRITE_DEADLINE`],
+/// [`WRITE_STALL`] (tests use others).
+#[derive(Clone, Copy)]
+struct Limits {
+    read: Duration,
+    write: Duration,
+    stall: Duration,
+}
+
+const LIMITS: Limits = Limits { read: READ_DEADLINE, write: WRITE_DEADLINE, stall: WRITE_STALL };
 
 pub fn remove_socket(path: &str) {
     let _ = std::fs::remove_file(path);
@@ -57,30 +74,39 @@ impl CtlServer {
         remove_socket(path);
         let listener = UnixListener::bind(path).map_err(|e| format!("ctl socket {path}: {e}"))?;
         listener.set_nonblocking(true).map_err(|e| format!("ctl socket {path}: {e}"))?;
-        Ok(CtlServer { listener })
+        Ok(CtlServer { listener, clients: Vec::new(), limits: LIMITS })
     }
 
-    /// Serve the connections that are waiting. A client gets at most
-    /// [`READ_DEADLINE`] to send its command line, in total (not per
-    /// read), and takes the reply while it reads it, within
-    /// [`WRITE_DEADLINE`] and never idle for [`WRITE_STALL`]: a slow or
-    /// stopped client is cut off instead of stalling the control thread,
-    /// which also serves the workers' events and the timers. A reply ends
-    /// with `OK` or starts with `ERR`; [`request`] calls one without
+    /// Move every connection on as far as its socket allows without
+    /// waiting, and run the command lines that are complete. The control
+    /// thread calls this every loop; it never waits for a client, so a
+    /// slow, silent or stopped client delays neither the other clients nor
+    /// the workers' events, link state, FANN and the timers. A client gets
+    /// [`READ_DEADLINE`] from its connection to send its command line (in
+    /// total, not per read) and takes the reply within [`WRITE_DEADLINE`],
+    /// never idle for [`WRITE_STALL`]; past that it is cut off. A reply
+    /// ends with `OK` or starts with `ERR`; [`request`] calls one without
     /// either cut short.
     pub fn poll(&mut self, control: &mut Control, ports: &[Port], names: &[(u16, String)]) {
-        while let Ok((mut s, _)) = self.listener.accept() {
-            let _ = s.set_nonblocking(false);
-            let reply = match read_command(&mut s, Instant::now() + READ_DEADLINE) {
-                Command::Line(line) => match execute(control, ports, names, line.trim()) {
-                    Ok(out) => format!("{out}OK\n"),
-                    Err(e) => format!("ERR {e}\n"),
-                },
-                Command::TooLong => format!("ERR command longer than {MAX_LINE} bytes\n"),
-                Command::None => continue,
-            };
-            write_reply(&mut s, reply.as_bytes(), Instant::now() + WRITE_DEADLINE);
+        self.serve(&mut |line| match execute(control, ports, names, line.trim()) {
+            Ok(out) => format!("{out}OK\n"),
+            Err(e) => format!("ERR {e}\n"),
+        });
+    }
+
+    /// [`poll`](Self::poll) with the command runner as a parameter.
+    fn serve(&mut self, run: &mut dyn FnMut(&str) -> String) {
+        while self.clients.len() < MAX_CLIENTS {
+            match self.listener.accept() {
+                Ok((s, _)) => {
+                    if s.set_nonblocking(true).is_ok() {
+                        self.clients.push(Client::new(s, Instant::now(), self.limits));
+                    }
+                }
+                Err(_) => break,
+            }
         }
+        self.clients.retain_mut(|c| c.step(Instant::now(), run));
     }
 }
 
@@ -91,77 +117,121 @@ pub const READ_DEADLINE: Duration = Duration::from_millis(1000);
 pub const WRITE_DEADLINE: Duration = Duration::from_secs(10);
 /// ...and how long it may take nothing of it.
 pub const WRITE_STALL: Duration = Duration::from_millis(500);
+/// At most this much is read from one client in one step (a client that
+/// streams without end cannot hold the control thread either).
+const READ_PER_STEP: usize = 64 << 10;
+
+/// One management connection: it sends one command line and takes the
+/// reply. Its socket is non-blocking; [`Client::step`] never waits.
+struct Client {
+    s: UnixStream,
+    state: State,
+    limits: Limits,
+}
+
+enum State {
+    Reading {
+        buf: Vec<u8>,
+        /// Longer than [`MAX_LINE`]: refused (the rest of the line is
+        /// read, as far as the deadline allows, so the client gets the
+        /// reply rather than a reset).
+        too_long: bool,
+        deadline: Instant,
+    },
+    Writing {
+        bytes: Vec<u8>,
+        at: usize,
+        deadline: Instant,
+        progress: Instant,
+    },
+}
 
 enum Command {
     Line(String),
-    /// Longer than [`MAX_LINE`]: refused (the rest of the line is read, as
-    /// far as the deadline allows, so the client gets the reply rather
-    /// than a reset).
     TooLong,
-    /// Nothing usable: closed, timed out, or not UTF-8.
+    /// Nothing usable: closed, cut off, failed, or not UTF-8.
     None,
 }
 
-fn read_command(s: &mut UnixStream, deadline: Instant) -> Command {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 1024];
-    let mut too_long = false;
-    // A command line ends with a newline, or with the client's end of
-    // writing; one cut off by the deadline or an error is not run.
-    let mut ended = false;
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() || s.set_read_timeout(Some(left)).is_err() {
-            break;
+impl Client {
+    fn new(s: UnixStream, now: Instant, limits: Limits) -> Client {
+        Client { s, state: State::Reading { buf: Vec::new(), too_long: false, deadline: now + limits.read }, limits }
+    }
+
+    /// Read and write what the socket takes now; false when the
+    /// connection is done (replied, cut off or failed) and is to be closed.
+    fn step(&mut self, now: Instant, run: &mut dyn FnMut(&str) -> String) -> bool {
+        if let State::Reading { buf, too_long, deadline } = &mut self.state {
+            let cmd = match read_some(&mut self.s, buf, too_long) {
+                None if now < *deadline => return true,
+                // A command line ends with a newline, or with the client's
+                // end of writing; one cut off by the deadline or an error
+                // is not run. An over-long one is refused either way.
+                None | Some(false) if *too_long => Command::TooLong,
+                None | Some(false) => Command::None,
+                Some(true) if *too_long => Command::TooLong,
+                Some(true) => match std::str::from_utf8(buf) {
+                    Ok(l) if !l.is_empty() => Command::Line(l.to_string()),
+                    _ => Command::None,
+                },
+            };
+            let bytes = match cmd {
+                Command::Line(l) => run(&l).into_bytes(),
+                Command::TooLong => format!("ERR command longer than {MAX_LINE} bytes\n").into_bytes(),
+                Command::None => return false,
+            };
+            let now = Instant::now();
+            self.state = State::Writing { bytes, at: 0, deadline: now + self.limits.write, progress: now };
         }
-        let n = match s.read(&mut chunk) {
-            Ok(0) => {
-                ended = true;
-                break;
+        let State::Writing { bytes, at, deadline, progress } = &mut self.state else { return false };
+        let now = Instant::now();
+        while *at < bytes.len() {
+            match self.s.write(&bytes[*at..]) {
+                Ok(0) => return false,
+                Ok(n) => {
+                    *at += n;
+                    *progress = now;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(_) => return false,
             }
+        }
+        // Done (closing the socket ends the reply), or cut off when the
+        // client took nothing for the stall time or ran past the deadline.
+        *at < bytes.len() && now < *deadline && now.duration_since(*progress) < self.limits.stall
+    }
+}
+
+/// Read what the socket has now into `buf` (up to a newline). `None`: the
+/// line is not complete yet; `Some(true)`: it ended (newline or the
+/// client's end of writing); `Some(false)`: the read failed.
+fn read_some(s: &mut UnixStream, buf: &mut Vec<u8>, too_long: &mut bool) -> Option<bool> {
+    let mut chunk = [0u8; 1024];
+    let mut taken = 0;
+    while taken < READ_PER_STEP {
+        let n = match s.read(&mut chunk) {
+            Ok(0) => return Some(true),
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => break,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return None,
+            Err(_) => return Some(false),
         };
+        taken += n;
         let got = &chunk[..n];
         let nl = got.iter().position(|&b| b == b'\n');
-        if !too_long {
+        if !*too_long {
             buf.extend_from_slice(&got[..nl.map_or(n, |i| i + 1)]);
             if buf.len() as u64 > MAX_LINE || (buf.len() as u64 == MAX_LINE && nl.is_none()) {
-                too_long = true;
+                *too_long = true;
                 buf.clear();
             }
         }
         if nl.is_some() {
-            ended = true;
-            break;
+            return Some(true);
         }
     }
-    if too_long {
-        // Refused whether or not the rest of the line arrived in time.
-        return Command::TooLong;
-    }
-    match String::from_utf8(buf) {
-        Ok(l) if ended && !l.is_empty() => Command::Line(l),
-        _ => Command::None,
-    }
-}
-
-/// Send the reply while the client takes it: cut off when it takes
-/// nothing for [`WRITE_STALL`], or at `deadline` whatever it does.
-fn write_reply(s: &mut UnixStream, mut bytes: &[u8], deadline: Instant) {
-    while !bytes.is_empty() {
-        let left = deadline.saturating_duration_since(Instant::now()).min(WRITE_STALL);
-        if left.is_zero() || s.set_write_timeout(Some(left)).is_err() {
-            return;
-        }
-        match s.write(bytes) {
-            Ok(0) => return,
-            Ok(n) => bytes = &bytes[n..],
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return,
-        }
-    }
+    None
 }
 
 fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str) -> Result<String, String> {
@@ -729,64 +799,123 @@ fn route_get(c: &Control, dst: &str, rest: &[&str]) -> Result<String, String> {
 mod tests {
     use super::*;
 
+    /// Step a client every millisecond until it is done (or 30 s, which
+    /// fails the test); the lines it ran and the time it took.
+    fn drive(c: &mut Client, reply: &dyn Fn(&str) -> String) -> (Vec<String>, Duration) {
+        let t0 = Instant::now();
+        let mut ran = Vec::new();
+        while c.step(Instant::now(), &mut |l| {
+            ran.push(l.to_string());
+            reply(l)
+        }) {
+            assert!(t0.elapsed() < Duration::from_secs(30), "the client was never done");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        (ran, t0.elapsed())
+    }
+
+    fn client(s: UnixStream, read: Duration, write: Duration) -> Client {
+        s.set_nonblocking(true).unwrap();
+        Client::new(s, Instant::now(), Limits { read, write, stall: WRITE_STALL })
+    }
+
+    #[test]
+    fn a_step_never_waits_for_the_client() {
+        // A silent client with a deadline a minute away: one step returns
+        // at once with the connection still open (a blocking read would
+        // hold it until the deadline).
+        let (server, _client) = UnixStream::pair().unwrap();
+        let mut c = client(server, Duration::from_secs(60), WRITE_DEADLINE);
+        let t0 = Instant::now();
+        assert!(c.step(Instant::now(), &mut |_| panic!("nothing to run")));
+        assert!(t0.elapsed() < Duration::from_secs(30), "{:?}", t0.elapsed());
+        // Nor a client that takes none of a reply far larger than the
+        // socket buffer.
+        let (server, mut peer) = UnixStream::pair().unwrap();
+        peer.write_all(b"show counters\n").unwrap();
+        let mut c = client(server, Duration::from_secs(60), Duration::from_secs(60));
+        let t0 = Instant::now();
+        assert!(c.step(Instant::now(), &mut |_| "x".repeat(16 << 20)));
+        assert!(t0.elapsed() < Duration::from_secs(30), "{:?}", t0.elapsed());
+        assert!(matches!(&c.state, State::Writing { at, bytes, .. } if *at > 0 && *at < bytes.len()), "part of the reply is in the socket");
+    }
+
     #[test]
     fn a_silent_client_is_cut_off_at_the_read_deadline() {
-        let (mut server, _client) = UnixStream::pair().unwrap();
-        let t0 = Instant::now();
-        assert!(matches!(read_command(&mut server, t0 + Duration::from_millis(200)), Command::None));
-        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+        let (server, mut peer) = UnixStream::pair().unwrap();
+        let (ran, took) = drive(&mut client(server, Duration::from_millis(200), WRITE_DEADLINE), &|_| "OK\n".into());
+        assert!(ran.is_empty());
+        assert!(took >= Duration::from_millis(200), "{took:?}");
+        let mut rest = Vec::new();
+        assert_eq!(peer.read_to_end(&mut rest).unwrap(), 0, "closed without a reply");
     }
 
     #[test]
     fn a_trickling_client_is_cut_off_at_the_read_deadline() {
         // One byte every 50 ms never ends a line: the deadline is for the
         // whole line, not for each read.
-        let (mut server, mut client) = UnixStream::pair().unwrap();
+        let (server, mut peer) = UnixStream::pair().unwrap();
         let feeder = std::thread::spawn(move || {
             for _ in 0..40 {
-                if client.write_all(b"s").is_err() {
+                if peer.write_all(b"s").is_err() {
                     break;
                 }
                 std::thread::sleep(Duration::from_millis(50));
             }
         });
-        let t0 = Instant::now();
-        assert!(matches!(read_command(&mut server, t0 + Duration::from_millis(300)), Command::None));
-        assert!(t0.elapsed() < Duration::from_millis(1500), "{:?}", t0.elapsed());
-        drop(server);
+        let (ran, took) = drive(&mut client(server, Duration::from_millis(300), WRITE_DEADLINE), &|_| "OK\n".into());
+        assert!(ran.is_empty(), "{ran:?}");
+        assert!(took < Duration::from_millis(1500), "{took:?}");
         feeder.join().unwrap();
     }
 
     #[test]
     fn a_client_that_does_not_read_is_cut_off_at_the_write_deadline() {
-        let (mut server, _client) = UnixStream::pair().unwrap();
-        let reply = vec![b'x'; 16 << 20];
-        let t0 = Instant::now();
-        write_reply(&mut server, &reply, t0 + Duration::from_millis(200));
-        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+        // It takes a little every 100 ms (never stalled), but not all of
+        // 16 MiB before the deadline.
+        let (server, mut peer) = UnixStream::pair().unwrap();
+        peer.write_all(b"show flows a\n").unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut b = [0u8; 4096];
+            let mut got = 0;
+            let t0 = Instant::now();
+            while t0.elapsed() < Duration::from_secs(20) {
+                match peer.read(&mut b) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => got += n,
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            got
+        });
+        let (ran, took) = drive(&mut client(server, READ_DEADLINE, Duration::from_millis(400)), &|_| "x".repeat(16 << 20));
+        assert_eq!(ran, ["show flows a\n"]);
+        assert!(took < Duration::from_secs(5), "{took:?}");
+        let got = reader.join().unwrap();
+        assert!(got > 0 && got < 16 << 20, "{got}");
     }
 
     #[test]
     fn a_client_that_stops_reading_is_cut_off_after_the_stall_time() {
-        let (mut server, _client) = UnixStream::pair().unwrap();
-        let reply = vec![b'x'; 16 << 20];
-        let t0 = Instant::now();
-        write_reply(&mut server, &reply, t0 + Duration::from_secs(60));
-        assert!(t0.elapsed() < WRITE_STALL * 4, "{:?}", t0.elapsed());
+        let (server, mut peer) = UnixStream::pair().unwrap();
+        peer.write_all(b"show flows a\n").unwrap();
+        let (_, took) = drive(&mut client(server, READ_DEADLINE, Duration::from_secs(60)), &|_| "x".repeat(16 << 20));
+        assert!(took >= WRITE_STALL && took < WRITE_STALL * 4, "{took:?}");
     }
 
     #[test]
     fn a_client_that_keeps_reading_gets_the_whole_reply() {
         // 4 MiB taken 64 KiB at a time with pauses shorter than the stall
         // time: longer in all than a stall, and still complete.
-        let (mut server, mut client) = UnixStream::pair().unwrap();
-        let reply: Vec<u8> = (0..4u32 << 20).map(|i| i as u8).collect();
+        let (server, mut peer) = UnixStream::pair().unwrap();
+        peer.write_all(b"show flows a\n").unwrap();
+        let reply: String = (0..4u32 << 20).map(|i| char::from(b'!' + (i % 90) as u8)).collect();
         let want = reply.clone();
         let reader = std::thread::spawn(move || {
             let mut got = Vec::new();
             let mut b = vec![0u8; 64 << 10];
             loop {
-                match client.read(&mut b) {
+                match peer.read(&mut b) {
                     Ok(0) | Err(_) => break,
                     Ok(n) => got.extend_from_slice(&b[..n]),
                 }
@@ -794,48 +923,116 @@ mod tests {
             }
             got
         });
-        write_reply(&mut server, &reply, Instant::now() + WRITE_DEADLINE);
-        drop(server);
-        assert!(reader.join().unwrap() == want, "the whole reply, in order");
+        let mut c = client(server, READ_DEADLINE, WRITE_DEADLINE);
+        let t0 = Instant::now();
+        while c.step(Instant::now(), &mut |_| reply.clone()) {
+            assert!(t0.elapsed() < Duration::from_secs(30));
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        drop(c);
+        assert!(reader.join().unwrap() == want.as_bytes(), "the whole reply, in order");
     }
 
     #[test]
     fn a_line_cut_off_by_the_deadline_is_not_run() {
-        let (mut server, mut client) = UnixStream::pair().unwrap();
-        client.write_all(b"route del 10.0.0.0/8").unwrap();
-        assert!(matches!(read_command(&mut server, Instant::now() + Duration::from_millis(200)), Command::None));
+        let (server, mut peer) = UnixStream::pair().unwrap();
+        peer.write_all(b"route del 10.0.0.0/8").unwrap();
+        let (ran, _) = drive(&mut client(server, Duration::from_millis(200), WRITE_DEADLINE), &|_| "OK\n".into());
+        assert!(ran.is_empty(), "{ran:?}");
         // Ended by the client's end of writing, it is a command.
-        let (mut server, client) = UnixStream::pair().unwrap();
-        (&client).write_all(b"show routes").unwrap();
-        client.shutdown(std::net::Shutdown::Write).unwrap();
-        assert!(matches!(read_command(&mut server, Instant::now() + Duration::from_secs(5)), Command::Line(l) if l == "show routes"));
+        let (server, peer) = UnixStream::pair().unwrap();
+        (&peer).write_all(b"show routes").unwrap();
+        peer.shutdown(std::net::Shutdown::Write).unwrap();
+        let (ran, _) = drive(&mut client(server, Duration::from_secs(5), WRITE_DEADLINE), &|_| "OK\n".into());
+        assert_eq!(ran, ["show routes"]);
+        let mut out = String::new();
+        (&peer).read_to_string(&mut out).unwrap();
+        assert_eq!(out, "OK\n");
     }
 
     #[test]
     fn command_lines_are_read_whole_or_refused_when_too_long() {
-        let (mut server, mut client) = UnixStream::pair().unwrap();
-        client.write_all(b"show counters\nignored").unwrap();
-        match read_command(&mut server, Instant::now() + Duration::from_secs(5)) {
-            Command::Line(l) => assert_eq!(l, "show counters\n"),
-            _ => panic!("no line"),
-        }
-        let (mut server, mut client) = UnixStream::pair().unwrap();
+        let (server, mut peer) = UnixStream::pair().unwrap();
+        peer.write_all(b"show counters\nignored").unwrap();
+        let (ran, _) = drive(&mut client(server, Duration::from_secs(5), WRITE_DEADLINE), &|_| "OK\n".into());
+        assert_eq!(ran, ["show counters\n"]);
+        // Longer than MAX_LINE: refused, not run, and the client gets the
+        // refusal.
+        let (server, mut peer) = UnixStream::pair().unwrap();
         let long = vec![b'a'; MAX_LINE as usize + 10];
         let w = std::thread::spawn(move || {
-            client.write_all(&long).unwrap();
-            client.write_all(b"\n").unwrap();
-            client
+            peer.write_all(&long).unwrap();
+            peer.write_all(b"\n").unwrap();
+            let mut out = String::new();
+            peer.read_to_string(&mut out).unwrap();
+            out
         });
-        assert!(matches!(read_command(&mut server, Instant::now() + Duration::from_secs(5)), Command::TooLong));
-        drop(w.join().unwrap());
+        let (ran, _) = drive(&mut client(server, Duration::from_secs(5), WRITE_DEADLINE), &|_| "OK\n".into());
+        assert!(ran.is_empty());
+        assert_eq!(w.join().unwrap(), format!("ERR command longer than {MAX_LINE} bytes\n"));
         // Exactly MAX_LINE octets with the newline is a command.
-        let (mut server, mut client) = UnixStream::pair().unwrap();
+        let (server, mut peer) = UnixStream::pair().unwrap();
         let mut l = vec![b'b'; MAX_LINE as usize - 1];
         l.push(b'\n');
-        client.write_all(&l).unwrap();
-        match read_command(&mut server, Instant::now() + Duration::from_secs(5)) {
-            Command::Line(x) => assert_eq!(x.len(), MAX_LINE as usize),
-            _ => panic!("a line of MAX_LINE octets is a command"),
+        peer.write_all(&l).unwrap();
+        let (ran, _) = drive(&mut client(server, Duration::from_secs(5), WRITE_DEADLINE), &|_| "OK\n".into());
+        assert_eq!(ran.len(), 1);
+        assert_eq!(ran[0].len(), MAX_LINE as usize);
+    }
+
+    #[test]
+    fn one_slow_client_does_not_delay_another() {
+        // Client A connects and says nothing; client B, connected after
+        // it, gets its reply while A is still waiting to be cut off. Then
+        // A, which asked for a reply it does not read, does not delay C.
+        let dir = std::env::temp_dir().join(format!("dcir-ctl-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("ctl.sock");
+        let path = path.to_str().unwrap();
+        let mut srv = CtlServer::bind(path).unwrap();
+        // Limits far beyond the test's own steps, so that a loaded machine
+        // cannot cut A off before the checks.
+        srv.limits = Limits { read: Duration::from_secs(60), write: Duration::from_secs(60), stall: Duration::from_secs(60) };
+        let mut a = UnixStream::connect(path).unwrap();
+        let b = std::thread::spawn({
+            let path = path.to_string();
+            move || request(&path, "show b")
+        });
+        let t0 = Instant::now();
+        let mut ran = Vec::new();
+        while !b.is_finished() {
+            srv.serve(&mut |l| {
+                ran.push(l.to_string());
+                if l.starts_with("show a") { "a".repeat(16 << 20) } else { format!("{}OK\n", l.trim()) }
+            });
+            assert!(t0.elapsed() < Duration::from_secs(30));
+            std::thread::sleep(Duration::from_millis(1));
         }
+        assert_eq!(b.join().unwrap().unwrap(), "show bOK\n");
+        a.set_nonblocking(true).unwrap();
+        let mut x = [0u8; 1];
+        assert!(matches!(a.read(&mut x), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock), "A is not cut off yet");
+        assert_eq!(srv.clients.len(), 1, "A is still served");
+        // A asks for a large reply and takes none of it.
+        a.set_nonblocking(false).unwrap();
+        a.write_all(b"show a\n").unwrap();
+        let c = std::thread::spawn({
+            let path = path.to_string();
+            move || request(&path, "show c")
+        });
+        while !c.is_finished() {
+            srv.serve(&mut |l| {
+                ran.push(l.to_string());
+                if l.starts_with("show a") { "a".repeat(16 << 20) } else { format!("{}OK\n", l.trim()) }
+            });
+            assert!(t0.elapsed() < Duration::from_secs(30));
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(c.join().unwrap().unwrap(), "show cOK\n");
+        assert_eq!(ran, ["show b\n", "show a\n", "show c\n"]);
+        assert!(matches!(srv.clients.as_slice(), [x] if matches!(x.state, State::Writing { .. })), "A's reply is still pending");
+        drop(a);
+        remove_socket(path);
+        let _ = std::fs::remove_dir(&dir);
     }
 }
