@@ -998,16 +998,21 @@ mod tests {
             let path = path.to_string();
             move || request(&path, "show b")
         });
-        let t0 = Instant::now();
-        let mut ran = Vec::new();
-        while !b.is_finished() {
-            srv.serve(&mut |l| {
-                ran.push(l.to_string());
-                if l.starts_with("show a") { "a".repeat(16 << 20) } else { format!("{}OK\n", l.trim()) }
-            });
-            assert!(t0.elapsed() < Duration::from_secs(30));
-            std::thread::sleep(Duration::from_millis(1));
+        // Serve until `client` has its reply (30 s at most); "show a" gets
+        // 16 MiB, any other line itself and OK.
+        fn pump<T>(srv: &mut CtlServer, client: &std::thread::JoinHandle<T>, ran: &mut Vec<String>) {
+            let t0 = Instant::now();
+            while !client.is_finished() {
+                srv.serve(&mut |l| {
+                    ran.push(l.to_string());
+                    if l.starts_with("show a") { "a".repeat(16 << 20) } else { format!("{}OK\n", l.trim()) }
+                });
+                assert!(t0.elapsed() < Duration::from_secs(30));
+                std::thread::sleep(Duration::from_millis(1));
+            }
         }
+        let mut ran = Vec::new();
+        pump(&mut srv, &b, &mut ran);
         assert_eq!(b.join().unwrap().unwrap(), "show bOK\n");
         a.set_nonblocking(true).unwrap();
         let mut x = [0u8; 1];
@@ -1020,14 +1025,7 @@ mod tests {
             let path = path.to_string();
             move || request(&path, "show c")
         });
-        while !c.is_finished() {
-            srv.serve(&mut |l| {
-                ran.push(l.to_string());
-                if l.starts_with("show a") { "a".repeat(16 << 20) } else { format!("{}OK\n", l.trim()) }
-            });
-            assert!(t0.elapsed() < Duration::from_secs(30));
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        pump(&mut srv, &c, &mut ran);
         assert_eq!(c.join().unwrap().unwrap(), "show cOK\n");
         assert_eq!(ran, ["show b\n", "show a\n", "show c\n"]);
         assert!(matches!(srv.clients.as_slice(), [x] if matches!(x.state, State::Writing { .. })), "A's reply is still pending");
