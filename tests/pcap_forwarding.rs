@@ -622,6 +622,90 @@ fn show_congestion_and_flows_while_congested() {
     show_congestion(2);
 }
 
+/// Source QPs are learned from the responses (s.5.2: data packets carry
+/// only the destination QP) whichever worker receives them: with two
+/// workers the responses arrive on a WAN queue polled by the worker that
+/// does not own the WAN port's congestion stage, and reach it through a
+/// ring. The CNPs then name the source QP: none is sent with QP 0.
+#[test]
+fn source_qps_are_learned_from_responses_on_any_worker() {
+    source_qps_from_responses(1);
+    source_qps_from_responses(2);
+}
+
+fn source_qps_from_responses(workers: usize) {
+    let name = format!("resp-qp{workers}");
+    let dir = workdir(&name);
+    let to_router = control::gen::L2 { src: HOST, dst: R_DC };
+    let from_wan = control::gen::L2 { src: [0x02, 0, 0, 0, 0x02, 0x02], dst: [0x02, 0xdc, 0, 0, 0, 0x02] };
+    let src: std::net::Ipv6Addr = "2001:db8:1::2".parse().unwrap();
+    let dst = |i: u32| -> std::net::Ipv6Addr { format!("2001:db8:3::{:x}", 0x10 + i).parse().unwrap() };
+    let mut frames = Vec::new();
+    for round in 0..8u32 {
+        for i in 0..4u32 {
+            for k in 0..=i {
+                frames.push(control::gen::roce6(&to_router, src, dst(i), 49152, 0x100 + i, round * 4 + k, 1000, 64));
+            }
+        }
+    }
+    control::demo::write_pcap(&dir.join("dc-in.pcap"), &frames).unwrap();
+    control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
+    // RC ACKs from the four receivers, PSN 0 (acknowledging what was
+    // sent), to the requester's QP 0x500 + i; 64 rounds, read once.
+    let acks: Vec<Vec<u8>> = (0..64).flat_map(|_| (0..4u32).map(|i| control::gen::roce6_op(&from_wan, dst(i), src, 49153, 0x11, 0x500 + i, 0, 4, 64))).collect();
+    control::demo::write_pcap(&dir.join("acks.pcap"), &acks).unwrap();
+    let cfg = dir.join("r.toml");
+    let d = dir.display();
+    let text = endless_config(&dir, workers)
+        .replace(&format!("rx_pcap={d}/empty.pcap"), &format!("rx_pcap={d}/empty.pcap,rx_pcap={d}/acks.pcap"))
+        .replace("name = \"wan\"\n", "name = \"wan\"\nrx_queues = 2\n")
+        .replace("mac = \"02:dc:00:00:00:02\"", "mac = \"02:dc:00:00:00:02\"\nrate_mbps = 50\nqueue_bytes = 600000")
+        .replacen("[[route]]", "[port.congestion]\nrtt_est_us = 2000\ninterval_us = 500\n[[route]]", 1)
+        + "[[neighbour]]\nip = \"2001:db8:1::2\"\nmac = \"02:00:00:00:01:02\"\ninterface = \"dc\"\n";
+    assert!(text.contains("acks.pcap") && text.contains("rx_queues = 2") && text.contains("rate_mbps = 50"));
+    std::fs::write(&cfg, text).unwrap();
+    let sock = dir.join("ctl.sock");
+    let (mut child, out) = start_with_ctl(&name, &cfg, &dir, &sock, &["--duration", "4"]);
+    let s = sock.to_str().unwrap();
+    let ok = |c: &str| {
+        let r = control::ctl::request(s, c).unwrap();
+        assert!(r.ends_with("OK\n"), "{c}: {r}");
+        r
+    };
+    // Until every flow's source QP is known (bounded: 60 x 50 ms).
+    let mut flows = String::new();
+    for _ in 0..60 {
+        flows = ok("show flows wan 4");
+        if flows.matches(" learned").count() == 4 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    eprintln!("{flows}");
+    for i in 0..4u32 {
+        let row = flows.lines().find(|l| l.split_whitespace().nth(1) == Some(dst(i).to_string().as_str())).unwrap_or_else(|| panic!("no flow to {}:\n{flows}", dst(i)));
+        let w: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!((w[2], w[3], w[4]), (format!("{:#x}", 0x100 + i).as_str(), format!("{:#08x}", 0x500 + i).as_str(), "learned"), "{row}");
+    }
+    let workers_table = ok("show workers");
+    eprintln!("{workers_table}");
+    let show = ok("show congestion");
+    assert_eq!(value(&show, "source-qps-from-responses"), 4, "each flow learned once: {show}");
+    let st = wait_deadline(&mut child, RUN_DEADLINE);
+    assert!(st.success());
+    let so = std::fs::read_to_string(&out).unwrap();
+    let err = std::fs::read_to_string(out.with_extension("err")).unwrap();
+    if workers == 2 {
+        // The responses came in on a queue of the worker that does not own
+        // the port's congestion stage.
+        assert!(err.contains("owned by worker 1"), "{err}");
+        let w0 = workers_table.lines().find(|l| l.starts_with("worker 0:")).unwrap();
+        assert!(w0.contains("wan/1 256"), "worker 0 polled the responses: {workers_table}");
+    }
+    assert_eq!(counter(&so, "response-not-observed"), 0);
+    assert_eq!(mempool_in_use(&so), 0);
+}
+
 fn show_congestion(workers: usize) {
     let name = format!("show-cong{workers}");
     let dir = workdir(&name);

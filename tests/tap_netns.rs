@@ -150,6 +150,12 @@ for _ in range(3):
     assert!(o.status.success(), "send: {}", String::from_utf8_lossy(&o.stderr));
     let got = String::from_utf8_lossy(&rx.wait_with_output().unwrap().stdout).to_string();
     assert!(got.starts_with("2001:db8:b::2 c800") && got.trim_end().ends_with("b480001e000000640101fbd0"), "host 1 did not get the CNP through END.E: {got}");
+    // END.E passes notifications only: a ping the kernel encapsulates
+    // toward it the same way is dropped, not tunnelled into the DC.
+    let o = in_ns(&n2, &["ping", "-c", "2", "-i", "0.2", "-W", "1", "2001:db8:a::2"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("100% packet loss"), "a ping through END.E: {}", String::from_utf8_lossy(&o.stdout));
+    let o = in_ns(&n2, &["ip", "-6", "route", "del", "2001:db8:a::2/128"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 
     // H.Encaps with the kernel as the decapsulating peer: packets from host 1
     // to 2001:db8:99::/64 are encapsulated by the router toward fc00:0:2::d6,
@@ -327,7 +333,8 @@ for _ in range(3):
     assert!(counter(&so, "nd-advert-sent") >= 1);
     assert!(counter(&so, "arp-request-sent") >= 1);
     assert!(counter(&so, "nd-solicit-sent") >= 1);
-    assert!(counter(&so, "end-e-forwarded") >= 3, "the kernel's three seg6-encapsulated CNPs (and later replies to host 1) hit END.E");
+    assert_eq!(counter(&so, "end-e-forwarded"), 3, "the kernel's three seg6-encapsulated CNPs went through END.E");
+    assert!(counter(&so, "end-e-not-a-notification") >= 2, "the pings through END.E were dropped");
     assert!(counter(&so, "srv6-h-encaps") >= 3, "pings to 2001:db8:99::1 were encapsulated");
     assert!(counter(&so, "srv6-decap") >= 3, "the kernel's packets to the End.DT6 SID were decapsulated");
     assert!(counter(&so, "srv6-end") >= 3, "the kernel's packets to the End SID were advanced");

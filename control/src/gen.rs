@@ -113,7 +113,14 @@ pub fn roce4(l2: &L2, src: Ipv4Addr, dst: Ipv4Addr, sport: u16, dest_qp: u32, ps
 /// checksum and ICRC.
 #[allow(clippy::too_many_arguments)]
 pub fn roce6(l2: &L2, src: Ipv6Addr, dst: Ipv6Addr, sport: u16, dest_qp: u32, psn: u32, payload_len: usize, hop: u8) -> Vec<u8> {
-    let mut body = bth(0x04, dest_qp, psn).to_vec();
+    roce6_op(l2, src, dst, sport, 0x04, dest_qp, psn, payload_len, hop)
+}
+
+/// [`roce6`] with another BTH opcode (e.g. 0x11, an RC ACK, with 4 bytes
+/// of payload standing for the AETH).
+#[allow(clippy::too_many_arguments)]
+pub fn roce6_op(l2: &L2, src: Ipv6Addr, dst: Ipv6Addr, sport: u16, opcode: u8, dest_qp: u32, psn: u32, payload_len: usize, hop: u8) -> Vec<u8> {
+    let mut body = bth(opcode, dest_qp, psn).to_vec();
     body.extend((0..payload_len).map(|i| (i as u8).wrapping_mul(7)));
     body.extend_from_slice(&[0; 4]);
     let udp = udp_seg(sport, 4791, &body);

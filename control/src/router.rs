@@ -534,6 +534,11 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     let shaped = cfg.ports.iter().filter(|p| p.egress.is_some()).count().max(1);
     let ring_cap = (mbufs / 8 / shaped).clamp(64, 4096);
     let handoff: Arc<Vec<crossbeam::queue::ArrayQueue<usize>>> = Arc::new((0..maxp).map(|_| crossbeam::queue::ArrayQueue::new(ring_cap)).collect());
+    // Responses seen by a worker that does not own the congestion-aware
+    // port they belong to go to the owner (source QP learning); ports
+    // without a congestion stage get an empty ring.
+    let reverse: Arc<Vec<crossbeam::queue::ArrayQueue<dataplane::congestion::RoceInfo>>> =
+        Arc::new((0..maxp).map(|p| crossbeam::queue::ArrayQueue::new(if cong_cfg[p].is_some() && nworkers > 1 { 4096 } else { 1 })).collect());
     // End.MT reverse path: worker 0 owns every group's state (one writer);
     // the others steer the groups' packets to it through this ring.
     let mc_ring = Arc::new(crossbeam::queue::ArrayQueue::new((mbufs / 8).clamp(64, 4096)));
@@ -580,6 +585,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             egress: egress_cfg.clone(),
             owner: owner.clone(),
             handoff: handoff.clone(),
+            reverse: reverse.clone(),
             congestion: cong_cfg.clone(),
             wire: cfg.params,
             zero_copy_replicas,

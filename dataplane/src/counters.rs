@@ -97,6 +97,7 @@ reasons!(Drop, N_DROPS {
     DecapNextHeader => "srv6-decap-next-header",
     DecapCeNotEct => "decap-ce-not-ect",
     EndCNotNotification => "end-c-not-a-notification",
+    EndENotNotification => "end-e-not-a-notification",
     NotificationSourceRefused => "notification-source-refused",
     EndCUnconfigured => "end-c-unconfigured",
     EndMtNoSrh => "endmt-no-srh",
@@ -129,6 +130,10 @@ reasons!(Local, N_LOCAL {
     // A replaced snapshot the control thread had no room to take back,
     // freed by the worker itself between bursts (should stay 0).
     SnapshotFreedByWorker => "snapshot-freed-by-worker",
+    // A RoCEv2 response another worker owns the congestion stage for,
+    // not handed over because its ring was full (its source QP is then
+    // learned from a later response; should stay 0).
+    ResponseNotObserved => "response-not-observed",
     EchoReply4 => "icmp-echo-reply",
     EchoReply6 => "icmpv6-echo-reply",
     TimeExceeded4 => "icmp-time-exceeded-sent",

@@ -211,10 +211,16 @@ impl<P: PacketBuffer> EgressPort<P> {
     /// source QPs of forward flows.
     #[inline]
     pub fn observe_roce(&mut self, meta: &classify::RoceMeta, now: u64) {
-        if self.cong.is_some() && crate::wire::roce::opcode::is_response(meta.info.opcode) {
+        self.observe_response(&meta.info, now);
+    }
+
+    /// [`observe_roce`](Self::observe_roce) for a response another worker
+    /// saw and handed over.
+    pub fn observe_response(&mut self, info: &crate::congestion::RoceInfo, now: u64) {
+        if self.cong.is_some() && crate::wire::roce::opcode::is_response(info.opcode) {
             self.flush();
             if let Some(c) = self.cong.as_mut() {
-                c.on_reverse(&meta.info, now);
+                c.on_reverse(info, now);
             }
         }
     }

@@ -724,6 +724,11 @@ impl Pipeline {
                 // notification (IPv4 or IPv6) to the sender in the DC.
                 self.notification_source_ok(&src)?;
                 let inner = self.srv6_decap_any(p, l2, total, chain, srh)?;
+                // Only a notification goes on to the DC: END.E is not a
+                // way to tunnel other traffic into it.
+                if notification(&p.data()[l2.l3..], inner, &self.sids.params).is_none() {
+                    return Err(Drop::EndENotNotification);
+                }
                 self.counters.local(Local::EndEForwarded);
                 if inner == IpProtocol::IPV6 {
                     self.ipv6(p, l2, now_ns)
@@ -1213,20 +1218,27 @@ pub fn notification_class(ip: &[u8], proto: IpProtocol, params: &Params) -> crat
     Affected { dscp: Some(dscp), rocev2 }
 }
 
-/// What END.C should do for a decapsulated notification (`ip` starts at the
-/// inner IP header): Long-haul CNP (ICMPv6 or RoCEv2 with the E bit), a
-/// standard RoCEv2 CNP, or a FANN congestion / recovery message (ICMPv6 or
-/// UDP, s.5.1 / s.5.2 of draft-hzh-fantel-wan-tunnel). Only a notification
-/// that validates completely asks for a PAUSE or RESUME: the IP lengths
-/// hold it, the ICMPv6 / UDP checksum or the ICRC verifies, and a FANN
-/// message is Version 1 with exactly the length its metadata bitmap says
-/// (s.6: a message whose lengths do not add up is discarded). None
-/// otherwise.
-pub fn notification_request(ip: &[u8], proto: IpProtocol, params: &Params) -> Option<crate::endc::Request> {
-    use crate::endc::Request;
+/// A notification an END.C / END.E SID takes, checked as far as its
+/// headers go: the IP lengths hold it, the ICMPv6 / UDP checksum or the
+/// ICRC verifies. It borrows what the body parsers need.
+pub enum Notification<'a> {
+    /// ICMPv6 Long-haul CNP: the body after type, code and checksum.
+    LhCnpIcmp(&'a [u8]),
+    /// ICMPv6 FANN: source, destination, the ICMPv6 message.
+    FannIcmp(Ipv6Addr, Ipv6Addr, &'a [u8]),
+    /// RoCEv2 CNP (BTH opcode 0x81): the UDP payload (BTH onward).
+    RoceCnp(&'a [u8]),
+    /// FANN over UDP (s.5.2): the UDP payload.
+    FannUdp(&'a [u8]),
+}
+
+/// The notification a decapsulated packet carries (`ip` starts at the
+/// inner IP header): Long-haul CNP (ICMPv6 or RoCEv2), a standard RoCEv2
+/// CNP, or a FANN message (ICMPv6 or UDP, s.5.1 / s.5.2 of
+/// draft-hzh-fantel-wan-tunnel). None for anything else, or when a length,
+/// checksum or ICRC does not verify.
+pub fn notification<'a>(ip: &'a [u8], proto: IpProtocol, params: &Params) -> Option<Notification<'a>> {
     use crate::wire::checksum;
-    use crate::wire::fann::{self, event};
-    use crate::wire::lhcnp::Action;
     // The datagram without link-layer padding, and where its payload starts.
     let (upper, l4, ip) = match proto {
         IpProtocol::IPV6 => {
@@ -1248,16 +1260,6 @@ pub fn notification_request(ip: &[u8], proto: IpProtocol, params: &Params) -> Op
         let pseudo = || -> Option<u32> { Some(checksum::pseudo_v6(ip.get(8..24)?.try_into().ok()?, ip.get(24..40)?.try_into().ok()?, proto, u32::try_from(body.len()).ok()?)) };
         pseudo().is_some_and(|p| checksum::fold(checksum::combine(p, checksum::sum(body))) == 0xffff)
     };
-    let from_action = |a: Action, param: u32| match a {
-        Action::Pause => Some(Request::Pause { micros: Some(param) }),
-        Action::Resume => Some(Request::Resume),
-        Action::RateReduce | Action::Notify => Some(Request::Pause { micros: None }),
-    };
-    let from_fann = |code: u8, m: &fann::MessageRepr| match (code, m.event_type) {
-        (fann::CODE_RECOVERY, _) | (_, event::RECOVERY) => Some(Request::Resume),
-        (_, event::CONGESTION | event::QUEUE_BUILDUP | event::MICROBURST) => Some(Request::Pause { micros: None }),
-        _ => None,
-    };
     match upper {
         58 => {
             // ICMPv6 only over IPv6, with its checksum (RFC 4443 s.2.3).
@@ -1266,14 +1268,11 @@ pub fn notification_request(ip: &[u8], proto: IpProtocol, params: &Params) -> Op
             }
             let t = *body.first()?;
             if t == params.icmpv6_lhcnp_type {
-                // Type, code, checksum, then the Long-haul CNP fields.
-                let info = crate::wire::lhcnp::CnpInfo::parse(&crate::wire::lhcnp::Body::new_checked(body.get(4..)?).ok()?).ok()?;
-                from_action(info.action, u32::from(info.parameter))
+                Some(Notification::LhCnpIcmp(body.get(4..)?))
             } else if t == params.icmpv6_fann_type {
                 let src = Ipv6Addr::from(<[u8; 16]>::try_from(&ip[8..24]).ok()?);
                 let dst = Ipv6Addr::from(<[u8; 16]>::try_from(&ip[24..40]).ok()?);
-                let r = fann::PacketRepr::parse(&fann::Packet::new_checked(body).ok()?, &src, &dst, t).ok()?;
-                from_fann(r.code, &r.message)
+                Some(Notification::FannIcmp(src, dst, body))
             } else {
                 None
             }
@@ -1289,24 +1288,62 @@ pub fn notification_request(ip: &[u8], proto: IpProtocol, params: &Params) -> Op
                 if u[8] != 0x81 || roce::icrc_check(ip).is_err() {
                     return None;
                 }
-                if u[8 + 4] & 0x20 != 0 {
-                    let info = crate::wire::lhcnp::CnpInfo::parse(&crate::wire::lhcnp::Body::new_checked(body.get(8 + 12..)?).ok()?).ok()?;
-                    from_action(info.action, u32::from(info.parameter))
-                } else {
-                    Some(Request::Pause { micros: None })
-                }
+                Some(Notification::RoceCnp(&body[8..]))
             } else if dport == params.fann_udp_port {
                 // FANN over UDP (s.5.2), IPv6 only; the checksum is
                 // mandatory over IPv6 (RFC 8200 s.8.1).
                 if proto != IpProtocol::IPV6 || body[6..8] == [0, 0] || !sum_ok(17) {
                     return None;
                 }
-                let m = fann::MessageRepr::parse(&fann::Message::new_checked(&body[8..]).ok()?).ok()?;
-                from_fann(fann::CODE_EVENT, &m)
+                Some(Notification::FannUdp(&body[8..]))
             } else {
                 None
             }
         }
         _ => None,
+    }
+}
+
+/// What END.C should do for a decapsulated [`notification`]. Only one
+/// that validates completely asks for a PAUSE or RESUME: besides the
+/// headers, the Long-haul CNP body parses, and a FANN message is Version 1
+/// with the length its metadata bitmap says (s.6: a message whose lengths
+/// do not add up is discarded) and a congestion, queue buildup, microburst
+/// or recovery event. None otherwise.
+pub fn notification_request(ip: &[u8], proto: IpProtocol, params: &Params) -> Option<crate::endc::Request> {
+    use crate::endc::Request;
+    use crate::wire::fann::{self, event};
+    use crate::wire::lhcnp::{Action, Body, CnpInfo};
+    let from_action = |a: Action, param: u32| match a {
+        Action::Pause => Some(Request::Pause { micros: Some(param) }),
+        Action::Resume => Some(Request::Resume),
+        Action::RateReduce | Action::Notify => Some(Request::Pause { micros: None }),
+    };
+    let from_fann = |code: u8, m: &fann::MessageRepr| match (code, m.event_type) {
+        (fann::CODE_RECOVERY, _) | (_, event::RECOVERY) => Some(Request::Resume),
+        (_, event::CONGESTION | event::QUEUE_BUILDUP | event::MICROBURST) => Some(Request::Pause { micros: None }),
+        _ => None,
+    };
+    match notification(ip, proto, params)? {
+        Notification::LhCnpIcmp(b) => {
+            let info = CnpInfo::parse(&Body::new_checked(b).ok()?).ok()?;
+            from_action(info.action, u32::from(info.parameter))
+        }
+        Notification::FannIcmp(src, dst, m) => {
+            let r = fann::PacketRepr::parse(&fann::Packet::new_checked(m).ok()?, &src, &dst, params.icmpv6_fann_type).ok()?;
+            from_fann(r.code, &r.message)
+        }
+        Notification::RoceCnp(bth) => {
+            if bth[4] & 0x20 != 0 {
+                let info = CnpInfo::parse(&Body::new_checked(bth.get(12..)?).ok()?).ok()?;
+                from_action(info.action, u32::from(info.parameter))
+            } else {
+                Some(Request::Pause { micros: None })
+            }
+        }
+        Notification::FannUdp(m) => {
+            let m = fann::MessageRepr::parse(&fann::Message::new_checked(m).ok()?).ok()?;
+            from_fann(fann::CODE_EVENT, &m)
+        }
     }
 }

@@ -93,6 +93,11 @@ pub struct WorkerSpec {
     /// Congestion-aware node per port (index = port id), with the CNP
     /// source addresses (None: the egress interface's address).
     pub congestion: Vec<Option<CongestionSpec>>,
+    /// Per port: lock-free ring of RoCEv2 responses (ACK, NAK, read
+    /// responses) seen by the other workers, for the owner's congestion
+    /// stage to learn source QPs from (s.5.2): a response arrives on
+    /// whichever worker polls its RX queue.
+    pub reverse: Arc<Vec<ArrayQueue<crate::congestion::RoceInfo>>>,
     /// IANA-pending values (ICMPv6 type of the Long-haul CNP, ...).
     pub wire: Params,
     /// The worker that owns the End.MT reverse-path groups (one writer per
@@ -186,6 +191,11 @@ pub struct Worker {
     cnp_reqs: Vec<CnpRequest>,
     now: u64,
     has_cong: bool,
+    /// Congestion-aware ports another worker owns: responses seen here go
+    /// to it through `spec.reverse`.
+    reverse_to: Vec<u16>,
+    /// Look at responses at all (own or others' congestion-aware ports).
+    observe_reverse: bool,
     spec: WorkerSpec,
     links: WorkerLinks,
     pipeline: Pipeline,
@@ -266,6 +276,8 @@ impl Worker {
             cnp_reqs: Vec::with_capacity(256),
             now: 0,
             has_cong: false,
+            reverse_to: Vec::new(),
+            observe_reverse: false,
             tx: (0..MAX_PORTS).map(|_| TxBuf::new()).collect(),
             tx_dirty: 0,
             // A walk over the held frames may free all of them at once.
@@ -296,6 +308,11 @@ impl Worker {
     /// Poll until the stop flag is raised, then drain.
     pub fn run(&mut self) {
         self.has_cong = self.egress.iter().flatten().any(|e| e.cong.is_some());
+        self.reverse_to = (0..MAX_PORTS)
+            .filter(|&p| self.spec.congestion.get(p).is_some_and(|c| c.is_some()) && self.spec.owner.get(p).is_some_and(|&o| o != self.spec.id) && self.spec.egress.get(p).is_some_and(|e| e.is_some()))
+            .map(|p| p as u16)
+            .collect();
+        self.observe_reverse = self.has_cong || !self.reverse_to.is_empty();
         self.owns_egress = self.egress.iter().any(|e| e.is_some());
         let burst = self.spec.burst.clamp(1, MAX_BURST);
         let mut rx = [std::ptr::null_mut::<rte_mbuf>(); MAX_BURST];
@@ -382,7 +399,7 @@ impl Worker {
             }
             fast
         };
-        if fast == rx.len() && !self.has_cong {
+        if fast == rx.len() && !self.observe_reverse {
             if let Some(bytes) = self.tx_chunk(rx, &out[..rx.len()]) {
                 self.counters.ports[pi].rx_bytes.add(bytes);
                 return;
@@ -392,13 +409,21 @@ impl Worker {
             // SAFETY: rx_burst handed us ownership of each mbuf.
             let Some(m) = (unsafe { Mbuf::from_raw(raw) }) else { continue };
             bytes += m.len() as u64;
-            if self.has_cong && crate::classify::maybe_response(m.data()) {
+            if self.observe_reverse && crate::classify::maybe_response(m.data()) {
                 // Responses (ACK, read responses) carry the requester's QP
-                // as DestQP: the congestion stages learn source QPs from them.
+                // as DestQP: the congestion stages learn source QPs from them,
+                // this worker's own and, through their rings, the others'.
                 // One parse for all ports.
                 if let Some(meta) = crate::classify::roce_meta(m.data()) {
-                    for e in self.egress.iter_mut().flatten() {
-                        e.observe_roce(&meta, now);
+                    if crate::wire::roce::opcode::is_response(meta.info.opcode) {
+                        for e in self.egress.iter_mut().flatten() {
+                            e.observe_roce(&meta, now);
+                        }
+                        for &p in &self.reverse_to {
+                            if self.spec.reverse.get(usize::from(p)).is_some_and(|q| q.push(meta.info).is_err()) {
+                                self.counters.local(crate::counters::Local::ResponseNotObserved);
+                            }
+                        }
                     }
                 }
             }
@@ -748,6 +773,17 @@ impl Worker {
     fn poll_congestion(&mut self, now: u64) {
         if !self.has_cong {
             return;
+        }
+        // Responses other workers saw, after this loop's handed-over data
+        // (service_egress), so a new flow's entry exists before its first
+        // response is matched.
+        for p in 0..MAX_PORTS {
+            let Some(e) = self.egress[p].as_mut() else { continue };
+            let Some(q) = self.spec.reverse.get(p) else { continue };
+            for _ in 0..q.capacity() {
+                let Some(info) = q.pop() else { break };
+                e.observe_response(&info, now);
+            }
         }
         let publish = now >= self.show_due;
         if publish {

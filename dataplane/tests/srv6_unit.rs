@@ -447,6 +447,53 @@ fn end_e_decapsulates_and_routes_the_notification() {
     assert_eq!(pl.counters.local[Local::EndEForwarded as usize].get(), 1);
 }
 
+/// END.E passes notifications only (draft-hu-acn-rocev2 s.4.2: it
+/// decapsulates the CNP for the sender): any other inner packet, or a
+/// notification whose checksum or ICRC does not verify, is dropped, so the
+/// SID cannot tunnel traffic into the DC. Standard RoCEv2 CNPs and FANN
+/// messages (ICMPv6 and UDP) pass.
+#[test]
+fn end_e_passes_only_notifications() {
+    use dataplane::wire::fann::MessageRepr;
+    use dataplane::wire::fann::{event, CODE_EVENT};
+    use dataplane::wire::lhcnp::Action;
+    let mut pl = pipeline();
+    let s = srh(41, &[a6("fc00:0:1::e")], 0, vec![]);
+    let frame = |inner: &[u8]| srv6_frame(s1(), a6("fc00:0:1::e"), 64, 0, &s, inner);
+    // An ICMPv6 echo request with a valid checksum.
+    let mut echo = lhcnp6(Action::Notify, 0);
+    echo[40] = 128;
+    echo[42..44].copy_from_slice(&[0, 0]);
+    let sum = checksum::combine(checksum::pseudo_v6(&echo[8..24].try_into().unwrap(), &echo[24..40].try_into().unwrap(), 58, (echo.len() - 40) as u32), checksum::sum(&echo[40..]));
+    let c = !checksum::fold(sum);
+    echo[42..44].copy_from_slice(&c.to_be_bytes());
+    let mut lh_bad = lhcnp6(Action::Pause, 100);
+    lh_bad[40 + 2] ^= 0xff; // ICMPv6 checksum
+    for inner in [plain6(s1(), a6("2001:db8:3::5"), 0), echo, lh_bad] {
+        expect_drop(&mut pl, frame(&inner), Drop::EndENotNotification);
+    }
+    assert_eq!(pl.counters.drops[Drop::EndENotNotification as usize].get(), 3);
+    assert_eq!(pl.counters.local[Local::EndEForwarded as usize].get(), 0);
+    let m = MessageRepr { hop_limit: 8, event_type: event::LINK_FAILURE, event_subtype: 0, event_id: 1, timestamp: 0, originating_node: a6("fc00:0:9::1"), metadata: Default::default() };
+    let icmp = dataplane::fann::notification_packet(CODE_EVENT, &m, &a6("fc00:0:9::1"), &a6("2001:db8:3::5"), &Params::DEFAULT, false);
+    let udp = dataplane::fann::notification_packet(CODE_EVENT, &m, &a6("fc00:0:9::1"), &a6("2001:db8:3::5"), &Params::DEFAULT, true);
+    for (what, inner) in [("lhcnp", lhcnp6(Action::RateReduce, 30)), ("fann icmpv6", icmp), ("fann udp", udp)] {
+        let mut p = VecPacket::from_bytes(&frame(&inner));
+        assert_eq!(run(&mut pl, &mut p), Verdict::Tx(1), "{what}");
+        let f = p.to_vec();
+        assert_eq!(f.len(), 14 + inner.len(), "{what}");
+        if what == "lhcnp" {
+            assert_eq!(&f[14 + 40..], &inner[40..], "unchanged");
+        }
+        if what == "fann icmpv6" {
+            // Routed on: its FANN Hop Limit decremented like any forwarded
+            // FANN message (s.5.1.2).
+            assert_eq!((inner[40 + 6], f[14 + 40 + 6]), (8, 7));
+        }
+    }
+    assert_eq!(pl.counters.local[Local::EndEForwarded as usize].get(), 3);
+}
+
 /// With `notification_sources`, END.E and END.C take notifications only
 /// from those prefixes: a forged one to END.C would pause the DC.
 #[test]
