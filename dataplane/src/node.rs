@@ -466,7 +466,7 @@ mod tests {
             ("UDP, FANN Version 2", ip6_frame(17, &udp(&v2, 0))),
             ("UDP, Hop Limit 0 but Version 2", ip6_frame(17, &udp(&{ let mut m = v2.clone(); m[2] = 0; m }, 0))),
             ("UDP, Length not the datagram's", ip6_frame(17, &udp(&msg, -1))),
-            ("ICMPv6 type 201, not FANN-sized", ip6_frame(58, &[Params::DEFAULT.icmpv6_fann_type, 0, 0xab, 0xcd, 1, 2, 3, 4])),
+            ("ICMPv6 type 201, another version, not FANN-sized", ip6_frame(58, &[Params::DEFAULT.icmpv6_fann_type, 0, 0xab, 0xcd, 7, 2, 3, 4])),
             ("ICMPv6 type 201, Code 5", ip6_frame(58, &icmp_code_5)),
         ];
         for (what, frame) in cases {
@@ -480,6 +480,41 @@ mod tests {
         let mut p = VecPacket::from_bytes(&ip6_frame(17, &udp(&msg, 0)));
         assert_eq!(pl.process(&mut p, 0, 1), Verdict::Tx(0));
         assert_eq!(p.to_vec()[14 + 40 + 8 + 2], 2, "FANN hop limit 3 -> 2");
+        // An ICMPv6 FANN message that says Version 1 but whose lengths do
+        // not add up is discarded (s.6), shorter or longer.
+        let icmp = fann_frame(3)[14 + 40..].to_vec();
+        let short = icmp[..icmp.len() - 4].to_vec();
+        let mut long = icmp.clone();
+        long.extend_from_slice(&[0; 4]);
+        let tiny = vec![Params::DEFAULT.icmpv6_fann_type, 0, 0xab, 0xcd, 1, 2, 3, 4];
+        for (what, l4) in [("short", short), ("long", long), ("tiny", tiny)] {
+            let mut p = VecPacket::from_bytes(&ip6_frame(58, &l4));
+            assert_eq!(pl.process(&mut p, 0, 1), Verdict::Drop(Drop::FannMalformed), "{what}");
+        }
+    }
+
+    /// A FANN message this node steers into an SR policy is forwarded by
+    /// it all the same: its FANN Hop Limit is decremented (and it is
+    /// dropped at zero) before the encapsulation.
+    #[test]
+    fn a_fann_message_steered_into_a_policy_is_scoped_too() {
+        use crate::pipeline::Verdict;
+        use crate::srv6::{EncapMode, SidTable, SrPolicy};
+        let mut pl = pipeline();
+        let mut t = SidTable::new(&Params::DEFAULT);
+        let src: Ipv6Addr = "2001:db8:1::1".parse().unwrap();
+        t.add_policy("2001:db8::/64".parse().unwrap(), SrPolicy::new(src, EncapMode::Encaps, vec![(vec!["2001:db8::77".parse().unwrap()], 1)]).unwrap());
+        pl.set_sids(std::sync::Arc::new(t));
+        let mut p = VecPacket::from_bytes(&fann_frame(3));
+        assert_eq!(pl.process(&mut p, 0, 1), Verdict::Tx(0));
+        let f = p.to_vec();
+        assert_eq!((f[14 + 6], f[14 + 40]), (43, 41), "encapsulated: outer IPv6, SRH, inner IPv6");
+        let inner = &f[14 + 40 + (usize::from(f[14 + 40 + 1]) + 1) * 8..];
+        assert_eq!(inner[40 + 6], 2, "FANN hop limit 3 -> 2");
+        let r = crate::wire::fann::PacketRepr::parse(&crate::wire::fann::Packet::new_checked(&inner[40..]).unwrap(), &"fc00:9::1".parse().unwrap(), &"2001:db8::5".parse().unwrap(), Params::DEFAULT.icmpv6_fann_type);
+        assert!(r.is_ok(), "checksum still valid: {r:?}");
+        let mut p = VecPacket::from_bytes(&fann_frame(1));
+        assert_eq!(pl.process(&mut p, 0, 1), Verdict::Drop(Drop::FannHopLimit));
     }
 
     #[test]

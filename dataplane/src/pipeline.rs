@@ -641,6 +641,9 @@ impl Pipeline {
         if hop <= 1 {
             return self.time_exceeded6(p, l2, src, total, now_ns);
         }
+        // Before an SR policy takes it: a FANN message steered into a
+        // tunnel is forwarded by this node all the same.
+        self.fann_scope(&mut p.data_mut()[l2.l3..], total)?;
         if self.sids.has_policies() {
             if let Some(pi) = self.sids.policy6(dst) {
                 return self.srv6_encap(p, l2, pi, total, true, now_ns);
@@ -657,40 +660,53 @@ impl Pipeline {
         let (port, out_mac, vlan) = (ifc.port, ifc.mac, ifc.vlan);
         {
             let d = &mut p.data_mut()[l2.l3..];
-            // FANN scoping (draft-hzh-fantel-wan-tunnel s.5.1.2): a FANN
-            // message directly in IPv6 has its own Hop Limit, decremented by
-            // every forwarding node and discarded at zero. Only a
-            // well-formed FANN message (Version 1, Code 0 or 1, exactly as
-            // long as its bitmap says) is one: other ICMPv6 messages of
-            // the experimental type (RFC 4443 s.2.1) and other UDP traffic
-            // to the port (an ephemeral port to most hosts) are forwarded
-            // untouched.
-            if d.get(6) == Some(&58) && d.get(40) == Some(&self.sids.params.icmpv6_fann_type) {
-                let end = total.min(d.len());
-                if let Ok(mut f) = crate::wire::fann::Packet::new_checked(&mut d[40..end]) {
-                    if f.msg_code() <= 1 && f.message().version() == crate::wire::fann::VERSION {
+            Ipv6Packet::new_unchecked(&mut d[..]).decrement_hop_limit();
+        }
+        write_l2(p, l2, mac, out_mac, vlan, EtherType::IPV6)?;
+        Ok(Verdict::Tx(port))
+    }
+
+    /// FANN scoping (draft-hzh-fantel-wan-tunnel s.5.1.2) for an IPv6
+    /// packet this node forwards (`d` from its IPv6 header, `total` its
+    /// length): a FANN message directly in IPv6 has its own Hop Limit,
+    /// decremented by every forwarding node and discarded at zero. Only a
+    /// well-formed FANN message (Version 1, Code 0 or 1, exactly as long as
+    /// its bitmap says) is one; an ICMPv6 message of the FANN type that
+    /// says Version 1 but whose lengths do not add up is discarded (s.6:
+    /// MUST be silently discarded; counted as `fann-malformed`). Other
+    /// ICMPv6 messages of the experimental type (another version, RFC 4443
+    /// s.2.1) and other UDP traffic to the port (an ephemeral port to most
+    /// hosts) are forwarded untouched.
+    fn fann_scope(&self, d: &mut [u8], total: usize) -> Result<(), Drop> {
+        use crate::wire::fann;
+        if d.get(6) == Some(&58) && d.get(40) == Some(&self.sids.params.icmpv6_fann_type) {
+            let end = total.min(d.len());
+            let says_fann = d.get(41).is_some_and(|&c| c <= 1) && d.get(44) == Some(&fann::VERSION);
+            match fann::Packet::new_checked(&mut d[40..end]) {
+                Ok(mut f) => {
+                    if f.msg_code() <= 1 && f.message().version() == fann::VERSION {
                         match f.decrement_hop_limit() {
                             Ok(h) if h > 0 => {}
                             _ => return Err(Drop::FannHopLimit),
                         }
                     }
                 }
-            } else if d.get(6) == Some(&17) && d.get(42..44) == Some(&self.sids.params.fann_udp_port.to_be_bytes()[..]) {
-                // The UDP variant (s.5.2) the same way, the UDP checksum
-                // patched.
-                let end = total.min(d.len());
-                if let Some(u) = d.get_mut(40..end) {
-                    match crate::wire::fann::decrement_udp_hop_limit(u) {
-                        Ok(Some(h)) if h > 0 => {}
-                        Ok(_) => return Err(Drop::FannHopLimit),
-                        Err(_) => {}
-                    }
+                Err(_) if says_fann => return Err(Drop::FannMalformed),
+                Err(_) => {}
+            }
+        } else if d.get(6) == Some(&17) && d.get(42..44) == Some(&self.sids.params.fann_udp_port.to_be_bytes()[..]) {
+            // The UDP variant (s.5.2) the same way, the UDP checksum
+            // patched.
+            let end = total.min(d.len());
+            if let Some(u) = d.get_mut(40..end) {
+                match fann::decrement_udp_hop_limit(u) {
+                    Ok(Some(h)) if h > 0 => {}
+                    Ok(_) => return Err(Drop::FannHopLimit),
+                    Err(_) => {}
                 }
             }
-            Ipv6Packet::new_unchecked(&mut d[..]).decrement_hop_limit();
         }
-        write_l2(p, l2, mac, out_mac, vlan, EtherType::IPV6)?;
-        Ok(Verdict::Tx(port))
+        Ok(())
     }
 
     #[allow(clippy::too_many_arguments)]
