@@ -840,13 +840,13 @@ fn show_congestion(workers: usize) {
     ok("congestion wan source-format add 2001:db8:9::/48 roce");
     ok("congestion wan source-format del 2001:db8:9::/48");
     // The policy changes at run time too.
-    for c in ["top_flows 3", "observation_window_us 5000", "format roce", "suppression false", "adaptive true", "zero_metrics true", "interval_us 2000", "cnp_max_pps 5000", "cnp_burst 7", "flow_idle_ms 500"] {
+    for c in ["top_flows 3", "observation_window_us 5000", "format roce", "suppression false", "adaptive true", "zero_metrics true", "interval_us 2000", "cnp_max_pps 5000", "cnp_burst 7", "flow_idle_ms 500", "qd_trigger immediate"] {
         ok(&format!("congestion wan {c}"));
     }
     // Wait for the last of them: the worker may publish the first ones a
     // report before the last (fresh-clone CI saw "flows idle after 10000
     // ms" with the new interval and cap).
-    let policy = "interval 2000 us, CNP cap 5000/s burst 7\n  policy: top 3 flow(s) per evaluation, CNP format RoCEv2 for sources without a configured one (2 source prefix(es) configured), suppression off (observation window 5000 us), adaptive K_min on, zero metrics on, flows idle after 500 ms\n";
+    let policy = "interval 2000 us, CNP cap 5000/s burst 7\n  policy: top 3 flow(s) per evaluation, CNP format RoCEv2 for sources without a configured one (2 source prefix(es) configured), suppression off (observation window 5000 us), adaptive K_min on, zero metrics on, flows idle after 500 ms\n  QD trigger: immediate (the first poll that sees QD above K_max)\n";
     for _ in 0..400 {
         show = ok("show congestion");
         if show.contains(policy) {
@@ -861,6 +861,7 @@ fn show_congestion(workers: usize) {
         ("interval_us -1", "ERR interval_us = \"-1\": a whole number"),
         ("format udp", "ERR format = \"udp\": \"icmpv6\" or \"roce\""),
         ("suppression maybe", "ERR suppression = \"maybe\": true or false"),
+        ("qd_trigger soon", "ERR qd_trigger = \"soon\": interval or immediate"),
         ("source-format add 10.0.1.0/24 icmpv6", "ERR source-format.format = \"icmpv6\": prefix 10.0.1.0/24 is IPv4"),
         ("source-format add 10.0.1.1/24 roce", "ERR source-format.prefix = 10.0.1.1/24: host bits set"),
         ("source-format add 10.0.1.0/24 udp", "ERR source-format.format = \"udp\""),

@@ -679,6 +679,10 @@ pub struct CongestionSection {
     pub suppression: bool,
     #[serde(default)]
     pub adaptive: bool,
+    /// "interval" (QD sampled when a monitoring interval closes) or
+    /// "immediate" (at the first poll that sees QD above K_max).
+    #[serde(default = "d_qd_trigger")]
+    pub qd_trigger: String,
     /// "icmpv6" or "roce": the CNP format for sources no `source_format`
     /// prefix covers. IPv4 sources only take "roce" (s.4), and only where
     /// configured (s.10.5): with "icmpv6" here, IPv4 sources outside every
@@ -801,6 +805,9 @@ fn d_flow_idle() -> u64 {
 }
 fn d_format() -> String {
     "icmpv6".into()
+}
+fn d_qd_trigger() -> String {
+    "interval".into()
 }
 fn d_top() -> u8 {
     1
@@ -2029,6 +2036,11 @@ fn congestion_plan(c: &CongestionSection, p: &PortSection, f: &str) -> Result<Co
         "roce" => CnpFormat::Roce,
         other => return e("format", &format!("{other:?}"), "must be \"icmpv6\" or \"roce\""),
     };
+    let qd_immediate = match c.qd_trigger.as_str() {
+        "interval" => false,
+        "immediate" => true,
+        other => return e("qd_trigger", &format!("{other:?}"), "must be \"interval\" or \"immediate\""),
+    };
     let source_v4 = match &c.source_v4 {
         None => None,
         Some(a) => {
@@ -2074,6 +2086,7 @@ fn congestion_plan(c: &CongestionSection, p: &PortSection, f: &str) -> Result<Co
         flow_idle_timeout_ns: c.flow_idle_ms * 1_000_000,
         zero_metrics: c.zero_metrics,
         suppression: c.suppression,
+        qd_immediate,
         adaptive: c.adaptive.then(AdaptivePolicy::default),
         default_format: format,
         policy: Policy {
@@ -2846,6 +2859,7 @@ mod refusals {
     fn congestion_errors_name_the_configuration_keys() {
         let port = GOOD.replace("rx_queues = 4\n", "rx_queues = 4\nrate_mbps = 100000\n");
         refused(&format!("{port}[port.congestion]\nrtt_est_us = 10000\ninterval_us = 0\n"), &["port[1].congestion.interval_us = 0", "1..=10000000"]);
+        refused(&format!("{port}[port.congestion]\nrtt_est_us = 10000\nqd_trigger = \"soon\"\n"), &["port[1].congestion.qd_trigger = \"soon\"", "\"interval\" or \"immediate\""]);
         // A queue no deeper than K_max (125 MB at 100 Gb/s and 10 ms).
         refused(&format!("{}[port.congestion]\nrtt_est_us = 10000\n", port.replace("rate_mbps = 100000\n", "rate_mbps = 100000\nqueue_bytes = 67108864\n")), &["port[1].queue_bytes = 67108864 (port wan)", "deeper than K_max"]);
         let e = congestion_error_in_config_terms("policy.observation_window_ns = 20000000000: must be at most 10 s (0: RTT_est)", "wan", 1 << 20);

@@ -27,7 +27,7 @@ pub const HELP: &str = "commands:
   show congestion | show flows PORT [N]
   congestion PORT rtt_est_us N | k_min_bytes N | k_base_bytes N | alpha X | v_ecn X | v_growth_kb_per_ms X
   congestion PORT interval_us N | cnp_max_pps N | cnp_burst N | flow_idle_ms N | top_flows N | observation_window_us N (0: RTT_est)
-  congestion PORT format icmpv6|roce | zero_metrics true|false | suppression true|false | adaptive true|false
+  congestion PORT format icmpv6|roce | zero_metrics true|false | suppression true|false | adaptive true|false | qd_trigger interval|immediate
   congestion PORT source-qp add SRC DST DEST_QP SOURCE_QP | congestion PORT source-qp del SRC DST DEST_QP
   congestion PORT source-format add PREFIX icmpv6|roce | congestion PORT source-format del PREFIX
   show sids
@@ -431,6 +431,13 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
                         "icmpv6" => dataplane::congestion::CnpFormat::Icmpv6,
                         "roce" => dataplane::congestion::CnpFormat::Roce,
                         v => return Err(format!("format = {v:?}: \"icmpv6\" or \"roce\"")),
+                    }
+                }
+                "qd_trigger" => {
+                    p.qd_immediate = match *value {
+                        "interval" => false,
+                        "immediate" => true,
+                        v => return Err(format!("qd_trigger = {v:?}: interval or immediate")),
                     }
                 }
                 "zero_metrics" | "suppression" | "adaptive" => {

@@ -222,6 +222,11 @@ pub fn congestion(views: &[(u16, CongestionView)], names: &[(u16, String)]) -> S
             on(p.zero_metrics),
             p.flow_idle_timeout_ns / 1_000_000
         );
+        let _ = writeln!(
+            o,
+            "  QD trigger: {}",
+            if p.qd_immediate { "immediate (the first poll that sees QD above K_max)" } else { "interval (QD sampled when a monitoring interval closes)" }
+        );
         let r = &v.reaction;
         let us = |ns: u64| format!("{:.1}", ns as f64 / 1e3);
         let rows = [

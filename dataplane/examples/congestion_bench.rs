@@ -433,6 +433,7 @@ fn per_packet(pl: &mut Pipeline, counters: &WorkerCounters, arena: &Arena, flows
 struct Reaction {
     flows: usize,
     interval_ns: u64,
+    immediate: bool,
     built: Histogram<u64>,
     left: Histogram<u64>,
     compute: Histogram<u64>,
@@ -442,9 +443,12 @@ struct Reaction {
     secs: f64,
 }
 
-fn reaction(pl: &mut Pipeline, counters: &WorkerCounters, arena: &Arena, flows: usize, interval_ns: u64, dur: Duration) -> Reaction {
+// One parameter per knob of the measurement.
+#[allow(clippy::too_many_arguments)]
+fn reaction(pl: &mut Pipeline, counters: &WorkerCounters, arena: &Arena, flows: usize, interval_ns: u64, immediate: bool, dur: Duration) -> Reaction {
     let params = PortParams {
         interval_ns,
+        qd_immediate: immediate,
         rtt_est_ns: 1_000,           // no per-flow CNP rate limit between cycles
         cnp_port_max_pps: 1_000_000, // the port cap never refuses here
         suppression: false,          // every crossing gets its CNP
@@ -562,7 +566,7 @@ fn reaction(pl: &mut Pipeline, counters: &WorkerCounters, arena: &Arena, flows: 
             break;
         }
     }
-    Reaction { flows, interval_ns, built, left, compute, crossings, missed, resumes, secs: start.elapsed().as_secs_f64() }
+    Reaction { flows, interval_ns, immediate, built, left, compute, crossings, missed, resumes, secs: start.elapsed().as_secs_f64() }
 }
 
 // ------------------------------------------------------------------ report
@@ -622,11 +626,12 @@ fn main() {
     let v6 = &arenas[1];
     let reaction_on = std::env::var("CONGESTION_BENCH_REACTION").map_or(true, |v| v != "0");
     for &flows in cases.iter().filter(|&&f| f <= 100_000 && reaction_on) {
-        for interval in [10_000u64, PortParams::default().interval_ns] {
-            let r = reaction(&mut pl, &counters, v6, flows, interval, Duration::from_millis(400));
+        for (interval, immediate) in [(10_000u64, false), (PortParams::default().interval_ns, false), (PortParams::default().interval_ns, true)] {
+            let r = reaction(&mut pl, &counters, v6, flows, interval, immediate, Duration::from_millis(400));
             eprintln!(
-                "congestion_bench: reaction {flows} flows, interval {} us: {} crossings, p50 {:.1} us, p99 {:.1} us, max {:.1} us",
+                "congestion_bench: reaction {flows} flows, interval {} us, QD trigger {}: {} crossings, p50 {:.1} us, p99 {:.1} us, max {:.1} us",
                 interval / 1000,
+                if immediate { "immediate" } else { "interval" },
                 r.crossings,
                 us(&r.built, 0.5),
                 us(&r.built, 0.99),
@@ -700,19 +705,22 @@ fn main() {
          Rate Reduce / Pause CNP built and routed; **left** = that CNP dequeued (leaves the port, next iteration); \
          **poll+build** = the part spent in the iteration that emitted it (from `poll` to built). RTT_est = 1 us \
          (no per-flow rate limit between cycles), suppression off, port cap 1M CNP/s, V_ecn = 1 (only the QD \
-         trigger). hdrhistogram, 3 significant digits, recorded in ns, shown in us. Triggers are evaluated when a \
-         monitoring interval closes, at the first `poll` at least `interval_ns` after the previous close, so the \
-         reaction is about uniform over one interval plus the loop iteration.\n",
+         trigger). hdrhistogram, 3 significant digits, recorded in ns, shown in us. **QD trigger** `interval` (the \
+         default): triggers are evaluated when a monitoring interval closes, at the first `poll` at least \
+         `interval_ns` after the previous close, so the reaction is about uniform over one interval plus the loop \
+         iteration; `immediate` (`qd_trigger = \"immediate\"`): QD > K_max is acted on at the first `poll` that \
+         sees it, the loop iteration of the crossing.\n",
         SHAPER_BPS / 1_000_000_000
     );
-    let _ = writeln!(o, "| flows | interval_ns | crossings | built p50 us | p90 | p99 | max | left p50 us | p99 | max | poll+build p50 us | p99 | max |");
-    let _ = writeln!(o, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(o, "| flows | interval_ns | QD trigger | crossings | built p50 us | p90 | p99 | max | left p50 us | p99 | max | poll+build p50 us | p99 | max |");
+    let _ = writeln!(o, "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in &reactions {
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |",
+            "| {} | {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |",
             r.flows,
             r.interval_ns,
+            if r.immediate { "immediate" } else { "interval" },
             r.crossings,
             us(&r.built, 0.5),
             us(&r.built, 0.9),

@@ -165,6 +165,8 @@ impl Sc {
             flow_idle_timeout_ns: 1_000_000_000,
             zero_metrics: false,
             suppression: true,
+            // QD sampled when an interval closes, as in the draft's example.
+            qd_immediate: false,
             adaptive: None,
             default_format: CnpFormat::Roce,
             policy: Policy { buffer_bytes: self.buffer(), ..Policy::default() },

@@ -295,6 +295,13 @@ pub struct PortParams {
     pub zero_metrics: bool,
     /// s.5.7 downstream deferral and escalation.
     pub suppression: bool,
+    /// The QD trigger (QD > K_max) at the first poll (every loop of the
+    /// owner worker) that sees it, instead of at the end of the monitoring
+    /// interval (s.5.3.1: QD is instantaneous and monitored continuously;
+    /// EMR and QGR stay rates over the interval). Off: QD is sampled when
+    /// an interval closes, as in the draft's section 7 example, where the
+    /// CNP reports the 130 MB the queue has grown to.
+    pub qd_immediate: bool,
     /// s.5.8; None = off.
     pub adaptive: Option<AdaptivePolicy>,
     /// Format for sources no configured prefix covers
@@ -322,6 +329,7 @@ impl Default for PortParams {
             flow_idle_timeout_ns: 1_000_000_000,
             zero_metrics: false,
             suppression: true,
+            qd_immediate: false,
             adaptive: None,
             default_format: CnpFormat::Icmpv6,
             policy: Policy::default(),

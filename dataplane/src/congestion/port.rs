@@ -91,6 +91,9 @@ pub struct CongestionPort {
     /// QD above K_max since (time + 1; 0: not above; REACTED: a CNP went
     /// out since the crossing).
     cross: u64,
+    /// QD was above K_max at the last poll (the trigger has fired for
+    /// this excursion).
+    qd_acted: bool,
     /// CNP reaction times (ns): from the packet that took QD above K_max
     /// to the first CNP after it.
     /// Off the packet path: boxed, so that the port's hot fields stay
@@ -165,6 +168,7 @@ impl CongestionPort {
             pend_done: 0,
             stats: CongestionStats::default(),
             cross: 0,
+            qd_acted: false,
             // 1 us to 60 s at 2 significant digits: about 2300 counters,
             // allocated here, never on the packet path.
             reaction: Box::new(Reaction {
@@ -792,10 +796,14 @@ impl CongestionPort {
     pub fn poll(&mut self, qd: u64, now: u64, out: &mut Vec<CnpRequest>) {
         self.resolve();
         self.observe_qd(qd, now);
-        if qd <= self.k_max {
-            self.cross = 0;
-        }
         self.watch_crossing(qd, now);
+        // With `qd_immediate`, the first poll (every loop of the worker)
+        // that finds QD above K_max since it was last at or below it: the
+        // QD trigger fires now (s.5.4: "when any of the following
+        // conditions is satisfied"), not at the end of the monitoring
+        // interval, so an excursion that ends within one interval is not
+        // missed; EMR and QGR are rates over the interval and wait for it.
+        let crossed = self.p.qd_immediate && qd > self.k_max && !self.qd_acted;
         if !self.iv_started {
             self.iv_started = true;
             self.iv_start = now;
@@ -815,7 +823,13 @@ impl CongestionPort {
         let el = now.saturating_sub(self.iv_start);
         if el >= self.p.interval_ns.max(1) {
             self.close_interval(qd, now, el);
-            self.evaluate(qd, now, out);
+            self.evaluate(qd, now, out, qd > self.k_max, true);
+        } else if crossed {
+            self.evaluate(qd, now, out, true, false);
+        }
+        self.qd_acted = qd > self.k_max;
+        if qd <= self.k_max {
+            self.cross = 0;
         }
         self.age(qd, now);
     }
@@ -865,10 +879,12 @@ impl CongestionPort {
         Some((k.src(), k.dst(), k.dest_qp()))
     }
 
-    fn evaluate(&mut self, qd: u64, now: u64, out: &mut Vec<CnpRequest>) {
-        let t_qd = qd > self.k_max;
-        let t_emr = self.stats.emr > self.p.v_ecn;
-        let t_qgr = self.stats.qgr_kb_per_ms > self.p.v_growth_kb_per_ms;
+    /// The second-level triggers at queue depth `qd`: `t_qd` whether QD
+    /// is (or went) above K_max; `rates`: EMR and QGR too (when their
+    /// interval has closed).
+    fn evaluate(&mut self, qd: u64, now: u64, out: &mut Vec<CnpRequest>, t_qd: bool, rates: bool) {
+        let t_emr = rates && self.stats.emr > self.p.v_ecn;
+        let t_qgr = rates && self.stats.qgr_kb_per_ms > self.p.v_growth_kb_per_ms;
         self.stats.trigger_qd += u64::from(t_qd);
         self.stats.trigger_emr += u64::from(t_emr);
         self.stats.trigger_qgr += u64::from(t_qgr);

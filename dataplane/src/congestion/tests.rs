@@ -53,6 +53,7 @@ fn sec7() -> PortParams {
         flow_idle_timeout_ns: 1_000 * MS,
         zero_metrics: false,
         suppression: false,
+        qd_immediate: false,
         adaptive: None,
         default_format: CnpFormat::Roce,
         policy: Policy {
@@ -308,6 +309,47 @@ fn trigger_queue_growth_rate_only() {
     c.poll(MB, 0, &mut out());
     assert!(poll_at(&mut c, 1_900_000, IV).is_empty());
     assert_eq!(c.stats().trigger_qgr, 0);
+}
+
+/// s.5.4: the second level MUST trigger when any condition holds. With
+/// `qd_immediate`, QD above K_max is acted on at the first poll that sees
+/// it, not at the end of the monitoring interval, so a rise that falls
+/// back within one interval is not missed and the reaction does not wait
+/// for the interval. Without it (the default, as in the draft's section
+/// 7), QD is sampled when the interval closes.
+#[test]
+fn a_crossing_of_k_max_triggers_at_once_with_qd_immediate() {
+    let f = data(ip4(1), ip4(4), 200, 0);
+    let mut c = CongestionPort::new(PortParams { qd_immediate: true, ..sec7() });
+    c.on_enqueue(Some(&f), 1_000_000, true, 100 * MB, 0);
+    assert!(poll_at(&mut c, 100 * MB, 0).is_empty(), "below K_max");
+    let o = poll_at(&mut c, 130 * MB, IV / 10);
+    assert_eq!(o.len(), 1, "at the crossing, a tenth into the interval");
+    assert_eq!((o[0].to, o[0].info.action, o[0].info.parameter), (ip4(1), Action::RateReduce, 30));
+    assert_eq!(c.stats().trigger_qd, 1);
+    c.refresh_reaction(IV / 10, true);
+    // Recorded as ~0 ns (shown with the histogram's resolution).
+    assert!(c.reaction().count == 1 && c.reaction().max_ns < 1000, "crossing to CNP at once: {:?}", c.reaction());
+    // Still above at the next poll: no second evaluation before the
+    // interval closes; then the interval's own (rate-limited per flow).
+    assert!(poll_at(&mut c, 131 * MB, IV / 5).is_empty());
+    assert_eq!(c.stats().trigger_qd, 1);
+    assert!(poll_at(&mut c, 131 * MB, IV).is_empty());
+    assert_eq!((c.stats().trigger_qd, c.stats().rate_limited), (2, 1));
+    // A rise that falls back within one interval, and a second flow:
+    // acted on, where sampling at the interval's end misses it.
+    for immediate in [true, false] {
+        let mut c = CongestionPort::new(PortParams { qd_immediate: immediate, ..sec7() });
+        c.on_enqueue(Some(&f), 1_000_000, true, 100 * MB, 0);
+        assert!(poll_at(&mut c, 100 * MB, 0).is_empty());
+        assert_eq!(poll_at(&mut c, 126 * MB, IV / 2).len(), usize::from(immediate), "immediate {immediate}");
+        assert!(poll_at(&mut c, 110 * MB, IV).is_empty());
+        assert_eq!(c.stats().trigger_qd, u64::from(immediate));
+        // Back above: a new excursion, a new trigger (immediate).
+        let g = data(ip4(2), ip4(4), 201, 0);
+        c.on_enqueue(Some(&g), 2_000_000, true, 112 * MB, IV);
+        assert_eq!(poll_at(&mut c, 127 * MB, IV + IV / 2).len(), usize::from(immediate));
+    }
 }
 
 #[test]
