@@ -696,7 +696,8 @@ pub struct CongestionSection {
     /// RTT_est.
     pub observation_window_us: Option<u64>,
     /// CNP source addresses (section 9: only the router's configured
-    /// address); default: the first address of this port.
+    /// address); default: the address of the interface toward the
+    /// flow's source.
     pub source_v4: Option<String>,
     pub source_v6: Option<String>,
     /// WAN P node in SRv6 tunnels: encapsulate CNPs toward the ingress PE's

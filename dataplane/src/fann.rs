@@ -783,6 +783,10 @@ impl PeNote {
             let msg = MessageRepr::parse(&pk.message()).ok()?;
             Some(PeNote::Fann { code, msg })
         } else if t == params.icmpv6_lhcnp_type {
+            // Code 0, flow-level, is the only one defined (s.6.1, s.10.2).
+            if m.get(1) != Some(&0) {
+                return None;
+            }
             let c = Icmpv6LhCnp::new_checked(m).ok()?;
             let info = CnpInfo::parse(&c.body()).ok()?;
             Some(PeNote::Cnp { from: src, info })
@@ -1606,6 +1610,12 @@ mod pe_tests {
         assert_eq!(PeNote::from_icmpv6(&lh, src, &p), Some(PeNote::Cnp { from: src, info }));
         assert_eq!(PeNote::from_icmpv6(&lh[..10], src, &p), None);
         assert_eq!(PeNote::from_icmpv6(&[128, 0, 0, 0], src, &p), None, "echo is neither");
+        // Only Code 0 (flow-level) is defined (s.6.1, s.10.2).
+        for code in [1u8, 254] {
+            let mut other = lh.clone();
+            other[1] = code;
+            assert_eq!(PeNote::from_icmpv6(&other, src, &p), None, "Code {code}");
+        }
     }
 
     #[test]

@@ -1222,8 +1222,9 @@ pub fn notification_class(ip: &[u8], proto: IpProtocol, params: &Params) -> crat
 /// headers go: the IP lengths hold it, the ICMPv6 / UDP checksum or the
 /// ICRC verifies. It borrows what the body parsers need.
 pub enum Notification<'a> {
-    /// ICMPv6 Long-haul CNP: the body after type, code and checksum.
-    LhCnpIcmp(&'a [u8]),
+    /// ICMPv6 Long-haul CNP: its Code and the body after type, code and
+    /// checksum.
+    LhCnpIcmp(u8, &'a [u8]),
     /// ICMPv6 FANN: source, destination, the ICMPv6 message.
     FannIcmp(Ipv6Addr, Ipv6Addr, &'a [u8]),
     /// RoCEv2 CNP (BTH opcode 0x81): the UDP payload (BTH onward).
@@ -1268,7 +1269,7 @@ pub fn notification<'a>(ip: &'a [u8], proto: IpProtocol, params: &Params) -> Opt
             }
             let t = *body.first()?;
             if t == params.icmpv6_lhcnp_type {
-                Some(Notification::LhCnpIcmp(body.get(4..)?))
+                Some(Notification::LhCnpIcmp(*body.get(1)?, body.get(4..)?))
             } else if t == params.icmpv6_fann_type {
                 let src = Ipv6Addr::from(<[u8; 16]>::try_from(&ip[8..24]).ok()?);
                 let dst = Ipv6Addr::from(<[u8; 16]>::try_from(&ip[24..40]).ok()?);
@@ -1325,7 +1326,11 @@ pub fn notification_request(ip: &[u8], proto: IpProtocol, params: &Params) -> Op
         _ => None,
     };
     match notification(ip, proto, params)? {
-        Notification::LhCnpIcmp(b) => {
+        // Code 0, flow-level, is the only one defined (s.6.1, s.10.2).
+        Notification::LhCnpIcmp(code, b) => {
+            if code != 0 {
+                return None;
+            }
             let info = CnpInfo::parse(&Body::new_checked(b).ok()?).ok()?;
             from_action(info.action, u32::from(info.parameter))
         }

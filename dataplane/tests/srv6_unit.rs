@@ -418,9 +418,13 @@ fn srh_violations_have_their_own_counters() {
 }
 
 fn lhcnp6(action: dataplane::wire::lhcnp::Action, parameter: u16) -> Vec<u8> {
+    lhcnp6_code(action, parameter, 0)
+}
+
+fn lhcnp6_code(action: dataplane::wire::lhcnp::Action, parameter: u16, code: u8) -> Vec<u8> {
     use dataplane::wire::lhcnp::{emit_icmpv6_packet, CnpInfo, Icmpv6LhCnpRepr, MetricType, Objects};
     let repr = Icmpv6LhCnpRepr {
-        code: 0,
+        code,
         info: CnpInfo { congestion_level: 180, action, parameter, source_qp: 100, metric_type: MetricType::QueueDepthKb, metric_value: 130000 },
         objects: Objects::NONE,
     };
@@ -554,6 +558,11 @@ fn end_c_turns_notifications_into_pfc() {
     pl.set_sids(Arc::new(t));
     // A plain packet is not a notification.
     expect_drop(&mut pl, srv6_frame(s1(), a6("fc00:0:1::c"), 64, 0, &s, &plain6(s1(), a6("2001:db8:2::10"), 0)), Drop::EndCNotNotification);
+    // Nor a Long-haul CNP of a Code other than 0, flow-level (s.6.1: the
+    // others are unassigned or experimental).
+    for code in [1u8, 254] {
+        expect_drop(&mut pl, srv6_frame(s1(), a6("fc00:0:1::c"), 64, 0, &s, &lhcnp6_code(Action::Pause, 100, code)), Drop::EndCNotNotification);
+    }
     // Pause 100 us -> PFC PAUSE on priority 3 out of p0, 19532 quanta at 100 Gb/s.
     let mut p = VecPacket::from_bytes(&srv6_frame(s1(), a6("fc00:0:1::c"), 64, 0, &s, &lhcnp6(Action::Pause, 100)));
     assert_eq!(run(&mut pl, &mut p), Verdict::Tx(0));

@@ -1037,8 +1037,12 @@ impl CongestionPort {
             // and its per-flow CNP limit (s.9) are not forgotten. After
             // that it ages like any other, so dead flows cannot fill the
             // table while the queue stays above K_min.
+            // Any flow keeps its entry for an RTT_est after its last CNP, so
+            // that a short idle timeout cannot reset the per-flow limit
+            // (s.5.5, s.9: one CNP per flow per RTT_est).
             let e = &self.flows.entries[s as usize];
-            let in_force = e.throttled() && e.last_cnp().is_some_and(|t| now.saturating_sub(t) < hold);
+            let rtt = self.p.rtt_est_ns;
+            let in_force = e.last_cnp().is_some_and(|t| now.saturating_sub(t) < if e.throttled() { hold } else { rtt });
             if self.flows.idle_in_queue(s) && now.saturating_sub(last_seen) >= idle && !in_force {
                 if e.throttled() {
                     self.throttled = self.throttled.saturating_sub(1);

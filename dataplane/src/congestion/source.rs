@@ -219,7 +219,8 @@ pub fn parse_cnp(pkt: &[u8], params: &Params) -> Option<(IpAddr, CnpInfo)> {
                 58 => {
                     let m = Icmpv6LhCnp::new_checked(ip.payload()).ok()?;
                     let r = Icmpv6LhCnpRepr::parse(&m, &src, &dst, params).ok()?;
-                    Some((IpAddr::from(src), r.info))
+                    // Code 0, flow-level, is the only one defined (s.6.1).
+                    (r.code == 0).then_some((IpAddr::from(src), r.info))
                 }
                 17 => roce(pkt, ip.payload(), IpAddr::from(src), IpAddr::from(dst), params),
                 _ => None,

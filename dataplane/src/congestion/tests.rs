@@ -810,6 +810,20 @@ fn zero_metrics_hides_queue_state() {
     let (_, info) = parse_cnp(&buf[..n], &Params::DEFAULT).unwrap();
     assert_eq!((info.metric_type, info.metric_value), (MetricType::Unspecified, 0));
     assert_eq!((info.action, info.parameter), (Action::RateReduce, 30));
+    // The source model takes the ICMPv6 format's Code 0 (flow-level) only
+    // (s.6.1): another Code, checksum patched (RFC 1624), is refused.
+    let mut req6 = req;
+    req6.to = "2001:db8:1::2".parse().unwrap();
+    req6.format = CnpFormat::Icmpv6;
+    let n = build_cnp(&req6, "2001:db8:9::1".parse().unwrap(), &Params::DEFAULT, true, &mut buf).unwrap();
+    assert!(parse_cnp(&buf[..n], &Params::DEFAULT).is_some());
+    let mut other = buf[..n].to_vec();
+    assert_eq!((other[40], other[41]), (Params::DEFAULT.icmpv6_lhcnp_type, 0));
+    other[41] = 254;
+    let sum = u16::from_be_bytes([other[42], other[43]]);
+    let sum = !crate::wire::checksum::fold(crate::wire::checksum::combine(u32::from(!sum), 254));
+    other[42..44].copy_from_slice(&sum.to_be_bytes());
+    assert_eq!(parse_cnp(&other, &Params::DEFAULT), None);
 }
 
 /// The CNP format per source (s.4, s.10.5): the longest configured prefix,
@@ -1054,6 +1068,41 @@ fn a_throttled_flow_is_not_aged_before_its_resume() {
     c.poll(0, 150 * MS, &mut out());
     assert_eq!(c.stats().flows_aged, 1);
     assert_eq!(c.throttled_flows(), 0);
+}
+
+/// A flow keeps its entry (and with it its last CNP time) for an RTT_est
+/// after that CNP even when the idle timeout is shorter: ageing it out
+/// and learning it again must not reset the per-flow limit of one CNP per
+/// RTT_est (s.5.5, s.9). After its Resume a flow is no longer throttled,
+/// so only this keeps it.
+#[test]
+fn a_flow_keeps_its_cnp_limit_past_a_short_idle_timeout() {
+    let mut p = PortParams { flow_idle_timeout_ns: MS, ..sec7() };
+    p.policy.max_pause_us = 1000;
+    let mut c = CongestionPort::new(p);
+    let fl = data(ip4(1), ip4(4), 7, 0);
+    let (_, f) = c.on_enqueue(Some(&fl), 1000, true, 130 * MB, 0);
+    c.poll(100 * MB, 0, &mut out());
+    assert_eq!(poll_at(&mut c, 130 * MB, IV)[0].info.action, Action::RateReduce);
+    c.on_dequeue(f, 1000, 0, IV + 1);
+    c.poll(0, IV + 2, &mut out());
+    let t = IV + 2 + RTT;
+    let o = poll_at(&mut c, 0, t);
+    assert_eq!(o.len(), 1);
+    assert_eq!(o[0].info.action, Action::Resume);
+    assert_eq!(c.throttled_flows(), 0);
+    // Silent 2 ms after its Resume, past the 1 ms idle timeout: kept.
+    assert!(poll_at(&mut c, 0, t + 2 * MS).is_empty());
+    assert_eq!(c.stats().flows_aged, 0);
+    // It sends again into a queue above K_max: no second CNP within
+    // RTT_est of the Resume.
+    let (_, f) = c.on_enqueue(Some(&fl), 1000, true, 130 * MB, t + 3 * MS);
+    assert!(poll_at(&mut c, 130 * MB, t + 3 * MS + IV).is_empty());
+    assert_eq!(c.stats().rate_limited, 1);
+    // After that it ages like any idle flow.
+    c.on_dequeue(f, 1000, 0, t + 3 * MS + IV + 1);
+    c.poll(0, t + RTT + 5 * MS, &mut out());
+    assert_eq!(c.stats().flows_aged, 1);
 }
 
 /// A throttled flow whose source stopped for good ages once its CNP can

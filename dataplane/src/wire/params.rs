@@ -1,6 +1,8 @@
 //! Values the drafts leave to IANA ("TBD"), gathered in one place.
 //!
-//! Every one is configurable (`[wire]` in the TOML configuration); the defaults
+//! Every one except `isis_srv6_cap_c_flag` (printed by `dcirouter isis` for
+//! an external IGP speaker, which sets its own flags) is configurable
+//! (`[wire]` in the TOML configuration); the defaults
 //! come from the experimental or private-use ranges of the registries concerned,
 //! so that they cannot collide with an allocated value:
 //!
