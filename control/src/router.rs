@@ -738,6 +738,12 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         if changed {
             control.push_neighbours();
         }
+        // Recoveries for senders the rate limit held back.
+        if let Some(pe) = control.pe.as_mut() {
+            for ip in pe.poll_senders(&control.own) {
+                inject_later(&mut injects, ip, &control.own);
+            }
+        }
         while garbage_rx.try_recv().is_ok() {}
         if let Some(agent) = fann.as_mut() {
             let snap = control.snapshot();

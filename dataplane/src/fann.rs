@@ -906,6 +906,10 @@ pub struct PeControl {
     sender_bucket: TokenBucket,
     /// Events a sender was told of, oldest first.
     told_senders: std::collections::VecDeque<ToldSender>,
+    /// Recoveries for senders the rate limit holds back (s.6: every ICMPv6
+    /// FANN message is rate-limited, RFC 4443 s.2.4 (f)): delayed, sent
+    /// oldest first ahead of new events as tokens come.
+    pending_recoveries: std::collections::VecDeque<Vec<u8>>,
     epoch: std::time::Instant,
 }
 
@@ -939,7 +943,7 @@ impl PeControl {
         let pe = IngressPe::new(scaled, cfg.known_nodes.clone());
         let copy_bucket = TokenBucket::new(cfg.copy_max_pps, cfg.copy_burst);
         let sender_bucket = TokenBucket::new(cfg.copy_max_pps, cfg.copy_burst);
-        Ok(PeControl { pe, cfg, table, params, copy_bucket, sender_bucket, told_senders: std::collections::VecDeque::new(), epoch: std::time::Instant::now() })
+        Ok(PeControl { pe, cfg, table, params, copy_bucket, sender_bucket, told_senders: std::collections::VecDeque::new(), pending_recoveries: std::collections::VecDeque::new(), epoch: std::time::Instant::now() })
     }
 
     /// The snapshot to install in the workers at start.
@@ -1013,13 +1017,16 @@ impl PeControl {
     /// a recovery ends: the event it names, and the events of the same type
     /// and element it replaced (a congestion whose sub-type changed may
     /// have named another flow). Events are rate-limited with the
-    /// controller copies; a recovery to a sender that was told is not (at
-    /// most one per event told), so it is never lost to the limit.
+    /// controller copies (a token each, refused ones counted); a recovery
+    /// to a sender that was told waits for its token instead (at most one
+    /// per event told), so it is never lost to the limit, and goes before
+    /// newer events.
     fn sender_packets(&mut self, note: &PeNote, now: u64, counters: &WorkerCounters) -> Vec<Vec<u8>> {
         let PeNote::Fann { code, msg } = note else { return Vec::new() };
         if !self.cfg.notify_senders {
             return Vec::new();
         }
+        let mut out = self.due_recoveries(now, counters);
         let port = IngressPe::element_of(msg).port;
         if *code == CODE_RECOVERY {
             // Each sender gets the recovery of the event it was told of
@@ -1029,25 +1036,67 @@ impl PeControl {
             self.told_senders.retain(|t| !ends(t));
             to.sort();
             to.dedup();
-            counters.local_n(Local::PeSenderCopy, to.len() as u64);
             let (code, m) = note.as_fann(self.cfg.hop_limit, unix_ns() / 1000);
-            return to.into_iter().map(|(s, id)| notification_packet(code, &MessageRepr { event_id: id, ..m }, &self.cfg.source, &s, &self.params, false)).collect();
+            for (s, id) in to {
+                if self.pending_recoveries.len() == SENDER_MEMORY {
+                    // Not reachable while each waiting recovery stands for
+                    // one event told (at most SENDER_MEMORY); a bound all
+                    // the same.
+                    self.pending_recoveries.pop_front();
+                    counters.local(Local::PeSenderCopyRateLimited);
+                }
+                self.pending_recoveries.push_back(notification_packet(code, &MessageRepr { event_id: id, ..m }, &self.cfg.source, &s, &self.params, false));
+            }
+            out.extend(self.due_recoveries(now, counters));
+            return out;
         }
-        let Some(src) = msg.metadata.flow_id.map(|f| f.src) else { return Vec::new() };
+        let Some(src) = msg.metadata.flow_id.map(|f| f.src) else { return out };
         // FANN travels over IPv6: an IPv4 sender (IPv4-mapped) is not told.
         if src.to_ipv4_mapped().is_some() || src.is_unspecified() || src.is_multicast() {
-            return Vec::new();
+            return out;
         }
-        if !self.sender_bucket.take(now) {
+        if !self.pending_recoveries.is_empty() || !self.sender_bucket.take(now) {
             counters.local(Local::PeSenderCopyRateLimited);
-            return Vec::new();
+            return out;
         }
         if self.told_senders.len() == SENDER_MEMORY {
             self.told_senders.pop_front();
         }
         self.told_senders.push_back(ToldSender { node: msg.originating_node, id: msg.event_id, port, event_type: msg.event_type, sender: src });
         counters.local(Local::PeSenderCopy);
-        vec![self.controller_packet(note, src)]
+        out.push(self.controller_packet(note, src));
+        out
+    }
+
+    /// The waiting recoveries the rate limit lets go at `now` (ns since the
+    /// PE started), oldest first.
+    fn due_recoveries(&mut self, now: u64, counters: &WorkerCounters) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        while !self.pending_recoveries.is_empty() && self.sender_bucket.take(now) {
+            out.extend(self.pending_recoveries.pop_front());
+            counters.local(Local::PeSenderCopy);
+        }
+        out
+    }
+
+    /// Recoveries for senders that waited for the rate limit and may go
+    /// now; the control thread calls this every loop.
+    pub fn poll_senders(&mut self, counters: &WorkerCounters) -> Vec<Vec<u8>> {
+        if self.pending_recoveries.is_empty() {
+            return Vec::new();
+        }
+        let now = self.epoch.elapsed().as_nanos() as u64;
+        self.due_recoveries(now, counters)
+    }
+
+    /// [`poll_senders`](Self::poll_senders) at a given time (tests).
+    pub fn poll_senders_at(&mut self, now: u64, counters: &WorkerCounters) -> Vec<Vec<u8>> {
+        self.due_recoveries(now, counters)
+    }
+
+    /// Recoveries waiting for the rate limit.
+    pub fn recoveries_waiting(&self) -> usize {
+        self.pending_recoveries.len()
     }
 
     /// Rebuild policy `i` from its state: the active paths with their
@@ -1500,6 +1549,48 @@ mod pe_tests {
         let mut off = control(None);
         off.cfg.notify_senders = false;
         assert!(off.on_note(&PeNote::Fann { code: CODE_EVENT, msg: named(2, 23, s_a) }, &counters).senders.is_empty());
+    }
+
+    /// s.6: every ICMPv6 FANN message is rate-limited (RFC 4443 s.2.4):
+    /// recoveries to senders too. They wait for tokens instead of being
+    /// dropped (a sender never told of a recovery would stay throttled),
+    /// oldest first, and ahead of newer events.
+    #[test]
+    fn recoveries_to_senders_wait_for_the_rate_limit() {
+        let counters = WorkerCounters::default();
+        let (s_a, s_b) = (a("2001:db8:1::2"), a("2001:db8:1::3"));
+        let named = |sub: u8, id: u32, src: Ipv6Addr| {
+            let mut m = fann("fc00::1", event::CONGESTION, sub, id);
+            m.metadata.flow_id = Some(roce_flow_id(std::net::IpAddr::V6(src), "2001:db8:3::7".parse().unwrap()));
+            m
+        };
+        // 1 per second, a burst of 2: both events are told at once.
+        let mut c = control_with(None, 1, 2);
+        assert_eq!(c.on_note(&PeNote::Fann { code: CODE_EVENT, msg: named(2, 11, s_a) }, &counters).senders.len(), 1);
+        assert_eq!(c.on_note(&PeNote::Fann { code: CODE_EVENT, msg: named(3, 12, s_b) }, &counters).senders.len(), 1);
+        // The recovery finds the bucket empty: both wait.
+        let out = c.on_note(&PeNote::Fann { code: CODE_RECOVERY, msg: fann("fc00::1", RECOVERY, event::CONGESTION, 12) }, &counters);
+        assert!(out.senders.is_empty());
+        assert_eq!(c.recoveries_waiting(), 2);
+        // A new event meanwhile goes after them: refused, counted.
+        assert!(c.on_note(&PeNote::Fann { code: CODE_EVENT, msg: named(1, 13, s_a) }, &counters).senders.is_empty());
+        assert_eq!(counters.local[Local::PeSenderCopyRateLimited as usize].get(), 1);
+        // One token a second: one recovery, then the other.
+        let first = c.poll_senders_at(1_500_000_000, &counters);
+        assert_eq!(first.len(), 1);
+        assert_eq!(c.poll_senders_at(1_600_000_000, &counters).len(), 0);
+        let second = c.poll_senders_at(3_000_000_000, &counters);
+        assert_eq!(second.len(), 1);
+        assert_eq!(c.recoveries_waiting(), 0);
+        let parse = |pkt: &[u8]| {
+            let to = Ipv6Addr::from(<[u8; 16]>::try_from(&pkt[24..40]).unwrap());
+            let r = PacketRepr::parse(&Packet::new_checked(&pkt[40..]).unwrap(), &a("fc00::a"), &to, Params::DEFAULT.icmpv6_fann_type).unwrap();
+            (to, r.code, r.message.event_id)
+        };
+        let mut got = vec![parse(&first[0]), parse(&second[0])];
+        got.sort();
+        assert_eq!(got, vec![(s_a, CODE_RECOVERY, 11), (s_b, CODE_RECOVERY, 12)]);
+        assert_eq!(counters.local[Local::PeSenderCopy as usize].get(), 4, "two events and two recoveries sent");
     }
 
     #[test]
