@@ -214,8 +214,22 @@ pub struct FannSection {
     pub rate_pps: u32,
     #[serde(default = "d_fann_burst")]
     pub burst: u32,
+    /// Link errors per second (the NIC's receive and transmit errors) that
+    /// make a Signal degradation / link errors event; 0: never.
+    #[serde(default = "d_link_errors")]
+    pub link_errors_per_s: u64,
+    /// Receive losses per second (missed, no buffer) that make a
+    /// Performance degradation event; 0: never.
+    #[serde(default = "d_packet_loss")]
+    pub packet_loss_per_s: u64,
 }
 
+fn d_link_errors() -> u64 {
+    10
+}
+fn d_packet_loss() -> u64 {
+    100
+}
 fn d_fann_transport() -> String {
     "icmpv6".into()
 }
@@ -1483,6 +1497,8 @@ fn fann_plan(f: &FannSection) -> Result<crate::fann_agent::FannPlan, String> {
             microburst_window_ns: f.microburst_window_us * 1000,
             microburst_external: true,
             path_id: None,
+            link_errors_per_s: f.link_errors_per_s,
+            packet_loss_per_s: f.packet_loss_per_s,
             rate_pps: f.rate_pps,
             burst: f.burst,
             epoch_ns: 0, // the router sets it when it starts its clock

@@ -31,6 +31,9 @@ pub struct FannAgent {
     params: Params,
     /// (DPDK port id, detector, last tx bytes, last microburst count)
     ports: Vec<(u16, Detector, u64, u64)>,
+    /// Per port (same order): the NIC's error and receive-loss counters
+    /// at the last [`FannAgent::poll_errors`] (None: not read yet).
+    last_errors: Vec<Option<(u64, u64)>>,
     pub sent: u64,
     /// Notifications the rate limits held back (each is sent later, or
     /// replaced by a newer state of its event type): the port's own
@@ -53,7 +56,7 @@ impl FannAgent {
         // All PEs at once (the configuration makes the burst hold them;
         // never more than the burst, which could never be taken).
         let per_note = u32::try_from(plan.ingress_pes.len()).unwrap_or(u32::MAX).min(plan.detector.burst.max(1));
-        let ports = ports
+        let ports: Vec<(u16, Detector, u64, u64)> = ports
             .iter()
             .map(|(id, bps)| {
                 // Microbursts come from the port owner's watch (counted per
@@ -64,7 +67,33 @@ impl FannAgent {
                 (*id, d, 0, 0)
             })
             .collect();
-        FannAgent { plan, params, ports, sent: 0, rate_limited: 0 }
+        let last_errors = vec![None; ports.len()];
+        FannAgent { plan, params, ports, last_errors, sent: 0, rate_limited: 0 }
+    }
+
+    /// One observation of the NICs' error counters: `counters(port)` gives
+    /// (link errors: receive and transmit errors; receive losses: packets
+    /// missed or without a buffer), cumulative. Signal degradation and
+    /// Performance degradation events when their rates are reached
+    /// ([`Detector::on_errors`]). Returns IPv6 packets to send.
+    pub fn poll_errors(&mut self, now: u64, counters: impl Fn(u16) -> (u64, u64)) -> Vec<Vec<u8>> {
+        let mut notes: Vec<Notification> = Vec::new();
+        for ((id, d, _, _), last) in self.ports.iter_mut().zip(self.last_errors.iter_mut()) {
+            let (e, l) = counters(*id);
+            // The first reading is the baseline (errors from before start).
+            let (de, dl) = last.map_or((0, 0), |(le, ll)| (e.saturating_sub(le), l.saturating_sub(ll)));
+            *last = Some((e, l));
+            d.on_errors(de, dl, now, &mut notes);
+        }
+        let mut out = Vec::new();
+        for n in &notes {
+            for pe in &self.plan.ingress_pes {
+                out.push(self.packet(n, pe));
+            }
+        }
+        self.sent += out.len() as u64;
+        self.rate_limited = self.ports.iter().map(|(_, d, _, _)| d.stats.rate_limited).sum();
+        out
     }
 
     /// The Path ID a port's notifications carry.
@@ -302,6 +331,32 @@ mod tests {
         assert_eq!(r.message.metadata.link_down, Some(true));
         assert_eq!(r.message.metadata.flow_id, Some(flow));
         assert_eq!(r.message.metadata.path_id, Some([9; 16]));
+    }
+
+    /// The NICs' error and loss counters: the first reading is the
+    /// baseline (errors from before the start make no event); errors
+    /// since then at the configured rate make a Signal degradation event
+    /// to every PE, losses a Performance degradation event.
+    #[test]
+    fn nic_errors_and_losses_are_announced() {
+        use dataplane::wire::fann::event;
+        let mut a = FannAgent::new(plan(false), Params::DEFAULT, &[(2, 100_000_000_000)]);
+        let w = dataplane::fann::RATE_WINDOW_NS;
+        assert!(a.poll_errors(1, |_| (1_000_000, 1_000_000)).is_empty(), "baseline");
+        assert!(a.poll_errors(w + 1, |_| (1_000_000, 1_000_000)).is_empty(), "no new errors");
+        let pkts = a.poll_errors(2 * w + 1, |_| (1_000_003, 1_000_050));
+        assert_eq!(pkts.len(), 4, "two events to both PEs");
+        let mut got: Vec<(u8, Option<u32>, Option<u32>)> = pkts
+            .iter()
+            .map(|p| {
+                let to = Ipv6Addr::from(<[u8; 16]>::try_from(&p[24..40]).unwrap()).to_string();
+                let r = parsed(p, &to);
+                (r.message.event_type, r.message.metadata.signal_degradation, r.message.metadata.packet_loss)
+            })
+            .collect();
+        got.sort();
+        got.dedup();
+        assert_eq!(got, vec![(event::PERFORMANCE_DEGRADATION, None, Some(50)), (event::SIGNAL_DEGRADATION, Some(3), None)]);
     }
 
     #[test]

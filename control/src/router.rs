@@ -678,6 +678,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     let status_every = Duration::from_millis(control.cfg.dataplane.status_interval_ms);
     let mut last_status = Instant::now();
     let mut last_link = Instant::now();
+    let mut last_fann_errors = Instant::now();
     // Originated packets waiting for room in worker 0's update channel.
     let mut injects: std::collections::VecDeque<Vec<u8>> = std::collections::VecDeque::new();
     // The first step at once: ECMP gateways are asked from the start.
@@ -754,6 +755,24 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             for ip in pkts {
                 control.own.local(dataplane::counters::Local::FannSent);
                 inject_later(&mut injects, ip, &control.own);
+            }
+            // The NICs' error and loss counters every 10 ms (a stats read
+            // may cost the driver microseconds): Signal degradation and
+            // Performance degradation events.
+            if last_fann_errors.elapsed() >= Duration::from_millis(10) {
+                last_fann_errors = Instant::now();
+                let held = agent.rate_limited;
+                let pkts = agent.poll_errors(now_ns, |p| {
+                    ports.iter().find(|x| x.id == p).map_or((0, 0), |x| {
+                        let s = x.stats();
+                        (s.ierrors.saturating_add(s.oerrors), s.imissed.saturating_add(s.rx_nombuf))
+                    })
+                });
+                control.own.local_n(dataplane::counters::Local::FannRateLimited, agent.rate_limited - held);
+                for ip in pkts {
+                    control.own.local(dataplane::counters::Local::FannSent);
+                    inject_later(&mut injects, ip, &control.own);
+                }
             }
         }
         // Packets this thread originates go to worker 0 as its update

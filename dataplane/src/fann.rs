@@ -84,6 +84,14 @@ pub struct DetectorConfig {
     pub microburst_external: bool,
     /// Identifier of the path this port carries (e.g. a SID list hash).
     pub path_id: Option<[u8; 16]>,
+    /// Link errors (the NIC's receive and transmit errors: CRC, length,
+    /// ...) per second over an interval at or above which the port has a
+    /// Signal degradation / link errors event (0x05); 0: never.
+    pub link_errors_per_s: u64,
+    /// Packets the port lost on receive (the NIC missed them or had no
+    /// buffer) per second over an interval at or above which it has a
+    /// Performance degradation event (0x03); 0: never.
+    pub packet_loss_per_s: u64,
     pub rate_pps: u32,
     pub burst: u32,
     /// Unix time (ns) at which the caller's clock `now` read 0: the
@@ -106,6 +114,8 @@ impl Default for DetectorConfig {
             microburst_window_ns: 100_000,
             microburst_external: false,
             path_id: None,
+            link_errors_per_s: 10,
+            packet_loss_per_s: 100,
             rate_pps: 1000,
             burst: 50,
             epoch_ns: 0,
@@ -165,15 +175,33 @@ pub fn random_event_id() -> u32 {
 }
 
 /// Event types a detector reports, one [`Slot`] each.
-const SLOTS: usize = 4;
+const SLOTS: usize = 6;
 
 fn slot_of(event_type: u8) -> usize {
     match event_type {
         event::LINK_FAILURE => 0,
         event::CONGESTION => 1,
         event::QUEUE_BUILDUP => 2,
+        event::PERFORMANCE_DEGRADATION => 4,
+        event::SIGNAL_DEGRADATION => 5,
         _ => 3,
     }
+}
+
+/// The shortest window over which error and loss rates are measured: at
+/// the default 10 errors/s one error in it starts an event; shorter windows
+/// would make every stray error one.
+pub const RATE_WINDOW_NS: u64 = 100_000_000;
+
+/// A count (errors, losses) watched per window (the longer of
+/// [`RATE_WINDOW_NS`] and the detector's interval) against a rate: the
+/// event starts in a window at or above the rate and ends after a window
+/// under half of it.
+#[derive(Debug, Clone, Copy, Default)]
+struct RateWatch {
+    active: Option<Active>,
+    win_start: u64,
+    win_count: u64,
 }
 
 /// What the ingress PEs were told of one event type, and what to tell
@@ -210,6 +238,10 @@ pub struct Detector {
     /// Microburst window: queue depth at its start.
     mb_start: u64,
     mb_qd: u64,
+    /// Link errors (Signal degradation) and receive losses (Performance
+    /// degradation).
+    errors: RateWatch,
+    losses: RateWatch,
     pub stats: DetectorStats,
 }
 
@@ -238,6 +270,8 @@ impl Detector {
             win_bytes: 0,
             mb_start: 0,
             mb_qd: 0,
+            errors: RateWatch::default(),
+            losses: RateWatch::default(),
             stats: DetectorStats::default(),
         }
     }
@@ -385,6 +419,65 @@ impl Detector {
                 self.microburst = None;
                 self.recover(event::MICROBURST, a, now, out);
             }
+        }
+    }
+
+    /// Link errors (`errors`: the NIC's receive and transmit errors) and
+    /// receive losses (`lost`: packets the NIC missed or had no buffer
+    /// for) on the port since the last call. A window (at least
+    /// [`RATE_WINDOW_NS`]) whose errors reach `link_errors_per_s` starts a
+    /// Signal degradation / link errors event (0x05, metadata: the
+    /// window's error count, s.5.1.3 bit 10); one whose losses reach
+    /// `packet_loss_per_s` a Performance degradation event (0x03,
+    /// metadata: the window's loss count, bit 5). Each recovers after a
+    /// window under half its rate.
+    pub fn on_errors(&mut self, errors: u64, lost: u64, now: u64, out: &mut Vec<Notification>) {
+        let (rate, ty) = (self.cfg.link_errors_per_s, event::SIGNAL_DEGRADATION);
+        if let Some((ev, count)) = Self::watch(&mut self.errors, errors, rate, self.cfg.interval_ns, now) {
+            self.rate_event(ty, ev, count, now, out, |md, c| md.signal_degradation = Some(c));
+        }
+        let (rate, ty) = (self.cfg.packet_loss_per_s, event::PERFORMANCE_DEGRADATION);
+        if let Some((ev, count)) = Self::watch(&mut self.losses, lost, rate, self.cfg.interval_ns, now) {
+            self.rate_event(ty, ev, count, now, out, |md, c| md.packet_loss = Some(c));
+        }
+        self.retry(now, out);
+    }
+
+    /// Count `n` into `w`; at the end of an interval, Some((true, count))
+    /// when its rate reached `per_s` and no event stands, Some((false,
+    /// count)) when it fell under half of it and one stands.
+    fn watch(w: &mut RateWatch, n: u64, per_s: u64, interval_ns: u64, now: u64) -> Option<(bool, u64)> {
+        w.win_count = w.win_count.saturating_add(n);
+        let dt = now.saturating_sub(w.win_start);
+        if dt < interval_ns.max(RATE_WINDOW_NS) {
+            return None;
+        }
+        let count = std::mem::take(&mut w.win_count);
+        w.win_start = now;
+        if per_s == 0 {
+            return None;
+        }
+        // count / dt >= per_s / 1e9, in integers.
+        let reach = u128::from(count) * 1_000_000_000 >= u128::from(per_s) * u128::from(dt);
+        let under_half = u128::from(count) * 2_000_000_000 < u128::from(per_s) * u128::from(dt);
+        match (w.active.is_some(), reach, under_half) {
+            (false, true, _) => Some((true, count)),
+            (true, _, true) => Some((false, count)),
+            _ => None,
+        }
+    }
+
+    fn rate_event(&mut self, ty: u8, start: bool, count: u64, now: u64, out: &mut Vec<Notification>, set: impl Fn(&mut Metadata, u32)) {
+        let w = if ty == event::SIGNAL_DEGRADATION { &mut self.errors } else { &mut self.losses };
+        if start {
+            let id = self.ids.fetch_add(1, Ordering::Relaxed);
+            w.active = Some(Active { id, subtype: 0 });
+            let mut md = self.base_md(now);
+            set(&mut md, sat32(count));
+            let m = self.message(ty, 0, id, now, md);
+            self.emit(out, now, CODE_EVENT, m);
+        } else if let Some(a) = w.active.take() {
+            self.recover(ty, a, now, out);
         }
     }
 
@@ -635,9 +728,13 @@ impl IngressPe {
                     }
                     self.failed.push((e, m.originating_node, m.event_id));
                 }
-                event::CONGESTION | event::QUEUE_BUILDUP | event::MICROBURST => {
+                event::CONGESTION | event::QUEUE_BUILDUP | event::MICROBURST | event::PERFORMANCE_DEGRADATION | event::SIGNAL_DEGRADATION => {
+                    // A link with errors loses RoCEv2 packets (a
+                    // go-back-N retransmission each): as severe
+                    // congestion. Performance degradation (loss on the
+                    // port): as mild.
                     let div = match (m.event_type, m.event_subtype) {
-                        (event::CONGESTION, 3) => 8,
+                        (event::CONGESTION, 3) | (event::SIGNAL_DEGRADATION, _) => 8,
                         (event::CONGESTION, 2) => 4,
                         _ => 2,
                     };
@@ -1235,6 +1332,69 @@ mod tests {
         d.on_tx(0, 400_000, None, 3 * MS, &mut out);
         assert!(out.iter().any(|n| n.code == CODE_RECOVERY && n.message.event_subtype == event::QUEUE_BUILDUP));
         assert!(out.iter().any(|n| n.code == CODE_RECOVERY && n.message.event_subtype == event::MICROBURST));
+    }
+
+    /// Event types 0x05 (Signal degradation / link errors) and 0x03
+    /// (Performance degradation) from the NIC's error and loss counters,
+    /// per window of at least 100 ms, with their counts as metadata
+    /// (s.5.1.3 bits 10 and 5), and their recoveries.
+    #[test]
+    fn link_errors_and_losses_make_degradation_events() {
+        let cfg = DetectorConfig { node: "fc00::1".parse().unwrap(), ..DetectorConfig::default() };
+        assert_eq!((cfg.link_errors_per_s, cfg.packet_loss_per_s), (10, 100));
+        let mut d = Detector::new(cfg, 7, 100);
+        let mut out = Vec::new();
+        const W: u64 = RATE_WINDOW_NS;
+        d.on_errors(5, 0, W / 2, &mut out);
+        assert!(out.is_empty(), "the window is not over");
+        d.on_errors(0, 0, W, &mut out);
+        assert_eq!(out.len(), 1, "5 errors in 100 ms: 50/s >= 10/s");
+        let m = out[0].message;
+        assert_eq!((out[0].code, m.event_type, m.event_subtype, m.event_id), (CODE_EVENT, event::SIGNAL_DEGRADATION, 0, 100));
+        assert_eq!((m.metadata.signal_degradation, m.metadata.egress_port_id, m.metadata.packet_loss), (Some(5), Some(7), None));
+        out.clear();
+        // Errors go on: no second event; a clean window: the recovery.
+        d.on_errors(3, 0, 2 * W, &mut out);
+        assert!(out.is_empty());
+        d.on_errors(0, 0, 3 * W, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!((out[0].code, out[0].message.event_type, out[0].message.event_subtype, out[0].message.event_id), (CODE_RECOVERY, RECOVERY, event::SIGNAL_DEGRADATION, 100));
+        out.clear();
+        // Losses: 9 in a window is 90/s, under 100/s; 20 is 200/s.
+        d.on_errors(0, 9, 4 * W, &mut out);
+        assert!(out.is_empty());
+        d.on_errors(0, 20, 5 * W, &mut out);
+        assert_eq!(out.len(), 1);
+        let m = out[0].message;
+        assert_eq!((m.event_type, m.metadata.packet_loss, m.metadata.signal_degradation), (event::PERFORMANCE_DEGRADATION, Some(20), None));
+        out.clear();
+        // 6 in a window (60/s) is not under half the rate: it stands; 4 is.
+        d.on_errors(0, 6, 6 * W, &mut out);
+        assert!(out.is_empty());
+        d.on_errors(0, 4, 7 * W, &mut out);
+        assert_eq!((out[0].code, out[0].message.event_subtype), (CODE_RECOVERY, event::PERFORMANCE_DEGRADATION));
+        // Off at 0.
+        let mut off = Detector::new(DetectorConfig { link_errors_per_s: 0, packet_loss_per_s: 0, ..DetectorConfig::default() }, 7, 1);
+        let mut out = Vec::new();
+        off.on_errors(1_000_000, 1_000_000, W, &mut out);
+        off.on_errors(1_000_000, 1_000_000, 2 * W, &mut out);
+        assert!(out.is_empty());
+    }
+
+    /// The ingress PE takes a Signal degradation event as severe
+    /// congestion of the element (1/8) and a Performance degradation as
+    /// mild (1/2); their recoveries undo.
+    #[test]
+    fn degradation_events_reweight_at_the_pe() {
+        let mut p = pe();
+        p.on_notification(CODE_EVENT, &msg("fc00::2", event::SIGNAL_DEGRADATION, 0, 1, None));
+        assert_eq!(p.state(1).unwrap().weights, vec![12, 100]);
+        p.on_notification(CODE_RECOVERY, &msg("fc00::2", RECOVERY, event::SIGNAL_DEGRADATION, 1, None));
+        assert_eq!(p.state(1).unwrap().weights, vec![100, 100]);
+        p.on_notification(CODE_EVENT, &msg("fc00::2", event::PERFORMANCE_DEGRADATION, 0, 2, None));
+        assert_eq!(p.state(1).unwrap().weights, vec![50, 100]);
+        p.on_notification(CODE_RECOVERY, &msg("fc00::2", RECOVERY, event::PERFORMANCE_DEGRADATION, 2, None));
+        assert_eq!(p.state(1).unwrap().weights, vec![100, 100]);
     }
 
     #[test]
