@@ -85,8 +85,14 @@ impl FannAgent {
             *last = Some((e, l));
             d.on_errors(de, dl, now, &mut notes);
         }
+        self.packets(&notes)
+    }
+
+    /// The packets for `notes`: each to every ingress PE (the detectors
+    /// took the tokens of the node-wide limit: one per PE for each).
+    fn packets(&mut self, notes: &[Notification]) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
-        for n in &notes {
+        for n in notes {
             for pe in &self.plan.ingress_pes {
                 out.push(self.packet(n, pe));
             }
@@ -141,15 +147,7 @@ impl FannAgent {
         }
         // The detectors took the tokens of the node-wide limit: one per
         // PE for each notification.
-        let mut out = Vec::new();
-        for n in &notes {
-            for pe in &self.plan.ingress_pes {
-                out.push(self.packet(n, pe));
-            }
-        }
-        self.sent += out.len() as u64;
-        self.rate_limited = self.ports.iter().map(|(_, d, _, _)| d.stats.rate_limited).sum();
-        out
+        self.packets(&notes)
     }
 
     /// The IPv6 packet carrying `n` to `pe`; inside an outer IPv6 header
