@@ -143,6 +143,9 @@ reasons!(Local, N_LOCAL {
     HostUnreachable4 => "icmp-host-unreachable-sent",
     AddrUnreachable6 => "icmpv6-address-unreachable-sent",
     FragNeeded4 => "icmp-frag-needed-sent",
+    // RFC 8754 s.4.3.1.1 / RFC 8986 s.4.1.1 / RFC 8200 s.4.4: an SRH or
+    // SID the packet cannot be processed with, answered.
+    ParamProblem6 => "icmpv6-param-problem-sent",
     TooBig6 => "icmpv6-packet-too-big-sent",
     Fragmented4 => "ipv4-fragmented",
     Fragment4 => "ipv4-fragments-created",

@@ -973,6 +973,10 @@ impl Pipeline {
             // s.3.1: code 3, address unreachable (RFC 4861 s.7.2.2: MUST,
             // for every packet that waited for a failed resolution).
             Icmp6Error::AddressUnreachable => ([1, 3, 0, 0, 0, 0, 0, 0], Local::AddrUnreachable6, Drop::NeighbourTimeout),
+            Icmp6Error::ParamProblem { code, pointer, why } => {
+                let m = pointer.to_be_bytes();
+                ([4, code, 0, 0, m[0], m[1], m[2], m[3]], Local::ParamProblem6, why)
+            }
         };
         if src.is_unspecified() || !icmp6_error_allowed(p.data().get(l2.l3..l2.l3 + total).unwrap_or(&[])) || !self.icmp_bucket.take(now_ns) {
             return Err(why);
@@ -1299,6 +1303,9 @@ pub(crate) enum Icmp6Error {
     AddressUnreachable,
     /// Packet Too Big, with the MTU of the next-hop link.
     TooBig(u32),
+    /// Parameter Problem (RFC 4443 s.3.4) with its code and pointer (the
+    /// offset of the field in the invoking packet), for the drop `why`.
+    ParamProblem { code: u8, pointer: u32, why: Drop },
 }
 
 /// RFC 1812 s.4.3.2.7: no ICMP error about a non-initial fragment or about

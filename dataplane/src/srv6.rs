@@ -518,23 +518,26 @@ struct SrhAt {
 
 /// Walk the extension headers of `pkt` (IPv6 header first) and validate the
 /// SRH per RFC 8754 s.4.3.1. A routing header of another type with SL > 0
-/// is dropped (RFC 8200 s.4.4 would answer Parameter Problem); with SL = 0
-/// it is ignored (no SRH).
-fn srh_of(pkt: &[u8]) -> Result<(ExtChain, Option<SrhAt>), Drop> {
+/// is refused (RFC 8200 s.4.4); with SL = 0 it is ignored (no SRH). An
+/// error carries the offset of the field a Parameter Problem (code 0)
+/// points at, where the RFCs ask for one: the Routing Type (RFC 8200
+/// s.4.4) or the Segments Left (RFC 8754 s.4.3.1.1).
+fn srh_of(pkt: &[u8]) -> Result<(ExtChain, Option<SrhAt>), (Drop, Option<u32>)> {
     let nh = Ipv6Packet::new_unchecked(pkt).next_header();
-    let chain = walk_ext_chain(nh, pkt, 40).map_err(|_| Drop::MalformedIpv6)?;
+    let chain = walk_ext_chain(nh, pkt, 40).map_err(|_| (Drop::MalformedIpv6, None))?;
     let Some(rh) = chain.routing else { return Ok((chain, None)) };
+    let at = |field: usize| u32::try_from(rh.offset + field).ok();
     if rh.routing_type != srh::ROUTING_TYPE {
-        return if rh.segments_left > 0 { Err(Drop::SrhRoutingType) } else { Ok((chain, None)) };
+        return if rh.segments_left > 0 { Err((Drop::SrhRoutingType, at(2))) } else { Ok((chain, None)) };
     }
-    let bytes = pkt.get(rh.offset..rh.offset + rh.len).ok_or(Drop::SrhMalformed)?;
+    let bytes = pkt.get(rh.offset..rh.offset + rh.len).ok_or((Drop::SrhMalformed, None))?;
     if bytes.len() >= srh::HEADER_LEN && usize::from(bytes[3]) > usize::from(bytes[4]) + 1 {
-        return Err(Drop::SrhSlExceeds);
+        return Err((Drop::SrhSlExceeds, at(3)));
     }
     match Srh::new_checked(bytes) {
         Ok(_) => {}
-        Err(WireError::Malformed) => return Err(Drop::SrhSlExceeds),
-        Err(_) => return Err(Drop::SrhMalformed),
+        Err(WireError::Malformed) => return Err((Drop::SrhSlExceeds, at(3))),
+        Err(_) => return Err((Drop::SrhMalformed, None)),
     }
     Ok((chain, Some(SrhAt { off: rh.offset, len: rh.len, sl: rh.segments_left })))
 }
@@ -638,9 +641,16 @@ impl Pipeline {
             return Err(Drop::Srv6ChainTooLong);
         }
         self.srv6_depth += 1;
-        let (chain, srh) = {
+        let checked = {
             let pkt = p.data().get(l2.l3..l2.l3 + total).ok_or(Drop::MalformedIpv6)?;
-            srh_of(pkt)?
+            srh_of(pkt)
+        };
+        let (chain, srh) = match checked {
+            Ok(c) => c,
+            // The source is told (rate-limited; counted as the drop when
+            // the limit refuses).
+            Err((why, Some(pointer))) => return self.icmp_error6(p, l2, src, total, now_ns, Icmp6Error::ParamProblem { code: 0, pointer, why }),
+            Err((why, None)) => return Err(why),
         };
         match kind {
             Kind::End | Kind::EndX(_) => {
@@ -652,7 +662,11 @@ impl Pipeline {
                             let v = self.local6(p, l2, src, dst, hop, total, now_ns)?;
                             return self.fit_reply(p.data(), v, None);
                         }
-                        return Err(if other.is_some() { Drop::SrhSlZero } else { Drop::Srv6NoSrh });
+                        // Any other upper layer: Parameter Problem, code 4
+                        // (SR Upper-layer Header Error), pointing at it.
+                        let why = if other.is_some() { Drop::SrhSlZero } else { Drop::Srv6NoSrh };
+                        let pointer = u32::try_from(chain.upper_offset).unwrap_or(u32::MAX);
+                        return self.icmp_error6(p, l2, src, total, now_ns, Icmp6Error::ParamProblem { code: 4, pointer, why });
                     }
                 };
                 if hop <= 1 {

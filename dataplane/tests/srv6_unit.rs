@@ -141,13 +141,11 @@ fn sid_table() -> SidTable {
 }
 
 fn pipeline() -> Pipeline {
-    let mut pl = Pipeline::new(
-        Arc::new(topology()),
-        Arc::new(fib()),
-        Arc::new(neighbours()),
-        Arc::new(WorkerCounters::default()),
-        PipelineConfig::default(),
-    );
+    pipeline_with(PipelineConfig::default())
+}
+
+fn pipeline_with(cfg: PipelineConfig) -> Pipeline {
+    let mut pl = Pipeline::new(Arc::new(topology()), Arc::new(fib()), Arc::new(neighbours()), Arc::new(WorkerCounters::default()), cfg);
     pl.set_sids(Arc::new(sid_table()));
     pl
 }
@@ -356,13 +354,38 @@ fn end_sl_zero_and_no_srh() {
     let mut pl = pipeline();
     let s = srh(41, &[remote(2), sid_end()], 0, vec![]);
     // SL = 0 with a non-ICMPv6 upper layer.
+    // RFC 8986 s.4.1.1: Parameter Problem, code 4 (SR Upper-layer Header
+    // Error), pointing at the upper-layer header (after the 40-octet SRH).
     let f = srv6_frame(s1(), sid_end(), 64, 0, &srh(17, &[remote(2), sid_end()], 0, vec![]), &udp6(s1(), sid_end(), 1, 2, b"x"));
-    expect_drop(&mut pl, f, Drop::SrhSlZero);
+    expect_param_problem(&mut pl, f, 4, 80);
+    let f = srv6_frame(s1(), sid_end(), 64, 0, &s, &plain6(s1(), a6("2001:db8:2::10"), 0));
+    expect_param_problem(&mut pl, f, 4, 80);
+    // No SRH at all: the upper layer follows the IPv6 header.
+    expect_param_problem(&mut pl, eth(0x86dd, &plain6(s1(), sid_end(), 0)), 4, 40);
+    expect_param_problem(&mut pl, eth(0x86dd, &plain6(s1(), sid_endx(), 0)), 4, 40);
+    // With the ICMP error limit spent, the drops are counted by name.
+    let mut pl = pipeline_with(PipelineConfig { icmp_error_rate_pps: 0, icmp_error_burst: 0, ..PipelineConfig::default() });
     let f = srv6_frame(s1(), sid_end(), 64, 0, &s, &plain6(s1(), a6("2001:db8:2::10"), 0));
     expect_drop(&mut pl, f, Drop::SrhSlZero);
-    // No SRH at all.
     expect_drop(&mut pl, eth(0x86dd, &plain6(s1(), sid_end(), 0)), Drop::Srv6NoSrh);
-    expect_drop(&mut pl, eth(0x86dd, &plain6(s1(), sid_endx(), 0)), Drop::Srv6NoSrh);
+}
+
+/// An ICMPv6 Parameter Problem back to the source s1() from the router's
+/// address on the input interface, quoting the invoking packet.
+fn expect_param_problem(pl: &mut Pipeline, frame: Vec<u8>, code: u8, pointer: u32) {
+    let before = pl.counters.local[Local::ParamProblem6 as usize].get();
+    let mut p = VecPacket::from_bytes(&frame);
+    assert_eq!(run(pl, &mut p), Verdict::Tx(0), "answered on the input port");
+    let o = p.to_vec();
+    let ip = l3(&o);
+    assert_eq!(ip[6], 58);
+    assert_eq!(&ip[24..40], &s1().octets(), "to the source");
+    assert_eq!((ip[40], ip[41]), (4, code), "Parameter Problem, code {code}");
+    assert_eq!(u32::from_be_bytes([ip[44], ip[45], ip[46], ip[47]]), pointer);
+    assert_eq!(&ip[48..48 + 40], &l3(&frame)[..40], "quotes the invoking packet");
+    let s = checksum::combine(checksum::pseudo_v6(&ip[8..24].try_into().unwrap(), &ip[24..40].try_into().unwrap(), 58, (ip.len() - 40) as u32), checksum::sum(&ip[40..]));
+    assert_eq!(checksum::fold(s), 0xffff, "ICMPv6 checksum");
+    assert_eq!(pl.counters.local[Local::ParamProblem6 as usize].get(), before + 1);
 }
 
 #[test]
@@ -388,11 +411,16 @@ fn srh_violations_have_their_own_counters() {
     // Routing type 3 (not an SRH) with SL > 0.
     let mut s = srh(41, &[sid_end(), remote(2)], 1, vec![]);
     s[2] = 3;
-    expect_drop(&mut pl, srv6_frame(s1(), sid_end(), 64, 0, &s, &inner), Drop::SrhRoutingType);
-    // Segments Left > Last Entry + 1.
+    // RFC 8200 s.4.4: Parameter Problem code 0 at the Routing Type.
+    expect_param_problem(&mut pl, srv6_frame(s1(), sid_end(), 64, 0, &s, &inner), 0, 40 + 2);
+    let mut limited = pipeline_with(PipelineConfig { icmp_error_rate_pps: 0, icmp_error_burst: 0, ..PipelineConfig::default() });
+    expect_drop(&mut limited, srv6_frame(s1(), sid_end(), 64, 0, &s, &inner), Drop::SrhRoutingType);
+    // Segments Left > Last Entry + 1: RFC 8754 s.4.3.1.1, Parameter
+    // Problem code 0 at the Segments Left.
     let mut s = srh(41, &[sid_end(), remote(2)], 1, vec![]);
     s[3] = 3;
-    expect_drop(&mut pl, srv6_frame(s1(), sid_end(), 64, 0, &s, &inner), Drop::SrhSlExceeds);
+    expect_param_problem(&mut pl, srv6_frame(s1(), sid_end(), 64, 0, &s, &inner), 0, 40 + 3);
+    expect_drop(&mut limited, srv6_frame(s1(), sid_end(), 64, 0, &s, &inner), Drop::SrhSlExceeds);
     // Hdr Ext Len too short for Last Entry + 1 segments.
     let mut s = srh(41, &[sid_end(), remote(2), remote(3)], 1, vec![]);
     s[1] = 4; // 40 octets: room for 2 segments, Last Entry says 3
