@@ -165,6 +165,9 @@ reasons!(Local, N_LOCAL {
     PfcPause => "pfc-pause-sent",
     PfcResume => "pfc-resume-sent",
     PfcCoalesced => "pfc-pause-coalesced",
+    // A Resume from one notifying node while another node's pause on the
+    // priority is still in force (END.C keeps pausing for it).
+    PfcResumeHeld => "pfc-resume-held",
     Srv6Encap => "srv6-h-encaps",
     Srv6Decap => "srv6-decap",
     Srv6End => "srv6-end",

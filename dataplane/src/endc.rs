@@ -19,7 +19,10 @@
 //! * Pause duration: a Long-haul CNP Pause carries microseconds; Rate Reduce,
 //!   Notify, a FANN congestion event or a standard CNP use the configured
 //!   default. A Resume (Long-haul CNP Resume, FANN recovery) sends RESUME
-//!   (zero quanta) at once.
+//!   (zero quanta) at once, unless another notifying node (by the outer
+//!   source address) still has a pause in force on that priority: then the
+//!   pause goes on for the others (`resume_held`), and RESUME follows when
+//!   the last of them resumes or its pause ends.
 //! * One PAUSE frame lasts at most 65535 quanta (about 335 us at 100 Gb/s),
 //!   so while the requested pause lasts the controller re-sends PAUSE every
 //!   `refresh_ns` (default: 80 % of what one frame covers).
@@ -130,9 +133,26 @@ pub struct PfcAction {
     pub quanta: u16,
 }
 
+/// Notifying nodes tracked per priority; beyond, the one whose pause ends
+/// first is forgotten.
+const MAX_ASKERS: usize = 8;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Asker {
+    /// The notifying node (outer source address).
+    from: u128,
+    /// Its pause ends here.
+    until_ns: u64,
+    /// Its last notification asking for a pause.
+    asked_ns: u64,
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct PrioState {
     paused: bool,
+    /// The nodes whose pause is in force (`n` of them).
+    askers: [Asker; MAX_ASKERS],
+    n: usize,
     /// The requested pause ends here.
     until_ns: u64,
     /// Last PAUSE frame sent.
@@ -151,6 +171,8 @@ pub struct EndCStats {
     pub refreshes: u64,
     pub resumes: u64,
     pub watchdog_resumes: u64,
+    /// Resumes that did not end the pause: another node's is in force.
+    pub resume_held: u64,
 }
 
 pub struct EndC {
@@ -186,13 +208,15 @@ impl EndC {
         self.prio.get(usize::from(prio)).map(|p| p.paused).unwrap_or(false)
     }
 
-    /// A notification for priority `prio` at `now`: the frame to send now,
-    /// or None when a PAUSE is already in force for at least half of what
-    /// this request's frame would cover (the deadline still moves; the
-    /// refresh timer extends the pause). A flood of notifications thus
+    /// A notification from node `from` for priority `prio` at `now`: the
+    /// frame to send now, or None when a PAUSE is already in force for at
+    /// least half of what this request's frame would cover (the deadline
+    /// still moves; the refresh timer extends the pause), or when a Resume
+    /// leaves another node's pause in force. A flood of notifications thus
     /// costs at most about two frames per pause duration per priority,
     /// not one frame each.
-    pub fn on_notification(&mut self, prio: u8, req: Request, now: u64) -> Option<PfcAction> {
+    pub fn on_notification(&mut self, from: u128, prio: u8, req: Request, now: u64) -> Option<PfcAction> {
+        let max_pause = self.cfg.max_pause_ns;
         let p = &mut self.prio[usize::from(prio & 7)];
         let bit = 1u8 << (prio & 7);
         match req {
@@ -201,6 +225,24 @@ impl EndC {
                 let until = now + u64::from(us) * 1000;
                 p.until_ns = p.until_ns.max(until);
                 p.asked_ns = now;
+                let n = p.n;
+                match p.askers[..n].iter().position(|a| a.from == from) {
+                    Some(i) => {
+                        let a = &mut p.askers[i];
+                        a.until_ns = a.until_ns.max(until);
+                        a.asked_ns = now;
+                    }
+                    None if n < MAX_ASKERS => {
+                        p.askers[n] = Asker { from, until_ns: until, asked_ns: now };
+                        p.n += 1;
+                    }
+                    None => {
+                        // Full: forget the pause that ends first.
+                        if let Some(a) = p.askers.iter_mut().min_by_key(|a| a.until_ns) {
+                            *a = Asker { from, until_ns: until, asked_ns: now };
+                        }
+                    }
+                }
                 // One frame covers min(requested, 65535 quanta); refreshes
                 // cover the rest.
                 let q = quanta_from_micros(u64::from(us), self.cfg.link_bps).max(1);
@@ -216,6 +258,25 @@ impl EndC {
                 Some(PfcAction { prios: bit, quanta: q })
             }
             Request::Resume => {
+                // This node's pause ends; the others' that are still in
+                // force (not run out, not past the watchdog) go on.
+                let n = p.n;
+                let mut keep = [Asker::default(); MAX_ASKERS];
+                let mut k = 0;
+                for a in &p.askers[..n] {
+                    if a.from != from && now < a.until_ns && now.saturating_sub(a.asked_ns) < max_pause {
+                        keep[k] = *a;
+                        k += 1;
+                    }
+                }
+                if p.paused && k > 0 {
+                    p.askers = keep;
+                    p.n = k;
+                    p.until_ns = keep[..k].iter().map(|a| a.until_ns).max().unwrap_or(now);
+                    p.asked_ns = keep[..k].iter().map(|a| a.asked_ns).max().unwrap_or(now);
+                    self.stats.resume_held += 1;
+                    return None;
+                }
                 // RESUME even if we think it is not paused: cheap and safe.
                 *p = PrioState::default();
                 self.stats.resumes += 1;
@@ -350,11 +411,11 @@ mod tests {
     fn pause_quanta_from_micros_at_link_speed() {
         let mut e = endc();
         // 100 us at 100 Gb/s = 1e7 bits = 19532 quanta (512 bit times, rounded up).
-        let a = e.on_notification(3, Request::Pause { micros: Some(100) }, 0).unwrap();
+        let a = e.on_notification(0, 3, Request::Pause { micros: Some(100) }, 0).unwrap();
         assert_eq!(a, PfcAction { prios: 1 << 3, quanta: 19532 });
         assert!(e.is_paused(3));
         // No duration: the default (200 us).
-        let a = e.on_notification(5, Request::Pause { micros: None }, 0).unwrap();
+        let a = e.on_notification(0, 5, Request::Pause { micros: None }, 0).unwrap();
         assert_eq!(a.quanta, 39063);
     }
 
@@ -363,7 +424,7 @@ mod tests {
         let mut e = endc();
         let span = e.config().frame_span_ns(); // ~335 us at 100G
         assert!((335 * US..336 * US).contains(&span), "{span}");
-        e.on_notification(3, Request::Pause { micros: Some(1000) }, 0).unwrap();
+        e.on_notification(0, 3, Request::Pause { micros: Some(1000) }, 0).unwrap();
         // Nothing before 80 % of a frame's span.
         assert_eq!(e.poll(span * 4 / 5 - 1), None);
         let (p, r) = e.poll(span * 4 / 5).unwrap();
@@ -398,7 +459,7 @@ mod tests {
         let span = |q: u16| crate::wire::pfc::nanos_from_quanta(q, 100_000_000_000);
         let mut t = 0;
         while t < 2 * MS {
-            if let Some(a) = e.on_notification(3, Request::Pause { micros: None }, t) {
+            if let Some(a) = e.on_notification(0, 3, Request::Pause { micros: None }, t) {
                 frames.push((t, t + span(a.quanta)));
             }
             if let Some((a, r)) = e.poll(t) {
@@ -434,19 +495,47 @@ mod tests {
     #[test]
     fn resume_notification_resumes_at_once() {
         let mut e = endc();
-        e.on_notification(3, Request::Pause { micros: Some(5000) }, 0);
-        let a = e.on_notification(3, Request::Resume, 100 * US).unwrap();
+        e.on_notification(0, 3, Request::Pause { micros: Some(5000) }, 0);
+        let a = e.on_notification(0, 3, Request::Resume, 100 * US).unwrap();
         assert_eq!(a, PfcAction { prios: 1 << 3, quanta: 0 });
         assert!(!e.is_paused(3));
         assert_eq!(e.poll(10 * MS), None, "nothing left to refresh");
+    }
+
+    /// Two WAN nodes pause the same priority: the first one's Resume does
+    /// not lift the pause the second still asks for; the second's does. A
+    /// node whose pause ran out no longer holds it.
+    #[test]
+    fn a_resume_lifts_the_pause_only_when_no_other_node_asks_for_it() {
+        let (r1, r2, r3) = (1u128, 2u128, 3u128);
+        let mut e = endc();
+        assert!(e.on_notification(r1, 3, Request::Pause { micros: Some(5000) }, 0).is_some());
+        e.on_notification(r2, 3, Request::Pause { micros: Some(5000) }, 10 * US);
+        assert_eq!(e.on_notification(r1, 3, Request::Resume, 100 * US), None, "R2 still asks");
+        assert!(e.is_paused(3));
+        assert_eq!(e.stats.resume_held, 1);
+        // The pause goes on for R2: refreshed, not resumed.
+        let (a, _) = e.poll(100 * US + e.config().frame_span_ns()).expect("refresh");
+        assert_ne!(a.quanta, 0);
+        let a = e.on_notification(r2, 3, Request::Resume, 2 * MS).unwrap();
+        assert_eq!(a, PfcAction { prios: 1 << 3, quanta: 0 });
+        assert!(!e.is_paused(3));
+        // R3's pause has run out when R1 resumes: RESUME at once.
+        e.on_notification(r3, 3, Request::Pause { micros: Some(100) }, 3 * MS);
+        e.on_notification(r1, 3, Request::Pause { micros: Some(5000) }, 3 * MS);
+        assert_eq!(e.on_notification(r1, 3, Request::Resume, 3 * MS + 200 * US), Some(PfcAction { prios: 1 << 3, quanta: 0 }));
+        // Other priorities are their own.
+        e.on_notification(r1, 3, Request::Pause { micros: Some(5000) }, 4 * MS);
+        assert_eq!(e.on_notification(r2, 5, Request::Resume, 4 * MS), Some(PfcAction { prios: 1 << 5, quanta: 0 }));
+        assert!(e.is_paused(3));
     }
 
     #[test]
     fn watchdog_never_leaves_a_priority_paused() {
         let mut e = EndC::new(EndCConfig { max_pause_ns: 2 * MS, ..EndCConfig::default() });
         // Notifications keep extending the pause ... then stop at t = 1 ms.
-        e.on_notification(3, Request::Pause { micros: Some(60_000) }, 0);
-        e.on_notification(3, Request::Pause { micros: Some(60_000) }, MS);
+        e.on_notification(0, 3, Request::Pause { micros: Some(60_000) }, 0);
+        e.on_notification(0, 3, Request::Pause { micros: Some(60_000) }, MS);
         let mut t = MS;
         let mut resumed = None;
         while t < 10 * MS {

@@ -764,9 +764,10 @@ impl Pipeline {
                 let (iface, e) = self.endc.as_mut().ok_or(Drop::EndCUnconfigured)?;
                 let iface = *iface;
                 let prio = e.priority_for(&notification_class(&p.data()[l2.l3..], inner, &self.sids.params));
-                let Some(a) = e.on_notification(prio, req, now_ns) else {
-                    // A PAUSE in force already covers this request.
-                    self.counters.local(Local::PfcCoalesced);
+                let Some(a) = e.on_notification(u128::from(src), prio, req, now_ns) else {
+                    // A PAUSE in force already covers this request, or
+                    // another node's pause goes on past this Resume.
+                    self.counters.local(if req == crate::endc::Request::Resume { Local::PfcResumeHeld } else { Local::PfcCoalesced });
                     return Ok(Verdict::Consumed);
                 };
                 let ifc = self.topo.iface(iface).ok_or(Drop::EndCUnconfigured)?;
