@@ -26,6 +26,10 @@ pub struct FannPlan {
     pub detector: DetectorConfig,
 }
 
+/// How long the last top flow of a port stands for its traffic when the
+/// queue is empty at a link failure.
+const LAST_TOP_FLOW_NS: u64 = 1_000_000_000;
+
 pub struct FannAgent {
     plan: FannPlan,
     params: Params,
@@ -34,6 +38,9 @@ pub struct FannAgent {
     /// Per port (same order): the NIC's error and receive-loss counters
     /// at the last [`FannAgent::poll_errors`] (None: not read yet).
     last_errors: Vec<Option<(u64, u64)>>,
+    /// Per port (same order): the last top flow seen and when, for a link
+    /// failure that finds the queue empty.
+    last_top: Vec<Option<(dataplane::wire::fann::FlowId, u64)>>,
     pub sent: u64,
     /// Notifications the rate limits held back (each is sent later, or
     /// replaced by a newer state of its event type): the port's own
@@ -68,7 +75,8 @@ impl FannAgent {
             })
             .collect();
         let last_errors = vec![None; ports.len()];
-        FannAgent { plan, params, ports, last_errors, sent: 0, rate_limited: 0 }
+        let last_top = vec![None; ports.len()];
+        FannAgent { plan, params, ports, last_errors, last_top, sent: 0, rate_limited: 0 }
     }
 
     /// One observation of the NICs' error counters: `counters(port)` gives
@@ -135,8 +143,16 @@ impl FannAgent {
         top_flow: impl Fn(u16) -> Option<dataplane::wire::fann::FlowId>,
     ) -> Vec<Vec<u8>> {
         let mut notes: Vec<Notification> = Vec::new();
-        for (id, d, last, last_mb) in self.ports.iter_mut() {
-            d.on_link_with_flow(link_up(*id), top_flow(*id), now, &mut notes);
+        for ((id, d, last, last_mb), seen) in self.ports.iter_mut().zip(self.last_top.iter_mut()) {
+            // s.4.1: a link failure names the affected traffic: the flow
+            // with the most bytes queued now, else the last one seen in
+            // the second before.
+            let top = top_flow(*id);
+            if let Some(f) = top {
+                *seen = Some((f, now));
+            }
+            let affected = top.or(seen.filter(|(_, t)| now.saturating_sub(*t) <= LAST_TOP_FLOW_NS).map(|(f, _)| f));
+            d.on_link_with_flow(link_up(*id), affected, now, &mut notes);
             let tx = tx_bytes(*id);
             let qd = queue_depth(*id);
             d.on_tx(tx.saturating_sub(*last), qd, top_flow(*id), now, &mut notes);
@@ -355,6 +371,21 @@ mod tests {
         got.sort();
         got.dedup();
         assert_eq!(got, vec![(event::PERFORMANCE_DEGRADATION, None, Some(50)), (event::SIGNAL_DEGRADATION, Some(3), None)]);
+    }
+
+    /// A link failure that finds the port's queue empty names the flow
+    /// last seen there (within a second) as the affected traffic.
+    #[test]
+    fn link_failure_names_the_last_flow_seen_when_the_queue_is_empty() {
+        let flow = dataplane::fann::roce_flow_id("2001:db8:1::2".parse().unwrap(), "2001:db8:3::7".parse().unwrap());
+        for (gap, named) in [(500_000_000u64, true), (2_000_000_000, false)] {
+            let mut a = FannAgent::new(plan(false), Params::DEFAULT, &[(2, 100_000_000_000)]);
+            assert!(a.poll_with_flows(1, |_| 0, |_| 0, |_| 0, |_| true, |_| Some(flow)).is_empty());
+            let pkts = a.poll_with_flows(1 + gap, |_| 0, |_| 0, |_| 0, |_| false, |_| None);
+            let r = parsed(&pkts[0], "fc00::a");
+            assert_eq!(r.message.event_type, dataplane::wire::fann::event::LINK_FAILURE);
+            assert_eq!(r.message.metadata.flow_id, named.then_some(flow), "{gap} ns after it was seen");
+        }
     }
 
     #[test]
