@@ -118,8 +118,11 @@ pub const WRITE_DEADLINE: Duration = Duration::from_secs(10);
 /// ...and how long it may take nothing of it.
 pub const WRITE_STALL: Duration = Duration::from_millis(500);
 /// At most this much is read from one client in one step (a client that
-/// streams without end cannot hold the control thread either).
+/// streams without end cannot hold the control thread either)...
 const READ_PER_STEP: usize = 64 << 10;
+/// ...and written to it (a large reply to a fast reader goes out over
+/// several loops, between the thread's other work).
+const WRITE_PER_STEP: usize = 256 << 10;
 
 /// One management connection: it sends one command line and takes the
 /// reply. Its socket is non-blocking; [`Client::step`] never waits.
@@ -185,8 +188,9 @@ impl Client {
         }
         let State::Writing { bytes, at, deadline, progress } = &mut self.state else { return false };
         let now = Instant::now();
-        while *at < bytes.len() {
-            match self.s.write(&bytes[*at..]) {
+        let stop = (*at + WRITE_PER_STEP).min(bytes.len());
+        while *at < stop {
+            match self.s.write(&bytes[*at..stop]) {
                 Ok(0) => return false,
                 Ok(n) => {
                     *at += n;

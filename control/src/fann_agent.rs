@@ -84,10 +84,12 @@ impl FannAgent {
     /// missed or without a buffer), cumulative. Signal degradation and
     /// Performance degradation events when their rates are reached
     /// ([`Detector::on_errors`]). Returns IPv6 packets to send.
-    pub fn poll_errors(&mut self, now: u64, counters: impl Fn(u16) -> (u64, u64)) -> Vec<Vec<u8>> {
+    pub fn poll_errors(&mut self, now: u64, counters: impl Fn(u16) -> Option<(u64, u64)>) -> Vec<Vec<u8>> {
         let mut notes: Vec<Notification> = Vec::new();
         for ((id, d, _, _), last) in self.ports.iter_mut().zip(self.last_errors.iter_mut()) {
-            let (e, l) = counters(*id);
+            // A reading the driver could not take is skipped (not taken
+            // as zeros, which would make the next one look like a burst).
+            let Some((e, l)) = counters(*id) else { continue };
             // The first reading is the baseline (errors from before start).
             let (de, dl) = last.map_or((0, 0), |(le, ll)| (e.saturating_sub(le), l.saturating_sub(ll)));
             *last = Some((e, l));
@@ -356,9 +358,10 @@ mod tests {
         use dataplane::wire::fann::event;
         let mut a = FannAgent::new(plan(false), Params::DEFAULT, &[(2, 100_000_000_000)]);
         let w = dataplane::fann::RATE_WINDOW_NS;
-        assert!(a.poll_errors(1, |_| (1_000_000, 1_000_000)).is_empty(), "baseline");
-        assert!(a.poll_errors(w + 1, |_| (1_000_000, 1_000_000)).is_empty(), "no new errors");
-        let pkts = a.poll_errors(2 * w + 1, |_| (1_000_003, 1_000_050));
+        assert!(a.poll_errors(1, |_| Some((1_000_000, 1_000_000))).is_empty(), "baseline");
+        assert!(a.poll_errors(w / 2, |_| None).is_empty(), "a failed read is skipped");
+        assert!(a.poll_errors(w + 1, |_| Some((1_000_000, 1_000_000))).is_empty(), "no new errors");
+        let pkts = a.poll_errors(2 * w + 1, |_| Some((1_000_003, 1_000_050)));
         assert_eq!(pkts.len(), 4, "two events to both PEs");
         let mut got: Vec<(u8, Option<u32>, Option<u32>)> = pkts
             .iter()

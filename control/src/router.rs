@@ -763,10 +763,8 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
                 last_fann_errors = Instant::now();
                 let held = agent.rate_limited;
                 let pkts = agent.poll_errors(now_ns, |p| {
-                    ports.iter().find(|x| x.id == p).map_or((0, 0), |x| {
-                        let s = x.stats();
-                        (s.ierrors.saturating_add(s.oerrors), s.imissed.saturating_add(s.rx_nombuf))
-                    })
+                    let s = ports.iter().find(|x| x.id == p)?.try_stats()?;
+                    Some((s.ierrors.saturating_add(s.oerrors), s.imissed.saturating_add(s.rx_nombuf)))
                 });
                 control.own.local_n(dataplane::counters::Local::FannRateLimited, agent.rate_limited - held);
                 for ip in pkts {

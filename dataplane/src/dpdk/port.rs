@@ -226,10 +226,18 @@ impl Port {
     }
 
     pub fn stats(&self) -> PortStats {
+        self.try_stats().unwrap_or_default()
+    }
+
+    /// The port's counters, or None when the driver could not read them
+    /// (a reading of zeros would look like counters that went back).
+    pub fn try_stats(&self) -> Option<PortStats> {
         let mut s = dpdk_sys::rte_eth_stats::default();
         // SAFETY: valid port and out pointer.
-        unsafe { dpdk_sys::rte_eth_stats_get(self.id, &mut s) };
-        PortStats {
+        if unsafe { dpdk_sys::rte_eth_stats_get(self.id, &mut s) } != 0 {
+            return None;
+        }
+        Some(PortStats {
             ipackets: s.ipackets,
             opackets: s.opackets,
             ibytes: s.ibytes,
@@ -238,7 +246,7 @@ impl Port {
             ierrors: s.ierrors,
             oerrors: s.oerrors,
             rx_nombuf: s.rx_nombuf,
-        }
+        })
     }
 
     /// Stop and close the device; its queues give their mbufs back.
