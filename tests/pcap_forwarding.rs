@@ -640,14 +640,7 @@ fn source_qps_from_responses(workers: usize) {
     let from_wan = control::gen::L2 { src: [0x02, 0, 0, 0, 0x02, 0x02], dst: [0x02, 0xdc, 0, 0, 0, 0x02] };
     let src: std::net::Ipv6Addr = "2001:db8:1::2".parse().unwrap();
     let dst = |i: u32| -> std::net::Ipv6Addr { format!("2001:db8:3::{:x}", 0x10 + i).parse().unwrap() };
-    let mut frames = Vec::new();
-    for round in 0..8u32 {
-        for i in 0..4u32 {
-            for k in 0..=i {
-                frames.push(control::gen::roce6(&to_router, src, dst(i), 49152, 0x100 + i, round * 4 + k, 1000, 64));
-            }
-        }
-    }
+    let frames = four_flows(&to_router, src);
     control::demo::write_pcap(&dir.join("dc-in.pcap"), &frames).unwrap();
     control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
     // RC ACKs from the four receivers, PSN 0 (acknowledging what was
@@ -706,22 +699,28 @@ fn source_qps_from_responses(workers: usize) {
     assert_eq!(mempool_in_use(&so), 0);
 }
 
-fn show_congestion(workers: usize) {
-    let name = format!("show-cong{workers}");
-    let dir = workdir(&name);
-    let to_router = control::gen::L2 { src: HOST, dst: R_DC };
-    let src: std::net::Ipv6Addr = "2001:db8:1::2".parse().unwrap();
-    // Four flows with 1, 2, 3 and 4 packets per round: the queue holds
-    // them in about that proportion.
+/// Four RoCEv2 flows from `src` to 2001:db8:3::10..13 (DestQP 0x100 + i)
+/// with 1, 2, 3 and 4 packets per round, 8 rounds: a queue holds them in
+/// about that proportion.
+fn four_flows(l2: &control::gen::L2, src: std::net::Ipv6Addr) -> Vec<Vec<u8>> {
     let mut frames = Vec::new();
     for round in 0..8u32 {
         for i in 0..4u32 {
             for k in 0..=i {
                 let dst: std::net::Ipv6Addr = format!("2001:db8:3::{:x}", 0x10 + i).parse().unwrap();
-                frames.push(control::gen::roce6(&to_router, src, dst, 49152, 0x100 + i, round * 4 + k, 1000, 64));
+                frames.push(control::gen::roce6(l2, src, dst, 49152, 0x100 + i, round * 4 + k, 1000, 64));
             }
         }
     }
+    frames
+}
+
+fn show_congestion(workers: usize) {
+    let name = format!("show-cong{workers}");
+    let dir = workdir(&name);
+    let to_router = control::gen::L2 { src: HOST, dst: R_DC };
+    let src: std::net::Ipv6Addr = "2001:db8:1::2".parse().unwrap();
+    let frames = four_flows(&to_router, src);
     control::demo::write_pcap(&dir.join("dc-in.pcap"), &frames).unwrap();
     control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
     let cfg = dir.join("r.toml");

@@ -1628,15 +1628,17 @@ mod pe_tests {
     /// recovery that ends it goes to every sender told of it or of the
     /// events it replaced; no Flow ID, an IPv4 flow, or the option off:
     /// nothing to the sender.
+    /// A congestion event of fc00::1 naming the RoCEv2 flow from `src`.
+    fn named(sub: u8, id: u32, src: Ipv6Addr) -> MessageRepr {
+        let mut m = fann("fc00::1", event::CONGESTION, sub, id);
+        m.metadata.flow_id = Some(roce_flow_id(std::net::IpAddr::V6(src), "2001:db8:3::7".parse().unwrap()));
+        m
+    }
+
     #[test]
     fn the_sender_of_the_named_flow_is_told_and_then_told_the_recovery() {
         let counters = WorkerCounters::default();
         let (s_a, s_b) = (a("2001:db8:1::2"), a("2001:db8:1::3"));
-        let named = |sub: u8, id: u32, src: Ipv6Addr| {
-            let mut m = fann("fc00::1", event::CONGESTION, sub, id);
-            m.metadata.flow_id = Some(roce_flow_id(std::net::IpAddr::V6(src), "2001:db8:3::7".parse().unwrap()));
-            m
-        };
         let parse = |pkt: &[u8], to: Ipv6Addr| PacketRepr::parse(&Packet::new_checked(&pkt[40..]).unwrap(), &a("fc00::a"), &to, Params::DEFAULT.icmpv6_fann_type).unwrap();
         // A burst of 10 (the rate limit is the controller copies').
         let mut c = control_with(None, 1000, 10);
@@ -1691,11 +1693,6 @@ mod pe_tests {
     fn recoveries_to_senders_wait_for_the_rate_limit() {
         let counters = WorkerCounters::default();
         let (s_a, s_b) = (a("2001:db8:1::2"), a("2001:db8:1::3"));
-        let named = |sub: u8, id: u32, src: Ipv6Addr| {
-            let mut m = fann("fc00::1", event::CONGESTION, sub, id);
-            m.metadata.flow_id = Some(roce_flow_id(std::net::IpAddr::V6(src), "2001:db8:3::7".parse().unwrap()));
-            m
-        };
         // 1 per second, a burst of 2: both events are told at once.
         let mut c = control_with(None, 1, 2);
         assert_eq!(c.on_note(&PeNote::Fann { code: CODE_EVENT, msg: named(2, 11, s_a) }, &counters).senders.len(), 1);
