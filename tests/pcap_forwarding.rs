@@ -699,6 +699,58 @@ fn source_qps_from_responses(workers: usize) {
     assert_eq!(mempool_in_use(&so), 0);
 }
 
+/// RoCEv2 data that a worker drops because the hand-off ring into another
+/// worker's congestion-aware port is full (handoff-full) still counts for
+/// its flow's arrival rate, as a tail drop on the port does (s.5.7: a flow
+/// whose packets are dropped did not slow down, and suppression must not
+/// read it so): the dropping worker hands the flow key to the owner.
+/// The ring is cut to one slot (DCIROUTER_FAULT_INJECT=handoff-ring:1) so
+/// that the worker that polls the DC port, which does not own the WAN
+/// port's queue, drops most of what it forwards there.
+#[test]
+fn handoff_drops_count_for_the_flows_arrival_rate() {
+    let name = "handoff-drop";
+    let dir = workdir(name);
+    let to_router = control::gen::L2 { src: HOST, dst: R_DC };
+    let src: std::net::Ipv6Addr = "2001:db8:1::2".parse().unwrap();
+    control::demo::write_pcap(&dir.join("dc-in.pcap"), &four_flows(&to_router, src)).unwrap();
+    control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
+    let cfg = dir.join("r.toml");
+    let text = endless_config(&dir, 2)
+        .replace("mac = \"02:dc:00:00:00:02\"", "mac = \"02:dc:00:00:00:02\"\nrate_mbps = 50\nqueue_bytes = 600000")
+        .replacen("[[route]]", "[port.congestion]\nrtt_est_us = 2000\ninterval_us = 500\n[[route]]", 1);
+    assert!(text.contains("rate_mbps = 50") && text.contains("worker_cores = [0, 1]"));
+    std::fs::write(&cfg, text).unwrap();
+    let child = command(name, &cfg, &["--duration", "2"])
+        .env("DCIROUTER_FAULT_INJECT", "handoff-ring:1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = wait_output(child, RUN_DEADLINE);
+    let so = String::from_utf8_lossy(&out.stdout).to_string();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    eprintln!("--- stdout\n{so}\n--- stderr\n{err}");
+    assert!(out.status.success());
+    // The DC port's queue is polled by worker 0, the WAN port's queue and
+    // congestion stage belong to worker 1.
+    assert!(err.contains("owned by worker 1"), "{err}");
+    let handoff = counter(&so, "handoff-full");
+    let tail = counter(&so, "queue-tail-drop");
+    let unseen = counter(&so, "handoff-drop-unseen");
+    let counted = value(&so, "drops-counted-for-flows");
+    assert!(handoff > 1000, "the one-slot ring overflowed: handoff-full {handoff}");
+    // Every drop of these RoCEv2 data packets, on the port (tail) or on the
+    // way to it (hand-off), reached the flow table, except the few still in
+    // the ring at shutdown and those of the last ms before the exit table
+    // (the congestion view is published once per ms); without the ring of
+    // dropped packets, `counted` would be the tail drops alone.
+    assert!(counted <= tail + handoff, "counted {counted}, tail {tail}, handoff {handoff}");
+    assert!(counted + unseen >= tail + handoff * 9 / 10, "counted {counted} + unseen {unseen}, tail {tail}, handoff {handoff}");
+    assert!(counted > tail + handoff / 2, "most hand-off drops were counted: counted {counted}, tail {tail}, handoff {handoff}");
+    assert_eq!(mempool_in_use(&so), 0);
+}
+
 /// Four RoCEv2 flows from `src` to 2001:db8:3::10..13 (DestQP 0x100 + i)
 /// with 1, 2, 3 and 4 packets per round, 8 rounds: a queue holds them in
 /// about that proportion.

@@ -264,6 +264,7 @@ pub fn congestion(views: &[(u16, CongestionView)], names: &[(u16, String)]) -> S
             ("flows-throttled", v.flows_throttled.to_string()),
             ("flows-aged", s.flows_aged.to_string()),
             ("flow-table-full", s.flow_table_full.to_string()),
+            ("drops-counted-for-flows", s.drops_counted.to_string()),
             ("source-qps-from-responses", format!("{} (unmatched {}, ambiguous {}, walk-limited {})", s.reverse_learned, s.reverse_unmatched, s.reverse_ambiguous, s.reverse_walk_limited)),
         ];
         for (k, val) in rows {

@@ -533,11 +533,18 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     let mbufs = cfg.mempool.mbufs_per_socket as usize;
     let shaped = cfg.ports.iter().filter(|p| p.egress.is_some()).count().max(1);
     let ring_cap = (mbufs / 8 / shaped).clamp(64, 4096);
+    // For the test of what follows a full ring
+    // (DCIROUTER_FAULT_INJECT=handoff-ring:N, N >= 1 slots).
+    let ring_cap = fault_inject("handoff-ring:").and_then(|n| n.parse::<usize>().ok()).filter(|&n| n >= 1).unwrap_or(ring_cap);
     let handoff: Arc<Vec<crossbeam::queue::ArrayQueue<usize>>> = Arc::new((0..maxp).map(|_| crossbeam::queue::ArrayQueue::new(ring_cap)).collect());
     // Responses seen by a worker that does not own the congestion-aware
     // port they belong to go to the owner (source QP learning); ports
     // without a congestion stage get an empty ring.
     let reverse: Arc<Vec<crossbeam::queue::ArrayQueue<dataplane::congestion::RoceInfo>>> =
+        Arc::new((0..maxp).map(|p| crossbeam::queue::ArrayQueue::new(if cong_cfg[p].is_some() && nworkers > 1 { 4096 } else { 1 })).collect());
+    // RoCEv2 data those workers dropped on the way to such a port (its
+    // hand-off ring full), for the owner's flow table (arrival rates).
+    let dropped: Arc<Vec<crossbeam::queue::ArrayQueue<(dataplane::congestion::RoceKey, u32)>>> =
         Arc::new((0..maxp).map(|p| crossbeam::queue::ArrayQueue::new(if cong_cfg[p].is_some() && nworkers > 1 { 4096 } else { 1 })).collect());
     // End.MT reverse path: worker 0 owns every group's state (one writer);
     // the others steer the groups' packets to it through this ring.
@@ -586,6 +593,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             owner: owner.clone(),
             handoff: handoff.clone(),
             reverse: reverse.clone(),
+            dropped: dropped.clone(),
             congestion: cong_cfg.clone(),
             wire: cfg.params,
             zero_copy_replicas,
@@ -620,7 +628,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
                 }
                 // Fault injection for the test of what follows a worker's
                 // death (DCIROUTER_FAULT_INJECT=worker-panic:W).
-                if std::env::var("DCIROUTER_FAULT_INJECT").ok().as_deref() == Some(&format!("worker-panic:{w}")) {
+                if fault_inject("worker-panic:").as_deref() == Some(&w.to_string()) {
                     panic!("fault injection: worker {w} panics");
                 }
                 worker.run();
@@ -1012,3 +1020,11 @@ pub fn sid_table(cfg: &RouterConfig) -> Option<dataplane::srv6::SidTable> {
 
 /// Keep the receiver type nameable for other modules.
 pub type EventRx = Receiver<(usize, Event)>;
+
+/// The value of a fault injection for tests: `DCIROUTER_FAULT_INJECT` is a
+/// comma-separated list of `name:value` items (`worker-panic:0`,
+/// `handoff-ring:1`); the value after `prefix` (which ends with ':').
+fn fault_inject(prefix: &str) -> Option<String> {
+    let v = std::env::var("DCIROUTER_FAULT_INJECT").ok()?;
+    v.split(',').find_map(|i| i.trim().strip_prefix(prefix).map(str::to_string))
+}

@@ -134,6 +134,12 @@ reasons!(Local, N_LOCAL {
     // not handed over because its ring was full (its source QP is then
     // learned from a later response; should stay 0).
     ResponseNotObserved => "response-not-observed",
+    // A RoCEv2 data packet dropped as handoff-full on its way to another
+    // worker's congestion-aware port that the owner could not be told of
+    // (its ring of dropped packets was full too), so its flow's arrival
+    // rate misses it (the ring holds 4096, emptied every owner loop: only
+    // an owner far behind a flood of drops loses any).
+    HandoffDropUnseen => "handoff-drop-unseen",
     EchoReply4 => "icmp-echo-reply",
     EchoReply6 => "icmpv6-echo-reply",
     TimeExceeded4 => "icmp-time-exceeded-sent",

@@ -4,7 +4,7 @@
 //! simulation harness drives the same code with byte buffers.
 
 use crate::classify;
-use crate::congestion::{build_cnp, CnpFormat, CnpRequest, CongestionPort, FlowId, PortParams};
+use crate::congestion::{build_cnp, CnpFormat, CnpRequest, CongestionPort, FlowId, PortParams, RoceKey};
 use crate::counters::{Drop, Local, WorkerCounters};
 use crate::egress::{EgressConfig, EgressQueue, Queued};
 use crate::packet::PacketBuffer;
@@ -159,6 +159,15 @@ impl<P: PacketBuffer> EgressPort<P> {
     #[inline]
     fn sync(c: &mut CongestionPort, q: &mut EgressQueue<P, FlowId>) {
         c.take_resolved(|pos, flow| q.set_flow(pos as usize, flow));
+    }
+
+    /// A packet for this port that another worker dropped because the
+    /// hand-off ring into this port's queue was full: a RoCEv2 data packet
+    /// counts for its flow's arrival rate as a tail drop does.
+    pub fn handoff_dropped(&mut self, roce: &RoceKey, len: u32, now: u64) {
+        if let Some(c) = self.cong.as_mut() {
+            c.on_tail_drop(roce, len, now);
+        }
     }
 
     /// Admit a reply or notification ahead of the data queue.

@@ -98,6 +98,11 @@ pub struct WorkerSpec {
     /// stage to learn source QPs from (s.5.2): a response arrives on
     /// whichever worker polls its RX queue.
     pub reverse: Arc<Vec<ArrayQueue<crate::congestion::RoceInfo>>>,
+    /// Per port: lock-free ring of the RoCEv2 data packets the other
+    /// workers dropped because `handoff` was full (flow key, PSN, length),
+    /// for the owner's congestion stage to count in their flows' arrival
+    /// rates as it counts its own tail drops (s.5.7).
+    pub dropped: Arc<Vec<ArrayQueue<(crate::congestion::RoceKey, u32)>>>,
     /// IANA-pending values (ICMPv6 type of the Long-haul CNP, ...).
     pub wire: Params,
     /// The worker that owns the End.MT reverse-path groups (one writer per
@@ -624,7 +629,33 @@ impl Worker {
         // its priority (a PFC PAUSE or a CNP must not wait behind the data).
         if let Err(raw) = self.spec.handoff[p].push(handoff_tag(m.into_raw(), priority)) {
             self.counters.dropped(Drop::HandoffFull);
-            self.free.push(handoff_untag(raw).0);
+            let raw = handoff_untag(raw).0;
+            if !priority && self.spec.congestion.get(p).is_some_and(|c| c.is_some()) {
+                self.handoff_drop_seen(p, raw);
+            }
+            self.free.push(raw);
+        }
+    }
+
+    /// A packet for congestion-aware port `p` dropped because the hand-off
+    /// ring was full: a RoCEv2 data packet goes to the owner's congestion
+    /// stage through `spec.dropped` (its flow did send it); counted as
+    /// `handoff-drop-unseen` when that ring is full too.
+    #[cold]
+    fn handoff_drop_seen(&mut self, p: usize, raw: *mut rte_mbuf) {
+        // SAFETY: `raw` is still ours (the ring refused it); the view ends
+        // before it is freed.
+        let (len, roce) = unsafe {
+            if (*raw).nb_segs != 1 {
+                return;
+            }
+            let d: &[u8] = Mbuf::raw_data_mut(raw);
+            (d.len() as u32, crate::classify::roce_fast(d))
+        };
+        // Responses and CNPs are left out by the owner (not data).
+        let Some(r) = roce else { return };
+        if self.spec.dropped.get(p).is_none_or(|q| q.push((r.roce, len)).is_err()) {
+            self.counters.local(crate::counters::Local::HandoffDropUnseen);
         }
     }
 
@@ -783,6 +814,13 @@ impl Worker {
             for _ in 0..q.capacity() {
                 let Some(info) = q.pop() else { break };
                 e.observe_response(&info, now);
+            }
+            // Data the others dropped on the way here (hand-off ring full).
+            if let Some(q) = self.spec.dropped.get(p) {
+                for _ in 0..q.capacity() {
+                    let Some((roce, len)) = q.pop() else { break };
+                    e.handoff_dropped(&roce, len, now);
+                }
             }
         }
         let publish = now >= self.show_due;

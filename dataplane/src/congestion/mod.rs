@@ -579,6 +579,11 @@ pub struct CongestionStats {
     /// [`MAX_REVERSE_WALK`] flows: nothing learned (configure those
     /// source QPs).
     pub reverse_walk_limited: u64,
+    /// Data packets dropped before the queue (tail drops on this port and
+    /// hand-off drops on the way to it from another worker) counted for
+    /// their flow's arrival rate (s.5.7: a flow whose packets are dropped
+    /// did not slow down).
+    pub drops_counted: u64,
     /// Last closed interval: EMR (0..1), QGR (KB/ms).
     pub emr: f64,
     pub qgr_kb_per_ms: f64,

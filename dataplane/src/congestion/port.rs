@@ -421,6 +421,8 @@ impl CongestionPort {
     /// updated all the same (s.5.2: "upon each matching packet
     /// observation"), so the flow's arrival rate (s.5.7) is what the
     /// source sends, not what the queue took; nothing is queued for it.
+    /// The same for a packet another worker dropped on its way to this
+    /// port (its hand-off ring was full).
     pub fn on_tail_drop(&mut self, roce: &RoceKey, len: u32, now: u64) {
         if !is_data(roce.opcode) {
             return;
@@ -429,6 +431,7 @@ impl CongestionPort {
         let hash = self.flows.hash(&roce.key);
         if let Some(s) = self.flows.lookup_hint(&roce.key, hash, NONE).or_else(|| self.learn_new(&roce.key, hash, now)) {
             self.touch(s, roce.psn, len, now);
+            self.stats.drops_counted += 1;
         }
     }
 
