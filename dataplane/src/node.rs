@@ -489,17 +489,29 @@ mod tests {
         let mut p = VecPacket::from_bytes(&ip6_frame(17, &udp(&msg, 0)));
         assert_eq!(pl.process(&mut p, 0, 1), Verdict::Tx(0));
         assert_eq!(p.to_vec()[14 + 40 + 8 + 2], 2, "FANN hop limit 3 -> 2");
-        // An ICMPv6 FANN message that says Version 1 but whose lengths do
-        // not add up is discarded (s.6), shorter or longer.
+        // An ICMPv6 FANN message that says Version 1 but whose lengths
+        // exceed the payload is discarded (s.6).
         let icmp = fann_frame(3)[14 + 40..].to_vec();
         let short = icmp[..icmp.len() - 4].to_vec();
-        let mut long = icmp.clone();
-        long.extend_from_slice(&[0; 4]);
         let tiny = vec![Params::DEFAULT.icmpv6_fann_type, 0, 0xab, 0xcd, 1, 2, 3, 4];
-        for (what, l4) in [("short", short), ("long", long), ("tiny", tiny)] {
+        for (what, l4) in [("short", short), ("tiny", tiny)] {
             let mut p = VecPacket::from_bytes(&ip6_frame(58, &l4));
             assert_eq!(pl.process(&mut p, 0, 1), Verdict::Drop(Drop::FannMalformed), "{what}");
         }
+        // One padded after its stack (to 8-octet rows) is within the rule:
+        // forwarded, its FANN Hop Limit decremented, the padding kept.
+        let mut long = icmp.clone();
+        long.extend_from_slice(&[0xa5; 4]);
+        let mut f = ip6_frame(58, &long);
+        let (src, dst): (Ipv6Addr, Ipv6Addr) = ("fc00:9::1".parse().unwrap(), "2001:db8::5".parse().unwrap());
+        crate::wire::fann::Packet::new_unchecked(&mut f[14 + 40..]).fill_checksum(&src, &dst);
+        let mut p = VecPacket::from_bytes(&f);
+        assert_eq!(pl.process(&mut p, 0, 1), Verdict::Tx(0), "padded");
+        let out = p.to_vec();
+        let got = crate::wire::fann::Packet::new_checked(&out[14 + 40..]).unwrap();
+        assert_eq!(got.message().hop_limit(), 2, "FANN hop limit 3 -> 2");
+        assert!(got.verify_checksum(&src, &dst));
+        assert_eq!(&out[out.len() - 4..], &[0xa5; 4]);
     }
 
     /// A FANN message this node steers into an SR policy is forwarded by

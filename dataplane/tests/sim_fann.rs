@@ -307,6 +307,22 @@ fn bad_notifications_at_the_pe_are_dropped_and_counted() {
     assert_eq!(c.drops[Drop::FannDuplicate as usize].get(), 1);
     // Nothing reached the control side from the bad ones.
     assert_eq!(f.sim.pe(pe).unwrap().pe.stats.accepted, 1);
+    // Another event padded after its stack to an 8-octet row (s.6 asks
+    // only that the lengths not exceed the payload): accepted.
+    let m2 = MessageRepr { event_id: 4, ..m };
+    let mut ip2 = dataplane::fann::notification_packet(CODE_EVENT, &m2, &a("fc00::2"), &a("fc00::a"), &Params::DEFAULT, true);
+    ip2.extend_from_slice(&[0; 3]);
+    let ulen = (ip2.len() - 40) as u16;
+    ip2[4..6].copy_from_slice(&ulen.to_be_bytes());
+    ip2[44..46].copy_from_slice(&ulen.to_be_bytes());
+    ip2[46..48].copy_from_slice(&[0, 0]);
+    let s = dataplane::wire::checksum::combine(dataplane::wire::checksum::pseudo_v6(&a("fc00::2").octets(), &a("fc00::a").octets(), 17, u32::from(ulen)), dataplane::wire::checksum::sum(&ip2[40..]));
+    ip2[46..48].copy_from_slice(&(!dataplane::wire::checksum::fold(s)).to_be_bytes());
+    let mut padded = fann_frame(&f.sim, pe, "fc00::2", "fc00::2", 0)[..14].to_vec();
+    padded.extend_from_slice(&ip2);
+    f.sim.deliver(pe, 1, padded);
+    assert_eq!(f.sim.pe(pe).unwrap().pe.stats.accepted, 2, "the padded notification is accepted");
+    assert_eq!(f.sim.counters(pe).drops[Drop::FannMalformed as usize].get(), 2);
     // A plain UDP datagram to the PE on another port is still unsupported.
     let other = udp6_frame([2, 0, 0, 0, 9, 9], f.sim.mac(pe, 1), a("fc00::2"), a("fc00::a"), 0, 1, 2, 4);
     f.sim.deliver(pe, 1, other);

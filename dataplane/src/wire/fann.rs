@@ -49,10 +49,13 @@
 //! | 15-31 | reserved | (unknown) |
 //!
 //! A message with a reserved bit set cannot be sized and is `Unrecognized`;
-//! a message whose length differs from 41 + the stack size the bitmap
-//! implies is `Truncated` (shorter) or `BadLength` (longer) — the s.6 rule
-//! that lengths must add up. The view must therefore be given exactly the
-//! message (the IPv6 payload / UDP payload, not a padded frame tail).
+//! a message shorter than 41 + the stack size the bitmap implies is
+//! `Truncated` and is discarded — the s.6 rule that the lengths must not
+//! exceed the payload. Octets after the stack (a sender that pads the
+//! message to 4- or 8-octet rows, as the s.5.1.1 figure draws them) are
+//! allowed and ignored: the metadata accessors see only the stack. The view
+//! must be given the message (the IPv6 payload / UDP payload), not a padded
+//! frame tail, whose octets would be taken for the message's own.
 
 use std::net::Ipv6Addr;
 
@@ -204,18 +207,25 @@ impl<T: AsRef<[u8]>> Message<T> {
     }
 
     /// `Truncated` below 37 octets or below 37 + stack; `Unrecognized` if a
-    /// reserved bitmap bit is set; `BadLength` if longer than 37 + stack.
+    /// reserved bitmap bit is set. Octets after the stack are padding (s.6
+    /// asks only that the lengths not exceed the payload).
     pub fn check_len(&self) -> Result<()> {
         let d = self.buffer.as_ref();
         if d.len() < MESSAGE_FIXED_LEN {
             return Err(Error::Truncated);
         }
         let need = MESSAGE_FIXED_LEN + stack_len(be_u32(&d[field::BITMAP]))?;
-        match d.len().cmp(&need) {
-            core::cmp::Ordering::Less => Err(Error::Truncated),
-            core::cmp::Ordering::Greater => Err(Error::BadLength),
-            core::cmp::Ordering::Equal => Ok(()),
+        if d.len() < need {
+            return Err(Error::Truncated);
         }
+        Ok(())
+    }
+
+    /// Octets after the metadata stack (padding, ignored).
+    pub fn padding_len(&self) -> usize {
+        let d = self.buffer.as_ref();
+        let stack = d.get(field::BITMAP).map_or(Ok(0), |b| stack_len(be_u32(b))).unwrap_or(0);
+        d.len().saturating_sub(MESSAGE_FIXED_LEN + stack)
     }
 
     pub fn into_inner(self) -> T {
@@ -271,7 +281,9 @@ impl<T: AsRef<[u8]>> Message<T> {
     /// The metadata stack.
     #[inline]
     pub fn metadata_bytes(&self) -> &[u8] {
-        &self.buffer.as_ref()[field::METADATA..]
+        let d = self.buffer.as_ref();
+        let end = d.len() - self.padding_len();
+        d.get(field::METADATA..end).unwrap_or(&[])
     }
 
     /// The item of bit `index`, if present and inside the buffer.
@@ -1020,13 +1032,20 @@ mod tests {
 
     #[test]
     fn length_mismatch_and_reserved_bits() {
-        let b = example_repr().to_bytes(&a(SRC), &a(DST));
+        let r = example_repr();
+        let b = r.to_bytes(&a(SRC), &a(DST));
+        // Padded to the next 8-octet row (s.6: the lengths must not exceed
+        // the payload; octets after the stack are ignored).
         let mut longer = b.clone();
-        longer.push(0);
-        assert_eq!(
-            Packet::new_checked(&longer[..]).unwrap_err(),
-            Error::BadLength
-        );
+        let pad = 8 - (b.len() - 4) % 8;
+        longer.extend(vec![0u8; pad]);
+        let mut p = Packet::new_checked(&mut longer[..]).unwrap();
+        p.fill_checksum(&a(SRC), &a(DST));
+        let p = Packet::new_checked(&longer[..]).unwrap();
+        let m = Message::new_checked(&longer[4..]).unwrap();
+        assert_eq!(m.padding_len(), pad);
+        assert_eq!(m.metadata_bytes(), &b[4 + MESSAGE_FIXED_LEN..]);
+        assert_eq!(PacketRepr::parse(&p, &a(SRC), &a(DST), T).unwrap(), r);
         assert_eq!(
             Packet::new_checked(&b[..b.len() - 1]).unwrap_err(),
             Error::Truncated
@@ -1191,25 +1210,35 @@ mod tests {
         }
 
         #[test]
-        fn truncation_and_extension_are_errors(r in arb_packet(), cut in any::<prop::sample::Index>(), extra in 1usize..50) {
+        fn truncation_is_an_error_and_extension_padding(r in arb_packet(), cut in any::<prop::sample::Index>(), extra in 1usize..50) {
             let b = r.to_bytes(&Ipv6Addr::LOCALHOST, &Ipv6Addr::LOCALHOST);
             let n = cut.index(b.len());
             prop_assert!(Packet::new_checked(&b[..n]).is_err());
             prop_assert!(Message::new_checked(&b[4..n.max(4)]).is_err());
+            // Octets after the stack are padding: the same message.
             let mut l = b.clone();
-            l.extend(vec![0u8; extra]);
-            prop_assert_eq!(Packet::new_checked(&l[..]).unwrap_err(), Error::BadLength);
+            l.extend(vec![0xa5u8; extra]);
+            prop_assert!(Packet::new_checked(&l[..]).is_ok());
+            let m = Message::new_checked(&l[4..]).unwrap();
+            prop_assert_eq!(m.padding_len(), extra);
+            prop_assert_eq!(MessageRepr::parse(&m).unwrap(), r.message);
         }
 
         #[test]
-        fn bitmap_change_is_error_unless_same_size(r in arb_packet(), flip in 0u8..32) {
+        fn bitmap_change_refused_or_padding(r in arb_packet(), flip in 0u8..32) {
             let mut b = r.to_bytes(&Ipv6Addr::LOCALHOST, &Ipv6Addr::LOCALHOST);
             let old = u32::from_be_bytes([b[37], b[38], b[39], b[40]]);
             let new = old ^ bitmap_bit(flip);
             b[37..41].copy_from_slice(&new.to_be_bytes());
-            // Toggling one bit always changes the implied size (or sets a
-            // reserved bit), so the message must be refused.
-            prop_assert!(Packet::new_checked(&b[..]).is_err());
+            // Setting a bit asks for an item the message does not hold (or
+            // sets a reserved bit): refused. Clearing one leaves its octets
+            // after the shorter stack, as padding.
+            if new & bitmap_bit(flip) != 0 {
+                prop_assert!(Packet::new_checked(&b[..]).is_err());
+            } else {
+                let m = Message::new_checked(&b[4..]).unwrap();
+                prop_assert_eq!(m.padding_len(), ITEM_SIZES[usize::from(flip)]);
+            }
         }
 
         #[test]
