@@ -176,6 +176,25 @@ pub struct IngressPeSection {
     /// With it, a customer device on another interface cannot pass a
     /// known node's address off as its own (FANN draft s.6).
     pub interfaces: Option<Vec<String>>,
+    /// Move a policy to its backup lists when congestion leaves no primary
+    /// list healthy and a backup list is (s.4.2), damped by the hold-down
+    /// (`dataplane::fann::Failover`); false: congestion only reweights.
+    #[serde(default = "d_true")]
+    pub congestion_failover: bool,
+    /// Back to the primary only after it has been healthy this long (and
+    /// this long after the move); doubled for a move soon after a move
+    /// back, up to `congestion_holddown_max_ms`.
+    #[serde(default = "d_holddown_ms")]
+    pub congestion_holddown_ms: u64,
+    #[serde(default = "d_holddown_max_ms")]
+    pub congestion_holddown_max_ms: u64,
+}
+
+fn d_holddown_ms() -> u64 {
+    1000
+}
+fn d_holddown_max_ms() -> u64 {
+    60_000
 }
 
 fn d_copy_pps() -> u32 {
@@ -1680,7 +1699,14 @@ fn ingress_pe_plan(s: &IngressPeSection, srv6: Option<&Srv6Plan>, interfaces: &[
             Some(out)
         }
     };
+    if s.congestion_holddown_ms == 0 || s.congestion_holddown_ms > 3_600_000 {
+        return Err(format!("ingress_pe.congestion_holddown_ms = {}: must be 1..=3600000 (a hold-down of 0 would let a policy flap)", s.congestion_holddown_ms));
+    }
+    if s.congestion_holddown_max_ms < s.congestion_holddown_ms || s.congestion_holddown_max_ms > 3_600_000 {
+        return Err(format!("ingress_pe.congestion_holddown_max_ms = {}: must be congestion_holddown_ms ({}) ..= 3600000", s.congestion_holddown_max_ms, s.congestion_holddown_ms));
+    }
     Ok(dataplane::fann::PeConfig {
+        failover: dataplane::fann::Failover { on_congestion: s.congestion_failover, holddown_ns: s.congestion_holddown_ms * 1_000_000, holddown_max_ns: s.congestion_holddown_max_ms * 1_000_000 },
         interfaces: ifaces,
         policies: s6.pe_specs.iter().cloned().enumerate().map(|(i, p)| (i as u32, p)).collect(),
         known_nodes: known,
@@ -2783,6 +2809,10 @@ controller = "2001:db8:1::c"
         assert!(e.contains("ingress_pe.interfaces = []"), "{e}");
         let e = pe_bad(("controller = \"2001:db8:1::c\"", "controller = \"2001:db8:1::c\"\ncontroller_max_pps = 0"));
         assert!(e.contains("ingress_pe.controller_max_pps = 0"), "{e}");
+        let e = pe_bad(("controller = \"2001:db8:1::c\"", "controller = \"2001:db8:1::c\"\ncongestion_holddown_ms = 0"));
+        assert!(e.contains("ingress_pe.congestion_holddown_ms = 0"), "{e}");
+        let e = pe_bad(("controller = \"2001:db8:1::c\"", "controller = \"2001:db8:1::c\"\ncongestion_holddown_ms = 5000\ncongestion_holddown_max_ms = 2000"));
+        assert!(e.contains("ingress_pe.congestion_holddown_max_ms = 2000") && e.contains("congestion_holddown_ms (5000)"), "{e}");
         let e = pe_bad(("known_nodes = [\"fc00::1\"", "known_nodes = [\"fc00::zz\""));
         assert!(e.contains("ingress_pe.known_nodes[0] = \"fc00::zz\""), "{e}");
         let e = pe_bad(("controller = \"2001:db8:1::c\"", "controller = \"ff02::1\""));

@@ -747,10 +747,14 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         if changed {
             control.push_neighbours();
         }
-        // Recoveries for senders the rate limit held back.
+        // Recoveries for senders the rate limit held back; policies whose
+        // congestion hold-down ran out go back to their primaries.
         if let Some(pe) = control.pe.as_mut() {
             for ip in pe.poll_senders(&control.own) {
                 inject_later(&mut injects, ip, &control.own);
+            }
+            if let Some(t) = pe.poll_failover(&control.own) {
+                control.push_sids(t);
             }
         }
         while garbage_rx.try_recv().is_ok() {}

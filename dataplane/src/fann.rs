@@ -625,6 +625,51 @@ pub struct PolicyState {
     pub weights: Vec<u32>,
 }
 
+/// Moving a policy to its backup lists on congestion (s.4.2: "If backup
+/// path is available, ingress PE should switch the service traffic to the
+/// backup path"), damped so that it cannot flap: a policy whose own traffic
+/// congests its primary would otherwise move away, see the congestion
+/// clear, move back and congest it again every few detector intervals,
+/// reordering its RoCEv2 flows each time.
+///
+/// * It moves at once when no primary list is healthy (each failed or
+///   congested) and a backup list is.
+/// * It moves back only when the primary has been healthy for the
+///   hold-down and the hold-down has passed since it moved.
+/// * A move within twice the hold-down of the last move back doubles the
+///   hold-down (up to `holddown_max_ns`); a move after a longer quiet
+///   spell starts again from `holddown_ns`. So a flap settles to one
+///   round trip per `holddown_max_ns` at worst.
+///
+/// Failures are not damped: a policy whose primary lists all failed moves
+/// at once and returns as soon as one is up and healthy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Failover {
+    /// Move on congestion at all (false: congestion only reweights).
+    pub on_congestion: bool,
+    pub holddown_ns: u64,
+    pub holddown_max_ns: u64,
+}
+
+impl Default for Failover {
+    fn default() -> Self {
+        Failover { on_congestion: true, holddown_ns: 1_000_000_000, holddown_max_ns: 60_000_000_000 }
+    }
+}
+
+/// A policy's congestion fail-over state ([`Failover`]).
+#[derive(Debug, Clone, Copy, Default)]
+struct Damp {
+    /// On the backup because of congestion, since then.
+    since: Option<u64>,
+    /// The primary has been healthy since then.
+    healthy_since: Option<u64>,
+    /// The hold-down in force.
+    hold: u64,
+    /// The last move back to the primary.
+    last_back: Option<u64>,
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PeStats {
     pub accepted: u64,
@@ -635,6 +680,10 @@ pub struct PeStats {
     pub reweighted: u64,
     /// New events refused because [`MAX_PE_EVENTS`] stood.
     pub state_full: u64,
+    /// Moves to the backup on congestion (part of `switched_to_backup`),
+    /// and those that found the hold-down doubled (a flap damped).
+    pub congestion_switches: u64,
+    pub holddown_raised: u64,
 }
 
 /// What the ingress PE did with a notification.
@@ -670,12 +719,45 @@ pub struct IngressPe {
     cnp: Vec<(Ipv6Addr, u32)>,
     seen: std::collections::VecDeque<(Ipv6Addr, u8, u32)>,
     pub stats: PeStats,
+    failover: Failover,
+    damp: Vec<Damp>,
+    /// The time (ns, any epoch) of the notification being handled or of
+    /// the last [`IngressPe::advance`].
+    now: u64,
 }
 
 impl IngressPe {
     pub fn new(policies: Vec<PolicySpec>, known_nodes: Vec<Ipv6Addr>) -> Self {
+        Self::with_failover(policies, known_nodes, Failover::default())
+    }
+
+    pub fn with_failover(policies: Vec<PolicySpec>, known_nodes: Vec<Ipv6Addr>, failover: Failover) -> Self {
         let state = policies.iter().map(|p| PolicyState { on_backup: false, weights: p.primary.iter().map(|x| x.weight).collect() }).collect();
-        IngressPe { policies, state, known: known_nodes, failed: Vec::new(), congested: Vec::new(), cnp: Vec::new(), seen: std::collections::VecDeque::with_capacity(DEDUP), stats: PeStats::default() }
+        let damp = vec![Damp { hold: failover.holddown_ns, ..Damp::default() }; policies.len()];
+        IngressPe { policies, state, known: known_nodes, failed: Vec::new(), congested: Vec::new(), cnp: Vec::new(), seen: std::collections::VecDeque::with_capacity(DEDUP), stats: PeStats::default(), failover, damp, now: 0 }
+    }
+
+    /// Set the clock (ns, monotonic) for what follows: notifications are
+    /// handled at this time. Returns the policies that changed now that
+    /// it is this late (a hold-down ran out: back to the primary).
+    pub fn advance(&mut self, now: u64) -> Vec<usize> {
+        self.now = self.now.max(now);
+        if self.damp.iter().any(|d| d.since.is_some()) {
+            self.recompute()
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// When a policy on its backup because of congestion may move back at
+    /// the earliest (its primary healthy that long), if any.
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.damp.iter().filter_map(|d| Some(d.since?.max(d.healthy_since?) + d.hold)).min()
+    }
+
+    /// The hold-down in force for policy `i` (ns).
+    pub fn holddown(&self, i: usize) -> Option<u64> {
+        self.damp.get(i).map(|d| d.hold)
     }
 
     pub fn state(&self, i: usize) -> Option<&PolicyState> {
@@ -803,22 +885,67 @@ impl IngressPe {
 
     fn recompute(&mut self) -> Vec<usize> {
         let mut changed = Vec::new();
+        let now = self.now;
+        let f = self.failover;
+        let failed = |x: &PathSpec| self.failed.iter().any(|(e, _, _)| Self::hits(x, e));
+        // The largest divisor of the congestion standing on a path (1: none).
+        let divisor = |x: &PathSpec| {
+            let div = self.congested.iter().filter(|(e, _, _, _, _)| Self::hits(x, e)).map(|(_, _, d, _, _)| *d).max().unwrap_or(1);
+            let by_cnp = self.cnp.iter().filter(|(n, _)| Self::hits(x, &Element { node: *n, port: None })).map(|(_, d)| *d).max().unwrap_or(1);
+            div.max(by_cnp)
+        };
+        let broken = |paths: &[PathSpec]| paths.iter().all(failed);
+        // Some list neither failed nor congested.
+        let healthy = |paths: &[PathSpec]| paths.iter().any(|x| !failed(x) && divisor(x) == 1);
         for (i, p) in self.policies.iter().enumerate() {
-            let broken = |paths: &[PathSpec]| paths.iter().all(|x| self.failed.iter().any(|(e, _, _)| Self::hits(x, e)));
-            let use_backup = broken(&p.primary) && p.backup.as_ref().map(|b| !broken(b)).unwrap_or(false);
-            let paths = if use_backup { p.backup.as_deref().unwrap_or(&p.primary) } else { &p.primary };
-            let weights: Vec<u32> = paths
-                .iter()
-                .map(|x| {
-                    if self.failed.iter().any(|(e, _, _)| Self::hits(x, e)) {
-                        return 0;
+            let d = &mut self.damp[i];
+            let primary_ok = healthy(&p.primary);
+            if primary_ok {
+                d.healthy_since.get_or_insert(now);
+            } else {
+                d.healthy_since = None;
+            }
+            // s.4.1: every primary list failed, a backup list up: at once.
+            let by_failure = broken(&p.primary) && p.backup.as_ref().is_some_and(|b| !broken(b));
+            // s.4.2: no primary list healthy, a backup list is.
+            let by_congestion = f.on_congestion && p.backup.as_ref().is_some_and(|b| !primary_ok && healthy(b));
+            let use_backup = if by_failure {
+                true
+            } else if by_congestion {
+                if d.since.is_none() {
+                    // A move soon after the last move back: a flap, damped.
+                    d.hold = match d.last_back {
+                        Some(b) if now.saturating_sub(b) < d.hold.saturating_mul(2) => {
+                            self.stats.holddown_raised += 1;
+                            d.hold.saturating_mul(2).min(f.holddown_max_ns.max(f.holddown_ns))
+                        }
+                        _ => f.holddown_ns,
+                    };
+                    d.since = Some(now);
+                    if !self.state[i].on_backup {
+                        self.stats.congestion_switches += 1;
                     }
-                    let div = self.congested.iter().filter(|(e, _, _, _, _)| Self::hits(x, e)).map(|(_, _, d, _, _)| *d).max().unwrap_or(1);
-                    let by_cnp = self.cnp.iter().filter(|(n, _)| Self::hits(x, &Element { node: *n, port: None })).map(|(_, d)| *d).max().unwrap_or(1);
-                    let div = div.max(by_cnp);
-                    (x.weight / div).max(1)
-                })
-                .collect();
+                }
+                true
+            } else if let Some(since) = d.since.filter(|_| self.state[i].on_backup) {
+                // On the backup because of congestion: back once the
+                // primary has been healthy for the hold-down, and the
+                // hold-down has passed since the move.
+                let back = d.healthy_since.is_some_and(|h| now >= since.max(h).saturating_add(d.hold));
+                if back {
+                    d.since = None;
+                    d.last_back = Some(now);
+                }
+                !back
+            } else {
+                d.since = None;
+                false
+            };
+            if !use_backup && d.since.is_some() {
+                d.since = None;
+            }
+            let paths = if use_backup { p.backup.as_deref().unwrap_or(&p.primary) } else { &p.primary };
+            let weights: Vec<u32> = paths.iter().map(|x| if failed(x) { 0 } else { (x.weight / divisor(x)).max(1) }).collect();
             let new = PolicyState { on_backup: use_backup, weights };
             let old = &self.state[i];
             if *old != new {
@@ -947,6 +1074,8 @@ pub struct PeConfig {
     /// re-originated to the flow's source, and its recovery after it
     /// (IPv6 senders; same rate limit as the controller copies).
     pub notify_senders: bool,
+    /// Moving policies to their backups on congestion, damped.
+    pub failover: Failover,
 }
 
 /// Events whose senders were told, remembered for their recoveries.
@@ -1024,7 +1153,7 @@ impl PeControl {
                 PolicySpec { name: p.name.clone(), primary: sc(&p.primary), backup: p.backup.as_deref().map(sc) }
             })
             .collect();
-        let pe = IngressPe::new(scaled, cfg.known_nodes.clone());
+        let pe = IngressPe::with_failover(scaled, cfg.known_nodes.clone(), cfg.failover);
         let copy_bucket = TokenBucket::new(cfg.copy_max_pps, cfg.copy_burst);
         let sender_bucket = TokenBucket::new(cfg.copy_max_pps, cfg.copy_burst);
         Ok(PeControl { pe, cfg, table, params, copy_bucket, sender_bucket, told_senders: std::collections::VecDeque::new(), pending_recoveries: std::collections::VecDeque::new(), epoch: std::time::Instant::now() })
@@ -1049,38 +1178,42 @@ impl PeControl {
     /// React to a notification; counts into `counters` (the control
     /// thread's own counters: accepted, duplicates, switches, copies).
     pub fn on_note(&mut self, note: &PeNote, counters: &WorkerCounters) -> PeOutcome {
+        let now = self.epoch.elapsed().as_nanos() as u64;
+        self.on_note_at(note, now, counters)
+    }
+
+    /// [`on_note`](Self::on_note) at `now` (ns since the PE started).
+    pub fn on_note_at(&mut self, note: &PeNote, now: u64, counters: &WorkerCounters) -> PeOutcome {
+        let prev: Vec<bool> = (0..self.cfg.policies.len()).map(|i| self.pe.state(i).is_some_and(|s| s.on_backup)).collect();
+        // A hold-down that ran out by now takes effect first.
+        let due = self.pe.advance(now);
+        if !due.is_empty() {
+            self.apply_changed(&due, &prev, counters);
+        }
         let prev: Vec<bool> = (0..self.cfg.policies.len()).map(|i| self.pe.state(i).is_some_and(|s| s.on_backup)).collect();
         let reaction = match note {
             PeNote::Fann { code, msg } => self.pe.on_notification(*code, msg),
             PeNote::Cnp { from, info } => self.pe.on_cnp(*from, info),
         };
+        let due_table = (!due.is_empty()).then(|| Arc::new(self.table.clone()));
         let changed = match &reaction {
             Reaction::Dropped => {
                 counters.dropped(Drop::FannUnknownSource);
-                return PeOutcome { reaction, table: None, copy: None, senders: Vec::new() };
+                return PeOutcome { reaction, table: due_table, copy: None, senders: Vec::new() };
             }
             Reaction::Duplicate => {
                 counters.dropped(Drop::FannDuplicate);
-                return PeOutcome { reaction, table: None, copy: None, senders: Vec::new() };
+                return PeOutcome { reaction, table: due_table, copy: None, senders: Vec::new() };
             }
             Reaction::Full => {
                 counters.dropped(Drop::FannStateFull);
-                return PeOutcome { reaction, table: None, copy: None, senders: Vec::new() };
+                return PeOutcome { reaction, table: due_table, copy: None, senders: Vec::new() };
             }
             Reaction::Applied { changed } => changed.clone(),
         };
         counters.local(Local::PeNotification);
-        for &i in &changed {
-            self.rebuild(i);
-            let now_backup = self.pe.state(i).is_some_and(|s| s.on_backup);
-            counters.local(match (prev.get(i).copied().unwrap_or(false), now_backup) {
-                (false, true) => Local::PeSwitchedToBackup,
-                (true, false) => Local::PeRestored,
-                _ => Local::PeReweighted,
-            });
-        }
-        let table = (!changed.is_empty()).then(|| Arc::new(self.table.clone()));
-        let now = self.epoch.elapsed().as_nanos() as u64;
+        self.apply_changed(&changed, &prev, counters);
+        let table = (!changed.is_empty()).then(|| Arc::new(self.table.clone())).or(due_table);
         let copy = match self.cfg.controller {
             Some(c) if self.copy_bucket.take(now) => {
                 counters.local(Local::PeControllerCopy);
@@ -1161,6 +1294,42 @@ impl PeControl {
             counters.local(Local::PeSenderCopy);
         }
         out
+    }
+
+    /// Rebuild the `changed` policies and count how each changed (`prev`:
+    /// which were on their backup before).
+    fn apply_changed(&mut self, changed: &[usize], prev: &[bool], counters: &WorkerCounters) {
+        for &i in changed {
+            self.rebuild(i);
+            let now_backup = self.pe.state(i).is_some_and(|s| s.on_backup);
+            counters.local(match (prev.get(i).copied().unwrap_or(false), now_backup) {
+                (false, true) => Local::PeSwitchedToBackup,
+                (true, false) => Local::PeRestored,
+                _ => Local::PeReweighted,
+            });
+        }
+    }
+
+    /// Policies on their backup because of congestion whose hold-down ran
+    /// out go back to their primaries ([`Failover`]): the new snapshot for
+    /// the workers, if any moved. The control thread calls this every
+    /// loop (cheap while no hold-down runs).
+    pub fn poll_failover(&mut self, counters: &WorkerCounters) -> Option<Arc<SidTable>> {
+        self.pe.next_deadline()?;
+        let now = self.epoch.elapsed().as_nanos() as u64;
+        self.poll_failover_at(now, counters)
+    }
+
+    /// [`poll_failover`](Self::poll_failover) at `now` (ns since the PE
+    /// started).
+    pub fn poll_failover_at(&mut self, now: u64, counters: &WorkerCounters) -> Option<Arc<SidTable>> {
+        let prev: Vec<bool> = (0..self.cfg.policies.len()).map(|i| self.pe.state(i).is_some_and(|s| s.on_backup)).collect();
+        let changed = self.pe.advance(now);
+        if changed.is_empty() {
+            return None;
+        }
+        self.apply_changed(&changed, &prev, counters);
+        Some(Arc::new(self.table.clone()))
     }
 
     /// Recoveries for senders that waited for the rate limit and may go
@@ -1474,18 +1643,102 @@ mod tests {
         assert_eq!(p.stats.restored, 1);
     }
 
+    const SEC: u64 = 1_000_000_000;
+
     #[test]
     fn congestion_shifts_weights_and_unknown_is_dropped() {
         let mut p = pe();
         p.on_notification(CODE_EVENT, &msg("fc00::2", event::CONGESTION, 3, 1, None));
         assert_eq!(p.state(1).unwrap().weights, vec![12, 100], "severe: 1/8");
-        assert!(!p.state(0).unwrap().on_backup, "congestion does not fail over");
+        // s.4.2: congestion of the only primary list, and a backup free of
+        // it: the policy moves to the backup at once.
+        assert!(p.state(0).unwrap().on_backup, "no healthy primary left, a healthy backup");
         p.on_notification(CODE_EVENT, &msg("fc00::2", event::CONGESTION, 1, 2, None));
         assert_eq!(p.state(1).unwrap().weights, vec![50, 100], "the newer, milder event replaces it");
+        assert!(p.state(0).unwrap().on_backup);
+        p.advance(100 * MS);
         p.on_notification(CODE_RECOVERY, &msg("fc00::2", RECOVERY, event::CONGESTION, 2, None));
         assert_eq!(p.state(1).unwrap().weights, vec![100, 100]);
+        // Back to the primary once it has been healthy for the hold-down.
+        assert!(p.state(0).unwrap().on_backup, "hold-down: still on the backup");
+        assert_eq!(p.next_deadline(), Some(100 * MS + SEC));
+        assert_eq!(p.advance(100 * MS + SEC - 1), Vec::<usize>::new());
+        assert_eq!(p.advance(100 * MS + SEC), vec![0]);
+        assert!(!p.state(0).unwrap().on_backup);
+        assert_eq!((p.stats.switched_to_backup, p.stats.restored, p.stats.congestion_switches), (1, 1, 1));
+        // Congestion on the backup's elements too: nothing better there,
+        // the primary stays, its weight reduced.
+        p.advance(10 * SEC);
+        p.on_notification(CODE_EVENT, &msg("fc00::3", event::CONGESTION, 1, 3, None));
+        p.on_notification(CODE_EVENT, &msg("fc00::2", event::CONGESTION, 2, 4, None));
+        assert!(!p.state(0).unwrap().on_backup);
+        assert_eq!(p.state(0).unwrap().weights, vec![25]);
         assert_eq!(p.on_notification(CODE_EVENT, &msg("fc00::99", event::LINK_FAILURE, 0, 1, None)), Reaction::Dropped);
         assert_eq!(p.stats.unknown_source, 1);
+    }
+
+    /// A one-list policy whose own traffic congests its primary: it moves
+    /// to the backup, the congestion clears, it moves back, congests the
+    /// primary again... Each move soon after a move back doubles the
+    /// hold-down (1, 2, 4 s ... up to the maximum), so the flap slows
+    /// down; after a quiet spell the hold-down starts again from 1 s.
+    #[test]
+    fn congestion_failover_is_damped() {
+        let mut p = IngressPe::with_failover(pe().policies.clone(), vec![a("fc00::1"), a("fc00::2"), a("fc00::3"), a("fc00::4")], Failover { on_congestion: true, holddown_ns: SEC, holddown_max_ns: 4 * SEC });
+        let mut t = 0;
+        let mut id = 0;
+        let mut cycle = |p: &mut IngressPe, t: &mut u64, hold: u64| {
+            id += 2;
+            p.advance(*t);
+            p.on_notification(CODE_EVENT, &msg("fc00::2", event::CONGESTION, 3, id, None));
+            assert!(p.state(0).unwrap().on_backup, "moved at {t}");
+            assert_eq!(p.holddown(0), Some(hold), "hold-down at {t}");
+            // The congestion clears 10 ms later (the traffic left).
+            *t += 10 * MS;
+            p.advance(*t);
+            p.on_notification(CODE_RECOVERY, &msg("fc00::2", RECOVERY, event::CONGESTION, id, None));
+            assert!(p.state(0).unwrap().on_backup);
+            assert!(p.advance(*t + hold - 1).is_empty(), "not before the hold-down");
+            *t += hold;
+            assert_eq!(p.advance(*t), vec![0], "back at {t}");
+            assert!(!p.state(0).unwrap().on_backup);
+            // The traffic is back on the primary and congests it again.
+            *t += 10 * MS;
+        };
+        for hold in [SEC, 2 * SEC, 4 * SEC, 4 * SEC] {
+            cycle(&mut p, &mut t, hold);
+        }
+        assert_eq!((p.stats.congestion_switches, p.stats.restored, p.stats.holddown_raised), (4, 4, 3));
+        // A quiet spell longer than twice the hold-down: from 1 s again.
+        t += 9 * SEC;
+        cycle(&mut p, &mut t, SEC);
+        // Switched off: congestion only reweights.
+        let mut q = IngressPe::with_failover(pe().policies.clone(), vec![a("fc00::2")], Failover { on_congestion: false, ..Failover::default() });
+        q.on_notification(CODE_EVENT, &msg("fc00::2", event::CONGESTION, 3, 1, None));
+        assert!(!q.state(0).unwrap().on_backup);
+        assert_eq!(q.state(0).unwrap().weights, vec![12]);
+    }
+
+    /// A failure is not damped: once a primary list is up and healthy the
+    /// policy returns at once; but a primary that is up and congested
+    /// keeps it on the backup, as a congestion move.
+    #[test]
+    fn failures_are_not_damped() {
+        let mut p = pe();
+        p.on_notification(CODE_EVENT, &msg("fc00::1", event::LINK_FAILURE, 0, 7, Some(2)));
+        assert!(p.state(0).unwrap().on_backup);
+        p.advance(5 * MS);
+        p.on_notification(CODE_RECOVERY, &msg("fc00::1", RECOVERY, event::LINK_FAILURE, 7, Some(2)));
+        assert!(!p.state(0).unwrap().on_backup, "at once");
+        assert_eq!(p.next_deadline(), None);
+        p.on_notification(CODE_EVENT, &msg("fc00::1", event::LINK_FAILURE, 0, 8, Some(2)));
+        p.on_notification(CODE_EVENT, &msg("fc00::2", event::CONGESTION, 2, 9, None));
+        p.advance(20 * MS);
+        p.on_notification(CODE_RECOVERY, &msg("fc00::1", RECOVERY, event::LINK_FAILURE, 8, Some(2)));
+        assert!(p.state(0).unwrap().on_backup, "up but congested");
+        p.on_notification(CODE_RECOVERY, &msg("fc00::2", RECOVERY, event::CONGESTION, 9, None));
+        assert!(p.state(0).unwrap().on_backup, "healthy: after the hold-down");
+        assert_eq!(p.advance(20 * MS + SEC), vec![0]);
     }
 
     /// A node that restarts numbers its events afresh and has forgotten
@@ -1505,8 +1758,13 @@ mod tests {
         p.on_notification(CODE_EVENT, &msg("fc00::2", event::CONGESTION, 2, 9, None));
         assert!(p.state(0).unwrap().on_backup);
         p.on_notification(CODE_RECOVERY, &msg("fc00::1", RECOVERY, event::LINK_FAILURE, 0x6000_0000, Some(2)));
-        assert!(!p.state(0).unwrap().on_backup);
         assert_eq!(p.state(1).unwrap().weights, vec![25, 100], "only that type of event of that element is cleared");
+        // The failure is gone, but the primary is still congested (fc00::2)
+        // and the backup is not: policy 0 stays on its backup (s.4.2).
+        assert!(p.state(0).unwrap().on_backup);
+        p.on_notification(CODE_RECOVERY, &msg("fc00::2", RECOVERY, event::CONGESTION, 9, None));
+        p.advance(SEC);
+        assert!(!p.state(0).unwrap().on_backup);
         // Of another element (port 5): nothing changes.
         p.on_notification(CODE_EVENT, &msg("fc00::1", event::LINK_FAILURE, 0, 10, Some(2)));
         assert_eq!(p.on_notification(CODE_RECOVERY, &msg("fc00::1", RECOVERY, event::LINK_FAILURE, 0x6000_0001, Some(5))), Reaction::Applied { changed: vec![] });
@@ -1593,6 +1851,7 @@ mod pe_tests {
             copy_max_pps,
             copy_burst,
             notify_senders: true,
+            failover: Failover::default(),
         };
         PeControl::new(t, cfg).unwrap()
     }
@@ -1727,7 +1986,7 @@ mod pe_tests {
         let mut c = control(None);
         let r = c.pe.on_cnp(a("fc00::1"), &cnp(200, Action::Pause, 7));
         assert_eq!(r, Reaction::Applied { changed: vec![0, 1] });
-        assert!(!c.pe.state(0).unwrap().on_backup, "congestion does not fail over");
+        assert!(c.pe.state(0).unwrap().on_backup, "a CNP is congestion of its sender: the only primary list is congested, the backup is not (s.4.2)");
         assert_eq!(c.pe.state(1).unwrap().weights, vec![8, 64], "level >= 192: 1/8");
         assert_eq!(c.pe.on_cnp(a("fc00::1"), &cnp(220, Action::RateReduce, 8)), Reaction::Duplicate, "same divisor again");
         c.pe.on_cnp(a("fc00::1"), &cnp(150, Action::Notify, 7));
@@ -1736,6 +1995,15 @@ mod pe_tests {
         assert_eq!(c.pe.state(1).unwrap().weights, vec![32, 64], "below 128: 1/2");
         c.pe.on_cnp(a("fc00::1"), &cnp(90, Action::Resume, 7));
         assert_eq!(c.pe.state(1).unwrap().weights, vec![64, 64]);
+        // Resume: back to the primary after the hold-down, when the control
+        // thread's poll finds it ran out (a new snapshot, counted).
+        let counters = WorkerCounters::default();
+        assert!(c.pe.state(0).unwrap().on_backup);
+        assert!(c.poll_failover_at(999_999_999, &counters).is_none());
+        let t = c.poll_failover_at(1_000_000_000, &counters).expect("a new SID table");
+        assert!(!c.pe.state(0).unwrap().on_backup);
+        assert_eq!(t.policy(0).unwrap().lists().len(), 1);
+        assert_eq!(counters.local[Local::PeRestored as usize].get(), 1);
         assert_eq!(c.pe.on_cnp(a("fc00::1"), &cnp(0, Action::Notify, 7)), Reaction::Duplicate, "level 0 when not congested");
         assert_eq!(c.pe.on_cnp(a("fc00::99"), &cnp(200, Action::Pause, 7)), Reaction::Dropped);
         assert_eq!((c.pe.stats.duplicates, c.pe.stats.unknown_source), (2, 1));
@@ -1869,7 +2137,7 @@ mod pe_tests {
     #[test]
     fn bad_pe_config_names_the_policy() {
         let t = SidTable::new(&Params::DEFAULT);
-        let cfg = PeConfig { policies: vec![(3, PolicySpec { name: "x".into(), primary: vec![], backup: None })], known_nodes: vec![], interfaces: None, controller: None, source: a("fc00::a"), hop_limit: 1, copy_max_pps: 1, copy_burst: 1, notify_senders: false };
+        let cfg = PeConfig { policies: vec![(3, PolicySpec { name: "x".into(), primary: vec![], backup: None })], known_nodes: vec![], interfaces: None, controller: None, source: a("fc00::a"), hop_limit: 1, copy_max_pps: 1, copy_burst: 1, notify_senders: false, failover: Failover::default() };
         assert!(PeControl::new(t, cfg).err().unwrap().contains("\"x\": no SR policy 3"));
     }
 }

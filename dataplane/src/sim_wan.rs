@@ -393,7 +393,7 @@ impl WanSim {
         for e in evs {
             let Event::PeNotification(note) = e else { continue };
             let Some(pe) = self.nodes[n].pe.as_mut() else { continue };
-            let out = pe.on_note(&note, &counters);
+            let out = pe.on_note_at(&note, self.now, &counters);
             let at = self.now + self.cfg.control_delay_ns;
             if let Some(t) = out.table {
                 self.push(at, Ev::Apply(n, t));
@@ -438,6 +438,12 @@ impl WanSim {
                 let ip = notification_packet(note.code, &note.message, &src, &pe, &self.cfg.params, udp);
                 self.inject(n, &ip);
             }
+        }
+        // Congestion fail-over hold-downs that ran out (as the control
+        // thread's loop does).
+        let counters = self.nodes[n].counters.clone();
+        if let Some(t) = self.nodes[n].pe.as_mut().and_then(|pe| pe.poll_failover_at(now, &counters)) {
+            self.push(now + self.cfg.control_delay_ns, Ev::Apply(n, t));
         }
         self.push(now + self.cfg.tick_ns, Ev::Tick(n));
     }

@@ -16,7 +16,7 @@
 //! * Bad input at the PE: unknown source, malformed UDP FANN, duplicates.
 
 use dataplane::counters::{Drop, Local};
-use dataplane::fann::{DetectorConfig, Element, PathSpec, PeConfig, PolicySpec};
+use dataplane::fann::{DetectorConfig, Element, Failover, PathSpec, PeConfig, PolicySpec};
 use dataplane::sim_wan::{udp6_frame, Endpoint, Flow, WanConfig, WanSim, MS, US};
 use dataplane::srv6::{Behaviour, EncapMode, SidTable, SrPolicy};
 use dataplane::wire::fann::{event, Metadata, MessageRepr, Packet, PacketRepr, CODE_EVENT};
@@ -119,6 +119,7 @@ fn figure(udp: bool) -> Fig {
             copy_max_pps: 100_000,
             copy_burst: 100,
             notify_senders: false,
+            failover: Failover::default(),
         },
     );
     let det = DetectorConfig { link_bps: GBPS, ..DetectorConfig::default() };
@@ -250,7 +251,22 @@ fn figure3_congestion_shifts_the_ecmp_weights() {
     assert!(n > 400 && (0.38..0.62).contains(&s), "split after recovery: {s:.3} of {n}");
     let st = f.sim.pe(f.pe).unwrap().pe.stats;
     assert!(st.reweighted >= 2, "reweighted and restored: {st:?}");
-    assert_eq!(st.switched_to_backup, 0, "congestion does not fail over");
+    // Policy dc2 (R1-R2 its only primary list, R3-R4 its backup) moves to
+    // the backup while R2 is congested (s.4.2: "If backup path is
+    // available, ingress PE should switch the service traffic to the
+    // backup path"); dc2b, with both lists, reweights. dc2 goes back only
+    // once R2 has been healthy for the hold-down (1 s by default), so that
+    // a policy whose own traffic congests its primary cannot flap.
+    assert_eq!((st.switched_to_backup, st.restored, st.congestion_switches), (1, 0, 1), "{st:?}");
+    let first_sid = |f: &Fig| f.sim.sids(f.pe).unwrap().policy(0).unwrap().lists()[0].sids[0];
+    assert_eq!(first_sid(&f), backup()[0], "dc2 on its backup (R3-R4)");
+    let back = f.sim.pe(f.pe).unwrap().pe.next_deadline().expect("a hold-down runs");
+    assert!(back > 25 * MS + 1_000 * MS && back < 30 * MS + 1_000 * MS, "back at {back}");
+    f.sim.run_until(back - MS);
+    assert_eq!(first_sid(&f), backup()[0], "still on the backup 1 ms before");
+    f.sim.run_until(back + 2 * MS);
+    assert_eq!(first_sid(&f), primary()[0], "dc2 back on its primary (R1-R2)");
+    assert_eq!(f.sim.pe(f.pe).unwrap().pe.stats.restored, 1);
     assert!(f.sim.host_rx_count(f.dc2b) > 3000);
     let _ = f.dc2;
 }
