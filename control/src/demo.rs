@@ -214,9 +214,22 @@ elements = [["fc00::1#2", "fc00::2"]]
 backup = [["fc00:0:13::1", "fc00:0:14::1", "fc00:0:1e::d4"]]
 backup_elements = [["fc00::3", "fc00::4"]]
 
+# DC2's IPv6 prefix, whose primary path crosses R2 only (Figure 3): when
+# R2 reports severe congestion, no primary path is left healthy while the
+# backup R3 -> R4 is, and the ingress PE moves the policy there (s.4.2);
+# it comes back only once R2 has been healthy for the hold-down (doubled
+# for a policy that flaps between the two).
+[[srv6.policy]]
+prefix = "2001:db8:9::/48"
+segments = [["fc00:0:12::1", "fc00:0:1e::d6"]]
+elements = [["fc00::2"]]
+backup = [["fc00:0:13::1", "fc00:0:14::1", "fc00:0:1e::d6"]]
+backup_elements = [["fc00::3", "fc00::4"]]
+
 [ingress_pe]
 known_nodes = ["fc00::1", "fc00::2", "fc00::3", "fc00::4"]
 controller = "2001:db8:1::c"
+congestion_holddown_ms = 1000
 
 # FANN: this node tells the ingress PE about congestion on its ports.
 [fann]
@@ -279,6 +292,7 @@ pub fn traffic() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
         dc.push(gen::roce6(&to_router, host6, UNRESOLVED6.parse().unwrap(), 49300, 0x7a1, psn, 64, 64));
     }
     dc.extend(dc2_flows(&to_router, b"pe-before"));
+    dc.extend(dc2_flows6(&to_router, b"pe6-before"));
     dc.extend([
         // The host resolves the router, then pings it.
         gen::arp_request(HOST_MAC, host4, r4),
@@ -347,6 +361,7 @@ pub fn traffic() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     let filler = gen::udp4(&L2 { src: HOST_MAC, dst: OTHER_MAC }, host4, Ipv4Addr::new(10, 0, 9, 1), 1, 2, b"pace", 64);
     dc.extend(std::iter::repeat_n(filler, PACING_FRAMES));
     dc.extend(dc2_flows(&to_router, b"pe-after"));
+    dc.extend(dc2_flows6(&to_router, b"pe6-after"));
 
     // A RoCEv2 burst (about 800 KB) that overruns the 20 Mb/s WAN port.
     for i in 0..400u32 {
@@ -365,12 +380,19 @@ pub fn traffic() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     // with three receivers in the DC; a Long-haul CNP to our END.E SID (for
     // the DC host); Pause and Resume CNPs to our END.C SID.
     wan.push(end_mt_frame());
+    wan.push(bad_srh_frame());
     wan.push(to_sid("fc00:0:1::e", &lhcnp(dataplane::wire::lhcnp::Action::RateReduce, 30)));
     wan.push(to_sid("fc00:0:1::c", &lhcnp(dataplane::wire::lhcnp::Action::Pause, 100)));
+    // A second WAN node (fc00:0:9::2) asks for a pause on the same
+    // priority: the first node's Resume does not lift it (held), the
+    // RESUME goes out once the second node's pause has run out.
+    wan.push(outer6_from("fc00:0:9::2", "fc00:0:1::c", 41, &lhcnp(dataplane::wire::lhcnp::Action::Pause, 400)));
     wan.push(to_sid("fc00:0:1::c", &lhcnp(dataplane::wire::lhcnp::Action::Resume, 50)));
     // To the ingress PE: R1 reports its link toward R2 (port 2) down; and a
     // FANN from a node it does not know, which it drops and counts.
     wan.push(fann_link_failure("fc00::1", 2, 7));
+    // R2 reports its port 1 (toward the egress PE) severely congested.
+    wan.push(fann_congestion("fc00::2", 1, 11));
     wan.push(fann_link_failure("fc00::66", 1, 9));
     // The hosts the DC's first packets wait for answer, after 64 frames for
     // another station (so after the router has asked).
@@ -525,6 +547,35 @@ fn dc2_flows(to_router: &L2, tag: &[u8]) -> Vec<Vec<u8>> {
     (0..8u8).map(|i| gen::udp4(to_router, Ipv4Addr::new(10, 0, 1, 2), Ipv4Addr::new(10, 0, 9, 2 + i), 20000 + u16::from(i), 7000, tag, 64)).collect()
 }
 
+/// Eight UDP flows from the DC host to DC2's IPv6 prefix
+/// (2001:db8:9::2..9), payload `tag`.
+fn dc2_flows6(to_router: &L2, tag: &[u8]) -> Vec<Vec<u8>> {
+    let host6: Ipv6Addr = "2001:db8:1::2".parse().unwrap_or(Ipv6Addr::UNSPECIFIED);
+    (0..8u16).map(|i| gen::udp6(to_router, host6, Ipv6Addr::new(0x2001, 0xdb8, 9, 0, 0, 0, 0, 2 + i), 20000 + i, 7000, tag, 64)).collect()
+}
+
+/// A FANN congestion notification (ICMPv6, Sub-Type 3: severe) from `node`
+/// about its port `port`, to the router's WAN address.
+pub fn fann_congestion(node: &str, port: u32, id: u32) -> Vec<u8> {
+    use dataplane::wire::fann::{event, Metadata, MessageRepr, CODE_EVENT};
+    let node: Ipv6Addr = node.parse().expect("node");
+    let m = MessageRepr {
+        hop_limit: 8,
+        event_type: event::CONGESTION,
+        event_subtype: 3,
+        event_id: id,
+        timestamp: 1_767_225_600_000_000,
+        originating_node: node,
+        metadata: Metadata { egress_port_id: Some(port), egress_tx_utilization: Some(95), ..Default::default() },
+    };
+    let ip = dataplane::fann::notification_packet(CODE_EVENT, &m, &node, &"2001:db8:2::1".parse().unwrap(), &dataplane::wire::params::Params::DEFAULT, false);
+    let mut f = ROUTER_WAN_MAC.to_vec();
+    f.extend_from_slice(&WAN_GW_MAC);
+    f.extend_from_slice(&[0x86, 0xdd]);
+    f.extend_from_slice(&ip);
+    f
+}
+
 /// A FANN link-failure notification (ICMPv6) from `node` about its port
 /// `port`, to the router's WAN address.
 pub fn fann_link_failure(node: &str, port: u32, id: u32) -> Vec<u8> {
@@ -564,13 +615,17 @@ pub fn lhcnp(action: dataplane::wire::lhcnp::Action, parameter: u16) -> Vec<u8> 
 }
 
 fn outer6(dst: &str, nh: u8, payload: &[u8]) -> Vec<u8> {
+    outer6_from("fc00:0:9::1", dst, nh, payload)
+}
+
+fn outer6_from(src: &str, dst: &str, nh: u8, payload: &[u8]) -> Vec<u8> {
     let mut f = ROUTER_WAN_MAC.to_vec();
     f.extend_from_slice(&WAN_GW_MAC);
     f.extend_from_slice(&[0x86, 0xdd, 0x60, 0, 0, 0]);
     f.extend_from_slice(&(payload.len() as u16).to_be_bytes());
     f.push(nh);
     f.push(64);
-    f.extend_from_slice(&"fc00:0:9::1".parse::<Ipv6Addr>().unwrap().octets());
+    f.extend_from_slice(&src.parse::<Ipv6Addr>().unwrap().octets());
     f.extend_from_slice(&dst.parse::<Ipv6Addr>().unwrap().octets());
     f.extend_from_slice(payload);
     f
@@ -579,6 +634,19 @@ fn outer6(dst: &str, nh: u8, payload: &[u8]) -> Vec<u8> {
 /// A frame from the WAN gateway carrying `inner` in an outer IPv6 header to `sid`.
 pub fn to_sid(sid: &str, inner: &[u8]) -> Vec<u8> {
     outer6(sid, 41, inner)
+}
+
+/// An SRv6 frame (from the WAN) to the END.E SID whose SRH says Segments
+/// Left 5 of a one-segment list: the router answers with an ICMPv6
+/// Parameter Problem (code 0) pointing at the Segments Left field.
+pub fn bad_srh_frame() -> Vec<u8> {
+    use dataplane::wire::srh::SrhRepr;
+    let sid: Ipv6Addr = "fc00:0:1::e".parse().unwrap();
+    let mut srh = SrhRepr::for_path(41, &[sid], vec![]).to_bytes().expect("SRH");
+    srh[3] = 5;
+    let inner = gen::udp6(&L2 { src: [0; 6], dst: [0; 6] }, "fc00:0:9::1".parse().unwrap(), "2001:db8:1::2".parse().unwrap(), 40000, 9, b"bad-srh", 64);
+    srh.extend_from_slice(&inner[14..]);
+    outer6("fc00:0:1::e", 43, &srh)
 }
 
 /// An SRv6 frame (from the WAN) to the End.MT SID fc00:0:1::a carrying a 1 KiB
@@ -664,6 +732,11 @@ pub fn describe(f: &[u8]) -> String {
                     1 if p.len() > 41 && p[41] == 0 => "ICMPv6 destination unreachable, no route".to_string(),
                     1 if p.len() > 41 => format!("ICMPv6 destination unreachable (code {})", p[41]),
                     2 if p.len() >= 48 => format!("ICMPv6 packet too big, MTU {}", u32::from_be_bytes([p[44], p[45], p[46], p[47]])),
+                    4 if p.len() >= 48 => format!("ICMPv6 parameter problem, code {}{}, pointer {}", p[41], match p[41] {
+                        0 => " (erroneous header field)",
+                        4 => " (SR upper-layer header error)",
+                        _ => "",
+                    }, u32::from_be_bytes([p[44], p[45], p[46], p[47]])),
                     135 => "ICMPv6 neighbor solicitation".to_string(),
                     136 => "ICMPv6 neighbor advertisement".to_string(),
                     t => format!("ICMPv6 type {t}"),
@@ -688,8 +761,13 @@ pub fn describe(f: &[u8]) -> String {
                     let n = usize::from(p[44]) + 1;
                     let sids: Vec<String> = (0..n).rev().filter_map(|i| p.get(48 + 16 * i..64 + 16 * i)).map(|b| Ipv6Addr::from(<[u8; 16]>::try_from(b).unwrap_or([0; 16])).to_string()).collect();
                     let inner = 48 + 16 * n;
-                    let idst = p.get(inner + 16..inner + 20).map(|b| Ipv4Addr::new(b[0], b[1], b[2], b[3]).to_string()).unwrap_or_default();
-                    format!("SRv6 H.Encaps SID list [{}] (inner IPv4 to {idst}{})", sids.join(", "), ipv4_fragment(p.get(inner..).unwrap_or(&[])))
+                    if p[40] == 41 {
+                        let idst = p.get(inner + 24..inner + 40).map(|b| Ipv6Addr::from(<[u8; 16]>::try_from(b).unwrap_or([0; 16])).to_string()).unwrap_or_default();
+                        format!("SRv6 H.Encaps SID list [{}] (inner IPv6 to {idst})", sids.join(", "))
+                    } else {
+                        let idst = p.get(inner + 16..inner + 20).map(|b| Ipv4Addr::new(b[0], b[1], b[2], b[3]).to_string()).unwrap_or_default();
+                        format!("SRv6 H.Encaps SID list [{}] (inner IPv4 to {idst}{})", sids.join(", "), ipv4_fragment(p.get(inner..).unwrap_or(&[])))
+                    }
                 }
                 41 if p.len() >= 80 => {
                     // A notification wrapped toward an END.C / END.E SID.
@@ -733,7 +811,7 @@ fn summarize(frames: &[Vec<u8>]) -> String {
         } else if d.contains("SRv6 H.Encaps") && !d.contains("fragment") {
             // Group the encapsulated flows by SID list.
             let head = d.split(" (inner").next().unwrap_or(&d);
-            format!("{head} (DC2 traffic)")
+            format!("{head} (DC2 traffic{})", if d.contains("inner IPv6") { ", IPv6" } else { "" })
         } else if d.contains("Long-haul CNP") {
             // Group without the hop limit / TTL.
             let (head, tail) = d.split_once(" Long-haul").unwrap_or((&d, ""));
@@ -768,6 +846,7 @@ pub fn run(out: &Path) -> Result<(), String> {
     std::fs::write(dir.join("demo.toml"), &text).map_err(|e| e.to_string())?;
     std::fs::write(dir.join("dcirouter.lua"), WIRESHARK_DISSECTOR).map_err(|e| e.to_string())?;
     let cfg = config::load_str(&text)?;
+    let holddown_ms = cfg.ingress_pe.as_ref().map_or(0, |p| p.failover.holddown_ns / 1_000_000);
     println!("== dcirouter demo: DC port 'dc' (10.0.1.1/24, 2001:db8:1::1/64) and WAN port 'wan' (10.0.2.1/24, 2001:db8:2::1/64)");
     println!("   input: {} frames from the DC host, {} from the WAN (written to {})", dc.len(), wan.len(), dir.display());
     let eal: Vec<String> = DEMO_EAL.iter().map(|s| s.to_string()).collect();
@@ -835,11 +914,13 @@ pub fn run(out: &Path) -> Result<(), String> {
         );
     }
     println!(
-        "  SRv6: End.MT replicas {}; END.E forwarded {}; END.C PFC pause {} / resume {}; FANN notifications sent {}",
+        "  SRv6: End.MT replicas {}; END.E forwarded {}; END.C PFC pause {} / resume {} (a node's Resume held while another node's pause stood: {}); ICMPv6 Parameter Problem for a bad SRH (Segments Left past the list, RFC 8754 s.4.3.1.1) {}; FANN notifications sent {}",
         c.local_count(Local::EndMtReplica),
         c.local_count(Local::EndEForwarded),
         c.local_count(Local::PfcPause),
         c.local_count(Local::PfcResume),
+        c.local_count(Local::PfcResumeHeld),
+        c.local_count(Local::ParamProblem6),
         c.local_count(Local::Injected).saturating_sub(c.local_count(Local::PeControllerCopy))
     );
     let mc_in = [Local::McAckIn, Local::McNakIn, Local::McRnrIn, Local::McFatalNakIn, Local::McCnpIn].iter().map(|l| c.local_count(*l)).sum::<u64>()
@@ -892,6 +973,16 @@ pub fn run(out: &Path) -> Result<(), String> {
         c.drop_count(Drop::FannUnknownSource),
         c.local_count(Local::PeSwitchedToBackup),
         c.local_count(Local::PeControllerCopy)
+    );
+    println!(
+        "  ingress PE, congestion (s.4.2): {} packets to 2001:db8:9::/48 before R2's congestion notification left via {:?}, {} after it via {:?} (its only primary path crosses R2, the backup R3 -> R4 does not); moves on congestion {}, back to the primary only once R2 has been healthy for the hold-down ({} ms, doubled for each flap: {} so far)",
+        wan_out.iter().filter(|f| f.windows(10).any(|w| w == b"pe6-before")).count(),
+        first_sid(b"pe6-before"),
+        wan_out.iter().filter(|f| f.windows(9).any(|w| w == b"pe6-after")).count(),
+        first_sid(b"pe6-after"),
+        c.local_count(Local::PeCongestionFailover),
+        holddown_ms,
+        c.local_count(Local::PeHolddownRaised)
     );
     let (arp, ns, sent) = unresolved_outcome(&wan_out);
     println!(

@@ -198,6 +198,10 @@ reasons!(Local, N_LOCAL {
     PeNotification => "pe-notification-accepted",
     PeSwitchedToBackup => "pe-switched-to-backup",
     PeRestored => "pe-restored-primary",
+    // Of pe-switched-to-backup: the moves congestion made (s.4.2), and
+    // those that found the hold-down doubled (a flap damped).
+    PeCongestionFailover => "pe-congestion-failover",
+    PeHolddownRaised => "pe-holddown-raised",
     PeReweighted => "pe-reweighted",
     PeControllerCopy => "pe-controller-copy",
     PeSenderCopy => "pe-sender-notified",

@@ -1124,6 +1124,8 @@ pub struct PeControl {
     /// oldest first ahead of new events as tokens come.
     pending_recoveries: std::collections::VecDeque<Vec<u8>>,
     epoch: std::time::Instant,
+    /// `pe.stats` (congestion switches, hold-downs raised) already counted.
+    counted: (u64, u64),
 }
 
 impl PeControl {
@@ -1156,7 +1158,7 @@ impl PeControl {
         let pe = IngressPe::with_failover(scaled, cfg.known_nodes.clone(), cfg.failover);
         let copy_bucket = TokenBucket::new(cfg.copy_max_pps, cfg.copy_burst);
         let sender_bucket = TokenBucket::new(cfg.copy_max_pps, cfg.copy_burst);
-        Ok(PeControl { pe, cfg, table, params, copy_bucket, sender_bucket, told_senders: std::collections::VecDeque::new(), pending_recoveries: std::collections::VecDeque::new(), epoch: std::time::Instant::now() })
+        Ok(PeControl { pe, cfg, table, params, copy_bucket, sender_bucket, told_senders: std::collections::VecDeque::new(), pending_recoveries: std::collections::VecDeque::new(), epoch: std::time::Instant::now(), counted: (0, 0) })
     }
 
     /// The snapshot to install in the workers at start.
@@ -1299,6 +1301,11 @@ impl PeControl {
     /// Rebuild the `changed` policies and count how each changed (`prev`:
     /// which were on their backup before).
     fn apply_changed(&mut self, changed: &[usize], prev: &[bool], counters: &WorkerCounters) {
+        // The PE's own tallies of congestion moves, as counters.
+        let st = self.pe.stats;
+        counters.local_n(Local::PeCongestionFailover, st.congestion_switches - self.counted.0);
+        counters.local_n(Local::PeHolddownRaised, st.holddown_raised - self.counted.1);
+        self.counted = (st.congestion_switches, st.holddown_raised);
         for &i in changed {
             self.rebuild(i);
             let now_backup = self.pe.state(i).is_some_and(|s| s.on_backup);
