@@ -760,6 +760,82 @@ fn handoff_drops_count_for_the_flows_arrival_rate() {
     assert_eq!(mempool_in_use(&so), 0);
 }
 
+/// The End.MT underlay on real DPDK (draft-li s.3, s.5.1): a static
+/// multicast route replicates the WAN's packets to ff3e::100 onto the DC
+/// port (to 33:33:00:00:01:00, Hop Limit - 1, checksums and ICRC checked by
+/// scapy), the same group arriving on the DC port fails RPF, and an edge
+/// node whose End.MT SID is the group ff3e::10 replicates a RoCEv2 packet
+/// to its receiver from the End.MT TLV of its node address.
+#[test]
+fn multicast_routes_and_end_mt_on_a_group() {
+    python_ok().expect("the scapy oracle is required");
+    let dir = workdir("mroute");
+    let from_wan = control::gen::L2 { src: [0x02, 0, 0, 0, 0x02, 0x02], dst: [0x33, 0x33, 0, 0, 1, 0] };
+    let src: std::net::Ipv6Addr = "2001:db8:3::2".parse().unwrap();
+    let g: std::net::Ipv6Addr = "ff3e::100".parse().unwrap();
+    let mut wan: Vec<Vec<u8>> = (0..4u32).map(|i| control::gen::roce6(&from_wan, src, g, 49152, 0x100, i, 256, 64)).collect();
+    wan.push(control::gen::udp6(&from_wan, src, g, 40000, 5000, b"mcast-udp", 64));
+    // Hop Limit 1: dropped, no ICMPv6 error (RFC 4443 s.2.4 (e)).
+    wan.push(control::gen::udp6(&from_wan, src, g, 40000, 5000, b"mcast-hl1", 1));
+    // To the End.MT group ff3e::10: an SRv6 packet whose End.MT TLV for
+    // this node (its [srv6] source) names one DC receiver.
+    {
+        use dataplane::wire::srh::{EndMtReceiver, EndMtRepr, SrhRepr, TlvRepr};
+        let eg: std::net::Ipv6Addr = "ff3e::10".parse().unwrap();
+        let node: std::net::Ipv6Addr = "fc00:0:1::1".parse().unwrap();
+        let tlv = TlvRepr::EndMt(EndMtRepr { tlv_type: dataplane::wire::params::Params::DEFAULT.srh_tlv_end_mt, edge_node_address: node, receivers: vec![EndMtReceiver { address: "2001:db8:1::10".parse().unwrap(), qpn: 0x510 }] });
+        let mut pl = SrhRepr::for_path(41, &[eg, "fc00:0:2::1".parse().unwrap()], vec![tlv]).to_bytes().unwrap();
+        let inner = control::gen::roce6(&from_wan, src, "2001:db8:ff::1".parse().unwrap(), 49300, 0x777, 9, 512, 64);
+        pl.extend_from_slice(&inner[14..]);
+        let mut f = vec![0x33, 0x33, 0, 0, 0, 0x10, 0x02, 0, 0, 0, 0x02, 0x02, 0x86, 0xdd, 0x60, 0, 0, 0];
+        f.extend_from_slice(&(pl.len() as u16).to_be_bytes());
+        f.extend_from_slice(&[43, 64]);
+        f.extend_from_slice(&"fc00:0:9::1".parse::<std::net::Ipv6Addr>().unwrap().octets());
+        f.extend_from_slice(&eg.octets());
+        f.extend_from_slice(&pl);
+        wan.push(f);
+    }
+    control::demo::write_pcap(&dir.join("wan-in.pcap"), &wan).unwrap();
+    // The group from the DC side: wrong interface.
+    let to_router = control::gen::L2 { src: HOST, dst: [0x33, 0x33, 0, 0, 1, 0] };
+    control::demo::write_pcap(&dir.join("dc-in.pcap"), &[control::gen::udp6(&to_router, "2001:db8:1::2".parse().unwrap(), g, 40000, 5000, b"wrong-iif", 64)]).unwrap();
+    control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
+    let d = dir.display();
+    let text = config(&dir).replace(&format!("rx_pcap={d}/empty.pcap"), &format!("rx_pcap={d}/wan-in.pcap"))
+        + "[[neighbour]]\nip = \"2001:db8:1::10\"\nmac = \"02:00:00:00:01:10\"\ninterface = \"dc\"\n"
+        + "[srv6]\nlocator = \"fc00:0:1::/48\"\nsource = \"fc00:0:1::1\"\n[[srv6.sid]]\nsid = \"ff3e::10\"\nbehaviour = \"end.mt\"\n"
+        + "[[multicast.route]]\ngroup = \"ff3e::100\"\niif = \"wan\"\noifs = [\"dc\"]\n";
+    assert!(text.contains("wan-in.pcap"));
+    let cfg = dir.join("r.toml");
+    std::fs::write(&cfg, text).unwrap();
+    let out = run("mroute", &cfg, &["--exit-when-idle", "400", "--duration", "20"]);
+    assert!(out.status.success(), "dcirouter exited with {:?}", out.status);
+    let so = String::from_utf8_lossy(&out.stdout).to_string();
+    let dc = read_pcap(&dir.join("dc-out.pcap")).unwrap();
+    let copies: Vec<&Vec<u8>> = dc.iter().filter(|f| f[..6] == [0x33, 0x33, 0, 0, 1, 0]).collect();
+    assert_eq!(copies.len(), 5, "4 RoCEv2 + 1 UDP to the group");
+    for (c, w) in copies.iter().zip(&wan) {
+        assert_eq!(&c[6..12], &[0x02, 0xdc, 0, 0, 0, 1], "from the DC port");
+        assert_eq!(c[14 + 7], 63, "Hop Limit - 1");
+        assert_eq!(&c[14 + 8..], &w[14 + 8..], "the packet as received");
+    }
+    // The End.MT replica to the receiver (2001:db8:1::10, QPN 0x510).
+    let rep: Vec<&Vec<u8>> = dc.iter().filter(|f| f[..6] == [0x02, 0, 0, 0, 0x01, 0x10]).collect();
+    assert_eq!(rep.len(), 1);
+    assert_eq!(&rep[0][14 + 24..14 + 40], &"2001:db8:1::10".parse::<std::net::Ipv6Addr>().unwrap().octets());
+    assert_eq!(u32::from_be_bytes([0, rep[0][14 + 53], rep[0][14 + 54], rep[0][14 + 55]]), 0x510);
+    assert_eq!(dc.len(), 6, "nothing else: no ICMPv6 error for the Hop Limit 1 packet");
+    assert_eq!(counter(&so, "mroute-replica-sent"), 5);
+    assert_eq!(counter(&so, "endmt-replica-built"), 1);
+    assert_eq!(counter(&so, "mroute-rpf-failed"), 1);
+    assert_eq!(counter(&so, "ttl-expired"), 1);
+    let txt = scapy_check(&dir.join("dc-out.pcap"));
+    eprintln!("{txt}");
+    assert_eq!(txt.matches("ICRC-ok").count(), 5, "4 routed RoCEv2 copies + the End.MT replica: {txt}");
+    tshark_clean(&dir.join("dc-out.pcap"));
+    assert_eq!(mempool_in_use(&so), 0);
+}
+
 /// Four RoCEv2 flows from `src` to 2001:db8:3::10..13 (DestQP 0x100 + i)
 /// with 1, 2, 3 and 4 packets per round, 8 rounds: a queue holds them in
 /// about that proportion.

@@ -73,6 +73,25 @@ pub struct WanNotifyPlan {
 pub struct MulticastSection {
     #[serde(default, rename = "group")]
     pub groups: Vec<GroupSection>,
+    #[serde(default, rename = "route")]
+    pub routes: Vec<MrouteSection>,
+}
+
+/// `[[multicast.route]]`: a static IPv6 multicast route, the underlay of
+/// the RDMA multicast tree (draft-li s.3: PIM, static multicast routing or
+/// SRv6 Replication segments between the source and the edge nodes).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MrouteSection {
+    /// The group (IPv6 multicast, wider than link-local scope).
+    pub group: String,
+    /// Only packets from this source ((S,G)); absent: any source ((*,G)).
+    pub source: Option<String>,
+    /// The interface the group's packets must arrive on (RPF); absent: any.
+    pub iif: Option<String>,
+    /// The interfaces to replicate to (the arrival interface is skipped).
+    #[serde(default)]
+    pub oifs: Vec<String>,
 }
 
 /// `[[multicast.group]]`: one RDMA multicast group this node aggregates
@@ -969,6 +988,8 @@ pub struct RouterConfig {
     pub ingress_pe: Option<dataplane::fann::PeConfig>,
     /// Ingress PEs' END.C / END.E SIDs for notifications (WAN node).
     pub wan_notify: Vec<WanNotifyPlan>,
+    /// Static IPv6 multicast routes.
+    pub mroutes: Vec<dataplane::tables::Mroute>,
 }
 
 impl RouterConfig {
@@ -977,7 +998,9 @@ impl RouterConfig {
         self.wan_notify.iter().flat_map(|w| w.sources.iter().map(move |p| (*p, w.sid))).collect()
     }
     pub fn topology(&self) -> Topology {
-        Topology::new(self.interfaces.clone())
+        let mut t = Topology::new(self.interfaces.clone());
+        t.mroutes = self.mroutes.clone();
+        t
     }
     pub fn iface_index(&self, name: &str) -> Option<u16> {
         self.interfaces.iter().position(|i| i.name == name).map(|i| i as u16)
@@ -1385,6 +1408,10 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
             }
         }
     }
+    let mroutes = match &f.multicast {
+        None => Vec::new(),
+        Some(m) => mroute_plan(&m.routes, &interfaces, srv6.as_ref())?,
+    };
     let ingress_pe = match &f.ingress_pe {
         None => None,
         Some(s) => Some(ingress_pe_plan(s, srv6.as_ref(), &interfaces)?),
@@ -1399,6 +1426,7 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         fp.encap = wan_notify.iter().filter(|w| fp.ingress_pes.contains(&w.ingress_pe)).map(|w| (w.ingress_pe, w.sid)).collect();
     }
     Ok(RouterConfig {
+        mroutes,
         wan_notify,
         ingress_pe,
         fann,
@@ -1526,6 +1554,57 @@ fn fann_plan(f: &FannSection) -> Result<crate::fann_agent::FannPlan, String> {
 }
 
 /// Validate `[[multicast.group]]`: every field with its value.
+/// Validate `[[multicast.route]]`.
+fn mroute_plan(routes: &[MrouteSection], interfaces: &[Interface], srv6: Option<&Srv6Plan>) -> Result<Vec<dataplane::tables::Mroute>, String> {
+    use dataplane::tables::{routable_multicast6, Mroute, MAX_MROUTE_OIFS};
+    let mut out: Vec<Mroute> = Vec::new();
+    for (i, r) in routes.iter().enumerate() {
+        let f = |k: &str| format!("multicast.route[{i}].{k}");
+        let group: std::net::Ipv6Addr = r.group.parse().map_err(|_| format!("{} = {:?}: not an IPv6 address", f("group"), r.group))?;
+        if !routable_multicast6(&group) {
+            return Err(format!("{} = {group}: must be an IPv6 multicast group of wider than link-local scope (scope 3 and above, e.g. ff3e::/16 or ff05::/16)", f("group")));
+        }
+        let source = match &r.source {
+            None => None,
+            Some(v) => {
+                let a: std::net::Ipv6Addr = v.parse().map_err(|_| format!("{} = {v:?}: not an IPv6 address", f("source")))?;
+                if !unicast6(a) {
+                    return Err(format!("{} = {a}: must be a unicast address", f("source")));
+                }
+                Some(a)
+            }
+        };
+        let iface = |k: String, n: &str| interfaces.iter().position(|x| x.name == n).map(|x| x as u16).ok_or_else(|| format!("{k} = {n:?}: no such interface"));
+        let iif = match &r.iif {
+            None => None,
+            Some(n) => Some(iface(f("iif"), n)?),
+        };
+        let mut oifs = Vec::new();
+        for (j, n) in r.oifs.iter().enumerate() {
+            let o = iface(format!("{}[{j}]", f("oifs")), n)?;
+            if oifs.contains(&o) {
+                return Err(format!("{}[{j}] = {n:?}: listed twice", f("oifs")));
+            }
+            if iif == Some(o) {
+                return Err(format!("{}[{j}] = {n:?}: the route's iif (a packet never goes back out where it came in)", f("oifs")));
+            }
+            oifs.push(o);
+        }
+        if oifs.len() > MAX_MROUTE_OIFS {
+            return Err(format!("{}: {} interfaces, at most {MAX_MROUTE_OIFS}", f("oifs"), oifs.len()));
+        }
+        let local = srv6.is_some_and(|s| s.sids.iter().any(|x| x.sid == group && x.behaviour == "end.mt"));
+        if oifs.is_empty() && !local {
+            return Err(format!("{} = []: name the interfaces to replicate to (or make the group a local end.mt SID)", f("oifs")));
+        }
+        if out.iter().any(|m| m.group == group && m.source == source) {
+            return Err(format!("{} = {group}: a route for this group{} is configured twice", f("group"), source.map(|s| format!(" from {s}")).unwrap_or_default()));
+        }
+        out.push(Mroute { group, source, iif, oifs });
+    }
+    Ok(out)
+}
+
 fn multicast_plan(m: &MulticastSection, srv6: Option<&Srv6Plan>) -> Result<Vec<GroupPlan>, String> {
     use dataplane::multicast::{GroupConfig, GroupId, Receiver, MAX_BRANCHES, PSN_MASK};
     use std::net::Ipv6Addr;
@@ -1759,7 +1838,15 @@ fn srv6_plan(s: &Srv6Section, interfaces: &[Interface], has_ingress_pe: bool) ->
     for (i, e) in s.sids.iter().enumerate() {
         let f = |k: &str| format!("srv6.sid[{i}].{k}");
         let sid: std::net::Ipv6Addr = e.sid.parse().map_err(|_| format!("{} = {:?}: not an IPv6 address", f("sid"), e.sid))?;
-        if !locator.contains(&sid) {
+        let b0 = e.behaviour.to_ascii_lowercase();
+        // An End.MT SID may be the multicast group the edge node receives
+        // the tree's packets on (draft-li s.5.1: "Each edge node MUST be
+        // configured to receive IP multicast traffic addressed to" it).
+        let mt_group = b0 == "end.mt" && dataplane::tables::routable_multicast6(&sid);
+        if sid.is_multicast() && !mt_group {
+            return Err(format!("{} = {sid}: a multicast SID must be an end.mt SID of wider than link-local scope (behaviour is {b0})", f("sid")));
+        }
+        if !locator.contains(&sid) && !mt_group {
             return Err(format!("{} = {sid}: outside the locator {locator}", f("sid")));
         }
         if sids.iter().any(|x| x.sid == sid) {
@@ -2546,6 +2633,45 @@ receivers = [ { address = "2001:db8:2::10", qpn = 0x11 }, { address = "2001:db8:
             let e = bad_mc(("locator = \"fc00:0:1::/48\"", &format!("locator = \"fc00:0:1::/48\"\nnotification_sources = {v}")));
             assert!(e.contains(want), "{e}");
         }
+    }
+
+    #[test]
+    fn multicast_routes_validate() {
+        const MR: &str = "[[multicast.route]]\ngroup = \"ff3e::100\"\niif = \"wan\"\noifs = [\"dc\"]\n";
+        let c = load_str(&format!("{GOOD}{MC}{MR}")).unwrap();
+        assert_eq!(c.mroutes, vec![dataplane::tables::Mroute { group: "ff3e::100".parse().unwrap(), source: None, iif: Some(1), oifs: vec![0] }]);
+        assert_eq!(c.topology().mroutes, c.mroutes, "the workers' topology carries them");
+        let bad = |patch: (&str, &str)| {
+            let base = format!("{GOOD}{MC}{MR}");
+            let t = base.replacen(patch.0, patch.1, 1);
+            assert_ne!(t, base, "patch did not apply: {patch:?}");
+            load_str(&t).unwrap_err()
+        };
+        for (patch, want) in [
+            (("group = \"ff3e::100\"", "group = \"2001:db8::1\""), "multicast.route[0].group = 2001:db8::1: must be an IPv6 multicast group"),
+            (("group = \"ff3e::100\"", "group = \"ff02::100\""), "multicast.route[0].group = ff02::100: must be an IPv6 multicast group of wider than link-local scope"),
+            (("group = \"ff3e::100\"", "group = \"nope\""), "multicast.route[0].group = \"nope\": not an IPv6 address"),
+            (("iif = \"wan\"", "iif = \"wan\"\nsource = \"ff3e::1\""), "multicast.route[0].source = ff3e::1: must be a unicast address"),
+            (("iif = \"wan\"", "iif = \"lo\""), "multicast.route[0].iif = \"lo\": no such interface"),
+            (("oifs = [\"dc\"]", "oifs = [\"dc\", \"x\"]"), "multicast.route[0].oifs[1] = \"x\": no such interface"),
+            (("oifs = [\"dc\"]", "oifs = [\"dc\", \"dc\"]"), "multicast.route[0].oifs[1] = \"dc\": listed twice"),
+            (("oifs = [\"dc\"]", "oifs = [\"wan\"]"), "multicast.route[0].oifs[0] = \"wan\": the route's iif"),
+            (("oifs = [\"dc\"]", "oifs = []"), "multicast.route[0].oifs = []"),
+            (("oifs = [\"dc\"]\n", "oifs = [\"dc\"]\n[[multicast.route]]\ngroup = \"ff3e::100\"\noifs = [\"dc\"]\n"), "multicast.route[1].group = ff3e::100: a route for this group is configured twice"),
+            (("sid = \"fc00:0:1::10\"\nbehaviour = \"end.mt\"", "sid = \"fc00:0:1::10\"\nbehaviour = \"end.mt\"\n[[srv6.sid]]\nsid = \"ff3e::7\"\nbehaviour = \"end\""), "srv6.sid[1].sid = ff3e::7: a multicast SID must be an end.mt SID"),
+        ] {
+            let e = bad(patch);
+            assert!(e.contains(want), "{patch:?}: {e}");
+        }
+        // An (S,G) route next to the (*,G) one, and a group that is a local
+        // End.MT SID needs no outgoing interface (an edge node only).
+        let ok = format!("{GOOD}{MC}{MR}").replacen("oifs = [\"dc\"]\n", "oifs = [\"dc\"]\n[[multicast.route]]\ngroup = \"ff3e::100\"\nsource = \"2001:db8:5::1\"\noifs = [\"dc\"]\n", 1)
+            + "[[multicast.route]]\ngroup = \"ff3e::7\"\n";
+        let ok = ok.replacen("behaviour = \"end.mt\"", "behaviour = \"end.mt\"\n[[srv6.sid]]\nsid = \"ff3e::7\"\nbehaviour = \"end.mt\"", 1);
+        let c = load_str(&ok).unwrap();
+        assert_eq!(c.mroutes.len(), 3);
+        assert_eq!(c.mroutes[1].source, Some("2001:db8:5::1".parse().unwrap()));
+        assert!(c.mroutes[2].oifs.is_empty());
     }
 
     #[test]

@@ -59,6 +59,9 @@ reasons!(Drop, N_DROPS {
     ReasmEvicted => "reassembly-evicted",
     ReasmMalformed => "reassembly-malformed",
     MulticastNotRouted => "multicast-not-routed",
+    // A multicast packet that arrived on another interface than its
+    // route's RPF interface (`iif`).
+    MrouteRpfFailed => "mroute-rpf-failed",
     // local
     LocalUnsupported => "local-unsupported",
     MalformedIcmp => "malformed-icmp",
@@ -178,6 +181,8 @@ reasons!(Local, N_LOCAL {
     Srv6Decap => "srv6-decap",
     Srv6End => "srv6-end",
     EndMtReplica => "endmt-replica-built",
+    // Copies of a multicast packet sent by a multicast route.
+    MrouteReplica => "mroute-replica-sent",
     EndMtZeroCopy => "endmt-replica-zero-copy",
     // End.MT reverse path (multicast::Counter events)
     McDataSeen => "mc-data-seen",

@@ -624,6 +624,9 @@ impl Pipeline {
                 return Ok(v);
             }
         }
+        if dst.is_multicast() && crate::tables::routable_multicast6(&dst) {
+            return self.multicast6(p, l2, src, dst, hop, total, now_ns);
+        }
         if self.sids.get(&dst).is_some() {
             return self.srv6_local(p, l2, src, dst, hop, total, now_ns);
         }

@@ -104,7 +104,7 @@
 use crate::counters::{Drop, Local};
 use crate::packet::PacketBuffer;
 use crate::pipeline::{write_l2, Icmp4Error, Icmp6Error, Pipeline, Verdict, L2};
-use crate::tables::NextHop;
+use crate::tables::{NextHop, MAX_MROUTE_OIFS};
 use crate::wire::ethernet::EtherType;
 use crate::wire::ipv4::{IpProtocol, Ipv4Packet};
 use crate::wire::ipv6::{walk_ext_chain, ExtChain, Ipv6Packet};
@@ -547,6 +547,12 @@ fn srh_of(pkt: &[u8]) -> Result<(ExtChain, Option<SrhAt>), (Drop, Option<u32>)> 
 pub(crate) struct ReplicaJob {
     /// Number of copies.
     n: usize,
+    /// Multicast route copies (the first `mr`, before the End.MT ones):
+    /// the whole packet, Hop Limit - 1, out of these interfaces.
+    mr: usize,
+    mr_oifs: [u16; MAX_MROUTE_OIFS],
+    /// The multicast group (their Ethernet destination, RFC 2464 s.7).
+    mr_group: u128,
     /// The End.MT SID (for the provisioned receivers and downstream SIDs).
     sid: u128,
     /// IPv6 header offset in the original frame, and its total length.
@@ -950,6 +956,86 @@ impl Pipeline {
         Ok(Verdict::Replicate(n as u16))
     }
 
+    /// A packet to an IPv6 multicast group of wider than link-local scope
+    /// (the End.MT underlay, draft-li s.3 / s.5.1): replicated by its
+    /// multicast route ([`crate::tables::Mroute`]; RPF: it must arrive on
+    /// the route's `iif`) out of every outgoing interface but the one it
+    /// came in on, and handed to the local End.MT SID when the group is one
+    /// ("Each edge node MUST be configured to receive IP multicast traffic
+    /// addressed to the Proxy Address", s.5.1). No ICMPv6 error answers a
+    /// packet to a multicast address (RFC 4443 s.2.4 (e)).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn multicast6<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, src: Ipv6Addr, dst: Ipv6Addr, hop: u8, total: usize, now_ns: u64) -> Result<Verdict, Drop> {
+        let local = matches!(self.sids.get(&dst), Some(Behaviour::EndMT { .. }));
+        let mut oifs = [0u16; MAX_MROUTE_OIFS];
+        let mut mr = 0;
+        match self.topo.mroute(&src, &dst) {
+            Some((_, m)) => {
+                if m.iif.is_some_and(|i| i != l2.iface) {
+                    return Err(Drop::MrouteRpfFailed);
+                }
+                for &o in m.oifs.iter().filter(|&&o| o != l2.iface).take(MAX_MROUTE_OIFS) {
+                    oifs[mr] = o;
+                    mr += 1;
+                }
+            }
+            None if !local => return Err(Drop::MulticastNotRouted),
+            None => {}
+        }
+        if hop <= 1 {
+            return Err(Drop::TtlExpired);
+        }
+        let mut k = 0;
+        if local {
+            match self.srv6_local(p, l2, src, dst, hop, total, now_ns) {
+                Ok(Verdict::Replicate(n)) => k = usize::from(n),
+                // The End.MT part failed: the copies for the tree below
+                // still go (the reason counted here), or the packet is
+                // dropped for it.
+                Err(why) if mr > 0 => self.counters.dropped(why),
+                other => return other,
+            }
+        } else {
+            self.rep = ReplicaJob::default();
+        }
+        if mr == 0 {
+            return if k > 0 { Ok(Verdict::Replicate(k as u16)) } else { Err(Drop::MulticastNotRouted) };
+        }
+        let job = &mut self.rep;
+        if k == 0 {
+            *job = ReplicaJob { l3: l2.l3, total, pcp: l2.pcp, ..ReplicaJob::default() };
+        }
+        job.n = k + mr;
+        job.mr = mr;
+        job.mr_oifs = oifs;
+        job.mr_group = u128::from(dst);
+        Ok(Verdict::Replicate(job.n as u16))
+    }
+
+    /// Multicast route copy `i` of `job`: the whole packet of `src` (the
+    /// received frame), Hop Limit - 1, to the group's Ethernet address
+    /// 33:33 + its low 32 bits (RFC 2464 s.7) out of `job.mr_oifs[i]`.
+    fn build_mroute_copy<Q: PacketBuffer>(&mut self, job: &ReplicaJob, i: usize, src: &[u8], copy: &mut Q) -> Result<u16, Drop> {
+        let iface = job.mr_oifs[i];
+        let ifc = self.topo.iface(iface).ok_or(Drop::ReplicaInvalid)?;
+        if job.total > usize::from(ifc.mtu) {
+            return Err(Drop::MtuExceeded);
+        }
+        let (port, out_mac, vlan) = (ifc.port, ifc.mac, ifc.vlan);
+        let body = src.get(job.l3..job.l3 + job.total).ok_or(Drop::ReplicaInvalid)?;
+        if !copy.set_len(14 + job.total) {
+            return Err(Drop::NoHeadroom);
+        }
+        let d = copy.data_mut();
+        d[14..].copy_from_slice(body);
+        Ipv6Packet::new_unchecked(&mut d[14..]).decrement_hop_limit();
+        let g = job.mr_group.to_be_bytes();
+        let mac = [0x33, 0x33, g[12], g[13], g[14], g[15]];
+        write_l2(copy, L2 { iface, l3: 14, pcp: job.pcp, mcast: false }, mac, out_mac, vlan, EtherType::IPV6)?;
+        self.counters.local(Local::MrouteReplica);
+        Ok(port)
+    }
+
     /// Write copy `i` of the last [`Verdict::Replicate`] into `copy` (a
     /// fresh, empty buffer with headroom), from `original` (the unchanged
     /// received frame): Ethernet header, rewritten packet, routed. Returns
@@ -967,6 +1053,10 @@ impl Pipeline {
         }
         let now_ns = now_ns.max(1);
         let src = original.data();
+        if i < job.mr {
+            return self.build_mroute_copy(&job, i, src, copy);
+        }
+        let i = i - job.mr;
         if i < job.down {
             // Tree-interior copy: the whole outer packet to a downstream SID.
             let to = match self.sids.sids.get(&job.sid) {
@@ -1051,6 +1141,10 @@ impl Pipeline {
         if i >= job.n {
             return Err(Drop::ReplicaInvalid);
         }
+        if i < job.mr {
+            return Ok(None);
+        }
+        let i = i - job.mr;
         if i < job.down || job.inner_len <= REPLICA_HEAD + roce::ICRC_LEN {
             return Ok(None);
         }

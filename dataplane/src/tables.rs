@@ -113,10 +113,38 @@ pub fn solicited_node(a: &Ipv6Addr) -> Ipv6Addr {
     Ipv6Addr::new(0xff02, 0, 0, 0, 0, 1, 0xff00 | u16::from(o[13]), u16::from_be_bytes([o[14], o[15]]))
 }
 
+/// A static IPv6 multicast route (the underlay of draft-li s.3: "IP
+/// multicast forwarding is available in the underlay between the source
+/// and the edge nodes, using any combination of PIM, static multicast
+/// routing, or SRv6 Replication segments"): packets to `group` (from
+/// `source`, or from any source when None) that arrive on `iif` (the RPF
+/// interface; None: any) are replicated out of each of `oifs`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mroute {
+    pub group: Ipv6Addr,
+    pub source: Option<Ipv6Addr>,
+    /// Interface index the group's packets must arrive on (RPF).
+    pub iif: Option<u16>,
+    /// Interface indices to replicate to (never the arrival interface).
+    pub oifs: Vec<u16>,
+}
+
+/// An IPv6 multicast address a router may forward: scope wider than
+/// link-local (RFC 4291 s.2.7; RFC 7346: realm-local and wider).
+pub fn routable_multicast6(a: &Ipv6Addr) -> bool {
+    a.is_multicast() && a.octets()[1] & 0x0f > 2
+}
+
+/// At most this many outgoing interfaces per multicast route.
+pub const MAX_MROUTE_OIFS: usize = 32;
+
 /// The interfaces and the router's own addresses.
 #[derive(Debug, Clone, Default)]
 pub struct Topology {
     pub interfaces: Vec<Interface>,
+    /// Static IPv6 multicast routes: (S,G) entries are matched before
+    /// (*,G) ones.
+    pub mroutes: Vec<Mroute>,
     /// Our addresses; a router has a handful, so a scan of a short array
     /// beats hashing.
     local4: Vec<u32>,
@@ -164,6 +192,16 @@ impl Topology {
             Some(v) => self.by_port_vlan.get(&(port, v)).copied(),
         }
     }
+    /// The multicast route for a packet from `src` to `group`: the (S,G)
+    /// entry, else the (*,G) one.
+    pub fn mroute(&self, src: &Ipv6Addr, group: &Ipv6Addr) -> Option<(usize, &Mroute)> {
+        if self.mroutes.is_empty() {
+            return None;
+        }
+        let g = self.mroutes.iter().enumerate().filter(|(_, m)| m.group == *group);
+        g.clone().find(|(_, m)| m.source == Some(*src)).or_else(|| g.clone().find(|(_, m)| m.source.is_none()))
+    }
+
     #[inline]
     pub fn iface(&self, i: u16) -> Option<&Interface> {
         self.interfaces.get(usize::from(i))

@@ -1412,3 +1412,152 @@ fn srv6_counter_names() {
     }
     let _ = IpAddr::V6(sid_end());
 }
+
+// ------------------------------------------------ IPv6 multicast underlay
+
+fn group() -> Ipv6Addr {
+    a6("ff3e::100")
+}
+
+/// The pipeline with `mroutes` (and an End.MT SID on the group ff3e::10).
+fn mc_pipeline(mroutes: Vec<dataplane::tables::Mroute>) -> Pipeline {
+    let mut t = topology();
+    t.mroutes = mroutes;
+    let mut pl = Pipeline::new(Arc::new(t), Arc::new(fib()), Arc::new(neighbours()), Arc::new(WorkerCounters::default()), PipelineConfig::default());
+    let mut s = sid_table();
+    s.insert(a6("ff3e::10"), Behaviour::end_mt());
+    pl.set_sids(Arc::new(s));
+    pl
+}
+
+fn mroute(group: Ipv6Addr, source: Option<Ipv6Addr>, iif: Option<u16>, oifs: &[u16]) -> dataplane::tables::Mroute {
+    dataplane::tables::Mroute { group, source, iif, oifs: oifs.to_vec() }
+}
+
+/// `frame` with the group's Ethernet destination 33:33 + its low 32 bits
+/// (RFC 2464 s.7), as a multicast packet arrives.
+fn to_group_mac(mut frame: Vec<u8>, g: Ipv6Addr) -> Vec<u8> {
+    let o = g.octets();
+    frame[..6].copy_from_slice(&[0x33, 0x33, o[12], o[13], o[14], o[15]]);
+    frame
+}
+
+fn process_on(pl: &mut Pipeline, frame: &[u8], port: u16) -> (Verdict, VecPacket) {
+    let mut p = VecPacket::from_bytes(frame);
+    let v = pl.process(&mut p, port, T0);
+    if let Verdict::Drop(r) = v {
+        pl.counters.dropped(r);
+    }
+    (v, p)
+}
+
+/// A static multicast route replicates a packet to its group out of each
+/// outgoing interface: the whole packet, Hop Limit - 1, to 33:33:00:00:01:00
+/// from the interface's MAC; it must arrive on the route's iif (RPF); the
+/// (S,G) route wins over the (*,G) one; the arrival interface is skipped;
+/// a Hop Limit of 1 or a group without a route is dropped, and no ICMPv6
+/// error answers a packet to a multicast address (RFC 4443 s.2.4 (e)).
+#[test]
+fn multicast_routes_replicate_with_rpf() {
+    let star = mroute(group(), None, Some(0), &[1, 2]);
+    let mut pl = mc_pipeline(vec![star.clone(), mroute(group(), Some(a6("2001:db8::7")), Some(0), &[2])]);
+    let f = to_group_mac(eth(0x86dd, &plain6(s1(), group(), 0x28)), group());
+    let (v, p) = process_on(&mut pl, &f, 0);
+    assert_eq!(v, Verdict::Replicate(2));
+    assert_eq!(p.to_vec(), f, "the original is not modified");
+    let out = replicas(&mut pl, &p, 2);
+    for (r, (port, mac)) in out.into_iter().zip([(1u16, R1), (2, R2)]) {
+        let (got_port, c) = r.unwrap();
+        assert_eq!(got_port, port);
+        assert_eq!(&c[..6], &[0x33, 0x33, 0, 0, 1, 0], "the group's MAC");
+        assert_eq!(&c[6..12], &mac, "from the outgoing interface");
+        assert_eq!(&c[12..14], &[0x86, 0xdd]);
+        let ip = Ipv6Packet::new_checked(l3(&c)).unwrap();
+        assert_eq!((ip.hop_limit(), ip.dst_addr(), ip.src_addr(), ip.traffic_class()), (63, group(), s1(), 0x28));
+        assert_eq!(&c[14 + 8..], &f[14 + 8..], "the rest of the packet as received");
+    }
+    assert_eq!(pl.counters.local[Local::MrouteReplica as usize].get(), 2);
+    // RPF: from the wrong interface.
+    let (v, _) = process_on(&mut pl, &f, 1);
+    assert_eq!(v, Verdict::Drop(Drop::MrouteRpfFailed));
+    // (S,G): only out of p2.
+    let fs = to_group_mac(eth(0x86dd, &plain6(a6("2001:db8::7"), group(), 0)), group());
+    let (v, p) = process_on(&mut pl, &fs, 0);
+    assert_eq!(v, Verdict::Replicate(1));
+    assert_eq!(replicas(&mut pl, &p, 1)[0].as_ref().unwrap().0, 2);
+    // Hop Limit 1: dropped, nothing sent back.
+    let mut low = plain6(s1(), group(), 0);
+    low[7] = 1;
+    let (v, _) = process_on(&mut pl, &to_group_mac(eth(0x86dd, &low), group()), 0);
+    assert_eq!(v, Verdict::Drop(Drop::TtlExpired));
+    // A group without a route; a link-local scope group is never routed.
+    for g in [a6("ff3e::200"), a6("ff02::100")] {
+        let (v, _) = process_on(&mut pl, &to_group_mac(eth(0x86dd, &plain6(s1(), g, 0)), g), 0);
+        assert_eq!(v, Verdict::Drop(Drop::MulticastNotRouted), "{g}");
+    }
+    // Without an iif, any interface; never back out of the arrival one.
+    let mut pl = mc_pipeline(vec![mroute(group(), None, None, &[0, 1, 2])]);
+    let (v, p) = process_on(&mut pl, &f, 1);
+    assert_eq!(v, Verdict::Replicate(2));
+    let ports: Vec<u16> = replicas(&mut pl, &p, 2).into_iter().map(|r| r.unwrap().0).collect();
+    assert_eq!(ports, vec![0, 2]);
+    // A copy larger than an outgoing interface's MTU is dropped by name.
+    let mut t = topology();
+    t.interfaces[2].mtu = 59;
+    t.mroutes = vec![star];
+    let mut pl = Pipeline::new(Arc::new(t), Arc::new(fib()), Arc::new(neighbours()), Arc::new(WorkerCounters::default()), PipelineConfig::default());
+    let (v, p) = process_on(&mut pl, &f, 0);
+    assert_eq!(v, Verdict::Replicate(2));
+    let out = replicas(&mut pl, &p, 2);
+    assert!(out[0].is_ok());
+    assert_eq!(out[1].as_ref().unwrap_err(), &Drop::MtuExceeded);
+}
+
+/// An edge node "configured to receive IP multicast traffic addressed to"
+/// the tree's group (draft-li s.5.1): its End.MT SID is the group. It
+/// runs End.MT for its own receivers (the TLV of its node address) and,
+/// with a multicast route for the group, also passes the packet on down
+/// the tree: the route's copies come first, then the receivers' replicas.
+#[test]
+fn end_mt_on_a_multicast_group_edge_and_transit() {
+    let g = a6("ff3e::10");
+    let rs = vec![(a6("2001:db8:2::11"), 0x000777)];
+    let f = to_group_mac(mt_frame(g, node_addr(), &rs, 0, 0x02), g);
+    // Edge only.
+    let mut pl = mc_pipeline(vec![]);
+    let (v, p) = process_on(&mut pl, &f, 0);
+    assert_eq!(v, Verdict::Replicate(1));
+    let (port, frame) = replicas(&mut pl, &p, 1).remove(0).unwrap();
+    assert_eq!((port, &frame[..6]), (2, &RX_B[..]));
+    check_replica(&frame, rs[0].0, rs[0].1, &roce6(0x02, 200));
+    // Edge and transit: one copy of the outer packet out of p1, then the
+    // receiver's replica.
+    let mut pl = mc_pipeline(vec![mroute(g, None, Some(0), &[1])]);
+    let (v, p) = process_on(&mut pl, &f, 0);
+    assert_eq!(v, Verdict::Replicate(2));
+    let out = replicas(&mut pl, &p, 2);
+    let (port, c) = out[0].as_ref().unwrap();
+    assert_eq!((*port, &c[..6]), (1, &[0x33, 0x33, 0, 0, 0, 0x10][..]));
+    assert_eq!(Ipv6Packet::new_checked(l3(c)).unwrap().hop_limit(), 63);
+    assert_eq!(&c[14 + 8..], &f[14 + 8..], "the outer packet, SRH and TLVs as received");
+    let (port, frame) = out[1].as_ref().unwrap();
+    assert_eq!(*port, 2);
+    check_replica(frame, rs[0].0, rs[0].1, &roce6(0x02, 200));
+    // Zero copy: the route's copy is a full copy, the replica's head is
+    // byte for byte the full replica.
+    let mut h = VecPacket::from_bytes(&[]);
+    assert_eq!(pl.build_replica_head(0, &p.to_vec(), &mut h, T0), Ok(None));
+    let rh = pl.build_replica_head(1, &p.to_vec(), &mut h, T0).unwrap().expect("a zero-copy head");
+    let mut got = h.to_vec();
+    got.extend_from_slice(&f[rh.payload_off..rh.payload_off + rh.payload_len]);
+    got.extend_from_slice(&rh.icrc);
+    assert_eq!(&got, frame);
+    // No TLV for this node: the route's copy still goes down the tree, the
+    // End.MT failure is counted.
+    let f2 = to_group_mac(mt_frame(g, a6("fc00:0:9::1"), &rs, 0, 0), g);
+    let before = drops(&pl, Drop::EndMtNoTlv);
+    let (v, p) = process_on(&mut pl, &f2, 0);
+    assert_eq!(v, Verdict::Replicate(1));
+    assert_eq!(replicas(&mut pl, &p, 1)[0].as_ref().unwrap().0, 1);
+    assert_eq!(drops(&pl, Drop::EndMtNoTlv), before + 1);
+}
