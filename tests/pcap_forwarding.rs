@@ -1969,6 +1969,10 @@ fn demo_runs_and_its_pcaps_are_sound() {
     let sid = |s: &str| s.parse::<std::net::Ipv6Addr>().unwrap().octets();
     assert_eq!(first_sid(b"pe6-before"), vec![sid("fc00:0:12::1")], "primary (R2) before");
     assert_eq!(first_sid(b"pe6-after"), vec![sid("fc00:0:13::1")], "backup (R3 -> R4) after");
+    // The multicast underlay: the WAN's two packets to ff3e::100 copied
+    // onto the DC port, the one from the DC refused by RPF.
+    let copies = dc.iter().filter(|f| f[..6] == [0x33, 0x33, 0, 0, 1, 0] && f[14 + 24..14 + 40] == sid(control::demo::MC_GROUP)).count();
+    assert_eq!((copies as u64, counter(&so, "mroute-replica-sent"), counter(&so, "mroute-rpf-failed")), (2, 2, 1), "{so}");
 }
 
 /// Hostile traffic through every feature at once: good traffic mutated by

@@ -13,6 +13,8 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// The multicast group of the demo's static multicast route.
+pub const MC_GROUP: &str = "ff3e::100";
 pub const ROUTER_DC_MAC: [u8; 6] = [0x02, 0xdc, 0, 0, 0, 0x01];
 pub const ROUTER_WAN_MAC: [u8; 6] = [0x02, 0xdc, 0, 0, 0, 0x02];
 pub const HOST_MAC: [u8; 6] = [0x02, 0x00, 0x00, 0x00, 0x01, 0x02];
@@ -185,6 +187,14 @@ receivers = [
   { address = "2001:db8:1::12", qpn = 0x502 },
 ]
 
+# The RDMA multicast tree's underlay (s.3: "static multicast routing"):
+# the group ff3e::100's packets from the WAN (its RPF interface) are
+# replicated onto the DC.
+[[multicast.route]]
+group = "ff3e::100"
+iif = "wan"
+oifs = ["dc"]
+
 # Hop-by-hop aggregation (s.5.3, s.8): for a second group this node is an
 # edge node further down the tree. It aggregates its two receivers and
 # answers the next node up as one of that node's receivers would: from its
@@ -341,6 +351,8 @@ pub fn traffic() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     let big: Vec<u8> = (0..3000u32).map(|i| (i % 251) as u8).collect();
     dc.extend(gen::fragment4(&gen::echo4_data(&to_router, host4, r4, 0x1234, 2, &big), 1500, 0x3000));
     dc.extend(gen::fragment6(&gen::echo6_data(&to_router, host6, r6, 0x1234, 2, &big), 1500, 0x3001));
+    // The multicast group from the DC side: not its RPF interface.
+    dc.push(gen::udp6(&L2 { src: HOST_MAC, dst: [0x33, 0x33, 0, 0, 1, 0] }, host6, MC_GROUP.parse().unwrap(), 40000, 5000, b"wrong-iif", 64));
     // Malformed: bad IPv4 header checksum, and a runt frame.
     let mut bad = gen::udp4(&to_router, host4, Ipv4Addr::new(10, 0, 3, 2), 1, 2, b"bad", 64);
     bad[24] ^= 0xff;
@@ -388,6 +400,12 @@ pub fn traffic() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     // RESUME goes out once the second node's pause has run out.
     wan.push(outer6_from("fc00:0:9::2", "fc00:0:1::c", 41, &lhcnp(dataplane::wire::lhcnp::Action::Pause, 400)));
     wan.push(to_sid("fc00:0:1::c", &lhcnp(dataplane::wire::lhcnp::Action::Resume, 50)));
+    // Two RoCEv2 packets to the multicast group ff3e::100 (the tree's
+    // underlay): replicated onto the DC.
+    let to_group = L2 { src: WAN_GW_MAC, dst: [0x33, 0x33, 0, 0, 1, 0] };
+    for psn in 0..2 {
+        wan.push(gen::roce6(&to_group, "2001:db8:3::2".parse().unwrap(), MC_GROUP.parse().unwrap(), 49400, 0x1, psn, 128, 64));
+    }
     // To the ingress PE: R1 reports its link toward R2 (port 2) down; and a
     // FANN from a node it does not know, which it drops and counts.
     wan.push(fann_link_failure("fc00::1", 2, 7));
@@ -935,6 +953,11 @@ pub fn run(out: &Path) -> Result<(), String> {
         c.local_count(Local::McNakUp),
         c.local_count(Local::McCnpUp),
         c.local_count(Local::McNakSuppressed)
+    );
+    println!(
+        "  IP multicast (the End.MT tree's underlay, static route for {MC_GROUP} from 'wan' to 'dc'): {} copies sent on 'dc' to 33:33:00:00:01:00 (Hop Limit - 1); refused by the RPF check (the group's packets from 'dc') {}",
+        c.local_count(Local::MrouteReplica),
+        c.drop_count(Drop::MrouteRpfFailed)
     );
     let (per, split) = ecmp_split(&wan_out);
     println!(
