@@ -612,3 +612,94 @@ fn first_packet_to_an_unresolved_host_is_not_lost() {
     assert_eq!(counter(&so, "neighbour-miss") + counter(&so, "neighbour-queue-full"), 0, "{so}");
     assert_eq!(mempool_in_use(&so), 0, "{so}");
 }
+
+/// The End.MT tree's multicast underlay with the kernel as both peers: a
+/// host in namespace 1 sends UDP to the group ff3e::1234 out of its link
+/// to the router; the router's static multicast route (RPF interface `a`)
+/// copies it onto port `b`, where a socket in namespace 2 that joined the
+/// group (so its kernel accepts 33:33:00:00:12:34) receives every datagram,
+/// its Hop Limit one lower. Sent the other way, the group's packets fail
+/// RPF and reach nobody.
+#[test]
+fn linux_hosts_receive_a_multicast_group_through_the_router() {
+    if let Err(why) = can_run() {
+        skip("tap_netns multicast", &why);
+        return;
+    }
+    python_ok().expect("python3 is required for the multicast peers");
+    let lab = TapLab::new("mc");
+    let ports = lab.ports("", "");
+    let TapLab { n1, n2, t1, t2, dir, sock, cfg } = lab;
+    std::fs::write(&cfg, format!("[dataplane]\nstatus_interval_ms = 0\n[mempool]\nmbufs_per_socket = 4095\ncache_size = 64\n{ports}[[multicast.route]]\ngroup = \"ff3e::1234\"\niif = \"a\"\noifs = [\"b\"]\n")).unwrap();
+    let _ns = Netns::create(&[&n1, &n2]);
+    let mut router = Router::start("tapmc", &cfg, &dir, &sock);
+    host(&n1, &t1, "10.1.0.2/24", "2001:db8:a::2/64", "10.1.0.1", "2001:db8:a::1");
+    host(&n2, &t2, "10.2.0.2/24", "2001:db8:b::2/64", "10.2.0.1", "2001:db8:b::1");
+    // A receiver joined to the group on its link to the router: prints
+    // each datagram's payload and Hop Limit, for at most 8 s or 5 datagrams.
+    const RECV: &str = r#"
+import socket, struct, sys, time
+tap = sys.argv[1]
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_RECVHOPLIMIT, 1)
+s.bind(("::", 5000))
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_JOIN_GROUP, socket.inet_pton(socket.AF_INET6, "ff3e::1234") + struct.pack("@I", socket.if_nametoindex(tap)))
+print("joined", flush=True)
+end = time.time() + 8
+got = 0
+while got < 5 and time.time() < end:
+    s.settimeout(max(0.1, end - time.time()))
+    try:
+        data, anc, _, src = s.recvmsg(2048, socket.CMSG_SPACE(4))
+    except socket.timeout:
+        break
+    hl = [struct.unpack("@i", d)[0] for (lvl, ty, d) in anc if ty == socket.IPV6_HOPLIMIT]
+    print(data.decode(), src[0], hl[0] if hl else -1, flush=True)
+    got += 1
+"#;
+    const SEND: &str = r#"
+import socket, struct, sys, time
+tap, tag = sys.argv[1], sys.argv[2]
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_IF, socket.if_nametoindex(tap))
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_HOPS, 8)
+for i in range(5):
+    s.sendto(("%s-%d" % (tag, i)).encode(), ("ff3e::1234", 5000, 0, socket.if_nametoindex(tap)))
+    time.sleep(0.05)
+"#;
+    let recv = |ns: &str, tap: &str| {
+        let mut c = Command::new("ip").args(["netns", "exec", ns, "python3", "-c", RECV, tap]).stdout(std::process::Stdio::piped()).spawn().unwrap();
+        // Joined before anything is sent.
+        let mut out = c.stdout.take().unwrap();
+        let mut first = [0u8; 7];
+        std::io::Read::read_exact(&mut out, &mut first).unwrap();
+        assert_eq!(&first, b"joined\n");
+        (c, out)
+    };
+    let (mut rx, mut out) = recv(&n2, &t2);
+    let o = in_ns(&n1, &["python3", "-c", SEND, &t1, "mc"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut txt = String::new();
+    std::io::Read::read_to_string(&mut out, &mut txt).unwrap();
+    assert!(rx.wait().unwrap().success());
+    eprintln!("namespace 2 received:\n{txt}");
+    let lines: Vec<&str> = txt.lines().collect();
+    assert_eq!(lines.len(), 5, "every datagram to the group arrived:\n{txt}\n{}", diagnose(&[&n1, &n2], &sock));
+    for (i, l) in lines.iter().enumerate() {
+        assert_eq!(*l, format!("mc-{i} 2001:db8:a::2 7"), "payload, source, Hop Limit 8 - 1");
+    }
+    // The other way: namespace 2 sends to the group, namespace 1 listens;
+    // port b is not the route's RPF interface.
+    let (mut rx, mut out) = recv(&n1, &t1);
+    let o = in_ns(&n2, &["python3", "-c", SEND, &t2, "back"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut txt = String::new();
+    std::io::Read::read_to_string(&mut out, &mut txt).unwrap();
+    assert!(rx.wait().unwrap().success());
+    assert_eq!(txt, "", "nothing crossed against the RPF interface");
+    let so = router.stop();
+    assert_eq!(counter(&so, "mroute-replica-sent"), 5, "{so}");
+    assert_eq!(counter(&so, "mroute-rpf-failed"), 5, "{so}");
+    assert_eq!(mempool_in_use(&so), 0, "{so}");
+}
