@@ -964,6 +964,11 @@ impl Pipeline {
     /// rate-limited). When none is sent, the packet is dropped under the
     /// error's reason.
     pub(crate) fn icmp_error6<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, src: Ipv6Addr, total: usize, now_ns: u64, e: Icmp6Error) -> Result<Verdict, Drop> {
+        // RFC 4443 s.2.4 (e): no error message for a packet to an IPv6
+        // multicast address or sent as a link-layer multicast, except
+        // Packet Too Big and Parameter Problem code 2.
+        let exempt = matches!(e, Icmp6Error::TooBig(_) | Icmp6Error::ParamProblem { code: 2, .. });
+        let to_multicast = l2.mcast || p.data().get(l2.l3 + 24) == Some(&0xff);
         let (head, sent, why) = match e {
             Icmp6Error::TimeExceeded => ([3, 0, 0, 0, 0, 0, 0, 0], Local::TimeExceeded6, Drop::TtlExpired),
             // s.3.1: Destination Unreachable, code 0 (no route to destination).
@@ -981,7 +986,7 @@ impl Pipeline {
                 ([4, code, 0, 0, m[0], m[1], m[2], m[3]], Local::ParamProblem6, why)
             }
         };
-        if src.is_unspecified() || !icmp6_error_allowed(p.data().get(l2.l3..l2.l3 + total).unwrap_or(&[])) || !self.icmp_bucket.take(now_ns) {
+        if src.is_unspecified() || (to_multicast && !exempt) || !icmp6_error_allowed(p.data().get(l2.l3..l2.l3 + total).unwrap_or(&[])) || !self.icmp_bucket.take(now_ns) {
             return Err(why);
         }
         let ifc = self.topo.iface(l2.iface).ok_or(Drop::VlanUnknown)?;

@@ -1561,3 +1561,30 @@ fn end_mt_on_a_multicast_group_edge_and_transit() {
     assert_eq!(replicas(&mut pl, &p, 1)[0].as_ref().unwrap().0, 1);
     assert_eq!(drops(&pl, Drop::EndMtNoTlv), before + 1);
 }
+
+/// RFC 4443 s.2.4 (e): no ICMPv6 error answers a packet to a multicast
+/// address or one sent as a link-layer multicast (Packet Too Big and
+/// Parameter Problem code 2 aside): an End.MT packet to its multicast group
+/// whose Segments Left runs past the list, and a packet to a unicast End
+/// SID in a link-layer multicast frame with Hop Limit 1, are dropped by
+/// name without a Parameter Problem / Time Exceeded; the same unicast
+/// packet in a unicast frame gets its Time Exceeded.
+#[test]
+fn no_icmpv6_error_for_a_multicast_destination() {
+    let g = a6("ff3e::10");
+    let mut pl = mc_pipeline(vec![]);
+    let mut s = srh(41, &[g, proxy()], 1, vec![mt_tlv(node_addr(), &[(a6("2001:db8:2::11"), 7)])]);
+    s[3] = 5;
+    let f = to_group_mac(srv6_frame(s1(), g, 64, 0, &s, &roce6(0, 64)), g);
+    let (v, _) = process_on(&mut pl, &f, 0);
+    assert_eq!(v, Verdict::Drop(Drop::SrhSlExceeds));
+    assert_eq!(pl.counters.local[Local::ParamProblem6 as usize].get(), 0);
+    let s = srh(41, &[sid_end(), remote(2)], 1, vec![]);
+    let uni = srv6_frame(s1(), sid_end(), 1, 0, &s, &plain6(s1(), remote(2), 0));
+    let (v, _) = process_on(&mut pl, &to_group_mac(uni.clone(), a6("ff02::1")), 0);
+    assert_eq!(v, Verdict::Drop(Drop::TtlExpired));
+    assert_eq!(pl.counters.local[Local::TimeExceeded6 as usize].get(), 0);
+    let (v, _) = process_on(&mut pl, &uni, 0);
+    assert!(matches!(v, Verdict::Tx(_)), "{v:?}");
+    assert_eq!(pl.counters.local[Local::TimeExceeded6 as usize].get(), 1);
+}
