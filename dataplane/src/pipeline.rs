@@ -567,7 +567,15 @@ impl Pipeline {
             // 1812 s.5.2.7.1).
             Icmp4Error::HostUnreachable => (Icmpv4Message::DST_UNREACHABLE, 1, 0, Local::HostUnreachable4, Drop::NeighbourTimeout),
         };
-        if !icmp4_error_allowed(&p.data()[l2.l3..l2.l3 + total]) || !self.icmp_bucket.take(now_ns) {
+        // RFC 1812 s.4.3.2.7: nor about a datagram sent as a link-layer
+        // broadcast / multicast, or to an IP multicast or the limited
+        // broadcast address, or from an address that is not one host's.
+        let ip = &p.data()[l2.l3..l2.l3 + total];
+        let not_one_host = |a: &[u8]| a[0] == 0 || a[0] == 127 || a[0] >= 224;
+        if l2.mcast || ip.len() < 20 || ip[16] >= 224 || not_one_host(&ip[12..16]) {
+            return Err(why);
+        }
+        if !icmp4_error_allowed(ip) || !self.icmp_bucket.take(now_ns) {
             return Err(why);
         }
         let ifc = self.topo.iface(l2.iface).ok_or(Drop::VlanUnknown)?;

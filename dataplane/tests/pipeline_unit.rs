@@ -1822,6 +1822,24 @@ fn ipv4_time_exceeded() {
     assert_eq!(local(&pl, Local::TimeExceeded4), 3);
 }
 
+/// RFC 1812 s.4.3.2.7: no ICMP error about a datagram sent as a
+/// link-layer broadcast or multicast: the TTL-1 datagram of
+/// `ipv4_time_exceeded` in a broadcast or multicast frame is not routed
+/// (`multicast-not-routed`) and gets no Time Exceeded.
+#[test]
+fn ipv4_no_icmp_error_about_a_link_layer_broadcast() {
+    let mut pl = pipeline();
+    let orig = ipv4(v4("10.0.0.2"), v4("192.0.2.5"), 1, 17, &udp(100));
+    for dst in [[0xff; 6], [0x01, 0x00, 0x5e, 0, 0, 1]] {
+        let mut p = VecPacket::from_bytes(&frame4(dst, H0, None, &orig));
+        assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Drop(Drop::MulticastNotRouted), "{dst:02x?}");
+    }
+    assert_eq!(local(&pl, Local::TimeExceeded4), 0);
+    let mut p = VecPacket::from_bytes(&frame4(R0, H0, None, &orig));
+    assert_eq!(run(&mut pl, &mut p, 0, T0), Verdict::Tx(0), "in a unicast frame: answered");
+    assert_eq!(local(&pl, Local::TimeExceeded4), 1);
+}
+
 #[test]
 fn ipv4_time_exceeded_ignores_ethernet_padding() {
     let mut pl = pipeline();
