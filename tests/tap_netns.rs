@@ -698,6 +698,8 @@ for i in range(5):
     std::io::Read::read_to_string(&mut out, &mut txt).unwrap();
     assert!(rx.wait().unwrap().success());
     assert_eq!(txt, "", "nothing crossed against the RPF interface");
+    let r = control::ctl::request(sock.to_str().unwrap(), "show mroutes").unwrap();
+    assert_eq!(r, "(*, ff3e::1234) iif a oifs [b]\nmroute-replica-sent 5\nOK\n");
     let so = router.stop();
     assert_eq!(counter(&so, "mroute-replica-sent"), 5, "{so}");
     assert_eq!(counter(&so, "mroute-rpf-failed"), 5, "{so}");

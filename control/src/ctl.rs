@@ -36,7 +36,7 @@ pub const HELP: &str = "commands:
   sid add SID end.mt [hmac-required] [receiver ADDR QPN]... [downstream SID]...
   sid del SID
   hmac-key add KEY_ID SECRET_HEX [LENGTH] | hmac-key del KEY_ID
-  show multicast
+  show multicast | show mroutes
   multicast receiver add GROUP ADDR QPN
   multicast receiver del GROUP ADDR
   multicast child add|del GROUP ADDR (hop-by-hop aggregation: a downstream node)";
@@ -558,6 +558,7 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
             Ok(String::new())
         }
         ["show", "multicast"] => Ok(show_multicast(&c.cfg.multicast)),
+        ["show", "mroutes"] => Ok(show_mroutes(&c.topo, c.snapshot().local_count(dataplane::counters::Local::MrouteReplica))),
         ["multicast", kind @ ("receiver" | "child"), op @ ("add" | "del"), group, addr, rest @ ..] => {
             let gi = c.cfg.multicast.iter().position(|g| g.name == *group).ok_or_else(|| format!("group {group:?}: no such group"))?;
             let a: std::net::Ipv6Addr = addr.parse().map_err(|_| format!("{addr:?}: not an IPv6 address"))?;
@@ -718,6 +719,26 @@ fn hex_octets(s: &str) -> Option<Vec<u8>> {
         return None;
     }
     (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok()).collect()
+}
+
+/// The static multicast routes, (S,G) or (*,G), with their RPF and
+/// outgoing interfaces by name, and the copies the workers sent.
+fn show_mroutes(topo: &dataplane::tables::Topology, copies: u64) -> String {
+    use std::fmt::Write as _;
+    let name = |i: u16| topo.iface(i).map_or_else(|| format!("#{i}"), |x| x.name.clone());
+    let mut o = String::new();
+    for m in &topo.mroutes {
+        let _ = writeln!(
+            o,
+            "({}, {}) iif {} oifs [{}]",
+            m.source.map_or_else(|| "*".to_string(), |s| s.to_string()),
+            m.group,
+            m.iif.map_or_else(|| "any".to_string(), name),
+            m.oifs.iter().map(|&i| name(i)).collect::<Vec<_>>().join(", ")
+        );
+    }
+    let _ = writeln!(o, "mroute-replica-sent {copies}");
+    o
 }
 
 fn show_multicast(groups: &[config::GroupPlan]) -> String {
@@ -1043,5 +1064,16 @@ mod tests {
         drop(a);
         remove_socket(path);
         let _ = std::fs::remove_dir(&dir);
+    }
+
+    #[test]
+    fn show_mroutes_names_the_interfaces() {
+        use dataplane::tables::{Interface, Mroute, Topology};
+        let mut t = Topology::new(vec![Interface::new("dc", 0, None, [2, 0, 0, 0, 0, 1], 1500), Interface::new("wan", 1, None, [2, 0, 0, 0, 0, 2], 1500)]);
+        t.mroutes = vec![
+            Mroute { group: "ff3e::100".parse().unwrap(), source: None, iif: Some(1), oifs: vec![0] },
+            Mroute { group: "ff3e::100".parse().unwrap(), source: Some("2001:db8:3::2".parse().unwrap()), iif: None, oifs: vec![0, 1] },
+        ];
+        assert_eq!(show_mroutes(&t, 7), "(*, ff3e::100) iif wan oifs [dc]\n(2001:db8:3::2, ff3e::100) iif any oifs [dc, wan]\nmroute-replica-sent 7\n");
     }
 }
