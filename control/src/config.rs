@@ -1978,7 +1978,9 @@ fn srv6_plan(s: &Srv6Section, interfaces: &[Interface], has_ingress_pe: bool) ->
             }
             v
         }
-        None => sids.first().map(|x| x.sid).unwrap_or(locator.addr()),
+        // Not a multicast End.MT SID: the source of H.Encaps, the node
+        // address and the PE copies must be one host's.
+        None => sids.iter().map(|x| x.sid).find(|a| !a.is_multicast()).unwrap_or(locator.addr()),
     };
     let mut policies = Vec::new();
     let mut pe_specs = Vec::new();
@@ -2650,6 +2652,7 @@ receivers = [ { address = "2001:db8:2::10", qpn = 0x11 }, { address = "2001:db8:
         for (patch, want) in [
             (("group = \"ff3e::100\"", "group = \"2001:db8::1\""), "multicast.route[0].group = 2001:db8::1: must be an IPv6 multicast group"),
             (("group = \"ff3e::100\"", "group = \"ff02::100\""), "multicast.route[0].group = ff02::100: must be an IPv6 multicast group of wider than link-local scope"),
+            (("group = \"ff3e::100\"", "group = \"ff0f::100\""), "multicast.route[0].group = ff0f::100: must be an IPv6 multicast group"),
             (("group = \"ff3e::100\"", "group = \"nope\""), "multicast.route[0].group = \"nope\": not an IPv6 address"),
             (("iif = \"wan\"", "iif = \"wan\"\nsource = \"ff3e::1\""), "multicast.route[0].source = ff3e::1: must be a unicast address"),
             (("iif = \"wan\"", "iif = \"lo\""), "multicast.route[0].iif = \"lo\": no such interface"),
@@ -2670,6 +2673,11 @@ receivers = [ { address = "2001:db8:2::10", qpn = 0x11 }, { address = "2001:db8:
         let ok = ok.replacen("behaviour = \"end.mt\"", "behaviour = \"end.mt\"\n[[srv6.sid]]\nsid = \"ff3e::7\"\nbehaviour = \"end.mt\"", 1);
         let c = load_str(&ok).unwrap();
         assert_eq!(c.mroutes.len(), 3);
+        // The default srv6.source is a SID that is one host's address, not
+        // a multicast End.MT SID listed first.
+        let first = ok.replacen("[[srv6.sid]]\nsid = \"fc00:0:1::10\"", "[[srv6.sid]]\nsid = \"ff3e::9\"\nbehaviour = \"end.mt\"\n[[srv6.sid]]\nsid = \"fc00:0:1::10\"", 1);
+        assert_ne!(first, ok);
+        assert_eq!(load_str(&first).unwrap().srv6.unwrap().source, "fc00:0:1::10".parse::<std::net::Ipv6Addr>().unwrap());
         assert_eq!(c.mroutes[1].source, Some("2001:db8:5::1".parse().unwrap()));
         assert!(c.mroutes[2].oifs.is_empty());
     }

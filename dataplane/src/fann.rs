@@ -913,25 +913,31 @@ impl IngressPe {
                 true
             } else if by_congestion {
                 if d.since.is_none() {
-                    // A move soon after the last move back: a flap, damped.
-                    d.hold = match d.last_back {
-                        Some(b) if now.saturating_sub(b) < d.hold.saturating_mul(2) => {
-                            self.stats.holddown_raised += 1;
-                            d.hold.saturating_mul(2).min(f.holddown_max_ns.max(f.holddown_ns))
-                        }
-                        _ => f.holddown_ns,
-                    };
-                    d.since = Some(now);
                     if !self.state[i].on_backup {
+                        // A move soon after the last move back: a flap,
+                        // damped.
+                        d.hold = match d.last_back {
+                            Some(b) if now.saturating_sub(b) < d.hold.saturating_mul(2) => {
+                                self.stats.holddown_raised += 1;
+                                d.hold.saturating_mul(2).min(f.holddown_max_ns.max(f.holddown_ns))
+                            }
+                            _ => f.holddown_ns,
+                        };
                         self.stats.congestion_switches += 1;
                     }
+                    // (Already on the backup for a failure that is gone:
+                    // it stays for congestion, no move, the hold-down
+                    // unchanged.)
+                    d.since = Some(now);
                 }
                 true
             } else if let Some(since) = d.since.filter(|_| self.state[i].on_backup) {
                 // On the backup because of congestion: back once the
                 // primary has been healthy for the hold-down, and the
-                // hold-down has passed since the move.
-                let back = d.healthy_since.is_some_and(|h| now >= since.max(h).saturating_add(d.hold));
+                // hold-down has passed since the move; at once when every
+                // backup list has failed meanwhile (the primary is up).
+                let backup_broken = p.backup.as_ref().is_some_and(|b| broken(b));
+                let back = backup_broken || d.healthy_since.is_some_and(|h| now >= since.max(h).saturating_add(d.hold));
                 if back {
                     d.since = None;
                     d.last_back = Some(now);
@@ -1746,6 +1752,30 @@ mod tests {
         p.on_notification(CODE_RECOVERY, &msg("fc00::2", RECOVERY, event::CONGESTION, 9, None));
         assert!(p.state(0).unwrap().on_backup, "healthy: after the hold-down");
         assert_eq!(p.advance(20 * MS + SEC), vec![0]);
+        // On the backup for congestion, then every backup list fails: back
+        // to the primary at once (up, if congested), not into the failure
+        // until the hold-down ends.
+        let mut p = pe();
+        p.on_notification(CODE_EVENT, &msg("fc00::2", event::CONGESTION, 3, 1, None));
+        assert!(p.state(0).unwrap().on_backup);
+        p.advance(30 * MS);
+        p.on_notification(CODE_EVENT, &msg("fc00::3", event::LINK_FAILURE, 0, 2, None));
+        assert!(!p.state(0).unwrap().on_backup, "the backup failed: back to the congested primary");
+        assert_eq!(p.state(0).unwrap().weights, vec![12]);
+        assert_eq!(p.next_deadline(), None);
+        // A failure gone while the primary is congested: the policy stays
+        // on the backup for congestion, which is no move: no flap counted.
+        let mut p = pe();
+        p.on_notification(CODE_EVENT, &msg("fc00::2", event::CONGESTION, 3, 1, None));
+        p.advance(SEC);
+        p.on_notification(CODE_RECOVERY, &msg("fc00::2", RECOVERY, event::CONGESTION, 1, None));
+        p.advance(2 * SEC);
+        assert!(!p.state(0).unwrap().on_backup);
+        p.on_notification(CODE_EVENT, &msg("fc00::1", event::LINK_FAILURE, 0, 3, Some(2)));
+        p.on_notification(CODE_EVENT, &msg("fc00::2", event::CONGESTION, 3, 4, None));
+        p.on_notification(CODE_RECOVERY, &msg("fc00::1", RECOVERY, event::LINK_FAILURE, 3, Some(2)));
+        assert!(p.state(0).unwrap().on_backup);
+        assert_eq!((p.stats.congestion_switches, p.stats.holddown_raised, p.holddown(0)), (1, 0, Some(SEC)));
     }
 
     /// A node that restarts numbers its events afresh and has forgotten

@@ -1455,3 +1455,60 @@ fn fill_icmpv6_checksum(pkt: &mut [u8]) {
     let c = !checksum::fold(s);
     m[2..4].copy_from_slice(&c.to_be_bytes());
 }
+
+#[cfg(test)]
+mod icmp4_tests {
+    use super::*;
+    use crate::packet::VecPacket;
+    use crate::tables::{Fib, Interface, NeighSource, Neighbours, NextHop, Topology};
+    use std::sync::Arc;
+
+    /// An Ethernet + IPv4 (TTL 1) + 8-byte UDP frame from `src` to `dst`.
+    fn frame(src: [u8; 4], dst: [u8; 4]) -> Vec<u8> {
+        let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 8, 0];
+        let mut h = [0u8; 20];
+        h[0] = 0x45;
+        h[2..4].copy_from_slice(&28u16.to_be_bytes());
+        h[8] = 1;
+        h[9] = 17;
+        h[12..16].copy_from_slice(&src);
+        h[16..20].copy_from_slice(&dst);
+        let c = checksum::checksum(&h);
+        h[10..12].copy_from_slice(&c.to_be_bytes());
+        f.extend_from_slice(&h);
+        f.extend_from_slice(&[0, 1, 0, 2, 0, 8, 0, 0]);
+        f
+    }
+
+    /// RFC 1812 s.4.3.2.7, checked where every ICMP error is built (the
+    /// forwarding path drops most such packets before): no error about a
+    /// datagram in a link-layer broadcast / multicast frame, to an IP
+    /// multicast or the limited broadcast address, or from an address that
+    /// is not one host's; the same datagram otherwise gets its error.
+    #[test]
+    fn no_icmp_error_about_broadcast_multicast_or_non_host_sources() {
+        let mut ifc = Interface::new("a", 0, None, [2, 0, 0, 0, 0, 1], 1500);
+        ifc.v4.push("10.0.0.1/24".parse().unwrap());
+        let mut fib = Fib::default();
+        fib.insert4("10.0.0.0/24".parse().unwrap(), NextHop { iface: 0, gateway: None });
+        fib.insert4("127.0.0.0/8".parse().unwrap(), NextHop { iface: 0, gateway: None });
+        let mut n = Neighbours::default();
+        n.learn(0, "10.0.0.2".parse().unwrap(), [2, 0, 0, 0, 0, 2], NeighSource::Static);
+        n.learn(0, "127.0.0.1".parse().unwrap(), [2, 0, 0, 0, 0, 2], NeighSource::Static);
+        let mut pl = Pipeline::new(Arc::new(Topology::new(vec![ifc])), Arc::new(fib), Arc::new(n), Arc::new(WorkerCounters::default()), PipelineConfig::default());
+        let l2 = L2 { iface: 0, l3: 14, pcp: 0, mcast: false };
+        let mut err = |src: [u8; 4], dst: [u8; 4], mcast: bool| {
+            let mut p = VecPacket::from_bytes(&frame(src, dst));
+            pl.icmp_error4(&mut p, L2 { mcast, ..l2 }, Ipv4Addr::from(src), 28, 1_000_000_000, Icmp4Error::TimeExceeded)
+        };
+        assert_eq!(err([10, 0, 0, 2], [192, 0, 2, 5], true), Err(Drop::TtlExpired), "link-layer broadcast / multicast");
+        assert_eq!(err([10, 0, 0, 2], [224, 0, 0, 5], false), Err(Drop::TtlExpired), "IP multicast");
+        assert_eq!(err([10, 0, 0, 2], [255, 255, 255, 255], false), Err(Drop::TtlExpired), "limited broadcast");
+        assert_eq!(err([127, 0, 0, 1], [192, 0, 2, 5], false), Err(Drop::TtlExpired), "a loopback source");
+        assert_eq!(err([0, 0, 0, 7], [192, 0, 2, 5], false), Err(Drop::TtlExpired), "a source in 0.0.0.0/8");
+        assert_eq!(pl.counters.local[Local::TimeExceeded4 as usize].get(), 0);
+        let mut p = VecPacket::from_bytes(&frame([10, 0, 0, 2], [192, 0, 2, 5]));
+        assert_eq!(pl.icmp_error4(&mut p, l2, Ipv4Addr::new(10, 0, 0, 2), 28, 1_000_000_000, Icmp4Error::TimeExceeded), Ok(Verdict::Tx(0)));
+        assert_eq!(pl.counters.local[Local::TimeExceeded4 as usize].get(), 1);
+    }
+}

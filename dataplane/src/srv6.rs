@@ -969,7 +969,11 @@ impl Pipeline {
         let local = matches!(self.sids.get(&dst), Some(Behaviour::EndMT { .. }));
         let mut oifs = [0u16; MAX_MROUTE_OIFS];
         let mut mr = 0;
-        match self.topo.mroute(&src, &dst) {
+        // RFC 4291 s.2.5.2 / s.2.5.6: a packet from :: or a link-local
+        // source never leaves its link (local End.MT delivery aside).
+        let martian = src.is_unspecified() || crate::tables::is_link_local(&src);
+        match self.topo.mroute(&src, &dst).filter(|_| !martian) {
+            _ if martian && !local => return Err(Drop::Ipv6Martian),
             Some((_, m)) => {
                 if m.iif.is_some_and(|i| i != l2.iface) {
                     return Err(Drop::MrouteRpfFailed);

@@ -130,9 +130,10 @@ pub struct Mroute {
 }
 
 /// An IPv6 multicast address a router may forward: scope wider than
-/// link-local (RFC 4291 s.2.7; RFC 7346: realm-local and wider).
+/// link-local (RFC 4291 s.2.7; RFC 7346: realm-local and wider), not the
+/// reserved scope F.
 pub fn routable_multicast6(a: &Ipv6Addr) -> bool {
-    a.is_multicast() && a.octets()[1] & 0x0f > 2
+    a.is_multicast() && (3..=0xe).contains(&(a.octets()[1] & 0x0f))
 }
 
 /// At most this many outgoing interfaces per multicast route.

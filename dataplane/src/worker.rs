@@ -645,12 +645,11 @@ impl Worker {
     fn handoff_drop_seen(&mut self, p: usize, raw: *mut rte_mbuf) {
         // SAFETY: `raw` is still ours (the ring refused it); the view ends
         // before it is freed.
+        // (A chained mbuf, a zero-copy End.MT replica: its headers are in
+        // the first segment.)
         let (len, roce) = unsafe {
-            if (*raw).nb_segs != 1 {
-                return;
-            }
             let d: &[u8] = Mbuf::raw_data_mut(raw);
-            (d.len() as u32, crate::classify::roce_fast(d))
+            ((*raw).pkt_len, crate::classify::roce_fast(d))
         };
         // Responses and CNPs are left out by the owner (not data).
         let Some(r) = roce else { return };

@@ -1822,10 +1822,10 @@ fn ipv4_time_exceeded() {
     assert_eq!(local(&pl, Local::TimeExceeded4), 3);
 }
 
-/// RFC 1812 s.4.3.2.7: no ICMP error about a datagram sent as a
-/// link-layer broadcast or multicast: the TTL-1 datagram of
+/// RFC 1812 s.4.3.2.7 on the forwarding path: the TTL-1 datagram of
 /// `ipv4_time_exceeded` in a broadcast or multicast frame is not routed
-/// (`multicast-not-routed`) and gets no Time Exceeded.
+/// (`multicast-not-routed`) and gets no Time Exceeded. (The check where the
+/// error is built is tested in `pipeline::icmp4_tests`.)
 #[test]
 fn ipv4_no_icmp_error_about_a_link_layer_broadcast() {
     let mut pl = pipeline();

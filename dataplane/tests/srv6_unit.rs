@@ -1490,8 +1490,15 @@ fn multicast_routes_replicate_with_rpf() {
     low[7] = 1;
     let (v, _) = process_on(&mut pl, &to_group_mac(eth(0x86dd, &low), group()), 0);
     assert_eq!(v, Verdict::Drop(Drop::TtlExpired));
-    // A group without a route; a link-local scope group is never routed.
-    for g in [a6("ff3e::200"), a6("ff02::100")] {
+    // From :: or a link-local source: never off its link (RFC 4291).
+    for src in [a6("fe80::1"), a6("::")] {
+        let fm = to_group_mac(eth(0x86dd, &plain6(src, group(), 0)), group());
+        let (v, _) = process_on(&mut pl, &fm, 0);
+        assert_eq!(v, Verdict::Drop(Drop::Ipv6Martian), "{src}");
+    }
+    // A group without a route; link-local and reserved (F) scopes are
+    // never routed.
+    for g in [a6("ff3e::200"), a6("ff02::100"), a6("ff0f::100")] {
         let (v, _) = process_on(&mut pl, &to_group_mac(eth(0x86dd, &plain6(s1(), g, 0)), g), 0);
         assert_eq!(v, Verdict::Drop(Drop::MulticastNotRouted), "{g}");
     }
