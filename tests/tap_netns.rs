@@ -639,14 +639,14 @@ fn linux_hosts_receive_a_multicast_group_through_the_router() {
     // each datagram's payload and Hop Limit, for at most 8 s or 5 datagrams.
     const RECV: &str = r#"
 import socket, struct, sys, time
-tap = sys.argv[1]
+tap, wait = sys.argv[1], float(sys.argv[2])
 s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_RECVHOPLIMIT, 1)
 s.bind(("::", 5000))
 s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_JOIN_GROUP, socket.inet_pton(socket.AF_INET6, "ff3e::1234") + struct.pack("@I", socket.if_nametoindex(tap)))
 print("joined", flush=True)
-end = time.time() + 8
+end = time.time() + wait
 got = 0
 while got < 5 and time.time() < end:
     s.settimeout(max(0.1, end - time.time()))
@@ -668,8 +668,8 @@ for i in range(5):
     s.sendto(("%s-%d" % (tag, i)).encode(), ("ff3e::1234", 5000, 0, socket.if_nametoindex(tap)))
     time.sleep(0.05)
 "#;
-    let recv = |ns: &str, tap: &str| {
-        let mut c = Command::new("ip").args(["netns", "exec", ns, "python3", "-c", RECV, tap]).stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let recv = |ns: &str, tap: &str, wait: &str| {
+        let mut c = Command::new("ip").args(["netns", "exec", ns, "python3", "-c", RECV, tap, wait]).stdout(std::process::Stdio::piped()).spawn().unwrap();
         // Joined before anything is sent.
         let mut out = c.stdout.take().unwrap();
         let mut first = [0u8; 7];
@@ -677,7 +677,7 @@ for i in range(5):
         assert_eq!(&first, b"joined\n");
         (c, out)
     };
-    let (mut rx, mut out) = recv(&n2, &t2);
+    let (mut rx, mut out) = recv(&n2, &t2, "8");
     let o = in_ns(&n1, &["python3", "-c", SEND, &t1, "mc"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let mut txt = String::new();
@@ -691,17 +691,35 @@ for i in range(5):
     }
     // The other way: namespace 2 sends to the group, namespace 1 listens;
     // port b is not the route's RPF interface.
-    let (mut rx, mut out) = recv(&n1, &t1);
+    let (mut rx, mut out) = recv(&n1, &t1, "2");
     let o = in_ns(&n2, &["python3", "-c", SEND, &t2, "back"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let mut txt = String::new();
     std::io::Read::read_to_string(&mut out, &mut txt).unwrap();
     assert!(rx.wait().unwrap().success());
     assert_eq!(txt, "", "nothing crossed against the RPF interface");
-    let r = control::ctl::request(sock.to_str().unwrap(), "show mroutes").unwrap();
-    assert_eq!(r, "(*, ff3e::1234) iif a oifs [b]\nmroute-replica-sent 5\nOK\n");
+    let ctl = |c: &str| control::ctl::request(sock.to_str().unwrap(), c).unwrap();
+    assert_eq!(ctl("show mroutes"), "(*, ff3e::1234) iif a oifs [b]\nmroute-replica-sent 5\nOK\n");
+    // At run time: the route deleted, the group reaches nobody; added back
+    // (from host 1's address only), it flows again.
+    let through = |wait: &str, tag: &str| {
+        let (mut rx, mut out) = recv(&n2, &t2, wait);
+        let o = in_ns(&n1, &["python3", "-c", SEND, &t1, tag]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let mut txt = String::new();
+        std::io::Read::read_to_string(&mut out, &mut txt).unwrap();
+        assert!(rx.wait().unwrap().success());
+        txt.lines().count()
+    };
+    assert_eq!(ctl("mroute del ff3e::1234"), "OK\n");
+    assert!(ctl("mroute del ff3e::1234").starts_with("ERR no multicast route for ff3e::1234"));
+    assert_eq!(through("2", "gone"), 0, "no route, no copies");
+    assert!(ctl("mroute add ff3e::1234 iif a oif a").starts_with("ERR oifs[0] = \"a\": the route's iif"));
+    assert_eq!(ctl("mroute add ff3e::1234 source 2001:db8:a::2 iif a oif b"), "OK\n");
+    assert_eq!(ctl("show mroutes"), "(2001:db8:a::2, ff3e::1234) iif a oifs [b]\nmroute-replica-sent 5\nOK\n");
+    assert_eq!(through("8", "again"), 5, "the route added at run time carries the group again");
     let so = router.stop();
-    assert_eq!(counter(&so, "mroute-replica-sent"), 5, "{so}");
+    assert_eq!(counter(&so, "mroute-replica-sent"), 10, "{so}");
     assert_eq!(counter(&so, "mroute-rpf-failed"), 5, "{so}");
     assert_eq!(mempool_in_use(&so), 0, "{so}");
 }

@@ -1555,7 +1555,7 @@ fn fann_plan(f: &FannSection) -> Result<crate::fann_agent::FannPlan, String> {
 
 /// Validate `[[multicast.group]]`: every field with its value.
 /// Validate `[[multicast.route]]`.
-fn mroute_plan(routes: &[MrouteSection], interfaces: &[Interface], srv6: Option<&Srv6Plan>) -> Result<Vec<dataplane::tables::Mroute>, String> {
+pub fn mroute_plan(routes: &[MrouteSection], interfaces: &[Interface], srv6: Option<&Srv6Plan>) -> Result<Vec<dataplane::tables::Mroute>, String> {
     use dataplane::tables::{routable_multicast6, Mroute, MAX_MROUTE_OIFS};
     let mut out: Vec<Mroute> = Vec::new();
     for (i, r) in routes.iter().enumerate() {

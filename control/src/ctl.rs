@@ -37,6 +37,7 @@ pub const HELP: &str = "commands:
   sid del SID
   hmac-key add KEY_ID SECRET_HEX [LENGTH] | hmac-key del KEY_ID
   show multicast | show mroutes
+  mroute add GROUP [source ADDR] [iif INTERFACE] oif INTERFACE [oif INTERFACE]... | mroute del GROUP [source ADDR]
   multicast receiver add GROUP ADDR QPN
   multicast receiver del GROUP ADDR
   multicast child add|del GROUP ADDR (hop-by-hop aggregation: a downstream node)";
@@ -558,6 +559,41 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
             Ok(String::new())
         }
         ["show", "multicast"] => Ok(show_multicast(&c.cfg.multicast)),
+        ["mroute", op @ ("add" | "del"), group, rest @ ..] => {
+            let mut sec = config::MrouteSection { group: group.to_string(), source: None, iif: None, oifs: Vec::new() };
+            let mut it = rest.iter();
+            while let Some(k) = it.next() {
+                let v = it.next().ok_or_else(|| format!("{k}: a value must follow; {HELP}"))?.to_string();
+                match (*op, *k) {
+                    (_, "source") => sec.source = Some(v),
+                    ("add", "iif") => sec.iif = Some(v),
+                    ("add", "oif") => sec.oifs.push(v),
+                    _ => return Err(format!("{k:?}: mroute {op} takes {}; {HELP}", if *op == "add" { "source, iif and oif" } else { "source" })),
+                }
+            }
+            // Checked as in the configuration file (the group, the source,
+            // the interfaces).
+            let plan = if *op == "add" {
+                config::mroute_plan(std::slice::from_ref(&sec), &c.topo.interfaces, c.cfg.srv6.as_ref()).map_err(|e| e.replacen("multicast.route[0].", "", 1))?
+            } else {
+                let group: Ipv6Addr = group.parse().map_err(|_| format!("{group:?}: not an IPv6 address"))?;
+                let source = sec.source.as_ref().map(|s| s.parse::<Ipv6Addr>().map_err(|_| format!("source {s:?}: not an IPv6 address"))).transpose()?;
+                vec![dataplane::tables::Mroute { group, source, iif: None, oifs: Vec::new() }]
+            };
+            let m = plan.into_iter().next().ok_or("no route")?;
+            let mut t = (*c.topo).clone();
+            let at = t.mroutes.iter().position(|x| x.group == m.group && x.source == m.source);
+            match (*op, at) {
+                ("add", Some(_)) => return Err(format!("a route for {}{} exists: mroute del it first", m.group, m.source.map(|s| format!(" from {s}")).unwrap_or_default())),
+                ("add", None) => t.mroutes.push(m),
+                (_, Some(i)) => {
+                    t.mroutes.remove(i);
+                }
+                (_, None) => return Err(format!("no multicast route for {}{}", m.group, m.source.map(|s| format!(" from {s}")).unwrap_or_default())),
+            }
+            c.push_topology(t);
+            Ok(String::new())
+        }
         ["show", "mroutes"] => Ok(show_mroutes(&c.topo, c.snapshot().local_count(dataplane::counters::Local::MrouteReplica))),
         ["multicast", kind @ ("receiver" | "child"), op @ ("add" | "del"), group, addr, rest @ ..] => {
             let gi = c.cfg.multicast.iter().position(|g| g.name == *group).ok_or_else(|| format!("group {group:?}: no such group"))?;

@@ -164,6 +164,12 @@ impl Control {
             let _ = w.updates.send(make());
         }
     }
+    /// A new topology snapshot (multicast routes changed) to every worker.
+    pub fn push_topology(&mut self, t: Topology) {
+        let t = Arc::new(t);
+        self.topo = t.clone();
+        self.push(|| Update::Topology(t.clone()));
+    }
     pub fn push_fib(&self) {
         let f = Arc::new(self.fib.clone());
         self.push(|| Update::Fib(f.clone()));
