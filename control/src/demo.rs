@@ -394,11 +394,14 @@ pub fn traffic() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     wan.push(end_mt_frame());
     wan.push(bad_srh_frame());
     wan.push(to_sid("fc00:0:1::e", &lhcnp(dataplane::wire::lhcnp::Action::RateReduce, 30)));
-    wan.push(to_sid("fc00:0:1::c", &lhcnp(dataplane::wire::lhcnp::Action::Pause, 100)));
+    wan.push(to_sid("fc00:0:1::c", &lhcnp(dataplane::wire::lhcnp::Action::Pause, 2000)));
     // A second WAN node (fc00:0:9::2) asks for a pause on the same
     // priority: the first node's Resume does not lift it (held), the
-    // RESUME goes out once the second node's pause has run out.
-    wan.push(outer6_from("fc00:0:9::2", "fc00:0:1::c", 41, &lhcnp(dataplane::wire::lhcnp::Action::Pause, 400)));
+    // RESUME goes out once the second node's pause has run out. (Pauses of
+    // 2 and 3 ms, both within one PAUSE frame's 65535 quanta at the 10 Gb/s
+    // net_pcap reports, and long enough that neither runs out between
+    // these consecutive frames on a loaded machine.)
+    wan.push(outer6_from("fc00:0:9::2", "fc00:0:1::c", 41, &lhcnp(dataplane::wire::lhcnp::Action::Pause, 3000)));
     wan.push(to_sid("fc00:0:1::c", &lhcnp(dataplane::wire::lhcnp::Action::Resume, 50)));
     // Two RoCEv2 packets to the multicast group ff3e::100 (the tree's
     // underlay): replicated onto the DC.
