@@ -581,15 +581,16 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
                 vec![dataplane::tables::Mroute { group, source, iif: None, oifs: Vec::new() }]
             };
             let m = plan.into_iter().next().ok_or("no route")?;
+            let what = format!("{}{}", m.group, m.source.map(|s| format!(" from {s}")).unwrap_or_default());
             let mut t = (*c.topo).clone();
             let at = t.mroutes.iter().position(|x| x.group == m.group && x.source == m.source);
             match (*op, at) {
-                ("add", Some(_)) => return Err(format!("a route for {}{} exists: mroute del it first", m.group, m.source.map(|s| format!(" from {s}")).unwrap_or_default())),
+                ("add", Some(_)) => return Err(format!("a route for {what} exists: mroute del it first")),
                 ("add", None) => t.mroutes.push(m),
                 (_, Some(i)) => {
                     t.mroutes.remove(i);
                 }
-                (_, None) => return Err(format!("no multicast route for {}{}", m.group, m.source.map(|s| format!(" from {s}")).unwrap_or_default())),
+                (_, None) => return Err(format!("no multicast route for {what}")),
             }
             c.push_topology(t);
             Ok(String::new())

@@ -578,39 +578,23 @@ fn dc2_flows6(to_router: &L2, tag: &[u8]) -> Vec<Vec<u8>> {
 /// A FANN congestion notification (ICMPv6, Sub-Type 3: severe) from `node`
 /// about its port `port`, to the router's WAN address.
 pub fn fann_congestion(node: &str, port: u32, id: u32) -> Vec<u8> {
-    use dataplane::wire::fann::{event, Metadata, MessageRepr, CODE_EVENT};
-    let node: Ipv6Addr = node.parse().expect("node");
-    let m = MessageRepr {
-        hop_limit: 8,
-        event_type: event::CONGESTION,
-        event_subtype: 3,
-        event_id: id,
-        timestamp: 1_767_225_600_000_000,
-        originating_node: node,
-        metadata: Metadata { egress_port_id: Some(port), egress_tx_utilization: Some(95), ..Default::default() },
-    };
-    let ip = dataplane::fann::notification_packet(CODE_EVENT, &m, &node, &"2001:db8:2::1".parse().unwrap(), &dataplane::wire::params::Params::DEFAULT, false);
-    let mut f = ROUTER_WAN_MAC.to_vec();
-    f.extend_from_slice(&WAN_GW_MAC);
-    f.extend_from_slice(&[0x86, 0xdd]);
-    f.extend_from_slice(&ip);
-    f
+    use dataplane::wire::fann::{event, Metadata};
+    fann_event(node, event::CONGESTION, 3, id, Metadata { egress_port_id: Some(port), egress_tx_utilization: Some(95), ..Default::default() })
 }
 
 /// A FANN link-failure notification (ICMPv6) from `node` about its port
 /// `port`, to the router's WAN address.
 pub fn fann_link_failure(node: &str, port: u32, id: u32) -> Vec<u8> {
-    use dataplane::wire::fann::{event, Metadata, MessageRepr, CODE_EVENT};
+    use dataplane::wire::fann::{event, Metadata};
+    fann_event(node, event::LINK_FAILURE, 0, id, Metadata { egress_port_id: Some(port), link_down: Some(true), ..Default::default() })
+}
+
+/// A FANN event (ICMPv6, Code 0) from `node`, sent from its own address to
+/// the router's WAN address through the WAN gateway.
+fn fann_event(node: &str, event_type: u8, event_subtype: u8, id: u32, metadata: dataplane::wire::fann::Metadata) -> Vec<u8> {
+    use dataplane::wire::fann::{MessageRepr, CODE_EVENT};
     let node: Ipv6Addr = node.parse().expect("node");
-    let m = MessageRepr {
-        hop_limit: 8,
-        event_type: event::LINK_FAILURE,
-        event_subtype: 0,
-        event_id: id,
-        timestamp: 1_767_225_600_000_000,
-        originating_node: node,
-        metadata: Metadata { egress_port_id: Some(port), link_down: Some(true), ..Default::default() },
-    };
+    let m = MessageRepr { hop_limit: 8, event_type, event_subtype, event_id: id, timestamp: 1_767_225_600_000_000, originating_node: node, metadata };
     let ip = dataplane::fann::notification_packet(CODE_EVENT, &m, &node, &"2001:db8:2::1".parse().unwrap(), &dataplane::wire::params::Params::DEFAULT, false);
     let mut f = ROUTER_WAN_MAC.to_vec();
     f.extend_from_slice(&WAN_GW_MAC);

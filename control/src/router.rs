@@ -546,12 +546,11 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     // Responses seen by a worker that does not own the congestion-aware
     // port they belong to go to the owner (source QP learning); ports
     // without a congestion stage get an empty ring.
-    let reverse: Arc<Vec<crossbeam::queue::ArrayQueue<dataplane::congestion::RoceInfo>>> =
-        Arc::new((0..maxp).map(|p| crossbeam::queue::ArrayQueue::new(if cong_cfg[p].is_some() && nworkers > 1 { 4096 } else { 1 })).collect());
+    let to_owner_cap = |p: usize| if cong_cfg[p].is_some() && nworkers > 1 { 4096 } else { 1 };
+    let reverse: Arc<Vec<crossbeam::queue::ArrayQueue<dataplane::congestion::RoceInfo>>> = Arc::new((0..maxp).map(|p| crossbeam::queue::ArrayQueue::new(to_owner_cap(p))).collect());
     // RoCEv2 data those workers dropped on the way to such a port (its
     // hand-off ring full), for the owner's flow table (arrival rates).
-    let dropped: Arc<Vec<crossbeam::queue::ArrayQueue<(dataplane::congestion::RoceKey, u32)>>> =
-        Arc::new((0..maxp).map(|p| crossbeam::queue::ArrayQueue::new(if cong_cfg[p].is_some() && nworkers > 1 { 4096 } else { 1 })).collect());
+    let dropped: Arc<Vec<crossbeam::queue::ArrayQueue<(dataplane::congestion::RoceKey, u32)>>> = Arc::new((0..maxp).map(|p| crossbeam::queue::ArrayQueue::new(to_owner_cap(p))).collect());
     // End.MT reverse path: worker 0 owns every group's state (one writer);
     // the others steer the groups' packets to it through this ring.
     let mc_ring = Arc::new(crossbeam::queue::ArrayQueue::new((mbufs / 8).clamp(64, 4096)));

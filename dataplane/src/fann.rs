@@ -947,9 +947,6 @@ impl IngressPe {
                 d.since = None;
                 false
             };
-            if !use_backup && d.since.is_some() {
-                d.since = None;
-            }
             let paths = if use_backup { p.backup.as_deref().unwrap_or(&p.primary) } else { &p.primary };
             let weights: Vec<u32> = paths.iter().map(|x| if failed(x) { 0 } else { (x.weight / divisor(x)).max(1) }).collect();
             let new = PolicyState { on_backup: use_backup, weights };
@@ -1192,18 +1189,13 @@ impl PeControl {
 
     /// [`on_note`](Self::on_note) at `now` (ns since the PE started).
     pub fn on_note_at(&mut self, note: &PeNote, now: u64, counters: &WorkerCounters) -> PeOutcome {
-        let prev: Vec<bool> = (0..self.cfg.policies.len()).map(|i| self.pe.state(i).is_some_and(|s| s.on_backup)).collect();
         // A hold-down that ran out by now takes effect first.
-        let due = self.pe.advance(now);
-        if !due.is_empty() {
-            self.apply_changed(&due, &prev, counters);
-        }
-        let prev: Vec<bool> = (0..self.cfg.policies.len()).map(|i| self.pe.state(i).is_some_and(|s| s.on_backup)).collect();
+        let due_table = self.poll_failover_at(now, counters);
+        let prev = self.on_backup();
         let reaction = match note {
             PeNote::Fann { code, msg } => self.pe.on_notification(*code, msg),
             PeNote::Cnp { from, info } => self.pe.on_cnp(*from, info),
         };
-        let due_table = (!due.is_empty()).then(|| Arc::new(self.table.clone()));
         let changed = match &reaction {
             Reaction::Dropped => {
                 counters.dropped(Drop::FannUnknownSource);
@@ -1304,6 +1296,11 @@ impl PeControl {
         out
     }
 
+    /// Which policies are on their backup lists now.
+    fn on_backup(&self) -> Vec<bool> {
+        (0..self.cfg.policies.len()).map(|i| self.pe.state(i).is_some_and(|s| s.on_backup)).collect()
+    }
+
     /// Rebuild the `changed` policies and count how each changed (`prev`:
     /// which were on their backup before).
     fn apply_changed(&mut self, changed: &[usize], prev: &[bool], counters: &WorkerCounters) {
@@ -1336,7 +1333,7 @@ impl PeControl {
     /// [`poll_failover`](Self::poll_failover) at `now` (ns since the PE
     /// started).
     pub fn poll_failover_at(&mut self, now: u64, counters: &WorkerCounters) -> Option<Arc<SidTable>> {
-        let prev: Vec<bool> = (0..self.cfg.policies.len()).map(|i| self.pe.state(i).is_some_and(|s| s.on_backup)).collect();
+        let prev = self.on_backup();
         let changed = self.pe.advance(now);
         if changed.is_empty() {
             return None;

@@ -551,8 +551,6 @@ pub(crate) struct ReplicaJob {
     /// the whole packet, Hop Limit - 1, out of these interfaces.
     mr: usize,
     mr_oifs: [u16; MAX_MROUTE_OIFS],
-    /// The multicast group (their Ethernet destination, RFC 2464 s.7).
-    mr_group: u128,
     /// The End.MT SID (for the provisioned receivers and downstream SIDs).
     sid: u128,
     /// IPv6 header offset in the original frame, and its total length.
@@ -974,7 +972,7 @@ impl Pipeline {
         let martian = src.is_unspecified() || crate::tables::is_link_local(&src);
         match self.topo.mroute(&src, &dst).filter(|_| !martian) {
             _ if martian && !local => return Err(Drop::Ipv6Martian),
-            Some((_, m)) => {
+            Some(m) => {
                 if m.iif.is_some_and(|i| i != l2.iface) {
                     return Err(Drop::MrouteRpfFailed);
                 }
@@ -1012,7 +1010,6 @@ impl Pipeline {
         job.n = k + mr;
         job.mr = mr;
         job.mr_oifs = oifs;
-        job.mr_group = u128::from(dst);
         Ok(Verdict::Replicate(job.n as u16))
     }
 
@@ -1033,8 +1030,8 @@ impl Pipeline {
         let d = copy.data_mut();
         d[14..].copy_from_slice(body);
         Ipv6Packet::new_unchecked(&mut d[14..]).decrement_hop_limit();
-        let g = job.mr_group.to_be_bytes();
-        let mac = [0x33, 0x33, g[12], g[13], g[14], g[15]];
+        // The group is the packet's destination (bytes 24..40).
+        let mac = [0x33, 0x33, body[36], body[37], body[38], body[39]];
         write_l2(copy, L2 { iface, l3: 14, pcp: job.pcp, mcast: false }, mac, out_mac, vlan, EtherType::IPV6)?;
         self.counters.local(Local::MrouteReplica);
         Ok(port)

@@ -195,12 +195,9 @@ impl Topology {
     }
     /// The multicast route for a packet from `src` to `group`: the (S,G)
     /// entry, else the (*,G) one.
-    pub fn mroute(&self, src: &Ipv6Addr, group: &Ipv6Addr) -> Option<(usize, &Mroute)> {
-        if self.mroutes.is_empty() {
-            return None;
-        }
-        let g = self.mroutes.iter().enumerate().filter(|(_, m)| m.group == *group);
-        g.clone().find(|(_, m)| m.source == Some(*src)).or_else(|| g.clone().find(|(_, m)| m.source.is_none()))
+    pub fn mroute(&self, src: &Ipv6Addr, group: &Ipv6Addr) -> Option<&Mroute> {
+        let g = || self.mroutes.iter().filter(|m| m.group == *group);
+        g().find(|m| m.source == Some(*src)).or_else(|| g().find(|m| m.source.is_none()))
     }
 
     #[inline]

@@ -282,6 +282,18 @@ fn fann_frame(sim: &WanSim, pe: usize, src: &str, node: &str, id: u32) -> Vec<u8
     f
 }
 
+/// Set the IPv6 payload length and the UDP length of the IPv6 / UDP
+/// packet `ip` to what it holds, and its UDP checksum.
+fn fix_udp6(ip: &mut [u8]) {
+    use dataplane::wire::checksum::{combine, fold, pseudo_v6, sum};
+    let ulen = (ip.len() - 40) as u16;
+    ip[4..6].copy_from_slice(&ulen.to_be_bytes());
+    ip[44..46].copy_from_slice(&ulen.to_be_bytes());
+    ip[46..48].copy_from_slice(&[0, 0]);
+    let s = combine(pseudo_v6(ip[8..24].try_into().unwrap(), ip[24..40].try_into().unwrap(), 17, u32::from(ulen)), sum(&ip[40..]));
+    ip[46..48].copy_from_slice(&(!fold(s)).to_be_bytes());
+}
+
 #[test]
 fn bad_notifications_at_the_pe_are_dropped_and_counted() {
     let mut f = figure(false);
@@ -307,12 +319,7 @@ fn bad_notifications_at_the_pe_are_dropped_and_counted() {
     short.truncate(fr.len() - 2);
     // Fix the IPv6 and UDP lengths and the checksum so only the FANN
     // message is short.
-    let ulen = (short.len() - 54) as u16;
-    short[18..20].copy_from_slice(&ulen.to_be_bytes());
-    short[58..60].copy_from_slice(&ulen.to_be_bytes());
-    short[60..62].copy_from_slice(&[0, 0]);
-    let s = dataplane::wire::checksum::combine(dataplane::wire::checksum::pseudo_v6(&a("fc00::2").octets(), &a("fc00::a").octets(), 17, u32::from(ulen)), dataplane::wire::checksum::sum(&short[54..]));
-    short[60..62].copy_from_slice(&(!dataplane::wire::checksum::fold(s)).to_be_bytes());
+    fix_udp6(&mut short[14..]);
     f.sim.deliver(pe, 1, short);
     assert_eq!(f.sim.counters(pe).drops[Drop::FannMalformed as usize].get(), 2);
     // A good one, twice: accepted once, then a duplicate.
@@ -328,12 +335,7 @@ fn bad_notifications_at_the_pe_are_dropped_and_counted() {
     let m2 = MessageRepr { event_id: 4, ..m };
     let mut ip2 = dataplane::fann::notification_packet(CODE_EVENT, &m2, &a("fc00::2"), &a("fc00::a"), &Params::DEFAULT, true);
     ip2.extend_from_slice(&[0; 3]);
-    let ulen = (ip2.len() - 40) as u16;
-    ip2[4..6].copy_from_slice(&ulen.to_be_bytes());
-    ip2[44..46].copy_from_slice(&ulen.to_be_bytes());
-    ip2[46..48].copy_from_slice(&[0, 0]);
-    let s = dataplane::wire::checksum::combine(dataplane::wire::checksum::pseudo_v6(&a("fc00::2").octets(), &a("fc00::a").octets(), 17, u32::from(ulen)), dataplane::wire::checksum::sum(&ip2[40..]));
-    ip2[46..48].copy_from_slice(&(!dataplane::wire::checksum::fold(s)).to_be_bytes());
+    fix_udp6(&mut ip2);
     let mut padded = fann_frame(&f.sim, pe, "fc00::2", "fc00::2", 0)[..14].to_vec();
     padded.extend_from_slice(&ip2);
     f.sim.deliver(pe, 1, padded);
