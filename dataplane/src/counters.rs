@@ -62,6 +62,11 @@ reasons!(Drop, N_DROPS {
     // A multicast packet that arrived on another interface than its
     // route's RPF interface (`iif`).
     MrouteRpfFailed => "mroute-rpf-failed",
+    // MLD (RFC 9777): Hop Limit not 1, or a query from a non-link-local
+    // or a report from the unspecified address (s.5.1.14, s.5.2.13).
+    MldInvalid => "mld-invalid",
+    MldNotEnabled => "mld-not-enabled",
+    MldRateLimited => "mld-rate-limited",
     // local
     LocalUnsupported => "local-unsupported",
     MalformedIcmp => "malformed-icmp",
@@ -183,6 +188,12 @@ reasons!(Local, N_LOCAL {
     EndMtReplica => "endmt-replica-built",
     // Copies of a multicast packet sent by a multicast route.
     MrouteReplica => "mroute-replica-sent",
+    MldReportReceived => "mld-report-received",
+    MldQueryReceived => "mld-query-received",
+    MldQuerySent => "mld-query-sent",
+    MldRecordIgnored => "mld-record-ignored",
+    MldSsmExcludeIgnored => "mld-ssm-exclude-ignored",
+    MldStateFull => "mld-state-full",
     EndMtZeroCopy => "endmt-replica-zero-copy",
     // End.MT reverse path (multicast::Counter events)
     McDataSeen => "mc-data-seen",

@@ -29,6 +29,7 @@ pub mod node;
 pub mod sim;
 pub mod sim6;
 pub mod multicast;
+pub mod mld;
 pub mod endc;
 pub mod fann;
 pub mod sim_wan;

@@ -16,6 +16,7 @@ pub mod icmpv6;
 pub mod ipv4;
 pub mod ipv6;
 pub mod udp;
+pub mod mld;
 
 pub mod fann;
 pub mod isis;
