@@ -836,6 +836,86 @@ fn multicast_routes_and_end_mt_on_a_group() {
     assert_eq!(mempool_in_use(&so), 0);
 }
 
+/// MLD (RFC 9777, RFC 2710) on real DPDK, with scapy's encoders and
+/// dissectors as the oracle: a host on the DC link reports (scapy-built)
+/// that it listens to ff0e::100 from any source and to ff3e::200 from
+/// 2001:db8:3::5 only, and joins and leaves ff0e::300 with MLDv1. The
+/// router queries the link (General Query at start, two Multicast Address
+/// Specific Queries after the Done, Last Listener Query Interval apart),
+/// and the group traffic that arrives on the WAN port afterwards (behind
+/// 300 000 frames for another MAC, so the listener state is in place)
+/// reaches the DC port for exactly what was asked for, with no static
+/// route at all. Invalid reports are dropped by name.
+#[test]
+fn mld_listeners_get_the_group() {
+    python_ok().expect("the scapy oracle is required");
+    let dir = workdir("mld");
+    let oracle = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/mld.py");
+    let o = Command::new("python3").args([oracle, "build", dir.join("dc-in.pcap").to_str().unwrap()]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let ip = |s: &str| -> std::net::Ipv6Addr { s.parse().unwrap() };
+    use dataplane::wire::mld;
+    let mut wan: Vec<Vec<u8>> = Vec::with_capacity(300_020);
+    // A report on the WAN port, where MLD does not run.
+    let rep = mld::packet(ip("fe80::99"), mld::ALL_MLDV2_ROUTERS, &mld::report_v2_message(&[mld::RecordRepr { kind: mld::RecordType::ToExclude, group: ip("ff0e::100"), sources: vec![] }]));
+    wan.push([&[0x33, 0x33, 0, 0, 0, 0x16][..], &GW, &[0x86, 0xdd], &rep].concat());
+    let filler = control::gen::udp4(&control::gen::L2 { src: GW, dst: [0x02, 0xee, 0, 0, 0, 1] }, "10.0.3.2".parse().unwrap(), "10.0.1.9".parse().unwrap(), 1, 2, b"x", 64);
+    wan.extend(std::iter::repeat_n(filler, 300_000));
+    let data = |src: &str, g: &str, tag: &str| {
+        let g = ip(g);
+        let o = g.octets();
+        let l2 = control::gen::L2 { src: GW, dst: [0x33, 0x33, o[12], o[13], o[14], o[15]] };
+        (0..5).map(|i| control::gen::udp6(&l2, ip(src), g, 40000, 5000, format!("{tag}-{i}").as_bytes(), 64)).collect::<Vec<_>>()
+    };
+    wan.extend(data("2001:db8:3::5", "ff0e::100", "any-source"));
+    wan.extend(data("2001:db8:3::5", "ff3e::200", "ssm-wanted"));
+    wan.extend(data("2001:db8:3::6", "ff3e::200", "ssm-unwanted"));
+    control::demo::write_pcap(&dir.join("wan-in.pcap"), &wan).unwrap();
+    let d = dir.display();
+    let text = config(&dir).replace(&format!("rx_pcap={d}/empty.pcap"), &format!("rx_pcap={d}/wan-in.pcap")) + "[multicast.mld]\ninterfaces = [\"dc\"]\nlast_listener_query_interval_ms = 100\n";
+    let cfg = dir.join("r.toml");
+    std::fs::write(&cfg, text).unwrap();
+    let out = run("mld", &cfg, &["--exit-when-idle", "800", "--duration", "30"]);
+    assert!(out.status.success(), "dcirouter exited with {:?}", out.status);
+    let so = String::from_utf8_lossy(&out.stdout).to_string();
+    // The group traffic on the DC port: ff0e::100 from any source and
+    // ff3e::200 from 2001:db8:3::5, Hop Limit - 1, to the groups' MACs.
+    let dc = read_pcap(&dir.join("dc-out.pcap")).unwrap();
+    let udp: Vec<&Vec<u8>> = dc.iter().filter(|f| f.len() > 14 + 40 && f[14 + 6] == 17).collect();
+    let tags: Vec<String> = udp.iter().map(|f| String::from_utf8_lossy(&f[14 + 48..]).to_string()).collect();
+    let want: Vec<String> = (0..5).map(|i| format!("any-source-{i}")).chain((0..5).map(|i| format!("ssm-wanted-{i}"))).collect();
+    assert_eq!(tags, want, "exactly what the listener asked for");
+    for f in &udp {
+        assert_eq!(f[14 + 7], 63, "Hop Limit - 1");
+        assert_eq!(&f[6..12], &R_DC);
+        assert_eq!(&f[..2], &[0x33, 0x33]);
+        assert_eq!(&f[2..6], &f[14 + 24 + 12..14 + 40], "the group's Ethernet address (RFC 2464 s.7)");
+    }
+    // The queries, dissected by scapy.
+    let o = Command::new("python3").args([oracle, "check", dir.join("dc-out.pcap").to_str().unwrap()]).output().unwrap();
+    let txt = String::from_utf8_lossy(&o.stdout).to_string();
+    eprintln!("{txt}");
+    assert!(o.status.success(), "{txt}");
+    let lines: Vec<&str> = txt.lines().collect();
+    let tail = "src=fe80::dc:ff:fe00:1";
+    assert_eq!(lines.iter().filter(|l| l.starts_with("QUERY general mrd=10000 s=0 qrv=2 qqic=125 nsrc=0 ") && l.contains(tail) && l.ends_with("dst=ff02::1 eth=33:33:00:00:00:01 hlim=1 ra=ok cksum=ok")).count(), 1, "one General Query at start:\n{txt}");
+    assert_eq!(lines.iter().filter(|l| l.starts_with("QUERY ff0e::300 mrd=100 s=0 qrv=2 qqic=125 nsrc=0 ") && l.contains(tail) && l.ends_with("dst=ff0e::300 eth=33:33:00:00:03:00 hlim=1 ra=ok cksum=ok")).count(), 2, "Last Listener Query Count specific queries after the Done:\n{txt}");
+    assert_eq!(lines.len(), 3, "{txt}");
+    assert_eq!(dc.len(), 13, "the queries and the group traffic, nothing else");
+    let wan_out = read_pcap(&dir.join("wan-out.pcap")).unwrap();
+    assert!(wan_out.is_empty(), "MLD does not run on the WAN port: no queries there");
+    assert_eq!(counter(&so, "mld-report-received"), 4, "v2, v1 report, v1 done, the SSM one");
+    assert_eq!(counter(&so, "mld-invalid"), 1, "Hop Limit 2");
+    assert_eq!(counter(&so, "malformed-icmp"), 1, "the bad checksum");
+    assert_eq!(counter(&so, "mld-not-enabled"), 1, "the report on the WAN port");
+    assert_eq!(counter(&so, "mld-ssm-exclude-ignored"), 1);
+    assert_eq!(counter(&so, "mld-query-sent"), 3);
+    assert_eq!(counter(&so, "mroute-replica-sent"), 10);
+    assert_eq!(counter(&so, "multicast-not-routed"), 5, "2001:db8:3::6 to ff3e::200: not asked for");
+    tshark_clean(&dir.join("dc-out.pcap"));
+    assert_eq!(mempool_in_use(&so), 0);
+}
+
 /// Four RoCEv2 flows from `src` to 2001:db8:3::10..13 (DestQP 0x100 + i)
 /// with 1, 2, 3 and 4 packets per round, 8 rounds: a queue holds them in
 /// about that proportion.

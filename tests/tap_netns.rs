@@ -712,7 +712,7 @@ for i in range(5):
         txt.lines().count()
     };
     assert_eq!(ctl("mroute del ff3e::1234"), "OK\n");
-    assert!(ctl("mroute del ff3e::1234").starts_with("ERR no multicast route for ff3e::1234"));
+    assert!(ctl("mroute del ff3e::1234").starts_with("ERR no static multicast route for ff3e::1234"));
     assert_eq!(through("2", "gone"), 0, "no route, no copies");
     assert!(ctl("mroute add ff3e::1234 iif a oif a").starts_with("ERR oifs[0] = \"a\": the route's iif"));
     assert_eq!(ctl("mroute add ff3e::1234 source 2001:db8:a::2 iif a oif b"), "OK\n");

@@ -75,6 +75,105 @@ pub struct MulticastSection {
     pub groups: Vec<GroupSection>,
     #[serde(default, rename = "route")]
     pub routes: Vec<MrouteSection>,
+    /// MLD on the interfaces toward the listeners.
+    pub mld: Option<MldSection>,
+}
+
+/// `[multicast.mld]`: the router side of MLD (RFC 9777, with MLDv1 hosts,
+/// RFC 2710) on `interfaces`: the listeners it learns there join the
+/// multicast routes' outgoing interfaces ([`dataplane::mld`]).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MldSection {
+    pub interfaces: Vec<String>,
+    /// Robustness Variable (RFC 9777 s.9.1), 1..=7.
+    #[serde(default = "d_mld_robustness")]
+    pub robustness: u8,
+    /// Query Interval (s.9.2).
+    #[serde(default = "d_mld_qi")]
+    pub query_interval_s: u32,
+    /// Query Response Interval (s.9.3), below the Query Interval.
+    #[serde(default = "d_mld_qri")]
+    pub query_response_interval_ms: u32,
+    /// Last Listener Query Interval (s.9.8).
+    #[serde(default = "d_mld_llqi")]
+    pub last_listener_query_interval_ms: u32,
+    /// (interface, multicast address) records at most.
+    #[serde(default = "d_mld_groups")]
+    pub max_groups: usize,
+    /// Sources per record at most.
+    #[serde(default = "d_mld_sources")]
+    pub max_sources: usize,
+}
+
+fn d_mld_robustness() -> u8 {
+    2
+}
+fn d_mld_qi() -> u32 {
+    125
+}
+fn d_mld_qri() -> u32 {
+    10_000
+}
+fn d_mld_llqi() -> u32 {
+    1000
+}
+fn d_mld_groups() -> usize {
+    4096
+}
+fn d_mld_sources() -> usize {
+    64
+}
+
+/// A validated `[multicast.mld]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MldPlan {
+    /// Interface indices MLD runs on.
+    pub ifaces: Vec<u16>,
+    pub cfg: dataplane::mld::MldConfig,
+}
+
+/// Check `[multicast.mld]` against the interfaces.
+pub fn mld_plan(s: &MldSection, interfaces: &[Interface]) -> Result<MldPlan, String> {
+    use dataplane::wire::mld::{MAX_QQI_S, MAX_RESP_MS};
+    if s.interfaces.is_empty() {
+        return Err("multicast.mld.interfaces = []: name at least one interface MLD runs on".into());
+    }
+    let mut ifaces = Vec::new();
+    for (i, n) in s.interfaces.iter().enumerate() {
+        let k = interfaces.iter().position(|x| x.name == *n).ok_or_else(|| format!("multicast.mld.interfaces[{i}] = {n:?}: no such interface"))? as u16;
+        if ifaces.contains(&k) {
+            return Err(format!("multicast.mld.interfaces[{i}] = {n:?}: listed twice"));
+        }
+        ifaces.push(k);
+    }
+    if !(1..=7).contains(&s.robustness) {
+        return Err(format!("multicast.mld.robustness = {}: must be 1..=7 (it travels in the 3-bit QRV field, RFC 9777 s.5.1.8)", s.robustness));
+    }
+    if !(1..=MAX_QQI_S).contains(&s.query_interval_s) {
+        return Err(format!("multicast.mld.query_interval_s = {}: must be 1..={MAX_QQI_S} (what QQIC can carry, s.5.1.9)", s.query_interval_s));
+    }
+    if !(1..=MAX_RESP_MS).contains(&s.query_response_interval_ms) || u64::from(s.query_response_interval_ms) >= u64::from(s.query_interval_s) * 1000 {
+        return Err(format!("multicast.mld.query_response_interval_ms = {}: must be at least 1, at most {MAX_RESP_MS} (s.5.1.3) and below the query interval ({} s, s.9.3)", s.query_response_interval_ms, s.query_interval_s));
+    }
+    if !(1..=MAX_RESP_MS).contains(&s.last_listener_query_interval_ms) {
+        return Err(format!("multicast.mld.last_listener_query_interval_ms = {}: must be 1..={MAX_RESP_MS} (s.5.1.3)", s.last_listener_query_interval_ms));
+    }
+    if !(1..=65536).contains(&s.max_groups) {
+        return Err(format!("multicast.mld.max_groups = {}: must be 1..=65536", s.max_groups));
+    }
+    if !(1..=1024).contains(&s.max_sources) {
+        return Err(format!("multicast.mld.max_sources = {}: must be 1..=1024", s.max_sources));
+    }
+    let cfg = dataplane::mld::MldConfig {
+        robustness: s.robustness,
+        query_interval_ns: u64::from(s.query_interval_s) * 1_000_000_000,
+        query_response_ns: u64::from(s.query_response_interval_ms) * 1_000_000,
+        last_listener_ns: u64::from(s.last_listener_query_interval_ms) * 1_000_000,
+        max_groups: s.max_groups,
+        max_sources: s.max_sources,
+    };
+    Ok(MldPlan { ifaces, cfg })
 }
 
 /// `[[multicast.route]]`: a static IPv6 multicast route, the underlay of
@@ -990,6 +1089,8 @@ pub struct RouterConfig {
     pub wan_notify: Vec<WanNotifyPlan>,
     /// Static IPv6 multicast routes.
     pub mroutes: Vec<dataplane::tables::Mroute>,
+    /// MLD (None: not configured).
+    pub mld: Option<MldPlan>,
 }
 
 impl RouterConfig {
@@ -1000,6 +1101,7 @@ impl RouterConfig {
     pub fn topology(&self) -> Topology {
         let mut t = Topology::new(self.interfaces.clone());
         t.mroutes = self.mroutes.clone();
+        t.mld = self.mld.as_ref().map(|m| m.ifaces.clone()).unwrap_or_default();
         t
     }
     pub fn iface_index(&self, name: &str) -> Option<u16> {
@@ -1412,6 +1514,10 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         None => Vec::new(),
         Some(m) => mroute_plan(&m.routes, &interfaces, srv6.as_ref())?,
     };
+    let mld = match f.multicast.as_ref().and_then(|m| m.mld.as_ref()) {
+        None => None,
+        Some(s) => Some(mld_plan(s, &interfaces)?),
+    };
     let ingress_pe = match &f.ingress_pe {
         None => None,
         Some(s) => Some(ingress_pe_plan(s, srv6.as_ref(), &interfaces)?),
@@ -1427,6 +1533,7 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
     }
     Ok(RouterConfig {
         mroutes,
+        mld,
         wan_notify,
         ingress_pe,
         fann,

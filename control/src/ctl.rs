@@ -36,7 +36,7 @@ pub const HELP: &str = "commands:
   sid add SID end.mt [hmac-required] [receiver ADDR QPN]... [downstream SID]...
   sid del SID
   hmac-key add KEY_ID SECRET_HEX [LENGTH] | hmac-key del KEY_ID
-  show multicast | show mroutes
+  show multicast | show mroutes | show mld
   mroute add GROUP [source ADDR] [iif INTERFACE] oif INTERFACE [oif INTERFACE]... | mroute del GROUP [source ADDR]
   multicast receiver add GROUP ADDR QPN
   multicast receiver del GROUP ADDR
@@ -582,20 +582,35 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
             };
             let m = plan.into_iter().next().ok_or("no route")?;
             let what = format!("{}{}", m.group, m.source.map(|s| format!(" from {s}")).unwrap_or_default());
-            let mut t = (*c.topo).clone();
-            let at = t.mroutes.iter().position(|x| x.group == m.group && x.source == m.source);
+            let mut v = c.static_mroutes.clone();
+            let at = v.iter().position(|x| x.group == m.group && x.source == m.source);
             match (*op, at) {
                 ("add", Some(_)) => return Err(format!("a route for {what} exists: mroute del it first")),
-                ("add", None) => t.mroutes.push(m),
+                ("add", None) => v.push(m),
                 (_, Some(i)) => {
-                    t.mroutes.remove(i);
+                    v.remove(i);
                 }
-                (_, None) => return Err(format!("no multicast route for {what}")),
+                (_, None) => return Err(format!("no static multicast route for {what}")),
             }
-            c.push_topology(t);
+            c.set_static_mroutes(v);
             Ok(String::new())
         }
-        ["show", "mroutes"] => Ok(show_mroutes(&c.topo, c.snapshot().local_count(dataplane::counters::Local::MrouteReplica))),
+        ["show", "mroutes"] => Ok(show_mroutes(&c.topo, &c.static_mroutes, c.snapshot().local_count(dataplane::counters::Local::MrouteReplica))),
+        ["show", "mld"] => {
+            let m = c.mld.as_ref().ok_or("MLD is not configured ([multicast.mld])")?;
+            let topo = c.topo.clone();
+            let mut o = m.show(c.mld_now(), |i| topo.iface(i).map_or_else(|| format!("#{i}"), |x| x.name.clone()));
+            let snap = c.snapshot();
+            use dataplane::counters::{Drop, Local};
+            use std::fmt::Write as _;
+            for l in [Local::MldReportReceived, Local::MldQueryReceived, Local::MldQuerySent, Local::MldRecordIgnored, Local::MldSsmExcludeIgnored, Local::MldStateFull] {
+                let _ = writeln!(o, "{} {}", l.name(), snap.local_count(l));
+            }
+            for d in [Drop::MldInvalid, Drop::MldNotEnabled, Drop::MldRateLimited] {
+                let _ = writeln!(o, "{} {}", d.name(), snap.drop_count(d));
+            }
+            Ok(o)
+        }
         ["multicast", kind @ ("receiver" | "child"), op @ ("add" | "del"), group, addr, rest @ ..] => {
             let gi = c.cfg.multicast.iter().position(|g| g.name == *group).ok_or_else(|| format!("group {group:?}: no such group"))?;
             let a: std::net::Ipv6Addr = addr.parse().map_err(|_| format!("{addr:?}: not an IPv6 address"))?;
@@ -758,20 +773,23 @@ fn hex_octets(s: &str) -> Option<Vec<u8>> {
     (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok()).collect()
 }
 
-/// The static multicast routes, (S,G) or (*,G), with their RPF and
-/// outgoing interfaces by name, and the copies the workers sent.
-fn show_mroutes(topo: &dataplane::tables::Topology, copies: u64) -> String {
+/// The multicast routes the workers use, (S,G) or (*,G), with their RPF
+/// and outgoing interfaces by name ("mld": not a static route as it is,
+/// MLD listeners added interfaces or made it), and the copies the workers
+/// sent.
+fn show_mroutes(topo: &dataplane::tables::Topology, statics: &[dataplane::tables::Mroute], copies: u64) -> String {
     use std::fmt::Write as _;
     let name = |i: u16| topo.iface(i).map_or_else(|| format!("#{i}"), |x| x.name.clone());
     let mut o = String::new();
     for m in &topo.mroutes {
         let _ = writeln!(
             o,
-            "({}, {}) iif {} oifs [{}]",
+            "({}, {}) iif {} oifs [{}]{}",
             m.source.map_or_else(|| "*".to_string(), |s| s.to_string()),
             m.group,
             m.iif.map_or_else(|| "any".to_string(), name),
-            m.oifs.iter().map(|&i| name(i)).collect::<Vec<_>>().join(", ")
+            m.oifs.iter().map(|&i| name(i)).collect::<Vec<_>>().join(", "),
+            if statics.contains(m) { "" } else { " mld" }
         );
     }
     let _ = writeln!(o, "mroute-replica-sent {copies}");
@@ -1111,6 +1129,6 @@ mod tests {
             Mroute { group: "ff3e::100".parse().unwrap(), source: None, iif: Some(1), oifs: vec![0] },
             Mroute { group: "ff3e::100".parse().unwrap(), source: Some("2001:db8:3::2".parse().unwrap()), iif: None, oifs: vec![0, 1] },
         ];
-        assert_eq!(show_mroutes(&t, 7), "(*, ff3e::100) iif wan oifs [dc]\n(2001:db8:3::2, ff3e::100) iif any oifs [dc, wan]\nmroute-replica-sent 7\n");
+        assert_eq!(show_mroutes(&t, &t.mroutes[..1], 7), "(*, ff3e::100) iif wan oifs [dc]\n(2001:db8:3::2, ff3e::100) iif any oifs [dc, wan] mld\nmroute-replica-sent 7\n");
     }
 }

@@ -85,6 +85,16 @@ pub struct Control {
     /// when that was (see `run_nud`).
     expired_pending: bool,
     expired_pushed: Instant,
+    /// The multicast routes of the configuration and of `mroute add`;
+    /// the workers' are these merged with the MLD listeners.
+    pub static_mroutes: Vec<dataplane::tables::Mroute>,
+    /// MLD's listener state (None: no `[multicast.mld]`).
+    pub mld: Option<dataplane::mld::Mld>,
+    /// When MLD's timers are next due (ns since `mld_started`).
+    mld_next: u64,
+    mld_started: Instant,
+    /// MLD queries waiting for room in worker 0's update channel.
+    mld_out: std::collections::VecDeque<dataplane::mld::Outgoing>,
 }
 
 impl Control {
@@ -296,6 +306,77 @@ impl Control {
         }
         self.sids = Some((*t).clone());
         self.push(|| Update::Sids(t.clone()));
+    }
+    /// MLD's clock: ns since it started.
+    pub fn mld_now(&self) -> u64 {
+        self.mld_started.elapsed().as_nanos() as u64
+    }
+    /// Replace the static multicast routes (`mroute add` / `del`).
+    pub fn set_static_mroutes(&mut self, v: Vec<dataplane::tables::Mroute>) {
+        self.static_mroutes = v;
+        self.refresh_mroutes();
+    }
+    /// The workers' multicast routes: the static ones with the MLD
+    /// listeners merged in; pushed when they changed.
+    fn refresh_mroutes(&mut self) {
+        let merged = match &self.mld {
+            Some(m) => dataplane::mld::merge_routes(&self.static_mroutes, &m.listeners()),
+            None => self.static_mroutes.clone(),
+        };
+        if merged != self.topo.mroutes {
+            let mut t = (*self.topo).clone();
+            t.mroutes = merged;
+            self.push_topology(t);
+        }
+    }
+    /// An MLD message a worker handed over.
+    fn on_mld(&mut self, iface: u16, src: std::net::Ipv6Addr, msg: &[u8], now_ns: u64) {
+        use dataplane::counters::Drop;
+        use dataplane::mld::Refused;
+        let Some(m) = self.mld.as_mut() else {
+            self.own.dropped(Drop::MldNotEnabled);
+            return;
+        };
+        if let Err(r) = m.on_message(iface, src, msg, now_ns, &self.own) {
+            self.own.dropped(match r {
+                Refused::NotEnabled => Drop::MldNotEnabled,
+                Refused::Malformed => Drop::MalformedIcmp,
+                Refused::BadSource => Drop::MldInvalid,
+            });
+        }
+        // Queries it asks for go at once.
+        self.mld_next = now_ns;
+    }
+    /// MLD's timers: queries due go to worker 0, changed listeners to the
+    /// workers' multicast routes.
+    fn run_mld(&mut self, now_ns: u64) {
+        let Some(m) = self.mld.as_mut() else { return };
+        if now_ns >= self.mld_next {
+            let mut out = Vec::new();
+            self.mld_next = m.tick(now_ns, &mut out, &self.own);
+            for o in out {
+                if self.mld_out.len() >= INJECT_BACKLOG {
+                    self.own.dropped(dataplane::counters::Drop::EventQueueFull);
+                } else {
+                    self.mld_out.push_back(o);
+                }
+            }
+        }
+        if m.take_changed() {
+            self.refresh_mroutes();
+        }
+        if let Some(w) = self.workers.first() {
+            while let Some(o) = self.mld_out.pop_front() {
+                match w.updates.try_send(Update::InjectOn(o.iface, o.packet)) {
+                    Ok(()) => {}
+                    Err(crossbeam::channel::TrySendError::Full(Update::InjectOn(iface, packet))) => {
+                        self.mld_out.push_front(dataplane::mld::Outgoing { iface, packet });
+                        break;
+                    }
+                    Err(_) => self.own.dropped(dataplane::counters::Drop::EventQueueFull),
+                }
+            }
+        }
     }
     pub fn worker_updates(&self) -> impl Iterator<Item = &Sender<Update>> {
         self.workers.iter().map(|w| &w.updates)
@@ -661,7 +742,8 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         None => None,
     };
     let sids = sids0.as_deref().cloned();
-    let mut control = Control { topo, fib: cfg.fib.clone(), neighbours, sids, cfg, workers, own: Arc::new(WorkerCounters::default()), pe: pe.take(), nud: None, flows_seq: 0, garbage: garbage_rx.clone(), expired_pending: false, expired_pushed: Instant::now() };
+    let mut control = Control { topo, fib: cfg.fib.clone(), neighbours, sids, cfg, workers, own: Arc::new(WorkerCounters::default()), pe: pe.take(), nud: None, flows_seq: 0, garbage: garbage_rx.clone(), expired_pending: false, expired_pushed: Instant::now(), static_mroutes: Vec::new(), mld: None, mld_next: 0, mld_started: Instant::now(), mld_out: std::collections::VecDeque::new() };
+    control.static_mroutes = control.cfg.mroutes.clone();
     let dp = &control.cfg.dataplane;
     if dp.neighbour_reachable_ms != 0 {
         let c = dataplane::nud::NudConfig { reachable_ns: dp.neighbour_reachable_ms * 1_000_000, retrans_ns: dp.neighbour_solicit_interval_ms * 1_000_000, probes: dp.neighbour_probes, stale_ns: dp.neighbour_stale_ms * 1_000_000, retry_max_ns: dp.neighbour_retry_max_ms * 1_000_000 };
@@ -673,6 +755,13 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     // clock of ns since `started`; its messages carry Unix time (s.5.1.2),
     // `epoch_ns` apart.
     let started = Instant::now();
+    // MLD from the interfaces' link-local addresses (their MACs are known
+    // by now); its clock is ns since `started`.
+    if let Some(plan) = control.cfg.mld.clone() {
+        let ifs: Vec<(u16, std::net::Ipv6Addr)> = plan.ifaces.iter().filter_map(|&i| control.topo.iface(i).map(|x| (i, x.link_local))).collect();
+        control.mld = Some(dataplane::mld::Mld::new(plan.cfg, &ifs, 0));
+        control.mld_started = started;
+    }
     let epoch_ns = dataplane::fann::unix_ns();
     let mut fann = control.cfg.fann.clone().map(|mut plan| {
         plan.detector.epoch_ns = epoch_ns;
@@ -733,6 +822,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
                     }
                 }
                 Event::NeighbourConfirmed { iface, ip } => control.confirm_neighbour(iface, ip, started),
+                Event::Mld { iface, src, msg } => control.on_mld(iface, src, &msg, started.elapsed().as_nanos() as u64),
                 Event::PeNotification(note) => {
                     let Some(pe) = control.pe.as_mut() else {
                         // The workers only hand these over with a PE configured.
@@ -841,6 +931,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
                 }
             }
         }
+        control.run_mld(started.elapsed().as_nanos() as u64);
         // Neighbour unreachability detection every 50 ms.
         if last_nud.elapsed() >= Duration::from_millis(50) {
             last_nud = Instant::now();

@@ -214,7 +214,7 @@ impl Mld {
                 v.push(Listeners { iface: f.iface, group: *g, exclude: st.exclude, sources });
             }
         }
-        v.sort_by(|a, b| (a.group, a.iface).cmp(&(b.group, b.iface)));
+        v.sort_by_key(|l| (l.group, l.iface));
         v
     }
 

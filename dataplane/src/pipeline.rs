@@ -43,7 +43,7 @@ pub enum Verdict {
 }
 
 /// Something the control thread needs to know.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
     /// A neighbour seen in ARP / ND traffic with a MAC the table does not
     /// have; `answer`: in an answer to a solicitation (an ARP reply to us,
@@ -59,7 +59,18 @@ pub enum Event {
     /// thread's [`crate::fann::PeControl`] (the single writer of the SR
     /// policies).
     PeNotification(crate::fann::PeNote),
+    /// An MLD message (RFC 9777) on an interface MLD runs on, validated
+    /// (Hop Limit 1, link-local source, checksum), for the control
+    /// thread's listener state ([`crate::mld::Mld`]): the ICMPv6 message.
+    /// A control-plane packet, rate-limited per worker
+    /// ([`MLD_RATE_PER_S`]), so its copy is allocated.
+    Mld { iface: u16, src: Ipv6Addr, msg: Box<[u8]> },
 }
+
+/// MLD messages each worker hands to the control thread per second at
+/// most (and burst); beyond it they are dropped as `mld-rate-limited`.
+pub const MLD_RATE_PER_S: u32 = 2000;
+pub const MLD_BURST: u32 = 500;
 
 /// An address to resolve: the worker builds an ARP request or NS for it,
 /// broadcast / to the solicited-node group, or unicast to `unicast` (a
@@ -140,6 +151,8 @@ pub struct Pipeline {
     pub counters: Arc<WorkerCounters>,
     cfg: PipelineConfig,
     icmp_bucket: TokenBucket,
+    /// MLD messages handed to the control thread.
+    mld_bucket: TokenBucket,
     /// Events for the control thread, drained by the worker after each burst.
     pub events: Vec<Event>,
     /// Addresses to resolve, drained by the worker after each burst.
@@ -248,6 +261,7 @@ impl Pipeline {
             counters,
             cfg,
             icmp_bucket: TokenBucket::new(cfg.icmp_error_rate_pps, cfg.icmp_error_burst),
+            mld_bucket: TokenBucket::new(MLD_RATE_PER_S, MLD_BURST),
             events: Vec::with_capacity(EVENTS_CAP),
             solicits: Vec::with_capacity(EVENTS_CAP),
             solicit_last,
@@ -621,6 +635,11 @@ impl Pipeline {
         if !src.is_unspecified() && !crate::tables::is_link_local(&src) {
             self.urpf(l2.iface, |f, i| f.urpf_iface6(src, i))?;
         }
+        if dst.is_multicast() && p.data().get(l2.l3 + 6) == Some(&0) {
+            if let Some(v) = self.mld_rx(p, l2, src, dst, hop, total, now_ns)? {
+                return Ok(v);
+            }
+        }
         if self.mc.is_proxy(&dst) {
             // End.MT reverse path: a receiver's response to a group's Proxy
             // Address is aggregated here; the group's data is observed.
@@ -770,6 +789,46 @@ impl Pipeline {
             // an RA sender.
             _ => Err(Drop::LocalUnsupported),
         }
+    }
+
+    /// An MLD message (ICMPv6 type 130, 131, 132 or 143 after a Hop-by-Hop
+    /// header, to a multicast address): checked as RFC 9777 s.5.1.14 and
+    /// s.5.2.13 say (Hop Limit 1, a link-local source; a report from ::
+    /// is of no use to a router) and handed to the control thread, or
+    /// dropped by name. None: not MLD.
+    #[allow(clippy::too_many_arguments)]
+    fn mld_rx<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, src: Ipv6Addr, dst: Ipv6Addr, hop: u8, total: usize, now_ns: u64) -> Result<Option<Verdict>, Drop> {
+        let msg = {
+            let d = p.data();
+            let pkt = d.get(l2.l3..l2.l3 + total).ok_or(Drop::MalformedIpv6)?;
+            let chain = walk_ext_chain(IpProtocol::HOP_BY_HOP, pkt, 40).map_err(|_| Drop::MalformedIpv6)?;
+            if chain.upper_protocol != IpProtocol::ICMPV6 || chain.fragment.is_some() {
+                return Ok(None);
+            }
+            let m = &pkt[chain.upper_offset..];
+            if !m.first().is_some_and(|&t| crate::wire::mld::is_mld(t)) {
+                return Ok(None);
+            }
+            if hop != 1 || !crate::tables::is_link_local(&src) {
+                return Err(Drop::MldInvalid);
+            }
+            if !self.topo.mld.contains(&l2.iface) {
+                return Err(Drop::MldNotEnabled);
+            }
+            let sum = checksum::combine(checksum::pseudo_v6(&src.octets(), &dst.octets(), 58, m.len() as u32), checksum::sum(m));
+            if m.len() < 8 || checksum::fold(sum) != 0xffff {
+                return Err(Drop::MalformedIcmp);
+            }
+            if !self.mld_bucket.take(now_ns) {
+                return Err(Drop::MldRateLimited);
+            }
+            if self.events.len() >= EVENTS_CAP {
+                return Err(Drop::EventQueueFull);
+            }
+            Box::<[u8]>::from(m)
+        };
+        self.events.push(Event::Mld { iface: l2.iface, src, msg });
+        Ok(Some(Verdict::Consumed))
     }
 
     /// A UDP datagram to this node: a FANN message on the configured port
@@ -1187,6 +1246,23 @@ impl Pipeline {
         let (port, out_mac, vlan) = (ifc.port, ifc.mac, ifc.vlan);
         let l2 = L2 { iface, l3: 14, pcp, mcast: false };
         write_l2(p, l2, mac, out_mac, vlan, et)?;
+        Ok(port)
+    }
+
+    /// Send an IPv6 packet the router originates to a multicast address
+    /// out of interface `iface` (MLD queries): `p` holds a 14-byte
+    /// placeholder followed by the packet. Writes the Ethernet header to
+    /// the address's group MAC (RFC 2464 s.7; 802.1Q on a VLAN interface)
+    /// and returns the port.
+    pub fn emit_on<P: PacketBuffer>(&mut self, p: &mut P, iface: u16) -> Result<u16, Drop> {
+        let dst = p.data().get(14 + 24..14 + 40).and_then(|d| <[u8; 16]>::try_from(d).ok()).map(Ipv6Addr::from).ok_or(Drop::MalformedIpv6)?;
+        if !dst.is_multicast() {
+            return Err(Drop::MalformedIpv6);
+        }
+        let ifc = self.topo.iface(iface).ok_or(Drop::NoRoute)?;
+        let (port, mac, vlan) = (ifc.port, ifc.mac, ifc.vlan);
+        let l2 = L2 { iface, l3: 14, pcp: 6, mcast: true };
+        write_l2(p, l2, ethernet::ipv6_multicast_mac(&dst), mac, vlan, EtherType::IPV6)?;
         Ok(port)
     }
 

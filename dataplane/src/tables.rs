@@ -146,6 +146,9 @@ pub struct Topology {
     /// Static IPv6 multicast routes: (S,G) entries are matched before
     /// (*,G) ones.
     pub mroutes: Vec<Mroute>,
+    /// Interfaces MLD runs on ([`crate::mld`]): MLD messages received
+    /// elsewhere are dropped as `mld-not-enabled`.
+    pub mld: Vec<u16>,
     /// Our addresses; a router has a handful, so a scan of a short array
     /// beats hashing.
     local4: Vec<u32>,

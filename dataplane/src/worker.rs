@@ -46,6 +46,11 @@ pub enum Update {
     /// the worker routes it and sends it ahead of queued data. The buffer
     /// goes back to the control thread to be freed.
     Inject(Vec<u8>),
+    /// An IPv6 packet to a link-scope multicast address the control thread
+    /// originates (MLD queries): sent out of this interface to the
+    /// address's Ethernet group (RFC 2464 s.7), ahead of queued data. The
+    /// buffer goes back to be freed.
+    InjectOn(u16, Vec<u8>),
     /// ARP requests / Neighbor Solicitations the control thread wants sent
     /// (neighbour unreachability detection, [`crate::nud`]). The emptied
     /// vector goes back to the control thread to be freed.
@@ -797,6 +802,32 @@ impl Worker {
         }
     }
 
+    /// Send `ip` (an IPv6 packet to a multicast address) out of interface
+    /// `iface` ([`Update::InjectOn`]).
+    fn inject_on(&mut self, iface: u16, ip: &[u8]) {
+        let Some(mut m) = self.spec.pool.alloc() else {
+            self.counters.dropped(Drop::NoMbuf);
+            return;
+        };
+        m.reset_len(0);
+        if !m.append(14 + ip.len()) {
+            self.counters.dropped(Drop::NoHeadroom);
+            self.free.push(m.into_raw());
+            return;
+        }
+        m.data_mut()[14..].copy_from_slice(ip);
+        match self.pipeline.emit_on(&mut m, iface) {
+            Ok(port) => {
+                self.counters.local(crate::counters::Local::Injected);
+                self.output(port, m, true)
+            }
+            Err(why) => {
+                self.counters.dropped(why);
+                self.free.push(m.into_raw());
+            }
+        }
+    }
+
     /// Second-level triggers: ask every congestion stage for the
     /// notifications due now, build them and send them toward the sources,
     /// ahead of queued data.
@@ -1034,6 +1065,10 @@ impl Worker {
                 Update::Inject(ip) => {
                     self.inject(&ip);
                     Update::Inject(ip)
+                }
+                Update::InjectOn(iface, ip) => {
+                    self.inject_on(iface, &ip);
+                    Update::InjectOn(iface, ip)
                 }
                 Update::Solicit(mut sol) => {
                     // Sent with the pipeline's own, after this burst.
