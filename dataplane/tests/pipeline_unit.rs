@@ -2722,11 +2722,11 @@ fn answers_from_a_learned_neighbour_confirm_it() {
     let rep = arp(2, NEW, v4("10.1.0.77"), R1, v4("10.1.0.1"));
     let mut p = VecPacket::from_bytes(&eth(R1, NEW, None, 0x0806, &rep));
     assert_eq!(run(&mut pl, &mut p, 1, T0), Verdict::Consumed);
-    assert_eq!(pl.events, vec![confirmed4]);
+    assert_eq!(pl.events, vec![confirmed4.clone()]);
     // The same reply twice in one burst: one event.
     let mut p = VecPacket::from_bytes(&eth(R1, NEW, None, 0x0806, &rep));
     assert_eq!(run(&mut pl, &mut p, 1, T0), Verdict::Consumed);
-    assert_eq!(pl.events, vec![confirmed4]);
+    assert_eq!(pl.events, vec![confirmed4.clone()]);
     assert_eq!(local(&pl, Local::NeighbourConfirmed), 1);
     pl.events.clear();
     // A request from it (answered) is not an answer to ours.
@@ -2754,7 +2754,7 @@ fn answers_from_a_learned_neighbour_confirm_it() {
     assert!(pl.events.is_empty(), "{:?}", pl.events);
     let mut p = VecPacket::from_bytes(&na(0x60));
     assert_eq!(run(&mut pl, &mut p, 1, T0), Verdict::Consumed);
-    assert_eq!(pl.events, vec![confirmed6]);
+    assert_eq!(pl.events, vec![confirmed6.clone()]);
     assert_eq!(local(&pl, Local::NeighbourConfirmed), 2);
     // A changed MAC in an answer is news, not a confirmation.
     pl.events.clear();
