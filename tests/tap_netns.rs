@@ -723,3 +723,110 @@ for i in range(5):
     assert_eq!(counter(&so, "mroute-rpf-failed"), 5, "{so}");
     assert_eq!(mempool_in_use(&so), 0, "{so}");
 }
+
+/// MLD with the Linux kernel as the listener (RFC 9777): a socket in
+/// namespace 2 joins ff0e::4242 (any source); its kernel reports it to the
+/// router (unsolicited, and in answer to the router's General Queries),
+/// and the router, with no static multicast route at all, replicates the
+/// group's datagrams from namespace 1 onto port b. When the socket closes,
+/// the kernel reports the leave, the router queries the address twice,
+/// nobody answers, and the group is forgotten: its datagrams reach nobody.
+#[test]
+fn linux_listeners_join_and_leave_a_group_with_mld() {
+    if let Err(why) = can_run() {
+        skip("tap_netns mld", &why);
+        return;
+    }
+    python_ok().expect("python3 is required for the multicast peers");
+    let lab = TapLab::new("mld");
+    let ports = lab.ports("", "");
+    let TapLab { n1, n2, t1, t2, dir, sock, cfg } = lab;
+    std::fs::write(&cfg, format!("[dataplane]\nstatus_interval_ms = 0\n[mempool]\nmbufs_per_socket = 4095\ncache_size = 64\n{ports}[multicast.mld]\ninterfaces = [\"b\"]\nquery_interval_s = 4\nquery_response_interval_ms = 1000\nlast_listener_query_interval_ms = 200\n")).unwrap();
+    let _ns = Netns::create(&[&n1, &n2]);
+    let mut router = Router::start("tapmld", &cfg, &dir, &sock);
+    // net_tap gives the kernel side of each tap the port's MAC, so the
+    // hosts' link-local addresses would be the router's and fail DAD;
+    // MLD needs them (a report from :: is of no use to a router).
+    sh(&["ip", "link", "set", &t1, "address", "02:00:00:00:0a:02"]);
+    sh(&["ip", "link", "set", &t2, "address", "02:00:00:00:0b:02"]);
+    host(&n1, &t1, "10.1.0.2/24", "2001:db8:a::2/64", "10.1.0.1", "2001:db8:a::1");
+    host(&n2, &t2, "10.2.0.2/24", "2001:db8:b::2/64", "10.2.0.1", "2001:db8:b::1");
+    const RECV: &str = r#"
+import socket, struct, sys, time
+tap, wait = sys.argv[1], float(sys.argv[2])
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_RECVHOPLIMIT, 1)
+s.bind(("::", 5000))
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_JOIN_GROUP, socket.inet_pton(socket.AF_INET6, "ff0e::4242") + struct.pack("@I", socket.if_nametoindex(tap)))
+print("joined", flush=True)
+end = time.time() + wait
+got = 0
+while got < 5 and time.time() < end:
+    s.settimeout(max(0.1, end - time.time()))
+    try:
+        data, anc, _, src = s.recvmsg(2048, socket.CMSG_SPACE(4))
+    except socket.timeout:
+        break
+    hl = [struct.unpack("@i", d)[0] for (lvl, ty, d) in anc if ty == socket.IPV6_HOPLIMIT]
+    print(data.decode(), src[0], hl[0] if hl else -1, flush=True)
+    got += 1
+"#;
+    const SEND: &str = r#"
+import socket, sys, time
+tap, tag = sys.argv[1], sys.argv[2]
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_IF, socket.if_nametoindex(tap))
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_HOPS, 8)
+for i in range(5):
+    s.sendto(("%s-%d" % (tag, i)).encode(), ("ff0e::4242", 5000, 0, socket.if_nametoindex(tap)))
+    time.sleep(0.05)
+"#;
+    let send = |tag: &str| {
+        let o = in_ns(&n1, &["python3", "-c", SEND, &t1, tag]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    let ctl = |c: &str| control::ctl::request(sock.to_str().unwrap(), c).unwrap();
+    let copies = || {
+        let r = ctl("show counters");
+        r.lines().find_map(|l| l.trim().strip_prefix("mroute-replica-sent").map(|v| v.trim().parse::<u64>().unwrap())).unwrap_or(0)
+    };
+    // Nobody listens yet: the group is not routed.
+    send("before");
+    assert!(!ctl("show mroutes").contains("ff0e::4242"));
+    assert_eq!(copies(), 0);
+    // The listener joins; its kernel's report (or its answer to the
+    // router's next General Query, every 4 s) makes the route.
+    let mut rx = Command::new("ip").args(["netns", "exec", &n2, "python3", "-c", RECV, &t2, "20"]).stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let mut out = rx.stdout.take().unwrap();
+    let mut first = [0u8; 7];
+    std::io::Read::read_exact(&mut out, &mut first).unwrap();
+    assert_eq!(&first, b"joined\n");
+    let r = wait_ctl(&sock, "show mroutes", 15, &|r| r.contains("(*, ff0e::4242) iif any oifs [b] mld"), "the kernel's MLD report makes a route to b", &[&n1, &n2]);
+    eprintln!("{r}");
+    let m = ctl("show mld");
+    eprintln!("{m}");
+    assert!(m.contains("b: querier fe80::dc:ff:fe00:b01 (this router") && m.contains("  ff0e::4242 EXCLUDE filter"), "{m}");
+    send("joined");
+    let mut txt = String::new();
+    std::io::Read::read_to_string(&mut out, &mut txt).unwrap();
+    assert!(rx.wait().unwrap().success());
+    eprintln!("namespace 2 received:\n{txt}");
+    let lines: Vec<&str> = txt.lines().collect();
+    assert_eq!(lines, (0..5).map(|i| format!("joined-{i} 2001:db8:a::2 7")).collect::<Vec<_>>(), "every datagram, Hop Limit 8 - 1");
+    assert_eq!(copies(), 5);
+    // The socket closed: the kernel reports the leave, the router's two
+    // Multicast Address Specific Queries go unanswered, the route goes.
+    let r = wait_ctl(&sock, "show mroutes", 10, &|r| !r.contains("ff0e::4242"), "the leave removes the route", &[&n1, &n2]);
+    eprintln!("{r}");
+    send("after");
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(copies(), 5, "nothing replicated after the leave");
+    let so = router.stop();
+    assert_eq!(counter(&so, "mroute-replica-sent"), 5, "{so}");
+    assert!(counter(&so, "multicast-not-routed") >= 10, "before and after: {so}");
+    assert!(counter(&so, "mld-report-received") >= 2, "join and leave: {so}");
+    assert!(counter(&so, "mld-query-sent") >= 3, "a General Query and two specific ones: {so}");
+    assert!(counter(&so, "mld-not-enabled") >= 1, "namespace 1's reports on port a: {so}");
+    assert_eq!(mempool_in_use(&so), 0, "{so}");
+}

@@ -170,6 +170,8 @@ pub fn host(ns: &str, tap: &str, v4: &str, v6: &str, gw4: &str, gw6: &str) {
 pub fn diagnose(namespaces: &[&str], sock: &Path) -> String {
     let mut o = String::new();
     for ns in namespaces {
+        let r = in_ns(ns, &["ip", "-6", "addr", "show"]);
+        o += &format!("--- {ns}: ip -6 addr\n{}", String::from_utf8_lossy(&r.stdout));
         for fam in ["-4", "-6"] {
             let r = in_ns(ns, &["ip", fam, "neigh", "show"]);
             o += &format!("--- {ns}: ip {fam} neigh\n{}", String::from_utf8_lossy(&r.stdout));
