@@ -195,6 +195,14 @@ group = "ff3e::100"
 iif = "wan"
 oifs = ["dc"]
 
+# MLD (RFC 9777) on the DC port: the DC hosts say which groups they listen
+# to, and from which sources; the router queries them and adds 'dc' to those
+# groups' routes (no static route for them). A leave is queried twice, 100 ms
+# apart, before the group is forgotten.
+[multicast.mld]
+interfaces = ["dc"]
+last_listener_query_interval_ms = 100
+
 # Hop-by-hop aggregation (s.5.3, s.8): for a second group this node is an
 # edge node further down the tree. It aggregates its two receivers and
 # answers the next node up as one of that node's receivers would: from its
@@ -296,7 +304,7 @@ pub fn traffic() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     // router has not resolved yet: they wait for the ARP reply / NA (which
     // the WAN replay sends after the router has asked) instead of being
     // dropped.
-    let mut dc = Vec::new();
+    let mut dc = mld_reports();
     for psn in 0..UNRESOLVED_PACKETS {
         dc.push(gen::roce4(&to_router, host4, UNRESOLVED4, 49300, 0x7a0, psn, 64, 64));
         dc.push(gen::roce6(&to_router, host6, UNRESOLVED6.parse().unwrap(), 49300, 0x7a1, psn, 64, 64));
@@ -421,7 +429,74 @@ pub fn traffic() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     wan.extend(std::iter::repeat_n(pace, WAN_PACING_FRAMES));
     wan.push(gen::arp_reply(UNRESOLVED_MAC, UNRESOLVED4, ROUTER_WAN_MAC, Ipv4Addr::new(10, 0, 2, 1)));
     wan.push(gen::neighbour_advert(&L2 { src: UNRESOLVED_MAC, dst: ROUTER_WAN_MAC }, UNRESOLVED6.parse().unwrap(), "2001:db8:2::1".parse().unwrap()));
+    // The groups the DC host reported (the first frames of its replay),
+    // after enough frames for another station that the control thread has
+    // taken the reports: to MLD_ASM_GROUP from any source, to
+    // MLD_SSM_GROUP from the source asked for and from another one.
+    let pace = gen::udp4(&L2 { src: WAN_GW_MAC, dst: OTHER_MAC }, Ipv4Addr::new(10, 0, 3, 2), Ipv4Addr::new(10, 0, 9, 1), 1, 2, b"pace", 64);
+    wan.extend(std::iter::repeat_n(pace, MLD_PACING_FRAMES));
+    for (src, g, tag) in [(MLD_SOURCE, MLD_ASM_GROUP, "mld-any"), (MLD_SOURCE, MLD_SSM_GROUP, "mld-ssm"), (MLD_OTHER_SOURCE, MLD_SSM_GROUP, "mld-not-asked")] {
+        let g: Ipv6Addr = g.parse().unwrap();
+        let o = g.octets();
+        for i in 0..2 {
+            wan.push(gen::udp6(&L2 { src: WAN_GW_MAC, dst: [0x33, 0x33, o[12], o[13], o[14], o[15]] }, src.parse().unwrap(), g, 40000, 5000, format!("{tag}-{i}").as_bytes(), 64));
+        }
+    }
     (dc, wan)
+}
+
+/// MLD in the demo: the DC host (fe80::2) listens to this group from any
+/// source ...
+pub const MLD_ASM_GROUP: &str = "ff0e::200";
+/// ... to this one (source-specific multicast, RFC 4607) from
+/// [`MLD_SOURCE`] only ...
+pub const MLD_SSM_GROUP: &str = "ff3e::201";
+/// ... and joins and leaves this one (MLDv1).
+pub const MLD_LEFT_GROUP: &str = "ff0e::202";
+pub const MLD_SOURCE: &str = "2001:db8:3::2";
+pub const MLD_OTHER_SOURCE: &str = "2001:db8:3::4";
+const MLD_PACING_FRAMES: usize = 50_000;
+
+/// The DC host's MLD messages: an MLDv2 Report (CHANGE_TO_EXCLUDE({}) for
+/// [`MLD_ASM_GROUP`], ALLOW({MLD_SOURCE}) for [`MLD_SSM_GROUP`]), then an
+/// MLDv1 Report and Done for [`MLD_LEFT_GROUP`].
+fn mld_reports() -> Vec<Vec<u8>> {
+    use dataplane::wire::mld::{self, RecordRepr, RecordType};
+    let ll: Ipv6Addr = "fe80::2".parse().unwrap();
+    let frame = |dst: Ipv6Addr, msg: Vec<u8>| {
+        let o = dst.octets();
+        let mut f = vec![0x33, 0x33, o[12], o[13], o[14], o[15]];
+        f.extend_from_slice(&HOST_MAC);
+        f.extend_from_slice(&[0x86, 0xdd]);
+        f.extend_from_slice(&mld::packet(ll, dst, &msg));
+        f
+    };
+    let p = |s: &str| -> Ipv6Addr { s.parse().unwrap() };
+    vec![
+        frame(
+            mld::ALL_MLDV2_ROUTERS,
+            mld::report_v2_message(&[
+                RecordRepr { kind: RecordType::ToExclude, group: p(MLD_ASM_GROUP), sources: vec![] },
+                RecordRepr { kind: RecordType::Allow, group: p(MLD_SSM_GROUP), sources: vec![p(MLD_SOURCE)] },
+            ]),
+        ),
+        frame(p(MLD_LEFT_GROUP), mld::v1_message(mld::REPORT_V1, p(MLD_LEFT_GROUP))),
+        frame(mld::ALL_ROUTERS, mld::v1_message(mld::DONE_V1, p(MLD_LEFT_GROUP))),
+    ]
+}
+
+/// What MLD did in the demo, read back from the DC output: (General
+/// Queries, specific queries for [`MLD_LEFT_GROUP`], copies to
+/// [`MLD_ASM_GROUP`], copies to [`MLD_SSM_GROUP`] from [`MLD_SOURCE`],
+/// copies from [`MLD_OTHER_SOURCE`]).
+pub fn mld_outcome(dc_out: &[Vec<u8>]) -> (usize, usize, usize, usize, usize) {
+    let p = |s: &str| -> [u8; 16] { s.parse::<Ipv6Addr>().map(|a| a.octets()).unwrap_or([0; 16]) };
+    let v6 = |f: &&Vec<u8>| f.len() >= 14 + 48 && f[12..14] == [0x86, 0xdd];
+    let query = |f: &&Vec<u8>| v6(f) && f[14 + 6] == 0 && f[14 + 40] == 58 && f[14 + 48] == dataplane::wire::mld::QUERY && f.len() >= 14 + 72;
+    let general = dc_out.iter().filter(|f| query(f) && f[14 + 56..14 + 72] == [0; 16]).count();
+    let left = dc_out.iter().filter(|f| query(f) && f[14 + 56..14 + 72] == p(MLD_LEFT_GROUP)).count();
+    let copies = |src: &str, g: &str| dc_out.iter().filter(|f| v6(f) && f[14 + 6] == 17 && f[14 + 8..14 + 24] == p(src) && f[14 + 24..14 + 40] == p(g)).count();
+    (general, left, copies(MLD_SOURCE, MLD_ASM_GROUP), copies(MLD_SOURCE, MLD_SSM_GROUP), copies(MLD_OTHER_SOURCE, MLD_SSM_GROUP))
 }
 
 /// Hosts on the WAN link that the router resolves only when the DC sends
@@ -780,6 +855,11 @@ pub fn describe(f: &[u8]) -> String {
                     inner.extend_from_slice(&p[40..]);
                     format!("IPv6-in-IPv6 to SID: {}", describe(&inner))
                 }
+                0 if p.len() >= 48 + 8 && p[40] == 58 && p[48] == dataplane::wire::mld::QUERY => {
+                    let g = Ipv6Addr::from(<[u8; 16]>::try_from(&p[56..72.min(p.len())]).unwrap_or([0; 16]));
+                    let mrd = dataplane::wire::mld::decode_max_resp(u16::from_be_bytes([p[52], p[53]]));
+                    if g.is_unspecified() { format!("MLDv2 General Query (Router Alert), max response {mrd} ms") } else { format!("MLDv2 Multicast Address Specific Query for {g} (Router Alert), max response {mrd} ms") }
+                }
                 n => format!("next header {n}"),
             };
             format!("IPv6 {src} -> {dst} hlim {} {what}", p[7])
@@ -868,7 +948,7 @@ pub fn run(out: &Path) -> Result<(), String> {
     println!("\n== in short");
     println!(
         "  forwarded {} packets (the burst fast path routed {} received packets, including ones later tail-dropped on a shaped port); answered ARP {} / ND {} / ping {} + {}; ICMP errors: Time Exceeded {} + {}, unreachable (no route) {} + {}, fragmentation needed {}, packet too big {}; fragmentation: {} IPv4 packets cut into {} fragments (transit without DF and the router's own replies), {} IPv6 reply fragments; datagrams to the router reassembled {}; dropped: no-route {}, ipv4-bad-checksum {}, runt {}",
-        c.total_tx() - (c.local_count(Local::ArpReply) + c.local_count(Local::NdAdvert) + c.local_count(Local::EchoReply4) + c.local_count(Local::EchoReply6) + c.local_count(Local::TimeExceeded4) + c.local_count(Local::TimeExceeded6) + c.local_count(Local::Unreachable4) + c.local_count(Local::Unreachable6) + c.local_count(Local::FragNeeded4) + c.local_count(Local::TooBig6) + c.local_count(Local::ArpRequestSent) + c.local_count(Local::NsSent) + c.local_count(Local::CnpRateReduce) + c.local_count(Local::CnpPause) + c.local_count(Local::CnpNotify) + c.local_count(Local::CnpResume) + c.local_count(Local::McAckUp) + c.local_count(Local::McNakUp) + c.local_count(Local::McRnrUp) + c.local_count(Local::McFatalNakUp) + c.local_count(Local::McCnpUp)),
+        c.total_tx() - (c.local_count(Local::ArpReply) + c.local_count(Local::NdAdvert) + c.local_count(Local::EchoReply4) + c.local_count(Local::EchoReply6) + c.local_count(Local::TimeExceeded4) + c.local_count(Local::TimeExceeded6) + c.local_count(Local::Unreachable4) + c.local_count(Local::Unreachable6) + c.local_count(Local::FragNeeded4) + c.local_count(Local::TooBig6) + c.local_count(Local::ArpRequestSent) + c.local_count(Local::NsSent) + c.local_count(Local::CnpRateReduce) + c.local_count(Local::CnpPause) + c.local_count(Local::CnpNotify) + c.local_count(Local::CnpResume) + c.local_count(Local::McAckUp) + c.local_count(Local::McNakUp) + c.local_count(Local::McRnrUp) + c.local_count(Local::McFatalNakUp) + c.local_count(Local::McCnpUp) + c.local_count(Local::MldQuerySent)),
         c.local_count(Local::FastPath),
         c.local_count(Local::ArpReply),
         c.local_count(Local::NdAdvert),
@@ -945,6 +1025,12 @@ pub fn run(out: &Path) -> Result<(), String> {
         "  IP multicast (the End.MT tree's underlay, static route for {MC_GROUP} from 'wan' to 'dc'): {} copies sent on 'dc' to 33:33:00:00:01:00 (Hop Limit - 1); refused by the RPF check (the group's packets from 'dc') {}",
         c.local_count(Local::MrouteReplica),
         c.drop_count(Drop::MrouteRpfFailed)
+    );
+    let (general, left, any, ssm, other) = mld_outcome(&dc_out);
+    println!(
+        "  MLD on 'dc' (RFC 9777; no static route for these groups): the DC host's {} reports; the router sent {general} General Query(ies) and {left} Multicast Address Specific Queries for {MLD_LEFT_GROUP} after its MLDv1 Done (then forgot it); copied onto 'dc' from the WAN: {any} packets to {MLD_ASM_GROUP} (any source), {ssm} to {MLD_SSM_GROUP} from {MLD_SOURCE} (the source asked for), {other} from {MLD_OTHER_SOURCE} (not asked for; multicast-not-routed {})",
+        c.local_count(Local::MldReportReceived),
+        c.drop_count(Drop::MulticastNotRouted)
     );
     let (per, split) = ecmp_split(&wan_out);
     println!(
