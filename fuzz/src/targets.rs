@@ -149,6 +149,13 @@ pub const TARGETS: &[Target] = &[
         fixup: None,
         run: run_isis,
     },
+    Target {
+        name: "mld",
+        group: "l2l3",
+        seeds: seeds_mld,
+        fixup: None,
+        run: run_mld,
+    },
 ];
 
 const S6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
@@ -1036,4 +1043,64 @@ fn run_isis(data: &[u8]) {
             let _ = isis::LocatorTlvRepr::parse(&t);
         }
     }
+}
+
+// ---------------------------------------------------------------------------
+// MLD: the parser, query round trips, and the router's listener state fed
+// the message three times (bounded state, queries within the minimum MTU).
+
+fn seeds_mld() -> Vec<Vec<u8>> {
+    use dataplane::wire::mld::{self, RecordRepr, RecordType};
+    let g: Ipv6Addr = "ff0e::100".parse().unwrap();
+    let s1: Ipv6Addr = "2001:db8::1".parse().unwrap();
+    vec![
+        mld::report_v2_message(&[
+            RecordRepr { kind: RecordType::ToExclude, group: g, sources: vec![] },
+            RecordRepr { kind: RecordType::Allow, group: "ff3e::1".parse().unwrap(), sources: vec![s1] },
+            RecordRepr { kind: RecordType::Block, group: g, sources: vec![s1] },
+        ]),
+        mld::v1_message(mld::REPORT_V1, g),
+        mld::v1_message(mld::DONE_V1, g),
+        mld::QueryRepr { group: g, max_resp_ms: 1000, suppress: false, qrv: 2, qqi_s: 125, sources: vec![s1] }.message(),
+    ]
+}
+
+fn run_mld(data: &[u8]) {
+    use dataplane::counters::WorkerCounters;
+    use dataplane::mld::{merge_routes, Mld, MldConfig};
+    use dataplane::wire::mld;
+    let Ok(m) = mld::parse(data) else {
+        return;
+    };
+    match m {
+        mld::Message::Query { max_resp_ms, group, v2: Some(q) } => {
+            let r = mld::QueryRepr { group, max_resp_ms, suppress: q.suppress, qrv: q.qrv, qqi_s: q.qqi_s, sources: q.sources.iter().collect() };
+            let b = r.message();
+            match mld::parse(&b) {
+                Ok(mld::Message::Query { max_resp_ms: m2, group: g2, v2: Some(q2) }) => {
+                    assert_eq!((m2, g2, q2.suppress, q2.qrv, q2.qqi_s), (max_resp_ms, group, q.suppress, q.qrv, q.qqi_s));
+                    assert!(q2.sources.iter().eq(q.sources.iter()));
+                }
+                other => panic!("query did not round-trip: {other:?}"),
+            }
+        }
+        mld::Message::ReportV2 { records } => {
+            assert_eq!(records.iter().count(), records.len());
+        }
+        _ => {}
+    }
+    let c = WorkerCounters::default();
+    let cfg = MldConfig { max_groups: 8, max_sources: 4, ..MldConfig::default() };
+    let mut st = Mld::new(cfg, &[(1, "fe80::1".parse().unwrap())], 0);
+    let mut out = Vec::new();
+    for t in 0..3u64 {
+        let _ = st.on_message(1, "fe80::10".parse().unwrap(), data, t * 1_000_000_000, &c);
+        let _ = st.on_message(1, "fe80::0:1".parse().unwrap(), data, t * 1_000_000_000, &c);
+        st.tick(t * 1_000_000_000 + 500_000_000, &mut out, &c);
+    }
+    st.tick(400_000_000_000, &mut out, &c);
+    assert!(out.iter().all(|o| o.packet.len() <= 1280), "a query over the minimum MTU");
+    let l = st.listeners();
+    assert!(l.len() <= 8 && l.iter().all(|x| x.sources.len() <= 4), "state beyond its bounds");
+    let _ = merge_routes(&[], &l);
 }
