@@ -306,6 +306,12 @@ pub struct IngressPeSection {
     pub congestion_holddown_ms: u64,
     #[serde(default = "d_holddown_max_ms")]
     pub congestion_holddown_max_ms: u64,
+    /// s.4.2 "Ingress PE should reduce the transmission rate of
+    /// corresponding traffic": while congestion leaves a policy no healthy
+    /// path, its traffic over a share of its rate is marked CE
+    /// (`dataplane::srv6::PolicyMeter`).
+    #[serde(default = "d_true")]
+    pub congestion_rate_reduction: bool,
 }
 
 fn d_holddown_ms() -> u64 {
@@ -1892,7 +1898,7 @@ fn ingress_pe_plan(s: &IngressPeSection, srv6: Option<&Srv6Plan>, interfaces: &[
         return Err(format!("ingress_pe.congestion_holddown_max_ms = {}: must be congestion_holddown_ms ({}) ..= 3600000", s.congestion_holddown_max_ms, s.congestion_holddown_ms));
     }
     Ok(dataplane::fann::PeConfig {
-        failover: dataplane::fann::Failover { on_congestion: s.congestion_failover, holddown_ns: s.congestion_holddown_ms * 1_000_000, holddown_max_ns: s.congestion_holddown_max_ms * 1_000_000 },
+        failover: dataplane::fann::Failover { on_congestion: s.congestion_failover, holddown_ns: s.congestion_holddown_ms * 1_000_000, holddown_max_ns: s.congestion_holddown_max_ms * 1_000_000, reduce_rate: s.congestion_rate_reduction },
         interfaces: ifaces,
         policies: s6.pe_specs.iter().cloned().enumerate().map(|(i, p)| (i as u32, p)).collect(),
         known_nodes: known,

@@ -30,7 +30,7 @@ pub const HELP: &str = "commands:
   congestion PORT format icmpv6|roce | zero_metrics true|false | suppression true|false | adaptive true|false | qd_trigger interval|immediate
   congestion PORT source-qp add SRC DST DEST_QP SOURCE_QP | congestion PORT source-qp del SRC DST DEST_QP
   congestion PORT source-format add PREFIX icmpv6|roce | congestion PORT source-format del PREFIX
-  show sids
+  show sids | show policies
   sid add SID end | end.dt4 | end.dt6 | end.e
   sid add SID end.x interface IF via ADDR
   sid add SID end.mt [hmac-required] [receiver ADDR QPN]... [downstream SID]...
@@ -471,6 +471,10 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
         ["show", "sids"] => {
             let t = c.sids.as_ref().ok_or("no [srv6] section")?;
             Ok(display::sids(t))
+        }
+        ["show", "policies"] => {
+            let t = c.sids.as_ref().ok_or("no [srv6] section")?;
+            Ok(display::policies(t))
         }
         ["sid", "add", sid, behaviour, rest @ ..] => {
             let sid = sid_in_locator(c, sid)?;

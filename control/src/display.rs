@@ -170,6 +170,21 @@ pub fn sids(t: &dataplane::srv6::SidTable) -> String {
     out
 }
 
+/// The SR policies: prefix, mode, SID lists with their weights in force
+/// (the ingress PE reweights them), and the rate share the ingress PE
+/// holds the traffic to (FANN draft s.4.2).
+pub fn policies(t: &dataplane::srv6::SidTable) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    for (prefix, i) in t.policy_prefixes() {
+        let Some(p) = t.policy(i) else { continue };
+        let lists: Vec<String> = p.lists().iter().map(|l| format!("[{}] weight {}", l.sids.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", "), l.weight)).collect();
+        let limit = p.rate_permille.map(|pm| format!(" rate held to {}.{}%", pm / 10, pm % 10)).unwrap_or_default();
+        let _ = writeln!(out, "{prefix} policy {i} {:?} from {}: {}{limit}", p.mode, p.source, lists.join("; "));
+    }
+    out
+}
+
 fn rate(bps: u64) -> String {
     match bps {
         0 => "line rate".to_string(),

@@ -50,31 +50,38 @@ pub fn ecn(frame: &[u8]) -> Option<u8> {
 pub fn set_ce(frame: &mut [u8]) -> bool {
     let Some((l3, et)) = l3_offset(frame) else { return false };
     match et {
-        0x0800 if frame.len() >= l3 + 20 => {
-            let tos = frame[l3 + 1];
-            if tos & 3 == 0 {
-                return false;
-            }
-            if tos & 3 == 3 {
-                return true;
-            }
-            let old = u16::from_be_bytes([frame[l3], tos]);
-            frame[l3 + 1] = tos | 3;
-            let new = u16::from_be_bytes([frame[l3], tos | 3]);
-            let c = u16::from_be_bytes([frame[l3 + 10], frame[l3 + 11]]);
-            let c = checksum::update16(c, old, new);
-            frame[l3 + 10..l3 + 12].copy_from_slice(&c.to_be_bytes());
-            true
-        }
-        0x86dd if frame.len() >= l3 + 40 => {
-            let e = (frame[l3 + 1] >> 4) & 3;
-            if e == 0 {
-                return false;
-            }
-            frame[l3 + 1] |= 0x30;
-            true
-        }
+        0x0800 => set_ce_ip(&mut frame[l3..], false),
+        0x86dd => set_ce_ip(&mut frame[l3..], true),
         _ => false,
+    }
+}
+
+/// [`set_ce`] on an IP packet (`ip` starts at its header): false when it
+/// is too short or not ECN-capable (Not-ECT is never marked).
+pub fn set_ce_ip(ip: &mut [u8], v6: bool) -> bool {
+    if !v6 && ip.len() >= 20 {
+        let tos = ip[1];
+        if tos & 3 == 0 {
+            return false;
+        }
+        if tos & 3 == 3 {
+            return true;
+        }
+        let old = u16::from_be_bytes([ip[0], tos]);
+        ip[1] = tos | 3;
+        let new = u16::from_be_bytes([ip[0], tos | 3]);
+        let c = u16::from_be_bytes([ip[10], ip[11]]);
+        let c = checksum::update16(c, old, new);
+        ip[10..12].copy_from_slice(&c.to_be_bytes());
+        true
+    } else if v6 && ip.len() >= 40 {
+        if (ip[1] >> 4) & 3 == 0 {
+            return false;
+        }
+        ip[1] |= 0x30;
+        true
+    } else {
+        false
     }
 }
 

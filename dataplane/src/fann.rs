@@ -623,6 +623,23 @@ pub struct PolicyState {
     pub on_backup: bool,
     /// Effective weight of each active path (primary or backup list).
     pub weights: Vec<u32>,
+    /// The share (per mille) of its rate the policy's traffic is held to:
+    /// Some when every active path that is up is congested, so neither a
+    /// backup nor load balancing takes the traffic off the congestion
+    /// (s.4.2); by the mildest congestion among them, since the weights
+    /// already favour it: 750 below moderate (divisor 2), 500 moderate
+    /// (4), 250 severe (8).
+    pub rate_permille: Option<u16>,
+}
+
+/// [`PolicyState::rate_permille`] for the mildest weight divisor of a
+/// policy's congested paths.
+pub fn rate_permille_for(divisor: u32) -> u16 {
+    match divisor {
+        0..=2 => 750,
+        3..=4 => 500,
+        _ => 250,
+    }
 }
 
 /// Moving a policy to its backup lists on congestion (s.4.2: "If backup
@@ -649,11 +666,16 @@ pub struct Failover {
     pub on_congestion: bool,
     pub holddown_ns: u64,
     pub holddown_max_ns: u64,
+    /// s.4.2 "Ingress PE should reduce the transmission rate of
+    /// corresponding traffic": when congestion leaves a policy no healthy
+    /// path to move its traffic to, its traffic is held to a share of its
+    /// rate ([`PolicyState::rate_permille`], [`crate::srv6::PolicyMeter`]).
+    pub reduce_rate: bool,
 }
 
 impl Default for Failover {
     fn default() -> Self {
-        Failover { on_congestion: true, holddown_ns: 1_000_000_000, holddown_max_ns: 60_000_000_000 }
+        Failover { on_congestion: true, holddown_ns: 1_000_000_000, holddown_max_ns: 60_000_000_000, reduce_rate: true }
     }
 }
 
@@ -684,6 +706,9 @@ pub struct PeStats {
     /// and those that found the hold-down doubled (a flap damped).
     pub congestion_switches: u64,
     pub holddown_raised: u64,
+    /// Policies held to a share of their rate (s.4.2), and released.
+    pub rate_reduced: u64,
+    pub rate_restored: u64,
 }
 
 /// What the ingress PE did with a notification.
@@ -732,7 +757,7 @@ impl IngressPe {
     }
 
     pub fn with_failover(policies: Vec<PolicySpec>, known_nodes: Vec<Ipv6Addr>, failover: Failover) -> Self {
-        let state = policies.iter().map(|p| PolicyState { on_backup: false, weights: p.primary.iter().map(|x| x.weight).collect() }).collect();
+        let state = policies.iter().map(|p| PolicyState { on_backup: false, weights: p.primary.iter().map(|x| x.weight).collect(), rate_permille: None }).collect();
         let damp = vec![Damp { hold: failover.holddown_ns, ..Damp::default() }; policies.len()];
         IngressPe { policies, state, known: known_nodes, failed: Vec::new(), congested: Vec::new(), cnp: Vec::new(), seen: std::collections::VecDeque::with_capacity(DEDUP), stats: PeStats::default(), failover, damp, now: 0 }
     }
@@ -949,15 +974,27 @@ impl IngressPe {
             };
             let paths = if use_backup { p.backup.as_deref().unwrap_or(&p.primary) } else { &p.primary };
             let weights: Vec<u32> = paths.iter().map(|x| if failed(x) { 0 } else { (x.weight / divisor(x)).max(1) }).collect();
-            let new = PolicyState { on_backup: use_backup, weights };
+            // s.4.2: no path that is up is free of congestion: hold the
+            // traffic to a share of its rate.
+            let mildest = paths.iter().filter(|x| !failed(x)).map(divisor).min();
+            let rate_permille = match mildest {
+                Some(d) if d > 1 && f.reduce_rate => Some(rate_permille_for(d)),
+                _ => None,
+            };
+            let new = PolicyState { on_backup: use_backup, weights, rate_permille };
             let old = &self.state[i];
             if *old != new {
                 if new.on_backup && !old.on_backup {
                     self.stats.switched_to_backup += 1;
                 } else if !new.on_backup && old.on_backup {
                     self.stats.restored += 1;
-                } else {
+                } else if new.weights != old.weights {
                     self.stats.reweighted += 1;
+                }
+                match (old.rate_permille, new.rate_permille) {
+                    (None, Some(_)) => self.stats.rate_reduced += 1,
+                    (Some(_), None) => self.stats.rate_restored += 1,
+                    _ => {}
                 }
                 changed.push(i);
             }
@@ -1191,7 +1228,7 @@ impl PeControl {
     pub fn on_note_at(&mut self, note: &PeNote, now: u64, counters: &WorkerCounters) -> PeOutcome {
         // A hold-down that ran out by now takes effect first.
         let due_table = self.poll_failover_at(now, counters);
-        let prev = self.on_backup();
+        let prev = self.states();
         let reaction = match note {
             PeNote::Fann { code, msg } => self.pe.on_notification(*code, msg),
             PeNote::Cnp { from, info } => self.pe.on_cnp(*from, info),
@@ -1297,13 +1334,13 @@ impl PeControl {
     }
 
     /// Which policies are on their backup lists now.
-    fn on_backup(&self) -> Vec<bool> {
-        (0..self.cfg.policies.len()).map(|i| self.pe.state(i).is_some_and(|s| s.on_backup)).collect()
+    fn states(&self) -> Vec<Option<PolicyState>> {
+        (0..self.cfg.policies.len()).map(|i| self.pe.state(i).cloned()).collect()
     }
 
     /// Rebuild the `changed` policies and count how each changed (`prev`:
     /// which were on their backup before).
-    fn apply_changed(&mut self, changed: &[usize], prev: &[bool], counters: &WorkerCounters) {
+    fn apply_changed(&mut self, changed: &[usize], prev: &[Option<PolicyState>], counters: &WorkerCounters) {
         // The PE's own tallies of congestion moves, as counters.
         let st = self.pe.stats;
         counters.local_n(Local::PeCongestionFailover, st.congestion_switches - self.counted.0);
@@ -1311,12 +1348,18 @@ impl PeControl {
         self.counted = (st.congestion_switches, st.holddown_raised);
         for &i in changed {
             self.rebuild(i);
-            let now_backup = self.pe.state(i).is_some_and(|s| s.on_backup);
-            counters.local(match (prev.get(i).copied().unwrap_or(false), now_backup) {
-                (false, true) => Local::PeSwitchedToBackup,
-                (true, false) => Local::PeRestored,
-                _ => Local::PeReweighted,
-            });
+            let (Some(Some(old)), Some(new)) = (prev.get(i), self.pe.state(i)) else { continue };
+            match (old.on_backup, new.on_backup) {
+                (false, true) => counters.local(Local::PeSwitchedToBackup),
+                (true, false) => counters.local(Local::PeRestored),
+                _ if old.weights != new.weights => counters.local(Local::PeReweighted),
+                _ => {}
+            }
+            match (old.rate_permille, new.rate_permille) {
+                (None, Some(_)) => counters.local(Local::PeRateReduced),
+                (Some(_), None) => counters.local(Local::PeRateRestored),
+                _ => {}
+            }
         }
     }
 
@@ -1333,7 +1376,7 @@ impl PeControl {
     /// [`poll_failover`](Self::poll_failover) at `now` (ns since the PE
     /// started).
     pub fn poll_failover_at(&mut self, now: u64, counters: &WorkerCounters) -> Option<Arc<SidTable>> {
-        let prev = self.on_backup();
+        let prev = self.states();
         let changed = self.pe.advance(now);
         if changed.is_empty() {
             return None;
@@ -1375,7 +1418,8 @@ impl PeControl {
         if lists.is_empty() {
             lists = paths.iter().map(|p| (p.segments.clone(), p.weight.max(1))).collect();
         }
-        if let Ok(p) = SrPolicy::new(old.source, old.mode, lists) {
+        if let Ok(mut p) = SrPolicy::new(old.source, old.mode, lists) {
+            p.rate_permille = st.rate_permille;
             self.table.set_policy(*idx, p);
         }
     }
@@ -1687,6 +1731,45 @@ mod tests {
         assert_eq!(p.stats.unknown_source, 1);
     }
 
+    /// s.4.2 "Ingress PE should reduce the transmission rate of
+    /// corresponding traffic": only when congestion leaves a policy no
+    /// healthy path to shift its traffic to (a backup, or another list of
+    /// its own), by the mildest congestion among its paths.
+    #[test]
+    fn congestion_with_no_healthy_path_holds_the_rate() {
+        let mut p = pe();
+        // Mild congestion at R3: to-egress's backup, ecmp's second path.
+        p.on_notification(CODE_EVENT, &msg("fc00::3", event::CONGESTION, 1, 3, None));
+        assert_eq!(p.state(0).unwrap().rate_permille, None, "to-egress: its primary is healthy");
+        assert_eq!(p.state(1).unwrap().rate_permille, None, "ecmp: its first path is healthy, the weights shift to it");
+        assert_eq!(p.stats.rate_reduced, 0);
+        // Severe congestion at R2 too: nowhere healthy left.
+        p.on_notification(CODE_EVENT, &msg("fc00::2", event::CONGESTION, 3, 4, None));
+        assert!(!p.state(0).unwrap().on_backup, "its backup is congested too");
+        assert_eq!(p.state(0).unwrap().rate_permille, Some(250), "severe on its only path");
+        assert_eq!(p.state(1).unwrap().rate_permille, Some(750), "the mildest of its two congested paths");
+        assert_eq!(p.stats.rate_reduced, 2);
+        // R2 moderate instead: to-egress to 1/2.
+        p.on_notification(CODE_EVENT, &msg("fc00::2", event::CONGESTION, 2, 5, None));
+        assert_eq!(p.state(0).unwrap().rate_permille, Some(500));
+        assert_eq!(p.stats.rate_reduced, 2, "a change of share is not a new reduction");
+        // R2 recovers: a healthy path again, no limit.
+        p.on_notification(CODE_RECOVERY, &msg("fc00::2", RECOVERY, event::CONGESTION, 5, None));
+        assert_eq!((p.state(0).unwrap().rate_permille, p.state(1).unwrap().rate_permille), (None, None));
+        assert_eq!(p.stats.rate_restored, 2);
+        // A failed path is no path: a policy whose only path failed (and
+        // whose backup is congested) has nothing to hold.
+        p.on_notification(CODE_EVENT, &msg("fc00::1", event::LINK_FAILURE, 0, 6, Some(2)));
+        assert!(p.state(0).unwrap().on_backup);
+        assert_eq!(p.state(0).unwrap().rate_permille, Some(750), "on the backup, mildly congested");
+        assert_eq!(p.state(1).unwrap().rate_permille, Some(750), "ecmp: its only live path is mildly congested");
+        // Switched off: reweighting and moves only.
+        let mut q = IngressPe::with_failover(pe().policies.clone(), vec![a("fc00::2"), a("fc00::3")], Failover { reduce_rate: false, ..Failover::default() });
+        q.on_notification(CODE_EVENT, &msg("fc00::3", event::CONGESTION, 1, 3, None));
+        q.on_notification(CODE_EVENT, &msg("fc00::2", event::CONGESTION, 3, 4, None));
+        assert_eq!((q.state(0).unwrap().rate_permille, q.state(1).unwrap().rate_permille), (None, None));
+    }
+
     /// A one-list policy whose own traffic congests its primary: it moves
     /// to the backup, the congestion clears, it moves back, congests the
     /// primary again... Each move soon after a move back doubles the
@@ -1694,7 +1777,7 @@ mod tests {
     /// down; after a quiet spell the hold-down starts again from 1 s.
     #[test]
     fn congestion_failover_is_damped() {
-        let mut p = IngressPe::with_failover(pe().policies.clone(), vec![a("fc00::1"), a("fc00::2"), a("fc00::3"), a("fc00::4")], Failover { on_congestion: true, holddown_ns: SEC, holddown_max_ns: 4 * SEC });
+        let mut p = IngressPe::with_failover(pe().policies.clone(), vec![a("fc00::1"), a("fc00::2"), a("fc00::3"), a("fc00::4")], Failover { on_congestion: true, holddown_ns: SEC, holddown_max_ns: 4 * SEC, reduce_rate: true });
         let mut t = 0;
         let mut id = 0;
         let mut cycle = |p: &mut IngressPe, t: &mut u64, hold: u64| {
@@ -1888,6 +1971,31 @@ mod pe_tests {
             failover: Failover::default(),
         };
         PeControl::new(t, cfg).unwrap()
+    }
+
+    /// The SID table the workers get carries the rate share, and the
+    /// counters say when it began and ended.
+    #[test]
+    fn rate_reduction_reaches_the_workers_table() {
+        let mut c = control(None);
+        let counters = WorkerCounters::default();
+        // R1 and R3 both congested: "ecmp" has no healthy path; "fail"
+        // moved to its backup on R1's congestion, and R3's leaves it no
+        // healthy path either.
+        for (node, sub, id) in [("fc00::1", 2, 1), ("fc00::3", 1, 2)] {
+            c.on_note(&PeNote::Fann { code: CODE_EVENT, msg: fann(node, event::CONGESTION, sub, id) }, &counters);
+        }
+        let t = c.table();
+        assert_eq!(t.policy(0).unwrap().rate_permille, Some(750), "fail: on its backup since R1's congestion, now mildly congested at R3");
+        assert_eq!(t.policy(1).unwrap().rate_permille, Some(750), "ecmp: the mildest, R3");
+        let snap = crate::counters::Snapshot::sum([&counters]);
+        assert_eq!(snap.local_count(Local::PeRateReduced), 2);
+        c.on_note(&PeNote::Fann { code: CODE_RECOVERY, msg: fann("fc00::3", RECOVERY, event::CONGESTION, 2) }, &counters);
+        let t = c.table();
+        assert_eq!(t.policy(1).unwrap().rate_permille, None, "ecmp: R3 healthy again");
+        assert_eq!(t.policy(0).unwrap().rate_permille, None, "fail: moved to its healthy backup");
+        let snap = crate::counters::Snapshot::sum([&counters]);
+        assert_eq!(snap.local_count(Local::PeRateRestored), 2);
     }
 
     fn fann(node: &str, ty: u8, sub: u8, id: u32) -> MessageRepr {

@@ -201,6 +201,8 @@ pub struct Pipeline {
     pub endc: Option<(u16, crate::endc::EndC)>,
     /// PFC frames due from END.C timers, built by the worker.
     pub pfc_pending: Vec<(u16, crate::endc::PfcAction)>,
+    /// Per SR policy (index): the ingress PE's rate meter (FANN s.4.2).
+    pub(crate) policy_meters: Vec<crate::srv6::PolicyMeter>,
     /// The End.MT replication recorded by the last `process`.
     pub(crate) rep: ReplicaJob,
     /// The IPv4 fragmentation recorded by the last `process`.
@@ -282,6 +284,7 @@ impl Pipeline {
             sids: Arc::new(SidTable::default()),
             endc: None,
             pfc_pending: Vec::with_capacity(16),
+            policy_meters: Vec::new(),
             rep: ReplicaJob::default(),
             frag: Default::default(),
             frag_ident: {

@@ -199,6 +199,77 @@ pub struct SrPolicy {
     pub mode: EncapMode,
     lists: Vec<SidList>,
     total_weight: u64,
+    /// Set by the ingress PE (FANN draft s.4.2, [`crate::fann::PolicyState`]):
+    /// the share, per mille, of the rate the policy's traffic had when the
+    /// limit began that it is held to ([`PolicyMeter`]); None: no limit.
+    pub rate_permille: Option<u16>,
+}
+
+/// A worker's meter of one SR policy's traffic (FANN draft s.4.2, "Ingress
+/// PE should reduce the transmission rate of corresponding traffic"): it
+/// measures the rate the worker steers into the policy (an average over
+/// 1 ms windows, weight 1/8), and while the ingress PE holds the policy to
+/// a share of its rate ([`SrPolicy::rate_permille`]) it compares the
+/// traffic with that share of the rate it had when the limit began: what
+/// is over the share is marked Congestion Experienced if ECN-capable (an
+/// excess-traffic meter as in RFC 5670 s.2.3, marking instead of dropping,
+/// so RoCEv2 traffic stays lossless and its senders slow down on the CE
+/// marks, as DCQCN does), and counted but sent unmarked otherwise. A
+/// policy's meter is per worker, for the traffic that worker sees.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PolicyMeter {
+    win_start: u64,
+    win_bytes: u64,
+    /// Average rate, bits per second (0 until a window closed).
+    rate_bps: u64,
+    /// While limited: the rate when the limit began, the share, the token
+    /// bucket (bits, scaled by 1e9: bit-nanoseconds) and its last refill.
+    limit: Option<(u64, u16, u128, u64)>,
+}
+
+/// The meter's window.
+pub const METER_WINDOW_NS: u64 = 1_000_000;
+
+impl PolicyMeter {
+    /// Account `bytes` sent at `now` under `permille` (None: no limit);
+    /// true when they are over the limit.
+    pub fn over(&mut self, permille: Option<u16>, bytes: u32, now: u64) -> bool {
+        let el = now.saturating_sub(self.win_start);
+        if el >= METER_WINDOW_NS {
+            if self.win_start != 0 {
+                // A window that ran long (idle) counts as one at its
+                // length.
+                let r = (u128::from(self.win_bytes) * 8 * 1_000_000_000 / u128::from(el)) as u64;
+                self.rate_bps = if self.rate_bps == 0 { r } else { self.rate_bps - self.rate_bps / 8 + r / 8 };
+            }
+            self.win_start = now;
+            self.win_bytes = 0;
+        }
+        self.win_bytes += u64::from(bytes);
+        let Some(pm) = permille else {
+            self.limit = None;
+            return false;
+        };
+        let (base, tokens, last) = match self.limit {
+            // The rate it had: none measured yet, no limit yet.
+            None if self.rate_bps == 0 => return false,
+            None => (self.rate_bps, u128::MAX, now),
+            Some((base, _, t, last)) => (base, t, last),
+        };
+        let rate = u128::from(base) * u128::from(pm) / 1000;
+        // A burst of 1 ms at the limited rate, at least two 9 KB frames.
+        let burst = (rate * u128::from(METER_WINDOW_NS)).max(2 * 9216 * 8 * 1_000_000_000);
+        let tokens = tokens.min(burst).saturating_add(rate * u128::from(now.saturating_sub(last))).min(burst);
+        let need = u128::from(bytes) * 8 * 1_000_000_000;
+        let (over, left) = if tokens >= need { (false, tokens - need) } else { (true, tokens) };
+        self.limit = Some((base, pm, left, now));
+        over
+    }
+
+    /// The average rate measured, bits per second.
+    pub fn rate_bps(&self) -> u64 {
+        self.rate_bps
+    }
 }
 
 impl SrPolicy {
@@ -224,7 +295,7 @@ impl SrPolicy {
             total += u64::from(weight);
             out.push(SidList { sids, weight, srh });
         }
-        Ok(SrPolicy { source, mode, lists: out, total_weight: total })
+        Ok(SrPolicy { source, mode, lists: out, total_weight: total, rate_permille: None })
     }
 
     pub fn lists(&self) -> &[SidList] {
@@ -406,6 +477,11 @@ impl SidTable {
 
     /// Steer transit packets to `prefix` into `policy` (replacing a policy
     /// on the same prefix).
+    /// Every steered prefix with its policy index, IPv4 then IPv6.
+    pub fn policy_prefixes(&self) -> Vec<(IpNet, u32)> {
+        self.match4.iter().map(|(p, i)| (IpNet::V4(*p), *i)).chain(self.match6.iter().map(|(p, i)| (IpNet::V6(*p), *i))).collect()
+    }
+
     pub fn add_policy(&mut self, prefix: IpNet, policy: SrPolicy) {
         let idx = self.policies.len() as u32;
         self.policies.push(policy);
@@ -608,6 +684,10 @@ impl Pipeline {
                 }
             }
             self.endc = new_cfg.map(|(i, c)| (i, crate::endc::EndC::new(c)));
+        }
+        if s.policy_count() != self.sids.policy_count() {
+            // Other policies (added or removed at run time): measure anew.
+            self.policy_meters.clear();
         }
         self.snap_gen += 1;
         std::mem::replace(&mut self.sids, s)
@@ -1204,6 +1284,22 @@ impl Pipeline {
     /// H.Encaps / H.Encaps.Red of a transit packet (the IP packet at
     /// `l2.l3`, `total` octets, IPv4 or IPv6) under policy `pi`.
     pub(crate) fn srv6_encap<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, pi: u32, total: usize, v6: bool, now_ns: u64) -> Result<Verdict, Drop> {
+        // The ingress PE's rate reduction (FANN draft s.4.2): traffic over
+        // the policy's share is marked CE (before the outer header copies
+        // the ECN field, RFC 6040 s.4.1).
+        let permille = self.sids.policy(pi).and_then(|x| x.rate_permille);
+        let i = pi as usize;
+        if self.policy_meters.len() <= i {
+            self.policy_meters.resize(i + 1, PolicyMeter::default());
+        }
+        if self.policy_meters[i].over(permille, total as u32, now_ns) {
+            let inner = p.data_mut().get_mut(l2.l3..l2.l3 + total).ok_or(Drop::MalformedIpv6)?;
+            if crate::classify::set_ce_ip(inner, v6) {
+                self.counters.local(Local::PeRateCeMarked);
+            } else {
+                self.counters.local(Local::PeRateOverNotEct);
+            }
+        }
         let (h, tc) = {
             let inner = p.data().get(l2.l3..l2.l3 + total).ok_or(Drop::MalformedIpv6)?;
             let tc = if v6 { (inner[0] << 4) | (inner[1] >> 4) } else { inner[1] };

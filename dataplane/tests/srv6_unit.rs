@@ -1256,6 +1256,108 @@ fn h_encaps_ipv4_with_weighted_lists() {
     assert!(b > a && a > 20, "weights 1:3 -> {a}:{b}");
 }
 
+/// FANN draft s.4.2 on the data path: the ingress PE holds policy
+/// 2001:db8:99::/48 to half its rate. Its meter measured ~490 Mb/s (one
+/// 61-octet packet per microsecond); what goes over half of that is marked
+/// CE, inner and outer (the outer copies the inner's ECN, RFC 6040), none
+/// is dropped, Not-ECT packets go unmarked and are counted; when the limit
+/// ends nothing is marked.
+#[test]
+fn h_encaps_marks_what_exceeds_the_policys_rate_share() {
+    let table = |rate: Option<u16>, rate4: Option<u16>| {
+        let mut t = sid_table();
+        let src = a6("fc00:0:1::100");
+        let mut p = SrPolicy::new(src, EncapMode::Encaps, vec![(vec![remote(2), remote(3)], 1)]).unwrap();
+        p.rate_permille = rate;
+        t.add_policy("2001:db8:99::/48".parse().unwrap(), p);
+        let mut p = SrPolicy::new(src, EncapMode::Encaps, vec![(vec![remote(6)], 1)]).unwrap();
+        p.rate_permille = rate4;
+        t.add_policy("198.51.100.0/24".parse().unwrap(), p);
+        Arc::new(t)
+    };
+    let mut pl = pipeline();
+    pl.set_sids(table(None, None));
+    let us = 1_000u64;
+    let mut now = T0;
+    // (inner ECN, outer ECN, tc of the inner) of what left, per packet.
+    let send = |pl: &mut Pipeline, now: u64, tc: u8| {
+        let inner = plain6(a6("2001:db8::2"), a6("2001:db8:99::5"), tc);
+        let mut p = VecPacket::from_bytes(&eth(0x86dd, &inner));
+        assert_eq!(pl.process(&mut p, 0, now), Verdict::Tx(1), "never dropped");
+        let o = p.to_vec();
+        let d = l3(&o);
+        let outer = Ipv6Packet::new_checked(d).unwrap().ecn();
+        let sr = Srh::new_checked(&d[40..]).unwrap();
+        let inner = Ipv6Packet::new_checked(&d[40 + sr.header_len()..]).unwrap();
+        (inner.ecn(), outer, inner.traffic_class())
+    };
+    for _ in 0..10_000 {
+        assert_eq!(send(&mut pl, now, 0x02), (2, 2, 0x02), "no limit: untouched");
+        now += us;
+    }
+    assert_eq!(pl.counters.local[Local::PeRateCeMarked as usize].get(), 0);
+    // The PE holds it to 50 %.
+    pl.set_sids(table(Some(500), None));
+    let (mut ect, mut marked, mut not_ect) = (0u32, 0u32, 0u32);
+    for i in 0..20_000u32 {
+        // Every seventh Not-ECT (an odd period: the meter lets every other
+        // packet through, so an even one would alias).
+        let tc = if i % 7 == 3 { 0x00 } else { 0x02 };
+        let (ie, oe, itc) = send(&mut pl, now, tc);
+        if tc == 0 {
+            assert_eq!((ie, oe), (0, 0), "Not-ECT is never marked");
+            not_ect += 1;
+        } else {
+            ect += 1;
+            assert_eq!(ie, oe, "the outer header copies the inner's ECN");
+            assert_eq!(itc >> 2, 0, "only the ECN bits change");
+            if ie == 3 {
+                marked += 1;
+            }
+        }
+        now += us;
+    }
+    let over_not_ect = pl.counters.local[Local::PeRateOverNotEct as usize].get();
+    assert_eq!(u64::from(marked), pl.counters.local[Local::PeRateCeMarked as usize].get());
+    // Half the bits are over the share, less the 1 ms burst the limit
+    // starts with (500 packets): 47.5 % of the packets, ECT or not.
+    let frac = f64::from(marked) / f64::from(ect);
+    assert!((0.45..=0.50).contains(&frac), "{marked} of {ect} ECT packets marked");
+    let frac = over_not_ect as f64 / f64::from(not_ect);
+    assert!((0.45..=0.50).contains(&frac), "{over_not_ect} of {not_ect} Not-ECT packets over");
+    // IPv4: CE with the header checksum updated.
+    pl.set_sids(table(Some(500), Some(250)));
+    let mut v4_marked = 0;
+    for _ in 0..4000 {
+        let inner = ipv4(Ipv4Addr::new(10, 0, 0, 2), Ipv4Addr::new(198, 51, 100, 9), 17, 64, 0x01, &[0u8; 12]);
+        let mut p = VecPacket::from_bytes(&eth(0x0800, &inner));
+        assert_eq!(pl.process(&mut p, 0, now), Verdict::Tx(1));
+        let o = p.to_vec();
+        let d = l3(&o);
+        let sr = Srh::new_checked(&d[40..]).unwrap();
+        let i4 = &d[40 + sr.header_len()..];
+        assert_eq!(dataplane::wire::checksum::checksum(&i4[..20]), 0, "IPv4 header checksum");
+        if i4[1] & 3 == 3 {
+            v4_marked += 1;
+            assert_eq!(Ipv6Packet::new_checked(d).unwrap().ecn(), 3);
+        }
+        now += us;
+    }
+    // This policy's meter had measured nothing when its limit came: the
+    // first 1 ms window measures (~256 Mb/s of 32-octet packets), then the
+    // limit starts with its burst (two 9 KB frames: 576 such packets) and
+    // lets one packet in four through: 3000 - 576 - 750 over.
+    assert!((1600..=1750).contains(&v4_marked), "held to a quarter: {v4_marked} of 4000 over");
+    // The limit ends: nothing marked.
+    pl.set_sids(table(None, None));
+    let before = pl.counters.local[Local::PeRateCeMarked as usize].get();
+    for _ in 0..2000 {
+        assert_eq!(send(&mut pl, now, 0x01).0, 1);
+        now += us;
+    }
+    assert_eq!(pl.counters.local[Local::PeRateCeMarked as usize].get(), before);
+}
+
 #[test]
 fn h_encaps_does_not_touch_other_traffic_and_needs_headroom() {
     let mut pl = pipeline();
