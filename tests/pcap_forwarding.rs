@@ -1954,6 +1954,88 @@ for p in rdpcap(sys.argv[1]):
     tshark_clean(&dir.join("wan-out.pcap"));
 }
 
+/// The ingress PE reduces the rate of traffic it cannot move away (FANN
+/// draft s.4.2) on real DPDK: R1 reports severe congestion on the only
+/// path of the policy for 10.0.9.0/24, which has no backup. The PE holds
+/// the policy to a quarter of its rate: of the 30 000 packets the DC sends
+/// afterwards (paced as in the fail-over test), every one leaves the WAN
+/// port encapsulated, none is dropped, and those over the share are CE-
+/// marked, inner (IPv4 header checksum updated) and outer alike; Not-ECT
+/// packets are never marked. The counters agree with the pcap.
+#[test]
+fn ingress_pe_holds_a_congested_policy_to_a_share_of_its_rate() {
+    use dataplane::wire::fann::{event, Metadata, MessageRepr, CODE_EVENT};
+    let dir = workdir("perate");
+    let to_router = control::gen::L2 { src: HOST, dst: R_DC };
+    let mut dc_in: Vec<Vec<u8>> = Vec::with_capacity(330_100);
+    let filler = control::gen::udp4(&control::gen::L2 { src: HOST, dst: [0x02, 0xee, 0, 0, 0, 1] }, "10.0.1.2".parse().unwrap(), "10.0.9.1".parse().unwrap(), 1, 2, b"x", 64);
+    dc_in.extend(std::iter::repeat_n(filler, 300_000));
+    const N: usize = 30_000;
+    for i in 0..N {
+        let mut f = control::gen::udp4(&to_router, "10.0.1.2".parse().unwrap(), "10.0.9.7".parse().unwrap(), 20000 + (i % 64) as u16, 7000, b"held", 64);
+        // ECT(0), but every seventh Not-ECT.
+        if i % 7 != 3 {
+            f[14 + 1] = 0x02;
+            f[14 + 10..14 + 12].fill(0);
+            let c = dataplane::wire::checksum::checksum(&f[14..34]);
+            f[14 + 10..14 + 12].copy_from_slice(&c.to_be_bytes());
+        }
+        dc_in.push(f);
+    }
+    control::demo::write_pcap(&dir.join("dc-in.pcap"), &dc_in).unwrap();
+    let me: std::net::Ipv6Addr = "2001:db8:2::1".parse().unwrap();
+    let m = MessageRepr { hop_limit: 8, event_type: event::CONGESTION, event_subtype: 3, event_id: 9, timestamp: 1_700_000_000_000_000, originating_node: "fc00::1".parse().unwrap(), metadata: Metadata { egress_port_id: Some(2), ..Default::default() } };
+    let ip = dataplane::fann::notification_packet(CODE_EVENT, &m, &"fc00::1".parse().unwrap(), &me, &dataplane::wire::params::Params::DEFAULT, false);
+    control::demo::write_pcap(&dir.join("empty.pcap"), &[[&R_WAN[..], &GW, &[0x86, 0xdd], &ip].concat()]).unwrap();
+    let cfg = dir.join("r.toml");
+    let text = config(&dir)
+        + r#"[[route]]
+prefix = "fc00:0::/32"
+via = "2001:db8:2::2"
+[srv6]
+locator = "fc00:0:a::/48"
+source = "fc00:0:a::"
+[[srv6.policy]]
+prefix = "10.0.9.0/24"
+segments = [["fc00:0:1::1", "fc00:0:e::d4"]]
+elements = [["fc00::1#2"]]
+[ingress_pe]
+known_nodes = ["fc00::1"]
+interfaces = ["wan"]
+"#;
+    std::fs::write(&cfg, text).unwrap();
+    let out = run("perate", &cfg, &["--exit-when-idle", "800", "--duration", "60"]);
+    assert!(out.status.success(), "dcirouter exited with {:?}", out.status);
+    let so = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(counter(&so, "pe-notification-accepted"), 1, "{so}");
+    assert_eq!(counter(&so, "pe-rate-reduced"), 1, "{so}");
+    let wan = read_pcap(&dir.join("wan-out.pcap")).unwrap();
+    let enc: Vec<&Vec<u8>> = wan.iter().filter(|f| f.len() > 14 + 40 + 40 + 20 && f[12..14] == [0x86, 0xdd] && f[14 + 6] == 43).collect();
+    assert_eq!(enc.len(), N, "every packet sent, none dropped");
+    let (mut marked, mut not_ect) = (0u64, 0u64);
+    for f in &enc {
+        let outer_ecn = (f[14 + 1] >> 4) & 3;
+        // Outer IPv6, an SRH of two SIDs (8 + 2 x 16 octets), inner IPv4.
+        let inner = &f[14 + 40 + 40..];
+        assert_eq!(dataplane::wire::checksum::checksum(&inner[..20]), 0, "the inner IPv4 header checksum");
+        assert_eq!(inner[1] & 3, outer_ecn, "the outer header copies the inner's ECN (RFC 6040)");
+        match inner[1] & 3 {
+            0 => not_ect += 1,
+            3 => marked += 1,
+            _ => {}
+        }
+    }
+    assert_eq!(not_ect, (0..N).filter(|i| i % 7 == 3).count() as u64, "Not-ECT packets are never marked");
+    assert_eq!(marked, counter(&so, "pe-rate-ce-marked"), "{so}");
+    assert!(marked > 0, "the share was exceeded: {so}");
+    assert!(counter(&so, "pe-rate-over-not-ect") > 0, "{so}");
+    assert_eq!(mempool_in_use(&so), 0);
+    // scapy recomputes every header checksum (the marked inner IPv4
+    // headers too), tshark finds nothing malformed.
+    scapy_check(&dir.join("wan-out.pcap"));
+    tshark_clean(&dir.join("wan-out.pcap"));
+}
+
 /// `dcirouter demo` (what `make demo` runs) ends cleanly with every mbuf
 /// back, and what it leaves for Wireshark is sound: scapy recomputes every
 /// checksum and ICRC and reassembles the fragments, tshark finds nothing
