@@ -312,6 +312,13 @@ pub struct IngressPeSection {
     /// (`dataplane::srv6::PolicyMeter`).
     #[serde(default = "d_true")]
     pub congestion_rate_reduction: bool,
+    /// The window over which each worker measures a policy's rate.
+    #[serde(default = "d_rate_window_us")]
+    pub congestion_rate_window_us: u64,
+}
+
+fn d_rate_window_us() -> u64 {
+    1000
 }
 
 fn d_holddown_ms() -> u64 {
@@ -1897,8 +1904,11 @@ fn ingress_pe_plan(s: &IngressPeSection, srv6: Option<&Srv6Plan>, interfaces: &[
     if s.congestion_holddown_max_ms < s.congestion_holddown_ms || s.congestion_holddown_max_ms > 3_600_000 {
         return Err(format!("ingress_pe.congestion_holddown_max_ms = {}: must be congestion_holddown_ms ({}) ..= 3600000", s.congestion_holddown_max_ms, s.congestion_holddown_ms));
     }
+    if !(10..=1_000_000).contains(&s.congestion_rate_window_us) {
+        return Err(format!("ingress_pe.congestion_rate_window_us = {}: must be 10..=1000000 (the window over which a policy's rate is measured)", s.congestion_rate_window_us));
+    }
     Ok(dataplane::fann::PeConfig {
-        failover: dataplane::fann::Failover { on_congestion: s.congestion_failover, holddown_ns: s.congestion_holddown_ms * 1_000_000, holddown_max_ns: s.congestion_holddown_max_ms * 1_000_000, reduce_rate: s.congestion_rate_reduction },
+        failover: dataplane::fann::Failover { on_congestion: s.congestion_failover, holddown_ns: s.congestion_holddown_ms * 1_000_000, holddown_max_ns: s.congestion_holddown_max_ms * 1_000_000, reduce_rate: s.congestion_rate_reduction, rate_window_ns: s.congestion_rate_window_us * 1000 },
         interfaces: ifaces,
         policies: s6.pe_specs.iter().cloned().enumerate().map(|(i, p)| (i as u32, p)).collect(),
         known_nodes: known,
@@ -2751,6 +2761,40 @@ receivers = [ { address = "2001:db8:2::10", qpn = 0x11 }, { address = "2001:db8:
     }
 
     #[test]
+    fn mld_validates() {
+        const ML: &str = "[multicast.mld]\ninterfaces = [\"dc\"]\n";
+        let c = load_str(&format!("{GOOD}{ML}")).unwrap();
+        let m = c.mld.clone().expect("MLD planned");
+        assert_eq!(m.ifaces, vec![0]);
+        assert_eq!(m.cfg, dataplane::mld::MldConfig::default(), "RFC 9777 s.9 defaults");
+        assert_eq!(c.topology().mld, vec![0], "the workers know where MLD runs");
+        let bad = |patch: (&str, &str)| {
+            let base = format!("{GOOD}{ML}");
+            let t = base.replacen(patch.0, patch.1, 1);
+            assert_ne!(t, base, "patch did not apply: {patch:?}");
+            load_str(&t).unwrap_err()
+        };
+        let ifs = "interfaces = [\"dc\"]";
+        for (patch, want) in [
+            ((ifs, "interfaces = []"), "multicast.mld.interfaces = []"),
+            ((ifs, "interfaces = [\"dc\", \"nope\"]"), "multicast.mld.interfaces[1] = \"nope\": no such interface"),
+            ((ifs, "interfaces = [\"dc\", \"dc\"]"), "multicast.mld.interfaces[1] = \"dc\": listed twice"),
+            ((ifs, "interfaces = [\"dc\"]\nrobustness = 0"), "multicast.mld.robustness = 0: must be 1..=7"),
+            ((ifs, "interfaces = [\"dc\"]\nrobustness = 8"), "multicast.mld.robustness = 8: must be 1..=7"),
+            ((ifs, "interfaces = [\"dc\"]\nquery_interval_s = 0"), "multicast.mld.query_interval_s = 0: must be 1..=31744"),
+            ((ifs, "interfaces = [\"dc\"]\nquery_interval_s = 40000"), "multicast.mld.query_interval_s = 40000: must be 1..=31744"),
+            ((ifs, "interfaces = [\"dc\"]\nquery_interval_s = 5\nquery_response_interval_ms = 5000"), "multicast.mld.query_response_interval_ms = 5000: must be at least 1, at most 8387584 (s.5.1.3) and below the query interval (5 s"),
+            ((ifs, "interfaces = [\"dc\"]\nlast_listener_query_interval_ms = 0"), "multicast.mld.last_listener_query_interval_ms = 0: must be 1..=8387584"),
+            ((ifs, "interfaces = [\"dc\"]\nmax_groups = 0"), "multicast.mld.max_groups = 0: must be 1..=65536"),
+            ((ifs, "interfaces = [\"dc\"]\nmax_sources = 5000"), "multicast.mld.max_sources = 5000: must be 1..=1024"),
+            ((ifs, "interfaces = [\"dc\"]\nquerier = true"), "unknown field `querier`"),
+        ] {
+            let e = bad(patch);
+            assert!(e.contains(want), "{patch:?}: {e}");
+        }
+    }
+
+    #[test]
     fn multicast_routes_validate() {
         const MR: &str = "[[multicast.route]]\ngroup = \"ff3e::100\"\niif = \"wan\"\noifs = [\"dc\"]\n";
         let c = load_str(&format!("{GOOD}{MC}{MR}")).unwrap();
@@ -3060,6 +3104,8 @@ controller = "2001:db8:1::c"
         assert!(e.contains("ingress_pe.congestion_holddown_ms = 0"), "{e}");
         let e = pe_bad(("controller = \"2001:db8:1::c\"", "controller = \"2001:db8:1::c\"\ncongestion_holddown_ms = 5000\ncongestion_holddown_max_ms = 2000"));
         assert!(e.contains("ingress_pe.congestion_holddown_max_ms = 2000") && e.contains("congestion_holddown_ms (5000)"), "{e}");
+        let e = pe_bad(("controller = \"2001:db8:1::c\"", "controller = \"2001:db8:1::c\"\ncongestion_rate_window_us = 5"));
+        assert!(e.contains("ingress_pe.congestion_rate_window_us = 5: must be 10..=1000000"), "{e}");
         let e = pe_bad(("known_nodes = [\"fc00::1\"", "known_nodes = [\"fc00::zz\""));
         assert!(e.contains("ingress_pe.known_nodes[0] = \"fc00::zz\""), "{e}");
         let e = pe_bad(("controller = \"2001:db8:1::c\"", "controller = \"ff02::1\""));

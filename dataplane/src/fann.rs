@@ -671,11 +671,13 @@ pub struct Failover {
     /// path to move its traffic to, its traffic is held to a share of its
     /// rate ([`PolicyState::rate_permille`], [`crate::srv6::PolicyMeter`]).
     pub reduce_rate: bool,
+    /// The window of the workers' policy rate meters.
+    pub rate_window_ns: u64,
 }
 
 impl Default for Failover {
     fn default() -> Self {
-        Failover { on_congestion: true, holddown_ns: 1_000_000_000, holddown_max_ns: 60_000_000_000, reduce_rate: true }
+        Failover { on_congestion: true, holddown_ns: 1_000_000_000, holddown_max_ns: 60_000_000_000, reduce_rate: true, rate_window_ns: crate::srv6::METER_WINDOW_NS }
     }
 }
 
@@ -1184,6 +1186,7 @@ impl PeControl {
         }
         table.pe_known = Some(cfg.known_nodes.clone());
         table.pe_ifaces = cfg.interfaces.clone();
+        table.pe_rate_window_ns = cfg.failover.rate_window_ns;
         let params = table.params;
         // Weights are relative: scale them so that dividing by 2 / 4 / 8
         // still means something for small configured weights (1 = equal).
@@ -1777,7 +1780,7 @@ mod tests {
     /// down; after a quiet spell the hold-down starts again from 1 s.
     #[test]
     fn congestion_failover_is_damped() {
-        let mut p = IngressPe::with_failover(pe().policies.clone(), vec![a("fc00::1"), a("fc00::2"), a("fc00::3"), a("fc00::4")], Failover { on_congestion: true, holddown_ns: SEC, holddown_max_ns: 4 * SEC, reduce_rate: true });
+        let mut p = IngressPe::with_failover(pe().policies.clone(), vec![a("fc00::1"), a("fc00::2"), a("fc00::3"), a("fc00::4")], Failover { on_congestion: true, holddown_ns: SEC, holddown_max_ns: 4 * SEC, ..Failover::default() });
         let mut t = 0;
         let mut id = 0;
         let mut cycle = |p: &mut IngressPe, t: &mut u64, hold: u64| {

@@ -208,7 +208,8 @@ pub struct SrPolicy {
 /// A worker's meter of one SR policy's traffic (FANN draft s.4.2, "Ingress
 /// PE should reduce the transmission rate of corresponding traffic"): it
 /// measures the rate the worker steers into the policy (an average over
-/// 1 ms windows, weight 1/8), and while the ingress PE holds the policy to
+/// windows of [`SidTable::pe_rate_window_ns`], 1 ms by default, weight
+/// 1/8), and while the ingress PE holds the policy to
 /// a share of its rate ([`SrPolicy::rate_permille`]) it compares the
 /// traffic with that share of the rate it had when the limit began: what
 /// is over the share is marked Congestion Experienced if ECN-capable (an
@@ -227,15 +228,15 @@ pub struct PolicyMeter {
     limit: Option<(u64, u16, u128, u64)>,
 }
 
-/// The meter's window.
+/// The meter's default window.
 pub const METER_WINDOW_NS: u64 = 1_000_000;
 
 impl PolicyMeter {
     /// Account `bytes` sent at `now` under `permille` (None: no limit);
     /// true when they are over the limit.
-    pub fn over(&mut self, permille: Option<u16>, bytes: u32, now: u64) -> bool {
+    pub fn over(&mut self, permille: Option<u16>, bytes: u32, now: u64, window_ns: u64) -> bool {
         let el = now.saturating_sub(self.win_start);
-        if el >= METER_WINDOW_NS {
+        if el >= window_ns {
             if self.win_start != 0 {
                 // A window that ran long (idle) counts as one at its
                 // length.
@@ -257,8 +258,9 @@ impl PolicyMeter {
             Some((base, _, t, last)) => (base, t, last),
         };
         let rate = u128::from(base) * u128::from(pm) / 1000;
-        // A burst of 1 ms at the limited rate, at least two 9 KB frames.
-        let burst = (rate * u128::from(METER_WINDOW_NS)).max(2 * 9216 * 8 * 1_000_000_000);
+        // A burst of one window at the limited rate, at least two 9 KB
+        // frames.
+        let burst = (rate * u128::from(window_ns)).max(2 * 9216 * 8 * 1_000_000_000);
         let tokens = tokens.min(burst).saturating_add(rate * u128::from(now.saturating_sub(last))).min(burst);
         let need = u128::from(bytes) * 8 * 1_000_000_000;
         let (over, left) = if tokens >= need { (false, tokens - need) } else { (true, tokens) };
@@ -362,6 +364,8 @@ pub struct SidTable {
     /// The interfaces (indices) the ingress PE takes notifications from;
     /// None: any.
     pub pe_ifaces: Option<Vec<u16>>,
+    /// The window of the policies' rate meters ([`PolicyMeter`]).
+    pub pe_rate_window_ns: u64,
     /// Outer source prefixes END.C and END.E take notifications from;
     /// None: any.
     pub notification_sources: Option<Vec<ipnet::Ipv6Net>>,
@@ -388,6 +392,7 @@ impl SidTable {
             params: *params,
             pe_known: None,
             pe_ifaces: None,
+            pe_rate_window_ns: METER_WINDOW_NS,
             notification_sources: None,
         }
     }
@@ -1292,7 +1297,7 @@ impl Pipeline {
         if self.policy_meters.len() <= i {
             self.policy_meters.resize(i + 1, PolicyMeter::default());
         }
-        if self.policy_meters[i].over(permille, total as u32, now_ns) {
+        if self.policy_meters[i].over(permille, total as u32, now_ns, self.sids.pe_rate_window_ns) {
             let inner = p.data_mut().get_mut(l2.l3..l2.l3 + total).ok_or(Drop::MalformedIpv6)?;
             if crate::classify::set_ce_ip(inner, v6) {
                 self.counters.local(Local::PeRateCeMarked);
