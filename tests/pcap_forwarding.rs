@@ -2149,6 +2149,15 @@ fn demo_runs_and_its_pcaps_are_sound() {
     assert_eq!(counter(&so, "mroute-replica-sent"), 2 + 4, "{so}");
     assert_eq!((counter(&so, "mld-report-received"), counter(&so, "mld-query-sent")), (3, 3), "{so}");
     assert!(so.contains("copied onto 'dc' from the WAN: 2 packets to ff0e::200 (any source), 2 to ff3e::201 from 2001:db8:3::2 (the source asked for), 0 from 2001:db8:3::4"), "{so}");
+    // The ingress PE's rate reduction: DC3's policy (no path but through
+    // R2) held to a share after R2's congestion. The DC host sent ECT(0);
+    // a CE on the inner packet in the WAN pcap is the PE's (the congested
+    // WAN port marks the outer header only), at most as many as it counted
+    // (the WAN port's queue may tail-drop some).
+    assert_eq!(counter(&so, "pe-rate-reduced"), 1, "{so}");
+    let dc3: std::net::Ipv6Addr = "2001:db8:a::".parse().unwrap();
+    let inner_ce = wan.iter().filter(|f| f.len() > 14 + 120 && f[12..14] == [0x86, 0xdd] && f[14 + 6] == 43 && f[14 + 80 + 24..14 + 80 + 30] == dc3.octets()[..6] && (f[14 + 80 + 1] >> 4) & 3 == 3).count();
+    assert!(inner_ce > 0 && inner_ce as u64 <= counter(&so, "pe-rate-ce-marked"), "{inner_ce} inner CE marks: {so}");
 }
 
 /// Hostile traffic through every feature at once: good traffic mutated by

@@ -244,10 +244,23 @@ elements = [["fc00::2"]]
 backup = [["fc00:0:13::1", "fc00:0:14::1", "fc00:0:1e::d6"]]
 backup_elements = [["fc00::3", "fc00::4"]]
 
+# DC3's prefix has no path but through R2, and no backup: on R2's
+# congestion the ingress PE cannot move its traffic, so it holds it to a
+# share of its rate (s.4.2 "should reduce the transmission rate of
+# corresponding traffic"): a quarter for severe congestion, the packets over
+# it CE-marked (never dropped), so that the RoCEv2 senders slow down.
+[[srv6.policy]]
+prefix = "2001:db8:a::/48"
+segments = [["fc00:0:12::1", "fc00:0:1e::d7"]]
+elements = [["fc00::2"]]
+
 [ingress_pe]
 known_nodes = ["fc00::1", "fc00::2", "fc00::3", "fc00::4"]
 controller = "2001:db8:1::c"
 congestion_holddown_ms = 1000
+# The policies' rate is measured over 50 us windows (1 ms by default), so
+# that the demo's short replay shows the limit at work.
+congestion_rate_window_us = 50
 
 # FANN: this node tells the ingress PE about congestion on its ports.
 [fann]
@@ -382,6 +395,7 @@ pub fn traffic() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     dc.extend(std::iter::repeat_n(filler, PACING_FRAMES));
     dc.extend(dc2_flows(&to_router, b"pe-after"));
     dc.extend(dc2_flows6(&to_router, b"pe6-after"));
+    dc.extend(dc3_flows(&to_router));
 
     // A RoCEv2 burst (about 800 KB) that overruns the 20 Mb/s WAN port.
     for i in 0..400u32 {
@@ -641,6 +655,21 @@ pub fn ecmp_split(frames: &[Vec<u8>]) -> (std::collections::BTreeMap<String, usi
 /// Eight UDP flows from the DC host to DC2 (10.0.9.2..9), payload `tag`.
 fn dc2_flows(to_router: &L2, tag: &[u8]) -> Vec<Vec<u8>> {
     (0..8u8).map(|i| gen::udp4(to_router, Ipv4Addr::new(10, 0, 1, 2), Ipv4Addr::new(10, 0, 9, 2 + i), 20000 + u16::from(i), 7000, tag, 64)).collect()
+}
+
+/// ECN-capable (ECT(0)) UDP packets from the DC host to DC3's prefix
+/// (2001:db8:a::2..9), after R2's congestion notification: the ingress PE
+/// holds them to a share of their rate.
+pub const DC3_PACKETS: usize = 1200;
+fn dc3_flows(to_router: &L2) -> Vec<Vec<u8>> {
+    let host6: Ipv6Addr = "2001:db8:1::2".parse().unwrap_or(Ipv6Addr::UNSPECIFIED);
+    (0..DC3_PACKETS)
+        .map(|i| {
+            let mut f = gen::udp6(to_router, host6, Ipv6Addr::new(0x2001, 0xdb8, 0xa, 0, 0, 0, 0, 2 + (i % 8) as u16), 21000 + (i % 8) as u16, 7000, b"dc3", 64);
+            f[14 + 1] |= 0x20;
+            f
+        })
+        .collect()
 }
 
 /// Eight UDP flows from the DC host to DC2's IPv6 prefix
@@ -1079,6 +1108,13 @@ pub fn run(out: &Path) -> Result<(), String> {
         c.local_count(Local::PeCongestionFailover),
         holddown_ms,
         c.local_count(Local::PeHolddownRaised)
+    );
+    let dc3: Ipv6Addr = "2001:db8:a::".parse().unwrap_or(Ipv6Addr::UNSPECIFIED);
+    let dc3_out = wan_out.iter().filter(|f| f.len() > 14 + 40 + 40 + 40 && f[12..14] == [0x86, 0xdd] && f[14 + 6] == 43 && f[14 + 80 + 24..14 + 80 + 30] == dc3.octets()[..6]).count();
+    println!(
+        "  ingress PE, rate (s.4.2): DC3's prefix 2001:db8:a::/48 has no path but through R2 and no backup; after R2's severe congestion the PE held it to 25 % of its rate (pe-rate-reduced {}): of the {DC3_PACKETS} ECN-capable packets the DC host sent it, {dc3_out} left encapsulated (the WAN port's deep buffer tail-drops what it has no room for), {} of them CE-marked by the PE as over the share (pe-rate-ce-marked), none dropped by it",
+        c.local_count(Local::PeRateReduced),
+        c.local_count(Local::PeRateCeMarked)
     );
     let (arp, ns, sent) = unresolved_outcome(&wan_out);
     println!(
