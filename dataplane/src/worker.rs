@@ -780,31 +780,19 @@ impl Worker {
             self.counters.dropped(Drop::MalformedIpv6);
             return;
         };
-        let Some(mut m) = self.spec.pool.alloc() else {
-            self.counters.dropped(Drop::NoMbuf);
-            return;
-        };
-        m.reset_len(0);
-        if !m.append(14 + ip.len()) {
-            self.counters.dropped(Drop::NoHeadroom);
-            return;
-        }
-        m.data_mut()[14..].copy_from_slice(ip);
-        match self.pipeline.emit_ip(&mut m, dst, 6, self.clock.now()) {
-            Ok(port) => {
-                self.counters.local(crate::counters::Local::Injected);
-                self.output(port, m, true)
-            }
-            Err(why) => {
-                self.counters.dropped(why);
-                self.free.push(m.into_raw());
-            }
-        }
+        self.originate(ip, |pl, m, now| pl.emit_ip(m, dst, 6, now));
     }
 
     /// Send `ip` (an IPv6 packet to a multicast address) out of interface
     /// `iface` ([`Update::InjectOn`]).
     fn inject_on(&mut self, iface: u16, ip: &[u8]) {
+        self.originate(ip, |pl, m, _| pl.emit_on(m, iface));
+    }
+
+    /// An IP packet this router originates into a fresh mbuf behind a
+    /// 14-byte placeholder, given its Ethernet header by `emit` (which
+    /// returns the port), sent ahead of queued data.
+    fn originate(&mut self, ip: &[u8], emit: impl FnOnce(&mut Pipeline, &mut Mbuf, u64) -> Result<u16, Drop>) {
         let Some(mut m) = self.spec.pool.alloc() else {
             self.counters.dropped(Drop::NoMbuf);
             return;
@@ -816,7 +804,8 @@ impl Worker {
             return;
         }
         m.data_mut()[14..].copy_from_slice(ip);
-        match self.pipeline.emit_on(&mut m, iface) {
+        let now = self.clock.now();
+        match emit(&mut self.pipeline, &mut m, now) {
             Ok(port) => {
                 self.counters.local(crate::counters::Local::Injected);
                 self.output(port, m, true)
