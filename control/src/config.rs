@@ -1720,7 +1720,7 @@ pub fn mroute_plan(routes: &[MrouteSection], interfaces: &[Interface], srv6: Opt
         if out.iter().any(|m| m.group == group && m.source == source) {
             return Err(format!("{} = {group}: a route for this group{} is configured twice", f("group"), source.map(|s| format!(" from {s}")).unwrap_or_default()));
         }
-        out.push(Mroute { group, source, iif, oifs });
+        out.push(Mroute::new(group, source, iif, oifs));
     }
     Ok(out)
 }
@@ -2798,7 +2798,7 @@ receivers = [ { address = "2001:db8:2::10", qpn = 0x11 }, { address = "2001:db8:
     fn multicast_routes_validate() {
         const MR: &str = "[[multicast.route]]\ngroup = \"ff3e::100\"\niif = \"wan\"\noifs = [\"dc\"]\n";
         let c = load_str(&format!("{GOOD}{MC}{MR}")).unwrap();
-        assert_eq!(c.mroutes, vec![dataplane::tables::Mroute { group: "ff3e::100".parse().unwrap(), source: None, iif: Some(1), oifs: vec![0] }]);
+        assert_eq!(c.mroutes, vec![dataplane::tables::Mroute::new("ff3e::100".parse().unwrap(), None, Some(1), vec![0])]);
         assert_eq!(c.topology().mroutes, c.mroutes, "the workers' topology carries them");
         let bad = |patch: (&str, &str)| {
             let base = format!("{GOOD}{MC}{MR}");

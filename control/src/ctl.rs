@@ -582,7 +582,7 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
             } else {
                 let group: Ipv6Addr = group.parse().map_err(|_| format!("{group:?}: not an IPv6 address"))?;
                 let source = sec.source.as_ref().map(|s| s.parse::<Ipv6Addr>().map_err(|_| format!("source {s:?}: not an IPv6 address"))).transpose()?;
-                vec![dataplane::tables::Mroute { group, source, iif: None, oifs: Vec::new() }]
+                vec![dataplane::tables::Mroute::new(group, source, None, Vec::new())]
             };
             let m = plan.into_iter().next().ok_or("no route")?;
             let what = format!("{}{}", m.group, m.source.map(|s| format!(" from {s}")).unwrap_or_default());
@@ -778,21 +778,26 @@ fn hex_octets(s: &str) -> Option<Vec<u8>> {
 }
 
 /// The multicast routes the workers use, (S,G) or (*,G), with their RPF
-/// and outgoing interfaces by name ("mld": not a static route as it is,
-/// MLD listeners added interfaces or made it), and the copies the workers
-/// sent.
+/// and outgoing interfaces by name, the packets (and bytes) each
+/// replicated and refused by its RPF check ("mld": not a static route as
+/// it is, MLD listeners added interfaces or made it), and the copies the
+/// workers sent.
 fn show_mroutes(topo: &dataplane::tables::Topology, statics: &[dataplane::tables::Mroute], copies: u64) -> String {
     use std::fmt::Write as _;
+    use std::sync::atomic::Ordering::Relaxed;
     let name = |i: u16| topo.iface(i).map_or_else(|| format!("#{i}"), |x| x.name.clone());
     let mut o = String::new();
     for m in &topo.mroutes {
         let _ = writeln!(
             o,
-            "({}, {}) iif {} oifs [{}]{}",
+            "({}, {}) iif {} oifs [{}] packets {} bytes {} rpf-failed {}{}",
             m.source.map_or_else(|| "*".to_string(), |s| s.to_string()),
             m.group,
             m.iif.map_or_else(|| "any".to_string(), name),
             m.oifs.iter().map(|&i| name(i)).collect::<Vec<_>>().join(", "),
+            m.stats.packets.load(Relaxed),
+            m.stats.bytes.load(Relaxed),
+            m.stats.rpf_failed.load(Relaxed),
             if statics.contains(m) { "" } else { " mld" }
         );
     }
@@ -1130,9 +1135,12 @@ mod tests {
         use dataplane::tables::{Interface, Mroute, Topology};
         let mut t = Topology::new(vec![Interface::new("dc", 0, None, [2, 0, 0, 0, 0, 1], 1500), Interface::new("wan", 1, None, [2, 0, 0, 0, 0, 2], 1500)]);
         t.mroutes = vec![
-            Mroute { group: "ff3e::100".parse().unwrap(), source: None, iif: Some(1), oifs: vec![0] },
-            Mroute { group: "ff3e::100".parse().unwrap(), source: Some("2001:db8:3::2".parse().unwrap()), iif: None, oifs: vec![0, 1] },
+            Mroute::new("ff3e::100".parse().unwrap(), None, Some(1), vec![0]),
+            Mroute::new("ff3e::100".parse().unwrap(), Some("2001:db8:3::2".parse().unwrap()), None, vec![0, 1]),
         ];
-        assert_eq!(show_mroutes(&t, &t.mroutes[..1], 7), "(*, ff3e::100) iif wan oifs [dc]\n(2001:db8:3::2, ff3e::100) iif any oifs [dc, wan] mld\nmroute-replica-sent 7\n");
+        t.mroutes[1].stats.packets.store(3, std::sync::atomic::Ordering::Relaxed);
+        t.mroutes[1].stats.bytes.store(300, std::sync::atomic::Ordering::Relaxed);
+        t.mroutes[0].stats.rpf_failed.store(2, std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(show_mroutes(&t, &t.mroutes[..1], 7), "(*, ff3e::100) iif wan oifs [dc] packets 0 bytes 0 rpf-failed 2\n(2001:db8:3::2, ff3e::100) iif any oifs [dc, wan] packets 3 bytes 300 rpf-failed 0 mld\nmroute-replica-sent 7\n");
     }
 }

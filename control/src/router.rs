@@ -319,11 +319,12 @@ impl Control {
     /// The workers' multicast routes: the static ones with the MLD
     /// listeners merged in; pushed when they changed.
     fn refresh_mroutes(&mut self) {
-        let merged = match &self.mld {
+        let mut merged = match &self.mld {
             Some(m) => dataplane::mld::merge_routes(&self.static_mroutes, &m.listeners()),
             None => self.static_mroutes.clone(),
         };
         if merged != self.topo.mroutes {
+            dataplane::tables::Mroute::keep_stats_of(&mut merged, &self.topo.mroutes);
             let mut t = (*self.topo).clone();
             t.mroutes = merged;
             self.push_topology(t);

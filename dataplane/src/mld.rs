@@ -647,7 +647,7 @@ pub fn merge_routes(statics: &[Mroute], listeners: &[Listeners]) -> Vec<Mroute> 
         }
         let star_oifs = oifs.clone();
         if !oifs.is_empty() || star.is_some() {
-            out.push(Mroute { group: g, source: None, iif: star.and_then(|m| m.iif), oifs });
+            out.push(Mroute::new(g, None, star.and_then(|m| m.iif), oifs));
         }
         let mut sources: Vec<Ipv6Addr> = ls.iter().flat_map(|l| l.sources.iter().copied()).chain(statics.iter().filter(|m| m.group == g).filter_map(|m| m.source)).collect();
         sources.sort_unstable();
@@ -665,7 +665,7 @@ pub fn merge_routes(statics: &[Mroute], listeners: &[Listeners]) -> Vec<Mroute> 
                 // (*,G) says the same.
                 continue;
             }
-            out.push(Mroute { group: g, source: Some(s), iif: base.and_then(|m| m.iif), oifs });
+            out.push(Mroute::new(g, Some(s), base.and_then(|m| m.iif), oifs));
         }
     }
     out

@@ -1058,12 +1058,18 @@ impl Pipeline {
         match self.topo.mroute(&src, &dst).filter(|_| !martian) {
             _ if martian && !local => return Err(Drop::Ipv6Martian),
             Some(m) => {
+                use std::sync::atomic::Ordering::Relaxed;
                 if m.iif.is_some_and(|i| i != l2.iface) {
+                    m.stats.rpf_failed.fetch_add(1, Relaxed);
                     return Err(Drop::MrouteRpfFailed);
                 }
                 for &o in m.oifs.iter().filter(|&&o| o != l2.iface).take(MAX_MROUTE_OIFS) {
                     oifs[mr] = o;
                     mr += 1;
+                }
+                if hop > 1 && mr > 0 {
+                    m.stats.packets.fetch_add(1, Relaxed);
+                    m.stats.bytes.fetch_add(total as u64, Relaxed);
                 }
             }
             None if !local => return Err(Drop::MulticastNotRouted),

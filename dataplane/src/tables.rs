@@ -8,6 +8,8 @@ use crate::lpm::Lpm;
 use prefix_trie::PrefixMap;
 use rustc_hash::FxHashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 
 pub use crate::wire::ethernet::MacAddr;
 
@@ -119,7 +121,7 @@ pub fn solicited_node(a: &Ipv6Addr) -> Ipv6Addr {
 /// routing, or SRv6 Replication segments"): packets to `group` (from
 /// `source`, or from any source when None) that arrive on `iif` (the RPF
 /// interface; None: any) are replicated out of each of `oifs`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Mroute {
     pub group: Ipv6Addr,
     pub source: Option<Ipv6Addr>,
@@ -127,7 +129,47 @@ pub struct Mroute {
     pub iif: Option<u16>,
     /// Interface indices to replicate to (never the arrival interface).
     pub oifs: Vec<u16>,
+    /// What the workers did with the route's packets; shared by the
+    /// snapshots the route is in (the control thread hands a changed
+    /// route's counters on to its successor, [`Mroute::keep_stats_of`]).
+    pub stats: Arc<MrouteStats>,
 }
+
+/// A multicast route's counters: packets (and their bytes) replicated,
+/// and packets that failed its RPF check. Every worker adds to them
+/// (relaxed atomics; multicast takes the full pipeline).
+#[derive(Debug, Default)]
+pub struct MrouteStats {
+    pub packets: AtomicU64,
+    pub bytes: AtomicU64,
+    pub rpf_failed: AtomicU64,
+}
+
+impl Mroute {
+    pub fn new(group: Ipv6Addr, source: Option<Ipv6Addr>, iif: Option<u16>, oifs: Vec<u16>) -> Mroute {
+        Mroute { group, source, iif, oifs, stats: Arc::default() }
+    }
+
+    /// Give every route of `new` the counters of the route for the same
+    /// (source, group) in `old`, if any: a route changed by MLD or at run
+    /// time keeps counting where it was.
+    pub fn keep_stats_of(new: &mut [Mroute], old: &[Mroute]) {
+        for m in new.iter_mut() {
+            if let Some(o) = old.iter().find(|o| o.group == m.group && o.source == m.source) {
+                m.stats = o.stats.clone();
+            }
+        }
+    }
+}
+
+/// Routes are equal when they route alike (their counters aside).
+impl PartialEq for Mroute {
+    fn eq(&self, o: &Mroute) -> bool {
+        (self.group, self.source, self.iif, &self.oifs) == (o.group, o.source, o.iif, &o.oifs)
+    }
+}
+
+impl Eq for Mroute {}
 
 /// An IPv6 multicast address a router may forward: scope wider than
 /// link-local (RFC 4291 s.2.7; RFC 7346: realm-local and wider), not the

@@ -1533,7 +1533,7 @@ fn mc_pipeline(mroutes: Vec<dataplane::tables::Mroute>) -> Pipeline {
 }
 
 fn mroute(group: Ipv6Addr, source: Option<Ipv6Addr>, iif: Option<u16>, oifs: &[u16]) -> dataplane::tables::Mroute {
-    dataplane::tables::Mroute { group, source, iif, oifs: oifs.to_vec() }
+    dataplane::tables::Mroute::new(group, source, iif, oifs.to_vec())
 }
 
 /// `frame` with the group's Ethernet destination 33:33 + its low 32 bits
@@ -1592,6 +1592,15 @@ fn multicast_routes_replicate_with_rpf() {
     low[7] = 1;
     let (v, _) = process_on(&mut pl, &to_group_mac(eth(0x86dd, &low), group()), 0);
     assert_eq!(v, Verdict::Drop(Drop::TtlExpired));
+    // Each route's counters: what it replicated (packets, IPv6 octets) and
+    // what failed its RPF check; the Hop Limit 1 packet is neither.
+    let stats = |i: usize| {
+        let s = &pl.topo.mroutes[i].stats;
+        use std::sync::atomic::Ordering::Relaxed;
+        (s.packets.load(Relaxed), s.bytes.load(Relaxed), s.rpf_failed.load(Relaxed))
+    };
+    assert_eq!(stats(0), (1, 60, 1), "(*,G)");
+    assert_eq!(stats(1), (1, 60, 0), "(S,G)");
     // From :: or a link-local source: never off its link (RFC 4291).
     for src in [a6("fe80::1"), a6("::")] {
         let fm = to_group_mac(eth(0x86dd, &plain6(src, group(), 0)), group());

@@ -75,7 +75,7 @@ fn routes(m: &Mld, statics: &[Mroute]) -> Vec<Mroute> {
 }
 
 fn route(group: &str, source: Option<&str>, iif: Option<u16>, oifs: &[u16]) -> Mroute {
-    Mroute { group: a(group), source: source.map(a), iif, oifs: oifs.to_vec() }
+    Mroute::new(a(group), source.map(a), iif, oifs.to_vec())
 }
 
 #[test]
