@@ -632,6 +632,9 @@ pub(crate) struct ReplicaJob {
     /// the whole packet, Hop Limit - 1, out of these interfaces.
     mr: usize,
     mr_oifs: [u16; MAX_MROUTE_OIFS],
+    /// The interface the packet arrived on (a Packet Too Big for a route
+    /// copy goes back from there).
+    in_iface: u16,
     /// The End.MT SID (for the provisioned receivers and downstream SIDs).
     sid: u128,
     /// IPv6 header offset in the original frame, and its total length.
@@ -1101,17 +1104,21 @@ impl Pipeline {
         job.n = k + mr;
         job.mr = mr;
         job.mr_oifs = oifs;
+        job.in_iface = l2.iface;
         Ok(Verdict::Replicate(job.n as u16))
     }
 
     /// Multicast route copy `i` of `job`: the whole packet of `src` (the
     /// received frame), Hop Limit - 1, to the group's Ethernet address
     /// 33:33 + its low 32 bits (RFC 2464 s.7) out of `job.mr_oifs[i]`.
-    fn build_mroute_copy<Q: PacketBuffer>(&mut self, job: &ReplicaJob, i: usize, src: &[u8], copy: &mut Q) -> Result<u16, Drop> {
+    fn build_mroute_copy<Q: PacketBuffer>(&mut self, job: &ReplicaJob, i: usize, src: &[u8], copy: &mut Q, now_ns: u64) -> Result<u16, Drop> {
+        // Data, not a reply (a Packet Too Big built for an earlier copy
+        // of this packet is one).
+        self.reply = false;
         let iface = job.mr_oifs[i];
         let ifc = self.topo.iface(iface).ok_or(Drop::ReplicaInvalid)?;
         if job.total > usize::from(ifc.mtu) {
-            return Err(Drop::MtuExceeded);
+            return self.mroute_too_big(job, i, src, copy, now_ns);
         }
         let (port, out_mac, vlan) = (ifc.port, ifc.mac, ifc.vlan);
         let body = src.get(job.l3..job.l3 + job.total).ok_or(Drop::ReplicaInvalid)?;
@@ -1126,6 +1133,33 @@ impl Pipeline {
         write_l2(copy, L2 { iface, l3: 14, pcp: job.pcp, mcast: false }, mac, out_mac, vlan, EtherType::IPV6)?;
         self.counters.local(Local::MrouteReplica);
         Ok(port)
+    }
+
+    /// Copy `i` of a multicast route does not fit its interface's MTU: the
+    /// first such copy of the packet becomes an ICMPv6 Packet Too Big to
+    /// the source with the smallest MTU among the interfaces the packet
+    /// does not fit (RFC 4443 s.2.4 (e) lets a Packet Too Big answer a
+    /// packet to a multicast address, so that its source finds the path
+    /// MTU of the tree; under the ICMP error rate limit), the others are
+    /// dropped as `mtu-exceeded`.
+    fn mroute_too_big<Q: PacketBuffer>(&mut self, job: &ReplicaJob, i: usize, src: &[u8], copy: &mut Q, now_ns: u64) -> Result<u16, Drop> {
+        let mtu_of = |o: &u16| self.topo.iface(*o).map(|x| usize::from(x.mtu));
+        let over = |o: &u16| mtu_of(o).is_some_and(|m| job.total > m);
+        if job.mr_oifs[..i].iter().any(over) {
+            return Err(Drop::MtuExceeded);
+        }
+        let mtu = job.mr_oifs[..job.mr].iter().filter(|o| over(o)).filter_map(mtu_of).min().ok_or(Drop::MtuExceeded)?;
+        let body = src.get(job.l3..job.l3 + job.total).ok_or(Drop::ReplicaInvalid)?;
+        if !copy.set_len(14 + job.total) {
+            return Err(Drop::NoHeadroom);
+        }
+        copy.data_mut()[14..].copy_from_slice(body);
+        let source = Ipv6Packet::new_unchecked(body).src_addr();
+        let l2 = L2 { iface: job.in_iface, l3: 14, pcp: 0, mcast: true };
+        match self.icmp_error6(copy, l2, source, job.total, now_ns, Icmp6Error::TooBig(mtu as u32))? {
+            Verdict::Tx(port) => Ok(port),
+            _ => Err(Drop::MtuExceeded),
+        }
     }
 
     /// Write copy `i` of the last [`Verdict::Replicate`] into `copy` (a
@@ -1146,7 +1180,7 @@ impl Pipeline {
         let now_ns = now_ns.max(1);
         let src = original.data();
         if i < job.mr {
-            return self.build_mroute_copy(&job, i, src, copy);
+            return self.build_mroute_copy(&job, i, src, copy, now_ns);
         }
         let i = i - job.mr;
         if i < job.down {

@@ -1619,16 +1619,52 @@ fn multicast_routes_replicate_with_rpf() {
     assert_eq!(v, Verdict::Replicate(2));
     let ports: Vec<u16> = replicas(&mut pl, &p, 2).into_iter().map(|r| r.unwrap().0).collect();
     assert_eq!(ports, vec![0, 2]);
-    // A copy larger than an outgoing interface's MTU is dropped by name.
+    // A copy larger than an outgoing interface's MTU is not sent; the
+    // first such copy becomes one ICMPv6 Packet Too Big to the source with
+    // the smallest of those MTUs (RFC 4443 s.2.4 (e) allows it for a
+    // multicast destination), the others are dropped by name.
     let mut t = topology();
-    t.interfaces[2].mtu = 59;
-    t.mroutes = vec![star];
+    t.interfaces[1].mtu = 59;
+    t.interfaces[2].mtu = 58;
+    t.mroutes = vec![mroute(group(), None, Some(0), &[1, 2])];
     let mut pl = Pipeline::new(Arc::new(t), Arc::new(fib()), Arc::new(neighbours()), Arc::new(WorkerCounters::default()), PipelineConfig::default());
+    // From a host on p0's link (a resolved neighbour).
+    let h = a6("2001:db8::2");
+    let f = to_group_mac(eth(0x86dd, &plain6(h, group(), 0x28)), group());
     let (v, p) = process_on(&mut pl, &f, 0);
     assert_eq!(v, Verdict::Replicate(2));
+    // One copy at a time, as the worker builds them: the Packet Too Big
+    // leaves ahead of queued data, a copy after it does not.
+    let mut out = Vec::new();
+    let mut replies = Vec::new();
+    for i in 0..2 {
+        let mut c = VecPacket::from_bytes(&[]);
+        out.push(pl.build_replica(i, &p, &mut c, T0).map(|port| (port, c.to_vec())));
+        replies.push(pl.reply);
+    }
+    assert_eq!(replies, vec![true, false]);
+    let (port, ptb) = out[0].as_ref().unwrap();
+    assert_eq!(*port, 0, "back toward the source, out of the arrival interface");
+    let d = l3(ptb);
+    let ip = Ipv6Packet::new_checked(d).unwrap();
+    assert_eq!(&ptb[..6], &H0, "to the host");
+    assert_eq!((ip.dst_addr(), ip.next_header().0), (h, 58));
+    assert_eq!((d[40], d[41]), (2, 0), "Packet Too Big");
+    assert_eq!(u32::from_be_bytes([d[44], d[45], d[46], d[47]]), 58, "the smallest MTU the packet does not fit");
+    assert_eq!(&d[48..], &f[14..], "the packet quoted");
+    let sum = dataplane::wire::checksum::combine(dataplane::wire::checksum::pseudo_v6(&ip.src_addr().octets(), &h.octets(), 58, (d.len() - 40) as u32), dataplane::wire::checksum::sum(&d[40..]));
+    assert_eq!(dataplane::wire::checksum::fold(sum), 0xffff, "ICMPv6 checksum");
+    assert_eq!(out[1].as_ref().unwrap_err(), &Drop::MtuExceeded, "one Packet Too Big per packet");
+    assert_eq!(pl.counters.local[Local::TooBig6 as usize].get(), 1);
+    // Only one interface too small: the other copy still goes.
+    let mut t = topology();
+    t.interfaces[2].mtu = 59;
+    t.mroutes = vec![mroute(group(), None, Some(0), &[1, 2])];
+    let mut pl = Pipeline::new(Arc::new(t), Arc::new(fib()), Arc::new(neighbours()), Arc::new(WorkerCounters::default()), PipelineConfig::default());
+    let (_, p) = process_on(&mut pl, &f, 0);
     let out = replicas(&mut pl, &p, 2);
-    assert!(out[0].is_ok());
-    assert_eq!(out[1].as_ref().unwrap_err(), &Drop::MtuExceeded);
+    assert_eq!(out[0].as_ref().unwrap().0, 1, "the copy that fits");
+    assert_eq!(out[1].as_ref().unwrap().0, 0, "the Packet Too Big for the one that does not");
 }
 
 /// An edge node "configured to receive IP multicast traffic addressed to"
