@@ -607,7 +607,7 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
             let snap = c.snapshot();
             use dataplane::counters::{Drop, Local};
             use std::fmt::Write as _;
-            for l in [Local::MldReportReceived, Local::MldQueryReceived, Local::MldQuerySent, Local::MldRecordIgnored, Local::MldSsmExcludeIgnored, Local::MldStateFull] {
+            for l in [Local::MldReportReceived, Local::MldQueryReceived, Local::MldV1QueryHeard, Local::MldQuerySent, Local::MldRecordIgnored, Local::MldSsmExcludeIgnored, Local::MldStateFull] {
                 let _ = writeln!(o, "{} {}", l.name(), snap.local_count(l));
             }
             for d in [Drop::MldInvalid, Drop::MldNotEnabled, Drop::MldRateLimited] {

@@ -363,6 +363,10 @@ impl Control {
                 }
             }
         }
+        for (iface, from) in m.take_warnings() {
+            let name = self.topo.iface(iface).map_or_else(|| iface.to_string(), |x| x.name.clone());
+            eprintln!("mld: an MLDv1 querier ({from}) on {name}: this router queries in MLDv2 only, which MLDv1 routers do not understand (RFC 9777 s.8.3.1: configure every router on the link for MLDv2)");
+        }
         if m.take_changed() {
             self.refresh_mroutes();
         }

@@ -190,6 +190,7 @@ reasons!(Local, N_LOCAL {
     MrouteReplica => "mroute-replica-sent",
     MldReportReceived => "mld-report-received",
     MldQueryReceived => "mld-query-received",
+    MldV1QueryHeard => "mld-v1-query-heard",
     MldQuerySent => "mld-query-sent",
     MldRecordIgnored => "mld-record-ignored",
     MldSsmExcludeIgnored => "mld-ssm-exclude-ignored",

@@ -44,7 +44,9 @@
 //!
 //! Not implemented: the MLDv1 querier compatibility mode (s.8.3.1: this
 //! router always queries in MLDv2; MLDv1 hosts answer MLDv2 queries,
-//! s.8.2.1), and PIM: MLD gives the routes their outgoing interfaces, the
+//! s.8.2.1; an MLDv1 querier heard on the link is counted,
+//! `mld-v1-query-heard`, and reported once per interface, as s.8.3.1
+//! asks), and PIM: MLD gives the routes their outgoing interfaces, the
 //! incoming side is any interface (or the static route's `iif`).
 
 use std::collections::BTreeMap;
@@ -119,6 +121,8 @@ struct Iface {
     rv: u8,
     qi_ns: u64,
     groups: BTreeMap<Ipv6Addr, Group>,
+    /// An MLDv1 query was heard here (and reported once).
+    v1_querier_warned: bool,
 }
 
 /// One interface's listeners for one multicast address, as forwarding
@@ -157,6 +161,9 @@ pub struct Mld {
     ifaces: Vec<Iface>,
     records: usize,
     changed: bool,
+    /// (interface, router) where an MLDv1 querier was first heard, for the
+    /// caller to log (RFC 9777 s.8.3.1), drained by [`Mld::take_warnings`].
+    warnings: Vec<(u16, Ipv6Addr)>,
 }
 
 /// The SSM range (RFC 4607 s.1: FF3x::/32).
@@ -171,9 +178,9 @@ impl Mld {
     pub fn new(cfg: MldConfig, ifaces: &[(u16, Ipv6Addr)], now: u64) -> Mld {
         let ifaces = ifaces
             .iter()
-            .map(|&(iface, addr)| Iface { iface, addr, other: None, next_general: now, startup_left: cfg.robustness, rv: cfg.robustness, qi_ns: cfg.query_interval_ns, groups: BTreeMap::new() })
+            .map(|&(iface, addr)| Iface { iface, addr, other: None, next_general: now, startup_left: cfg.robustness, rv: cfg.robustness, qi_ns: cfg.query_interval_ns, groups: BTreeMap::new(), v1_querier_warned: false })
             .collect();
-        Mld { cfg, ifaces, records: 0, changed: false }
+        Mld { cfg, ifaces, records: 0, changed: false, warnings: Vec::new() }
     }
 
     pub fn config(&self) -> &MldConfig {
@@ -184,6 +191,13 @@ impl Mld {
     /// sources) changed.
     pub fn take_changed(&mut self) -> bool {
         std::mem::take(&mut self.changed)
+    }
+
+    /// Where an MLDv1 querier was heard since the last call (once per
+    /// interface): such a router does not understand this router's MLDv2
+    /// queries; RFC 9777 s.8.3.1 wants MLDv1 configured on the link.
+    pub fn take_warnings(&mut self) -> Vec<(u16, Ipv6Addr)> {
+        std::mem::take(&mut self.warnings)
     }
 
     pub fn is_enabled(&self, iface: u16) -> bool {
@@ -251,6 +265,15 @@ impl Mld {
                     return Err(Refused::BadSource);
                 }
                 counters.local(Local::MldQueryReceived);
+                if v2.is_none() && src != self.ifaces[i].addr {
+                    // s.8.3.1: an MLDv1 router on the link; this router
+                    // queries in MLDv2 only ("SHOULD log a warning").
+                    counters.local(Local::MldV1QueryHeard);
+                    if !self.ifaces[i].v1_querier_warned {
+                        self.ifaces[i].v1_querier_warned = true;
+                        self.warnings.push((self.ifaces[i].iface, src));
+                    }
+                }
                 self.on_query(i, src, group, v2, now);
             }
             _ if src.is_unspecified() => return Err(Refused::BadSource),

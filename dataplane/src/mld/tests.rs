@@ -272,6 +272,17 @@ fn querier_election_adopts_the_lower_address_and_takes_over_when_it_goes() {
     let q2 = tick(&mut m, &c, 186 * S);
     assert!(q2.iter().any(|q| q.0 == DC2 && q.2.is_unspecified()), "DC2 queries again at 186 s: {q2:?}");
     assert_eq!(m.other_querier(DC2), None);
+    // An MLDv1 query (24 octets) from a lower address: counted, reported
+    // once per interface (s.8.3.1), and obeyed as a querier.
+    let mut v1 = v1_message(mld::QUERY, Ipv6Addr::UNSPECIFIED);
+    v1[4..6].copy_from_slice(&10_000u16.to_be_bytes());
+    m.on_message(DC, a("fe80::"), &v1, 200 * S, &c).unwrap();
+    m.on_message(DC2, a("fe80::1"), &v1, 200 * S, &c).unwrap();
+    m.on_message(DC2, a("fe80::1"), &v1, 201 * S, &c).unwrap();
+    assert_eq!(m.take_warnings(), vec![(DC, a("fe80::")), (DC2, a("fe80::1"))]);
+    assert!(m.take_warnings().is_empty());
+    assert_eq!(local(&c, Local::MldV1QueryHeard), 3);
+    assert_eq!(m.other_querier(DC2), Some(a("fe80::1")));
 }
 
 #[test]
