@@ -224,8 +224,8 @@ impl Mld {
         let mut v: Vec<Listeners> = Vec::new();
         for f in &self.ifaces {
             for (g, st) in &f.groups {
-                let sources = st.sources.iter().filter(|(_, &t)| (t == BLOCKED) == st.exclude).map(|(s, _)| *s).collect();
-                v.push(Listeners { iface: f.iface, group: *g, exclude: st.exclude, sources });
+                let (exclude, sources) = forwarding_view(st);
+                v.push(Listeners { iface: f.iface, group: *g, exclude, sources });
             }
         }
         v.sort_by_key(|l| (l.group, l.iface));
