@@ -2616,7 +2616,9 @@ interface = "wan"
     // While it runs, ask the management socket which next hop each flow
     // takes (`route get`): it must be the one the frames left by.
     let sock = dir.join("ctl.sock");
-    let (mut child, out) = start_with_ctl("ecmp", &cfg, &dir, &sock, &["--duration", "6"]);
+    // Long enough for the 512 questions on a loaded machine (make test runs
+    // routers side by side on two cores); stopped with SIGTERM once asked.
+    let (mut child, out) = start_with_ctl("ecmp", &cfg, &dir, &sock, &["--duration", "60"]);
     let mut told = std::collections::HashMap::new();
     for k in 0..256u16 {
         for (fam, src, dst) in [("v4", "10.0.1.2", "10.0.5.7"), ("v6", "2001:db8:1::2", "2001:db8:5::7")] {
@@ -2630,6 +2632,9 @@ interface = "wan"
             told.insert(format!("flow {fam} {} {nh}", 49152 + k), ());
         }
     }
+    // The replay is long over (the pcap holds 1024 frames); SIGTERM stops
+    // the router as Ctrl-C would, draining and printing its counters.
+    assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
     let st = wait_deadline(&mut child, RUN_DEADLINE);
     let so = std::fs::read_to_string(&out).unwrap();
     assert!(st.success(), "{so}");
