@@ -613,6 +613,44 @@ fn first_packet_to_an_unresolved_host_is_not_lost() {
     assert_eq!(mempool_in_use(&so), 0, "{so}");
 }
 
+/// A receiver (python) joined to group argv[3] on tap argv[1]: prints
+/// "joined", then each datagram's payload, source and Hop Limit, for at
+/// most argv[2] seconds or 5 datagrams.
+const MC_RECV: &str = r#"
+import socket, struct, sys, time
+tap, wait, group = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_RECVHOPLIMIT, 1)
+s.bind(("::", 5000))
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_JOIN_GROUP, socket.inet_pton(socket.AF_INET6, group) + struct.pack("@I", socket.if_nametoindex(tap)))
+print("joined", flush=True)
+end = time.time() + wait
+got = 0
+while got < 5 and time.time() < end:
+    s.settimeout(max(0.1, end - time.time()))
+    try:
+        data, anc, _, src = s.recvmsg(2048, socket.CMSG_SPACE(4))
+    except socket.timeout:
+        break
+    hl = [struct.unpack("@i", d)[0] for (lvl, ty, d) in anc if ty == socket.IPV6_HOPLIMIT]
+    print(data.decode(), src[0], hl[0] if hl else -1, flush=True)
+    got += 1
+"#;
+
+/// A sender (python): 5 datagrams "argv[2]-i" to group argv[3] port 5000
+/// out of tap argv[1], Hop Limit 8, 50 ms apart.
+const MC_SEND: &str = r#"
+import socket, sys, time
+tap, tag, group = sys.argv[1], sys.argv[2], sys.argv[3]
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_IF, socket.if_nametoindex(tap))
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_HOPS, 8)
+for i in range(5):
+    s.sendto(("%s-%d" % (tag, i)).encode(), (group, 5000, 0, socket.if_nametoindex(tap)))
+    time.sleep(0.05)
+"#;
+
 /// The End.MT tree's multicast underlay with the kernel as both peers: a
 /// host in namespace 1 sends UDP to the group ff3e::1234 out of its link
 /// to the router; the router's static multicast route (RPF interface `a`)
@@ -635,41 +673,8 @@ fn linux_hosts_receive_a_multicast_group_through_the_router() {
     let mut router = Router::start("tapmc", &cfg, &dir, &sock);
     host(&n1, &t1, "10.1.0.2/24", "2001:db8:a::2/64", "10.1.0.1", "2001:db8:a::1");
     host(&n2, &t2, "10.2.0.2/24", "2001:db8:b::2/64", "10.2.0.1", "2001:db8:b::1");
-    // A receiver joined to the group on its link to the router: prints
-    // each datagram's payload and Hop Limit, for at most 8 s or 5 datagrams.
-    const RECV: &str = r#"
-import socket, struct, sys, time
-tap, wait = sys.argv[1], float(sys.argv[2])
-s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_RECVHOPLIMIT, 1)
-s.bind(("::", 5000))
-s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_JOIN_GROUP, socket.inet_pton(socket.AF_INET6, "ff3e::1234") + struct.pack("@I", socket.if_nametoindex(tap)))
-print("joined", flush=True)
-end = time.time() + wait
-got = 0
-while got < 5 and time.time() < end:
-    s.settimeout(max(0.1, end - time.time()))
-    try:
-        data, anc, _, src = s.recvmsg(2048, socket.CMSG_SPACE(4))
-    except socket.timeout:
-        break
-    hl = [struct.unpack("@i", d)[0] for (lvl, ty, d) in anc if ty == socket.IPV6_HOPLIMIT]
-    print(data.decode(), src[0], hl[0] if hl else -1, flush=True)
-    got += 1
-"#;
-    const SEND: &str = r#"
-import socket, struct, sys, time
-tap, tag = sys.argv[1], sys.argv[2]
-s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
-s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_IF, socket.if_nametoindex(tap))
-s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_HOPS, 8)
-for i in range(5):
-    s.sendto(("%s-%d" % (tag, i)).encode(), ("ff3e::1234", 5000, 0, socket.if_nametoindex(tap)))
-    time.sleep(0.05)
-"#;
     let recv = |ns: &str, tap: &str, wait: &str| {
-        let mut c = Command::new("ip").args(["netns", "exec", ns, "python3", "-c", RECV, tap, wait]).stdout(std::process::Stdio::piped()).spawn().unwrap();
+        let mut c = Command::new("ip").args(["netns", "exec", ns, "python3", "-c", MC_RECV, tap, wait, "ff3e::1234"]).stdout(std::process::Stdio::piped()).spawn().unwrap();
         // Joined before anything is sent.
         let mut out = c.stdout.take().unwrap();
         let mut first = [0u8; 7];
@@ -678,7 +683,7 @@ for i in range(5):
         (c, out)
     };
     let (mut rx, mut out) = recv(&n2, &t2, "8");
-    let o = in_ns(&n1, &["python3", "-c", SEND, &t1, "mc"]);
+    let o = in_ns(&n1, &["python3", "-c", MC_SEND, &t1, "mc", "ff3e::1234"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let mut txt = String::new();
     std::io::Read::read_to_string(&mut out, &mut txt).unwrap();
@@ -692,7 +697,7 @@ for i in range(5):
     // The other way: namespace 2 sends to the group, namespace 1 listens;
     // port b is not the route's RPF interface.
     let (mut rx, mut out) = recv(&n1, &t1, "2");
-    let o = in_ns(&n2, &["python3", "-c", SEND, &t2, "back"]);
+    let o = in_ns(&n2, &["python3", "-c", MC_SEND, &t2, "back", "ff3e::1234"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let mut txt = String::new();
     std::io::Read::read_to_string(&mut out, &mut txt).unwrap();
@@ -705,7 +710,7 @@ for i in range(5):
     // (from host 1's address only), it flows again.
     let through = |wait: &str, tag: &str| {
         let (mut rx, mut out) = recv(&n2, &t2, wait);
-        let o = in_ns(&n1, &["python3", "-c", SEND, &t1, tag]);
+        let o = in_ns(&n1, &["python3", "-c", MC_SEND, &t1, tag, "ff3e::1234"]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let mut txt = String::new();
         std::io::Read::read_to_string(&mut out, &mut txt).unwrap();
@@ -752,39 +757,8 @@ fn linux_listeners_join_and_leave_a_group_with_mld() {
     sh(&["ip", "link", "set", &t2, "address", "02:00:00:00:0b:02"]);
     host(&n1, &t1, "10.1.0.2/24", "2001:db8:a::2/64", "10.1.0.1", "2001:db8:a::1");
     host(&n2, &t2, "10.2.0.2/24", "2001:db8:b::2/64", "10.2.0.1", "2001:db8:b::1");
-    const RECV: &str = r#"
-import socket, struct, sys, time
-tap, wait = sys.argv[1], float(sys.argv[2])
-s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_RECVHOPLIMIT, 1)
-s.bind(("::", 5000))
-s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_JOIN_GROUP, socket.inet_pton(socket.AF_INET6, "ff0e::4242") + struct.pack("@I", socket.if_nametoindex(tap)))
-print("joined", flush=True)
-end = time.time() + wait
-got = 0
-while got < 5 and time.time() < end:
-    s.settimeout(max(0.1, end - time.time()))
-    try:
-        data, anc, _, src = s.recvmsg(2048, socket.CMSG_SPACE(4))
-    except socket.timeout:
-        break
-    hl = [struct.unpack("@i", d)[0] for (lvl, ty, d) in anc if ty == socket.IPV6_HOPLIMIT]
-    print(data.decode(), src[0], hl[0] if hl else -1, flush=True)
-    got += 1
-"#;
-    const SEND: &str = r#"
-import socket, sys, time
-tap, tag = sys.argv[1], sys.argv[2]
-s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
-s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_IF, socket.if_nametoindex(tap))
-s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_HOPS, 8)
-for i in range(5):
-    s.sendto(("%s-%d" % (tag, i)).encode(), ("ff0e::4242", 5000, 0, socket.if_nametoindex(tap)))
-    time.sleep(0.05)
-"#;
     let send = |tag: &str| {
-        let o = in_ns(&n1, &["python3", "-c", SEND, &t1, tag]);
+        let o = in_ns(&n1, &["python3", "-c", MC_SEND, &t1, tag, "ff0e::4242"]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     };
     let ctl = |c: &str| control::ctl::request(sock.to_str().unwrap(), c).unwrap();
@@ -798,7 +772,7 @@ for i in range(5):
     assert_eq!(copies(), 0);
     // The listener joins; its kernel's report (or its answer to the
     // router's next General Query, every 4 s) makes the route.
-    let mut rx = Command::new("ip").args(["netns", "exec", &n2, "python3", "-c", RECV, &t2, "20"]).stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let mut rx = Command::new("ip").args(["netns", "exec", &n2, "python3", "-c", MC_RECV, &t2, "20", "ff0e::4242"]).stdout(std::process::Stdio::piped()).spawn().unwrap();
     let mut out = rx.stdout.take().unwrap();
     let mut first = [0u8; 7];
     std::io::Read::read_exact(&mut out, &mut first).unwrap();
