@@ -805,3 +805,148 @@ fn linux_listeners_join_and_leave_a_group_with_mld() {
     assert!(counter(&so, "mld-not-enabled") >= 1, "namespace 1's reports on port a: {so}");
     assert_eq!(mempool_in_use(&so), 0, "{so}");
 }
+
+/// The source of an End.MT group (python, scapy for the ICRC): argv[1]
+/// RC SEND packets from 2001:db8:a::2 (QPN 0x100) to the Proxy Address
+/// 2001:db8:ff::1 / Designated QPN 1 through a plain UDP socket (its
+/// kernel's seg6 route takes them to the router's End.MT SID). Each waits
+/// for the upstream ACK of its PSN (at most 5 s); then it listens argv[2]
+/// seconds for the group's upstream CNPs. Prints "ACK <psn> <ms>" per ACK
+/// (the time since the packet was sent) and "CNP" per CNP.
+const MT_SOURCE: &str = r#"
+import socket, sys, time
+from scapy.all import IPv6, UDP, Raw, raw
+from scapy.contrib.roce import BTH
+S, P = "2001:db8:a::2", "2001:db8:ff::1"
+n, listen = int(sys.argv[1]), float(sys.argv[2])
+tx = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+tx.bind((S, 0xc100))
+rx = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+rx.bind((S, 4791))
+def up(deadline):
+    rx.settimeout(max(0.01, deadline - time.time()))
+    try:
+        b = rx.recv(256)
+    except socket.timeout:
+        return None
+    qpn = int.from_bytes(b[5:8], "big")
+    assert qpn == 0x100, "upstream DestQP %#x" % qpn
+    return b[0], int.from_bytes(b[9:12], "big")
+for psn in range(1, n + 1):
+    d = raw(IPv6(src=S, dst=P) / UDP(sport=0xc100, dport=4791) / BTH(opcode=0x04, dqpn=1, psn=psn, ackreq=1) / Raw(bytes(range(64))))
+    t0 = time.time()
+    tx.sendto(d[48:], (P, 4791))
+    r = up(t0 + 5)
+    assert r == (0x11, psn), "upstream for PSN %d: %r" % (psn, r)
+    print("ACK %d %d" % (psn, (time.time() - t0) * 1000), flush=True)
+end = time.time() + listen
+while time.time() < end:
+    r = up(end)
+    if r is not None:
+        assert r[0] == 0x81, r
+        print("CNP", flush=True)
+"#;
+
+/// A receiver of the group (python, scapy for the ICRC) at 2001:db8:b::2:
+/// for each of argv[1] copies on UDP port 4791 (printed "DATA <psn>
+/// <dest QPN>"), an RC ACK of its PSN to the Proxy Address argv[2] seconds
+/// later; then argv[3] CNPs, 5 ms apart.
+const MT_RECEIVER: &str = r#"
+import socket, sys, time
+from scapy.all import IPv6, UDP, Raw, raw
+from scapy.contrib.roce import BTH, AETH
+R, P = "2001:db8:b::2", "2001:db8:ff::1"
+n, delay, cnps = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+rx = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+rx.bind((R, 4791))
+rx.settimeout(10)
+tx = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+tx.bind((R, 0xc001))
+def send(l4):
+    d = raw(IPv6(src=R, dst=P) / UDP(sport=0xc001, dport=4791) / l4)
+    tx.sendto(d[48:], (P, 4791))
+print("ready", flush=True)
+for _ in range(n):
+    b = rx.recv(2048)
+    psn, qpn = int.from_bytes(b[9:12], "big"), int.from_bytes(b[5:8], "big")
+    print("DATA %d %#x" % (psn, qpn), flush=True)
+    time.sleep(delay)
+    send(BTH(opcode=0x11, dqpn=1, psn=psn) / AETH(syndrome=0x1f, msn=psn))
+for _ in range(cnps):
+    send(BTH(opcode=0x81, dqpn=1, becn=1) / Raw(bytes(16)))
+    time.sleep(0.005)
+"#;
+
+/// draft-li s.5.3.3: "The time window T MAY be adjusted dynamically based
+/// on observed network conditions." With `cnp_window = "rtt"` the node
+/// times the round trip below it: from a new data PSN passing down to the
+/// group having acknowledged it. The kernel hosts are the group's source
+/// (namespace 1: RC SENDs through its kernel's seg6 encapsulation to the
+/// router's End.MT SID) and its receiver (namespace 2: the End.MT copy on
+/// a UDP socket, acknowledged 300 ms later). After three round trips the
+/// window is ~300 ms instead of its 1 ms floor, so the receiver's 30 CNPs
+/// over 150 ms reach the source as one or two (a fixed 1 ms window would
+/// pass about 30).
+#[test]
+fn end_mt_cnp_window_follows_the_round_trip_of_linux_hosts() {
+    if let Err(why) = can_run() {
+        skip("tap_netns End.MT adaptive window", &why);
+        return;
+    }
+    python_ok().expect("python3 with scapy is required for the RoCEv2 peers");
+    let lab = TapLab::new("mtw");
+    let ports = lab.ports("", "");
+    let TapLab { n1, n2, t1, t2, dir, sock, cfg } = lab;
+    std::fs::write(
+        &cfg,
+        format!(
+            "[dataplane]\nstatus_interval_ms = 0\n[mempool]\nmbufs_per_socket = 4095\ncache_size = 64\n{ports}\
+[srv6]\nlocator = \"fc00:0:1::/48\"\n[[srv6.sid]]\nsid = \"fc00:0:1::a\"\nbehaviour = \"end.mt\"\n\
+[[multicast.group]]\nname = \"g\"\nproxy = \"2001:db8:ff::1\"\ndesignated_qpn = 1\nsource = \"2001:db8:a::2\"\nsource_qpn = 0x100\n\
+cnp_window_us = 1000\ncnp_window = \"rtt\"\ncnp_window_max_us = 2000000\nend_mt_sid = \"fc00:0:1::a\"\n\
+receivers = [ {{ address = \"2001:db8:b::2\", qpn = 0x500 }} ]\n"
+        ),
+    )
+    .unwrap();
+    let _ns = Netns::create(&[&n1, &n2]);
+    let mut router = Router::start("tapmtw", &cfg, &dir, &sock);
+    host(&n1, &t1, "10.1.0.2/24", "2001:db8:a::2/64", "10.1.0.1", "2001:db8:a::1");
+    host(&n2, &t2, "10.2.0.2/24", "2001:db8:b::2/64", "10.2.0.1", "2001:db8:b::1");
+    let o = in_ns(&n1, &["ip", "-6", "route", "add", "2001:db8:ff::1/128", "encap", "seg6", "mode", "encap", "segs", "fc00:0:1::a,2001:db8:ff::1", "via", "2001:db8:a::1", "dev", &t1]);
+    assert!(o.status.success(), "seg6 encap route: {}", String::from_utf8_lossy(&o.stderr));
+    let ctl = |c: &str| control::ctl::request(sock.to_str().unwrap(), c).unwrap();
+    let r = ctl("show multicast");
+    assert!(r.contains("cnp-window rtt 1000..2000000 us") && r.contains("window-us 1000.0 srtt-us -"), "the floor until a round trip is measured: {r}");
+    let mut rx = Command::new("ip").args(["netns", "exec", &n2, "python3", "-c", MT_RECEIVER, "3", "0.3", "30"]).stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let mut out = rx.stdout.take().unwrap();
+    let mut first = [0u8; 6];
+    std::io::Read::read_exact(&mut out, &mut first).unwrap();
+    assert_eq!(&first, b"ready\n");
+    let src = in_ns(&n1, &["python3", "-c", MT_SOURCE, "3", "2"]);
+    let txt = String::from_utf8_lossy(&src.stdout).to_string();
+    let mut got = String::new();
+    std::io::Read::read_to_string(&mut out, &mut got).unwrap();
+    assert!(rx.wait().unwrap().success());
+    eprintln!("source:\n{txt}{}\nreceiver:\n{got}", String::from_utf8_lossy(&src.stderr));
+    assert!(src.status.success(), "{}\n{}", String::from_utf8_lossy(&src.stderr), diagnose(&[&n1, &n2], &sock));
+    assert_eq!(got, "DATA 1 0x500\nDATA 2 0x500\nDATA 3 0x500\n", "each End.MT copy with the receiver's QPN");
+    let acks: Vec<u64> = txt.lines().filter_map(|l| l.strip_prefix("ACK ")).map(|l| l.split(' ').nth(1).unwrap().parse().unwrap()).collect();
+    assert_eq!(acks.len(), 3, "{txt}");
+    assert!(acks.iter().all(|&ms| (300..1000).contains(&ms)), "each PSN acknowledged upstream after the receiver's 300 ms: {acks:?}");
+    let cnps = txt.lines().filter(|l| *l == "CNP").count();
+    assert!((1..=2).contains(&cnps), "30 CNPs over 150 ms in windows of ~300 ms: {cnps} upstream\n{txt}");
+    let r = ctl("show multicast");
+    eprintln!("{r}");
+    let field = |k: &str| -> f64 { r.split_whitespace().skip_while(|w| *w != k).nth(1).unwrap_or_else(|| panic!("{k} in {r}")).parse().unwrap() };
+    let (srtt, window) = (field("srtt-us"), field("window-us"));
+    assert!((300_000.0..1_000_000.0).contains(&srtt), "the round trip below the router, the receiver's 300 ms: {r}");
+    assert_eq!(window, srtt, "T is the smoothed round trip within 1 ms ..= 2 s: {r}");
+    assert!(r.contains("upstream-psn 3 upstream-nak - highest-sent 3") && r.contains("receiver 2001:db8:b::2 qpn 0x500 acked 3 epsn - ccount 0"), "{r}");
+    let so = router.stop();
+    assert_eq!(counter(&so, "mc-rtt-sample"), 3, "{so}");
+    assert_eq!((counter(&so, "mc-ack-in"), counter(&so, "mc-ack-up")), (3, 3), "{so}");
+    assert_eq!(counter(&so, "mc-cnp-in"), 30, "{so}");
+    assert_eq!(counter(&so, "mc-cnp-up"), cnps as u64, "{so}");
+    assert_eq!(counter(&so, "mc-bad-icrc"), 0, "{so}");
+    assert_eq!(mempool_in_use(&so), 0, "{so}");
+}

@@ -210,9 +210,17 @@ pub struct GroupSection {
     /// The first PSN the source sends (default 1).
     #[serde(default = "d_initial_psn")]
     pub initial_psn: u32,
-    /// CNP aggregation window T in microseconds (default 50).
+    /// CNP aggregation window T in microseconds (default 50); with
+    /// `cnp_window = "rtt"` the least T.
     #[serde(default = "d_cnp_window")]
     pub cnp_window_us: u64,
+    /// "fixed" (default): T is `cnp_window_us`. "rtt": T follows the round
+    /// trip measured below this node (s.5.3.3: "T MAY be adjusted
+    /// dynamically"), between `cnp_window_us` and `cnp_window_max_us`.
+    #[serde(default = "d_cnp_window_mode")]
+    pub cnp_window: String,
+    /// The greatest T of `cnp_window = "rtt"` (default 10000 µs).
+    pub cnp_window_max_us: Option<u64>,
     /// Per-branch CNP rate limit (default 100000/s, burst 16).
     #[serde(default = "d_mc_cnp_rate")]
     pub cnp_rate_per_s: u32,
@@ -248,6 +256,9 @@ fn d_initial_psn() -> u32 {
 }
 fn d_cnp_window() -> u64 {
     50
+}
+fn d_cnp_window_mode() -> String {
+    "fixed".into()
 }
 fn d_mc_cnp_rate() -> u32 {
     100_000
@@ -1759,6 +1770,18 @@ fn multicast_plan(m: &MulticastSection, srv6: Option<&Srv6Plan>) -> Result<Vec<G
         if g.cnp_window_us == 0 || g.cnp_window_us > 10_000_000 {
             return Err(format!("{} = {}: must be 1..=10000000 (10 s)", f("cnp_window_us"), g.cnp_window_us));
         }
+        let cnp_window_max_us = match (g.cnp_window.as_str(), g.cnp_window_max_us) {
+            ("fixed", None) => None,
+            ("fixed", Some(m)) => return Err(format!("{} = {m}: only with cnp_window = \"rtt\"", f("cnp_window_max_us"))),
+            ("rtt", m) => {
+                let m = m.unwrap_or(10_000.max(g.cnp_window_us));
+                if m < g.cnp_window_us || m > 10_000_000 {
+                    return Err(format!("{} = {m}: must be cnp_window_us ({})..=10000000 (10 s)", f("cnp_window_max_us"), g.cnp_window_us));
+                }
+                Some(m)
+            }
+            (v, _) => return Err(format!("{} = {v:?}: must be \"fixed\" or \"rtt\"", f("cnp_window"))),
+        };
         if g.cnp_rate_per_s == 0 {
             return Err(format!("{} = 0: must be >= 1", f("cnp_rate_per_s")));
         }
@@ -1823,6 +1846,7 @@ fn multicast_plan(m: &MulticastSection, srv6: Option<&Srv6Plan>) -> Result<Vec<G
         cfg.node_address = node_address;
         cfg.initial_psn = g.initial_psn;
         cfg.cnp_window_ns = g.cnp_window_us * 1000;
+        cfg.cnp_window_max_ns = cnp_window_max_us.map(|m| m * 1000);
         cfg.cnp_rate_per_s = g.cnp_rate_per_s;
         cfg.cnp_burst = g.cnp_burst;
         cfg.validate().map_err(|e| format!("multicast.group[{i}] ({name}): {e}"))?;
@@ -2855,6 +2879,18 @@ receivers = [ { address = "2001:db8:2::10", qpn = 0x11 }, { address = "2001:db8:
         assert!(e.contains("multicast.group[0].designated_qpn = 16777216") && e.contains("24 bits"), "{e}");
         let e = bad_mc(("cnp_window_us = 20", "cnp_window_us = 0"));
         assert!(e.contains("multicast.group[0].cnp_window_us = 0"), "{e}");
+        assert_eq!(g.cfg.cnp_window_max_ns, None, "a fixed window by default");
+        let rtt = |extra: &str| load_str(&format!("{GOOD}{MC}").replacen("cnp_window_us = 20\n", &format!("cnp_window_us = 20\n{extra}\n"), 1));
+        let c = rtt("cnp_window = \"rtt\"").unwrap();
+        assert_eq!(c.multicast[0].cfg.cnp_window_max_ns, Some(10_000_000), "ceiling 10 ms by default");
+        let c = rtt("cnp_window = \"rtt\"\ncnp_window_max_us = 2000").unwrap();
+        assert_eq!((c.multicast[0].cfg.cnp_window_ns, c.multicast[0].cfg.cnp_window_max_ns), (20_000, Some(2_000_000)));
+        let e = rtt("cnp_window = \"rtt\"\ncnp_window_max_us = 19").unwrap_err();
+        assert!(e.contains("multicast.group[0].cnp_window_max_us = 19: must be cnp_window_us (20)"), "{e}");
+        let e = rtt("cnp_window_max_us = 2000").unwrap_err();
+        assert!(e.contains("multicast.group[0].cnp_window_max_us = 2000: only with cnp_window = \"rtt\""), "{e}");
+        let e = rtt("cnp_window = \"auto\"").unwrap_err();
+        assert!(e.contains("multicast.group[0].cnp_window = \"auto\": must be \"fixed\" or \"rtt\""), "{e}");
         let e = bad_mc(("qpn = 0x12", "qpn = 0x1000000"));
         assert!(e.contains("multicast.group[0].receivers[1].qpn = 16777216"), "{e}");
         let e = bad_mc(("2001:db8:2::11", "2001:db8:2::10"));

@@ -562,7 +562,7 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
             c.push_sids(snap);
             Ok(String::new())
         }
-        ["show", "multicast"] => Ok(show_multicast(&c.cfg.multicast)),
+        ["show", "multicast"] => Ok(show_multicast(&c.cfg.multicast, &c.group_views())),
         ["mroute", op @ ("add" | "del"), group, rest @ ..] => {
             let mut sec = config::MrouteSection { group: group.to_string(), source: None, iif: None, oifs: Vec::new() };
             let mut it = rest.iter();
@@ -700,7 +700,7 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
             if let Some(s) = sids {
                 c.push_sids(s);
             }
-            Ok(show_multicast(&c.cfg.multicast[gi..=gi]))
+            Ok(show_multicast(&c.cfg.multicast[gi..=gi], &c.group_views()))
         }
         ["help"] | [] => Ok(format!("{HELP}\n")),
         _ => Err(format!("unknown command {line:?}; {HELP}")),
@@ -805,27 +805,51 @@ fn show_mroutes(topo: &dataplane::tables::Topology, statics: &[dataplane::tables
     o
 }
 
-fn show_multicast(groups: &[config::GroupPlan]) -> String {
+/// The configured groups, each with the state its owner worker last
+/// published (`views`; a group not yet published shows its configuration
+/// only): upstream PSN, the CNP window in force, each branch's PSNs.
+fn show_multicast(groups: &[config::GroupPlan], views: &[dataplane::multicast::GroupView]) -> String {
     use std::fmt::Write as _;
     let mut o = String::new();
     for g in groups {
         let c = &g.cfg;
+        let window = match c.cnp_window_max_ns {
+            None => format!("{} us", c.cnp_window_ns / 1000),
+            Some(m) => format!("rtt {}..{} us", c.cnp_window_ns / 1000, m / 1000),
+        };
         let _ = writeln!(
             o,
-            "group {}: proxy {} designated-qpn {:#x} source {} qpn {:#x} cnp-window {} us{}",
+            "group {}: proxy {} designated-qpn {:#x} source {} qpn {:#x} cnp-window {window}{}",
             g.name,
             c.proxy,
             c.designated_qpn,
             c.id.source,
             c.id.source_qpn,
-            c.cnp_window_ns / 1000,
             g.end_mt_sid.map(|s| format!(" end.mt {s}")).unwrap_or_default()
         );
+        let view = views.iter().find(|v| v.id == c.id);
+        if let Some(v) = view {
+            let opt = |x: Option<u32>| x.map_or_else(|| "-".to_string(), |p| p.to_string());
+            let srtt = v.srtt_ns.map_or_else(|| "-".to_string(), |s| format!("{:.1}", s as f64 / 1000.0));
+            let _ = writeln!(
+                o,
+                "  upstream-psn {} upstream-nak {} highest-sent {} window-us {:.1} srtt-us {srtt}",
+                v.upstream_psn,
+                opt(v.upstream_nak),
+                opt(v.highest_sent),
+                v.window_ns as f64 / 1000.0
+            );
+        }
+        let state = |a: &std::net::Ipv6Addr| {
+            view.and_then(|v| v.branches.iter().find(|b| b.addr == *a))
+                .map(|b| format!(" acked {} epsn {} ccount {}", b.acked, b.nak_epsn.map_or_else(|| "-".to_string(), |e| e.to_string()), b.ccount))
+                .unwrap_or_default()
+        };
         for r in &c.receivers {
-            let _ = writeln!(o, "  receiver {} qpn {:#x}", r.addr, r.qpn);
+            let _ = writeln!(o, "  receiver {} qpn {:#x}{}", r.addr, r.qpn, state(&r.addr));
         }
         for a in &c.children {
-            let _ = writeln!(o, "  child-node {a}");
+            let _ = writeln!(o, "  child-node {a}{}", state(a));
         }
         if let Some(a) = c.node_address {
             let _ = writeln!(o, "  upstream from {a} to {} (hop by hop)", c.proxy);

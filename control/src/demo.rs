@@ -173,7 +173,10 @@ interface = "dc"
 # this node is adjacent to the source 2001:db8:3::2 of the group whose
 # packets reach fc00:0:1::a. It aggregates the three receivers' ACK / NAK /
 # CNP (sent to the Proxy Address with the Designated QPN) and answers the
-# source like one unicast RC peer.
+# source like one unicast RC peer. Its CNP window T follows the round trip
+# it measures below it (from a data PSN passing down to every receiver
+# having acknowledged it), between 100 ms and 1 s (s.5.3.3: "T MAY be
+# adjusted dynamically").
 [[multicast.group]]
 name = "rdma-mc"
 proxy = "fc00:0:1::100"
@@ -181,6 +184,8 @@ designated_qpn = 0x777
 source = "2001:db8:3::2"
 source_qpn = 0x900
 cnp_window_us = 100000
+cnp_window = "rtt"
+cnp_window_max_us = 1000000
 receivers = [
   { address = "2001:db8:1::10", qpn = 0x500 },
   { address = "2001:db8:1::11", qpn = 0x501 },
@@ -1049,6 +1054,21 @@ pub fn run(out: &Path) -> Result<(), String> {
         c.local_count(Local::McNakUp),
         c.local_count(Local::McCnpUp),
         c.local_count(Local::McNakSuppressed)
+    );
+    // The groups' state at exit: the CNP window in force, and for rdma-mc
+    // (cnp_window = "rtt") the round trip it measured below.
+    let windows: Vec<String> = rep
+        .groups
+        .iter()
+        .map(|g| {
+            let rtt = g.srtt_ns.map_or_else(|| "no round trip measured".to_string(), |s| format!("round trip below {:.1} us", s as f64 / 1000.0));
+            format!("source {} QPN {:#x}: upstream PSN {}, T {} us ({rtt})", g.id.source, g.id.source_qpn, g.upstream_psn, g.window_ns / 1000)
+        })
+        .collect();
+    println!(
+        "  End.MT CNP windows at exit ({} round trip(s) timed; rdma-mc's T follows them within 100 ms ..= 1 s, here the floor, the demo's receivers answering at once): {}",
+        c.local_count(Local::McRttSample),
+        windows.join("; ")
     );
     println!(
         "  IP multicast (the End.MT tree's underlay, static route for {MC_GROUP} from 'wan' to 'dc'): {} copies sent on 'dc' to 33:33:00:00:01:00 (Hop Limit - 1); refused by the RPF check (the group's packets from 'dc') {}",

@@ -46,6 +46,8 @@ pub struct RunReport {
     pub neighbours: Neighbours,
     /// The congestion-aware ports' last state (DPDK port id, state).
     pub congestion: Vec<(u16, dataplane::congestion::CongestionView)>,
+    /// The End.MT reverse-path groups' last state.
+    pub groups: Vec<dataplane::multicast::GroupView>,
 }
 
 struct WorkerHandle {
@@ -105,6 +107,12 @@ impl Control {
         (0..dataplane::counters::MAX_PORTS)
             .filter_map(|p| self.workers.iter().find_map(|w| *w.counters.congestion[p].lock()).map(|v| (p as u16, v)))
             .collect()
+    }
+
+    /// The End.MT reverse-path groups' state as their owner worker last
+    /// published it (about every 10 ms).
+    pub fn group_views(&self) -> Vec<dataplane::multicast::GroupView> {
+        self.workers.iter().map(|w| w.counters.groups.lock().clone()).find(|v| !v.is_empty()).unwrap_or_default()
     }
 
     /// The top `n` flows of congestion-aware port `port` (the most bytes
@@ -643,7 +651,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     let groups0: Arc<Vec<dataplane::multicast::GroupConfig>> = Arc::new(cfg.multicast.iter().map(|g| g.cfg.clone()).collect());
     for g in &cfg.multicast {
         eprintln!(
-            "multicast group {}: proxy {} designated QPN {:#x}, source {} QPN {:#x}, {} receiver(s), {} child node(s), {}, CNP window {} us{}",
+            "multicast group {}: proxy {} designated QPN {:#x}, source {} QPN {:#x}, {} receiver(s), {} child node(s), {}, CNP window {}{}",
             g.name,
             g.cfg.proxy,
             g.cfg.designated_qpn,
@@ -652,7 +660,10 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             g.cfg.receivers.len(),
             g.cfg.children.len(),
             g.cfg.node_address.map_or_else(|| "responses up to the source".to_string(), |a| format!("responses up from {a} to the proxy (next aggregation node)")),
-            g.cfg.cnp_window_ns / 1000,
+            match g.cfg.cnp_window_max_ns {
+                None => format!("{} us", g.cfg.cnp_window_ns / 1000),
+                Some(m) => format!("{}..{} us after the round trip below", g.cfg.cnp_window_ns / 1000, m / 1000),
+            },
             g.end_mt_sid.map(|s| format!(", provisioned on End.MT SID {s}")).unwrap_or_default()
         );
     }
@@ -1033,6 +1044,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         fib: control.fib.clone(),
         neighbours: (*control.neighbours).clone(),
         congestion: control.congestion_views(),
+        groups: control.group_views(),
     };
     drop(control);
     drop(ports);

@@ -212,6 +212,7 @@ reasons!(Local, N_LOCAL {
     McCnpUp => "mc-cnp-up",
     McNakSuppressed => "mc-nak-suppressed",
     McPassedUp => "mc-passed-up",
+    McRttSample => "mc-rtt-sample",
     PeNotification => "pe-notification-accepted",
     PeSwitchedToBackup => "pe-switched-to-backup",
     PeRestored => "pe-restored-primary",
@@ -312,6 +313,10 @@ pub struct WorkerCounters {
     /// frames), published after every look at them (at least every 50 ms
     /// while frames wait); the worker only ever `try_lock`s.
     pub waiting: parking_lot::Mutex<Vec<(u16, std::net::IpAddr, u32)>>,
+    /// The End.MT reverse-path groups' state (`show multicast`), published
+    /// by their owner worker about every 10 ms; the worker only ever
+    /// `try_lock`s.
+    pub groups: parking_lot::Mutex<Vec<crate::multicast::GroupView>>,
 }
 
 impl Default for WorkerCounters {
@@ -329,6 +334,7 @@ impl Default for WorkerCounters {
             flows_request: std::array::from_fn(|_| Counter::default()),
             flows: std::array::from_fn(|_| parking_lot::Mutex::new((0, Vec::new()))),
             waiting: parking_lot::Mutex::new(Vec::new()),
+            groups: parking_lot::Mutex::new(Vec::new()),
             cpu_ns: Counter::default(),
             rx_queue_pkts: Box::new([]),
         }

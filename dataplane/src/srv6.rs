@@ -1029,7 +1029,7 @@ impl Pipeline {
             // the reverse path (multicast::Group::on_data), and a check
             // that the group here knows every receiver the TLV names.
             let inner = pkt.get(chain.upper_offset..).unwrap_or(&[]);
-            self.mc_observe_inner(inner);
+            self.mc_observe_inner(inner, now_ns);
             if tlv_n > 0 {
                 let recv = |r: usize| {
                     let at = tlv_off + END_MT_RECEIVERS_AT + r * srh::END_MT_RECEIVER_LEN;

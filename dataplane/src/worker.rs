@@ -10,6 +10,7 @@ use crate::fastpath::SLOW;
 use crate::dpdk::{rdtsc, Mbuf, Mempool};
 use crate::packet::PacketBuffer;
 use crate::pipeline::{Event, Pipeline, Verdict};
+use crate::multicast::GroupView;
 use crate::tables::{Fib, Neighbours, Topology};
 use crate::congestion::{CnpRequest, FlowId, PortParams, TopScan, MAX_SHOW_FLOWS, SCAN_STEP};
 use crate::egress::{EgressConfig, MicroburstConfig, MicroburstWatch};
@@ -194,6 +195,8 @@ pub struct Worker {
     top_due: u64,
     /// Next publication of the congestion-aware ports' state (`show`).
     show_due: u64,
+    /// When the multicast groups' state is next published.
+    mc_show_due: u64,
     /// `show flows`: the scan per port and the request it answers, and
     /// the last request answered (index = port id).
     scans: Vec<(TopScan, u64)>,
@@ -281,6 +284,7 @@ impl Worker {
             mb,
             top_due: 0,
             show_due: 0,
+            mc_show_due: 0,
             scans,
             flows_served: [0; MAX_PORTS],
             cnp_reqs: Vec::with_capacity(256),
@@ -561,6 +565,10 @@ impl Worker {
     /// window CNPs toward the sources ahead of queued data.
     fn poll_multicast(&mut self, now: u64) {
         self.pipeline.poll_multicast(now);
+        if now >= self.mc_show_due {
+            self.mc_show_due = now + 10_000_000;
+            self.publish_groups(false);
+        }
         if self.pipeline.mc_pending.is_empty() {
             return;
         }
@@ -581,6 +589,30 @@ impl Worker {
         }
         self.pipeline.mc_pending = pending;
         self.pipeline.mc_pending.clear();
+    }
+
+    /// `show multicast`: the groups' state into the shared view, reusing
+    /// its allocations; skipped when the control thread holds it, unless
+    /// `wait` (at stop, for the exit report).
+    fn publish_groups(&mut self, wait: bool) {
+        let mut v = if wait {
+            self.counters.groups.lock()
+        } else {
+            let Some(v) = self.counters.groups.try_lock() else { return };
+            v
+        };
+        let groups = self.pipeline.groups();
+        v.truncate(groups.len());
+        for (k, (_, g)) in groups.iter().enumerate() {
+            match v.get_mut(k) {
+                Some(slot) => g.view_into(slot),
+                None => {
+                    let mut slot = GroupView { id: g.id(), upstream_psn: 0, upstream_nak: None, highest_sent: None, window_ns: 0, srtt_ns: None, branches: Vec::new() };
+                    g.view_into(&mut slot);
+                    v.push(slot);
+                }
+            }
+        }
     }
 
     /// A zero-copy End.MT replica: `head` (Ethernet + rewritten IPv6, UDP,
@@ -1187,6 +1219,9 @@ impl Worker {
             q.drain(|m| free.push(m.into_raw()));
         }
         self.counters.drops[Drop::ShutdownDiscard as usize].add((self.free.len() - before) as u64);
+        if self.mc_owner {
+            self.publish_groups(true);
+        }
         free_bulk(&mut self.free);
         self.free.clear();
         self.post_events();

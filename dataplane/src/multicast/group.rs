@@ -46,6 +46,9 @@ counters! {
     // from an address that is no branch, at a node below the top (a
     // `node_address`): forwarded toward the next node up, which decides
     PassedUp => "mc-passed-up",
+    // a round-trip sample of the adaptive window T (s.5.3.3): the time from
+    // a new data PSN passing down to every branch having acknowledged it
+    RttSample => "mc-rtt-sample",
     // drops
     UnknownReceiver => "mc-unknown-receiver",
     StalePsn => "mc-stale-psn",
@@ -117,6 +120,8 @@ pub enum SetupError {
     QpnRange(&'static str),
     PsnRange,
     ZeroWindow,
+    /// The adaptive window's ceiling is below its floor (`cnp_window_ns`).
+    WindowRange,
     ZeroCnpRate,
     /// Two branches with the same receiver address (indistinguishable on the
     /// reverse path).
@@ -140,6 +145,7 @@ impl core::fmt::Display for SetupError {
             SetupError::QpnRange(n) => write!(f, "{n}: QPN does not fit 24 bits"),
             SetupError::PsnRange => write!(f, "initial_psn: does not fit 24 bits"),
             SetupError::ZeroWindow => write!(f, "cnp_window_ns: must be > 0"),
+            SetupError::WindowRange => write!(f, "cnp_window_max_ns: must not be below cnp_window_ns"),
             SetupError::ZeroCnpRate => write!(f, "cnp_rate_per_s / cnp_burst: must be > 0"),
             SetupError::DuplicateReceiver(a) => write!(f, "receivers / children: {a} appears twice"),
             SetupError::NodeAddress(a) => write!(f, "node_address / children: {a} is the Proxy Address, the source or (node_address) a branch"),
@@ -186,8 +192,14 @@ pub struct GroupConfig {
     /// The first PSN the source sends. Every branch starts at
     /// `initial_psn - 1` ("AckPSN initial value 0" of s.8 with the default 1).
     pub initial_psn: u32,
-    /// The CNP aggregation window T (s.5.3.3).
+    /// The CNP aggregation window T (s.5.3.3); with `cnp_window_max_ns`
+    /// the least T the adaptive window takes.
     pub cnp_window_ns: u64,
+    /// `Some(max)`: T is adjusted to the round trip observed below this
+    /// node ("T MAY be adjusted dynamically based on observed network
+    /// conditions", s.5.3.3), between `cnp_window_ns` and `max`; see
+    /// [`Group::window_ns`]. `None`: T is `cnp_window_ns`.
+    pub cnp_window_max_ns: Option<u64>,
     /// Per-branch CNP rate limit (s.9): sustained rate and burst.
     pub cnp_rate_per_s: u32,
     pub cnp_burst: u32,
@@ -215,6 +227,7 @@ impl GroupConfig {
             node_address: None,
             initial_psn: 1,
             cnp_window_ns: 50_000,
+            cnp_window_max_ns: None,
             cnp_rate_per_s: 100_000,
             cnp_burst: 16,
             pkey: crate::wire::roce::DEFAULT_PKEY,
@@ -244,6 +257,9 @@ impl GroupConfig {
         }
         if self.cnp_window_ns == 0 {
             return Err(SetupError::ZeroWindow);
+        }
+        if self.cnp_window_max_ns.is_some_and(|m| m < self.cnp_window_ns) {
+            return Err(SetupError::WindowRange);
         }
         if self.cnp_rate_per_s == 0 || self.cnp_burst == 0 {
             return Err(SetupError::ZeroCnpRate);
@@ -353,6 +369,36 @@ pub enum Upstream {
 
 // ---------------------------------------------------------------- state
 
+/// A group's state as its owner worker last published it (`show
+/// multicast`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupView {
+    pub id: GroupId,
+    /// The last PSN the source (or the next node up) was told is
+    /// acknowledged by everyone.
+    pub upstream_psn: u32,
+    /// The ePSN of the last upstream sequence-error NAK still pending.
+    pub upstream_nak: Option<u32>,
+    pub highest_sent: Option<u32>,
+    /// The CNP window T in force and the measured round trip (adaptive).
+    pub window_ns: u64,
+    pub srtt_ns: Option<u64>,
+    pub branches: Vec<BranchView>,
+}
+
+/// One branch of a [`GroupView`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BranchView {
+    pub addr: Ipv6Addr,
+    /// A downstream aggregation node, not a receiver.
+    pub node: bool,
+    pub acked: u32,
+    /// The ePSN of a NAK not yet resolved by an ACK.
+    pub nak_epsn: Option<u32>,
+    /// CNPs counted in the current window.
+    pub ccount: u32,
+}
+
 /// Per-branch state (s.8).
 #[derive(Debug, Clone)]
 pub struct Branch {
@@ -415,6 +461,15 @@ pub struct Group {
     /// Highest data PSN seen downstream, if the data path reports it.
     highest_sent: Option<u32>,
     window_start: u64,
+    /// The window T in force: `cnp_window_ns`, or with an adaptive window
+    /// the smoothed round trip within its bounds.
+    window_ns: u64,
+    /// Adaptive window: the data PSN being timed and when it passed down
+    /// (one at a time, like a TCP sender's round-trip timing).
+    rtt_probe: Option<(u32, u64)>,
+    /// Adaptive window: smoothed round trip below this node (RFC 6298's
+    /// SRTT, gain 1/8), ns.
+    srtt_ns: Option<u64>,
     counters: Counters,
 }
 
@@ -436,6 +491,13 @@ impl Group {
         self.highest_sent = old.highest_sent;
         self.window_start = old.window_start;
         self.counters = old.counters.clone();
+        if let Some(max) = self.cfg.cnp_window_max_ns {
+            self.rtt_probe = old.rtt_probe;
+            self.srtt_ns = old.srtt_ns;
+            if let Some(s) = self.srtt_ns {
+                self.window_ns = s.clamp(self.cfg.cnp_window_ns, max);
+            }
+        }
         for b in self.branches.iter_mut() {
             // The same receiver QP (address and QPN) or child node; a new
             // QPN at an address is a new QP and joins afresh.
@@ -483,6 +545,9 @@ impl Group {
             up_told: false,
             highest_sent: None,
             window_start: now,
+            window_ns: cfg.cnp_window_ns,
+            rtt_probe: None,
+            srtt_ns: None,
             counters: Counters::default(),
             cfg,
         })
@@ -514,6 +579,36 @@ impl Group {
     pub fn highest_sent(&self) -> Option<u32> {
         self.highest_sent
     }
+    /// The CNP window T in force. Fixed, it is `cnp_window_ns`. Adaptive
+    /// (`cnp_window_max_ns`), it follows the round trip observed below this
+    /// node: the time from a new data PSN passing down to every branch
+    /// having acknowledged it, smoothed ([`Group::srtt_ns`]), within
+    /// `cnp_window_ns ..= cnp_window_max_ns`. The source's rate control
+    /// answers a CNP with data that reaches the receivers about one such
+    /// round trip later; CNPs the receivers send in between report the
+    /// congestion it already answered, so one upstream CNP per round trip
+    /// is what the source can act on (the same reasoning as
+    /// draft-tian-ccwg-long-haul-cnp's one CNP per flow per RTT).
+    pub fn window_ns(&self) -> u64 {
+        self.window_ns
+    }
+    /// The smoothed round trip below this node, once one was measured
+    /// (adaptive window only).
+    pub fn srtt_ns(&self) -> Option<u64> {
+        self.srtt_ns
+    }
+
+    /// The group's state into `v`, reusing its allocations.
+    pub fn view_into(&self, v: &mut GroupView) {
+        v.id = self.cfg.id;
+        v.upstream_psn = self.up_psn;
+        v.upstream_nak = self.up_nak;
+        v.highest_sent = self.highest_sent;
+        v.window_ns = self.window_ns;
+        v.srtt_ns = self.srtt_ns;
+        v.branches.clear();
+        v.branches.extend(self.branches.iter().map(|b| BranchView { addr: b.receiver.addr, node: b.node, acked: b.acked, nak_epsn: b.nak_epsn, ccount: b.ccount }));
+    }
 
     /// The branch of a receiver address (linear; [`super::GroupTable`] has
     /// the O(1) map).
@@ -521,19 +616,50 @@ impl Group {
         self.branches.iter().position(|b| b.receiver.addr == *addr)
     }
 
-    /// Record a data packet's PSN on its way downstream; ACKs and NAKs beyond
-    /// the highest PSN sent are then refused (s.9, inflated AckPSN). PSNs
-    /// outside the half window above the upstream PSN are ignored.
-    pub fn on_data(&mut self, psn: u32) {
+    /// Record a data packet's PSN on its way downstream at `now`; ACKs and
+    /// NAKs beyond the highest PSN sent are then refused (s.9, inflated
+    /// AckPSN). PSNs outside the half window above the upstream PSN are
+    /// ignored. With an adaptive window, a new highest PSN is timed when no
+    /// other is, and a retransmission at or below the timed PSN cancels the
+    /// timing: its acknowledgement could answer either copy (Karn's rule).
+    pub fn on_data(&mut self, psn: u32, now: u64) {
         let psn = psn & PSN_MASK;
         let d = psn_diff(psn, self.up_psn);
         if d >= PSN_HALF {
             return;
         }
-        self.highest_sent = Some(match self.highest_sent {
-            Some(h) if psn_diff(h, self.up_psn) >= d && psn_diff(h, self.up_psn) < PSN_HALF => h,
-            _ => psn,
-        });
+        let retransmitted = self.highest_sent.is_some_and(|h| psn_diff(h, self.up_psn) >= d && psn_diff(h, self.up_psn) < PSN_HALF);
+        if !retransmitted {
+            self.highest_sent = Some(psn);
+            if self.cfg.cnp_window_max_ns.is_some() && self.rtt_probe.is_none() && d > 0 {
+                self.rtt_probe = Some((psn, now));
+            }
+        } else if self.rtt_probe.is_some_and(|(p, _)| psn_diff(p, psn) < PSN_HALF) {
+            self.rtt_probe = None;
+        }
+    }
+
+    /// The upstream PSN moved: with an adaptive window, the timed PSN is
+    /// acknowledged by every branch once it is at or below it. `sample`:
+    /// by an ACK (a round trip measured); else by a NAK, after which the
+    /// timing is dropped (a loss in flight).
+    fn rtt_covered(&mut self, now: u64, sample: bool) {
+        let (Some((p, t)), Some(max)) = (self.rtt_probe, self.cfg.cnp_window_max_ns) else { return };
+        if psn_diff(self.up_psn, p) >= PSN_HALF {
+            return;
+        }
+        self.rtt_probe = None;
+        if !sample {
+            return;
+        }
+        let r = now.saturating_sub(t);
+        let s = match self.srtt_ns {
+            None => r,
+            Some(s) => s - s / 8 + r / 8,
+        };
+        self.srtt_ns = Some(s);
+        self.window_ns = s.clamp(self.cfg.cnp_window_ns, max);
+        self.counters.inc(Counter::RttSample);
     }
 
     /// A response from the receiver at `from` (linear branch lookup).
@@ -573,7 +699,7 @@ impl Group {
         let r = match resp {
             Response::Ack { psn, msn, credits } => {
                 self.counters.inc(Counter::AckIn);
-                self.ack(branch, psn & PSN_MASK, msn & PSN_MASK, credits & 0x1f)
+                self.ack(branch, psn & PSN_MASK, msn & PSN_MASK, credits & 0x1f, now)
             }
             Response::Nak { psn, msn, kind } => {
                 self.counters.inc(match kind {
@@ -581,7 +707,7 @@ impl Group {
                     NakKind::Rnr { .. } => Counter::RnrIn,
                     NakKind::Fatal(_) => Counter::FatalNakIn,
                 });
-                self.nak(branch, psn & PSN_MASK, msn & PSN_MASK, kind)
+                self.nak(branch, psn & PSN_MASK, msn & PSN_MASK, kind, now)
             }
             Response::Cnp => {
                 self.counters.inc(Counter::CnpIn);
@@ -612,7 +738,7 @@ impl Group {
 
     /// When the current window ends.
     pub fn window_end(&self) -> u64 {
-        self.window_start.saturating_add(self.cfg.cnp_window_ns)
+        self.window_start.saturating_add(self.window_ns)
     }
 
     // ---- rules
@@ -653,7 +779,7 @@ impl Group {
         best
     }
 
-    fn ack(&mut self, i: usize, psn: u32, msn: u32, credits: u8) -> Result<Option<Upstream>, Counter> {
+    fn ack(&mut self, i: usize, psn: u32, msn: u32, credits: u8, now: u64) -> Result<Option<Upstream>, Counter> {
         let d = self.check_window(psn, 0)?;
         if d < self.off(self.branches[i].acked) {
             return Err(Counter::StalePsn);
@@ -698,6 +824,7 @@ impl Group {
         }
         self.up_psn = psn_add(self.up_psn, min_off);
         self.up_told = true;
+        self.rtt_covered(now, true);
         for b in self.branches.iter_mut() {
             b.dup = false;
         }
@@ -712,7 +839,7 @@ impl Group {
         Ok(Some(Upstream::Ack { psn: self.up_psn, msn: self.branches[mi].msn, credits: cr }))
     }
 
-    fn nak(&mut self, i: usize, e: u32, msn: u32, kind: NakKind) -> Result<Option<Upstream>, Counter> {
+    fn nak(&mut self, i: usize, e: u32, msn: u32, kind: NakKind, now: u64) -> Result<Option<Upstream>, Counter> {
         let d = self.check_window(e, 1)?;
         if let NakKind::Fatal(_) = kind {
             // Forwarded with the code the branch reported and the smaller of
@@ -754,11 +881,12 @@ impl Group {
             self.up_told = true;
             self.counters.inc(Counter::RnrUp);
         }
+        self.rtt_covered(now, false);
         Ok(Some(Upstream::Nak { psn: min_epsn, msn: up_msn, kind }))
     }
 
     fn roll(&mut self, now: u64) -> Option<Upstream> {
-        let t = self.cfg.cnp_window_ns;
+        let t = self.window_ns;
         let elapsed = now.saturating_sub(self.window_start);
         if elapsed < t {
             return None;

@@ -141,7 +141,7 @@ mod table;
 mod upstream;
 
 pub use group::{
-    Branch, Counter, Counters, Group, GroupConfig, GroupId, NakKind, Receiver, Response,
+    Branch, BranchView, Counter, Counters, Group, GroupConfig, GroupId, GroupView, NakKind, Receiver, Response,
     SetupError, Upstream, MAX_BRANCHES, N_COUNTERS,
 };
 pub use path::{drop_of, slot, upstream_kind, Slot};

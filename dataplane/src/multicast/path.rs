@@ -63,6 +63,7 @@ pub const fn slot(c: Counter) -> Slot {
         Counter::AckRepeated => Slot::Local(Local::McAckRepeated),
         Counter::NakSuppressed => Slot::Local(Local::McNakSuppressed),
         Counter::PassedUp => Slot::Local(Local::McPassedUp),
+        Counter::RttSample => Slot::Local(Local::McRttSample),
         Counter::UnknownReceiver => Slot::Drop(Drop::McUnknownReceiver),
         Counter::StalePsn => Slot::Drop(Drop::McStalePsn),
         Counter::PsnOutOfWindow => Slot::Drop(Drop::McPsnOutOfWindow),
@@ -184,7 +185,7 @@ impl Pipeline {
             // from receivers, anything from another address) are forwarded
             // as usual and teach nothing.
             let src: [u8; 16] = d[8..24].try_into().map_err(|_| Drop::MalformedIpv6)?;
-            if !opcode::is_response(pk.opcode) && self.mc.on_data(&dst, pk.dest_qp, pk.psn, &Ipv6Addr::from(src)).is_some() {
+            if !opcode::is_response(pk.opcode) && self.mc.on_data(&dst, pk.dest_qp, pk.psn, &Ipv6Addr::from(src), now_ns).is_some() {
                 self.counters.local(Local::McDataSeen);
             }
             return Ok(None);
@@ -234,7 +235,7 @@ impl Pipeline {
     /// A data packet of a group seen inside End.MT (`inner` starts at the
     /// inner IPv6 header): record its PSN.
     #[inline]
-    pub(crate) fn mc_observe_inner(&mut self, inner: &[u8]) {
+    pub(crate) fn mc_observe_inner(&mut self, inner: &[u8], now_ns: u64) {
         if self.mc.is_empty() {
             return;
         }
@@ -244,7 +245,7 @@ impl Pipeline {
         }
         let (Some(s), Some(a)) = (inner.get(8..24), inner.get(24..40)) else { return };
         let (Ok(s), Ok(a)) = (<[u8; 16]>::try_from(s), <[u8; 16]>::try_from(a)) else { return };
-        if self.mc.on_data(&Ipv6Addr::from(a), pk.dest_qp, pk.psn, &Ipv6Addr::from(s)).is_some() {
+        if self.mc.on_data(&Ipv6Addr::from(a), pk.dest_qp, pk.psn, &Ipv6Addr::from(s), now_ns).is_some() {
             self.counters.local(Local::McDataSeen);
         }
     }

@@ -219,7 +219,7 @@ impl GroupTable {
 
     /// Record a downstream data packet's PSN (see [`Group::on_data`]);
     /// returns the group index, or None when the packet is no group's.
-    pub fn on_data(&mut self, proxy: &Ipv6Addr, dest_qp: u32, psn: u32, src: &Ipv6Addr) -> Option<usize> {
+    pub fn on_data(&mut self, proxy: &Ipv6Addr, dest_qp: u32, psn: u32, src: &Ipv6Addr, now: u64) -> Option<usize> {
         let g = self.group_of_data(proxy, dest_qp)?;
         let grp = self.slots[g].as_mut()?;
         // Only the group's source sends its data (s.9: a forged PSN would
@@ -227,7 +227,7 @@ impl GroupTable {
         if grp.config().id.source != *src {
             return None;
         }
-        grp.on_data(psn);
+        grp.on_data(psn, now);
         Some(g)
     }
 

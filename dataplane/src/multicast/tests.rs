@@ -172,9 +172,9 @@ fn ack_window_and_inflation_checks() {
     // more than half the PSN space ahead of the upstream PSN: refused
     assert_eq!(g.on_response(&rx(1), ack(PSN_HALF + 5), 0), Err(Counter::PsnOutOfWindow));
     // with the data path reporting PSNs, nothing beyond the highest sent
-    g.on_data(1);
-    g.on_data(50);
-    g.on_data(40); // retransmission: highest stays 50
+    g.on_data(1, 0);
+    g.on_data(50, 0);
+    g.on_data(40, 0); // retransmission: highest stays 50
     assert_eq!(g.highest_sent(), Some(50));
     assert_eq!(g.on_response(&rx(1), ack(51), 0), Err(Counter::PsnBeyondSent));
     assert_eq!(g.on_response(&rx(1), ack(50), 0), Ok(None));
@@ -316,6 +316,135 @@ fn cnp_one_per_window_for_max_ccount() {
     assert_eq!(g.counters().get(Counter::CnpIn), 12);
 }
 
+// ---------------------------------------------------------------- adaptive T
+
+fn adaptive_cfg(n: u16, floor: u64, max: u64) -> GroupConfig {
+    GroupConfig { cnp_window_ns: floor, cnp_window_max_ns: Some(max), cnp_rate_per_s: 1_000_000, cnp_burst: 100, ..cfg(n) }
+}
+
+/// Data PSN `psn` passes down at `t`; every branch acknowledges it, the
+/// slowest (branch `n`) `rtt` later.
+fn round(g: &mut Group, n: u16, psn: u32, t: u64, rtt: u64) -> Option<u32> {
+    g.on_data(psn, t);
+    for i in 1..n {
+        g.on_response(&rx(i), ack(psn), t + rtt / 2).unwrap();
+    }
+    up_ack_psn(g.on_response(&rx(n), ack(psn), t + rtt).unwrap())
+}
+
+#[test]
+fn adaptive_window_follows_the_round_trip_below() {
+    let mut g = Group::new(adaptive_cfg(3, 50 * US, 10_000 * US), 0).unwrap();
+    assert_eq!(g.window_ns(), 50 * US, "the floor until a round trip is measured");
+    assert_eq!(g.srtt_ns(), None);
+    // The first sample is taken as it is (RFC 6298 s.2.2).
+    assert_eq!(round(&mut g, 3, 1, 0, 2_000 * US), Some(1));
+    assert_eq!(g.srtt_ns(), Some(2_000 * US));
+    assert_eq!(g.window_ns(), 2_000 * US);
+    assert_eq!(g.counters().get(Counter::RttSample), 1);
+    // Then smoothed with a gain of 1/8: 2000 -> 1875 -> 1765.625 ...
+    round(&mut g, 3, 2, 3_000 * US, 1_000 * US);
+    assert_eq!(g.srtt_ns(), Some(1_875 * US));
+    assert_eq!(g.window_ns(), 1_875 * US);
+    // Many rounds of 400 µs bring it there.
+    for k in 0..60u32 {
+        round(&mut g, 3, 3 + k, 10_000 * US + u64::from(k) * 1_000 * US, 400 * US);
+    }
+    let s = g.srtt_ns().unwrap();
+    assert!((400 * US..401 * US).contains(&s), "{s}");
+    assert_eq!(g.window_ns(), s);
+    assert_eq!(g.counters().get(Counter::RttSample), 62);
+    // The CNP windows now last T: counts from two branches, one CNP at the
+    // end of the window that holds them (windows aligned to the start).
+    assert_eq!(g.poll(100_000 * US), None, "no CNP counted");
+    let end = g.window_end();
+    assert!(end > 100_000 * US && end <= 100_000 * US + s, "{end}");
+    g.on_response(&rx(1), Response::Cnp, end - s / 2).unwrap();
+    assert_eq!(g.poll(end - 1), None);
+    assert_eq!(g.poll(end), Some(Upstream::Cnp { branch: 0, ccount: 1 }));
+    assert_eq!(g.window_end(), end + g.window_ns());
+}
+
+#[test]
+fn adaptive_window_stays_within_its_bounds() {
+    let mut g = Group::new(adaptive_cfg(2, 100 * US, 1_000 * US), 0).unwrap();
+    round(&mut g, 2, 1, 0, 20 * US);
+    assert_eq!(g.srtt_ns(), Some(20 * US));
+    assert_eq!(g.window_ns(), 100 * US, "the floor: never below cnp_window_ns");
+    let mut g = Group::new(adaptive_cfg(2, 100 * US, 1_000 * US), 0).unwrap();
+    round(&mut g, 2, 1, 0, 60_000 * US);
+    assert_eq!(g.srtt_ns(), Some(60_000 * US));
+    assert_eq!(g.window_ns(), 1_000 * US, "the ceiling");
+    // A fixed window never moves, whatever the round trips.
+    let mut g = Group::new(cnp_cfg(2), 0).unwrap();
+    round(&mut g, 2, 1, 0, 3_000 * US);
+    assert_eq!((g.srtt_ns(), g.window_ns()), (None, 100 * US));
+    assert_eq!(g.counters().get(Counter::RttSample), 0);
+    // The ceiling may not be below the floor.
+    let bad = GroupConfig { cnp_window_max_ns: Some(99 * US), ..adaptive_cfg(2, 100 * US, 0) };
+    assert_eq!(Group::new(bad, 0).err(), Some(SetupError::WindowRange));
+}
+
+#[test]
+fn adaptive_window_times_one_psn_and_skips_retransmissions() {
+    let mut g = Group::new(adaptive_cfg(2, 10 * US, 10_000 * US), 0).unwrap();
+    // PSN 1 is timed; 2 and 3 pass while it is.
+    g.on_data(1, 0);
+    g.on_data(2, 100 * US);
+    g.on_data(3, 200 * US);
+    g.on_response(&rx(1), ack(3), 500 * US).unwrap();
+    // One branch acknowledged: no sample yet.
+    assert_eq!(g.srtt_ns(), None);
+    g.on_response(&rx(2), ack(2), 700 * US).unwrap();
+    // Everyone has PSN 1 (and 2): one sample, for PSN 1, 700 µs.
+    assert_eq!(g.srtt_ns(), Some(700 * US));
+    // The next new PSN is timed: 4 at 1000 µs; then 4 is sent again (the
+    // source retransmits): its acknowledgement could answer either copy.
+    g.on_data(4, 1_000 * US);
+    g.on_data(4, 1_800 * US);
+    g.on_response(&rx(1), ack(4), 1_900 * US).unwrap();
+    g.on_response(&rx(2), ack(4), 1_900 * US).unwrap();
+    assert_eq!(g.srtt_ns(), Some(700 * US), "Karn: no sample of a retransmitted PSN");
+    assert_eq!(g.counters().get(Counter::RttSample), 1);
+    // A retransmission above the timed PSN does not disturb it.
+    g.on_data(5, 2_000 * US);
+    g.on_data(6, 2_000 * US);
+    g.on_data(6, 2_100 * US);
+    g.on_response(&rx(1), ack(5), 2_300 * US).unwrap();
+    g.on_response(&rx(2), ack(5), 2_300 * US).unwrap();
+    assert_eq!(g.srtt_ns(), Some(700 * US - 700 * US / 8 + 300 * US / 8));
+    // A NAK that covers the timed PSN drops the timing: a loss in flight.
+    g.on_response(&rx(1), ack(6), 2_400 * US).unwrap();
+    g.on_response(&rx(2), ack(6), 2_400 * US).unwrap();
+    let before = g.srtt_ns();
+    g.on_data(7, 3_000 * US);
+    g.on_data(8, 3_000 * US);
+    g.on_response(&rx(1), ack(8), 3_100 * US).unwrap();
+    assert!(matches!(g.on_response(&rx(2), nak(8), 3_200 * US), Ok(Some(Upstream::Nak { psn: 8, .. }))));
+    g.on_response(&rx(2), ack(8), 3_900 * US).unwrap();
+    assert_eq!(g.srtt_ns(), before);
+    assert_eq!(g.counters().get(Counter::RttSample), 2);
+}
+
+#[test]
+fn adaptive_window_carries_over_a_group_change() {
+    let mut old = Group::new(adaptive_cfg(2, 10 * US, 10_000 * US), 0).unwrap();
+    round(&mut old, 2, 1, 0, 800 * US);
+    assert_eq!(old.window_ns(), 800 * US);
+    // A receiver added at run time: the measured round trip stays.
+    let mut new = Group::new(adaptive_cfg(3, 10 * US, 10_000 * US), 5_000 * US).unwrap();
+    new.carry_over(&old);
+    assert_eq!((new.srtt_ns(), new.window_ns()), (Some(800 * US), 800 * US));
+    // A lower ceiling applies at once.
+    let mut lower = Group::new(adaptive_cfg(2, 10 * US, 500 * US), 5_000 * US).unwrap();
+    lower.carry_over(&old);
+    assert_eq!(lower.window_ns(), 500 * US);
+    // Back to a fixed window: T is the configured one.
+    let mut fixed = Group::new(cnp_cfg(2), 5_000 * US).unwrap();
+    fixed.carry_over(&old);
+    assert_eq!((fixed.srtt_ns(), fixed.window_ns()), (None, 100 * US));
+}
+
 #[test]
 fn cnp_tie_goes_to_lowest_branch() {
     let mut g = Group::new(cnp_cfg(3), 0).unwrap();
@@ -406,9 +535,9 @@ fn table_lookup_and_unknown_receiver() {
     // data path: highest PSN per group, from the group's source only
     // (s.9: a forged PSN must not make inflated AckPSNs look sent)
     let g1_source = t.get(g1).unwrap().id().source;
-    assert_eq!(t.on_data(&other_proxy, DQPN, 33, &g1_source), Some(g1));
+    assert_eq!(t.on_data(&other_proxy, DQPN, 33, &g1_source, 0), Some(g1));
     assert_eq!(t.get(g1).unwrap().highest_sent(), Some(33));
-    assert_eq!(t.on_data(&other_proxy, DQPN, 1000, &rx(1)), None, "not from the group's source");
+    assert_eq!(t.on_data(&other_proxy, DQPN, 1000, &rx(1), 0), None, "not from the group's source");
     assert_eq!(t.get(g1).unwrap().highest_sent(), Some(33));
 
     // poll reaches every group
@@ -720,7 +849,7 @@ proptest! {
                 }
                 Ev::Data { off } => {
                     let p = if off > 1 << 20 { off } else { psn_add(g.upstream_psn(), off) };
-                    g.on_data(p);
+                    g.on_data(p, 0);
                     None
                 }
                 Ev::Poll { dt } => {
