@@ -848,8 +848,22 @@ fn multicast_routes_and_end_mt_on_a_group() {
 /// route at all. Invalid reports are dropped by name.
 #[test]
 fn mld_listeners_get_the_group() {
+    mld_case(false);
+}
+
+/// The same host messages to a router whose DC port runs MLD in MLDv1
+/// compatibility mode (RFC 9777 s.8.3.1: `v1_interfaces`): it queries in
+/// MLDv1 (scapy dissects each query as a 24-octet MLDv1 query) and ignores
+/// the MLDv2 Reports as an MLDv1 router would, so only the MLDv1 host's
+/// group is learned (then left), and no group traffic reaches the DC.
+#[test]
+fn mld_v1_mode_queries_in_mldv1_and_ignores_mldv2_reports() {
+    mld_case(true);
+}
+
+fn mld_case(v1: bool) {
     python_ok().expect("the scapy oracle is required");
-    let dir = workdir("mld");
+    let dir = workdir(if v1 { "mldv1" } else { "mld" });
     let oracle = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/mld.py");
     let o = Command::new("python3").args([oracle, "build", dir.join("dc-in.pcap").to_str().unwrap()]).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -872,10 +886,10 @@ fn mld_listeners_get_the_group() {
     wan.extend(data("2001:db8:3::6", "ff3e::200", "ssm-unwanted"));
     control::demo::write_pcap(&dir.join("wan-in.pcap"), &wan).unwrap();
     let d = dir.display();
-    let text = config(&dir).replace(&format!("rx_pcap={d}/empty.pcap"), &format!("rx_pcap={d}/wan-in.pcap")) + "[multicast.mld]\ninterfaces = [\"dc\"]\nlast_listener_query_interval_ms = 100\n";
+    let text = config(&dir).replace(&format!("rx_pcap={d}/empty.pcap"), &format!("rx_pcap={d}/wan-in.pcap")) + "[multicast.mld]\ninterfaces = [\"dc\"]\nlast_listener_query_interval_ms = 100\n" + if v1 { "v1_interfaces = [\"dc\"]\n" } else { "" };
     let cfg = dir.join("r.toml");
     std::fs::write(&cfg, text).unwrap();
-    let out = run("mld", &cfg, &["--exit-when-idle", "800", "--duration", "30"]);
+    let out = run(if v1 { "mldv1" } else { "mld" }, &cfg, &["--exit-when-idle", "800", "--duration", "30"]);
     assert!(out.status.success(), "dcirouter exited with {:?}", out.status);
     let so = String::from_utf8_lossy(&out.stdout).to_string();
     // The group traffic on the DC port: ff0e::100 from any source and
@@ -883,8 +897,8 @@ fn mld_listeners_get_the_group() {
     let dc = read_pcap(&dir.join("dc-out.pcap")).unwrap();
     let udp: Vec<&Vec<u8>> = dc.iter().filter(|f| f.len() > 14 + 40 && f[14 + 6] == 17).collect();
     let tags: Vec<String> = udp.iter().map(|f| String::from_utf8_lossy(&f[14 + 48..]).to_string()).collect();
-    let want: Vec<String> = (0..5).map(|i| format!("any-source-{i}")).chain((0..5).map(|i| format!("ssm-wanted-{i}"))).collect();
-    assert_eq!(tags, want, "exactly what the listener asked for");
+    let want: Vec<String> = if v1 { Vec::new() } else { (0..5).map(|i| format!("any-source-{i}")).chain((0..5).map(|i| format!("ssm-wanted-{i}"))).collect() };
+    assert_eq!(tags, want, "exactly what the listener asked for (MLDv1 mode: its MLDv2 Reports are not heard)");
     for f in &udp {
         assert_eq!(f[14 + 7], 63, "Hop Limit - 1");
         assert_eq!(&f[6..12], &R_DC);
@@ -892,12 +906,34 @@ fn mld_listeners_get_the_group() {
         assert_eq!(&f[2..6], &f[14 + 24 + 12..14 + 40], "the group's Ethernet address (RFC 2464 s.7)");
     }
     // The queries, dissected by scapy.
-    let o = Command::new("python3").args([oracle, "check", dir.join("dc-out.pcap").to_str().unwrap()]).output().unwrap();
+    let o = Command::new("python3").args([oracle, if v1 { "check-v1" } else { "check" }, dir.join("dc-out.pcap").to_str().unwrap()]).output().unwrap();
     let txt = String::from_utf8_lossy(&o.stdout).to_string();
     eprintln!("{txt}");
     assert!(o.status.success(), "{txt}");
     let lines: Vec<&str> = txt.lines().collect();
     let tail = "src=fe80::dc:ff:fe00:1";
+    if v1 {
+        assert_eq!(
+            lines,
+            vec![
+                format!("QUERYV1 general mrd=10000 {tail} dst=ff02::1 eth=33:33:00:00:00:01 hlim=1 ra=ok cksum=ok"),
+                format!("QUERYV1 ff0e::300 mrd=100 {tail} dst=ff0e::300 eth=33:33:00:00:03:00 hlim=1 ra=ok cksum=ok"),
+                format!("QUERYV1 ff0e::300 mrd=100 {tail} dst=ff0e::300 eth=33:33:00:00:03:00 hlim=1 ra=ok cksum=ok"),
+            ],
+            "an MLDv1 General Query, then Last Listener Query Count MLDv1 specific queries after the Done:\n{txt}"
+        );
+        assert_eq!(dc.len(), 3, "the queries, nothing else");
+        assert_eq!(counter(&so, "mld-v2-report-ignored"), 2, "the MLDv2 Reports (1 and 6)");
+        assert_eq!(counter(&so, "mld-report-received"), 2, "the MLDv1 Report and Done");
+        assert_eq!(counter(&so, "mld-invalid"), 1, "Hop Limit 2");
+        assert_eq!(counter(&so, "malformed-icmp"), 1, "the bad checksum");
+        assert_eq!(counter(&so, "mld-query-sent"), 3);
+        assert_eq!(counter(&so, "mroute-replica-sent"), 0);
+        assert_eq!(counter(&so, "multicast-not-routed"), 15, "no group is listened to");
+        tshark_clean(&dir.join("dc-out.pcap"));
+        assert_eq!(mempool_in_use(&so), 0);
+        return;
+    }
     assert_eq!(lines.iter().filter(|l| l.starts_with("QUERY general mrd=10000 s=0 qrv=2 qqic=125 nsrc=0 ") && l.contains(tail) && l.ends_with("dst=ff02::1 eth=33:33:00:00:00:01 hlim=1 ra=ok cksum=ok")).count(), 1, "one General Query at start:\n{txt}");
     assert_eq!(lines.iter().filter(|l| l.starts_with("QUERY ff0e::300 mrd=100 s=0 qrv=2 qqic=125 nsrc=0 ") && l.contains(tail) && l.ends_with("dst=ff0e::300 eth=33:33:00:00:03:00 hlim=1 ra=ok cksum=ok")).count(), 2, "Last Listener Query Count specific queries after the Done:\n{txt}");
     assert_eq!(lines.len(), 3, "{txt}");

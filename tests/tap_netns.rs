@@ -950,3 +950,62 @@ receivers = [ {{ address = \"2001:db8:b::2\", qpn = 0x500 }} ]\n"
     assert_eq!(counter(&so, "mc-bad-icrc"), 0, "{so}");
     assert_eq!(mempool_in_use(&so), 0, "{so}");
 }
+
+/// MLDv1 compatibility mode (RFC 9777 s.8.3.1) with the Linux kernel as
+/// the listener: port b runs MLD in MLDv1 mode. The router's 24-octet
+/// MLDv1 queries put the host's kernel into MLDv1 compatibility (s.8.2.1),
+/// so the socket's join reaches the router as an MLDv1 Report (any MLDv2
+/// Report the kernel sent before it heard a query is ignored, as an MLDv1
+/// router would) and its close as an MLDv1 Done, which the router answers
+/// with MLDv1 Multicast Address Specific Queries before forgetting the
+/// group.
+#[test]
+fn linux_listeners_answer_an_mldv1_router_in_mldv1() {
+    if let Err(why) = can_run() {
+        skip("tap_netns mldv1", &why);
+        return;
+    }
+    python_ok().expect("python3 is required for the multicast peers");
+    let lab = TapLab::new("mld1");
+    let ports = lab.ports("", "");
+    let TapLab { n1, n2, t1, t2, dir, sock, cfg } = lab;
+    std::fs::write(&cfg, format!("[dataplane]\nstatus_interval_ms = 0\n[mempool]\nmbufs_per_socket = 4095\ncache_size = 64\n{ports}[multicast.mld]\ninterfaces = [\"b\"]\nv1_interfaces = [\"b\"]\nquery_interval_s = 4\nquery_response_interval_ms = 1000\nlast_listener_query_interval_ms = 200\n")).unwrap();
+    let _ns = Netns::create(&[&n1, &n2]);
+    let mut router = Router::start("tapmld1", &cfg, &dir, &sock);
+    sh(&["ip", "link", "set", &t1, "address", "02:00:00:00:0a:02"]);
+    sh(&["ip", "link", "set", &t2, "address", "02:00:00:00:0b:02"]);
+    host(&n1, &t1, "10.1.0.2/24", "2001:db8:a::2/64", "10.1.0.1", "2001:db8:a::1");
+    host(&n2, &t2, "10.2.0.2/24", "2001:db8:b::2/64", "10.2.0.1", "2001:db8:b::1");
+    let ctl = |c: &str| control::ctl::request(sock.to_str().unwrap(), c).unwrap();
+    let count = |name: &str| {
+        let r = ctl("show counters");
+        r.lines().find_map(|l| l.trim().strip_prefix(name).map(|v| v.trim().parse::<u64>().unwrap())).unwrap_or(0)
+    };
+    assert!(ctl("show mld").starts_with("b: MLDv1 mode, querier fe80::dc:ff:fe00:b01 (this router"), "{}", ctl("show mld"));
+    let mut rx = Command::new("ip").args(["netns", "exec", &n2, "python3", "-c", MC_RECV, &t2, "20", "ff0e::4242"]).stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let mut out = rx.stdout.take().unwrap();
+    let mut first = [0u8; 7];
+    std::io::Read::read_exact(&mut out, &mut first).unwrap();
+    assert_eq!(&first, b"joined\n");
+    let r = wait_ctl(&sock, "show mroutes", 15, &|r| r.starts_with("(*, ff0e::4242) iif any oifs [b] packets 0 bytes 0 rpf-failed 0 mld\n"), "the kernel's MLDv1 report makes a route to b", &[&n1, &n2]);
+    eprintln!("{r}");
+    let m = ctl("show mld");
+    eprintln!("{m}");
+    assert!(m.contains("  ff0e::4242 EXCLUDE filter") && m.contains(" mldv1-host "), "an MLDv1 host listens: {m}");
+    let o = in_ns(&n1, &["python3", "-c", MC_SEND, &t1, "v1", "ff0e::4242"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut txt = String::new();
+    std::io::Read::read_to_string(&mut out, &mut txt).unwrap();
+    assert!(rx.wait().unwrap().success());
+    let lines: Vec<&str> = txt.lines().collect();
+    assert_eq!(lines, (0..5).map(|i| format!("v1-{i} 2001:db8:a::2 7")).collect::<Vec<_>>(), "every datagram, Hop Limit 8 - 1");
+    // The socket closed: an MLDv1 Done, two MLDv1 specific queries, gone.
+    let r = wait_ctl(&sock, "show mroutes", 10, &|r| !r.contains("ff0e::4242"), "the Done removes the route", &[&n1, &n2]);
+    eprintln!("{r}");
+    assert!(count("mld-query-sent") >= 3, "General Queries and the two specific ones");
+    let so = router.stop();
+    assert!(counter(&so, "mld-report-received") >= 2, "MLDv1 Report and Done: {so}");
+    assert_eq!(counter(&so, "mld-v2-query-heard") + counter(&so, "mld-v1-query-heard"), 0, "no other router: {so}");
+    assert_eq!(counter(&so, "mroute-replica-sent"), 5, "{so}");
+    assert_eq!(mempool_in_use(&so), 0, "{so}");
+}

@@ -104,6 +104,10 @@ pub struct MldSection {
     /// Sources per record at most.
     #[serde(default = "d_mld_sources")]
     pub max_sources: usize,
+    /// Of `interfaces`, those in MLDv1 compatibility mode (s.8.3.1: links
+    /// with MLDv1 routers): MLDv1 queries, MLDv2 Reports ignored.
+    #[serde(default)]
+    pub v1_interfaces: Vec<String>,
 }
 
 fn d_mld_robustness() -> u8 {
@@ -130,6 +134,8 @@ fn d_mld_sources() -> usize {
 pub struct MldPlan {
     /// Interface indices MLD runs on.
     pub ifaces: Vec<u16>,
+    /// Those in MLDv1 compatibility mode.
+    pub v1_ifaces: Vec<u16>,
     pub cfg: dataplane::mld::MldConfig,
 }
 
@@ -173,7 +179,26 @@ pub fn mld_plan(s: &MldSection, interfaces: &[Interface]) -> Result<MldPlan, Str
         max_groups: s.max_groups,
         max_sources: s.max_sources,
     };
-    Ok(MldPlan { ifaces, cfg })
+    let mut v1_ifaces: Vec<u16> = Vec::new();
+    for (i, n) in s.v1_interfaces.iter().enumerate() {
+        let k = interfaces.iter().position(|x| x.name == *n).map(|k| k as u16).filter(|k| ifaces.contains(k));
+        let Some(k) = k else {
+            return Err(format!("multicast.mld.v1_interfaces[{i}] = {n:?}: not one of multicast.mld.interfaces"));
+        };
+        if v1_ifaces.contains(&k) {
+            return Err(format!("multicast.mld.v1_interfaces[{i}] = {n:?}: listed twice"));
+        }
+        v1_ifaces.push(k);
+    }
+    if !v1_ifaces.is_empty() {
+        // RFC 2710 s.3: the Maximum Response Delay is a 16-bit count of ms.
+        for (k, v) in [("query_response_interval_ms", s.query_response_interval_ms), ("last_listener_query_interval_ms", s.last_listener_query_interval_ms)] {
+            if v > u32::from(u16::MAX) {
+                return Err(format!("multicast.mld.{k} = {v}: at most 65535 with v1_interfaces (an MLDv1 query's Maximum Response Delay has 16 bits, RFC 2710 s.3)"));
+            }
+        }
+    }
+    Ok(MldPlan { ifaces, v1_ifaces, cfg })
 }
 
 /// `[[multicast.route]]`: a static IPv6 multicast route, the underlay of
@@ -2792,6 +2817,9 @@ receivers = [ { address = "2001:db8:2::10", qpn = 0x11 }, { address = "2001:db8:
         assert_eq!(m.ifaces, vec![0]);
         assert_eq!(m.cfg, dataplane::mld::MldConfig::default(), "RFC 9777 s.9 defaults");
         assert_eq!(c.topology().mld, vec![0], "the workers know where MLD runs");
+        assert!(m.v1_ifaces.is_empty(), "MLDv2 by default");
+        let v1 = load_str(&format!("{GOOD}[multicast.mld]\ninterfaces = [\"wan\", \"dc\"]\nv1_interfaces = [\"dc\"]\n")).unwrap();
+        assert_eq!(v1.mld.map(|m| (m.ifaces, m.v1_ifaces)), Some((vec![1, 0], vec![0])));
         let bad = |patch: (&str, &str)| {
             let base = format!("{GOOD}{ML}");
             let t = base.replacen(patch.0, patch.1, 1);
@@ -2812,6 +2840,9 @@ receivers = [ { address = "2001:db8:2::10", qpn = 0x11 }, { address = "2001:db8:
             ((ifs, "interfaces = [\"dc\"]\nmax_groups = 0"), "multicast.mld.max_groups = 0: must be 1..=65536"),
             ((ifs, "interfaces = [\"dc\"]\nmax_sources = 5000"), "multicast.mld.max_sources = 5000: must be 1..=1024"),
             ((ifs, "interfaces = [\"dc\"]\nquerier = true"), "unknown field `querier`"),
+            ((ifs, "interfaces = [\"dc\"]\nv1_interfaces = [\"wan\"]"), "multicast.mld.v1_interfaces[0] = \"wan\": not one of multicast.mld.interfaces"),
+            ((ifs, "interfaces = [\"dc\"]\nv1_interfaces = [\"dc\", \"dc\"]"), "multicast.mld.v1_interfaces[1] = \"dc\": listed twice"),
+            ((ifs, "interfaces = [\"dc\"]\nv1_interfaces = [\"dc\"]\nquery_response_interval_ms = 70000"), "multicast.mld.query_response_interval_ms = 70000: at most 65535 with v1_interfaces"),
         ] {
             let e = bad(patch);
             assert!(e.contains(want), "{patch:?}: {e}");

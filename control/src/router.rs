@@ -371,9 +371,13 @@ impl Control {
                 }
             }
         }
-        for (iface, from) in m.take_warnings() {
+        for (iface, from, version) in m.take_warnings() {
             let name = self.topo.iface(iface).map_or_else(|| iface.to_string(), |x| x.name.clone());
-            eprintln!("mld: an MLDv1 querier ({from}) on {name}: this router queries in MLDv2 only, which MLDv1 routers do not understand (RFC 9777 s.8.3.1: configure every router on the link for MLDv2)");
+            if version == 1 {
+                eprintln!("mld: an MLDv1 querier ({from}) on {name}: this router queries in MLDv2 there, which MLDv1 routers do not understand (RFC 9777 s.8.3.1: list {name} in [multicast.mld] v1_interfaces, or configure every router on the link for MLDv2)");
+            } else {
+                eprintln!("mld: an MLDv2 querier ({from}) on {name}, which this router runs in MLDv1 mode (RFC 9777 s.8.3.1: every router on the link must use the lowest version present; configure that router for MLDv1, or take {name} out of v1_interfaces if no MLDv1 router is left)");
+            }
         }
         if m.take_changed() {
             self.refresh_mroutes();
@@ -775,7 +779,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     // by now); its clock is ns since `started`.
     if let Some(plan) = control.cfg.mld.clone() {
         let ifs: Vec<(u16, std::net::Ipv6Addr)> = plan.ifaces.iter().filter_map(|&i| control.topo.iface(i).map(|x| (i, x.link_local))).collect();
-        control.mld = Some(dataplane::mld::Mld::new(plan.cfg, &ifs, 0));
+        control.mld = Some(dataplane::mld::Mld::new(plan.cfg, &ifs, 0).with_v1(&plan.v1_ifaces));
         control.mld_started = started;
     }
     let epoch_ns = dataplane::fann::unix_ns();

@@ -191,6 +191,8 @@ reasons!(Local, N_LOCAL {
     MldReportReceived => "mld-report-received",
     MldQueryReceived => "mld-query-received",
     MldV1QueryHeard => "mld-v1-query-heard",
+    MldV2QueryHeard => "mld-v2-query-heard",
+    MldV2ReportIgnored => "mld-v2-report-ignored",
     MldQuerySent => "mld-query-sent",
     MldRecordIgnored => "mld-record-ignored",
     MldSsmExcludeIgnored => "mld-ssm-exclude-ignored",

@@ -42,12 +42,17 @@
 //!   `max_sources` sources per record; beyond them new state is refused
 //!   and counted (`mld-state-full`).
 //!
-//! Not implemented: the MLDv1 querier compatibility mode (s.8.3.1: this
-//! router always queries in MLDv2; MLDv1 hosts answer MLDv2 queries,
-//! s.8.2.1; an MLDv1 querier heard on the link is counted,
-//! `mld-v1-query-heard`, and reported once per interface, as s.8.3.1
-//! asks), and PIM: MLD gives the routes their outgoing interfaces, the
-//! incoming side is any interface (or the static route's `iif`).
+//! * MLDv1 routers on the link (s.8.3.1): an interface configured for
+//!   MLDv1 ([`Mld::with_v1`]) queries in MLDv1 (24-octet General and
+//!   Multicast Address Specific Queries, RFC 2710 s.3), ignores MLDv2
+//!   Reports as an MLDv1 router does (`mld-v2-report-ignored`; its hosts
+//!   answer MLDv1 queries in MLDv1, s.8.2.1) and reports an MLDv2 query
+//!   heard there once (`mld-v2-query-heard`, "SHOULD also warn"); an
+//!   interface left in MLDv2 reports an MLDv1 query heard there once
+//!   (`mld-v1-query-heard`, "SHOULD log a warning").
+//!
+//! Not implemented: PIM. MLD gives the routes their outgoing interfaces,
+//! the incoming side is any interface (or the static route's `iif`).
 
 use std::collections::BTreeMap;
 use std::net::Ipv6Addr;
@@ -121,8 +126,11 @@ struct Iface {
     rv: u8,
     qi_ns: u64,
     groups: BTreeMap<Ipv6Addr, Group>,
-    /// An MLDv1 query was heard here (and reported once).
-    v1_querier_warned: bool,
+    /// A query of the other version was heard here (and reported once).
+    version_warned: bool,
+    /// MLDv1 compatibility mode (s.8.3.1): MLDv1 queries, MLDv2 Reports
+    /// ignored.
+    v1: bool,
 }
 
 /// One interface's listeners for one multicast address, as forwarding
@@ -161,9 +169,10 @@ pub struct Mld {
     ifaces: Vec<Iface>,
     records: usize,
     changed: bool,
-    /// (interface, router) where an MLDv1 querier was first heard, for the
-    /// caller to log (RFC 9777 s.8.3.1), drained by [`Mld::take_warnings`].
-    warnings: Vec<(u16, Ipv6Addr)>,
+    /// (interface, router, its MLD version) where a querier of the other
+    /// version was first heard, for the caller to log (RFC 9777 s.8.3.1),
+    /// drained by [`Mld::take_warnings`].
+    warnings: Vec<(u16, Ipv6Addr, u8)>,
 }
 
 /// The SSM range (RFC 4607 s.1: FF3x::/32).
@@ -178,9 +187,19 @@ impl Mld {
     pub fn new(cfg: MldConfig, ifaces: &[(u16, Ipv6Addr)], now: u64) -> Mld {
         let ifaces = ifaces
             .iter()
-            .map(|&(iface, addr)| Iface { iface, addr, other: None, next_general: now, startup_left: cfg.robustness, rv: cfg.robustness, qi_ns: cfg.query_interval_ns, groups: BTreeMap::new(), v1_querier_warned: false })
+            .map(|&(iface, addr)| Iface { iface, addr, other: None, next_general: now, startup_left: cfg.robustness, rv: cfg.robustness, qi_ns: cfg.query_interval_ns, groups: BTreeMap::new(), version_warned: false, v1: false })
             .collect();
         Mld { cfg, ifaces, records: 0, changed: false, warnings: Vec::new() }
+    }
+
+    /// MLDv1 compatibility mode (s.8.3.1) on these interfaces: "routers
+    /// that desire to be compatible with MLDv1 MUST have a configuration
+    /// option to act in MLDv1 mode".
+    pub fn with_v1(mut self, ifaces: &[u16]) -> Mld {
+        for f in self.ifaces.iter_mut() {
+            f.v1 = ifaces.contains(&f.iface);
+        }
+        self
     }
 
     pub fn config(&self) -> &MldConfig {
@@ -193,10 +212,12 @@ impl Mld {
         std::mem::take(&mut self.changed)
     }
 
-    /// Where an MLDv1 querier was heard since the last call (once per
-    /// interface): such a router does not understand this router's MLDv2
-    /// queries; RFC 9777 s.8.3.1 wants MLDv1 configured on the link.
-    pub fn take_warnings(&mut self) -> Vec<(u16, Ipv6Addr)> {
+    /// Where a querier of the other MLD version was heard since the last
+    /// call, once per interface: (interface, router, its version). An
+    /// MLDv1 router does not understand MLDv2 queries (RFC 9777 s.8.3.1
+    /// wants MLDv1 configured on the link); an MLDv2 router on an MLDv1
+    /// link should be configured for MLDv1 too.
+    pub fn take_warnings(&mut self) -> Vec<(u16, Ipv6Addr, u8)> {
         std::mem::take(&mut self.warnings)
     }
 
@@ -243,7 +264,7 @@ impl Mld {
                 Some((a, until)) => format!("querier {a} (present {})", secs(until)),
                 None => format!("querier {} (this router; next general query in {})", f.addr, secs(f.next_general)),
             };
-            let _ = writeln!(o, "{}: {q}, robustness {}, query interval {}s, {} address(es)", name(f.iface), f.rv, f.qi_ns / 1_000_000_000, f.groups.len());
+            let _ = writeln!(o, "{}: {}{q}, robustness {}, query interval {}s, {} address(es)", name(f.iface), if f.v1 { "MLDv1 mode, " } else { "" }, f.rv, f.qi_ns / 1_000_000_000, f.groups.len());
             for (g, st) in &f.groups {
                 let srcs: Vec<String> = st.sources.iter().map(|(s, &t)| if t == BLOCKED { format!("{s} blocked") } else { format!("{s} {}", secs(t)) }).collect();
                 let mode = if st.exclude { format!("EXCLUDE filter {}", secs(st.filter)) } else { "INCLUDE".to_string() };
@@ -265,13 +286,16 @@ impl Mld {
                     return Err(Refused::BadSource);
                 }
                 counters.local(Local::MldQueryReceived);
-                if v2.is_none() && src != self.ifaces[i].addr {
-                    // s.8.3.1: an MLDv1 router on the link; this router
-                    // queries in MLDv2 only ("SHOULD log a warning").
-                    counters.local(Local::MldV1QueryHeard);
-                    if !self.ifaces[i].v1_querier_warned {
-                        self.ifaces[i].v1_querier_warned = true;
-                        self.warnings.push((self.ifaces[i].iface, src));
+                let f = &mut self.ifaces[i];
+                if v2.is_some() == f.v1 && src != f.addr {
+                    // s.8.3.1: a router of the other version on the link.
+                    // In MLDv2 mode, an MLDv1 router: "SHOULD log a
+                    // warning"; in MLDv1 mode, an MLDv2 router: "SHOULD
+                    // also warn". Rate-limited: once per interface.
+                    counters.local(if f.v1 { Local::MldV2QueryHeard } else { Local::MldV1QueryHeard });
+                    if !f.version_warned {
+                        f.version_warned = true;
+                        self.warnings.push((f.iface, src, if v2.is_some() { 2 } else { 1 }));
                     }
                 }
                 self.on_query(i, src, group, v2, now);
@@ -284,6 +308,11 @@ impl Mld {
             Message::DoneV1 { group } => {
                 counters.local(Local::MldReportReceived);
                 self.record(i, RecordType::ToInclude, group, &[], false, now, counters);
+            }
+            Message::ReportV2 { .. } if self.ifaces[i].v1 => {
+                // MLDv1 mode: as an MLDv1 router, which does not know the
+                // message; the hosts answer the MLDv1 queries in MLDv1.
+                counters.local(Local::MldV2ReportIgnored);
             }
             Message::ReportV2 { records } => {
                 counters.local(Local::MldReportReceived);
@@ -537,9 +566,10 @@ impl Mld {
                 f.qi_ns = self.cfg.query_interval_ns;
             }
             let f = &mut self.ifaces[i];
+            let v1 = f.v1;
             if f.other.is_none() && f.next_general <= now {
                 let q = QueryRepr { group: Ipv6Addr::UNSPECIFIED, max_resp_ms: (self.cfg.query_response_ns / 1_000_000) as u32, suppress: false, qrv, qqi_s, sources: Vec::new() };
-                out.push(Outgoing { iface, packet: mld::packet(addr, q.destination(), &q.message()) });
+                out.push(Outgoing { iface, packet: query_packet(addr, &q, v1) });
                 counters.local(Local::MldQuerySent);
                 if f.startup_left > 1 {
                     f.startup_left -= 1;
@@ -564,7 +594,7 @@ impl Mld {
                 if querier && (st.group_q_left > 0 || !st.src_q_left.is_empty()) && st.next_q <= now {
                     if st.group_q_left > 0 {
                         let q = QueryRepr { group: *g, max_resp_ms: llqi_ms, suppress: st.filter > now + llqt, qrv, qqi_s, sources: Vec::new() };
-                        out.push(Outgoing { iface, packet: mld::packet(addr, q.destination(), &q.message()) });
+                        out.push(Outgoing { iface, packet: query_packet(addr, &q, v1) });
                         counters.local(Local::MldQuerySent);
                         st.group_q_left -= 1;
                     }
@@ -632,6 +662,14 @@ impl Mld {
         }
         next
     }
+}
+
+/// A query from `src` in MLDv2, or with `v1` in MLDv1 (RFC 2710 s.3: no
+/// S flag, QRV, QQIC or sources; `v1` queries never have sources, since
+/// only MLDv1 records, which name none, make state on such a link).
+fn query_packet(src: Ipv6Addr, q: &QueryRepr, v1: bool) -> Vec<u8> {
+    let msg = if v1 { mld::v1_query_message(q.group, q.max_resp_ms) } else { q.message() };
+    mld::packet(src, q.destination(), &msg)
 }
 
 /// What forwarding sees of a record: the mode and the sources it forwards

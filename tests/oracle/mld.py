@@ -23,6 +23,12 @@ Usage:
       (one line), `cksum` comparing the checksum with the one scapy
       computes, `ra` the Router Alert option (value 0) in the Hop-by-Hop
       header. Exits 1 when a query is not an MLDv2 query.
+  mld.py check-v1 PCAP
+      the same for a router in MLDv1 mode (RFC 9777 s.8.3.1): every query
+      must be an MLDv1 query (RFC 2710 s.3, 24 octets), printed as
+        QUERYV1 <group|general> mrd=<ms> src=... dst=... eth=... hlim=<n>
+                ra=<ok|bad> cksum=<ok|bad>
+      and the exit status is 1 when one is not.
 """
 import sys
 
@@ -30,7 +36,7 @@ try:
     from scapy.all import Ether, IPv6, raw, wrpcap, rdpcap
     from scapy.layers.inet6 import (IPv6ExtHdrHopByHop, RouterAlert, ICMPv6MLReport2,
                                     ICMPv6MLDMultAddrRec, ICMPv6MLReport, ICMPv6MLDone,
-                                    ICMPv6MLQuery2)
+                                    ICMPv6MLQuery2, ICMPv6MLQuery)
 except ImportError as e:  # pragma: no cover
     print("FATAL scapy >= 2.6 is required (pip install scapy): %s" % e)
     sys.exit(3)
@@ -68,7 +74,7 @@ def build(path):
     wrpcap(path, frames)
 
 
-def check(path):
+def check(path, v1=False):
     ok = True
     for f in rdpcap(path):
         if not f.haslayer(IPv6) or not f.haslayer(IPv6ExtHdrHopByHop):
@@ -77,8 +83,9 @@ def check(path):
         pl = hbh.payload
         if raw(pl)[:1] != b"\x82":
             continue
-        if not isinstance(pl, ICMPv6MLQuery2):
-            print("NOT-MLDV2 %r" % pl)
+        want_cls = ICMPv6MLQuery if v1 else ICMPv6MLQuery2
+        if type(pl) is not want_cls or (v1 and len(raw(pl)) != 24):
+            print("NOT-%s %r" % ("MLDV1" if v1 else "MLDV2", pl))
             ok = False
             continue
         q = pl
@@ -87,8 +94,13 @@ def check(path):
         again.cksum = None
         ip = f[IPv6]
         mine = IPv6(src=ip.src, dst=ip.dst, hlim=ip.hlim) / IPv6ExtHdrHopByHop(options=hbh.options) / again
-        want = IPv6(raw(mine))[ICMPv6MLQuery2].cksum
+        want = IPv6(raw(mine))[want_cls].cksum
         group = "general" if q.mladdr == "::" else q.mladdr
+        if v1:
+            print("QUERYV1 %s mrd=%d src=%s dst=%s eth=%s hlim=%d ra=%s cksum=%s" % (
+                group, q.mrd, ip.src, ip.dst, f[Ether].dst, ip.hlim,
+                "ok" if ra else "bad", "ok" if want == q.cksum else "bad"))
+            continue
         print("QUERY %s mrd=%d s=%d qrv=%d qqic=%d nsrc=%d src=%s dst=%s eth=%s hlim=%d ra=%s cksum=%s" % (
             group, q.mrd, q.S, q.QRV, q.QQIC, q.sources_number, ip.src, ip.dst, f[Ether].dst, ip.hlim,
             "ok" if ra else "bad", "ok" if want == q.cksum else "bad"))
@@ -100,6 +112,8 @@ if __name__ == "__main__":
         build(sys.argv[2])
     elif len(sys.argv) == 3 and sys.argv[1] == "check":
         sys.exit(0 if check(sys.argv[2]) else 1)
+    elif len(sys.argv) == 3 and sys.argv[1] == "check-v1":
+        sys.exit(0 if check(sys.argv[2], v1=True) else 1)
     else:
         print(__doc__)
         sys.exit(2)

@@ -279,7 +279,7 @@ fn querier_election_adopts_the_lower_address_and_takes_over_when_it_goes() {
     m.on_message(DC, a("fe80::"), &v1, 200 * S, &c).unwrap();
     m.on_message(DC2, a("fe80::1"), &v1, 200 * S, &c).unwrap();
     m.on_message(DC2, a("fe80::1"), &v1, 201 * S, &c).unwrap();
-    assert_eq!(m.take_warnings(), vec![(DC, a("fe80::")), (DC2, a("fe80::1"))]);
+    assert_eq!(m.take_warnings(), vec![(DC, a("fe80::"), 1), (DC2, a("fe80::1"), 1)]);
     assert!(m.take_warnings().is_empty());
     assert_eq!(local(&c, Local::MldV1QueryHeard), 3);
     assert_eq!(m.other_querier(DC2), Some(a("fe80::1")));
@@ -397,4 +397,92 @@ fn source_specific_queries_split_by_s_flag_and_fit_the_minimum_mtu() {
     assert_eq!(s_flag[0].4, vec![a("2001:db8::1")]);
     tick(&mut m2, &c, 4 * S);
     assert_eq!(routes(&m2, &[]), vec![route("ff0e::5", Some("2001:db8::1"), None, &[DC])]);
+}
+
+/// The MLDv1 queries in `out` as (iface, destination, group, Maximum
+/// Response Delay ms), checking each is a well-formed 24-octet MLDv1 query
+/// (RFC 2710 s.3) with Hop Limit 1, Router Alert and a valid checksum.
+fn v1_queries(out: &[Outgoing]) -> Vec<(u16, Ipv6Addr, Ipv6Addr, u16)> {
+    out.iter()
+        .map(|o| {
+            let p = &o.packet;
+            assert_eq!((p[7], p.len()), (1, 40 + 8 + 24), "Hop Limit 1, 24-octet message");
+            assert!(crate::wire::mld::has_router_alert(&p[40..]), "Router Alert");
+            let src = Ipv6Addr::from(<[u8; 16]>::try_from(&p[8..24]).unwrap());
+            let dst = Ipv6Addr::from(<[u8; 16]>::try_from(&p[24..40]).unwrap());
+            let m = &p[48..];
+            let sum = crate::wire::checksum::combine(crate::wire::checksum::pseudo_v6(&src.octets(), &dst.octets(), 58, m.len() as u32), crate::wire::checksum::sum(m));
+            assert_eq!(crate::wire::checksum::fold(sum), 0xffff, "checksum");
+            assert_eq!((m[0], m[1], &m[6..8]), (mld::QUERY, 0, &[0u8, 0][..]), "type 130, code 0, reserved 0");
+            (o.iface, dst, Ipv6Addr::from(<[u8; 16]>::try_from(&m[8..24]).unwrap()), u16::from_be_bytes([m[4], m[5]]))
+        })
+        .collect()
+}
+
+#[test]
+fn an_mldv1_interface_queries_in_mldv1_and_ignores_mldv2_reports() {
+    // s.8.3.1: on a link with MLDv1 routers the querier uses MLDv1: 24-octet
+    // queries; an MLDv1 router does not know MLDv2 Reports, and the hosts
+    // answer MLDv1 queries in MLDv1 (s.8.2.1). DC is in MLDv1 mode, DC2 not.
+    let c = WorkerCounters::default();
+    let mut m = Mld::new(MldConfig::default(), &[(DC, a("fe80::1")), (DC2, a("fe80::2"))], 0).with_v1(&[DC]);
+    let mut out = Vec::new();
+    m.tick(0, &mut out, &c);
+    let (v1, v2): (Vec<Outgoing>, Vec<Outgoing>) = out.into_iter().partition(|o| o.iface == DC);
+    assert_eq!(v1_queries(&v1), vec![(DC, mld::ALL_NODES, Ipv6Addr::UNSPECIFIED, 10_000)], "an MLDv1 General Query, MRD = Query Response Interval");
+    assert_eq!(queries(&v2).len(), 1, "DC2 stays MLDv2");
+    // MLDv2 Reports on DC: ignored, counted; on DC2 as usual.
+    report(&mut m, &c, DC, S, &[rec(RecordType::ToExclude, "ff0e::100", &[])]);
+    report(&mut m, &c, DC2, S, &[rec(RecordType::ToExclude, "ff0e::100", &[])]);
+    assert_eq!(local(&c, Local::MldV2ReportIgnored), 1);
+    assert_eq!(m.listeners().iter().map(|l| l.iface).collect::<Vec<_>>(), vec![DC2]);
+    // An MLDv1 Report on DC makes the listener; its Done is followed by
+    // Last Listener Query Count MLDv1 Multicast Address Specific Queries,
+    // LLQI apart, MRD = LLQI; unanswered, the listener goes after LLQT.
+    m.on_message(DC, host(), &v1_message(REPORT_V1, a("ff0e::300")), 2 * S, &c).unwrap();
+    assert!(m.listeners().iter().any(|l| l.iface == DC && l.group == a("ff0e::300") && l.exclude));
+    m.on_message(DC, host(), &v1_message(DONE_V1, a("ff0e::300")), 3 * S, &c).unwrap();
+    let mut out = Vec::new();
+    m.tick(3 * S, &mut out, &c);
+    assert_eq!(v1_queries(&out), vec![(DC, a("ff0e::300"), a("ff0e::300"), 1000)]);
+    let mut out = Vec::new();
+    m.tick(3 * S + 999 * MS, &mut out, &c);
+    assert!(out.is_empty(), "{out:?}");
+    m.tick(4 * S, &mut out, &c);
+    assert_eq!(v1_queries(&out), vec![(DC, a("ff0e::300"), a("ff0e::300"), 1000)]);
+    assert!(m.listeners().iter().any(|l| l.iface == DC && l.group == a("ff0e::300")), "until LLQT (2 s)");
+    m.tick(5 * S, &mut Vec::new(), &c);
+    assert!(!m.listeners().iter().any(|l| l.iface == DC), "{:?}", m.listeners());
+    // The next General Query on DC, a quarter of QI later (startup), is
+    // MLDv1 again.
+    let mut out = Vec::new();
+    m.tick(125 * S / 4, &mut out, &c);
+    let dc: Vec<Outgoing> = out.into_iter().filter(|o| o.iface == DC).collect();
+    assert_eq!(v1_queries(&dc), vec![(DC, mld::ALL_NODES, Ipv6Addr::UNSPECIFIED, 10_000)]);
+    assert!(m.show(5 * S, |i| i.to_string()).starts_with("1: MLDv1 mode, querier fe80::1"));
+}
+
+#[test]
+fn an_mldv1_interface_warns_of_mldv2_queriers_and_obeys_mldv1_ones() {
+    // s.8.3.1: in MLDv1 mode, "SHOULD also warn about receiving an MLDv2
+    // Query" (rate-limited: once per interface); an MLDv1 query there is
+    // what the link runs, no warning; either elects by address.
+    let c = WorkerCounters::default();
+    let mut m = Mld::new(MldConfig::default(), &[(DC, a("fe80::1"))], 0).with_v1(&[DC]);
+    m.tick(0, &mut Vec::new(), &c);
+    let mut v1 = v1_message(mld::QUERY, Ipv6Addr::UNSPECIFIED);
+    v1[4..6].copy_from_slice(&10_000u16.to_be_bytes());
+    m.on_message(DC, a("fe80::"), &v1, S, &c).unwrap();
+    assert_eq!(m.other_querier(DC), Some(a("fe80::")), "the lower MLDv1 router queries");
+    assert!(m.take_warnings().is_empty());
+    assert_eq!(local(&c, Local::MldV1QueryHeard), 0);
+    let v2 = QueryRepr { group: Ipv6Addr::UNSPECIFIED, max_resp_ms: 10_000, suppress: false, qrv: 2, qqi_s: 125, sources: vec![] }.message();
+    m.on_message(DC, a("fe80::9"), &v2, 2 * S, &c).unwrap();
+    m.on_message(DC, a("fe80::9"), &v2, 3 * S, &c).unwrap();
+    assert_eq!(m.take_warnings(), vec![(DC, a("fe80::9"), 2)]);
+    assert_eq!(local(&c, Local::MldV2QueryHeard), 2);
+    // As a non-querier it sends nothing, in either version.
+    let mut out = Vec::new();
+    m.tick(125 * S / 4, &mut out, &c);
+    assert!(out.is_empty(), "{out:?}");
 }

@@ -347,6 +347,15 @@ pub fn report_v2_message(records: &[RecordRepr]) -> Vec<u8> {
     m
 }
 
+/// An MLDv1 Query (RFC 2710 s.3, checksum 0): General (`group` ::) or
+/// Multicast Address Specific, with the Maximum Response Delay in ms (a
+/// 16-bit field: capped at 65535).
+pub fn v1_query_message(group: Ipv6Addr, max_resp_ms: u32) -> Vec<u8> {
+    let mut m = v1_message(QUERY, group);
+    m[4..6].copy_from_slice(&(max_resp_ms.min(u32::from(u16::MAX)) as u16).to_be_bytes());
+    m
+}
+
 /// An MLDv1 Report or Done message (checksum 0).
 pub fn v1_message(ty: u8, group: Ipv6Addr) -> Vec<u8> {
     let mut m = vec![0u8; V1_LEN];
