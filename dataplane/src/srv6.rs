@@ -1082,6 +1082,21 @@ impl Pipeline {
             return Err(Drop::TtlExpired);
         }
         let mut k = 0;
+        if !local && !self.mc.is_empty() {
+            // A tree-interior node that replicates the group's data by IP
+            // multicast (draft-li s.4.2: "IP multicast procedures") sees it
+            // here, SRv6-encapsulated to the edge nodes' End.MT SID: the
+            // highest PSN sent (s.9) and the round trip of an adaptive
+            // window need it as much as on the End.MT path.
+            if let Some(pkt) = p.data().get(l2.l3..l2.l3 + total) {
+                if let Ok(chain) = Ipv6Packet::new_unchecked(pkt).ext_chain() {
+                    if chain.upper_protocol == IpProtocol::IPV6 {
+                        let inner = pkt.get(chain.upper_offset..).unwrap_or(&[]);
+                        self.mc_observe_inner(inner, now_ns);
+                    }
+                }
+            }
+        }
         if local {
             match self.srv6_local(p, l2, src, dst, hop, total, now_ns) {
                 Ok(Verdict::Replicate(n)) => k = usize::from(n),

@@ -1742,3 +1742,55 @@ fn no_icmpv6_error_for_a_multicast_destination() {
     assert!(matches!(v, Verdict::Tx(_)), "{v:?}");
     assert_eq!(pl.counters.local[Local::TimeExceeded6 as usize].get(), 1);
 }
+
+/// A receiver's RC ACK of `psn` to the Proxy Address / Designated QPN, as
+/// its RC stack sends it (built with the crate's response writer and a
+/// mirrored group), in a frame to port 0.
+fn receiver_ack(from: Ipv6Addr, psn: u32) -> Vec<u8> {
+    use dataplane::multicast::{build_upstream, upstream_len, GroupConfig, GroupId, Receiver, Upstream};
+    let r = Upstream::Ack { psn, msn: psn, credits: 31 };
+    let mirror = GroupConfig::new(GroupId { source: proxy(), source_qpn: DESIGNATED_QPN }, from, 0, vec![Receiver { addr: s1(), qpn: 0 }]);
+    let mut b = vec![0u8; upstream_len(&r)];
+    let n = build_upstream(&r, &mirror, &mut b).unwrap();
+    b.truncate(n);
+    eth(0x86dd, &b)
+}
+
+/// A tree-interior node that replicates the group's data by a multicast
+/// route (draft-li s.4.2: transit replication by "IP multicast
+/// procedures") and holds the group (the node adjacent to the source):
+/// the SRv6-encapsulated data it copies down the tree records its PSN as
+/// sent (s.9: an ACK beyond it is refused) and, with an adaptive window,
+/// starts a round trip the receivers' ACK ends.
+#[test]
+fn a_multicast_route_transit_node_observes_the_groups_data() {
+    use dataplane::multicast::{GroupConfig, GroupId, Receiver};
+    let g = a6("ff3e::20");
+    let rx = a6("2001:db8:2::11");
+    let mut pl = mc_pipeline(vec![mroute(g, None, Some(0), &[1])]);
+    let mut cfg = GroupConfig::new(GroupId { source: s1(), source_qpn: 0x100 }, proxy(), DESIGNATED_QPN, vec![Receiver { addr: rx, qpn: 0x777 }]);
+    cfg.cnp_window_max_ns = Some(1_000_000_000);
+    pl.set_groups(&[cfg], T0).unwrap();
+    let f = to_group_mac(mt_frame(g, node_addr(), &[(rx, 0x777)], 0, 0), g);
+    let (v, p) = process_on(&mut pl, &f, 0);
+    assert_eq!(v, Verdict::Replicate(1), "the route's copy, down the tree");
+    assert_eq!(replicas(&mut pl, &p, 1)[0].as_ref().unwrap().0, 1);
+    let grp = |pl: &Pipeline| pl.groups().iter().next().unwrap().1.clone();
+    assert_eq!(grp(&pl).highest_sent(), Some(5), "the inner RC packet's PSN, seen through the SRH");
+    assert_eq!(pl.counters.local[Local::McDataSeen as usize].get(), 1);
+    // An ACK beyond what was sent is refused; the one for PSN 5, 3 ms after
+    // the data passed, is a round trip (the upstream ACK itself finds no
+    // route to the source here).
+    let mut a = VecPacket::from_bytes(&receiver_ack(rx, 9));
+    assert_eq!(pl.process(&mut a, 0, T0 + 1_000_000), Verdict::Drop(Drop::McPsnBeyondSent));
+    let mut a = VecPacket::from_bytes(&receiver_ack(rx, 5));
+    pl.process(&mut a, 0, T0 + 3_000_000);
+    assert_eq!(grp(&pl).upstream_psn(), 5);
+    assert_eq!(grp(&pl).srtt_ns(), Some(3_000_000));
+    assert_eq!(grp(&pl).window_ns(), 3_000_000);
+    // Without a group here, nothing is looked at: the copy goes as before.
+    let mut plain = mc_pipeline(vec![mroute(g, None, Some(0), &[1])]);
+    let (v, _) = process_on(&mut plain, &f, 0);
+    assert_eq!(v, Verdict::Replicate(1));
+    assert_eq!(plain.counters.local[Local::McDataSeen as usize].get(), 0);
+}

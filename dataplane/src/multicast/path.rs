@@ -153,13 +153,15 @@ impl Pipeline {
 
     /// Whether a frame must be processed by the worker that owns the
     /// multicast groups (see the worker's steering): an IPv6 packet to a
-    /// Proxy Address or to a local End.MT SID. Cheap; reads only.
+    /// Proxy Address or to a local End.MT SID, or one that a multicast
+    /// route replicates (the group's data at a tree-interior node, see
+    /// `multicast6`). Cheap; reads only.
     pub fn mc_steer(&self, frame: &[u8]) -> bool {
         if self.mc.is_empty() {
             return false;
         }
         let Some(dst) = frame_dst6(frame) else { return false };
-        self.mc.is_proxy(&dst) || matches!(self.sids.get(&dst), Some(Behaviour::EndMT { .. }))
+        self.mc.is_proxy(&dst) || matches!(self.sids.get(&dst), Some(Behaviour::EndMT { .. })) || crate::tables::routable_multicast6(&dst)
     }
 
     /// Whether the node has an END.C SID.
