@@ -512,6 +512,23 @@ mod tests {
         assert_eq!(got.message().hop_limit(), 2, "FANN hop limit 3 -> 2");
         assert!(got.verify_checksum(&src, &dst));
         assert_eq!(&out[out.len() - 4..], &[0xa5; 4]);
+        // One with reserved bitmap bits (23 and 31) and their items, of a
+        // size this node does not know, after the stack (s.5.1.3: "Reserved
+        // for future use"): forwarded the same way, the items kept.
+        let mut fut = icmp.clone();
+        fut[4 + 36] |= 0x01; // the bitmap is octets 33..37 of the message: bit 31
+        fut[4 + 35] |= 0x01; // bit 23
+        fut.extend_from_slice(&[0xfe; 8]);
+        let mut f = ip6_frame(58, &fut);
+        crate::wire::fann::Packet::new_unchecked(&mut f[14 + 40..]).fill_checksum(&src, &dst);
+        let mut p = VecPacket::from_bytes(&f);
+        assert_eq!(pl.process(&mut p, 0, 1), Verdict::Tx(0), "reserved bit set");
+        let out = p.to_vec();
+        let got = crate::wire::fann::Packet::new_checked(&out[14 + 40..]).unwrap();
+        assert_ne!(got.message().reserved_bits(), 0);
+        assert_eq!(got.message().hop_limit(), 2, "FANN hop limit 3 -> 2");
+        assert!(got.verify_checksum(&src, &dst));
+        assert_eq!(&out[out.len() - 8..], &[0xfe; 8]);
     }
 
     /// A FANN message this node steers into an SR policy is forwarded by

@@ -340,6 +340,18 @@ fn bad_notifications_at_the_pe_are_dropped_and_counted() {
     padded.extend_from_slice(&ip2);
     f.sim.deliver(pe, 1, padded);
     assert_eq!(f.sim.pe(pe).unwrap().pe.stats.accepted, 2, "the padded notification is accepted");
+    // One whose bitmap sets a reserved bit (15, "Reserved for future use",
+    // s.5.1.3), its item after the stack: accepted for the items it knows.
+    let m3 = MessageRepr { event_id: 5, ..m };
+    let mut ip3 = dataplane::fann::notification_packet(CODE_EVENT, &m3, &a("fc00::2"), &a("fc00::a"), &Params::DEFAULT, true);
+    let bitmap_at = 40 + 8 + 33;
+    ip3[bitmap_at + 1] |= 0x01;
+    ip3.extend_from_slice(&[0x5a; 12]);
+    fix_udp6(&mut ip3);
+    let mut future = fann_frame(&f.sim, pe, "fc00::2", "fc00::2", 0)[..14].to_vec();
+    future.extend_from_slice(&ip3);
+    f.sim.deliver(pe, 1, future);
+    assert_eq!(f.sim.pe(pe).unwrap().pe.stats.accepted, 3, "a notification with a future metadata item is accepted");
     assert_eq!(f.sim.counters(pe).drops[Drop::FannMalformed as usize].get(), 2);
     // A plain UDP datagram to the PE on another port is still unsupported.
     let other = udp6_frame([2, 0, 0, 0, 9, 9], f.sim.mac(pe, 1), a("fc00::2"), a("fc00::a"), 0, 1, 2, 4);

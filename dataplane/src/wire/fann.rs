@@ -48,12 +48,17 @@
 //! | 14 | Path ID | 16 |
 //! | 15-31 | reserved | (unknown) |
 //!
-//! A message with a reserved bit set cannot be sized and is `Unrecognized`;
-//! a message shorter than 41 + the stack size the bitmap implies is
-//! `Truncated` and is discarded — the s.6 rule that the lengths must not
-//! exceed the payload. Octets after the stack (a sender that pads the
-//! message to 4- or 8-octet rows, as the s.5.1.1 figure draws them) are
-//! allowed and ignored: the metadata accessors see only the stack. The view
+//! Items are stacked in ascending bit order, so the items of the reserved
+//! bits (15-31, "Reserved for future use"; their sizes unknown here) come
+//! after every defined one: a message with reserved bits set is sized and
+//! read by its defined bits, and whatever follows them is taken as the
+//! future items (forwarded untouched; the ingress PE uses the items it
+//! knows). A message shorter than 41 + the stack size the defined bits
+//! imply is `Truncated` and is discarded — the s.6 rule that the lengths
+//! must not exceed the payload. Octets after the stack (a sender that pads
+//! the message to 4- or 8-octet rows, as the s.5.1.1 figure draws them, or
+//! the reserved bits' items) are allowed and ignored: the metadata
+//! accessors see only the stack. The view
 //! must be given the message (the IPv6 payload / UDP payload), not a padded
 //! frame tail, whose octets would be taken for the message's own.
 
@@ -122,12 +127,9 @@ pub const fn bitmap_bit(index: u8) -> u32 {
 /// Bits 0..=14.
 pub const DEFINED_MASK: u32 = !(u32::MAX >> DEFINED_BITS);
 
-/// Size of the metadata stack the bitmap implies; `Unrecognized` if a
-/// reserved bit (15-31) is set.
+/// Size of the metadata stack the bitmap's defined bits (0-14) imply; the
+/// items of reserved bits (15-31), of unknown size, follow it.
 pub fn stack_len(bitmap: u32) -> Result<usize> {
-    if bitmap & !DEFINED_MASK != 0 {
-        return Err(Error::Unrecognized);
-    }
     Ok((0..DEFINED_BITS)
         .filter(|&b| bitmap & bitmap_bit(b) != 0)
         .map(|b| ITEM_SIZES[usize::from(b)])
@@ -206,8 +208,8 @@ impl<T: AsRef<[u8]>> Message<T> {
         Ok(m)
     }
 
-    /// `Truncated` below 37 octets or below 37 + stack; `Unrecognized` if a
-    /// reserved bitmap bit is set. Octets after the stack are padding (s.6
+    /// `Truncated` below 37 octets or below 37 + the defined bits' stack.
+    /// Octets after the stack are padding or reserved bits' items (s.6
     /// asks only that the lengths not exceed the payload).
     pub fn check_len(&self) -> Result<()> {
         let d = self.buffer.as_ref();
@@ -221,7 +223,14 @@ impl<T: AsRef<[u8]>> Message<T> {
         Ok(())
     }
 
-    /// Octets after the metadata stack (padding, ignored).
+    /// Reserved bitmap bits (15-31) set: items this node does not know,
+    /// after the stack.
+    pub fn reserved_bits(&self) -> u32 {
+        self.buffer.as_ref().get(field::BITMAP).map_or(0, |b| be_u32(b) & !DEFINED_MASK)
+    }
+
+    /// Octets after the metadata stack (padding, or reserved bits' items;
+    /// ignored).
     pub fn padding_len(&self) -> usize {
         let d = self.buffer.as_ref();
         let stack = d.get(field::BITMAP).map_or(Ok(0), |b| stack_len(be_u32(b))).unwrap_or(0);
@@ -1051,18 +1060,19 @@ mod tests {
             Error::Truncated
         );
         assert_eq!(Packet::new_checked(&b[..10]).unwrap_err(), Error::Truncated);
-        let mut rb = b.clone();
-        rb[40] |= 0x01; // bit 31
-        assert_eq!(
-            Packet::new_checked(&rb[..]).unwrap_err(),
-            Error::Unrecognized
-        );
-        let mut rb = b.clone();
-        rb[38] |= 0x01; // bit 15
-        assert_eq!(
-            Packet::new_checked(&rb[..]).unwrap_err(),
-            Error::Unrecognized
-        );
+        // Reserved bits (15-31): their items, of unknown size, follow the
+        // defined ones; the message is read by the bits it knows.
+        for (at, bit) in [(40usize, 0x01u8), (38, 0x01)] {
+            let mut rb = b.clone();
+            rb[at] |= bit; // bit 31, bit 15
+            rb.extend_from_slice(&[0xab; 4]); // the future item
+            let p = Packet::new_checked(&rb[..]).unwrap();
+            assert_ne!(p.message().reserved_bits(), 0);
+            assert_eq!(p.message().padding_len(), 4);
+            let mut want = r.clone();
+            want.message.metadata = Metadata::parse(&p.message());
+            assert_eq!(want.message.metadata, r.message.metadata, "the defined items as sent");
+        }
         let mut bb = b.clone();
         bb[37] |= 0x80; // bit 0 added: 4 more octets claimed
         assert_eq!(Packet::new_checked(&bb[..]).unwrap_err(), Error::Truncated);
@@ -1230,10 +1240,16 @@ mod tests {
             let old = u32::from_be_bytes([b[37], b[38], b[39], b[40]]);
             let new = old ^ bitmap_bit(flip);
             b[37..41].copy_from_slice(&new.to_be_bytes());
-            // Setting a bit asks for an item the message does not hold (or
-            // sets a reserved bit): refused. Clearing one leaves its octets
-            // after the shorter stack, as padding.
-            if new & bitmap_bit(flip) != 0 {
+            // Setting a defined bit asks for an item the message does not
+            // hold: refused. Setting a reserved one announces an item after
+            // the stack, of a size unknown here: read by the defined bits.
+            // Clearing one leaves its octets after the shorter stack, as
+            // padding.
+            if flip >= DEFINED_BITS {
+                let m = Message::new_checked(&b[4..]).unwrap();
+                prop_assert_eq!(m.reserved_bits(), new & !DEFINED_MASK);
+                prop_assert_eq!(Metadata::parse(&m), r.message.metadata);
+            } else if new & bitmap_bit(flip) != 0 {
                 prop_assert!(Packet::new_checked(&b[..]).is_err());
             } else {
                 let m = Message::new_checked(&b[4..]).unwrap();
