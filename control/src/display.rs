@@ -262,6 +262,7 @@ pub fn congestion(views: &[(u16, CongestionView)], names: &[(u16, String)]) -> S
             ("cnp-notify", s.cnp_notify.to_string()),
             ("cnp-resume", s.cnp_resume.to_string()),
             ("cnp-escalated", s.escalated.to_string()),
+            ("cnp-escalation-saturated", s.escalation_saturated.to_string()),
             ("cnp-deferred", s.suppressed.to_string()),
             ("cnp-flow-rate-limited", s.rate_limited.to_string()),
             ("cnp-port-capped", s.port_capped.to_string()),

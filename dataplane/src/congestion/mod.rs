@@ -555,6 +555,10 @@ pub struct CongestionStats {
     pub suppressed: u64,
     /// Escalated CNPs (s.5.7).
     pub escalated: u64,
+    /// Of those, ones that could not be stricter than the plain decision
+    /// in both level and action: level 255, or a pause already at
+    /// `max_pause_us`.
+    pub escalation_saturated: u64,
     pub flows_active: u64,
     /// RoCEv2 packets not learned: the table was full.
     pub flow_table_full: u64,

@@ -949,6 +949,13 @@ impl CongestionPort {
                     Some((_, qd_then)) if qd > qd_then => {
                         d = self.escalate(base, qd);
                         self.stats.escalated += 1;
+                        // s.5.7 wants a higher level and a stricter action;
+                        // at the ceiling (level 255, the longest pause)
+                        // this is as strict as the node can say it: sent,
+                        // and counted so that the operator sees it.
+                        if d.level <= base.level || (d.action == base.action && d.parameter <= base.parameter) {
+                            self.stats.escalation_saturated += 1;
+                        }
                     }
                     _ if fell => {
                         self.stats.suppressed += 1;

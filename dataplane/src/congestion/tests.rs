@@ -611,6 +611,38 @@ fn escalation_of_a_pause_is_a_longer_pause() {
     assert_eq!(c.stats().escalated, 1);
 }
 
+/// At the ceiling (a pause already as long as `max_pause_us`) an
+/// escalation cannot be stricter in action: it is sent all the same, with
+/// the higher level, and counted (`cnp-escalation-saturated`).
+#[test]
+fn escalation_at_the_ceiling_is_sent_and_counted() {
+    let (mut c, t) = n2_with_falling_rate(true);
+    let mut pol = c.params().policy;
+    pol.max_pause_us = 8600;
+    let mut p = c.params().clone();
+    p.policy = pol;
+    c.set_params(p);
+    assert!(poll_at(&mut c, 126 * MB, t).is_empty());
+    let mut o = Vec::with_capacity(4);
+    let mut tt = t + IV;
+    while tt <= t + RTT {
+        c.poll(170 * MB, tt, &mut o);
+        tt += IV;
+    }
+    assert_eq!(o.len(), 1);
+    assert_eq!((o[0].info.action, o[0].info.parameter), (Action::Pause, 8600), "no longer than the longest pause");
+    assert_eq!((c.stats().escalated, c.stats().escalation_saturated), (1, 1));
+    // Below the ceiling the same escalation is not counted as saturated.
+    let (mut c, t) = n2_with_falling_rate(true);
+    assert!(poll_at(&mut c, 126 * MB, t).is_empty());
+    let mut tt = t + IV;
+    while tt <= t + RTT {
+        c.poll(170 * MB, tt, &mut o);
+        tt += IV;
+    }
+    assert_eq!((c.stats().escalated, c.stats().escalation_saturated), (1, 0));
+}
+
 #[test]
 fn escalation_from_notify_to_rate_reduce() {
     // QD below K_max (EMR trigger: Notify) at deferral; worse later.
