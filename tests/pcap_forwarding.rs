@@ -1722,6 +1722,92 @@ receivers = [
     }
 }
 
+/// The headend of an RDMA multicast tree for unmodified RoCE sources
+/// (draft-li s.5.2 step 1, s.9), on real DPDK, then the edge node it sends
+/// to. Router 1's SR policy for the Proxy Address encapsulates the DC
+/// host's RC SENDs with an SRH [End.MT SID, Proxy Address], one End.MT TLV
+/// per edge node and an HMAC TLV last; scapy dissects them and Python's
+/// hmac recomputes every HMAC. Router 2 (its WAN port at router 1's
+/// gateway MAC) reads router 1's output: its End.MT SID requires the HMAC
+/// and replicates to the receivers of its TLV only, each copy verified by
+/// scapy (ICRC, UDP checksum).
+#[test]
+fn a_headend_policy_feeds_an_end_mt_edge_with_tlvs_and_hmac() {
+    python_ok().expect("the scapy oracle is required");
+    let dir = workdir("mt-headend");
+    let secret = "00112233445566778899aabbccddeeff";
+    let l2 = control::gen::L2 { src: HOST, dst: R_DC };
+    let (src, proxy): (std::net::Ipv6Addr, std::net::Ipv6Addr) = ("2001:db8:1::2".parse().unwrap(), "2001:db8:ff::1".parse().unwrap());
+    let sends: Vec<Vec<u8>> = (1..=3).map(|psn| control::gen::roce6(&l2, src, proxy, 0xc0de, 1, psn, 256, 64)).collect();
+    control::demo::write_pcap(&dir.join("dc-in.pcap"), &sends).unwrap();
+    control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
+    let cfg = dir.join("r1.toml");
+    let text = config(&dir)
+        + &format!(
+            r#"
+[srv6]
+locator = "fc00:0:a::/48"
+source = "fc00:0:a::1"
+[[srv6.hmac_key]]
+key_id = 7
+secret_hex = "{secret}"
+length = 16
+[[srv6.policy]]
+prefix = "2001:db8:ff::1/128"
+segments = [["fc00:0:1::a", "2001:db8:ff::1"]]
+hmac_key_id = 7
+[[srv6.policy.end_mt]]
+edge = "fc00:0:1::a"
+receivers = [ {{ address = "2001:db8:1::10", qpn = 0x500 }}, {{ address = "2001:db8:1::11", qpn = 0x501 }} ]
+[[srv6.policy.end_mt]]
+edge = "fc00:0:2::a"
+receivers = [ {{ address = "2001:db8:9::1", qpn = 0x42 }} ]
+[[route]]
+prefix = "fc00::/16"
+via = "2001:db8:2::2"
+"#
+        );
+    std::fs::write(&cfg, text).unwrap();
+    let out = run("mt-headend", &cfg, &["--exit-when-idle", "600", "--duration", "20"]);
+    let so = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{so}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(counter(&so, "srv6-h-encaps"), 3, "{so}");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/srh_hmac.py");
+    let o = Command::new("python3").args([script, "check", dir.join("wan-out.pcap").to_str().unwrap(), "7", secret, "16"]).output().unwrap();
+    let txt = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(o.status.success(), "{txt}{}", String::from_utf8_lossy(&o.stderr));
+    let want = "SRH src=fc00:0:a::1 sl=1 segs=fc00:0:1::a,2001:db8:ff::1 endmt=fc00:0:1::a=2001:db8:1::10/0x500,2001:db8:1::11/0x501;fc00:0:2::a=2001:db8:9::1/0x42 hmac=ok last=yes inner=2001:db8:ff::1";
+    assert_eq!(txt.lines().collect::<Vec<_>>(), vec![want; 3], "scapy and Python's hmac on router 1's output:\n{txt}");
+    tshark_clean(&dir.join("wan-out.pcap"));
+    assert_eq!(mempool_in_use(&so), 0);
+    // Router 2, the edge node, on router 1's output.
+    std::fs::rename(dir.join("wan-out.pcap"), dir.join("headend-out.pcap")).unwrap();
+    control::demo::write_pcap(&dir.join("dc-in.pcap"), &[]).unwrap();
+    let d = dir.display();
+    let cfg2 = dir.join("r2.toml");
+    let text2 = config(&dir)
+        .replace(&format!("rx_pcap={d}/empty.pcap"), &format!("rx_pcap={d}/headend-out.pcap"))
+        .replacen("mac = \"02:dc:00:00:00:02\"", "mac = \"02:00:00:00:02:02\"", 1)
+        + &receiver_neighbours(2)
+        + &format!("[srv6]\nlocator = \"fc00:0:1::/48\"\n[[srv6.hmac_key]]\nkey_id = 7\nsecret_hex = \"{secret}\"\nlength = 16\n[[srv6.sid]]\nsid = \"fc00:0:1::a\"\nbehaviour = \"end.mt\"\nhmac_required = true\n");
+    std::fs::write(&cfg2, text2).unwrap();
+    let out = run("mt-edge", &cfg2, &["--exit-when-idle", "600", "--duration", "20"]);
+    let so = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{so}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(counter(&so, "endmt-replica-built"), 6, "two receivers, three packets: {so}");
+    assert_eq!(counter(&so, "srh-hmac-bad") + counter(&so, "srh-hmac-missing"), 0, "{so}");
+    let dc = read_pcap(&dir.join("dc-out.pcap")).unwrap();
+    let got: Vec<(String, u32, u32)> = dc
+        .iter()
+        .map(|f| (std::net::Ipv6Addr::from(<[u8; 16]>::try_from(&f[14 + 24..14 + 40]).unwrap()).to_string(), u32::from_be_bytes([0, f[14 + 53], f[14 + 54], f[14 + 55]]), u32::from_be_bytes([0, f[14 + 57], f[14 + 58], f[14 + 59]])))
+        .collect();
+    let want: Vec<(String, u32, u32)> = (1..=3).flat_map(|psn| [("2001:db8:1::10".to_string(), 0x500, psn), ("2001:db8:1::11".to_string(), 0x501, psn)]).collect();
+    assert_eq!(got, want, "each receiver of the edge's TLV, with its QPN, in order");
+    let t = scapy_check(&dir.join("dc-out.pcap"));
+    assert_eq!((scapy_verdicts(&t, "ICRC-ok"), scapy_verdicts(&t, "UDP-ok")), (6, 6), "scapy: every replica\n{t}");
+    assert_eq!(mempool_in_use(&so), 0);
+}
+
 /// Multicast groups change at run time: `multicast receiver add / del`
 /// and `multicast child add / del` over the management socket validate,
 /// push the group set to the workers (Update::Groups) and the End.MT SID's

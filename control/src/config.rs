@@ -511,10 +511,60 @@ pub struct PolicySection {
     pub backup_weights: Vec<u32>,
     #[serde(default)]
     pub backup_elements: Vec<Vec<String>>,
+    /// Headend of an RDMA multicast tree (draft-li s.5.2 step 1): one
+    /// End.MT TLV per edge node in every SID list's SRH.
+    #[serde(default)]
+    pub end_mt: Vec<EndMtTlvSection>,
+    /// An HMAC TLV (RFC 8754 s.2.1.2) under this `[[srv6.hmac_key]]`.
+    pub hmac_key_id: Option<u32>,
+}
+
+/// `[[srv6.policy.end_mt]]`: the End.MT TLV of one edge node.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndMtTlvSection {
+    /// The edge node's address (the TLV's Edge Node Address: its End.MT
+    /// SID or node address, as the edge node matches it).
+    pub edge: String,
+    pub receivers: Vec<ReceiverSection>,
 }
 
 fn d_encaps() -> String {
     "encaps".into()
+}
+
+/// A policy's End.MT TLVs and HMAC key, checked field by field (`f` names
+/// the field).
+fn policy_extras(p: &PolicySection, f: &dyn Fn(&str) -> String, keys: &dataplane::wire::srh::HmacKeyTable, tlv_type: u8) -> Result<dataplane::srv6::SrhExtras, String> {
+    use dataplane::wire::srh::{EndMtReceiver, EndMtRepr, END_MT_MAX_RECEIVERS};
+    let mut end_mt: Vec<EndMtRepr> = Vec::with_capacity(p.end_mt.len());
+    for (j, t) in p.end_mt.iter().enumerate() {
+        let k = |x: &str| f(&format!("end_mt[{j}].{x}"));
+        let edge: std::net::Ipv6Addr = t.edge.parse().map_err(|_| format!("{} = {:?}: not an IPv6 address", k("edge"), t.edge))?;
+        if let Some(o) = end_mt.iter().position(|x| x.edge_node_address == edge) {
+            return Err(format!("{} = {edge}: end_mt[{o}] is the same edge node (one TLV per edge node, draft-li s.6)", k("edge")));
+        }
+        if t.receivers.is_empty() || t.receivers.len() > END_MT_MAX_RECEIVERS {
+            return Err(format!("{} has {} entries: 1..={END_MT_MAX_RECEIVERS} (what one TLV's 8-bit Length holds)", k("receivers"), t.receivers.len()));
+        }
+        let mut receivers = Vec::with_capacity(t.receivers.len());
+        for (r, x) in t.receivers.iter().enumerate() {
+            let a: std::net::Ipv6Addr = x.address.parse().map_err(|_| format!("{} = {:?}: not an IPv6 address", k(&format!("receivers[{r}].address")), x.address))?;
+            if !unicast6(a) {
+                return Err(format!("{} = {a}: a receiver is a unicast host", k(&format!("receivers[{r}].address"))));
+            }
+            if x.qpn > 0xff_ffff {
+                return Err(format!("{} = {}: a QPN has 24 bits", k(&format!("receivers[{r}].qpn")), x.qpn));
+            }
+            receivers.push(EndMtReceiver { address: a, qpn: x.qpn });
+        }
+        end_mt.push(EndMtRepr { tlv_type, edge_node_address: edge, receivers });
+    }
+    let hmac = match p.hmac_key_id {
+        None => None,
+        Some(id) => Some(keys.lookup(id).cloned().ok_or_else(|| format!("{} = {id}: no [[srv6.hmac_key]] with that key_id", f("hmac_key_id")))?),
+    };
+    Ok(dataplane::srv6::SrhExtras { end_mt, hmac })
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -1527,7 +1577,7 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
 
     let srv6 = match &f.srv6 {
         None => None,
-        Some(s6) => Some(srv6_plan(s6, &interfaces, f.ingress_pe.is_some())?),
+        Some(s6) => Some(srv6_plan(s6, &interfaces, f.ingress_pe.is_some(), params.srh_tlv_end_mt)?),
     };
     let mut fann = match &f.fann {
         None => None,
@@ -2004,7 +2054,8 @@ fn unicast6(a: std::net::Ipv6Addr) -> bool {
     !(a.is_unspecified() || a.is_loopback() || a.is_multicast() || a.is_unicast_link_local())
 }
 
-fn srv6_plan(s: &Srv6Section, interfaces: &[Interface], has_ingress_pe: bool) -> Result<Srv6Plan, String> {
+fn srv6_plan(s: &Srv6Section, interfaces: &[Interface], has_ingress_pe: bool, end_mt_tlv_type: u8) -> Result<Srv6Plan, String> {
+    let hmac_keys = hmac_key_table(&s.hmac_keys)?;
     let locator: ipnet::Ipv6Net = s.locator.parse().map_err(|_| format!("srv6.locator = {:?}: not an IPv6 prefix like fc00:0:1::/48", s.locator))?;
     let mut sids: Vec<SidPlan> = Vec::new();
     for (i, e) in s.sids.iter().enumerate() {
@@ -2201,7 +2252,8 @@ fn srv6_plan(s: &Srv6Section, interfaces: &[Interface], has_ingress_pe: bool) ->
             lists.push((sids, p.weights.get(j).copied().unwrap_or(1)));
         }
         let primary = path_specs(&f, "segments", &lists.iter().map(|(s, _)| s.clone()).collect::<Vec<_>>(), &p.weights, &p.elements, "elements")?;
-        let pol = dataplane::srv6::SrPolicy::new(source, mode, lists).map_err(|e| format!("srv6.policy[{i}]: {e}"))?;
+        let extras = policy_extras(p, &f, &hmac_keys, end_mt_tlv_type)?;
+        let pol = dataplane::srv6::SrPolicy::new(source, mode, lists).and_then(|x| x.with_extras(extras)).map_err(|e| format!("srv6.policy[{i}]: {e}"))?;
         if !p.backup_weights.is_empty() && p.backup_weights.len() != p.backup.len() {
             return Err(format!("{} = {:?}: one weight per backup SID list ({} lists)", f("backup_weights"), p.backup_weights, p.backup.len()));
         }
@@ -2230,7 +2282,6 @@ fn srv6_plan(s: &Srv6Section, interfaces: &[Interface], has_ingress_pe: bool) ->
         pe_specs.push(dataplane::fann::PolicySpec { name: p.prefix.clone(), primary, backup });
         policies.push((prefix, pol));
     }
-    let hmac_keys = hmac_key_table(&s.hmac_keys)?;
     let notification_sources = match &s.notification_sources {
         None => None,
         Some(v) if v.is_empty() => return Err("srv6.notification_sources = []: name the prefixes of the nodes that send notifications, or leave it out (any)".into()),
@@ -3226,6 +3277,24 @@ mod refusals {
         refused(&format!("{GOOD}{SRV6}[[srv6.policy]]\nprefix = \"10.9.0.0/16\"\nsegments = [[\"fc00:0:2::1\"]]\nbackup = [[\"fc00:0:3::1\"]]\n"), &["srv6.policy[0].backup", "[ingress_pe]"]);
         refused(&format!("{GOOD}[[port]]\nname = \"x\"\ndevice = \"net_null0\"\nqueue_bytes = 1000000\n"), &["port[2].queue_bytes = 1000000", "without rate_mbps"]);
         refused(&format!("{GOOD}[[port]]\nname = \"x\"\ndevice = \"net_null0\"\nqueue_packets = 1\n"), &["port[2].queue_packets = 1", "without rate_mbps"]);
+    }
+
+    #[test]
+    fn headend_policies_with_end_mt_tlvs_and_hmac_validate() {
+        const KEY: &str = "[[srv6.hmac_key]]\nkey_id = 7\nsecret_hex = \"00112233445566778899aabbccddeeff\"\nlength = 16\n";
+        let pol = |extra: &str| format!("{GOOD}{SRV6}{KEY}[[srv6.policy]]\nprefix = \"2001:db8:ff::1/128\"\nsegments = [[\"fc00:0:2::a\", \"2001:db8:ff::1\"]]\n{extra}");
+        let ok = pol("hmac_key_id = 7\n[[srv6.policy.end_mt]]\nedge = \"fc00:0:2::a\"\nreceivers = [{ address = \"2001:db8:9::1\", qpn = 0x42 }]\n");
+        let c = load_str(&ok).unwrap();
+        let x = c.srv6.as_ref().expect("[srv6]").policies[0].1.extras();
+        assert_eq!((x.end_mt.len(), x.end_mt[0].receivers[0].qpn, x.hmac.as_ref().map(|k| k.key_id())), (1, 0x42, Some(7)));
+        refused(&pol("hmac_key_id = 8\n"), &["srv6.policy[0].hmac_key_id = 8", "no [[srv6.hmac_key]]"]);
+        refused(&pol("[[srv6.policy.end_mt]]\nedge = \"nope\"\nreceivers = [{ address = \"2001:db8:9::1\", qpn = 1 }]\n"), &["srv6.policy[0].end_mt[0].edge = \"nope\"", "IPv6"]);
+        refused(&pol("[[srv6.policy.end_mt]]\nedge = \"fc00:0:2::a\"\nreceivers = []\n"), &["srv6.policy[0].end_mt[0].receivers has 0 entries", "1..=11"]);
+        refused(&pol("[[srv6.policy.end_mt]]\nedge = \"fc00:0:2::a\"\nreceivers = [{ address = \"ff02::1\", qpn = 1 }]\n"), &["srv6.policy[0].end_mt[0].receivers[0].address = ff02::1", "unicast"]);
+        refused(&pol("[[srv6.policy.end_mt]]\nedge = \"fc00:0:2::a\"\nreceivers = [{ address = \"2001:db8:9::1\", qpn = 0x1000000 }]\n"), &["srv6.policy[0].end_mt[0].receivers[0].qpn = 16777216", "24 bits"]);
+        let twice = "[[srv6.policy.end_mt]]\nedge = \"fc00:0:2::a\"\nreceivers = [{ address = \"2001:db8:9::1\", qpn = 1 }]\n";
+        refused(&pol(&format!("{twice}{twice}")), &["srv6.policy[0].end_mt[1].edge = fc00:0:2::a", "end_mt[0]"]);
+        refused(&pol("mode = \"encaps.red\"\nhmac_key_id = 7\n").replace("segments = [[\"fc00:0:2::a\", \"2001:db8:ff::1\"]]", "segments = [[\"fc00:0:2::a\"]]"), &["srv6.policy[0]", "H.Encaps.Red of one SID pushes no SRH"]);
     }
 
     #[test]

@@ -181,6 +181,14 @@ pub fn policies(t: &dataplane::srv6::SidTable) -> String {
         let lists: Vec<String> = p.lists().iter().map(|l| format!("[{}] weight {}", l.sids.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", "), l.weight)).collect();
         let limit = p.rate_permille.map(|pm| format!(" rate held to {}.{}%", pm / 10, pm % 10)).unwrap_or_default();
         let _ = writeln!(out, "{prefix} policy {i} {:?} from {}: {}{limit}", p.mode, p.source, lists.join("; "));
+        let x = p.extras();
+        for t in &x.end_mt {
+            let rs: Vec<String> = t.receivers.iter().map(|r| format!("{} {:#x}", r.address, r.qpn)).collect();
+            let _ = writeln!(out, "  end.mt tlv edge {}: {}", t.edge_node_address, rs.join(", "));
+        }
+        if let Some(k) = &x.hmac {
+            let _ = writeln!(out, "  hmac key {} ({} octets)", k.key_id(), k.len());
+        }
     }
     out
 }

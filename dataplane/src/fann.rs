@@ -1181,7 +1181,9 @@ impl PeControl {
             }
             // The backup lists must build as a policy of the same mode.
             if let Some(b) = &spec.backup {
-                SrPolicy::new(pol.source, pol.mode, b.iter().map(|p| (p.segments.clone(), p.weight.max(1))).collect()).map_err(|e| format!("ingress PE policy {:?} backup: {e}", spec.name))?;
+                SrPolicy::new(pol.source, pol.mode, b.iter().map(|p| (p.segments.clone(), p.weight.max(1))).collect())
+                    .and_then(|p| p.with_extras(pol.extras().clone()))
+                    .map_err(|e| format!("ingress PE policy {:?} backup: {e}", spec.name))?;
             }
         }
         table.pe_known = Some(cfg.known_nodes.clone());
@@ -1421,7 +1423,7 @@ impl PeControl {
         if lists.is_empty() {
             lists = paths.iter().map(|p| (p.segments.clone(), p.weight.max(1))).collect();
         }
-        if let Ok(mut p) = SrPolicy::new(old.source, old.mode, lists) {
+        if let Ok(mut p) = SrPolicy::new(old.source, old.mode, lists).and_then(|p| p.with_extras(old.extras().clone())) {
             p.rate_permille = st.rate_permille;
             self.table.set_policy(*idx, p);
         }

@@ -13,6 +13,26 @@ pub trait PacketBuffer {
     fn prepend(&mut self, n: usize) -> bool;
     /// Remove `n` bytes from the front; false when the packet is shorter.
     fn adj(&mut self, n: usize) -> bool;
+    /// Room in front of the packet.
+    fn headroom(&self) -> usize;
+    /// Grow the packet at the front by `n` bytes like
+    /// [`prepend`](Self::prepend), moving the packet toward the back first
+    /// when the headroom is too small and the tailroom makes up for it (an
+    /// outer header longer than the headroom: an SRH with End.MT and HMAC
+    /// TLVs). False, the packet as it was, when neither has room.
+    fn prepend_shift(&mut self, n: usize) -> bool {
+        if self.prepend(n) {
+            return true;
+        }
+        let h = self.headroom();
+        let need = n - h;
+        let len = self.len();
+        if !self.append(need) {
+            return false;
+        }
+        self.data_mut().copy_within(0..len, need);
+        self.prepend(h)
+    }
     /// Grow the packet at the back by `n` bytes (contents unspecified).
     fn append(&mut self, n: usize) -> bool;
     /// Remove `n` bytes from the back.
@@ -137,6 +157,9 @@ impl PacketBuffer for VecPacket {
         self.start += n;
         true
     }
+    fn headroom(&self) -> usize {
+        self.start
+    }
     fn append(&mut self, n: usize) -> bool {
         if self.end + n > self.buf.len() {
             return false;
@@ -156,6 +179,26 @@ impl PacketBuffer for VecPacket {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prepend_shift_moves_the_packet_back_when_the_headroom_is_short() {
+        let bytes: Vec<u8> = (0..100u8).collect();
+        // Enough headroom: a plain prepend.
+        let mut p = VecPacket::with_headroom(&bytes, 64);
+        assert!(p.prepend_shift(40));
+        assert_eq!((p.headroom(), &p.data()[40..]), (24, &bytes[..]));
+        // 16 in front, 200 wanted: moved back by 184, then 16 prepended.
+        let mut p = VecPacket::with_headroom(&bytes, 16);
+        assert!(p.prepend_shift(200));
+        assert_eq!(p.len(), 300);
+        assert_eq!((p.headroom(), &p.data()[200..]), (0, &bytes[..]));
+        // No room at the back either: false, the packet as it was.
+        let cap = VecPacket::CAPACITY;
+        let full: Vec<u8> = (0..cap - 16).map(|i| i as u8).collect();
+        let mut p = VecPacket::with_headroom(&full, 16);
+        assert!(!p.prepend_shift(40));
+        assert_eq!((p.headroom(), p.data()), (16, &full[..]));
+    }
 
     #[test]
     fn vec_packet_grow_shrink() {

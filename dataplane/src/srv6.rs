@@ -192,12 +192,39 @@ impl SidList {
     }
 }
 
+/// What a policy's SRH carries besides its segments: End.MT TLVs (the
+/// headend of an RDMA multicast tree, draft-li s.5.2 step 1: "S1 MUST
+/// encode ... End.MT TLVs", done here for unmodified RoCE sources), and an
+/// HMAC TLV under `hmac` (RFC 8754 s.2.1.2; draft-li s.9: "SHOULD protect
+/// SRH integrity"), computed once per SID list: it covers the policy's
+/// source address, Last Entry, Flags, Key ID and segments, all fixed.
+#[derive(Debug, Clone, Default)]
+pub struct SrhExtras {
+    pub end_mt: Vec<srh::EndMtRepr>,
+    pub hmac: Option<srh::HmacKey>,
+}
+
+impl PartialEq for SrhExtras {
+    fn eq(&self, o: &Self) -> bool {
+        // Keys compare by ID and length (the secret is not kept readable).
+        self.end_mt == o.end_mt && self.hmac.as_ref().map(|k| (k.key_id(), k.len())) == o.hmac.as_ref().map(|k| (k.key_id(), k.len()))
+    }
+}
+impl Eq for SrhExtras {}
+
+impl SrhExtras {
+    pub fn is_empty(&self) -> bool {
+        self.end_mt.is_empty() && self.hmac.is_none()
+    }
+}
+
 /// An SR policy: where H.Encaps sends the packets of a prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SrPolicy {
     pub source: Ipv6Addr,
     pub mode: EncapMode,
     lists: Vec<SidList>,
+    extras: SrhExtras,
     total_weight: u64,
     /// Set by the ingress PE (FANN draft s.4.2, [`crate::fann::PolicyState`]):
     /// the share, per mille, of the rate the policy's traffic had when the
@@ -293,11 +320,28 @@ impl SrPolicy {
             if weight == 0 {
                 return Err(format!("SID list {i} has weight 0"));
             }
-            let srh = build_srh(&sids, mode).map_err(|e| format!("SID list {i}: cannot build its SRH: {e}"))?;
+            let srh = build_srh(&sids, mode, source, &SrhExtras::default()).map_err(|e| format!("SID list {i}: cannot build its SRH: {e}"))?;
             total += u64::from(weight);
             out.push(SidList { sids, weight, srh });
         }
-        Ok(SrPolicy { source, mode, lists: out, total_weight: total, rate_permille: None })
+        Ok(SrPolicy { source, mode, lists: out, total_weight: total, rate_permille: None, extras: SrhExtras::default() })
+    }
+
+    /// The same policy with `extras` in every SID list's SRH. H.Encaps.Red
+    /// of a single SID pushes no SRH, so it cannot carry them.
+    pub fn with_extras(mut self, extras: SrhExtras) -> Result<SrPolicy, String> {
+        for (i, l) in self.lists.iter_mut().enumerate() {
+            if !extras.is_empty() && self.mode == EncapMode::EncapsRed && l.sids.len() == 1 {
+                return Err(format!("SID list {i}: H.Encaps.Red of one SID pushes no SRH, which End.MT TLVs and an HMAC need (mode = \"encaps\")"));
+            }
+            l.srh = build_srh(&l.sids, self.mode, self.source, &extras).map_err(|e| format!("SID list {i}: cannot build its SRH: {e}"))?;
+        }
+        self.extras = extras;
+        Ok(self)
+    }
+
+    pub fn extras(&self) -> &SrhExtras {
+        &self.extras
     }
 
     pub fn lists(&self) -> &[SidList] {
@@ -320,22 +364,34 @@ impl SrPolicy {
     }
 }
 
-fn build_srh(sids: &[Ipv6Addr], mode: EncapMode) -> Result<Vec<u8>, WireError> {
-    let repr = match mode {
-        EncapMode::Encaps => SrhRepr::for_path(0, sids, Vec::new()),
-        EncapMode::EncapsRed => {
-            if sids.len() == 1 {
-                return Ok(Vec::new());
-            }
-            let mut r = SrhRepr::for_path(0, &sids[1..], Vec::new());
-            // RFC 8986 s.5.2: Last Entry n-2, SL n-1 (points past the list,
-            // at the SID carried only in the DA).
-            r.segments_left = (sids.len() - 1) as u8;
-            r
-        }
+fn build_srh(sids: &[Ipv6Addr], mode: EncapMode, source: Ipv6Addr, extras: &SrhExtras) -> Result<Vec<u8>, WireError> {
+    // End.MT TLVs, padding to 8 octets, then the HMAC TLV last (a multiple
+    // of 8 itself: where RFC 8754 receivers such as Linux look for it).
+    let path: &[Ipv6Addr] = match mode {
+        EncapMode::Encaps => sids,
+        EncapMode::EncapsRed if sids.len() == 1 => return Ok(Vec::new()),
+        EncapMode::EncapsRed => &sids[1..],
     };
+    // Header and segments: a multiple of 8 already.
+    let mut repr = SrhRepr::for_path(0, path, Vec::new());
+    repr.tlvs.extend(extras.end_mt.iter().cloned().map(srh::TlvRepr::EndMt));
+    repr.tlvs.extend(srh::TlvRepr::padding_for(repr.buffer_len()));
+    if let Some(k) = &extras.hmac {
+        repr.tlvs.push(srh::TlvRepr::Hmac(srh::HmacTlvRepr { d_flag: false, key_id: k.key_id(), hmac: vec![0; k.len()] }));
+    }
+    if mode == EncapMode::EncapsRed {
+        // RFC 8986 s.5.2: Last Entry n-2, SL n-1 (points past the list,
+        // at the SID carried only in the DA).
+        repr.segments_left = (sids.len() - 1) as u8;
+    }
     let mut buf = vec![0u8; repr.buffer_len()];
     repr.emit(&mut Srh::new_unchecked(&mut buf[..]))?;
+    if let Some(k) = &extras.hmac {
+        let value = Srh::new_unchecked(&buf[..]).compute_hmac(&source, k);
+        let mut h = Srh::new_unchecked(&mut buf[..]);
+        let mut t = h.hmac_tlv_mut().ok_or(WireError::Malformed)?;
+        t.hmac_mut().copy_from_slice(&value[..k.len()]);
+    }
     Ok(buf)
 }
 
@@ -1412,8 +1468,9 @@ impl Pipeline {
             return Err(Drop::MtuExceeded);
         }
         let (port, out_mac, vlan) = (ifc.port, ifc.mac, ifc.vlan);
-        // Drop any Ethernet padding, then make room for the outer headers.
-        if !p.set_len(l2.l3 + total) || !p.prepend(add) {
+        // Drop any Ethernet padding, then make room for the outer headers
+        // (moving the packet back when they are longer than the headroom).
+        if !p.set_len(l2.l3 + total) || !p.prepend_shift(add) {
             return Err(Drop::NoHeadroom);
         }
         {

@@ -1359,16 +1359,23 @@ fn h_encaps_marks_what_exceeds_the_policys_rate_share() {
 }
 
 #[test]
-fn h_encaps_does_not_touch_other_traffic_and_needs_headroom() {
+fn h_encaps_does_not_touch_other_traffic_and_needs_room() {
     let mut pl = pipeline();
     with_policies(&mut pl);
     let inner = plain6(a6("2001:db8::2"), a6("2001:db8:2::10"), 0);
     let mut p = VecPacket::from_bytes(&eth(0x86dd, &inner));
     assert_eq!(run(&mut pl, &mut p), Verdict::Tx(2));
     assert_eq!(l3(&p.to_vec()).len(), inner.len());
+    // Too little headroom for the outer headers: the packet is moved back
+    // into its tailroom, and leaves as it would have.
     let inner = plain6(a6("2001:db8::2"), a6("2001:db8:99::5"), 0);
+    let mut roomy = VecPacket::from_bytes(&eth(0x86dd, &inner));
+    assert_eq!(run(&mut pl, &mut roomy), Verdict::Tx(1));
     let mut p = VecPacket::with_headroom(&eth(0x86dd, &inner), 16);
-    assert_eq!(run(&mut pl, &mut p), Verdict::Drop(Drop::NoHeadroom));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(1));
+    assert_eq!(p.to_vec(), roomy.to_vec());
+    // (Neither room in front nor at the back, NoHeadroom: in the
+    // PacketBuffer tests; a packet that short of room is over the MTU.)
 }
 
 #[test]
@@ -1793,4 +1800,59 @@ fn a_multicast_route_transit_node_observes_the_groups_data() {
     let (v, _) = process_on(&mut plain, &f, 0);
     assert_eq!(v, Verdict::Replicate(1));
     assert_eq!(plain.counters.local[Local::McDataSeen as usize].get(), 0);
+}
+
+/// The headend of an RDMA multicast tree for an unmodified RoCE source
+/// (draft-li s.5.2 step 1: "S1 MUST encode ... End.MT TLVs"; s.9: "SHOULD
+/// protect SRH integrity using the HMAC TLV"): an SR policy for the Proxy
+/// Address pushes an SRH with one End.MT TLV per edge node and an HMAC
+/// TLV, last. The edge node, whose End.MT SID requires the HMAC, takes
+/// the packet and replicates it to the TLV's receivers; one flipped HMAC
+/// bit and it refuses it.
+#[test]
+fn a_headend_policy_writes_end_mt_tlvs_and_the_hmac_the_edge_checks() {
+    use dataplane::srv6::SrhExtras;
+    let rs = vec![(a6("2001:db8:2::10"), 0x000501), (a6("2001:db8:2::11"), 0x000502)];
+    let other = EndMtRepr { tlv_type: MT, edge_node_address: a6("fc00:0:7::"), receivers: vec![EndMtReceiver { address: a6("2001:db8:7::1"), qpn: 0x42 }] };
+    let ours = EndMtRepr { tlv_type: MT, edge_node_address: node_addr(), receivers: rs.iter().map(|(a, q)| EndMtReceiver { address: *a, qpn: *q }).collect() };
+    let src = a6("fc00:0:9::1");
+    // The End.MT SID, then the Proxy Address (End.MT wants SL > 0, Ref4).
+    let pol = SrPolicy::new(src, EncapMode::Encaps, vec![(vec![sid_mt_hmac(), proxy()], 1)]).unwrap().with_extras(SrhExtras { end_mt: vec![other.clone(), ours.clone()], hmac: Some(hmac_key()) }).unwrap();
+    let mut t = SidTable::new(&Params::DEFAULT);
+    t.add_policy("2001:db8:ff::1/128".parse().unwrap(), pol);
+    let mut head = pipeline();
+    head.set_sids(Arc::new(t));
+    let inner = roce6(0, 200);
+    let mut p = VecPacket::from_bytes(&eth(0x86dd, &inner));
+    assert_eq!(run(&mut head, &mut p), Verdict::Tx(1), "toward the End.MT SID (fc00::/16 via p1)");
+    let o = p.to_vec();
+    let d = l3(&o);
+    let ip = Ipv6Packet::new_checked(d).unwrap();
+    assert_eq!((ip.src_addr(), ip.dst_addr(), ip.next_header().0), (src, sid_mt_hmac(), 43));
+    let sr = Srh::new_checked(&d[40..]).unwrap();
+    let r = SrhRepr::parse(&sr, MT).unwrap();
+    assert_eq!((r.next_header, r.segments_left, r.segments.clone()), (41, 1, vec![proxy(), sid_mt_hmac()]));
+    let tlvs: Vec<&TlvRepr> = r.tlvs.iter().filter(|t| !matches!(t, TlvRepr::Pad1 | TlvRepr::PadN(_))).collect();
+    assert_eq!(tlvs.len(), 3);
+    assert_eq!((tlvs[0], tlvs[1]), (&TlvRepr::EndMt(other), &TlvRepr::EndMt(ours)));
+    assert!(matches!(r.tlvs.last(), Some(TlvRepr::Hmac(h)) if h.key_id == 7 && h.hmac.len() == 32), "the HMAC TLV last: {:?}", r.tlvs);
+    assert_eq!(&d[40 + sr.header_len()..], &inner[..], "the source's packet, unchanged");
+    // The edge node: End.MT with the HMAC required.
+    let mut edge = pipeline();
+    let mut f = o.clone();
+    f[0..6].copy_from_slice(&R0);
+    let mut q = VecPacket::from_bytes(&f);
+    assert_eq!(run(&mut edge, &mut q), Verdict::Replicate(2));
+    for (i, (port, frame)) in replicas(&mut edge, &q, 2).into_iter().map(Result::unwrap).enumerate() {
+        assert_eq!(port, 2);
+        check_replica(&frame, rs[i].0, rs[i].1, &inner);
+    }
+    // The HMAC is the last octets of the SRH: flip one.
+    let mut bad = f.clone();
+    let hmac_end = 14 + 40 + sr.header_len();
+    bad[hmac_end - 1] ^= 0x01;
+    expect_drop(&mut edge, bad, Drop::SrhHmacBad);
+    // H.Encaps.Red of one SID pushes no SRH: refused with the extras.
+    let e = SrPolicy::new(src, EncapMode::EncapsRed, vec![(vec![sid_mt_hmac()], 1)]).unwrap().with_extras(SrhExtras { end_mt: vec![], hmac: Some(hmac_key()) }).unwrap_err();
+    assert!(e.contains("H.Encaps.Red of one SID pushes no SRH"), "{e}");
 }

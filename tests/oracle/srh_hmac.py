@@ -15,6 +15,15 @@ Usage:
       The HMAC is computed here with Python's hmac/hashlib over the RFC 8754
       s.2.1.2.1 text: IPv6 source address, Last Entry, Flags, HMAC Key ID,
       every Segment List entry; truncated to HMAC_LEN octets.
+  srh_hmac.py check IN.pcap KEY_ID SECRET_HEX HMAC_LEN
+      for every SRv6 frame in IN.pcap (what a headend sent), scapy dissects
+      the SRH and prints one line:
+        SRH src=<outer source> sl=<n> segs=<first SID first, comma-separated>
+            endmt=<edge>=<addr>/<qpn>,...;... hmac=<ok|bad|none> last=<yes|no>
+            inner=<inner IPv6 destination>
+      `hmac` recomputes the HMAC here (the same text as above, from the
+      outer source address) and compares it with the HMAC TLV's; `last`
+      says whether the HMAC TLV ends the SRH (where Linux looks for it).
 """
 import hashlib
 import hmac
@@ -95,8 +104,58 @@ def build(out, sid, key_id, secret_hex, length, spec):
     print("wrote %d frames, HMAC %s" % (len(frames), good.hex()))
 
 
+def check(path, key_id, secret_hex, length):
+    from scapy.all import rdpcap
+    key_id, length = int(key_id), int(length)
+    secret = bytes.fromhex(secret_hex)
+    for f in rdpcap(path):
+        if not f.haslayer(IPv6ExtHdrSegmentRouting):
+            continue
+        ip = f[IPv6]
+        srh = f[IPv6ExtHdrSegmentRouting]
+        end_mts, mac, last = [], None, "no"
+        raw_srh = raw(srh)[:(srh.len + 1) * 8]
+        # Walk the TLVs by hand (scapy's TLV classes differ across versions).
+        off = 8 + 16 * (srh.lastentry + 1)
+        while off < len(raw_srh):
+            t = raw_srh[off]
+            if t == 0:
+                off += 1
+                continue
+            ln = raw_srh[off + 1]
+            v = raw_srh[off + 2:off + 2 + ln]
+            if t == END_MT_TYPE:
+                edge = socket.inet_ntop(socket.AF_INET6, v[2:18])
+                n = v[18]
+                rs = []
+                for i in range(n):
+                    e = v[22 + 20 * i:22 + 20 * (i + 1)]
+                    rs.append("%s/%#x" % (socket.inet_ntop(socket.AF_INET6, e[:16]), struct.unpack("!I", e[16:20])[0] >> 8))
+                end_mts.append("%s=%s" % (edge, ",".join(rs)))
+            elif t == 5:
+                kid = struct.unpack("!I", v[2:6])[0]
+                mac = (kid, v[6:])
+                last = "yes" if off + 2 + ln == len(raw_srh) else "no"
+            off += 2 + ln
+        segs = list(reversed(srh.addresses))
+        verdict = "none"
+        if mac is not None:
+            text = socket.inet_pton(socket.AF_INET6, ip.src)
+            text += struct.pack("!BBI", raw_srh[4], raw_srh[5], mac[0])
+            for a in srh.addresses:
+                text += socket.inet_pton(socket.AF_INET6, a)
+            want = hmac.new(secret, text, hashlib.sha256).digest()[:length]
+            verdict = "ok" if mac[0] == key_id and mac[1] == want else "bad"
+        inner = srh.payload
+        print("SRH src=%s sl=%d segs=%s endmt=%s hmac=%s last=%s inner=%s" % (
+            ip.src, srh.segleft, ",".join(segs), ";".join(end_mts), verdict, last,
+            inner.dst if isinstance(inner, IPv6) else "-"))
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 8 and sys.argv[1] == "build":
         build(*sys.argv[2:])
+    elif len(sys.argv) == 6 and sys.argv[1] == "check":
+        check(*sys.argv[2:])
     else:
-        sys.exit("usage: srh_hmac.py build OUT.pcap SID KEY_ID SECRET_HEX HMAC_LEN SPEC")
+        sys.exit("usage: srh_hmac.py build OUT.pcap SID KEY_ID SECRET_HEX HMAC_LEN SPEC | check IN.pcap KEY_ID SECRET_HEX HMAC_LEN")

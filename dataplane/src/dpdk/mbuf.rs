@@ -174,6 +174,10 @@ impl PacketBuffer for Mbuf {
         true
     }
     #[inline]
+    fn headroom(&self) -> usize {
+        Mbuf::headroom(self)
+    }
+    #[inline]
     fn adj(&mut self, n: usize) -> bool {
         let m = self.m_mut();
         if n > usize::from(m.data_len) {
