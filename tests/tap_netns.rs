@@ -1009,3 +1009,74 @@ fn linux_listeners_answer_an_mldv1_router_in_mldv1() {
     assert_eq!(counter(&so, "mroute-replica-sent"), 5, "{so}");
     assert_eq!(mempool_in_use(&so), 0, "{so}");
 }
+
+/// The Linux kernel verifies the router's SRH HMAC (RFC 8754 s.2.1.2.1):
+/// the router's SR policy to 2001:db8:99::/64 (a loopback address in
+/// namespace 2) pushes an SRH with an End.MT TLV and an HMAC TLV under key
+/// 7 toward a kernel seg6local End.DT6 SID; namespace 2 requires the HMAC
+/// on its link (`seg6_require_hmac = 1`) with the same key (`ip sr hmac
+/// set`), so its kernel decapsulates only packets whose HMAC it recomputes
+/// equal. Pings from namespace 1 are answered; with another secret in the
+/// kernel they are not. Linux looks for the HMAC TLV only when the SRH
+/// carries the pre-RFC 8754 H flag: the policy sets `hmac_h_flag` (without
+/// it, every packet was refused).
+#[test]
+fn the_kernel_verifies_the_hmac_of_the_routers_headend_srh() {
+    if let Err(why) = can_run() {
+        skip("tap_netns SRH HMAC", &why);
+        return;
+    }
+    let lab = TapLab::new("hmac");
+    let ports = lab.ports("", "");
+    let TapLab { n1, n2, t1, t2, dir, sock, cfg } = lab;
+    let secret = "an srv6 headend secret";
+    std::fs::write(
+        &cfg,
+        format!(
+            "[dataplane]\nstatus_interval_ms = 0\n[mempool]\nmbufs_per_socket = 4095\ncache_size = 64\n{ports}\
+[srv6]\nlocator = \"fc00:0:1::/48\"\nsource = \"fc00:0:1::100\"\n[[srv6.hmac_key]]\nkey_id = 7\nsecret = \"{secret}\"\nlength = 32\n\
+[[srv6.policy]]\nprefix = \"2001:db8:99::/64\"\nsegments = [[\"fc00:0:2::d6\"]]\nhmac_key_id = 7\nhmac_h_flag = true\n\
+[[srv6.policy.end_mt]]\nedge = \"fc00:0:2::d6\"\nreceivers = [ {{ address = \"2001:db8:b::2\", qpn = 0x500 }} ]\n\
+[[route]]\nprefix = \"fc00:0:2::/48\"\nvia = \"2001:db8:b::2\"\n"
+        ),
+    )
+    .unwrap();
+    let _ns = Netns::create(&[&n1, &n2]);
+    let mut router = Router::start("taphmac", &cfg, &dir, &sock);
+    host(&n1, &t1, "10.1.0.2/24", "2001:db8:a::2/64", "10.1.0.1", "2001:db8:a::1");
+    host(&n2, &t2, "10.2.0.2/24", "2001:db8:b::2/64", "10.2.0.1", "2001:db8:b::1");
+    let hmac_set = |secret: &str| {
+        let mut c = Command::new("ip").args(["netns", "exec", &n2, "ip", "sr", "hmac", "set", "7", "sha256"]).stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+        std::io::Write::write_all(c.stdin.as_mut().unwrap(), format!("{secret}\n").as_bytes()).unwrap();
+        let o = c.wait_with_output().unwrap();
+        assert!(o.status.success(), "ip sr hmac set: {}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    };
+    for c in [
+        vec!["ip", "-6", "addr", "add", "2001:db8:99::1/128", "dev", "lo"],
+        vec!["ip", "-6", "route", "add", "fc00:0:2::d6/128", "encap", "seg6local", "action", "End.DT6", "table", "255", "dev", t2.as_str()],
+        vec!["sysctl", "-qw", &format!("net.ipv6.conf.{t2}.seg6_enabled=1")],
+        vec!["sysctl", "-qw", &format!("net.ipv6.conf.{t2}.seg6_require_hmac=1")],
+    ] {
+        let o = in_ns(&n2, &c);
+        assert!(o.status.success(), "{c:?}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+    hmac_set(secret);
+    let ping = |n: &str| in_ns(&n1, &["ping", "-c", n, "-i", "0.2", "-W", "1", "2001:db8:99::1"]);
+    let mut ok = false;
+    for _ in 0..5 {
+        if ping("1").status.success() {
+            ok = true;
+            break;
+        }
+    }
+    assert!(ok, "no reply through the router's HMAC'd SRH and the kernel's End.DT6:\n{}", diagnose(&[&n1, &n2], &sock));
+    let o = ping("3");
+    assert!(String::from_utf8_lossy(&o.stdout).contains(" 0% packet loss"), "{}", String::from_utf8_lossy(&o.stdout));
+    // Another secret in the kernel: its HMAC differs, every packet refused.
+    hmac_set("not the router's secret");
+    let o = ping("3");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("100% packet loss"), "the kernel took an HMAC it cannot have computed equal: {}", String::from_utf8_lossy(&o.stdout));
+    let so = router.stop();
+    assert!(counter(&so, "srv6-h-encaps") >= 7, "{so}");
+    assert_eq!(mempool_in_use(&so), 0, "{so}");
+}

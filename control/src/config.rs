@@ -517,6 +517,10 @@ pub struct PolicySection {
     pub end_mt: Vec<EndMtTlvSection>,
     /// An HMAC TLV (RFC 8754 s.2.1.2) under this `[[srv6.hmac_key]]`.
     pub hmac_key_id: Option<u32>,
+    /// With `hmac_key_id`: set the pre-RFC 8754 H flag (0x08) too, which
+    /// Linux's seg6 HMAC check needs to find the TLV.
+    #[serde(default)]
+    pub hmac_h_flag: bool,
 }
 
 /// `[[srv6.policy.end_mt]]`: the End.MT TLV of one edge node.
@@ -564,7 +568,10 @@ fn policy_extras(p: &PolicySection, f: &dyn Fn(&str) -> String, keys: &dataplane
         None => None,
         Some(id) => Some(keys.lookup(id).cloned().ok_or_else(|| format!("{} = {id}: no [[srv6.hmac_key]] with that key_id", f("hmac_key_id")))?),
     };
-    Ok(dataplane::srv6::SrhExtras { end_mt, hmac })
+    if p.hmac_h_flag && hmac.is_none() {
+        return Err(format!("{} = true: only with hmac_key_id", f("hmac_h_flag")));
+    }
+    Ok(dataplane::srv6::SrhExtras { end_mt, hmac, h_flag: p.hmac_h_flag })
 }
 
 #[derive(Debug, Clone, Deserialize)]

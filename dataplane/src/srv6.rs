@@ -202,12 +202,17 @@ impl SidList {
 pub struct SrhExtras {
     pub end_mt: Vec<srh::EndMtRepr>,
     pub hmac: Option<srh::HmacKey>,
+    /// With `hmac`: also set the SRH flag 0x08, the "H" flag of the drafts
+    /// before RFC 8754, which defines no flags (unused flags are sent as
+    /// 0). Linux still finds the HMAC TLV only when it is set
+    /// (`sr_has_hmac`), and covers it in the HMAC like every flag.
+    pub h_flag: bool,
 }
 
 impl PartialEq for SrhExtras {
     fn eq(&self, o: &Self) -> bool {
         // Keys compare by ID and length (the secret is not kept readable).
-        self.end_mt == o.end_mt && self.hmac.as_ref().map(|k| (k.key_id(), k.len())) == o.hmac.as_ref().map(|k| (k.key_id(), k.len()))
+        self.end_mt == o.end_mt && self.h_flag == o.h_flag && self.hmac.as_ref().map(|k| (k.key_id(), k.len())) == o.hmac.as_ref().map(|k| (k.key_id(), k.len()))
     }
 }
 impl Eq for SrhExtras {}
@@ -378,6 +383,9 @@ fn build_srh(sids: &[Ipv6Addr], mode: EncapMode, source: Ipv6Addr, extras: &SrhE
     repr.tlvs.extend(srh::TlvRepr::padding_for(repr.buffer_len()));
     if let Some(k) = &extras.hmac {
         repr.tlvs.push(srh::TlvRepr::Hmac(srh::HmacTlvRepr { d_flag: false, key_id: k.key_id(), hmac: vec![0; k.len()] }));
+        if extras.h_flag {
+            repr.flags = 0x08;
+        }
     }
     if mode == EncapMode::EncapsRed {
         // RFC 8986 s.5.2: Last Entry n-2, SL n-1 (points past the list,

@@ -1817,7 +1817,7 @@ fn a_headend_policy_writes_end_mt_tlvs_and_the_hmac_the_edge_checks() {
     let ours = EndMtRepr { tlv_type: MT, edge_node_address: node_addr(), receivers: rs.iter().map(|(a, q)| EndMtReceiver { address: *a, qpn: *q }).collect() };
     let src = a6("fc00:0:9::1");
     // The End.MT SID, then the Proxy Address (End.MT wants SL > 0, Ref4).
-    let pol = SrPolicy::new(src, EncapMode::Encaps, vec![(vec![sid_mt_hmac(), proxy()], 1)]).unwrap().with_extras(SrhExtras { end_mt: vec![other.clone(), ours.clone()], hmac: Some(hmac_key()) }).unwrap();
+    let pol = SrPolicy::new(src, EncapMode::Encaps, vec![(vec![sid_mt_hmac(), proxy()], 1)]).unwrap().with_extras(SrhExtras { end_mt: vec![other.clone(), ours.clone()], hmac: Some(hmac_key()), h_flag: false }).unwrap();
     let mut t = SidTable::new(&Params::DEFAULT);
     t.add_policy("2001:db8:ff::1/128".parse().unwrap(), pol);
     let mut head = pipeline();
@@ -1853,6 +1853,6 @@ fn a_headend_policy_writes_end_mt_tlvs_and_the_hmac_the_edge_checks() {
     bad[hmac_end - 1] ^= 0x01;
     expect_drop(&mut edge, bad, Drop::SrhHmacBad);
     // H.Encaps.Red of one SID pushes no SRH: refused with the extras.
-    let e = SrPolicy::new(src, EncapMode::EncapsRed, vec![(vec![sid_mt_hmac()], 1)]).unwrap().with_extras(SrhExtras { end_mt: vec![], hmac: Some(hmac_key()) }).unwrap_err();
+    let e = SrPolicy::new(src, EncapMode::EncapsRed, vec![(vec![sid_mt_hmac()], 1)]).unwrap().with_extras(SrhExtras { end_mt: vec![], hmac: Some(hmac_key()), h_flag: false }).unwrap_err();
     assert!(e.contains("H.Encaps.Red of one SID pushes no SRH"), "{e}");
 }
