@@ -2197,6 +2197,16 @@ fn demo_runs_and_its_pcaps_are_sound() {
     );
     tshark_clean(&dir.join("wan-out.pcap"));
     tshark_clean(&dir.join("dc-out.pcap"));
+    // The headend scenario, its HMAC recomputed by Python's hmac.
+    let hm = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/srh_hmac.py");
+    let secret_hex: String = b"dcirouter demo srh secret".iter().map(|b| format!("{b:02x}")).collect();
+    let o = Command::new("python3").args([hm, "check", dir.join("wan-out.pcap").to_str().unwrap(), "9", &secret_hex, "32"]).output().unwrap();
+    let t = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(o.status.success(), "{t}{}", String::from_utf8_lossy(&o.stderr));
+    let head: Vec<&str> = t.lines().filter(|l| l.contains("segs=fc00:0:21::a,2001:db8:ff::1")).collect();
+    assert_eq!(head.len(), 3, "the DC host's three RC SENDs under the headend policy:\n{t}");
+    assert!(head.iter().all(|l| l.contains("endmt=fc00:0:21::a=2001:db8:21::10/0x600,2001:db8:21::11/0x601;fc00:0:22::a=2001:db8:22::10/0x610 hmac=ok last=yes")), "{t}");
+    assert!(so.contains("3 left for End.MT SID fc00:0:21::a with 2 End.MT TLVs naming 3 receivers, HMAC TLV (key 9) last in the SRH and verified"), "the summary line");
     // The ECMP scenario: 32 flows over the two gateways, none split.
     let (per, split) = control::demo::ecmp_split(&read_pcap(&dir.join("wan-out.pcap")).unwrap());
     let (a, b) = (per.get("02:00:00:00:02:02").copied().unwrap_or(0), per.get("02:00:00:00:02:03").copied().unwrap_or(0));

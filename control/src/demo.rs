@@ -13,6 +13,29 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// The headend policy's Proxy Address, and the RC SENDs the DC host sends it.
+const HEADEND_PROXY: &str = "2001:db8:ff::1";
+const HEADEND_SENDS: u32 = 3;
+
+/// What left the WAN port under the headend policy: (packets, End.MT TLVs
+/// in the first one's SRH, receivers they name, whether the HMAC TLV (key
+/// 9) ends its SRH and verifies under the demo's key).
+pub fn headend_outcome(wan_out: &[Vec<u8>]) -> (usize, usize, usize, bool) {
+    use dataplane::wire::srh::{HmacKey, HmacKeyTable, Srh, SrhRepr, TlvRepr};
+    let sid: Ipv6Addr = "fc00:0:21::a".parse().unwrap_or(Ipv6Addr::UNSPECIFIED);
+    let ours: Vec<&Vec<u8>> = wan_out.iter().filter(|f| f.len() > 14 + 48 && f[12..14] == [0x86, 0xdd] && f[14 + 24..14 + 40] == sid.octets() && f[14 + 6] == 43).collect();
+    let Some(first) = ours.first() else { return (0, 0, 0, false) };
+    let Ok(sr) = Srh::new_checked(&first[14 + 40..]) else { return (ours.len(), 0, 0, false) };
+    let Ok(r) = SrhRepr::parse(&sr, dataplane::wire::params::Params::DEFAULT.srh_tlv_end_mt) else { return (ours.len(), 0, 0, false) };
+    let tlvs: Vec<&dataplane::wire::srh::EndMtRepr> = r.tlvs.iter().filter_map(|t| if let TlvRepr::EndMt(m) = t { Some(m) } else { None }).collect();
+    let receivers = tlvs.iter().map(|t| t.receivers.len()).sum();
+    let keys: HmacKeyTable = HmacKey::new(9, b"dcirouter demo srh secret", 32).into_iter().collect();
+    let src = Ipv6Addr::from(<[u8; 16]>::try_from(&first[14 + 8..14 + 24]).unwrap_or([0; 16]));
+    let last = matches!(r.tlvs.last(), Some(TlvRepr::Hmac(_)));
+    let ok = last && sr.verify_hmac(&src, Some(&sid), &keys).is_ok();
+    (ours.len(), tlvs.len(), receivers, ok)
+}
+
 /// The multicast group of the demo's static multicast route.
 pub const MC_GROUP: &str = "ff3e::100";
 pub const ROUTER_DC_MAC: [u8; 6] = [0x02, 0xdc, 0, 0, 0, 0x01];
@@ -259,6 +282,30 @@ prefix = "2001:db8:a::/48"
 segments = [["fc00:0:12::1", "fc00:0:1e::d7"]]
 elements = [["fc00::2"]]
 
+# Headend of an RDMA multicast tree (draft-li s.5.2 step 1) for the DC host,
+# an unmodified RoCE source: its RC packets to the Proxy Address
+# 2001:db8:ff::1 leave with an SRH [the first edge node's End.MT SID, the
+# Proxy Address], one End.MT TLV per edge node (the receivers and their
+# QPNs) and an HMAC TLV under key 9 (s.9; with the H flag Linux looks for).
+[[srv6.hmac_key]]
+key_id = 9
+secret = "dcirouter demo srh secret"
+length = 32
+
+[[srv6.policy]]
+prefix = "2001:db8:ff::1/128"
+segments = [["fc00:0:21::a", "2001:db8:ff::1"]]
+hmac_key_id = 9
+hmac_h_flag = true
+
+[[srv6.policy.end_mt]]
+edge = "fc00:0:21::a"
+receivers = [ { address = "2001:db8:21::10", qpn = 0x600 }, { address = "2001:db8:21::11", qpn = 0x601 } ]
+
+[[srv6.policy.end_mt]]
+edge = "fc00:0:22::a"
+receivers = [ { address = "2001:db8:22::10", qpn = 0x610 } ]
+
 [ingress_pe]
 known_nodes = ["fc00::1", "fc00::2", "fc00::3", "fc00::4"]
 controller = "2001:db8:1::c"
@@ -401,6 +448,12 @@ pub fn traffic() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     dc.extend(dc2_flows(&to_router, b"pe-after"));
     dc.extend(dc2_flows6(&to_router, b"pe6-after"));
     dc.extend(dc3_flows(&to_router));
+    // The DC host as the source of an RDMA multicast tree: RC SENDs to the
+    // Proxy Address (Designated QPN 1), which the headend policy
+    // encapsulates with End.MT TLVs and an HMAC.
+    for psn in 1..=HEADEND_SENDS {
+        dc.push(gen::roce6(&to_router, host6, HEADEND_PROXY.parse().unwrap_or(Ipv6Addr::UNSPECIFIED), 0xc0de, 1, psn, 256, 64));
+    }
 
     // A RoCEv2 burst (about 800 KB) that overruns the 20 Mb/s WAN port.
     for i in 0..400u32 {
@@ -1054,6 +1107,11 @@ pub fn run(out: &Path) -> Result<(), String> {
         c.local_count(Local::McNakUp),
         c.local_count(Local::McCnpUp),
         c.local_count(Local::McNakSuppressed)
+    );
+    let (sent, tlvs, receivers, hmac) = headend_outcome(&wan_out);
+    println!(
+        "  End.MT headend (draft-li s.5.2 step 1, for the DC host, an unmodified RoCE source): {HEADEND_SENDS} RC SENDs to the Proxy Address {HEADEND_PROXY}; {sent} left for End.MT SID fc00:0:21::a with {tlvs} End.MT TLVs naming {receivers} receivers, HMAC TLV (key 9) {}",
+        if hmac { "last in the SRH and verified" } else { "MISSING OR WRONG" }
     );
     // The groups' state at exit: the CNP window in force, and for rdma-mc
     // (cnp_window = "rtt") the round trip it measured below.
