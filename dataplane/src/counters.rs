@@ -208,6 +208,7 @@ reasons!(Local, N_LOCAL {
     McCnpIn => "mc-cnp-in",
     McAckUp => "mc-ack-up",
     McAckRepeated => "mc-ack-repeated",
+    McAckCreditUpdate => "mc-ack-credit-update",
     McNakUp => "mc-nak-up",
     McRnrUp => "mc-rnr-nak-up",
     McFatalNakUp => "mc-fatal-nak-up",

@@ -41,6 +41,9 @@ counters! {
     FatalNakUp => "mc-fatal-nak-up",
     CnpUp => "mc-cnp-up",
     AckRepeated => "mc-ack-repeated",
+    // an ACK at the unchanged upstream PSN, sent because the most
+    // constrained branch's credit count changed
+    AckCreditUpdate => "mc-ack-credit-update",
     // absorbed without an upstream message
     NakSuppressed => "mc-nak-suppressed",
     // from an address that is no branch, at a node below the top (a
@@ -458,6 +461,8 @@ pub struct Group {
     up_nak: Option<u32>,
     /// `up_psn` went to the source (an ACK or a NAK was sent).
     up_told: bool,
+    /// The credit code the last upstream ACK carried.
+    up_credits: u8,
     /// Highest data PSN seen downstream, if the data path reports it.
     highest_sent: Option<u32>,
     window_start: u64,
@@ -488,6 +493,7 @@ impl Group {
         self.up_psn = old.up_psn;
         self.up_nak = old.up_nak;
         self.up_told = old.up_told;
+        self.up_credits = old.up_credits;
         self.highest_sent = old.highest_sent;
         self.window_start = old.window_start;
         self.counters = old.counters.clone();
@@ -543,6 +549,7 @@ impl Group {
             up_psn: start,
             up_nak: None,
             up_told: false,
+            up_credits: 31,
             highest_sent: None,
             window_start: now,
             window_ns: cfg.cnp_window_ns,
@@ -805,6 +812,7 @@ impl Group {
                 return Ok(None);
             }
             let (_, mi, cr) = self.min_acked();
+            self.up_credits = cr;
             self.counters.inc(Counter::AckRepeated);
             return Ok(Some(Upstream::Ack { psn: self.up_psn, msn: self.branches[mi].msn, credits: cr }));
         }
@@ -820,9 +828,22 @@ impl Group {
         }
         let (min_off, mi, cr) = self.min_acked();
         if min_off == 0 {
+            // s.5.3.1: "When an ACK is received ... The node MUST forward
+            // an ACK upstream carrying an AckPSN equal to the minimum."
+            // Repeating an unchanged minimum would tell the source nothing,
+            // except when the most constrained receive queue's credits
+            // changed (an end-to-end credit source would otherwise wait
+            // for the next advance): then the minimum goes up again with
+            // the new credit count.
+            if self.up_told && cr != self.up_credits {
+                self.up_credits = cr;
+                self.counters.inc(Counter::AckCreditUpdate);
+                return Ok(Some(Upstream::Ack { psn: self.up_psn, msn: self.branches[mi].msn, credits: cr }));
+            }
             return Ok(None);
         }
         self.up_psn = psn_add(self.up_psn, min_off);
+        self.up_credits = cr;
         self.up_told = true;
         self.rtt_covered(now, true);
         for b in self.branches.iter_mut() {

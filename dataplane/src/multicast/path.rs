@@ -61,6 +61,7 @@ pub const fn slot(c: Counter) -> Slot {
         Counter::FatalNakUp => Slot::Local(Local::McFatalNakUp),
         Counter::CnpUp => Slot::Local(Local::McCnpUp),
         Counter::AckRepeated => Slot::Local(Local::McAckRepeated),
+        Counter::AckCreditUpdate => Slot::Local(Local::McAckCreditUpdate),
         Counter::NakSuppressed => Slot::Local(Local::McNakSuppressed),
         Counter::PassedUp => Slot::Local(Local::McPassedUp),
         Counter::RttSample => Slot::Local(Local::McRttSample),

@@ -316,6 +316,29 @@ fn cnp_one_per_window_for_max_ccount() {
     assert_eq!(g.counters().get(Counter::CnpIn), 12);
 }
 
+/// s.5.3.1 with AETH credits: an ACK that does not move the minimum is
+/// absorbed, unless the most constrained branch's credit count changed;
+/// then the unchanged minimum goes up with the new credits, once.
+#[test]
+fn a_credit_change_at_the_minimum_goes_upstream() {
+    let mut g = Group::new(cfg(2), 0).unwrap();
+    let ack_c = |psn: u32, credits: u8| Response::Ack { psn, msn: psn, credits };
+    assert_eq!(g.on_response(&rx(1), ack_c(5, 3), 0), Ok(None));
+    assert_eq!(g.on_response(&rx(2), ack_c(4, 7), 0), Ok(Some(Upstream::Ack { psn: 4, msn: 4, credits: 3 })));
+    // Branch 1 runs low on credits at the same PSN: the minimum (4) again,
+    // with the new code.
+    assert_eq!(g.on_response(&rx(1), ack_c(5, 1), 0), Ok(Some(Upstream::Ack { psn: 4, msn: 4, credits: 1 })));
+    assert_eq!(g.counters().get(Counter::AckCreditUpdate), 1);
+    // The same credits again: nothing new for the source.
+    assert_eq!(g.on_response(&rx(1), ack_c(5, 1), 0), Ok(None));
+    assert_eq!(g.counters().get(Counter::AckUp), 1);
+    assert_eq!(g.counters().get(Counter::AckCreditUpdate), 1);
+    // Before the source was told anything, credits alone send nothing.
+    let mut g = Group::new(cfg(2), 0).unwrap();
+    assert_eq!(g.on_response(&rx(1), ack_c(5, 3), 0), Ok(None));
+    assert_eq!(g.on_response(&rx(1), ack_c(5, 2), 0), Ok(None));
+}
+
 // ---------------------------------------------------------------- adaptive T
 
 fn adaptive_cfg(n: u16, floor: u64, max: u64) -> GroupConfig {
@@ -866,7 +889,8 @@ proptest! {
                     Upstream::Ack { psn, .. } => {
                         // Forward, or the same PSN repeated (a branch
                         // re-acknowledged it: a retransmission was seen).
-                        let repeats = g.counters().get(Counter::AckRepeated);
+                        // Or the same PSN with new credits.
+                        let repeats = g.counters().get(Counter::AckRepeated) + g.counters().get(Counter::AckCreditUpdate);
                         prop_assert!(psn_lt(last_up, psn) || (psn == last_up && repeats > last_repeats), "ACK went back: {:#x} -> {:#x}", last_up, psn);
                         last_repeats = repeats;
                         for b in g.branches() {
