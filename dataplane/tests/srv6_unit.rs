@@ -1812,7 +1812,7 @@ fn a_multicast_route_transit_node_observes_the_groups_data() {
 #[test]
 fn a_headend_policy_writes_end_mt_tlvs_and_the_hmac_the_edge_checks() {
     use dataplane::srv6::SrhExtras;
-    let rs = vec![(a6("2001:db8:2::10"), 0x000501), (a6("2001:db8:2::11"), 0x000502)];
+    let rs = [(a6("2001:db8:2::10"), 0x000501), (a6("2001:db8:2::11"), 0x000502)];
     let other = EndMtRepr { tlv_type: MT, edge_node_address: a6("fc00:0:7::"), receivers: vec![EndMtReceiver { address: a6("2001:db8:7::1"), qpn: 0x42 }] };
     let ours = EndMtRepr { tlv_type: MT, edge_node_address: node_addr(), receivers: rs.iter().map(|(a, q)| EndMtReceiver { address: *a, qpn: *q }).collect() };
     let src = a6("fc00:0:9::1");

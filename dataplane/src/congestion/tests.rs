@@ -617,10 +617,8 @@ fn escalation_of_a_pause_is_a_longer_pause() {
 #[test]
 fn escalation_at_the_ceiling_is_sent_and_counted() {
     let (mut c, t) = n2_with_falling_rate(true);
-    let mut pol = c.params().policy;
-    pol.max_pause_us = 8600;
-    let mut p = c.params().clone();
-    p.policy = pol;
+    let mut p = *c.params();
+    p.policy.max_pause_us = 8600;
     c.set_params(p);
     assert!(poll_at(&mut c, 126 * MB, t).is_empty());
     let mut o = Vec::with_capacity(4);
