@@ -246,6 +246,11 @@ pub struct GroupSection {
     pub cnp_window: String,
     /// The greatest T of `cnp_window = "rtt"` (default 10000 µs).
     pub cnp_window_max_us: Option<u64>,
+    /// "any" (default): End.MT here copies to every receiver its TLV
+    /// names. "strict": only to the TLV receivers that are this group's
+    /// `receivers` (address and QPN); the others are dropped.
+    #[serde(default = "d_tlv_receivers")]
+    pub tlv_receivers: String,
     /// Per-branch CNP rate limit (default 100000/s, burst 16).
     #[serde(default = "d_mc_cnp_rate")]
     pub cnp_rate_per_s: u32,
@@ -284,6 +289,9 @@ fn d_cnp_window() -> u64 {
 }
 fn d_cnp_window_mode() -> String {
     "fixed".into()
+}
+fn d_tlv_receivers() -> String {
+    "any".into()
 }
 fn d_mc_cnp_rate() -> u32 {
     100_000
@@ -1929,6 +1937,11 @@ fn multicast_plan(m: &MulticastSection, srv6: Option<&Srv6Plan>) -> Result<Vec<G
         cfg.initial_psn = g.initial_psn;
         cfg.cnp_window_ns = g.cnp_window_us * 1000;
         cfg.cnp_window_max_ns = cnp_window_max_us.map(|m| m * 1000);
+        cfg.tlv_strict = match g.tlv_receivers.as_str() {
+            "any" => false,
+            "strict" => true,
+            v => return Err(format!("{} = {v:?}: must be \"any\" or \"strict\"", f("tlv_receivers"))),
+        };
         cfg.cnp_rate_per_s = g.cnp_rate_per_s;
         cfg.cnp_burst = g.cnp_burst;
         cfg.validate().map_err(|e| format!("multicast.group[{i}] ({name}): {e}"))?;
@@ -2978,6 +2991,10 @@ receivers = [ { address = "2001:db8:2::10", qpn = 0x11 }, { address = "2001:db8:
         assert!(e.contains("multicast.group[0].cnp_window_max_us = 19: must be cnp_window_us (20)"), "{e}");
         let e = rtt("cnp_window_max_us = 2000").unwrap_err();
         assert!(e.contains("multicast.group[0].cnp_window_max_us = 2000: only with cnp_window = \"rtt\""), "{e}");
+        assert!(!g.cfg.tlv_strict, "every TLV receiver by default");
+        assert!(rtt("tlv_receivers = \"strict\"").unwrap().multicast[0].cfg.tlv_strict);
+        let e = rtt("tlv_receivers = \"some\"").unwrap_err();
+        assert!(e.contains("multicast.group[0].tlv_receivers = \"some\": must be \"any\" or \"strict\""), "{e}");
         let e = rtt("cnp_window = \"auto\"").unwrap_err();
         assert!(e.contains("multicast.group[0].cnp_window = \"auto\": must be \"fixed\" or \"rtt\""), "{e}");
         let e = bad_mc(("qpn = 0x12", "qpn = 0x1000000"));

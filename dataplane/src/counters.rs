@@ -115,6 +115,7 @@ reasons!(Drop, N_DROPS {
     EndMtNotRoce => "endmt-inner-not-rocev2",
     EndMtFragment => "endmt-fragment",
     EndMtReceiverInTlv => "endmt-receiver-in-tlv",
+    EndMtReceiverNotBranch => "endmt-receiver-not-branch",
     ReplicaInvalid => "replica-invalid",
     // End.MT reverse path (multicast::Counter drop reasons)
     McUnknownReceiver => "mc-unknown-receiver",

@@ -1856,3 +1856,37 @@ fn a_headend_policy_writes_end_mt_tlvs_and_the_hmac_the_edge_checks() {
     let e = SrPolicy::new(src, EncapMode::EncapsRed, vec![(vec![sid_mt_hmac()], 1)]).unwrap().with_extras(SrhExtras { end_mt: vec![], hmac: Some(hmac_key()), h_flag: false }).unwrap_err();
     assert!(e.contains("H.Encaps.Red of one SID pushes no SRH"), "{e}");
 }
+
+/// draft-li s.9: "If End.MT TLV contents are modified in transit, packets
+/// could be delivered to incorrect RDMA QPs." A group with `tlv_strict`
+/// at this edge node: of the TLV's receivers, only its own branches,
+/// address and QPN, get a copy (full or zero-copy); another QPN at a
+/// branch's address, or an address that is no branch, is dropped as
+/// `endmt-receiver-not-branch`. Without it every TLV receiver gets one.
+#[test]
+fn a_strict_group_gets_copies_only_for_its_own_receivers() {
+    use dataplane::multicast::{GroupConfig, GroupId, Receiver};
+    let rs = receivers_a();
+    // The group knows receiver 0 as it is, receiver 1 with another QPN,
+    // and not receiver 2.
+    let branches = vec![Receiver { addr: rs[0].0, qpn: rs[0].1 }, Receiver { addr: rs[1].0, qpn: rs[1].1 ^ 1 }];
+    let f = mt_frame(sid_mt(), sid_mt(), &rs, 0, 0x02);
+    for strict in [false, true] {
+        let mut pl = pipeline();
+        let mut g = GroupConfig::new(GroupId { source: s1(), source_qpn: 0x100 }, proxy(), DESIGNATED_QPN, branches.clone());
+        g.tlv_strict = strict;
+        pl.set_groups(&[g], T0).unwrap();
+        let mut p = VecPacket::from_bytes(&f);
+        assert_eq!(run(&mut pl, &mut p), Verdict::Replicate(3));
+        let out = replicas(&mut pl, &p, 3);
+        check_replica(&out[0].as_ref().unwrap().1, rs[0].0, rs[0].1, &roce6(0x02, 200));
+        let mut h = VecPacket::from_bytes(&[]);
+        if strict {
+            assert_eq!((out[1].as_ref().err(), out[2].as_ref().err()), (Some(&Drop::EndMtReceiverNotBranch), Some(&Drop::EndMtReceiverNotBranch)));
+            assert_eq!(pl.build_replica_head(1, &p.to_vec(), &mut h, T0), Err(Drop::EndMtReceiverNotBranch), "the zero-copy path too");
+            assert!(pl.build_replica_head(0, &p.to_vec(), &mut h, T0).unwrap().is_some());
+        } else {
+            assert!(out.iter().all(|r| r.is_ok()), "{out:?}");
+        }
+    }
+}

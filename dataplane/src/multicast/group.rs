@@ -206,6 +206,13 @@ pub struct GroupConfig {
     /// Per-branch CNP rate limit (s.9): sustained rate and burst.
     pub cnp_rate_per_s: u32,
     pub cnp_burst: u32,
+    /// End.MT at this node replicates only to the End.MT TLV receivers
+    /// that are branches of this group, address and QPN (draft-li s.9: "If
+    /// End.MT TLV contents are modified in transit, packets could be
+    /// delivered to incorrect RDMA QPs"); the others are dropped as
+    /// `endmt-receiver-not-branch`. Off: every TLV receiver gets its copy,
+    /// and those that are no branch are only counted.
+    pub tlv_strict: bool,
     /// Upstream packets: P_Key, UDP source port, traffic class of ACK/NAK
     /// and of CNP, hop limit.
     pub pkey: u16,
@@ -233,6 +240,7 @@ impl GroupConfig {
             cnp_window_max_ns: None,
             cnp_rate_per_s: 100_000,
             cnp_burst: 16,
+            tlv_strict: false,
             pkey: crate::wire::roce::DEFAULT_PKEY,
             udp_src_port: 0xc000 | (id.source_qpn & 0x3fff) as u16,
             traffic_class: 26 << 2,

@@ -274,6 +274,19 @@ impl Pipeline {
         }
     }
 
+    /// The group of the End.MT packet `inner` (its inner IPv6 header on)
+    /// when that group takes copies only for its own branches
+    /// (`GroupConfig::tlv_strict`).
+    pub(crate) fn mc_strict_group(&self, inner: &[u8]) -> Option<usize> {
+        if self.mc.is_empty() {
+            return None;
+        }
+        let pk = peek_rocev2(inner)?;
+        let proxy = Ipv6Addr::from(<[u8; 16]>::try_from(inner.get(24..40)?).ok()?);
+        let g = self.mc.group_of_data(&proxy, pk.dest_qp)?;
+        self.mc.get(g).filter(|grp| grp.config().tlv_strict).map(|_| g)
+    }
+
     /// Close the CNP windows that ended by `now`: the window CNPs are queued
     /// in [`Pipeline::mc_pending`] (bounded by its preallocated capacity;
     /// the rest are counted as `cnp-build-failed`).
