@@ -651,6 +651,29 @@ for i in range(5):
     time.sleep(0.05)
 "#;
 
+/// A receiver (MC_RECV) of `group` in namespace `ns` on `tap` for at most
+/// `wait` seconds, started and joined before this returns: the process
+/// and its output.
+fn join_group(ns: &str, tap: &str, wait: &str, group: &str) -> (std::process::Child, std::process::ChildStdout) {
+    let mut c = Command::new("ip").args(["netns", "exec", ns, "python3", "-c", MC_RECV, tap, wait, group]).stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let mut out = c.stdout.take().unwrap();
+    let mut first = [0u8; 7];
+    std::io::Read::read_exact(&mut out, &mut first).unwrap();
+    assert_eq!(&first, b"joined\n");
+    (c, out)
+}
+
+/// The two hosts of an MLD test. net_tap gives the kernel side of each tap
+/// the port's MAC, so the hosts' link-local addresses would be the
+/// router's and fail DAD; MLD needs them (a report from :: is of no use to
+/// a router): each tap gets a MAC of its own first.
+fn mld_hosts(n1: &str, t1: &str, n2: &str, t2: &str) {
+    sh(&["ip", "link", "set", t1, "address", "02:00:00:00:0a:02"]);
+    sh(&["ip", "link", "set", t2, "address", "02:00:00:00:0b:02"]);
+    host(n1, t1, "10.1.0.2/24", "2001:db8:a::2/64", "10.1.0.1", "2001:db8:a::1");
+    host(n2, t2, "10.2.0.2/24", "2001:db8:b::2/64", "10.2.0.1", "2001:db8:b::1");
+}
+
 /// The End.MT tree's multicast underlay with the kernel as both peers: a
 /// host in namespace 1 sends UDP to the group ff3e::1234 out of its link
 /// to the router; the router's static multicast route (RPF interface `a`)
@@ -673,15 +696,8 @@ fn linux_hosts_receive_a_multicast_group_through_the_router() {
     let mut router = Router::start("tapmc", &cfg, &dir, &sock);
     host(&n1, &t1, "10.1.0.2/24", "2001:db8:a::2/64", "10.1.0.1", "2001:db8:a::1");
     host(&n2, &t2, "10.2.0.2/24", "2001:db8:b::2/64", "10.2.0.1", "2001:db8:b::1");
-    let recv = |ns: &str, tap: &str, wait: &str| {
-        let mut c = Command::new("ip").args(["netns", "exec", ns, "python3", "-c", MC_RECV, tap, wait, "ff3e::1234"]).stdout(std::process::Stdio::piped()).spawn().unwrap();
-        // Joined before anything is sent.
-        let mut out = c.stdout.take().unwrap();
-        let mut first = [0u8; 7];
-        std::io::Read::read_exact(&mut out, &mut first).unwrap();
-        assert_eq!(&first, b"joined\n");
-        (c, out)
-    };
+    // Joined before anything is sent.
+    let recv = |ns: &str, tap: &str, wait: &str| join_group(ns, tap, wait, "ff3e::1234");
     let (mut rx, mut out) = recv(&n2, &t2, "8");
     let o = in_ns(&n1, &["python3", "-c", MC_SEND, &t1, "mc", "ff3e::1234"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -750,33 +766,20 @@ fn linux_listeners_join_and_leave_a_group_with_mld() {
     std::fs::write(&cfg, format!("[dataplane]\nstatus_interval_ms = 0\n[mempool]\nmbufs_per_socket = 4095\ncache_size = 64\n{ports}[multicast.mld]\ninterfaces = [\"b\"]\nquery_interval_s = 4\nquery_response_interval_ms = 1000\nlast_listener_query_interval_ms = 200\n")).unwrap();
     let _ns = Netns::create(&[&n1, &n2]);
     let mut router = Router::start("tapmld", &cfg, &dir, &sock);
-    // net_tap gives the kernel side of each tap the port's MAC, so the
-    // hosts' link-local addresses would be the router's and fail DAD;
-    // MLD needs them (a report from :: is of no use to a router).
-    sh(&["ip", "link", "set", &t1, "address", "02:00:00:00:0a:02"]);
-    sh(&["ip", "link", "set", &t2, "address", "02:00:00:00:0b:02"]);
-    host(&n1, &t1, "10.1.0.2/24", "2001:db8:a::2/64", "10.1.0.1", "2001:db8:a::1");
-    host(&n2, &t2, "10.2.0.2/24", "2001:db8:b::2/64", "10.2.0.1", "2001:db8:b::1");
+    mld_hosts(&n1, &t1, &n2, &t2);
     let send = |tag: &str| {
         let o = in_ns(&n1, &["python3", "-c", MC_SEND, &t1, tag, "ff0e::4242"]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     };
     let ctl = |c: &str| control::ctl::request(sock.to_str().unwrap(), c).unwrap();
-    let copies = || {
-        let r = ctl("show counters");
-        r.lines().find_map(|l| l.trim().strip_prefix("mroute-replica-sent").map(|v| v.trim().parse::<u64>().unwrap())).unwrap_or(0)
-    };
+    let copies = || counter(&ctl("show counters"), "mroute-replica-sent");
     // Nobody listens yet: the group is not routed.
     send("before");
     assert!(!ctl("show mroutes").contains("ff0e::4242"));
     assert_eq!(copies(), 0);
     // The listener joins; its kernel's report (or its answer to the
     // router's next General Query, every 4 s) makes the route.
-    let mut rx = Command::new("ip").args(["netns", "exec", &n2, "python3", "-c", MC_RECV, &t2, "20", "ff0e::4242"]).stdout(std::process::Stdio::piped()).spawn().unwrap();
-    let mut out = rx.stdout.take().unwrap();
-    let mut first = [0u8; 7];
-    std::io::Read::read_exact(&mut out, &mut first).unwrap();
-    assert_eq!(&first, b"joined\n");
+    let (mut rx, mut out) = join_group(&n2, &t2, "20", "ff0e::4242");
     let r = wait_ctl(&sock, "show mroutes", 15, &|r| r.starts_with("(*, ff0e::4242) iif any oifs [b] packets 0 bytes 0 rpf-failed 0 mld\n"), "the kernel's MLD report makes a route to b", &[&n1, &n2]);
     eprintln!("{r}");
     let m = ctl("show mld");
@@ -972,21 +975,10 @@ fn linux_listeners_answer_an_mldv1_router_in_mldv1() {
     std::fs::write(&cfg, format!("[dataplane]\nstatus_interval_ms = 0\n[mempool]\nmbufs_per_socket = 4095\ncache_size = 64\n{ports}[multicast.mld]\ninterfaces = [\"b\"]\nv1_interfaces = [\"b\"]\nquery_interval_s = 4\nquery_response_interval_ms = 1000\nlast_listener_query_interval_ms = 200\n")).unwrap();
     let _ns = Netns::create(&[&n1, &n2]);
     let mut router = Router::start("tapmld1", &cfg, &dir, &sock);
-    sh(&["ip", "link", "set", &t1, "address", "02:00:00:00:0a:02"]);
-    sh(&["ip", "link", "set", &t2, "address", "02:00:00:00:0b:02"]);
-    host(&n1, &t1, "10.1.0.2/24", "2001:db8:a::2/64", "10.1.0.1", "2001:db8:a::1");
-    host(&n2, &t2, "10.2.0.2/24", "2001:db8:b::2/64", "10.2.0.1", "2001:db8:b::1");
+    mld_hosts(&n1, &t1, &n2, &t2);
     let ctl = |c: &str| control::ctl::request(sock.to_str().unwrap(), c).unwrap();
-    let count = |name: &str| {
-        let r = ctl("show counters");
-        r.lines().find_map(|l| l.trim().strip_prefix(name).map(|v| v.trim().parse::<u64>().unwrap())).unwrap_or(0)
-    };
     assert!(ctl("show mld").starts_with("b: MLDv1 mode, querier fe80::dc:ff:fe00:b01 (this router"), "{}", ctl("show mld"));
-    let mut rx = Command::new("ip").args(["netns", "exec", &n2, "python3", "-c", MC_RECV, &t2, "20", "ff0e::4242"]).stdout(std::process::Stdio::piped()).spawn().unwrap();
-    let mut out = rx.stdout.take().unwrap();
-    let mut first = [0u8; 7];
-    std::io::Read::read_exact(&mut out, &mut first).unwrap();
-    assert_eq!(&first, b"joined\n");
+    let (mut rx, mut out) = join_group(&n2, &t2, "20", "ff0e::4242");
     let r = wait_ctl(&sock, "show mroutes", 15, &|r| r.starts_with("(*, ff0e::4242) iif any oifs [b] packets 0 bytes 0 rpf-failed 0 mld\n"), "the kernel's MLDv1 report makes a route to b", &[&n1, &n2]);
     eprintln!("{r}");
     let m = ctl("show mld");
@@ -1002,7 +994,7 @@ fn linux_listeners_answer_an_mldv1_router_in_mldv1() {
     // The socket closed: an MLDv1 Done, two MLDv1 specific queries, gone.
     let r = wait_ctl(&sock, "show mroutes", 10, &|r| !r.contains("ff0e::4242"), "the Done removes the route", &[&n1, &n2]);
     eprintln!("{r}");
-    assert!(count("mld-query-sent") >= 3, "General Queries and the two specific ones");
+    assert!(counter(&ctl("show counters"), "mld-query-sent") >= 3, "General Queries and the two specific ones");
     let so = router.stop();
     assert!(counter(&so, "mld-report-received") >= 2, "MLDv1 Report and Done: {so}");
     assert_eq!(counter(&so, "mld-v2-query-heard") + counter(&so, "mld-v1-query-heard"), 0, "no other router: {so}");

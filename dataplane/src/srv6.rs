@@ -716,8 +716,8 @@ pub(crate) struct ReplicaJob {
     /// The inner ECN after RFC 6040 decapsulation.
     inner_ecn: u8,
     /// The group of the inner packet wants copies only for its branches
-    /// (`GroupConfig::tlv_strict`): its index.
-    strict_group: Option<usize>,
+    /// (`GroupConfig::tlv_strict`).
+    tlv_strict: bool,
 }
 
 /// Octets of the inner datagram in a zero-copy replica's private header
@@ -1098,7 +1098,7 @@ impl Pipeline {
             let inner = pkt.get(chain.upper_offset..).unwrap_or(&[]);
             self.mc_observe_inner(inner, now_ns);
             if tlv_n > 0 {
-                job.strict_group = self.mc_strict_group(inner);
+                job.tlv_strict = self.mc_tlv_strict(inner);
                 let recv = |r: usize| {
                     let at = tlv_off + END_MT_RECEIVERS_AT + r * srh::END_MT_RECEIVER_LEN;
                     d.get(at..at + 16).and_then(|a| <[u8; 16]>::try_from(a).ok()).map(Ipv6Addr::from)
@@ -1313,12 +1313,10 @@ impl Pipeline {
             let mut a = [0u8; 16];
             a.copy_from_slice(&e[..16]);
             let (addr, qpn) = (Ipv6Addr::from(a), u32::from_be_bytes([0, e[16], e[17], e[18]]));
-            if let Some(g) = job.strict_group {
-                // Only the group's own receiver QPs (draft-li s.9: a TLV
-                // changed in transit must not deliver to other QPs).
-                if !self.mc.get(g).is_some_and(|grp| grp.branches().iter().any(|b| !b.node && b.receiver.addr == addr && b.receiver.qpn == qpn)) {
-                    return Err(Drop::EndMtReceiverNotBranch);
-                }
+            // Only the group's own receiver QPs (draft-li s.9: a TLV changed
+            // in transit must not deliver to other QPs).
+            if job.tlv_strict && !self.mc_is_receiver(src.get(job.inner_off..).unwrap_or(&[]), addr, qpn) {
+                return Err(Drop::EndMtReceiverNotBranch);
             }
             Ok((addr, qpn))
         } else {

@@ -552,6 +552,18 @@ fn n2_with_falling_rate(suppression: bool) -> (CongestionPort, u64) {
     (c, t)
 }
 
+/// Poll every interval from `t + IV` through `t + RTT` with the queue at
+/// `qd`: the CNPs of the window after a deferral at `t`.
+fn poll_window_after(c: &mut CongestionPort, t: u64, qd: u64) -> Vec<CnpRequest> {
+    let mut o = Vec::with_capacity(4);
+    let mut tt = t + IV;
+    while tt <= t + RTT {
+        c.poll(qd, tt, &mut o);
+        tt += IV;
+    }
+    o
+}
+
 #[test]
 fn suppression_defers_when_arrival_rate_fell() {
     let (mut c, t) = n2_with_falling_rate(true);
@@ -599,12 +611,7 @@ fn escalation_of_a_pause_is_a_longer_pause() {
     let (mut plain, tp) = n2_with_falling_rate(false);
     let base = poll_at(&mut plain, 170 * MB, tp)[0].info;
     assert_eq!((base.action, base.parameter), (Action::Pause, 8600));
-    let mut o = Vec::with_capacity(4);
-    let mut tt = t + IV;
-    while tt <= t + RTT {
-        c.poll(170 * MB, tt, &mut o);
-        tt += IV;
-    }
+    let o = poll_window_after(&mut c, t, 170 * MB);
     assert_eq!(o.len(), 1);
     assert_eq!((o[0].info.action, o[0].info.parameter), (Action::Pause, 2 * 8600), "twice as long");
     assert!(o[0].info.congestion_level > base.congestion_level);
@@ -621,23 +628,14 @@ fn escalation_at_the_ceiling_is_sent_and_counted() {
     p.policy.max_pause_us = 8600;
     c.set_params(p);
     assert!(poll_at(&mut c, 126 * MB, t).is_empty());
-    let mut o = Vec::with_capacity(4);
-    let mut tt = t + IV;
-    while tt <= t + RTT {
-        c.poll(170 * MB, tt, &mut o);
-        tt += IV;
-    }
+    let o = poll_window_after(&mut c, t, 170 * MB);
     assert_eq!(o.len(), 1);
     assert_eq!((o[0].info.action, o[0].info.parameter), (Action::Pause, 8600), "no longer than the longest pause");
     assert_eq!((c.stats().escalated, c.stats().escalation_saturated), (1, 1));
     // Below the ceiling the same escalation is not counted as saturated.
     let (mut c, t) = n2_with_falling_rate(true);
     assert!(poll_at(&mut c, 126 * MB, t).is_empty());
-    let mut tt = t + IV;
-    while tt <= t + RTT {
-        c.poll(170 * MB, tt, &mut o);
-        tt += IV;
-    }
+    assert_eq!(poll_window_after(&mut c, t, 170 * MB).len(), 1);
     assert_eq!((c.stats().escalated, c.stats().escalation_saturated), (1, 0));
 }
 

@@ -108,6 +108,14 @@ fn peek_rocev2(ip: &[u8]) -> Option<Peek> {
     })
 }
 
+/// (Proxy Address, DestQP) of a group data packet (`ip`: its IPv6 header
+/// on).
+fn group_data_key(ip: &[u8]) -> Option<(Ipv6Addr, u32)> {
+    let pk = peek_rocev2(ip)?;
+    let proxy = <[u8; 16]>::try_from(ip.get(24..40)?).ok()?;
+    Some((Ipv6Addr::from(proxy), pk.dest_qp))
+}
+
 /// 802.1p priority for an upstream response: the top three DSCP bits.
 #[inline]
 fn pcp_of(up: &Upstream, c: &GroupConfig) -> u8 {
@@ -263,28 +271,32 @@ impl Pipeline {
         if self.mc.is_empty() {
             return;
         }
-        let Some(pk) = peek_rocev2(inner) else { return };
-        let Some(proxy) = inner.get(24..40).and_then(|a| <[u8; 16]>::try_from(a).ok()).map(Ipv6Addr::from) else { return };
-        if self.mc.group_of_data(&proxy, pk.dest_qp).is_none() {
+        let Some((proxy, dest_qp)) = group_data_key(inner) else { return };
+        if self.mc.group_of_data(&proxy, dest_qp).is_none() {
             return;
         }
-        let unknown = (0..n).filter(|&r| receiver(r).is_some_and(|a| !matches!(self.mc.lookup(&ResponseKey { receiver: a, proxy, dest_qp: pk.dest_qp }), Lookup::Branch { .. }))).count();
+        let unknown = (0..n).filter(|&r| receiver(r).is_some_and(|a| !matches!(self.mc.lookup(&ResponseKey { receiver: a, proxy, dest_qp }), Lookup::Branch { .. }))).count();
         if unknown > 0 {
             self.counters.local[Local::McTlvReceiverUnknown as usize].add(unknown as u64);
         }
     }
 
-    /// The group of the End.MT packet `inner` (its inner IPv6 header on)
-    /// when that group takes copies only for its own branches
+    /// Whether the group of the End.MT packet `inner` (its inner IPv6
+    /// header on) takes copies only for its own branches
     /// (`GroupConfig::tlv_strict`).
-    pub(crate) fn mc_strict_group(&self, inner: &[u8]) -> Option<usize> {
-        if self.mc.is_empty() {
-            return None;
+    pub(crate) fn mc_tlv_strict(&self, inner: &[u8]) -> bool {
+        let Some((proxy, dest_qp)) = group_data_key(inner) else { return false };
+        self.mc.group_of_data(&proxy, dest_qp).and_then(|g| self.mc.get(g)).is_some_and(|grp| grp.config().tlv_strict)
+    }
+
+    /// Whether (`addr`, `qpn`) is a receiver branch of the group of the
+    /// End.MT packet `inner`: one hash probe.
+    pub(crate) fn mc_is_receiver(&self, inner: &[u8], addr: Ipv6Addr, qpn: u32) -> bool {
+        let Some((proxy, dest_qp)) = group_data_key(inner) else { return false };
+        match self.mc.lookup(&ResponseKey { receiver: addr, proxy, dest_qp }) {
+            Lookup::Branch { group, branch } => self.mc.get(group).and_then(|g| g.branches().get(branch)).is_some_and(|b| !b.node && b.receiver.qpn == qpn),
+            _ => false,
         }
-        let pk = peek_rocev2(inner)?;
-        let proxy = Ipv6Addr::from(<[u8; 16]>::try_from(inner.get(24..40)?).ok()?);
-        let g = self.mc.group_of_data(&proxy, pk.dest_qp)?;
-        self.mc.get(g).filter(|grp| grp.config().tlv_strict).map(|_| g)
     }
 
     /// Close the CNP windows that ended by `now`: the window CNPs are queued
