@@ -1563,7 +1563,7 @@ fn end_mt_verifies_srh_hmac() {
 /// to the provisioned receivers.
 #[test]
 fn end_mt_reverse_path_aggregates_responses() {
-    mc_reverse_case("mcrev", false, false);
+    mc_reverse_case("mcrev", false, false, false);
 }
 
 /// The same with two workers, everything arriving on the WAN port, which
@@ -1573,7 +1573,18 @@ fn end_mt_reverse_path_aggregates_responses() {
 /// sends nothing.
 #[test]
 fn end_mt_reverse_path_steered_to_the_owner_worker() {
-    mc_reverse_case("mcrev2", true, false);
+    mc_reverse_case("mcrev2", true, false, false);
+}
+
+/// draft-li s.8 ("receiver information ... learned from the End.MT TLV"):
+/// the same group configured with `tlv_receivers = "learn"` and no
+/// receivers. The data packet's End.MT TLV for the router's SID names the
+/// three receivers; the group takes them as its branches
+/// (`mc-tlv-learned`), so the responses that follow aggregate exactly as
+/// with configured receivers, and the same upstream responses pass scapy.
+#[test]
+fn end_mt_reverse_path_learns_its_receivers_from_the_tlv() {
+    mc_reverse_case("mcrev-learn", false, false, true);
 }
 
 /// Hop-by-hop aggregation (s.5.3, s.8): the same router as an edge node
@@ -1584,17 +1595,21 @@ fn end_mt_reverse_path_steered_to_the_owner_worker() {
 /// same way.
 #[test]
 fn end_mt_reverse_path_hop_by_hop() {
-    mc_reverse_case("mcrev-hop", false, true);
+    mc_reverse_case("mcrev-hop", false, true, false);
 }
 
-fn mc_reverse_case(name: &str, two_workers: bool, hop_by_hop: bool) {
+fn mc_reverse_case(name: &str, two_workers: bool, hop_by_hop: bool, learn: bool) {
     python_ok().expect("the scapy oracle is required");
     let dir = workdir(name);
     let oracle = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/mc_reverse.py");
     let mut b = Command::new("python3");
     b.arg(oracle).arg("build").arg(&dir);
-    if two_workers {
+    if two_workers || learn {
+        // In one file, so that the data (and its TLV) comes first.
         b.arg("wan");
+    }
+    if learn {
+        b.arg("learn");
     }
     let o = b.output().unwrap();
     assert!(o.status.success(), "scapy build: {}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
@@ -1629,6 +1644,10 @@ receivers = [
   { address = "2001:db8:1::12", qpn = 0x502 },
 ]
 "#;
+    if learn {
+        let (at, end) = (text.find("end_mt_sid = ").unwrap(), text.rfind("]\n").unwrap() + 2);
+        text.replace_range(at..end, "tlv_receivers = \"learn\"\n");
+    }
     if hop_by_hop {
         text = text.replacen("cnp_window_us = 300000\n", "cnp_window_us = 300000\nnode_address = \"2001:db8:2::1\"\n", 1);
         text += "[[route]]\nprefix = \"2001:db8:ff::/48\"\nvia = \"2001:db8:2::2\"\n";
@@ -1650,6 +1669,8 @@ receivers = [
     assert_eq!(c("mc-bad-icrc"), 1, "{so}");
     assert_eq!(c("mc-data-seen"), 1, "{so}");
     assert_eq!(c("endmt-replica-built"), 3, "{so}");
+    assert_eq!(c("mc-tlv-learned"), u64::from(learn), "{so}");
+    assert_eq!(c("mc-tlv-receiver-unknown"), 0, "{so}");
     assert_eq!(mempool_in_use(&so), 0);
     // The data packet went to the provisioned receivers.
     let dc = read_pcap(&dir.join("dc-out.pcap")).unwrap();
@@ -1835,6 +1856,13 @@ source = "2001:db8:3::5"
 source_qpn = 0x100
 end_mt_sid = "fc00:0:1::a"
 receivers = [ { address = "2001:db8:1::10", qpn = 0x500 } ]
+[[multicast.group]]
+name = "learner"
+proxy = "2001:db8:ff::2"
+designated_qpn = 1
+source = "2001:db8:3::5"
+source_qpn = 0x101
+tlv_receivers = "learn"
 "#;
     std::fs::write(&cfg, text).unwrap();
     let sock = dir.join("ctl.sock");
@@ -1843,6 +1871,10 @@ receivers = [ { address = "2001:db8:1::10", qpn = 0x500 } ]
     let req = |c: &str| control::ctl::request(s, c).unwrap();
     let r = req("show multicast");
     assert!(r.contains("group g: proxy 2001:db8:ff::1 designated-qpn 0x1 source 2001:db8:3::5 qpn 0x100") && r.contains("receiver 2001:db8:1::10 qpn 0x500") && r.ends_with("OK\n"), "{r}");
+    assert!(r.contains("group learner: proxy 2001:db8:ff::2") && r.contains("receivers: learned from the End.MT TLV, none yet"), "{r}");
+    // A learning group's receivers are the TLV's, not the operator's.
+    let r = req("multicast receiver add learner 2001:db8:1::11 0x501");
+    assert!(r.starts_with("ERR group learner: tlv_receivers = \"learn\", its receivers are learned from the End.MT TLV"), "{r}");
     let r = req("multicast receiver add g 2001:db8:1::11 0x501");
     assert!(r.contains("receiver 2001:db8:1::11 qpn 0x501") && r.ends_with("OK\n"), "{r}");
     let r = req("multicast receiver add g 2001:db8:1::11 0x502");

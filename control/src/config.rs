@@ -248,7 +248,9 @@ pub struct GroupSection {
     pub cnp_window_max_us: Option<u64>,
     /// "any" (default): End.MT here copies to every receiver its TLV
     /// names. "strict": only to the TLV receivers that are this group's
-    /// `receivers` (address and QPN); the others are dropped.
+    /// `receivers` (address and QPN); the others are dropped. "learn": the
+    /// group's receivers are the ones the End.MT TLV names (no
+    /// `receivers` configured).
     #[serde(default = "d_tlv_receivers")]
     pub tlv_receivers: String,
     /// Per-branch CNP rate limit (default 100000/s, burst 16).
@@ -1827,7 +1829,7 @@ pub fn mroute_plan(routes: &[MrouteSection], interfaces: &[Interface], srv6: Opt
 }
 
 fn multicast_plan(m: &MulticastSection, srv6: Option<&Srv6Plan>) -> Result<Vec<GroupPlan>, String> {
-    use dataplane::multicast::{GroupConfig, GroupId, Receiver, MAX_BRANCHES, PSN_MASK};
+    use dataplane::multicast::{GroupConfig, GroupId, Receiver, TlvReceivers, MAX_BRANCHES, PSN_MASK};
     use std::net::Ipv6Addr;
     let unicast = |a: &Ipv6Addr| !(a.is_unspecified() || a.is_multicast() || a.is_loopback());
     let mut out: Vec<GroupPlan> = Vec::new();
@@ -1878,7 +1880,15 @@ fn multicast_plan(m: &MulticastSection, srv6: Option<&Srv6Plan>) -> Result<Vec<G
         if g.cnp_burst == 0 {
             return Err(format!("{} = 0: must be >= 1", f("cnp_burst")));
         }
-        if g.receivers.is_empty() && g.child_nodes.is_empty() {
+        if g.tlv_receivers == "learn" {
+            // The receivers come from the End.MT TLVs this node processes.
+            if !g.receivers.is_empty() {
+                return Err(format!("{} has {} entries: with tlv_receivers = \"learn\" the receivers are learned from the End.MT TLV, not configured", f("receivers"), g.receivers.len()));
+            }
+            if !srv6.is_some_and(|s| s.sids.iter().any(|x| x.behaviour == "end.mt")) {
+                return Err(format!("{} = \"learn\": needs an end.mt SID in [srv6] (the receivers are learned from its End.MT TLVs)", f("tlv_receivers")));
+            }
+        } else if g.receivers.is_empty() && g.child_nodes.is_empty() {
             return Err(format!("{} = []: a group needs at least one receiver or child node", f("receivers")));
         }
         if g.receivers.len() + g.child_nodes.len() > MAX_BRANCHES {
@@ -1937,10 +1947,11 @@ fn multicast_plan(m: &MulticastSection, srv6: Option<&Srv6Plan>) -> Result<Vec<G
         cfg.initial_psn = g.initial_psn;
         cfg.cnp_window_ns = g.cnp_window_us * 1000;
         cfg.cnp_window_max_ns = cnp_window_max_us.map(|m| m * 1000);
-        cfg.tlv_strict = match g.tlv_receivers.as_str() {
-            "any" => false,
-            "strict" => true,
-            v => return Err(format!("{} = {v:?}: must be \"any\" or \"strict\"", f("tlv_receivers"))),
+        cfg.tlv_receivers = match g.tlv_receivers.as_str() {
+            "any" => TlvReceivers::Any,
+            "strict" => TlvReceivers::Strict,
+            "learn" => TlvReceivers::Learn,
+            v => return Err(format!("{} = {v:?}: must be \"any\", \"strict\" or \"learn\"", f("tlv_receivers"))),
         };
         cfg.cnp_rate_per_s = g.cnp_rate_per_s;
         cfg.cnp_burst = g.cnp_burst;
@@ -2644,6 +2655,7 @@ interface = "wan"
 mod tests {
     use super::tests_common::GOOD;
     use super::*;
+    use dataplane::multicast::TlvReceivers;
 
     #[test]
     fn urpf_per_port_and_vlan() {
@@ -2991,10 +3003,17 @@ receivers = [ { address = "2001:db8:2::10", qpn = 0x11 }, { address = "2001:db8:
         assert!(e.contains("multicast.group[0].cnp_window_max_us = 19: must be cnp_window_us (20)"), "{e}");
         let e = rtt("cnp_window_max_us = 2000").unwrap_err();
         assert!(e.contains("multicast.group[0].cnp_window_max_us = 2000: only with cnp_window = \"rtt\""), "{e}");
-        assert!(!g.cfg.tlv_strict, "every TLV receiver by default");
-        assert!(rtt("tlv_receivers = \"strict\"").unwrap().multicast[0].cfg.tlv_strict);
+        assert_eq!(g.cfg.tlv_receivers, TlvReceivers::Any, "every TLV receiver by default");
+        assert_eq!(rtt("tlv_receivers = \"strict\"").unwrap().multicast[0].cfg.tlv_receivers, TlvReceivers::Strict);
+        let e = rtt("tlv_receivers = \"learn\"").unwrap_err();
+        assert!(e.contains("multicast.group[0].receivers has 2 entries: with tlv_receivers = \"learn\" the receivers are learned from the End.MT TLV"), "{e}");
+        let learn = format!("{GOOD}{MC}").replacen("receivers = [ { address = \"2001:db8:2::10\", qpn = 0x11 }, { address = \"2001:db8:2::11\", qpn = 0x12 } ]", "tlv_receivers = \"learn\"", 1);
+        let c = load_str(&learn).unwrap();
+        assert_eq!((c.multicast[0].cfg.tlv_receivers, c.multicast[0].cfg.receivers.len()), (TlvReceivers::Learn, 0));
+        let e = load_str(&learn.replacen("behaviour = \"end.mt\"", "behaviour = \"end\"", 1)).unwrap_err();
+        assert!(e.contains("tlv_receivers = \"learn\": needs an end.mt SID in [srv6]"), "{e}");
         let e = rtt("tlv_receivers = \"some\"").unwrap_err();
-        assert!(e.contains("multicast.group[0].tlv_receivers = \"some\": must be \"any\" or \"strict\""), "{e}");
+        assert!(e.contains("multicast.group[0].tlv_receivers = \"some\": must be \"any\", \"strict\" or \"learn\""), "{e}");
         let e = rtt("cnp_window = \"auto\"").unwrap_err();
         assert!(e.contains("multicast.group[0].cnp_window = \"auto\": must be \"fixed\" or \"rtt\""), "{e}");
         let e = bad_mc(("qpn = 0x12", "qpn = 0x1000000"));

@@ -619,6 +619,9 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
             let gi = c.cfg.multicast.iter().position(|g| g.name == *group).ok_or_else(|| format!("group {group:?}: no such group"))?;
             let a: std::net::Ipv6Addr = addr.parse().map_err(|_| format!("{addr:?}: not an IPv6 address"))?;
             let mut g = c.cfg.multicast[gi].cfg.clone();
+            if *kind == "receiver" && g.tlv_receivers == dataplane::multicast::TlvReceivers::Learn {
+                return Err(format!("group {group}: tlv_receivers = \"learn\", its receivers are learned from the End.MT TLV"));
+            }
             let unicast = !(a.is_unspecified() || a.is_multicast() || a.is_loopback() || a == g.proxy || a == g.id.source);
             match (*kind, *op, rest) {
                 ("child", "add", []) => {
@@ -848,6 +851,15 @@ fn show_multicast(groups: &[config::GroupPlan], views: &[dataplane::multicast::G
         for r in &c.receivers {
             let _ = writeln!(o, "  receiver {} qpn {:#x}{}", r.addr, r.qpn, state(&r.addr));
         }
+        if c.tlv_receivers == dataplane::multicast::TlvReceivers::Learn {
+            let learned: Vec<_> = view.map(|v| v.branches.iter().filter(|b| !b.node).collect()).unwrap_or_default();
+            if learned.is_empty() {
+                let _ = writeln!(o, "  receivers: learned from the End.MT TLV, none yet");
+            }
+            for b in learned {
+                let _ = writeln!(o, "  receiver {} qpn {:#x} (from End.MT TLV){}", b.addr, b.qpn, state(&b.addr));
+            }
+        }
         for a in &c.children {
             let _ = writeln!(o, "  child-node {a}{}", state(a));
         }
@@ -918,6 +930,22 @@ fn route_get(c: &Control, dst: &str, rest: &[&str]) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn show_multicast_lists_the_receivers_a_group_learned() {
+        use dataplane::multicast::{BranchView, GroupConfig, GroupId, GroupView, TlvReceivers};
+        let a = |x: &str| x.parse::<std::net::Ipv6Addr>().unwrap();
+        let mut cfg = GroupConfig::new(GroupId { source: a("2001:db8:3::5"), source_qpn: 0x100 }, a("2001:db8:ff::1"), 1, vec![]);
+        cfg.tlv_receivers = TlvReceivers::Learn;
+        let plan = config::GroupPlan { name: "l".into(), cfg, end_mt_sid: None };
+        let o = show_multicast(std::slice::from_ref(&plan), &[]);
+        assert!(o.contains("receivers: learned from the End.MT TLV, none yet"), "{o}");
+        let b = |x: &str, qpn, node| BranchView { addr: a(x), qpn, node, acked: 7, nak_epsn: None, ccount: 2 };
+        let v = GroupView { id: plan.cfg.id, upstream_psn: 7, upstream_nak: None, highest_sent: Some(9), window_ns: 50_000, srtt_ns: None, branches: vec![b("2001:db8:1::10", 0x500, false), b("2001:db8:1::11", 0x501, false)] };
+        let o = show_multicast(std::slice::from_ref(&plan), &[v]);
+        assert!(o.contains("  receiver 2001:db8:1::10 qpn 0x500 (from End.MT TLV) acked 7 epsn - ccount 2\n  receiver 2001:db8:1::11 qpn 0x501 (from End.MT TLV) acked 7"), "{o}");
+        assert!(!o.contains("none yet"), "{o}");
+    }
 
     /// Step a client every millisecond until it is done (or 30 s, which
     /// fails the test); the lines it ran and the time it took.

@@ -202,6 +202,10 @@ reasons!(Local, N_LOCAL {
     // End.MT reverse path (multicast::Counter events)
     McDataSeen => "mc-data-seen",
     McTlvReceiverUnknown => "mc-tlv-receiver-unknown",
+    // A learning group took another receiver set from an End.MT TLV, or
+    // refused one (tlv_receivers = "learn").
+    McTlvLearned => "mc-tlv-learned",
+    McTlvLearnRefused => "mc-tlv-learn-refused",
     McAckIn => "mc-ack-in",
     McNakIn => "mc-nak-in",
     McRnrIn => "mc-rnr-nak-in",

@@ -739,6 +739,15 @@ pub struct ReplicaHead {
 /// Node Address, Num Receivers, Reserved).
 const END_MT_RECEIVERS_AT: usize = 24;
 
+/// Receiver `r` (address, QPN) of the End.MT TLV at `tlv_off` in `d`.
+#[inline]
+fn tlv_receiver_at(d: &[u8], tlv_off: usize, r: usize) -> Option<(Ipv6Addr, u32)> {
+    let at = tlv_off + END_MT_RECEIVERS_AT + r * srh::END_MT_RECEIVER_LEN;
+    let e = d.get(at..at + srh::END_MT_RECEIVER_LEN)?;
+    let a: [u8; 16] = e[..16].try_into().ok()?;
+    Some((Ipv6Addr::from(a), u32::from_be_bytes([0, e[16], e[17], e[18]])))
+}
+
 impl Pipeline {
     /// Install a new SID table / policy snapshot.
     pub fn set_sids(&mut self, s: std::sync::Arc<SidTable>) -> std::sync::Arc<SidTable> {
@@ -1098,12 +1107,8 @@ impl Pipeline {
             let inner = pkt.get(chain.upper_offset..).unwrap_or(&[]);
             self.mc_observe_inner(inner, now_ns);
             if tlv_n > 0 {
+                self.mc_tlv_receivers(inner, tlv_n, |r| tlv_receiver_at(d, tlv_off, r), now_ns);
                 job.tlv_strict = self.mc_tlv_strict(inner);
-                let recv = |r: usize| {
-                    let at = tlv_off + END_MT_RECEIVERS_AT + r * srh::END_MT_RECEIVER_LEN;
-                    d.get(at..at + 16).and_then(|a| <[u8; 16]>::try_from(a).ok()).map(Ipv6Addr::from)
-                };
-                self.mc_check_tlv_receivers(inner, tlv_n, recv);
             }
         }
         self.rep = job;
@@ -1308,11 +1313,7 @@ impl Pipeline {
     /// provisioned ones.
     fn replica_receiver(&self, job: &ReplicaJob, r: usize, src: &[u8]) -> Result<(Ipv6Addr, u32), Drop> {
         if r < job.tlv_n {
-            let at = job.tlv_off + END_MT_RECEIVERS_AT + r * srh::END_MT_RECEIVER_LEN;
-            let e = src.get(at..at + srh::END_MT_RECEIVER_LEN).ok_or(Drop::ReplicaInvalid)?;
-            let mut a = [0u8; 16];
-            a.copy_from_slice(&e[..16]);
-            let (addr, qpn) = (Ipv6Addr::from(a), u32::from_be_bytes([0, e[16], e[17], e[18]]));
+            let (addr, qpn) = tlv_receiver_at(src, job.tlv_off, r).ok_or(Drop::ReplicaInvalid)?;
             // Only the group's own receiver QPs (draft-li s.9: a TLV changed
             // in transit must not deliver to other QPs).
             if job.tlv_strict && !self.mc_is_receiver(src.get(job.inner_off..).unwrap_or(&[]), addr, qpn) {
@@ -1327,11 +1328,7 @@ impl Pipeline {
             // A provisioned receiver QP the packet's TLV lists too gets the
             // TLV's copy only, not a second one (another QPN at the same
             // address is another QP: its own copy).
-            let qp = (qpn & 0x00ff_ffff).to_be_bytes();
-            let listed = (0..job.tlv_n).any(|t| {
-                let at = job.tlv_off + END_MT_RECEIVERS_AT + t * srh::END_MT_RECEIVER_LEN;
-                src.get(at..at + 16) == Some(&addr.octets()[..]) && src.get(at + 16..at + 19) == Some(&qp[1..])
-            });
+            let listed = (0..job.tlv_n).any(|t| tlv_receiver_at(src, job.tlv_off, t) == Some((addr, qpn & 0x00ff_ffff)));
             if listed {
                 return Err(Drop::EndMtReceiverInTlv);
             }

@@ -1865,7 +1865,7 @@ fn a_headend_policy_writes_end_mt_tlvs_and_the_hmac_the_edge_checks() {
 /// `endmt-receiver-not-branch`. Without it every TLV receiver gets one.
 #[test]
 fn a_strict_group_gets_copies_only_for_its_own_receivers() {
-    use dataplane::multicast::{GroupConfig, GroupId, Receiver};
+    use dataplane::multicast::{GroupConfig, GroupId, Receiver, TlvReceivers};
     let rs = receivers_a();
     // The group knows receiver 0 as it is, receiver 1 with another QPN,
     // and not receiver 2.
@@ -1874,7 +1874,7 @@ fn a_strict_group_gets_copies_only_for_its_own_receivers() {
     for strict in [false, true] {
         let mut pl = pipeline();
         let mut g = GroupConfig::new(GroupId { source: s1(), source_qpn: 0x100 }, proxy(), DESIGNATED_QPN, branches.clone());
-        g.tlv_strict = strict;
+        g.tlv_receivers = if strict { TlvReceivers::Strict } else { TlvReceivers::Any };
         pl.set_groups(&[g], T0).unwrap();
         let mut p = VecPacket::from_bytes(&f);
         assert_eq!(run(&mut pl, &mut p), Verdict::Replicate(3));
@@ -1889,4 +1889,73 @@ fn a_strict_group_gets_copies_only_for_its_own_receivers() {
             assert!(out.iter().all(|r| r.is_ok()), "{out:?}");
         }
     }
+}
+
+/// draft-li s.8: "Edge nodes additionally maintain the receiver
+/// information (addresses and QPNs) learned from the End.MT TLV or from
+/// control-plane provisioning." A group with `tlv_receivers = "learn"`
+/// starts with no branch and takes the TLV's receivers as its branches:
+/// their ACKs are aggregated from then on. A TLV with another set changes
+/// the branches (the kept receiver keeps its state, the new one joins at
+/// the PSN the source was told); an invalid set is refused and the group
+/// stays as it was; a configuration pushed again keeps what was learned.
+#[test]
+fn a_learning_group_takes_its_receivers_from_the_end_mt_tlv() {
+    use dataplane::multicast::{GroupConfig, GroupId, TlvReceivers};
+    let rs = receivers_a();
+    let mut pl = pipeline();
+    let mut cfg = GroupConfig::new(GroupId { source: s1(), source_qpn: 0x100 }, proxy(), DESIGNATED_QPN, vec![]);
+    cfg.tlv_receivers = TlvReceivers::Learn;
+    pl.set_groups(&[cfg.clone()], T0).unwrap();
+    let local = |pl: &Pipeline, l: Local| pl.counters.local[l as usize].get();
+    let receivers = |pl: &Pipeline| pl.groups().iter().next().unwrap().1.branches().iter().map(|b| (b.receiver.addr, b.receiver.qpn, b.acked())).collect::<Vec<_>>();
+    let ack = |pl: &mut Pipeline, from: Ipv6Addr, psn: u32| {
+        let mut a = VecPacket::from_bytes(&receiver_ack(from, psn));
+        pl.process(&mut a, 0, T0)
+    };
+    assert_eq!(ack(&mut pl, rs[0].0, 5), Verdict::Drop(Drop::McUnknownReceiver), "nothing learned yet");
+    // The first data packet: two receivers in the TLV.
+    let mut p = VecPacket::from_bytes(&mt_frame(sid_mt(), sid_mt(), &rs[..2], 0, 0));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Replicate(2));
+    for (i, r) in replicas(&mut pl, &p, 2).into_iter().enumerate() {
+        check_replica(&r.unwrap().1, rs[i].0, rs[i].1, &roce6(0, 200));
+    }
+    assert_eq!(local(&pl, Local::McTlvLearned), 1);
+    assert_eq!(local(&pl, Local::McTlvReceiverUnknown), 0, "learned, not unknown");
+    assert_eq!(receivers(&pl), vec![(rs[0].0, rs[0].1, 0), (rs[1].0, rs[1].1, 0)]);
+    // The same TLV again: nothing to learn.
+    let mut p = VecPacket::from_bytes(&mt_frame(sid_mt(), sid_mt(), &rs[..2], 0, 0));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Replicate(2));
+    assert_eq!(local(&pl, Local::McTlvLearned), 1);
+    // Their ACKs aggregate: the minimum goes up once both acked PSN 5.
+    assert_eq!(ack(&mut pl, rs[0].0, 5), Verdict::Consumed);
+    let grp = |pl: &Pipeline| pl.groups().iter().next().unwrap().1.upstream_psn();
+    assert_eq!(grp(&pl), 0);
+    ack(&mut pl, rs[1].0, 5);
+    assert_eq!((grp(&pl), local(&pl, Local::McAckUp)), (5, 1));
+    // Receiver 1 leaves, receiver 2 joins (the TLV is the source's list).
+    let mut p = VecPacket::from_bytes(&mt_frame(sid_mt(), sid_mt(), &[rs[0], rs[2]], 0, 0));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Replicate(2));
+    assert_eq!(local(&pl, Local::McTlvLearned), 2);
+    assert_eq!(receivers(&pl), vec![(rs[0].0, rs[0].1, 5), (rs[2].0, rs[2].1, 5)], "the new receiver joins at the PSN the source was told");
+    assert_eq!(grp(&pl), 5, "the group's upstream state goes on");
+    assert_eq!(ack(&mut pl, rs[1].0, 5), Verdict::Drop(Drop::McUnknownReceiver), "no longer a branch");
+    // Invalid sets are refused and the group keeps its receivers: one
+    // address twice (its responses could not be told apart), the Proxy
+    // Address as a receiver.
+    for bad in [vec![rs[0], (rs[0].0, 0x99)], vec![rs[0], (proxy(), 0x99)]] {
+        let mut p = VecPacket::from_bytes(&mt_frame(sid_mt(), sid_mt(), &bad, 0, 0));
+        run(&mut pl, &mut p);
+    }
+    assert_eq!((local(&pl, Local::McTlvLearned), local(&pl, Local::McTlvLearnRefused)), (2, 2));
+    assert_eq!(receivers(&pl).len(), 2);
+    assert_eq!(receivers(&pl)[1].0, rs[2].0);
+    // The control plane pushes the groups again (unchanged, then with
+    // another window): the learned receivers and their state stay.
+    pl.set_groups(&[cfg.clone()], T0).unwrap();
+    assert_eq!(receivers(&pl), vec![(rs[0].0, rs[0].1, 5), (rs[2].0, rs[2].1, 5)]);
+    cfg.cnp_window_ns = 80_000;
+    pl.set_groups(&[cfg], T0).unwrap();
+    assert_eq!(receivers(&pl), vec![(rs[0].0, rs[0].1, 5), (rs[2].0, rs[2].1, 5)]);
+    assert_eq!(pl.groups().iter().next().unwrap().1.window_ns(), 80_000);
 }

@@ -4,7 +4,7 @@
 tests/pcap_forwarding.rs (end_mt_reverse_path_aggregates_responses).
 
 Usage:
-  mc_reverse.py build DIR [wan]
+  mc_reverse.py build DIR [wan [learn]]
       scapy writes DIR/dc-in.pcap: the receivers' RC responses to the Proxy
       Address (SA = receiver, DA = Proxy, BTH DestQP = Designated QPN, AETH,
       ICRC computed by scapy.contrib.roce) in this order:
@@ -17,6 +17,10 @@ Usage:
       With `wan`, everything arrives on the WAN port instead: DIR/wan-in.pcap
       holds the data packet followed by the responses (to the WAN MAC) and
       DIR/dc-in.pcap is empty (the multi-worker steering test).
+      With `learn` as well, the data packet's SRH also carries an End.MT
+      TLV for the router's SID naming R1..R3 (QPNs 0x500..0x502): the
+      router's group learns its receivers from it (tlv_receivers = "learn")
+      and replicates to them.
   mc_reverse.py check PCAP [SRC DST DQPN]
       scapy dissects every frame (Ether / IPv6 / UDP / BTH / AETH or
       CNPPadding) and checks: SA = Proxy, DA = S1, BTH DestQP = S1's QPN
@@ -84,17 +88,19 @@ def end_mt_tlv(edge, receivers):
     return IPv6ExtHdrSegmentRoutingTLV(type=END_MT_TYPE, len=len(value), value=value)
 
 
-def data(psn):
+def data(psn, learn=False):
     payload = bytes((i * 7 + 5) & 0xff for i in range(128))
     inner = (IPv6(src=S1, dst=PROXY, hlim=64) / UDP(sport=0xc100, dport=4791) /
              BTH(opcode=0x04, dqpn=DESIGNATED_QPN, psn=psn, ackreq=1) / Raw(payload))
+    tlvs = [end_mt_tlv("fc00:0:7::10", [("2001:db8:7::1", 0x42)])]
+    if learn:
+        tlvs.append(end_mt_tlv(SID, [(a, 0x500 + i) for i, a in enumerate(RX)]))
     srh = IPv6ExtHdrSegmentRouting(addresses=[PROXY, SID], segleft=1, lastentry=1,
-                                   tlv_objects=[end_mt_tlv("fc00:0:7::10", [("2001:db8:7::1", 0x42)])],
-                                   nh=41)
+                                   tlv_objects=tlvs, nh=41)
     return Ether(dst=R_WAN, src=GW) / IPv6(src=S1, dst=SID, hlim=64, nh=43) / srh / inner
 
 
-def build(d, wan=False):
+def build(d, wan=False, learn=False):
     global TO
     if wan:
         TO = R_WAN
@@ -106,7 +112,7 @@ def build(d, wan=False):
     ]
     if wan:
         wrpcap(d + "/dc-in.pcap", [])
-        wrpcap(d + "/wan-in.pcap", [data(7)] + frames)
+        wrpcap(d + "/wan-in.pcap", [data(7, learn)] + frames)
     else:
         wrpcap(d + "/dc-in.pcap", frames)
         wrpcap(d + "/wan-in.pcap", [data(7)])
@@ -169,7 +175,7 @@ def check(path, src=None, dst=None, dqpn=None):
 
 if __name__ == "__main__":
     if sys.argv[1] == "build":
-        build(sys.argv[2], len(sys.argv) > 3 and sys.argv[3] == "wan")
+        build(sys.argv[2], "wan" in sys.argv[3:], "learn" in sys.argv[3:])
     elif sys.argv[1] == "check":
         if len(sys.argv) > 3:
             check(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5], 0))

@@ -132,12 +132,17 @@ pub enum SetupError {
     /// `node_address` is the Proxy Address, the source or a branch; or a
     /// child is the Proxy Address or the source.
     NodeAddress(Ipv6Addr),
+    /// A receiver address is not a unicast address, or is the Proxy
+    /// Address or the source.
+    ReceiverAddress(Ipv6Addr),
     /// A group with this id is installed already.
     DuplicateGroup,
     /// Another group uses the same Proxy Address and Designated QPN.
     DuplicateProxy,
     /// The table is full.
     TableFull,
+    /// Receivers learned for a group that does not learn them.
+    NotLearning,
 }
 
 impl core::fmt::Display for SetupError {
@@ -152,11 +157,13 @@ impl core::fmt::Display for SetupError {
             SetupError::ZeroCnpRate => write!(f, "cnp_rate_per_s / cnp_burst: must be > 0"),
             SetupError::DuplicateReceiver(a) => write!(f, "receivers / children: {a} appears twice"),
             SetupError::NodeAddress(a) => write!(f, "node_address / children: {a} is the Proxy Address, the source or (node_address) a branch"),
+            SetupError::ReceiverAddress(a) => write!(f, "receivers: {a} is not a unicast address, or is the Proxy Address or the source"),
             SetupError::DuplicateGroup => write!(f, "id: group already installed"),
             SetupError::DuplicateProxy => {
                 write!(f, "proxy/designated_qpn: used by another group")
             }
             SetupError::TableFull => write!(f, "group table full"),
+            SetupError::NotLearning => write!(f, "tlv_receivers: the group does not learn its receivers"),
         }
     }
 }
@@ -166,6 +173,31 @@ impl std::error::Error for SetupError {}
 /// Most branches per group (a `u32` index in the lookup map; the End.MT TLV
 /// itself carries at most 255 receivers per edge node).
 pub const MAX_BRANCHES: usize = 1 << 16;
+
+/// What End.MT at a node does with the receivers of an End.MT TLV for a
+/// packet of a group held there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TlvReceivers {
+    /// Every TLV receiver gets its copy; those that are no branch of the
+    /// group are counted (`mc-tlv-receiver-unknown`): their responses will
+    /// be dropped as unknown receivers.
+    #[default]
+    Any,
+    /// Copies only to the TLV receivers that are branches of the group,
+    /// address and QPN (draft-li s.9: "If End.MT TLV contents are modified
+    /// in transit, packets could be delivered to incorrect RDMA QPs"); the
+    /// others are dropped as `endmt-receiver-not-branch`.
+    Strict,
+    /// The group's receivers are learned from the TLV (draft-li s.8: "Edge
+    /// nodes additionally maintain the receiver information (addresses and
+    /// QPNs) learned from the End.MT TLV or from control-plane
+    /// provisioning"): when a TLV names another set of receivers than the
+    /// group has, the group takes the TLV's set
+    /// ([`super::GroupTable::set_receivers`]; kept receivers keep their
+    /// state, new ones join at the PSN the source was told). The group may
+    /// start with no branch at all.
+    Learn,
+}
 
 /// Static configuration of one group.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -206,13 +238,9 @@ pub struct GroupConfig {
     /// Per-branch CNP rate limit (s.9): sustained rate and burst.
     pub cnp_rate_per_s: u32,
     pub cnp_burst: u32,
-    /// End.MT at this node replicates only to the End.MT TLV receivers
-    /// that are branches of this group, address and QPN (draft-li s.9: "If
-    /// End.MT TLV contents are modified in transit, packets could be
-    /// delivered to incorrect RDMA QPs"); the others are dropped as
-    /// `endmt-receiver-not-branch`. Off: every TLV receiver gets its copy,
-    /// and those that are no branch are only counted.
-    pub tlv_strict: bool,
+    /// How the End.MT TLV's receivers relate to this group's `receivers`
+    /// (see [`TlvReceivers`]).
+    pub tlv_receivers: TlvReceivers,
     /// Upstream packets: P_Key, UDP source port, traffic class of ACK/NAK
     /// and of CNP, hop limit.
     pub pkey: u16,
@@ -240,7 +268,7 @@ impl GroupConfig {
             cnp_window_max_ns: None,
             cnp_rate_per_s: 100_000,
             cnp_burst: 16,
-            tlv_strict: false,
+            tlv_receivers: TlvReceivers::Any,
             pkey: crate::wire::roce::DEFAULT_PKEY,
             udp_src_port: 0xc000 | (id.source_qpn & 0x3fff) as u16,
             traffic_class: 26 << 2,
@@ -251,7 +279,7 @@ impl GroupConfig {
 
     /// Check every field; the first problem is reported with its field.
     pub fn validate(&self) -> Result<(), SetupError> {
-        if self.receivers.is_empty() && self.children.is_empty() {
+        if self.receivers.is_empty() && self.children.is_empty() && self.tlv_receivers != TlvReceivers::Learn {
             return Err(SetupError::NoReceivers);
         }
         if self.receivers.len() + self.children.len() > MAX_BRANCHES {
@@ -278,6 +306,9 @@ impl GroupConfig {
         for (i, r) in self.receivers.iter().enumerate() {
             if r.qpn > PSN_MASK {
                 return Err(SetupError::QpnRange("receivers.qpn"));
+            }
+            if r.addr.is_unspecified() || r.addr.is_multicast() || r.addr.is_loopback() || r.addr == self.proxy || r.addr == self.id.source {
+                return Err(SetupError::ReceiverAddress(r.addr));
             }
             if self.receivers[..i].iter().any(|o| o.addr == r.addr) {
                 return Err(SetupError::DuplicateReceiver(r.addr));
@@ -401,6 +432,8 @@ pub struct GroupView {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BranchView {
     pub addr: Ipv6Addr,
+    /// The receiver's QPN (0 for a child node).
+    pub qpn: u32,
     /// A downstream aggregation node, not a receiver.
     pub node: bool,
     pub acked: u32,
@@ -622,7 +655,7 @@ impl Group {
         v.window_ns = self.window_ns;
         v.srtt_ns = self.srtt_ns;
         v.branches.clear();
-        v.branches.extend(self.branches.iter().map(|b| BranchView { addr: b.receiver.addr, node: b.node, acked: b.acked, nak_epsn: b.nak_epsn, ccount: b.ccount }));
+        v.branches.extend(self.branches.iter().map(|b| BranchView { addr: b.receiver.addr, qpn: b.receiver.qpn, node: b.node, acked: b.acked, nak_epsn: b.nak_epsn, ccount: b.ccount }));
     }
 
     /// The branch of a receiver address (linear; [`super::GroupTable`] has

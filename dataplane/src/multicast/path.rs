@@ -29,7 +29,7 @@
 
 use std::net::{IpAddr, Ipv6Addr};
 
-use super::group::{Counter, Counters, GroupConfig, NakKind, SetupError, Upstream};
+use super::group::{Counter, Counters, GroupConfig, NakKind, Receiver, SetupError, TlvReceivers, Upstream};
 use super::table::{GroupTable, Lookup, Verdict as McVerdict};
 use super::upstream::{build_upstream, parse_response, upstream_len, ResponseKey};
 use crate::counters::{Drop, Local};
@@ -261,21 +261,44 @@ impl Pipeline {
         }
     }
 
-    /// End.MT at a node that holds the group of the inner packet: count
-    /// the receivers its End.MT TLV names that are no branch of the group
-    /// (`mc-tlv-receiver-unknown`). They get the data, but their
-    /// acknowledgements would be dropped as unknown receivers and the
-    /// source told of PSNs they never confirmed (s.5.3.1): the group's
-    /// `receivers` must match what the source puts in the TLV.
-    pub(crate) fn mc_check_tlv_receivers(&self, inner: &[u8], n: usize, receiver: impl Fn(usize) -> Option<Ipv6Addr>) {
+    /// End.MT at a node that holds the group of the inner packet, whose
+    /// End.MT TLV names `n` receivers (`receiver(r)`: address and QPN).
+    ///
+    /// * A group that learns its receivers ([`TlvReceivers::Learn`]) takes
+    ///   the TLV's set when it differs from its own (`mc-tlv-learned`;
+    ///   `mc-tlv-learn-refused` when the set is not a valid one: an address
+    ///   twice, a multicast address, the Proxy Address, more than
+    ///   [`super::MAX_BRANCHES`]). Telling whether it differs costs one hash
+    ///   probe per TLV receiver; only a change allocates.
+    /// * Otherwise the receivers that are no branch of the group are
+    ///   counted (`mc-tlv-receiver-unknown`). They get the data, but their
+    ///   acknowledgements would be dropped as unknown receivers and the
+    ///   source told of PSNs they never confirmed (s.5.3.1): the group's
+    ///   `receivers` must match what the source puts in the TLV.
+    pub(crate) fn mc_tlv_receivers(&mut self, inner: &[u8], n: usize, receiver: impl Fn(usize) -> Option<(Ipv6Addr, u32)>, now_ns: u64) {
         if self.mc.is_empty() {
             return;
         }
         let Some((proxy, dest_qp)) = group_data_key(inner) else { return };
-        if self.mc.group_of_data(&proxy, dest_qp).is_none() {
+        let Some(grp) = self.mc.group_of_data(&proxy, dest_qp).and_then(|g| self.mc.get(g).map(|x| (g, x))) else { return };
+        let (g, group) = grp;
+        let branch_qpn = |a: Ipv6Addr| match self.mc.lookup(&ResponseKey { receiver: a, proxy, dest_qp }) {
+            Lookup::Branch { group, branch } => self.mc.get(group).and_then(|x| x.branches().get(branch)).filter(|b| !b.node).map(|b| b.receiver.qpn),
+            _ => None,
+        };
+        if group.config().tlv_receivers == TlvReceivers::Learn {
+            let same = group.config().receivers.len() == n && (0..n).all(|r| receiver(r).is_some_and(|(a, q)| branch_qpn(a) == Some(q)));
+            if same {
+                return;
+            }
+            let set: Option<Vec<Receiver>> = (0..n).map(|r| receiver(r).map(|(addr, qpn)| Receiver { addr, qpn })).collect();
+            match set.map(|v| self.mc.set_receivers(g, v, now_ns)) {
+                Some(Ok(())) => self.counters.local(Local::McTlvLearned),
+                _ => self.counters.local(Local::McTlvLearnRefused),
+            }
             return;
         }
-        let unknown = (0..n).filter(|&r| receiver(r).is_some_and(|a| !matches!(self.mc.lookup(&ResponseKey { receiver: a, proxy, dest_qp }), Lookup::Branch { .. }))).count();
+        let unknown = (0..n).filter(|&r| receiver(r).is_some_and(|(a, _)| !matches!(self.mc.lookup(&ResponseKey { receiver: a, proxy, dest_qp }), Lookup::Branch { .. }))).count();
         if unknown > 0 {
             self.counters.local[Local::McTlvReceiverUnknown as usize].add(unknown as u64);
         }
@@ -283,10 +306,10 @@ impl Pipeline {
 
     /// Whether the group of the End.MT packet `inner` (its inner IPv6
     /// header on) takes copies only for its own branches
-    /// (`GroupConfig::tlv_strict`).
+    /// ([`TlvReceivers::Strict`]).
     pub(crate) fn mc_tlv_strict(&self, inner: &[u8]) -> bool {
         let Some((proxy, dest_qp)) = group_data_key(inner) else { return false };
-        self.mc.group_of_data(&proxy, dest_qp).and_then(|g| self.mc.get(g)).is_some_and(|grp| grp.config().tlv_strict)
+        self.mc.group_of_data(&proxy, dest_qp).and_then(|g| self.mc.get(g)).is_some_and(|grp| grp.config().tlv_receivers == TlvReceivers::Strict)
     }
 
     /// Whether (`addr`, `qpn`) is a receiver branch of the group of the

@@ -5,7 +5,7 @@ use std::net::Ipv6Addr;
 
 use rustc_hash::FxHashMap;
 
-use super::group::{Counter, Counters, Group, GroupConfig, GroupId, Response, SetupError, Upstream};
+use super::group::{Counter, Counters, Group, GroupConfig, GroupId, Receiver, Response, SetupError, TlvReceivers, Upstream};
 use super::upstream::ResponseKey;
 
 /// Where a response belongs.
@@ -189,7 +189,7 @@ impl GroupTable {
     pub fn replace_all(&mut self, cfgs: &[GroupConfig], now: u64) -> Result<(), (usize, SetupError)> {
         let stale: Vec<GroupId> = self
             .iter()
-            .filter(|(_, g)| !cfgs.iter().any(|c| c == g.config()))
+            .filter(|(_, g)| !cfgs.iter().any(|c| learned_eq(c, g)))
             .map(|(_, g)| g.id())
             .collect();
         // Changed groups (same id) take over their old state.
@@ -200,14 +200,41 @@ impl GroupTable {
         for (i, c) in cfgs.iter().enumerate() {
             // Kept from before (unchanged); a second configuration with
             // the same id is refused by `insert` (DuplicateGroup).
-            if self.index_of(&c.id).and_then(|i| self.get(i)).is_some_and(|g| g.config() == c) && !cfgs[..i].iter().any(|o| o.id == c.id) {
+            if self.index_of(&c.id).and_then(|i| self.get(i)).is_some_and(|g| learned_eq(c, g)) && !cfgs[..i].iter().any(|o| o.id == c.id) {
                 continue;
             }
-            let g = self.insert(c.clone(), now).map_err(|e| (i, e))?;
+            let g = self.insert(learned(c, &old), now).map_err(|e| (i, e))?;
             if let (Some(o), Some(new)) = (old.iter().find(|o| o.id() == c.id), self.get_mut(g)) {
                 new.carry_over(o);
             }
         }
+        Ok(())
+    }
+
+    /// Replace the receivers of group `idx` (End.MT TLV learning,
+    /// [`TlvReceivers::Learn`]; allocates, once per change of the set).
+    /// The group is set up afresh with the same index and takes over its
+    /// old state ([`Group::carry_over`]): kept receivers keep theirs, new
+    /// ones join at the PSN the source was told, and the CNP window goes
+    /// on. Refused (the group unchanged) when the new set fails
+    /// [`GroupConfig::validate`] or the group does not learn.
+    pub fn set_receivers(&mut self, idx: usize, receivers: Vec<Receiver>, now: u64) -> Result<(), SetupError> {
+        let old = self.slots.get(idx).and_then(Option::as_ref).filter(|g| g.config().tlv_receivers == TlvReceivers::Learn).ok_or(SetupError::NotLearning)?;
+        let mut cfg = old.config().clone();
+        cfg.receivers = receivers;
+        let mut g = Group::new(cfg, now)?;
+        g.carry_over(old);
+        let c = old.config();
+        for a in c.receivers.iter().map(|r| r.addr) {
+            self.by_receiver.remove(&receiver_key(&ResponseKey { receiver: a, proxy: c.proxy, dest_qp: c.designated_qpn }));
+        }
+        let c = g.config();
+        for (b, a) in c.branch_addrs().enumerate() {
+            let k = ResponseKey { receiver: a, proxy: c.proxy, dest_qp: c.designated_qpn };
+            self.by_receiver.insert(receiver_key(&k), (idx as u32, b as u32));
+        }
+        self.slots[idx] = Some(g);
+        self.version = next_version();
         Ok(())
     }
 
@@ -300,4 +327,30 @@ impl GroupTable {
         }
         total
     }
+}
+
+/// A configuration pushed by the control plane, with the receivers the
+/// old group of its id learned from End.MT TLVs when both learn: the
+/// control plane does not know them, and a configuration change must not
+/// forget them.
+fn learned(c: &GroupConfig, old: &[Group]) -> GroupConfig {
+    let mut c = c.clone();
+    if c.tlv_receivers == TlvReceivers::Learn {
+        if let Some(o) = old.iter().find(|o| o.id() == c.id && o.config().tlv_receivers == TlvReceivers::Learn) {
+            c.receivers.clone_from(&o.config().receivers);
+        }
+    }
+    c
+}
+
+/// Whether the installed group `g` has configuration `c` (a learning
+/// group's receivers are its own, not the configuration's).
+fn learned_eq(c: &GroupConfig, g: &Group) -> bool {
+    let gc = g.config();
+    if c.tlv_receivers == TlvReceivers::Learn && gc.tlv_receivers == TlvReceivers::Learn && c.id == gc.id {
+        let mut x = c.clone();
+        x.receivers.clone_from(&gc.receivers);
+        return x == *gc;
+    }
+    c == gc
 }
