@@ -1,15 +1,22 @@
 //! `dcirouter isis --config FILE`: the IS-IS TLVs an external IGP speaker
-//! advertises for this node (draft-hu-acn-rocev2 s.5.1): the SRv6
-//! Capabilities sub-TLV with the C-flag when END.C or END.E is configured
-//! ("Before advertising END.E and END.C, PE nodes should first inform
-//! other nodes whether they have the corresponding congestion handling
-//! capabilities"), and the
-//! SRv6 Locator TLV with End SID sub-TLVs for the END.C and END.E SIDs.
-//! Printed in hex and decoded.
+//! advertises for this node (RFC 9352, draft-hu-acn-rocev2 s.5.1): the
+//! SRv6 Capabilities sub-TLV with the C-flag when END.C or END.E is
+//! configured ("Before advertising END.E and END.C, PE nodes should first
+//! inform other nodes whether they have the corresponding congestion
+//! handling capabilities"), and the SRv6 Locator TLV with an End SID
+//! sub-TLV for every local SID but End.X (advertised per adjacency): End,
+//! End.DT4 and End.DT6 with their RFC 8986 codepoints, End.MT
+//! (draft-li s.10, TBD1), END.C and END.E (draft-hu, TBD) with the
+//! codepoints of `[params]`. Printed in hex and decoded.
 
 use crate::config::RouterConfig;
 use dataplane::wire::isis::{EndSidRepr, LocatorEntryRepr, LocatorSubTlv, LocatorTlvRepr, SidStructure, Srv6CapsRepr};
 use std::fmt::Write;
+
+/// RFC 8986 s.10.2 SRv6 Endpoint Behavior codepoints (without flavours).
+pub const BEHAVIOR_END: u16 = 1;
+pub const BEHAVIOR_END_DT6: u16 = 18;
+pub const BEHAVIOR_END_DT4: u16 = 19;
 
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect::<Vec<_>>().join(" ")
@@ -35,7 +42,19 @@ pub fn tlvs(cfg: &RouterConfig) -> Result<Vec<(String, Vec<u8>, String)>, String
         let r = match sid.behaviour.as_str() {
             "end.c" => EndSidRepr::end_c(sid.sid, Some(structure), p),
             "end.e" => EndSidRepr::end_e(sid.sid, Some(structure), p),
-            _ => continue,
+            // draft-li s.10: End.MT's codepoint is TBD1 (`behaviour_end_mt`).
+            "end.mt" => EndSidRepr::with_behavior(p.behaviour_end_mt, sid.sid, Some(structure)),
+            // RFC 8986 s.10.2 (no flavours).
+            "end" => EndSidRepr::with_behavior(BEHAVIOR_END, sid.sid, Some(structure)),
+            "end.dt6" => EndSidRepr::with_behavior(BEHAVIOR_END_DT6, sid.sid, Some(structure)),
+            "end.dt4" => EndSidRepr::with_behavior(BEHAVIOR_END_DT4, sid.sid, Some(structure)),
+            // RFC 9352 s.8: an End.X SID belongs to an adjacency (End.X SID
+            // sub-TLV in the IS reachability TLV), which the IGP speaker
+            // that formed it advertises.
+            _ => {
+                let _ = writeln!(decoded, "  ({} {}: advertised with its adjacency, End.X SID sub-TLV 43 of RFC 9352 s.8, not in the locator)", sid.sid, sid.behaviour.to_uppercase());
+                continue;
+            }
         };
         let _ = writeln!(decoded, "  End SID sub-TLV: {} behaviour {} ({}), SID structure LB {} LN {} F {} A {}", sid.sid, r.behavior, sid.behaviour.to_uppercase(), structure.locator_block_len, structure.locator_node_len, structure.function_len, structure.argument_len);
         subs.push(LocatorSubTlv::EndSid(r));
@@ -63,13 +82,13 @@ mod tests {
     use dataplane::wire::isis::{LocatorTlv, Srv6CapsTlv};
 
     #[test]
-    fn end_c_and_end_e_are_advertised() {
+    fn local_sids_are_advertised_with_their_codepoints() {
         let cfg = crate::config::load_str(
             r#"
 [[port]]
 name = "p"
 device = "net_null0"
-addresses = ["10.0.0.1/24"]
+addresses = ["10.0.0.1/24", "2001:db8::1/64"]
 [srv6]
 locator = "fc00:0:1::/48"
 [[srv6.sid]]
@@ -82,6 +101,20 @@ behaviour = "end.e"
 [[srv6.sid]]
 sid = "fc00:0:1::1"
 behaviour = "end"
+[[srv6.sid]]
+sid = "fc00:0:1::a"
+behaviour = "end.mt"
+[[srv6.sid]]
+sid = "fc00:0:1::d6"
+behaviour = "end.dt6"
+[[srv6.sid]]
+sid = "fc00:0:1::d4"
+behaviour = "end.dt4"
+[[srv6.sid]]
+sid = "fc00:0:1::b"
+behaviour = "end.x"
+interface = "p"
+via = "2001:db8::2"
 "#,
         )
         .unwrap();
@@ -97,8 +130,21 @@ behaviour = "end"
                 _ => None,
             })
             .collect();
-        assert_eq!(sids, vec![(cfg.params.behaviour_end_c, "fc00:0:1::c".parse().unwrap()), (cfg.params.behaviour_end_e, "fc00:0:1::e".parse().unwrap())]);
-        assert!(t[1].2.contains("END.C") && t[1].2.contains("END.E"));
+        let a = |x: &str| x.parse::<std::net::Ipv6Addr>().unwrap();
+        assert_eq!(
+            sids,
+            vec![
+                (cfg.params.behaviour_end_c, a("fc00:0:1::c")),
+                (cfg.params.behaviour_end_e, a("fc00:0:1::e")),
+                (1, a("fc00:0:1::1")),
+                (cfg.params.behaviour_end_mt, a("fc00:0:1::a")),
+                (18, a("fc00:0:1::d6")),
+                (19, a("fc00:0:1::d4")),
+            ],
+            "every local SID but End.X, with its codepoint"
+        );
+        assert!(t[1].2.contains("END.C") && t[1].2.contains("END.E") && t[1].2.contains("behaviour 65280 (END.MT)"), "{}", t[1].2);
+        assert!(t[1].2.contains("fc00:0:1::b END.X: advertised with its adjacency"), "{}", t[1].2);
     }
 
     /// The C-flag announces the congestion handling END.E needs as well
