@@ -2239,6 +2239,19 @@ fn demo_runs_and_its_pcaps_are_sound() {
     assert_eq!(head.len(), 3, "the DC host's three RC SENDs under the headend policy:\n{t}");
     assert!(head.iter().all(|l| l.contains("endmt=fc00:0:21::a=2001:db8:21::10/0x600,2001:db8:21::11/0x601;fc00:0:22::a=2001:db8:22::10/0x610 hmac=ok last=yes")), "{t}");
     assert!(so.contains("3 left for End.MT SID fc00:0:21::a with 2 End.MT TLVs naming 3 receivers, HMAC TLV (key 9) last in the SRH and verified"), "the summary line");
+    // Learned receivers: group rdma-mc-edge took its two receivers from the
+    // End.MT TLV of its data (copies in dc-out with their QPNs, ICRC
+    // checked by scapy above), and their ACKs went up hop by hop.
+    assert_eq!((counter(&so, "mc-tlv-learned"), counter(&so, "mc-tlv-learn-refused")), (1, 0), "{so}");
+    assert!(so.contains("from the End.MT TLV for fc00:0:1::b 1 time(s), refused 0: [\"2001:db8:1::10 QPN 0x510\", \"2001:db8:1::11 QPN 0x511\"]"), "{so}");
+    let edge_copies: Vec<(u8, u32)> = read_pcap(&dir.join("dc-out.pcap"))
+        .unwrap()
+        .iter()
+        .filter(|f| f.len() > 14 + 60 && f[12..14] == [0x86, 0xdd] && f[14 + 8..14 + 24] == "2001:db8:3::3".parse::<std::net::Ipv6Addr>().unwrap().octets())
+        .map(|f| (f[14 + 39], u32::from_be_bytes([0, f[14 + 53], f[14 + 54], f[14 + 55]])))
+        .collect();
+    assert_eq!(edge_copies, vec![(0x10, 0x510), (0x11, 0x511)], "the learned receivers' copies (DA ::10 / ::11, DestQP)");
+    assert!(so.contains("as a receiver of the next node: [\"ACK PSN 1 DestQP 0x778\"]"), "the learned receivers' ACKs aggregated: {so}");
     // The ECMP scenario: 32 flows over the two gateways, none split.
     let (per, split) = control::demo::ecmp_split(&read_pcap(&dir.join("wan-out.pcap")).unwrap());
     let (a, b) = (per.get("02:00:00:00:02:02").copied().unwrap_or(0), per.get("02:00:00:00:02:03").copied().unwrap_or(0));

@@ -181,13 +181,17 @@ fn dissectors_decode_the_demo() {
     for t in own {
         assert!(t <= now_us && now_us - t < 600_000_000, "FANN timestamp {t} us is not the time of the run ({now_us} us)");
     }
-    // The End.MT TLV of the multicast data packet the WAN brings in.
+    // The End.MT TLVs of the two multicast data packets the WAN brings in
+    // (the second one's receivers are those group rdma-mc-edge learns).
     let mt = tshark_fields(&dir.join("wan-in.pcap"), Some("srv6_endmt"), &["srv6_endmt.edge", "srv6_endmt.num", "srv6_endmt.receiver", "srv6_endmt.qpn"]);
-    assert_eq!(mt.len(), 1, "{mt:?}");
+    assert_eq!(mt.len(), 2, "{mt:?}");
     assert_eq!(mt[0][0], ["fc00:0:1::a"]);
     assert_eq!(mt[0][1], ["3"]);
     assert_eq!(mt[0][2], ["2001:db8:1::10", "2001:db8:1::11", "2001:db8:1::12"]);
     assert_eq!(mt[0][3].iter().map(|q| number(q).unwrap()).collect::<Vec<_>>(), [0x500, 0x501, 0x502]);
+    assert_eq!((&mt[1][0], &mt[1][1]), (&vec!["fc00:0:1::b".to_string()], &vec!["2".to_string()]));
+    assert_eq!(mt[1][2], ["2001:db8:1::10", "2001:db8:1::11"]);
+    assert_eq!(mt[1][3].iter().map(|q| number(q).unwrap()).collect::<Vec<_>>(), [0x510, 0x511]);
 }
 
 /// Hostile input never breaks the dissectors: the scapy-built frames and

@@ -183,6 +183,11 @@ locator = "fc00:0:1::/48"
 sid = "fc00:0:1::a"
 behaviour = "end.mt"
 
+# The second group's End.MT SID (one group per End.MT SID).
+[[srv6.sid]]
+sid = "fc00:0:1::b"
+behaviour = "end.mt"
+
 [[srv6.sid]]
 sid = "fc00:0:1::e"
 behaviour = "end.e"
@@ -236,6 +241,9 @@ last_listener_query_interval_ms = 100
 # answers the next node up as one of that node's receivers would: from its
 # node address to the Proxy Address (routed over the WAN), DestQP = the
 # Designated QPN. The node above lists 2001:db8:2::1 in its child_nodes.
+# Its receivers are not configured: the group learns them from the End.MT
+# TLV of the data reaching its SID fc00:0:1::b (s.8: "learned from the
+# End.MT TLV or from control-plane provisioning").
 [[multicast.group]]
 name = "rdma-mc-edge"
 proxy = "fc00:0:2::200"
@@ -244,10 +252,7 @@ source = "2001:db8:3::3"
 source_qpn = 0x901
 cnp_window_us = 100000
 node_address = "2001:db8:2::1"
-receivers = [
-  { address = "2001:db8:1::10", qpn = 0x510 },
-  { address = "2001:db8:1::11", qpn = 0x511 },
-]
+tlv_receivers = "learn"
 
 # Ingress PE (draft-hzh-fantel-wan-tunnel Figure 2): traffic to DC2
 # (10.0.9.0/24) goes H.Encaps over R1 -> R2 -> egress PE; when a FANN
@@ -472,6 +477,7 @@ pub fn traffic() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     // with three receivers in the DC; a Long-haul CNP to our END.E SID (for
     // the DC host); Pause and Resume CNPs to our END.C SID.
     wan.push(end_mt_frame());
+    wan.push(end_mt_edge_frame());
     wan.push(bad_srh_frame());
     wan.push(to_sid("fc00:0:1::e", &lhcnp(dataplane::wire::lhcnp::Action::RateReduce, 30)));
     wan.push(to_sid("fc00:0:1::c", &lhcnp(dataplane::wire::lhcnp::Action::Pause, 2000)));
@@ -820,16 +826,27 @@ pub fn bad_srh_frame() -> Vec<u8> {
 /// RoCEv2 packet and an End.MT TLV with receivers 2001:db8:1::10..12
 /// (QPNs 0x500..0x502).
 pub fn end_mt_frame() -> Vec<u8> {
+    end_mt_frame_for("fc00:0:1::a", (0..3u32).map(|i| (format!("2001:db8:1::{:x}", 0x10 + i), 0x500 + i)), "2001:db8:3::2", MC_PROXY, MC_DESIGNATED_QPN)
+}
+
+/// The second group's data (source 2001:db8:3::3, PSN 1) to the End.MT SID
+/// fc00:0:1::b, whose TLV names the receivers the group learns:
+/// 2001:db8:1::10 and ::11 (QPNs 0x510, 0x511).
+pub fn end_mt_edge_frame() -> Vec<u8> {
+    end_mt_frame_for("fc00:0:1::b", (0..2u32).map(|i| (format!("2001:db8:1::{:x}", 0x10 + i), 0x510 + i)), "2001:db8:3::3", MC_EDGE_PROXY, MC_EDGE_DESIGNATED_QPN)
+}
+
+fn end_mt_frame_for(sid: &str, receivers: impl Iterator<Item = (String, u32)>, source: &str, proxy: &str, designated_qpn: u32) -> Vec<u8> {
     use dataplane::wire::srh::{EndMtReceiver, EndMtRepr, SrhRepr, TlvRepr};
-    let sid: Ipv6Addr = "fc00:0:1::a".parse().unwrap();
-    let receivers = (0..3u32).map(|i| EndMtReceiver { address: format!("2001:db8:1::{:x}", 0x10 + i).parse().unwrap(), qpn: 0x500 + i }).collect();
-    let tlv = TlvRepr::EndMt(EndMtRepr { tlv_type: dataplane::wire::params::Params::DEFAULT.srh_tlv_end_mt, edge_node_address: sid, receivers });
-    let srh = SrhRepr::for_path(41, &[sid, "fc00:0:2::1".parse().unwrap()], vec![tlv]).to_bytes().expect("SRH");
+    let sid_a: Ipv6Addr = sid.parse().unwrap();
+    let receivers = receivers.map(|(a, qpn)| EndMtReceiver { address: a.parse().unwrap(), qpn }).collect();
+    let tlv = TlvRepr::EndMt(EndMtRepr { tlv_type: dataplane::wire::params::Params::DEFAULT.srh_tlv_end_mt, edge_node_address: sid_a, receivers });
+    let srh = SrhRepr::for_path(41, &[sid_a, "fc00:0:2::1".parse().unwrap()], vec![tlv]).to_bytes().expect("SRH");
     // The inner RoCEv2 packet from the source to the group's Proxy Address.
-    let inner = gen::roce6(&L2 { src: [0; 6], dst: [0; 6] }, "2001:db8:3::2".parse().unwrap(), MC_PROXY.parse().unwrap(), 49300, MC_DESIGNATED_QPN, 1, 1024, 64);
+    let inner = gen::roce6(&L2 { src: [0; 6], dst: [0; 6] }, source.parse().unwrap(), proxy.parse().unwrap(), 49300, designated_qpn, 1, 1024, 64);
     let mut payload = srh;
     payload.extend_from_slice(&inner[14..]);
-    outer6("fc00:0:1::a", 43, &payload)
+    outer6(sid, 43, &payload)
 }
 
 /// One line describing a frame the router sent.
@@ -1159,6 +1176,17 @@ pub fn run(out: &Path) -> Result<(), String> {
         .map(|f| format!("ACK PSN {} DestQP {:#x}", u32::from_be_bytes([0, f[14 + 57], f[14 + 58], f[14 + 59]]), u32::from_be_bytes([0, f[14 + 53], f[14 + 54], f[14 + 55]])))
         .collect();
     println!("  End.MT hop by hop (group rdma-mc-edge: this node is an edge node below the one adjacent to the source): up from {node} to the Proxy Address {eproxy}, as a receiver of the next node: {hop:?}");
+    let learned: Vec<String> = rep
+        .groups
+        .iter()
+        .filter(|g| g.id.source_qpn == 0x901)
+        .flat_map(|g| g.branches.iter().filter(|b| !b.node).map(|b| format!("{} QPN {:#x}", b.addr, b.qpn)))
+        .collect();
+    println!(
+        "  End.MT receivers learned (group rdma-mc-edge, tlv_receivers = \"learn\", s.8): from the End.MT TLV for fc00:0:1::b {} time(s), refused {}: {learned:?}",
+        c.local_count(Local::McTlvLearned),
+        c.local_count(Local::McTlvLearnRefused)
+    );
     // The ingress PE: which SID list the DC2 flows took before and after
     // R1's link-failure notification, read back from the WAN pcap.
     let first_sid = |tag: &[u8]| -> Vec<String> {
