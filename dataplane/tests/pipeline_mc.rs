@@ -284,3 +284,31 @@ fn group_updates_keep_state_and_a_new_receiver_joins_where_the_group_stands() {
     let e = pl.set_groups(&[group(2), bad], T0).unwrap_err();
     assert_eq!(e.0, 1);
 }
+
+/// draft-li s.9: "Nodes SHOULD validate that reverse-path response
+/// messages originate from addresses within the expected downstream
+/// receiver set. BCP 38 ingress filtering SHOULD be applied at network
+/// boundaries." The receiver set is checked by address
+/// (`mc-unknown-receiver`); that a receiver's address arrives from the
+/// receiver's side is strict uRPF on the port: a response claiming R1's
+/// address that arrives from the source's side (port 1) is dropped as
+/// `urpf-failed` before the group sees it, and the same response from the
+/// receivers' side is aggregated.
+#[test]
+fn strict_urpf_keeps_a_receivers_responses_to_the_receivers_side() {
+    use dataplane::tables::Urpf;
+    let mut pl = pipeline();
+    let mut t = (*pl.topo).clone();
+    t.interfaces[2].urpf = Urpf::Strict;
+    t.interfaces[0].urpf = Urpf::Strict;
+    pl.topo = Arc::new(t);
+    let mut f = frame(None, &response(rx(0), ack(3)));
+    f[0..6].copy_from_slice(&R1);
+    let mut p = VecPacket::from_bytes(&f);
+    let v = pl.process(&mut p, 1, T0);
+    assert_eq!(v, Verdict::Drop(Drop::UrpfFailed), "R1's address from the source's side");
+    assert_eq!(local(&pl, Local::McAckIn), 0, "the group never saw it");
+    let (v, _) = run(&mut pl, &frame(None, &response(rx(0), ack(3))), T0);
+    assert_eq!(v, Verdict::Consumed, "from the receivers' side");
+    assert_eq!(local(&pl, Local::McAckIn), 1);
+}
