@@ -928,6 +928,62 @@ proptest! {
         }
     }
 
+    /// A learning group's receiver set changing at random between ACKs
+    /// (`GroupTable::set_receivers`): the response lookup always matches
+    /// exactly the current receivers (a receiver that left is unknown, one
+    /// that joined is found at its branch), invalid sets change nothing,
+    /// and the upstream ACK never goes back nor beyond a branch.
+    #[test]
+    fn learned_receiver_sets_keep_the_lookup_and_the_upstream_psn_consistent(
+        sets in proptest::collection::vec(proptest::collection::vec(1u16..8, 0..6), 1..30),
+        acks in proptest::collection::vec((1u16..8, 0u32..4), 0..120),
+    ) {
+        let mut t = GroupTable::with_capacity(1, 8);
+        let c = GroupConfig { tlv_receivers: TlvReceivers::Learn, ..cfg(0) };
+        let g = t.insert(c, 0).unwrap();
+        let key = |i: u16| ResponseKey { receiver: rx(i), proxy: proxy(), dest_qp: DQPN };
+        let mut current: Vec<u16> = vec![];
+        let mut last_up = t.get(g).unwrap().upstream_psn();
+        let mut acks = acks.into_iter();
+        for set in sets {
+            let v: Vec<Receiver> = set.iter().map(|&i| Receiver { addr: rx(i), qpn: 0x100 + u32::from(i) }).collect();
+            let dup = set.iter().enumerate().any(|(k, a)| set[..k].contains(a));
+            let r = t.set_receivers(g, v, 0);
+            prop_assert_eq!(r.is_ok(), !dup, "{:?}", set);
+            if r.is_ok() {
+                current = set.clone();
+            }
+            let grp = t.get(g).unwrap();
+            prop_assert_eq!(grp.branches().len(), current.len());
+            for i in 1u16..8 {
+                match (t.lookup(&key(i)), current.iter().position(|&x| x == i)) {
+                    (Lookup::Branch { group, branch }, Some(b)) => {
+                        prop_assert_eq!((group, branch), (g, b));
+                        prop_assert_eq!(grp.branches()[b].receiver.addr, rx(i));
+                    }
+                    (Lookup::UnknownReceiver { group }, None) => prop_assert_eq!(group, g),
+                    (l, want) => prop_assert!(false, "receiver {}: lookup {:?}, branch {:?}", i, l, want),
+                }
+            }
+            for (i, off) in acks.by_ref().take(4) {
+                let psn = psn_add(last_up, off);
+                let _ = t.on_data(&proxy(), DQPN, psn, &source(), 0);
+                if let Verdict::Upstream { up: Upstream::Ack { psn, .. }, .. } = t.on_response(&key(i), ack(psn), 0) {
+                    prop_assert!(psn_le(last_up, psn), "ACK went back");
+                    for b in t.get(g).unwrap().branches() {
+                        prop_assert!(psn_le(psn, b.acked()));
+                    }
+                    last_up = psn;
+                }
+            }
+            prop_assert!(psn_le(last_up, t.get(g).unwrap().upstream_psn()));
+        }
+        // A group that does not learn refuses learned receivers.
+        let mut t2 = GroupTable::with_capacity(1, 8);
+        let g2 = t2.insert(cfg(2), 0).unwrap();
+        prop_assert_eq!(t2.set_receivers(g2, vec![], 0), Err(SetupError::NotLearning));
+    }
+
     /// psn_min / psn_lt agree with plain integer order after shifting both
     /// operands by the same amount (including across the wrap).
     #[test]
