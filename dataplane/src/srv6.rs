@@ -1107,7 +1107,7 @@ impl Pipeline {
             let inner = pkt.get(chain.upper_offset..).unwrap_or(&[]);
             self.mc_observe_inner(inner, now_ns);
             if tlv_n > 0 {
-                self.mc_tlv_receivers(inner, tlv_n, |r| tlv_receiver_at(d, tlv_off, r), now_ns);
+                self.mc_tlv_receivers(inner, tlv_n, |r| tlv_receiver_at(d, tlv_off, r));
                 job.tlv_strict = self.mc_tlv_strict(inner);
             }
         }

@@ -35,6 +35,36 @@ const RX_B: MacAddr = [0x00, 0x11, 0x22, 0x02, 0, 0x11];
 const T0: u64 = 5_000_000_000;
 const MT: u8 = Params::DEFAULT.srh_tlv_end_mt;
 
+/// Heap allocations made by the current thread (the per-packet path must
+/// make none: DESIGN.md invariant 2).
+mod alloc_count {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+    thread_local! {
+        static COUNT: Cell<u64> = const { Cell::new(0) };
+    }
+    pub struct Counting;
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+            COUNT.with(|c| c.set(c.get() + 1));
+            unsafe { System.alloc(l) }
+        }
+        unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+            unsafe { System.dealloc(p, l) }
+        }
+        unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
+            COUNT.with(|c| c.set(c.get() + 1));
+            unsafe { System.realloc(p, l, n) }
+        }
+    }
+    /// Allocations by this thread so far.
+    pub fn count() -> u64 {
+        COUNT.with(|c| c.get())
+    }
+}
+#[global_allocator]
+static ALLOC: alloc_count::Counting = alloc_count::Counting;
+
 fn a6(s: &str) -> Ipv6Addr {
     s.parse().unwrap()
 }
@@ -1958,4 +1988,40 @@ fn a_learning_group_takes_its_receivers_from_the_end_mt_tlv() {
     pl.set_groups(&[cfg], T0).unwrap();
     assert_eq!(receivers(&pl), vec![(rs[0].0, rs[0].1, 5), (rs[2].0, rs[2].1, 5)]);
     assert_eq!(pl.groups().iter().next().unwrap().1.window_ns(), 80_000);
+}
+
+/// Learning receivers happens on the packet path, so it must not allocate
+/// (DESIGN.md invariant 2): a learning group fed End.MT packets whose TLV
+/// changes the receiver set every time (growing to a full TLV of 11
+/// receivers and back, refused sets in between) makes no heap allocation
+/// inside `Pipeline::process`.
+#[test]
+fn learning_receivers_does_not_allocate_on_the_packet_path() {
+    use dataplane::multicast::{GroupConfig, GroupId, TlvReceivers, MAX_TLV_RECEIVERS};
+    let mut pl = pipeline();
+    let mut cfg = GroupConfig::new(GroupId { source: s1(), source_qpn: 0x100 }, proxy(), DESIGNATED_QPN, vec![]);
+    cfg.tlv_receivers = TlvReceivers::Learn;
+    pl.set_groups(&[cfg], T0).unwrap();
+    let set = |n: usize, base: u16| -> Vec<(Ipv6Addr, u32)> { (0..n).map(|i| (Ipv6Addr::new(0x2001, 0xdb8, 2, 0, 0, 0, base, i as u16 + 1), 0x500 + i as u32)).collect() };
+    let mut frames: Vec<Vec<u8>> = Vec::new();
+    for (k, n) in [1, 3, MAX_TLV_RECEIVERS, 2, MAX_TLV_RECEIVERS, 0, 7].into_iter().enumerate() {
+        frames.push(mt_frame(sid_mt(), sid_mt(), &set(n, k as u16 % 3), 0, 0));
+        // A refused set in between: one address twice.
+        frames.push(mt_frame(sid_mt(), sid_mt(), &[(a6("2001:db8:2::77"), 1), (a6("2001:db8:2::77"), 2)], 0, 0));
+    }
+    let mut bufs: Vec<VecPacket> = frames.iter().map(|f| VecPacket::from_bytes(f)).collect();
+    // Warm up whatever is lazily set up once (not per packet).
+    let mut w = VecPacket::from_bytes(&mt_frame(sid_mt(), sid_mt(), &set(1, 9), 0, 0));
+    pl.process(&mut w, 0, T0);
+    let before = alloc_count::count();
+    for p in bufs.iter_mut() {
+        pl.process(p, 0, T0);
+    }
+    let made = alloc_count::count() - before;
+    let local = |l: Local| pl.counters.local[l as usize].get();
+    // Learned: every non-empty set (an empty TLV names nobody: End.MT has
+    // no copy to make and drops the packet before learning).
+    assert_eq!(local(Local::McTlvLearned), 1 + 6, "{:?}", pl.groups().iter().next().unwrap().1.branches().len());
+    assert_eq!(local(Local::McTlvLearnRefused), 7);
+    assert_eq!(made, 0, "allocations on the packet path while learning");
 }

@@ -467,6 +467,21 @@ pub struct Branch {
 }
 
 impl Branch {
+    /// A branch that has acknowledged `acked` and nothing else yet.
+    fn fresh(receiver: Receiver, node: bool, acked: u32, cfg: &GroupConfig) -> Branch {
+        Branch {
+            receiver,
+            node,
+            acked,
+            nak_epsn: None,
+            msn: 0,
+            credits: 31,
+            ccount: 0,
+            cnp_bucket: TokenBucket::new(cfg.cnp_rate_per_s, cfg.cnp_burst),
+            dup: false,
+        }
+    }
+
     pub fn acked(&self) -> u32 {
         self.acked
     }
@@ -489,11 +504,24 @@ impl Branch {
     }
 }
 
+/// Most receivers one End.MT TLV names (its value, at most 255 octets,
+/// holds 22 fixed octets and 20 per receiver): the room a learning group
+/// keeps for its receivers.
+pub const MAX_TLV_RECEIVERS: usize = crate::wire::srh::END_MT_MAX_RECEIVERS;
+
 /// One multicast group at this node.
 #[derive(Debug, Clone)]
 pub struct Group {
     cfg: GroupConfig,
-    branches: Box<[Branch]>,
+    /// Receivers first, then child nodes (a learning group's vector has
+    /// room for [`MAX_TLV_RECEIVERS`] receivers, so learning never
+    /// allocates).
+    branches: Vec<Branch>,
+    /// A learning group's next branch set is built here and swapped in;
+    /// afterwards it holds the previous set ([`Group::previous_branches`]).
+    spare: Vec<Branch>,
+    /// A learning group's receiver addresses, sorted to find duplicates.
+    scratch: Vec<u128>,
     /// Last PSN the source has been told is acknowledged by everyone (by an
     /// upstream ACK, or implied by an upstream NAK's ePSN - 1). All branch
     /// PSNs lie within the half window above it.
@@ -562,31 +590,86 @@ impl Group {
         }
     }
 
+    /// A learning group ([`TlvReceivers::Learn`]) takes `n` receivers
+    /// (`get(r)`) as its receiver branches, in that order, children after
+    /// them: a kept receiver (same address and QPN; `old_index` finds its
+    /// branch by address) keeps its state, a new one joins having
+    /// acknowledged what the source was told (as in
+    /// [`Group::carry_over`]). Everything else of the group goes on. No
+    /// allocation: the set is built in room kept for it and swapped in;
+    /// the previous branches are then [`Group::previous_branches`].
+    /// Refused, the group unchanged, when the set is not valid
+    /// ([`GroupConfig::validate`]'s rules) or the group does not learn.
+    pub(crate) fn relearn(&mut self, n: usize, get: impl Fn(usize) -> Option<Receiver>, old_index: impl Fn(&Ipv6Addr) -> Option<usize>) -> Result<(), SetupError> {
+        if self.cfg.tlv_receivers != TlvReceivers::Learn {
+            return Err(SetupError::NotLearning);
+        }
+        if n > MAX_TLV_RECEIVERS || n + self.cfg.children.len() > self.spare.capacity() {
+            return Err(SetupError::TooManyReceivers);
+        }
+        self.scratch.clear();
+        for r in 0..n {
+            let x = get(r).ok_or(SetupError::NoReceivers)?;
+            let a = x.addr;
+            if x.qpn > PSN_MASK {
+                return Err(SetupError::QpnRange("receivers.qpn"));
+            }
+            if a.is_unspecified() || a.is_multicast() || a.is_loopback() || a == self.cfg.proxy || a == self.cfg.id.source {
+                return Err(SetupError::ReceiverAddress(a));
+            }
+            if self.cfg.node_address == Some(a) {
+                return Err(SetupError::NodeAddress(a));
+            }
+            if self.cfg.children.contains(&a) {
+                return Err(SetupError::DuplicateReceiver(a));
+            }
+            self.scratch.push(u128::from(a));
+        }
+        self.scratch.sort_unstable();
+        if let Some(w) = self.scratch.windows(2).find(|w| w[0] == w[1]) {
+            return Err(SetupError::DuplicateReceiver(Ipv6Addr::from(w[0])));
+        }
+        let old_receivers = self.cfg.receivers.len();
+        self.spare.clear();
+        for r in 0..n {
+            let x = get(r).ok_or(SetupError::NoReceivers)?;
+            let kept = old_index(&x.addr).and_then(|i| self.branches.get(i)).filter(|o| !o.node && o.receiver == x);
+            let b = match kept {
+                Some(o) => o.clone(),
+                None => Branch::fresh(x, false, self.up_psn, &self.cfg),
+            };
+            self.spare.push(b);
+        }
+        self.spare.extend(self.branches[old_receivers..].iter().cloned());
+        std::mem::swap(&mut self.branches, &mut self.spare);
+        self.cfg.receivers.clear();
+        self.cfg.receivers.extend(self.branches[..n].iter().map(|b| b.receiver));
+        Ok(())
+    }
+
+    /// The branches before the last [`Group::relearn`].
+    pub(crate) fn previous_branches(&self) -> &[Branch] {
+        &self.spare
+    }
+
     /// Set up a group at time `now` (the first CNP window starts then).
     /// Allocates; not for the per-packet path.
     pub fn new(cfg: GroupConfig, now: u64) -> Result<Group, SetupError> {
         cfg.validate()?;
+        let mut cfg = cfg;
         let start = psn_sub(cfg.initial_psn, 1);
+        let learn = cfg.tlv_receivers == TlvReceivers::Learn;
+        let room = if learn { MAX_TLV_RECEIVERS.max(cfg.receivers.len()) + cfg.children.len() } else { 0 };
+        let mut branches = Vec::with_capacity(room.max(cfg.receivers.len() + cfg.children.len()));
         let children = cfg.children.iter().map(|&addr| (Receiver { addr, qpn: 0 }, true));
-        let branches = cfg
-            .receivers
-            .iter()
-            .map(|&r| (r, false))
-            .chain(children)
-            .map(|(receiver, node)| Branch {
-                receiver,
-                node,
-                acked: start,
-                nak_epsn: None,
-                msn: 0,
-                credits: 31,
-                ccount: 0,
-                cnp_bucket: TokenBucket::new(cfg.cnp_rate_per_s, cfg.cnp_burst),
-                dup: false,
-            })
-            .collect();
+        branches.extend(cfg.receivers.iter().map(|&r| (r, false)).chain(children).map(|(receiver, node)| Branch::fresh(receiver, node, start, &cfg)));
+        if learn {
+            cfg.receivers.reserve(MAX_TLV_RECEIVERS.saturating_sub(cfg.receivers.len()));
+        }
         Ok(Group {
             branches,
+            spare: Vec::with_capacity(room),
+            scratch: Vec::with_capacity(if learn { MAX_TLV_RECEIVERS } else { 0 }),
             up_psn: start,
             up_nak: None,
             up_told: false,

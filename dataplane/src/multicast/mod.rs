@@ -142,7 +142,7 @@ mod upstream;
 
 pub use group::{
     Branch, BranchView, Counter, Counters, Group, GroupConfig, GroupId, GroupView, NakKind, Receiver, Response,
-    SetupError, TlvReceivers, Upstream, MAX_BRANCHES, N_COUNTERS,
+    SetupError, TlvReceivers, Upstream, MAX_BRANCHES, MAX_TLV_RECEIVERS, N_COUNTERS,
 };
 pub use path::{drop_of, slot, upstream_kind, Slot};
 pub use psn::{psn_add, psn_diff, psn_le, psn_lt, psn_max, psn_min, psn_sub, PSN_HALF, PSN_MASK};

@@ -267,15 +267,16 @@ impl Pipeline {
     /// * A group that learns its receivers ([`TlvReceivers::Learn`]) takes
     ///   the TLV's set when it differs from its own (`mc-tlv-learned`;
     ///   `mc-tlv-learn-refused` when the set is not a valid one: an address
-    ///   twice, a multicast address, the Proxy Address, more than
-    ///   [`super::MAX_BRANCHES`]). Telling whether it differs costs one hash
-    ///   probe per TLV receiver; only a change allocates.
+    ///   twice, a multicast address, the Proxy Address, the source, a child
+    ///   node's or this node's address). Telling whether it differs
+    ///   costs one hash probe per TLV receiver; a change is made in room the
+    ///   group keeps for it, without allocating.
     /// * Otherwise the receivers that are no branch of the group are
     ///   counted (`mc-tlv-receiver-unknown`). They get the data, but their
     ///   acknowledgements would be dropped as unknown receivers and the
     ///   source told of PSNs they never confirmed (s.5.3.1): the group's
     ///   `receivers` must match what the source puts in the TLV.
-    pub(crate) fn mc_tlv_receivers(&mut self, inner: &[u8], n: usize, receiver: impl Fn(usize) -> Option<(Ipv6Addr, u32)>, now_ns: u64) {
+    pub(crate) fn mc_tlv_receivers(&mut self, inner: &[u8], n: usize, receiver: impl Fn(usize) -> Option<(Ipv6Addr, u32)>) {
         if self.mc.is_empty() {
             return;
         }
@@ -291,10 +292,9 @@ impl Pipeline {
             if same {
                 return;
             }
-            let set: Option<Vec<Receiver>> = (0..n).map(|r| receiver(r).map(|(addr, qpn)| Receiver { addr, qpn })).collect();
-            match set.map(|v| self.mc.set_receivers(g, v, now_ns)) {
-                Some(Ok(())) => self.counters.local(Local::McTlvLearned),
-                _ => self.counters.local(Local::McTlvLearnRefused),
+            match self.mc.learn_receivers(g, n, |r| receiver(r).map(|(addr, qpn)| Receiver { addr, qpn })) {
+                Ok(()) => self.counters.local(Local::McTlvLearned),
+                Err(_) => self.counters.local(Local::McTlvLearnRefused),
             }
             return;
         }

@@ -110,6 +110,12 @@ impl GroupTable {
             None => return Err(SetupError::TableFull),
         };
         let g = Group::new(cfg, now)?;
+        if g.config().tlv_receivers == TlvReceivers::Learn {
+            // Room for a full TLV's receivers, twice (deleted entries stay
+            // as tombstones until the map rehashes in place), so that
+            // learning never grows the map.
+            self.by_receiver.reserve(2 * super::group::MAX_TLV_RECEIVERS);
+        }
         self.version = next_version();
         let c = g.config();
         self.by_id.insert(c.id, idx);
@@ -211,29 +217,26 @@ impl GroupTable {
         Ok(())
     }
 
-    /// Replace the receivers of group `idx` (End.MT TLV learning,
-    /// [`TlvReceivers::Learn`]; allocates, once per change of the set).
-    /// The group is set up afresh with the same index and takes over its
-    /// old state ([`Group::carry_over`]): kept receivers keep theirs, new
-    /// ones join at the PSN the source was told, and the CNP window goes
-    /// on. Refused (the group unchanged) when the new set fails
-    /// [`GroupConfig::validate`] or the group does not learn.
-    pub fn set_receivers(&mut self, idx: usize, receivers: Vec<Receiver>, now: u64) -> Result<(), SetupError> {
-        let old = self.slots.get(idx).and_then(Option::as_ref).filter(|g| g.config().tlv_receivers == TlvReceivers::Learn).ok_or(SetupError::NotLearning)?;
-        let mut cfg = old.config().clone();
-        cfg.receivers = receivers;
-        let mut g = Group::new(cfg, now)?;
-        g.carry_over(old);
-        let c = old.config();
-        for a in c.receivers.iter().map(|r| r.addr) {
-            self.by_receiver.remove(&receiver_key(&ResponseKey { receiver: a, proxy: c.proxy, dest_qp: c.designated_qpn }));
+    /// Group `idx` takes the `n` receivers `get(r)` of an End.MT TLV as its
+    /// receivers ([`TlvReceivers::Learn`], [`Group::relearn`]): kept
+    /// receivers keep their state, new ones join at the PSN the source was
+    /// told, the CNP window and the upstream state go on, and the response
+    /// lookup follows. No allocation (the group keeps room for
+    /// [`super::MAX_TLV_RECEIVERS`] receivers, the lookup map for twice
+    /// that per learning group). Refused, the group unchanged, when the set
+    /// is not a valid one or the group does not learn.
+    pub fn learn_receivers(&mut self, idx: usize, n: usize, get: impl Fn(usize) -> Option<Receiver>) -> Result<(), SetupError> {
+        let grp = self.slots.get_mut(idx).and_then(Option::as_mut).ok_or(SetupError::NotLearning)?;
+        let (proxy, dest_qp) = (grp.config().proxy, grp.config().designated_qpn);
+        let by_receiver = &mut self.by_receiver;
+        let key = |a: Ipv6Addr| receiver_key(&ResponseKey { receiver: a, proxy, dest_qp });
+        grp.relearn(n, get, |a| by_receiver.get(&key(*a)).filter(|(g, _)| *g as usize == idx).map(|&(_, b)| b as usize))?;
+        for b in grp.previous_branches().iter().filter(|b| !b.node) {
+            by_receiver.remove(&key(b.receiver.addr));
         }
-        let c = g.config();
-        for (b, a) in c.branch_addrs().enumerate() {
-            let k = ResponseKey { receiver: a, proxy: c.proxy, dest_qp: c.designated_qpn };
-            self.by_receiver.insert(receiver_key(&k), (idx as u32, b as u32));
+        for (i, b) in grp.branches().iter().enumerate() {
+            by_receiver.insert(key(b.receiver.addr), (idx as u32, i as u32));
         }
-        self.slots[idx] = Some(g);
         self.version = next_version();
         Ok(())
     }

@@ -948,7 +948,7 @@ proptest! {
         for set in sets {
             let v: Vec<Receiver> = set.iter().map(|&i| Receiver { addr: rx(i), qpn: 0x100 + u32::from(i) }).collect();
             let dup = set.iter().enumerate().any(|(k, a)| set[..k].contains(a));
-            let r = t.set_receivers(g, v, 0);
+            let r = t.learn_receivers(g, v.len(), |k| v.get(k).copied());
             prop_assert_eq!(r.is_ok(), !dup, "{:?}", set);
             if r.is_ok() {
                 current = set.clone();
@@ -981,7 +981,7 @@ proptest! {
         // A group that does not learn refuses learned receivers.
         let mut t2 = GroupTable::with_capacity(1, 8);
         let g2 = t2.insert(cfg(2), 0).unwrap();
-        prop_assert_eq!(t2.set_receivers(g2, vec![], 0), Err(SetupError::NotLearning));
+        prop_assert_eq!(t2.learn_receivers(g2, 0, |_| None), Err(SetupError::NotLearning));
     }
 
     /// psn_min / psn_lt agree with plain integer order after shifting both
