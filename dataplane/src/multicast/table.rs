@@ -110,11 +110,16 @@ impl GroupTable {
             None => return Err(SetupError::TableFull),
         };
         let g = Group::new(cfg, now)?;
-        if g.config().tlv_receivers == TlvReceivers::Learn {
-            // Room for a full TLV's receivers, twice (deleted entries stay
-            // as tombstones until the map rehashes in place), so that
-            // learning never grows the map.
-            self.by_receiver.reserve(2 * super::group::MAX_TLV_RECEIVERS);
+        let learning = self.iter().filter(|(_, x)| x.config().tlv_receivers == TlvReceivers::Learn).count() + usize::from(g.config().tlv_receivers == TlvReceivers::Learn);
+        if learning > 0 {
+            // Learning must never grow the map (no allocation on the packet
+            // path): room for every learning group to add a full TLV's
+            // receivers, and twice the entries, so that the tombstones of
+            // removed receivers are cleared by a rehash in place (which
+            // the map does while it is at most half full) rather than by
+            // growing it.
+            let need = self.by_receiver.len() + g.config().receivers.len() + g.config().children.len() + learning * super::group::MAX_TLV_RECEIVERS;
+            self.by_receiver.reserve((2 * need).saturating_sub(self.by_receiver.len()));
         }
         self.version = next_version();
         let c = g.config();
