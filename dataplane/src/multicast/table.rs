@@ -242,7 +242,9 @@ impl GroupTable {
         for (i, b) in grp.branches().iter().enumerate() {
             by_receiver.insert(key(b.receiver.addr), (idx as u32, i as u32));
         }
-        self.version = next_version();
+        // `version` stays: the Proxy Addresses, which the fast path's
+        // tables depend on, are unchanged (a new version would make the
+        // next burst rebuild them).
         Ok(())
     }
 
