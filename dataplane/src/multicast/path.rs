@@ -269,8 +269,8 @@ impl Pipeline {
     ///   `mc-tlv-learn-refused` when the set is not a valid one: an address
     ///   twice, a multicast address, the Proxy Address, the source, a child
     ///   node's or this node's address). Telling whether it differs
-    ///   costs one hash probe per TLV receiver; a change is made in room the
-    ///   group keeps for it, without allocating.
+    ///   costs one comparison per TLV receiver; a change is made in room
+    ///   the group keeps for it, without allocating.
     /// * Otherwise the receivers that are no branch of the group are
     ///   counted (`mc-tlv-receiver-unknown`). They get the data, but their
     ///   acknowledgements would be dropped as unknown receivers and the
@@ -281,14 +281,13 @@ impl Pipeline {
             return;
         }
         let Some((proxy, dest_qp)) = group_data_key(inner) else { return };
-        let Some(grp) = self.mc.group_of_data(&proxy, dest_qp).and_then(|g| self.mc.get(g).map(|x| (g, x))) else { return };
-        let (g, group) = grp;
-        let branch_qpn = |a: Ipv6Addr| match self.mc.lookup(&ResponseKey { receiver: a, proxy, dest_qp }) {
-            Lookup::Branch { group, branch } => self.mc.get(group).and_then(|x| x.branches().get(branch)).filter(|b| !b.node).map(|b| b.receiver.qpn),
-            _ => None,
-        };
+        let Some((g, group)) = self.mc.group_of_data(&proxy, dest_qp).and_then(|g| self.mc.get(g).map(|x| (g, x))) else { return };
         if group.config().tlv_receivers == TlvReceivers::Learn {
-            let same = group.config().receivers.len() == n && (0..n).all(|r| receiver(r).is_some_and(|(a, q)| branch_qpn(a) == Some(q)));
+            // The learned receivers are kept in TLV order: the same TLV
+            // compares equal entry by entry (a TLV that names a receiver
+            // twice never does, and is refused below).
+            let rs = &group.config().receivers;
+            let same = rs.len() == n && (0..n).all(|r| receiver(r).is_some_and(|(addr, qpn)| rs[r] == Receiver { addr, qpn }));
             if same {
                 return;
             }
