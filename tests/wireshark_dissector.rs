@@ -231,3 +231,90 @@ fn dissectors_survive_hostile_frames() {
     }
     assert!(malformed > 0, "Wireshark's malformed verdicts are kept");
 }
+
+/// `dcirouter isis` for a node with every kind of local SID: its hex output,
+/// wrapped by scapy in an IS-IS LSP, is what Wireshark's own IS-IS
+/// dissector reads back: the SRv6 Capabilities with the O- and C-flags
+/// clear / set as configured, the locator, and one End SID sub-TLV per
+/// SID but End.X with its codepoint (END.C, END.E, End 1, End.MT, End.DT6
+/// 18, End.DT4 19).
+#[test]
+fn tshark_reads_the_isis_tlvs_dcirouter_prints() {
+    let dir = workdir("isis");
+    let cfg = dir.join("r.toml");
+    std::fs::write(
+        &cfg,
+        r#"
+[[port]]
+name = "p"
+device = "net_null0"
+addresses = ["10.0.0.1/24", "2001:db8::1/64"]
+[srv6]
+locator = "fc00:0:1::/48"
+[[srv6.sid]]
+sid = "fc00:0:1::c"
+behaviour = "end.c"
+interface = "p"
+[[srv6.sid]]
+sid = "fc00:0:1::e"
+behaviour = "end.e"
+[[srv6.sid]]
+sid = "fc00:0:1::1"
+behaviour = "end"
+[[srv6.sid]]
+sid = "fc00:0:1::a"
+behaviour = "end.mt"
+[[srv6.sid]]
+sid = "fc00:0:1::d6"
+behaviour = "end.dt6"
+[[srv6.sid]]
+sid = "fc00:0:1::d4"
+behaviour = "end.dt4"
+[[srv6.sid]]
+sid = "fc00:0:1::b"
+behaviour = "end.x"
+interface = "p"
+via = "2001:db8::2"
+"#,
+    )
+    .unwrap();
+    let o = Command::new(bin()).arg("isis").arg("--config").arg(&cfg).output().unwrap();
+    let so = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(o.status.success(), "{so}{}", String::from_utf8_lossy(&o.stderr));
+    let hexes: Vec<Vec<u8>> = so
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("hex: "))
+        .map(|h| h.split_whitespace().map(|b| u8::from_str_radix(b, 16).unwrap()).collect())
+        .collect();
+    assert_eq!(hexes.len(), 2, "{so}");
+    // The Capabilities sub-TLV goes inside a Router Capability TLV (242:
+    // Router ID 192.0.2.1, flags 0); the Locator TLV is top level.
+    let mut cap = vec![242, 0, 192, 0, 2, 1, 0];
+    cap.extend(&hexes[0]);
+    cap[1] = (cap.len() - 2) as u8;
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let pcap = dir.join("isis.pcap");
+    let mut py = Command::new("python3")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/scapy_srv6.py"))
+        .arg("isis-lsp")
+        .arg(&pcap)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write as _;
+        let mut i = py.stdin.take().unwrap();
+        writeln!(i, "{}\n{}", hex(&cap), hex(&hexes[1])).unwrap();
+    }
+    let out = py.wait_with_output().unwrap();
+    assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).starts_with("ok"), "{}", String::from_utf8_lossy(&out.stdout));
+    let f = tshark_fields(&pcap, None, &["isis.lsp.srv6_cap.flags", "isis.lsp.srv6_locator.locator", "isis.lsp.srv6_end_sid.endpoint_function", "isis.lsp.srv6_end_sid.sid"]);
+    assert_eq!(f.len(), 1, "{f:?}");
+    let p = dataplane::wire::params::Params::DEFAULT;
+    assert_eq!(number(&f[0][0][0]), Some(u128::from(p.isis_srv6_cap_c_flag)), "C-flag only: {f:?}");
+    assert_eq!(f[0][1], ["fc00:0:1::"]);
+    let behaviours: Vec<u128> = f[0][2].iter().map(|s| number(s).unwrap()).collect();
+    assert_eq!(behaviours, [p.behaviour_end_c, p.behaviour_end_e, 1, p.behaviour_end_mt, 18, 19].map(u128::from));
+    assert_eq!(f[0][3], ["fc00:0:1::c", "fc00:0:1::e", "fc00:0:1::1", "fc00:0:1::a", "fc00:0:1::d6", "fc00:0:1::d4"]);
+}
