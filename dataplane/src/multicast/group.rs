@@ -193,7 +193,7 @@ pub enum TlvReceivers {
     /// QPNs) learned from the End.MT TLV or from control-plane
     /// provisioning"): when a TLV names another set of receivers than the
     /// group has, the group takes the TLV's set
-    /// ([`super::GroupTable::set_receivers`]; kept receivers keep their
+    /// ([`super::GroupTable::learn_receivers`]; kept receivers keep their
     /// state, new ones join at the PSN the source was told). The group may
     /// start with no branch at all.
     Learn,
@@ -307,9 +307,7 @@ impl GroupConfig {
             if r.qpn > PSN_MASK {
                 return Err(SetupError::QpnRange("receivers.qpn"));
             }
-            if r.addr.is_unspecified() || r.addr.is_multicast() || r.addr.is_loopback() || r.addr == self.proxy || r.addr == self.id.source {
-                return Err(SetupError::ReceiverAddress(r.addr));
-            }
+            self.receiver_address_ok(&r.addr)?;
             if self.receivers[..i].iter().any(|o| o.addr == r.addr) {
                 return Err(SetupError::DuplicateReceiver(r.addr));
             }
@@ -326,6 +324,15 @@ impl GroupConfig {
             if a == self.proxy || a == self.id.source || self.branch_addrs().any(|b| b == a) {
                 return Err(SetupError::NodeAddress(a));
             }
+        }
+        Ok(())
+    }
+
+    /// A receiver address must be unicast, and neither the Proxy Address
+    /// nor the source.
+    fn receiver_address_ok(&self, a: &Ipv6Addr) -> Result<(), SetupError> {
+        if a.is_unspecified() || a.is_multicast() || a.is_loopback() || *a == self.proxy || *a == self.id.source {
+            return Err(SetupError::ReceiverAddress(*a));
         }
         Ok(())
     }
@@ -614,9 +621,7 @@ impl Group {
             if x.qpn > PSN_MASK {
                 return Err(SetupError::QpnRange("receivers.qpn"));
             }
-            if a.is_unspecified() || a.is_multicast() || a.is_loopback() || a == self.cfg.proxy || a == self.cfg.id.source {
-                return Err(SetupError::ReceiverAddress(a));
-            }
+            self.cfg.receiver_address_ok(&a)?;
             if self.cfg.node_address == Some(a) {
                 return Err(SetupError::NodeAddress(a));
             }
