@@ -223,7 +223,7 @@ impl GroupTable {
     }
 
     /// Group `idx` takes the `n` receivers `get(r)` of an End.MT TLV as its
-    /// receivers ([`TlvReceivers::Learn`], [`Group::relearn`]): kept
+    /// receivers ([`TlvReceivers::Learn`], `Group::relearn`): kept
     /// receivers keep their state, new ones join at the PSN the source was
     /// told, the CNP window and the upstream state go on, and the response
     /// lookup follows. No allocation (the group keeps room for
