@@ -1985,9 +1985,18 @@ fn a_learning_group_takes_its_receivers_from_the_end_mt_tlv() {
     pl.set_groups(&[cfg.clone()], T0).unwrap();
     assert_eq!(receivers(&pl), vec![(rs[0].0, rs[0].1, 5), (rs[2].0, rs[2].1, 5)]);
     cfg.cnp_window_ns = 80_000;
-    pl.set_groups(&[cfg], T0).unwrap();
+    pl.set_groups(&[cfg.clone()], T0).unwrap();
     assert_eq!(receivers(&pl), vec![(rs[0].0, rs[0].1, 5), (rs[2].0, rs[2].1, 5)]);
     assert_eq!(pl.groups().iter().next().unwrap().1.window_ns(), 80_000);
+    // A configuration the learned receivers no longer fit (a learned
+    // receiver's address becomes a child node): taken, without them; the
+    // next TLV teaches the group again (here refused: the child's address).
+    cfg.children = vec![rs[2].0];
+    pl.set_groups(&[cfg], T0).unwrap();
+    assert_eq!(receivers(&pl), vec![(rs[2].0, 0, 5)], "the child node only");
+    let mut p = VecPacket::from_bytes(&mt_frame(sid_mt(), sid_mt(), &[rs[0]], 0, 0));
+    run(&mut pl, &mut p);
+    assert_eq!(receivers(&pl), vec![(rs[0].0, rs[0].1, 5), (rs[2].0, 0, 5)], "learned again, before the child");
 }
 
 /// Learning receivers happens on the packet path, so it must not allocate

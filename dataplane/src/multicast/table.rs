@@ -342,15 +342,20 @@ impl GroupTable {
 /// A configuration pushed by the control plane, with the receivers the
 /// old group of its id learned from End.MT TLVs when both learn: the
 /// control plane does not know them, and a configuration change must not
-/// forget them.
+/// forget them. When they no longer fit the new configuration (a new
+/// child node or node address is one of them), the group starts without
+/// them and learns again from the next TLV, rather than being refused.
 fn learned(c: &GroupConfig, old: &[Group]) -> GroupConfig {
-    let mut c = c.clone();
-    if c.tlv_receivers == TlvReceivers::Learn {
-        if let Some(o) = old.iter().find(|o| o.id() == c.id && o.config().tlv_receivers == TlvReceivers::Learn) {
-            c.receivers.clone_from(&o.config().receivers);
+    let mut l = c.clone();
+    if l.tlv_receivers == TlvReceivers::Learn {
+        if let Some(o) = old.iter().find(|o| o.id() == l.id && o.config().tlv_receivers == TlvReceivers::Learn) {
+            l.receivers.clone_from(&o.config().receivers);
+            if l.validate().is_err() {
+                return c.clone();
+            }
         }
     }
-    c
+    l
 }
 
 /// Whether the installed group `g` has configuration `c` (a learning
