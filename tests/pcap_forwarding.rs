@@ -473,14 +473,14 @@ fn shaped_port_queues_paces_and_tail_drops() {
 /// tshark.
 #[test]
 fn congested_port_marks_ce_and_sends_long_haul_cnps() {
-    let (dir, so, se) = congested_run("cong", true);
+    let (dir, so, se) = congested_run("cong", true, "");
     cong_checks(&dir, &so, &se);
 }
 
 /// The congestion case's run: 400 IPv6 and 400 IPv4 RoCEv2 packets into a
 /// port shaped to 20 Mb/s; the IPv4 hosts configured for the RoCEv2
 /// format or not (draft-tian s.10.5).
-fn congested_run(name: &str, ipv4_roce: bool) -> (std::path::PathBuf, String, String) {
+fn congested_run(name: &str, ipv4_roce: bool, congestion_extra: &str) -> (std::path::PathBuf, String, String) {
     let dir = workdir(name);
     let to_router = control::gen::L2 { src: HOST, dst: R_DC };
     let mut frames = Vec::new();
@@ -495,9 +495,11 @@ fn congested_run(name: &str, ipv4_roce: bool) -> (std::path::PathBuf, String, St
         .replace("mac = \"02:dc:00:00:00:02\"", "mac = \"02:dc:00:00:00:02\"\nrate_mbps = 20\nqueue_bytes = 600000")
         .replacen(
             "[[route]]",
-            "[port.congestion]\nrtt_est_us = 2000\nk_base_bytes = 65536\ninterval_us = 500\ntop_flows = 2\n\
+            &format!(
+                "[port.congestion]\nrtt_est_us = 2000\nk_base_bytes = 65536\ninterval_us = 500\ntop_flows = 2\n{congestion_extra}\
              [[port.congestion.source_qp]]\nsource = \"2001:db8:1::2\"\ndestination = \"2001:db8:3::7\"\ndest_qp = 0x100\nsource_qp = 0x900\n\
-             SOURCE_FORMAT[[route]]",
+             SOURCE_FORMAT[[route]]"
+            ),
             1,
         )
         .replacen("SOURCE_FORMAT", if ipv4_roce { "[[port.congestion.source_format]]\nprefix = \"10.0.1.0/24\"\nformat = \"roce\"\n" } else { "" }, 1)
@@ -600,7 +602,7 @@ fn cong_checks(dir: &std::path::Path, so: &str, se: &str) {
 /// CE-marked, and the IPv6 host still gets its ICMPv6 CNPs.
 #[test]
 fn ipv4_sources_get_no_cnp_unless_configured_for_the_roce_format() {
-    let (dir, so, _) = congested_run("cong-noroce", false);
+    let (dir, so, _) = congested_run("cong-noroce", false, "");
     let dc = read_pcap(&dir.join("dc-out.pcap")).unwrap();
     let roce_cnps = dc.iter().filter(|f| f[12..14] == [0x08, 0x00] && f[14 + 9] == 17 && u16::from_be_bytes([f[14 + 22], f[14 + 23]]) == 4791).count();
     let icmp_cnps = dc.iter().filter(|f| f[12..14] == [0x86, 0xdd] && f[14 + 6] == 58 && f[14 + 40] == 200).count();
@@ -614,6 +616,26 @@ fn ipv4_sources_get_no_cnp_unless_configured_for_the_roce_format() {
     let wan = read_pcap(&dir.join("wan-out.pcap")).unwrap();
     let ce4 = wan.iter().filter(|f| f[12..14] == [0x08, 0x00] && f[15] & 3 == 3).count();
     assert!(ce4 > 50, "the IPv4 flow is still CE-marked: {ce4}");
+}
+
+/// `unknown_source_qp = "icmpv6-only"` on real DPDK: the IPv4 host takes
+/// the RoCEv2 format, but its flow's source QP is unknown, so no
+/// RoCEv2-format CNP (DestQP 0) goes to it (`cnp-source-qp-unknown-skipped`),
+/// while the IPv6 host, whose source QP is configured, still gets its
+/// ICMPv6 CNPs.
+#[test]
+fn cnps_naming_no_qp_are_held_back_when_configured() {
+    let (dir, so, _) = congested_run("cong-unknown-qp", true, "unknown_source_qp = \"icmpv6-only\"\n");
+    let dc = read_pcap(&dir.join("dc-out.pcap")).unwrap();
+    let roce_cnps = dc.iter().filter(|f| f[12..14] == [0x08, 0x00] && f[14 + 9] == 17 && u16::from_be_bytes([f[14 + 22], f[14 + 23]]) == 4791).count();
+    let icmp_cnps = dc.iter().filter(|f| f[12..14] == [0x86, 0xdd] && f[14 + 6] == 58 && f[14 + 40] == 200).count();
+    assert_eq!(roce_cnps, 0, "no RoCEv2-format CNP without a source QP");
+    assert!(icmp_cnps > 0, "the IPv6 host still gets ICMPv6 CNPs");
+    let ct = so.split("congestion 'wan': ").nth(1).unwrap_or_else(|| panic!("no congestion table:\n{so}"));
+    assert!(value(ct, "cnp-source-qp-unknown-skipped") > 0, "{ct}");
+    assert_eq!(value(ct, "cnp-source-qp-unknown"), 0, "{ct}");
+    let sent: u64 = ["lhcnp-notify-sent", "lhcnp-rate-reduce-sent", "lhcnp-pause-sent", "lhcnp-resume-sent"].iter().map(|n| counter(&so, n)).sum();
+    assert_eq!(sent as usize, icmp_cnps);
 }
 
 /// The operator's view of a congested port while traffic runs: `show

@@ -959,6 +959,11 @@ pub struct CongestionSection {
     /// Notify this many top-contributing flows per evaluation.
     #[serde(default = "d_top")]
     pub top_flows: u8,
+    /// A flow whose source QP is unknown: "send" its CNP anyway (DestQP
+    /// 0), "icmpv6-only" (no RoCEv2-format CNP, which names no QP a NIC
+    /// could act on), or "skip".
+    #[serde(default = "d_unknown_qp")]
+    pub unknown_source_qp: String,
     /// Suppression's observation window (s.5.7), microseconds; default
     /// RTT_est.
     pub observation_window_us: Option<u64>,
@@ -1073,6 +1078,9 @@ fn d_flow_idle() -> u64 {
 }
 fn d_format() -> String {
     "icmpv6".into()
+}
+fn d_unknown_qp() -> String {
+    "send".into()
 }
 fn d_qd_trigger() -> String {
     "interval".into()
@@ -2400,7 +2408,7 @@ pub fn congestion_error_in_config_terms(why: &str, port: &str, queue_bytes: u64)
 }
 
 fn congestion_plan(c: &CongestionSection, p: &PortSection, f: &str) -> Result<CongestionPlan, String> {
-    use dataplane::congestion::{AdaptivePolicy, CnpFormat, Policy, PortParams};
+    use dataplane::congestion::{AdaptivePolicy, CnpFormat, Policy, PortParams, UnknownSourceQp};
     let e = |k: &str, v: &dyn std::fmt::Display, why: &str| Err(format!("{f}.{k} = {v}: {why}"));
     let Some(rate) = p.rate_mbps else {
         return Err(format!("port {}: rate_mbps = (absent): the congestion-aware node needs R_port; set rate_mbps (the link speed for an unshaped port)", p.name));
@@ -2426,6 +2434,12 @@ fn congestion_plan(c: &CongestionSection, p: &PortSection, f: &str) -> Result<Co
         "interval" => false,
         "immediate" => true,
         other => return e("qd_trigger", &format!("{other:?}"), "must be \"interval\" or \"immediate\""),
+    };
+    let unknown_source_qp = match c.unknown_source_qp.as_str() {
+        "send" => UnknownSourceQp::Send,
+        "icmpv6-only" => UnknownSourceQp::Icmpv6Only,
+        "skip" => UnknownSourceQp::Skip,
+        other => return e("unknown_source_qp", &format!("{other:?}"), "must be \"send\", \"icmpv6-only\" or \"skip\""),
     };
     let source_v4 = match &c.source_v4 {
         None => None,
@@ -2477,6 +2491,7 @@ fn congestion_plan(c: &CongestionSection, p: &PortSection, f: &str) -> Result<Co
         default_format: format,
         policy: Policy {
             top_flows: c.top_flows,
+            unknown_source_qp,
             buffer_bytes: p.queue_bytes(),
             observation_window_ns: c.observation_window_us.unwrap_or(0).saturating_mul(1000),
             ..Policy::default()
@@ -2849,6 +2864,14 @@ nexthop = [{ via = "10.0.2.2" }, { via = "10.0.3.2", weight = 3 }, { via = "10.0
         assert_eq!(plan.source_qps, vec![("2001:db8:1::2".parse().unwrap(), "2001:db8:3::7".parse().unwrap(), 0x100, 0x900), ("10.0.1.2".parse().unwrap(), "10.0.3.7".parse().unwrap(), 7, 9)]);
         let e = load_str(&with(&q("2001:db8:1::2", "10.0.3.7", "1", "2"))).unwrap_err();
         assert!(e.contains("port[1].congestion.source_qp[0].destination = 10.0.3.7") && e.contains("family"), "{e}");
+        // What to do for flows whose source QP is still unknown.
+        use dataplane::congestion::UnknownSourceQp;
+        let unknown = |v: &str| load_str(&with(&format!("unknown_source_qp = \"{v}\"\n"))).map(|c| c.ports[1].congestion.as_ref().unwrap().params.policy.unknown_source_qp);
+        assert_eq!(plan.params.policy.unknown_source_qp, UnknownSourceQp::Send, "sent by default");
+        assert_eq!(unknown("icmpv6-only"), Ok(UnknownSourceQp::Icmpv6Only));
+        assert_eq!(unknown("skip"), Ok(UnknownSourceQp::Skip));
+        let e = unknown("never").unwrap_err();
+        assert!(e.contains("port[1].congestion.unknown_source_qp = \"never\": must be \"send\", \"icmpv6-only\" or \"skip\""), "{e}");
         let e = load_str(&with(&q("nope", "10.0.3.7", "1", "2"))).unwrap_err();
         assert!(e.contains("port[1].congestion.source_qp[0].source = \"nope\": not an IP address"), "{e}");
         let e = load_str(&with(&q("10.0.1.2", "10.0.3.7", "1", "16777216"))).unwrap_err();

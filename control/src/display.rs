@@ -277,6 +277,7 @@ pub fn congestion(views: &[(u16, CongestionView)], names: &[(u16, String)]) -> S
             ("cnp-output-full", s.out_full.to_string()),
             ("cnp-format-unconfigured", s.format_unconfigured.to_string()),
             ("cnp-source-qp-unknown", s.source_qp_unknown.to_string()),
+            ("cnp-source-qp-unknown-skipped", s.source_qp_unknown_skipped.to_string()),
             ("cnp-reactions", r.count.to_string()),
             ("cnp-reaction-p50-us", us(r.p50_ns)),
             ("cnp-reaction-p90-us", us(r.p90_ns)),

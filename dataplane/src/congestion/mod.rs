@@ -221,6 +221,24 @@ pub struct Policy {
     /// compares (s.5.7: "a configurable observation window (RECOMMENDED:
     /// 1 * RTT_est)"), ns; 0 = RTT_est.
     pub observation_window_ns: u64,
+    /// What to do for a flow whose source QP is unknown.
+    pub unknown_source_qp: UnknownSourceQp,
+}
+
+/// A CNP for a flow whose source QP is not known (neither configured nor
+/// learned from a response): DestQP and Source QP Number are then 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UnknownSourceQp {
+    /// Send it anyway (the issue's "send what is known"): the ICMPv6
+    /// format carries the Flow ID object from which a source can find its
+    /// QP; a RoCEv2-format CNP to QP 0 is only counted by the source.
+    #[default]
+    Send,
+    /// Send only the ICMPv6 format: a RoCEv2-format CNP that names no QP
+    /// cannot be acted on by a RoCE NIC, so it is not sent.
+    Icmpv6Only,
+    /// Send none.
+    Skip,
 }
 
 /// Most flows a single evaluation may notify.
@@ -240,6 +258,7 @@ impl Default for Policy {
             rate_drop_frac: 0.1,
             escalation_step: 32,
             observation_window_ns: 0,
+            unknown_source_qp: UnknownSourceQp::Send,
         }
     }
 }
@@ -564,6 +583,9 @@ pub struct CongestionStats {
     pub flow_table_full: u64,
     /// CNPs sent without a known source QP.
     pub source_qp_unknown: u64,
+    /// CNPs not sent because the flow's source QP is unknown
+    /// ([`UnknownSourceQp`]).
+    pub source_qp_unknown_skipped: u64,
     pub flows_aged: u64,
     /// Evaluations in which each trigger held.
     pub trigger_qd: u64,

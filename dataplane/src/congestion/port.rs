@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap;
 
 use super::flows::{FlowTable, PackedKey, NONE};
 use super::{
-    CnpFormat, CnpRequest, CongestionStats, FlowId, PortParams, RoceInfo, RoceKey, MAX_TOP_FLOWS,
+    CnpFormat, CnpRequest, CongestionStats, FlowId, PortParams, RoceInfo, RoceKey, UnknownSourceQp, MAX_TOP_FLOWS,
 };
 use crate::pipeline::TokenBucket;
 use crate::wire::lhcnp::{Action, CnpInfo, MetricType};
@@ -739,6 +739,19 @@ impl CongestionPort {
             self.stats.format_unconfigured += 1;
             return true;
         };
+        let src_qp = f.src_qp();
+        let skip = src_qp.is_none()
+            && match self.p.policy.unknown_source_qp {
+                UnknownSourceQp::Send => false,
+                UnknownSourceQp::Icmpv6Only => format == CnpFormat::Roce,
+                UnknownSourceQp::Skip => true,
+            };
+        if skip {
+            // Not sent, and not recorded as sent for the flow: its
+            // per-flow limit and Resume are untouched.
+            self.stats.source_qp_unknown_skipped += 1;
+            return true;
+        }
         if out.len() >= out.capacity() {
             self.stats.out_full += 1;
             return false;
@@ -747,7 +760,6 @@ impl CongestionPort {
             self.stats.port_capped += 1;
             return false;
         }
-        let src_qp = f.src_qp();
         if src_qp.is_none() {
             self.stats.source_qp_unknown += 1;
         }

@@ -1036,6 +1036,53 @@ fn source_qp_from_configuration_and_unknown_counter() {
     assert_eq!(c.flow_source_qp(a, b, 200), Some(100));
 }
 
+/// `unknown_source_qp`: a CNP for a flow whose source QP is unknown is
+/// sent by default (QP 0); with "icmpv6-only" only in the ICMPv6 format
+/// (a RoCEv2 CNP naming QP 0 gives a NIC nothing to act on); with "skip"
+/// not at all. A skipped CNP is counted and leaves the flow untouched (no
+/// per-flow limit consumed, not throttled, so no Resume later), and the
+/// other flows of the same evaluation are still served.
+#[test]
+fn cnps_for_unknown_source_qps_follow_the_policy() {
+    use super::UnknownSourceQp as U;
+    // Three flows with bytes queued: IPv4 known QP, IPv4 unknown (RoCEv2
+    // format, the only one IPv4 takes), IPv6 unknown (ICMPv6, the port's
+    // default for IPv6 here).
+    let (k4, u4, u6, d4, d6) = (ip4(1), ip4(3), ip6(3), ip4(4), ip6(4));
+    for (mode, want) in [
+        (U::Send, vec![(k4, Some(100)), (u4, None), (u6, None)]),
+        (U::Icmpv6Only, vec![(k4, Some(100)), (u6, None)]),
+        (U::Skip, vec![(k4, Some(100))]),
+    ] {
+        let mut c = CongestionPort::new(PortParams {
+            default_format: CnpFormat::Icmpv6,
+            policy: Policy { top_flows: 3, unknown_source_qp: mode, ..sec7().policy },
+            ..sec7()
+        });
+        c.set_source_formats(&[("10.0.0.0/8".parse().unwrap(), CnpFormat::Roce)]);
+        c.set_source_qp(k4, d4, 200, 100);
+        c.on_enqueue(Some(&data(k4, d4, 200, 0)), 3000, true, 130 * MB, 0);
+        c.on_enqueue(Some(&data(u4, d4, 300, 0)), 2000, true, 130 * MB, 0);
+        c.on_enqueue(Some(&data(u6, d6, 400, 0)), 1000, true, 130 * MB, 0);
+        c.poll(130 * MB, 0, &mut out());
+        let o = poll_at(&mut c, 130 * MB, IV);
+        let got: Vec<(IpAddr, Option<u32>)> = o.iter().map(|r| (r.to, r.src_qp)).collect();
+        assert_eq!(got, want, "{mode:?}");
+        let skipped = 3 - want.len() as u64;
+        assert_eq!(c.stats().source_qp_unknown_skipped, skipped, "{mode:?}");
+        assert_eq!(c.stats().source_qp_unknown, want.iter().filter(|w| w.1.is_none()).count() as u64, "{mode:?}");
+        // A skipped flow was not throttled: the queue draining sends no
+        // Resume to it.
+        let mut t = IV;
+        let mut resumes = Vec::new();
+        for _ in 0..400 {
+            t += IV;
+            resumes.extend(poll_at(&mut c, 0, t).into_iter().filter(|r| r.info.action == Action::Resume).map(|r| r.to));
+        }
+        assert_eq!(resumes, want.iter().map(|w| w.0).collect::<Vec<_>>(), "{mode:?}: Resume for the CNPs sent only");
+    }
+}
+
 #[test]
 fn flow_table_full_and_aging() {
     let mut c = CongestionPort::new(PortParams {
