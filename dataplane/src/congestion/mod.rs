@@ -165,6 +165,9 @@
 //! experimental C-Type [`CTYPE_FLOW_ID`] (254, s.10.3), 20 octets: the flow's
 //! destination address (IPv6, or IPv4-mapped) and its DestQP, from which a
 //! source can find its QP (a remote address and QPN identify an RC QP).
+//! [`Policy::unknown_source_qp`] can hold such CNPs back: all of them, or
+//! the RoCEv2-format ones, which carry no such object
+//! (`source_qp_unknown_skipped`; the flow is then not throttled).
 
 mod build;
 mod flows;
