@@ -552,8 +552,7 @@ fn cong_checks(dir: &std::path::Path, so: &str, se: &str) {
         assert_eq!(bth[4] & 0x20, 0x20, "E bit");
         dataplane::wire::roce::icrc_check(ip).expect("ICRC of the RoCEv2 Long-haul CNP");
     }
-    let sent: u64 = ["lhcnp-notify-sent", "lhcnp-rate-reduce-sent", "lhcnp-pause-sent", "lhcnp-resume-sent"].iter().map(|n| counter(so, n)).sum();
-    assert_eq!(sent as usize, icmp_cnps.len() + roce_cnps.len());
+    assert_eq!(lhcnps_sent(so), icmp_cnps.len() + roce_cnps.len());
     // The IPv6 flow's source QP is configured: its CNPs name it (s.6.1,
     // Source QP Number after Congestion Level, Action Flags, Parameter).
     for f in &icmp_cnps {
@@ -562,7 +561,7 @@ fn cong_checks(dir: &std::path::Path, so: &str, se: &str) {
 
     // The worker's own account of the port (exit table): thresholds in
     // effect and counts that match the packets.
-    let ct = so.split("congestion 'wan': ").nth(1).unwrap_or_else(|| panic!("no congestion table:\n{so}"));
+    let ct = congestion_table(so);
     assert!(ct.starts_with("R_port 20 Mb/s, RTT_est 2000 us, K_min 32768 bytes (configured 32768), K_max 65536 bytes,"), "{ct}");
     assert_eq!(value(ct, "ce-marked") as usize, marked);
     assert_eq!(value(ct, "cnp-rate-reduce"), counter(so, "lhcnp-rate-reduce-sent"));
@@ -603,16 +602,13 @@ fn cong_checks(dir: &std::path::Path, so: &str, se: &str) {
 #[test]
 fn ipv4_sources_get_no_cnp_unless_configured_for_the_roce_format() {
     let (dir, so, _) = congested_run("cong-noroce", false, "");
-    let dc = read_pcap(&dir.join("dc-out.pcap")).unwrap();
-    let roce_cnps = dc.iter().filter(|f| f[12..14] == [0x08, 0x00] && f[14 + 9] == 17 && u16::from_be_bytes([f[14 + 22], f[14 + 23]]) == 4791).count();
-    let icmp_cnps = dc.iter().filter(|f| f[12..14] == [0x86, 0xdd] && f[14 + 6] == 58 && f[14 + 40] == 200).count();
+    let (roce_cnps, icmp_cnps) = cnps_to_the_dc(&dir);
     assert_eq!(roce_cnps, 0, "no RoCEv2-format CNP to an unconfigured IPv4 host");
     assert!(icmp_cnps > 0, "the IPv6 host still gets ICMPv6 CNPs");
-    let ct = so.split("congestion 'wan': ").nth(1).unwrap_or_else(|| panic!("no congestion table:\n{so}"));
+    let ct = congestion_table(&so);
     assert!(value(ct, "cnp-format-unconfigured") > 0, "{ct}");
     assert!(ct.contains("CNP format ICMPv6 (IPv4 sources: none) for sources without a configured one (0 source prefix(es) configured)"), "{ct}");
-    let sent: u64 = ["lhcnp-notify-sent", "lhcnp-rate-reduce-sent", "lhcnp-pause-sent", "lhcnp-resume-sent"].iter().map(|n| counter(&so, n)).sum();
-    assert_eq!(sent as usize, icmp_cnps);
+    assert_eq!(lhcnps_sent(&so), icmp_cnps);
     let wan = read_pcap(&dir.join("wan-out.pcap")).unwrap();
     let ce4 = wan.iter().filter(|f| f[12..14] == [0x08, 0x00] && f[15] & 3 == 3).count();
     assert!(ce4 > 50, "the IPv4 flow is still CE-marked: {ce4}");
@@ -626,16 +622,32 @@ fn ipv4_sources_get_no_cnp_unless_configured_for_the_roce_format() {
 #[test]
 fn cnps_naming_no_qp_are_held_back_when_configured() {
     let (dir, so, _) = congested_run("cong-unknown-qp", true, "unknown_source_qp = \"icmpv6-only\"\n");
-    let dc = read_pcap(&dir.join("dc-out.pcap")).unwrap();
-    let roce_cnps = dc.iter().filter(|f| f[12..14] == [0x08, 0x00] && f[14 + 9] == 17 && u16::from_be_bytes([f[14 + 22], f[14 + 23]]) == 4791).count();
-    let icmp_cnps = dc.iter().filter(|f| f[12..14] == [0x86, 0xdd] && f[14 + 6] == 58 && f[14 + 40] == 200).count();
+    let (roce_cnps, icmp_cnps) = cnps_to_the_dc(&dir);
     assert_eq!(roce_cnps, 0, "no RoCEv2-format CNP without a source QP");
     assert!(icmp_cnps > 0, "the IPv6 host still gets ICMPv6 CNPs");
-    let ct = so.split("congestion 'wan': ").nth(1).unwrap_or_else(|| panic!("no congestion table:\n{so}"));
+    let ct = congestion_table(&so);
     assert!(value(ct, "cnp-source-qp-unknown-skipped") > 0, "{ct}");
     assert_eq!(value(ct, "cnp-source-qp-unknown"), 0, "{ct}");
-    let sent: u64 = ["lhcnp-notify-sent", "lhcnp-rate-reduce-sent", "lhcnp-pause-sent", "lhcnp-resume-sent"].iter().map(|n| counter(&so, n)).sum();
-    assert_eq!(sent as usize, icmp_cnps);
+    assert_eq!(lhcnps_sent(&so), icmp_cnps);
+}
+
+/// The Long-haul CNPs in the congestion case's DC output: (RoCEv2 format
+/// to the IPv4 host, ICMPv6 format to the IPv6 host).
+fn cnps_to_the_dc(dir: &std::path::Path) -> (usize, usize) {
+    let dc = read_pcap(&dir.join("dc-out.pcap")).unwrap();
+    let roce = dc.iter().filter(|f| f[12..14] == [0x08, 0x00] && f[14 + 9] == 17 && u16::from_be_bytes([f[14 + 22], f[14 + 23]]) == 4791).count();
+    let icmp = dc.iter().filter(|f| f[12..14] == [0x86, 0xdd] && f[14 + 6] == 58 && f[14 + 40] == 200).count();
+    (roce, icmp)
+}
+
+/// The WAN port's congestion table in the exit output.
+fn congestion_table(so: &str) -> &str {
+    so.split("congestion 'wan': ").nth(1).unwrap_or_else(|| panic!("no congestion table:\n{so}"))
+}
+
+/// Long-haul CNPs the router counted as sent.
+fn lhcnps_sent(so: &str) -> usize {
+    ["lhcnp-notify-sent", "lhcnp-rate-reduce-sent", "lhcnp-pause-sent", "lhcnp-resume-sent"].iter().map(|n| counter(so, n)).sum::<u64>() as usize
 }
 
 /// The operator's view of a congested port while traffic runs: `show

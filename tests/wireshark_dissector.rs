@@ -242,42 +242,7 @@ fn dissectors_survive_hostile_frames() {
 fn tshark_reads_the_isis_tlvs_dcirouter_prints() {
     let dir = workdir("isis");
     let cfg = dir.join("r.toml");
-    std::fs::write(
-        &cfg,
-        r#"
-[[port]]
-name = "p"
-device = "net_null0"
-addresses = ["10.0.0.1/24", "2001:db8::1/64"]
-[srv6]
-locator = "fc00:0:1::/48"
-[[srv6.sid]]
-sid = "fc00:0:1::c"
-behaviour = "end.c"
-interface = "p"
-[[srv6.sid]]
-sid = "fc00:0:1::e"
-behaviour = "end.e"
-[[srv6.sid]]
-sid = "fc00:0:1::1"
-behaviour = "end"
-[[srv6.sid]]
-sid = "fc00:0:1::a"
-behaviour = "end.mt"
-[[srv6.sid]]
-sid = "fc00:0:1::d6"
-behaviour = "end.dt6"
-[[srv6.sid]]
-sid = "fc00:0:1::d4"
-behaviour = "end.dt4"
-[[srv6.sid]]
-sid = "fc00:0:1::b"
-behaviour = "end.x"
-interface = "p"
-via = "2001:db8::2"
-"#,
-    )
-    .unwrap();
+    std::fs::write(&cfg, control::isis::EVERY_SID_EXAMPLE).unwrap();
     let o = Command::new(bin()).arg("isis").arg("--config").arg(&cfg).output().unwrap();
     let so = String::from_utf8_lossy(&o.stdout).to_string();
     assert!(o.status.success(), "{so}{}", String::from_utf8_lossy(&o.stderr));

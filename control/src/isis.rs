@@ -69,22 +69,10 @@ pub fn tlvs(cfg: &RouterConfig) -> Result<Vec<(String, Vec<u8>, String)>, String
     Ok(out)
 }
 
-pub fn print(cfg: &RouterConfig) -> Result<(), String> {
-    for (name, b, d) in tlvs(cfg)? {
-        println!("{name}\n  hex: {}\n{}{}", hex(&b), if d.starts_with("  ") { "" } else { "  " }, d);
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use dataplane::wire::isis::{LocatorTlv, Srv6CapsTlv};
-
-    #[test]
-    fn local_sids_are_advertised_with_their_codepoints() {
-        let cfg = crate::config::load_str(
-            r#"
+/// A node with one local SID of every behaviour (End.X included, which
+/// is not advertised in the locator): what the tests of this command give
+/// it.
+pub const EVERY_SID_EXAMPLE: &str = r#"
 [[port]]
 name = "p"
 device = "net_null0"
@@ -115,9 +103,23 @@ sid = "fc00:0:1::b"
 behaviour = "end.x"
 interface = "p"
 via = "2001:db8::2"
-"#,
-        )
-        .unwrap();
+"#;
+
+pub fn print(cfg: &RouterConfig) -> Result<(), String> {
+    for (name, b, d) in tlvs(cfg)? {
+        println!("{name}\n  hex: {}\n{}{}", hex(&b), if d.starts_with("  ") { "" } else { "  " }, d);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dataplane::wire::isis::{LocatorTlv, Srv6CapsTlv};
+
+    #[test]
+    fn local_sids_are_advertised_with_their_codepoints() {
+        let cfg = crate::config::load_str(EVERY_SID_EXAMPLE).unwrap();
         let t = tlvs(&cfg).unwrap();
         let caps = Srv6CapsTlv::new_checked(&t[0].1[..]).unwrap();
         assert!(caps.c_flag(&cfg.params));

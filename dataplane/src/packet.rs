@@ -25,7 +25,7 @@ pub trait PacketBuffer {
             return true;
         }
         let h = self.headroom();
-        let need = n - h;
+        let Some(need) = n.checked_sub(h).filter(|&x| x > 0) else { return false };
         let len = self.len();
         if !self.append(need) {
             return false;

@@ -716,7 +716,7 @@ pub(crate) struct ReplicaJob {
     /// The inner ECN after RFC 6040 decapsulation.
     inner_ecn: u8,
     /// The group of the inner packet wants copies only for its branches
-    /// (`GroupConfig::tlv_strict`).
+    /// (`TlvReceivers::Strict`).
     tlv_strict: bool,
 }
 
@@ -1107,8 +1107,7 @@ impl Pipeline {
             let inner = pkt.get(chain.upper_offset..).unwrap_or(&[]);
             self.mc_observe_inner(inner, now_ns);
             if tlv_n > 0 {
-                self.mc_tlv_receivers(inner, tlv_n, |r| tlv_receiver_at(d, tlv_off, r));
-                job.tlv_strict = self.mc_tlv_strict(inner);
+                job.tlv_strict = self.mc_tlv_receivers(inner, tlv_n, |r| tlv_receiver_at(d, tlv_off, r));
             }
         }
         self.rep = job;

@@ -276,39 +276,38 @@ impl Pipeline {
     ///   acknowledgements would be dropped as unknown receivers and the
     ///   source told of PSNs they never confirmed (s.5.3.1): the group's
     ///   `receivers` must match what the source puts in the TLV.
-    pub(crate) fn mc_tlv_receivers(&mut self, inner: &[u8], n: usize, receiver: impl Fn(usize) -> Option<(Ipv6Addr, u32)>) {
+    ///
+    /// Returns whether the group takes copies only for its own branches
+    /// ([`TlvReceivers::Strict`]); one lookup of the group serves both.
+    pub(crate) fn mc_tlv_receivers(&mut self, inner: &[u8], n: usize, receiver: impl Fn(usize) -> Option<(Ipv6Addr, u32)>) -> bool {
         if self.mc.is_empty() {
-            return;
+            return false;
         }
-        let Some((proxy, dest_qp)) = group_data_key(inner) else { return };
-        let Some((g, group)) = self.mc.group_of_data(&proxy, dest_qp).and_then(|g| self.mc.get(g).map(|x| (g, x))) else { return };
-        if group.config().tlv_receivers == TlvReceivers::Learn {
-            // The learned receivers are kept in TLV order: the same TLV
-            // compares equal entry by entry (a TLV that names a receiver
-            // twice never does, and is refused below).
-            let rs = &group.config().receivers;
-            let same = rs.len() == n && (0..n).all(|r| receiver(r).is_some_and(|(addr, qpn)| rs[r] == Receiver { addr, qpn }));
-            if same {
-                return;
-            }
-            match self.mc.learn_receivers(g, n, |r| receiver(r).map(|(addr, qpn)| Receiver { addr, qpn })) {
-                Ok(()) => self.counters.local(Local::McTlvLearned),
-                Err(_) => self.counters.local(Local::McTlvLearnRefused),
-            }
-            return;
-        }
-        let unknown = (0..n).filter(|&r| receiver(r).is_some_and(|(a, _)| !matches!(self.mc.lookup(&ResponseKey { receiver: a, proxy, dest_qp }), Lookup::Branch { .. }))).count();
-        if unknown > 0 {
-            self.counters.local[Local::McTlvReceiverUnknown as usize].add(unknown as u64);
-        }
-    }
-
-    /// Whether the group of the End.MT packet `inner` (its inner IPv6
-    /// header on) takes copies only for its own branches
-    /// ([`TlvReceivers::Strict`]).
-    pub(crate) fn mc_tlv_strict(&self, inner: &[u8]) -> bool {
         let Some((proxy, dest_qp)) = group_data_key(inner) else { return false };
-        self.mc.group_of_data(&proxy, dest_qp).and_then(|g| self.mc.get(g)).is_some_and(|grp| grp.config().tlv_receivers == TlvReceivers::Strict)
+        let Some((g, group)) = self.mc.group_of_data(&proxy, dest_qp).and_then(|g| self.mc.get(g).map(|x| (g, x))) else { return false };
+        match group.config().tlv_receivers {
+            TlvReceivers::Learn => {
+                // The learned receivers are kept in TLV order: the same TLV
+                // compares equal entry by entry (a TLV that names a
+                // receiver twice never does, and is refused below).
+                let rs = &group.config().receivers;
+                let same = rs.len() == n && (0..n).all(|r| receiver(r).is_some_and(|(addr, qpn)| rs[r] == Receiver { addr, qpn }));
+                if !same {
+                    match self.mc.learn_receivers(g, n, |r| receiver(r).map(|(addr, qpn)| Receiver { addr, qpn })) {
+                        Ok(()) => self.counters.local(Local::McTlvLearned),
+                        Err(_) => self.counters.local(Local::McTlvLearnRefused),
+                    }
+                }
+                false
+            }
+            strict => {
+                let unknown = (0..n).filter(|&r| receiver(r).is_some_and(|(a, _)| !matches!(self.mc.lookup(&ResponseKey { receiver: a, proxy, dest_qp }), Lookup::Branch { .. }))).count();
+                if unknown > 0 {
+                    self.counters.local[Local::McTlvReceiverUnknown as usize].add(unknown as u64);
+                }
+                strict == TlvReceivers::Strict
+            }
+        }
     }
 
     /// Whether (`addr`, `qpn`) is a receiver branch of the group of the

@@ -129,11 +129,11 @@ pub const DEFINED_MASK: u32 = !(u32::MAX >> DEFINED_BITS);
 
 /// Size of the metadata stack the bitmap's defined bits (0-14) imply; the
 /// items of reserved bits (15-31), of unknown size, follow it.
-pub fn stack_len(bitmap: u32) -> Result<usize> {
-    Ok((0..DEFINED_BITS)
+pub fn stack_len(bitmap: u32) -> usize {
+    (0..DEFINED_BITS)
         .filter(|&b| bitmap & bitmap_bit(b) != 0)
         .map(|b| ITEM_SIZES[usize::from(b)])
-        .sum())
+        .sum()
 }
 
 /// Offset of bit `index`'s item within the stack (sum of lower set items).
@@ -216,7 +216,7 @@ impl<T: AsRef<[u8]>> Message<T> {
         if d.len() < MESSAGE_FIXED_LEN {
             return Err(Error::Truncated);
         }
-        let need = MESSAGE_FIXED_LEN + stack_len(be_u32(&d[field::BITMAP]))?;
+        let need = MESSAGE_FIXED_LEN + stack_len(be_u32(&d[field::BITMAP]));
         if d.len() < need {
             return Err(Error::Truncated);
         }
@@ -233,7 +233,7 @@ impl<T: AsRef<[u8]>> Message<T> {
     /// ignored).
     pub fn padding_len(&self) -> usize {
         let d = self.buffer.as_ref();
-        let stack = d.get(field::BITMAP).map_or(Ok(0), |b| stack_len(be_u32(b))).unwrap_or(0);
+        let stack = d.get(field::BITMAP).map_or(0, |b| stack_len(be_u32(b)));
         d.len().saturating_sub(MESSAGE_FIXED_LEN + stack)
     }
 
@@ -682,7 +682,7 @@ impl Metadata {
 
     /// Octets of the stack.
     pub fn len(&self) -> usize {
-        stack_len(self.bitmap()).unwrap_or(0)
+        stack_len(self.bitmap())
     }
 
     pub fn is_empty(&self) -> bool {
