@@ -37,6 +37,31 @@ pub struct FileConfig {
     pub ingress_pe: Option<IngressPeSection>,
     #[serde(default, rename = "wan_notify")]
     pub wan_notify: Vec<WanNotifySection>,
+    #[serde(default, rename = "cnp_auth")]
+    pub cnp_auth: Vec<CnpAuthSection>,
+}
+
+/// `[[cnp_auth]]`: an outbound IPsec AH SA (RFC 4302, manual keys) for the
+/// ICMPv6 Long-haul CNPs to the sources in `prefix` (draft-tian s.9).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CnpAuthSection {
+    /// The sources (CNP destinations) this SA covers; the longest wins.
+    pub prefix: String,
+    /// Security Parameters Index, 256..=4294967295 (RFC 4302 s.2.4).
+    pub spi: u32,
+    /// "hmac-sha256-128" (default) or "hmac-sha512-256" (RFC 4868).
+    #[serde(default = "d_ah_alg")]
+    pub algorithm: String,
+    /// The key as hexadecimal octets (32 for hmac-sha256-128, 64 for
+    /// hmac-sha512-256, RFC 4868 s.2.1)...
+    pub secret_hex: Option<String>,
+    /// ...or as text of that many characters.
+    pub secret: Option<String>,
+}
+
+fn d_ah_alg() -> String {
+    dataplane::wire::ah::Algorithm::HmacSha256_128.name().into()
 }
 
 /// `[[wan_notify]]`: one ingress PE as this WAN node sees it
@@ -1211,6 +1236,8 @@ pub struct RouterConfig {
     pub ingress_pe: Option<dataplane::fann::PeConfig>,
     /// Ingress PEs' END.C / END.E SIDs for notifications (WAN node).
     pub wan_notify: Vec<WanNotifyPlan>,
+    /// AH SAs of the Long-haul CNPs (`[[cnp_auth]]`), shared by the ports.
+    pub cnp_auth: std::sync::Arc<dataplane::congestion::CnpAuth>,
     /// Static IPv6 multicast routes.
     pub mroutes: Vec<dataplane::tables::Mroute>,
     /// MLD (None: not configured).
@@ -1652,6 +1679,7 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         }
     }
     let wan_notify = wan_notify_plan(&f.wan_notify, fann.as_ref())?;
+    let cnp_auth = std::sync::Arc::new(cnp_auth_plan(&f.cnp_auth, &ports)?);
     if let Some(fp) = fann.as_mut() {
         fp.encap = wan_notify.iter().filter(|w| fp.ingress_pes.contains(&w.ingress_pe)).map(|w| (w.ingress_pe, w.sid)).collect();
     }
@@ -1659,6 +1687,7 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         mroutes,
         mld,
         wan_notify,
+        cnp_auth,
         ingress_pe,
         fann,
         multicast,
@@ -1672,6 +1701,58 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         fib,
         neighbours,
     })
+}
+
+/// Validate `[[cnp_auth]]` (needs the ports: an SA no congestion-aware
+/// port would use is refused).
+fn cnp_auth_plan(sas: &[CnpAuthSection], ports: &[PortPlan]) -> Result<dataplane::congestion::CnpAuth, String> {
+    use dataplane::congestion::{CnpAuth, CnpSa, MAX_CNP_SAS};
+    use dataplane::wire::ah::{AhKey, Algorithm};
+    if sas.len() > MAX_CNP_SAS {
+        return Err(format!("cnp_auth: {} entries, at most {MAX_CNP_SAS}", sas.len()));
+    }
+    if !sas.is_empty() && ports.iter().all(|p| p.congestion.is_none()) {
+        return Err(format!("cnp_auth[0].prefix = {:?}: no port has [port.congestion], so the router sends no Long-haul CNP to authenticate", sas[0].prefix));
+    }
+    let mut out: Vec<CnpSa> = Vec::new();
+    for (i, e) in sas.iter().enumerate() {
+        let f = |k: &str| format!("cnp_auth[{i}].{k}");
+        let n: ipnet::Ipv6Net = e.prefix.parse().map_err(|_| format!("{} = {:?}: not an IPv6 prefix (AH protects the ICMPv6 format, which is IPv6 only)", f("prefix"), e.prefix))?;
+        if n.trunc() != n {
+            return Err(format!("{} = {n}: host bits set (did you mean {}?)", f("prefix"), n.trunc()));
+        }
+        if out.iter().any(|o| o.prefix == n) {
+            return Err(format!("{} = {n}: listed twice", f("prefix")));
+        }
+        if e.spi < 256 {
+            return Err(format!("{} = {}: SPIs 0..=255 are reserved (RFC 4302 s.2.4)", f("spi"), e.spi));
+        }
+        let alg = Algorithm::from_name(&e.algorithm).ok_or_else(|| format!("{} = {:?}: must be \"hmac-sha256-128\" or \"hmac-sha512-256\"", f("algorithm"), e.algorithm))?;
+        let (field, secret) = secret_octets(&e.secret_hex, &e.secret, &f)?;
+        if secret.len() != alg.key_len() {
+            return Err(format!("{} = <{} octets>: {} takes a key of exactly {} octets (RFC 4868 s.2.1)", f(field), secret.len(), alg.name(), alg.key_len()));
+        }
+        let key = AhKey::new(e.spi, alg, &secret).map_err(|err| format!("{}: {err}", f(field)))?;
+        out.push(CnpSa::new(n, key));
+    }
+    Ok(CnpAuth::new(out))
+}
+
+/// A secret given as `secret_hex` or `secret` (exactly one): the field's
+/// name and the octets. The value is never echoed in an error.
+fn secret_octets(hex: &Option<String>, text: &Option<String>, f: &dyn Fn(&str) -> String) -> Result<(&'static str, Vec<u8>), String> {
+    match (hex, text) {
+        (Some(_), Some(_)) => Err(format!("{}: give secret_hex or secret, not both", f("secret"))),
+        (None, None) => Err(format!("{}: missing (secret_hex or secret)", f("secret"))),
+        (Some(h), None) => {
+            let h: String = h.chars().filter(|c| !c.is_whitespace() && *c != ':').collect();
+            if !h.len().is_multiple_of(2) || !h.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(format!("{} = <{} characters>: not hexadecimal octets", f("secret_hex"), h.len()));
+            }
+            Ok(("secret_hex", (0..h.len()).step_by(2).map(|j| u8::from_str_radix(&h[j..j + 2], 16).unwrap_or(0)).collect()))
+        }
+        (None, Some(s)) => Ok(("secret", s.as_bytes().to_vec())),
+    }
 }
 
 /// Validate `[[wan_notify]]` (needs the `[fann]` plan to know its PEs).
@@ -2357,21 +2438,9 @@ fn hmac_key_table(keys: &[HmacKeySection]) -> Result<dataplane::wire::srh::HmacK
         if ![8, 16, 24, 32].contains(&k.length) {
             return Err(format!("{} = {}: must be 8, 16, 24 or 32 octets", f("length"), k.length));
         }
-        let secret: Vec<u8> = match (&k.secret_hex, &k.secret) {
-            (Some(_), Some(_)) => return Err(format!("{}: give secret_hex or secret, not both", f("secret"))),
-            (None, None) => return Err(format!("{}: missing (secret_hex or secret)", f("secret"))),
-            (Some(h), None) => {
-                let h: String = h.chars().filter(|c| !c.is_whitespace() && *c != ':').collect();
-                if !h.len().is_multiple_of(2) || !h.bytes().all(|b| b.is_ascii_hexdigit()) {
-                    return Err(format!("{} = <{} characters>: not hexadecimal octets", f("secret_hex"), h.len()));
-                }
-                (0..h.len()).step_by(2).map(|j| u8::from_str_radix(&h[j..j + 2], 16).unwrap_or(0)).collect()
-            }
-            (None, Some(s)) => s.as_bytes().to_vec(),
-        };
-        // The value is never echoed: it is a secret.
+        let (field, secret) = secret_octets(&k.secret_hex, &k.secret, &f)?;
         if secret.len() < 16 {
-            return Err(format!("{} = <{} octets>: at least 16 octets", f(if k.secret_hex.is_some() { "secret_hex" } else { "secret" }), secret.len()));
+            return Err(format!("{} = <{} octets>: at least 16 octets", f(field), secret.len()));
         }
         let key = dataplane::wire::srh::HmacKey::new(k.key_id, &secret, k.length).map_err(|e| format!("{}: {e}", f("secret")))?;
         t.insert(key);

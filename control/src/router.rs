@@ -569,7 +569,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         let id = usize::from(ports[pi].id);
         egress_cfg[id] = p.egress;
         if let Some(c) = &p.congestion {
-            cong_cfg[id] = Some(dataplane::worker::CongestionSpec { params: c.params, source_v4: c.source_v4, source_v6: c.source_v6, end_e_sid: c.end_e_sid, notify_sids: cfg.notify_sids(), source_qps: c.source_qps.clone(), source_formats: c.source_formats.clone() });
+            cong_cfg[id] = Some(dataplane::worker::CongestionSpec { params: c.params, source_v4: c.source_v4, source_v6: c.source_v6, end_e_sid: c.end_e_sid, notify_sids: cfg.notify_sids(), source_qps: c.source_qps.clone(), source_formats: c.source_formats.clone(), auth: cfg.cnp_auth.clone() });
             eprintln!(
                 "port {}: congestion-aware (Long-haul CNP): R_port {} Mb/s, RTT_est {} us, K_min {} bytes, K_max {} bytes",
                 p.name,
@@ -591,6 +591,9 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
                 pi % nworkers
             );
         }
+    }
+    for sa in cfg.cnp_auth.sas() {
+        eprintln!("cnp_auth: ICMPv6 Long-haul CNPs to {} carry an IPsec AH ({}, SPI {:#x}, draft-tian s.9)", sa.prefix, sa.key.algorithm().name(), sa.key.spi());
     }
     // End.MT replicas share the payload only when every port can send
     // chained mbufs (a replica may leave through any of them).

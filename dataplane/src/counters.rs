@@ -79,6 +79,9 @@ reasons!(Drop, N_DROPS {
     PriorityQueueFull => "priority-queue-full",
     HandoffFull => "handoff-full",
     CnpBuildFailed => "cnp-build-failed",
+    // draft-tian s.9: the SA of an authenticated CNP has used every
+    // sequence number (re-key it).
+    CnpAhSeqExhausted => "lhcnp-ah-seq-exhausted",
     FannHopLimit => "fann-hop-limit-expired",
     // ingress PE (draft-hzh-fantel-wan-tunnel s.4): notifications to us
     FannUnknownSource => "fann-unknown-source",
@@ -175,6 +178,10 @@ reasons!(Local, N_LOCAL {
     CnpRateReduce => "lhcnp-rate-reduce-sent",
     CnpPause => "lhcnp-pause-sent",
     CnpResume => "lhcnp-resume-sent",
+    // draft-tian s.9: ICMPv6 Long-haul CNPs sent with an IPsec AH, and
+    // RoCEv2-format ones to a source an AH SA covers (that format has none).
+    CnpAhProtected => "lhcnp-ah-protected",
+    CnpRoceUnauthenticated => "lhcnp-roce-unauthenticated",
     Injected => "control-plane-sent",
     EndEForwarded => "end-e-forwarded",
     PfcPause => "pfc-pause-sent",

@@ -37,6 +37,9 @@ pub struct CongestionSpec {
     /// CNP formats by source prefix (the longest containing a flow's source
     /// wins; `params.default_format` for the others).
     pub source_formats: Vec<(ipnet::IpNet, CnpFormat)>,
+    /// The node's AH SAs (`[[cnp_auth]]`, draft-tian s.9), shared by every
+    /// port: ICMPv6 CNPs to the sources they cover carry an AH.
+    pub auth: std::sync::Arc<crate::congestion::CnpAuth>,
 }
 
 impl CongestionSpec {
@@ -255,7 +258,19 @@ impl<P: PacketBuffer> EgressPort<P> {
         if !m.set_len(14 + 512) {
             return Err(Drop::NoHeadroom);
         }
-        let n = build_cnp(r, src, wire, spec.params.zero_metrics, &mut m.data_mut()[14..]).map_err(|_| Drop::CnpBuildFailed)?;
+        let mut n = build_cnp(r, src, wire, spec.params.zero_metrics, &mut m.data_mut()[14..]).map_err(|_| Drop::CnpBuildFailed)?;
+        if let (IpAddr::V6(to), false) = (r.to, spec.auth.is_empty()) {
+            if let Some(sa) = spec.auth.for_destination(to) {
+                if r.format == CnpFormat::Icmpv6 {
+                    // Never sent unauthenticated once the numbers run out.
+                    let seq = sa.take_seq().ok_or(Drop::CnpAhSeqExhausted)?;
+                    n = crate::wire::ah::protect_ipv6(&mut m.data_mut()[14..], n, &sa.key, seq).map_err(|_| Drop::CnpBuildFailed)?;
+                    pipeline.counters.local(Local::CnpAhProtected);
+                } else {
+                    pipeline.counters.local(Local::CnpRoceUnauthenticated);
+                }
+            }
+        }
         m.set_len(14 + n);
         let to = match spec.notify_sid(r.to) {
             None => r.to,
@@ -337,9 +352,58 @@ mod tests {
     }
 
     #[test]
+    fn icmpv6_cnps_to_covered_sources_carry_an_ah_that_verifies() {
+        use crate::congestion::{CnpAuth, CnpSa};
+        use crate::counters::Snapshot;
+        use crate::wire::ah::{self, AhKey, Algorithm};
+        let mut pl = pipeline();
+        let key = AhKey::new(0x4242, Algorithm::HmacSha256_128, &[7; 32]).unwrap();
+        let other = AhKey::new(0x4343, Algorithm::HmacSha512_256, &[8; 64]).unwrap();
+        let auth = Arc::new(CnpAuth::new(vec![CnpSa::new("2001:db8:1::/48".parse().unwrap(), key.clone()), CnpSa::new("2001:db8:2::/48".parse().unwrap(), other)]));
+        let spec = |end_e: Option<Ipv6Addr>| CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: end_e, notify_sids: Vec::new(), source_qps: Vec::new(), source_formats: Vec::new(), auth: auth.clone() };
+        let e: EgressPort<VecPacket> = EgressPort::new(EgressConfig::default(), Some(spec(None)));
+        let lookup = |s: u32| (s == 0x4242).then_some(&key);
+        for seq in 1..=3u32 {
+            let mut m = VecPacket::from_bytes(&[]);
+            e.build_cnp_packet(&mut pl, &Params::DEFAULT, &req(), &mut m, 1).unwrap();
+            let ip = &m.data()[14..];
+            let v = ah::verify_ipv6(ip, lookup).expect("the ICV verifies");
+            assert_eq!((v.spi, v.seq, v.next_header, v.payload_at), (0x4242, seq, 58, 72), "numbers count up per SA");
+            // The same packet without its AH is the CNP, checksum intact.
+            let mut plain = [&ip[..40], &ip[72..]].concat();
+            plain[4..6].copy_from_slice(&((ip.len() - 72) as u16).to_be_bytes());
+            plain[6] = 58;
+            let (_, info) = crate::congestion::parse_cnp(&plain, &Params::DEFAULT).expect("the CNP behind the AH");
+            assert_eq!(info, req().info);
+        }
+        let count = |pl: &Pipeline, l: Local| Snapshot::sum([&*pl.counters]).local_count(l);
+        assert_eq!(count(&pl, Local::CnpAhProtected), 3);
+        // Inside the tunnel to END.E the inner CNP keeps its AH.
+        let e2: EgressPort<VecPacket> = EgressPort::new(EgressConfig::default(), Some(spec(Some("fc00:99::e".parse().unwrap()))));
+        let mut m = VecPacket::from_bytes(&[]);
+        e2.build_cnp_packet(&mut pl, &Params::DEFAULT, &req(), &mut m, 1).unwrap();
+        assert_eq!(m.data()[14 + 6], 41);
+        assert_eq!(ah::verify_ipv6(&m.data()[54..], lookup).map(|v| v.seq), Ok(4), "one counter for the SA, whichever port or tunnel");
+        // Sources no SA covers, and the RoCEv2 format, go without.
+        let mut m = VecPacket::from_bytes(&[]);
+        e.build_cnp_packet(&mut pl, &Params::DEFAULT, &CnpRequest { to: "2001:db8:9::2".parse().unwrap(), ..req() }, &mut m, 1).unwrap();
+        assert_eq!(m.data()[14 + 6], 58);
+        let mut m = VecPacket::from_bytes(&[]);
+        e.build_cnp_packet(&mut pl, &Params::DEFAULT, &CnpRequest { format: CnpFormat::Roce, ..req() }, &mut m, 1).unwrap();
+        assert_eq!(m.data()[14 + 6], 17);
+        assert_eq!(count(&pl, Local::CnpRoceUnauthenticated), 1);
+        // An SA whose numbers are used up sends nothing rather than an
+        // unauthenticated CNP.
+        auth.sas()[0].set_next_seq(u64::from(u32::MAX) + 1);
+        let mut m = VecPacket::from_bytes(&[]);
+        assert_eq!(e.build_cnp_packet(&mut pl, &Params::DEFAULT, &req(), &mut m, 1), Err(Drop::CnpAhSeqExhausted));
+        assert_eq!(count(&pl, Local::CnpAhProtected), 4);
+    }
+
+    #[test]
     fn p_node_encapsulates_cnp_toward_end_e_sid() {
         let mut pl = pipeline();
-        let spec = CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: Some("fc00:99::e".parse().unwrap()), notify_sids: Vec::new(), source_qps: Vec::new(), source_formats: Vec::new() };
+        let spec = CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: Some("fc00:99::e".parse().unwrap()), notify_sids: Vec::new(), source_qps: Vec::new(), source_formats: Vec::new(), auth: Default::default() };
         let e: EgressPort<VecPacket> = EgressPort::new(EgressConfig::default(), Some(spec));
         let mut m = VecPacket::from_bytes(&[]);
         let port = e.build_cnp_packet(&mut pl, &Params::DEFAULT, &req(), &mut m, 1).unwrap();
@@ -383,6 +447,7 @@ mod tests {
             notify_sids: vec![("2001:db8::/32".parse().unwrap(), "fc00:a::c".parse().unwrap()), ("2001:db8:1::/48".parse().unwrap(), "fc00:b::e".parse().unwrap()), ("10.0.0.0/8".parse().unwrap(), "fc00:c::e".parse().unwrap())],
             source_qps: Vec::new(),
             source_formats: Vec::new(),
+            auth: Default::default(),
         };
         // Longest prefix wins; other sources fall back to end_e_sid.
         assert_eq!(spec.notify_sid("2001:db8:1::2".parse().unwrap()), Some("fc00:b::e".parse().unwrap()));
@@ -396,7 +461,7 @@ mod tests {
         assert_eq!(d[14 + 6], 41);
         assert_eq!(&d[14 + 24..14 + 40], &"fc00:b::e".parse::<Ipv6Addr>().unwrap().octets(), "the SID of the PE behind which 2001:db8:1::2 sits");
         // Without a match and without end_e_sid: plain.
-        let spec = CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: None, notify_sids: vec![("2001:db8:2::/48".parse().unwrap(), "fc00:a::c".parse().unwrap())], source_qps: Vec::new(), source_formats: Vec::new() };
+        let spec = CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: None, notify_sids: vec![("2001:db8:2::/48".parse().unwrap(), "fc00:a::c".parse().unwrap())], source_qps: Vec::new(), source_formats: Vec::new(), auth: Default::default() };
         let e: EgressPort<VecPacket> = EgressPort::new(EgressConfig::default(), Some(spec));
         let mut m = VecPacket::from_bytes(&[]);
         e.build_cnp_packet(&mut pl, &Params::DEFAULT, &req(), &mut m, 1).unwrap();
@@ -558,7 +623,7 @@ mod tests {
     #[test]
     fn without_end_e_the_cnp_goes_to_the_source() {
         let mut pl = pipeline();
-        let spec = CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: None, notify_sids: Vec::new(), source_qps: Vec::new(), source_formats: Vec::new() };
+        let spec = CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: None, notify_sids: Vec::new(), source_qps: Vec::new(), source_formats: Vec::new(), auth: Default::default() };
         let e: EgressPort<VecPacket> = EgressPort::new(EgressConfig::default(), Some(spec));
         let mut m = VecPacket::from_bytes(&[]);
         e.build_cnp_packet(&mut pl, &Params::DEFAULT, &req(), &mut m, 1).unwrap();

@@ -169,6 +169,7 @@
 //! the RoCEv2-format ones, which carry no such object
 //! (`source_qp_unknown_skipped`; the flow is then not throttled).
 
+mod auth;
 mod build;
 mod flows;
 mod port;
@@ -181,6 +182,7 @@ use std::net::IpAddr;
 
 use crate::wire::lhcnp::{Action, CnpInfo};
 
+pub use auth::{CnpAuth, CnpSa, MAX_CNP_SAS};
 pub use build::{build_cnp, CTYPE_FLOW_ID, FLOW_ID_LEN};
 pub use flows::PackedKey;
 pub use port::{CongestionPort, ReactionSummary, MAX_PENDING, MAX_REVERSE_WALK};

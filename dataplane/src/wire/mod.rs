@@ -18,6 +18,7 @@ pub mod ipv6;
 pub mod udp;
 pub mod mld;
 
+pub mod ah;
 pub mod fann;
 pub mod isis;
 pub mod lhcnp;
