@@ -2923,6 +2923,38 @@ nexthop = [{ via = "10.0.2.2" }, { via = "10.0.3.2", weight = 3 }, { via = "10.0
     }
 
     #[test]
+    fn cnp_auth_validates_and_never_echoes_the_key() {
+        use dataplane::wire::ah::Algorithm;
+        let cong = GOOD.replacen("addresses = [\"10.0.2.1/24\"]\n", "addresses = [\"10.0.2.1/24\"]\nrate_mbps = 1000\n[port.congestion]\nrtt_est_us = 100\n", 1);
+        let sa = |prefix: &str, spi: &str, rest: &str| format!("[[cnp_auth]]\nprefix = \"{prefix}\"\nspi = {spi}\n{rest}");
+        let key32 = "secret_hex = \"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\"\n";
+        let c = load_str(&(cong.clone() + &sa("2001:db8:1::/48", "0x1000", key32) + &sa("2001:db8::/32", "4097", &format!("algorithm = \"hmac-sha512-256\"\nsecret = \"{}\"\n", "k".repeat(64))))).unwrap();
+        let sas = c.cnp_auth.sas();
+        assert_eq!(sas.len(), 2);
+        assert_eq!((sas[0].key.spi(), sas[0].key.algorithm()), (0x1000, Algorithm::HmacSha256_128), "hmac-sha256-128 by default");
+        assert_eq!((sas[1].key.spi(), sas[1].key.algorithm()), (4097, Algorithm::HmacSha512_256));
+        assert_eq!(c.cnp_auth.for_destination("2001:db8:1::9".parse().unwrap()).map(|s| s.key.spi()), Some(0x1000));
+        assert!(load_str(&cong).unwrap().cnp_auth.is_empty());
+        for (text, want) in [
+            (sa("10.1.0.0/16", "4096", key32), "cnp_auth[0].prefix = \"10.1.0.0/16\": not an IPv6 prefix"),
+            (sa("2001:db8:1::1/48", "4096", key32), "cnp_auth[0].prefix = 2001:db8:1::1/48: host bits set"),
+            (sa("2001:db8:1::/48", "255", key32), "cnp_auth[0].spi = 255: SPIs 0..=255 are reserved"),
+            (sa("2001:db8:1::/48", "4096", &format!("algorithm = \"hmac-md5\"\n{key32}")), "cnp_auth[0].algorithm = \"hmac-md5\": must be"),
+            (sa("2001:db8:1::/48", "4096", "secret = \"short but secret!\"\n"), "cnp_auth[0].secret = <17 octets>: hmac-sha256-128 takes a key of exactly 32 octets"),
+            (sa("2001:db8:1::/48", "4096", &format!("algorithm = \"hmac-sha512-256\"\n{key32}")), "cnp_auth[0].secret_hex = <32 octets>: hmac-sha512-256 takes a key of exactly 64 octets"),
+            (sa("2001:db8:1::/48", "4096", "secret_hex = \"zz\"\n"), "cnp_auth[0].secret_hex = <2 characters>: not hexadecimal octets"),
+            (sa("2001:db8:1::/48", "4096", ""), "cnp_auth[0].secret: missing"),
+            (sa("2001:db8:1::/48", "4096", key32) + &sa("2001:db8:1::/48", "4097", key32), "cnp_auth[1].prefix = 2001:db8:1::/48: listed twice"),
+        ] {
+            let e = load_str(&(cong.clone() + &text)).unwrap_err();
+            assert!(e.contains(want), "{e}");
+            assert!(!e.contains("0a0b0c") && !e.contains("short but"), "the key is never printed: {e}");
+        }
+        let e = load_str(&(GOOD.to_string() + &sa("2001:db8:1::/48", "4096", key32))).unwrap_err();
+        assert!(e.contains("cnp_auth[0].prefix = \"2001:db8:1::/48\": no port has [port.congestion]"), "{e}");
+    }
+
+    #[test]
     fn configured_source_qps_validate() {
         let with = |entries: &str| {
             GOOD.replacen("addresses = [\"10.0.2.1/24\"]\n", &format!("addresses = [\"10.0.2.1/24\"]\nrate_mbps = 1000\n[port.congestion]\nrtt_est_us = 100\n{entries}"), 1)

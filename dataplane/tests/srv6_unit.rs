@@ -657,6 +657,49 @@ fn end_c_turns_notifications_into_pfc() {
     assert_eq!(out.to_vec().len(), 60);
 }
 
+/// An authenticated Long-haul CNP (IPsec AH between its IPv6 header and the
+/// ICMPv6 message, draft-tian s.9): END.C reads the instruction through the
+/// AH, and END.E passes the packet on unchanged, AH and all, so that the
+/// sender can still verify it.
+#[test]
+fn end_c_and_end_e_read_through_an_ah() {
+    use dataplane::endc::EndCConfig;
+    use dataplane::wire::ah::{self, AhKey, Algorithm};
+    use dataplane::wire::lhcnp::Action;
+    let key = AhKey::new(0x999, Algorithm::HmacSha256_128, &[3; 32]).unwrap();
+    let protect = |action, param| {
+        let mut b = lhcnp6(action, param);
+        let n = b.len();
+        b.resize(n + 32, 0);
+        assert_eq!(ah::protect_ipv6(&mut b, n, &key, 1), Ok(n + 32));
+        b
+    };
+    let mut pl = pipeline();
+    let mut t = sid_table();
+    t.endc = Some((0, EndCConfig::default()));
+    pl.set_sids(Arc::new(t));
+    let s = srh(41, &[a6("fc00:0:1::c")], 0, vec![]);
+    let mut p = VecPacket::from_bytes(&srv6_frame(s1(), a6("fc00:0:1::c"), 64, 0, &s, &protect(Action::Pause, 100)));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(0));
+    assert_eq!(u16::from_be_bytes([p.to_vec()[18 + 6], p.to_vec()[18 + 7]]), 19532, "the Pause of 100 us behind the AH");
+    let mut p = VecPacket::from_bytes(&srv6_frame(s1(), a6("fc00:0:1::c"), 64, 0, &s, &protect(Action::Resume, 0)));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(0));
+    assert_eq!(u16::from_be_bytes([p.to_vec()[18 + 6], p.to_vec()[18 + 7]]), 0, "and the Resume");
+    // An AH whose length overruns the packet is no notification.
+    let mut bad = protect(Action::Pause, 100);
+    bad[41] = 60;
+    expect_drop(&mut pl, srv6_frame(s1(), a6("fc00:0:1::c"), 64, 0, &s, &bad), Drop::EndCNotNotification);
+    // END.E: decapsulated and routed; the sender's check still passes.
+    let inner = protect(Action::RateReduce, 30);
+    let s = srh(41, &[a6("fc00:0:1::e")], 0, vec![]);
+    let mut p = VecPacket::from_bytes(&srv6_frame(s1(), a6("fc00:0:1::e"), 64, 0, &s, &inner));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(1));
+    let f = p.to_vec();
+    assert_eq!(f[14 + 7], 63, "hop limit, which the ICV does not cover");
+    assert_eq!(&f[14 + 8..], &inner[8..]);
+    assert_eq!(ah::verify_ipv6(&f[14..], |_| Some(&key)).map(|v| v.seq), Ok(1));
+}
+
 /// END.C acts only on a notification that validates completely (FANN
 /// draft s.6: lengths that do not add up are discarded; checksums and the
 /// ICRC verified); FANN over UDP (s.5.2) is a notification too.

@@ -3,7 +3,11 @@
 //!
 //! * Validation: the CNP's IP source must be a configured congestion-aware
 //!   node (s.9), its Source QP Number an active local QP (s.5.6 step 1), and
-//!   the instruction consistent (s.9: [`CnpInfo::validate`]).
+//!   the instruction consistent (s.9: [`CnpInfo::validate`]). With AH keys
+//!   ([`SourceModel::add_ah_key`], the inbound side of `[[cnp_auth]]`), an
+//!   ICMPv6-format CNP must also carry an AH that verifies under one of them
+//!   and a sequence number its anti-replay window has not seen (s.9, RFC
+//!   4302 s.3.4.3).
 //! * Notify: the default response, a cut of `notify_cut_pct` percent.
 //!   Rate Reduce p: rate *= 1 - p/100. Pause us: no transmission until
 //!   now + us. Resume p: restore p percent of the last reduction (0: all of
@@ -16,6 +20,7 @@
 
 use std::net::IpAddr;
 
+use crate::wire::ah::{self, AhKey, ReplayWindow};
 use crate::wire::ipv4::Ipv4Packet;
 use crate::wire::ipv6::Ipv6Packet;
 use crate::wire::udp::UdpPacket;
@@ -63,6 +68,12 @@ pub enum SourceReject {
     Inconsistent,
     /// Not a well-formed Long-haul CNP (format, checksum, ICRC).
     Malformed,
+    /// ICMPv6 format without an AH that verifies, while AH keys are
+    /// configured (s.9).
+    Unauthenticated,
+    /// An authenticated CNP whose sequence number was seen before or is
+    /// older than the anti-replay window.
+    Replayed,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -82,6 +93,8 @@ pub struct SourceModel {
     pub p: SourceParams,
     nodes: Vec<IpAddr>,
     qps: Vec<Qp>,
+    /// Inbound AH SAs (by SPI) and their anti-replay windows.
+    ah_keys: Vec<(AhKey, ReplayWindow)>,
     pub applied: u64,
     pub rejected: u64,
 }
@@ -92,6 +105,7 @@ impl SourceModel {
             p,
             nodes: Vec::new(),
             qps: Vec::new(),
+            ah_keys: Vec::new(),
             applied: 0,
             rejected: 0,
         }
@@ -100,6 +114,12 @@ impl SourceModel {
     /// Accept CNPs from this congestion-aware node.
     pub fn add_known_node(&mut self, a: IpAddr) {
         self.nodes.push(a);
+    }
+
+    /// Accept ICMPv6-format CNPs only with a valid AH: under this key (by
+    /// its SPI) or another one added.
+    pub fn add_ah_key(&mut self, key: AhKey) {
+        self.ah_keys.push((key, ReplayWindow::default()));
     }
 
     /// Activate a QP at the normal rate.
@@ -198,11 +218,35 @@ impl SourceModel {
     /// Long-haul CNP (checksum verified) or RoCEv2 Long-haul CNP (ICRC
     /// verified) over IPv4 or IPv6.
     pub fn receive_packet(&mut self, pkt: &[u8], params: &Params, now: u64) -> Result<CnpInfo, SourceReject> {
-        let (from, info) = parse_cnp(pkt, params).ok_or_else(|| {
+        let plain = self.authenticate(pkt).inspect_err(|_| self.rejected += 1)?;
+        let (from, info) = parse_cnp(plain.as_deref().unwrap_or(pkt), params).ok_or_else(|| {
             self.rejected += 1;
             SourceReject::Malformed
         })?;
         self.receive(from, &info, now).map(|_| info)
+    }
+
+    /// The AH check of [`receive_packet`](Self::receive_packet): for a
+    /// packet with an AH, the packet without it (its ICV verified, its
+    /// sequence number new); None for a packet without one that may go
+    /// without.
+    fn authenticate(&mut self, pkt: &[u8]) -> Result<Option<Vec<u8>>, SourceReject> {
+        let v6 = pkt.first().is_some_and(|b| b >> 4 == 6);
+        match pkt.get(6) {
+            Some(&ah::NEXT_HEADER_AH) if v6 => {
+                let v = ah::verify_ipv6(pkt, |spi| self.ah_keys.iter().find(|(k, _)| k.spi() == spi).map(|(k, _)| k)).map_err(|_| SourceReject::Unauthenticated)?;
+                let w = self.ah_keys.iter_mut().find(|(k, _)| k.spi() == v.spi).map(|(_, w)| w).ok_or(SourceReject::Unauthenticated)?;
+                if !w.accept(v.seq) {
+                    return Err(SourceReject::Replayed);
+                }
+                let mut plain = [&pkt[..40], &pkt[v.payload_at..]].concat();
+                plain[4..6].copy_from_slice(&((pkt.len() - v.payload_at) as u16).to_be_bytes());
+                plain[6] = v.next_header;
+                Ok(Some(plain))
+            }
+            Some(58) if v6 && !self.ah_keys.is_empty() => Err(SourceReject::Unauthenticated),
+            _ => Ok(None),
+        }
     }
 }
 

@@ -1556,6 +1556,52 @@ fn source_model_end_to_end_from_built_packets() {
     assert_eq!(other.receive_packet(&buf[..n], &params, IV), Err(SourceReject::UnknownNode));
 }
 
+/// s.9 with AH: a source that holds the SA takes only CNPs whose AH
+/// verifies, each sequence number once, and refuses an unprotected one.
+#[test]
+fn source_model_takes_only_authenticated_cnps_when_keyed() {
+    use crate::wire::ah::{protect_ipv6, AhKey, Algorithm};
+    let params = Params::DEFAULT;
+    let mut c = CongestionPort::new(PortParams { default_format: CnpFormat::Icmpv6, ..sec7() });
+    let (src, dst, ours) = (ip6(1), ip6(4), ip6(2));
+    c.set_source_qp(src, dst, 200, 100);
+    c.on_enqueue(Some(&data(src, dst, 200, 0)), 9000, true, 130 * MB, 0);
+    c.poll(130 * MB, 0, &mut out());
+    let o = poll_at(&mut c, 130 * MB, IV);
+    let mut buf = [0u8; 256];
+    let n = build_cnp(&o[0], ours, &params, false, &mut buf).unwrap();
+    let key = AhKey::new(0x700, Algorithm::HmacSha512_256, &[9; 64]).unwrap();
+    let signed = |seq: u32| {
+        let mut b = buf;
+        let m = protect_ipv6(&mut b, n, &key, seq).unwrap();
+        b[..m].to_vec()
+    };
+    let mut s = SourceModel::new(SourceParams::default());
+    s.add_known_node(ours);
+    s.add_qp(100);
+    s.add_ah_key(key.clone());
+    assert_eq!(s.receive_packet(&buf[..n], &params, IV), Err(SourceReject::Unauthenticated), "no AH");
+    assert_eq!(s.receive_packet(&signed(5), &params, IV).map(|i| i.parameter), Ok(30));
+    assert_eq!(s.rate(100, IV), Some(70e9));
+    assert_eq!(s.receive_packet(&signed(5), &params, IV), Err(SourceReject::Replayed), "the same number again");
+    assert!(s.receive_packet(&signed(4), &params, IV).is_ok(), "late, inside the window");
+    let mut tampered = signed(6);
+    let last = tampered.len() - 1;
+    tampered[last] ^= 1;
+    assert_eq!(s.receive_packet(&tampered, &params, IV), Err(SourceReject::Unauthenticated));
+    let wrong = AhKey::new(0x700, Algorithm::HmacSha512_256, &[8; 64]).unwrap();
+    let mut b = buf;
+    let m = protect_ipv6(&mut b, n, &wrong, 7).unwrap();
+    assert_eq!(s.receive_packet(&b[..m], &params, IV), Err(SourceReject::Unauthenticated), "another key");
+    assert_eq!((s.applied, s.rejected), (2, 4));
+    // A source without keys still reads an authenticated CNP.
+    let mut plain = SourceModel::new(SourceParams::default());
+    plain.add_known_node(ours);
+    plain.add_qp(100);
+    assert!(plain.receive_packet(&b[..m], &params, IV).is_err(), "an AH it cannot check");
+    assert!(plain.receive_packet(&buf[..n], &params, IV).is_ok());
+}
+
 // ------------------------------------------------------------ robustness
 
 mod prop {

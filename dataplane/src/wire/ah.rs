@@ -240,6 +240,19 @@ pub fn parse_ipv6(pkt: &[u8]) -> Result<(u32, u8, usize)> {
     Ok((spi, pkt[IPV6_LEN], hl))
 }
 
+/// The upper-layer protocol of an IPv6 packet and where it starts, read
+/// through an AH right after the fixed header (not verified: for nodes on
+/// the way, such as END.C, that only look at what a notification says).
+pub fn ipv6_upper_layer(pkt: &[u8]) -> Option<(u8, usize)> {
+    let next = *pkt.get(6)?;
+    if next != NEXT_HEADER_AH {
+        return Some((next, IPV6_LEN));
+    }
+    let ah = pkt.get(IPV6_LEN..IPV6_LEN + FIXED_LEN)?;
+    let hl = (usize::from(ah[1]) + 2) * 4;
+    (pkt.len() >= IPV6_LEN + hl).then_some((ah[0], IPV6_LEN + hl))
+}
+
 /// Verify the AH of an IPv6 packet (exactly the packet) with the key
 /// `lookup` gives for its SPI: `Unrecognized` without an AH or a key,
 /// `BadLength` when the header's length is not the algorithm's,
