@@ -3,7 +3,7 @@
 # must be on PATH).
 SHELL := /bin/bash
 CARGO ?= cargo
-APT_PKGS := libdpdk-dev dpdk-dev libclang-dev clang pkg-config libpcap-dev tshark iproute2 iputils-ping python3 python3-pip lua5.4
+APT_PKGS := libdpdk-dev dpdk-dev libclang-dev clang pkg-config libpcap-dev tshark iproute2 iputils-ping python3 python3-pip python3-cryptography lua5.4
 STAMP := target/.deps-installed
 # Respect CARGO_TARGET_DIR when set.
 BIN_DIR := $(or $(CARGO_TARGET_DIR),target)/release

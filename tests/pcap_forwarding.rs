@@ -481,6 +481,11 @@ fn congested_port_marks_ce_and_sends_long_haul_cnps() {
 /// port shaped to 20 Mb/s; the IPv4 hosts configured for the RoCEv2
 /// format or not (draft-tian s.10.5).
 fn congested_run(name: &str, ipv4_roce: bool, congestion_extra: &str) -> (std::path::PathBuf, String, String) {
+    congested_run_with(name, ipv4_roce, congestion_extra, "")
+}
+
+/// [`congested_run`] with `top` (top-level tables) added to the configuration.
+fn congested_run_with(name: &str, ipv4_roce: bool, congestion_extra: &str, top: &str) -> (std::path::PathBuf, String, String) {
     let dir = workdir(name);
     let to_router = control::gen::L2 { src: HOST, dst: R_DC };
     let mut frames = Vec::new();
@@ -503,10 +508,11 @@ fn congested_run(name: &str, ipv4_roce: bool, congestion_extra: &str) -> (std::p
             1,
         )
         .replacen("SOURCE_FORMAT", if ipv4_roce { "[[port.congestion.source_format]]\nprefix = \"10.0.1.0/24\"\nformat = \"roce\"\n" } else { "" }, 1)
-        + "[[neighbour]]\nip = \"10.0.1.2\"\nmac = \"02:00:00:00:01:02\"\ninterface = \"dc\"\n[[neighbour]]\nip = \"2001:db8:1::2\"\nmac = \"02:00:00:00:01:02\"\ninterface = \"dc\"\n";
+        + "[[neighbour]]\nip = \"10.0.1.2\"\nmac = \"02:00:00:00:01:02\"\ninterface = \"dc\"\n[[neighbour]]\nip = \"2001:db8:1::2\"\nmac = \"02:00:00:00:01:02\"\ninterface = \"dc\"\n"
+        + top;
     std::fs::write(&cfg, text).unwrap();
     let out = run(name, &cfg, &["--exit-when-idle", "1500", "--duration", "30"]);
-    assert!(out.status.success());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let so = String::from_utf8_lossy(&out.stdout).to_string();
     let se = String::from_utf8_lossy(&out.stderr).to_string();
     (dir, so, se)
@@ -629,6 +635,52 @@ fn cnps_naming_no_qp_are_held_back_when_configured() {
     assert!(value(ct, "cnp-source-qp-unknown-skipped") > 0, "{ct}");
     assert_eq!(value(ct, "cnp-source-qp-unknown"), 0, "{ct}");
     assert_eq!(lhcnps_sent(&so), icmp_cnps);
+}
+
+/// draft-tian s.9: with `[[cnp_auth]]` the ICMPv6 CNPs to the IPv6 host
+/// carry an IPsec AH (RFC 4302) whose ICV scapy's own IPsec code verifies
+/// under the configured key (and not under another), sequence numbers 1, 2,
+/// 3, ... with no gap; tshark dissects AH and the CNP behind it. The IPv4
+/// host's RoCEv2-format CNPs, which an AH cannot cover, go out as before.
+#[test]
+fn cnps_carry_an_ah_that_scapy_verifies() {
+    if let Err(why) = common::python_ok() {
+        common::skip("cnps_carry_an_ah_that_scapy_verifies", &why);
+        return;
+    }
+    let key = "4b6579206f6620746865204c6f6e672d6861756c20434e50207369676e657221";
+    let sa = format!("[[cnp_auth]]\nprefix = \"2001:db8:1::/48\"\nspi = 0x1234\nsecret_hex = \"{key}\"\n");
+    let (dir, so, se) = congested_run_with("cong-ah", true, "", &sa);
+    assert!(se.contains("cnp_auth: ICMPv6 Long-haul CNPs to 2001:db8:1::/48 carry an IPsec AH (hmac-sha256-128, SPI 0x1234"), "{se}");
+    assert_eq!(mempool_in_use(&so), 0);
+    let (roce_cnps, plain_icmp) = cnps_to_the_dc(&dir);
+    assert_eq!(plain_icmp, 0, "no unauthenticated ICMPv6 CNP");
+    assert!(roce_cnps > 0, "the IPv4 host's RoCEv2-format CNPs still go");
+    let out = common::python(&std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/ah_verify.py")).unwrap(), &[dir.join("dc-out.pcap").to_str().unwrap(), "0x1234", "SHA2-256-128", key]);
+    eprintln!("{out}");
+    let lines: Vec<&str> = out.lines().filter(|l| l.starts_with("AH ")).collect();
+    assert!(!lines.is_empty(), "{out}");
+    for (i, l) in lines.iter().enumerate() {
+        assert_eq!(*l, format!("AH spi=0x1234 seq={} icv=ok next=58 icmp6type=200 csum=ok wrongkey=rejected", i + 1));
+    }
+    assert!(out.contains(&format!("SUMMARY ah={} plain_icmp6=0", lines.len())), "{out}");
+    assert_eq!(counter(&so, "lhcnp-ah-protected") as usize, lines.len());
+    assert_eq!(counter(&so, "lhcnp-ah-seq-exhausted"), 0);
+    assert_eq!(lhcnps_sent(&so), lines.len() + roce_cnps, "every CNP counted as sent left the port");
+    // tshark's own AH dissector, and the Long-haul CNP behind it.
+    let o = Command::new("tshark")
+        .args(["-n", "-r"])
+        .arg(dir.join("dc-out.pcap"))
+        .args(["-Y", "ah", "-T", "fields", "-e", "ah.spi", "-e", "ah.sequence", "-e", "icmpv6.type"])
+        .output()
+        .expect("tshark is required (apt-get install tshark)");
+    let txt = String::from_utf8_lossy(&o.stdout);
+    let rows: Vec<&str> = txt.lines().collect();
+    assert_eq!(rows.len(), lines.len(), "{txt}");
+    for (i, r) in rows.iter().enumerate() {
+        assert_eq!(*r, format!("0x00001234\t{}\t200", i + 1));
+    }
+    tshark_clean(&dir.join("dc-out.pcap"));
 }
 
 /// The Long-haul CNPs in the congestion case's DC output: (RoCEv2 format
