@@ -2338,6 +2338,20 @@ fn demo_runs_and_its_pcaps_are_sound() {
         .collect();
     assert_eq!(edge_copies, vec![(0x10, 0x510), (0x11, 0x511)], "the learned receivers' copies (DA ::10 / ::11, DestQP)");
     assert!(so.contains("as a receiver of the next node: [\"ACK PSN 1 DestQP 0x778\"]"), "the learned receivers' ACKs aggregated: {so}");
+    // draft-tian s.9: the CNPs to the IPv6 host carry an AH that scapy's
+    // IPsec code verifies under the demo's key ("dcirouter demo Long-haul
+    // CNP key"), numbered 1, 2, 3, ...; none goes out without one.
+    let key_hex: String = b"dcirouter demo Long-haul CNP key".iter().map(|b| format!("{b:02x}")).collect();
+    let out = common::python(&std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/ah_verify.py")).unwrap(), &[dir.join("dc-out.pcap").to_str().unwrap(), "0x1000", "SHA2-256-128", &key_hex]);
+    let ah: Vec<&str> = out.lines().filter(|l| l.starts_with("AH ")).collect();
+    assert!(!ah.is_empty() && ah.len() as u64 == counter(&so, "lhcnp-ah-protected"), "{out}");
+    for (i, l) in ah.iter().enumerate() {
+        assert_eq!(*l, format!("AH spi=0x1000 seq={} icv=ok next=58 icmp6type=200 csum=ok wrongkey=rejected", i + 1));
+    }
+    // The one plain ICMPv6 CNP is END.E's (forwarded from fc00:0:9::1, not originated here).
+    assert!(out.contains(&format!("SUMMARY ah={} plain_icmp6=1", ah.len())), "{out}");
+    assert_eq!(counter(&so, "end-e-forwarded"), 1);
+    assert!(so.contains(&format!("Long-haul CNPs authenticated (draft-tian s.9, IPsec AH hmac-sha256-128, SPI 0x1000, for 2001:db8:1::/64): {n} sent ({n} in dc-out.pcap), {n} of them verify under the demo key, sequence numbers 1, 2, 3, ... without a gap", n = ah.len())), "{so}");
     // The ECMP scenario: 32 flows over the two gateways, none split.
     let (per, split) = control::demo::ecmp_split(&read_pcap(&dir.join("wan-out.pcap")).unwrap());
     let (a, b) = (per.get("02:00:00:00:02:02").copied().unwrap_or(0), per.get("02:00:00:00:02:03").copied().unwrap_or(0));

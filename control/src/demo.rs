@@ -36,6 +36,18 @@ pub fn headend_outcome(wan_out: &[Vec<u8>]) -> (usize, usize, usize, bool) {
     (ours.len(), tlvs.len(), receivers, ok)
 }
 
+/// The AH-protected Long-haul CNPs in the DC output: (frames with an AH,
+/// how many verify under the demo's `[[cnp_auth]]` key, whether their
+/// sequence numbers run 1, 2, 3, ...).
+pub fn cnp_auth_outcome(dc_out: &[Vec<u8>]) -> (usize, usize, bool) {
+    use dataplane::wire::ah::{verify_ipv6, AhKey, Algorithm, NEXT_HEADER_AH};
+    let Ok(key) = AhKey::new(0x1000, Algorithm::HmacSha256_128, b"dcirouter demo Long-haul CNP key") else { return (0, 0, false) };
+    let ah: Vec<&[u8]> = dc_out.iter().filter(|f| f.len() > 14 + 40 && f[12..14] == [0x86, 0xdd] && f[14 + 6] == NEXT_HEADER_AH).map(|f| &f[14..]).collect();
+    let seqs: Vec<u32> = ah.iter().filter_map(|ip| verify_ipv6(ip, |spi| (spi == key.spi()).then_some(&key)).ok()).map(|v| v.seq).collect();
+    let in_order = seqs.iter().enumerate().all(|(i, s)| *s as usize == i + 1);
+    (ah.len(), seqs.len(), in_order)
+}
+
 /// The multicast group of the demo's static multicast route.
 pub const MC_GROUP: &str = "ff3e::100";
 pub const ROUTER_DC_MAC: [u8; 6] = [0x02, 0xdc, 0, 0, 0, 0x01];
@@ -94,6 +106,15 @@ source = "2001:db8:1::2"
 destination = "2001:db8:3::7"
 dest_qp = 0x700
 source_qp = 0x7001
+
+# The Long-haul CNPs to the IPv6 hosts carry an IPsec AH (draft-tian s.9,
+# RFC 4302), which a source keyed as `ip xfrm state add src 2001:db8:1::1
+# dst 2001:db8:1::2 proto ah spi 0x1000 auth-trunc 'hmac(sha256)'
+# 0x<the key's 32 octets> 128` verifies.
+[[cnp_auth]]
+prefix = "2001:db8:1::/64"
+spi = 0x1000
+secret = "dcirouter demo Long-haul CNP key"
 
 # The remote data centre, behind the WAN gateway.
 [[route]]
@@ -895,6 +916,11 @@ pub fn describe(f: &[u8]) -> String {
                     format!("fragment{kind} of {} octets at offset {}{}, next header {}", p.len() - 48, fo & 0xfff8, if fo & 1 != 0 { ", M" } else { "" }, p[40])
                 }
                 58 if p.len() > 40 && p[40] == dataplane::wire::params::Params::DEFAULT.icmpv6_lhcnp_type => "Long-haul CNP (ICMPv6)".to_string(),
+                51 => match dataplane::wire::ah::ipv6_upper_layer(p) {
+                    Some((58, at)) if p.get(at) == Some(&dataplane::wire::params::Params::DEFAULT.icmpv6_lhcnp_type) => format!("Long-haul CNP (ICMPv6) with IPsec AH (SPI {:#x})", u32::from_be_bytes([p[44], p[45], p[46], p[47]])),
+                    Some((n, _)) => format!("IPsec AH, next header {n}"),
+                    None => "IPsec AH (truncated)".to_string(),
+                },
                 58 if p.len() > 48 && p[40] == dataplane::wire::params::Params::DEFAULT.icmpv6_fann_type => {
                     let mut md = String::new();
                     if let Ok(pk) = dataplane::wire::fann::Packet::new_checked(&p[40..]) {
@@ -1124,6 +1150,13 @@ pub fn run(out: &Path) -> Result<(), String> {
         c.local_count(Local::McNakUp),
         c.local_count(Local::McCnpUp),
         c.local_count(Local::McNakSuppressed)
+    );
+    let (signed, verified, in_order) = cnp_auth_outcome(&dc_out);
+    println!(
+        "  Long-haul CNPs authenticated (draft-tian s.9, IPsec AH hmac-sha256-128, SPI 0x1000, for 2001:db8:1::/64): {} sent ({signed} in dc-out.pcap), {verified} of them verify under the demo key, sequence numbers {}; RoCEv2-format CNPs to covered sources (no AH in that format) {}",
+        c.local_count(Local::CnpAhProtected),
+        if in_order { "1, 2, 3, ... without a gap" } else { "OUT OF ORDER" },
+        c.local_count(Local::CnpRoceUnauthenticated)
     );
     let (sent, tlvs, receivers, hmac) = headend_outcome(&wan_out);
     println!(
