@@ -916,10 +916,10 @@ pub fn describe(f: &[u8]) -> String {
                     format!("fragment{kind} of {} octets at offset {}{}, next header {}", p.len() - 48, fo & 0xfff8, if fo & 1 != 0 { ", M" } else { "" }, p[40])
                 }
                 58 if p.len() > 40 && p[40] == dataplane::wire::params::Params::DEFAULT.icmpv6_lhcnp_type => "Long-haul CNP (ICMPv6)".to_string(),
-                51 => match dataplane::wire::ah::ipv6_upper_layer(p) {
-                    Some((58, at)) if p.get(at) == Some(&dataplane::wire::params::Params::DEFAULT.icmpv6_lhcnp_type) => format!("Long-haul CNP (ICMPv6) with IPsec AH (SPI {:#x})", u32::from_be_bytes([p[44], p[45], p[46], p[47]])),
-                    Some((n, _)) => format!("IPsec AH, next header {n}"),
-                    None => "IPsec AH (truncated)".to_string(),
+                51 => match dataplane::wire::ipv6::upper_layer(p) {
+                    Some((n, at)) if n.0 == 58 && p.get(at) == Some(&dataplane::wire::params::Params::DEFAULT.icmpv6_lhcnp_type) => format!("Long-haul CNP (ICMPv6) with IPsec AH (SPI {:#x})", u32::from_be_bytes([p[44], p[45], p[46], p[47]])),
+                    Some((n, _)) => format!("IPsec AH, next header {}", n.0),
+                    None => "IPsec AH (malformed)".to_string(),
                 },
                 58 if p.len() > 48 && p[40] == dataplane::wire::params::Params::DEFAULT.icmpv6_fann_type => {
                     let mut md = String::new();

@@ -1520,10 +1520,10 @@ impl Pipeline {
 pub fn notification_class(ip: &[u8], proto: IpProtocol, params: &Params) -> crate::endc::Affected {
     use crate::endc::Affected;
     let (dscp, upper, l4) = match proto {
-        // An AH (an authenticated Long-haul CNP, draft-tian s.9) is read
-        // through.
-        IpProtocol::IPV6 => match (ip.get(..40), crate::wire::ah::ipv6_upper_layer(ip)) {
-            (Some(h), Some((upper, l4))) => ((((h[0] & 0x0f) << 4) | (h[1] >> 4)) >> 2, upper, l4),
+        // Past extension headers, an AH among them (an authenticated
+        // Long-haul CNP, draft-tian s.9).
+        IpProtocol::IPV6 => match (ip.get(..40), crate::wire::ipv6::upper_layer(ip)) {
+            (Some(h), Some((upper, l4))) => ((((h[0] & 0x0f) << 4) | (h[1] >> 4)) >> 2, upper.0, l4),
             _ => return Affected::default(),
         },
         _ => match ip.get(..20) {
@@ -1584,10 +1584,11 @@ pub fn notification<'a>(ip: &'a [u8], proto: IpProtocol, params: &Params) -> Opt
         IpProtocol::IPV6 => {
             let h = ip.get(..40)?;
             let ip = ip.get(..40 + usize::from(u16::from_be_bytes([h[4], h[5]])))?;
-            // Through an AH (an authenticated Long-haul CNP, draft-tian
-            // s.9); END.C is not the SA's end and does not verify it.
-            let (upper, l4) = crate::wire::ah::ipv6_upper_layer(ip)?;
-            (upper, l4, ip)
+            // Past extension headers, an AH among them (an authenticated
+            // Long-haul CNP, draft-tian s.9): END.C is not the SA's end and
+            // does not verify it.
+            let (upper, l4) = crate::wire::ipv6::upper_layer(ip)?;
+            (upper.0, l4, ip)
         }
         _ => {
             let h = ip.get(..20)?;

@@ -29,10 +29,12 @@ use hmac::{Hmac, Mac};
 use sha2::{Sha256, Sha512};
 use std::fmt;
 
+use super::ipv4::IpProtocol;
+use super::ipv6::Ipv6AuthHeader;
 use super::{Error, Result};
 
 /// IP protocol number of AH.
-pub const NEXT_HEADER_AH: u8 = 51;
+pub const NEXT_HEADER_AH: u8 = IpProtocol::AH.0;
 /// Fixed part of the header: Next Header, Payload Len, Reserved, SPI,
 /// Sequence Number.
 pub const FIXED_LEN: usize = 12;
@@ -190,13 +192,12 @@ pub fn protect_ipv6(buf: &mut [u8], len: usize, key: &AhKey, seq: u32) -> Result
     let next = buf[6];
     buf[6] = NEXT_HEADER_AH;
     buf[4..6].copy_from_slice(&((payload + hl) as u16).to_be_bytes());
-    let ah = &mut buf[IPV6_LEN..IPV6_LEN + hl];
-    ah.fill(0);
-    ah[0] = next;
-    // Payload Len: the header's length in 32-bit words, minus 2.
-    ah[1] = (hl / 4 - 2) as u8;
-    ah[4..8].copy_from_slice(&key.spi.to_be_bytes());
-    ah[8..12].copy_from_slice(&seq.to_be_bytes());
+    buf[IPV6_LEN..IPV6_LEN + hl].fill(0);
+    let mut ah = Ipv6AuthHeader::new_unchecked(&mut buf[IPV6_LEN..IPV6_LEN + hl]);
+    ah.set_next_header(IpProtocol(next));
+    ah.set_header_len(hl);
+    ah.set_spi(key.spi);
+    ah.set_seq_no(seq);
     let mut icv = [0u8; 32];
     key.icv(&buf[..len + hl], &mut icv);
     let n = key.alg.icv_len();
@@ -215,42 +216,19 @@ pub struct Verified {
     pub payload_at: usize,
 }
 
-/// The AH of an IPv6 packet (at byte 40): SPI, Next Header and header
-/// length, checked as far as the layout goes (not the ICV).
-pub fn parse_ipv6(pkt: &[u8]) -> Result<(u32, u8, usize)> {
-    if pkt.len() < IPV6_LEN + FIXED_LEN || pkt[0] >> 4 != 6 {
+/// The AH of an IPv6 packet (at byte 40), checked as far as the layout
+/// goes (not the ICV).
+fn auth_header(pkt: &[u8]) -> Result<Ipv6AuthHeader<&[u8]>> {
+    if pkt.len() < IPV6_LEN || pkt[0] >> 4 != 6 {
         return Err(Error::Truncated);
     }
     if pkt[6] != NEXT_HEADER_AH {
         return Err(Error::Unrecognized);
     }
-    let payload = u16::from_be_bytes([pkt[4], pkt[5]]) as usize;
-    if IPV6_LEN + payload != pkt.len() {
+    if IPV6_LEN + usize::from(u16::from_be_bytes([pkt[4], pkt[5]])) != pkt.len() {
         return Err(Error::BadLength);
     }
-    let hl = (usize::from(pkt[IPV6_LEN + 1]) + 2) * 4;
-    if hl < FIXED_LEN || hl % 8 != 0 || IPV6_LEN + hl > pkt.len() {
-        return Err(Error::BadLength);
-    }
-    let spi = u32::from_be_bytes(
-        pkt[IPV6_LEN + 4..IPV6_LEN + 8]
-            .try_into()
-            .unwrap_or_default(),
-    );
-    Ok((spi, pkt[IPV6_LEN], hl))
-}
-
-/// The upper-layer protocol of an IPv6 packet and where it starts, read
-/// through an AH right after the fixed header (not verified: for nodes on
-/// the way, such as END.C, that only look at what a notification says).
-pub fn ipv6_upper_layer(pkt: &[u8]) -> Option<(u8, usize)> {
-    let next = *pkt.get(6)?;
-    if next != NEXT_HEADER_AH {
-        return Some((next, IPV6_LEN));
-    }
-    let ah = pkt.get(IPV6_LEN..IPV6_LEN + FIXED_LEN)?;
-    let hl = (usize::from(ah[1]) + 2) * 4;
-    (pkt.len() >= IPV6_LEN + hl).then_some((ah[0], IPV6_LEN + hl))
+    Ipv6AuthHeader::new_checked(&pkt[IPV6_LEN..])
 }
 
 /// Verify the AH of an IPv6 packet (exactly the packet) with the key
@@ -258,7 +236,8 @@ pub fn ipv6_upper_layer(pkt: &[u8]) -> Option<(u8, usize)> {
 /// `BadLength` when the header's length is not the algorithm's,
 /// `Checksum` when the ICV does not verify (compared in constant time).
 pub fn verify_ipv6<'k>(pkt: &[u8], lookup: impl Fn(u32) -> Option<&'k AhKey>) -> Result<Verified> {
-    let (spi, next_header, hl) = parse_ipv6(pkt)?;
+    let h = auth_header(pkt)?;
+    let (spi, hl) = (h.spi(), h.header_len());
     let key = lookup(spi).ok_or(Error::Unrecognized)?;
     if hl != key.alg.header_len() {
         return Err(Error::BadLength);
@@ -276,15 +255,10 @@ pub fn verify_ipv6<'k>(pkt: &[u8], lookup: impl Fn(u32) -> Option<&'k AhKey>) ->
     if diff != 0 {
         return Err(Error::Checksum);
     }
-    let seq = u32::from_be_bytes(
-        pkt[IPV6_LEN + 8..IPV6_LEN + 12]
-            .try_into()
-            .unwrap_or_default(),
-    );
     Ok(Verified {
         spi,
-        seq,
-        next_header,
+        seq: h.seq_no(),
+        next_header: h.next_header().0,
         payload_at: IPV6_LEN + hl,
     })
 }
@@ -468,7 +442,11 @@ mod tests {
         }
         let mut q = p.clone();
         q[41] = 200;
-        assert_eq!(verify_ipv6(&q, |_| Some(&k)), Err(Error::BadLength));
+        assert_eq!(verify_ipv6(&q, |_| Some(&k)), Err(Error::Truncated), "an AH longer than the packet");
+        q[41] = 1;
+        assert_eq!(verify_ipv6(&q, |_| Some(&k)), Err(Error::BadLength), "12 octets: not a multiple of 8 over IPv6");
+        q[41] = 8;
+        assert_eq!(verify_ipv6(&q, |_| Some(&k)), Err(Error::BadLength), "40 octets: not the algorithm's 32");
     }
 
     #[test]

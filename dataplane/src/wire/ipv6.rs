@@ -1048,6 +1048,16 @@ impl ExtChain {
     }
 }
 
+/// The upper-layer protocol of the IPv6 packet `pkt` and where it starts,
+/// past its extension headers (an AH among them, not verified: for nodes
+/// that only read what a packet says, such as END.C reading a notification
+/// through the AH of an authenticated Long-haul CNP). None when the chain
+/// does not parse.
+pub fn upper_layer(pkt: &[u8]) -> Option<(IpProtocol, usize)> {
+    let c = walk_ext_chain(IpProtocol(*pkt.get(6)?), pkt, 40).ok()?;
+    Some((c.upper_protocol, c.upper_offset))
+}
+
 /// Walk the chain of extension headers in `buf` starting at `start`, where
 /// `first` is the next-header value that points at it (the fixed header's).
 /// Typically `buf` is the IPv6 packet (fixed header first, without trailing
