@@ -150,7 +150,7 @@ fn pipeline(counters: Arc<WorkerCounters>, endc: bool) -> Pipeline {
         t.insert(v6(ENDC_SID), Behaviour::EndC);
         // PFC toward the DC gateway out of port 1 (here the shaped,
         // backlogged port), quanta at its rate.
-        t.endc = Some((1, EndCConfig { link_bps: SHAPER_BPS, ..EndCConfig::default() }));
+        t.endc = vec![(1, EndCConfig { link_bps: SHAPER_BPS, ..EndCConfig::default() })];
         p.set_sids(Arc::new(t));
     }
     p
@@ -342,7 +342,7 @@ fn worker(sc: Scenario, sh: Arc<Shared>, updates: Receiver<Vec<u8>>, left_tx: Se
             }
         }
         // send_pfc: END.C timers.
-        if pl.endc.is_some() {
+        if !pl.endc.is_empty() {
             pl.poll_endc(now);
             while let Some((iface, a)) = pl.pfc_pending.pop() {
                 let Some(mut m) = pool.pop() else { break };

@@ -617,6 +617,11 @@ pub struct SidSection {
     pub behaviour: String,
     /// end.x: the adjacency; end.c: the port toward the DC gateway.
     pub interface: Option<String>,
+    /// end.c on a PE with several DC gateways: the interfaces toward them
+    /// (instead of `interface`); a notification pauses the one its
+    /// sender's route leaves by.
+    #[serde(default)]
+    pub interfaces: Vec<String>,
     pub via: Option<String>,
     /// end.c: PFC priority for the notifications (default 3), pause for
     /// notifications without a duration, and the watchdog.
@@ -663,6 +668,9 @@ pub struct SidPlan {
     pub rocev2_priority: Option<u8>,
     /// end.c: `pfc_link_mbps` in bit/s.
     pub pfc_link_bps: Option<u64>,
+    /// end.c: the interfaces toward the DC gateways (`interface` or
+    /// `interfaces`).
+    pub endc_ifaces: Vec<u16>,
 }
 
 #[derive(Debug, Clone)]
@@ -2228,8 +2236,27 @@ fn srv6_plan(s: &Srv6Section, interfaces: &[Interface], has_ingress_pe: bool, en
             // End.X forwards the IPv6 packet: its next hop is an IPv6 neighbour.
             return Err(format!("{} = {v}: end.x forwards IPv6, the next hop must be an IPv6 address", f("via")));
         }
-        if b == "end.c" && iface.is_none() {
-            return Err(format!("{}: end.c needs interface (the port toward the DC gateway)", f("behaviour")));
+        let mut endc_ifaces = Vec::new();
+        for (j, n) in e.interfaces.iter().enumerate() {
+            if b != "end.c" {
+                return Err(format!("{}[{j}] = {n:?}: only end.c has interfaces (behaviour is {b})", f("interfaces")));
+            }
+            let k = interfaces.iter().position(|x| x.name == *n).ok_or_else(|| format!("{}[{j}] = {n:?}: no such interface", f("interfaces")))? as u16;
+            if endc_ifaces.contains(&k) {
+                return Err(format!("{}[{j}] = {n:?}: listed twice", f("interfaces")));
+            }
+            endc_ifaces.push(k);
+        }
+        if endc_ifaces.len() > dataplane::endc::MAX_ENDC_IFACES {
+            return Err(format!("{}: {} interfaces, at most {}", f("interfaces"), endc_ifaces.len(), dataplane::endc::MAX_ENDC_IFACES));
+        }
+        if b == "end.c" {
+            match (iface, endc_ifaces.is_empty()) {
+                (None, true) => return Err(format!("{}: end.c needs interface (the port toward the DC gateway) or interfaces (one per DC gateway)", f("behaviour"))),
+                (Some(_), false) => return Err(format!("{}: give interface or interfaces, not both", f("interfaces"))),
+                (Some(i), true) => endc_ifaces.push(i),
+                (None, false) => {}
+            }
         }
         if b == "end.c" && sids.iter().any(|x| x.behaviour == "end.c") {
             return Err(format!("{} = end.c: one END.C SID per node", f("behaviour")));
@@ -2302,7 +2329,7 @@ fn srv6_plan(s: &Srv6Section, interfaces: &[Interface], has_ingress_pe: bool, en
             Some(m) if !(1..=1_600_000).contains(&m) => return Err(format!("{} = {m}: must be 1..=1600000 (Mb/s)", f("pfc_link_mbps"))),
             Some(m) => Some(m * 1_000_000),
         };
-        sids.push(SidPlan { sid, behaviour: b, iface, via, pfc_priority, pause_us, max_pause_ms, hmac_required: e.hmac_required, receivers, downstream, dscp_priority, rocev2_priority: e.rocev2_priority, pfc_link_bps });
+        sids.push(SidPlan { sid, behaviour: b, iface, via, pfc_priority, pause_us, max_pause_ms, hmac_required: e.hmac_required, receivers, downstream, dscp_priority, rocev2_priority: e.rocev2_priority, pfc_link_bps, endc_ifaces });
     }
     // A downstream SID that is local would hand every copy back to this
     // node: a replication loop (A -> B -> A, or A -> A).
@@ -3346,7 +3373,7 @@ controller = "2001:db8:1::c"
         assert_eq!(sid.dscp_priority, vec![(26, 3), (46, 5)]);
         // PAUSE quanta: at the speed the NIC reported, not at the port's
         // shaped rate; 100 Gb/s while unknown; the configured speed first.
-        let endc_bps = |c: &RouterConfig| crate::router::sid_table(c).unwrap().endc.unwrap().1.link_bps;
+        let endc_bps = |c: &RouterConfig| crate::router::sid_table(c).unwrap().endc[0].1.link_bps;
         assert_eq!(endc_bps(&c), 100_000_000_000);
         let shaped = load_str(&format!("{GOOD}{PE}").replacen("name = \"dc\"", "name = \"dc\"\nrate_mbps = 10000", 1)).unwrap();
         assert!(shaped.ports[0].egress.is_some());
@@ -3363,6 +3390,30 @@ controller = "2001:db8:1::c"
             p.link_bps = 25_000_000_000;
         }
         assert_eq!(endc_bps(&c4), 40_000_000_000);
+    }
+
+    #[test]
+    fn end_c_takes_one_interface_per_dc_gateway() {
+        let many = format!("{GOOD}{PE}").replacen("end.c\"\ninterface = \"dc\"", "end.c\"\ninterfaces = [\"dc\", \"wan.100\"]", 1);
+        let c = load_str(&many).unwrap();
+        assert_eq!(c.srv6.as_ref().unwrap().sids[0].endc_ifaces, vec![0, 2]);
+        let mut c2 = c.clone();
+        c2.ports[1].link_bps = 25_000_000_000;
+        let t = crate::router::sid_table(&c2).unwrap();
+        assert_eq!(t.endc.iter().map(|(i, e)| (*i, e.link_bps, e.default_priority)).collect::<Vec<_>>(), vec![(0, 100_000_000_000, 2), (2, 25_000_000_000, 2)], "each link's own speed, the SID's settings");
+        let one = load_str(&format!("{GOOD}{PE}")).unwrap();
+        assert_eq!(one.srv6.as_ref().unwrap().sids[0].endc_ifaces, vec![0]);
+        for (patch, want) in [
+            ("interfaces = [\"dc\", \"nope\"]", "srv6.sid[0].interfaces[1] = \"nope\": no such interface"),
+            ("interfaces = [\"dc\", \"dc\"]", "srv6.sid[0].interfaces[1] = \"dc\": listed twice"),
+            ("interface = \"dc\"\ninterfaces = [\"wan\"]", "srv6.sid[0].interfaces: give interface or interfaces, not both"),
+            ("interfaces = []", "srv6.sid[0].behaviour: end.c needs interface (the port toward the DC gateway) or interfaces"),
+        ] {
+            let e = load_str(&format!("{GOOD}{PE}").replacen("end.c\"\ninterface = \"dc\"", &format!("end.c\"\n{patch}"), 1)).unwrap_err();
+            assert!(e.contains(want), "{e}");
+        }
+        let e = load_str(&format!("{GOOD}[srv6]\nlocator = \"fc00:0:a::/48\"\n[[srv6.sid]]\nsid = \"fc00:0:a::1\"\nbehaviour = \"end\"\ninterfaces = [\"dc\"]\n")).unwrap_err();
+        assert!(e.contains("srv6.sid[0].interfaces[0] = \"dc\": only end.c has interfaces (behaviour is end)"), "{e}");
     }
 
     #[test]

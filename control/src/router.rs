@@ -938,18 +938,21 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             // END.C's PAUSE quanta follow the speed the link to the DC
             // gateway came up at (unless configured).
             if endc_follows_link {
-                let cur = control.sids.as_ref().and_then(|t| t.endc.as_ref()).map(|(i, c)| (*i, c.link_bps));
-                if let Some((iface, bps)) = cur {
+                let speed = |iface: u16| {
                     let port = control.topo.interfaces.get(usize::from(iface)).map(|i| i.port);
-                    let now_bps = ports.iter().find(|p| Some(p.id) == port).map(|p| p.link_bps()).unwrap_or(0);
-                    if now_bps > 0 && now_bps != bps {
-                        if let Some(mut t) = control.sids.clone() {
-                            if let Some((_, c)) = t.endc.as_mut() {
+                    ports.iter().find(|p| Some(p.id) == port).map(|p| p.link_bps()).unwrap_or(0)
+                };
+                let changed: Vec<(u16, u64)> = control.sids.as_ref().map(|t| t.endc.iter().map(|(i, c)| (*i, c.link_bps, speed(*i))).filter(|(_, was, now)| *now > 0 && now != was).map(|(i, _, now)| (i, now)).collect()).unwrap_or_default();
+                if !changed.is_empty() {
+                    if let Some(mut t) = control.sids.clone() {
+                        for (iface, now_bps) in changed {
+                            if let Some((_, c)) = t.endc.iter_mut().find(|(i, _)| *i == iface) {
                                 c.link_bps = now_bps;
                             }
-                            eprintln!("END.C: the link to the DC gateway runs at {} Mb/s; PAUSE quanta follow", now_bps / 1_000_000);
-                            control.push_sids(Arc::new(t));
+                            let name = control.topo.interfaces.get(usize::from(iface)).map_or("?", |i| i.name.as_str());
+                            eprintln!("END.C: the link to the DC gateway on '{name}' runs at {} Mb/s; PAUSE quanta follow", now_bps / 1_000_000);
                         }
+                        control.push_sids(Arc::new(t));
                     }
                 }
             }
@@ -1111,24 +1114,26 @@ pub fn sid_table(cfg: &RouterConfig) -> Option<dataplane::srv6::SidTable> {
                 downstream: s.downstream.clone(),
             },
             "end.c" => {
-                let iface = s.iface.unwrap_or(0);
-                // A pause quantum is 512 bit times at the link's speed
-                // (802.3 Annex 31D), the physical link's, not a shaped rate:
-                // configured, else as the NIC reports it, else 100 Gb/s.
-                let bps = s.pfc_link_bps.or_else(|| endc_port(cfg, iface).map(|p| p.link_bps).filter(|b| *b > 0)).unwrap_or(100_000_000_000);
-                let mut c = dataplane::endc::EndCConfig {
-                    link_bps: bps,
-                    default_priority: s.pfc_priority,
-                    default_pause_us: s.pause_us,
-                    max_pause_ns: s.max_pause_ms * 1_000_000,
-                    rocev2_priority: s.rocev2_priority,
-                    ..Default::default()
-                };
-                for &(d, p) in &s.dscp_priority {
-                    c.dscp_to_priority[usize::from(d)] = p;
-                    c.dscp_mapped |= 1u64 << d;
+                for &iface in &s.endc_ifaces {
+                    // A pause quantum is 512 bit times at the link's speed
+                    // (802.3 Annex 31D), the physical link's, not a shaped
+                    // rate: configured, else as the NIC reports it, else
+                    // 100 Gb/s.
+                    let bps = s.pfc_link_bps.or_else(|| endc_port(cfg, iface).map(|p| p.link_bps).filter(|b| *b > 0)).unwrap_or(100_000_000_000);
+                    let mut c = dataplane::endc::EndCConfig {
+                        link_bps: bps,
+                        default_priority: s.pfc_priority,
+                        default_pause_us: s.pause_us,
+                        max_pause_ns: s.max_pause_ms * 1_000_000,
+                        rocev2_priority: s.rocev2_priority,
+                        ..Default::default()
+                    };
+                    for &(d, p) in &s.dscp_priority {
+                        c.dscp_to_priority[usize::from(d)] = p;
+                        c.dscp_mapped |= 1u64 << d;
+                    }
+                    t.endc.push((iface, c));
                 }
-                t.endc = Some((iface, c));
                 Behaviour::EndC
             }
             "end.e" => Behaviour::EndE,

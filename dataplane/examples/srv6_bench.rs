@@ -259,7 +259,7 @@ fn pipeline(counters: Arc<WorkerCounters>, extra_receivers: u32) -> Pipeline {
     t.insert(v6(END_MT_SID), Behaviour::EndMT { receivers_extra: extra, hmac_required: false, downstream: Vec::new() });
     t.insert(v6("fc00:0:1::e"), Behaviour::EndE);
     t.insert(v6("fc00:0:1::c"), Behaviour::EndC);
-    t.endc = Some((1, EndCConfig::default()));
+    t.endc = vec![(1, EndCConfig::default())];
     let pol = SrPolicy::new(v6("fc00:0:1::1"), EncapMode::Encaps, vec![(vec![v6("fc00:0:2::1"), v6("fc00:0:2::d6")], 1)]).unwrap();
     t.add_policy("2001:db8:b::/48".parse().unwrap(), pol);
     p.set_sids(Arc::new(t));

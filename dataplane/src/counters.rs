@@ -190,6 +190,10 @@ reasons!(Local, N_LOCAL {
     // A Resume from one notifying node while another node's pause on the
     // priority is still in force (END.C keeps pausing for it).
     PfcResumeHeld => "pfc-resume-held",
+    // END.C with several interfaces: a notification that names no sender
+    // (a FANN message without Flow ID) or one whose route leaves by none of
+    // them, answered on every END.C interface.
+    PfcEveryInterface => "pfc-on-every-interface",
     Srv6Encap => "srv6-h-encaps",
     Srv6Decap => "srv6-decap",
     Srv6End => "srv6-end",

@@ -133,6 +133,9 @@ pub struct PfcAction {
     pub quanta: u16,
 }
 
+/// Most interfaces one END.C SID sends PFC on (one per DC gateway).
+pub const MAX_ENDC_IFACES: usize = 8;
+
 /// Notifying nodes tracked per priority; beyond, the one whose pause ends
 /// first is forgotten.
 const MAX_ASKERS: usize = 8;

@@ -197,8 +197,8 @@ pub struct Pipeline {
     pub state_owner: bool,
     /// Local SIDs and SR policies ([`crate::srv6`]).
     pub sids: Arc<SidTable>,
-    /// END.C state (interface toward the DC gateway, PFC controller).
-    pub endc: Option<(u16, crate::endc::EndC)>,
+    /// END.C state: per interface toward a DC gateway, its PFC controller.
+    pub endc: Vec<(u16, crate::endc::EndC)>,
     /// PFC frames due from END.C timers, built by the worker.
     pub pfc_pending: Vec<(u16, crate::endc::PfcAction)>,
     /// Per SR policy (index): the ingress PE's rate meter (FANN s.4.2).
@@ -282,7 +282,7 @@ impl Pipeline {
             reply: false,
             state_owner: true,
             sids: Arc::new(SidTable::default()),
-            endc: None,
+            endc: Vec::new(),
             pfc_pending: Vec::with_capacity(16),
             policy_meters: Vec::new(),
             rep: ReplicaJob::default(),
@@ -1315,7 +1315,7 @@ impl Pipeline {
     }
 
     /// The index of the interface a packet to `dst` would leave by.
-    fn route_iface(&self, dst: IpAddr) -> Option<u16> {
+    pub(crate) fn route_iface(&self, dst: IpAddr) -> Option<u16> {
         let hop = match dst {
             IpAddr::V4(a) => self.fib.route4(a, || 0),
             IpAddr::V6(a) => self.fib.route6(a, || 0),

@@ -416,8 +416,9 @@ pub struct SidTable {
     match4: Vec<(Ipv4Net, u32)>,
     match6: Vec<(Ipv6Net, u32)>,
     max_replicas: usize,
-    /// END.C: the interface toward the DC gateway and the PFC settings.
-    pub endc: Option<(u16, crate::endc::EndCConfig)>,
+    /// END.C: the interfaces toward the DC gateways (at most
+    /// [`crate::endc::MAX_ENDC_IFACES`]), each with its PFC settings.
+    pub endc: Vec<(u16, crate::endc::EndCConfig)>,
     /// IANA-pending values in force (notification types for END.C).
     pub params: Params,
     /// Ingress PE ([`crate::fann::PeControl`]): when set, FANN messages
@@ -452,7 +453,7 @@ impl SidTable {
             match4: Vec::new(),
             match6: Vec::new(),
             max_replicas: 0,
-            endc: None,
+            endc: Vec::new(),
             params: *params,
             pe_known: None,
             pe_ifaces: None,
@@ -751,24 +752,25 @@ fn tlv_receiver_at(d: &[u8], tlv_off: usize, r: usize) -> Option<(Ipv6Addr, u32)
 impl Pipeline {
     /// Install a new SID table / policy snapshot.
     pub fn set_sids(&mut self, s: std::sync::Arc<SidTable>) -> std::sync::Arc<SidTable> {
-        // END.C state follows the configuration; a change restarts it
-        // (after resuming whatever it had paused).
-        let new_cfg = s.endc.clone();
-        let same = match (&self.endc, &new_cfg) {
-            (Some((i, e)), Some((j, c))) => i == j && e.config() == c,
-            (None, None) => true,
-            _ => false,
-        };
-        if !same {
-            if let Some((iface, e)) = self.endc.take() {
-                for prio in 0..8u8 {
-                    if e.is_paused(prio) {
-                        self.pfc_pending.push((iface, crate::endc::PfcAction { prios: 1 << prio, quanta: 0 }));
-                    }
+        // END.C state follows the configuration, per interface: a change
+        // of an interface's settings restarts its state (after resuming
+        // whatever it had paused), the others keep theirs.
+        let mut old: Vec<Option<(u16, crate::endc::EndC)>> = std::mem::take(&mut self.endc).into_iter().map(Some).collect();
+        for (i, c) in &s.endc {
+            let kept = old.iter_mut().find(|o| o.as_ref().is_some_and(|(j, e)| j == i && e.config() == c)).and_then(Option::take);
+            self.endc.push(kept.unwrap_or_else(|| (*i, crate::endc::EndC::new(c.clone()))));
+        }
+        for (iface, e) in old.into_iter().flatten() {
+            for prio in 0..8u8 {
+                if e.is_paused(prio) {
+                    self.pfc_pending.push((iface, crate::endc::PfcAction { prios: 1 << prio, quanta: 0 }));
                 }
             }
-            self.endc = new_cfg.map(|(i, c)| (i, crate::endc::EndC::new(c)));
         }
+        // Room for a notification's frames to every interface and the
+        // timers' (refresh and resume of each priority), so that the
+        // packet path does not grow it.
+        self.pfc_pending.reserve(self.endc.len() * 16);
         if s.policy_count() != self.sids.policy_count() {
             // Other policies (added or removed at run time): measure anew.
             self.policy_meters.clear();
@@ -780,7 +782,7 @@ impl Pipeline {
     /// END.C timers (refresh, expiry, watchdog): PFC frames to send, queued
     /// in `pfc_pending` for the worker to build.
     pub fn poll_endc(&mut self, now_ns: u64) {
-        if let Some((iface, e)) = self.endc.as_mut() {
+        for (iface, e) in &mut self.endc {
             if let Some((a, b)) = e.poll(now_ns) {
                 self.pfc_pending.push((*iface, a));
                 if let Some(b) = b {
@@ -929,13 +931,39 @@ impl Pipeline {
                 }
                 let inner = self.srv6_decap_any(p, l2, total, chain, srh)?;
                 let req = notification_request(&p.data()[l2.l3..], inner, &self.sids.params).ok_or(Drop::EndCNotNotification)?;
-                let (iface, e) = self.endc.as_mut().ok_or(Drop::EndCUnconfigured)?;
-                let iface = *iface;
-                let prio = e.priority_for(&notification_class(&p.data()[l2.l3..], inner, &self.sids.params));
-                let Some(a) = e.on_notification(u128::from(src), prio, req, now_ns) else {
-                    // A PAUSE in force already covers this request, or
-                    // another node's pause goes on past this Resume.
-                    self.counters.local(if req == crate::endc::Request::Resume { Local::PfcResumeHeld } else { Local::PfcCoalesced });
+                if self.endc.is_empty() {
+                    return Err(Drop::EndCUnconfigured);
+                }
+                let class = notification_class(&p.data()[l2.l3..], inner, &self.sids.params);
+                // The link toward the affected sender when END.C serves
+                // several DC gateways: the interface of the sender's route.
+                // Without a sender (a FANN message without Flow ID) or
+                // with a route elsewhere, every END.C interface.
+                let toward = if self.endc.len() == 1 {
+                    Some(0)
+                } else {
+                    let to = notification_sender(&p.data()[l2.l3..], inner, &self.sids.params).and_then(|a| self.route_iface(a));
+                    let k = to.and_then(|i| self.endc.iter().position(|(j, _)| *j == i));
+                    if k.is_none() {
+                        self.counters.local(Local::PfcEveryInterface);
+                    }
+                    k
+                };
+                let range = toward.map_or(0..self.endc.len(), |k| k..k + 1);
+                let mut first = None;
+                for (iface, e) in &mut self.endc[range] {
+                    let prio = e.priority_for(&class);
+                    match e.on_notification(u128::from(src), prio, req, now_ns) {
+                        // A PAUSE in force already covers this request, or
+                        // another node's pause goes on past this Resume.
+                        None => self.counters.local(if req == crate::endc::Request::Resume { Local::PfcResumeHeld } else { Local::PfcCoalesced }),
+                        Some(a) if first.is_none() => first = Some((*iface, a)),
+                        // The other links' frames go out from the worker's
+                        // next poll (room reserved in `set_sids`).
+                        Some(a) => self.pfc_pending.push((*iface, a)),
+                    }
+                }
+                let Some((iface, a)) = first else {
                     return Ok(Verdict::Consumed);
                 };
                 let ifc = self.topo.iface(iface).ok_or(Drop::EndCUnconfigured)?;
@@ -1646,6 +1674,28 @@ pub fn notification<'a>(ip: &'a [u8], proto: IpProtocol, params: &Params) -> Opt
             }
         }
         _ => None,
+    }
+}
+
+/// The sender a decapsulated [`notification`] is about: the destination of
+/// a Long-haul CNP or a RoCEv2 CNP (it goes to the flow's source), the
+/// source of a FANN message's Flow ID (IPv4-mapped: the IPv4 address).
+/// None for a FANN message without Flow ID, or for no notification.
+pub fn notification_sender(ip: &[u8], proto: IpProtocol, params: &Params) -> Option<IpAddr> {
+    let dst = || -> Option<IpAddr> {
+        Some(match proto {
+            IpProtocol::IPV6 => IpAddr::V6(Ipv6Addr::from(<[u8; 16]>::try_from(ip.get(24..40)?).ok()?)),
+            _ => IpAddr::V4(Ipv4Addr::from(<[u8; 4]>::try_from(ip.get(16..20)?).ok()?)),
+        })
+    };
+    let flow_src = |m: &[u8]| -> Option<IpAddr> {
+        let a = crate::wire::fann::Message::new_checked(m).ok()?.flow_id()?.src;
+        Some(a.to_ipv4_mapped().map_or(IpAddr::V6(a), IpAddr::V4))
+    };
+    match notification(ip, proto, params)? {
+        Notification::LhCnpIcmp(..) | Notification::RoceCnp(_) => dst(),
+        Notification::FannIcmp(_, _, m) => flow_src(m.get(4..)?),
+        Notification::FannUdp(m) => flow_src(m),
     }
 }
 

@@ -775,7 +775,7 @@ impl Worker {
 
     /// END.C timers: PFC refreshes, resumes and watchdog resumes.
     fn send_pfc(&mut self, now: u64) {
-        if self.pipeline.endc.is_none() && self.pipeline.pfc_pending.is_empty() {
+        if self.pipeline.endc.is_empty() && self.pipeline.pfc_pending.is_empty() {
             return;
         }
         self.pipeline.poll_endc(now);

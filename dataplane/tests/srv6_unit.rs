@@ -564,7 +564,7 @@ fn end_c_and_end_e_take_notifications_only_from_the_configured_sources() {
     use dataplane::wire::lhcnp::Action;
     let mut pl = pipeline();
     let mut t = sid_table();
-    t.endc = Some((0, EndCConfig::default()));
+    t.endc = vec![(0, EndCConfig::default())];
     t.notification_sources = Some(vec!["fc00:0:9::/48".parse().unwrap()]);
     pl.set_sids(Arc::new(t));
     for sid in ["fc00:0:1::e", "fc00:0:1::c"] {
@@ -587,7 +587,7 @@ fn end_c_behind_end_on_another_worker_goes_to_the_owner() {
     use dataplane::endc::EndCConfig;
     use dataplane::wire::lhcnp::Action;
     let mut t = sid_table();
-    t.endc = Some((0, EndCConfig::default()));
+    t.endc = vec![(0, EndCConfig::default())];
     let t = Arc::new(t);
     let (mut other, mut owner) = (pipeline(), pipeline());
     other.set_sids(t.clone());
@@ -612,7 +612,7 @@ fn end_c_turns_notifications_into_pfc() {
     let s = srh(41, &[a6("fc00:0:1::c")], 0, vec![]);
     expect_drop(&mut pl, srv6_frame(s1(), a6("fc00:0:1::c"), 64, 0, &s, &lhcnp6(Action::Pause, 100)), Drop::EndCUnconfigured);
     let mut t = sid_table();
-    t.endc = Some((0, EndCConfig::default()));
+    t.endc = vec![(0, EndCConfig::default())];
     pl.set_sids(Arc::new(t));
     // A plain packet is not a notification.
     expect_drop(&mut pl, srv6_frame(s1(), a6("fc00:0:1::c"), 64, 0, &s, &plain6(s1(), a6("2001:db8:2::10"), 0)), Drop::EndCNotNotification);
@@ -676,7 +676,7 @@ fn end_c_and_end_e_read_through_an_ah() {
     };
     let mut pl = pipeline();
     let mut t = sid_table();
-    t.endc = Some((0, EndCConfig::default()));
+    t.endc = vec![(0, EndCConfig::default())];
     pl.set_sids(Arc::new(t));
     let s = srh(41, &[a6("fc00:0:1::c")], 0, vec![]);
     let mut p = VecPacket::from_bytes(&srv6_frame(s1(), a6("fc00:0:1::c"), 64, 0, &s, &protect(Action::Pause, 100)));
@@ -700,6 +700,104 @@ fn end_c_and_end_e_read_through_an_ah() {
     assert_eq!(ah::verify_ipv6(&f[14..], |_| Some(&key)).map(|v| v.seq), Ok(1));
 }
 
+/// A PE with several DC gateways (draft-hu s.4.1: PAUSE "to upstream
+/// device"): END.C on p0 and p2 pauses the link its notification's sender
+/// is routed over. A sender routed elsewhere, or a FANN message without a
+/// Flow ID, pauses every END.C link. Each link keeps its own pause state,
+/// timers and link speed; a configuration push restarts only the links
+/// whose settings changed.
+#[test]
+fn end_c_with_several_gateways_pauses_the_link_toward_the_sender() {
+    use dataplane::endc::EndCConfig;
+    use dataplane::wire::fann::{event, MessageRepr, CODE_EVENT};
+    use dataplane::wire::lhcnp::{emit_icmpv6_packet, Action, CnpInfo, Icmpv6LhCnpRepr, MetricType, Objects};
+    let cnp_to = |to: &str, action: Action, parameter: u16| {
+        let repr = Icmpv6LhCnpRepr { code: 0, info: CnpInfo { congestion_level: 180, action, parameter, source_qp: 100, metric_type: MetricType::QueueDepthKb, metric_value: 1 }, objects: Objects::NONE };
+        let mut buf = vec![0u8; 256];
+        let n = emit_icmpv6_packet(&a6("fc00:0:9::1").octets(), &a6(to).octets(), 64, &repr, &Params::DEFAULT, &mut buf).unwrap();
+        buf.truncate(n);
+        buf
+    };
+    let table = |bps2: u64| {
+        let mut t = sid_table();
+        t.endc = vec![(0, EndCConfig::default()), (2, EndCConfig { link_bps: bps2, ..EndCConfig::default() })];
+        Arc::new(t)
+    };
+    let mut pl = pipeline();
+    pl.set_sids(table(100_000_000_000));
+    let s = srh(41, &[a6("fc00:0:1::c")], 0, vec![]);
+    let send = |pl: &mut Pipeline, inner: &[u8]| {
+        let mut p = VecPacket::from_bytes(&srv6_frame(s1(), a6("fc00:0:1::c"), 64, 0, &s, inner));
+        let v = run(pl, &mut p);
+        let f = p.to_vec();
+        (v, if f.len() == 60 { u16::from_be_bytes([f[18 + 6], f[18 + 7]]) } else { u16::MAX })
+    };
+    let paused = |pl: &Pipeline| (pl.endc[0].1.is_paused(3), pl.endc[1].1.is_paused(3));
+    let every = |pl: &Pipeline| pl.counters.local[Local::PfcEveryInterface as usize].get();
+    // A sender behind p2 (2001:db8:2::/64): p2 alone is paused.
+    assert_eq!(send(&mut pl, &cnp_to("2001:db8:2::7", Action::Pause, 100)), (Verdict::Tx(2), 19532));
+    assert_eq!(paused(&pl), (false, true));
+    assert!(pl.pfc_pending.is_empty());
+    // Its Resume resumes p2.
+    assert_eq!(send(&mut pl, &cnp_to("2001:db8:2::7", Action::Resume, 0)), (Verdict::Tx(2), 0));
+    assert_eq!(paused(&pl), (false, false));
+    // A sender behind p0.
+    assert_eq!(send(&mut pl, &cnp_to("2001:db8::5", Action::Pause, 100)), (Verdict::Tx(0), 19532));
+    assert_eq!(paused(&pl), (true, false));
+    assert_eq!(every(&pl), 0);
+    // A sender routed over p1, no END.C link: every END.C link. p0 is
+    // paused already (coalesced); p2's PAUSE goes out from the next poll.
+    let coalesced = pl.counters.local[Local::PfcCoalesced as usize].get();
+    assert_eq!(send(&mut pl, &cnp_to("2001:db8:3::5", Action::Pause, 100)), (Verdict::Tx(2), 19532));
+    assert_eq!(pl.counters.local[Local::PfcCoalesced as usize].get(), coalesced + 1);
+    assert_eq!(every(&pl), 1);
+    assert_eq!(paused(&pl), (true, true));
+    // A FANN event naming a flow of the p0 sender: p0 only (already
+    // paused there); one without a Flow ID: both.
+    let m = |flow: Option<&str>| {
+        let mut md = dataplane::wire::fann::Metadata::default();
+        md.flow_id = flow.map(|f| dataplane::fann::roce_flow_id(f.parse().unwrap(), "2001:db8:9::1".parse().unwrap()));
+        let m = MessageRepr { hop_limit: 8, event_type: event::CONGESTION, event_subtype: 2, event_id: 1, timestamp: 0, originating_node: a6("fc00:0:9::2"), metadata: md };
+        dataplane::fann::notification_packet(CODE_EVENT, &m, &a6("fc00:0:9::2"), &a6("fc00:0:1::1"), &Params::DEFAULT, false)
+    };
+    let mut pl2 = pipeline();
+    pl2.set_sids(table(100_000_000_000));
+    assert_eq!(send(&mut pl2, &m(Some("2001:db8::5"))), (Verdict::Tx(0), 39063), "the default 200 us on p0");
+    assert_eq!(paused(&pl2), (true, false));
+    assert_eq!(send(&mut pl2, &m(Some("10.0.0.9"))).0, Verdict::Consumed, "an IPv4 sender on p0 (IPv4-mapped Flow ID), paused already");
+    assert_eq!(every(&pl2), 0);
+    let mut pl3 = pipeline();
+    pl3.set_sids(table(100_000_000_000));
+    assert_eq!(send(&mut pl3, &m(None)), (Verdict::Tx(0), 39063));
+    assert_eq!(paused(&pl3), (true, true));
+    assert_eq!(pl3.pfc_pending.len(), 1);
+    assert_eq!((pl3.pfc_pending[0].0, pl3.pfc_pending[0].1.quanta), (2, 39063));
+    assert_eq!(every(&pl3), 1);
+    // Each link's timers: refreshes, then a RESUME, on each.
+    pl3.pfc_pending.clear();
+    let mut frames = Vec::new();
+    let mut t = T0;
+    while t < T0 + 20_000_000 {
+        t += 50_000;
+        pl3.poll_endc(t);
+        frames.append(&mut pl3.pfc_pending);
+    }
+    for iface in [0u16, 2] {
+        let mine: Vec<u16> = frames.iter().filter(|(i, _)| *i == iface).map(|(_, a)| a.quanta).collect();
+        assert_eq!(mine.last(), Some(&0), "p{iface} ends with RESUME: {mine:?}");
+    }
+    let mut out = VecPacket::from_bytes(&[]);
+    assert_eq!(pl3.build_pfc(2, &frames.iter().find(|(i, _)| *i == 2).unwrap().1, &mut out), Some(2), "out of port 2");
+    // A new link speed on p2 restarts p2's state (it resumes what it had
+    // paused) and keeps p0's.
+    assert_eq!(paused(&pl), (true, true));
+    pl.pfc_pending.clear();
+    pl.set_sids(table(25_000_000_000));
+    assert_eq!(paused(&pl), (true, false));
+    assert_eq!(pl.pfc_pending.iter().map(|(i, a)| (*i, a.quanta)).collect::<Vec<_>>(), vec![(2, 0)]);
+    assert_eq!(pl.endc[1].1.config().link_bps, 25_000_000_000);
+}
+
 /// END.C acts only on a notification that validates completely (FANN
 /// draft s.6: lengths that do not add up are discarded; checksums and the
 /// ICRC verified); FANN over UDP (s.5.2) is a notification too.
@@ -710,7 +808,7 @@ fn end_c_refuses_malformed_notifications_and_takes_fann_over_udp() {
     use dataplane::wire::lhcnp::Action;
     let mut pl = pipeline();
     let mut t = sid_table();
-    t.endc = Some((0, EndCConfig::default()));
+    t.endc = vec![(0, EndCConfig::default())];
     pl.set_sids(Arc::new(t));
     let s = srh(41, &[a6("fc00:0:1::c")], 0, vec![]);
     let frame = |inner: &[u8]| srv6_frame(s1(), a6("fc00:0:1::c"), 64, 0, &s, inner);
@@ -771,7 +869,7 @@ fn end_c_maps_the_notification_to_a_pfc_priority() {
     let mut c = EndCConfig { default_priority: 1, rocev2_priority: Some(4), ..EndCConfig::default() };
     c.dscp_to_priority[26] = 6;
     c.dscp_mapped = 1 << 26;
-    t.endc = Some((0, c));
+    t.endc = vec![(0, c)];
     pl.set_sids(Arc::new(t));
     let s = srh(41, &[a6("fc00:0:1::c")], 0, vec![]);
     let prio_bits = |f: &[u8]| u16::from_be_bytes([f[16], f[17]]);

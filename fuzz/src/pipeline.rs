@@ -102,7 +102,7 @@ fn build() -> Pipeline {
     );
     t.insert(a6("fc00:0:1::c"), Behaviour::EndC);
     t.insert(a6("fc00:0:1::e"), Behaviour::EndE);
-    t.endc = Some((0, dataplane::endc::EndCConfig::default()));
+    t.endc = vec![(0, dataplane::endc::EndCConfig::default())];
     t.add_policy(
         "2001:db8:77::/48".parse().unwrap(),
         SrPolicy::new(a6("2001:db8:2::1"), EncapMode::Encaps, vec![(vec![a6("fc00:0:9::1"), a6("fc00:0:9::2")], 1)]).unwrap(),

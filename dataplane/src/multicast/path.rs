@@ -175,7 +175,7 @@ impl Pipeline {
 
     /// Whether the node has an END.C SID.
     pub fn has_endc(&self) -> bool {
-        self.sids.endc.is_some()
+        !self.sids.endc.is_empty()
     }
 
     /// Whether `frame` is an IPv6 packet to the END.C SID (its state, the
