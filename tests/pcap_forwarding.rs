@@ -1405,6 +1405,58 @@ for p in rdpcap(sys.argv[1]):
     tshark_clean(&dir.join("dc-out.pcap"));
 }
 
+/// END.C on a PE with two DC gateways (`interfaces = ["dc", "dc2"]`, a
+/// third net_pcap port): each notification pauses the link its sender is
+/// routed over, a notification for a sender routed elsewhere (the WAN)
+/// every END.C link. scapy reads the PFC frames of each port.
+#[test]
+fn end_c_pauses_the_gateway_link_of_the_sender() {
+    use control::demo::{lhcnp_to, to_sid};
+    use dataplane::wire::lhcnp::Action;
+    let dir = workdir("endc-links");
+    let d = dir.display().to_string();
+    let a = |s: &str| s.parse::<std::net::Ipv6Addr>().unwrap();
+    let notes = vec![
+        to_sid("fc00:0:1::c", &lhcnp_to(Action::Pause, 60000, a("2001:db8:1::2"))),
+        to_sid("fc00:0:1::c", &lhcnp_to(Action::Pause, 60000, a("2001:db8:5::2"))),
+        to_sid("fc00:0:1::c", &lhcnp_to(Action::Resume, 0, a("2001:db8:1::2"))),
+        to_sid("fc00:0:1::c", &lhcnp_to(Action::Resume, 0, a("2001:db8:3::9"))),
+    ];
+    control::demo::write_pcap(&dir.join("dc-in.pcap"), &[]).unwrap();
+    control::demo::write_pcap(&dir.join("empty.pcap"), &notes).unwrap();
+    control::demo::write_pcap(&dir.join("empty2.pcap"), &[]).unwrap();
+    let cfg = dir.join("r.toml");
+    let text = config(&dir)
+        + &format!("[[port]]\nname = \"dc2\"\ndevice = \"net_pcap2,rx_pcap={d}/empty2.pcap,tx_pcap={d}/dc2-out.pcap\"\nmac = \"02:dc:00:00:00:03\"\naddresses = [\"2001:db8:5::1/64\"]\n")
+        + "[srv6]\nlocator = \"fc00:0:1::/48\"\n[[srv6.sid]]\nsid = \"fc00:0:1::c\"\nbehaviour = \"end.c\"\ninterfaces = [\"dc\", \"dc2\"]\nmax_pause_ms = 1000\n";
+    std::fs::write(&cfg, text).unwrap();
+    let out = run("endc-links", &cfg, &["--exit-when-idle", "600", "--duration", "20"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let so = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(mempool_in_use(&so), 0);
+    assert_eq!(counter(&so, "pfc-on-every-interface"), 1, "the sender behind the WAN");
+    assert_eq!(counter(&so, "pfc-pause-sent"), 2);
+    assert_eq!(counter(&so, "pfc-resume-sent"), 3);
+    let script = r#"
+import sys
+from scapy.all import rdpcap, Ether
+from scapy.contrib.mac_control import MACControlClassBasedFlowControl
+for p in rdpcap(sys.argv[1]):
+    q = Ether(bytes(p))
+    if MACControlClassBasedFlowControl in q:
+        c = q[MACControlClassBasedFlowControl]
+        print(q.src, c.c3_enabled, c.c3_pause_time)
+"#;
+    // 60 ms is more than one frame holds: 65535 quanta, then RESUME.
+    let dc = python(script, &[dir.join("dc-out.pcap").to_str().unwrap()]);
+    assert_eq!(dc.lines().collect::<Vec<_>>(), vec!["02:dc:00:00:00:01 1 65535", "02:dc:00:00:00:01 1 0", "02:dc:00:00:00:01 1 0"], "dc: its sender's PAUSE and RESUME, then the WAN sender's RESUME");
+    let dc2 = python(script, &[dir.join("dc2-out.pcap").to_str().unwrap()]);
+    assert_eq!(dc2.lines().collect::<Vec<_>>(), vec!["02:dc:00:00:00:03 1 65535", "02:dc:00:00:00:03 1 0"], "dc2: its sender's PAUSE, then the WAN sender's RESUME");
+    let wan = read_pcap(&dir.join("wan-out.pcap")).unwrap();
+    assert!(!wan.iter().any(|f| f[12..14] == [0x88, 0x08]), "no PFC toward the WAN");
+    tshark_clean(&dir.join("dc2-out.pcap"));
+}
+
 /// Run [`config`] on two worker cores (each with its TX queue on every
 /// port: `*-out.pcap` and `*-out1.pcap`), the WAN port with `wan_extra`,
 /// and an END.C SID fc00:0:1::c on `end_c` (the interface name and its

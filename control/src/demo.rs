@@ -794,6 +794,11 @@ fn fann_event(node: &str, event_type: u8, event_subtype: u8, id: u32, metadata: 
 
 /// An ICMPv6 Long-haul CNP from a WAN node (fc00:0:9::1) to the DC host.
 pub fn lhcnp(action: dataplane::wire::lhcnp::Action, parameter: u16) -> Vec<u8> {
+    lhcnp_to(action, parameter, Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 2))
+}
+
+/// [`lhcnp`] to the sender `dst`.
+pub fn lhcnp_to(action: dataplane::wire::lhcnp::Action, parameter: u16, dst: Ipv6Addr) -> Vec<u8> {
     use dataplane::wire::lhcnp::{emit_icmpv6_packet, CnpInfo, Icmpv6LhCnpRepr, MetricType, Objects};
     let repr = Icmpv6LhCnpRepr {
         code: 0,
@@ -802,7 +807,6 @@ pub fn lhcnp(action: dataplane::wire::lhcnp::Action, parameter: u16) -> Vec<u8> 
     };
     let mut buf = vec![0u8; 256];
     let src: Ipv6Addr = "fc00:0:9::1".parse().unwrap();
-    let dst: Ipv6Addr = "2001:db8:1::2".parse().unwrap();
     let n = emit_icmpv6_packet(&src.octets(), &dst.octets(), 64, &repr, &dataplane::wire::params::Params::DEFAULT, &mut buf).expect("LH-CNP");
     buf.truncate(n);
     buf
