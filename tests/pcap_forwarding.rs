@@ -1276,7 +1276,7 @@ fn congestion_is_announced_with_fann() {
 fn wan_node_encapsulates_notifications_toward_the_ingress_pe_sid() {
     let dir = workdir("wan-notify");
     let to_router = control::gen::L2 { src: HOST, dst: R_DC };
-    let frames: Vec<Vec<u8>> = (0..400u32).map(|i| control::gen::roce6(&to_router, "2001:db8:1::2".parse().unwrap(), "2001:db8:3::7".parse().unwrap(), 49152, 0x100, i, 960, 64)).collect();
+    let frames: Vec<Vec<u8>> = (0..400u32).map(|i| control::gen::roce6(&to_router, "2001:db8:1::2".parse().unwrap(), "2001:db8:3::7".parse().unwrap(), 0xc5a1, 0x100, i, 960, 64)).collect();
     control::demo::write_pcap(&dir.join("dc-in.pcap"), &frames).unwrap();
     control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
     let cfg = dir.join("r.toml");
@@ -1333,7 +1333,10 @@ fn wan_node_encapsulates_notifications_toward_the_ingress_pe_sid() {
         if r.message.event_type == dataplane::wire::fann::event::QUEUE_BUILDUP && r.code == dataplane::wire::fann::CODE_EVENT {
             buildups += 1;
             let fl = r.message.metadata.flow_id.expect("queue buildup names the top flow");
-            assert_eq!((fl.src, fl.dst, fl.dst_port, fl.protocol), ("2001:db8:1::2".parse().unwrap(), "2001:db8:3::7".parse().unwrap(), 4791, 17));
+            assert_eq!((fl.src, fl.dst, fl.src_port, fl.dst_port, fl.protocol), ("2001:db8:1::2".parse().unwrap(), "2001:db8:3::7".parse().unwrap(), 0xc5a1, 4791, 17), "the flow's own entropy port");
+            // scapy reads the 5-tuple as item 13 (s.5.1.3: 16 + 16 + 2 + 2 + 1 octets).
+            let flow_hex: String = [v6("2001:db8:1::2").as_slice(), &v6("2001:db8:3::7"), &[0xc5, 0xa1, 0x12, 0xb7, 17]].concat().iter().map(|b| format!("{b:02x}")).collect();
+            assert!(o.items.contains(&(13, flow_hex)), "scapy: Flow ID item {o:?}");
             // The same addresses are in the bytes, back to back (Flow ID item layout).
             let want = [v6("2001:db8:1::2"), v6("2001:db8:3::7")].concat();
             assert!(f[54 + 40..].windows(32).any(|w| w == &want[..]), "Flow ID addresses on the wire");
@@ -2122,7 +2125,7 @@ fn ingress_pe_fails_over_on_fann_and_copies_the_controller() {
             timestamp: 1_700_000_000_000_000,
             originating_node: node.parse().unwrap(),
             // The affected traffic: a flow from the DC host 2001:db8:1::d.
-            metadata: Metadata { egress_port_id: Some(2), link_down: Some(true), flow_id: Some(dataplane::fann::roce_flow_id("2001:db8:1::d".parse().unwrap(), "2001:db8:9::7".parse().unwrap())), ..Default::default() },
+            metadata: Metadata { egress_port_id: Some(2), link_down: Some(true), flow_id: Some(dataplane::fann::roce_flow_id("2001:db8:1::d".parse().unwrap(), "2001:db8:9::7".parse().unwrap(), 49152)), ..Default::default() },
         };
         let ip = dataplane::fann::notification_packet(CODE_EVENT, &m, &node.parse().unwrap(), &me, &dataplane::wire::params::Params::DEFAULT, false);
         let mut f = Vec::with_capacity(14 + ip.len());

@@ -310,7 +310,7 @@ pub fn flows(port: &str, v: &CongestionView, flows: &[FlowView]) -> String {
         v.flows_throttled,
         flows.len()
     );
-    let _ = writeln!(o, "{:<40} {:<40} {:>8} {:>19} {:>12} {:>10} {:>10} {:>12}  state", "source", "destination", "dest-qp", "src-qp", "queued-bytes", "last-psn", "idle-us", "last-cnp-us");
+    let _ = writeln!(o, "{:<40} {:<40} {:>8} {:>19} {:>12} {:>10} {:>10} {:>12} {:>9}  state", "source", "destination", "dest-qp", "src-qp", "queued-bytes", "last-psn", "idle-us", "last-cnp-us", "udp-sport");
     for f in flows {
         let src_qp = match (f.src_qp, f.src_qp_configured) {
             (Some(q), true) => format!("{q:#08x} configured"),
@@ -326,7 +326,7 @@ pub fn flows(port: &str, v: &CongestionView, flows: &[FlowView]) -> String {
         }
         let _ = writeln!(
             o,
-            "{:<40} {:<40} {:>#8x} {:>19} {:>12} {:>10} {:>10} {:>12}  {}",
+            "{:<40} {:<40} {:>#8x} {:>19} {:>12} {:>10} {:>10} {:>12} {:>9}  {}",
             f.src.to_string(),
             f.dst.to_string(),
             f.dest_qp,
@@ -335,6 +335,7 @@ pub fn flows(port: &str, v: &CongestionView, flows: &[FlowView]) -> String {
             f.last_psn,
             f.idle_ns / 1000,
             f.last_cnp_ago_ns.map_or_else(|| "-".to_string(), |n| (n / 1000).to_string()),
+            f.sport,
             if state.is_empty() { "-".to_string() } else { state.join(",") }
         );
     }

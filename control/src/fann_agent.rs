@@ -322,7 +322,7 @@ mod tests {
     fn queue_buildup_carries_the_top_flow_and_the_path_id() {
         let mut a = FannAgent::new(plan(false), Params::DEFAULT, &[(2, 100_000_000_000)]);
         a.set_path_id(2, Some([7; 16]));
-        let flow = dataplane::fann::roce_flow_id("2001:db8:1::2".parse().unwrap(), "10.0.3.7".parse().unwrap());
+        let flow = dataplane::fann::roce_flow_id("2001:db8:1::2".parse().unwrap(), "10.0.3.7".parse().unwrap(), 49152);
         assert!(a.poll_with_flows(1_000_000, |_| 0, |_| 0, |_| 0, |_| true, |_| Some(flow)).is_empty());
         let pkts = a.poll_with_flows(2_000_000, |_| 0, |_| 17 << 20, |_| 0, |_| true, |_| Some(flow));
         assert_eq!(pkts.len(), 2, "queue buildup to both PEs");
@@ -339,7 +339,7 @@ mod tests {
     fn link_failure_names_the_affected_flow() {
         let mut a = FannAgent::new(plan(false), Params::DEFAULT, &[(2, 100_000_000_000)]);
         a.set_path_id(2, Some([9; 16]));
-        let flow = dataplane::fann::roce_flow_id("2001:db8:1::2".parse().unwrap(), "2001:db8:3::7".parse().unwrap());
+        let flow = dataplane::fann::roce_flow_id("2001:db8:1::2".parse().unwrap(), "2001:db8:3::7".parse().unwrap(), 49152);
         assert!(a.poll_with_flows(1, |_| 0, |_| 0, |_| 0, |_| true, |_| Some(flow)).is_empty());
         let pkts = a.poll_with_flows(2, |_| 0, |_| 0, |_| 0, |_| false, |_| Some(flow));
         let r = parsed(&pkts[0], "fc00::a");
@@ -380,7 +380,7 @@ mod tests {
     /// last seen there (within a second) as the affected traffic.
     #[test]
     fn link_failure_names_the_last_flow_seen_when_the_queue_is_empty() {
-        let flow = dataplane::fann::roce_flow_id("2001:db8:1::2".parse().unwrap(), "2001:db8:3::7".parse().unwrap());
+        let flow = dataplane::fann::roce_flow_id("2001:db8:1::2".parse().unwrap(), "2001:db8:3::7".parse().unwrap(), 49152);
         for (gap, named) in [(500_000_000u64, true), (2_000_000_000, false)] {
             let mut a = FannAgent::new(plan(false), Params::DEFAULT, &[(2, 100_000_000_000)]);
             assert!(a.poll_with_flows(1, |_| 0, |_| 0, |_| 0, |_| true, |_| Some(flow)).is_empty());

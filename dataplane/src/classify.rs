@@ -97,6 +97,7 @@ fn bth_at(d: &[u8], udp: usize, src: IpAddr, dst: IpAddr) -> Option<RoceInfo> {
         opcode: b[0],
         dest_qp: u32::from_be_bytes([0, b[5], b[6], b[7]]),
         psn: u32::from_be_bytes([0, b[9], b[10], b[11]]),
+        sport: u16::from_be_bytes([u[0], u[1]]),
     })
 }
 
@@ -148,13 +149,15 @@ pub struct RoceFast {
 }
 
 #[inline(always)]
-fn bth_fields(d: &[u8], udp: usize) -> Option<(u32, u8, u32)> {
+/// (DestQP, opcode, PSN, UDP source port) of the RoCEv2 packet whose UDP
+/// header is at `udp`.
+fn bth_fields(d: &[u8], udp: usize) -> Option<(u32, u8, u32, u16)> {
     let u = d.get(udp..udp + 8 + 12)?;
     if u16::from_be_bytes([u[2], u[3]]) != ROCEV2_UDP_PORT {
         return None;
     }
     let b = &u[8..];
-    Some((u32::from_be_bytes([0, b[5], b[6], b[7]]), b[0], u32::from_be_bytes([0, b[9], b[10], b[11]])))
+    Some((u32::from_be_bytes([0, b[5], b[6], b[7]]), b[0], u32::from_be_bytes([0, b[9], b[10], b[11]]), u16::from_be_bytes([u[0], u[1]])))
 }
 
 /// Whether `frame` may be a RoCEv2 response (ACK, NAK, read response,
@@ -178,7 +181,7 @@ pub fn maybe_response(frame: &[u8]) -> bool {
         _ => return false,
     };
     match bth_fields(frame, udp) {
-        Some((_, opcode, _)) => crate::wire::roce::opcode::is_response(opcode),
+        Some((_, opcode, _, _)) => crate::wire::roce::opcode::is_response(opcode),
         None => false,
     }
 }
@@ -200,9 +203,9 @@ pub fn roce_fast(frame: &[u8]) -> Option<RoceFast> {
             if ihl < 20 || u16::from_be_bytes([h[6], h[7]]) & 0x1fff != 0 {
                 return None;
             }
-            let (qp, opcode, psn) = bth_fields(frame, l3 + ihl)?;
+            let (qp, opcode, psn, sport) = bth_fields(frame, l3 + ihl)?;
             let key = PackedKey::v4([h[12], h[13], h[14], h[15]], [h[16], h[17], h[18], h[19]], qp);
-            Some(RoceFast { roce: RoceKey { key, opcode, psn }, ecn: h[1] & 3 })
+            Some(RoceFast { roce: RoceKey { key, opcode, psn, sport }, ecn: h[1] & 3 })
         }
         0x86dd => {
             let h: &[u8; 40] = frame.get(l3..l3 + 40)?.try_into().ok()?;
@@ -215,9 +218,9 @@ pub fn roce_fast(frame: &[u8]) -> Option<RoceFast> {
                 let m = roce_meta(frame)?;
                 return Some(RoceFast { roce: RoceKey::from_info(&m.info), ecn: m.ecn });
             }
-            let (qp, opcode, psn) = bth_fields(frame, l3 + 40)?;
+            let (qp, opcode, psn, sport) = bth_fields(frame, l3 + 40)?;
             let addrs: &[u8; 32] = h[8..40].try_into().ok()?;
-            Some(RoceFast { roce: RoceKey { key: PackedKey::v6(addrs, qp), opcode, psn }, ecn })
+            Some(RoceFast { roce: RoceKey { key: PackedKey::v6(addrs, qp), opcode, psn, sport }, ecn })
         }
         _ => None,
     }

@@ -144,16 +144,16 @@ struct Active {
     subtype: u8,
 }
 
-/// The FANN Flow ID of a RoCEv2 flow (UDP to 4791). IPv4 addresses are
-/// carried IPv4-mapped (::ffff:a.b.c.d); the UDP source port is 0 because
-/// the flow table keys RoCEv2 flows on (source, destination, DestQP), not
-/// on the entropy port.
-pub fn roce_flow_id(src: std::net::IpAddr, dst: std::net::IpAddr) -> FannFlowId {
+/// The FANN Flow ID of a RoCEv2 flow (UDP from `sport` to 4791). IPv4
+/// addresses are carried IPv4-mapped (::ffff:a.b.c.d). The flow table keys
+/// RoCEv2 flows on (source, destination, DestQP) and keeps the entropy
+/// port of the packet that created the entry.
+pub fn roce_flow_id(src: std::net::IpAddr, dst: std::net::IpAddr, sport: u16) -> FannFlowId {
     let v6 = |a: std::net::IpAddr| match a {
         std::net::IpAddr::V6(a) => a,
         std::net::IpAddr::V4(a) => a.to_ipv6_mapped(),
     };
-    FannFlowId { src: v6(src), dst: v6(dst), src_port: 0, dst_port: crate::wire::params::ROCEV2_UDP_PORT, protocol: 17 }
+    FannFlowId { src: v6(src), dst: v6(dst), src_port: sport, dst_port: crate::wire::params::ROCEV2_UDP_PORT, protocol: 17 }
 }
 
 /// The system clock in ns since the Unix epoch, the time base of FANN
@@ -2037,7 +2037,7 @@ mod pe_tests {
     /// A congestion event of fc00::1 naming the RoCEv2 flow from `src`.
     fn named(sub: u8, id: u32, src: Ipv6Addr) -> MessageRepr {
         let mut m = fann("fc00::1", event::CONGESTION, sub, id);
-        m.metadata.flow_id = Some(roce_flow_id(std::net::IpAddr::V6(src), "2001:db8:3::7".parse().unwrap()));
+        m.metadata.flow_id = Some(roce_flow_id(std::net::IpAddr::V6(src), "2001:db8:3::7".parse().unwrap(), 49152));
         m
     }
 

@@ -756,7 +756,7 @@ impl Worker {
             // FANN Flow ID: the top contributor, about once per ms.
             if self.spec.publish_top_flow && publish_top {
                 if let Some(c) = e.cong.as_ref() {
-                    let top = if qd > 0 { c.top_flow().map(|(s, d, _)| crate::fann::roce_flow_id(s, d)) } else { None };
+                    let top = if qd > 0 { c.top_flow().map(|(s, d, _, sport)| crate::fann::roce_flow_id(s, d, sport)) } else { None };
                     if let Some(mut g) = self.counters.top_flow[p].try_lock() {
                         *g = top;
                     }

@@ -220,9 +220,14 @@ pub(crate) struct Flow {
     live_pos: u32,
     src_qp: u32,
     last_cnp: u64,
-    /// Deferring (s.5.7): since when, and the queue depth then.
+    /// Deferring (s.5.7): since when, and the queue depth then in 16-byte
+    /// units, rounded up (a queue of 64 GiB fits).
     def_since: u64,
-    def_qd: u64,
+    def_qd16: u32,
+    /// The RoCEv2 UDP source port (the flow's entropy) of the packet that
+    /// created the entry: what a FANN Flow ID names (draft-hzh s.5.1.3).
+    pub sport: u16,
+    _pad: u16,
 }
 
 const _: () = assert!(core::mem::size_of::<Flow>() == 128);
@@ -246,7 +251,9 @@ impl Flow {
         src_qp: 0,
         last_cnp: 0,
         def_since: 0,
-        def_qd: 0,
+        def_qd16: 0,
+        sport: 0,
+        _pad: 0,
     };
 
     #[inline(always)]
@@ -303,14 +310,15 @@ impl Flow {
     }
 
     pub fn deferred(&self) -> Option<(u64, u64)> {
-        (self.qpf & DEFERRED != 0).then_some((self.def_since, self.def_qd))
+        (self.qpf & DEFERRED != 0).then_some((self.def_since, u64::from(self.def_qd16) * 16))
     }
 
     pub fn set_deferred(&mut self, d: Option<(u64, u64)>) {
         self.set_flag(DEFERRED, d.is_some());
         if let Some((a, b)) = d {
             self.def_since = a;
-            self.def_qd = b;
+            // Rounded up: a queue that did not grow never looks worse.
+            self.def_qd16 = u32::try_from(b.div_ceil(16)).unwrap_or(u32::MAX);
         }
     }
 

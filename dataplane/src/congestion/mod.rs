@@ -519,6 +519,8 @@ pub struct RoceInfo {
     pub dest_qp: u32,
     pub opcode: u8,
     pub psn: u32,
+    /// The UDP source port (RoCEv2's entropy, set by the sender per QP).
+    pub sport: u16,
 }
 
 /// What the packet path reads from a RoCEv2 packet: the flow key, packed
@@ -529,11 +531,13 @@ pub struct RoceKey {
     pub key: PackedKey,
     pub opcode: u8,
     pub psn: u32,
+    /// The UDP source port, kept in a new flow's entry.
+    pub sport: u16,
 }
 
 impl RoceKey {
     pub fn from_info(i: &RoceInfo) -> RoceKey {
-        RoceKey { key: PackedKey::new(i.src, i.dst, i.dest_qp), opcode: i.opcode, psn: i.psn }
+        RoceKey { key: PackedKey::new(i.src, i.dst, i.dest_qp), opcode: i.opcode, psn: i.psn, sport: i.sport }
     }
 }
 

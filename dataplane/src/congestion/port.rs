@@ -41,6 +41,8 @@ struct Pending {
     n: u32,
     /// After the lookup: the flow slot, or NONE (table full).
     flow: u32,
+    /// UDP source port (kept when the packet creates its flow's entry).
+    sport: u16,
     /// The slot the prefetch found by tag (NONE: not fetched yet or no
     /// match), tried first by the lookup.
     hint: u32,
@@ -240,6 +242,11 @@ impl CongestionPort {
         self.flows.get(f.0).map(|_| self.flows.queued(f.0))
     }
 
+    /// The UDP source port a flow's entry keeps (tests).
+    pub fn flow_sport(&self, f: FlowId) -> Option<u16> {
+        self.flows.get(f.0).map(|e| e.sport)
+    }
+
     /// The learned source QP of a flow.
     pub fn flow_source_qp(&self, src: IpAddr, dst: IpAddr, dest_qp: u32) -> Option<u32> {
         let s = self.flows.lookup(&PackedKey::new(src, dst, dest_qp))?;
@@ -327,7 +334,7 @@ impl CongestionPort {
         let flow = match info {
             Some(i) if is_data(i.opcode) => {
                 let key = PackedKey::new(i.src, i.dst, i.dest_qp);
-                self.learn(&key, self.flows.hash(&key), i.psn, len, now)
+                self.learn(&key, self.flows.hash(&key), i.psn, i.sport, len, now)
             }
             _ => None,
         };
@@ -384,10 +391,10 @@ impl CongestionPort {
             }
             if self.pend.len() < MAX_PENDING {
                 self.flows.prefetch_bucket(hash);
-                self.pend.push(Pending { key: r.key, hash, now, psn: r.psn, len, tag, n: 1, flow: NONE, hint: NONE });
+                self.pend.push(Pending { key: r.key, hash, now, psn: r.psn, len, tag, n: 1, flow: NONE, sport: r.sport, hint: NONE });
             } else {
                 self.resolve();
-                self.learn(&r.key, hash, r.psn, len, now);
+                self.learn(&r.key, hash, r.psn, r.sport, len, now);
             }
         }
         mark
@@ -407,7 +414,7 @@ impl CongestionPort {
         }
         for i in from..to {
             let p = self.pend[i];
-            let f = self.learn_hint(&p.key, p.hash, p.hint, p.psn, p.len, p.now);
+            let f = self.learn_hint(&p.key, p.hash, p.hint, p.psn, p.sport, p.len, p.now);
             if f.is_none() {
                 // A train's other packets found the table full too.
                 self.stats.flow_table_full += u64::from(p.n - 1);
@@ -429,7 +436,7 @@ impl CongestionPort {
         }
         self.resolve();
         let hash = self.flows.hash(&roce.key);
-        if let Some(s) = self.flows.lookup_hint(&roce.key, hash, NONE).or_else(|| self.learn_new(&roce.key, hash, now)) {
+        if let Some(s) = self.flows.lookup_hint(&roce.key, hash, NONE).or_else(|| self.learn_new(&roce.key, hash, roce.sport, now)) {
             self.touch(s, roce.psn, len, now);
             self.stats.drops_counted += 1;
         }
@@ -455,16 +462,16 @@ impl CongestionPort {
     }
 
     #[inline(always)]
-    fn learn(&mut self, key: &PackedKey, hash: u64, psn: u32, len: u32, now: u64) -> Option<FlowId> {
-        self.learn_hint(key, hash, NONE, psn, len, now)
+    fn learn(&mut self, key: &PackedKey, hash: u64, psn: u32, sport: u16, len: u32, now: u64) -> Option<FlowId> {
+        self.learn_hint(key, hash, NONE, psn, sport, len, now)
     }
 
     /// [`CongestionPort::learn`] trying the slot `hint` first.
     #[inline(always)]
-    fn learn_hint(&mut self, key: &PackedKey, hash: u64, hint: u32, psn: u32, len: u32, now: u64) -> Option<FlowId> {
+    fn learn_hint(&mut self, key: &PackedKey, hash: u64, hint: u32, psn: u32, sport: u16, len: u32, now: u64) -> Option<FlowId> {
         let s = match self.flows.lookup_hint(key, hash, hint) {
             Some(s) => s,
-            None => self.learn_new(key, hash, now)?,
+            None => self.learn_new(key, hash, sport, now)?,
         };
         self.touch(s, psn, len, now);
         self.flows.add_queued(s, u64::from(len));
@@ -485,11 +492,17 @@ impl CongestionPort {
 
     #[cold]
     #[inline(never)]
-    fn learn_new(&mut self, key: &PackedKey, hash: u64, now: u64) -> Option<u32> {
+    fn learn_new(&mut self, key: &PackedKey, hash: u64, sport: u16, now: u64) -> Option<u32> {
         let Some(s) = self.flows.insert_h(*key, hash, now) else {
             self.stats.flow_table_full += 1;
             return None;
         };
+        // The entropy port a sender uses for a QP does not change while
+        // the QP lives: kept from the first packet (the packet path never
+        // touches the entry's second line for it).
+        if let Some(f) = self.flows.get_mut(s) {
+            f.sport = sport;
+        }
         self.age_lb = self.age_lb.min(now);
         self.age_pass_min = self.age_pass_min.min(now);
         self.stats.flows_active = self.flows.len() as u64;
@@ -886,12 +899,13 @@ impl CongestionPort {
     }
 
     /// The flow with the most bytes in the queue: (source, destination,
-    /// DestQP). A scan of the flows that have bytes queued.
-    pub fn top_flow(&self) -> Option<(IpAddr, IpAddr, u32)> {
+    /// DestQP, UDP source port). A scan of the flows that have bytes
+    /// queued.
+    pub fn top_flow(&self) -> Option<(IpAddr, IpAddr, u32, u16)> {
         let nz = self.flows.nz.iter().filter(|n| n.queued > 0).max_by_key(|n| (n.queued, std::cmp::Reverse(n.slot)))?;
         let f = self.flows.get(nz.slot)?;
         let k = f.key();
-        Some((k.src(), k.dst(), k.dest_qp()))
+        Some((k.src(), k.dst(), k.dest_qp(), f.sport))
     }
 
     /// The second-level triggers at queue depth `qd`: `t_qd` whether QD

@@ -66,6 +66,8 @@ pub struct FlowView {
     pub throttled: bool,
     /// Deferring to an upstream node (s.5.7).
     pub deferring: bool,
+    /// The UDP source port of the packet that created the entry.
+    pub sport: u16,
 }
 
 /// A scan of a port's flow table for its top flows, in steps.
@@ -186,6 +188,7 @@ impl CongestionPort {
                 last_cnp_ago_ns: f.last_cnp().map(|c| now.saturating_sub(c)),
                 throttled: f.throttled(),
                 deferring: f.deferred().is_some(),
+                sport: f.sport,
             });
         }
         // Unstable: in place, no allocation.
@@ -206,6 +209,7 @@ mod tests {
             dest_qp: 0x100 + i,
             opcode: crate::wire::roce::opcode::SEND_ONLY,
             psn: i,
+            sport: 49152,
         }
     }
 

@@ -26,6 +26,7 @@ fn data(src: IpAddr, dst: IpAddr, dest_qp: u32, psn: u32) -> RoceInfo {
         dest_qp,
         opcode: opcode::RC | opcode::SEND_ONLY,
         psn,
+        sport: 0xc000 | (dest_qp & 0x3fff) as u16,
     }
 }
 fn ack(src: IpAddr, dst: IpAddr, dest_qp: u32, psn: u32) -> RoceInfo {
@@ -1554,6 +1555,34 @@ fn source_model_end_to_end_from_built_packets() {
     other.add_known_node(ip6(3));
     other.add_qp(100);
     assert_eq!(other.receive_packet(&buf[..n], &params, IV), Err(SourceReject::UnknownNode));
+}
+
+/// A flow keeps the UDP source port (RoCEv2's per-QP entropy) of the
+/// packet that created its entry, on every learning path (direct,
+/// deferred in a batch, a tail-dropped packet); the top flow reports it,
+/// and that is what a FANN Flow ID names (draft-hzh s.5.1.3).
+#[test]
+fn flows_keep_their_entropy_port_for_the_fann_flow_id() {
+    let mut c = CongestionPort::new(sec7());
+    let (a, b, d) = (ip6(1), ip6(2), ip6(9));
+    let with = |info: RoceInfo, sport: u16| RoceInfo { sport, ..info };
+    c.on_enqueue(Some(&with(data(a, d, 0x10, 0), 0xc001)), 1000, true, 1000, 0);
+    // A later packet with another port does not move it (set at creation).
+    c.on_enqueue(Some(&with(data(a, d, 0x10, 1), 0xd00d)), 1000, true, 2000, 1);
+    let key = RoceKey::from_info(&with(data(b, d, 0x20, 0), 0xc002));
+    for t in 0..3u32 {
+        assert!(!c.pending_full());
+        c.on_enqueue_deferred(Some(&RoceKey { psn: t, ..key }), 4000, true, 2000 + 4000 * u64::from(t + 1), 2, t);
+    }
+    let mut got = Vec::new();
+    c.take_resolved(|_, f| got.push(f));
+    assert!(got.iter().all(|f| f.is_some()));
+    assert_eq!(c.top_flow(), Some((b, d, 0x20, 0xc002)), "the flow with the most bytes queued, with its port");
+    c.on_tail_drop(&RoceKey::from_info(&with(data(ip6(3), d, 0x30, 0), 0xc003)), 100, 3);
+    let f = c.flow_id(ip6(3), d, 0x30).expect("learned from the dropped packet");
+    assert_eq!(c.flow_sport(f), Some(0xc003));
+    let f = c.flow_id(a, d, 0x10).unwrap();
+    assert_eq!(c.flow_sport(f), Some(0xc001));
 }
 
 /// s.9 with AH: a source that holds the SA takes only CNPs whose AH
