@@ -755,8 +755,7 @@ fn end_c_with_several_gateways_pauses_the_link_toward_the_sender() {
     // A FANN event naming a flow of the p0 sender: p0 only (already
     // paused there); one without a Flow ID: both.
     let m = |flow: Option<&str>| {
-        let mut md = dataplane::wire::fann::Metadata::default();
-        md.flow_id = flow.map(|f| dataplane::fann::roce_flow_id(f.parse().unwrap(), "2001:db8:9::1".parse().unwrap(), 0xc123));
+        let md = dataplane::wire::fann::Metadata { flow_id: flow.map(|f| dataplane::fann::roce_flow_id(f.parse().unwrap(), "2001:db8:9::1".parse().unwrap(), 0xc123)), ..Default::default() };
         let m = MessageRepr { hop_limit: 8, event_type: event::CONGESTION, event_subtype: 2, event_id: 1, timestamp: 0, originating_node: a6("fc00:0:9::2"), metadata: md };
         dataplane::fann::notification_packet(CODE_EVENT, &m, &a6("fc00:0:9::2"), &a6("fc00:0:1::1"), &Params::DEFAULT, false)
     };

@@ -468,6 +468,7 @@ impl CongestionPort {
 
     /// [`CongestionPort::learn`] trying the slot `hint` first.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)] // the packet path's fields, unpacked
     fn learn_hint(&mut self, key: &PackedKey, hash: u64, hint: u32, psn: u32, sport: u16, len: u32, now: u64) -> Option<FlowId> {
         let s = match self.flows.lookup_hint(key, hash, hint) {
             Some(s) => s,
