@@ -931,7 +931,7 @@ pub fn describe(f: &[u8]) -> String {
                         let m = pk.message();
                         if m.check_len().is_ok() {
                             if let Some(f) = m.flow_id() {
-                                md += &format!(", Flow ID {} -> {} udp/{}", f.src, f.dst, f.dst_port);
+                                md += &format!(", Flow ID {} port {} -> {} udp/{}", f.src, f.src_port, f.dst, f.dst_port);
                             }
                             if let Some(id) = m.path_id() {
                                 md += &format!(", Path ID {}", Ipv6Addr::from(id));

@@ -38,7 +38,8 @@ struct Pending {
     tag: u32,
     /// Packets: consecutive packets of one flow with the same timestamp
     /// and consecutive tags share an entry (one lookup, the same updates).
-    n: u32,
+    /// 16 bits, beside `sport`, keep the entry at 80 bytes.
+    n: u16,
     /// After the lookup: the flow slot, or NONE (table full).
     flow: u32,
     /// UDP source port (kept when the packet creates its flow's entry).
@@ -47,6 +48,8 @@ struct Pending {
     /// match), tried first by the lookup.
     hint: u32,
 }
+
+const _: () = assert!(core::mem::size_of::<Pending>() == 80);
 const METRIC_MAX: u32 = 0x00ff_ffff;
 const PSN_MASK: u32 = 0x00ff_ffff;
 
@@ -382,7 +385,7 @@ impl CongestionPort {
             let hash = self.flows.hash(&r.key);
             let open = self.pend_done < self.pend.len();
             if let Some(last) = self.pend.last_mut().filter(|_| open) {
-                if last.hash == hash && last.key == r.key && last.now == now && last.tag.wrapping_add(last.n) == tag && last.len.checked_add(len).is_some() {
+                if last.hash == hash && last.key == r.key && last.now == now && last.tag.wrapping_add(u32::from(last.n)) == tag && last.n < u16::MAX && last.len.checked_add(len).is_some() {
                     last.n += 1;
                     last.len += len;
                     last.psn = r.psn;
@@ -447,7 +450,7 @@ impl CongestionPort {
         self.resolve();
         for p in &self.pend {
             let flow = (p.flow != NONE).then_some(FlowId(p.flow));
-            for k in 0..p.n {
+            for k in 0..u32::from(p.n) {
                 f(p.tag.wrapping_add(k), flow);
             }
         }
