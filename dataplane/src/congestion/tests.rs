@@ -1527,20 +1527,24 @@ fn source_model_validates_and_applies() {
     assert_eq!(s.rejected, 3);
 }
 
-#[test]
-fn source_model_end_to_end_from_built_packets() {
-    let params = Params::DEFAULT;
-    let mut c = CongestionPort::new(PortParams {
-        default_format: CnpFormat::Icmpv6,
-        ..sec7()
-    });
+/// The section 7 port's Rate Reduce 30 CNP (ICMPv6, to ip6(1)'s QP 100
+/// from `ours` = ip6(2)) as `build_cnp` writes it: (buffer, length, ours).
+fn sec7_icmpv6_cnp() -> ([u8; 256], usize, IpAddr) {
+    let mut c = CongestionPort::new(PortParams { default_format: CnpFormat::Icmpv6, ..sec7() });
     let (src, dst, ours) = (ip6(1), ip6(4), ip6(2));
     c.set_source_qp(src, dst, 200, 100);
     c.on_enqueue(Some(&data(src, dst, 200, 0)), 9000, true, 130 * MB, 0);
     c.poll(130 * MB, 0, &mut out());
     let o = poll_at(&mut c, 130 * MB, IV);
     let mut buf = [0u8; 256];
-    let n = build_cnp(&o[0], ours, &params, false, &mut buf).unwrap();
+    let n = build_cnp(&o[0], ours, &Params::DEFAULT, false, &mut buf).unwrap();
+    (buf, n, ours)
+}
+
+#[test]
+fn source_model_end_to_end_from_built_packets() {
+    let params = Params::DEFAULT;
+    let (buf, n, ours) = sec7_icmpv6_cnp();
     let mut s = SourceModel::new(SourceParams::default());
     s.add_known_node(ours);
     s.add_qp(100);
@@ -1591,14 +1595,7 @@ fn flows_keep_their_entropy_port_for_the_fann_flow_id() {
 fn source_model_takes_only_authenticated_cnps_when_keyed() {
     use crate::wire::ah::{protect_ipv6, AhKey, Algorithm};
     let params = Params::DEFAULT;
-    let mut c = CongestionPort::new(PortParams { default_format: CnpFormat::Icmpv6, ..sec7() });
-    let (src, dst, ours) = (ip6(1), ip6(4), ip6(2));
-    c.set_source_qp(src, dst, 200, 100);
-    c.on_enqueue(Some(&data(src, dst, 200, 0)), 9000, true, 130 * MB, 0);
-    c.poll(130 * MB, 0, &mut out());
-    let o = poll_at(&mut c, 130 * MB, IV);
-    let mut buf = [0u8; 256];
-    let n = build_cnp(&o[0], ours, &params, false, &mut buf).unwrap();
+    let (buf, n, ours) = sec7_icmpv6_cnp();
     let key = AhKey::new(0x700, Algorithm::HmacSha512_256, &[9; 64]).unwrap();
     let signed = |seq: u32| {
         let mut b = buf;
