@@ -755,22 +755,27 @@ impl Pipeline {
         // END.C state follows the configuration, per interface: a change
         // of an interface's settings restarts its state (after resuming
         // whatever it had paused), the others keep theirs.
-        let mut old: Vec<Option<(u16, crate::endc::EndC)>> = std::mem::take(&mut self.endc).into_iter().map(Some).collect();
-        for (i, c) in &s.endc {
-            let kept = old.iter_mut().find(|o| o.as_ref().is_some_and(|(j, e)| j == i && e.config() == c)).and_then(Option::take);
-            self.endc.push(kept.unwrap_or_else(|| (*i, crate::endc::EndC::new(c.clone()))));
-        }
-        for (iface, e) in old.into_iter().flatten() {
-            for prio in 0..8u8 {
-                if e.is_paused(prio) {
-                    self.pfc_pending.push((iface, crate::endc::PfcAction { prios: 1 << prio, quanta: 0 }));
+        // The same settings (every table the ingress PE pushes when it
+        // reroutes): nothing to do.
+        let same = self.endc.len() == s.endc.len() && self.endc.iter().zip(&s.endc).all(|((i, e), (j, c))| i == j && e.config() == c);
+        if !same {
+            let mut old: Vec<Option<(u16, crate::endc::EndC)>> = std::mem::take(&mut self.endc).into_iter().map(Some).collect();
+            for (i, c) in &s.endc {
+                let kept = old.iter_mut().find(|o| o.as_ref().is_some_and(|(j, e)| j == i && e.config() == c)).and_then(Option::take);
+                self.endc.push(kept.unwrap_or_else(|| (*i, crate::endc::EndC::new(c.clone()))));
+            }
+            for (iface, e) in old.into_iter().flatten() {
+                for prio in 0..8u8 {
+                    if e.is_paused(prio) {
+                        self.pfc_pending.push((iface, crate::endc::PfcAction { prios: 1 << prio, quanta: 0 }));
+                    }
                 }
             }
+            // Room for a notification's frames to every interface and the
+            // timers' (refresh and resume of each priority), so that the
+            // packet path does not grow it.
+            self.pfc_pending.reserve(self.endc.len() * 16);
         }
-        // Room for a notification's frames to every interface and the
-        // timers' (refresh and resume of each priority), so that the
-        // packet path does not grow it.
-        self.pfc_pending.reserve(self.endc.len() * 16);
         if s.policy_count() != self.sids.policy_count() {
             // Other policies (added or removed at run time): measure anew.
             self.policy_meters.clear();
