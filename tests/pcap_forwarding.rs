@@ -1216,6 +1216,76 @@ fn show_congestion(workers: usize) {
     assert!(so.contains("congestion 'wan': R_port 50 Mb/s, RTT_est 20000 us"), "the exit table: {so}");
 }
 
+/// draft-tian s.9 AH SAs change while traffic flows (`ctl cnp-auth`): a
+/// re-key replaces the SA of a prefix (new SPI, algorithm and key, its
+/// numbers from 1), an SA for another prefix counts only its own CNPs, and
+/// a deleted SA's CNPs go out without an AH again. Errors name the field
+/// and never the key.
+#[test]
+fn cnp_auth_is_rekeyed_at_run_time() {
+    let name = "cnp-auth-ctl";
+    let dir = workdir(name);
+    let to_router = control::gen::L2 { src: HOST, dst: R_DC };
+    control::demo::write_pcap(&dir.join("dc-in.pcap"), &four_flows(&to_router, "2001:db8:1::2".parse().unwrap())).unwrap();
+    control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
+    let cfg = dir.join("r.toml");
+    let key256 = "11".repeat(32);
+    let text = endless_config(&dir, 1)
+        .replace("mac = \"02:dc:00:00:00:02\"", "mac = \"02:dc:00:00:00:02\"\nrate_mbps = 50\nqueue_bytes = 600000")
+        .replacen("[[route]]", "[port.congestion]\nrtt_est_us = 2000\ninterval_us = 500\n[[route]]", 1)
+        + "[[neighbour]]\nip = \"2001:db8:1::2\"\nmac = \"02:00:00:00:01:02\"\ninterface = \"dc\"\n"
+        + &format!("[[cnp_auth]]\nprefix = \"2001:db8:1::/48\"\nspi = 0x1000\nsecret_hex = \"{key256}\"\n");
+    std::fs::write(&cfg, text).unwrap();
+    let sock = dir.join("ctl.sock");
+    let (mut child, out) = start_with_ctl(name, &cfg, &dir, &sock, &["--duration", "6"]);
+    let s = sock.to_str().unwrap();
+    let req = |c: &str| control::ctl::request(s, c).unwrap();
+    let ok = |c: &str| {
+        let r = req(c);
+        assert!(r.ends_with("OK\n"), "{c}: {r}");
+        r
+    };
+    // The CNPs sent under an SA, as `show cnp-auth` counts them.
+    let sent = |spi: &str| -> Option<u64> { ok("show cnp-auth").lines().find(|l| l.contains(&format!(" spi {spi} "))).and_then(|l| l.rsplit(' ').next()?.parse().ok()) };
+    let until = |what: &dyn Fn() -> bool| (0..80).any(|_| what() || { std::thread::sleep(std::time::Duration::from_millis(50)); false });
+    assert!(until(&|| sent("0x1000").unwrap_or(0) > 0), "CNPs under the configured SA: {}", ok("show cnp-auth"));
+    // Re-key the prefix: another SPI, algorithm and key.
+    ok(&format!("cnp-auth add 2001:db8:1::/48 0x2000 hmac-sha512-256 {}", "22".repeat(64)));
+    ok(&format!("cnp-auth add 2001:db8:7::/48 300 hmac-sha256-128 {key256}"));
+    let show = ok("show cnp-auth");
+    assert!(!show.contains("spi 0x1000") && show.contains("2001:db8:1::/48 spi 0x2000 hmac-sha512-256 sent") && show.contains("2001:db8:7::/48 spi 0x12c hmac-sha256-128 sent 0"), "{show}");
+    assert!(!show.contains(&key256) && !show.contains("2222"), "never the key: {show}");
+    assert!(until(&|| sent("0x2000").unwrap_or(0) > 0), "CNPs under the new SA: {}", ok("show cnp-auth"));
+    assert_eq!(sent("0x12c"), Some(0), "no CNP to 2001:db8:7::/48");
+    for (c, e) in [
+        (format!("cnp-auth add 2001:db8:1::/48 12 hmac-sha256-128 {key256}"), "ERR cnp-auth spi = 12: SPIs 0..=255 are reserved"),
+        ("cnp-auth add 2001:db8:1::/48 0x3000 hmac-sha256-128 1122".to_string(), "ERR cnp-auth secret_hex = <2 octets>: hmac-sha256-128 takes a key of exactly 32 octets"),
+        (format!("cnp-auth add 10.0.0.0/8 0x3000 hmac-sha256-128 {key256}"), "ERR cnp-auth prefix = \"10.0.0.0/8\": not an IPv6 prefix"),
+        ("cnp-auth del 2001:db8:9::/48".to_string(), "ERR no cnp-auth SA for 2001:db8:9::/48"),
+    ] {
+        let r = req(&c);
+        assert!(r.starts_with(e) && !r.contains(&key256), "{c}: {r}");
+    }
+    // Without an SA the CNPs go on, unauthenticated.
+    ok("cnp-auth del 2001:db8:1::/48");
+    assert!(!ok("show cnp-auth").contains("2001:db8:1::/48"));
+    let counters = || {
+        let t = ok("show counters");
+        // A counter still at 0 is not listed.
+        let v = |n: &str| t.lines().find_map(|l| l.trim().strip_prefix(n).and_then(|r| r.trim().parse::<u64>().ok())).unwrap_or(0);
+        (v("lhcnp-ah-protected"), ["lhcnp-notify-sent", "lhcnp-rate-reduce-sent", "lhcnp-pause-sent", "lhcnp-resume-sent"].iter().map(|n| v(n)).sum::<u64>())
+    };
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let (ah0, cnps0) = counters();
+    assert!(until(&|| counters().1 > cnps0), "CNPs keep going after the SA is gone");
+    assert_eq!(counters().0, ah0, "none of them with an AH");
+    let st = wait_deadline(&mut child, RUN_DEADLINE);
+    let so = std::fs::read_to_string(&out).unwrap();
+    assert!(st.success(), "{so}");
+    assert_eq!(mempool_in_use(&so), 0);
+    assert_eq!(counter(&so, "lhcnp-ah-seq-exhausted"), 0);
+}
+
 /// FANN from the control thread: the congested 20 Mb/s WAN port crosses
 /// 90 % utilisation and builds a queue; the router sends Fast Network
 /// Notifications (ICMPv6, from its configured node address) to the ingress

@@ -1715,7 +1715,6 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
 /// port would use is refused).
 fn cnp_auth_plan(sas: &[CnpAuthSection], ports: &[PortPlan]) -> Result<dataplane::congestion::CnpAuth, String> {
     use dataplane::congestion::{CnpAuth, CnpSa, MAX_CNP_SAS};
-    use dataplane::wire::ah::{AhKey, Algorithm};
     if sas.len() > MAX_CNP_SAS {
         return Err(format!("cnp_auth: {} entries, at most {MAX_CNP_SAS}", sas.len()));
     }
@@ -1725,30 +1724,38 @@ fn cnp_auth_plan(sas: &[CnpAuthSection], ports: &[PortPlan]) -> Result<dataplane
     let mut out: Vec<CnpSa> = Vec::new();
     for (i, e) in sas.iter().enumerate() {
         let f = |k: &str| format!("cnp_auth[{i}].{k}");
-        let n: ipnet::Ipv6Net = e.prefix.parse().map_err(|_| format!("{} = {:?}: not an IPv6 prefix (AH protects the ICMPv6 format, which is IPv6 only)", f("prefix"), e.prefix))?;
-        if n.trunc() != n {
-            return Err(format!("{} = {n}: host bits set (did you mean {}?)", f("prefix"), n.trunc()));
-        }
-        if out.iter().any(|o| o.prefix == n) {
-            return Err(format!("{} = {n}: listed twice", f("prefix")));
-        }
-        if e.spi < 256 {
-            return Err(format!("{} = {}: SPIs 0..=255 are reserved (RFC 4302 s.2.4)", f("spi"), e.spi));
-        }
-        let alg = Algorithm::from_name(&e.algorithm).ok_or_else(|| format!("{} = {:?}: must be \"hmac-sha256-128\" or \"hmac-sha512-256\"", f("algorithm"), e.algorithm))?;
         let (field, secret) = secret_octets(&e.secret_hex, &e.secret, &f)?;
-        if secret.len() != alg.key_len() {
-            return Err(format!("{} = <{} octets>: {} takes a key of exactly {} octets (RFC 4868 s.2.1)", f(field), secret.len(), alg.name(), alg.key_len()));
+        let sa = cnp_sa(&e.prefix, e.spi, &e.algorithm, field, &secret, &f)?;
+        if out.iter().any(|o| o.prefix == sa.prefix) {
+            return Err(format!("{} = {}: listed twice", f("prefix"), sa.prefix));
         }
-        let key = AhKey::new(e.spi, alg, &secret).map_err(|err| format!("{}: {err}", f(field)))?;
-        out.push(CnpSa::new(n, key));
+        out.push(sa);
     }
     Ok(CnpAuth::new(out))
 }
 
+/// One `[[cnp_auth]]` SA (also `ctl cnp-auth add`): `f` names a field
+/// in errors, `secret_field` the one the key came from (never its value).
+pub fn cnp_sa(prefix: &str, spi: u32, algorithm: &str, secret_field: &str, secret: &[u8], f: &dyn Fn(&str) -> String) -> Result<dataplane::congestion::CnpSa, String> {
+    use dataplane::wire::ah::{AhKey, Algorithm};
+    let n: ipnet::Ipv6Net = prefix.parse().map_err(|_| format!("{} = {prefix:?}: not an IPv6 prefix (AH protects the ICMPv6 format, which is IPv6 only)", f("prefix")))?;
+    if n.trunc() != n {
+        return Err(format!("{} = {n}: host bits set (did you mean {}?)", f("prefix"), n.trunc()));
+    }
+    if spi < 256 {
+        return Err(format!("{} = {spi}: SPIs 0..=255 are reserved (RFC 4302 s.2.4)", f("spi")));
+    }
+    let alg = Algorithm::from_name(algorithm).ok_or_else(|| format!("{} = {algorithm:?}: must be \"hmac-sha256-128\" or \"hmac-sha512-256\"", f("algorithm")))?;
+    if secret.len() != alg.key_len() {
+        return Err(format!("{} = <{} octets>: {} takes a key of exactly {} octets (RFC 4868 s.2.1)", f(secret_field), secret.len(), alg.name(), alg.key_len()));
+    }
+    let key = AhKey::new(spi, alg, secret).map_err(|err| format!("{}: {err}", f(secret_field)))?;
+    Ok(dataplane::congestion::CnpSa::new(n, key))
+}
+
 /// A secret given as `secret_hex` or `secret` (exactly one): the field's
 /// name and the octets. The value is never echoed in an error.
-fn secret_octets(hex: &Option<String>, text: &Option<String>, f: &dyn Fn(&str) -> String) -> Result<(&'static str, Vec<u8>), String> {
+pub fn secret_octets(hex: &Option<String>, text: &Option<String>, f: &dyn Fn(&str) -> String) -> Result<(&'static str, Vec<u8>), String> {
     match (hex, text) {
         (Some(_), Some(_)) => Err(format!("{}: give secret_hex or secret, not both", f("secret"))),
         (None, None) => Err(format!("{}: missing (secret_hex or secret)", f("secret"))),

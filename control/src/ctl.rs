@@ -30,6 +30,7 @@ pub const HELP: &str = "commands:
   congestion PORT format icmpv6|roce | zero_metrics true|false | suppression true|false | adaptive true|false | qd_trigger interval|immediate
   congestion PORT source-qp add SRC DST DEST_QP SOURCE_QP | congestion PORT source-qp del SRC DST DEST_QP
   congestion PORT source-format add PREFIX icmpv6|roce | congestion PORT source-format del PREFIX
+  show cnp-auth | cnp-auth add PREFIX SPI hmac-sha256-128|hmac-sha512-256 KEY_HEX | cnp-auth del PREFIX   (AH on ICMPv6 CNPs)
   show sids | show policies
   sid add SID end | end.dt4 | end.dt6 | end.e
   sid add SID end.x interface IF via ADDR
@@ -355,6 +356,54 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
             let i = iface_idx(dev).ok_or_else(|| format!("{dev:?}: no such interface"))?;
             c.neighbours.remove(i, ip).ok_or_else(|| format!("no neighbour {ip} on {dev}"))?;
             c.push_neighbours();
+            Ok(String::new())
+        }
+        ["show", "cnp-auth"] => {
+            let mut o = String::new();
+            for sa in c.cfg.cnp_auth.sas() {
+                o += &format!("{} spi {:#x} {} sent {}\n", sa.prefix, sa.key.spi(), sa.key.algorithm().name(), sa.sent());
+            }
+            Ok(o)
+        }
+        ["cnp-auth", op @ ("add" | "del"), prefix, rest @ ..] => {
+            // draft-tian s.9: re-key (or add, or drop) an AH SA of the
+            // Long-haul CNPs while traffic flows. An SA that stays keeps
+            // its sequence counter; a new or replaced one starts at 1.
+            if c.cfg.ports.iter().all(|p| p.congestion.is_none()) {
+                return Err("no port has [port.congestion]: the router sends no Long-haul CNP".to_string());
+            }
+            let f = |k: &str| format!("cnp-auth {k}");
+            let mut sas: Vec<Arc<dataplane::congestion::CnpSa>> = c.cfg.cnp_auth.sas().to_vec();
+            match (*op, rest) {
+                ("add", [spi, alg, key]) => {
+                    let spi = match spi.strip_prefix("0x") {
+                        Some(h) => u32::from_str_radix(h, 16),
+                        None => spi.parse::<u32>(),
+                    }
+                    .map_err(|_| format!("cnp-auth spi = {spi:?}: not a number"))?;
+                    let (field, secret) = config::secret_octets(&Some(key.to_string()), &None, &f)?;
+                    let sa = config::cnp_sa(prefix, spi, alg, field, &secret, &f)?;
+                    sas.retain(|o| o.prefix != sa.prefix);
+                    if sas.len() >= dataplane::congestion::MAX_CNP_SAS {
+                        return Err(format!("cnp-auth: {} SAs already, at most {}", sas.len(), dataplane::congestion::MAX_CNP_SAS));
+                    }
+                    sas.push(Arc::new(sa));
+                }
+                ("del", []) => {
+                    let n: ipnet::Ipv6Net = prefix.parse().map_err(|_| format!("cnp-auth prefix = {prefix:?}: not an IPv6 prefix"))?;
+                    let before = sas.len();
+                    sas.retain(|o| o.prefix != n);
+                    if sas.len() == before {
+                        return Err(format!("no cnp-auth SA for {n}"));
+                    }
+                }
+                _ => return Err(format!("cnp-auth add PREFIX SPI ALGORITHM KEY_HEX | cnp-auth del PREFIX; {HELP}")),
+            }
+            let table = Arc::new(dataplane::congestion::CnpAuth::from_shared(sas));
+            c.cfg.cnp_auth = table.clone();
+            for w in c.worker_updates() {
+                let _ = w.send(dataplane::worker::Update::CnpAuth(table.clone()));
+            }
             Ok(String::new())
         }
         ["congestion", port, "source-format", op @ ("add" | "del"), prefix, rest @ ..] => {

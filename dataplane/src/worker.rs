@@ -38,6 +38,9 @@ pub enum Update {
     SourceQp(u16, Box<(IpAddr, IpAddr, u32)>, Option<u32>),
     /// A port's CNP formats by source prefix (the complete list).
     SourceFormats(u16, Arc<Vec<(ipnet::IpNet, crate::congestion::CnpFormat)>>),
+    /// The node's AH SAs for Long-haul CNPs (the complete table), for every
+    /// congestion-aware port; the table replaced goes back.
+    CnpAuth(Arc<crate::congestion::CnpAuth>),
     Fib(Arc<Fib>),
     Neighbours(Arc<Neighbours>),
     Topology(Arc<Topology>),
@@ -1068,6 +1071,13 @@ impl Worker {
                         e.set_source_qp(flow.0, flow.1, flow.2, qp);
                     }
                     continue;
+                }
+                Update::CnpAuth(a) => {
+                    let mut old = None;
+                    for s in self.egress.iter_mut().flatten().filter_map(|e| e.spec.as_mut()) {
+                        old = Some(std::mem::replace(&mut s.auth, a.clone()));
+                    }
+                    Update::CnpAuth(old.unwrap_or(a))
                 }
                 Update::SourceFormats(port, f) => {
                     if let Some(e) = self.egress.get_mut(usize::from(port)).and_then(|e| e.as_mut()) {

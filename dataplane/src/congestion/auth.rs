@@ -22,6 +22,7 @@
 
 use std::net::Ipv6Addr;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use crate::wire::ah::AhKey;
 
@@ -66,13 +67,20 @@ impl CnpSa {
 /// The outbound SAs of the node's Long-haul CNPs.
 #[derive(Debug, Default)]
 pub struct CnpAuth {
-    sas: Vec<CnpSa>,
+    /// Shared with the tables that replace this one at run time (`ctl
+    /// cnp-auth add / del`), so that an SA kept keeps its sequence counter.
+    sas: Vec<Arc<CnpSa>>,
 }
 
 impl CnpAuth {
     /// Distinct prefixes, at most [`MAX_CNP_SAS`] (checked by the
     /// configuration).
     pub fn new(sas: Vec<CnpSa>) -> Self {
+        CnpAuth { sas: sas.into_iter().map(Arc::new).collect() }
+    }
+
+    /// A table of SAs some of which another table holds too.
+    pub fn from_shared(sas: Vec<Arc<CnpSa>>) -> Self {
         CnpAuth { sas }
     }
 
@@ -82,9 +90,10 @@ impl CnpAuth {
             .iter()
             .filter(|s| s.prefix.contains(&to))
             .max_by_key(|s| s.prefix.prefix_len())
+            .map(|s| &**s)
     }
 
-    pub fn sas(&self) -> &[CnpSa] {
+    pub fn sas(&self) -> &[Arc<CnpSa>] {
         &self.sas
     }
 
