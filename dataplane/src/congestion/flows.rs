@@ -227,7 +227,6 @@ pub(crate) struct Flow {
     /// The RoCEv2 UDP source port (the flow's entropy) of the packet that
     /// created the entry: what a FANN Flow ID names (draft-hzh s.5.1.3).
     pub sport: u16,
-    _pad: u16,
 }
 
 const _: () = assert!(core::mem::size_of::<Flow>() == 128);
@@ -253,7 +252,6 @@ impl Flow {
         def_since: 0,
         def_qd16: 0,
         sport: 0,
-        _pad: 0,
     };
 
     #[inline(always)]
