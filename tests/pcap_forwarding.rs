@@ -2165,7 +2165,9 @@ tlv_receivers = "learn"
 /// traffic to the policy's prefix leaves H.Encaps'ed with the backup SID
 /// list (scapy decodes the SRH), a copy of the notification goes to the
 /// controller, and a FANN from an unknown node is dropped and counted, as
-/// is one from a known node's address arriving on the DC interface.
+/// is one from a known node's address arriving on the DC interface. R2's
+/// Long-haul CNPs reach the controller as FANN congestion events whose
+/// Event Identifiers the PE gives them (scapy reads them back).
 ///
 /// Ordering: the worker polls the DC port before the WAN port, so the
 /// notifications (first in the WAN pcap) are handed to the control thread
@@ -2205,7 +2207,27 @@ fn ingress_pe_fails_over_on_fann_and_copies_the_controller() {
         f.extend_from_slice(&ip);
         f
     };
-    control::demo::write_pcap(&dir.join("empty.pcap"), &[fann("fc00::99", 5), fann("fc00::1", 7)]).unwrap();
+    // Long-haul CNPs from R2 (on the primary path, which is out of use by
+    // then) to the PE: they reach the controller as FANN congestion
+    // events the PE numbers itself (a CNP has no Event Identifier).
+    let lhcnp = |level: u8, action: dataplane::wire::lhcnp::Action, qp: u32| {
+        use dataplane::wire::lhcnp::{CnpInfo, Icmpv6LhCnpRepr, MetricType, Objects};
+        let info = CnpInfo { congestion_level: level, action, parameter: 0, source_qp: qp, metric_type: MetricType::QueueDepthKb, metric_value: 300 };
+        let repr = Icmpv6LhCnpRepr { code: 0, info, objects: Objects::NONE };
+        let node: std::net::Ipv6Addr = "fc00::2".parse().unwrap();
+        let mut ip = vec![0u8; 40 + repr.buffer_len()];
+        dataplane::wire::lhcnp::emit_icmpv6_packet(&node.octets(), &me.octets(), 64, &repr, &dataplane::wire::params::Params::DEFAULT, &mut ip).unwrap();
+        [&R_WAN[..], &GW, &[0x86, 0xdd], &ip].concat()
+    };
+    use dataplane::wire::lhcnp::Action;
+    let cnps = [
+        lhcnp(200, Action::Pause, 0x11),
+        lhcnp(200, Action::Pause, 0x12),
+        lhcnp(100, Action::RateReduce, 0x12),
+        lhcnp(0, Action::Resume, 0x11),
+        lhcnp(200, Action::Pause, 0x11),
+    ];
+    control::demo::write_pcap(&dir.join("empty.pcap"), &[&[fann("fc00::99", 5), fann("fc00::1", 7)][..], &cnps].concat()).unwrap();
     // A device on the DC side passing itself off as R1 (a link failure
     // of another port): refused, the PE takes notifications only from the
     // WAN interface.
@@ -2248,9 +2270,10 @@ notify_senders = true
     assert_eq!(mempool_in_use(&so), 0);
     assert_eq!(counter(&so, "fann-unknown-source"), 1);
     assert_eq!(counter(&so, "fann-wrong-interface"), 1);
-    assert_eq!(counter(&so, "pe-notification-accepted"), 1);
+    assert_eq!(counter(&so, "pe-notification-accepted"), 5, "R1's failure and four of R2's CNPs");
+    assert_eq!(counter(&so, "fann-duplicate"), 1, "R2's second CNP at the same severity");
     assert_eq!(counter(&so, "pe-switched-to-backup"), 1);
-    assert_eq!(counter(&so, "pe-controller-copy"), 1);
+    assert_eq!(counter(&so, "pe-controller-copy"), 5);
     assert_eq!(counter(&so, "l2-not-for-us"), 300_000);
     assert_eq!(counter(&so, "srv6-h-encaps"), 64);
     // The H.Encaps'ed data on the WAN: every packet on the backup list.
@@ -2285,7 +2308,24 @@ for p in rdpcap(sys.argv[1]):
     // The controller copy: ICMPv6 FANN from the PE (srv6.source) to the
     // controller, same fields as R1's notification.
     let dc = read_pcap(&dir.join("dc-out.pcap")).unwrap();
-    let fanns: Vec<_> = dc.iter().filter(|f| f[12..14] == [0x86, 0xdd] && f[14 + 6] == 58 && f[14 + 40] == 201).collect();
+    let all: Vec<_> = dc.iter().filter(|f| f[12..14] == [0x86, 0xdd] && f[14 + 6] == 58 && f[14 + 40] == 201).collect();
+    assert_eq!(all.len(), 6, "the controller's five copies and the sender's notification");
+    let r2: std::net::Ipv6Addr = "fc00::2".parse().unwrap();
+    let read = fann_oracle(&all.iter().map(|f| &f[14..]).collect::<Vec<_>>());
+    let fanns: Vec<_> = all.iter().zip(&read).filter(|(_, o)| o.origin != r2).map(|(f, _)| *f).collect();
+    // R2's CNPs as scapy reads their copies: congestion severe (sub-type 3)
+    // as event e, mild (1) as e + 1, the Resume as the recovery of e + 1,
+    // severe again as the new event e + 2 (the QPs were 0x11, 0x12, 0x12,
+    // 0x11, 0x11): every copy a new (Code, identifier), so a controller
+    // deduplicating by them takes each.
+    let o: Vec<_> = all.iter().zip(&read).filter(|(_, o)| o.origin == r2).map(|(f, o)| {
+        assert!(o.checksum_ok && o.well_formed, "scapy: {o:?}");
+        assert_eq!(f[0..6], [2, 0, 0, 0, 1, 0x0c], "to the controller");
+        (o.code, o.event_type, o.event_subtype, o.event_id)
+    }).collect();
+    assert_eq!(o.len(), 4, "{o:?}");
+    let e = o[0].3;
+    assert_eq!(o, vec![(CODE_EVENT, event::CONGESTION, 3, e), (CODE_EVENT, event::CONGESTION, 1, e.wrapping_add(1)), (1, 7, event::CONGESTION, e.wrapping_add(1)), (CODE_EVENT, event::CONGESTION, 3, e.wrapping_add(2))]);
     assert_eq!(fanns.len(), 2, "the controller copy and the sender's notification");
     let copies: Vec<_> = fanns.iter().filter(|f| f[0..6] == [2, 0, 0, 0, 1, 0x0c]).collect();
     assert_eq!(copies.len(), 1);
@@ -2314,7 +2354,7 @@ for p in rdpcap(sys.argv[1]):
     let o = Command::new("python3").arg(chk).arg(dir.join("dc-out.pcap")).arg(dir.join("wan-out.pcap")).output().unwrap();
     let t = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "scapy: {t}{}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(scapy_verdicts(&t, "ICMPv6-type201-ok"), 2, "{t}");
+    assert_eq!(scapy_verdicts(&t, "ICMPv6-type201-ok"), 6, "{t}");
     tshark_clean(&dir.join("dc-out.pcap"));
     tshark_clean(&dir.join("wan-out.pcap"));
 }

@@ -48,8 +48,10 @@
 //! accepted notification to the controller: an ICMPv6 FANN message from the
 //! PE's address carrying the same fields (Originating Node, Event
 //! Identifier, metadata) and Code; a Long-haul CNP is re-originated as a
-//! FANN Congestion event (sub-type from its level, Event Identifier = the
-//! CNP's Source QP; Resume -> recovery).
+//! FANN Congestion event (sub-type from its level; Resume -> recovery). A
+//! CNP has no Event Identifier: the PE numbers the congestion a node's CNPs
+//! report, a new identifier when it begins or changes severity, and its
+//! Resume repeats the identifier of the event it ends.
 
 use crate::counters::{Drop, Local, WorkerCounters};
 use crate::pipeline::TokenBucket;
@@ -742,8 +744,15 @@ pub struct IngressPe {
     /// (element, Event Type, divisor, node, Event ID): one entry per
     /// element and type; the element's divisor is the largest.
     congested: Vec<(Element, u8, u32, Ipv6Addr, u32)>,
-    /// Nodes congested according to Long-haul CNPs, with the divisor.
-    cnp: Vec<(Ipv6Addr, u32)>,
+    /// Nodes congested according to Long-haul CNPs, with the divisor and
+    /// the Event Identifier this PE gave that congestion (a CNP carries
+    /// none; see [`IngressPe::last_cnp_event`]).
+    cnp: Vec<(Ipv6Addr, u32, u32)>,
+    /// The next Event Identifier for a CNP-reported congestion.
+    next_cnp_event: u32,
+    /// The Event Identifier of the congestion the last accepted CNP began,
+    /// changed or ended.
+    cnp_event: u32,
     seen: std::collections::VecDeque<(Ipv6Addr, u8, u32)>,
     pub stats: PeStats,
     failover: Failover,
@@ -761,7 +770,7 @@ impl IngressPe {
     pub fn with_failover(policies: Vec<PolicySpec>, known_nodes: Vec<Ipv6Addr>, failover: Failover) -> Self {
         let state = policies.iter().map(|p| PolicyState { on_backup: false, weights: p.primary.iter().map(|x| x.weight).collect(), rate_permille: None }).collect();
         let damp = vec![Damp { hold: failover.holddown_ns, ..Damp::default() }; policies.len()];
-        IngressPe { policies, state, known: known_nodes, failed: Vec::new(), congested: Vec::new(), cnp: Vec::new(), seen: std::collections::VecDeque::with_capacity(DEDUP), stats: PeStats::default(), failover, damp, now: 0 }
+        IngressPe { policies, state, known: known_nodes, failed: Vec::new(), congested: Vec::new(), cnp: Vec::new(), next_cnp_event: random_event_id(), cnp_event: 0, seen: std::collections::VecDeque::with_capacity(DEDUP), stats: PeStats::default(), failover, damp, now: 0 }
     }
 
     /// Set the clock (ns, monotonic) for what follows: notifications are
@@ -879,11 +888,11 @@ impl IngressPe {
             return Reaction::Dropped;
         }
         let clear = info.action == Action::Resume || info.congestion_level == 0;
-        let cur = self.cnp.iter().position(|(n, _)| *n == node);
+        let cur = self.cnp.iter().position(|(n, _, _)| *n == node);
         if clear {
             match cur {
                 Some(i) => {
-                    self.cnp.swap_remove(i);
+                    self.cnp_event = self.cnp.swap_remove(i).2;
                 }
                 None => {
                     self.stats.duplicates += 1;
@@ -892,17 +901,33 @@ impl IngressPe {
             }
         } else {
             let div = cnp_divisor(info.congestion_level);
+            // A new congestion, or a change of its severity, is a new
+            // event (as a FANN node numbers a sub-type change); its end
+            // repeats the identifier of the event it ends.
+            let id = self.next_cnp_event;
             match cur {
                 Some(i) if self.cnp[i].1 == div => {
                     self.stats.duplicates += 1;
                     return Reaction::Duplicate;
                 }
-                Some(i) => self.cnp[i].1 = div,
-                None => self.cnp.push((node, div)),
+                Some(i) => self.cnp[i] = (node, div, id),
+                None => self.cnp.push((node, div, id)),
             }
+            self.next_cnp_event = id.wrapping_add(1);
+            self.cnp_event = id;
         }
         self.stats.accepted += 1;
         Reaction::Applied { changed: self.recompute() }
+    }
+
+    /// The Event Identifier of the congestion the last accepted Long-haul
+    /// CNP began, made more or less severe (a new identifier each time), or
+    /// ended (the identifier of the event it ends): what its copy to the
+    /// controller carries, so that a receiver deduplicating by (node,
+    /// Code, identifier) takes every change and can pair each end with
+    /// its event.
+    pub fn last_cnp_event(&self) -> u32 {
+        self.cnp_event
     }
 
     /// The policies (in configuration order).
@@ -918,7 +943,7 @@ impl IngressPe {
         // The largest divisor of the congestion standing on a path (1: none).
         let divisor = |x: &PathSpec| {
             let div = self.congested.iter().filter(|(e, _, _, _, _)| Self::hits(x, e)).map(|(_, _, d, _, _)| *d).max().unwrap_or(1);
-            let by_cnp = self.cnp.iter().filter(|(n, _)| Self::hits(x, &Element { node: *n, port: None })).map(|(_, d)| *d).max().unwrap_or(1);
+            let by_cnp = self.cnp.iter().filter(|(n, _, _)| Self::hits(x, &Element { node: *n, port: None })).map(|(_, d, _)| *d).max().unwrap_or(1);
             div.max(by_cnp)
         };
         let broken = |paths: &[PathSpec]| paths.iter().all(failed);
@@ -1069,10 +1094,12 @@ impl PeNote {
     }
 
     /// The FANN message re-originated for the controller (see the module
-    /// documentation): (Code, message). A Long-haul CNP carries no time:
-    /// its message gets `detected_us` (microseconds since the Unix epoch,
-    /// when the PE received it); a FANN message keeps its own.
-    pub fn as_fann(&self, hop_limit: u8, detected_us: u64) -> (u8, MessageRepr) {
+    /// documentation): (Code, message). A Long-haul CNP carries no time
+    /// and no event identifier: its message gets `detected_us`
+    /// (microseconds since the Unix epoch, when the PE received it) and
+    /// `cnp_event` ([`IngressPe::last_cnp_event`]); a FANN message keeps
+    /// its own.
+    pub fn as_fann(&self, hop_limit: u8, detected_us: u64, cnp_event: u32) -> (u8, MessageRepr) {
         match self {
             // Re-originated: a fresh Hop Limit, not what is left of the
             // received one.
@@ -1086,7 +1113,7 @@ impl PeNote {
                 };
                 let (code, ty, st) = if resume { (CODE_RECOVERY, RECOVERY, event::CONGESTION) } else { (CODE_EVENT, event::CONGESTION, sub) };
                 let md = Metadata { queue_occupancy: (info.metric_type == crate::wire::lhcnp::MetricType::QueueDepthKb).then_some(info.metric_value.saturating_mul(1000)), ..Default::default() };
-                (code, MessageRepr { hop_limit, event_type: ty, event_subtype: st, event_id: info.source_qp, timestamp: detected_us, originating_node: *from, metadata: md })
+                (code, MessageRepr { hop_limit, event_type: ty, event_subtype: st, event_id: cnp_event, timestamp: detected_us, originating_node: *from, metadata: md })
             }
         }
     }
@@ -1295,7 +1322,7 @@ impl PeControl {
             self.told_senders.retain(|t| !ends(t));
             to.sort();
             to.dedup();
-            let (code, m) = note.as_fann(self.cfg.hop_limit, unix_ns() / 1000);
+            let (code, m) = note.as_fann(self.cfg.hop_limit, unix_ns() / 1000, 0);
             for (s, id) in to {
                 if self.pending_recoveries.len() == SENDER_MEMORY {
                     // Not reachable while each waiting recovery stands for
@@ -1432,7 +1459,7 @@ impl PeControl {
     /// The copy for the controller: an IPv6 packet carrying an ICMPv6 FANN
     /// (a CNP's copy timestamped now, by the system clock).
     pub fn controller_packet(&self, note: &PeNote, to: Ipv6Addr) -> Vec<u8> {
-        let (code, message) = note.as_fann(self.cfg.hop_limit, unix_ns() / 1000);
+        let (code, message) = note.as_fann(self.cfg.hop_limit, unix_ns() / 1000, self.pe.last_cnp_event());
         notification_packet(code, &message, &self.cfg.source, &to, &self.params, false)
     }
 }
@@ -2232,15 +2259,52 @@ mod pe_tests {
     #[test]
     fn cnp_is_re_originated_as_fann_congestion() {
         let n = PeNote::Cnp { from: a("fc00::1"), info: cnp(200, Action::Pause, 0x1234) };
-        let (code, m) = n.as_fann(9, 7);
-        assert_eq!((code, m.event_type, m.event_subtype, m.event_id, m.hop_limit), (CODE_EVENT, event::CONGESTION, event::CONGESTION_SEVERE, 0x1234, 9));
+        let (code, m) = n.as_fann(9, 7, 0xabcd);
+        assert_eq!((code, m.event_type, m.event_subtype, m.event_id, m.hop_limit), (CODE_EVENT, event::CONGESTION, event::CONGESTION_SEVERE, 0xabcd, 9), "the PE's number, not the Source QP");
         assert_eq!(m.originating_node, a("fc00::1"));
         assert_eq!(m.timestamp, 7, "a CNP's copy is stamped with the PE's time of receipt");
         assert_eq!(m.metadata.queue_occupancy, Some(300_000));
-        let (code, m) = PeNote::Cnp { from: a("fc00::1"), info: cnp(10, Action::Resume, 0x1234) }.as_fann(9, 7);
+        let (code, m) = PeNote::Cnp { from: a("fc00::1"), info: cnp(10, Action::Resume, 0x1234) }.as_fann(9, 7, 1);
         assert_eq!((code, m.event_type, m.event_subtype), (CODE_RECOVERY, RECOVERY, event::CONGESTION));
-        let (_, m) = PeNote::Cnp { from: a("fc00::1"), info: cnp(130, Action::Notify, 1) }.as_fann(9, 7);
+        let (_, m) = PeNote::Cnp { from: a("fc00::1"), info: cnp(130, Action::Notify, 1) }.as_fann(9, 7, 1);
         assert_eq!(m.event_subtype, event::CONGESTION_MODERATE);
+    }
+
+    /// The copies of a node's CNPs number its congestion: a new
+    /// identifier when it begins and each time its severity changes, the
+    /// ended event's identifier on Resume, and a new one when it comes
+    /// back. A receiver that deduplicates by (node, Code, identifier), as
+    /// this PE does with FANN, takes every copy and clears what it holds.
+    #[test]
+    fn cnp_copies_number_the_congestion_not_the_queue_pair() {
+        let ctl = a("fc00::c");
+        let mut c = control_with(Some(ctl), 1000, 16);
+        let counters = WorkerCounters::default();
+        let mut receiver = IngressPe::new(vec![PolicySpec { name: "via-n1".into(), primary: vec![path("fc00:1::", "fc00::1", 8)], backup: None }], vec![a("fc00::1")]);
+        let mut copy = |c: &mut PeControl, level: u8, action: Action, qp: u32| -> Option<(u8, MessageRepr)> {
+            let out = c.on_note(&PeNote::Cnp { from: a("fc00::1"), info: cnp(level, action, qp) }, &counters);
+            out.copy.map(|ip| {
+                let r = PacketRepr::parse(&Packet::new_checked(&ip[40..]).unwrap(), &a("fc00::a"), &ctl, Params::DEFAULT.icmpv6_fann_type).unwrap();
+                (r.code, r.message)
+            })
+        };
+        let (code, e1) = copy(&mut c, 200, Action::Pause, 5).expect("congestion begins");
+        assert_eq!((code, e1.event_subtype, e1.event_id), (CODE_EVENT, event::CONGESTION_SEVERE, c.pe.last_cnp_event()));
+        assert_eq!(copy(&mut c, 200, Action::Pause, 7), None, "same severity for another QP: the same event, no copy");
+        let (_, e2) = copy(&mut c, 100, Action::RateReduce, 7).expect("milder");
+        assert_eq!((e2.event_subtype, e2.event_id), (event::CONGESTION_MILD, e1.event_id.wrapping_add(1)), "a change of severity is a new event");
+        let (code, r) = copy(&mut c, 0, Action::Resume, 5).expect("resume");
+        assert_eq!((code, r.event_type, r.event_subtype, r.event_id), (CODE_RECOVERY, RECOVERY, event::CONGESTION, e2.event_id), "Resume ends the event in force, whatever QP it names");
+        let (_, e3) = copy(&mut c, 200, Action::Pause, 5).expect("congested again");
+        assert_eq!(e3.event_id, e1.event_id.wrapping_add(2), "the same QP congested again is a new event");
+        for (code, m) in [(CODE_EVENT, e1), (CODE_EVENT, e2), (CODE_RECOVERY, r), (CODE_EVENT, e3)] {
+            assert!(matches!(receiver.on_notification(code, &m), Reaction::Applied { .. }), "a deduplicating receiver takes {m:?}");
+        }
+        assert_eq!(receiver.state(0).unwrap().weights, vec![1], "e3 (severe) in force: 8 / 8");
+        let (code, r3) = copy(&mut c, 0, Action::Resume, 9).expect("resume");
+        assert_eq!((code, r3.event_id), (CODE_RECOVERY, e3.event_id));
+        assert!(matches!(receiver.on_notification(code, &r3), Reaction::Applied { .. }));
+        assert_eq!(receiver.state(0).unwrap().weights, vec![8], "every event ended");
     }
 
     #[test]
