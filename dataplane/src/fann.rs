@@ -2281,7 +2281,7 @@ mod pe_tests {
         let mut c = control_with(Some(ctl), 1000, 16);
         let counters = WorkerCounters::default();
         let mut receiver = IngressPe::new(vec![PolicySpec { name: "via-n1".into(), primary: vec![path("fc00:1::", "fc00::1", 8)], backup: None }], vec![a("fc00::1")]);
-        let mut copy = |c: &mut PeControl, level: u8, action: Action, qp: u32| -> Option<(u8, MessageRepr)> {
+        let copy = |c: &mut PeControl, level: u8, action: Action, qp: u32| -> Option<(u8, MessageRepr)> {
             let out = c.on_note(&PeNote::Cnp { from: a("fc00::1"), info: cnp(level, action, qp) }, &counters);
             out.copy.map(|ip| {
                 let r = PacketRepr::parse(&Packet::new_checked(&ip[40..]).unwrap(), &a("fc00::a"), &ctl, Params::DEFAULT.icmpv6_fann_type).unwrap();
