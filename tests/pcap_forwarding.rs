@@ -2567,7 +2567,23 @@ fn demo_runs_and_its_pcaps_are_sound() {
     let pfc: Vec<u16> = dc.iter().filter(|f| f.len() >= 60 && f[12..14] == [0x88, 0x08] && f[14..16] == [0x01, 0x01]).map(|f| u16::from_be_bytes([f[14 + 4 + 6], f[14 + 5 + 6]])).collect();
     let (resume, pause) = pfc.split_last().expect("PFC frames");
     assert!(*resume == 0 && !pause.is_empty() && pause.iter().all(|&q| q > 0), "PAUSE..., then one RESUME: {pfc:?}");
-    assert_eq!((pause.len() as u64, 1), (counter(&so, "pfc-pause-sent"), counter(&so, "pfc-resume-sent")), "{pfc:?}");
+    // END.C with two DC gateways (draft-hu s.4.1): the CNP for the host
+    // behind the second gateway paused 'dc2' alone, for its 1 ms (19532
+    // quanta of 512 bit times at the 10 Gb/s net_pcap reports), then
+    // resumed it when the pause ran out; the other notifications were for
+    // the host on 'dc', and none paused both links.
+    let dc2 = read_pcap(&dir.join("dc2-out.pcap")).unwrap();
+    let pfc2: Vec<u16> = dc2.iter().filter(|f| f.len() >= 60 && f[12..14] == [0x88, 0x08] && f[14..16] == [0x01, 0x01]).map(|f| u16::from_be_bytes([f[14 + 4 + 6], f[14 + 5 + 6]])).collect();
+    assert_eq!(pfc2, vec![19532, 0], "dc2: one PAUSE, one RESUME");
+    assert_eq!(control::demo::pfc_frames(&dc2), (1, 1));
+    assert_eq!((pause.len() as u64 + 1, 2), (counter(&so, "pfc-pause-sent"), counter(&so, "pfc-resume-sent")), "{pfc:?}");
+    assert_eq!(counter(&so, "pfc-on-every-interface"), 0, "{so}");
+    assert!(so.contains(&format!("PFC PAUSE / RESUME frames on 'dc' {} / 1 (notifications for 2001:db8:1::2), on 'dc2' 1 / 1 (the CNP for 2001:db8:6::2, behind the second gateway)", pause.len())), "{so}");
+    // The ping from the host behind the second gateway, answered on its link.
+    assert!(dc2.iter().any(|f| f.len() >= 14 + 48 && f[0..6] == control::demo::DC2_HOST_MAC && f[14 + 6] == 58 && f[14 + 40] == 129), "echo reply on dc2");
+    let o = Command::new("python3").arg(chk).arg(dir.join("dc2-out.pcap")).output().unwrap();
+    assert!(o.status.success(), "scapy: {}", String::from_utf8_lossy(&o.stdout));
+    tshark_clean(&dir.join("dc2-out.pcap"));
     // Ingress PE, congestion (s.4.2): the IPv6 DC2 prefix, whose only
     // primary path crosses R2, moved to its backup after R2's severe
     // congestion notification (and stays there for the hold-down).
@@ -2642,11 +2658,11 @@ fn hostile_traffic_is_dropped_by_name_without_crash_or_leak() {
         type Case<'a> = (Vec<(String, String)>, String, Vec<Vec<String>>, &'a str);
         let (inputs, cfg, outs, own): Case = match case {
             "hostile1" | "hostile2" => {
-                let inputs = vec![(demo.join("dc-in.pcap").display().to_string(), p("dc-in.pcap")), (demo.join("wan-in.pcap").display().to_string(), p("wan-in.pcap"))];
+                let inputs = vec![(demo.join("dc-in.pcap").display().to_string(), p("dc-in.pcap")), (demo.join("wan-in.pcap").display().to_string(), p("wan-in.pcap")), (demo.join("dc2-in.pcap").display().to_string(), p("dc2-in.pcap"))];
                 let mut cfg = demo_cfg.replace(&d0, &d);
-                let mut outs = vec![vec![p("dc-out.pcap")], vec![p("wan-out.pcap")]];
+                let mut outs = vec![vec![p("dc-out.pcap")], vec![p("wan-out.pcap")], vec![p("dc2-out.pcap")]];
                 if case == "hostile2" {
-                    // Two workers (one per port: packets for the shaped port
+                    // Two workers (the ports split between them: packets for the shaped port
                     // and the multicast group are handed over between them),
                     // and jumbo frames on the DC side in one mbuf.
                     cfg = cfg
@@ -2654,10 +2670,11 @@ fn hostile_traffic_is_dropped_by_name_without_crash_or_leak() {
                         .replacen("cache_size = 128", "cache_size = 128\ndata_room = 9216", 1)
                         .replacen("addresses = [\"10.0.1.1/24\", \"2001:db8:1::1/64\"]", "addresses = [\"10.0.1.1/24\", \"2001:db8:1::1/64\"]\nmtu = 9000", 1)
                         .replacen(&format!("tx_pcap={d}/dc-out.pcap"), &format!("tx_pcap={d}/dc-out.pcap,tx_pcap={d}/dc-out1.pcap"), 1)
-                        .replacen(&format!("tx_pcap={d}/wan-out.pcap"), &format!("tx_pcap={d}/wan-out.pcap,tx_pcap={d}/wan-out1.pcap"), 1);
-                    outs = vec![vec![p("dc-out.pcap"), p("dc-out1.pcap")], vec![p("wan-out.pcap"), p("wan-out1.pcap")]];
+                        .replacen(&format!("tx_pcap={d}/wan-out.pcap"), &format!("tx_pcap={d}/wan-out.pcap,tx_pcap={d}/wan-out1.pcap"), 1)
+                        .replacen(&format!("tx_pcap={d}/dc2-out.pcap"), &format!("tx_pcap={d}/dc2-out.pcap,tx_pcap={d}/dc2-out1.pcap"), 1);
+                    outs = vec![vec![p("dc-out.pcap"), p("dc-out1.pcap")], vec![p("wan-out.pcap"), p("wan-out1.pcap")], vec![p("dc2-out.pcap"), p("dc2-out1.pcap")]];
                 }
-                (inputs, cfg, outs, "10.0.1.1,10.0.2.1,2001:db8:1::1,2001:db8:2::1,fc00:0:1::/48")
+                (inputs, cfg, outs, "10.0.1.1,10.0.2.1,10.0.6.1,2001:db8:1::1,2001:db8:2::1,2001:db8:6::1,fc00:0:1::/48")
             }
             _ => {
                 let secret = "00112233445566778899aabbccddeeff";
@@ -2722,7 +2739,7 @@ via = "2001:db8:2::2"
         assert!(out.status.success(), "{case}: exit {:?}", out.status);
         assert!(!se.contains("panicked"), "{case}: a worker panicked");
         assert_eq!(mempool_in_use(&so), 0, "{case}: every mbuf back in its pool");
-        for (k, port) in ["dc", "wan"].iter().enumerate() {
+        for (k, port) in ["dc", "wan", "dc2"].iter().enumerate().take(inputs.len()) {
             let (rx, tx) = port_packets(&so, port);
             // Every frame taken off the port: none missed by the NIC for
             // want of mbufs.
@@ -2766,7 +2783,7 @@ via = "2001:db8:2::2"
         let own_py = oracle("own_frames.py");
         args.push(&own_py);
         args.push(&own_pcap);
-        args.extend(["--macs", "02:dc:00:00:00:01,02:dc:00:00:00:02", "--own", own]);
+        args.extend(["--macs", "02:dc:00:00:00:01,02:dc:00:00:00:02,02:dc:00:00:00:03", "--own", own]);
         let all: Vec<String> = outs.concat();
         args.extend(all.iter().map(|s| s.as_str()));
         let txt = py(&args);

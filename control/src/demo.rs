@@ -56,7 +56,7 @@ pub const HOST_MAC: [u8; 6] = [0x02, 0x00, 0x00, 0x00, 0x01, 0x02];
 pub const WAN_GW_MAC: [u8; 6] = [0x02, 0x00, 0x00, 0x00, 0x02, 0x02];
 
 /// The embedded default configuration; `{dir}` is the output directory.
-pub const DEFAULT_CONFIG: &str = r#"# dcirouter demo: a DC-side port and a WAN-side port on net_pcap.
+pub const DEFAULT_CONFIG: &str = r#"# dcirouter demo: two DC-side ports (two DC gateways) and a WAN-side port on net_pcap.
 [dataplane]
 status_interval_ms = 0
 # Neighbour unreachability detection: ARP / ND solicitations 50 ms apart
@@ -106,6 +106,14 @@ source = "2001:db8:1::2"
 destination = "2001:db8:3::7"
 dest_qp = 0x700
 source_qp = 0x7001
+
+# A second DC gateway: its hosts' traffic comes in here, so END.C below
+# pauses this link, not 'dc', for notifications about them.
+[[port]]
+name = "dc2"
+device = "net_pcap2,rx_pcap={dir}/dc2-in.pcap,tx_pcap={dir}/dc2-out.pcap"
+mac = "02:dc:00:00:00:03"
+addresses = ["10.0.6.1/24", "2001:db8:6::1/64"]
 
 # The Long-haul CNPs to the IPv6 hosts carry an IPsec AH (draft-tian s.9,
 # RFC 4302), which a source keyed as `ip xfrm state add src 2001:db8:1::1
@@ -183,6 +191,12 @@ ip = "2001:db8:1::99"
 mac = "02:00:00:00:01:99"
 interface = "dc"
 
+# The host behind the second DC gateway.
+[[neighbour]]
+ip = "2001:db8:6::2"
+mac = "02:00:00:00:06:02"
+interface = "dc2"
+
 # The SDN controller that gets a copy of every notification the ingress PE
 # accepts.
 [[neighbour]]
@@ -213,10 +227,12 @@ behaviour = "end.mt"
 sid = "fc00:0:1::e"
 behaviour = "end.e"
 
+# END.C toward both DC gateways (draft-hu s.4.1, "to upstream device"):
+# a notification pauses the link its sender's route leaves by.
 [[srv6.sid]]
 sid = "fc00:0:1::c"
 behaviour = "end.c"
-interface = "dc"
+interfaces = ["dc", "dc2"]
 
 # End.MT reverse path (draft-li-spring-rdma-multicast-over-srv6 s.5.3):
 # this node is adjacent to the source 2001:db8:3::2 of the group whose
@@ -510,6 +526,9 @@ pub fn traffic() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     // these consecutive frames on a loaded machine.)
     wan.push(outer6_from("fc00:0:9::2", "fc00:0:1::c", 41, &lhcnp(dataplane::wire::lhcnp::Action::Pause, 3000)));
     wan.push(to_sid("fc00:0:1::c", &lhcnp(dataplane::wire::lhcnp::Action::Resume, 50)));
+    // A CNP for the host behind the second DC gateway: END.C pauses the
+    // link toward it ('dc2') for 1 ms, and 'dc' not for it.
+    wan.push(to_sid("fc00:0:1::c", &lhcnp_to(dataplane::wire::lhcnp::Action::Pause, 1000, DC2_HOST.parse().unwrap())));
     // Two RoCEv2 packets to the multicast group ff3e::100 (the tree's
     // underlay): replicated onto the DC.
     let to_group = L2 { src: WAN_GW_MAC, dst: [0x33, 0x33, 0, 0, 1, 0] };
@@ -778,6 +797,18 @@ pub fn fann_link_failure(node: &str, port: u32, id: u32) -> Vec<u8> {
     fann_event(node, event::LINK_FAILURE, 0, id, Metadata { egress_port_id: Some(port), link_down: Some(true), ..Default::default() })
 }
 
+/// The host behind the second DC gateway (port 'dc2').
+pub const DC2_HOST: &str = "2001:db8:6::2";
+pub const DC2_HOST_MAC: [u8; 6] = [0x02, 0x00, 0x00, 0x00, 0x06, 0x02];
+pub const ROUTER_DC2_MAC: [u8; 6] = [0x02, 0xdc, 0x00, 0x00, 0x00, 0x03];
+
+/// What the host behind the second DC gateway sends: a ping to the
+/// router's address on that link.
+pub fn dc2_traffic() -> Vec<Vec<u8>> {
+    let l2 = L2 { src: DC2_HOST_MAC, dst: ROUTER_DC2_MAC };
+    vec![gen::echo6(&l2, DC2_HOST.parse().unwrap(), "2001:db8:6::1".parse().unwrap(), 0x62, 1)]
+}
+
 /// A FANN event (ICMPv6, Code 0) from `node`, sent from its own address to
 /// the router's WAN address through the WAN gateway.
 fn fann_event(node: &str, event_type: u8, event_subtype: u8, id: u32, metadata: dataplane::wire::fann::Metadata) -> Vec<u8> {
@@ -1006,6 +1037,13 @@ pub fn describe(f: &[u8]) -> String {
     }
 }
 
+/// The PFC frames (MAC Control, opcode 0x0101) in a pcap: (PAUSE, RESUME),
+/// a RESUME being a frame whose priority-3 quanta are 0.
+pub fn pfc_frames(frames: &[Vec<u8>]) -> (usize, usize) {
+    let q: Vec<u16> = frames.iter().filter(|f| f.len() >= 60 && f[12..14] == [0x88, 0x08] && f[14..16] == [0x01, 0x01]).map(|f| u16::from_be_bytes([f[14 + 4 + 6], f[14 + 5 + 6]])).collect();
+    (q.iter().filter(|&&x| x > 0).count(), q.iter().filter(|&&x| x == 0).count())
+}
+
 /// ", fragment of N octets at offset O[, MF]" for an IPv4 fragment
 /// (`ip` starts at its header), empty otherwise.
 fn ipv4_fragment(ip: &[u8]) -> String {
@@ -1059,23 +1097,28 @@ pub fn run(out: &Path) -> Result<(), String> {
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let dir: PathBuf = out.canonicalize().map_err(|e| e.to_string())?;
     let (dc, wan) = traffic();
+    let dc2 = dc2_traffic();
     write_pcap(&dir.join("dc-in.pcap"), &dc)?;
+    write_pcap(&dir.join("dc2-in.pcap"), &dc2)?;
     write_pcap(&dir.join("wan-in.pcap"), &wan)?;
     let text = DEFAULT_CONFIG.replace("{dir}", &dir.display().to_string());
     std::fs::write(dir.join("demo.toml"), &text).map_err(|e| e.to_string())?;
     std::fs::write(dir.join("dcirouter.lua"), WIRESHARK_DISSECTOR).map_err(|e| e.to_string())?;
     let cfg = config::load_str(&text)?;
     let holddown_ms = cfg.ingress_pe.as_ref().map_or(0, |p| p.failover.holddown_ns / 1_000_000);
-    println!("== dcirouter demo: DC port 'dc' (10.0.1.1/24, 2001:db8:1::1/64) and WAN port 'wan' (10.0.2.1/24, 2001:db8:2::1/64)");
-    println!("   input: {} frames from the DC host, {} from the WAN (written to {})", dc.len(), wan.len(), dir.display());
+    println!("== dcirouter demo: DC ports 'dc' (10.0.1.1/24, 2001:db8:1::1/64) and 'dc2' (10.0.6.1/24, 2001:db8:6::1/64, a second DC gateway), WAN port 'wan' (10.0.2.1/24, 2001:db8:2::1/64)");
+    println!("   input: {} frames from the DC host, {} from the host behind the second gateway, {} from the WAN (written to {})", dc.len(), dc2.len(), wan.len(), dir.display());
     let eal: Vec<String> = DEMO_EAL.iter().map(|s| s.to_string()).collect();
     let opts = RunOptions { exit_when_idle: Some(Duration::from_millis(500)), duration: Some(Duration::from_secs(30)), ctl_socket: None, quiet: false };
     let rep = router::run(cfg, &eal, &opts)?;
     let dc_out = read_pcap(&dir.join("dc-out.pcap"))?;
     let wan_out = read_pcap(&dir.join("wan-out.pcap"))?;
+    let dc2_out = read_pcap(&dir.join("dc2-out.pcap"))?;
     println!("\n== what the router sent");
     println!("  on 'dc' ({}/dc-out.pcap, {} frames):", dir.display(), dc_out.len());
     print!("{}", summarize(&dc_out));
+    println!("  on 'dc2' ({}/dc2-out.pcap, {} frames):", dir.display(), dc2_out.len());
+    print!("{}", summarize(&dc2_out));
     println!("  on 'wan' ({}/wan-out.pcap, {} frames):", dir.display(), wan_out.len());
     print!("{}", summarize(&wan_out));
     let c = &rep.counters;
@@ -1141,6 +1184,12 @@ pub fn run(out: &Path) -> Result<(), String> {
         c.local_count(Local::PfcResumeHeld),
         c.local_count(Local::ParamProblem6),
         c.local_count(Local::Injected).saturating_sub(c.local_count(Local::PeControllerCopy))
+    );
+    let (p1, r1) = pfc_frames(&dc_out);
+    let (p2, r2) = pfc_frames(&dc2_out);
+    println!(
+        "  END.C with two DC gateways (draft-hu s.4.1): PFC PAUSE / RESUME frames on 'dc' {p1} / {r1} (notifications for 2001:db8:1::2), on 'dc2' {p2} / {r2} (the CNP for {DC2_HOST}, behind the second gateway); paused every END.C link for a notification naming no sender here {}",
+        c.local_count(Local::PfcEveryInterface)
     );
     let mc_in = [Local::McAckIn, Local::McNakIn, Local::McRnrIn, Local::McFatalNakIn, Local::McCnpIn].iter().map(|l| c.local_count(*l)).sum::<u64>()
         + [Drop::McUnknownReceiver, Drop::McStalePsn, Drop::McPsnOutOfWindow, Drop::McPsnBeyondSent, Drop::McCnpRateLimited, Drop::McUnsupportedOpcode, Drop::McBadIcrc, Drop::McMalformed].iter().map(|d| c.drop_count(*d)).sum::<u64>();
