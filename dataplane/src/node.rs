@@ -563,6 +563,13 @@ mod tests {
             let mut p = VecPacket::from_bytes(&ip6_frame(58, &l4));
             assert_eq!(pl.process(&mut p, 0, 1), Verdict::Drop(Drop::FannMalformed), "{what}");
         }
+        // The UDP variant the same way (s.5.2: "processed identically"):
+        // Version 1, a UDP Length that is the datagram's, a message shorter
+        // than its bitmap says.
+        for (what, m) in [("UDP, short stack", &msg[..msg.len() - 4]), ("UDP, header only", &msg[..8])] {
+            let mut p = VecPacket::from_bytes(&ip6_frame(17, &udp(m, 0)));
+            assert_eq!(pl.process(&mut p, 0, 1), Verdict::Drop(Drop::FannMalformed), "{what}");
+        }
         // One padded after its stack (to 8-octet rows) is within the rule:
         // forwarded, its FANN Hop Limit decremented, the padding kept.
         let mut long = icmp.clone();

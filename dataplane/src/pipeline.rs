@@ -704,9 +704,10 @@ impl Pipeline {
     /// length): a FANN message directly in IPv6 has its own Hop Limit,
     /// decremented by every forwarding node and discarded at zero. Only a
     /// well-formed FANN message (Version 1, Code 0 or 1, exactly as long as
-    /// its bitmap says) is one; an ICMPv6 message of the FANN type that
-    /// says Version 1 but whose lengths do not add up is discarded (s.6:
-    /// MUST be silently discarded; counted as `fann-malformed`). Other
+    /// its bitmap says) is one; an ICMPv6 message of the FANN type, or a
+    /// UDP datagram to the FANN port, that says Version 1 but whose lengths
+    /// do not add up is discarded (s.6: MUST be silently discarded; counted
+    /// as `fann-malformed`). Other
     /// ICMPv6 messages of the experimental type (another version, RFC 4443
     /// s.2.1) and other UDP traffic to the port (an ephemeral port to most
     /// hosts) are forwarded untouched.
@@ -728,13 +729,17 @@ impl Pipeline {
                 Err(_) => {}
             }
         } else if d.get(6) == Some(&17) && d.get(42..44) == Some(&self.sids.params.fann_udp_port.to_be_bytes()[..]) {
-            // The UDP variant (s.5.2) the same way, the UDP checksum
-            // patched.
+            // The UDP variant (s.5.2) the same way ("processed identically
+            // to the ICMPv6 variant"), the UDP checksum patched: a datagram
+            // to the FANN port whose message says Version 1 but whose
+            // lengths do not add up is discarded too.
             let end = total.min(d.len());
             if let Some(u) = d.get_mut(40..end) {
+                let says_fann = u.len() > 8 && usize::from(u16::from_be_bytes([u[4], u[5]])) == u.len() && u[8] == fann::VERSION;
                 match fann::decrement_udp_hop_limit(u) {
                     Ok(Some(h)) if h > 0 => {}
                     Ok(_) => return Err(Drop::FannHopLimit),
+                    Err(_) if says_fann => return Err(Drop::FannMalformed),
                     Err(_) => {}
                 }
             }
