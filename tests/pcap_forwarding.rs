@@ -2166,8 +2166,10 @@ tlv_receivers = "learn"
 /// list (scapy decodes the SRH), a copy of the notification goes to the
 /// controller, and a FANN from an unknown node is dropped and counted, as
 /// is one from a known node's address arriving on the DC interface. R2's
-/// Long-haul CNPs reach the controller as FANN congestion events whose
-/// Event Identifiers the PE gives them (scapy reads them back).
+/// Long-haul CNPs, encapsulated toward the PE's END.E SID, go on to the DC
+/// host and reach the PE, whose copies to the controller are FANN
+/// congestion events with Event Identifiers the PE gives them (scapy reads
+/// them back).
 ///
 /// Ordering: the worker polls the DC port before the WAN port, so the
 /// notifications (first in the WAN pcap) are handed to the control thread
@@ -2208,16 +2210,20 @@ fn ingress_pe_fails_over_on_fann_and_copies_the_controller() {
         f
     };
     // Long-haul CNPs from R2 (on the primary path, which is out of use by
-    // then) to the PE: they reach the controller as FANN congestion
-    // events the PE numbers itself (a CNP has no Event Identifier).
+    // then) to the DC host 2001:db8:1::d, encapsulated toward the PE's
+    // END.E SID (draft-hu s.4.2): END.E sends them on to the host, and the
+    // PE takes them as congestion of R2 (FANN s.4.2). They reach the
+    // controller as FANN congestion events the PE numbers itself (a CNP
+    // has no Event Identifier).
     let lhcnp = |level: u8, action: dataplane::wire::lhcnp::Action, qp: u32| {
         use dataplane::wire::lhcnp::{CnpInfo, Icmpv6LhCnpRepr, MetricType, Objects};
         let info = CnpInfo { congestion_level: level, action, parameter: 0, source_qp: qp, metric_type: MetricType::QueueDepthKb, metric_value: 300 };
         let repr = Icmpv6LhCnpRepr { code: 0, info, objects: Objects::NONE };
-        let node: std::net::Ipv6Addr = "fc00::2".parse().unwrap();
+        let (node, host, sid): (std::net::Ipv6Addr, std::net::Ipv6Addr, std::net::Ipv6Addr) = ("fc00::2".parse().unwrap(), "2001:db8:1::d".parse().unwrap(), "fc00:0:a::e".parse().unwrap());
         let mut ip = vec![0u8; 40 + repr.buffer_len()];
-        dataplane::wire::lhcnp::emit_icmpv6_packet(&node.octets(), &me.octets(), 64, &repr, &dataplane::wire::params::Params::DEFAULT, &mut ip).unwrap();
-        [&R_WAN[..], &GW, &[0x86, 0xdd], &ip].concat()
+        dataplane::wire::lhcnp::emit_icmpv6_packet(&node.octets(), &host.octets(), 64, &repr, &dataplane::wire::params::Params::DEFAULT, &mut ip).unwrap();
+        let outer = [&[0x60, 0, 0, 0][..], &(ip.len() as u16).to_be_bytes(), &[41, 64], &node.octets(), &sid.octets()].concat();
+        [&R_WAN[..], &GW, &[0x86, 0xdd], &outer, &ip].concat()
     };
     use dataplane::wire::lhcnp::Action;
     let cnps = [
@@ -2251,6 +2257,9 @@ interface = "dc"
 [srv6]
 locator = "fc00:0:a::/48"
 source = "fc00:0:a::"
+[[srv6.sid]]
+sid = "fc00:0:a::e"
+behaviour = "end.e"
 [[srv6.policy]]
 prefix = "10.0.9.0/24"
 segments = [["fc00:0:1::1", "fc00:0:2::1", "fc00:0:e::d4"]]
@@ -2272,6 +2281,7 @@ notify_senders = true
     assert_eq!(counter(&so, "fann-wrong-interface"), 1);
     assert_eq!(counter(&so, "pe-notification-accepted"), 5, "R1's failure and four of R2's CNPs");
     assert_eq!(counter(&so, "fann-duplicate"), 1, "R2's second CNP at the same severity");
+    assert_eq!((counter(&so, "end-e-forwarded"), counter(&so, "pe-notification-via-sid"), counter(&so, "pe-notification-via-sid-refused")), (5, 5, 0), "R2's CNPs through END.E");
     assert_eq!(counter(&so, "pe-switched-to-backup"), 1);
     assert_eq!(counter(&so, "pe-controller-copy"), 5);
     assert_eq!(counter(&so, "l2-not-for-us"), 300_000);
@@ -2308,6 +2318,15 @@ for p in rdpcap(sys.argv[1]):
     // The controller copy: ICMPv6 FANN from the PE (srv6.source) to the
     // controller, same fields as R1's notification.
     let dc = read_pcap(&dir.join("dc-out.pcap")).unwrap();
+    // END.E sent R2's five CNPs on to the host, unchanged but for the
+    // Hop Limit.
+    let host_mac = [2, 0, 0, 0, 1, 0x0d];
+    let to_host: Vec<_> = dc.iter().filter(|f| f[0..6] == host_mac && f[12..14] == [0x86, 0xdd] && f[14 + 6] == 58 && f[14 + 40] == 200).collect();
+    assert_eq!(to_host.len(), 5);
+    for (f, c) in to_host.iter().zip(&cnps) {
+        assert_eq!((&f[14 + 8..14 + 40], f[14 + 7]), (&c[14 + 40 + 8..14 + 40 + 40], 63));
+        assert_eq!(&f[14 + 40..], &c[14 + 80..], "the CNP as R2 sent it");
+    }
     let all: Vec<_> = dc.iter().filter(|f| f[12..14] == [0x86, 0xdd] && f[14 + 6] == 58 && f[14 + 40] == 201).collect();
     assert_eq!(all.len(), 6, "the controller's five copies and the sender's notification");
     let r2: std::net::Ipv6Addr = "fc00::2".parse().unwrap();

@@ -233,6 +233,12 @@ reasons!(Local, N_LOCAL {
     McPassedUp => "mc-passed-up",
     McRttSample => "mc-rtt-sample",
     PeNotification => "pe-notification-accepted",
+    // END.C / END.E: a notification they decapsulated that is news for
+    // this node's ingress PE too (a Long-haul CNP, a FANN message to this
+    // node), handed to it; or refused as a direct one would be (a node
+    // not in known_nodes, not from its own address, wrong interface).
+    PeViaSid => "pe-notification-via-sid",
+    PeViaSidRefused => "pe-notification-via-sid-refused",
     PeSwitchedToBackup => "pe-switched-to-backup",
     PeRestored => "pe-restored-primary",
     // Of pe-switched-to-backup: the moves congestion made (s.4.2), and

@@ -864,7 +864,7 @@ impl Pipeline {
 
     /// A parsed notification for the control thread, if its originating
     /// node is known and sent it (s.6: from its own control-plane address).
-    fn pe_note(&mut self, iface: u16, src: Ipv6Addr, note: crate::fann::PeNote) -> Result<Verdict, Drop> {
+    pub(crate) fn pe_note(&mut self, iface: u16, src: Ipv6Addr, note: crate::fann::PeNote) -> Result<Verdict, Drop> {
         let node = note.originating_node();
         let known = self.sids.pe_known.as_deref().unwrap_or(&[]);
         if node != src || !known.contains(&node) {

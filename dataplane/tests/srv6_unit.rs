@@ -579,6 +579,66 @@ fn end_c_and_end_e_take_notifications_only_from_the_configured_sources() {
     assert_eq!(pl.counters.local[Local::PfcPause as usize].get(), 1);
 }
 
+/// END.C and END.E hand what they decapsulate to this node's ingress PE
+/// too (FANN draft s.4.1, s.4.2: the PE reroutes on it), as if it had been
+/// received directly: a Long-haul CNP from a known node (its source is the
+/// congested node), and at END.C a FANN message to this node, also one
+/// with no PFC meaning (a link failure), which END.C used to drop. The
+/// packet's own fate does not change; unknown nodes are refused and
+/// counted.
+#[test]
+fn end_c_and_end_e_hand_their_notifications_to_the_ingress_pe() {
+    use dataplane::endc::EndCConfig;
+    use dataplane::fann::PeNote;
+    use dataplane::pipeline::Event;
+    use dataplane::wire::fann::{event, MessageRepr, CODE_EVENT};
+    use dataplane::wire::lhcnp::Action;
+    let node = a6("fc00:0:9::1");
+    let mut pl = pipeline();
+    let mut t = sid_table();
+    t.endc = vec![(0, EndCConfig::default())];
+    t.pe_known = Some(vec![node]);
+    pl.set_sids(Arc::new(t));
+    let frame = |sid: &str, inner: &[u8]| srv6_frame(node, a6(sid), 64, 0, &srh(41, &[a6(sid)], 0, vec![]), inner);
+    let notes = |pl: &mut Pipeline| -> Vec<PeNote> {
+        pl.events.drain(..).filter_map(|e| if let Event::PeNotification(n) = e { Some(n) } else { None }).collect()
+    };
+    let cnp_from = |n: &PeNote| if let PeNote::Cnp { from, info } = n { Some((*from, info.action, info.source_qp)) } else { None };
+    // END.E: the CNP goes on to the sender, and to the PE.
+    let mut p = VecPacket::from_bytes(&frame("fc00:0:1::e", &lhcnp6(Action::RateReduce, 30)));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(1));
+    assert_eq!(notes(&mut pl).iter().map(cnp_from).collect::<Vec<_>>(), vec![Some((node, Action::RateReduce, 100))]);
+    // END.C: the PAUSE, and the PE.
+    let mut p = VecPacket::from_bytes(&frame("fc00:0:1::c", &lhcnp6(Action::Pause, 100)));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(0));
+    assert_eq!(&p.to_vec()[12..14], &[0x88, 0x08]);
+    assert_eq!(notes(&mut pl).iter().map(cnp_from).collect::<Vec<_>>(), vec![Some((node, Action::Pause, 100))]);
+    // END.C: a FANN link failure to this node (2001:db8:1::1): no PFC, but
+    // the PE's; to another address it is nobody's here.
+    let m = MessageRepr { hop_limit: 8, event_type: event::LINK_FAILURE, event_subtype: 0, event_id: 3, timestamp: 0, originating_node: node, metadata: Default::default() };
+    for udp in [false, true] {
+        let to_me = dataplane::fann::notification_packet(CODE_EVENT, &m, &node, &a6("2001:db8:1::1"), &Params::DEFAULT, udp);
+        let mut p = VecPacket::from_bytes(&frame("fc00:0:1::c", &to_me));
+        assert_eq!(run(&mut pl, &mut p), Verdict::Consumed, "udp {udp}");
+        assert_eq!(notes(&mut pl), vec![PeNote::Fann { code: CODE_EVENT, msg: m }], "udp {udp}");
+    }
+    let elsewhere = dataplane::fann::notification_packet(CODE_EVENT, &m, &node, &a6("2001:db8:3::5"), &Params::DEFAULT, false);
+    expect_drop(&mut pl, frame("fc00:0:1::c", &elsewhere), Drop::EndCNotNotification);
+    assert_eq!(pl.counters.local[Local::PfcPause as usize].get(), 1, "only the CNP's");
+    assert_eq!(pl.counters.local[Local::PeViaSid as usize].get(), 4);
+    // A CNP from a node the PE does not know: forwarded by END.E all the
+    // same, not the PE's.
+    let mut other = lhcnp6(Action::RateReduce, 30);
+    other[8..24].copy_from_slice(&a6("fc00:0:8::1").octets());
+    let sum = checksum::combine(checksum::pseudo_v6(&other[8..24].try_into().unwrap(), &other[24..40].try_into().unwrap(), 58, (other.len() - 40) as u32), checksum::sum(&{ let mut m = other[40..].to_vec(); m[2..4].copy_from_slice(&[0, 0]); m }));
+    other[42..44].copy_from_slice(&(!checksum::fold(sum)).to_be_bytes());
+    let mut p = VecPacket::from_bytes(&frame("fc00:0:1::e", &other));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(1));
+    assert!(notes(&mut pl).is_empty());
+    assert_eq!(pl.counters.local[Local::PeViaSidRefused as usize].get(), 1);
+    assert_eq!(pl.counters.local[Local::EndEForwarded as usize].get(), 2);
+}
+
 /// END.C reached through another local SID (End, then END.C) on a worker
 /// that does not hold the node's END.C state: handed to the owner as it
 /// is now (DA = the END.C SID), where it becomes the PAUSE.
