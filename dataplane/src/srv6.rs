@@ -52,7 +52,9 @@
 //! 3. the End.MT TLV "associated with S" (S04) is the one whose Edge Node
 //!    Address equals the SID `S` itself; when there is none and the table has
 //!    a node address ([`SidTable::set_node_address`]), the one whose Edge Node
-//!    Address equals that. Several End.MT TLVs may be present; the others are
+//!    Address equals that; else the first whose Edge Node Address is one of
+//!    this node's interface addresses (s.6.1: "the IPv6 unicast address of
+//!    the edge node"). Several End.MT TLVs may be present; the others are
 //!    skipped (but a malformed one before the match drops the packet,
 //!    `endmt-tlv-malformed`, so a corrupted SRH is never half-processed);
 //! 4. the receivers are the TLV's, followed by the control-plane provisioned
@@ -1145,6 +1147,12 @@ impl Pipeline {
             if let Some(node) = self.sids.node_addr {
                 tlv = view.end_mt_tlv_for(ty, &node).map_err(|_| Drop::EndMtTlvMalformed)?;
             }
+        }
+        if tlv.is_none() {
+            // The Edge Node Address is "the IPv6 unicast address of the
+            // edge node" (s.6.1): any of this node's interface addresses.
+            let topo = &self.topo;
+            tlv = view.end_mt_tlv_where(ty, |a| topo.is_local6(a)).map_err(|_| Drop::EndMtTlvMalformed)?;
         }
         let (tlv_off, tlv_n) = match &tlv {
             Some(t) => {

@@ -1207,6 +1207,15 @@ fn end_mt_matches_the_tlv_by_node_address_and_propagates_ce() {
     assert_eq!(Ipv6Packet::new_checked(l3(&frame)).unwrap().ecn(), 3, "outer CE onto an ECT inner");
     // Outer CE onto a Not-ECT inner: dropped.
     expect_drop(&mut pl, mt_frame(sid_mt(), sid_mt(), &rs, 0x03, 0x00), Drop::DecapCeNotEct);
+    // s.6.1: the Edge Node Address is "the IPv6 unicast address of the
+    // edge node": a TLV naming one of its interface addresses (p1's
+    // 2001:db8:1::1) is this node's too.
+    let f = mt_frame(sid_mt(), a6("2001:db8:1::1"), &rs, 0, 0x01);
+    let mut p = VecPacket::from_bytes(&f);
+    assert_eq!(run(&mut pl, &mut p), Verdict::Replicate(1));
+    let (port, frame) = replicas(&mut pl, &p, 1).remove(0).unwrap();
+    assert_eq!(port, 2);
+    check_replica(&frame, rs[0].0, rs[0].1, &roce6(0x01, 200));
 }
 
 #[test]

@@ -284,9 +284,19 @@ impl<T: AsRef<[u8]>> Srh<T> {
         end_mt_type: u8,
         edge: &Ipv6Addr,
     ) -> Result<Option<EndMtTlv<&[u8]>>> {
+        self.end_mt_tlv_where(end_mt_type, |a| a == edge)
+    }
+
+    /// The first End.MT TLV whose Edge Node Address satisfies `is_edge`,
+    /// validated as [`end_mt_tlv_for`](Self::end_mt_tlv_for) does.
+    pub fn end_mt_tlv_where(
+        &self,
+        end_mt_type: u8,
+        is_edge: impl Fn(&Ipv6Addr) -> bool,
+    ) -> Result<Option<EndMtTlv<&[u8]>>> {
         for t in self.end_mt_tlvs(end_mt_type) {
             let t = t?;
-            if t.edge_node_address() == *edge {
+            if is_edge(&t.edge_node_address()) {
                 return Ok(Some(t));
             }
         }
