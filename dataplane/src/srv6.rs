@@ -1771,8 +1771,9 @@ pub fn notification_sender(ip: &[u8], proto: IpProtocol, params: &Params) -> Opt
 /// that validates completely asks for a PAUSE or RESUME: besides the
 /// headers, the Long-haul CNP body parses, and a FANN message is Version 1
 /// with the length its metadata bitmap says (s.6: a message whose lengths
-/// do not add up is discarded) and a congestion, queue buildup, microburst
-/// or recovery event. None otherwise.
+/// do not add up is discarded), sent from its Originating Node's own
+/// address (s.6), and a congestion, queue buildup, microburst or recovery
+/// event. None otherwise.
 pub fn notification_request(ip: &[u8], proto: IpProtocol, params: &Params) -> Option<crate::endc::Request> {
     use crate::endc::Request;
     use crate::wire::fann::{self, event};
@@ -1798,6 +1799,10 @@ pub fn notification_request(ip: &[u8], proto: IpProtocol, params: &Params) -> Op
         }
         Notification::FannIcmp(src, dst, m) => {
             let r = fann::PacketRepr::parse(&fann::Packet::new_checked(m).ok()?, &src, &dst, params.icmpv6_fann_type).ok()?;
+            // s.6: sent from the originating node's own address.
+            if r.message.originating_node != src {
+                return None;
+            }
             from_fann(r.code, &r.message)
         }
         Notification::RoceCnp(bth) => {
@@ -1810,6 +1815,9 @@ pub fn notification_request(ip: &[u8], proto: IpProtocol, params: &Params) -> Op
         }
         Notification::FannUdp(m) => {
             let m = fann::MessageRepr::parse(&fann::Message::new_checked(m).ok()?).ok()?;
+            if m.originating_node.octets()[..] != *ip.get(8..24)? {
+                return None;
+            }
             from_fann(fann::CODE_EVENT, &m)
         }
     }

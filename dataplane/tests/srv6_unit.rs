@@ -858,8 +858,9 @@ fn end_c_with_several_gateways_pauses_the_link_toward_the_sender() {
 }
 
 /// END.C acts only on a notification that validates completely (FANN
-/// draft s.6: lengths that do not add up are discarded; checksums and the
-/// ICRC verified); FANN over UDP (s.5.2) is a notification too.
+/// draft s.6: lengths that do not add up are discarded, a FANN message
+/// comes from its originating node's address; checksums and the ICRC
+/// verified); FANN over UDP (s.5.2) is a notification too.
 #[test]
 fn end_c_refuses_malformed_notifications_and_takes_fann_over_udp() {
     use dataplane::endc::EndCConfig;
@@ -891,7 +892,12 @@ fn end_c_refuses_malformed_notifications_and_takes_fann_over_udp() {
     udp_bad[40 + 8 + 10] ^= 1;
     let mut udp_zero_sum = udp.clone();
     udp_zero_sum[40 + 6..40 + 8].copy_from_slice(&[0, 0]);
-    for (what, inner) in [("checksum", &bad_sum), ("short", &short), ("long", &long), ("version", &version), ("lhcnp checksum", &lh_bad), ("udp checksum", &udp_bad), ("udp zero checksum", &udp_zero_sum)] {
+    // s.6: FANN is sent from the originating node's own address; one from
+    // another address is not taken (a device that can reach the SID cannot
+    // pause the DC in a WAN node's name).
+    let forged = dataplane::fann::notification_packet(CODE_EVENT, &m, &a6("fc00:0:9::7"), &a6("2001:db8:3::5"), &Params::DEFAULT, false);
+    let forged_udp = dataplane::fann::notification_packet(CODE_EVENT, &m, &a6("fc00:0:9::7"), &a6("2001:db8:3::5"), &Params::DEFAULT, true);
+    for (what, inner) in [("checksum", &bad_sum), ("short", &short), ("long", &long), ("version", &version), ("lhcnp checksum", &lh_bad), ("udp checksum", &udp_bad), ("udp zero checksum", &udp_zero_sum), ("not from the originating node", &forged), ("udp, not from the originating node", &forged_udp)] {
         let mut p = VecPacket::from_bytes(&frame(inner));
         assert_eq!(run(&mut pl, &mut p), Verdict::Drop(Drop::EndCNotNotification), "{what}");
     }
