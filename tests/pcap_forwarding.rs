@@ -721,12 +721,22 @@ fn show_congestion_and_flows_while_congested() {
 /// ring. The CNPs then name the source QP: none is sent with QP 0.
 #[test]
 fn source_qps_are_learned_from_responses_on_any_worker() {
-    source_qps_from_responses(1);
-    source_qps_from_responses(2);
+    source_qps_from_reverse(1, false);
+    source_qps_from_reverse(2, false);
 }
 
-fn source_qps_from_responses(workers: usize) {
-    let name = format!("resp-qp{workers}");
+/// The same with standard RoCEv2 CNPs (opcode 0x81, E clear) in place of
+/// the ACKs: what a receiver's NIC sends back for CE-marked packets, and
+/// for UC flows the only packets that come back. Each host pair has one
+/// flow, so a CNP names it without a PSN.
+#[test]
+fn source_qps_are_learned_from_standard_cnps_on_any_worker() {
+    source_qps_from_reverse(1, true);
+    source_qps_from_reverse(2, true);
+}
+
+fn source_qps_from_reverse(workers: usize, cnps: bool) {
+    let name = format!("{}-qp{workers}", if cnps { "cnp" } else { "resp" });
     let dir = workdir(&name);
     let to_router = control::gen::L2 { src: HOST, dst: R_DC };
     let from_wan = control::gen::L2 { src: [0x02, 0, 0, 0, 0x02, 0x02], dst: [0x02, 0xdc, 0, 0, 0, 0x02] };
@@ -735,9 +745,11 @@ fn source_qps_from_responses(workers: usize) {
     let frames = four_flows(&to_router, src);
     control::demo::write_pcap(&dir.join("dc-in.pcap"), &frames).unwrap();
     control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
-    // RC ACKs from the four receivers, PSN 0 (acknowledging what was
-    // sent), to the requester's QP 0x500 + i; 64 rounds, read once.
-    let acks: Vec<Vec<u8>> = (0..64).flat_map(|_| (0..4u32).map(|i| control::gen::roce6_op(&from_wan, dst(i), src, 49153, 0x11, 0x500 + i, 0, 4, 64))).collect();
+    // RC ACKs (or CNPs) from the four receivers, PSN 0 (acknowledging what
+    // was sent), to the requester's QP 0x500 + i; 64 rounds, read once.
+    let op = if cnps { dataplane::wire::roce::opcode::CNP } else { 0x11 };
+    let acks: Vec<Vec<u8>> = (0..64).flat_map(|_| (0..4u32).map(|i| control::gen::roce6_op(&from_wan, dst(i), src, 49153, op, 0x500 + i, 0, 4, 64))).collect();
+    assert!(acks.iter().all(|f| f[14 + 48] == op && f[14 + 48 + 4] & 0x20 == 0), "E bit clear: standard, not Long-haul");
     control::demo::write_pcap(&dir.join("acks.pcap"), &acks).unwrap();
     let cfg = dir.join("r.toml");
     let d = dir.display();
@@ -775,7 +787,8 @@ fn source_qps_from_responses(workers: usize) {
     let workers_table = ok("show workers");
     eprintln!("{workers_table}");
     let show = ok("show congestion");
-    assert_eq!(value(&show, "source-qps-from-responses"), 4, "each flow learned once: {show}");
+    let (learned, other) = if cnps { ("source-qps-from-cnps", "source-qps-from-responses") } else { ("source-qps-from-responses", "source-qps-from-cnps") };
+    assert_eq!((value(&show, learned), value(&show, other)), (4, 0), "each flow learned once: {show}");
     let st = wait_deadline(&mut child, RUN_DEADLINE);
     assert!(st.success());
     let so = std::fs::read_to_string(&out).unwrap();

@@ -291,6 +291,7 @@ pub fn congestion(views: &[(u16, CongestionView)], names: &[(u16, String)]) -> S
             ("flow-table-full", s.flow_table_full.to_string()),
             ("drops-counted-for-flows", s.drops_counted.to_string()),
             ("source-qps-from-responses", format!("{} (unmatched {}, ambiguous {}, walk-limited {})", s.reverse_learned, s.reverse_unmatched, s.reverse_ambiguous, s.reverse_walk_limited)),
+            ("source-qps-from-cnps", s.reverse_learned_from_cnp.to_string()),
         ];
         for (k, val) in rows {
             let _ = writeln!(o, "  {k:<28} {val:>12}");

@@ -98,6 +98,8 @@ fn bth_at(d: &[u8], udp: usize, src: IpAddr, dst: IpAddr) -> Option<RoceInfo> {
         dest_qp: u32::from_be_bytes([0, b[5], b[6], b[7]]),
         psn: u32::from_be_bytes([0, b[9], b[10], b[11]]),
         sport: u16::from_be_bytes([u[0], u[1]]),
+        // The E bit (wire::roce::Bth::ext).
+        ext: b[4] & 0x20 != 0,
     })
 }
 
@@ -161,10 +163,11 @@ fn bth_fields(d: &[u8], udp: usize) -> Option<(u32, u8, u32, u16)> {
 }
 
 /// Whether `frame` may be a RoCEv2 response (ACK, NAK, read response,
-/// atomic ACK), the packets reverse source-QP learning reads: false only
-/// when the frame is plainly something else (not IP, not UDP to 4791, or
-/// a BTH opcode that is not a response); IPv6 with extension headers or
-/// tunnels answers true and is left to [`roce_meta`].
+/// atomic ACK) or standard CNP (opcode 0x81, E clear), the packets reverse
+/// source-QP learning reads ([`RoceInfo::teaches_source_qp`]): false only
+/// when the frame is plainly something else (not IP, not UDP to 4791, a
+/// BTH opcode that is neither, or a Long-haul CNP); IPv6 with extension
+/// headers or tunnels answers true and is left to [`roce_meta`].
 #[inline]
 pub fn maybe_response(frame: &[u8]) -> bool {
     let Some((l3, et)) = l3_offset(frame) else { return false };
@@ -180,8 +183,10 @@ pub fn maybe_response(frame: &[u8]) -> bool {
         },
         _ => return false,
     };
+    use crate::wire::roce::opcode;
     match bth_fields(frame, udp) {
-        Some((_, opcode, _, _)) => crate::wire::roce::opcode::is_response(opcode),
+        // bth_fields saw the whole BTH: its E bit is there.
+        Some((_, op, _, _)) => opcode::is_response(op) || (op == opcode::CNP && frame[udp + 8 + 4] & 0x20 == 0),
         None => false,
     }
 }
@@ -325,6 +330,18 @@ mod tests {
             assert!(maybe_response(&with_opcode(0x12, v6)));
             // And roce_meta agrees that these are RoCEv2.
             assert!(roce_meta(&with_opcode(0x11, v6)).is_some());
+            // A standard CNP (E clear, BECN set): yes; a Long-haul CNP (E
+            // set): no, and roce_meta says which is which.
+            let mut cnp = with_opcode(0x81, v6);
+            let e = cnp.len() - 4 - 12 + 4;
+            cnp[e] = 0x40;
+            assert!(maybe_response(&cnp));
+            let m = roce_meta(&cnp).unwrap();
+            assert!(!m.info.ext && m.info.teaches_source_qp());
+            cnp[e] = 0x60;
+            assert!(!maybe_response(&cnp));
+            let m = roce_meta(&cnp).unwrap();
+            assert!(m.info.ext && !m.info.teaches_source_qp());
         }
         // Not UDP 4791, not IP: no.
         let mut f = eth(0x0800);

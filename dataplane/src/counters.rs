@@ -142,9 +142,9 @@ reasons!(Local, N_LOCAL {
     // A replaced snapshot the control thread had no room to take back,
     // freed by the worker itself between bursts (should stay 0).
     SnapshotFreedByWorker => "snapshot-freed-by-worker",
-    // A RoCEv2 response another worker owns the congestion stage for,
-    // not handed over because its ring was full (its source QP is then
-    // learned from a later response; should stay 0).
+    // A RoCEv2 response or standard CNP another worker owns the congestion
+    // stage for, not handed over because its ring was full (its source QP
+    // is then learned from a later one; should stay 0).
     ResponseNotObserved => "response-not-observed",
     // A RoCEv2 data packet dropped as handoff-full on its way to another
     // worker's congestion-aware port that the owner could not be told of

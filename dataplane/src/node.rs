@@ -219,17 +219,18 @@ impl<P: PacketBuffer> EgressPort<P> {
     }
 
     /// A received RoCEv2 packet (parsed once for all ports with
-    /// [`classify::roce_meta`]): responses teach the congestion stage the
-    /// source QPs of forward flows.
+    /// [`classify::roce_meta`]): responses and standard CNPs
+    /// ([`RoceInfo::teaches_source_qp`](crate::congestion::RoceInfo::teaches_source_qp))
+    /// teach the congestion stage the source QPs of forward flows.
     #[inline]
     pub fn observe_roce(&mut self, meta: &classify::RoceMeta, now: u64) {
         self.observe_response(&meta.info, now);
     }
 
-    /// [`observe_roce`](Self::observe_roce) for a response another worker
-    /// saw and handed over.
+    /// [`observe_roce`](Self::observe_roce) for a response or CNP another
+    /// worker saw and handed over.
     pub fn observe_response(&mut self, info: &crate::congestion::RoceInfo, now: u64) {
-        if self.cong.is_some() && crate::wire::roce::opcode::is_response(info.opcode) {
+        if self.cong.is_some() && info.teaches_source_qp() {
             self.flush();
             if let Some(c) = self.cong.as_mut() {
                 c.on_reverse(info, now);
@@ -637,5 +638,90 @@ mod tests {
         let d = m.data();
         assert_eq!(d[14 + 6], 58);
         assert_eq!(&d[14 + 24..14 + 40], &"2001:db8:1::2".parse::<Ipv6Addr>().unwrap().octets());
+    }
+
+    /// Ethernet + IPv6 (ECN `ecn`) + UDP to 4791 + BTH (opcode `op`, octet
+    /// 4 `flags`: FECN, BECN, E; PSN 0) + 16 octets + ICRC, `src` to `dst`.
+    fn roce_frame(src: &str, dst: &str, op: u8, flags: u8, dest_qp: u32, ecn: u8) -> Vec<u8> {
+        let mut udp = vec![0xc0, 0x01, 0x12, 0xb7, 0, 8 + 12 + 16 + 4, 0, 0, op, 0, 0xff, 0xff, flags];
+        udp.extend_from_slice(&dest_qp.to_be_bytes()[1..]);
+        udp.extend_from_slice(&[0; 4 + 16 + 4]);
+        let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 9, 0x86, 0xdd, 0x60, ecn << 4, 0, 0];
+        f.extend_from_slice(&(udp.len() as u16).to_be_bytes());
+        f.extend_from_slice(&[17, 64]);
+        f.extend_from_slice(&src.parse::<Ipv6Addr>().unwrap().octets());
+        f.extend_from_slice(&dst.parse::<Ipv6Addr>().unwrap().octets());
+        f.extend(udp);
+        f
+    }
+
+    /// What a worker does with a received frame (`Worker::handle_burst`):
+    /// `maybe_response`, one `roce_meta`, `teaches_source_qp`, then
+    /// `observe_roce` on its own ports and, through the ring, on another
+    /// worker's (`observe_response`). Whether the frame got there.
+    fn worker_rx(f: &[u8], own: &mut EgressPort<VecPacket>, other: &mut EgressPort<VecPacket>, now: u64) -> bool {
+        if !classify::maybe_response(f) {
+            return false;
+        }
+        let Some(meta) = classify::roce_meta(f) else { return false };
+        if !meta.info.teaches_source_qp() {
+            return false;
+        }
+        own.observe_roce(&meta, now);
+        other.observe_response(&meta.info, now);
+        true
+    }
+
+    /// A standard RoCEv2 CNP (opcode 0x81, BECN, E clear) from a flow's
+    /// destination gets through the receive path's filters to the
+    /// congestion stages, of this worker and of the others, and teaches a
+    /// UC flow (no responses at all) its source QP; a Long-haul CNP (E
+    /// set), plain or in a tunnel, is not used.
+    #[test]
+    fn standard_cnps_teach_source_qps_on_the_receive_path() {
+        let counters = WorkerCounters::default();
+        let spec = CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: None, notify_sids: Vec::new(), source_qps: Vec::new(), source_formats: Vec::new(), auth: Default::default() };
+        let mut own: EgressPort<VecPacket> = EgressPort::new(EgressConfig::default(), Some(spec.clone()));
+        let mut other: EgressPort<VecPacket> = EgressPort::new(EgressConfig::default(), Some(spec));
+        let (a, b) = ("2001:db8:1::2", "2001:db8:3::2");
+        let (ia, ib): (IpAddr, IpAddr) = (a.parse().unwrap(), b.parse().unwrap());
+        // UC SEND-only (0x24) from a to b's QP 0x100, ECT(0), through both
+        // ports.
+        for e in [&mut own, &mut other] {
+            e.admit(VecPacket::from_bytes(&roce_frame(a, b, 0x24, 0, 0x100, 2)), 1, &counters).unwrap();
+        }
+        let qp = |e: &EgressPort<VecPacket>| e.cong.as_ref().unwrap().flow_source_qp(ia, ib, 0x100);
+        let stats = |e: &EgressPort<VecPacket>| *e.cong.as_ref().unwrap().stats();
+        // Data does not get there.
+        assert!(!worker_rx(&roce_frame(b, a, 0x24, 0, 0x100, 2), &mut own, &mut other, 2));
+        // A Long-haul CNP from b naming QP 0x66: stopped by maybe_response.
+        let lh = roce_frame(b, a, 0x81, 0x60, 0x66, 0);
+        assert!(!worker_rx(&lh, &mut own, &mut other, 3));
+        // Inside an IPv6 tunnel maybe_response cannot tell, roce_meta's E
+        // bit does; and the stage ignores it anyway (the simulation hands
+        // every frame maybe_response passes to observe_roce).
+        let mut tun = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 9, 0x86, 0xdd, 0x60, 0, 0, 0];
+        tun.extend_from_slice(&((lh.len() - 14) as u16).to_be_bytes());
+        tun.extend_from_slice(&[41, 64]);
+        tun.extend_from_slice(&"fc00:9::1".parse::<Ipv6Addr>().unwrap().octets());
+        tun.extend_from_slice(&"fc00:1::1".parse::<Ipv6Addr>().unwrap().octets());
+        tun.extend_from_slice(&lh[14..]);
+        assert!(classify::maybe_response(&tun));
+        let m = classify::roce_meta(&tun).unwrap();
+        assert!(m.tunnelled && m.info.ext && m.info.opcode == 0x81);
+        assert!(!worker_rx(&tun, &mut own, &mut other, 4));
+        own.observe_roce(&m, 5);
+        other.observe_response(&m.info, 5);
+        for e in [&own, &other] {
+            assert_eq!(qp(e), None);
+            let st = stats(e);
+            assert_eq!((st.reverse_learned, st.reverse_learned_from_cnp, st.reverse_unmatched, st.reverse_ambiguous), (0, 0, 0, 0));
+        }
+        // The standard CNP from b naming a's QP 0x55 (BECN, E clear).
+        assert!(worker_rx(&roce_frame(b, a, 0x81, 0x40, 0x55, 0), &mut own, &mut other, 6));
+        for e in [&own, &other] {
+            assert_eq!(qp(e), Some(0x55));
+            assert_eq!((stats(e).reverse_learned_from_cnp, stats(e).reverse_learned), (1, 0));
+        }
     }
 }

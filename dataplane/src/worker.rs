@@ -427,12 +427,12 @@ impl Worker {
             let Some(m) = (unsafe { Mbuf::from_raw(raw) }) else { continue };
             bytes += m.len() as u64;
             if self.observe_reverse && crate::classify::maybe_response(m.data()) {
-                // Responses (ACK, read responses) carry the requester's QP
-                // as DestQP: the congestion stages learn source QPs from them,
-                // this worker's own and, through their rings, the others'.
-                // One parse for all ports.
+                // Responses (ACK, read responses) and standard CNPs carry
+                // the requester's QP as DestQP: the congestion stages learn
+                // source QPs from them, this worker's own and, through their
+                // rings, the others'. One parse for all ports.
                 if let Some(meta) = crate::classify::roce_meta(m.data()) {
-                    if crate::wire::roce::opcode::is_response(meta.info.opcode) {
+                    if meta.info.teaches_source_qp() {
                         for e in self.egress.iter_mut().flatten() {
                             e.observe_roce(&meta, now);
                         }

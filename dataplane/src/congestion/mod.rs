@@ -13,7 +13,8 @@
 //!   per-flow byte counters saturate at zero and are reset when the queue is
 //!   seen empty, so a missed call cannot wedge them, but it skews them);
 //! * [`CongestionPort::on_reverse`] for RoCEv2 packets of the reverse
-//!   direction (ACKs, read responses) of flows this port carries — i.e. on
+//!   direction (ACKs, read responses, atomic ACKs, standard CNPs:
+//!   [`RoceInfo::teaches_source_qp`]) of flows this port carries — i.e. on
 //!   the port through which the *forward* packets leave, typically the one
 //!   the reverse packet arrived on — to learn the source QP (unknown flows:
 //!   `reverse_unmatched`, no state is created);
@@ -128,11 +129,27 @@
 //! create flows. Idle flows (no packet for `flow_idle_timeout_ns`, nothing
 //! queued) are removed by an incremental sweep in `poll` (`flows_aged`).
 //! The source QP comes from configuration ([`CongestionPort::set_source_qp`],
-//! which wins) or from reverse traffic: a packet from the flow's destination
-//! to its source carries the forward source QP as DestQP; with several flows
-//! between the two hosts, the one whose last PSN is closest at or after the
-//! reverse packet's PSN (ACKs acknowledge forward PSNs) takes it; a tie is
-//! `reverse_ambiguous`. A reverse packet examines at most
+//! which wins: reverse traffic never overwrites it) or from reverse
+//! traffic: a packet from the flow's destination to its source carries the
+//! forward source QP as DestQP. Two kinds of reverse packets are used:
+//!
+//! * RC/RD responses (ACK, read response, atomic ACK; `reverse_learned`):
+//!   with several flows between the two hosts, the one whose last PSN is
+//!   closest at or after the response's PSN (ACKs acknowledge forward PSNs)
+//!   takes it; a tie is `reverse_ambiguous`.
+//! * Standard RoCEv2 CNPs (BTH opcode 0x81, E bit clear), which the
+//!   destination's NIC sends to the source for CE-marked packets (DCQCN):
+//!   they come back precisely while a queue marks, and they are the only
+//!   reverse packets of UC flows (`reverse_learned_from_cnp`). Their PSN
+//!   means nothing, so a CNP teaches only when the flow is unambiguous: the
+//!   pair has one flow, or exactly one of the pair's flows has no source QP
+//!   yet (neither learned nor configured) and none already has the CNP's
+//!   QP; two or more without one is `reverse_ambiguous`. Long-haul CNPs (E
+//!   set, [`crate::wire::lhcnp::is_roce_lhcnp`]) come from congestion
+//!   points, not from the destination, and are not used.
+//!
+//! With a single flow between the two hosts, either kind sets its source QP
+//! (a learned one is replaced). A reverse packet examines at most
 //! [`MAX_REVERSE_WALK`] (64) of the pair's flows (its first, then the
 //! newest); when the pair has more it learns nothing
 //! (`reverse_walk_limited`): configure the source QPs of host pairs with
@@ -165,9 +182,10 @@
 //! experimental C-Type [`CTYPE_FLOW_ID`] (254, s.10.3), 20 octets: the flow's
 //! destination address (IPv6, or IPv4-mapped) and its DestQP, from which a
 //! source can find its QP (a remote address and QPN identify an RC QP).
-//! [`Policy::unknown_source_qp`] can hold such CNPs back: all of them, or
-//! the RoCEv2-format ones, which carry no such object
-//! (`source_qp_unknown_skipped`; the flow is then not throttled).
+//! The object is in both formats; but a RoCE NIC acts on the BTH DestQP,
+//! 0 here, so [`Policy::unknown_source_qp`] can hold such CNPs back: all
+//! of them, or only the RoCEv2-format ones (`source_qp_unknown_skipped`;
+//! the flow is then not throttled).
 
 mod auth;
 mod build;
@@ -231,12 +249,12 @@ pub struct Policy {
 }
 
 /// A CNP for a flow whose source QP is not known (neither configured nor
-/// learned from a response): DestQP and Source QP Number are then 0.
+/// learned from reverse traffic): DestQP and Source QP Number are then 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum UnknownSourceQp {
-    /// Send it anyway (the "send what is known"): the ICMPv6
-    /// format carries the Flow ID object from which a source can find its
-    /// QP; a RoCEv2-format CNP to QP 0 is only counted by the source.
+    /// Send it anyway (the "send what is known"): both formats
+    /// carry the Flow ID object from which a source can find its QP, but a
+    /// RoCE NIC reads only the RoCEv2 format's BTH DestQP, 0 here.
     #[default]
     Send,
     /// Send only the ICMPv6 format: a RoCEv2-format CNP that names no QP
@@ -521,6 +539,24 @@ pub struct RoceInfo {
     pub psn: u32,
     /// The UDP source port (RoCEv2's entropy, set by the sender per QP).
     pub sport: u16,
+    /// The BTH E (Extension Present) bit (draft s.6.2.1): set on
+    /// RoCEv2-format Long-haul CNPs, clear on standard RoCEv2 CNPs and
+    /// every other packet.
+    pub ext: bool,
+}
+
+impl RoceInfo {
+    /// Whether this packet, travelling from a flow's destination to its
+    /// source, names the flow's source QP as its DestQP: an RC/RD response
+    /// (ACK, read response, atomic ACK) or a standard RoCEv2 CNP (opcode
+    /// 0x81, E clear) that the destination's NIC sends to the source for
+    /// CE-marked packets. A Long-haul CNP (E set) does not: it is a
+    /// congestion point's, not the destination's.
+    #[inline]
+    pub fn teaches_source_qp(&self) -> bool {
+        use crate::wire::roce::opcode;
+        opcode::is_response(self.opcode) || (self.opcode == opcode::CNP && !self.ext)
+    }
 }
 
 /// What the packet path reads from a RoCEv2 packet: the flow key, packed
@@ -607,8 +643,15 @@ pub struct CongestionStats {
     /// CNPs not sent: the source is IPv4 and not configured to accept
     /// the RoCEv2 format (s.4, s.10.5).
     pub format_unconfigured: u64,
+    /// Source QPs learned from responses (ACK, read response, atomic ACK).
     pub reverse_learned: u64,
+    /// Source QPs learned from standard RoCEv2 CNPs.
+    pub reverse_learned_from_cnp: u64,
+    /// Reverse packets (responses and CNPs) whose host pair has no flow
+    /// here, or that name a QP no flow of the pair can take.
     pub reverse_unmatched: u64,
+    /// Reverse packets that could belong to several of the pair's flows:
+    /// nothing learned.
     pub reverse_ambiguous: u64,
     /// Reverse packets whose host pair has more than
     /// [`MAX_REVERSE_WALK`] flows: nothing learned (configure those

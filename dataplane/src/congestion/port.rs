@@ -532,11 +532,19 @@ impl CongestionPort {
         }
     }
 
-    /// A RoCEv2 packet of the reverse direction: learn the forward flow's
-    /// source QP (module documentation, "Flows and source QPs").
+    /// A RoCEv2 packet of the reverse direction, a response or a standard
+    /// CNP ([`RoceInfo::teaches_source_qp`]): learn the forward flow's
+    /// source QP (module documentation, "Flows and source QPs"). A
+    /// Long-haul CNP (E set) is ignored.
     pub fn on_reverse(&mut self, info: &RoceInfo, now: u64) {
         let _ = now;
         self.resolve();
+        if info.opcode == opcode::CNP {
+            if !info.ext {
+                self.on_reverse_cnp(info);
+            }
+            return;
+        }
         // Forward flows go from info.dst to info.src.
         let (fsrc, fdst) = (info.dst, info.src);
         let qp = info.dest_qp & PSN_MASK;
@@ -589,6 +597,58 @@ impl CongestionPort {
             Some(f) if !f.src_qp_configured() => {
                 f.set_src_qp(qp, false);
                 self.stats.reverse_learned += 1;
+            }
+            _ => self.stats.reverse_unmatched += 1,
+        }
+    }
+
+    /// [`on_reverse`](Self::on_reverse) for a standard RoCEv2 CNP: its PSN
+    /// says nothing (usually 0), so it names the flow only when that is
+    /// unambiguous: the pair has one flow, or exactly one of the pair's
+    /// flows has no source QP yet (neither learned nor configured) and none
+    /// has this one. Same bounded walk as for responses.
+    fn on_reverse_cnp(&mut self, info: &RoceInfo) {
+        let (fsrc, fdst) = (info.dst, info.src);
+        let qp = info.dest_qp & PSN_MASK;
+        let mut s = self.flows.pair_head(fsrc, fdst);
+        if s == NONE {
+            self.stats.reverse_unmatched += 1;
+            return;
+        }
+        let mut n = 0usize;
+        let mut only = NONE;
+        let mut unknown = NONE;
+        let mut unknowns = 0usize;
+        while s != NONE {
+            let Some(f) = self.flows.get(s) else { break };
+            if f.src_qp() == Some(qp) {
+                return; // already known
+            }
+            n += 1;
+            only = s;
+            if f.src_qp().is_none() {
+                unknowns += 1;
+                unknown = s;
+            }
+            s = self.flows.pair_next(s);
+            if n >= MAX_REVERSE_WALK && s != NONE {
+                self.stats.reverse_walk_limited += 1;
+                return;
+            }
+        }
+        let pick = match (n, unknowns) {
+            (1, _) => only,
+            (_, 1) => unknown,
+            (_, 0) => NONE,
+            _ => {
+                self.stats.reverse_ambiguous += 1;
+                return;
+            }
+        };
+        match self.flows.get_mut(pick) {
+            Some(f) if !f.src_qp_configured() => {
+                f.set_src_qp(qp, false);
+                self.stats.reverse_learned_from_cnp += 1;
             }
             _ => self.stats.reverse_unmatched += 1,
         }

@@ -210,6 +210,7 @@ mod tests {
             opcode: crate::wire::roce::opcode::SEND_ONLY,
             psn: i,
             sport: 49152,
+            ext: false,
         }
     }
 

@@ -27,12 +27,22 @@ fn data(src: IpAddr, dst: IpAddr, dest_qp: u32, psn: u32) -> RoceInfo {
         opcode: opcode::RC | opcode::SEND_ONLY,
         psn,
         sport: 0xc000 | (dest_qp & 0x3fff) as u16,
+        ext: false,
     }
 }
 fn ack(src: IpAddr, dst: IpAddr, dest_qp: u32, psn: u32) -> RoceInfo {
     RoceInfo {
         opcode: opcode::RC_ACKNOWLEDGE,
         ..data(src, dst, dest_qp, psn)
+    }
+}
+/// A standard RoCEv2 CNP (DCQCN: opcode 0x81, E clear, PSN 0) from `src`
+/// (a flow's destination) to `dst` (its source) naming `dest_qp`, a QP at
+/// `dst`.
+fn std_cnp(src: IpAddr, dst: IpAddr, dest_qp: u32) -> RoceInfo {
+    RoceInfo {
+        opcode: opcode::CNP,
+        ..data(src, dst, dest_qp, 0)
     }
 }
 
@@ -952,6 +962,162 @@ fn source_qp_single_flow_and_ambiguity() {
     assert_eq!(c.stats().reverse_ambiguous, 1);
     assert_eq!(c.flow_source_qp(a, b, 200), None);
     assert_eq!(c.flow_source_qp(a, b, 201), None);
+}
+
+/// A standard RoCEv2 CNP from the destination names the forward flow's
+/// source QP: with one flow between the hosts it is learned, whatever its
+/// PSN, also for a UC flow (no responses at all), counted apart from
+/// responses; the Long-haul CNPs that follow name it.
+#[test]
+fn source_qp_from_cnp_single_flow() {
+    let mut c = CongestionPort::new(sec7());
+    let (a, b) = (ip4(1), ip4(4));
+    let uc = RoceInfo { opcode: opcode::UC | opcode::SEND_ONLY, ..data(a, b, 200, 0) };
+    assert!(c.on_enqueue(Some(&uc), 4000, true, 130 * MB, 0).1.is_some());
+    assert!(std_cnp(b, a, 77).teaches_source_qp());
+    c.on_reverse(&RoceInfo { psn: 12345, ..std_cnp(b, a, 77) }, 1);
+    assert_eq!(c.flow_source_qp(a, b, 200), Some(77));
+    let st = c.stats();
+    assert_eq!((st.reverse_learned_from_cnp, st.reverse_learned, st.reverse_unmatched, st.reverse_ambiguous), (1, 0, 0, 0));
+    // Again: already known, nothing counted.
+    c.on_reverse(&std_cnp(b, a, 77), 2);
+    assert_eq!(c.stats().reverse_learned_from_cnp, 1);
+    // The Long-haul CNP names the learned QP.
+    c.poll(130 * MB, 0, &mut out());
+    let o = poll_at(&mut c, 130 * MB, IV);
+    assert_eq!((o[0].src_qp, o[0].info.source_qp), (Some(77), 77));
+    assert_eq!(c.stats().source_qp_unknown, 0);
+    // CNPs do not create flows, and one for hosts without flows is
+    // unmatched.
+    c.on_enqueue(Some(&std_cnp(b, a, 77)), 60, true, 130 * MB, IV + 1);
+    assert_eq!(c.stats().flows_active, 1);
+    c.on_reverse(&std_cnp(ip4(7), ip4(8), 5), IV + 2);
+    assert_eq!(c.stats().reverse_unmatched, 1);
+    // The pair's only flow takes a new QP, as from a response.
+    c.on_reverse(&std_cnp(b, a, 78), 5);
+    assert_eq!(c.flow_source_qp(a, b, 200), Some(78));
+    assert_eq!(c.stats().reverse_learned_from_cnp, 2);
+}
+
+/// Two flows between the hosts, one of which knows its source QP: a CNP
+/// naming another QP is for the other one.
+#[test]
+fn source_qp_from_cnp_the_only_unknown_flow_of_the_pair() {
+    let mut c = CongestionPort::new(sec7());
+    let (a, b) = (ip6(1), ip6(4));
+    c.on_enqueue(Some(&data(a, b, 200, 1000)), 1500, true, 0, 0);
+    c.on_enqueue(Some(&data(a, b, 201, 5000)), 1500, true, 0, 0);
+    // QP 100 learned for the flow to 200 from an ACK.
+    c.on_reverse(&ack(b, a, 100, 995), 1);
+    assert_eq!((c.flow_source_qp(a, b, 200), c.flow_source_qp(a, b, 201)), (Some(100), None));
+    // A CNP for QP 100: already known, nothing changes.
+    c.on_reverse(&std_cnp(b, a, 100), 2);
+    assert_eq!((c.flow_source_qp(a, b, 200), c.flow_source_qp(a, b, 201)), (Some(100), None));
+    assert_eq!(c.stats().reverse_learned_from_cnp, 0);
+    // A CNP for QP 101: the flow to 201, the only one without a QP.
+    c.on_reverse(&std_cnp(b, a, 101), 3);
+    assert_eq!((c.flow_source_qp(a, b, 200), c.flow_source_qp(a, b, 201)), (Some(100), Some(101)));
+    let st = c.stats();
+    assert_eq!((st.reverse_learned, st.reverse_learned_from_cnp, st.reverse_ambiguous, st.reverse_unmatched), (1, 1, 0, 0));
+    // Every flow of the pair knows its QP: a CNP naming yet another one
+    // belongs to none of them (unmatched), and changes nothing.
+    c.on_reverse(&std_cnp(b, a, 102), 4);
+    assert_eq!((c.flow_source_qp(a, b, 200), c.flow_source_qp(a, b, 201)), (Some(100), Some(101)));
+    assert_eq!((c.stats().reverse_learned_from_cnp, c.stats().reverse_unmatched), (1, 1));
+}
+
+/// Two flows of the pair without a source QP: the CNP's PSN cannot tell
+/// them apart, so nothing is learned (`reverse_ambiguous`); once a
+/// response teaches one, the next CNP goes to the other.
+#[test]
+fn source_qp_from_cnp_ambiguous() {
+    let mut c = CongestionPort::new(sec7());
+    let (a, b) = (ip4(1), ip4(4));
+    c.on_enqueue(Some(&data(a, b, 200, 1000)), 1500, true, 0, 0);
+    c.on_enqueue(Some(&data(a, b, 201, 5000)), 1500, true, 0, 0);
+    // PSN 995 would point at the flow to 200 for an ACK: not for a CNP.
+    c.on_reverse(&RoceInfo { psn: 995, ..std_cnp(b, a, 100) }, 1);
+    assert_eq!((c.flow_source_qp(a, b, 200), c.flow_source_qp(a, b, 201)), (None, None));
+    let st = c.stats();
+    assert_eq!((st.reverse_ambiguous, st.reverse_learned_from_cnp, st.reverse_unmatched), (1, 0, 0));
+    c.on_reverse(&ack(b, a, 101, 4990), 2);
+    c.on_reverse(&std_cnp(b, a, 100), 3);
+    assert_eq!((c.flow_source_qp(a, b, 200), c.flow_source_qp(a, b, 201)), (Some(100), Some(101)));
+    assert_eq!((c.stats().reverse_learned, c.stats().reverse_learned_from_cnp, c.stats().reverse_ambiguous), (1, 1, 1));
+}
+
+/// A Long-haul CNP in RoCEv2 format (opcode 0x81 with the E bit) comes
+/// from a congestion point, not from the destination: never learned from,
+/// not even for the pair's only flow, and not counted.
+#[test]
+fn source_qp_not_from_long_haul_cnps() {
+    let mut c = CongestionPort::new(sec7());
+    let (a, b) = (ip4(1), ip4(4));
+    c.on_enqueue(Some(&data(a, b, 200, 0)), 1500, true, 0, 0);
+    let lh = RoceInfo { ext: true, ..std_cnp(b, a, 77) };
+    assert!(!lh.teaches_source_qp());
+    c.on_reverse(&lh, 1);
+    assert_eq!(c.flow_source_qp(a, b, 200), None);
+    let st = c.stats();
+    assert_eq!((st.reverse_learned, st.reverse_learned_from_cnp, st.reverse_unmatched, st.reverse_ambiguous, st.reverse_walk_limited), (0, 0, 0, 0, 0));
+    // The same CNP without the E bit is.
+    c.on_reverse(&RoceInfo { ext: false, ..lh }, 2);
+    assert_eq!(c.flow_source_qp(a, b, 200), Some(77));
+}
+
+/// A configured source QP is never overwritten by a CNP, and it counts as
+/// known: the pair's other flow, the only one without a QP, takes the
+/// CNP's.
+#[test]
+fn source_qp_from_cnp_keeps_configured_ones() {
+    let mut c = CongestionPort::new(sec7());
+    let (a, b) = (ip4(1), ip4(4));
+    c.set_source_qp(a, b, 200, 55);
+    c.on_enqueue(Some(&data(a, b, 200, 0)), 1500, true, 0, 0);
+    // The pair's only flow, configured: not overwritten.
+    c.on_reverse(&std_cnp(b, a, 77), 1);
+    assert_eq!(c.flow_source_qp(a, b, 200), Some(55));
+    assert_eq!((c.stats().reverse_learned_from_cnp, c.stats().reverse_unmatched), (0, 1));
+    // A second flow without a QP: it takes the CNP's.
+    c.on_enqueue(Some(&data(a, b, 201, 0)), 1500, true, 0, 2);
+    c.on_reverse(&std_cnp(b, a, 77), 3);
+    assert_eq!((c.flow_source_qp(a, b, 200), c.flow_source_qp(a, b, 201)), (Some(55), Some(77)));
+    assert_eq!(c.stats().reverse_learned_from_cnp, 1);
+    // Configuration then wins over what the CNP taught.
+    c.set_source_qp(a, b, 201, 66);
+    c.on_reverse(&std_cnp(b, a, 88), 4);
+    assert_eq!((c.flow_source_qp(a, b, 200), c.flow_source_qp(a, b, 201)), (Some(55), Some(66)));
+    assert_eq!((c.stats().reverse_learned_from_cnp, c.stats().reverse_unmatched), (1, 2));
+}
+
+/// CNPs walk the pair's flows within the same bound as responses.
+#[test]
+fn source_qp_from_cnp_walk_is_bounded() {
+    use crate::congestion::MAX_REVERSE_WALK;
+    let (a, b) = (ip6(1), ip6(4));
+    let pair = |n: u32, known: u32| {
+        let mut c = CongestionPort::new(PortParams { flow_capacity: 1024, ..sec7() });
+        for k in 0..n {
+            c.on_enqueue(Some(&data(a, b, 300 + k, k * 1000)), 1000, true, 0, 0);
+        }
+        // All but the flow to 300 + known have a configured source QP.
+        for k in (0..n).filter(|&k| k != known) {
+            c.set_source_qp(a, b, 300 + k, 1000 + k);
+        }
+        c
+    };
+    let n = MAX_REVERSE_WALK as u32;
+    // The flow without a QP is the pair's second (the walk's last: the
+    // pair's first flow, then the newest).
+    let mut c = pair(n, 1);
+    c.on_reverse(&std_cnp(b, a, 77), 1);
+    assert_eq!(c.flow_source_qp(a, b, 301), Some(77));
+    assert_eq!((c.stats().reverse_learned_from_cnp, c.stats().reverse_walk_limited), (1, 0));
+    // One flow more than a packet may examine: nothing learned, counted.
+    let mut c = pair(n + 1, 1);
+    c.on_reverse(&std_cnp(b, a, 77), 1);
+    assert_eq!(c.flow_source_qp(a, b, 301), None);
+    assert_eq!((c.stats().reverse_learned_from_cnp, c.stats().reverse_walk_limited), (0, 1));
 }
 
 #[test]
