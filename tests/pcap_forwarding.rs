@@ -1191,13 +1191,13 @@ fn show_congestion(workers: usize) {
     ok("congestion wan source-format add 2001:db8:9::/48 roce");
     ok("congestion wan source-format del 2001:db8:9::/48");
     // The policy changes at run time too.
-    for c in ["top_flows 3", "observation_window_us 5000", "format roce", "suppression false", "adaptive true", "zero_metrics true", "interval_us 2000", "cnp_max_pps 5000", "cnp_burst 7", "flow_idle_ms 500", "qd_trigger immediate"] {
+    for c in ["top_flows 3", "observation_window_us 5000", "format roce", "suppression false", "adaptive true", "zero_metrics true", "interval_us 2000", "cnp_max_pps 5000", "cnp_burst 7", "flow_idle_ms 500", "qd_trigger interval"] {
         ok(&format!("congestion wan {c}"));
     }
     // Wait for the last of them: the worker may publish the first ones a
     // report before the last (fresh-clone CI saw "flows idle after 10000
     // ms" with the new interval and cap).
-    let policy = "interval 2000 us, CNP cap 5000/s burst 7\n  policy: top 3 flow(s) per evaluation, CNP format RoCEv2 for sources without a configured one (2 source prefix(es) configured), suppression off (observation window 5000 us), adaptive K_min on, zero metrics on, flows idle after 500 ms\n  QD trigger: immediate (the first poll that sees QD above K_max)\n";
+    let policy = "interval 2000 us, CNP cap 5000/s burst 7\n  policy: top 3 flow(s) per evaluation, CNP format RoCEv2 for sources without a configured one (2 source prefix(es) configured), suppression off (observation window 5000 us), adaptive K_min on, zero metrics on, flows idle after 500 ms\n  QD trigger: interval (QD sampled when a monitoring interval closes)\n";
     for _ in 0..400 {
         show = ok("show congestion");
         if show.contains(policy) {

@@ -1116,7 +1116,9 @@ fn d_unknown_qp() -> String {
     "send".into()
 }
 fn d_qd_trigger() -> String {
-    "interval".into()
+    // s.5.4: "MUST trigger ... when ... QD exceeds K_max": at the first
+    // poll that sees it, so an excursion inside one interval is not missed.
+    "immediate".into()
 }
 fn d_top() -> u8 {
     1
