@@ -1019,8 +1019,11 @@ impl CongestionPort {
             let Some(f) = self.flows.get_mut(s) else { continue };
             f.roll(now, win);
             // A deferral of an earlier episode (two windows old) says
-            // nothing about this one.
-            if f.deferred().is_some_and(|(since, _)| now.saturating_sub(since) >= 2 * win) {
+            // nothing about this one. It lasts until at least one
+            // evaluation after its window has seen it, so that the
+            // escalation check (s.5.7 MUST) happens also with a monitoring
+            // interval longer than the window.
+            if f.deferred().is_some_and(|(since, _)| now.saturating_sub(since) >= win.saturating_add(win.max(self.p.interval_ns))) {
                 f.set_deferred(None);
             }
             let f = *f;

@@ -612,6 +612,34 @@ fn escalation_when_congestion_keeps_worsening() {
     assert_eq!(c.stats().escalated, 1);
 }
 
+/// With a monitoring interval longer than two observation windows the
+/// next evaluation after a deferral comes more than two windows later: the
+/// deferral must still be there for it, or a downstream node whose
+/// congestion keeps worsening would never escalate (s.5.7 MUST).
+#[test]
+fn escalation_with_an_interval_longer_than_two_windows() {
+    let iv = 25 * MS;
+    let mut c = CongestionPort::new(PortParams { suppression: true, interval_ns: iv, ..sec7() });
+    let f = data(ip4(1), ip4(4), 200, 0);
+    // Window [0, 10 ms): 10 MB; [10 ms, 20 ms): 5 MB: the rate fell.
+    for i in 0..10 {
+        c.on_enqueue(Some(&f), 1_000_000, true, 100 * MB, i * MS);
+    }
+    for i in 0..5 {
+        c.on_enqueue(Some(&f), 1_000_000, true, 100 * MB, RTT + i * MS);
+    }
+    c.poll(126 * MB, 0, &mut out());
+    let t = iv;
+    assert!(poll_at(&mut c, 126 * MB, t).is_empty());
+    assert_eq!(c.stats().suppressed, 1);
+    // The next evaluation, one interval (2.5 windows) later, with the
+    // queue deeper: escalated.
+    let o = poll_at(&mut c, 140 * MB, t + iv);
+    assert_eq!(o.len(), 1, "{:?}", c.stats());
+    assert_eq!(o[0].info.action, Action::Pause);
+    assert_eq!(c.stats().escalated, 1);
+}
+
 /// Escalating a Pause (s.5.7: "a stricter action") asks for a longer one.
 #[test]
 fn escalation_of_a_pause_is_a_longer_pause() {
