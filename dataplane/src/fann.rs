@@ -605,6 +605,15 @@ pub struct Element {
     pub port: Option<u32>,
 }
 
+/// Where an event is: the element it names (originating node and port),
+/// and the Path ID it carries (s.5.1.3 bit 14, "identifier of the affected
+/// path": 16 octets, a SID of the path, as `[fann] path_ids` sends it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Place {
+    element: Element,
+    path: Option<Ipv6Addr>,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct PathSpec {
     pub segments: Vec<Ipv6Addr>,
@@ -740,10 +749,10 @@ pub struct IngressPe {
     state: Vec<PolicyState>,
     known: Vec<Ipv6Addr>,
     /// Failed elements and congested elements (with divisor), by event.
-    failed: Vec<(Element, Ipv6Addr, u32)>,
+    failed: Vec<(Place, Ipv6Addr, u32)>,
     /// (element, Event Type, divisor, node, Event ID): one entry per
     /// element and type; the element's divisor is the largest.
-    congested: Vec<(Element, u8, u32, Ipv6Addr, u32)>,
+    congested: Vec<(Place, u8, u32, Ipv6Addr, u32)>,
     /// Nodes congested according to Long-haul CNPs, with the divisor and
     /// the Event Identifier this PE gave that congestion (a CNP carries
     /// none; see [`IngressPe::last_cnp_event`]).
@@ -800,12 +809,17 @@ impl IngressPe {
         self.state.get(i)
     }
 
-    fn element_of(m: &MessageRepr) -> Element {
-        Element { node: m.originating_node, port: m.metadata.egress_port_id.or(m.metadata.ingress_port_id) }
+    fn place_of(m: &MessageRepr) -> Place {
+        Place { element: Element { node: m.originating_node, port: m.metadata.egress_port_id.or(m.metadata.ingress_port_id) }, path: m.metadata.path_id.map(Ipv6Addr::from) }
     }
 
-    fn hits(path: &PathSpec, e: &Element) -> bool {
-        path.elements.iter().any(|x| x.node == e.node && (x.port.is_none() || e.port.is_none() || x.port == e.port))
+    /// Whether an event at `at` is on `path`: one of the path's elements
+    /// (configured), or the Path ID it names is a SID of the path's list
+    /// ("reroutes the traffic based on its content", s.4.1; works without
+    /// `elements` configured).
+    fn hits(path: &PathSpec, at: &Place) -> bool {
+        let e = &at.element;
+        at.path.is_some_and(|p| path.segments.contains(&p)) || path.elements.iter().any(|x| x.node == e.node && (x.port.is_none() || e.port.is_none() || x.port == e.port))
     }
 
     /// React to a notification (already parsed and checksum-verified).
@@ -819,7 +833,7 @@ impl IngressPe {
             self.stats.duplicates += 1;
             return Reaction::Duplicate;
         }
-        let e = Self::element_of(m);
+        let e = Self::place_of(m);
         if code == CODE_RECOVERY {
             // By the event's identifier (s.5.1.2); a recovery whose event
             // is not known (sent before the node restarted, or before this
@@ -943,7 +957,7 @@ impl IngressPe {
         // The largest divisor of the congestion standing on a path (1: none).
         let divisor = |x: &PathSpec| {
             let div = self.congested.iter().filter(|(e, _, _, _, _)| Self::hits(x, e)).map(|(_, _, d, _, _)| *d).max().unwrap_or(1);
-            let by_cnp = self.cnp.iter().filter(|(n, _, _)| Self::hits(x, &Element { node: *n, port: None })).map(|(_, d, _)| *d).max().unwrap_or(1);
+            let by_cnp = self.cnp.iter().filter(|(n, _, _)| Self::hits(x, &Place { element: Element { node: *n, port: None }, path: None })).map(|(_, d, _)| *d).max().unwrap_or(1);
             div.max(by_cnp)
         };
         let broken = |paths: &[PathSpec]| paths.iter().all(failed);
@@ -1313,7 +1327,7 @@ impl PeControl {
             return Vec::new();
         }
         let mut out = self.due_recoveries(now, counters);
-        let port = IngressPe::element_of(msg).port;
+        let port = IngressPe::place_of(msg).element.port;
         if *code == CODE_RECOVERY {
             // Each sender gets the recovery of the event it was told of
             // (its identifier), as a sender matches recoveries by it.
@@ -1727,6 +1741,24 @@ mod tests {
         assert!(!p.state(0).unwrap().on_backup);
         assert_eq!(p.stats.switched_to_backup, 1);
         assert_eq!(p.stats.restored, 1);
+    }
+
+    /// The Path ID of a notification (s.5.1.3 bit 14) puts the event on
+    /// every path whose SID list holds it, also where no `elements` are
+    /// configured: a link failure naming a SID of the primary list moves
+    /// the policy to its backup; one naming a SID of no list (and a node on
+    /// no path) changes nothing; the recovery restores.
+    #[test]
+    fn the_path_id_names_the_paths_an_event_is_on() {
+        let bare = |segs: [&str; 2]| PathSpec { segments: segs.iter().map(|x| a(x)).collect(), weight: 1, elements: vec![] };
+        let mut p = IngressPe::new(vec![PolicySpec { name: "bare".into(), primary: vec![bare(["fc00:1::", "fc00:2::"])], backup: Some(vec![bare(["fc00:3::", "fc00:4::"])]) }], vec![a("fc00::9")]);
+        let with_path = |id: u32, code_ty: u8, sub: u8, path: &str| MessageRepr { metadata: Metadata { path_id: Some(a(path).octets()), ..Default::default() }, ..msg("fc00::9", code_ty, sub, id, Some(1)) };
+        assert_eq!(p.on_notification(CODE_EVENT, &with_path(1, event::LINK_FAILURE, 0, "fc00:7::")), Reaction::Applied { changed: vec![] });
+        assert_eq!(p.on_notification(CODE_EVENT, &msg("fc00::9", event::LINK_FAILURE, 0, 2, Some(1))), Reaction::Applied { changed: vec![] }, "no Path ID, no element: on no path");
+        assert_eq!(p.on_notification(CODE_EVENT, &with_path(3, event::LINK_FAILURE, 0, "fc00:2::")), Reaction::Applied { changed: vec![0] });
+        assert!(p.state(0).unwrap().on_backup);
+        assert_eq!(p.on_notification(CODE_RECOVERY, &with_path(3, RECOVERY, event::LINK_FAILURE, "fc00:2::")), Reaction::Applied { changed: vec![0] });
+        assert!(!p.state(0).unwrap().on_backup);
     }
 
     const SEC: u64 = 1_000_000_000;
