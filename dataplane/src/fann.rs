@@ -1086,7 +1086,7 @@ impl PeNote {
                 return None;
             }
             let msg = MessageRepr::parse(&pk.message()).ok()?;
-            Some(PeNote::Fann { code, msg })
+            Some(Self::recovery_form(code, msg))
         } else if t == params.icmpv6_lhcnp_type {
             // Code 0, flow-level, is the only one defined (s.6.1, s.10.2).
             if m.get(1) != Some(&0) {
@@ -1097,6 +1097,21 @@ impl PeNote {
             Some(PeNote::Cnp { from: src, info })
         } else {
             None
+        }
+    }
+
+    /// A recovery in one form (s.5.1.2 says it twice: Code 1, and Event
+    /// Type 0x07 "Recovery (condition cleared)"): Code 1, Event Type 0x07,
+    /// the cleared condition's type as the sub-type, as this node sends
+    /// it. A peer's Code 1 with the cleared condition's own Event Type, or
+    /// Event Type 0x07 with Code 0, is read as that recovery, so it never
+    /// clears the wrong kind of event.
+    fn recovery_form(code: u8, msg: MessageRepr) -> PeNote {
+        match (code, msg.event_type) {
+            (CODE_RECOVERY, RECOVERY) => PeNote::Fann { code, msg },
+            (CODE_RECOVERY, t) => PeNote::Fann { code, msg: MessageRepr { event_type: RECOVERY, event_subtype: t, ..msg } },
+            (_, RECOVERY) => PeNote::Fann { code: CODE_RECOVERY, msg },
+            _ => PeNote::Fann { code, msg },
         }
     }
 
@@ -2348,10 +2363,22 @@ mod pe_tests {
         let h = crate::wire::ipv6::Ipv6Packet::new_checked(&ip[..]).unwrap();
         assert_eq!((h.traffic_class(), h.flow_label(), h.hop_limit()), (0xc0, 0, 64), "CS6, network control");
         assert_eq!(&ip[..2], &[0x6c, 0x00]);
-        assert_eq!(PeNote::from_icmpv6(&ip[40..], src, &p), Some(PeNote::Fann { code: CODE_RECOVERY, msg: m }));
+        // Code 1 with the link failure's own Event Type: its recovery, in
+        // this node's form (Event Type 0x07, the cleared type as sub-type).
+        assert_eq!(PeNote::from_icmpv6(&ip[40..], src, &p), Some(PeNote::Fann { code: CODE_RECOVERY, msg: MessageRepr { event_type: RECOVERY, event_subtype: event::LINK_FAILURE, ..m } }));
         let mut bad_code = ip[40..].to_vec();
         bad_code[1] = 2;
         assert_eq!(PeNote::from_icmpv6(&bad_code, src, &p), None, "Code must be 0 or 1");
+        // A recovery in a peer's other forms reads as this node's: Code 1
+        // with the cleared condition's own Event Type (here congestion,
+        // sub-type 1, which must not read as a link failure), and Event
+        // Type 0x07 with Code 0.
+        let cong = MessageRepr { event_type: event::CONGESTION, event_subtype: 1, ..m };
+        let ip = notification_packet(CODE_RECOVERY, &cong, &src, &dst, &p, false);
+        assert_eq!(PeNote::from_icmpv6(&ip[40..], src, &p), Some(PeNote::Fann { code: CODE_RECOVERY, msg: MessageRepr { event_type: RECOVERY, event_subtype: event::CONGESTION, ..m } }));
+        let rec0 = MessageRepr { event_type: RECOVERY, event_subtype: event::CONGESTION, ..m };
+        let ip = notification_packet(CODE_EVENT, &rec0, &src, &dst, &p, false);
+        assert_eq!(PeNote::from_icmpv6(&ip[40..], src, &p), Some(PeNote::Fann { code: CODE_RECOVERY, msg: rec0 }));
         assert_eq!(PeNote::from_icmpv6(&ip[40..ip.len() - 1], src, &p), None, "truncated stack");
         let udp = notification_packet(CODE_EVENT, &m, &src, &dst, &p, true);
         assert_eq!(PeNote::from_udp_payload(&udp[48..], src), Some(PeNote::Fann { code: CODE_EVENT, msg: m }));
