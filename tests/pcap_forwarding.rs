@@ -3430,3 +3430,37 @@ fn held_packets_are_released_by_the_control_threads_table() {
     }
     assert_eq!(seen, 10, "every waiting packet sent once");
 }
+
+/// Issue 4: a congestion-aware port's R_port is "the port's configured
+/// rate (default: the link speed)". Without `rate_mbps` the port gets its
+/// deep queue unshaped (drained as fast as the NIC takes packets) and the
+/// thresholds follow the speed the NIC reports at start: 10 Gb/s for
+/// net_pcap, so K_max = 10 Gb/s x 1 ms / 8 = 1.25 MB. The RoCEv2 packets
+/// to the WAN are forwarded through it. A round trip whose K_max at that
+/// speed outgrows the queue stops start-up with the field named.
+#[test]
+fn congestion_without_rate_mbps_takes_the_link_speed() {
+    let dir = workdir("linkrate");
+    let to_router = control::gen::L2 { src: HOST, dst: R_DC };
+    let frames: Vec<Vec<u8>> = (0..32u32).map(|i| control::gen::roce6(&to_router, "2001:db8:1::2".parse().unwrap(), "2001:db8:2::9".parse().unwrap(), 49152, 0x100, i, 64, 64)).collect();
+    control::demo::write_pcap(&dir.join("dc-in.pcap"), &frames).unwrap();
+    control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
+    let base = config(&dir) + "[[neighbour]]\nip = \"2001:db8:2::9\"\nmac = \"02:00:00:00:02:09\"\ninterface = \"wan\"\n";
+    assert!(!base.contains("rate_mbps"));
+    let cfg = dir.join("r.toml");
+    std::fs::write(&cfg, base.replacen("[[route]]", "[port.congestion]\nrtt_est_us = 1000\n[[route]]", 1)).unwrap();
+    let out = run("linkrate", &cfg, &["--exit-when-idle", "300", "--duration", "20"]);
+    let (so, se) = (String::from_utf8_lossy(&out.stdout).to_string(), String::from_utf8_lossy(&out.stderr).to_string());
+    assert!(out.status.success(), "{so}{se}");
+    assert!(se.contains("port wan: congestion-aware (Long-haul CNP): R_port 10000 Mb/s (the link speed), RTT_est 1000 us, K_min 625000 bytes, K_max 1250000 bytes"), "{se}");
+    assert!(se.contains("port wan: egress not shaped (drained as fast as the NIC takes packets), queue 67108864 bytes"), "{se}");
+    let wan = read_pcap(&dir.join("wan-out.pcap")).unwrap();
+    assert_eq!(wan.iter().filter(|f| f.len() > 14 + 48 && f[14 + 6] == 17 && f[14 + 42..14 + 44] == [0x12, 0xb7]).count(), 32, "every RoCEv2 packet through the queue");
+    assert_eq!(mempool_in_use(&so), 0);
+    // 1 s at 10 Gb/s: K_max 1.25 GB, deeper than the 64 MiB queue.
+    std::fs::write(&cfg, base.replacen("[[route]]", "[port.congestion]\nrtt_est_us = 1000000\n[[route]]", 1)).unwrap();
+    let out = run("linkrate-bad", &cfg, &["--duration", "5"]);
+    let se = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(!out.status.success());
+    assert!(se.contains("port[1].queue_bytes = 67108864 (port wan)") && se.contains("(R_port = the link speed, 10000 Mb/s)"), "{se}");
+}

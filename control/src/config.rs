@@ -1133,6 +1133,9 @@ pub struct CongestionPlan {
     pub end_e_sid: Option<std::net::Ipv6Addr>,
     pub source_qps: Vec<SourceQp>,
     pub source_formats: Vec<(IpNet, dataplane::congestion::CnpFormat)>,
+    /// No rate_mbps: R_port is the link speed, set once the port has
+    /// started ([`congestion_params_at_link`]).
+    pub rate_from_link: bool,
 }
 
 /// The fewest packets a shaped port's queue may be limited to.
@@ -1418,7 +1421,9 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
     if f.ports.len() > dataplane::counters::MAX_PORTS {
         return err("port".into(), &f.ports.len(), &format!("at most {} ports", dataplane::counters::MAX_PORTS));
     }
-    let shaped_ports = f.ports.iter().filter(|p| p.rate_mbps.is_some()).count() as u32;
+    // Ports with a software queue: shaped, or congestion-aware (drained at
+    // the link speed when not shaped).
+    let shaped_ports = f.ports.iter().filter(|p| p.rate_mbps.is_some() || p.congestion.is_some()).count() as u32;
     let mut queued_mbufs = 0u64;
     let mut ports = Vec::new();
     let mut interfaces: Vec<Interface> = Vec::new();
@@ -1489,8 +1494,15 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
             None => None,
             Some(c) => Some(congestion_plan(c, p, &fld("congestion"))?),
         };
-        // (the congestion stage requires rate_mbps: checked in congestion_plan)
-        let egress = match p.rate_mbps {
+        // A congestion-aware port without rate_mbps: its deep queue is
+        // drained as fast as the NIC takes packets (TX backpressure), and
+        // R_port is the link speed the NIC reports at start (issue 4:
+        // "default: the link speed").
+        let rate_mbps = match (p.rate_mbps, &p.congestion) {
+            (None, Some(_)) => Some(LINK_SPEED),
+            (r, _) => r,
+        };
+        let egress = match rate_mbps {
             None => {
                 // Without rate_mbps there is no software queue to size.
                 if let Some(b) = p.queue_bytes_set {
@@ -1502,8 +1514,10 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
                 None
             }
             Some(0) => return err(fld("rate_mbps"), &0, "must be > 0 (omit it for an unshaped port)"),
-            Some(r) if r > 1_600_000 => return err(fld("rate_mbps"), &r, "must be <= 1600000 (1.6 Tb/s)"),
+            Some(r) if r > 1_600_000 && r != LINK_SPEED => return err(fld("rate_mbps"), &r, "must be <= 1600000 (1.6 Tb/s)"),
             Some(r) => {
+                // LINK_SPEED: not shaped (rate 0: the NIC's line rate).
+                let r = if r == LINK_SPEED { 0 } else { r };
                 if p.queue_bytes() < 64 * 1024 || p.queue_bytes() > (64u64 << 30) {
                     return err(fld("queue_bytes"), &p.queue_bytes(), "must be 64 KiB ..= 64 GiB");
                 }
@@ -2515,9 +2529,9 @@ pub fn congestion_error_in_config_terms(why: &str, port: &str, queue_bytes: u64)
 fn congestion_plan(c: &CongestionSection, p: &PortSection, f: &str) -> Result<CongestionPlan, String> {
     use dataplane::congestion::{AdaptivePolicy, CnpFormat, Policy, PortParams, UnknownSourceQp};
     let e = |k: &str, v: &dyn std::fmt::Display, why: &str| Err(format!("{f}.{k} = {v}: {why}"));
-    let Some(rate) = p.rate_mbps else {
-        return Err(format!("port {}: rate_mbps = (absent): the congestion-aware node needs R_port; set rate_mbps (the link speed for an unshaped port)", p.name));
-    };
+    // Without rate_mbps, R_port is the link speed, known once the port has
+    // started ([`congestion_params_at_link`]); checked here at K_base.
+    let rate = p.rate_mbps.unwrap_or(0);
     if c.rtt_est_us == 0 || c.rtt_est_us > 10_000_000 {
         return e("rtt_est_us", &c.rtt_est_us, "must be 1..=10000000");
     }
@@ -2602,12 +2616,20 @@ fn congestion_plan(c: &CongestionSection, p: &PortSection, f: &str) -> Result<Co
             ..Policy::default()
         },
     };
-    params.validate().map_err(|why| {
-        let m = congestion_error_in_config_terms(&why, &p.name, p.queue_bytes());
-        // queue_bytes and rate_mbps are the port's keys.
-        let at = if m.starts_with("queue_bytes") || m.starts_with("rate_mbps") { f.trim_end_matches(".congestion") } else { f };
-        format!("{at}.{m}")
-    })?;
+    // Without rate_mbps the rules that hang on K_max (so on R_port) wait
+    // for the link speed (checked at start); the others are checked here,
+    // at the smallest rate.
+    let check = if p.rate_mbps.is_some() { params } else { PortParams { rate_bps: 1, ..params } };
+    let by_k_max = |why: &str| ["k_min_bytes", "policy.buffer_bytes", "policy.pause_at", "adaptive.k_min_floor_frac"].iter().any(|k| why.starts_with(k));
+    match check.validate() {
+        Err(why) if p.rate_mbps.is_some() || !by_k_max(&why) => {
+            let m = congestion_error_in_config_terms(&why, &p.name, p.queue_bytes());
+            // queue_bytes and rate_mbps are the port's keys.
+            let at = if m.starts_with("queue_bytes") || m.starts_with("rate_mbps") { f.trim_end_matches(".congestion") } else { f };
+            return Err(format!("{at}.{m}"));
+        }
+        _ => {}
+    }
     k_base_holds_a_frame(c.k_base_bytes, p.mtu).map_err(|why| format!("{f}.{why}"))?;
     let mut source_qps: Vec<SourceQp> = Vec::with_capacity(c.source_qp.len());
     for (i, q) in c.source_qp.iter().enumerate() {
@@ -2627,7 +2649,31 @@ fn congestion_plan(c: &CongestionSection, p: &PortSection, f: &str) -> Result<Co
         }
         source_formats.push(e);
     }
-    Ok(CongestionPlan { params, source_v4, source_v6, end_e_sid, source_qps, source_formats })
+    Ok(CongestionPlan { params, source_v4, source_v6, end_e_sid, source_qps, source_formats, rate_from_link: p.rate_mbps.is_none() })
+}
+
+/// Stands for "the link speed" where a port has no rate_mbps but a
+/// congestion-aware node (never a valid rate_mbps).
+const LINK_SPEED: u64 = u64::MAX;
+
+/// The congestion parameters of port `port` (index `i`) once it has
+/// started: R_port is the link speed the NIC reports (`link_bps`) when the
+/// configuration gave no rate_mbps; checked as the configuration's are,
+/// errors naming the field. Unchanged when rate_mbps was given.
+pub fn congestion_params_at_link(plan: &CongestionPlan, port: &PortPlan, i: usize, queue_bytes: u64, link_bps: u64) -> Result<dataplane::congestion::PortParams, String> {
+    if !plan.rate_from_link {
+        return Ok(plan.params);
+    }
+    if link_bps == 0 || link_bps >= u64::from(u32::MAX) * 1_000_000 {
+        return Err(format!("port[{i}].rate_mbps = (absent) (port {}): R_port is the link speed, which the NIC does not report (link down?); set rate_mbps", port.name));
+    }
+    let params = dataplane::congestion::PortParams { rate_bps: link_bps, ..plan.params };
+    params.validate().map_err(|why| {
+        let m = congestion_error_in_config_terms(&why, &port.name, queue_bytes);
+        let at = if m.starts_with("queue_bytes") || m.starts_with("rate_mbps") { format!("port[{i}]") } else { format!("port[{i}].congestion") };
+        format!("{at}.{m} (R_port = the link speed, {} Mb/s)", link_bps / 1_000_000)
+    })?;
+    Ok(params)
 }
 
 /// s.5.3.2: K_base "SHOULD correspond to at least one maximum-sized
@@ -3565,6 +3611,20 @@ mod refusals {
         refused(&format!("{port}[port.congestion]\nrtt_est_us = 10000\nqd_trigger = \"soon\"\n"), &["port[1].congestion.qd_trigger = \"soon\"", "\"interval\" or \"immediate\""]);
         // A queue no deeper than K_max (125 MB at 100 Gb/s and 10 ms).
         refused(&format!("{}[port.congestion]\nrtt_est_us = 10000\n", port.replace("rate_mbps = 100000\n", "rate_mbps = 100000\nqueue_bytes = 67108864\n")), &["port[1].queue_bytes = 67108864 (port wan)", "deeper than K_max"]);
+        // Without rate_mbps (R_port = the link speed, known at start): the
+        // rules that do not hang on K_max are checked now; those that do,
+        // and the parameters, once the link speed is known.
+        let link = format!("{GOOD}[port.congestion]\nrtt_est_us = 10000\n");
+        let c = load_str(&link).unwrap();
+        let plan = c.ports[1].congestion.as_ref().unwrap();
+        assert!(plan.rate_from_link);
+        assert_eq!(c.ports[1].egress.map(|e| e.rate_bps), Some(0), "a queue, not shaped");
+        refused(&link.replace("rtt_est_us = 10000\n", "rtt_est_us = 10000\nv_ecn = 2.0\n"), &["port[1].congestion.v_ecn = 2", "fraction"]);
+        let at = |mbps: u64| congestion_params_at_link(plan, &c.ports[1], 1, c.ports[1].egress.unwrap().queue_bytes, mbps * 1_000_000);
+        assert_eq!(at(40_000).map(|p| (p.rate_bps, p.k_max())), Ok((40_000_000_000, 50_000_000)));
+        let e = at(100_000).unwrap_err();
+        assert!(e.contains("port[1].queue_bytes = 67108864 (port wan)") && e.contains("(R_port = the link speed, 100000 Mb/s)"), "{e}");
+        assert!(at(0).unwrap_err().contains("port[1].rate_mbps = (absent) (port wan)"));
         let e = congestion_error_in_config_terms("policy.observation_window_ns = 20000000000: must be at most 10 s (0: RTT_est)", "wan", 1 << 20);
         assert!(e.starts_with("observation_window_us = 20000000: must be at most 10 s"), "{e}");
         let e = congestion_error_in_config_terms("flow_idle_timeout_ns = 0: must be positive", "wan", 1 << 20);

@@ -569,22 +569,25 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         let id = usize::from(ports[pi].id);
         egress_cfg[id] = p.egress;
         if let Some(c) = &p.congestion {
-            cong_cfg[id] = Some(dataplane::worker::CongestionSpec { params: c.params, source_v4: c.source_v4, source_v6: c.source_v6, end_e_sid: c.end_e_sid, notify_sids: cfg.notify_sids(), source_qps: c.source_qps.clone(), source_formats: c.source_formats.clone(), auth: cfg.cnp_auth.clone() });
+            // R_port: rate_mbps, else the link speed the NIC reports now.
+            let params = crate::config::congestion_params_at_link(c, p, pi, p.egress.map_or(0, |e| e.queue_bytes), ports[pi].link_bps())?;
+            cong_cfg[id] = Some(dataplane::worker::CongestionSpec { params, source_v4: c.source_v4, source_v6: c.source_v6, end_e_sid: c.end_e_sid, notify_sids: cfg.notify_sids(), source_qps: c.source_qps.clone(), source_formats: c.source_formats.clone(), auth: cfg.cnp_auth.clone() });
             eprintln!(
-                "port {}: congestion-aware (Long-haul CNP): R_port {} Mb/s, RTT_est {} us, K_min {} bytes, K_max {} bytes",
+                "port {}: congestion-aware (Long-haul CNP): R_port {} Mb/s{}, RTT_est {} us, K_min {} bytes, K_max {} bytes",
                 p.name,
-                c.params.rate_bps / 1_000_000,
-                c.params.rtt_est_ns / 1000,
-                c.params.k_min(),
-                c.params.k_max()
+                params.rate_bps / 1_000_000,
+                if c.rate_from_link { " (the link speed)" } else { "" },
+                params.rtt_est_ns / 1000,
+                params.k_min(),
+                params.k_max()
             );
         }
         owner[id] = pi % nworkers;
         if let Some(e) = p.egress {
             eprintln!(
-                "port {}: egress shaped at {} Mb/s, queue {} bytes / {} packets ({} kept for notifications), owned by worker {}",
+                "port {}: egress {}, queue {} bytes / {} packets ({} kept for notifications), owned by worker {}",
                 p.name,
-                e.rate_bps / 1_000_000,
+                if e.rate_bps == 0 { "not shaped (drained as fast as the NIC takes packets)".to_string() } else { format!("shaped at {} Mb/s", e.rate_bps / 1_000_000) },
                 e.queue_bytes,
                 e.max_packets,
                 e.priority_share(),
@@ -789,7 +792,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     let mut fann = control.cfg.fann.clone().map(|mut plan| {
         plan.detector.epoch_ns = epoch_ns;
         // Utilisation is relative to R_port on shaped ports, else to the link.
-        let ps: Vec<(u16, u64)> = ports.iter().zip(control.cfg.ports.iter()).map(|(p, c)| (p.id, c.egress.map(|e| e.rate_bps).unwrap_or_else(|| p.link_bps()))).collect();
+        let ps: Vec<(u16, u64)> = ports.iter().zip(control.cfg.ports.iter()).map(|(p, c)| (p.id, c.egress.map(|e| e.rate_bps).filter(|r| *r > 0).unwrap_or_else(|| p.link_bps()))).collect();
         eprintln!("fann: notifications from {} to {} ingress PE(s) over {}", plan.node, plan.ingress_pes.len(), if plan.udp { "UDP" } else { "ICMPv6" });
         let mut a = crate::fann_agent::FannAgent::new(plan.clone(), control.cfg.params, &ps);
         for (p, c) in ports.iter().zip(control.cfg.ports.iter()) {
