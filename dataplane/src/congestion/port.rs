@@ -539,10 +539,8 @@ impl CongestionPort {
     pub fn on_reverse(&mut self, info: &RoceInfo, now: u64) {
         let _ = now;
         self.resolve();
-        if info.opcode == opcode::CNP {
-            if !info.ext {
-                self.on_reverse_cnp(info);
-            }
+        let cnp = info.opcode == opcode::CNP;
+        if cnp && info.ext {
             return;
         }
         // Forward flows go from info.dst to info.src.
@@ -554,10 +552,13 @@ impl CongestionPort {
             return;
         }
         let mut n = 0usize;
-        let mut best = NONE;
-        let mut best_d = u32::MAX;
-        let mut tie = false;
         let mut only = NONE;
+        // A response names the flow whose last PSN its own is closest
+        // below (a tie: ambiguous). A standard CNP's PSN says nothing
+        // (usually 0): it names the pair's one flow without a source QP
+        // yet (neither learned nor configured).
+        let (mut best, mut best_d, mut tie) = (NONE, u32::MAX, false);
+        let (mut unknown, mut unknowns) = (NONE, 0usize);
         while s != NONE {
             let Some(f) = self.flows.get(s) else { break };
             if f.src_qp() == Some(qp) {
@@ -565,7 +566,12 @@ impl CongestionPort {
             }
             n += 1;
             only = s;
-            if !f.src_qp_configured() {
+            if cnp {
+                if f.src_qp().is_none() {
+                    unknowns += 1;
+                    unknown = s;
+                }
+            } else if !f.src_qp_configured() {
                 let d = f.last_psn.wrapping_sub(info.psn) & PSN_MASK;
                 if d < (1 << 23) {
                     if d < best_d {
@@ -585,61 +591,10 @@ impl CongestionPort {
                 return;
             }
         }
-        let pick = if n == 1 {
-            only
-        } else if tie {
-            self.stats.reverse_ambiguous += 1;
-            return;
-        } else {
-            best
-        };
-        match self.flows.get_mut(pick) {
-            Some(f) if !f.src_qp_configured() => {
-                f.set_src_qp(qp, false);
-                self.stats.reverse_learned += 1;
-            }
-            _ => self.stats.reverse_unmatched += 1,
-        }
-    }
-
-    /// [`on_reverse`](Self::on_reverse) for a standard RoCEv2 CNP: its PSN
-    /// says nothing (usually 0), so it names the flow only when that is
-    /// unambiguous: the pair has one flow, or exactly one of the pair's
-    /// flows has no source QP yet (neither learned nor configured) and none
-    /// has this one. Same bounded walk as for responses.
-    fn on_reverse_cnp(&mut self, info: &RoceInfo) {
-        let (fsrc, fdst) = (info.dst, info.src);
-        let qp = info.dest_qp & PSN_MASK;
-        let mut s = self.flows.pair_head(fsrc, fdst);
-        if s == NONE {
-            self.stats.reverse_unmatched += 1;
-            return;
-        }
-        let mut n = 0usize;
-        let mut only = NONE;
-        let mut unknown = NONE;
-        let mut unknowns = 0usize;
-        while s != NONE {
-            let Some(f) = self.flows.get(s) else { break };
-            if f.src_qp() == Some(qp) {
-                return; // already known
-            }
-            n += 1;
-            only = s;
-            if f.src_qp().is_none() {
-                unknowns += 1;
-                unknown = s;
-            }
-            s = self.flows.pair_next(s);
-            if n >= MAX_REVERSE_WALK && s != NONE {
-                self.stats.reverse_walk_limited += 1;
-                return;
-            }
-        }
-        let pick = match (n, unknowns) {
+        let pick = match (n, cnp) {
             (1, _) => only,
-            (_, 1) => unknown,
-            (_, 0) => NONE,
+            (_, true) if unknowns <= 1 => unknown,
+            (_, false) if !tie => best,
             _ => {
                 self.stats.reverse_ambiguous += 1;
                 return;
@@ -648,7 +603,11 @@ impl CongestionPort {
         match self.flows.get_mut(pick) {
             Some(f) if !f.src_qp_configured() => {
                 f.set_src_qp(qp, false);
-                self.stats.reverse_learned_from_cnp += 1;
+                if cnp {
+                    self.stats.reverse_learned_from_cnp += 1;
+                } else {
+                    self.stats.reverse_learned += 1;
+                }
             }
             _ => self.stats.reverse_unmatched += 1,
         }
