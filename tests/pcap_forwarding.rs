@@ -3436,8 +3436,10 @@ fn held_packets_are_released_by_the_control_threads_table() {
 /// deep queue unshaped (drained as fast as the NIC takes packets) and the
 /// thresholds follow the speed the NIC reports at start: 10 Gb/s for
 /// net_pcap, so K_max = 10 Gb/s x 1 ms / 8 = 1.25 MB. The RoCEv2 packets
-/// to the WAN are forwarded through it. A round trip whose K_max at that
-/// speed outgrows the queue stops start-up with the field named.
+/// to the WAN are forwarded through it, and a new RTT_est set at run time
+/// (`ctl congestion`) is computed at the same R_port. A round trip whose
+/// K_max at that speed outgrows the queue stops start-up with the field
+/// named.
 #[test]
 fn congestion_without_rate_mbps_takes_the_link_speed() {
     let dir = workdir("linkrate");
@@ -3449,9 +3451,14 @@ fn congestion_without_rate_mbps_takes_the_link_speed() {
     assert!(!base.contains("rate_mbps"));
     let cfg = dir.join("r.toml");
     std::fs::write(&cfg, base.replacen("[[route]]", "[port.congestion]\nrtt_est_us = 1000\n[[route]]", 1)).unwrap();
-    let out = run("linkrate", &cfg, &["--exit-when-idle", "300", "--duration", "20"]);
-    let (so, se) = (String::from_utf8_lossy(&out.stdout).to_string(), String::from_utf8_lossy(&out.stderr).to_string());
-    assert!(out.status.success(), "{so}{se}");
+    // At run time the thresholds follow the same R_port.
+    let sock = dir.join("ctl.sock");
+    let (mut child, out) = start_with_ctl("linkrate", &cfg, &dir, &sock, &["--duration", "3"]);
+    let r = control::ctl::request(sock.to_str().unwrap(), "congestion wan rtt_est_us 2000").unwrap();
+    assert!(r.starts_with("port wan: K_min 1250000 K_max 2500000"), "{r}");
+    assert!(wait_deadline(&mut child, RUN_DEADLINE).success());
+    let so = std::fs::read_to_string(&out).unwrap();
+    let se = std::fs::read_to_string(out.with_extension("err")).unwrap();
     assert!(se.contains("port wan: congestion-aware (Long-haul CNP): R_port 10000 Mb/s (the link speed), RTT_est 1000 us, K_min 625000 bytes, K_max 1250000 bytes"), "{se}");
     assert!(se.contains("port wan: egress not shaped (drained as fast as the NIC takes packets), queue 67108864 bytes"), "{se}");
     let wan = read_pcap(&dir.join("wan-out.pcap")).unwrap();

@@ -565,12 +565,21 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     let mut egress_cfg = vec![None; maxp];
     let mut owner = vec![0usize; maxp];
     let mut cong_cfg: Vec<Option<dataplane::worker::CongestionSpec>> = vec![None; maxp];
+    // R_port: rate_mbps, else the link speed the NIC reports now; kept in
+    // the plan, which run-time changes (`ctl congestion`) start from.
+    for pi in 0..cfg.ports.len() {
+        let p = &cfg.ports[pi];
+        let Some(c) = &p.congestion else { continue };
+        let params = crate::config::congestion_params_at_link(c, p, pi, p.egress.map_or(0, |e| e.queue_bytes), ports[pi].link_bps())?;
+        if let Some(c) = cfg.ports[pi].congestion.as_mut() {
+            c.params = params;
+        }
+    }
     for (pi, p) in cfg.ports.iter().enumerate() {
         let id = usize::from(ports[pi].id);
         egress_cfg[id] = p.egress;
         if let Some(c) = &p.congestion {
-            // R_port: rate_mbps, else the link speed the NIC reports now.
-            let params = crate::config::congestion_params_at_link(c, p, pi, p.egress.map_or(0, |e| e.queue_bytes), ports[pi].link_bps())?;
+            let params = c.params;
             cong_cfg[id] = Some(dataplane::worker::CongestionSpec { params, source_v4: c.source_v4, source_v6: c.source_v6, end_e_sid: c.end_e_sid, notify_sids: cfg.notify_sids(), source_qps: c.source_qps.clone(), source_formats: c.source_formats.clone(), auth: cfg.cnp_auth.clone() });
             eprintln!(
                 "port {}: congestion-aware (Long-haul CNP): R_port {} Mb/s{}, RTT_est {} us, K_min {} bytes, K_max {} bytes",
