@@ -567,10 +567,10 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     let mut cong_cfg: Vec<Option<dataplane::worker::CongestionSpec>> = vec![None; maxp];
     // R_port: rate_mbps, else the link speed the NIC reports now; kept in
     // the plan, which run-time changes (`ctl congestion`) start from.
-    for pi in 0..cfg.ports.len() {
+    for (pi, port) in ports.iter().enumerate().take(cfg.ports.len()) {
         let p = &cfg.ports[pi];
         let Some(c) = &p.congestion else { continue };
-        let params = crate::config::congestion_params_at_link(c, p, pi, p.egress.map_or(0, |e| e.queue_bytes), ports[pi].link_bps())?;
+        let params = crate::config::congestion_params_at_link(c, p, pi, p.egress.map_or(0, |e| e.queue_bytes), port.link_bps())?;
         if let Some(c) = cfg.ports[pi].congestion.as_mut() {
             c.params = params;
         }
