@@ -762,7 +762,9 @@ fn source_qps_from_reverse(workers: usize, cnps: bool) {
     assert!(text.contains("acks.pcap") && text.contains("rx_queues = 2") && text.contains("rate_mbps = 50"));
     std::fs::write(&cfg, text).unwrap();
     let sock = dir.join("ctl.sock");
-    let (mut child, out) = start_with_ctl(&name, &cfg, &dir, &sock, &["--duration", "4"]);
+    // Stopped by SIGTERM once asked (a fixed duration raced a slow start
+    // on a loaded CI machine).
+    let (mut child, out) = start_with_ctl(&name, &cfg, &dir, &sock, &["--duration", "60"]);
     let s = sock.to_str().unwrap();
     let ok = |c: &str| {
         let r = control::ctl::request(s, c).unwrap();
@@ -789,6 +791,7 @@ fn source_qps_from_reverse(workers: usize, cnps: bool) {
     let show = ok("show congestion");
     let (learned, other) = if cnps { ("source-qps-from-cnps", "source-qps-from-responses") } else { ("source-qps-from-responses", "source-qps-from-cnps") };
     assert_eq!((value(&show, learned), value(&show, other)), (4, 0), "each flow learned once: {show}");
+    assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
     let st = wait_deadline(&mut child, RUN_DEADLINE);
     assert!(st.success());
     let so = std::fs::read_to_string(&out).unwrap();
@@ -3453,9 +3456,20 @@ fn congestion_without_rate_mbps_takes_the_link_speed() {
     std::fs::write(&cfg, base.replacen("[[route]]", "[port.congestion]\nrtt_est_us = 1000\n[[route]]", 1)).unwrap();
     // At run time the thresholds follow the same R_port.
     let sock = dir.join("ctl.sock");
-    let (mut child, out) = start_with_ctl("linkrate", &cfg, &dir, &sock, &["--duration", "3"]);
+    let (mut child, out) = start_with_ctl("linkrate", &cfg, &dir, &sock, &["--duration", "60"]);
     let r = control::ctl::request(sock.to_str().unwrap(), "congestion wan rtt_est_us 2000").unwrap();
     assert!(r.starts_with("port wan: K_min 1250000 K_max 2500000"), "{r}");
+    // Stopped once the 32 RoCEv2 packets have left (bounded: 100 x 50 ms).
+    let mut counters = String::new();
+    for _ in 0..100 {
+        counters = control::ctl::request(sock.to_str().unwrap(), "show counters").unwrap();
+        if port_packets(&counters, "wan").1 >= 32 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(port_packets(&counters, "wan").1 >= 32, "{counters}");
+    assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
     assert!(wait_deadline(&mut child, RUN_DEADLINE).success());
     let so = std::fs::read_to_string(&out).unwrap();
     let se = std::fs::read_to_string(out.with_extension("err")).unwrap();
