@@ -917,12 +917,15 @@ impl Pipeline {
                 let inner = self.srv6_decap_any(p, l2, total, chain, srh)?;
                 // Only a notification goes on to the DC: END.E is not a
                 // way to tunnel other traffic into it.
-                if notification(&p.data()[l2.l3..], inner, &self.sids.params).is_none() {
-                    return Err(Drop::EndENotNotification);
+                {
+                    let ip = &p.data()[l2.l3..];
+                    let Some(n) = notification(ip, inner, &self.sids.params) else {
+                        return Err(Drop::EndENotNotification);
+                    };
+                    // A CNP is news for this node's ingress PE too (a FANN
+                    // message to this node reaches it by being routed here).
+                    self.sid_note_for_pe(ip, inner, n, l2.iface, false);
                 }
-                // A CNP is news for this node's ingress PE too (a FANN
-                // message to this node reaches it by being routed here).
-                self.sid_note_for_pe(p, l2, inner, false);
                 self.counters.local(Local::EndEForwarded);
                 if inner == IpProtocol::IPV6 {
                     self.ipv6(p, l2, now_ns)
@@ -942,7 +945,13 @@ impl Pipeline {
                 let inner = self.srv6_decap_any(p, l2, total, chain, srh)?;
                 // What the ingress PE of this node learns from it, before
                 // the buffer becomes a PFC frame.
-                let to_pe = self.sid_note_for_pe(p, l2, inner, true);
+                let to_pe = self.sids.pe_known.is_some() && {
+                    let ip = &p.data()[l2.l3..];
+                    match notification(ip, inner, &self.sids.params) {
+                        Some(n) => self.sid_note_for_pe(ip, inner, n, l2.iface, true),
+                        None => false,
+                    }
+                };
                 let Some(req) = notification_request(&p.data()[l2.l3..], inner, &self.sids.params) else {
                     // A FANN event with no PFC meaning (a link failure, ...)
                     // is still the PE's.
@@ -1001,8 +1010,8 @@ impl Pipeline {
         }
     }
 
-    /// END.C / END.E (draft-hu s.4): the notification just decapsulated
-    /// (IPv6 at `l2.l3`) is also news for this node's ingress PE (FANN
+    /// END.C / END.E (draft-hu s.4): the notification `n` just
+    /// decapsulated (`ip`, its packet, from the IP header) is also news for this node's ingress PE (FANN
     /// draft s.4.1, s.4.2: the PE reroutes), when one is configured: a
     /// Long-haul CNP, whose source is the congested node, and at END.C a
     /// FANN message addressed to this node (END.E routes those here, where
@@ -1012,29 +1021,25 @@ impl Pipeline {
     /// packet; counted as `pe-notification-via-sid`, or
     /// `pe-notification-via-sid-refused` with the reason the PE would have
     /// dropped it for. True when handed over.
-    fn sid_note_for_pe<P: PacketBuffer>(&mut self, p: &P, l2: L2, inner: IpProtocol, endc: bool) -> bool {
+    fn sid_note_for_pe(&mut self, ip: &[u8], inner: IpProtocol, n: Notification<'_>, iface: u16, endc: bool) -> bool {
         use crate::fann::PeNote;
         use crate::wire::lhcnp::{Body, CnpInfo};
         if self.sids.pe_known.is_none() || inner != IpProtocol::IPV6 {
             return false;
         }
-        let note = {
-            let ip = p.data().get(l2.l3..).unwrap_or(&[]);
-            let (Some(src), Some(dst)) = (ip.get(8..24), ip.get(24..40)) else { return false };
-            let src = Ipv6Addr::from(<[u8; 16]>::try_from(src).unwrap_or([0; 16]));
-            let dst = Ipv6Addr::from(<[u8; 16]>::try_from(dst).unwrap_or([0; 16]));
-            let local = || endc && self.topo.accepts6(&dst);
-            let note = match notification(ip, inner, &self.sids.params) {
-                // Code 0, flow-level, is the only one defined.
-                Some(Notification::LhCnpIcmp(0, b)) => Body::new_checked(b).ok().and_then(|b| CnpInfo::parse(&b).ok()).map(|info| PeNote::Cnp { from: src, info }),
-                Some(Notification::FannIcmp(s, _, m)) if local() => PeNote::from_icmpv6(m, s, &self.sids.params),
-                Some(Notification::FannUdp(m)) if local() => PeNote::from_udp_payload(m, src),
-                _ => None,
-            };
-            let Some(note) = note else { return false };
-            (src, note)
+        let (Some(src), Some(dst)) = (ip.get(8..24), ip.get(24..40)) else { return false };
+        let src = Ipv6Addr::from(<[u8; 16]>::try_from(src).unwrap_or([0; 16]));
+        let dst = Ipv6Addr::from(<[u8; 16]>::try_from(dst).unwrap_or([0; 16]));
+        let local = || endc && self.topo.accepts6(&dst);
+        let note = match n {
+            // Code 0, flow-level, is the only one defined.
+            Notification::LhCnpIcmp(0, b) => Body::new_checked(b).ok().and_then(|b| CnpInfo::parse(&b).ok()).map(|info| PeNote::Cnp { from: src, info }),
+            Notification::FannIcmp(s, _, m) if local() => PeNote::from_icmpv6(m, s, &self.sids.params),
+            Notification::FannUdp(m) if local() => PeNote::from_udp_payload(m, src),
+            _ => None,
         };
-        match self.pe_note(l2.iface, note.0, note.1) {
+        let Some(note) = note else { return false };
+        match self.pe_note(iface, src, note) {
             Ok(_) => {
                 self.counters.local(Local::PeViaSid);
                 true
