@@ -791,8 +791,7 @@ fn source_qps_from_reverse(workers: usize, cnps: bool) {
     let show = ok("show congestion");
     let (learned, other) = if cnps { ("source-qps-from-cnps", "source-qps-from-responses") } else { ("source-qps-from-responses", "source-qps-from-cnps") };
     assert_eq!((value(&show, learned), value(&show, other)), (4, 0), "each flow learned once: {show}");
-    assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
-    let st = wait_deadline(&mut child, RUN_DEADLINE);
+    let st = stop_deadline(&mut child, RUN_DEADLINE);
     assert!(st.success());
     let so = std::fs::read_to_string(&out).unwrap();
     let err = std::fs::read_to_string(out.with_extension("err")).unwrap();
@@ -1086,7 +1085,7 @@ fn show_congestion(workers: usize) {
     assert!(text.contains("infinite_rx=1") && text.contains("rate_mbps = 50") && !text.contains("out.pcap") && text.contains("worker_cores") == (workers == 2));
     std::fs::write(&cfg, text).unwrap();
     let sock = dir.join("ctl.sock");
-    let (mut child, out) = start_with_ctl(&name, &cfg, &dir, &sock, &["--duration", "6"]);
+    let (mut child, out) = start_with_ctl(&name, &cfg, &dir, &sock, &["--duration", "60"]);
     let s = sock.to_str().unwrap();
     let req = |c: &str| control::ctl::request(s, c).unwrap();
     let ok = |c: &str| {
@@ -1225,7 +1224,7 @@ fn show_congestion(workers: usize) {
         assert!(r.starts_with(e), "{c}: {r}");
     }
 
-    let st = wait_deadline(&mut child, RUN_DEADLINE);
+    let st = stop_deadline(&mut child, RUN_DEADLINE);
     let so = std::fs::read_to_string(&out).unwrap();
     assert!(st.success(), "{so}");
     assert_eq!(mempool_in_use(&so), 0);
@@ -1253,7 +1252,7 @@ fn cnp_auth_is_rekeyed_at_run_time() {
         + &format!("[[cnp_auth]]\nprefix = \"2001:db8:1::/48\"\nspi = 0x1000\nsecret_hex = \"{key256}\"\n");
     std::fs::write(&cfg, text).unwrap();
     let sock = dir.join("ctl.sock");
-    let (mut child, out) = start_with_ctl(name, &cfg, &dir, &sock, &["--duration", "6"]);
+    let (mut child, out) = start_with_ctl(name, &cfg, &dir, &sock, &["--duration", "60"]);
     let s = sock.to_str().unwrap();
     let req = |c: &str| control::ctl::request(s, c).unwrap();
     let ok = |c: &str| {
@@ -1295,7 +1294,7 @@ fn cnp_auth_is_rekeyed_at_run_time() {
     let (ah0, cnps0) = counters();
     assert!(until(&|| counters().1 > cnps0), "CNPs keep going after the SA is gone");
     assert_eq!(counters().0, ah0, "none of them with an AH");
-    let st = wait_deadline(&mut child, RUN_DEADLINE);
+    let st = stop_deadline(&mut child, RUN_DEADLINE);
     let so = std::fs::read_to_string(&out).unwrap();
     assert!(st.success(), "{so}");
     assert_eq!(mempool_in_use(&so), 0);
@@ -2093,7 +2092,7 @@ tlv_receivers = "learn"
 "#;
     std::fs::write(&cfg, text).unwrap();
     let sock = dir.join("ctl.sock");
-    let (mut child, out) = start_with_ctl("mcctl", &cfg, &dir, &sock, &["--duration", "4"]);
+    let (mut child, out) = start_with_ctl("mcctl", &cfg, &dir, &sock, &["--duration", "60"]);
     let s = sock.to_str().unwrap();
     let req = |c: &str| control::ctl::request(s, c).unwrap();
     let r = req("show multicast");
@@ -2170,7 +2169,7 @@ tlv_receivers = "learn"
     assert!(r.starts_with("ERR address = 2001:db8:41::9: not a child node"), "{r}");
     let r = req("multicast child del g 2001:db8:41::1");
     assert!(r.starts_with("ERR group g: receivers / children"), "the last branch cannot go: {r}");
-    let st = wait_deadline(&mut child, RUN_DEADLINE);
+    let st = stop_deadline(&mut child, RUN_DEADLINE);
     let so = std::fs::read_to_string(&out).unwrap();
     assert!(st.success(), "{so}");
     assert_eq!(mempool_in_use(&so), 0);
@@ -3128,8 +3127,7 @@ interface = "wan"
     }
     // The replay is long over (the pcap holds 1024 frames); SIGTERM stops
     // the router as Ctrl-C would, draining and printing its counters.
-    assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
-    let st = wait_deadline(&mut child, RUN_DEADLINE);
+    let st = stop_deadline(&mut child, RUN_DEADLINE);
     let so = std::fs::read_to_string(&out).unwrap();
     assert!(st.success(), "{so}");
     assert_eq!(mempool_in_use(&so), 0);
@@ -3201,7 +3199,7 @@ fn ecmp_routes_change_at_run_time() {
     let cfg = dir.join("r.toml");
     std::fs::write(&cfg, config(&dir)).unwrap();
     let sock = dir.join("ctl.sock");
-    let (mut child, out) = start_with_ctl("ecmpctl", &cfg, &dir, &sock, &["--duration", "3"]);
+    let (mut child, out) = start_with_ctl("ecmpctl", &cfg, &dir, &sock, &["--duration", "60"]);
     let s = sock.to_str().unwrap();
     let req = |c: &str| control::ctl::request(s, c).unwrap();
     assert_eq!(req("route add 10.0.6.0/24 via 10.0.2.2 via 10.0.200.2 weight 3"), "OK\n");
@@ -3235,7 +3233,7 @@ fn ecmp_routes_change_at_run_time() {
     assert!(r.contains("10.0.6.0/24 via 10.0.200.2 dev wan.200\n") && !r.contains("weight 3"), "{r}");
     assert_eq!(req("route del 10.0.6.0/24"), "OK\n");
     assert!(!req("show routes").contains("10.0.6.0/24"));
-    let st = wait_deadline(&mut child, RUN_DEADLINE);
+    let st = stop_deadline(&mut child, RUN_DEADLINE);
     let so = std::fs::read_to_string(&out).unwrap();
     assert!(st.success(), "{so}");
     assert_eq!(mempool_in_use(&so), 0);
@@ -3469,8 +3467,7 @@ fn congestion_without_rate_mbps_takes_the_link_speed() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     assert!(port_packets(&counters, "wan").1 >= 32, "{counters}");
-    assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
-    assert!(wait_deadline(&mut child, RUN_DEADLINE).success());
+    assert!(stop_deadline(&mut child, RUN_DEADLINE).success());
     let so = std::fs::read_to_string(&out).unwrap();
     let se = std::fs::read_to_string(out.with_extension("err")).unwrap();
     assert!(se.contains("port wan: congestion-aware (Long-haul CNP): R_port 10000 Mb/s (the link speed), RTT_est 1000 us, K_min 625000 bytes, K_max 1250000 bytes"), "{se}");

@@ -147,6 +147,16 @@ pub fn wait_deadline(child: &mut Child, limit: Duration) -> ExitStatus {
     }
 }
 
+/// Stop a router started with a long `--duration` once the test has asked
+/// it what it needed (SIGTERM, as an operator would), then
+/// [`wait_deadline`]: a fixed short duration can run out before a slow
+/// start on a loaded machine has answered.
+pub fn stop_deadline(child: &mut Child, limit: Duration) -> ExitStatus {
+    let ok = std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("run kill").success();
+    assert!(ok, "SIGTERM to process {}", child.id());
+    wait_deadline(child, limit)
+}
+
 /// [`wait_deadline`] for a child with piped stdout and stderr, read on
 /// threads so a full pipe cannot stall it.
 pub fn wait_output(mut child: Child, limit: Duration) -> Output {
