@@ -942,6 +942,33 @@ pub struct PortSection {
     pub queue_packets: Option<u32>,
     /// The congestion-aware node on this egress port (Long-haul CNP).
     pub congestion: Option<CongestionSection>,
+    /// Received PAUSE / PFC frames honoured on this port.
+    pub pfc: Option<PfcSection>,
+}
+
+/// `[port.pfc]`: the port honours the PAUSE / PFC frames its neighbour
+/// sends (802.3 Annex 31B, 802.1Qbb): the data of a paused priority waits
+/// in the port's egress queue (which the port then has even without
+/// `rate_mbps`), the other priorities keep leaving.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PfcSection {
+    /// The priorities (0..=7) whose PFC pause is honoured.
+    #[serde(default)]
+    pub priorities: Vec<u8>,
+    /// Honour 802.3x PAUSE (stops every priority).
+    #[serde(default)]
+    pub pause: bool,
+    /// DSCP -> priority of untagged data, e.g. { 26 = 3 } (a tagged
+    /// frame's PCP decides for it).
+    #[serde(default)]
+    pub dscp_priority: std::collections::BTreeMap<String, u8>,
+    /// Priority of the DSCPs not in `dscp_priority`.
+    #[serde(default)]
+    pub default_priority: u8,
+    /// Link speed in Mb/s, the unit of the pause quanta (512 bit times);
+    /// default: the speed the NIC reports.
+    pub link_mbps: Option<u64>,
 }
 
 /// `[port.congestion]`: draft-tian-ccwg-long-haul-cnp on this egress port.
@@ -1225,6 +1252,8 @@ pub struct PortPlan {
     pub egress: Option<dataplane::egress::EgressConfig>,
     /// The congestion-aware node on this port, when configured.
     pub congestion: Option<CongestionPlan>,
+    /// Received PAUSE / PFC honoured, when configured.
+    pub pfc: Option<dataplane::pfcrx::PfcRxConfig>,
     /// Link speed in bit/s as the NIC reported it at start-up (0: not
     /// known yet, or not started).
     pub link_bps: u64,
@@ -1423,7 +1452,7 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
     }
     // Ports with a software queue: shaped, or congestion-aware (drained at
     // the link speed when not shaped).
-    let shaped_ports = f.ports.iter().filter(|p| p.rate_mbps.is_some() || p.congestion.is_some()).count() as u32;
+    let shaped_ports = f.ports.iter().filter(|p| p.rate_mbps.is_some() || p.congestion.is_some() || p.pfc.is_some()).count() as u32;
     let mut queued_mbufs = 0u64;
     let mut ports = Vec::new();
     let mut interfaces: Vec<Interface> = Vec::new();
@@ -1494,12 +1523,17 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
             None => None,
             Some(c) => Some(congestion_plan(c, p, &fld("congestion"))?),
         };
+        let pfc = match &p.pfc {
+            None => None,
+            Some(c) => Some(pfc_plan(c, &fld("pfc"))?),
+        };
         // A congestion-aware port without rate_mbps: its deep queue is
         // drained as fast as the NIC takes packets (TX backpressure), and
         // R_port is the link speed the NIC reports at start (issue 4:
-        // "default: the link speed").
-        let rate_mbps = match (p.rate_mbps, &p.congestion) {
-            (None, Some(_)) => Some(LINK_SPEED),
+        // "default: the link speed"). A port honouring PFC needs the queue
+        // to hold the paused priorities in.
+        let rate_mbps = match (p.rate_mbps, p.congestion.is_some() || pfc.is_some()) {
+            (None, true) => Some(LINK_SPEED),
             (r, _) => r,
         };
         let egress = match rate_mbps {
@@ -1562,6 +1596,7 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         ports.push(PortPlan {
             egress,
             congestion,
+            pfc,
             name: p.name.clone(),
             device: p.device.clone(),
             device_name,
@@ -2526,6 +2561,41 @@ pub fn congestion_error_in_config_terms(why: &str, port: &str, queue_bytes: u64)
     format!("{key} = {v}: {reason}")
 }
 
+/// Validate `[port.pfc]` (`at` = "port[i].pfc").
+fn pfc_plan(c: &PfcSection, at: &str) -> Result<dataplane::pfcrx::PfcRxConfig, String> {
+    let err = |field: String, value: &dyn std::fmt::Display, why: &str| -> Result<dataplane::pfcrx::PfcRxConfig, String> { Err(format!("{field} = {value}: {why}")) };
+    let mut mask = 0u8;
+    for &p in &c.priorities {
+        if p > 7 {
+            return err(format!("{at}.priorities"), &p, "a priority is 0..=7");
+        }
+        if mask & (1 << p) != 0 {
+            return err(format!("{at}.priorities"), &p, "given twice");
+        }
+        mask |= 1 << p;
+    }
+    if mask == 0 && !c.pause {
+        return err(format!("{at}.priorities"), &"[]", "honours nothing: name the priorities whose PFC frames hold traffic, or set pause = true");
+    }
+    if c.default_priority > 7 {
+        return err(format!("{at}.default_priority"), &c.default_priority, "must be 0..=7");
+    }
+    let mut cfg = dataplane::pfcrx::PfcRxConfig::with_default_priority(mask, c.pause, c.default_priority);
+    for (k, v) in &c.dscp_priority {
+        let d = k.parse::<u8>().ok().filter(|d| *d < 64).ok_or_else(|| format!("{at}.dscp_priority.{k:?} = {v}: the key must be a DSCP 0..=63"))?;
+        if *v > 7 {
+            return err(format!("{at}.dscp_priority.{k}"), v, "must be 0..=7");
+        }
+        cfg.dscp_priority[usize::from(d)] = *v;
+    }
+    cfg.link_bps = match c.link_mbps {
+        None => 0,
+        Some(m) if !(1..=1_600_000).contains(&m) => return err(format!("{at}.link_mbps"), &m, "must be 1..=1600000 (Mb/s)"),
+        Some(m) => m * 1_000_000,
+    };
+    Ok(cfg)
+}
+
 fn congestion_plan(c: &CongestionSection, p: &PortSection, f: &str) -> Result<CongestionPlan, String> {
     use dataplane::congestion::{AdaptivePolicy, CnpFormat, Policy, PortParams, UnknownSourceQp};
     let e = |k: &str, v: &dyn std::fmt::Display, why: &str| Err(format!("{f}.{k} = {v}: {why}"));
@@ -2822,6 +2892,35 @@ mod tests {
     use super::tests_common::GOOD;
     use super::*;
     use dataplane::multicast::TlvReceivers;
+
+    /// `[port.pfc]`: the honoured priorities and the DSCP map; the port
+    /// gets an unshaped egress queue to hold paused data in; every bad
+    /// value is named.
+    #[test]
+    fn pfc_honoured_on_a_port() {
+        let pfc = |t: &str| GOOD.replacen("addresses = [\"10.0.2.1/24\"]", &format!("addresses = [\"10.0.2.1/24\"]\n[port.pfc]\n{t}"), 1);
+        let c = load_str(&pfc("priorities = [3, 4]\ndscp_priority = { 26 = 3, 46 = 5 }\ndefault_priority = 1\nlink_mbps = 25000")).unwrap();
+        let p = c.ports[1].pfc.unwrap();
+        assert_eq!((p.priorities, p.pause, p.link_bps), (0b0001_1000, false, 25_000_000_000));
+        assert_eq!((p.dscp_priority[26], p.dscp_priority[46], p.dscp_priority[0], p.dscp_priority[63]), (3, 5, 1, 1));
+        assert_eq!(c.ports[1].egress.map(|e| e.rate_bps), Some(0), "an unshaped queue for the paused data");
+        assert!(c.ports[0].pfc.is_none() && c.ports[0].egress.is_none());
+        let c = load_str(&pfc("pause = true")).unwrap();
+        assert_eq!((c.ports[1].pfc.unwrap().priorities, c.ports[1].pfc.unwrap().pause, c.ports[1].pfc.unwrap().link_bps), (0, true, 0));
+        for (t, e) in [
+            ("priorities = [8]", "port[1].pfc.priorities = 8: a priority is 0..=7"),
+            ("priorities = [3, 3]", "port[1].pfc.priorities = 3: given twice"),
+            ("priorities = []", "port[1].pfc.priorities = []: honours nothing"),
+            ("priorities = [3]\ndefault_priority = 9", "port[1].pfc.default_priority = 9: must be 0..=7"),
+            ("priorities = [3]\ndscp_priority = { 64 = 3 }", "port[1].pfc.dscp_priority.\"64\" = 3: the key must be a DSCP 0..=63"),
+            ("priorities = [3]\ndscp_priority = { 26 = 8 }", "port[1].pfc.dscp_priority.26 = 8: must be 0..=7"),
+            ("priorities = [3]\nlink_mbps = 0", "port[1].pfc.link_mbps = 0: must be 1..=1600000 (Mb/s)"),
+            ("priorities = [3]\nquanta = 5", "unknown field `quanta`"),
+        ] {
+            let got = load_str(&pfc(t)).unwrap_err();
+            assert!(got.contains(e), "{t}: {got}");
+        }
+    }
 
     #[test]
     fn urpf_per_port_and_vlan() {

@@ -24,7 +24,7 @@ pub const HELP: &str = "commands:
   route get ADDR [from ADDR] [proto N] [sport N] [dport N] [flowlabel N]   (the next hop a flow takes; dport 4791 unless given)
   neighbour add ADDR MAC INTERFACE
   neighbour del ADDR INTERFACE
-  show congestion | show flows PORT [N]
+  show congestion | show flows PORT [N] | show pfc
   congestion PORT rtt_est_us N | k_min_bytes N | k_base_bytes N | alpha X | v_ecn X | v_growth_kb_per_ms X
   congestion PORT interval_us N | cnp_max_pps N | cnp_burst N | flow_idle_ms N | top_flows N | observation_window_us N (0: RTT_est)
   congestion PORT format icmpv6|roce | zero_metrics true|false | suppression true|false | adaptive true|false | qd_trigger interval|immediate
@@ -267,6 +267,12 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
                 return Err("no congestion-aware port ([port.congestion] with rate_mbps)".into());
             }
             Ok(display::congestion(&v, names))
+        }
+        ["show", "pfc"] => {
+            if c.pfc_rx.is_empty() {
+                return Err("no port honours received PAUSE / PFC ([port.pfc])".into());
+            }
+            Ok(display::pfc(&c.pfc_rx, names, c.clock.now()))
         }
         ["show", "flows", port, rest @ ..] => {
             let n = match rest {

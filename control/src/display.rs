@@ -342,3 +342,34 @@ pub fn flows(port: &str, v: &CongestionView, flows: &[FlowView]) -> String {
     }
     o
 }
+
+/// `show pfc`: per port that honours received PAUSE / PFC frames, what it
+/// honours, the frames received, the data held back now and so far, and
+/// each honoured priority's pause (what is left of it at `now`, ns on the
+/// workers' clock).
+pub fn pfc(ports: &[(u16, std::sync::Arc<dataplane::pfcrx::PortPause>)], names: &[(u16, String)], now: u64) -> String {
+    use std::sync::atomic::Ordering::Relaxed;
+    let mut o = String::new();
+    for (id, pp) in ports {
+        let name = names.iter().find(|(i, _)| i == id).map_or("?", |(_, n)| n.as_str());
+        let c = pp.config();
+        let prios: Vec<String> = (0..8).filter(|b| c.priorities & (1 << b) != 0).map(|b| b.to_string()).collect();
+        let _ = writeln!(
+            o,
+            "pfc '{name}': priorities [{}], 802.3x pause {}, quanta at {} Mb/s; received pfc {} pause {} ignored {}; data held now {}, held so far {}",
+            prios.join(", "),
+            if c.pause { "honoured" } else { "ignored" },
+            pp.link_bps() / 1_000_000,
+            pp.pfc_frames.load(Relaxed),
+            pp.pause_frames.load(Relaxed),
+            pp.ignored_frames.load(Relaxed),
+            pp.held_now.load(Relaxed),
+            pp.held_packets.load(Relaxed),
+        );
+        for (prio, st) in pp.snapshot(now).iter().enumerate().filter(|(_, st)| st.honoured) {
+            let state = if st.remaining_ns > 0 { format!("paused, {:.1} us left", st.remaining_ns as f64 / 1e3) } else { "sending".to_string() };
+            let _ = writeln!(o, "  priority {prio}: {state}; pauses {}, resumes {}", st.pauses, st.resumes);
+        }
+    }
+    o
+}

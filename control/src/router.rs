@@ -97,6 +97,11 @@ pub struct Control {
     mld_started: Instant,
     /// MLD queries waiting for room in worker 0's update channel.
     mld_out: std::collections::VecDeque<dataplane::mld::Outgoing>,
+    /// Per port that honours received PAUSE / PFC (DPDK port id): the
+    /// state the workers share (`show pfc`; the link speed it follows).
+    pub pfc_rx: Vec<(u16, Arc<dataplane::pfcrx::PortPause>)>,
+    /// The workers' clock (their `now`).
+    pub clock: dataplane::worker::TscClock,
 }
 
 impl Control {
@@ -565,6 +570,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     let mut egress_cfg = vec![None; maxp];
     let mut owner = vec![0usize; maxp];
     let mut cong_cfg: Vec<Option<dataplane::worker::CongestionSpec>> = vec![None; maxp];
+    let mut pfc_rx: Vec<Option<Arc<dataplane::pfcrx::PortPause>>> = vec![None; maxp];
     // R_port: rate_mbps, else the link speed the NIC reports now; kept in
     // the plan, which run-time changes (`ctl congestion`) start from.
     for (pi, port) in ports.iter().enumerate().take(cfg.ports.len()) {
@@ -602,6 +608,20 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
                 e.priority_share(),
                 pi % nworkers
             );
+        }
+        if let Some(c) = p.pfc {
+            let pp = Arc::new(dataplane::pfcrx::PortPause::new(c));
+            pp.set_link_speed(ports[pi].link_bps());
+            let prios: Vec<String> = (0..8).filter(|b| c.priorities & (1 << b) != 0).map(|b| b.to_string()).collect();
+            eprintln!(
+                "port {}: honours received PFC for priorities [{}]{}; pause quanta at {} Mb/s{}",
+                p.name,
+                prios.join(", "),
+                if c.pause { " and 802.3x PAUSE" } else { "" },
+                pp.link_bps() / 1_000_000,
+                if c.link_bps == 0 { " (the link speed, followed)" } else { "" }
+            );
+            pfc_rx[id] = Some(pp);
         }
     }
     for sa in cfg.cnp_auth.sas() {
@@ -716,6 +736,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             reverse: reverse.clone(),
             dropped: dropped.clone(),
             congestion: cong_cfg.clone(),
+            pfc_rx: pfc_rx.clone(),
             wire: cfg.params,
             zero_copy_replicas,
             publish_top_flow: cfg.fann.is_some(),
@@ -777,7 +798,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         None => None,
     };
     let sids = sids0.as_deref().cloned();
-    let mut control = Control { topo, fib: cfg.fib.clone(), neighbours, sids, cfg, workers, own: Arc::new(WorkerCounters::default()), pe: pe.take(), nud: None, flows_seq: 0, garbage: garbage_rx.clone(), expired_pending: false, expired_pushed: Instant::now(), static_mroutes: Vec::new(), mld: None, mld_next: 0, mld_started: Instant::now(), mld_out: std::collections::VecDeque::new() };
+    let mut control = Control { topo, fib: cfg.fib.clone(), neighbours, sids, cfg, workers, own: Arc::new(WorkerCounters::default()), pe: pe.take(), nud: None, flows_seq: 0, garbage: garbage_rx.clone(), expired_pending: false, expired_pushed: Instant::now(), static_mroutes: Vec::new(), mld: None, mld_next: 0, mld_started: Instant::now(), mld_out: std::collections::VecDeque::new(), pfc_rx: pfc_rx.iter().enumerate().filter_map(|(id, p)| p.clone().map(|p| (id as u16, p))).collect(), clock: clock0 };
     control.static_mroutes = control.cfg.mroutes.clone();
     let dp = &control.cfg.dataplane;
     if dp.neighbour_reachable_ms != 0 {
@@ -947,6 +968,13 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
                 control.own.local(dataplane::counters::Local::LinkChange);
                 control.push_fib();
             }
+            // Received pause quanta count in the link's speed (unless
+            // configured).
+            for (id, pp) in &control.pfc_rx {
+                if let Some(p) = ports.iter().find(|p| p.id == *id) {
+                    pp.set_link_speed(p.link_bps());
+                }
+            }
             // END.C's PAUSE quanta follow the speed the link to the DC
             // gateway came up at (unless configured).
             if endc_follows_link {
@@ -1034,6 +1062,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     if !opts.quiet {
         println!("{}", display::counter_table(&counters, &port_names, &port_stats));
         print!("{}", display::congestion(&control.congestion_views(), &port_names));
+        print!("{}", display::pfc(&control.pfc_rx, &port_names, control.clock.now()));
         for (_, pool) in pools.iter().chain(hdr_pools.iter()) {
             println!("mempool {}: {} of {} mbufs in use after shutdown", pool.name(), pool.in_use(), pool.size());
         }

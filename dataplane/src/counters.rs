@@ -30,6 +30,12 @@ reasons!(Drop, N_DROPS {
     Runt => "runt",
     NotForUs => "l2-not-for-us",
     UnknownEthertype => "unknown-ethertype",
+    // Received MAC Control frames (PAUSE / PFC, pfcrx): too short, tagged
+    // or not to the reserved address; an opcode other than PAUSE / PFC; a
+    // port without `[port.pfc]`.
+    MalformedMacControl => "malformed-mac-control",
+    MacControlUnsupported => "mac-control-unsupported",
+    PfcNotHonoured => "pfc-not-enabled",
     VlanUnknown => "vlan-unknown",
     MalformedArp => "malformed-arp",
     ArpNotForUs => "arp-not-for-us",
@@ -190,6 +196,11 @@ reasons!(Local, N_LOCAL {
     // A Resume from one notifying node while another node's pause on the
     // priority is still in force (END.C keeps pausing for it).
     PfcResumeHeld => "pfc-resume-held",
+    // Received PAUSE / PFC frames that paused or resumed a priority of the
+    // port (`[port.pfc]`), and those that named none it honours.
+    PfcReceived => "pfc-received",
+    PauseReceived => "pause-received",
+    PfcReceivedIgnored => "pfc-received-ignored",
     // END.C with several interfaces: a notification that names no sender
     // (a FANN message without Flow ID) or one whose route leaves by none of
     // them, answered on every END.C interface.

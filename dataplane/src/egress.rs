@@ -10,7 +10,10 @@
 //! in the simulation harness. Capacity is fixed at creation: nothing on the
 //! packet path allocates.
 
+use crate::pfcrx::PortPause;
 use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 /// Shaper and queue limits of one port.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -116,6 +119,9 @@ pub struct Queued<P, F = u32> {
     pub len: u32,
     /// Flow-table slot, for the per-flow queue contribution.
     pub flow: Option<F>,
+    /// 802.1p priority (0..=7) for received PFC ([`crate::pfcrx`]); 0 on a
+    /// port that honours none.
+    pub class: u8,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -132,6 +138,9 @@ pub struct EgressQueue<P, F = u32> {
     cfg: EgressConfig,
     data: VecDeque<Queued<P, F>>,
     prio: VecDeque<(P, u32)>,
+    /// Received PAUSE / PFC honoured: the data of paused priorities, set
+    /// aside in order ([`EgressQueue::with_pfc`]).
+    pfc: Option<Box<Hold<P, F>>>,
     bytes: u64,
     /// Shaper tokens in byte-nanoseconds * rate (scaled: bytes * 8e9).
     tokens: u128,
@@ -139,7 +148,34 @@ pub struct EgressQueue<P, F = u32> {
     pub stats: EgressStats,
 }
 
+/// Data packets of paused priorities, per priority in arrival order. A
+/// packet moves here from the head of the data queue when its priority is
+/// paused, and leaves from here (before newer packets of its priority in
+/// the data queue) once the pause ends: each priority keeps its order and
+/// the others pass it. Held packets stay in the queue depth.
+struct Hold<P, F> {
+    port: Arc<PortPause>,
+    held: [VecDeque<Queued<P, F>>; 8],
+    /// Packets in `held`.
+    n: usize,
+}
+
 const SCALE: u128 = 8_000_000_000; // bits per byte * ns per s
+
+/// Take the shaper tokens for `len` bytes (always, when not shaped).
+#[inline]
+fn take_tokens(tokens: &mut u128, rate_bps: u64, len: u32) -> bool {
+    if rate_bps == 0 {
+        return true;
+    }
+    let need = u128::from(len) * SCALE;
+    if *tokens >= need {
+        *tokens -= need;
+        true
+    } else {
+        false
+    }
+}
 
 impl<P, F: Copy> EgressQueue<P, F> {
     pub fn new(mut cfg: EgressConfig) -> Self {
@@ -147,6 +183,7 @@ impl<P, F: Copy> EgressQueue<P, F> {
         EgressQueue {
             data: VecDeque::with_capacity(cfg.max_packets),
             prio: VecDeque::with_capacity(cfg.priority_packets),
+            pfc: None,
             tokens: u128::from(cfg.burst_bytes) * SCALE,
             bytes: 0,
             last_ns: 0,
@@ -157,6 +194,35 @@ impl<P, F: Copy> EgressQueue<P, F> {
 
     pub fn config(&self) -> &EgressConfig {
         &self.cfg
+    }
+
+    /// Honour the received PAUSE / PFC frames that `port` records: room to
+    /// set aside the whole queue is reserved for each honoured priority
+    /// here, so nothing allocates on the packet path.
+    pub fn with_pfc(mut self, port: Arc<PortPause>) -> Self {
+        let c = *port.config();
+        let held = std::array::from_fn(|p| if c.pause || c.priorities & (1 << p) != 0 { VecDeque::with_capacity(self.cfg.max_packets) } else { VecDeque::new() });
+        self.pfc = Some(Box::new(Hold { port, held, n: 0 }));
+        self
+    }
+
+    /// The priority a data frame queues under (0 without PFC).
+    #[inline]
+    pub fn class_of(&self, frame: &[u8]) -> u8 {
+        match &self.pfc {
+            None => 0,
+            Some(h) => h.port.config().priority_of(frame),
+        }
+    }
+
+    /// The received-PFC state this queue follows, if any.
+    pub fn pfc_port(&self) -> Option<&Arc<PortPause>> {
+        self.pfc.as_ref().map(|h| &h.port)
+    }
+
+    /// Data packets held back by a pause.
+    pub fn held_len(&self) -> usize {
+        self.pfc.as_ref().map_or(0, |h| h.n)
     }
 
     /// Change the rate or limits at runtime (packets already queued stay).
@@ -174,14 +240,15 @@ impl<P, F: Copy> EgressQueue<P, F> {
     }
     #[inline]
     pub fn len(&self) -> usize {
-        self.data.len() + self.prio.len()
+        self.data.len() + self.prio.len() + self.held_len()
     }
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    /// Data packets held.
+    /// Data packets in the data queue proper (not those a pause set
+    /// aside): positions for [`EgressQueue::set_flow`].
     #[inline]
     pub fn data_len(&self) -> usize {
         self.data.len()
@@ -199,7 +266,7 @@ impl<P, F: Copy> EgressQueue<P, F> {
     /// Would a packet of `len` bytes be accepted?
     #[inline]
     pub fn has_room(&self, len: u32) -> bool {
-        self.bytes + u64::from(len) <= self.cfg.queue_bytes && self.data.len() < self.cfg.max_packets - self.cfg.priority_packets
+        self.bytes + u64::from(len) <= self.cfg.queue_bytes && self.data.len() + self.held_len() < self.cfg.max_packets - self.cfg.priority_packets
     }
 
     /// Append a data packet; a full queue hands it back (tail drop, counted).
@@ -240,16 +307,7 @@ impl<P, F: Copy> EgressQueue<P, F> {
 
     #[inline]
     fn take(&mut self, len: u32) -> bool {
-        if self.cfg.rate_bps == 0 {
-            return true;
-        }
-        let need = u128::from(len) * SCALE;
-        if self.tokens >= need {
-            self.tokens -= need;
-            true
-        } else {
-            false
-        }
+        take_tokens(&mut self.tokens, self.cfg.rate_bps, len)
     }
 
     /// Hand up to `max` packets that the shaper lets go at `now_ns` to
@@ -257,6 +315,12 @@ impl<P, F: Copy> EgressQueue<P, F> {
     /// applies to both (notifications share the link).
     pub fn dequeue_ready(&mut self, now_ns: u64, max: usize, mut out: impl FnMut(P, u32, Option<F>, bool)) -> usize {
         self.refill(now_ns);
+        if let Some(h) = self.pfc.as_ref() {
+            let paused = h.port.paused(now_ns);
+            if paused != 0 || h.n != 0 {
+                return self.dequeue_paused(paused, max, out);
+            }
+        }
         let mut n = 0;
         while n < max {
             if let Some((p, len)) = self.prio.pop_front() {
@@ -281,14 +345,79 @@ impl<P, F: Copy> EgressQueue<P, F> {
         n
     }
 
+    /// [`EgressQueue::dequeue_ready`] while a pause is in force or packets
+    /// are held: priority packets first, then the held packets of
+    /// priorities no longer paused (older than any of theirs in the data
+    /// queue), then the data queue, whose head moves aside when its
+    /// priority is paused (taking no tokens and not counted in `max`).
+    fn dequeue_paused(&mut self, paused: u8, max: usize, mut out: impl FnMut(P, u32, Option<F>, bool)) -> usize {
+        let Some(h) = self.pfc.as_mut() else { return 0 };
+        let (mut n, mut set_aside) = (0, 0u64);
+        while n < max {
+            if let Some((p, len)) = self.prio.pop_front() {
+                self.tokens = self.tokens.saturating_sub(u128::from(len) * SCALE);
+                out(p, len, None, true);
+                n += 1;
+                continue;
+            }
+            if h.n != 0 {
+                if let Some(c) = (0..8).find(|&c| paused & (1 << c) == 0 && !h.held[c].is_empty()) {
+                    let len = h.held[c].front().map_or(0, |q| q.len);
+                    if !take_tokens(&mut self.tokens, self.cfg.rate_bps, len) {
+                        break;
+                    }
+                    let Some(q) = h.held[c].pop_front() else { break };
+                    h.n -= 1;
+                    self.bytes -= u64::from(q.len);
+                    self.stats.dequeued += 1;
+                    out(q.pkt, q.len, q.flow, false);
+                    n += 1;
+                    continue;
+                }
+            }
+            let Some(front) = self.data.front() else { break };
+            let (len, class) = (front.len, usize::from(front.class & 7));
+            if paused & (1 << class) != 0 {
+                let Some(q) = self.data.pop_front() else { break };
+                h.held[class].push_back(q);
+                h.n += 1;
+                set_aside += 1;
+                continue;
+            }
+            if !take_tokens(&mut self.tokens, self.cfg.rate_bps, len) {
+                break;
+            }
+            let Some(q) = self.data.pop_front() else { break };
+            self.bytes -= u64::from(q.len);
+            self.stats.dequeued += 1;
+            out(q.pkt, q.len, q.flow, false);
+            n += 1;
+        }
+        if set_aside != 0 {
+            h.port.held_packets.fetch_add(set_aside, Ordering::Relaxed);
+        }
+        h.port.held_now.store(h.n as u64, Ordering::Relaxed);
+        n
+    }
+
     /// Put back a data packet the NIC did not take (head of the queue, so
-    /// order is kept); its shaper tokens are returned.
+    /// order is kept); its shaper tokens are returned. A packet whose
+    /// priority still has packets set aside by a pause goes back to the
+    /// head of those (it left from there: they are all newer).
     pub fn requeue_front(&mut self, q: Queued<P, F>) {
         if self.cfg.rate_bps != 0 {
             self.tokens += u128::from(q.len) * SCALE;
         }
         self.bytes += u64::from(q.len);
         self.stats.dequeued -= 1;
+        if let Some(h) = self.pfc.as_mut() {
+            let c = usize::from(q.class & 7);
+            if !h.held[c].is_empty() {
+                h.held[c].push_front(q);
+                h.n += 1;
+                return;
+            }
+        }
         self.data.push_front(q);
     }
 
@@ -302,6 +431,15 @@ impl<P, F: Copy> EgressQueue<P, F> {
         while let Some((p, _)) = self.prio.pop_front() {
             f(p);
         }
+        if let Some(h) = self.pfc.as_mut() {
+            for c in h.held.iter_mut() {
+                while let Some(q) = c.pop_front() {
+                    f(q.pkt);
+                }
+            }
+            h.n = 0;
+            h.port.held_now.store(0, Ordering::Relaxed);
+        }
         while let Some(q) = self.data.pop_front() {
             f(q.pkt);
         }
@@ -312,6 +450,18 @@ impl<P, F: Copy> EgressQueue<P, F> {
     pub fn next_departure_ns(&self, now_ns: u64) -> Option<u64> {
         if !self.prio.is_empty() {
             return Some(now_ns);
+        }
+        if let Some(h) = self.pfc.as_ref() {
+            let paused = h.port.paused(now_ns);
+            let ready = (0..8).any(|c| paused & (1 << c) == 0 && !h.held[c].is_empty());
+            let head_moves = self.data.front().is_some_and(|q| paused & (1 << (q.class & 7)) != 0);
+            if ready || head_moves {
+                return Some(now_ns);
+            }
+            if self.data.is_empty() {
+                let waiting = (0..8).filter(|&c| !h.held[c].is_empty()).fold(0u8, |m, c| m | 1 << c);
+                return h.port.next_end(waiting, now_ns);
+            }
         }
         let front = self.data.front()?;
         if self.cfg.rate_bps == 0 {
@@ -331,7 +481,7 @@ mod tests {
     use super::*;
 
     fn q(len: u32) -> Queued<u32, u32> {
-        Queued { pkt: len, len, flow: None }
+        Queued { pkt: len, len, flow: None, class: 0 }
     }
 
     #[test]
@@ -472,5 +622,165 @@ mod tests {
         assert!(!w.observe(1_000_000, 1_000_000));
         assert!(!w.observe(1_010_000, 1_050_000));
         assert!(w.observe(1_020_000, 1_150_000));
+    }
+
+    // ---------------------------------------------- received PAUSE / PFC
+
+    use crate::pfcrx::{PfcRxConfig, PortPause};
+    use crate::wire::pfc::{MacControlRepr, PfcRepr};
+
+    /// An unshaped queue honouring PFC for `prios`, 1 Gb/s quanta (one
+    /// quantum = 512 ns), and its shared pause state.
+    fn pfc_queue(prios: u8, max_packets: usize) -> (EgressQueue<u32>, Arc<PortPause>) {
+        let pp = Arc::new(PortPause::new(PfcRxConfig { link_bps: 1_000_000_000, ..PfcRxConfig::with_default_priority(prios, false, 0) }));
+        let e = EgressQueue::new(EgressConfig { max_packets, priority_packets: 4, ..Default::default() }).with_pfc(pp.clone());
+        (e, pp)
+    }
+
+    /// Packet `id` of priority `class`, 100 bytes.
+    fn qc(id: u32, class: u8) -> Queued<u32, u32> {
+        Queued { pkt: id, len: 100, flow: Some(id), class }
+    }
+
+    fn out(e: &mut EgressQueue<u32>, now: u64) -> Vec<u32> {
+        let mut v = Vec::new();
+        e.dequeue_ready(now, 64, |p, _, _, _| v.push(p));
+        v
+    }
+
+    #[test]
+    fn a_paused_priority_waits_while_the_others_pass_and_then_leaves_first() {
+        let (mut e, pp) = pfc_queue(1 << 3, 1024);
+        // 1000 quanta at 1 Gb/s: paused until 10_000 + 512_000.
+        pp.receive(&MacControlRepr::Pfc(PfcRepr::pause(1 << 3, 1000)), 10_000);
+        for (id, class) in [(1, 3), (2, 0), (3, 3), (4, 5), (5, 3)] {
+            e.enqueue(qc(id, class)).ok().unwrap();
+        }
+        assert_eq!(out(&mut e, 20_000), vec![2, 4], "priority 3 waits, 0 and 5 pass it");
+        assert_eq!((e.held_len(), e.depth_bytes(), e.len()), (3, 300, 3), "held packets stay in the queue depth");
+        assert_eq!(pp.held_packets.load(Ordering::Relaxed), 3);
+        e.enqueue(qc(6, 3)).ok().unwrap();
+        e.enqueue(qc(7, 0)).ok().unwrap();
+        assert_eq!(out(&mut e, 521_999), vec![7]);
+        assert_eq!(e.next_departure_ns(521_999), Some(522_000), "the next departure is the end of the pause");
+        assert_eq!(out(&mut e, 522_000), vec![1, 3, 5, 6], "the held ones first, in order, then the newer one");
+        assert_eq!((e.held_len(), e.depth_bytes(), e.stats.dequeued), (0, 0, 7));
+        assert_eq!(pp.held_now.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_zero_time_frame_resumes_at_once_and_other_priorities_are_not_honoured() {
+        let (mut e, pp) = pfc_queue(1 << 3, 1024);
+        // Priority 5 is not honoured: its pause is ignored.
+        pp.receive(&MacControlRepr::Pfc(PfcRepr::pause(1 << 3 | 1 << 5, 0xffff)), 0);
+        e.enqueue(qc(1, 3)).ok().unwrap();
+        e.enqueue(qc(2, 5)).ok().unwrap();
+        assert_eq!(out(&mut e, 1_000), vec![2]);
+        pp.receive(&MacControlRepr::Pfc(PfcRepr::resume(1 << 3)), 2_000);
+        assert_eq!(out(&mut e, 2_000), vec![1], "XON: 33 ms early");
+    }
+
+    #[test]
+    fn refused_packets_go_back_in_order_while_paused_again() {
+        let (mut e, pp) = pfc_queue(1 << 3, 1024);
+        pp.receive(&MacControlRepr::Pfc(PfcRepr::pause(1 << 3, 10)), 0);
+        for id in 1..=4 {
+            e.enqueue(qc(id, 3)).ok().unwrap();
+        }
+        assert!(out(&mut e, 1).is_empty());
+        assert_eq!(e.held_len(), 4);
+        // The pause ends; the NIC takes none of the two that leave.
+        let mut got = Vec::new();
+        e.dequeue_ready(10 * 512 + 1, 2, |p, len, flow, prio| got.push((p, len, flow, prio)));
+        assert_eq!(got.iter().map(|g| g.0).collect::<Vec<_>>(), vec![1, 2]);
+        pp.receive(&MacControlRepr::Pfc(PfcRepr::pause(1 << 3, 10)), 10 * 512 + 2);
+        for &(p, len, flow, _) in got.iter().rev() {
+            e.requeue_front(Queued { pkt: p, len, flow, class: 3 });
+        }
+        e.enqueue(qc(5, 3)).ok().unwrap();
+        assert!(out(&mut e, 10 * 512 + 3).is_empty());
+        assert_eq!(out(&mut e, 30 * 512), vec![1, 2, 3, 4, 5], "order kept through the refusal and the second pause");
+    }
+
+    #[test]
+    fn held_packets_count_against_the_queue_limits_and_drain_at_shutdown() {
+        let (mut e, pp) = pfc_queue(1 << 3, 12);
+        pp.receive(&MacControlRepr::Pfc(PfcRepr::pause(1 << 3, 0xffff)), 0);
+        // 12 packets, 4 of them kept for notifications: room for 8.
+        for id in 0..8 {
+            e.enqueue(qc(id, 3)).ok().unwrap();
+        }
+        assert!(out(&mut e, 1).is_empty());
+        assert_eq!(e.held_len(), 8);
+        assert!(e.enqueue(qc(8, 0)).is_err(), "held packets fill the queue");
+        assert_eq!(e.stats.tail_drops, 1);
+        let mut freed = Vec::new();
+        e.drain(|p| freed.push(p));
+        assert_eq!(freed, (0..8).collect::<Vec<_>>());
+        assert_eq!((e.len(), e.depth_bytes(), pp.held_now.load(Ordering::Relaxed)), (0, 0, 0));
+    }
+
+    #[test]
+    fn a_shaped_queue_spends_no_tokens_on_the_packets_it_sets_aside() {
+        let pp = Arc::new(PortPause::new(PfcRxConfig { link_bps: 1_000_000_000, ..PfcRxConfig::with_default_priority(1 << 3, false, 0) }));
+        // 8 Mb/s: a 100-byte packet every 100 us; a bucket of one packet.
+        let mut e: EgressQueue<u32> = EgressQueue::new(EgressConfig { rate_bps: 8_000_000, burst_bytes: 100, max_packets: 64, priority_packets: 4, ..Default::default() }).with_pfc(pp.clone());
+        pp.receive(&MacControlRepr::Pfc(PfcRepr::pause(1 << 3, 0xffff)), 0);
+        for (id, class) in [(1, 3), (2, 3), (3, 0), (4, 0)] {
+            e.enqueue(qc(id, class)).ok().unwrap();
+        }
+        assert_eq!(out(&mut e, 1), vec![3], "the two held ones took no tokens");
+        assert_eq!(out(&mut e, 100_001), vec![4]);
+    }
+
+    proptest::proptest! {
+        /// Whatever the frames, arrivals, bursts and NIC refusals: no packet
+        /// leaves while its priority is paused, each priority leaves in
+        /// arrival order, and every packet is either out or still counted
+        /// in the queue (bytes and packets).
+        #[test]
+        fn pfc_hold_keeps_order_and_accounting(ops in proptest::collection::vec((0u8..6, 0u8..8, 1u16..40, 0usize..6), 1..200)) {
+            let (mut e, pp) = pfc_queue(0b1010_1010, 256);
+            let (mut now, mut next_id, mut sent) = (0u64, 0u32, Vec::<(u32, u8)>::new());
+            let mut class_of = std::collections::HashMap::new();
+            for (op, class, t, k) in ops {
+                now += u64::from(t) * 100;
+                match op {
+                    0 | 1 => {
+                        if e.enqueue(qc(next_id, class)).is_ok() {
+                            class_of.insert(next_id, class);
+                        }
+                        next_id += 1;
+                    }
+                    2 => { pp.receive(&MacControlRepr::Pfc(PfcRepr::pause(1 << class, t)), now); }
+                    3 => { pp.receive(&MacControlRepr::Pfc(PfcRepr::resume(1 << class)), now); }
+                    _ => {
+                        let paused = pp.paused(now);
+                        let mut got = Vec::new();
+                        e.dequeue_ready(now, k + 1, |p, len, flow, prio| got.push((p, len, flow, prio)));
+                        for &(p, _, _, _) in &got {
+                            let c = class_of[&p];
+                            proptest::prop_assert!(paused & (1 << c) == 0 || c % 2 == 0, "packet {} of paused priority {} left", p, c);
+                        }
+                        // The NIC takes the first `k` and refuses the rest.
+                        let take = k.min(got.len());
+                        for &(p, len, flow, prio) in got[take..].iter().rev() {
+                            proptest::prop_assert!(!prio);
+                            e.requeue_front(Queued { pkt: p, len, flow, class: class_of[&p] });
+                        }
+                        sent.extend(got[..take].iter().map(|g| (g.0, class_of[&g.0])));
+                    }
+                }
+            }
+            for c in 0..8u8 {
+                let ids: Vec<u32> = sent.iter().filter(|s| s.1 == c).map(|s| s.0).collect();
+                proptest::prop_assert!(ids.windows(2).all(|w| w[0] < w[1]), "priority {} out of order: {:?}", c, ids);
+            }
+            proptest::prop_assert_eq!(e.len() + sent.len(), class_of.len());
+            proptest::prop_assert_eq!(e.depth_bytes(), 100 * (class_of.len() - sent.len()) as u64);
+            let mut rest = Vec::new();
+            e.drain(|p| rest.push(p));
+            proptest::prop_assert_eq!(rest.len() + sent.len(), class_of.len());
+        }
     }
 }

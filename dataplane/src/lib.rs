@@ -24,6 +24,7 @@ pub mod worker;
 pub mod lpm;
 pub mod congestion;
 pub mod egress;
+pub mod pfcrx;
 pub mod classify;
 pub mod node;
 pub mod sim;

@@ -70,6 +70,13 @@ impl<P: PacketBuffer> EgressPort<P> {
         EgressPort { queue: EgressQueue::new(cfg), cong, spec }
     }
 
+    /// Honour the received PAUSE / PFC frames `port` records
+    /// ([`crate::pfcrx`]).
+    pub fn with_pfc(mut self, port: std::sync::Arc<crate::pfcrx::PortPause>) -> Self {
+        self.queue = self.queue.with_pfc(port);
+        self
+    }
+
     /// Configure (Some) or forget (None) the source QP of a flow at run
     /// time.
     pub fn set_source_qp(&mut self, src: IpAddr, dst: IpAddr, dest_qp: u32, src_qp: Option<u32>) {
@@ -144,7 +151,8 @@ impl<P: PacketBuffer> EgressPort<P> {
             }
         }
         // Cannot fail: `has_room` held above.
-        self.queue.enqueue(Queued { pkt: m, len, flow: None }).map_err(|q| (q.pkt, Drop::QueueTailDrop))
+        let class = self.queue.class_of(m.data());
+        self.queue.enqueue(Queued { pkt: m, len, flow: None, class }).map_err(|q| (q.pkt, Drop::QueueTailDrop))
     }
 
     /// Finish the batched flow lookups of admitted packets (`admit`): the
@@ -214,7 +222,8 @@ impl<P: PacketBuffer> EgressPort<P> {
         if priority {
             self.queue.requeue_priority_front(p, len);
         } else {
-            self.queue.requeue_front(Queued { pkt: p, len, flow });
+            let class = self.queue.class_of(p.data());
+            self.queue.requeue_front(Queued { pkt: p, len, flow, class });
         }
     }
 

@@ -201,6 +201,10 @@ pub struct Pipeline {
     pub endc: Vec<(u16, crate::endc::EndC)>,
     /// PFC frames due from END.C timers, built by the worker.
     pub pfc_pending: Vec<(u16, crate::endc::PfcAction)>,
+    /// Per DPDK port: the received-PAUSE / PFC state of a port that
+    /// honours them (`[port.pfc]`, [`crate::pfcrx`]); shared with the
+    /// worker that owns the port's egress queue.
+    pub pfc_rx: Vec<Option<Arc<crate::pfcrx::PortPause>>>,
     /// Per SR policy (index): the ingress PE's rate meter (FANN s.4.2).
     pub(crate) policy_meters: Vec<crate::srv6::PolicyMeter>,
     /// The End.MT replication recorded by the last `process`.
@@ -284,6 +288,7 @@ impl Pipeline {
             sids: Arc::new(SidTable::default()),
             endc: Vec::new(),
             pfc_pending: Vec::with_capacity(16),
+            pfc_rx: Vec::new(),
             policy_meters: Vec::new(),
             rep: ReplicaJob::default(),
             frag: Default::default(),
@@ -350,8 +355,38 @@ impl Pipeline {
             EtherType::IPV4 => self.ipv4(p, l2, now_ns),
             EtherType::IPV6 => self.ipv6(p, l2, now_ns),
             EtherType::ARP => self.arp(p, l2),
+            EtherType::MAC_CONTROL => self.mac_control(p, port, l2, now_ns),
             _ => Err(Drop::UnknownEthertype),
         }
+    }
+
+    // ---------------------------------------------------------- PAUSE / PFC
+
+    /// A received MAC Control frame (802.3 Annex 31B PAUSE, 802.1Qbb PFC):
+    /// consumed, never forwarded. On a port that honours them the paused
+    /// priorities' data waits in its egress queue ([`crate::pfcrx`]).
+    fn mac_control<P: PacketBuffer>(&mut self, p: &P, port: u16, l2: L2, now_ns: u64) -> Result<Verdict, Drop> {
+        use crate::wire::pfc::{MacControl, MacControlRepr, DST_MAC};
+        let d = p.data();
+        // Untagged (802.1Qbb: MAC Control frames carry no tag), to the
+        // reserved address or (PAUSE, 802.3 31B.3.3) the port's own MAC.
+        let to_reserved = d[0..6] == DST_MAC;
+        if l2.l3 != 14 || (l2.mcast && !to_reserved) {
+            return Err(Drop::MalformedMacControl);
+        }
+        let c = MacControl::new_checked(&d[14..]).map_err(|_| Drop::MalformedMacControl)?;
+        let repr = match MacControlRepr::parse(&c) {
+            Ok(r) => r,
+            Err(crate::wire::Error::Unrecognized) => return Err(Drop::MacControlUnsupported),
+            Err(_) => return Err(Drop::MalformedMacControl),
+        };
+        let Some(Some(state)) = self.pfc_rx.get(usize::from(port)) else { return Err(Drop::PfcNotHonoured) };
+        self.counters.local(match state.receive(&repr, now_ns) {
+            crate::pfcrx::Received::Pfc => Local::PfcReceived,
+            crate::pfcrx::Received::Pause => Local::PauseReceived,
+            crate::pfcrx::Received::Ignored => Local::PfcReceivedIgnored,
+        });
+        Ok(Verdict::Consumed)
     }
 
     // ------------------------------------------------------------------ ARP
@@ -1594,5 +1629,43 @@ mod icmp4_tests {
         let mut p = VecPacket::from_bytes(&frame([10, 0, 0, 2], [192, 0, 2, 5]));
         assert_eq!(pl.icmp_error4(&mut p, l2, Ipv4Addr::new(10, 0, 0, 2), 28, 1_000_000_000, Icmp4Error::TimeExceeded), Ok(Verdict::Tx(0)));
         assert_eq!(pl.counters.local[Local::TimeExceeded4 as usize].get(), 1);
+    }
+
+    /// Received PAUSE / PFC frames are consumed, never forwarded: on a port
+    /// with `[port.pfc]` they move its pause state, elsewhere they are
+    /// dropped as `pfc-not-enabled`; a frame the router cannot read is
+    /// dropped under its own reason.
+    #[test]
+    fn received_mac_control_frames_pause_the_port_or_are_dropped_by_name() {
+        use crate::pfcrx::{PfcRxConfig, PortPause};
+        use crate::wire::pfc::{FrameRepr, MacControlRepr, PfcRepr, DST_MAC};
+        let a = Interface::new("a", 0, None, [2, 0, 0, 0, 0, 1], 1500);
+        let b = Interface::new("b", 1, None, [2, 0, 0, 0, 0, 0xb], 1500);
+        let mut pl = Pipeline::new(Arc::new(Topology::new(vec![a, b])), Arc::new(Fib::default()), Arc::new(Neighbours::default()), Arc::new(WorkerCounters::default()), PipelineConfig::default());
+        let pp = Arc::new(PortPause::new(PfcRxConfig { link_bps: 1_000_000_000, ..PfcRxConfig::with_default_priority(1 << 3, true, 0) }));
+        pl.pfc_rx = vec![Some(pp.clone()), None];
+        let frame = |dst: [u8; 6], control: MacControlRepr| {
+            let mut f = vec![0u8; 60];
+            FrameRepr { dst, src: [2, 0, 0, 0, 0, 9], control }.emit(&mut f).unwrap();
+            f
+        };
+        let mut run = |f: Vec<u8>, port: u16| pl.process(&mut VecPacket::from_bytes(&f), port, 1_000);
+        assert_eq!(run(frame(DST_MAC, MacControlRepr::Pfc(PfcRepr::pause(1 << 3 | 1 << 4, 100))), 0), Verdict::Consumed);
+        assert_eq!(pp.paused(1_000), 1 << 3, "priority 3 for 100 quanta; 4 is not honoured");
+        assert_eq!(pp.next_end(0xff, 1_000), Some(1_000 + 51_200));
+        assert_eq!(run(frame(DST_MAC, MacControlRepr::Pfc(PfcRepr::pause(1 << 5, 100))), 0), Verdict::Consumed);
+        // 802.3x PAUSE may also go to the port's own address.
+        assert_eq!(run(frame([2, 0, 0, 0, 0, 1], MacControlRepr::Pause { quanta: 7 }), 0), Verdict::Consumed);
+        assert_eq!(pp.paused(1_000), 0xff);
+        assert_eq!(run(frame(DST_MAC, MacControlRepr::Pfc(PfcRepr::pause(1 << 3, 100))), 1), Verdict::Drop(Drop::PfcNotHonoured));
+        let mut other = frame(DST_MAC, MacControlRepr::Pause { quanta: 7 });
+        other[15] = 0x02; // GATE (802.3 Annex 31A)
+        assert_eq!(run(other, 0), Verdict::Drop(Drop::MacControlUnsupported));
+        let mut short = frame(DST_MAC, MacControlRepr::Pfc(PfcRepr::pause(1 << 3, 100)));
+        short.truncate(14 + 10);
+        assert_eq!(run(short, 0), Verdict::Drop(Drop::MalformedMacControl));
+        assert_eq!(run(frame([0x01, 0, 0x5e, 0, 0, 1], MacControlRepr::Pause { quanta: 7 }), 0), Verdict::Drop(Drop::MalformedMacControl), "another multicast address");
+        let l = |x: Local| pl.counters.local[x as usize].get();
+        assert_eq!((l(Local::PfcReceived), l(Local::PfcReceivedIgnored), l(Local::PauseReceived)), (1, 1, 1));
     }
 }

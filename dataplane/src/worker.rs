@@ -132,6 +132,11 @@ pub struct WorkerSpec {
     pub zero_copy_replicas: bool,
     /// Frames for a neighbour not resolved yet wait for it ([`crate::unres`]).
     pub hold: HoldConfig,
+    /// Per port (index = port id): the received PAUSE / PFC state of a
+    /// port that honours them (`[port.pfc]`): every worker records the
+    /// frames it receives there, the owner of the port's egress queue
+    /// holds the paused priorities' data.
+    pub pfc_rx: Vec<Option<Arc<crate::pfcrx::PortPause>>>,
 }
 
 /// The worker's ends of its queues to and from the control thread.
@@ -260,6 +265,7 @@ impl Worker {
         pipeline.set_hold(held.enabled());
         // The END.C state lives in the multicast owner's pipeline.
         pipeline.state_owner = spec.mc_owner == spec.id;
+        pipeline.pfc_rx = spec.pfc_rx.clone();
         let held_cap = if held.enabled() { spec.hold.total } else { 0 };
         // Room for every neighbour frames can wait for: publishing them
         // never allocates.
@@ -267,7 +273,13 @@ impl Worker {
         let clock = TscClock::new(spec.tsc_hz);
         let egress: Vec<Option<EgressPort<Mbuf>>> = (0..MAX_PORTS)
             .map(|p| match spec.egress.get(p).copied().flatten() {
-                Some(cfg) if spec.owner.get(p) == Some(&spec.id) => Some(EgressPort::new(cfg, spec.congestion.get(p).cloned().flatten())),
+                Some(cfg) if spec.owner.get(p) == Some(&spec.id) => {
+                    let e = EgressPort::new(cfg, spec.congestion.get(p).cloned().flatten());
+                    Some(match spec.pfc_rx.get(p).cloned().flatten() {
+                        Some(pp) => e.with_pfc(pp),
+                        None => e,
+                    })
+                }
                 _ => None,
             })
             .collect();
