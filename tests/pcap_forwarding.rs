@@ -2613,6 +2613,19 @@ fn demo_runs_and_its_pcaps_are_sound() {
     assert_eq!((pause.len() as u64 + 1, 2), (counter(&so, "pfc-pause-sent"), counter(&so, "pfc-resume-sent")), "{pfc:?}");
     assert_eq!(counter(&so, "pfc-on-every-interface"), 0, "{so}");
     assert!(so.contains(&format!("PFC PAUSE / RESUME frames on 'dc' {} / 1 (notifications for 2001:db8:1::2), on 'dc2' 1 / 1 (the CNP for 2001:db8:6::2, behind the second gateway)", pause.len())), "{so}");
+    // The second gateway's PFC PAUSE for priority 3 (received on 'dc2',
+    // 335 ms at its configured 100 Mb/s): the RoCEv2 packets at DSCP 26
+    // waited and left after every one at DSCP 0, in PSN order.
+    let dc2_timed = control::demo::read_pcap_timed(&dir.join("dc2-out.pcap")).unwrap();
+    let (held, passed) = control::demo::dc2_roce_times(&dc2_timed);
+    let n = control::demo::DC2_PFC_PACKETS as usize;
+    assert_eq!((held.len(), passed.len()), (n, n), "every packet of both classes left");
+    assert!(held.iter().min() > passed.iter().max(), "priority 3 after every DSCP 0 packet: {held:?} / {passed:?}");
+    let psns = |qp: u32| -> Vec<u32> { dc2.iter().filter(|f| f.len() > 14 + 48 + 12 && f[14 + 48 + 5..14 + 48 + 8] == qp.to_be_bytes()[1..]).map(|f| u32::from_be_bytes([0, f[14 + 48 + 9], f[14 + 48 + 10], f[14 + 48 + 11]])).collect() };
+    assert_eq!(psns(0x626), (0..n as u32).collect::<Vec<_>>(), "the held class in PSN order");
+    assert_eq!((counter(&so, "pfc-received"), counter(&so, "pfc-not-enabled")), (1, 0), "{so}");
+    assert!(so.contains(&format!("{n} at DSCP 26 (priority 3) waited in the queue ({n} set aside) while the {n} at DSCP 0 passed them")), "{so}");
+    assert!(so.contains("pfc 'dc2': priorities [3], 802.3x pause ignored, quanta at 100 Mb/s; received pfc 1 pause 0 ignored 0; data held now 0, held so far 8"), "the exit table: {so}");
     // The ping from the host behind the second gateway, answered on its link.
     assert!(dc2.iter().any(|f| f.len() >= 14 + 48 && f[0..6] == control::demo::DC2_HOST_MAC && f[14 + 6] == 58 && f[14 + 40] == 129), "echo reply on dc2");
     let o = Command::new("python3").arg(chk).arg(dir.join("dc2-out.pcap")).output().unwrap();

@@ -65,7 +65,7 @@ status_interval_ms = 0
 neighbour_solicit_interval_ms = 50
 
 [mempool]
-mbufs_per_socket = 4095
+mbufs_per_socket = 5119
 cache_size = 128
 
 [[port]]
@@ -84,6 +84,9 @@ addresses = ["10.0.2.1/24", "2001:db8:2::1/64"]
 # watches it: CE marking above K_min, Long-haul CNPs above K_max.
 rate_mbps = 20
 queue_bytes = 600000
+# Its share of the pool: at most half of it is held in the ports' queues
+# (this one and the second DC gateway's below).
+queue_packets = 2047
 
 [port.congestion]
 rtt_est_us = 2000          # K_max = max(K_base, R_port * RTT_est / 8)
@@ -114,6 +117,17 @@ name = "dc2"
 device = "net_pcap2,rx_pcap={dir}/dc2-in.pcap,tx_pcap={dir}/dc2-out.pcap"
 mac = "02:dc:00:00:00:03"
 addresses = ["10.0.6.1/24", "2001:db8:6::1/64"]
+# The second gateway sends PFC PAUSE frames when its buffers for the
+# lossless class fill (802.1Qbb): the RoCEv2 traffic toward it (DSCP 26,
+# priority 3) then waits in this port's queue while other traffic passes.
+# Its link is counted at 100 Mb/s here, so one PAUSE (65535 quanta) lasts
+# 335 ms, long enough to see in the pcap's timestamps; without link_mbps
+# the quanta follow the speed the NIC reports.
+queue_packets = 512
+[port.pfc]
+priorities = [3]
+dscp_priority = { 26 = 3 }
+link_mbps = 100
 
 # The Long-haul CNPs to the IPv6 hosts carry an IPsec AH (draft-tian s.9,
 # RFC 4302), which a source keyed as `ip xfrm state add src 2001:db8:1::1
@@ -390,6 +404,18 @@ pub fn write_pcap(path: &Path, frames: &[Vec<u8>]) -> Result<(), String> {
     Ok(())
 }
 
+/// [`read_pcap`] with each frame's timestamp (the time net_pcap sent it).
+pub fn read_pcap_timed(path: &Path) -> Result<Vec<(Duration, Vec<u8>)>, String> {
+    let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut r = PcapReader::new(f).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut out = Vec::new();
+    while let Some(p) = r.next_packet() {
+        let p = p.map_err(|e| format!("{}: {e}", path.display()))?;
+        out.push((p.timestamp, p.data.into_owned()));
+    }
+    Ok(out)
+}
+
 pub fn read_pcap(path: &Path) -> Result<Vec<Vec<u8>>, String> {
     let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut r = PcapReader::new(f).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -560,6 +586,10 @@ pub fn traffic() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
             wan.push(gen::udp6(&L2 { src: WAN_GW_MAC, dst: [0x33, 0x33, o[12], o[13], o[14], o[15]] }, src.parse().unwrap(), g, 40000, 5000, format!("{tag}-{i}").as_bytes(), 64));
         }
     }
+    // RoCEv2 for the host behind the second DC gateway, last (so its
+    // PAUSE, the second frame of its replay, is surely in force): the
+    // lossless class waits, DSCP 0 passes.
+    wan.extend(dc2_roce(&from_wan));
     (dc, wan)
 }
 
@@ -802,11 +832,58 @@ pub const DC2_HOST: &str = "2001:db8:6::2";
 pub const DC2_HOST_MAC: [u8; 6] = [0x02, 0x00, 0x00, 0x00, 0x06, 0x02];
 pub const ROUTER_DC2_MAC: [u8; 6] = [0x02, 0xdc, 0x00, 0x00, 0x00, 0x03];
 
-/// What the host behind the second DC gateway sends: a ping to the
-/// router's address on that link.
+/// The second DC gateway's own MAC (the source of its PFC frames).
+pub const DC2_GATEWAY_MAC: [u8; 6] = [0x02, 0x00, 0x00, 0x00, 0x06, 0x01];
+/// The WAN source of the RoCEv2 traffic to [`DC2_HOST`] that the gateway's
+/// PFC PAUSE holds (DSCP 26) or lets pass (DSCP 0).
+pub const DC2_SENDER: &str = "2001:db8:3::6";
+/// RoCEv2 packets of each class to [`DC2_HOST`].
+pub const DC2_PFC_PACKETS: u32 = 8;
+
+/// What comes in from the second DC gateway: a ping from the host behind
+/// it to the router's address on that link, and the gateway's PFC PAUSE
+/// for priority 3, 65535 quanta (`[port.pfc]` of 'dc2').
 pub fn dc2_traffic() -> Vec<Vec<u8>> {
+    use dataplane::wire::pfc::{FrameRepr, MacControlRepr, PfcRepr, DST_MAC};
     let l2 = L2 { src: DC2_HOST_MAC, dst: ROUTER_DC2_MAC };
-    vec![gen::echo6(&l2, DC2_HOST.parse().unwrap(), "2001:db8:6::1".parse().unwrap(), 0x62, 1)]
+    let mut pause = vec![0u8; 60];
+    let _ = FrameRepr { dst: DST_MAC, src: DC2_GATEWAY_MAC, control: MacControlRepr::Pfc(PfcRepr::pause(1 << 3, 0xffff)) }.emit(&mut pause);
+    vec![gen::echo6(&l2, DC2_HOST.parse().unwrap(), "2001:db8:6::1".parse().unwrap(), 0x62, 1), pause]
+}
+
+/// RoCEv2 from a WAN sender to the host behind the second gateway,
+/// alternately DSCP 26 (priority 3, QP 0x626) and DSCP 0 (QP 0x600), both
+/// ECT(0); the traffic class is not covered by the ICRC.
+fn dc2_roce(from_wan: &L2) -> Vec<Vec<u8>> {
+    let (src, dst): (Ipv6Addr, Ipv6Addr) = (DC2_SENDER.parse().unwrap(), DC2_HOST.parse().unwrap());
+    let mut v = Vec::new();
+    for psn in 0..DC2_PFC_PACKETS {
+        for (qp, dscp) in [(0x626u32, 26u8), (0x600, 0)] {
+            let mut f = gen::roce6(from_wan, src, dst, 49500, qp, psn, 256, 64);
+            let tc = dscp << 2 | 2;
+            f[14] = 0x60 | tc >> 4;
+            f[15] = (f[15] & 0x0f) | tc << 4;
+            v.push(f);
+        }
+    }
+    v
+}
+
+/// The RoCEv2 packets to [`DC2_HOST`] in `dc2_out` with their pcap times:
+/// (DSCP 26 times, DSCP 0 times).
+pub fn dc2_roce_times(dc2_out: &[(Duration, Vec<u8>)]) -> (Vec<Duration>, Vec<Duration>) {
+    let host: Ipv6Addr = DC2_HOST.parse().unwrap_or(Ipv6Addr::UNSPECIFIED);
+    let ours = |f: &[u8]| f.len() > 14 + 48 + 12 && f[12..14] == [0x86, 0xdd] && f[14 + 24..14 + 40] == host.octets() && f[14 + 6] == 17 && f[14 + 42..14 + 44] == [0x12, 0xb7];
+    let dscp = |f: &[u8]| ((f[14] & 0x0f) << 2) | (f[15] >> 6);
+    let (mut held, mut passed) = (Vec::new(), Vec::new());
+    for (t, f) in dc2_out.iter().filter(|(_, f)| ours(f)) {
+        match dscp(f) {
+            26 => held.push(*t),
+            0 => passed.push(*t),
+            _ => {}
+        }
+    }
+    (held, passed)
 }
 
 /// A FANN event (ICMPv6, Code 0) from `node`, sent from its own address to
@@ -1113,7 +1190,8 @@ pub fn run(out: &Path) -> Result<(), String> {
     let rep = router::run(cfg, &eal, &opts)?;
     let dc_out = read_pcap(&dir.join("dc-out.pcap"))?;
     let wan_out = read_pcap(&dir.join("wan-out.pcap"))?;
-    let dc2_out = read_pcap(&dir.join("dc2-out.pcap"))?;
+    let dc2_timed = read_pcap_timed(&dir.join("dc2-out.pcap"))?;
+    let dc2_out: Vec<Vec<u8>> = dc2_timed.iter().map(|(_, f)| f.clone()).collect();
     println!("\n== what the router sent");
     println!("  on 'dc' ({}/dc-out.pcap, {} frames):", dir.display(), dc_out.len());
     print!("{}", summarize(&dc_out));
@@ -1191,6 +1269,23 @@ pub fn run(out: &Path) -> Result<(), String> {
         "  END.C with two DC gateways (draft-hu s.4.1): PFC PAUSE / RESUME frames on 'dc' {p1} / {r1} (notifications for 2001:db8:1::2), on 'dc2' {p2} / {r2} (the CNP for {DC2_HOST}, behind the second gateway); paused every END.C link for a notification naming no sender here {}",
         c.local_count(Local::PfcEveryInterface)
     );
+    {
+        use std::sync::atomic::Ordering::Relaxed;
+        let (held, passed) = dc2_roce_times(&dc2_timed);
+        let (pfc_in, held_so_far) = rep.pfc.iter().map(|(_, p)| (p.pfc_frames.load(Relaxed), p.held_packets.load(Relaxed))).fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+        let ms = |d: Duration| format!("{:.1}", d.as_secs_f64() * 1e3);
+        let gap = match (held.first(), passed.first()) {
+            (Some(h), Some(p)) => format!("the first of the held left {} ms after the first at DSCP 0", ms(h.saturating_sub(*p))),
+            _ => "not every class left".to_string(),
+        };
+        let order = if !held.is_empty() && held.iter().min() >= passed.iter().max() { "every one after" } else { "not every one after" };
+        println!(
+            "  PFC from the second DC gateway (802.1Qbb, [port.pfc] on 'dc2'): {pfc_in} PAUSE frame(s) received for priority 3 (65535 quanta, 335 ms at the 100 Mb/s configured); of the RoCEv2 packets from {DC2_SENDER} to {DC2_HOST}, {} at DSCP 26 (priority 3) waited in the queue ({held_so_far} set aside) while the {} at DSCP 0 passed them: {gap}, {order} the last at DSCP 0 (pfc-received {})",
+            held.len(),
+            passed.len(),
+            c.local_count(Local::PfcReceived)
+        );
+    }
     let mc_in = [Local::McAckIn, Local::McNakIn, Local::McRnrIn, Local::McFatalNakIn, Local::McCnpIn].iter().map(|l| c.local_count(*l)).sum::<u64>()
         + [Drop::McUnknownReceiver, Drop::McStalePsn, Drop::McPsnOutOfWindow, Drop::McPsnBeyondSent, Drop::McCnpRateLimited, Drop::McUnsupportedOpcode, Drop::McBadIcrc, Drop::McMalformed].iter().map(|d| c.drop_count(*d)).sum::<u64>();
     println!(

@@ -48,6 +48,8 @@ pub struct RunReport {
     pub congestion: Vec<(u16, dataplane::congestion::CongestionView)>,
     /// The End.MT reverse-path groups' last state.
     pub groups: Vec<dataplane::multicast::GroupView>,
+    /// The ports that honour received PAUSE / PFC (DPDK port id, state).
+    pub pfc: Vec<(u16, Arc<dataplane::pfcrx::PortPause>)>,
 }
 
 struct WorkerHandle {
@@ -1015,9 +1017,13 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             if rx != last_rx_total {
                 last_rx_total = rx;
                 last_rx_change = now;
-            } else if now.duration_since(last_rx_change) >= idle && control.nud.as_ref().is_none_or(|n| n.unresolved().all(|(_, st)| st == dataplane::nud::NudState::Failed)) {
-                // Idle, and every ECMP gateway resolved or found silent
-                // (a replay's outcome does not depend on when it stops).
+            } else if now.duration_since(last_rx_change) >= idle
+                && control.nud.as_ref().is_none_or(|n| n.unresolved().all(|(_, st)| st == dataplane::nud::NudState::Failed))
+                && control.pfc_rx.iter().all(|(_, p)| p.paused(control.clock.now()) == 0 && p.held_now.load(Ordering::Relaxed) == 0)
+            {
+                // Idle, every ECMP gateway resolved or found silent, and no
+                // data held by a received pause (a replay's outcome does
+                // not depend on when it stops).
                 break;
             }
         }
@@ -1096,6 +1102,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         neighbours: (*control.neighbours).clone(),
         congestion: control.congestion_views(),
         groups: control.group_views(),
+        pfc: control.pfc_rx.clone(),
     };
     drop(control);
     drop(ports);
