@@ -137,7 +137,8 @@ pub struct EgressStats {
 pub struct EgressQueue<P, F = u32> {
     cfg: EgressConfig,
     data: VecDeque<Queued<P, F>>,
-    prio: VecDeque<(P, u32)>,
+    /// (packet, length, priority for received PFC or [`NEVER_HELD`]).
+    prio: VecDeque<(P, u32, u8)>,
     /// Received PAUSE / PFC honoured: the data of paused priorities, set
     /// aside in order ([`EgressQueue::with_pfc`]).
     pfc: Option<Box<Hold<P, F>>>,
@@ -161,6 +162,11 @@ struct Hold<P, F> {
 }
 
 const SCALE: u128 = 8_000_000_000; // bits per byte * ns per s
+
+/// The class of a priority-queue frame no pause holds: a MAC Control frame
+/// (END.C's own PAUSE / RESUME; 802.3 exempts them), or any frame on a
+/// port that honours no received PFC.
+pub const NEVER_HELD: u8 = 0xff;
 
 /// Take the shaper tokens for `len` bytes (always, when not shaped).
 #[inline]
@@ -212,6 +218,16 @@ impl<P, F: Copy> EgressQueue<P, F> {
         match &self.pfc {
             None => 0,
             Some(h) => h.port.config().priority_of(frame),
+        }
+    }
+
+    /// The class of a frame for the priority queue: [`NEVER_HELD`] for a
+    /// MAC Control frame or without PFC, else its priority.
+    #[inline]
+    pub fn control_class_of(&self, frame: &[u8]) -> u8 {
+        match &self.pfc {
+            Some(h) if frame.get(12..14) != Some(&[0x88, 0x08][..]) => h.port.config().priority_of(frame),
+            _ => NEVER_HELD,
         }
     }
 
@@ -287,11 +303,19 @@ impl<P, F: Copy> EgressQueue<P, F> {
     /// Append a notification / ARP / ND packet to the priority queue.
     #[inline]
     pub fn enqueue_priority(&mut self, p: P, len: u32) -> Result<(), P> {
+        self.enqueue_priority_as(p, len, NEVER_HELD)
+    }
+
+    /// [`EgressQueue::enqueue_priority`] of a frame of priority `class`
+    /// ([`EgressQueue::control_class_of`]): a received pause of that
+    /// priority holds it too.
+    #[inline]
+    pub fn enqueue_priority_as(&mut self, p: P, len: u32, class: u8) -> Result<(), P> {
         if self.prio.len() >= self.cfg.priority_packets {
             self.stats.priority_drops += 1;
             return Err(p);
         }
-        self.prio.push_back((p, len));
+        self.prio.push_back((p, len, class));
         Ok(())
     }
 
@@ -323,7 +347,7 @@ impl<P, F: Copy> EgressQueue<P, F> {
         }
         let mut n = 0;
         while n < max {
-            if let Some((p, len)) = self.prio.pop_front() {
+            if let Some((p, len, _)) = self.prio.pop_front() {
                 // Priority packets never wait for tokens but they do consume
                 // them, so the data queue yields to them.
                 self.tokens = self.tokens.saturating_sub(u128::from(len) * SCALE);
@@ -346,7 +370,8 @@ impl<P, F: Copy> EgressQueue<P, F> {
     }
 
     /// [`EgressQueue::dequeue_ready`] while a pause is in force or packets
-    /// are held: priority packets first, then the held packets of
+    /// are held: priority packets first (the first one whose priority is
+    /// not paused: those before it wait, in order), then the held packets of
     /// priorities no longer paused (older than any of theirs in the data
     /// queue), then the data queue, whose head moves aside when its
     /// priority is paused (taking no tokens and not counted in `max`).
@@ -354,7 +379,13 @@ impl<P, F: Copy> EgressQueue<P, F> {
         let Some(h) = self.pfc.as_mut() else { return 0 };
         let (mut n, mut set_aside) = (0, 0u64);
         while n < max {
-            if let Some((p, len)) = self.prio.pop_front() {
+            let sendable = |c: u8| c == NEVER_HELD || paused & (1 << (c & 7)) == 0;
+            let next = match self.prio.front() {
+                Some(f) if sendable(f.2) => Some(0),
+                Some(_) => self.prio.iter().position(|f| sendable(f.2)),
+                None => None,
+            };
+            if let Some((p, len, _)) = next.and_then(|i| self.prio.remove(i)) {
                 self.tokens = self.tokens.saturating_sub(u128::from(len) * SCALE);
                 out(p, len, None, true);
                 n += 1;
@@ -421,14 +452,15 @@ impl<P, F: Copy> EgressQueue<P, F> {
         self.data.push_front(q);
     }
 
-    /// Put back a priority packet the NIC did not take.
-    pub fn requeue_priority_front(&mut self, p: P, len: u32) {
-        self.prio.push_front((p, len));
+    /// Put back a priority packet the NIC did not take (`class` as it was
+    /// queued with).
+    pub fn requeue_priority_front(&mut self, p: P, len: u32, class: u8) {
+        self.prio.push_front((p, len, class));
     }
 
     /// Empty the queue (shutdown): every packet is handed to `f`.
     pub fn drain(&mut self, mut f: impl FnMut(P)) {
-        while let Some((p, _)) = self.prio.pop_front() {
+        while let Some((p, _, _)) = self.prio.pop_front() {
             f(p);
         }
         if let Some(h) = self.pfc.as_mut() {
@@ -448,21 +480,34 @@ impl<P, F: Copy> EgressQueue<P, F> {
 
     /// When the next data packet may leave (for a simulation's event clock).
     pub fn next_departure_ns(&self, now_ns: u64) -> Option<u64> {
-        if !self.prio.is_empty() {
-            return Some(now_ns);
-        }
-        if let Some(h) = self.pfc.as_ref() {
-            let paused = h.port.paused(now_ns);
-            let ready = (0..8).any(|c| paused & (1 << c) == 0 && !h.held[c].is_empty());
-            let head_moves = self.data.front().is_some_and(|q| paused & (1 << (q.class & 7)) != 0);
-            if ready || head_moves {
+        let Some(h) = self.pfc.as_ref() else {
+            if !self.prio.is_empty() {
                 return Some(now_ns);
             }
-            if self.data.is_empty() {
-                let waiting = (0..8).filter(|&c| !h.held[c].is_empty()).fold(0u8, |m, c| m | 1 << c);
-                return h.port.next_end(waiting, now_ns);
-            }
+            return self.next_data_departure(now_ns);
+        };
+        let paused = h.port.paused(now_ns);
+        let free = |c: u8| c == NEVER_HELD || paused & (1 << (c & 7)) == 0;
+        let ready = (0..8).any(|c| paused & (1 << c) == 0 && !h.held[c].is_empty());
+        let head_moves = self.data.front().is_some_and(|q| !free(q.class));
+        if ready || head_moves || self.prio.iter().any(|f| free(f.2)) {
+            return Some(now_ns);
         }
+        if self.data.is_empty() {
+            // Everything waits for a pause to end.
+            let waiting = (0..8u8).filter(|&c| !h.held[usize::from(c)].is_empty()).fold(0u8, |m, c| m | 1 << c) | self.prio.iter().fold(0u8, |m, f| m | 1 << (f.2 & 7));
+            return h.port.next_end(waiting, now_ns);
+        }
+        // Held priority frames may be free before the data's tokens are.
+        let prio_waiting = self.prio.iter().fold(0u8, |m, f| m | 1 << (f.2 & 7));
+        match (self.next_data_departure(now_ns), h.port.next_end(prio_waiting, now_ns)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// When the head of the data queue may leave (the shaper's tokens).
+    fn next_data_departure(&self, now_ns: u64) -> Option<u64> {
         let front = self.data.front()?;
         if self.cfg.rate_bps == 0 {
             return Some(now_ns);
@@ -731,6 +776,33 @@ mod tests {
         }
         assert_eq!(out(&mut e, 1), vec![3], "the two held ones took no tokens");
         assert_eq!(out(&mut e, 100_001), vec![4]);
+    }
+
+    #[test]
+    fn priority_frames_of_a_paused_priority_wait_but_mac_control_never() {
+        let pp = Arc::new(PortPause::new(PfcRxConfig { link_bps: 1_000_000_000, ..PfcRxConfig::with_default_priority(1 << 3, true, 0) }));
+        let mut e: EgressQueue<u32> = EgressQueue::new(EgressConfig { max_packets: 64, priority_packets: 8, ..Default::default() }).with_pfc(pp.clone());
+        pp.receive(&MacControlRepr::Pfc(PfcRepr::pause(1 << 3, 100)), 0);
+        // A CNP on priority 3, END.C's own PFC frame, an ND answer on 0,
+        // another CNP on 3.
+        for (id, class) in [(1, 3), (2, NEVER_HELD), (3, 0), (4, 3)] {
+            e.enqueue_priority_as(id, 64, class).unwrap();
+        }
+        let mut got = Vec::new();
+        e.dequeue_ready(1, 8, |p, _, _, prio| got.push((p, prio)));
+        assert_eq!(got, vec![(2, true), (3, true)], "priority 3 waits, in order, ahead of nothing else");
+        assert_eq!(e.next_departure_ns(1), Some(51_200), "the end of the pause");
+        // The NIC refuses nothing; an 802.3x PAUSE then stops every
+        // priority, MAC Control frames apart.
+        pp.receive(&MacControlRepr::Pause { quanta: 100 }, 2);
+        e.enqueue_priority_as(5, 64, 0).unwrap();
+        e.enqueue_priority_as(6, 64, NEVER_HELD).unwrap();
+        got.clear();
+        e.dequeue_ready(3, 8, |p, _, _, prio| got.push((p, prio)));
+        assert_eq!(got, vec![(6, true)]);
+        got.clear();
+        e.dequeue_ready(2 + 51_200, 8, |p, _, _, prio| got.push((p, prio)));
+        assert_eq!(got, vec![(1, true), (4, true), (5, true)]);
     }
 
     proptest::proptest! {

@@ -185,7 +185,8 @@ impl<P: PacketBuffer> EgressPort<P> {
     #[inline]
     pub fn admit_priority(&mut self, m: P) -> Result<(), (P, Drop)> {
         let len = m.pkt_len() as u32;
-        self.queue.enqueue_priority(m, len).map_err(|m| (m, Drop::PriorityQueueFull))
+        let class = self.queue.control_class_of(m.data());
+        self.queue.enqueue_priority_as(m, len, class).map_err(|m| (m, Drop::PriorityQueueFull))
     }
 
     /// What the shaper lets go now: `out(pkt, len, flow, priority)`. Call
@@ -220,7 +221,8 @@ impl<P: PacketBuffer> EgressPort<P> {
     pub fn requeue(&mut self, p: P, len: u32, flow: Option<FlowId>, priority: bool) {
         self.flush();
         if priority {
-            self.queue.requeue_priority_front(p, len);
+            let class = self.queue.control_class_of(p.data());
+            self.queue.requeue_priority_front(p, len, class);
         } else {
             let class = self.queue.class_of(p.data());
             self.queue.requeue_front(Queued { pkt: p, len, flow, class });

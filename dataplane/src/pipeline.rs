@@ -369,7 +369,8 @@ impl Pipeline {
         use crate::wire::pfc::{MacControl, MacControlRepr, DST_MAC};
         let d = p.data();
         // Untagged (802.1Qbb: MAC Control frames carry no tag), to the
-        // reserved address or (PAUSE, 802.3 31B.3.3) the port's own MAC.
+        // reserved address or (PAUSE only, 802.3 31B.3.3) the port's own
+        // MAC.
         let to_reserved = d[0..6] == DST_MAC;
         if l2.l3 != 14 || (l2.mcast && !to_reserved) {
             return Err(Drop::MalformedMacControl);
@@ -380,6 +381,10 @@ impl Pipeline {
             Err(crate::wire::Error::Unrecognized) => return Err(Drop::MacControlUnsupported),
             Err(_) => return Err(Drop::MalformedMacControl),
         };
+        // 802.1Qbb: PFC goes to the reserved address only.
+        if matches!(repr, MacControlRepr::Pfc(_)) && !to_reserved {
+            return Err(Drop::MalformedMacControl);
+        }
         let Some(Some(state)) = self.pfc_rx.get(usize::from(port)) else { return Err(Drop::PfcNotHonoured) };
         self.counters.local(match state.receive(&repr, now_ns) {
             crate::pfcrx::Received::Pfc => Local::PfcReceived,
@@ -1658,6 +1663,7 @@ mod icmp4_tests {
         assert_eq!(run(frame([2, 0, 0, 0, 0, 1], MacControlRepr::Pause { quanta: 7 }), 0), Verdict::Consumed);
         assert_eq!(pp.paused(1_000), 0xff);
         assert_eq!(run(frame(DST_MAC, MacControlRepr::Pfc(PfcRepr::pause(1 << 3, 100))), 1), Verdict::Drop(Drop::PfcNotHonoured));
+        assert_eq!(run(frame([2, 0, 0, 0, 0, 1], MacControlRepr::Pfc(PfcRepr::pause(1 << 3, 100))), 0), Verdict::Drop(Drop::MalformedMacControl), "PFC to the reserved address only");
         let mut other = frame(DST_MAC, MacControlRepr::Pause { quanta: 7 });
         other[15] = 0x02; // GATE (802.3 Annex 31A)
         assert_eq!(run(other, 0), Verdict::Drop(Drop::MacControlUnsupported));
