@@ -666,6 +666,65 @@ mod tests {
         f
     }
 
+    /// A received PFC pause on a congestion-aware port (the router as the
+    /// DC gateway a PE's END.C pauses, draft-hu s.4.1): the paused class
+    /// stays in the queue depth, so the pause is congestion to the
+    /// congestion stage: CE marks above K_min, a Long-haul CNP to the
+    /// flow's source above K_max; once the XON lets the queue drain and it
+    /// stays below K_min for RTT_est, the throttled flow gets its Resume.
+    #[test]
+    fn a_received_pause_turns_into_ce_marks_and_cnps_to_the_source() {
+        use crate::pfcrx::{PfcRxConfig, PortPause};
+        use crate::wire::pfc::{MacControlRepr, PfcRepr};
+        let counters = WorkerCounters::default();
+        // 1 Gb/s, RTT_est 100 us: K_max = K_base 64000, K_min 32000.
+        let params = PortParams { rate_bps: 1_000_000_000, rtt_est_ns: 100_000, interval_ns: 10_000, qd_immediate: true, ..PortParams::default() };
+        let spec = CongestionSpec { params, source_v4: None, source_v6: None, end_e_sid: None, notify_sids: Vec::new(), source_qps: Vec::new(), source_formats: Vec::new(), auth: Default::default() };
+        let mut pfc = PfcRxConfig::with_default_priority(1 << 3, false, 0);
+        pfc.dscp_priority[26] = 3;
+        pfc.link_bps = 1_000_000_000;
+        let pp = Arc::new(PortPause::new(pfc));
+        let mut e: EgressPort<VecPacket> = EgressPort::new(EgressConfig::default(), Some(spec)).with_pfc(pp.clone());
+        let (a, b) = ("2001:db8:1::2", "2001:db8:3::2");
+        // RC SEND-only at DSCP 26, ECT(0).
+        let mut f = roce_frame(a, b, 0x04, 0, 0x100, 0);
+        let tc: u8 = 26 << 2 | 2;
+        f[14] = 0x60 | tc >> 4;
+        f[15] = tc << 4;
+        pp.receive(&MacControlRepr::Pfc(PfcRepr::pause(1 << 3, 0xffff)), 0);
+        // `poll` fills only the room the worker's buffer has (no
+        // allocation on the packet path).
+        let (mut sent, mut reqs) = (0, Vec::with_capacity(4096));
+        let mut step = |e: &mut EgressPort<VecPacket>, now: u64, reqs: &mut Vec<CnpRequest>| {
+            let mut out = Vec::new();
+            e.dequeue(now, 64, |p, len, flow, prio| out.push((p, len, flow, prio)));
+            for (_, len, flow, _) in &out {
+                e.sent(*flow, *len, now);
+            }
+            e.poll(now, reqs);
+            out.len()
+        };
+        for i in 0..1000u64 {
+            e.admit(VecPacket::from_bytes(&f), 1 + i * 100, &counters).map_err(|(_, d)| d).unwrap();
+            sent += step(&mut e, 1 + i * 100, &mut reqs);
+        }
+        assert_eq!(sent, 0, "priority 3 is paused (33.5 ms)");
+        assert!(e.queue.depth_bytes() > 64_000 && e.queue.held_len() > 600, "held, and in the queue depth: {}", e.queue.depth_bytes());
+        assert!(counters.local[Local::CeMarked as usize].get() > 0, "CE marks above K_min");
+        let cnp = reqs.iter().find(|r| r.info.action != Action::Resume).expect("a Long-haul CNP above K_max");
+        assert_eq!((cnp.to, cnp.flow_dst, cnp.dest_qp), (a.parse::<IpAddr>().unwrap(), b.parse::<IpAddr>().unwrap(), 0x100));
+        // XON: everything leaves; below K_min for RTT_est, the Resume.
+        pp.receive(&MacControlRepr::Pfc(PfcRepr::resume(1 << 3)), 200_000);
+        reqs.clear();
+        let mut now = 200_000;
+        while now < 600_000 {
+            sent += step(&mut e, now, &mut reqs);
+            now += 10_000;
+        }
+        assert_eq!((sent, e.queue.depth_bytes(), e.queue.held_len()), (1000, 0, 0));
+        assert!(reqs.iter().any(|r| r.info.action == Action::Resume && r.dest_qp == 0x100), "{:?}", reqs.iter().map(|r| r.info.action).collect::<Vec<_>>());
+    }
+
     /// What a worker does with a received frame (`Worker::handle_burst`):
     /// `maybe_response`, one `roce_meta`, `teaches_source_qp`, then
     /// `observe_roce` on its own ports and, through the ring, on another
