@@ -612,6 +612,16 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             );
         }
         if let Some(c) = p.pfc {
+            // The frames must reach the router: a NIC that acts on PAUSE
+            // itself (and hides it) is told to forward them instead.
+            match ports[pi].forward_mac_control() {
+                Ok(()) => eprintln!("port {}: NIC flow control off, MAC Control frames forwarded to the router", p.name),
+                Err(e) => eprintln!(
+                    "port {}: the driver cannot change its flow control ({}); PAUSE / PFC frames are honoured as it delivers them",
+                    p.name,
+                    if e == -95 { "not supported".to_string() } else { format!("error {e}") }
+                ),
+            }
             let pp = Arc::new(dataplane::pfcrx::PortPause::new(c));
             pp.set_link_speed(ports[pi].link_bps());
             let prios: Vec<String> = (0..8).filter(|b| c.priorities & (1 << b) != 0).map(|b| b.to_string()).collect();

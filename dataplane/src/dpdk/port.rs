@@ -217,6 +217,28 @@ impl Port {
         link.link_status() != 0
     }
 
+    /// Hand received PAUSE / PFC frames to the router instead of acting on
+    /// them in the NIC (`[port.pfc]`, [`crate::pfcrx`]): link-level flow
+    /// control off (`RTE_ETH_FC_NONE`: the NIC neither pauses its TX nor
+    /// sends PAUSE), MAC Control frames forwarded to the host
+    /// (`mac_ctrl_frame_fwd`). Err(errno) when the driver cannot (virtual
+    /// devices: -ENOTSUP; they deliver every frame anyway).
+    pub fn forward_mac_control(&self) -> Result<(), i32> {
+        let mut fc = dpdk_sys::rte_eth_fc_conf::default();
+        // SAFETY: valid port and out pointer.
+        let r = unsafe { dpdk_sys::rte_eth_dev_flow_ctrl_get(self.id, &mut fc) };
+        if r != 0 {
+            return Err(r);
+        }
+        fc.mode = dpdk_sys::RTE_ETH_FC_NONE;
+        fc.mac_ctrl_frame_fwd = 1;
+        // SAFETY: valid port and configuration.
+        match unsafe { dpdk_sys::rte_eth_dev_flow_ctrl_set(self.id, &mut fc) } {
+            0 => Ok(()),
+            e => Err(e),
+        }
+    }
+
     /// Link speed in bit/s (0 when unknown).
     pub fn link_bps(&self) -> u64 {
         let mut link = dpdk_sys::rte_eth_link::default();
