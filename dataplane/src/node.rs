@@ -695,7 +695,7 @@ mod tests {
         // `poll` fills only the room the worker's buffer has (no
         // allocation on the packet path).
         let (mut sent, mut reqs) = (0, Vec::with_capacity(4096));
-        let mut step = |e: &mut EgressPort<VecPacket>, now: u64, reqs: &mut Vec<CnpRequest>| {
+        let step = |e: &mut EgressPort<VecPacket>, now: u64, reqs: &mut Vec<CnpRequest>| {
             let mut out = Vec::new();
             e.dequeue(now, 64, |p, len, flow, prio| out.push((p, len, flow, prio)));
             for (_, len, flow, _) in &out {
