@@ -34,6 +34,7 @@ use dataplane::egress::EgressConfig;
 use dataplane::node::{CongestionSpec, EgressPort};
 use dataplane::multicast::{build_upstream, upstream_len, GroupConfig, GroupId, Receiver, Upstream};
 use dataplane::packet::VecPacket;
+use dataplane::pfcrx::{PfcRxConfig, PortPause};
 use dataplane::pipeline::{Pipeline, PipelineConfig, Verdict};
 use dataplane::srv6::{Behaviour, EncapMode, SidTable, SrPolicy};
 use dataplane::tables::{Fib, Interface, MacAddr, NeighSource, Neighbours, NextHop, Route, Topology, Urpf};
@@ -153,8 +154,21 @@ thread_local! {
     static PL: RefCell<State> = RefCell::new(fresh());
 }
 
+/// The WAN port honours received PFC for priorities 3 and 5 (DSCP 26 is
+/// 3) and 802.3x PAUSE, quanta at 100 Mb/s (5.12 µs each, a few inputs of
+/// the clock), so pauses start, overlap and end while data queues.
+fn pfc_rx() -> Arc<PortPause> {
+    let mut c = PfcRxConfig::with_default_priority(1 << 3 | 1 << 5, true, 0);
+    c.dscp_priority[26] = 3;
+    c.link_bps = 100_000_000;
+    Arc::new(PortPause::new(c))
+}
+
 fn fresh() -> State {
-    State { busy: false, pl: build(), wan: egress(), counters: WorkerCounters::default(), reqs: Vec::with_capacity(64), now: 1_000_000_000 }
+    let pp = pfc_rx();
+    let mut pl = build();
+    pl.pfc_rx = vec![None, Some(pp.clone())];
+    State { busy: false, pl, wan: egress().with_pfc(pp), counters: WorkerCounters::default(), reqs: Vec::with_capacity(64), now: 1_000_000_000 }
 }
 
 /// Out on `port`: into the WAN's egress queue (the priority queue for the
@@ -319,6 +333,25 @@ fn data(psn: u32) -> Vec<u8> {
     d
 }
 
+/// A MAC Control frame to 01:80:c2:00:00:01: `opcode`, then `rest`
+/// (the PFC vector and times, or the PAUSE time), padded to 60 octets.
+fn pfc_frame(opcode: u16, rest: &[u8]) -> Vec<u8> {
+    let mut f = eth([0x01, 0x80, 0xc2, 0, 0, 0x01], 0x8808, &opcode.to_be_bytes());
+    f.extend_from_slice(rest);
+    f.resize(60, 0);
+    f
+}
+
+/// [`roce_transit`] with the traffic class's DSCP set (the ICRC masks the
+/// traffic class).
+fn roce_transit_dscp(psn: u32, dscp: u8) -> Vec<u8> {
+    let mut d = roce_transit(psn);
+    let tc = dscp << 2 | 2;
+    d[0] = 0x60 | tc >> 4;
+    d[1] = (d[1] & 0x0f) | tc << 4;
+    d
+}
+
 /// A RoCEv2 SEND ONLY from a DC host to the WAN (ECT(0), valid ICRC): a
 /// flow of the congestion-aware port.
 fn roce_transit(psn: u32) -> Vec<u8> {
@@ -357,6 +390,12 @@ pub fn seeds_pipeline() -> Vec<Vec<u8>> {
         (0xf0, eth(R0, 0x86dd, &roce_transit(8))),
         (1, eth(R1, 0x86dd, &ipv6("2001:db8:3::5", "fc00:0:1::6", 41, 64, &ipv6("2001:db8:3::5", "2001:db8:1::2", 17, 64, &udp)))),
         (0, eth([0xff; 6], 0x0806, &[0, 1, 8, 0, 6, 4, 0, 1, 2, 0, 0, 0, 1, 2, 10, 0, 1, 2, 0, 0, 0, 0, 0, 0, 10, 0, 1, 1])),
+        // The WAN neighbour's PFC (priority 3 for 40 quanta, priority 5
+        // resumed), its 802.3x PAUSE, and data at DSCP 26 that the pause
+        // holds.
+        (1, pfc_frame(0x0101, &[0x00, 0x28, 0, 0, 0, 0, 0, 0, 0, 40, 0, 0, 0, 0, 0, 0, 0, 0])),
+        (1, pfc_frame(0x0001, &[0, 20])),
+        (0xf2, eth(R0, 0x86dd, &roce_transit_dscp(9, 26))),
     ];
     frames
         .into_iter()
