@@ -378,12 +378,19 @@ impl<P, F: Copy> EgressQueue<P, F> {
     fn dequeue_paused(&mut self, paused: u8, max: usize, mut out: impl FnMut(P, u32, Option<F>, bool)) -> usize {
         let Some(h) = self.pfc.as_mut() else { return 0 };
         let (mut n, mut set_aside) = (0, 0u64);
+        // Once a scan of the priority queue found only paused frames, it
+        // stays so for this call (nothing is added to it meanwhile).
+        let mut prio_held = false;
         while n < max {
             let sendable = |c: u8| c == NEVER_HELD || paused & (1 << (c & 7)) == 0;
             let next = match self.prio.front() {
                 Some(f) if sendable(f.2) => Some(0),
-                Some(_) => self.prio.iter().position(|f| sendable(f.2)),
-                None => None,
+                Some(_) if !prio_held => {
+                    let i = self.prio.iter().position(|f| sendable(f.2));
+                    prio_held = i.is_none();
+                    i
+                }
+                _ => None,
             };
             if let Some((p, len, _)) = next.and_then(|i| self.prio.remove(i)) {
                 self.tokens = self.tokens.saturating_sub(u128::from(len) * SCALE);
@@ -806,50 +813,76 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// Whatever the frames, arrivals, bursts and NIC refusals: no packet
-        /// leaves while its priority is paused, each priority leaves in
-        /// arrival order, and every packet is either out or still counted
+        /// Whatever the frames, arrivals (data and priority queue), bursts
+        /// and NIC refusals: no packet leaves while its priority is paused
+        /// (MAC Control frames always may), each priority leaves each queue
+        /// in arrival order, and every packet is either out or still counted
         /// in the queue (bytes and packets).
         #[test]
-        fn pfc_hold_keeps_order_and_accounting(ops in proptest::collection::vec((0u8..6, 0u8..8, 1u16..40, 0usize..6), 1..200)) {
+        fn pfc_hold_keeps_order_and_accounting(ops in proptest::collection::vec((0u8..7, 0u8..9, 1u16..40, 0usize..6), 1..200)) {
             let (mut e, pp) = pfc_queue(0b1010_1010, 256);
-            let (mut now, mut next_id, mut sent) = (0u64, 0u32, Vec::<(u32, u8)>::new());
+            let (mut now, mut next_id, mut sent) = (0u64, 0u32, Vec::<(u32, u8, bool)>::new());
+            // Per packet id: its class (8: a MAC Control frame) and whether
+            // it went to the priority queue.
             let mut class_of = std::collections::HashMap::new();
+            let mut data_bytes = 0u64;
             for (op, class, t, k) in ops {
                 now += u64::from(t) * 100;
                 match op {
                     0 | 1 => {
+                        let class = class & 7;
                         if e.enqueue(qc(next_id, class)).is_ok() {
-                            class_of.insert(next_id, class);
+                            class_of.insert(next_id, (class, false));
+                            data_bytes += 100;
                         }
                         next_id += 1;
                     }
-                    2 => { pp.receive(&MacControlRepr::Pfc(PfcRepr::pause(1 << class, t)), now); }
-                    3 => { pp.receive(&MacControlRepr::Pfc(PfcRepr::resume(1 << class)), now); }
+                    6 => {
+                        let c = if class == 8 { NEVER_HELD } else { class };
+                        if e.enqueue_priority_as(next_id, 64, c).is_ok() {
+                            class_of.insert(next_id, (class, true));
+                        }
+                        next_id += 1;
+                    }
+                    2 => { pp.receive(&MacControlRepr::Pfc(PfcRepr::pause(1 << (class & 7), t)), now); }
+                    3 => { pp.receive(&MacControlRepr::Pfc(PfcRepr::resume(1 << (class & 7))), now); }
                     _ => {
                         let paused = pp.paused(now);
                         let mut got = Vec::new();
                         e.dequeue_ready(now, k + 1, |p, len, flow, prio| got.push((p, len, flow, prio)));
-                        for &(p, _, _, _) in &got {
-                            let c = class_of[&p];
-                            proptest::prop_assert!(paused & (1 << c) == 0 || c % 2 == 0, "packet {} of paused priority {} left", p, c);
+                        for &(p, _, _, prio) in &got {
+                            let (c, is_prio) = class_of[&p];
+                            proptest::prop_assert_eq!(prio, is_prio);
+                            proptest::prop_assert!(c == 8 || paused & (1 << c) == 0 || c % 2 == 0, "packet {} of paused priority {} left", p, c);
                         }
                         // The NIC takes the first `k` and refuses the rest.
                         let take = k.min(got.len());
                         for &(p, len, flow, prio) in got[take..].iter().rev() {
-                            proptest::prop_assert!(!prio);
-                            e.requeue_front(Queued { pkt: p, len, flow, class: class_of[&p] });
+                            let (c, _) = class_of[&p];
+                            if prio {
+                                e.requeue_priority_front(p, len, if c == 8 { NEVER_HELD } else { c });
+                            } else {
+                                e.requeue_front(Queued { pkt: p, len, flow, class: c });
+                            }
                         }
-                        sent.extend(got[..take].iter().map(|g| (g.0, class_of[&g.0])));
+                        for g in &got[..take] {
+                            let (c, is_prio) = class_of[&g.0];
+                            if !is_prio {
+                                data_bytes -= 100;
+                            }
+                            sent.push((g.0, c, is_prio));
+                        }
                     }
                 }
             }
-            for c in 0..8u8 {
-                let ids: Vec<u32> = sent.iter().filter(|s| s.1 == c).map(|s| s.0).collect();
-                proptest::prop_assert!(ids.windows(2).all(|w| w[0] < w[1]), "priority {} out of order: {:?}", c, ids);
+            for c in 0..9u8 {
+                for q in [false, true] {
+                    let ids: Vec<u32> = sent.iter().filter(|s| s.1 == c && s.2 == q).map(|s| s.0).collect();
+                    proptest::prop_assert!(ids.windows(2).all(|w| w[0] < w[1]), "priority {} (priority queue {}) out of order: {:?}", c, q, ids);
+                }
             }
             proptest::prop_assert_eq!(e.len() + sent.len(), class_of.len());
-            proptest::prop_assert_eq!(e.depth_bytes(), 100 * (class_of.len() - sent.len()) as u64);
+            proptest::prop_assert_eq!(e.depth_bytes(), data_bytes, "the data queue's depth counts held data, never priority frames");
             let mut rest = Vec::new();
             e.drain(|p| rest.push(p));
             proptest::prop_assert_eq!(rest.len() + sent.len(), class_of.len());
