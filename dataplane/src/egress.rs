@@ -142,6 +142,9 @@ pub struct EgressQueue<P, F = u32> {
     /// Received PAUSE / PFC honoured: the data of paused priorities, set
     /// aside in order ([`EgressQueue::with_pfc`]).
     pfc: Option<Box<Hold<P, F>>>,
+    /// Packets in `pfc`'s side queues (kept here, next to the data queue's
+    /// length, so the room check of every packet reads no more memory).
+    held: usize,
     bytes: u64,
     /// Shaper tokens in byte-nanoseconds * rate (scaled: bytes * 8e9).
     tokens: u128,
@@ -157,8 +160,6 @@ pub struct EgressQueue<P, F = u32> {
 struct Hold<P, F> {
     port: Arc<PortPause>,
     held: [VecDeque<Queued<P, F>>; 8],
-    /// Packets in `held`.
-    n: usize,
 }
 
 const SCALE: u128 = 8_000_000_000; // bits per byte * ns per s
@@ -190,6 +191,7 @@ impl<P, F: Copy> EgressQueue<P, F> {
             data: VecDeque::with_capacity(cfg.max_packets),
             prio: VecDeque::with_capacity(cfg.priority_packets),
             pfc: None,
+            held: 0,
             tokens: u128::from(cfg.burst_bytes) * SCALE,
             bytes: 0,
             last_ns: 0,
@@ -208,8 +210,14 @@ impl<P, F: Copy> EgressQueue<P, F> {
     pub fn with_pfc(mut self, port: Arc<PortPause>) -> Self {
         let c = *port.config();
         let held = std::array::from_fn(|p| if c.pause || c.priorities & (1 << p) != 0 { VecDeque::with_capacity(self.cfg.max_packets) } else { VecDeque::new() });
-        self.pfc = Some(Box::new(Hold { port, held, n: 0 }));
+        self.pfc = Some(Box::new(Hold { port, held }));
         self
+    }
+
+    /// Does this queue honour received PAUSE / PFC?
+    #[inline(always)]
+    pub fn has_pfc(&self) -> bool {
+        self.pfc.is_some()
     }
 
     /// The priority a data frame queues under (0 without PFC).
@@ -238,7 +246,7 @@ impl<P, F: Copy> EgressQueue<P, F> {
 
     /// Data packets held back by a pause.
     pub fn held_len(&self) -> usize {
-        self.pfc.as_ref().map_or(0, |h| h.n)
+        self.held
     }
 
     /// Change the rate or limits at runtime (packets already queued stay).
@@ -293,11 +301,19 @@ impl<P, F: Copy> EgressQueue<P, F> {
             self.stats.tail_drop_bytes += u64::from(q.len);
             return Err(q);
         }
+        self.enqueue_admitted(q);
+        Ok(())
+    }
+
+    /// Append a data packet [`EgressQueue::has_room`] said yes to (the
+    /// room is not looked at again).
+    #[inline]
+    pub fn enqueue_admitted(&mut self, q: Queued<P, F>) {
+        debug_assert!(self.has_room(q.len));
         self.bytes += u64::from(q.len);
         self.stats.enqueued += 1;
         self.stats.max_depth_bytes = self.stats.max_depth_bytes.max(self.bytes);
         self.data.push_back(q);
-        Ok(())
     }
 
     /// Append a notification / ARP / ND packet to the priority queue.
@@ -341,7 +357,7 @@ impl<P, F: Copy> EgressQueue<P, F> {
         self.refill(now_ns);
         if let Some(h) = self.pfc.as_ref() {
             let paused = h.port.paused(now_ns);
-            if paused != 0 || h.n != 0 {
+            if paused != 0 || self.held != 0 {
                 return self.dequeue_paused(paused, max, out);
             }
         }
@@ -375,6 +391,8 @@ impl<P, F: Copy> EgressQueue<P, F> {
     /// priorities no longer paused (older than any of theirs in the data
     /// queue), then the data queue, whose head moves aside when its
     /// priority is paused (taking no tokens and not counted in `max`).
+    #[cold]
+    #[inline(never)]
     fn dequeue_paused(&mut self, paused: u8, max: usize, mut out: impl FnMut(P, u32, Option<F>, bool)) -> usize {
         let Some(h) = self.pfc.as_mut() else { return 0 };
         let (mut n, mut set_aside) = (0, 0u64);
@@ -398,14 +416,14 @@ impl<P, F: Copy> EgressQueue<P, F> {
                 n += 1;
                 continue;
             }
-            if h.n != 0 {
+            if self.held != 0 {
                 if let Some(c) = (0..8).find(|&c| paused & (1 << c) == 0 && !h.held[c].is_empty()) {
                     let len = h.held[c].front().map_or(0, |q| q.len);
                     if !take_tokens(&mut self.tokens, self.cfg.rate_bps, len) {
                         break;
                     }
                     let Some(q) = h.held[c].pop_front() else { break };
-                    h.n -= 1;
+                    self.held -= 1;
                     self.bytes -= u64::from(q.len);
                     self.stats.dequeued += 1;
                     out(q.pkt, q.len, q.flow, false);
@@ -418,7 +436,7 @@ impl<P, F: Copy> EgressQueue<P, F> {
             if paused & (1 << class) != 0 {
                 let Some(q) = self.data.pop_front() else { break };
                 h.held[class].push_back(q);
-                h.n += 1;
+                self.held += 1;
                 set_aside += 1;
                 continue;
             }
@@ -434,7 +452,7 @@ impl<P, F: Copy> EgressQueue<P, F> {
         if set_aside != 0 {
             h.port.held_packets.fetch_add(set_aside, Ordering::Relaxed);
         }
-        h.port.held_now.store(h.n as u64, Ordering::Relaxed);
+        h.port.held_now.store(self.held as u64, Ordering::Relaxed);
         n
     }
 
@@ -452,7 +470,7 @@ impl<P, F: Copy> EgressQueue<P, F> {
             let c = usize::from(q.class & 7);
             if !h.held[c].is_empty() {
                 h.held[c].push_front(q);
-                h.n += 1;
+                self.held += 1;
                 return;
             }
         }
@@ -476,7 +494,7 @@ impl<P, F: Copy> EgressQueue<P, F> {
                     f(q.pkt);
                 }
             }
-            h.n = 0;
+            self.held = 0;
             h.port.held_now.store(0, Ordering::Relaxed);
         }
         while let Some(q) = self.data.pop_front() {

@@ -150,9 +150,11 @@ impl<P: PacketBuffer> EgressPort<P> {
                 counters.local(Local::CeMarked);
             }
         }
-        // Cannot fail: `has_room` held above.
-        let class = self.queue.class_of(m.data());
-        self.queue.enqueue(Queued { pkt: m, len, flow: None, class }).map_err(|q| (q.pkt, Drop::QueueTailDrop))
+        // Without PFC the packet is not read again (`data()` is not free).
+        let class = if self.queue.has_pfc() { self.queue.class_of(m.data()) } else { 0 };
+        // `has_room` held above.
+        self.queue.enqueue_admitted(Queued { pkt: m, len, flow: None, class });
+        Ok(())
     }
 
     /// Finish the batched flow lookups of admitted packets (`admit`): the
@@ -185,7 +187,7 @@ impl<P: PacketBuffer> EgressPort<P> {
     #[inline]
     pub fn admit_priority(&mut self, m: P) -> Result<(), (P, Drop)> {
         let len = m.pkt_len() as u32;
-        let class = self.queue.control_class_of(m.data());
+        let class = if self.queue.has_pfc() { self.queue.control_class_of(m.data()) } else { crate::egress::NEVER_HELD };
         self.queue.enqueue_priority_as(m, len, class).map_err(|m| (m, Drop::PriorityQueueFull))
     }
 
@@ -221,10 +223,10 @@ impl<P: PacketBuffer> EgressPort<P> {
     pub fn requeue(&mut self, p: P, len: u32, flow: Option<FlowId>, priority: bool) {
         self.flush();
         if priority {
-            let class = self.queue.control_class_of(p.data());
+            let class = if self.queue.has_pfc() { self.queue.control_class_of(p.data()) } else { crate::egress::NEVER_HELD };
             self.queue.requeue_priority_front(p, len, class);
         } else {
-            let class = self.queue.class_of(p.data());
+            let class = if self.queue.has_pfc() { self.queue.class_of(p.data()) } else { 0 };
             self.queue.requeue_front(Queued { pkt: p, len, flow, class });
         }
     }
