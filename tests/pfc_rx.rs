@@ -310,6 +310,42 @@ fn a_zero_time_pfc_resumes_at_once() {
     assert_eq!(mempool_in_use(&so), 0);
 }
 
+/// The PFC watchdog (`watchdog_ms = 200`): a 33.5 s pause (65535 quanta at
+/// 1 Mb/s) that never breaks is a storm; 200 ms into it the held packets go
+/// on, in order, after the priority-0 ones, and the router says so on
+/// stderr, in `show pfc` and in the exit table; nothing is discarded.
+#[test]
+fn the_pfc_watchdog_releases_a_pause_that_does_not_end() {
+    let name = "the_pfc_watchdog_releases_a_pause_that_does_not_end";
+    if !scapy_here(name) {
+        return;
+    }
+    let dir = workdir("pfc-watchdog");
+    const N: u32 = 16;
+    data_pcap(&dir, N, "H4,N0");
+    control_pcap(&dir, "wan-in.pcap", &["pfc:3=65535"]);
+    let cfg = dir.join("r.toml");
+    std::fs::write(&cfg, config(&dir, &format!("{}\nwatchdog_ms = 200\nrestore_ms = 1000", pfc_section(1)), "")).unwrap();
+    let out = run("pfc-watchdog", &cfg, &["--exit-when-idle", "1500", "--duration", "30"]);
+    assert!(out.status.success(), "dcirouter exited with {:?}", out.status);
+    let so = String::from_utf8_lossy(&out.stdout).to_string();
+    let se = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(se.contains("port wan: PFC watchdog: a priority stayed paused for 200 ms without a break (a PFC storm or deadlock downstream); its held data goes on and its pauses are ignored for 1000 ms (1 time(s) so far)"), "{se}");
+    assert_eq!(counter(&so, "shutdown-discard"), 0, "{so}");
+    let (head, prios) = pfc_block(&so, "wan");
+    assert_eq!(head, format!("pfc 'wan': priorities [3], 802.3x pause ignored, quanta at 1 Mb/s, watchdog 200 ms (restore 1000 ms); received pfc 1 pause 0 ignored 0; data held now 0, held so far {N}"), "{so}");
+    assert!(prios.len() == 1 && prios[0].starts_with("  priority 3: sending; pauses 1, resumes 0, watchdog fired 1"), "{prios:?}");
+    let wan = read_timed(&dir.join("wan-out.pcap"));
+    let tags: Vec<(String, u32)> = wan.iter().map(|(_, f)| tag(f).expect("only data leaves on wan")).collect();
+    let want: Vec<(String, u32)> = (0..N).map(|i| ("N0".to_string(), i)).chain((0..N).map(|i| ("H4".to_string(), i))).collect();
+    assert_eq!(tags, want, "priority 0 at once, then priority 3 in order once the watchdog let it go");
+    let gap = wan[N as usize].0.saturating_sub(wan[0].0);
+    // Held (above: held so far 16, and they left last) until the watchdog,
+    // at most 200 ms after the pause began, not until the pause's end.
+    assert!(gap < Duration::from_secs(10), "released by the watchdog, not by the end of the 33.5 s pause: {gap:?}");
+    assert_eq!(mempool_in_use(&so), 0);
+}
+
 /// Each kind of received MAC Control frame lands under its own counter, is
 /// never forwarded or answered, and its mbuf comes back:
 /// on a port without `[port.pfc]` PFC and PAUSE are `pfc-not-enabled`; on

@@ -969,6 +969,11 @@ pub struct PfcSection {
     /// Link speed in Mb/s, the unit of the pause quanta (512 bit times);
     /// default: the speed the NIC reports.
     pub link_mbps: Option<u64>,
+    /// PFC watchdog: a priority paused without a break this long is
+    /// released and its pauses ignored for `restore_ms` (absent: off).
+    pub watchdog_ms: Option<u64>,
+    /// Default: `watchdog_ms`.
+    pub restore_ms: Option<u64>,
 }
 
 /// `[port.congestion]`: draft-tian-ccwg-long-haul-cnp on this egress port.
@@ -2593,6 +2598,21 @@ fn pfc_plan(c: &PfcSection, at: &str) -> Result<dataplane::pfcrx::PfcRxConfig, S
         Some(m) if !(1..=1_600_000).contains(&m) => return err(format!("{at}.link_mbps"), &m, "must be 1..=1600000 (Mb/s)"),
         Some(m) => m * 1_000_000,
     };
+    match (c.watchdog_ms, c.restore_ms) {
+        (None, Some(r)) => return err(format!("{at}.restore_ms"), &r, "has no effect without watchdog_ms"),
+        (None, None) => {}
+        (Some(w), r) => {
+            if !(1..=60_000).contains(&w) {
+                return err(format!("{at}.watchdog_ms"), &w, "must be 1..=60000");
+            }
+            let r = r.unwrap_or(w);
+            if !(1..=600_000).contains(&r) {
+                return err(format!("{at}.restore_ms"), &r, "must be 1..=600000");
+            }
+            cfg.watchdog_ns = w * 1_000_000;
+            cfg.restore_ns = r * 1_000_000;
+        }
+    }
     Ok(cfg)
 }
 
@@ -2905,6 +2925,9 @@ mod tests {
         assert_eq!((p.dscp_priority[26], p.dscp_priority[46], p.dscp_priority[0], p.dscp_priority[63]), (3, 5, 1, 1));
         assert_eq!(c.ports[1].egress.map(|e| e.rate_bps), Some(0), "an unshaped queue for the paused data");
         assert!(c.ports[0].pfc.is_none() && c.ports[0].egress.is_none());
+        let w = load_str(&pfc("priorities = [3]\nwatchdog_ms = 200")).unwrap().ports[1].pfc.unwrap();
+        assert_eq!((w.watchdog_ns, w.restore_ns), (200_000_000, 200_000_000), "restoration defaults to the detection time");
+        assert_eq!(p.watchdog_ns, 0, "off unless configured");
         let c = load_str(&pfc("pause = true")).unwrap();
         assert_eq!((c.ports[1].pfc.unwrap().priorities, c.ports[1].pfc.unwrap().pause, c.ports[1].pfc.unwrap().link_bps), (0, true, 0));
         for (t, e) in [
@@ -2916,6 +2939,9 @@ mod tests {
             ("priorities = [3]\ndscp_priority = { 26 = 8 }", "port[1].pfc.dscp_priority.26 = 8: must be 0..=7"),
             ("priorities = [3]\nlink_mbps = 0", "port[1].pfc.link_mbps = 0: must be 1..=1600000 (Mb/s)"),
             ("priorities = [3]\nquanta = 5", "unknown field `quanta`"),
+            ("priorities = [3]\nrestore_ms = 5", "port[1].pfc.restore_ms = 5: has no effect without watchdog_ms"),
+            ("priorities = [3]\nwatchdog_ms = 0", "port[1].pfc.watchdog_ms = 0: must be 1..=60000"),
+            ("priorities = [3]\nwatchdog_ms = 100\nrestore_ms = 0", "port[1].pfc.restore_ms = 0: must be 1..=600000"),
         ] {
             let got = load_str(&pfc(t)).unwrap_err();
             assert!(got.contains(e), "{t}: {got}");

@@ -356,10 +356,11 @@ pub fn pfc(ports: &[(u16, std::sync::Arc<dataplane::pfcrx::PortPause>)], names: 
         let prios: Vec<String> = (0..8).filter(|b| c.priorities & (1 << b) != 0).map(|b| b.to_string()).collect();
         let _ = writeln!(
             o,
-            "pfc '{name}': priorities [{}], 802.3x pause {}, quanta at {} Mb/s; received pfc {} pause {} ignored {}; data held now {}, held so far {}",
+            "pfc '{name}': priorities [{}], 802.3x pause {}, quanta at {} Mb/s{}; received pfc {} pause {} ignored {}; data held now {}, held so far {}",
             prios.join(", "),
             if c.pause { "honoured" } else { "ignored" },
             pp.link_bps() / 1_000_000,
+            if c.watchdog_ns == 0 { String::new() } else { format!(", watchdog {} ms (restore {} ms)", c.watchdog_ns / 1_000_000, c.restore_ns / 1_000_000) },
             pp.pfc_frames.load(Relaxed),
             pp.pause_frames.load(Relaxed),
             pp.ignored_frames.load(Relaxed),
@@ -368,7 +369,12 @@ pub fn pfc(ports: &[(u16, std::sync::Arc<dataplane::pfcrx::PortPause>)], names: 
         );
         for (prio, st) in pp.snapshot(now).iter().enumerate().filter(|(_, st)| st.honoured) {
             let state = if st.remaining_ns > 0 { format!("paused, {:.1} us left", st.remaining_ns as f64 / 1e3) } else { "sending".to_string() };
-            let _ = writeln!(o, "  priority {prio}: {state}; pauses {}, resumes {}", st.pauses, st.resumes);
+            let wd = match (st.watchdog_fired, st.restoring_ns) {
+                (0, _) => String::new(),
+                (n, 0) => format!(", watchdog fired {n}"),
+                (n, r) => format!(", watchdog fired {n} (pauses ignored {:.1} ms more)", r as f64 / 1e6),
+            };
+            let _ = writeln!(o, "  priority {prio}: {state}; pauses {}, resumes {}{wd}", st.pauses, st.resumes);
         }
     }
     o

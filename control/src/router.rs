@@ -848,6 +848,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     let status_every = Duration::from_millis(control.cfg.dataplane.status_interval_ms);
     let mut last_status = Instant::now();
     let mut last_link = Instant::now();
+    let mut pfc_watchdog_seen = vec![0u64; control.pfc_rx.len()];
     let mut last_fann_errors = Instant::now();
     // Originated packets waiting for room in worker 0's update channel.
     let mut injects: std::collections::VecDeque<Vec<u8>> = std::collections::VecDeque::new();
@@ -981,10 +982,17 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
                 control.push_fib();
             }
             // Received pause quanta count in the link's speed (unless
-            // configured).
-            for (id, pp) in &control.pfc_rx {
+            // configured); a PFC watchdog that fired is said.
+            for (k, (id, pp)) in control.pfc_rx.iter().enumerate() {
                 if let Some(p) = ports.iter().find(|p| p.id == *id) {
                     pp.set_link_speed(p.link_bps());
+                }
+                let fired = pp.watchdog_fired();
+                if fired > pfc_watchdog_seen[k] {
+                    pfc_watchdog_seen[k] = fired;
+                    let name = port_names.iter().find(|(i, _)| i == id).map_or("?", |(_, n)| n.as_str());
+                    let c = pp.config();
+                    eprintln!("port {name}: PFC watchdog: a priority stayed paused for {} ms without a break (a PFC storm or deadlock downstream); its held data goes on and its pauses are ignored for {} ms ({fired} time(s) so far)", c.watchdog_ns / 1_000_000, c.restore_ns / 1_000_000);
                 }
             }
             // END.C's PAUSE quanta follow the speed the link to the DC

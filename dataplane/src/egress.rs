@@ -356,7 +356,10 @@ impl<P, F: Copy> EgressQueue<P, F> {
     pub fn dequeue_ready(&mut self, now_ns: u64, max: usize, mut out: impl FnMut(P, u32, Option<F>, bool)) -> usize {
         self.refill(now_ns);
         if let Some(h) = self.pfc.as_ref() {
-            let paused = h.port.paused(now_ns);
+            let mut paused = h.port.paused(now_ns);
+            if paused != 0 && h.port.has_watchdog() {
+                paused = h.port.watchdog(now_ns, paused);
+            }
             if paused != 0 || self.held != 0 {
                 return self.dequeue_paused(paused, max, out);
             }
@@ -801,6 +804,22 @@ mod tests {
         }
         assert_eq!(out(&mut e, 1), vec![3], "the two held ones took no tokens");
         assert_eq!(out(&mut e, 100_001), vec![4]);
+    }
+
+    #[test]
+    fn the_watchdog_lets_the_held_data_go_after_a_pause_without_a_break() {
+        let pp = Arc::new(PortPause::new(PfcRxConfig { link_bps: 1_000_000_000, watchdog_ns: 1_000_000, restore_ns: 1_000_000, ..PfcRxConfig::with_default_priority(1 << 3, false, 0) }));
+        let mut e: EgressQueue<u32> = EgressQueue::new(EgressConfig { max_packets: 64, priority_packets: 4, ..Default::default() }).with_pfc(pp.clone());
+        pp.receive(&MacControlRepr::Pfc(PfcRepr::pause(1 << 3, 0xffff)), 1);
+        for id in 0..4 {
+            e.enqueue(qc(id, 3)).ok().unwrap();
+        }
+        assert!(out(&mut e, 999_999).is_empty(), "held");
+        assert_eq!(out(&mut e, 1_000_001), vec![0, 1, 2, 3], "1 ms paused without a break: released, in order");
+        pp.receive(&MacControlRepr::Pfc(PfcRepr::pause(1 << 3, 0xffff)), 1_500_000);
+        e.enqueue(qc(4, 3)).ok().unwrap();
+        assert_eq!(out(&mut e, 1_500_001), vec![4], "restoring: the storm is ignored");
+        assert_eq!(pp.snapshot(1_500_001)[3].watchdog_fired, 1);
     }
 
     #[test]

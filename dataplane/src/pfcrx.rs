@@ -37,12 +37,17 @@ pub struct PfcRxConfig {
     /// Link speed in bit/s, the unit of pause quanta (512 bit times); 0:
     /// not known (100 Gb/s is assumed until the NIC reports one).
     pub link_bps: u64,
+    /// PFC watchdog (storm / deadlock protection): a priority paused
+    /// without a break for this long stops being honoured for
+    /// `restore_ns` (its held data leaves, its frames are ignored); 0: off.
+    pub watchdog_ns: u64,
+    pub restore_ns: u64,
 }
 
 impl PfcRxConfig {
     /// Every DSCP on priority `p`.
     pub fn with_default_priority(priorities: u8, pause: bool, p: u8) -> Self {
-        PfcRxConfig { priorities, pause, dscp_priority: [p & 7; 64], link_bps: 0 }
+        PfcRxConfig { priorities, pause, dscp_priority: [p & 7; 64], link_bps: 0, watchdog_ns: 0, restore_ns: 0 }
     }
 
     /// The 802.1p priority of a frame as it leaves: the PCP of its VLAN
@@ -87,6 +92,13 @@ pub struct PortPause {
     link_bps: AtomicU64,
     /// Per priority: paused until this time (ns on the workers' clock).
     until: [AtomicU64; 8],
+    /// Per priority: when the pause in force began (0: none), without a
+    /// break since (the watchdog's base).
+    since: [AtomicU64; 8],
+    /// Per priority: the watchdog ignores its pauses until then.
+    restore_until: [AtomicU64; 8],
+    /// Per priority: times the watchdog fired.
+    watchdog_fired: [AtomicU64; 8],
     /// Per priority: pause frames (time > 0) and XON frames (time 0)
     /// honoured.
     pauses: [AtomicU64; 8],
@@ -109,6 +121,9 @@ pub struct PriorityState {
     pub remaining_ns: u64,
     pub pauses: u64,
     pub resumes: u64,
+    /// Times the watchdog fired, and how long its restoration still lasts.
+    pub watchdog_fired: u64,
+    pub restoring_ns: u64,
 }
 
 impl PortPause {
@@ -117,6 +132,9 @@ impl PortPause {
             cfg,
             link_bps: AtomicU64::new(cfg.link_bps),
             until: Default::default(),
+            since: Default::default(),
+            restore_until: Default::default(),
+            watchdog_fired: Default::default(),
             pauses: Default::default(),
             resumes: Default::default(),
             pfc_frames: AtomicU64::new(0),
@@ -151,10 +169,18 @@ impl PortPause {
     /// paused for the frame's time from now, or resumed by a zero time.
     pub fn receive(&self, c: &MacControlRepr, now: u64) -> Received {
         let bps = self.link_bps();
-        let (mask, times, kind) = match c {
+        let (mut mask, times, kind) = match c {
             MacControlRepr::Pfc(p) => (p.class_enable & self.cfg.priorities, p.times, Received::Pfc),
             MacControlRepr::Pause { quanta } => (if self.cfg.pause { 0xff } else { 0 }, [*quanta; 8], Received::Pause),
         };
+        if self.cfg.watchdog_ns != 0 {
+            // Priorities the watchdog is restoring take no pause.
+            for (prio, r) in self.restore_until.iter().enumerate() {
+                if r.load(Ordering::Relaxed) > now {
+                    mask &= !(1 << prio);
+                }
+            }
+        }
         if mask == 0 {
             self.ignored_frames.fetch_add(1, Ordering::Relaxed);
             return Received::Ignored;
@@ -165,8 +191,14 @@ impl PortPause {
             }
             if t == 0 {
                 self.until[prio].store(0, Ordering::Relaxed);
+                self.since[prio].store(0, Ordering::Relaxed);
                 self.resumes[prio].fetch_add(1, Ordering::Relaxed);
             } else {
+                // A new pause (none in force) starts the watchdog's clock;
+                // one that extends a pause in force does not.
+                if self.until[prio].load(Ordering::Relaxed) <= now {
+                    self.since[prio].store(now.max(1), Ordering::Relaxed);
+                }
                 self.until[prio].store(now.saturating_add(nanos_from_quanta(t, bps).max(1)), Ordering::Relaxed);
                 self.pauses[prio].fetch_add(1, Ordering::Relaxed);
             }
@@ -190,6 +222,43 @@ impl PortPause {
         m
     }
 
+    /// Is the PFC watchdog on?
+    #[inline]
+    pub fn has_watchdog(&self) -> bool {
+        self.cfg.watchdog_ns != 0
+    }
+
+    /// The watchdog, run by the owner of the port's egress queue when it
+    /// sees the priorities in `paused` paused at `now`: a priority paused
+    /// without a break for `watchdog_ns` (a PFC storm, or a deadlock
+    /// upstream) is released and its pauses ignored for `restore_ns`.
+    /// Returns the priorities still paused.
+    pub fn watchdog(&self, now: u64, paused: u8) -> u8 {
+        if self.cfg.watchdog_ns == 0 {
+            return paused;
+        }
+        let mut still = paused;
+        for prio in 0..8 {
+            if paused & (1 << prio) == 0 {
+                continue;
+            }
+            let since = self.since[prio].load(Ordering::Relaxed);
+            if since != 0 && now.saturating_sub(since) >= self.cfg.watchdog_ns {
+                self.restore_until[prio].store(now.saturating_add(self.cfg.restore_ns), Ordering::Relaxed);
+                self.until[prio].store(0, Ordering::Relaxed);
+                self.since[prio].store(0, Ordering::Relaxed);
+                self.watchdog_fired[prio].fetch_add(1, Ordering::Relaxed);
+                still &= !(1 << prio);
+            }
+        }
+        still
+    }
+
+    /// Times the watchdog fired, all priorities.
+    pub fn watchdog_fired(&self) -> u64 {
+        self.watchdog_fired.iter().map(|c| c.load(Ordering::Relaxed)).sum()
+    }
+
     /// The earliest end of a pause in force for one of `prios`, if any.
     pub fn next_end(&self, prios: u8, now: u64) -> Option<u64> {
         (0..8).filter(|p| prios & (1 << p) != 0).map(|p| self.until[p].load(Ordering::Relaxed)).filter(|&u| u > now).min()
@@ -202,6 +271,8 @@ impl PortPause {
             remaining_ns: self.until[p].load(Ordering::Relaxed).saturating_sub(now),
             pauses: self.pauses[p].load(Ordering::Relaxed),
             resumes: self.resumes[p].load(Ordering::Relaxed),
+            watchdog_fired: self.watchdog_fired[p].load(Ordering::Relaxed),
+            restoring_ns: self.restore_until[p].load(Ordering::Relaxed).saturating_sub(now),
         })
     }
 }
@@ -264,6 +335,41 @@ mod tests {
         let fixed = port(1, false);
         fixed.set_link_speed(25_000_000_000);
         assert_eq!(fixed.link_bps(), 1_000_000_000);
+    }
+
+    #[test]
+    fn the_watchdog_releases_a_priority_paused_without_a_break_and_ignores_it_for_a_while() {
+        // Watchdog 10 ms, restoration 5 ms; one quantum at 1 Gb/s = 512 ns.
+        let p = PortPause::new(PfcRxConfig { link_bps: 1_000_000_000, watchdog_ns: 10_000_000, restore_ns: 5_000_000, ..PfcRxConfig::with_default_priority(1 << 3 | 1 << 4, false, 0) });
+        let storm = MacControlRepr::Pfc(PfcRepr::pause(1 << 3, 0xffff));
+        // A pause that ran out and a new one: the clock starts again.
+        p.receive(&MacControlRepr::Pfc(PfcRepr::pause(1 << 3, 10)), 1_000);
+        p.receive(&storm, 1_000_000);
+        // Priority 3 refreshed every 1 ms (a storm), 4 paused once briefly.
+        p.receive(&MacControlRepr::Pfc(PfcRepr::pause(1 << 4, 100)), 2_000_000);
+        let mut t = 1_000_000;
+        while t < 11_000_000 {
+            p.receive(&storm, t);
+            assert_eq!(p.watchdog(t, p.paused(t)) & (1 << 3), 1 << 3, "paused {} ms: not yet", (t - 1_000_000) / 1_000_000);
+            t += 1_000_000;
+        }
+        assert_eq!(p.watchdog(11_000_000, p.paused(11_000_000)), 0, "10 ms without a break: released");
+        assert_eq!(p.paused(11_000_001), 0);
+        let s = p.snapshot(11_000_000);
+        assert_eq!((s[3].watchdog_fired, s[3].restoring_ns, s[4].watchdog_fired), (1, 5_000_000, 0));
+        // Restoring: its frames are ignored, other priorities are not.
+        assert_eq!(p.receive(&storm, 12_000_000), Received::Ignored);
+        assert_eq!(p.paused(12_000_000), 0);
+        p.receive(&MacControlRepr::Pfc(PfcRepr::pause(1 << 3 | 1 << 4, 100)), 13_000_000);
+        assert_eq!(p.paused(13_000_000), 1 << 4);
+        // After the restoration it is honoured again, with a fresh clock.
+        p.receive(&storm, 16_000_000);
+        assert_eq!(p.watchdog(16_000_001, p.paused(16_000_001)), 1 << 3);
+        assert_eq!(p.watchdog_fired(), 1);
+        // Off: never fires.
+        let off = port(1 << 3, false);
+        off.receive(&storm, 1);
+        assert_eq!(off.watchdog(30_000_000, off.paused(30_000_000)), 1 << 3);
     }
 
     #[test]
