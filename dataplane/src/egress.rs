@@ -169,6 +169,23 @@ const SCALE: u128 = 8_000_000_000; // bits per byte * ns per s
 /// port that honours no received PFC.
 pub const NEVER_HELD: u8 = 0xff;
 
+/// Hand a priority packet to `out`: it never waits for tokens but does
+/// consume them, so the data queue yields to it.
+#[inline(always)]
+fn send_priority<P, F>(p: P, len: u32, tokens: &mut u128, out: &mut impl FnMut(P, u32, Option<F>, bool)) {
+    *tokens = tokens.saturating_sub(u128::from(len) * SCALE);
+    out(p, len, None, true);
+}
+
+/// Hand a data packet leaving the queue to `out`, counted out of the
+/// queue's bytes.
+#[inline(always)]
+fn send_data<P, F>(q: Queued<P, F>, bytes: &mut u64, stats: &mut EgressStats, out: &mut impl FnMut(P, u32, Option<F>, bool)) {
+    *bytes -= u64::from(q.len);
+    stats.dequeued += 1;
+    out(q.pkt, q.len, q.flow, false);
+}
+
 /// Take the shaper tokens for `len` bytes (always, when not shaped).
 #[inline]
 fn take_tokens(tokens: &mut u128, rate_bps: u64, len: u32) -> bool {
@@ -237,11 +254,6 @@ impl<P, F: Copy> EgressQueue<P, F> {
             Some(h) if frame.get(12..14) != Some(&[0x88, 0x08][..]) => h.port.config().priority_of(frame),
             _ => NEVER_HELD,
         }
-    }
-
-    /// The received-PFC state this queue follows, if any.
-    pub fn pfc_port(&self) -> Option<&Arc<PortPause>> {
-        self.pfc.as_ref().map(|h| &h.port)
     }
 
     /// Data packets held back by a pause.
@@ -367,10 +379,7 @@ impl<P, F: Copy> EgressQueue<P, F> {
         let mut n = 0;
         while n < max {
             if let Some((p, len, _)) = self.prio.pop_front() {
-                // Priority packets never wait for tokens but they do consume
-                // them, so the data queue yields to them.
-                self.tokens = self.tokens.saturating_sub(u128::from(len) * SCALE);
-                out(p, len, None, true);
+                send_priority(p, len, &mut self.tokens, &mut out);
                 n += 1;
                 continue;
             }
@@ -380,9 +389,7 @@ impl<P, F: Copy> EgressQueue<P, F> {
                 break;
             }
             let Some(q) = self.data.pop_front() else { break };
-            self.bytes -= u64::from(q.len);
-            self.stats.dequeued += 1;
-            out(q.pkt, q.len, q.flow, false);
+            send_data(q, &mut self.bytes, &mut self.stats, &mut out);
             n += 1;
         }
         n
@@ -414,8 +421,7 @@ impl<P, F: Copy> EgressQueue<P, F> {
                 _ => None,
             };
             if let Some((p, len, _)) = next.and_then(|i| self.prio.remove(i)) {
-                self.tokens = self.tokens.saturating_sub(u128::from(len) * SCALE);
-                out(p, len, None, true);
+                send_priority(p, len, &mut self.tokens, &mut out);
                 n += 1;
                 continue;
             }
@@ -427,9 +433,7 @@ impl<P, F: Copy> EgressQueue<P, F> {
                     }
                     let Some(q) = h.held[c].pop_front() else { break };
                     self.held -= 1;
-                    self.bytes -= u64::from(q.len);
-                    self.stats.dequeued += 1;
-                    out(q.pkt, q.len, q.flow, false);
+                    send_data(q, &mut self.bytes, &mut self.stats, &mut out);
                     n += 1;
                     continue;
                 }
@@ -447,9 +451,7 @@ impl<P, F: Copy> EgressQueue<P, F> {
                 break;
             }
             let Some(q) = self.data.pop_front() else { break };
-            self.bytes -= u64::from(q.len);
-            self.stats.dequeued += 1;
-            out(q.pkt, q.len, q.flow, false);
+            send_data(q, &mut self.bytes, &mut self.stats, &mut out);
             n += 1;
         }
         if set_aside != 0 {
