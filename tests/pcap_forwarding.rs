@@ -1437,6 +1437,81 @@ fn wan_node_encapsulates_notifications_toward_the_ingress_pe_sid() {
     tshark_clean(&dir.join("dc-out.pcap"));
 }
 
+/// A WAN P node picks the ingress PE by the SRv6 tunnel a flow comes in
+/// (draft-hu-acn-rocev2 s.4: the notification goes "back to the ingress
+/// PE"): two senders in one prefix, which `sources` puts behind PE A, reach
+/// the node in tunnels from PE A and PE B; each flow's Long-haul CNPs are
+/// encapsulated toward the SID of the PE whose tunnel it came in (PE B's
+/// default `tunnel_sources`: its own address). scapy re-checks the inner
+/// CNPs' checksums.
+#[test]
+fn wan_node_sends_each_flows_cnps_to_the_pe_of_its_tunnel() {
+    use dataplane::wire::srh::SrhRepr;
+    let dir = workdir("wan-tunnel-pe");
+    let to_router = control::gen::L2 { src: HOST, dst: R_DC };
+    let a6 = |s: &str| s.parse::<std::net::Ipv6Addr>().unwrap();
+    let egress_sid = a6("fc00:0:e::1");
+    // Outer IPv6 from `pe` to the egress PE's SID, SRH of one segment,
+    // inner RoCEv2 (960 B payload, DestQP 0x100) from `sender`.
+    let tunnelled = |pe: &str, sender: &str, psn: u32| {
+        let inner = control::gen::roce6(&to_router, a6(sender), a6("2001:db8:3::7"), 0xc5a1, 0x100, psn, 960, 64);
+        let mut srh = SrhRepr::for_path(41, &[egress_sid], vec![]).to_bytes().expect("SRH");
+        srh.extend_from_slice(&inner[14..]);
+        let mut f = inner[..12].to_vec();
+        f.extend_from_slice(&[0x86, 0xdd, 0x60, 0, 0, 0]);
+        f.extend_from_slice(&(srh.len() as u16).to_be_bytes());
+        f.extend_from_slice(&[43, 64]);
+        f.extend_from_slice(&a6(pe).octets());
+        f.extend_from_slice(&egress_sid.octets());
+        f.extend(srh);
+        f
+    };
+    let frames: Vec<Vec<u8>> = (0..400u32).map(|i| if i % 2 == 0 { tunnelled("2001:db8:1::99", "2001:db8:7::2", i) } else { tunnelled("2001:db8:1::98", "2001:db8:7::3", i) }).collect();
+    control::demo::write_pcap(&dir.join("dc-in.pcap"), &frames).unwrap();
+    control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
+    let cfg = dir.join("r.toml");
+    let text = config(&dir)
+        .replace("mac = \"02:dc:00:00:00:02\"", "mac = \"02:dc:00:00:00:02\"\nrate_mbps = 20\nqueue_bytes = 600000")
+        .replace("mtu = 1300", "mtu = 1500")
+        .replacen("[[route]]", "[port.congestion]\nrtt_est_us = 2000\nk_base_bytes = 65536\ninterval_us = 500\ntop_flows = 2\n[[route]]", 1)
+        + "[[route]]\nprefix = \"fc00:0:e::/48\"\nvia = \"2001:db8:2::2\"\n"
+        + "[[route]]\nprefix = \"fc00:0:a::/48\"\nvia = \"2001:db8:1::99\"\n[[route]]\nprefix = \"fc00:0:b::/48\"\nvia = \"2001:db8:1::98\"\n[[route]]\nprefix = \"2001:db8:7::/48\"\nvia = \"2001:db8:1::99\"\n"
+        + "[[neighbour]]\nip = \"2001:db8:1::99\"\nmac = \"02:00:00:00:01:99\"\ninterface = \"dc\"\n[[neighbour]]\nip = \"2001:db8:1::98\"\nmac = \"02:00:00:00:01:98\"\ninterface = \"dc\"\n"
+        + "[[wan_notify]]\ningress_pe = \"2001:db8:1::99\"\nsid = \"fc00:0:a::e\"\nsources = [\"2001:db8:7::/48\"]\n"
+        + "[[wan_notify]]\ningress_pe = \"2001:db8:1::98\"\nsid = \"fc00:0:b::e\"\n";
+    std::fs::write(&cfg, text).unwrap();
+    let out = run("wan-tunnel-pe", &cfg, &["--exit-when-idle", "1500", "--duration", "30"]);
+    let so = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{so}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(mempool_in_use(&so), 0);
+    let wan = read_pcap(&dir.join("wan-out.pcap")).unwrap();
+    assert!(wan.len() > 100 && wan.iter().all(|f| f[14 + 6] == 43 && f[14 + 24..14 + 40] == egress_sid.octets()), "the tunnels forwarded as they are: {}", wan.len());
+    let dc = read_pcap(&dir.join("dc-out.pcap")).unwrap();
+    let cnps: Vec<_> = dc.iter().filter(|f| f[12..14] == [0x86, 0xdd] && f[14 + 6] == 41 && f[54 + 6] == 58 && f[54 + 40] == 200).collect();
+    assert!(!dc.iter().any(|f| f[12..14] == [0x86, 0xdd] && f[14 + 6] == 58 && f[54] == 200), "no plain CNP");
+    let (mut to_a, mut to_b) = (0, 0);
+    for f in &cnps {
+        let (sid, sender) = (&f[14 + 24..14 + 40], &f[54 + 24..54 + 40]);
+        assert_eq!(&f[14 + 8..14 + 24], &a6("2001:db8:1::1").octets(), "outer source: the port's address");
+        if sender == a6("2001:db8:7::2").octets() {
+            assert_eq!((sid, &f[0..6]), (&a6("fc00:0:a::e").octets()[..], &[2, 0, 0, 0, 1, 0x99][..]), "the flow from PE A's tunnel: PE A's SID");
+            to_a += 1;
+        } else {
+            assert_eq!(sender, a6("2001:db8:7::3").octets());
+            assert_eq!((sid, &f[0..6]), (&a6("fc00:0:b::e").octets()[..], &[2, 0, 0, 0, 1, 0x98][..]), "the flow from PE B's tunnel: PE B's SID, whatever its prefix says");
+            to_b += 1;
+        }
+    }
+    assert!(to_a > 0 && to_b > 0, "CNPs to both PEs: {to_a} / {to_b}");
+    let chk = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/oracle/check_output.py");
+    let o = Command::new("python3").arg(chk).arg(dir.join("dc-out.pcap")).output().unwrap();
+    let txt = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "scapy: {txt}{}", String::from_utf8_lossy(&o.stderr));
+    let checked = txt.lines().filter(|l| l.contains("IPv6-in-IPv6") && l.contains("ICMPv6-type200-ok")).count();
+    assert_eq!(checked, cnps.len(), "scapy verified every inner checksum: {txt}");
+    tshark_clean(&dir.join("dc-out.pcap"));
+}
+
 /// END.E and END.C on real DPDK: notifications arriving over the WAN to
 /// the router's END.E SID are decapsulated and routed to the sender in the
 /// DC; to its END.C SID they become 802.1Qbb PAUSE / RESUME frames on the

@@ -225,7 +225,7 @@ fn worker(sc: Scenario, sh: Arc<Shared>, updates: Receiver<Vec<u8>>, left_tx: Se
         };
         p.validate().unwrap();
         assert_eq!(p.k_max(), K_MAX);
-        CongestionSpec { params: p, source_v4: None, source_v6: None, end_e_sid: None, notify_sids: Vec::new(), source_qps: Vec::new(), source_formats: Vec::new(), auth: Default::default() }
+        CongestionSpec { params: p, source_v4: None, source_v6: None, end_e_sid: None, notify_sids: Vec::new(), tunnel_pes: Vec::new(), source_qps: Vec::new(), source_formats: Vec::new(), auth: Default::default() }
     });
     let mut port1: EgressPort<VecPacket> = EgressPort::new(shaped, cong);
     let mut mbw = dataplane::egress::MicroburstWatch::new(dataplane::egress::MicroburstConfig { bytes: MICROBURST, window_ns: 100_000 });

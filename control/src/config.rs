@@ -81,6 +81,11 @@ pub struct WanNotifySection {
     /// the port's `congestion.source_v6` or its own address).
     #[serde(default)]
     pub sources: Vec<String>,
+    /// The outer IPv6 source addresses of the PE's SRv6 tunnels (prefixes;
+    /// default: `ingress_pe` itself): a flow whose packets arrive in a
+    /// tunnel from one of them has its Long-haul CNPs encapsulated toward
+    /// `sid`, whatever its sender's prefix: the PE it came through.
+    pub tunnel_sources: Option<Vec<String>>,
 }
 
 /// A validated `[[wan_notify]]`.
@@ -89,6 +94,7 @@ pub struct WanNotifyPlan {
     pub ingress_pe: std::net::Ipv6Addr,
     pub sid: std::net::Ipv6Addr,
     pub sources: Vec<IpNet>,
+    pub tunnel_sources: Vec<ipnet::Ipv6Net>,
 }
 
 /// `[multicast]`: End.MT reverse-path aggregation
@@ -1296,6 +1302,17 @@ impl RouterConfig {
     pub fn notify_sids(&self) -> Vec<(IpNet, std::net::Ipv6Addr)> {
         self.wan_notify.iter().flat_map(|w| w.sources.iter().map(move |p| (*p, w.sid))).collect()
     }
+
+    /// (tunnel source prefix, SID, ingress PE) for the congestion-aware
+    /// ports; a flow's tunnel tag is 1 + its index here.
+    pub fn tunnel_pe_list(&self) -> Vec<(ipnet::Ipv6Net, std::net::Ipv6Addr, std::net::Ipv6Addr)> {
+        self.wan_notify.iter().flat_map(|w| w.tunnel_sources.iter().map(move |p| (*p, w.sid, w.ingress_pe))).collect()
+    }
+
+    /// (tunnel source prefix, SID) pairs for the congestion-aware ports.
+    pub fn tunnel_pes(&self) -> Vec<(ipnet::Ipv6Net, std::net::Ipv6Addr)> {
+        self.tunnel_pe_list().into_iter().map(|(p, s, _)| (p, s)).collect()
+    }
     pub fn topology(&self) -> Topology {
         let mut t = Topology::new(self.interfaces.clone());
         t.mroutes = self.mroutes.clone();
@@ -1855,11 +1872,40 @@ fn wan_notify_plan(w: &[WanNotifySection], fann: Option<&crate::fann_agent::Fann
             }
             sources.push(n);
         }
-        let fann_pe = fann.is_some_and(|p| p.ingress_pes.contains(&ingress_pe));
-        if sources.is_empty() && !fann_pe {
-            return Err(format!("{} = {ingress_pe}: not in [fann] ingress_pes and no sources: nothing would use sid {sid}", f("ingress_pe")));
+        let mut tunnel_sources = Vec::new();
+        match &e.tunnel_sources {
+            None => tunnel_sources.push(ipnet::Ipv6Net::from(ingress_pe)),
+            Some(t) => {
+                for (j, p) in t.iter().enumerate() {
+                    let n: ipnet::Ipv6Net = p.parse().map_err(|_| format!("{}[{j}] = {p:?}: not an IPv6 prefix (address/length)", f("tunnel_sources")))?;
+                    if n.trunc() != n {
+                        return Err(format!("{}[{j}] = {p}: host bits set (did you mean {}?)", f("tunnel_sources"), n.trunc()));
+                    }
+                    if n.network().is_multicast() || (n.network().is_unspecified() && n.prefix_len() == 128) {
+                        return Err(format!("{}[{j}] = {n}: a tunnel's source is a unicast address", f("tunnel_sources")));
+                    }
+                    if tunnel_sources.contains(&n) {
+                        return Err(format!("{}[{j}] = {n}: listed twice", f("tunnel_sources")));
+                    }
+                    tunnel_sources.push(n);
+                }
+            }
         }
-        out.push(WanNotifyPlan { ingress_pe, sid, sources });
+        for (j, n) in tunnel_sources.iter().enumerate() {
+            if let Some(o) = out.iter().find(|o| o.tunnel_sources.contains(n)) {
+                let what = if e.tunnel_sources.is_some() { format!("{}[{j}] = {n}", f("tunnel_sources")) } else { format!("{} = {ingress_pe} (the default tunnel_sources)", f("ingress_pe")) };
+                return Err(format!("{what}: also the tunnel source of ingress PE {}", o.ingress_pe));
+            }
+        }
+        let fann_pe = fann.is_some_and(|p| p.ingress_pes.contains(&ingress_pe));
+        if sources.is_empty() && tunnel_sources.is_empty() && !fann_pe {
+            return Err(format!("{} = {ingress_pe}: not in [fann] ingress_pes, no sources and no tunnel_sources: nothing would use sid {sid}", f("ingress_pe")));
+        }
+        out.push(WanNotifyPlan { ingress_pe, sid, sources, tunnel_sources });
+    }
+    let n: usize = out.iter().map(|o| o.tunnel_sources.len()).sum();
+    if n > dataplane::node::MAX_TUNNEL_PES {
+        return Err(format!("wan_notify: {n} tunnel_sources in all; at most {}", dataplane::node::MAX_TUNNEL_PES));
     }
     Ok(out)
 }
@@ -3506,8 +3552,24 @@ controller = "2001:db8:1::c"
         let err = |t: &str| load_str(&format!("{GOOD}{fann}{t}")).unwrap_err();
         let e = err("[[wan_notify]]\ningress_pe = \"fc00::a\"\nsid = \"nope\"\n");
         assert!(e.contains("wan_notify[0].sid = \"nope\": not an IPv6 address"), "{e}");
-        let e = err("[[wan_notify]]\ningress_pe = \"fc00::d\"\nsid = \"fc00:0:d::c\"\n");
+        let e = err("[[wan_notify]]\ningress_pe = \"fc00::d\"\nsid = \"fc00:0:d::c\"\ntunnel_sources = []\n");
         assert!(e.contains("wan_notify[0].ingress_pe = fc00::d") && e.contains("nothing would use"), "{e}");
+        // Tunnel sources: the PE's address by default, or the prefixes given.
+        let c = load_str(&format!("{GOOD}{fann}[[wan_notify]]\ningress_pe = \"fc00::d\"\nsid = \"fc00:0:d::c\"\n[[wan_notify]]\ningress_pe = \"fc00::a\"\nsid = \"fc00:0:a::c\"\ntunnel_sources = [\"fc00:a::/48\", \"fc00::a/128\"]\n")).unwrap();
+        let tp = |s: &str| s.parse::<ipnet::Ipv6Net>().unwrap();
+        let a6 = |s: &str| s.parse::<std::net::Ipv6Addr>().unwrap();
+        assert_eq!(c.tunnel_pe_list(), vec![(tp("fc00::d/128"), a6("fc00:0:d::c"), a6("fc00::d")), (tp("fc00:a::/48"), a6("fc00:0:a::c"), a6("fc00::a")), (tp("fc00::a/128"), a6("fc00:0:a::c"), a6("fc00::a"))]);
+        assert_eq!(c.tunnel_pes().len(), 3);
+        let e = err("[[wan_notify]]\ningress_pe = \"fc00::a\"\nsid = \"fc00:0:a::c\"\ntunnel_sources = [\"10.0.0.0/8\"]\n");
+        assert!(e.contains("wan_notify[0].tunnel_sources[0] = \"10.0.0.0/8\": not an IPv6 prefix"), "{e}");
+        let e = err("[[wan_notify]]\ningress_pe = \"fc00::a\"\nsid = \"fc00:0:a::c\"\ntunnel_sources = [\"fc00:a::1/48\"]\n");
+        assert!(e.contains("wan_notify[0].tunnel_sources[0] = fc00:a::1/48: host bits set"), "{e}");
+        let e = err("[[wan_notify]]\ningress_pe = \"fc00::a\"\nsid = \"fc00:0:a::c\"\ntunnel_sources = [\"ff00::/8\"]\n");
+        assert!(e.contains("wan_notify[0].tunnel_sources[0] = ff00::/8: a tunnel's source is a unicast address"), "{e}");
+        let e = err("[[wan_notify]]\ningress_pe = \"fc00::a\"\nsid = \"fc00:0:a::c\"\ntunnel_sources = [\"fc00:b::/48\"]\n[[wan_notify]]\ningress_pe = \"fc00::b\"\nsid = \"fc00:0:b::c\"\ntunnel_sources = [\"fc00:b::/48\"]\n");
+        assert!(e.contains("wan_notify[1].tunnel_sources[0] = fc00:b::/48: also the tunnel source of ingress PE fc00::a"), "{e}");
+        let e = err("[[wan_notify]]\ningress_pe = \"fc00::a\"\nsid = \"fc00:0:a::c\"\ntunnel_sources = [\"fc00::b/128\"]\n[[wan_notify]]\ningress_pe = \"fc00::b\"\nsid = \"fc00:0:b::c\"\n");
+        assert!(e.contains("wan_notify[1].ingress_pe = fc00::b (the default tunnel_sources): also the tunnel source of ingress PE fc00::a"), "{e}");
         let e = err("[[wan_notify]]\ningress_pe = \"fc00::a\"\nsid = \"fc00:0:a::c\"\nsources = [\"2001:db8:1::5/48\"]\n");
         assert!(e.contains("wan_notify[0].sources[0] = 2001:db8:1::5/48: host bits set"), "{e}");
         let e = err("[[wan_notify]]\ningress_pe = \"fc00::a\"\nsid = \"ff02::1\"\n");

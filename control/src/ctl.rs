@@ -284,7 +284,8 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
             let id = ports[pi].id;
             let flows = c.flows(id, n, Duration::from_secs(2)).map_err(|e| format!("port {port}: {e}"))?;
             let v = c.congestion_views().into_iter().find(|(p, _)| *p == id).map(|(_, v)| v).unwrap_or_default();
-            Ok(display::flows(port, &v, &flows))
+            let pes: Vec<std::net::Ipv6Addr> = c.cfg.tunnel_pe_list().into_iter().map(|(_, _, pe)| pe).collect();
+            Ok(display::flows(port, &v, &flows, &pes))
         }
         ["route", "add", prefix, rest @ ..] => {
             let prefix: IpNet = prefix.parse().map_err(|_| format!("prefix {prefix:?}: not an IP prefix"))?;

@@ -301,7 +301,8 @@ pub fn congestion(views: &[(u16, CongestionView)], names: &[(u16, String)]) -> S
 }
 
 /// `show flows PORT [N]`: the flows with the most bytes queued first.
-pub fn flows(port: &str, v: &CongestionView, flows: &[FlowView]) -> String {
+/// `tunnel_pes`: the ingress PE of each tunnel tag (tag 1 first).
+pub fn flows(port: &str, v: &CongestionView, flows: &[FlowView], tunnel_pes: &[std::net::Ipv6Addr]) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -320,10 +321,17 @@ pub fn flows(port: &str, v: &CongestionView, flows: &[FlowView]) -> String {
         };
         let mut state = Vec::new();
         if f.throttled {
-            state.push("throttled");
+            state.push("throttled".to_string());
         }
         if f.deferring {
-            state.push("deferring");
+            state.push("deferring".to_string());
+        }
+        // The ingress PE whose SRv6 tunnel the flow comes in (its CNPs go
+        // to that PE's SID).
+        match f.via {
+            0 => {}
+            dataplane::node::TUNNEL_FROM_UNKNOWN => state.push("tunnel-from-unlisted-pe".to_string()),
+            t => state.push(format!("via-pe={}", tunnel_pes.get(usize::from(t) - 1).map_or_else(|| "?".to_string(), |a| a.to_string()))),
         }
         let _ = writeln!(
             o,
@@ -378,4 +386,35 @@ pub fn pfc(ports: &[(u16, std::sync::Arc<dataplane::pfcrx::PortPause>)], names: 
         }
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use dataplane::congestion::{CongestionView, FlowView};
+
+    /// `show flows` names the ingress PE whose tunnel a flow comes in (the
+    /// PE its CNPs go to), or says the tunnel's source is unlisted.
+    #[test]
+    fn show_flows_names_the_pe_of_the_flows_tunnel() {
+        let f = FlowView {
+            src: "2001:db8:7::2".parse().unwrap(),
+            dst: "2001:db8:3::7".parse().unwrap(),
+            dest_qp: 0x100,
+            src_qp: None,
+            src_qp_configured: false,
+            queued_bytes: 5000,
+            last_psn: 9,
+            idle_ns: 0,
+            last_cnp_ago_ns: None,
+            throttled: true,
+            deferring: false,
+            sport: 0xc5a1,
+            via: 0,
+        };
+        let pes = ["2001:db8:1::99".parse().unwrap(), "2001:db8:1::98".parse().unwrap()];
+        let rows = [f, FlowView { via: 2, ..f }, FlowView { via: dataplane::node::TUNNEL_FROM_UNKNOWN, ..f }];
+        let t = super::flows("wan", &CongestionView::default(), &rows, &pes);
+        let states: Vec<&str> = t.lines().skip(2).map(|l| l.rsplit("  ").next().unwrap()).collect();
+        assert_eq!(states, ["throttled", "throttled,via-pe=2001:db8:1::98", "throttled,tunnel-from-unlisted-pe"], "{t}");
+    }
 }

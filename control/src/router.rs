@@ -588,7 +588,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         egress_cfg[id] = p.egress;
         if let Some(c) = &p.congestion {
             let params = c.params;
-            cong_cfg[id] = Some(dataplane::worker::CongestionSpec { params, source_v4: c.source_v4, source_v6: c.source_v6, end_e_sid: c.end_e_sid, notify_sids: cfg.notify_sids(), source_qps: c.source_qps.clone(), source_formats: c.source_formats.clone(), auth: cfg.cnp_auth.clone() });
+            cong_cfg[id] = Some(dataplane::worker::CongestionSpec { params, source_v4: c.source_v4, source_v6: c.source_v6, end_e_sid: c.end_e_sid, notify_sids: cfg.notify_sids(), tunnel_pes: cfg.tunnel_pes(), source_qps: c.source_qps.clone(), source_formats: c.source_formats.clone(), auth: cfg.cnp_auth.clone() });
             eprintln!(
                 "port {}: congestion-aware (Long-haul CNP): R_port {} Mb/s{}, RTT_est {} us, K_min {} bytes, K_max {} bytes",
                 p.name,

@@ -236,7 +236,7 @@ fn bench_params(flows: usize) -> PortParams {
 }
 
 fn spec(params: PortParams) -> CongestionSpec {
-    CongestionSpec { params, source_v4: None, source_v6: None, end_e_sid: None, notify_sids: Vec::new(), source_qps: Vec::new(), source_formats: Vec::new(), auth: Default::default() }
+    CongestionSpec { params, source_v4: None, source_v6: None, end_e_sid: None, notify_sids: Vec::new(), tunnel_pes: Vec::new(), source_qps: Vec::new(), source_formats: Vec::new(), auth: Default::default() }
 }
 
 /// Everything one forwarding loop needs.

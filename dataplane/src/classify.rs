@@ -148,6 +148,9 @@ pub struct RoceFast {
     pub roce: RoceKey,
     /// ECN codepoint of the outer IP header.
     pub ecn: u8,
+    /// Inside an SRv6 / IPv6 tunnel: the outer IPv6 source is the tunnel's
+    /// (the ingress PE's) address.
+    pub tunnelled: bool,
 }
 
 #[inline(always)]
@@ -210,7 +213,7 @@ pub fn roce_fast(frame: &[u8]) -> Option<RoceFast> {
             }
             let (qp, opcode, psn, sport) = bth_fields(frame, l3 + ihl)?;
             let key = PackedKey::v4([h[12], h[13], h[14], h[15]], [h[16], h[17], h[18], h[19]], qp);
-            Some(RoceFast { roce: RoceKey { key, opcode, psn, sport }, ecn: h[1] & 3 })
+            Some(RoceFast { roce: RoceKey { key, opcode, psn, sport }, ecn: h[1] & 3, tunnelled: false })
         }
         0x86dd => {
             let h: &[u8; 40] = frame.get(l3..l3 + 40)?.try_into().ok()?;
@@ -221,11 +224,11 @@ pub fn roce_fast(frame: &[u8]) -> Option<RoceFast> {
             if h[6] != 17 {
                 // Extension headers, tunnels: the general walk.
                 let m = roce_meta(frame)?;
-                return Some(RoceFast { roce: RoceKey::from_info(&m.info), ecn: m.ecn });
+                return Some(RoceFast { roce: RoceKey::from_info(&m.info), ecn: m.ecn, tunnelled: m.tunnelled });
             }
             let (qp, opcode, psn, sport) = bth_fields(frame, l3 + 40)?;
             let addrs: &[u8; 32] = h[8..40].try_into().ok()?;
-            Some(RoceFast { roce: RoceKey { key: PackedKey::v6(addrs, qp), opcode, psn, sport }, ecn })
+            Some(RoceFast { roce: RoceKey { key: PackedKey::v6(addrs, qp), opcode, psn, sport }, ecn, tunnelled: false })
         }
         _ => None,
     }
@@ -396,7 +399,7 @@ mod tests {
         for f in &frames {
             for cut in 0..=f.len() {
                 let g = &f[..cut];
-                let want = roce_meta(g).map(|m| RoceFast { roce: RoceKey::from_info(&m.info), ecn: m.ecn });
+                let want = roce_meta(g).map(|m| RoceFast { roce: RoceKey::from_info(&m.info), ecn: m.ecn, tunnelled: m.tunnelled });
                 assert_eq!(roce_fast(g), want);
             }
         }

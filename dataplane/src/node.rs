@@ -32,6 +32,14 @@ pub struct CongestionSpec {
     /// END.C / END.E SID. The longest prefix containing the flow's source
     /// wins; `end_e_sid` applies to the other sources.
     pub notify_sids: Vec<(ipnet::IpNet, Ipv6Addr)>,
+    /// Per ingress PE (`[[wan_notify]] tunnel_sources`): the outer IPv6
+    /// source addresses of its SRv6 tunnels and its END.C / END.E SID. A
+    /// flow whose packets arrive in a tunnel from one of them has its CNPs
+    /// sent to that PE's SID: the PE it came through (draft-hu-acn-rocev2
+    /// s.4.1, s.4.2: "send it back to the ingress PE"), before any
+    /// `notify_sids` rule. The longest prefix containing the tunnel's
+    /// source wins.
+    pub tunnel_pes: Vec<(ipnet::Ipv6Net, Ipv6Addr)>,
     /// Configured source QPs: (source, destination, DestQP, source QP).
     pub source_qps: Vec<(IpAddr, IpAddr, u32, u32)>,
     /// CNP formats by source prefix (the longest containing a flow's source
@@ -43,16 +51,41 @@ pub struct CongestionSpec {
 }
 
 impl CongestionSpec {
-    /// The SID a CNP to `to` is encapsulated toward, if any.
-    pub fn notify_sid(&self, to: IpAddr) -> Option<Ipv6Addr> {
+    /// The SID a CNP to `to` is encapsulated toward, if any, for a flow
+    /// whose tunnel tag is `via` ([`CongestionSpec::tunnel_tag`]).
+    pub fn notify_sid(&self, to: IpAddr, via: u16) -> Option<Ipv6Addr> {
+        if let Some(&(_, sid)) = usize::from(via).checked_sub(1).and_then(|i| self.tunnel_pes.get(i)) {
+            return Some(sid);
+        }
         self.notify_sids.iter().filter(|(p, _)| p.contains(&to)).max_by_key(|(p, _)| p.prefix_len()).map(|(_, s)| *s).or(self.end_e_sid)
     }
+
+    /// The tunnel tag of a packet that came in a tunnel from `outer_src`:
+    /// 1 + the index in `tunnel_pes` of the longest prefix containing it,
+    /// or [`TUNNEL_FROM_UNKNOWN`].
+    pub fn tunnel_tag(&self, outer_src: Ipv6Addr) -> u16 {
+        self.tunnel_pes
+            .iter()
+            .enumerate()
+            .filter(|(_, (p, _))| p.contains(&outer_src))
+            .max_by_key(|(_, (p, _))| p.prefix_len())
+            .map_or(TUNNEL_FROM_UNKNOWN, |(i, _)| i as u16 + 1)
+    }
 }
+
+/// The tunnel tag of a flow last seen in a tunnel from a source that no
+/// `tunnel_pes` entry covers: its CNPs follow the `notify_sids` rules.
+pub const TUNNEL_FROM_UNKNOWN: u16 = u16::MAX;
+/// At most this many `tunnel_pes` (the tags are 16 bits, one reserved).
+pub const MAX_TUNNEL_PES: usize = u16::MAX as usize - 1;
 
 pub struct EgressPort<P> {
     pub queue: EgressQueue<P, FlowId>,
     pub cong: Option<CongestionPort>,
     pub spec: Option<CongestionSpec>,
+    /// The last tunnel source tagged, and its tag (a port's tunnelled
+    /// packets come from a few PEs, in runs).
+    last_tunnel: ([u8; 16], u16),
 }
 
 impl<P: PacketBuffer> EgressPort<P> {
@@ -67,7 +100,7 @@ impl<P: PacketBuffer> EgressPort<P> {
             c.set_source_formats(&s.source_formats);
             c
         });
-        EgressPort { queue: EgressQueue::new(cfg), cong, spec }
+        EgressPort { queue: EgressQueue::new(cfg), cong, spec, last_tunnel: ([0; 16], 0) }
     }
 
     /// Honour the received PAUSE / PFC frames `port` records
@@ -145,7 +178,11 @@ impl<P: PacketBuffer> EgressPort<P> {
                 None => classify::ecn(m.data()).map(|e| e != 0).unwrap_or(false),
             };
             let pos = self.queue.data_len() as u32;
-            let mark = c.on_enqueue_deferred(r.as_ref().map(|x| &x.roce), len, ecn_capable, self.queue.depth_bytes() + u64::from(len), now, pos);
+            let via = match (&r, &self.spec) {
+                (Some(x), Some(s)) if x.tunnelled && !s.tunnel_pes.is_empty() => Self::tunnel_tag(&mut self.last_tunnel, s, m.data()),
+                _ => 0,
+            };
+            let mark = c.on_enqueue_deferred(r.as_ref().map(|x| &x.roce), len, ecn_capable, self.queue.depth_bytes() + u64::from(len), now, pos, via);
             if mark && classify::set_ce(m.data_mut()) {
                 counters.local(Local::CeMarked);
             }
@@ -155,6 +192,19 @@ impl<P: PacketBuffer> EgressPort<P> {
         // `has_room` held above.
         self.queue.enqueue_admitted(Queued { pkt: m, len, flow: None, class });
         Ok(())
+    }
+
+    /// The tunnel tag of a RoCEv2 packet in an IPv6 tunnel
+    /// ([`classify::RoceFast::tunnelled`]): its outer source address.
+    #[inline(never)]
+    fn tunnel_tag(last: &mut ([u8; 16], u16), spec: &CongestionSpec, frame: &[u8]) -> u16 {
+        let Some(src) = classify::l3_offset(frame).and_then(|(l3, _)| frame.get(l3 + 8..l3 + 24)).and_then(|a| <[u8; 16]>::try_from(a).ok()) else {
+            return TUNNEL_FROM_UNKNOWN;
+        };
+        if last.1 == 0 || last.0 != src {
+            *last = (src, spec.tunnel_tag(Ipv6Addr::from(src)));
+        }
+        last.1
     }
 
     /// Finish the batched flow lookups of admitted packets (`admit`): the
@@ -286,7 +336,7 @@ impl<P: PacketBuffer> EgressPort<P> {
             }
         }
         m.set_len(14 + n);
-        let to = match spec.notify_sid(r.to) {
+        let to = match spec.notify_sid(r.to, r.via) {
             None => r.to,
             Some(sid) => {
                 // Outer IPv6 (next header 41 for an IPv6 CNP, 4 for IPv4),
@@ -362,6 +412,7 @@ mod tests {
             src_qp: Some(0x55),
             info: CnpInfo { congestion_level: 180, action: Action::RateReduce, parameter: 30, source_qp: 0x55, metric_type: MetricType::QueueDepthKb, metric_value: 130000 },
             format: CnpFormat::Icmpv6,
+            via: 0,
         }
     }
 
@@ -374,7 +425,7 @@ mod tests {
         let key = AhKey::new(0x4242, Algorithm::HmacSha256_128, &[7; 32]).unwrap();
         let other = AhKey::new(0x4343, Algorithm::HmacSha512_256, &[8; 64]).unwrap();
         let auth = Arc::new(CnpAuth::new(vec![CnpSa::new("2001:db8:1::/48".parse().unwrap(), key.clone()), CnpSa::new("2001:db8:2::/48".parse().unwrap(), other)]));
-        let spec = |end_e: Option<Ipv6Addr>| CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: end_e, notify_sids: Vec::new(), source_qps: Vec::new(), source_formats: Vec::new(), auth: auth.clone() };
+        let spec = |end_e: Option<Ipv6Addr>| CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: end_e, notify_sids: Vec::new(), tunnel_pes: Vec::new(), source_qps: Vec::new(), source_formats: Vec::new(), auth: auth.clone() };
         let e: EgressPort<VecPacket> = EgressPort::new(EgressConfig::default(), Some(spec(None)));
         let lookup = |s: u32| (s == 0x4242).then_some(&key);
         for seq in 1..=3u32 {
@@ -417,7 +468,7 @@ mod tests {
     #[test]
     fn p_node_encapsulates_cnp_toward_end_e_sid() {
         let mut pl = pipeline();
-        let spec = CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: Some("fc00:99::e".parse().unwrap()), notify_sids: Vec::new(), source_qps: Vec::new(), source_formats: Vec::new(), auth: Default::default() };
+        let spec = CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: Some("fc00:99::e".parse().unwrap()), notify_sids: Vec::new(), tunnel_pes: Vec::new(), source_qps: Vec::new(), source_formats: Vec::new(), auth: Default::default() };
         let e: EgressPort<VecPacket> = EgressPort::new(EgressConfig::default(), Some(spec));
         let mut m = VecPacket::from_bytes(&[]);
         let port = e.build_cnp_packet(&mut pl, &Params::DEFAULT, &req(), &mut m, 1).unwrap();
@@ -459,15 +510,16 @@ mod tests {
             source_v6: None,
             end_e_sid: Some("fc00:99::e".parse().unwrap()),
             notify_sids: vec![("2001:db8::/32".parse().unwrap(), "fc00:a::c".parse().unwrap()), ("2001:db8:1::/48".parse().unwrap(), "fc00:b::e".parse().unwrap()), ("10.0.0.0/8".parse().unwrap(), "fc00:c::e".parse().unwrap())],
+            tunnel_pes: Vec::new(),
             source_qps: Vec::new(),
             source_formats: Vec::new(),
             auth: Default::default(),
         };
         // Longest prefix wins; other sources fall back to end_e_sid.
-        assert_eq!(spec.notify_sid("2001:db8:1::2".parse().unwrap()), Some("fc00:b::e".parse().unwrap()));
-        assert_eq!(spec.notify_sid("2001:db8:7::2".parse().unwrap()), Some("fc00:a::c".parse().unwrap()));
-        assert_eq!(spec.notify_sid("10.1.2.3".parse().unwrap()), Some("fc00:c::e".parse().unwrap()));
-        assert_eq!(spec.notify_sid("2001:db9::1".parse().unwrap()), Some("fc00:99::e".parse().unwrap()));
+        assert_eq!(spec.notify_sid("2001:db8:1::2".parse().unwrap(), 0), Some("fc00:b::e".parse().unwrap()));
+        assert_eq!(spec.notify_sid("2001:db8:7::2".parse().unwrap(), 0), Some("fc00:a::c".parse().unwrap()));
+        assert_eq!(spec.notify_sid("10.1.2.3".parse().unwrap(), 0), Some("fc00:c::e".parse().unwrap()));
+        assert_eq!(spec.notify_sid("2001:db9::1".parse().unwrap(), 0), Some("fc00:99::e".parse().unwrap()));
         let e: EgressPort<VecPacket> = EgressPort::new(EgressConfig::default(), Some(spec));
         let mut m = VecPacket::from_bytes(&[]);
         e.build_cnp_packet(&mut pl, &Params::DEFAULT, &req(), &mut m, 1).unwrap();
@@ -475,7 +527,7 @@ mod tests {
         assert_eq!(d[14 + 6], 41);
         assert_eq!(&d[14 + 24..14 + 40], &"fc00:b::e".parse::<Ipv6Addr>().unwrap().octets(), "the SID of the PE behind which 2001:db8:1::2 sits");
         // Without a match and without end_e_sid: plain.
-        let spec = CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: None, notify_sids: vec![("2001:db8:2::/48".parse().unwrap(), "fc00:a::c".parse().unwrap())], source_qps: Vec::new(), source_formats: Vec::new(), auth: Default::default() };
+        let spec = CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: None, notify_sids: vec![("2001:db8:2::/48".parse().unwrap(), "fc00:a::c".parse().unwrap())], tunnel_pes: Vec::new(), source_qps: Vec::new(), source_formats: Vec::new(), auth: Default::default() };
         let e: EgressPort<VecPacket> = EgressPort::new(EgressConfig::default(), Some(spec));
         let mut m = VecPacket::from_bytes(&[]);
         e.build_cnp_packet(&mut pl, &Params::DEFAULT, &req(), &mut m, 1).unwrap();
@@ -644,13 +696,98 @@ mod tests {
     #[test]
     fn without_end_e_the_cnp_goes_to_the_source() {
         let mut pl = pipeline();
-        let spec = CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: None, notify_sids: Vec::new(), source_qps: Vec::new(), source_formats: Vec::new(), auth: Default::default() };
+        let spec = CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: None, notify_sids: Vec::new(), tunnel_pes: Vec::new(), source_qps: Vec::new(), source_formats: Vec::new(), auth: Default::default() };
         let e: EgressPort<VecPacket> = EgressPort::new(EgressConfig::default(), Some(spec));
         let mut m = VecPacket::from_bytes(&[]);
         e.build_cnp_packet(&mut pl, &Params::DEFAULT, &req(), &mut m, 1).unwrap();
         let d = m.data();
         assert_eq!(d[14 + 6], 58);
         assert_eq!(&d[14 + 24..14 + 40], &"2001:db8:1::2".parse::<Ipv6Addr>().unwrap().octets());
+    }
+
+    /// A WAN P node tells each flow's ingress PE by the tunnel the flow's
+    /// packets come in (`tunnel_pes`, the outer IPv6 source), whatever
+    /// prefix its sender has; a flow from a tunnel no entry covers, or
+    /// outside any tunnel, follows the sender-prefix rules.
+    #[test]
+    fn p_node_tells_the_pe_whose_tunnel_the_flow_came_in() {
+        let counters = WorkerCounters::default();
+        let mut pl = pipeline();
+        // 1 Gb/s, RTT_est 100 us: K_max = K_base 64000.
+        let params = PortParams { rate_bps: 1_000_000_000, rtt_est_ns: 100_000, interval_ns: 10_000, qd_immediate: true, ..PortParams::default() };
+        let spec = CongestionSpec {
+            params,
+            source_v4: None,
+            source_v6: None,
+            end_e_sid: None,
+            // The sender prefix says PE C for every sender below.
+            notify_sids: vec![("2001:db8::/32".parse().unwrap(), "fc00:c::e".parse().unwrap())],
+            tunnel_pes: vec![("fc00:a::/48".parse().unwrap(), "fc00:a::e".parse().unwrap()), ("fc00:b::1/128".parse().unwrap(), "fc00:b::e".parse().unwrap()), ("fc00:b::/48".parse().unwrap(), "fc00:bb::e".parse().unwrap())],
+            source_qps: Vec::new(),
+            source_formats: Vec::new(),
+            auth: Default::default(),
+        };
+        assert_eq!(spec.tunnel_tag("fc00:b::1".parse().unwrap()), 2, "the longest prefix");
+        assert_eq!(spec.tunnel_tag("fc00:b::2".parse().unwrap()), 3);
+        assert_eq!(spec.tunnel_tag("fc00:d::1".parse().unwrap()), TUNNEL_FROM_UNKNOWN);
+        // Outer IPv6 from `outer`, SRH with one segment, inner RoCEv2.
+        let tunnelled = |outer: &str, inner: &[u8]| {
+            let mut srh = vec![41, 2, 4, 0, 0, 0, 0, 0];
+            srh.extend_from_slice(&"fc00:e::1".parse::<Ipv6Addr>().unwrap().octets());
+            srh.extend_from_slice(&inner[14..]);
+            let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 9, 0x86, 0xdd, 0x60, 0x20, 0, 0];
+            f.extend_from_slice(&(srh.len() as u16).to_be_bytes());
+            f.extend_from_slice(&[43, 64]);
+            f.extend_from_slice(&outer.parse::<Ipv6Addr>().unwrap().octets());
+            f.extend_from_slice(&"fc00:e::1".parse::<Ipv6Addr>().unwrap().octets());
+            f.extend(srh);
+            f
+        };
+        let frame = |src: &str, outer: Option<&str>| {
+            let f = roce_frame(src, "2001:db8:99::2", 0x04, 0, 0x100, 2);
+            let f = outer.map_or(f.clone(), |o| tunnelled(o, &f));
+            assert_eq!(classify::roce_fast(&f).map(|m| m.tunnelled), Some(outer.is_some()));
+            f
+        };
+        // One sender per case; each port's queue passes K_max with the
+        // flow's packets (nothing leaves) and the flow gets its CNP.
+        let cases = [
+            ("2001:db8:1::2", Some("fc00:a::7"), 1, "fc00:a::e"),                   // PE A by its /48
+            ("2001:db8:2::2", Some("fc00:b::1"), 2, "fc00:b::e"),                   // PE B's own address
+            ("2001:db8:3::2", Some("fc00:b::9"), 3, "fc00:bb::e"),                  // the rest of B's /48
+            ("2001:db8:4::2", Some("fc00:d::1"), TUNNEL_FROM_UNKNOWN, "fc00:c::e"), // a tunnel nobody listed
+            ("2001:db8:5::2", None, 0, "fc00:c::e"),                                // no tunnel
+        ];
+        for (src, outer, tag, sid) in cases {
+            let mut e: EgressPort<VecPacket> = EgressPort::new(EgressConfig::default(), Some(spec.clone()));
+            let f = frame(src, outer);
+            let mut now = 1;
+            while e.admit(VecPacket::from_bytes(&f), now, &counters).is_ok() && e.queue.depth_bytes() < 100_000 {
+                now += 10;
+            }
+            let mut reqs = Vec::with_capacity(8);
+            e.poll(now, &mut reqs);
+            assert_eq!(reqs.iter().map(|r| (r.to, r.via)).collect::<Vec<_>>(), vec![(src.parse::<IpAddr>().unwrap(), tag)], "{src}");
+            let mut m = VecPacket::from_bytes(&[]);
+            e.build_cnp_packet(&mut pl, &Params::DEFAULT, &reqs[0], &mut m, now).unwrap();
+            let d = m.data();
+            assert_eq!(d[14 + 6], 41, "encapsulated");
+            assert_eq!(&d[14 + 24..14 + 40], &sid.parse::<Ipv6Addr>().unwrap().octets(), "{src}: to the SID of {sid}");
+            assert_eq!(&d[54 + 24..54 + 40], &src.parse::<Ipv6Addr>().unwrap().octets(), "the inner CNP still goes to the sender");
+            // The flow moves to PE A's tunnel: its next packet retags it;
+            // a packet outside any tunnel tells nothing and leaves it.
+            let flow_tag = |e: &mut EgressPort<VecPacket>| {
+                e.flush();
+                let c = e.cong.as_ref().unwrap();
+                let f = c.flow_id(src.parse().unwrap(), "2001:db8:99::2".parse().unwrap(), 0x100).unwrap();
+                c.flow_via(f)
+            };
+            e.queue.drain(|_| {});
+            let _ = e.admit(VecPacket::from_bytes(&frame(src, Some("fc00:a::8"))), now, &counters);
+            assert_eq!(flow_tag(&mut e), Some(1), "{src}");
+            let _ = e.admit(VecPacket::from_bytes(&frame(src, None)), now, &counters);
+            assert_eq!(flow_tag(&mut e), Some(1), "{src}");
+        }
     }
 
     /// Ethernet + IPv6 (ECN `ecn`) + UDP to 4791 + BTH (opcode `op`, octet
@@ -681,7 +818,7 @@ mod tests {
         let counters = WorkerCounters::default();
         // 1 Gb/s, RTT_est 100 us: K_max = K_base 64000, K_min 32000.
         let params = PortParams { rate_bps: 1_000_000_000, rtt_est_ns: 100_000, interval_ns: 10_000, qd_immediate: true, ..PortParams::default() };
-        let spec = CongestionSpec { params, source_v4: None, source_v6: None, end_e_sid: None, notify_sids: Vec::new(), source_qps: Vec::new(), source_formats: Vec::new(), auth: Default::default() };
+        let spec = CongestionSpec { params, source_v4: None, source_v6: None, end_e_sid: None, notify_sids: Vec::new(), tunnel_pes: Vec::new(), source_qps: Vec::new(), source_formats: Vec::new(), auth: Default::default() };
         let mut pfc = PfcRxConfig::with_default_priority(1 << 3, false, 0);
         pfc.dscp_priority[26] = 3;
         pfc.link_bps = 1_000_000_000;
@@ -752,7 +889,7 @@ mod tests {
     #[test]
     fn standard_cnps_teach_source_qps_on_the_receive_path() {
         let counters = WorkerCounters::default();
-        let spec = CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: None, notify_sids: Vec::new(), source_qps: Vec::new(), source_formats: Vec::new(), auth: Default::default() };
+        let spec = CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: None, notify_sids: Vec::new(), tunnel_pes: Vec::new(), source_qps: Vec::new(), source_formats: Vec::new(), auth: Default::default() };
         let mut own: EgressPort<VecPacket> = EgressPort::new(EgressConfig::default(), Some(spec.clone()));
         let mut other: EgressPort<VecPacket> = EgressPort::new(EgressConfig::default(), Some(spec));
         let (a, b) = ("2001:db8:1::2", "2001:db8:3::2");

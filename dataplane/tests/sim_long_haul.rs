@@ -216,7 +216,7 @@ fn build(sc: &Sc) -> Sim {
             max_packets: (buffer / 1000) as usize + 4096,
             priority_packets: 256,
         },
-        congestion: Some(CongestionSpec { params: p, source_v4: None, source_v6: None, end_e_sid: None, notify_sids: Vec::new(), source_qps: Vec::new(), source_formats: Vec::new(), auth: Default::default() }),
+        congestion: Some(CongestionSpec { params: p, source_v4: None, source_v6: None, end_e_sid: None, notify_sids: Vec::new(), tunnel_pes: Vec::new(), source_qps: Vec::new(), source_formats: Vec::new(), auth: Default::default() }),
     };
     let n1 = sim.add_node("N1", vec![plain("10.0.0.254/24"), cong("10.12.0.1/30", sc.port_params(), sc.buffer()), plain("10.0.1.254/24")]);
     let n2 = sim.add_node(

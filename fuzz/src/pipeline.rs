@@ -134,7 +134,7 @@ fn egress() -> EgressPort<VecPacket> {
         ..PortParams::default()
     };
     let notify_sids = vec![("2001:db8:1::/64".parse().unwrap(), a6("fc00:0:9::c"))];
-    let spec = CongestionSpec { params, source_v4: None, source_v6: None, end_e_sid: None, notify_sids, source_qps: Vec::new(), source_formats: Vec::new(), auth: Default::default() };
+    let spec = CongestionSpec { params, source_v4: None, source_v6: None, end_e_sid: None, notify_sids, tunnel_pes: Vec::new(), source_qps: Vec::new(), source_formats: Vec::new(), auth: Default::default() };
     let cfg = EgressConfig { rate_bps: 100_000_000, queue_bytes: 64 * 1024, burst_bytes: 2048, max_packets: 256, priority_packets: 32 };
     EgressPort::new(cfg, Some(spec))
 }

@@ -227,6 +227,10 @@ pub(crate) struct Flow {
     /// The RoCEv2 UDP source port (the flow's entropy) of the packet that
     /// created the entry: what a FANN Flow ID names (draft-hzh s.5.1.3).
     pub sport: u16,
+    /// The SRv6 tunnel the flow's packets last arrived in, as the egress
+    /// port's owner tags it (0: none seen; [`crate::node`] maps the tag to
+    /// the ingress PE whose END.C / END.E SID its CNPs go to).
+    pub via: u16,
 }
 
 const _: () = assert!(core::mem::size_of::<Flow>() == 128);
@@ -252,6 +256,7 @@ impl Flow {
         def_since: 0,
         def_qd16: 0,
         sport: 0,
+        via: 0,
     };
 
     #[inline(always)]

@@ -599,6 +599,9 @@ pub struct CnpRequest {
     pub src_qp: Option<u32>,
     pub info: CnpInfo,
     pub format: CnpFormat,
+    /// The flow's tunnel tag ([`CongestionPort::on_enqueue_deferred`]'s
+    /// `via`; 0: none).
+    pub via: u16,
 }
 
 /// Counters and current values of one port (read by the control thread via

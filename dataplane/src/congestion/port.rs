@@ -92,6 +92,9 @@ pub struct CongestionPort {
     /// Deferred flow learning: `pend[..pend_done]` are looked up.
     pend: Vec<Pending>,
     pend_done: usize,
+    /// Tunnel tags of not yet looked-up packets: (index in `pend`, tag);
+    /// only packets with a tag are listed.
+    pend_via: Vec<(u32, u16)>,
     stats: CongestionStats,
     /// QD above K_max since (time + 1; 0: not above; REACTED: a CNP went
     /// out since the crossing).
@@ -171,6 +174,7 @@ impl CongestionPort {
             thr: Vec::with_capacity(cap),
             pend: Vec::with_capacity(MAX_PENDING),
             pend_done: 0,
+            pend_via: Vec::with_capacity(MAX_PENDING),
             stats: CongestionStats::default(),
             cross: 0,
             qd_acted: false,
@@ -248,6 +252,11 @@ impl CongestionPort {
     /// The UDP source port a flow's entry keeps (tests).
     pub fn flow_sport(&self, f: FlowId) -> Option<u16> {
         self.flows.get(f.0).map(|e| e.sport)
+    }
+
+    /// A flow's tunnel tag ([`CnpRequest::via`]; tests).
+    pub fn flow_via(&self, f: FlowId) -> Option<u16> {
+        self.flows.get(f.0).map(|e| e.via)
     }
 
     /// The learned source QP of a flow.
@@ -368,7 +377,11 @@ impl CongestionPort {
     /// the same time and with the next tag (a packet train, as an RDMA
     /// message's packets are) joins its entry: one lookup, the entry
     /// updated with the train's bytes and last PSN, each tag handed back.
+    /// `via` (0: none) is the tunnel the packet came in, as the caller
+    /// tags it: a data packet with one sets its flow's
+    /// ([`CnpRequest::via`]).
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)] // the packet path's fields, unpacked
     pub fn on_enqueue_deferred(
         &mut self,
         roce: Option<&RoceKey>,
@@ -377,6 +390,7 @@ impl CongestionPort {
         qd_after: u64,
         now: u64,
         tag: u32,
+        via: u16,
     ) -> bool {
         let mark = self.enqueue_mark(ecn_capable, roce.is_none_or(|r| is_data(r.opcode)), qd_after, now);
         if let Some(r) = roce.filter(|r| is_data(r.opcode)) {
@@ -389,18 +403,35 @@ impl CongestionPort {
                     last.n += 1;
                     last.len += len;
                     last.psn = r.psn;
+                    if via != 0 {
+                        self.pend_via.push(((self.pend.len() - 1) as u32, via));
+                    }
                     return mark;
                 }
             }
             if self.pend.len() < MAX_PENDING {
                 self.flows.prefetch_bucket(hash);
+                if via != 0 {
+                    self.pend_via.push((self.pend.len() as u32, via));
+                }
                 self.pend.push(Pending { key: r.key, hash, now, psn: r.psn, len, tag, n: 1, flow: NONE, sport: r.sport, hint: NONE });
             } else {
                 self.resolve();
-                self.learn(&r.key, hash, r.psn, r.sport, len, now);
+                let f = self.learn(&r.key, hash, r.psn, r.sport, len, now);
+                if let (Some(f), true) = (f, via != 0) {
+                    self.set_via(f.0, via);
+                }
             }
         }
         mark
+    }
+
+    /// The flow in slot `s` now comes in the tunnel tagged `via`.
+    #[cold]
+    fn set_via(&mut self, s: u32, via: u16) {
+        if let Some(f) = self.flows.get_mut(s) {
+            f.via = via;
+        }
     }
 
     /// Look up the flows of the deferred packets, in arrival order.
@@ -425,6 +456,24 @@ impl CongestionPort {
             self.pend[i].flow = f.map_or(NONE, |f| f.0);
         }
         self.pend_done = to;
+        if !self.pend_via.is_empty() {
+            self.resolve_via();
+        }
+    }
+
+    /// Tag the flows of the packets that came in a tunnel, in arrival order
+    /// (the last packet's tunnel wins).
+    #[cold]
+    #[inline(never)]
+    fn resolve_via(&mut self) {
+        for k in 0..self.pend_via.len() {
+            let (i, via) = self.pend_via[k];
+            let f = self.pend[i as usize].flow;
+            if f != NONE {
+                self.set_via(f, via);
+            }
+        }
+        self.pend_via.clear();
     }
 
     /// A RoCEv2 packet the full queue tail-dropped: its flow's entry is
@@ -813,6 +862,7 @@ impl CongestionPort {
                 metric_value: d.metric_value,
             },
             format,
+            via: f.via,
         });
         if d.action != Action::Resume && self.cross != 0 && self.cross != REACTED {
             // The first CNP since QD went above K_max.

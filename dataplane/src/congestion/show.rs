@@ -68,6 +68,8 @@ pub struct FlowView {
     pub deferring: bool,
     /// The UDP source port of the packet that created the entry.
     pub sport: u16,
+    /// The tunnel its packets last came in ([`CnpRequest::via`](super::CnpRequest::via)).
+    pub via: u16,
 }
 
 /// A scan of a port's flow table for its top flows, in steps.
@@ -189,6 +191,7 @@ impl CongestionPort {
                 throttled: f.throttled(),
                 deferring: f.deferred().is_some(),
                 sport: f.sport,
+                via: f.via,
             });
         }
         // Unstable: in place, no allocation.

@@ -1546,6 +1546,7 @@ fn req(to: IpAddr, flow_dst: IpAddr, src_qp: Option<u32>, format: CnpFormat) -> 
             metric_value: 130_000,
         },
         format,
+        via: 0,
     }
 }
 
@@ -1770,7 +1771,7 @@ fn flows_keep_their_entropy_port_for_the_fann_flow_id() {
     let key = RoceKey::from_info(&with(data(b, d, 0x20, 0), 0xc002));
     for t in 0..3u32 {
         assert!(!c.pending_full());
-        c.on_enqueue_deferred(Some(&RoceKey { psn: t, ..key }), 4000, true, 2000 + 4000 * u64::from(t + 1), 2, t);
+        c.on_enqueue_deferred(Some(&RoceKey { psn: t, ..key }), 4000, true, 2000 + 4000 * u64::from(t + 1), 2, t, 0);
     }
     let mut got = Vec::new();
     c.take_resolved(|_, f| got.push(f));
@@ -1781,6 +1782,46 @@ fn flows_keep_their_entropy_port_for_the_fann_flow_id() {
     assert_eq!(c.flow_sport(f), Some(0xc003));
     let f = c.flow_id(a, d, 0x10).unwrap();
     assert_eq!(c.flow_sport(f), Some(0xc001));
+}
+
+/// A flow's tunnel tag (the ingress PE whose tunnel its packets come in,
+/// as the port's owner tags them) is that of its last tagged packet: in a
+/// train, across batches, and on the path that learns at once when the
+/// batch is full; an untagged packet leaves it; the CNP carries it.
+#[test]
+fn flows_take_the_tunnel_tag_of_their_last_tagged_packet() {
+    let mut p = sec7();
+    p.qd_immediate = true;
+    let mut c = CongestionPort::new(p);
+    let (a, d) = (ip6(1), ip6(9));
+    let key = RoceKey::from_info(&data(a, d, 0x10, 0));
+    // One train (same time, consecutive tags): 5, 5, 7.
+    for (t, via) in [(0u32, 5u16), (1, 5), (2, 7)] {
+        c.on_enqueue_deferred(Some(&RoceKey { psn: t, ..key }), 1000, true, 1000 * u64::from(t + 1), 2, t, via);
+    }
+    let mut n = 0;
+    c.take_resolved(|_, f| n += usize::from(f.is_some()));
+    assert_eq!(n, 3, "one entry, three packets");
+    let f = c.flow_id(a, d, 0x10).unwrap();
+    assert_eq!(c.flow_via(f), Some(7));
+    c.on_enqueue_deferred(Some(&RoceKey { psn: 3, ..key }), 1000, true, 4000, 3, 3, 0);
+    c.take_resolved(|_, _| {});
+    assert_eq!(c.flow_via(f), Some(7), "untagged: unchanged");
+    // A full batch (no trains: each packet at its own time), tagged 8;
+    // the next packet, tagged 9, is learned at once after the batch.
+    let mut t = 4u32;
+    while !c.pending_full() {
+        c.on_enqueue_deferred(Some(&RoceKey { psn: t, ..key }), 100, true, 5000, 10 + u64::from(t), t, 8);
+        t += 1;
+    }
+    c.on_enqueue_deferred(Some(&RoceKey { psn: t, ..key }), 100, true, 5000, 10 + u64::from(t), t, 9);
+    assert_eq!(c.flow_via(f), Some(9), "the batch's tags first, then this one's");
+    c.take_resolved(|_, _| {});
+    assert_eq!(c.flow_via(f), Some(9));
+    // Above K_max: the CNP carries the tag.
+    let mut o = Vec::with_capacity(8);
+    c.poll(200_000_000, 1_000, &mut o);
+    assert_eq!(o.iter().map(|r| (r.to, r.via)).collect::<Vec<_>>(), vec![(a, 9)]);
 }
 
 /// s.9 with AH: a source that holds the SA takes only CNPs whose AH
@@ -1997,7 +2038,7 @@ mod prop {
                                 b.take_resolved(|t, f| pk[t as usize].2 = f);
                                 resolved = pk.len();
                             }
-                            let mb = b.on_enqueue_deferred(Some(&key), len, ect, qd, now, pk.len() as u32);
+                            let mb = b.on_enqueue_deferred(Some(&key), len, ect, qd, now, pk.len() as u32, 0);
                             prop_assert_eq!(ma, mb);
                             pk.push((len, fa, None));
                         }
