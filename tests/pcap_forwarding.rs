@@ -2626,6 +2626,19 @@ fn demo_runs_and_its_pcaps_are_sound() {
     assert!(out.contains(&format!("SUMMARY ah={} plain_icmp6=1", ah.len())), "{out}");
     assert_eq!(counter(&so, "end-e-forwarded"), 1);
     assert!(so.contains(&format!("Long-haul CNPs authenticated (draft-tian s.9, IPsec AH hmac-sha256-128, SPI 0x1000, for 2001:db8:1::/64): {n} sent ({n} in dc-out.pcap), {n} of them verify under the demo key, sequence numbers 1, 2, 3, ... without a gap", n = ah.len())), "{so}");
+    // The WAN P node scenario (draft-hu s.4): the flow in the second PE's
+    // SRv6 tunnel has its CNPs sent back to that PE's END.E SID, from the
+    // port's address, via the PE's MAC; none goes to its sender plain.
+    let dc_out = read_pcap(&dir.join("dc-out.pcap")).unwrap();
+    let v6 = |s: &str| s.parse::<std::net::Ipv6Addr>().unwrap().octets();
+    let to_pe = control::demo::cnps_toward_sid(&dc_out, control::demo::TUNNEL_PE_SID, control::demo::TUNNEL_SENDER);
+    assert!(to_pe > 0, "CNPs toward the tunnel PE's SID");
+    let about_sender: Vec<&Vec<u8>> = dc_out.iter().filter(|f| f.len() > 54 + 41 && f[12..14] == [0x86, 0xdd] && f[14 + 6] == 41 && f[54 + 24..54 + 40] == v6(control::demo::TUNNEL_SENDER)).collect();
+    assert_eq!(about_sender.len(), to_pe, "every notification about the tunnelled flow is such a CNP");
+    assert!(about_sender.iter().all(|f| f[0..6] == [2, 0, 0, 0, 1, 0x98] && f[14 + 8..14 + 24] == v6("2001:db8:1::1")), "to the PE's MAC, from the port's address");
+    assert!(!dc_out.iter().any(|f| f.len() > 54 && f[12..14] == [0x86, 0xdd] && f[14 + 24..14 + 40] == v6(control::demo::TUNNEL_SENDER)), "nothing plain to the sender behind the PE");
+    assert!(so.contains(&format!("came in the SRv6 tunnel of ingress PE {}; {to_pe} of its Long-haul CNPs went back to that PE, inside an outer IPv6 header to its END.E SID {}", control::demo::TUNNEL_PE, control::demo::TUNNEL_PE_SID)), "{so}");
+    assert!(txt.lines().filter(|l| l.starts_with("dc-out.pcap") && l.contains("IPv6-in-IPv6") && l.contains("ICMPv6-type200-ok")).count() >= to_pe, "scapy checked the inner CNPs: {txt}");
     // The ECMP scenario: 32 flows over the two gateways, none split.
     let (per, split) = control::demo::ecmp_split(&read_pcap(&dir.join("wan-out.pcap")).unwrap());
     let (a, b) = (per.get("02:00:00:00:02:02").copied().unwrap_or(0), per.get("02:00:00:00:02:03").copied().unwrap_or(0));

@@ -15,6 +15,8 @@ use std::time::Duration;
 
 /// The headend policy's Proxy Address, and the RC SENDs the DC host sends it.
 const HEADEND_PROXY: &str = "2001:db8:ff::1";
+/// The outer source of the demo router's own H.Encaps (SRv6 policies).
+const HEADEND_SRC: &str = "fc00:0:1::a";
 const HEADEND_SENDS: u32 = 3;
 
 /// What left the WAN port under the headend policy: (packets, End.MT TLVs
@@ -92,7 +94,7 @@ queue_packets = 2047
 rtt_est_us = 2000          # K_max = max(K_base, R_port * RTT_est / 8)
 k_base_bytes = 65536
 interval_us = 500
-top_flows = 2
+top_flows = 3            # the IPv6, the IPv4 and the tunnelled flow
 format = "icmpv6"          # sources without a format of their own below
 
 # The DC's IPv4 hosts accept the RoCEv2 format (the only one for IPv4,
@@ -390,6 +392,29 @@ sid = "fc00:0:99::e"
 [[route]]
 prefix = "fc00:0:99::/48"
 via = "2001:db8:1::99"
+
+# A second ingress PE on the DC link sends RoCEv2 through this node inside
+# its SRv6 tunnel (outer source: its own address, the default
+# `tunnel_sources`). The Long-haul CNPs of that flow go back to the PE it
+# came through, inside an outer IPv6 header to its END.E SID, which
+# decapsulates them and routes them to the sender (draft-hu s.4.2).
+[[wan_notify]]
+ingress_pe = "2001:db8:1::98"
+sid = "fc00:0:98::e"
+
+[[neighbour]]
+ip = "2001:db8:1::98"
+mac = "02:00:00:00:01:98"
+interface = "dc"
+
+[[route]]
+prefix = "fc00:0:98::/48"
+via = "2001:db8:1::98"
+
+# The DC behind that PE.
+[[route]]
+prefix = "2001:db8:8::/48"
+via = "2001:db8:1::98"
 "#;
 
 pub const DEMO_EAL: &[&str] = &["--no-huge", "--no-pci", "--no-shconf", "-l", "0", "-m", "256", "--log-level", "lib.eal:error"];
@@ -523,10 +548,12 @@ pub fn traffic() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
         dc.push(gen::roce6(&to_router, host6, HEADEND_PROXY.parse().unwrap_or(Ipv6Addr::UNSPECIFIED), 0xc0de, 1, psn, 256, 64));
     }
 
-    // A RoCEv2 burst (about 800 KB) that overruns the 20 Mb/s WAN port.
+    // A RoCEv2 burst (about 800 KB) that overruns the 20 Mb/s WAN port,
+    // and in it a flow in the second PE's SRv6 tunnel.
     for i in 0..400u32 {
         dc.push(gen::roce6(&to_router, host6, "2001:db8:3::7".parse().unwrap(), 49200, 0x700, i, 960, 64));
         dc.push(gen::roce4(&to_router, host4, Ipv4Addr::new(10, 0, 3, 7), 49201, 0x701, i, 960, 64));
+        dc.push(pe_tunnel_frame(i));
     }
 
     // From the WAN: RoCEv2 responses coming back to the DC host.
@@ -937,6 +964,43 @@ fn outer6_from(src: &str, dst: &str, nh: u8, payload: &[u8]) -> Vec<u8> {
     f
 }
 
+/// The ingress PE on the DC link whose SRv6 tunnel carries [`TUNNEL_SENDER`]'s
+/// flow through the router (`[[wan_notify]]` with its END.E SID
+/// [`TUNNEL_PE_SID`]).
+pub const TUNNEL_PE: &str = "2001:db8:1::98";
+pub const TUNNEL_PE_SID: &str = "fc00:0:98::e";
+pub const TUNNEL_SENDER: &str = "2001:db8:8::2";
+
+/// RoCEv2 (960 B payload, PSN `psn`) from [`TUNNEL_SENDER`] to
+/// 2001:db8:3::8, in [`TUNNEL_PE`]'s SRv6 tunnel to the egress PE's SID
+/// fc00:0:e::1 (SRH of one segment), from the PE's MAC to the router's.
+pub fn pe_tunnel_frame(psn: u32) -> Vec<u8> {
+    use dataplane::wire::srh::SrhRepr;
+    let egress: Ipv6Addr = "fc00:0:e::1".parse().unwrap();
+    let inner = gen::roce6(&L2 { src: [0; 6], dst: [0; 6] }, TUNNEL_SENDER.parse().unwrap(), "2001:db8:3::8".parse().unwrap(), 49210, 0x710, psn, 960, 64);
+    let mut srh = SrhRepr::for_path(41, &[egress], vec![]).to_bytes().expect("SRH");
+    srh.extend_from_slice(&inner[14..]);
+    let mut f = ROUTER_DC_MAC.to_vec();
+    f.extend_from_slice(&[2, 0, 0, 0, 1, 0x98, 0x86, 0xdd, 0x60, 0, 0, 0]);
+    f.extend_from_slice(&(srh.len() as u16).to_be_bytes());
+    f.extend_from_slice(&[43, 64]);
+    f.extend_from_slice(&TUNNEL_PE.parse::<Ipv6Addr>().unwrap().octets());
+    f.extend_from_slice(&egress.octets());
+    f.extend(srh);
+    f
+}
+
+/// The Long-haul CNPs in `frames` inside an outer IPv6 header to `sid`
+/// whose inner CNP goes to `sender`.
+pub fn cnps_toward_sid(frames: &[Vec<u8>], sid: &str, sender: &str) -> usize {
+    let (sid, sender) = (sid.parse::<Ipv6Addr>().map(|a| a.octets()), sender.parse::<Ipv6Addr>().map(|a| a.octets()));
+    let (Ok(sid), Ok(sender)) = (sid, sender) else { return 0 };
+    frames
+        .iter()
+        .filter(|f| f.len() > 54 + 41 && f[12..14] == [0x86, 0xdd] && f[14 + 6] == 41 && f[14 + 24..14 + 40] == sid && f[54 + 6] == 58 && f[54 + 24..54 + 40] == sender && f[54 + 40] == dataplane::wire::params::Params::DEFAULT.icmpv6_lhcnp_type)
+        .count()
+}
+
 /// A frame from the WAN gateway carrying `inner` in an outer IPv6 header to `sid`.
 pub fn to_sid(sid: &str, inner: &[u8]) -> Vec<u8> {
     outer6(sid, 41, inner)
@@ -1143,14 +1207,29 @@ fn summarize(frames: &[Vec<u8>]) -> String {
             let head = head.split(" ttl").next().unwrap_or(head).split(" hlim").next().unwrap_or(head);
             format!("{head} RoCEv2 data{}", if d.ends_with(" CE") { ", CE-marked" } else { "" })
         } else if d.contains("SRv6 H.Encaps") && !d.contains("fragment") {
-            // Group the encapsulated flows by SID list.
+            // Group the encapsulated flows by SID list; the router's own
+            // encapsulations come from its H.Encaps source.
             let head = d.split(" (inner").next().unwrap_or(&d);
-            format!("{head} (DC2 traffic{})", if d.contains("inner IPv6") { ", IPv6" } else { "" })
+            if d.starts_with(&format!("IPv6 {HEADEND_SRC} ")) {
+                format!("{head} (DC2 traffic{})", if d.contains("inner IPv6") { ", IPv6" } else { "" })
+            } else {
+                format!("{} (in transit: another PE's SRv6 tunnel)", head.replacen("SRv6 H.Encaps SID list", "SRv6 SID list", 1))
+            }
         } else if d.contains("Long-haul CNP") {
-            // Group without the hop limit / TTL.
-            let (head, tail) = d.split_once(" Long-haul").unwrap_or((&d, ""));
-            let head = head.split(" ttl").next().unwrap_or(head).split(" hlim").next().unwrap_or(head);
-            format!("{head} Long-haul{tail}")
+            // Group without the hop limits / TTLs (also an inner header's).
+            d.split(' ').fold((String::new(), false), |(mut o, skip), w| {
+                if skip {
+                    return (o, false);
+                }
+                if w == "hlim" || w == "ttl" {
+                    return (o, true);
+                }
+                if !o.is_empty() {
+                    o.push(' ');
+                }
+                o.push_str(w);
+                (o, false)
+            }).0
         } else {
             d
         };
@@ -1253,6 +1332,10 @@ pub fn run(out: &Path) -> Result<(), String> {
             v.flows_live
         );
     }
+    println!(
+        "  WAN P node (draft-hu s.4): the RoCEv2 flow from {TUNNEL_SENDER} came in the SRv6 tunnel of ingress PE {TUNNEL_PE}; {} of its Long-haul CNPs went back to that PE, inside an outer IPv6 header to its END.E SID {TUNNEL_PE_SID} (in dc-out.pcap)",
+        cnps_toward_sid(&dc_out, TUNNEL_PE_SID, TUNNEL_SENDER)
+    );
     println!(
         "  SRv6: End.MT replicas {}; END.E forwarded {}; END.C PFC pause {} / resume {} (a node's Resume held while another node's pause stood: {}); ICMPv6 Parameter Problem for a bad SRH (Segments Left past the list, RFC 8754 s.4.3.1.1) {}; FANN notifications sent {}",
         c.local_count(Local::EndMtReplica),
