@@ -178,11 +178,12 @@ impl<P: PacketBuffer> EgressPort<P> {
                 None => classify::ecn(m.data()).map(|e| e != 0).unwrap_or(false),
             };
             let pos = self.queue.data_len() as u32;
-            let via = match (&r, &self.spec) {
-                (Some(x), Some(s)) if x.tunnelled && !s.tunnel_pes.is_empty() => Self::tunnel_tag(&mut self.last_tunnel, s, m.data()),
-                _ => 0,
-            };
-            let mark = c.on_enqueue_deferred(r.as_ref().map(|x| &x.roce), len, ecn_capable, self.queue.depth_bytes() + u64::from(len), now, pos, via);
+            let mark = c.on_enqueue_deferred(r.as_ref().map(|x| &x.roce), len, ecn_capable, self.queue.depth_bytes() + u64::from(len), now, pos);
+            // Only tunnelled packets pay for the tag (plain ones, one test).
+            if let Some(x) = r.as_ref().filter(|x| x.tunnelled) {
+                let via = Self::tunnel_tag(&mut self.last_tunnel, self.spec.as_ref(), m.data());
+                c.tag_last(&x.roce, via);
+            }
             if mark && classify::set_ce(m.data_mut()) {
                 counters.local(Local::CeMarked);
             }
@@ -195,9 +196,11 @@ impl<P: PacketBuffer> EgressPort<P> {
     }
 
     /// The tunnel tag of a RoCEv2 packet in an IPv6 tunnel
-    /// ([`classify::RoceFast::tunnelled`]): its outer source address.
+    /// ([`classify::RoceFast::tunnelled`]): by its outer source address; 0
+    /// when the port tags no tunnels.
     #[inline(never)]
-    fn tunnel_tag(last: &mut ([u8; 16], u16), spec: &CongestionSpec, frame: &[u8]) -> u16 {
+    fn tunnel_tag(last: &mut ([u8; 16], u16), spec: Option<&CongestionSpec>, frame: &[u8]) -> u16 {
+        let Some(spec) = spec.filter(|s| !s.tunnel_pes.is_empty()) else { return 0 };
         let Some(src) = classify::l3_offset(frame).and_then(|(l3, _)| frame.get(l3 + 8..l3 + 24)).and_then(|a| <[u8; 16]>::try_from(a).ok()) else {
             return TUNNEL_FROM_UNKNOWN;
         };

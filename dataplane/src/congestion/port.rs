@@ -377,11 +377,7 @@ impl CongestionPort {
     /// the same time and with the next tag (a packet train, as an RDMA
     /// message's packets are) joins its entry: one lookup, the entry
     /// updated with the train's bytes and last PSN, each tag handed back.
-    /// `via` (0: none) is the tunnel the packet came in, as the caller
-    /// tags it: a data packet with one sets its flow's
-    /// ([`CnpRequest::via`]).
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)] // the packet path's fields, unpacked
     pub fn on_enqueue_deferred(
         &mut self,
         roce: Option<&RoceKey>,
@@ -390,7 +386,6 @@ impl CongestionPort {
         qd_after: u64,
         now: u64,
         tag: u32,
-        via: u16,
     ) -> bool {
         let mark = self.enqueue_mark(ecn_capable, roce.is_none_or(|r| is_data(r.opcode)), qd_after, now);
         if let Some(r) = roce.filter(|r| is_data(r.opcode)) {
@@ -403,27 +398,50 @@ impl CongestionPort {
                     last.n += 1;
                     last.len += len;
                     last.psn = r.psn;
-                    if via != 0 {
-                        self.pend_via.push(((self.pend.len() - 1) as u32, via));
-                    }
                     return mark;
                 }
             }
             if self.pend.len() < MAX_PENDING {
                 self.flows.prefetch_bucket(hash);
-                if via != 0 {
-                    self.pend_via.push((self.pend.len() as u32, via));
-                }
                 self.pend.push(Pending { key: r.key, hash, now, psn: r.psn, len, tag, n: 1, flow: NONE, sport: r.sport, hint: NONE });
             } else {
                 self.resolve();
-                let f = self.learn(&r.key, hash, r.psn, r.sport, len, now);
-                if let (Some(f), true) = (f, via != 0) {
-                    self.set_via(f.0, via);
-                }
+                self.learn(&r.key, hash, r.psn, r.sport, len, now);
             }
         }
         mark
+    }
+
+    /// The packet [`CongestionPort::on_enqueue_deferred`] just took came in
+    /// the tunnel the caller tags `via` (not 0): its flow takes the tag
+    /// ([`CnpRequest::via`]) when its lookup is done (at once if it was).
+    /// Called for tunnelled packets only, so plain ones pay nothing.
+    #[cold]
+    #[inline(never)]
+    pub fn tag_last(&mut self, roce: &RoceKey, via: u16) {
+        if !is_data(roce.opcode) || via == 0 {
+            return;
+        }
+        let open = self.pend_done < self.pend.len();
+        match self.pend.last() {
+            // Pushed, or joined a train: tagged when looked up.
+            // One entry per pending lookup (at most MAX_PENDING): a
+            // train's later packet replaces its tag.
+            Some(p) if open && p.key == roce.key => {
+                let i = (self.pend.len() - 1) as u32;
+                match self.pend_via.last_mut() {
+                    Some(l) if l.0 == i => l.1 = via,
+                    _ => self.pend_via.push((i, via)),
+                }
+                debug_assert!(self.pend_via.len() <= self.pend.len());
+            }
+            // Learned at once (the batch was full).
+            _ => {
+                if let Some(s) = self.flows.lookup(&roce.key) {
+                    self.set_via(s, via);
+                }
+            }
+        }
     }
 
     /// The flow in slot `s` now comes in the tunnel tagged `via`.

@@ -1771,7 +1771,7 @@ fn flows_keep_their_entropy_port_for_the_fann_flow_id() {
     let key = RoceKey::from_info(&with(data(b, d, 0x20, 0), 0xc002));
     for t in 0..3u32 {
         assert!(!c.pending_full());
-        c.on_enqueue_deferred(Some(&RoceKey { psn: t, ..key }), 4000, true, 2000 + 4000 * u64::from(t + 1), 2, t, 0);
+        c.on_enqueue_deferred(Some(&RoceKey { psn: t, ..key }), 4000, true, 2000 + 4000 * u64::from(t + 1), 2, t);
     }
     let mut got = Vec::new();
     c.take_resolved(|_, f| got.push(f));
@@ -1796,25 +1796,30 @@ fn flows_take_the_tunnel_tag_of_their_last_tagged_packet() {
     let (a, d) = (ip6(1), ip6(9));
     let key = RoceKey::from_info(&data(a, d, 0x10, 0));
     // One train (same time, consecutive tags): 5, 5, 7.
+    let enq = |c: &mut CongestionPort, psn: u32, len: u32, now: u64, tag: u32, via: u16| {
+        let k = RoceKey { psn, ..key };
+        c.on_enqueue_deferred(Some(&k), len, true, 5000, now, tag);
+        c.tag_last(&k, via);
+    };
     for (t, via) in [(0u32, 5u16), (1, 5), (2, 7)] {
-        c.on_enqueue_deferred(Some(&RoceKey { psn: t, ..key }), 1000, true, 1000 * u64::from(t + 1), 2, t, via);
+        enq(&mut c, t, 1000, 2, t, via);
     }
     let mut n = 0;
     c.take_resolved(|_, f| n += usize::from(f.is_some()));
     assert_eq!(n, 3, "one entry, three packets");
     let f = c.flow_id(a, d, 0x10).unwrap();
     assert_eq!(c.flow_via(f), Some(7));
-    c.on_enqueue_deferred(Some(&RoceKey { psn: 3, ..key }), 1000, true, 4000, 3, 3, 0);
+    enq(&mut c, 3, 1000, 3, 3, 0);
     c.take_resolved(|_, _| {});
     assert_eq!(c.flow_via(f), Some(7), "untagged: unchanged");
     // A full batch (no trains: each packet at its own time), tagged 8;
     // the next packet, tagged 9, is learned at once after the batch.
     let mut t = 4u32;
     while !c.pending_full() {
-        c.on_enqueue_deferred(Some(&RoceKey { psn: t, ..key }), 100, true, 5000, 10 + u64::from(t), t, 8);
+        enq(&mut c, t, 100, 10 + u64::from(t), t, 8);
         t += 1;
     }
-    c.on_enqueue_deferred(Some(&RoceKey { psn: t, ..key }), 100, true, 5000, 10 + u64::from(t), t, 9);
+    enq(&mut c, t, 100, 10 + u64::from(t), t, 9);
     assert_eq!(c.flow_via(f), Some(9), "the batch's tags first, then this one's");
     c.take_resolved(|_, _| {});
     assert_eq!(c.flow_via(f), Some(9));
@@ -2038,7 +2043,7 @@ mod prop {
                                 b.take_resolved(|t, f| pk[t as usize].2 = f);
                                 resolved = pk.len();
                             }
-                            let mb = b.on_enqueue_deferred(Some(&key), len, ect, qd, now, pk.len() as u32, 0);
+                            let mb = b.on_enqueue_deferred(Some(&key), len, ect, qd, now, pk.len() as u32);
                             prop_assert_eq!(ma, mb);
                             pk.push((len, fa, None));
                         }
