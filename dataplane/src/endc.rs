@@ -19,10 +19,17 @@
 //! * Pause duration: a Long-haul CNP Pause carries microseconds; Rate Reduce,
 //!   Notify, a FANN congestion event or a standard CNP use the configured
 //!   default. A Resume (Long-haul CNP Resume, FANN recovery) sends RESUME
-//!   (zero quanta) at once, unless another notifying node (by the outer
-//!   source address) still has a pause in force on that priority: then the
-//!   pause goes on for the others (`resume_held`), and RESUME follows when
-//!   the last of them resumes or its pause ends.
+//!   (zero quanta) at once, unless another cause still has a pause in force
+//!   on that priority: then the pause goes on for the others
+//!   (`resume_held`), and RESUME follows when the last of them resumes or
+//!   its pause ends. A cause is a notifying node (by the outer source
+//!   address) and what it notifies about: the flow a CNP names (its sender
+//!   and QP; [`flow_cause`]) or the event a FANN message reports (its Event
+//!   Identifier, which the recovery repeats; [`event_cause`]). A node's
+//!   Resume ends that cause's pause; one that pairs with none of the node's
+//!   causes (a recovery from a node that restarted and lost its
+//!   identifiers) ends all of that node's causes of its kind (flows or
+//!   events), as a node-wide Resume would.
 //! * One PAUSE frame lasts at most 65535 quanta (about 335 us at 100 Gb/s),
 //!   so while the requested pause lasts the controller re-sends PAUSE every
 //!   `refresh_ns` (default: 80 % of what one frame covers).
@@ -136,14 +143,39 @@ pub struct PfcAction {
 /// Most interfaces one END.C SID sends PFC on (one per DC gateway).
 pub const MAX_ENDC_IFACES: usize = 8;
 
-/// Notifying nodes tracked per priority; beyond, the one whose pause ends
-/// first is forgotten.
-const MAX_ASKERS: usize = 8;
+/// Causes tracked per priority; beyond, the one whose pause ends first is
+/// forgotten.
+const MAX_ASKERS: usize = 32;
+
+/// The kinds of cause (the top octet of a cause).
+const CAUSE_FLOW: u64 = 1 << 56;
+const CAUSE_EVENT: u64 = 2 << 56;
+const CAUSE_KIND: u64 = 0xff << 56;
+
+/// The cause of a CNP's pause: the flow whose sender (`sender`, the CNP's
+/// destination, 4 or 16 octets) and QP (the flow's source QP, which the
+/// CNP names) it is about.
+pub fn flow_cause(sender: &[u8], qp: u32) -> u64 {
+    // FNV-1a over the address and QP, in 56 bits.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in sender.iter().chain(qp.to_be_bytes().iter()) {
+        h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    CAUSE_FLOW | (h & !CAUSE_KIND)
+}
+
+/// The cause of a FANN event's pause: its Event Identifier (the recovery
+/// carries the same).
+pub fn event_cause(event_id: u32) -> u64 {
+    CAUSE_EVENT | u64::from(event_id)
+}
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Asker {
     /// The notifying node (outer source address).
     from: u128,
+    /// What it notified about ([`flow_cause`], [`event_cause`]).
+    cause: u64,
     /// Its pause ends here.
     until_ns: u64,
     /// Its last notification asking for a pause.
@@ -211,14 +243,20 @@ impl EndC {
         self.prio.get(usize::from(prio)).map(|p| p.paused).unwrap_or(false)
     }
 
-    /// A notification from node `from` for priority `prio` at `now`: the
-    /// frame to send now, or None when a PAUSE is already in force for at
-    /// least half of what this request's frame would cover (the deadline
-    /// still moves; the refresh timer extends the pause), or when a Resume
-    /// leaves another node's pause in force. A flood of notifications thus
-    /// costs at most about two frames per pause duration per priority,
-    /// not one frame each.
+    /// [`EndC::on_notification_about`] for a node's one and only cause.
+    #[cfg(test)]
     pub fn on_notification(&mut self, from: u128, prio: u8, req: Request, now: u64) -> Option<PfcAction> {
+        self.on_notification_about(from, 0, prio, req, now)
+    }
+
+    /// A notification from node `from` about `cause` for priority `prio`
+    /// at `now`: the frame to send now, or None when a PAUSE is already in
+    /// force for at least half of what this request's frame would cover
+    /// (the deadline still moves; the refresh timer extends the pause), or
+    /// when a Resume leaves another cause's pause in force. A flood of
+    /// notifications thus costs at most about two frames per pause
+    /// duration per priority, not one frame each.
+    pub fn on_notification_about(&mut self, from: u128, cause: u64, prio: u8, req: Request, now: u64) -> Option<PfcAction> {
         let max_pause = self.cfg.max_pause_ns;
         let p = &mut self.prio[usize::from(prio & 7)];
         let bit = 1u8 << (prio & 7);
@@ -229,20 +267,20 @@ impl EndC {
                 p.until_ns = p.until_ns.max(until);
                 p.asked_ns = now;
                 let n = p.n;
-                match p.askers[..n].iter().position(|a| a.from == from) {
+                match p.askers[..n].iter().position(|a| a.from == from && a.cause == cause) {
                     Some(i) => {
                         let a = &mut p.askers[i];
                         a.until_ns = a.until_ns.max(until);
                         a.asked_ns = now;
                     }
                     None if n < MAX_ASKERS => {
-                        p.askers[n] = Asker { from, until_ns: until, asked_ns: now };
+                        p.askers[n] = Asker { from, cause, until_ns: until, asked_ns: now };
                         p.n += 1;
                     }
                     None => {
                         // Full: forget the pause that ends first.
                         if let Some(a) = p.askers.iter_mut().min_by_key(|a| a.until_ns) {
-                            *a = Asker { from, until_ns: until, asked_ns: now };
+                            *a = Asker { from, cause, until_ns: until, asked_ns: now };
                         }
                     }
                 }
@@ -261,13 +299,17 @@ impl EndC {
                 Some(PfcAction { prios: bit, quanta: q })
             }
             Request::Resume => {
-                // This node's pause ends; the others' that are still in
-                // force (not run out, not past the watchdog) go on.
+                // This cause's pause ends (or, when the node has no such
+                // cause, all of the node's causes of this kind); the others
+                // that are still in force (not run out, not past the
+                // watchdog) go on.
                 let n = p.n;
+                let paired = p.askers[..n].iter().any(|a| a.from == from && a.cause == cause);
+                let ends = |a: &Asker| a.from == from && if paired { a.cause == cause } else { a.cause & CAUSE_KIND == cause & CAUSE_KIND };
                 let mut keep = [Asker::default(); MAX_ASKERS];
                 let mut k = 0;
                 for a in &p.askers[..n] {
-                    if a.from != from && now < a.until_ns && now.saturating_sub(a.asked_ns) < max_pause {
+                    if !ends(a) && now < a.until_ns && now.saturating_sub(a.asked_ns) < max_pause {
                         keep[k] = *a;
                         k += 1;
                     }
@@ -530,6 +572,42 @@ mod tests {
         // Other priorities are their own.
         e.on_notification(r1, 3, Request::Pause { micros: Some(5000) }, 4 * MS);
         assert_eq!(e.on_notification(r2, 5, Request::Resume, 4 * MS), Some(PfcAction { prios: 1 << 5, quanta: 0 }));
+        assert!(e.is_paused(3));
+    }
+
+    /// One WAN node pauses a priority for two flows (two QPs of one
+    /// sender): the Resume of the first leaves the second's pause in force;
+    /// the second's lifts it. A FANN recovery ends the event with its
+    /// identifier; one that pairs with no event of the node (a node that
+    /// restarted) ends all of its events, but not its flows' pauses.
+    #[test]
+    fn a_resume_lifts_the_pause_only_when_no_other_cause_holds_it() {
+        let r1 = 1u128;
+        let sender = [0x20, 0x01, 0x0d, 0xb8, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2];
+        let (qa, qb) = (flow_cause(&sender, 0x100), flow_cause(&sender, 0x101));
+        assert_ne!(qa, qb);
+        assert_ne!(flow_cause(&[10, 0, 1, 2], 7), flow_cause(&[10, 0, 1, 3], 7));
+        let pause = Request::Pause { micros: Some(5000) };
+        let mut e = endc();
+        assert!(e.on_notification_about(r1, qa, 3, pause, 0).is_some());
+        e.on_notification_about(r1, qb, 3, pause, 10 * US);
+        assert_eq!(e.on_notification_about(r1, qa, 3, Request::Resume, 100 * US), None, "flow B still paused");
+        assert!(e.is_paused(3));
+        assert_eq!(e.stats.resume_held, 1);
+        assert_eq!(e.on_notification_about(r1, qb, 3, Request::Resume, 200 * US), Some(PfcAction { prios: 1 << 3, quanta: 0 }));
+        // Events: the recovery of event 7 leaves event 8; a recovery with
+        // an identifier the node never used ends its events (8) but not
+        // the flow it paused.
+        e.on_notification_about(r1, event_cause(7), 3, pause, MS);
+        e.on_notification_about(r1, event_cause(8), 3, pause, MS);
+        e.on_notification_about(r1, qa, 3, pause, MS);
+        assert_eq!(e.on_notification_about(r1, event_cause(7), 3, Request::Resume, MS + 10 * US), None);
+        assert_eq!(e.on_notification_about(r1, event_cause(99), 3, Request::Resume, MS + 20 * US), None, "flow A still paused");
+        assert_eq!(e.stats.resume_held, 3);
+        assert_eq!(e.on_notification_about(r1, qa, 3, Request::Resume, MS + 30 * US), Some(PfcAction { prios: 1 << 3, quanta: 0 }), "nothing left");
+        // Another node's Resume for the same flow does not end this node's pause.
+        e.on_notification_about(r1, qa, 3, pause, 2 * MS);
+        assert_eq!(e.on_notification_about(2, qa, 3, Request::Resume, 2 * MS + 10 * US), None);
         assert!(e.is_paused(3));
     }
 

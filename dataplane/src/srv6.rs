@@ -952,7 +952,7 @@ impl Pipeline {
                         None => false,
                     }
                 };
-                let Some(req) = notification_request(&p.data()[l2.l3..], inner, &self.sids.params) else {
+                let Some((req, cause)) = notification_request(&p.data()[l2.l3..], inner, &self.sids.params) else {
                     // A FANN event with no PFC meaning (a link failure, ...)
                     // is still the PE's.
                     return if to_pe { Ok(Verdict::Consumed) } else { Err(Drop::EndCNotNotification) };
@@ -979,7 +979,7 @@ impl Pipeline {
                 let mut first = None;
                 for (iface, e) in &mut self.endc[range] {
                     let prio = e.priority_for(&class);
-                    match e.on_notification(u128::from(src), prio, req, now_ns) {
+                    match e.on_notification_about(u128::from(src), cause, prio, req, now_ns) {
                         // A PAUSE in force already covers this request, or
                         // another node's pause goes on past this Resume.
                         None => self.counters.local(if req == crate::endc::Request::Resume { Local::PfcResumeHeld } else { Local::PfcCoalesced }),
@@ -1778,9 +1778,11 @@ pub fn notification_sender(ip: &[u8], proto: IpProtocol, params: &Params) -> Opt
 /// with the length its metadata bitmap says (s.6: a message whose lengths
 /// do not add up is discarded), sent from its Originating Node's own
 /// address (s.6), and a congestion, queue buildup, microburst or recovery
-/// event. None otherwise.
-pub fn notification_request(ip: &[u8], proto: IpProtocol, params: &Params) -> Option<crate::endc::Request> {
-    use crate::endc::Request;
+/// event. None otherwise. With the request, its cause
+/// ([`crate::endc::flow_cause`] of the CNP's destination and the QP it
+/// names, or [`crate::endc::event_cause`] of the FANN Event Identifier).
+pub fn notification_request(ip: &[u8], proto: IpProtocol, params: &Params) -> Option<(crate::endc::Request, u64)> {
+    use crate::endc::{event_cause, flow_cause, Request};
     use crate::wire::fann::{self, event};
     use crate::wire::lhcnp::{Action, Body, CnpInfo};
     let from_action = |a: Action, param: u32| match a {
@@ -1793,6 +1795,8 @@ pub fn notification_request(ip: &[u8], proto: IpProtocol, params: &Params) -> Op
         (_, event::CONGESTION | event::QUEUE_BUILDUP | event::MICROBURST) => Some(Request::Pause { micros: None }),
         _ => None,
     };
+    // The CNP's destination: the flow's sender.
+    let sender = if proto == IpProtocol::IPV4 { ip.get(16..20)? } else { ip.get(24..40)? };
     match notification(ip, proto, params)? {
         // Code 0, flow-level, is the only one defined (s.6.1, s.10.2).
         Notification::LhCnpIcmp(code, b) => {
@@ -1800,7 +1804,7 @@ pub fn notification_request(ip: &[u8], proto: IpProtocol, params: &Params) -> Op
                 return None;
             }
             let info = CnpInfo::parse(&Body::new_checked(b).ok()?).ok()?;
-            from_action(info.action, u32::from(info.parameter))
+            Some((from_action(info.action, u32::from(info.parameter))?, flow_cause(sender, info.source_qp)))
         }
         Notification::FannIcmp(src, dst, m) => {
             let r = fann::PacketRepr::parse(&fann::Packet::new_checked(m).ok()?, &src, &dst, params.icmpv6_fann_type).ok()?;
@@ -1808,22 +1812,25 @@ pub fn notification_request(ip: &[u8], proto: IpProtocol, params: &Params) -> Op
             if r.message.originating_node != src {
                 return None;
             }
-            from_fann(r.code, &r.message)
+            Some((from_fann(r.code, &r.message)?, event_cause(r.message.event_id)))
         }
         Notification::RoceCnp(bth) => {
-            if bth[4] & 0x20 != 0 {
+            // The BTH's DestQP is the flow's source QP, in both forms.
+            let qp = u32::from_be_bytes([0, *bth.get(5)?, *bth.get(6)?, *bth.get(7)?]);
+            let req = if bth[4] & 0x20 != 0 {
                 let info = CnpInfo::parse(&Body::new_checked(bth.get(12..)?).ok()?).ok()?;
-                from_action(info.action, u32::from(info.parameter))
+                from_action(info.action, u32::from(info.parameter))?
             } else {
-                Some(Request::Pause { micros: None })
-            }
+                Request::Pause { micros: None }
+            };
+            Some((req, flow_cause(sender, qp)))
         }
         Notification::FannUdp(m) => {
             let m = fann::MessageRepr::parse(&fann::Message::new_checked(m).ok()?).ok()?;
             if m.originating_node.octets()[..] != *ip.get(8..24)? {
                 return None;
             }
-            from_fann(fann::CODE_EVENT, &m)
+            Some((from_fann(fann::CODE_EVENT, &m)?, event_cause(m.event_id)))
         }
     }
 }

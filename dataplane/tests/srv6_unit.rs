@@ -480,16 +480,47 @@ fn lhcnp6(action: dataplane::wire::lhcnp::Action, parameter: u16) -> Vec<u8> {
 }
 
 fn lhcnp6_code(action: dataplane::wire::lhcnp::Action, parameter: u16, code: u8) -> Vec<u8> {
+    lhcnp6_full(action, parameter, code, 100)
+}
+
+fn lhcnp6_full(action: dataplane::wire::lhcnp::Action, parameter: u16, code: u8, source_qp: u32) -> Vec<u8> {
     use dataplane::wire::lhcnp::{emit_icmpv6_packet, CnpInfo, Icmpv6LhCnpRepr, MetricType, Objects};
     let repr = Icmpv6LhCnpRepr {
         code,
-        info: CnpInfo { congestion_level: 180, action, parameter, source_qp: 100, metric_type: MetricType::QueueDepthKb, metric_value: 130000 },
+        info: CnpInfo { congestion_level: 180, action, parameter, source_qp, metric_type: MetricType::QueueDepthKb, metric_value: 130000 },
         objects: Objects::NONE,
     };
     let mut buf = vec![0u8; 256];
     let n = emit_icmpv6_packet(&a6("fc00:0:9::1").octets(), &a6("2001:db8:3::5").octets(), 64, &repr, &Params::DEFAULT, &mut buf).unwrap();
     buf.truncate(n);
     buf
+}
+
+/// END.C keeps a pause per cause: one WAN node's CNPs for two flows (two
+/// source QPs of one sender) pause priority 3; the first flow's Resume
+/// leaves it paused (`pfc-resume-held`, no frame), the second's sends the
+/// RESUME.
+#[test]
+fn end_c_resumes_when_the_last_flow_paused_resumes() {
+    use dataplane::endc::EndCConfig;
+    use dataplane::wire::lhcnp::Action;
+    let mut pl = pipeline();
+    let mut t = sid_table();
+    t.endc = vec![(0, EndCConfig::default())];
+    pl.set_sids(Arc::new(t));
+    let s = srh(41, &[a6("fc00:0:1::c")], 0, vec![]);
+    let send = |pl: &mut Pipeline, cnp: Vec<u8>| {
+        let mut p = VecPacket::from_bytes(&srv6_frame(s1(), a6("fc00:0:1::c"), 64, 0, &s, &cnp));
+        let v = run(pl, &mut p);
+        (v, (v == Verdict::Tx(0)).then(|| u16::from_be_bytes([p.to_vec()[18 + 6], p.to_vec()[18 + 7]])))
+    };
+    assert_eq!(send(&mut pl, lhcnp6_full(Action::Pause, 5000, 0, 100)).1.map(|q| q > 0), Some(true), "PAUSE for flow A");
+    // Flow B's pause is covered by the frame in force: coalesced.
+    assert_eq!(send(&mut pl, lhcnp6_full(Action::Pause, 5000, 0, 200)), (Verdict::Consumed, None));
+    assert_eq!(send(&mut pl, lhcnp6_full(Action::Resume, 0, 0, 100)), (Verdict::Consumed, None), "flow B still paused");
+    assert_eq!(pl.counters.local[Local::PfcResumeHeld as usize].get(), 1);
+    assert_eq!(send(&mut pl, lhcnp6_full(Action::Resume, 0, 0, 200)), (Verdict::Tx(0), Some(0)), "RESUME");
+    assert_eq!(pl.counters.local[Local::PfcResume as usize].get(), 1);
 }
 
 #[test]
@@ -972,9 +1003,18 @@ fn end_c_maps_the_notification_to_a_pfc_priority() {
     let mut p = VecPacket::from_bytes(&srv6_frame(s1(), a6("fc00:0:1::c"), 64, 0, &s, &fann1));
     assert_eq!(run(&mut pl, &mut p), Verdict::Consumed);
     assert_eq!(pl.counters.local[Local::PfcCoalesced as usize].get(), 1);
-    // After a Resume of priority 4 (a Long-haul CNP Resume names a QP: rule 2)
-    // the same FANN pauses priority 4 again.
+    // The CNP's Resume (a Long-haul CNP Resume names a QP: rule 2, priority
+    // 4) ends the flow's pause, but FANN event 2 still holds priority 4.
     let mut p = VecPacket::from_bytes(&srv6_frame(s1(), a6("fc00:0:1::c"), 64, 0, &s, &lhcnp6(Action::Resume, 50)));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Consumed);
+    assert_eq!(pl.counters.local[Local::PfcResumeHeld as usize].get(), 1);
+    // The event's recovery (Code 1, the same identifier) ends it: RESUME
+    // on priority 4; after it the same FANN event pauses priority 4 again.
+    let rec = dataplane::wire::fann::MessageRepr { event_type: dataplane::wire::fann::event::RECOVERY, event_subtype: dataplane::wire::fann::event::CONGESTION, ..m };
+    let mut rec = dataplane::fann::notification_packet(dataplane::wire::fann::CODE_RECOVERY, &rec, &a6("fc00:0:9::1"), &a6("2001:db8:3::5"), &Params::DEFAULT, false);
+    rec[0] = 0x60;
+    rec[1] &= 0x0f;
+    let mut p = VecPacket::from_bytes(&srv6_frame(s1(), a6("fc00:0:1::c"), 64, 0, &s, &rec));
     assert_eq!(run(&mut pl, &mut p), Verdict::Tx(0));
     let f = p.to_vec();
     assert_eq!((prio_bits(&f), u16::from_be_bytes([f[18 + 2 * 4], f[19 + 2 * 4]])), (1 << 4, 0), "RESUME on priority 4");
