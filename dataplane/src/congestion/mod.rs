@@ -599,8 +599,8 @@ pub struct CnpRequest {
     pub src_qp: Option<u32>,
     pub info: CnpInfo,
     pub format: CnpFormat,
-    /// The flow's tunnel tag ([`CongestionPort::on_enqueue_deferred`]'s
-    /// `via`; 0: none).
+    /// The flow's tunnel tag, from its last tunnelled packet
+    /// ([`CongestionPort::tag_last`]; 0: none).
     pub via: u16,
 }
 
