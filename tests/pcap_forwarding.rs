@@ -1437,6 +1437,80 @@ fn wan_node_encapsulates_notifications_toward_the_ingress_pe_sid() {
     tshark_clean(&dir.join("dc-out.pcap"));
 }
 
+/// s.4.2 "Ingress PE should ... send notification to sender" for an IPv4
+/// RoCEv2 sender: R1's congestion event names an IPv4 flow (Flow ID
+/// IPv4-mapped); the PE tells the sender over UDP on IPv4 (s.5.2) from its
+/// `source_v4`, then the recovery as Event Type 0x07 (UDP carries no
+/// Code). scapy checks the IPv4 and UDP checksums and reads the FANN
+/// fields. Without `source_v4` the sender is not told, and that is counted.
+#[test]
+fn ingress_pe_tells_an_ipv4_sender_over_udp() {
+    use dataplane::wire::fann::{event, Metadata, MessageRepr, CODE_EVENT, CODE_RECOVERY};
+    for with_v4 in [true, false] {
+        let dir = workdir(if with_v4 { "pe-v4-sender" } else { "pe-v4-sender-off" });
+        let me: std::net::Ipv6Addr = "2001:db8:2::1".parse().unwrap();
+        let r1: std::net::Ipv6Addr = "fc00::1".parse().unwrap();
+        let note = |code: u8, event_type: u8, event_subtype: u8| {
+            let m = MessageRepr {
+                hop_limit: 8,
+                event_type,
+                event_subtype,
+                event_id: 41,
+                timestamp: 1_700_000_000_000_000,
+                originating_node: r1,
+                metadata: Metadata { egress_port_id: Some(2), flow_id: Some(dataplane::fann::roce_flow_id("10.0.1.2".parse().unwrap(), "10.0.9.7".parse().unwrap(), 49152)), ..Default::default() },
+            };
+            let ip = dataplane::fann::notification_packet(code, &m, &r1, &me, &dataplane::wire::params::Params::DEFAULT, false);
+            [&R_WAN[..], &GW, &[0x86, 0xdd], &ip].concat()
+        };
+        control::demo::write_pcap(&dir.join("empty.pcap"), &[note(CODE_EVENT, event::CONGESTION, 3), note(CODE_RECOVERY, event::RECOVERY, event::CONGESTION)]).unwrap();
+        control::demo::write_pcap(&dir.join("dc-in.pcap"), &[]).unwrap();
+        let cfg = dir.join("r.toml");
+        let text = config(&dir)
+            + r#"[[neighbour]]
+ip = "10.0.1.2"
+mac = "02:00:00:00:01:02"
+interface = "dc"
+[srv6]
+locator = "fc00:0:a::/48"
+source = "fc00:0:a::"
+[[srv6.policy]]
+prefix = "10.0.9.0/24"
+segments = [["fc00:0:1::1", "fc00:0:e::d4"], ["fc00:0:3::1", "fc00:0:e::d4"]]
+elements = [["fc00::1#2"], ["fc00::3"]]
+[ingress_pe]
+known_nodes = ["fc00::1", "fc00::3"]
+interfaces = ["wan"]
+notify_senders = true
+"# + if with_v4 { "source_v4 = \"10.0.1.1\"\n" } else { "" };
+        std::fs::write(&cfg, text).unwrap();
+        let out = run("pe-v4", &cfg, &["--exit-when-idle", "500", "--duration", "30"]);
+        let so = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(out.status.success(), "{so}{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(mempool_in_use(&so), 0);
+        assert_eq!(counter(&so, "pe-notification-accepted"), 2, "{so}");
+        let dc = read_pcap(&dir.join("dc-out.pcap")).unwrap();
+        let udp4: Vec<&Vec<u8>> = dc.iter().filter(|f| f.len() > 42 && f[12..14] == [8, 0] && f[14 + 9] == 17).collect();
+        if !with_v4 {
+            assert!(udp4.is_empty(), "nothing to the IPv4 sender");
+            assert_eq!((counter(&so, "pe-sender-notified"), counter(&so, "pe-sender-no-ipv4-source")), (0, 1), "{so}");
+            continue;
+        }
+        assert_eq!(counter(&so, "pe-sender-notified"), 2, "{so}");
+        assert_eq!(udp4.len(), 2, "the event and its recovery");
+        for f in &udp4 {
+            assert_eq!((&f[0..6], &f[14 + 12..14 + 16], &f[14 + 16..14 + 20]), (&[2, 0, 0, 0, 1, 2][..], &[10, 0, 1, 1][..], &[10, 0, 1, 2][..]), "from source_v4 to the sender's MAC and address");
+        }
+        let o = fann_oracle(&udp4.iter().map(|f| &f[14..]).collect::<Vec<_>>());
+        let seen: Vec<_> = o.iter().map(|o| {
+            assert!(o.checksum_ok && o.ip_checksum_ok && o.well_formed && o.version == 1, "scapy: {o:?}");
+            (o.event_type, o.event_subtype, o.event_id, o.origin)
+        }).collect();
+        assert_eq!(seen, vec![(event::CONGESTION, 3, 41, r1), (event::RECOVERY, event::CONGESTION, 41, r1)]);
+        tshark_clean(&dir.join("dc-out.pcap"));
+    }
+}
+
 /// A WAN P node picks the ingress PE by the SRv6 tunnel a flow comes in
 /// (draft-hu-acn-rocev2 s.4: the notification goes "back to the ingress
 /// PE"): two senders in one prefix, which `sources` puts behind PE A, reach

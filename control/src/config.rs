@@ -354,6 +354,10 @@ pub struct IngressPeSection {
     pub controller: Option<String>,
     /// Source address of the copies (default: srv6.source).
     pub source: Option<String>,
+    /// This node's IPv4 address, the source of the notifications to IPv4
+    /// senders (`notify_senders`; FANN over UDP, s.5.2). Absent: IPv4
+    /// senders are not told (`pe-sender-no-ipv4-source`).
+    pub source_v4: Option<String>,
     /// FANN Hop Limit of the copies for the controller.
     #[serde(default = "d_fann_hop")]
     pub hop_limit: u8,
@@ -2216,6 +2220,16 @@ fn ingress_pe_plan(s: &IngressPeSection, srv6: Option<&Srv6Plan>, interfaces: &[
             v
         }
     };
+    let source_v4 = match &s.source_v4 {
+        None => None,
+        Some(a) => {
+            let v: std::net::Ipv4Addr = a.parse().map_err(|_| format!("ingress_pe.source_v4 = {a:?}: not an IPv4 address"))?;
+            if !interfaces.iter().any(|i| i.v4.iter().any(|n| n.addr() == v)) {
+                return Err(format!("ingress_pe.source_v4 = {v}: not an address of any interface (the senders' answers would not come back)"));
+            }
+            Some(v)
+        }
+    };
     if s.hop_limit == 0 {
         return Err("ingress_pe.hop_limit = 0: must be >= 1".into());
     }
@@ -2250,6 +2264,7 @@ fn ingress_pe_plan(s: &IngressPeSection, srv6: Option<&Srv6Plan>, interfaces: &[
         known_nodes: known,
         controller,
         source,
+        source_v4,
         hop_limit: s.hop_limit,
         copy_max_pps: s.controller_max_pps,
         copy_burst: s.controller_burst,
@@ -3672,6 +3687,10 @@ controller = "2001:db8:1::c"
         assert!(e.contains("srv6.policy[0].backup_elements") && e.contains("no backup SID lists"), "{e}");
         let e = pe_bad(("controller = \"2001:db8:1::c\"", "controller = \"2001:db8:1::c\"\nsource = \"2001:db8:1::1\""));
         assert!(e.contains("ingress_pe.source = 2001:db8:1::1: the address of data-plane interface \"dc\""), "{e}");
+        let e = pe_bad(("controller = \"2001:db8:1::c\"", "controller = \"2001:db8:1::c\"\nsource_v4 = \"10.9.9.9\""));
+        assert!(e.contains("ingress_pe.source_v4 = 10.9.9.9: not an address of any interface"), "{e}");
+        let e = pe_bad(("controller = \"2001:db8:1::c\"", "controller = \"2001:db8:1::c\"\nsource_v4 = \"2001:db8:1::1\""));
+        assert!(e.contains("ingress_pe.source_v4 = \"2001:db8:1::1\": not an IPv4 address"), "{e}");
         let e = pe_bad(("controller = \"2001:db8:1::c\"", "controller = \"2001:db8:1::c\"\ninterfaces = [\"wan\", \"nope\"]"));
         assert!(e.contains("ingress_pe.interfaces[1] = \"nope\": no such interface"), "{e}");
         let e = pe_bad(("controller = \"2001:db8:1::c\"", "controller = \"2001:db8:1::c\"\ninterfaces = []"));

@@ -264,6 +264,9 @@ reasons!(Local, N_LOCAL {
     PeControllerCopy => "pe-controller-copy",
     PeSenderCopy => "pe-sender-notified",
     PeSenderCopyRateLimited => "pe-sender-notification-rate-limited",
+    // An IPv4 sender (its Flow ID IPv4-mapped) that could not be told: the
+    // PE has no IPv4 source address (`[ingress_pe] source_v4`).
+    PeSenderNoIpv4Source => "pe-sender-no-ipv4-source",
     PeControllerCopyRateLimited => "pe-controller-copy-rate-limited",
     FannSent => "fann-sent",
     FannRateLimited => "fann-rate-limited",

@@ -1160,6 +1160,9 @@ pub struct PeConfig {
     pub controller: Option<Ipv6Addr>,
     /// Source address of the copies (this node).
     pub source: Ipv6Addr,
+    /// This node's IPv4 address: the source of the notifications to IPv4
+    /// senders (FANN over UDP, s.5.2). None: IPv4 senders are not told.
+    pub source_v4: Option<std::net::Ipv4Addr>,
     /// FANN Hop Limit of the copies (re-originated here).
     pub hop_limit: u8,
     /// Copies to the controller: at most this many per second, bursts of
@@ -1169,8 +1172,9 @@ pub struct PeConfig {
     pub copy_burst: u32,
     /// s.4.1 / s.4.2: "Ingress PE should send a corresponding notification
     /// to the sender": a FANN event that names a flow (Flow ID) is also
-    /// re-originated to the flow's source, and its recovery after it
-    /// (IPv6 senders; same rate limit as the controller copies).
+    /// re-originated to the flow's source, and its recovery after it (same
+    /// rate limit as the controller copies): ICMPv6 to an IPv6 sender, UDP
+    /// over IPv4 (s.5.2) from `source_v4` to an IPv4 one.
     pub notify_senders: bool,
     /// Moving policies to their backups on congestion, damped.
     pub failover: Failover,
@@ -1360,15 +1364,22 @@ impl PeControl {
                     self.pending_recoveries.pop_front();
                     counters.local(Local::PeSenderCopyRateLimited);
                 }
-                self.pending_recoveries.push_back(notification_packet(code, &MessageRepr { event_id: id, ..m }, &self.cfg.source, &s, &self.params, false));
+                self.pending_recoveries.push_back(self.sender_packet(code, &MessageRepr { event_id: id, ..m }, s));
             }
             out.extend(self.due_recoveries(now, counters));
             return out;
         }
         let Some(src) = msg.metadata.flow_id.map(|f| f.src) else { return out };
-        // FANN travels over IPv6: an IPv4 sender (IPv4-mapped) is not told.
-        if src.to_ipv4_mapped().is_some() || src.is_unspecified() || src.is_multicast() {
+        if src.is_unspecified() || src.is_multicast() {
             return out;
+        }
+        // An IPv4 sender (its Flow ID IPv4-mapped) is told over UDP from
+        // this node's IPv4 address, when it has one.
+        if let Some(v4) = src.to_ipv4_mapped() {
+            if self.cfg.source_v4.is_none() || v4.is_unspecified() || v4.is_multicast() || v4.is_broadcast() {
+                counters.local(Local::PeSenderNoIpv4Source);
+                return out;
+            }
         }
         if !self.pending_recoveries.is_empty() || !self.sender_bucket.take(now) {
             counters.local(Local::PeSenderCopyRateLimited);
@@ -1379,8 +1390,24 @@ impl PeControl {
         }
         self.told_senders.push_back(ToldSender { node: msg.originating_node, id: msg.event_id, port, event_type: msg.event_type, sender: src });
         counters.local(Local::PeSenderCopy);
-        out.push(self.controller_packet(note, src));
+        let (code, m) = note.as_fann(self.cfg.hop_limit, unix_ns() / 1000, self.pe.last_cnp_event());
+        out.push(self.sender_packet(code, &m, src));
         out
+    }
+
+    /// A FANN message to a sender: ICMPv6 from `source`, or to an IPv4
+    /// sender (IPv4-mapped `to`) UDP over IPv4 from `source_v4` (the UDP
+    /// variant has no Code: a recovery says so by its Event Type).
+    fn sender_packet(&self, code: u8, m: &MessageRepr, to: Ipv6Addr) -> Vec<u8> {
+        match (to.to_ipv4_mapped(), self.cfg.source_v4) {
+            (Some(dst), Some(src)) => {
+                // Code 1 with the cleared condition's own Event Type (a
+                // form a PE reads) would read as an event over UDP.
+                let m = if code == CODE_RECOVERY && m.event_type != event::RECOVERY { MessageRepr { event_type: event::RECOVERY, event_subtype: m.event_type, ..*m } } else { *m };
+                notification_packet_v4(&m, src, dst, &self.params)
+            }
+            _ => notification_packet(code, m, &self.cfg.source, &to, &self.params, false),
+        }
     }
 
     /// The waiting recoveries the rate limit lets go at `now` (ns since the
@@ -1491,6 +1518,31 @@ impl PeControl {
         let (code, message) = note.as_fann(self.cfg.hop_limit, unix_ns() / 1000, self.pe.last_cnp_event());
         notification_packet(code, &message, &self.cfg.source, &to, &self.params, false)
     }
+}
+
+/// An IPv4 packet (TOS CS6, network control; TTL 64; DF) from `src` to
+/// `dst` carrying a FANN message over UDP from and to
+/// `params.fann_udp_port` (s.5.2), checksums filled.
+pub fn notification_packet_v4(m: &MessageRepr, src: std::net::Ipv4Addr, dst: std::net::Ipv4Addr, params: &Params) -> Vec<u8> {
+    let msg = m.to_bytes();
+    let ulen = 8 + msg.len();
+    let mut v = Vec::with_capacity(20 + ulen);
+    v.extend_from_slice(&[0x45, 0xc0]);
+    v.extend_from_slice(&((20 + ulen) as u16).to_be_bytes());
+    v.extend_from_slice(&[0, 0, 0x40, 0, 64, 17, 0, 0]);
+    v.extend_from_slice(&src.octets());
+    v.extend_from_slice(&dst.octets());
+    let c = !checksum::fold(checksum::sum(&v[..20]));
+    v[10..12].copy_from_slice(&c.to_be_bytes());
+    v.extend_from_slice(&params.fann_udp_port.to_be_bytes());
+    v.extend_from_slice(&params.fann_udp_port.to_be_bytes());
+    v.extend_from_slice(&(ulen as u16).to_be_bytes());
+    v.extend_from_slice(&[0, 0]);
+    v.extend_from_slice(&msg);
+    let s = checksum::combine(checksum::pseudo_v4(&src.octets(), &dst.octets(), 17, ulen as u16), checksum::sum(&v[20..]));
+    let c = !checksum::fold(s);
+    v[26..28].copy_from_slice(&(if c == 0 { 0xffff } else { c }).to_be_bytes());
+    v
 }
 
 /// An IPv6 packet (traffic class CS6, network control; Hop Limit 64) from
@@ -2043,6 +2095,7 @@ mod pe_tests {
             interfaces: None,
             controller,
             source: a("fc00::a"),
+            source_v4: None,
             hop_limit: 9,
             copy_max_pps,
             copy_burst,
@@ -2156,13 +2209,49 @@ mod pe_tests {
         // identifier it does not know) still reaches the sender.
         let out = c.on_note(&PeNote::Fann { code: CODE_RECOVERY, msg: fann("fc00::1", RECOVERY, event::CONGESTION, 99) }, &counters);
         assert_eq!(out.senders.len(), 1);
-        // No Flow ID; an IPv4 (IPv4-mapped) sender: nothing.
+        // No Flow ID; an IPv4 (IPv4-mapped) sender while the PE has no
+        // IPv4 source: nothing (counted).
         assert!(c.on_note(&PeNote::Fann { code: CODE_EVENT, msg: fann("fc00::1", event::CONGESTION, 3, 21) }, &counters).senders.is_empty());
         assert!(c.on_note(&PeNote::Fann { code: CODE_EVENT, msg: named(2, 22, "::ffff:10.0.1.2".parse().unwrap()) }, &counters).senders.is_empty());
+        assert_eq!(counters.local[Local::PeSenderNoIpv4Source as usize].get(), 1);
         // Off by configuration.
         let mut off = control(None);
         off.cfg.notify_senders = false;
         assert!(off.on_note(&PeNote::Fann { code: CODE_EVENT, msg: named(2, 23, s_a) }, &counters).senders.is_empty());
+    }
+
+    /// An IPv4 sender (its Flow ID IPv4-mapped) is told over UDP (s.5.2)
+    /// from the PE's IPv4 address, the event and then its recovery; a
+    /// recovery in the form Code 1 with the cleared condition's own Event
+    /// Type goes as Event Type 0x07 (UDP has no Code).
+    #[test]
+    fn an_ipv4_sender_is_told_over_udp() {
+        use crate::wire::checksum;
+        let counters = WorkerCounters::default();
+        let mut c = control_with(None, 1000, 10);
+        c.cfg.source_v4 = Some("10.0.2.1".parse().unwrap());
+        let s4 = a("::ffff:10.0.1.2");
+        let check = |pkt: &[u8]| -> MessageRepr {
+            assert_eq!((pkt[0], pkt[1], pkt[8], pkt[9]), (0x45, 0xc0, 64, 17), "IPv4, CS6, TTL 64, UDP");
+            assert_eq!(usize::from(u16::from_be_bytes([pkt[2], pkt[3]])), pkt.len());
+            assert_eq!((&pkt[12..16], &pkt[16..20]), (&[10, 0, 2, 1][..], &[10, 0, 1, 2][..]));
+            assert_eq!(checksum::fold(checksum::sum(&pkt[..20])), 0xffff, "header checksum");
+            let u = &pkt[20..];
+            assert_eq!((u16::from_be_bytes([u[0], u[1]]), u16::from_be_bytes([u[2], u[3]])), (Params::DEFAULT.fann_udp_port, Params::DEFAULT.fann_udp_port));
+            assert_eq!(usize::from(u16::from_be_bytes([u[4], u[5]])), u.len());
+            let s = checksum::combine(checksum::pseudo_v4(&[10, 0, 2, 1], &[10, 0, 1, 2], 17, u.len() as u16), checksum::sum(u));
+            assert_eq!(checksum::fold(s), 0xffff, "UDP checksum");
+            MessageRepr::parse(&Message::new_checked(&u[8..]).unwrap()).unwrap()
+        };
+        let out = c.on_note(&PeNote::Fann { code: CODE_EVENT, msg: named(2, 31, s4) }, &counters);
+        assert_eq!(out.senders.len(), 1);
+        let m = check(&out.senders[0]);
+        assert_eq!((m.event_type, m.event_subtype, m.event_id, m.originating_node), (event::CONGESTION, 2, 31, a("fc00::1")));
+        let out = c.on_note(&PeNote::Fann { code: CODE_RECOVERY, msg: fann("fc00::1", event::CONGESTION, 0, 31) }, &counters);
+        assert_eq!(out.senders.len(), 1);
+        let m = check(&out.senders[0]);
+        assert_eq!((m.event_type, m.event_subtype, m.event_id), (event::RECOVERY, event::CONGESTION, 31), "a recovery by its Event Type");
+        assert_eq!(counters.local[Local::PeSenderNoIpv4Source as usize].get(), 0);
     }
 
     /// s.6: every ICMPv6 FANN message is rate-limited (RFC 4443 s.2.4):
@@ -2407,7 +2496,7 @@ mod pe_tests {
     #[test]
     fn bad_pe_config_names_the_policy() {
         let t = SidTable::new(&Params::DEFAULT);
-        let cfg = PeConfig { policies: vec![(3, PolicySpec { name: "x".into(), primary: vec![], backup: None })], known_nodes: vec![], interfaces: None, controller: None, source: a("fc00::a"), hop_limit: 1, copy_max_pps: 1, copy_burst: 1, notify_senders: false, failover: Failover::default() };
+        let cfg = PeConfig { policies: vec![(3, PolicySpec { name: "x".into(), primary: vec![], backup: None })], known_nodes: vec![], interfaces: None, controller: None, source: a("fc00::a"), source_v4: None, hop_limit: 1, copy_max_pps: 1, copy_burst: 1, notify_senders: false, failover: Failover::default() };
         assert!(PeControl::new(t, cfg).err().unwrap().contains("\"x\": no SR policy 3"));
     }
 }

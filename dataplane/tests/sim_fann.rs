@@ -115,6 +115,7 @@ fn figure(udp: bool) -> Fig {
             interfaces: None,
             controller: Some(a("2001:db8:c::1")),
             source: a("fc00::a"),
+            source_v4: None,
             hop_limit: 8,
             copy_max_pps: 100_000,
             copy_burst: 100,

@@ -225,7 +225,10 @@ pub fn scapy_verdicts(txt: &str, label: &str) -> usize {
 /// the draft's layout.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FannOracle {
+    /// The ICMPv6 or UDP checksum.
     pub checksum_ok: bool,
+    /// The IPv4 header checksum (true for IPv6, which has none).
+    pub ip_checksum_ok: bool,
     /// ICMPv6 code: 0 event, 1 recovery.
     pub code: u8,
     pub version: u8,
@@ -255,9 +258,10 @@ pub fn fann_oracle(packets: &[&[u8]]) -> Vec<FannOracle> {
         let w: Vec<&str> = l.split_whitespace().collect();
         match w.first().copied() {
             Some("case") => {
-                cur = Some(FannOracle { checksum_ok: false, code: 255, version: 0, hop_limit: 0, event_type: 0, event_subtype: 0, event_id: 0, origin: std::net::Ipv6Addr::UNSPECIFIED, items: vec![], well_formed: true })
+                cur = Some(FannOracle { checksum_ok: false, ip_checksum_ok: true, code: 255, version: 0, hop_limit: 0, event_type: 0, event_subtype: 0, event_id: 0, origin: std::net::Ipv6Addr::UNSPECIFIED, items: vec![], well_formed: true })
             }
             Some("proto") if w.get(1) == Some(&"icmpv6") => cur.as_mut().unwrap().code = w[3].parse().unwrap(),
+            Some("ipcksum") => cur.as_mut().unwrap().ip_checksum_ok = w[1] == "ok",
             Some("cksum") => cur.as_mut().unwrap().checksum_ok = w[1] == "ok",
             Some("fann") => {
                 let f = cur.as_mut().unwrap();

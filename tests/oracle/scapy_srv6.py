@@ -14,9 +14,11 @@ Subcommands
                    <len>]``; scapy dissects each and prints its fields, its own
                    re-serialisation and, given a key, the HMAC computed here.
   fann-check       stdin: one IPv6 packet (hex) per line carrying a FANN
-                   message over ICMPv6 or UDP; prints whether the ICMPv6 / UDP
-                   checksum scapy computes equals the one in the packet, and
-                   the FANN fields decoded here from the draft's layout.
+                   message over ICMPv6 or UDP, or an IPv4 packet carrying one
+                   over UDP; prints whether the ICMPv6 / UDP checksum scapy
+                   computes equals the one in the packet (and for IPv4 the
+                   header checksum), and the FANN fields decoded here from
+                   the draft's layout.
   isis-lsp <pcap>  stdin: one top-level IS-IS TLV (hex) per line; scapy wraps
                    them in an L2 LSP (computing PDU length and checksum) over
                    802.3/LLC and writes a pcap for tshark.
@@ -36,7 +38,7 @@ import struct
 import sys
 
 try:
-    from scapy.all import Ether, IPv6, UDP, Raw, wrpcap, raw, conf  # noqa: F401
+    from scapy.all import Ether, IP, IPv6, UDP, Raw, wrpcap, raw, conf  # noqa: F401
     from scapy.layers.inet6 import (
         IPv6ExtHdrSegmentRouting,
         IPv6ExtHdrSegmentRoutingTLV,
@@ -259,8 +261,27 @@ def fann_check():
         line = line.strip()
         if not line:
             continue
-        pkt = IPv6(bytes.fromhex(line))
+        b = bytes.fromhex(line)
         out.append("case %d" % i)
+        if b[0] >> 4 == 4:
+            pkt = IP(b)
+            c = pkt.copy()
+            c.chksum = None
+            out.append("ipcksum %s" % ("ok" if IP(raw(c)).chksum == pkt.chksum else "bad"))
+            if pkt.proto == 17:
+                u = pkt[UDP]
+                c = pkt.copy()
+                c[UDP].chksum = None
+                comp = IP(raw(c))[UDP].chksum
+                out.append("proto udp %d %d" % (u.sport, u.dport))
+                out.append("udplen %d" % u.len)
+                out.append("cksum %s %d %d" % ("ok" if u.chksum == comp else "bad", u.chksum, comp))
+                decode_fann(bytes(u.payload), out)
+            else:
+                out.append("proto other %d" % pkt.proto)
+            out.append("end")
+            continue
+        pkt = IPv6(b)
         l4 = bytes(pkt.payload)
         out.append("plen %d %d" % (pkt.plen, len(l4)))
         if pkt.nh == 58:
