@@ -134,7 +134,9 @@ fn egress() -> EgressPort<VecPacket> {
         ..PortParams::default()
     };
     let notify_sids = vec![("2001:db8:1::/64".parse().unwrap(), a6("fc00:0:9::c"))];
-    let spec = CongestionSpec { params, source_v4: None, source_v6: None, end_e_sid: None, notify_sids, tunnel_pes: Vec::new(), source_qps: Vec::new(), source_formats: Vec::new(), auth: Default::default() };
+    // Flows in tunnels from 2001:db8:1::99 are tagged with that PE.
+    let tunnel_pes = vec![("2001:db8:1::99/128".parse().unwrap(), a6("fc00:0:99::e"))];
+    let spec = CongestionSpec { params, source_v4: None, source_v6: None, end_e_sid: None, notify_sids, tunnel_pes, source_qps: Vec::new(), source_formats: Vec::new(), auth: Default::default() };
     let cfg = EgressConfig { rate_bps: 100_000_000, queue_bytes: 64 * 1024, burst_bytes: 2048, max_packets: 256, priority_packets: 32 };
     EgressPort::new(cfg, Some(spec))
 }
@@ -396,6 +398,8 @@ pub fn seeds_pipeline() -> Vec<Vec<u8>> {
         (1, pfc_frame(0x0101, &[0x00, 0x28, 0, 0, 0, 0, 0, 0, 0, 40, 0, 0, 0, 0, 0, 0, 0, 0])),
         (1, pfc_frame(0x0001, &[0, 20])),
         (0xf2, eth(R0, 0x86dd, &roce_transit_dscp(9, 26))),
+        // RoCEv2 in a PE's IPv6 tunnel through the WAN port (tagged).
+        (0xf2, eth(R0, 0x86dd, &ipv6("2001:db8:1::99", "2001:db8:9::9", 41, 64, &roce_transit(10)))),
     ];
     frames
         .into_iter()
