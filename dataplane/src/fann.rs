@@ -1390,7 +1390,7 @@ impl PeControl {
         }
         self.told_senders.push_back(ToldSender { node: msg.originating_node, id: msg.event_id, port, event_type: msg.event_type, sender: src });
         counters.local(Local::PeSenderCopy);
-        let (code, m) = note.as_fann(self.cfg.hop_limit, unix_ns() / 1000, self.pe.last_cnp_event());
+        let (code, m) = self.fann_of(note);
         out.push(self.sender_packet(code, &m, src));
         out
     }
@@ -1515,8 +1515,13 @@ impl PeControl {
     /// The copy for the controller: an IPv6 packet carrying an ICMPv6 FANN
     /// (a CNP's copy timestamped now, by the system clock).
     pub fn controller_packet(&self, note: &PeNote, to: Ipv6Addr) -> Vec<u8> {
-        let (code, message) = note.as_fann(self.cfg.hop_limit, unix_ns() / 1000, self.pe.last_cnp_event());
+        let (code, message) = self.fann_of(note);
         notification_packet(code, &message, &self.cfg.source, &to, &self.params, false)
+    }
+
+    /// The FANN message (and Code) this node re-originates for `note`.
+    fn fann_of(&self, note: &PeNote) -> (u8, MessageRepr) {
+        note.as_fann(self.cfg.hop_limit, unix_ns() / 1000, self.pe.last_cnp_event())
     }
 }
 
