@@ -2730,6 +2730,32 @@ fn demo_runs_and_its_pcaps_are_sound() {
         assert_eq!(&f[22..32], &[0x02, 0xdc, 0, 0, 0, 2, 10, 0, 2, 1][..], "sender: the WAN port, 10.0.2.1");
     }
     assert_eq!(counter(&so, "ecmp-gateway-failed"), 1, "{so}");
+    // RTT probes to the WAN gateway: ICMPv6 Echo Requests at CS6 from the
+    // WAN address, to the gateway's MAC, one identifier, sequence 0, 1, ...,
+    // 24 bytes of probe data; checksums as an independent sum finds them.
+    let probes: Vec<&Vec<u8>> = wan.iter().filter(|f| f.len() >= 14 + 48 && f[12..14] == [0x86, 0xdd] && f[14 + 6] == 58 && f[14 + 40] == 128).collect();
+    assert!(probes.len() >= 3, "{} RTT probes", probes.len());
+    assert_eq!(probes.len() as u64, counter(&so, "rtt-probe-sent"), "{so}");
+    let lost = counter(&so, "rtt-probe-lost");
+    assert!(lost >= 1 && lost + 2 >= probes.len() as u64, "a replay answers none: all given up after 150 ms but the last one or two: {so}");
+    assert_eq!(counter(&so, "rtt-probe-answered"), 0, "{so}");
+    for (i, f) in probes.iter().enumerate() {
+        let ip = &f[14..];
+        assert_eq!(&f[..12], &[0x02, 0, 0, 0, 0x02, 0x02, 0x02, 0xdc, 0, 0, 0, 2][..], "to the WAN gateway's MAC from the WAN port");
+        assert_eq!((ip[0], ip[1] & 0xf0, ip[7]), (0x6c, 0, 64), "traffic class CS6, hop limit 64");
+        assert_eq!(ip[8..24], "2001:db8:2::1".parse::<std::net::Ipv6Addr>().unwrap().octets());
+        assert_eq!(ip[24..40], "2001:db8:2::2".parse::<std::net::Ipv6Addr>().unwrap().octets());
+        assert_eq!((u16::from_be_bytes([ip[4], ip[5]]), ip.len()), (8 + 24, 40 + 8 + 24));
+        assert_eq!(ip[44..46], probes[0][14 + 44..14 + 46], "one identifier");
+        assert_eq!(u16::from_be_bytes([ip[46], ip[47]]), i as u16, "sequence numbers from 0");
+        let mut sum: u32 = ip[8..40].chunks(2).map(|w| u32::from(u16::from_be_bytes([w[0], w[1]]))).sum::<u32>() + 58 + 32;
+        sum += ip[40..].chunks(2).map(|w| u32::from(u16::from_be_bytes([w[0], *w.get(1).unwrap_or(&0)]))).sum::<u32>();
+        while sum > 0xffff {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        assert_eq!(sum, 0xffff, "ICMPv6 checksum of probe {i}");
+    }
+    assert!(so.contains(&format!("RTT_est by active probing (draft-tian s.5.3.1, [port.congestion.rtt_probe] on 'wan'): {} Echo Requests from 2001:db8:2::1 to the WAN gateway 2001:db8:2::2", probes.len())), "{so}");
     assert!(so.contains(&format!("was asked {} times (ARP requests in wan-out.pcap) and never answered: marked unreachable; 64 flows to 10.0.12.0/24 would leave via {{\"10.0.2.2\": 64}}", asked.len())), "{so}");
     // Address resolution: the first RoCEv2 packets to the unresolved WAN
     // hosts waited and left in PSN order with the MAC of the answer, after

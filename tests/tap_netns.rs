@@ -1072,3 +1072,129 @@ fn the_kernel_verifies_the_hmac_of_the_routers_headend_srh() {
     assert!(counter(&so, "srv6-h-encaps") >= 7, "{so}");
     assert_eq!(mempool_in_use(&so), 0, "{so}");
 }
+
+/// An ICMPv6 echo responder for the RTT probe test (the kernel's own echo
+/// replies are off in its namespace): it answers the first `argv[2]`
+/// Echo Requests `argv[1]` seconds late and the rest at once, `argv[3]` in
+/// all (at most 60 s), printing each request as `REQ ident seq data_len`.
+/// Right after the first request it sends one forged reply: the request's
+/// data with its send time changed, which would claim a round trip far
+/// shorter than the real one.
+const ECHO_RESPONDER: &str = r#"
+import socket, struct, sys, time
+delay, n_late, total = float(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+s = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)
+print("ready", flush=True)
+pending, answered, queued, forged = [], 0, 0, False
+end = time.time() + 60
+while answered < total and time.time() < end:
+    now = time.time()
+    for p in [p for p in pending if p[0] <= now]:
+        s.sendto(p[1], p[2])
+        pending.remove(p)
+        answered += 1
+    wait = min([p[0] for p in pending], default=now + 0.2) - now
+    s.settimeout(max(wait, 0.001))
+    try:
+        data, addr = s.recvfrom(2048)
+    except socket.timeout:
+        continue
+    if data[0] != 128 or queued >= total:
+        continue
+    ident, seq = struct.unpack("!HH", data[4:8])
+    print("REQ %d %d %d" % (ident, seq, len(data) - 8), flush=True)
+    reply = bytes([129, 0, 0, 0]) + data[4:]
+    if not forged:
+        forged = True
+        fake = bytearray(reply)
+        fake[8 + 5] ^= 0x40
+        s.sendto(bytes(fake), addr)
+    pending.append((time.time() + (delay if queued < n_late else 0), reply, addr))
+    queued += 1
+print("answered %d" % answered, flush=True)
+"#;
+
+/// Port `port`'s RTT_est (us) and K_max (bytes) in `show congestion`.
+fn rtt_and_k_max(show: &str, port: &str) -> (f64, u64) {
+    let line = show.lines().find(|l| l.starts_with(&format!("congestion '{port}'"))).unwrap_or_else(|| panic!("port {port} in {show}"));
+    let after = |k: &str| line.split(k).nth(1).and_then(|r| r.split(' ').next()).unwrap_or_else(|| panic!("{k} in {line}"));
+    (after("RTT_est ").parse().unwrap(), after("K_max ").parse().unwrap())
+}
+
+/// draft-tian s.5.3.1, RTT_est "obtained through ... active probing": the
+/// router sends Echo Requests out of each congestion-aware port to the
+/// Linux host behind it and follows the smallest round trip of the last
+/// four with RTT_est, K_max (alpha x R_port x RTT_est / 8) and K_min with
+/// it. Port b's host answers 30 ms late at first (a long-haul link), then
+/// at once; port a's kernel answers over IPv4. A forged reply is refused,
+/// and the operator can take RTT_est back.
+#[test]
+fn rtt_est_follows_echo_probes_to_the_linux_host_behind_the_port() {
+    if let Err(why) = can_run() {
+        skip("tap_netns RTT probes", &why);
+        return;
+    }
+    python_ok().expect("python3 is required for the delayed echo responder");
+    let lab = TapLab::new("rtt");
+    let probe = |target: &str| format!("rate_mbps = 1000\n[port.congestion]\nrtt_est_us = 50000\n[port.congestion.rtt_probe]\ntarget = \"{target}\"\ninterval_ms = 50\ntimeout_ms = 500\nwindow = 4\n");
+    let ports = lab.ports(&probe("10.1.0.2"), &probe("2001:db8:b::2").replace("rtt_est_us = 50000", "rtt_est_us = 100"));
+    let TapLab { n1, n2, t1, t2, dir, sock, cfg } = lab;
+    std::fs::write(&cfg, format!("[dataplane]\nstatus_interval_ms = 0\n[mempool]\nmbufs_per_socket = 4095\ncache_size = 64\n{ports}")).unwrap();
+    let _ns = Netns::create(&[&n1, &n2]);
+    let mut router = Router::start("taprtt", &cfg, &dir, &sock);
+    host(&n1, &t1, "10.1.0.2/24", "2001:db8:a::2/64", "10.1.0.1", "2001:db8:a::1");
+    host(&n2, &t2, "10.2.0.2/24", "2001:db8:b::2/64", "10.2.0.1", "2001:db8:b::1");
+    let o = in_ns(&n2, &["sysctl", "-w", "net.ipv6.icmp.echo_ignore_all=1"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut responder = Command::new("ip").args(["netns", "exec", &n2, "python3", "-c", ECHO_RESPONDER, "0.030", "60", "400"]).stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let mut out = responder.stdout.take().unwrap();
+    let mut first = [0u8; 6];
+    std::io::Read::read_exact(&mut out, &mut first).unwrap();
+    assert_eq!(&first, b"ready\n");
+    let diag = [n1.as_str(), n2.as_str()];
+    let k_max = |rtt_us: f64| (1e9 * rtt_us * 1e3 / 8e9) as u64;
+
+    // Port b: from the configured 100 us to the host's 30 ms.
+    let r = wait_ctl(&sock, "show congestion", 20, &|r| rtt_and_k_max(r, "b").0 >= 30_000.0, "RTT_est of port b up to the 30 ms round trip", &diag);
+    let (rtt, kmax) = rtt_and_k_max(&r, "b");
+    eprintln!("{r}");
+    assert!(rtt < 45_000.0, "the smallest round trip, about the host's 30 ms: {r}");
+    assert!(kmax.abs_diff(k_max(rtt)) <= 1, "K_max = R_port x RTT_est / 8 for the measured RTT_est: {r}");
+    assert!(r.contains("RTT probe: Echo Requests from 2001:db8:b::1 to 2001:db8:b::2 every 50 ms (timeout 500 ms, window 4)"), "{r}");
+    // Then the host answers at once: RTT_est follows down once the 30 ms
+    // answers have left the window of four.
+    let r = wait_ctl(&sock, "show congestion", 20, &|r| rtt_and_k_max(r, "b").0 < 5_000.0, "RTT_est of port b down to the prompt answers", &diag);
+    let (rtt, kmax) = rtt_and_k_max(&r, "b");
+    assert!(kmax == 65536 || kmax.abs_diff(k_max(rtt)) <= 1, "K_max = max(K_base, R_port x RTT_est / 8): {r}");
+    // Port a: IPv4, the kernel answers: from the configured 50 ms down.
+    let (rtt_a, _) = rtt_and_k_max(&r, "a");
+    assert!(rtt_a < 5_000.0, "port a follows its IPv4 host's round trip: {r}");
+    assert!(r.contains("RTT probe: Echo Requests from 10.1.0.1 to 10.1.0.2 every 50 ms"), "{r}");
+
+    // The operator takes RTT_est back: first the probes off.
+    let ctl = |c: &str| control::ctl::request(sock.to_str().unwrap(), c).unwrap();
+    let e = ctl("congestion b rtt_est_us 20000");
+    assert!(e.starts_with("ERR") && e.contains("rtt_probe off"), "{e}");
+    let r = ctl("congestion b rtt_probe off");
+    assert!(r.contains("off: RTT_est stays"), "{r}");
+    let r = ctl("congestion b rtt_est_us 20000");
+    assert!(r.contains("K_max 2500000"), "{r}");
+    let r = ctl("show congestion");
+    assert_eq!(rtt_and_k_max(&r, "b"), (20_000.0, 2_500_000), "{r}");
+    assert!(r.contains("off (ctl congestion PORT rtt_probe off): RTT_est stays as set"), "{r}");
+
+    let mut got = String::new();
+    let _ = responder.kill();
+    let _ = responder.wait();
+    std::io::Read::read_to_string(&mut out, &mut got).unwrap();
+    let so = router.stop();
+    let reqs: Vec<Vec<u32>> = got.lines().filter_map(|l| l.strip_prefix("REQ ")).map(|l| l.split(' ').map(|x| x.parse().unwrap()).collect()).collect();
+    assert!(reqs.len() > 60, "the 60 answered late and more: {got}");
+    assert!(reqs.iter().all(|r| r[0] == reqs[0][0] && r[2] == 24), "one identifier, 24 bytes of probe data: {got}");
+    assert!(reqs.windows(2).all(|w| w[1][1] == (w[0][1] + 1) % 65536), "sequence numbers one by one: {got}");
+    assert_eq!(counter(&so, "rtt-probe-forged"), 1, "the forged reply: {so}");
+    assert!(counter(&so, "rtt-probe-answered") > 60, "{so}");
+    assert!(counter(&so, "rtt-est-changed") >= 3, "b up and down, a down: {so}");
+    assert_eq!(counter(&so, "echo-reply-unexpected"), 0, "{so}");
+    assert_eq!(mempool_in_use(&so), 0, "{so}");
+}

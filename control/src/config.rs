@@ -1058,6 +1058,35 @@ pub struct CongestionSection {
     /// RoCEv2 format, s.10.5).
     #[serde(default)]
     pub source_format: Vec<SourceFormatSection>,
+    /// RTT_est by active probing (s.5.3.1): `rtt_est_us` until the first
+    /// answer, then the smallest round trip of the last `window` probes.
+    pub rtt_probe: Option<RttProbeSection>,
+}
+
+/// `[port.congestion.rtt_probe]`: Echo Requests to `target` (the far end
+/// of the port's WAN link, or the next router of the long-haul path) every
+/// `interval_ms`; RTT_est follows the smallest round trip of the last
+/// `window` of them.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RttProbeSection {
+    pub target: String,
+    #[serde(default = "d_probe_interval")]
+    pub interval_ms: u64,
+    #[serde(default = "d_probe_timeout")]
+    pub timeout_ms: u64,
+    #[serde(default = "d_probe_window")]
+    pub window: usize,
+}
+
+fn d_probe_interval() -> u64 {
+    1000
+}
+fn d_probe_timeout() -> u64 {
+    1000
+}
+fn d_probe_window() -> usize {
+    10
 }
 
 /// `[[port.congestion.source_format]]`: the Long-haul CNP format the
@@ -1178,6 +1207,8 @@ pub struct CongestionPlan {
     /// No rate_mbps: R_port is the link speed, set once the port has
     /// started ([`congestion_params_at_link`]).
     pub rate_from_link: bool,
+    /// RTT_est by active probing (`[port.congestion.rtt_probe]`).
+    pub rtt_probe: Option<dataplane::rttprobe::ProbeConfig>,
 }
 
 /// The fewest packets a shaped port's queue may be limited to.
@@ -1299,6 +1330,9 @@ pub struct RouterConfig {
     pub mroutes: Vec<dataplane::tables::Mroute>,
     /// MLD (None: not configured).
     pub mld: Option<MldPlan>,
+    /// The ICMP identifier of the RTT probes (random per start; None:
+    /// no port probes).
+    pub echo_probe_id: Option<u16>,
 }
 
 impl RouterConfig {
@@ -1321,6 +1355,7 @@ impl RouterConfig {
         let mut t = Topology::new(self.interfaces.clone());
         t.mroutes = self.mroutes.clone();
         t.mld = self.mld.as_ref().map(|m| m.ifaces.clone()).unwrap_or_default();
+        t.echo_probe_id = self.echo_probe_id;
         t
     }
     pub fn iface_index(&self, name: &str) -> Option<u16> {
@@ -1530,6 +1565,7 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         ifc.urpf = parse_urpf(p.urpf.as_deref(), &fld("urpf"), dataplane::tables::Urpf::Off)?;
         let port_urpf = ifc.urpf;
         parse_addrs(&p.addresses, &fld("addresses"), &mut ifc, &mut addrs, &mut nets)?;
+        let port_if = interfaces.len();
         interfaces.push(ifc);
         let mut vids = HashSet::new();
         for (j, v) in p.vlans.iter().enumerate() {
@@ -1547,7 +1583,7 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         }
         let congestion = match &p.congestion {
             None => None,
-            Some(c) => Some(congestion_plan(c, p, &fld("congestion"))?),
+            Some(c) => Some(congestion_plan(c, p, &fld("congestion"), &interfaces[port_if..])?),
         };
         let pfc = match &p.pfc {
             None => None,
@@ -1768,7 +1804,30 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
     if let Some(fp) = fann.as_mut() {
         fp.encap = wan_notify.iter().filter(|w| fp.ingress_pes.contains(&w.ingress_pe)).map(|w| (w.ingress_pe, w.sid)).collect();
     }
+    // An RTT probe measures its port's link: its target must be routed
+    // out of that port (ports are numbered by position until start).
+    for (i, p) in ports.iter().enumerate() {
+        let Some(r) = p.congestion.as_ref().and_then(|c| c.rtt_probe) else { continue };
+        let f = format!("port[{i}].congestion.rtt_probe.target = {}", r.target);
+        if interfaces.iter().any(|x| x.v4.iter().any(|n| IpAddr::V4(n.addr()) == r.target) || x.v6.iter().any(|n| IpAddr::V6(n.addr()) == r.target)) {
+            return Err(format!("{f}: an address of this router"));
+        }
+        let hop = match r.target {
+            IpAddr::V4(a) => fib.lookup4(a),
+            IpAddr::V6(a) => fib.lookup6(a),
+        };
+        match hop.and_then(|h| interfaces.get(usize::from(h.iface))) {
+            None => return Err(format!("{f}: no route to it")),
+            Some(x) if usize::from(x.port) != i => return Err(format!("{f}: routed out of port {:?}, not {:?}; the probe measures its own port's link", ports.get(usize::from(x.port)).map_or("?", |o| o.name.as_str()), p.name)),
+            Some(_) => {}
+        }
+    }
+    let echo_probe_id = ports.iter().any(|p| p.congestion.as_ref().is_some_and(|c| c.rtt_probe.is_some())).then(|| {
+        use std::hash::BuildHasher;
+        std::collections::hash_map::RandomState::new().hash_one(std::process::id()) as u16
+    });
     Ok(RouterConfig {
+        echo_probe_id,
         mroutes,
         mld,
         wan_notify,
@@ -2677,7 +2736,7 @@ fn pfc_plan(c: &PfcSection, at: &str) -> Result<dataplane::pfcrx::PfcRxConfig, S
     Ok(cfg)
 }
 
-fn congestion_plan(c: &CongestionSection, p: &PortSection, f: &str) -> Result<CongestionPlan, String> {
+fn congestion_plan(c: &CongestionSection, p: &PortSection, f: &str, ifaces: &[Interface]) -> Result<CongestionPlan, String> {
     use dataplane::congestion::{AdaptivePolicy, CnpFormat, Policy, PortParams, UnknownSourceQp};
     let e = |k: &str, v: &dyn std::fmt::Display, why: &str| Err(format!("{f}.{k} = {v}: {why}"));
     // Without rate_mbps, R_port is the link speed, known once the port has
@@ -2800,7 +2859,47 @@ fn congestion_plan(c: &CongestionSection, p: &PortSection, f: &str) -> Result<Co
         }
         source_formats.push(e);
     }
-    Ok(CongestionPlan { params, source_v4, source_v6, end_e_sid, source_qps, source_formats, rate_from_link: p.rate_mbps.is_none() })
+    let rtt_probe = match &c.rtt_probe {
+        None => None,
+        Some(r) => Some(rtt_probe_plan(r, &p.name, ifaces, &format!("{f}.rtt_probe"))?),
+    };
+    Ok(CongestionPlan { params, source_v4, source_v6, end_e_sid, source_qps, source_formats, rate_from_link: p.rate_mbps.is_none(), rtt_probe })
+}
+
+/// Validate `[port.congestion.rtt_probe]` of port `name`, whose
+/// interfaces (the port's and its VLANs') are `ifaces`: the probes come
+/// from their address of the target's family, one whose subnet holds the
+/// target if there is one.
+fn rtt_probe_plan(r: &RttProbeSection, name: &str, ifaces: &[Interface], f: &str) -> Result<dataplane::rttprobe::ProbeConfig, String> {
+    let target: IpAddr = r.target.parse().map_err(|_| format!("{f}.target = {:?}: not an IP address", r.target))?;
+    let unicast = match target {
+        IpAddr::V4(a) => !(a.is_unspecified() || a.is_broadcast() || a.is_multicast() || a.is_loopback() || a.is_link_local()),
+        IpAddr::V6(a) => unicast6(a),
+    };
+    if !unicast {
+        return Err(format!("{f}.target = {target}: must be a routable unicast address (not link-local, multicast, loopback or unspecified)"));
+    }
+    if !(10..=60_000).contains(&r.interval_ms) {
+        return Err(format!("{f}.interval_ms = {}: must be 10..=60000", r.interval_ms));
+    }
+    if !(1..=60_000).contains(&r.timeout_ms) {
+        return Err(format!("{f}.timeout_ms = {}: must be 1..=60000", r.timeout_ms));
+    }
+    if !(1..=dataplane::rttprobe::MAX_WINDOW).contains(&r.window) {
+        return Err(format!("{f}.window = {}: must be 1..={}", r.window, dataplane::rttprobe::MAX_WINDOW));
+    }
+    let source = match target {
+        IpAddr::V4(t) => {
+            let nets: Vec<ipnet::Ipv4Net> = ifaces.iter().flat_map(|i| i.v4.iter().copied()).collect();
+            nets.iter().find(|n| n.contains(&t)).or(nets.first()).map(|n| IpAddr::V4(n.addr()))
+        }
+        IpAddr::V6(t) => {
+            let nets: Vec<ipnet::Ipv6Net> = ifaces.iter().flat_map(|i| i.v6.iter().copied()).collect();
+            nets.iter().find(|n| n.contains(&t)).or(nets.first()).map(|n| IpAddr::V6(n.addr()))
+        }
+    };
+    let source = source.ok_or_else(|| format!("{f}.target = {target}: port {name} has no {} address to send the probes from", if target.is_ipv4() { "IPv4" } else { "IPv6" }))?;
+    Ok(dataplane::rttprobe::ProbeConfig { target, source, interval_ns: r.interval_ms * 1_000_000, timeout_ns: r.timeout_ms * 1_000_000, window: r.window })
 }
 
 /// Stands for "the link speed" where a port has no rate_mbps but a
@@ -3815,6 +3914,29 @@ mod refusals {
         let port = GOOD.replace("rx_queues = 4\n", "rx_queues = 4\nrate_mbps = 100000\n");
         refused(&format!("{port}[port.congestion]\nrtt_est_us = 10000\ninterval_us = 0\n"), &["port[1].congestion.interval_us = 0", "1..=10000000"]);
         refused(&format!("{port}[port.congestion]\nrtt_est_us = 10000\nqd_trigger = \"soon\"\n"), &["port[1].congestion.qd_trigger = \"soon\"", "\"interval\" or \"immediate\""]);
+        // [port.congestion.rtt_probe]: from the port's address of the
+        // target's family (the one whose subnet holds it, if any); the
+        // target must be routed out of this port.
+        let probe = |t: &str| format!("{port}[port.congestion]\nrtt_est_us = 1000\n[port.congestion.rtt_probe]\n{t}");
+        let c = load_str(&probe("target = \"192.0.2.9\"\n")).unwrap();
+        let r = c.ports[1].congestion.as_ref().unwrap().rtt_probe.unwrap();
+        assert_eq!((r.target, r.source, r.interval_ns, r.timeout_ns, r.window), ("192.0.2.9".parse().unwrap(), "10.0.2.1".parse().unwrap(), 1_000_000_000, 1_000_000_000, 10), "the defaults");
+        assert!(c.echo_probe_id.is_some() && c.topology().echo_probe_id == c.echo_probe_id);
+        assert_eq!(load_str(&port).unwrap().echo_probe_id, None, "no probes, no identifier");
+        let c = load_str(&probe("target = \"10.0.3.5\"\ninterval_ms = 10\ntimeout_ms = 60000\nwindow = 64\n")).unwrap();
+        let r = c.ports[1].congestion.as_ref().unwrap().rtt_probe.unwrap();
+        assert_eq!((r.source, r.interval_ns, r.timeout_ns, r.window), ("10.0.3.1".parse().unwrap(), 10_000_000, 60_000_000_000, 64), "the VLAN's address for a target on its subnet");
+        refused(&probe("target = \"nope\"\n"), &["port[1].congestion.rtt_probe.target = \"nope\"", "not an IP address"]);
+        refused(&probe("target = \"224.0.0.5\"\n"), &["port[1].congestion.rtt_probe.target = 224.0.0.5", "routable unicast"]);
+        refused(&probe("target = \"fe80::1\"\n"), &["port[1].congestion.rtt_probe.target = fe80::1", "link-local"]);
+        refused(&probe("target = \"10.0.2.2\"\ninterval_ms = 5\n"), &["port[1].congestion.rtt_probe.interval_ms = 5", "10..=60000"]);
+        refused(&probe("target = \"10.0.2.2\"\ntimeout_ms = 0\n"), &["port[1].congestion.rtt_probe.timeout_ms = 0", "1..=60000"]);
+        refused(&probe("target = \"10.0.2.2\"\nwindow = 65\n"), &["port[1].congestion.rtt_probe.window = 65", "1..=64"]);
+        refused(&probe("target = \"2001:db8:99::5\"\n"), &["port[1].congestion.rtt_probe.target = 2001:db8:99::5", "port wan has no IPv6 address"]);
+        refused(&probe("target = \"10.0.1.5\"\n"), &["port[1].congestion.rtt_probe.target = 10.0.1.5", "routed out of port \"dc\", not \"wan\""]);
+        refused(&probe("target = \"10.0.2.1\"\n"), &["port[1].congestion.rtt_probe.target = 10.0.2.1", "an address of this router"]);
+        refused(&probe("target = \"198.51.100.1\"\n"), &["port[1].congestion.rtt_probe.target = 198.51.100.1", "no route"]);
+        refused(&probe("target = \"10.0.2.2\"\nwindows = 3\n"), &["unknown field `windows`"]);
         // A queue no deeper than K_max (125 MB at 100 Gb/s and 10 ms).
         refused(&format!("{}[port.congestion]\nrtt_est_us = 10000\n", port.replace("rate_mbps = 100000\n", "rate_mbps = 100000\nqueue_bytes = 67108864\n")), &["port[1].queue_bytes = 67108864 (port wan)", "deeper than K_max"]);
         // Without rate_mbps (R_port = the link speed, known at start): the

@@ -97,6 +97,15 @@ interval_us = 500
 top_flows = 3            # the IPv6, the IPv4 and the tunnelled flow
 format = "icmpv6"          # sources without a format of their own below
 
+# RTT_est by active probing (s.5.3.1): Echo Requests to the WAN gateway
+# every 100 ms, RTT_est the smallest round trip of the last 10. A replay
+# answers none of them, so RTT_est stays at rtt_est_us here; on a live
+# link it follows the link (`show congestion`).
+[port.congestion.rtt_probe]
+target = "2001:db8:2::2"
+interval_ms = 100
+timeout_ms = 150
+
 # The DC's IPv4 hosts accept the RoCEv2 format (the only one for IPv4,
 # s.4, and only for endpoints configured for it, s.10.5); without this
 # they would get no Long-haul CNP, only CE marks.
@@ -1069,6 +1078,7 @@ pub fn describe(f: &[u8]) -> String {
                 n if later => format!("proto {n} data"),
                 1 if p.len() > hl => match p[hl] {
                     0 => "ICMP echo reply".to_string(),
+                    8 => "ICMP echo request".to_string(),
                     11 => "ICMP time exceeded".to_string(),
                     3 if p.len() >= hl + 8 && p[hl + 1] == 4 => format!("ICMP fragmentation needed, next-hop MTU {}", u16::from_be_bytes([p[hl + 6], p[hl + 7]])),
                     3 if p.len() > hl + 1 && p[hl + 1] == 0 => "ICMP destination unreachable, net unreachable".to_string(),
@@ -1113,6 +1123,7 @@ pub fn describe(f: &[u8]) -> String {
                     format!("FANN {} (event type {} sub-type {}){md}", if p[41] == 1 { "recovery" } else { "event" }, p[47], p[48])
                 }
                 58 if p.len() > 40 => match p[40] {
+                    128 => "ICMPv6 echo request".to_string(),
                     129 => "ICMPv6 echo reply".to_string(),
                     3 => "ICMPv6 time exceeded".to_string(),
                     1 if p.len() > 41 && p[41] == 0 => "ICMPv6 destination unreachable, no route".to_string(),
@@ -1282,7 +1293,7 @@ pub fn run(out: &Path) -> Result<(), String> {
     println!("\n== in short");
     println!(
         "  forwarded {} packets (the burst fast path routed {} received packets, including ones later tail-dropped on a shaped port); answered ARP {} / ND {} / ping {} + {}; ICMP errors: Time Exceeded {} + {}, unreachable (no route) {} + {}, fragmentation needed {}, packet too big {}; fragmentation: {} IPv4 packets cut into {} fragments (transit without DF and the router's own replies), {} IPv6 reply fragments; datagrams to the router reassembled {}; dropped: no-route {}, ipv4-bad-checksum {}, runt {}",
-        c.total_tx() - (c.local_count(Local::ArpReply) + c.local_count(Local::NdAdvert) + c.local_count(Local::EchoReply4) + c.local_count(Local::EchoReply6) + c.local_count(Local::TimeExceeded4) + c.local_count(Local::TimeExceeded6) + c.local_count(Local::Unreachable4) + c.local_count(Local::Unreachable6) + c.local_count(Local::FragNeeded4) + c.local_count(Local::TooBig6) + c.local_count(Local::ArpRequestSent) + c.local_count(Local::NsSent) + c.local_count(Local::CnpRateReduce) + c.local_count(Local::CnpPause) + c.local_count(Local::CnpNotify) + c.local_count(Local::CnpResume) + c.local_count(Local::McAckUp) + c.local_count(Local::McNakUp) + c.local_count(Local::McRnrUp) + c.local_count(Local::McFatalNakUp) + c.local_count(Local::McCnpUp) + c.local_count(Local::MldQuerySent)),
+        c.total_tx() - (c.local_count(Local::ArpReply) + c.local_count(Local::NdAdvert) + c.local_count(Local::EchoReply4) + c.local_count(Local::EchoReply6) + c.local_count(Local::TimeExceeded4) + c.local_count(Local::TimeExceeded6) + c.local_count(Local::Unreachable4) + c.local_count(Local::Unreachable6) + c.local_count(Local::FragNeeded4) + c.local_count(Local::TooBig6) + c.local_count(Local::ArpRequestSent) + c.local_count(Local::NsSent) + c.local_count(Local::CnpRateReduce) + c.local_count(Local::CnpPause) + c.local_count(Local::CnpNotify) + c.local_count(Local::CnpResume) + c.local_count(Local::McAckUp) + c.local_count(Local::McNakUp) + c.local_count(Local::McRnrUp) + c.local_count(Local::McFatalNakUp) + c.local_count(Local::McCnpUp) + c.local_count(Local::MldQuerySent) + c.local_count(Local::RttProbeSent)),
         c.local_count(Local::FastPath),
         c.local_count(Local::ArpReply),
         c.local_count(Local::NdAdvert),
@@ -1332,6 +1343,11 @@ pub fn run(out: &Path) -> Result<(), String> {
             v.flows_live
         );
     }
+    println!(
+        "  RTT_est by active probing (draft-tian s.5.3.1, [port.congestion.rtt_probe] on 'wan'): {} Echo Requests from 2001:db8:2::1 to the WAN gateway 2001:db8:2::2, 100 ms apart (in wan-out.pcap); a replay answers none ({} given up after 150 ms), so RTT_est stayed at the configured 2 ms; against a live peer it follows the smallest round trip of the last 10 (`make test`: tap_netns rtt_est_follows_echo_probes_to_the_linux_host_behind_the_port)",
+        c.local_count(Local::RttProbeSent),
+        c.local_count(Local::RttProbeLost)
+    );
     println!(
         "  WAN P node (draft-hu s.4): the RoCEv2 flow from {TUNNEL_SENDER} came in the SRv6 tunnel of ingress PE {TUNNEL_PE}; {} of its Long-haul CNPs went back to that PE, inside an outer IPv6 header to its END.E SID {TUNNEL_PE_SID} (in dc-out.pcap)",
         cnps_toward_sid(&dc_out, TUNNEL_PE_SID, TUNNEL_SENDER)

@@ -193,6 +193,36 @@ pub fn policies(t: &dataplane::srv6::SidTable) -> String {
     out
 }
 
+/// One port's RTT probe, for `show congestion`.
+pub fn rtt_probe(slot: &crate::router::RttProbeSlot) -> String {
+    let p = &slot.probe;
+    let c = &p.cfg;
+    let st = &p.stats;
+    let us = |ns: u64| format!("{:.1} us", ns as f64 / 1e3);
+    let (filled, lost) = p.window_fill();
+    let est = match p.estimate() {
+        _ if !slot.on => "off (ctl congestion PORT rtt_probe off): RTT_est stays as set".to_string(),
+        Some(e) => format!("the smallest round trip of the last {filled} probe(s): {} (last answer {})", us(e), p.last_rtt_ns.map_or_else(|| "-".into(), us)),
+        None if filled == 0 => "no probe answered or lost yet: RTT_est as configured".to_string(),
+        None => format!("none of the last {filled} probes answered ({lost} lost): RTT_est stays"),
+    };
+    format!(
+        "RTT probe: Echo Requests from {} to {} every {} ms (timeout {} ms, window {}); {est}; sent {}, answered {}, lost {}, late {}, forged {}, answers to probes sent unresolved {}, RTT_est moved {} time(s)",
+        c.source,
+        c.target,
+        c.interval_ns / 1_000_000,
+        c.timeout_ns / 1_000_000,
+        c.window,
+        st.sent,
+        st.answered,
+        st.lost,
+        st.late,
+        st.forged,
+        st.held,
+        st.changes
+    )
+}
+
 fn rate(bps: u64) -> String {
     match bps {
         0 => "line rate".to_string(),
@@ -209,7 +239,7 @@ pub fn port_name(names: &[(u16, String)], id: u16) -> String {
 
 /// `show congestion` and the exit table: per congestion-aware port, the
 /// parameters and thresholds in effect, then one counter or value a line.
-pub fn congestion(views: &[(u16, CongestionView)], names: &[(u16, String)]) -> String {
+pub fn congestion(views: &[(u16, CongestionView)], names: &[(u16, String)], probes: &[crate::router::RttProbeSlot]) -> String {
     let mut o = String::new();
     for (id, v) in views {
         let p = &v.params;
@@ -250,6 +280,9 @@ pub fn congestion(views: &[(u16, CongestionView)], names: &[(u16, String)]) -> S
             "  QD trigger: {}",
             if p.qd_immediate { "immediate (the first poll that sees QD above K_max)" } else { "interval (QD sampled when a monitoring interval closes)" }
         );
+        if let Some(slot) = probes.iter().find(|s| s.probe.port == *id) {
+            let _ = writeln!(o, "  {}", rtt_probe(slot));
+        }
         let r = &v.reaction;
         let us = |ns: u64| format!("{:.1}", ns as f64 / 1e3);
         let rows = [

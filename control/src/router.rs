@@ -12,7 +12,7 @@ use crate::ctl::{self, CtlServer};
 use crate::display;
 use std::fmt::Write as _;
 use crossbeam::channel::{bounded, Receiver, Sender};
-use dataplane::counters::{Snapshot, WorkerCounters};
+use dataplane::counters::{Local, Snapshot, WorkerCounters};
 use dataplane::dpdk::{self, Eal, Mempool, Port, PortConfig};
 use dataplane::pipeline::{Event, Pipeline, PipelineConfig};
 use dataplane::tables::{Fib, Learned, NeighSource, Neighbours, Topology};
@@ -104,9 +104,122 @@ pub struct Control {
     pub pfc_rx: Vec<(u16, Arc<dataplane::pfcrx::PortPause>)>,
     /// The workers' clock (their `now`).
     pub clock: dataplane::worker::TscClock,
+    /// RTT_est by active probing, per port that has
+    /// `[port.congestion.rtt_probe]`.
+    pub rtt_probes: Vec<RttProbeSlot>,
+}
+
+/// One port's RTT probe ([`dataplane::rttprobe`]) as the control thread
+/// runs it.
+pub struct RttProbeSlot {
+    /// The port's index in the configuration.
+    pub pi: usize,
+    pub probe: dataplane::rttprobe::RttProbe,
+    /// Probing and following the measurement (`ctl congestion PORT
+    /// rtt_probe off` stops both).
+    pub on: bool,
+    /// A refused measurement was said on stderr (again only after RTT_est
+    /// moved).
+    refused_said: bool,
+}
+
+impl RttProbeSlot {
+    pub fn new(pi: usize, probe: dataplane::rttprobe::RttProbe) -> Self {
+        RttProbeSlot { pi, probe, on: true, refused_said: false }
+    }
+
+    /// The congestion parameters `params` of port `name` (a queue of
+    /// `queue` bytes) with RTT_est at the probe's estimate: None while it
+    /// stays; Err (the reason, in configuration terms) when the port
+    /// cannot take it, as `ctl congestion PORT rtt_est_us` would refuse it.
+    pub fn follow(&mut self, params: &dataplane::congestion::PortParams, name: &str, queue: u64) -> Option<Result<dataplane::congestion::PortParams, String>> {
+        let rtt = self.probe.proposal(params.rtt_est_ns)?;
+        let p = dataplane::congestion::PortParams { rtt_est_ns: rtt, ..*params };
+        Some(match p.validate() {
+            Err(why) => Err(format!("measured RTT {} us not taken: {} (RTT_est stays {} us)", rtt / 1000, crate::config::congestion_error_in_config_terms(&why, name, queue), params.rtt_est_ns / 1000)),
+            Ok(()) => {
+                self.probe.stats.changes += 1;
+                Ok(p)
+            }
+        })
+    }
 }
 
 impl Control {
+    /// The RTT probes' Echo Requests due now; probes given up counted.
+    pub fn poll_rtt_probes(&mut self) -> Vec<Vec<u8>> {
+        let now = self.clock.now();
+        let mut out = Vec::new();
+        let neigh = self.neighbours.published();
+        for slot in self.rtt_probes.iter_mut().filter(|s| s.on) {
+            let lost = slot.probe.stats.lost;
+            let t = slot.probe.cfg.target;
+            let hop = match t {
+                std::net::IpAddr::V4(a) => self.fib.lookup4(a),
+                std::net::IpAddr::V6(a) => self.fib.lookup6(a),
+            };
+            let resolved = hop.is_some_and(|h| neigh.get(h.iface, h.gateway.unwrap_or(t)).is_some());
+            if let Some(ip) = slot.probe.poll(now, resolved) {
+                self.own.local(Local::RttProbeSent);
+                out.push(ip);
+            }
+            self.own.local_n(Local::RttProbeLost, slot.probe.stats.lost - lost);
+        }
+        out
+    }
+
+    /// An Echo Reply a worker handed over: a round trip for the probe of
+    /// the port its data names, and RTT_est moved if the estimate did.
+    pub fn on_echo_reply(&mut self, from: std::net::IpAddr, seq: u16, data: &[u8], at: u64) {
+        use dataplane::rttprobe::{Reply, RttProbe};
+        let port = RttProbe::port_of(data);
+        let Some(k) = self.rtt_probes.iter().position(|s| Some(s.probe.port) == port) else {
+            self.own.local(Local::RttProbeForged);
+            return;
+        };
+        if !self.rtt_probes[k].on {
+            // Switched off since: not followed.
+            return self.own.local(Local::RttProbeLate);
+        }
+        match self.rtt_probes[k].probe.on_reply(from, seq, data, at) {
+            Reply::Sample(_) => self.own.local(Local::RttProbeAnswered),
+            Reply::Late => return self.own.local(Local::RttProbeLate),
+            Reply::Forged => return self.own.local(Local::RttProbeForged),
+            Reply::Held => return self.own.local(Local::RttProbeHeld),
+        }
+        self.follow_rtt_probe(k);
+    }
+
+    /// Move port `k`'s RTT_est (and with it K_max and K_min) to its
+    /// probe's estimate when that differs by more than 1/32; a value the
+    /// port's configuration cannot take is refused and said once.
+    fn follow_rtt_probe(&mut self, k: usize) {
+        let slot = &mut self.rtt_probes[k];
+        let port = &mut self.cfg.ports[slot.pi];
+        let (name, queue) = (&port.name, port.egress.map_or(0, |e| e.queue_bytes));
+        let Some(plan) = port.congestion.as_mut() else { return };
+        match slot.follow(&plan.params, name, queue) {
+            None => {}
+            Some(Err(why)) => {
+                self.own.local(Local::RttEstRefused);
+                if !slot.refused_said {
+                    slot.refused_said = true;
+                    eprintln!("port {name}: {why}");
+                }
+            }
+            Some(Ok(p)) => {
+                slot.refused_said = false;
+                eprintln!("port {name}: RTT_est {} -> {} us (probes to {}), K_min {} bytes, K_max {} bytes", plan.params.rtt_est_ns / 1000, p.rtt_est_ns / 1000, slot.probe.cfg.target, p.k_min(), p.k_max());
+                plan.params = p;
+                self.own.local(Local::RttEstChanged);
+                let id = slot.probe.port;
+                for w in self.workers.iter() {
+                    let _ = w.updates.send(Update::Congestion(id, Box::new(p)));
+                }
+            }
+        }
+    }
+
     /// Each congestion-aware port's state as its owner worker last
     /// published it (about once per ms, and when it stopped): DPDK port
     /// id, state.
@@ -810,7 +923,16 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         None => None,
     };
     let sids = sids0.as_deref().cloned();
-    let mut control = Control { topo, fib: cfg.fib.clone(), neighbours, sids, cfg, workers, own: Arc::new(WorkerCounters::default()), pe: pe.take(), nud: None, flows_seq: 0, garbage: garbage_rx.clone(), expired_pending: false, expired_pushed: Instant::now(), static_mroutes: Vec::new(), mld: None, mld_next: 0, mld_started: Instant::now(), mld_out: std::collections::VecDeque::new(), pfc_rx: pfc_rx.iter().enumerate().filter_map(|(id, p)| p.clone().map(|p| (id as u16, p))).collect(), clock: clock0 };
+    let mut control = Control { topo, fib: cfg.fib.clone(), neighbours, sids, cfg, workers, own: Arc::new(WorkerCounters::default()), pe: pe.take(), nud: None, flows_seq: 0, garbage: garbage_rx.clone(), expired_pending: false, expired_pushed: Instant::now(), static_mroutes: Vec::new(), mld: None, mld_next: 0, mld_started: Instant::now(), mld_out: std::collections::VecDeque::new(), pfc_rx: pfc_rx.iter().enumerate().filter_map(|(id, p)| p.clone().map(|p| (id as u16, p))).collect(), clock: clock0, rtt_probes: Vec::new() };
+    if let Some(ident) = control.cfg.echo_probe_id {
+        let now = control.clock.now();
+        for (pi, p) in control.cfg.ports.iter().enumerate() {
+            if let Some(r) = p.congestion.as_ref().and_then(|c| c.rtt_probe) {
+                eprintln!("port {}: RTT_est from Echo Requests to {} every {} ms (the smallest round trip of the last {})", p.name, r.target, r.interval_ns / 1_000_000, r.window);
+                control.rtt_probes.push(RttProbeSlot::new(pi, dataplane::rttprobe::RttProbe::new(r, ports[pi].id, ident, now)));
+            }
+        }
+    }
     control.static_mroutes = control.cfg.mroutes.clone();
     let dp = &control.cfg.dataplane;
     if dp.neighbour_reachable_ms != 0 {
@@ -892,6 +1014,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
                 }
                 Event::NeighbourConfirmed { iface, ip } => control.confirm_neighbour(iface, ip, started),
                 Event::Mld { iface, src, msg } => control.on_mld(iface, src, &msg, started.elapsed().as_nanos() as u64),
+                Event::EchoReply { from, seq, data, at_ns } => control.on_echo_reply(from, seq, &data, at_ns),
                 Event::PeNotification(note) => {
                     let Some(pe) = control.pe.as_mut() else {
                         // The workers only hand these over with a PE configured.
@@ -922,6 +1045,9 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             }
         }
         while garbage_rx.try_recv().is_ok() {}
+        for ip in control.poll_rtt_probes() {
+            inject_later(&mut injects, ip, &control.own);
+        }
         if let Some(agent) = fann.as_mut() {
             let snap = control.snapshot();
             let now_ns = started.elapsed().as_nanos() as u64;
@@ -1085,7 +1211,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     let size: u32 = pools.iter().chain(hdr_pools.iter()).map(|(_, p)| p.size()).sum();
     if !opts.quiet {
         println!("{}", display::counter_table(&counters, &port_names, &port_stats));
-        print!("{}", display::congestion(&control.congestion_views(), &port_names));
+        print!("{}", display::congestion(&control.congestion_views(), &port_names, &control.rtt_probes));
         print!("{}", display::pfc(&control.pfc_rx, &port_names, control.clock.now()));
         for (_, pool) in pools.iter().chain(hdr_pools.iter()) {
             println!("mempool {}: {} of {} mbufs in use after shutdown", pool.name(), pool.in_use(), pool.size());
@@ -1222,4 +1348,42 @@ pub type EventRx = Receiver<(usize, Event)>;
 fn fault_inject(prefix: &str) -> Option<String> {
     let v = std::env::var("DCIROUTER_FAULT_INJECT").ok()?;
     v.split(',').find_map(|i| i.trim().strip_prefix(prefix).map(str::to_string))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RttProbeSlot;
+    use dataplane::rttprobe::{ProbeConfig, RttProbe};
+
+    /// RTT_est follows a probe's round trip only as far as the port's
+    /// configuration allows: K_max must stay below the Pause threshold
+    /// (90 % of the queue), as for a value set with `ctl`.
+    #[test]
+    fn a_measured_rtt_the_queue_cannot_hold_is_refused() {
+        let cfg = ProbeConfig { target: "2001:db8::2".parse().unwrap(), source: "2001:db8::1".parse().unwrap(), interval_ns: 1_000_000, timeout_ns: 100_000_000, window: 1 };
+        let mut slot = RttProbeSlot::new(1, RttProbe::new(cfg, 1, 7, 0));
+        let queue = 64u64 << 20;
+        let params = dataplane::congestion::PortParams {
+            rate_bps: 100_000_000_000,
+            rtt_est_ns: 1_000_000,
+            policy: dataplane::congestion::Policy { buffer_bytes: queue, ..Default::default() },
+            ..Default::default()
+        };
+        params.validate().unwrap();
+        let mut answer = |at_ms: u64, rtt_ms: u64| {
+            let now = at_ms * 1_000_000;
+            let req = slot.probe.poll(now, true).unwrap();
+            let (seq, data) = (u16::from_be_bytes([req[46], req[47]]), req[48..].to_vec());
+            slot.probe.on_reply(cfg.target, seq, &data, now + rtt_ms * 1_000_000);
+            slot.follow(&params, "wan", queue)
+        };
+        assert!(answer(0, 1).is_none(), "1 ms: as configured");
+        // 30 ms at 100 Gb/s: K_max 375 MB in a 64 MiB queue.
+        let e = answer(10, 30).unwrap().unwrap_err();
+        assert!(e.starts_with("measured RTT 30000 us not taken: queue_bytes = 67108864 (port wan)") && e.ends_with("(RTT_est stays 1000 us)"), "{e}");
+        // 4 ms: K_max 50 MB fits.
+        let p = answer(20, 4).unwrap().unwrap();
+        assert_eq!((p.rtt_est_ns, p.k_max(), p.k_min()), (4_000_000, 50_000_000, 25_000_000));
+        assert_eq!(slot.probe.stats.changes, 1);
+    }
 }

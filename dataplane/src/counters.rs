@@ -75,6 +75,11 @@ reasons!(Drop, N_DROPS {
     MldRateLimited => "mld-rate-limited",
     // local
     LocalUnsupported => "local-unsupported",
+    // An Echo Reply to this node that answers none of its RTT probes
+    // (another identifier, or too short), and replies to them beyond the
+    // per-worker rate (pipeline::ECHO_REPLY_RATE_PER_S).
+    EchoReplyUnexpected => "echo-reply-unexpected",
+    EchoReplyRateLimited => "echo-reply-rate-limited",
     MalformedIcmp => "malformed-icmp",
     IcmpRateLimited => "icmp-rate-limited",
     // resources
@@ -189,6 +194,21 @@ reasons!(Local, N_LOCAL {
     CnpAhProtected => "lhcnp-ah-protected",
     CnpRoceUnauthenticated => "lhcnp-roce-unauthenticated",
     Injected => "control-plane-sent",
+    // RTT_est by active probing (rttprobe, control thread): Echo Requests
+    // sent, replies that gave a round trip, probes given up, replies for a
+    // probe answered or given up already, replies whose tag did not
+    // verify, replies to probes sent before their next hop was resolved
+    // (they may have waited for ARP / ND: no sample); times RTT_est moved,
+    // and measured values the port's
+    // configuration cannot take (K_max would pass the Pause threshold).
+    RttProbeSent => "rtt-probe-sent",
+    RttProbeAnswered => "rtt-probe-answered",
+    RttProbeLost => "rtt-probe-lost",
+    RttProbeLate => "rtt-probe-late",
+    RttProbeForged => "rtt-probe-forged",
+    RttProbeHeld => "rtt-probe-held",
+    RttEstChanged => "rtt-est-changed",
+    RttEstRefused => "rtt-est-refused",
     EndEForwarded => "end-e-forwarded",
     PfcPause => "pfc-pause-sent",
     PfcResume => "pfc-resume-sent",

@@ -32,6 +32,7 @@ pub mod sim6;
 pub mod multicast;
 pub mod mld;
 pub mod endc;
+pub mod rttprobe;
 pub mod fann;
 pub mod sim_wan;
 pub mod hostinfo;

@@ -65,12 +65,23 @@ pub enum Event {
     /// A control-plane packet, rate-limited per worker
     /// ([`MLD_RATE_PER_S`]), so its copy is allocated.
     Mld { iface: u16, src: Ipv6Addr, msg: Box<[u8]> },
+    /// An ICMP / ICMPv6 Echo Reply to one of the RTT probes (its
+    /// identifier is [`Topology::echo_probe_id`]), with the time it
+    /// arrived (the worker's clock), for the control thread's
+    /// [`crate::rttprobe::RttProbe`]: sender, sequence number, the first
+    /// [`crate::rttprobe::PROBE_DATA`] bytes of its data.
+    EchoReply { from: IpAddr, seq: u16, data: [u8; crate::rttprobe::PROBE_DATA], at_ns: u64 },
 }
 
 /// MLD messages each worker hands to the control thread per second at
 /// most (and burst); beyond it they are dropped as `mld-rate-limited`.
 pub const MLD_RATE_PER_S: u32 = 2000;
 pub const MLD_BURST: u32 = 500;
+/// Echo Replies to RTT probes each worker hands to the control thread per
+/// second at most (and burst); the probes go a few per second, so more
+/// are a flood, dropped as `echo-reply-rate-limited`.
+pub const ECHO_REPLY_RATE_PER_S: u32 = 1000;
+pub const ECHO_REPLY_BURST: u32 = 64;
 
 /// An address to resolve: the worker builds an ARP request or NS for it,
 /// broadcast / to the solicited-node group, or unicast to `unicast` (a
@@ -153,6 +164,8 @@ pub struct Pipeline {
     icmp_bucket: TokenBucket,
     /// MLD messages handed to the control thread.
     mld_bucket: TokenBucket,
+    /// Echo Replies to RTT probes handed to the control thread.
+    echo_bucket: TokenBucket,
     /// Events for the control thread, drained by the worker after each burst.
     pub events: Vec<Event>,
     /// Addresses to resolve, drained by the worker after each burst.
@@ -268,6 +281,7 @@ impl Pipeline {
             cfg,
             icmp_bucket: TokenBucket::new(cfg.icmp_error_rate_pps, cfg.icmp_error_burst),
             mld_bucket: TokenBucket::new(MLD_RATE_PER_S, MLD_BURST),
+            echo_bucket: TokenBucket::new(ECHO_REPLY_RATE_PER_S, ECHO_REPLY_BURST),
             events: Vec::with_capacity(EVENTS_CAP),
             solicits: Vec::with_capacity(EVENTS_CAP),
             solicit_last,
@@ -503,7 +517,7 @@ impl Pipeline {
             if Ipv4Packet::new_unchecked(&p.data()[l2.l3..]).is_fragment() {
                 return self.reassemble4(p, l2, hl, total, now_ns);
             }
-            let v = self.local4(p, l2, src, dst, proto, hl, total)?;
+            let v = self.local4(p, l2, src, dst, proto, hl, total, now_ns)?;
             return self.fit_reply(p.data(), v, None);
         }
         if dst.is_multicast() || dst.is_broadcast() || self.is_subnet_broadcast(l2.iface, dst) || l2.mcast {
@@ -549,7 +563,7 @@ impl Pipeline {
     }
 
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn local4<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, src: Ipv4Addr, dst: Ipv4Addr, proto: IpProtocol, hl: usize, total: usize) -> Result<Verdict, Drop> {
+    pub(crate) fn local4<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, src: Ipv4Addr, dst: Ipv4Addr, proto: IpProtocol, hl: usize, total: usize, now_ns: u64) -> Result<Verdict, Drop> {
         if proto != IpProtocol::ICMP {
             return Err(Drop::LocalUnsupported);
         }
@@ -560,6 +574,11 @@ impl Pipeline {
             let mut icmp = Icmpv4Packet::new_checked(icmp_buf).map_err(|_| Drop::MalformedIcmp)?;
             if !icmp.verify_checksum() {
                 return Err(Drop::MalformedIcmp);
+            }
+            if icmp.msg_type() == Icmpv4Message::ECHO_REPLY && icmp.msg_code() == 0 {
+                let (seq, ident) = (icmp.echo_seq_no(), icmp.echo_ident());
+                let data = icmp.data().get(..crate::rttprobe::PROBE_DATA).and_then(|d| d.try_into().ok());
+                return self.echo_reply(IpAddr::V4(src), ident, seq, data, now_ns);
             }
             if icmp.msg_type() != Icmpv4Message::ECHO_REQUEST || icmp.msg_code() != 0 {
                 return Err(Drop::LocalUnsupported);
@@ -824,6 +843,13 @@ impl Pipeline {
         };
         match ty {
             128 if code == 0 => self.echo6(p, l2, src, dst, off, total),
+            129 if code == 0 => {
+                let (ident, seq, data) = {
+                    let m = &p.data()[l2.l3 + off..l2.l3 + total];
+                    (u16::from_be_bytes([m[4], m[5]]), u16::from_be_bytes([m[6], m[7]]), m.get(8..8 + crate::rttprobe::PROBE_DATA).and_then(|d| d.try_into().ok()))
+                };
+                self.echo_reply(IpAddr::V6(src), ident, seq, data, now_ns)
+            }
             135 => self.neighbour_solicit(p, l2, src, dst, hop, off, total),
             136 => self.neighbour_advert(p, l2, hop, off, total),
             t if self.sids.pe_known.is_some() && (t == self.sids.params.icmpv6_fann_type || t == self.sids.params.icmpv6_lhcnp_type) => {
@@ -917,6 +943,25 @@ impl Pipeline {
             return Err(Drop::EventQueueFull);
         }
         self.events.push(Event::PeNotification(note));
+        Ok(Verdict::Consumed)
+    }
+
+    /// An Echo Reply (checksum verified) to this node: handed to the
+    /// control thread when it answers an RTT probe, else dropped by name.
+    fn echo_reply(&mut self, from: IpAddr, ident: u16, seq: u16, data: Option<[u8; crate::rttprobe::PROBE_DATA]>, now_ns: u64) -> Result<Verdict, Drop> {
+        let (Some(id), Some(data)) = (self.topo.echo_probe_id, data) else {
+            return Err(Drop::EchoReplyUnexpected);
+        };
+        if ident != id {
+            return Err(Drop::EchoReplyUnexpected);
+        }
+        if !self.echo_bucket.take(now_ns) {
+            return Err(Drop::EchoReplyRateLimited);
+        }
+        if self.events.len() >= EVENTS_CAP {
+            return Err(Drop::EventQueueFull);
+        }
+        self.events.push(Event::EchoReply { from, seq, data, at_ns: now_ns });
         Ok(Verdict::Consumed)
     }
 
@@ -1634,6 +1679,66 @@ mod icmp4_tests {
         let mut p = VecPacket::from_bytes(&frame([10, 0, 0, 2], [192, 0, 2, 5]));
         assert_eq!(pl.icmp_error4(&mut p, l2, Ipv4Addr::new(10, 0, 0, 2), 28, 1_000_000_000, Icmp4Error::TimeExceeded), Ok(Verdict::Tx(0)));
         assert_eq!(pl.counters.local[Local::TimeExceeded4 as usize].get(), 1);
+    }
+
+    /// An Echo Reply to one of the RTT probes (its identifier, the probe
+    /// data) goes to the control thread with its arrival time, over IPv4
+    /// and IPv6; other Echo Replies are dropped by name, a bad checksum as
+    /// malformed, and a flood beyond the per-worker rate as rate-limited.
+    #[test]
+    fn echo_replies_to_rtt_probes_go_to_the_control_thread() {
+        use crate::rttprobe::{echo_request, PROBE_DATA};
+        let mut ifc = Interface::new("a", 0, None, [2, 0, 0, 0, 0, 1], 1500);
+        ifc.v4.push("10.0.0.1/24".parse().unwrap());
+        ifc.v6.push("2001:db8::1/64".parse().unwrap());
+        let mut topo = Topology::new(vec![ifc]);
+        topo.echo_probe_id = Some(0x4242);
+        let topo = Arc::new(topo);
+        let new = |t: Arc<Topology>| Pipeline::new(t, Arc::new(Fib::default()), Arc::new(Neighbours::default()), Arc::new(WorkerCounters::default()), PipelineConfig::default());
+        let mut pl = new(topo.clone());
+        let data: Vec<u8> = (0..PROBE_DATA as u8).collect();
+        // The peer's reply: an Echo Request from it turned into a reply.
+        let reply = |from: &str, ident: u16, data: &[u8]| {
+            let (src, dst): (IpAddr, IpAddr) = match from.parse::<IpAddr>().unwrap() {
+                a @ IpAddr::V4(_) => (a, "10.0.0.1".parse().unwrap()),
+                a => (a, "2001:db8::1".parse().unwrap()),
+            };
+            let mut ip = echo_request(src, dst, ident, 7, data);
+            let v4 = src.is_ipv4();
+            let off = if v4 { 20 } else { 40 };
+            ip[off] = if v4 { 0 } else { 129 };
+            ip[off + 2..off + 4].copy_from_slice(&[0, 0]);
+            let c = if v4 {
+                checksum::checksum(&ip[off..])
+            } else {
+                let (s, d): ([u8; 16], [u8; 16]) = (ip[8..24].try_into().unwrap(), ip[24..40].try_into().unwrap());
+                !checksum::fold(checksum::combine(checksum::pseudo_v6(&s, &d, 58, (ip.len() - 40) as u32), checksum::sum(&ip[40..])))
+            };
+            ip[off + 2..off + 4].copy_from_slice(&c.to_be_bytes());
+            let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2];
+            f.extend_from_slice(if v4 { &[8, 0] } else { &[0x86, 0xdd] });
+            f.extend_from_slice(&ip);
+            f
+        };
+        let run = |pl: &mut Pipeline, f: Vec<u8>, now: u64| pl.process(&mut VecPacket::from_bytes(&f), 0, now);
+        for (from, now) in [("2001:db8::2", 5_000u64), ("10.0.0.2", 6_000)] {
+            assert_eq!(run(&mut pl, reply(from, 0x4242, &data), now), Verdict::Consumed, "{from}");
+            match pl.events.pop() {
+                Some(Event::EchoReply { from: f, seq, data: d, at_ns }) => assert_eq!((f, seq, d.to_vec(), at_ns), (from.parse().unwrap(), 7, data.clone(), now)),
+                _ => panic!("no EchoReply event for {from}"),
+            }
+            assert_eq!(run(&mut pl, reply(from, 0x4243, &data), now), Verdict::Drop(Drop::EchoReplyUnexpected), "another identifier");
+            assert_eq!(run(&mut pl, reply(from, 0x4242, &data[..PROBE_DATA - 1]), now), Verdict::Drop(Drop::EchoReplyUnexpected), "too short for probe data");
+            let mut bad = reply(from, 0x4242, &data);
+            *bad.last_mut().unwrap() ^= 1;
+            assert_eq!(run(&mut pl, bad, now), Verdict::Drop(Drop::MalformedIcmp));
+            assert_eq!(run(&mut new(Arc::new(Topology::new(topo.interfaces.clone()))), reply(from, 0x4242, &data), now), Verdict::Drop(Drop::EchoReplyUnexpected), "a router that sends no probes");
+        }
+        assert!(pl.events.is_empty());
+        // The burst, then the rate: a flood at one instant stops at the burst.
+        let handed = (0..200).filter(|_| run(&mut pl, reply("2001:db8::2", 0x4242, &data), 1_000_000_000) == Verdict::Consumed).count();
+        assert_eq!(handed as u32, ECHO_REPLY_BURST, "the bucket full again a second after the two replies above");
+        assert_eq!(run(&mut pl, reply("2001:db8::2", 0x4242, &data), 1_000_000_000), Verdict::Drop(Drop::EchoReplyRateLimited));
     }
 
     /// Received PAUSE / PFC frames are consumed, never forwarded: on a port

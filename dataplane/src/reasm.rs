@@ -273,7 +273,7 @@ impl crate::pipeline::Pipeline {
             let d = &q.data()[l2.l3..];
             let ip = Ipv4Packet::new_unchecked(d);
             let (src, dst, proto, hl, total) = (ip.src_addr(), ip.dst_addr(), ip.protocol(), ip.header_len(), d.len());
-            self.local4(&mut q, l2, src, dst, proto, hl, total)
+            self.local4(&mut q, l2, src, dst, proto, hl, total, now_ns)
         };
         self.send_reassembled(p, q, slot, r)
     }

@@ -191,6 +191,10 @@ pub struct Topology {
     /// Interfaces MLD runs on ([`crate::mld`]): MLD messages received
     /// elsewhere are dropped as `mld-not-enabled`.
     pub mld: Vec<u16>,
+    /// The ICMP identifier of this router's RTT probes
+    /// ([`crate::rttprobe`]): Echo Replies that carry it go to the control
+    /// thread; None: no probes.
+    pub echo_probe_id: Option<u16>,
     /// Our addresses; a router has a handful, so a scan of a short array
     /// beats hashing.
     local4: Vec<u32>,

@@ -66,11 +66,13 @@ fn iface(name: &str, port: u16, vlan: Option<u16>, mac: MacAddr, addrs: &[&str],
 }
 
 fn build() -> Pipeline {
-    let topo = Topology::new(vec![
+    let mut topo = Topology::new(vec![
         iface("dc", 0, None, R0, &["10.0.1.1/24", "2001:db8:1::1/64"], Urpf::Off),
         iface("wan", 1, None, R1, &["10.0.2.1/24", "2001:db8:2::1/64"], Urpf::Strict),
         iface("wan.200", 1, Some(200), R1, &["10.0.200.1/24"], Urpf::Loose),
     ]);
+    // RTT probes: Echo Replies with this identifier go to the control thread.
+    topo.echo_probe_id = Some(ECHO_ID);
     let mut fib = Fib::default();
     let conn = |i: u16| NextHop { iface: i, gateway: None };
     let via = |i: u16, g: &str| NextHop { iface: i, gateway: Some(g.parse().unwrap()) };
@@ -365,6 +367,27 @@ fn roce_transit(psn: u32) -> Vec<u8> {
     d
 }
 
+/// The identifier of the RTT probes ([`build`]).
+const ECHO_ID: u16 = 0x4242;
+
+/// An Echo Reply from `src` to `dst` to an RTT probe (checksums filled).
+fn echo_reply(src: &str, dst: &str) -> Vec<u8> {
+    use dataplane::wire::checksum;
+    let mut ip = dataplane::rttprobe::echo_request(src.parse().unwrap(), dst.parse().unwrap(), ECHO_ID, 1, &[7; dataplane::rttprobe::PROBE_DATA]);
+    let v4 = ip[0] >> 4 == 4;
+    let off = if v4 { 20 } else { 40 };
+    ip[off] = if v4 { 0 } else { 129 };
+    ip[off + 2..off + 4].fill(0);
+    let c = if v4 {
+        checksum::checksum(&ip[off..])
+    } else {
+        let (s, d): ([u8; 16], [u8; 16]) = (ip[8..24].try_into().unwrap(), ip[24..40].try_into().unwrap());
+        !checksum::fold(checksum::combine(checksum::pseudo_v6(&s, &d, 58, (ip.len() - 40) as u32), checksum::sum(&ip[40..])))
+    };
+    ip[off + 2..off + 4].copy_from_slice(&c.to_be_bytes());
+    ip
+}
+
 pub fn seeds_pipeline() -> Vec<Vec<u8>> {
     let ack = Upstream::Ack { psn: 1, msn: 1, credits: 31 };
     let udp = [0x30, 0x39, 0x30, 0x39, 0, 12, 0, 0, 1, 2, 3, 4];
@@ -400,6 +423,9 @@ pub fn seeds_pipeline() -> Vec<Vec<u8>> {
         (0xf2, eth(R0, 0x86dd, &roce_transit_dscp(9, 26))),
         // RoCEv2 in a PE's IPv6 tunnel through the WAN port (tagged).
         (0xf2, eth(R0, 0x86dd, &ipv6("2001:db8:1::99", "2001:db8:9::9", 41, 64, &roce_transit(10)))),
+        // Echo Replies to the RTT probes, over IPv6 and IPv4.
+        (1, eth(R1, 0x86dd, &echo_reply("2001:db8:2::2", "2001:db8:2::1"))),
+        (1, eth(R1, 0x0800, &echo_reply("10.0.2.2", "10.0.2.1"))),
     ];
     frames
         .into_iter()
