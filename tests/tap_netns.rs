@@ -1114,6 +1114,29 @@ while answered < total and time.time() < end:
 print("answered %d" % answered, flush=True)
 "#;
 
+/// The ingress PE's side of FANN for the RTT probe test: every IPv6 frame
+/// on tap `argv[1]` carrying an ICMPv6 message of type `argv[2]`, printed
+/// as `FANN <hex of the IPv6 packet>`, for `argv[3]` seconds at most or
+/// until the frames of `argv[4]` messages were seen.
+const FANN_CAPTURE: &str = r#"
+import socket, sys, time
+tap, ty, secs, want = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x86dd))
+s.bind((tap, 0))
+s.settimeout(0.2)
+print("ready", flush=True)
+end, n = time.time() + secs, 0
+while time.time() < end and n < want:
+    try:
+        f = s.recv(4096)
+    except socket.timeout:
+        continue
+    ip = f[14:]
+    if len(ip) > 40 and ip[6] == 58 and ip[40] == ty:
+        print("FANN " + ip.hex(), flush=True)
+        n += 1
+"#;
+
 /// Port `port`'s RTT_est (us) and K_max (bytes) in `show congestion`.
 fn rtt_and_k_max(show: &str, port: &str) -> (f64, u64) {
     let line = show.lines().find(|l| l.starts_with(&format!("congestion '{port}'"))).unwrap_or_else(|| panic!("port {port} in {show}"));
@@ -1125,9 +1148,12 @@ fn rtt_and_k_max(show: &str, port: &str) -> (f64, u64) {
 /// router sends Echo Requests out of each congestion-aware port to the
 /// Linux host behind it and follows the smallest round trip of the last
 /// four with RTT_est, K_max (alpha x R_port x RTT_est / 8) and K_min with
-/// it. Port b's host answers 30 ms late at first (a long-haul link), then
+/// it. Port b's host answers 30 ms late at first (a long-haul link; 3 s), then
 /// at once; port a's kernel answers over IPv4. A forged reply is refused,
-/// and the operator can take RTT_est back.
+/// and the operator can take RTT_est back. Port b's round trip above its
+/// `degraded_us` (20 ms) is a FANN Performance degradation event to the
+/// ingress PE (port a's host) with the Latency and Jitter items (draft-hzh
+/// s.5.1.3 bits 6, 7), read by the scapy oracle, and its end a recovery.
 #[test]
 fn rtt_est_follows_echo_probes_to_the_linux_host_behind_the_port() {
     if let Err(why) = can_run() {
@@ -1137,15 +1163,21 @@ fn rtt_est_follows_echo_probes_to_the_linux_host_behind_the_port() {
     python_ok().expect("python3 is required for the delayed echo responder");
     let lab = TapLab::new("rtt");
     let probe = |target: &str| format!("rate_mbps = 1000\n[port.congestion]\nrtt_est_us = 50000\n[port.congestion.rtt_probe]\ntarget = \"{target}\"\ninterval_ms = 50\ntimeout_ms = 500\nwindow = 4\n");
-    let ports = lab.ports(&probe("10.1.0.2"), &probe("2001:db8:b::2").replace("rtt_est_us = 50000", "rtt_est_us = 100"));
+    let ports = lab.ports(&probe("10.1.0.2"), &format!("{}degraded_us = 20000\n", probe("2001:db8:b::2").replace("rtt_est_us = 50000", "rtt_est_us = 100")));
     let TapLab { n1, n2, t1, t2, dir, sock, cfg } = lab;
-    std::fs::write(&cfg, format!("[dataplane]\nstatus_interval_ms = 0\n[mempool]\nmbufs_per_socket = 4095\ncache_size = 64\n{ports}")).unwrap();
+    std::fs::write(&cfg, format!("[dataplane]\nstatus_interval_ms = 0\n[mempool]\nmbufs_per_socket = 4095\ncache_size = 64\n{ports}[fann]\nnode = \"2001:db8:ff::7\"\ningress_pes = [\"2001:db8:a::2\"]\n")).unwrap();
     let _ns = Netns::create(&[&n1, &n2]);
     let mut router = Router::start("taprtt", &cfg, &dir, &sock);
     host(&n1, &t1, "10.1.0.2/24", "2001:db8:a::2/64", "10.1.0.1", "2001:db8:a::1");
     host(&n2, &t2, "10.2.0.2/24", "2001:db8:b::2/64", "10.2.0.1", "2001:db8:b::1");
     let o = in_ns(&n2, &["sysctl", "-w", "net.ipv6.icmp.echo_ignore_all=1"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Port a's host plays the ingress PE: it records the FANN messages.
+    let mut pe = Command::new("ip").args(["netns", "exec", &n1, "python3", "-c", FANN_CAPTURE, &t1, "201", "30", "200"]).stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let mut pe_out = pe.stdout.take().unwrap();
+    let mut first = [0u8; 6];
+    std::io::Read::read_exact(&mut pe_out, &mut first).unwrap();
+    assert_eq!(&first, b"ready\n");
     let mut responder = Command::new("ip").args(["netns", "exec", &n2, "python3", "-c", ECHO_RESPONDER, "0.030", "60", "400"]).stdout(std::process::Stdio::piped()).spawn().unwrap();
     let mut out = responder.stdout.take().unwrap();
     let mut first = [0u8; 6];
@@ -1188,6 +1220,27 @@ fn rtt_est_follows_echo_probes_to_the_linux_host_behind_the_port() {
     let _ = responder.wait();
     std::io::Read::read_to_string(&mut out, &mut got).unwrap();
     let so = router.stop();
+    let _ = pe.kill();
+    let _ = pe.wait();
+    let mut fann = String::new();
+    std::io::Read::read_to_string(&mut pe_out, &mut fann).unwrap();
+    // The FANN messages about port b's round trip (Egress Port ID 1): the
+    // event with Latency >= 30 ms and a Jitter item, then its recovery.
+    let pkts: Vec<Vec<u8>> = fann.lines().filter_map(|l| l.strip_prefix("FANN ")).map(|h| (0..h.len()).step_by(2).map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap()).collect()).collect();
+    let refs: Vec<&[u8]> = pkts.iter().map(|p| p.as_slice()).collect();
+    let seen = fann_oracle(&refs);
+    let item = |f: &FannOracle, bit: u32| f.items.iter().find(|(b, _)| *b == bit).map(|(_, h)| u32::from_str_radix(h, 16).unwrap());
+    let perf: Vec<&FannOracle> = seen.iter().filter(|f| f.event_type == 3 && f.code == 0).collect();
+    assert_eq!(perf.len(), 1, "one Performance degradation event: {seen:?}");
+    let ev = perf[0];
+    assert!(ev.checksum_ok && ev.well_formed && ev.version == 1 && ev.origin == "2001:db8:ff::7".parse::<std::net::Ipv6Addr>().unwrap(), "{ev:?}");
+    assert_eq!(item(ev, 1), Some(1), "Egress Port ID: port b: {ev:?}");
+    let lat = item(ev, 6).expect("a Latency item");
+    assert!((30_000..45_000).contains(&lat), "Latency: the 30 ms round trip in us: {ev:?}");
+    assert!(item(ev, 7).is_some() && item(ev, 5).is_none(), "Jitter, no Packet Loss: {ev:?}");
+    let rec: Vec<&FannOracle> = seen.iter().filter(|f| f.code == 1 && f.event_type == 7 && f.event_subtype == 3).collect();
+    assert_eq!(rec.len(), 1, "its recovery once the round trip came down: {seen:?}");
+    assert!(rec[0].checksum_ok && rec[0].event_id == ev.event_id, "{:?}", rec[0]);
     let reqs: Vec<Vec<u32>> = got.lines().filter_map(|l| l.strip_prefix("REQ ")).map(|l| l.split(' ').map(|x| x.parse().unwrap()).collect()).collect();
     assert!(reqs.len() > 60, "the 60 answered late and more: {got}");
     assert!(reqs.iter().all(|r| r[0] == reqs[0][0] && r[2] == 24), "one identifier, 24 bytes of probe data: {got}");

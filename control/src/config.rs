@@ -1077,6 +1077,10 @@ pub struct RttProbeSection {
     pub timeout_ms: u64,
     #[serde(default = "d_probe_window")]
     pub window: usize,
+    /// With `[fann]`: a round trip (the estimate) at or above this is a
+    /// FANN Performance degradation event with Latency and Jitter
+    /// metadata, to the ingress PEs.
+    pub degraded_us: Option<u64>,
 }
 
 fn d_probe_interval() -> u64 {
@@ -1808,6 +1812,9 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
     // out of that port (ports are numbered by position until start).
     for (i, p) in ports.iter().enumerate() {
         let Some(r) = p.congestion.as_ref().and_then(|c| c.rtt_probe) else { continue };
+        if r.degraded_ns > 0 && fann.is_none() {
+            return Err(format!("port[{i}].congestion.rtt_probe.degraded_us = {}: has no effect without [fann] (it is a FANN event)", r.degraded_ns / 1000));
+        }
         let f = format!("port[{i}].congestion.rtt_probe.target = {}", r.target);
         if interfaces.iter().any(|x| x.v4.iter().any(|n| IpAddr::V4(n.addr()) == r.target) || x.v6.iter().any(|n| IpAddr::V6(n.addr()) == r.target)) {
             return Err(format!("{f}: an address of this router"));
@@ -2038,6 +2045,8 @@ fn fann_plan(f: &FannSection) -> Result<crate::fann_agent::FannPlan, String> {
             path_id: None,
             link_errors_per_s: f.link_errors_per_s,
             packet_loss_per_s: f.packet_loss_per_s,
+            // Per port, from its RTT probe (`degraded_us`), at start.
+            latency_degraded_ns: 0,
             rate_pps: f.rate_pps,
             burst: f.burst,
             epoch_ns: 0, // the router sets it when it starts its clock
@@ -2899,7 +2908,10 @@ fn rtt_probe_plan(r: &RttProbeSection, name: &str, ifaces: &[Interface], f: &str
         }
     };
     let source = source.ok_or_else(|| format!("{f}.target = {target}: port {name} has no {} address to send the probes from", if target.is_ipv4() { "IPv4" } else { "IPv6" }))?;
-    Ok(dataplane::rttprobe::ProbeConfig { target, source, interval_ns: r.interval_ms * 1_000_000, timeout_ns: r.timeout_ms * 1_000_000, window: r.window })
+    if r.degraded_us.is_some_and(|d| !(1..=10_000_000).contains(&d)) {
+        return Err(format!("{f}.degraded_us = {}: must be 1..=10000000", r.degraded_us.unwrap_or(0)));
+    }
+    Ok(dataplane::rttprobe::ProbeConfig { target, source, interval_ns: r.interval_ms * 1_000_000, timeout_ns: r.timeout_ms * 1_000_000, window: r.window, degraded_ns: r.degraded_us.unwrap_or(0) * 1000 })
 }
 
 /// Stands for "the link speed" where a port has no rate_mbps but a
@@ -3937,6 +3949,10 @@ mod refusals {
         refused(&probe("target = \"10.0.2.1\"\n"), &["port[1].congestion.rtt_probe.target = 10.0.2.1", "an address of this router"]);
         refused(&probe("target = \"198.51.100.1\"\n"), &["port[1].congestion.rtt_probe.target = 198.51.100.1", "no route"]);
         refused(&probe("target = \"10.0.2.2\"\nwindows = 3\n"), &["unknown field `windows`"]);
+        refused(&probe("target = \"10.0.2.2\"\ndegraded_us = 0\n"), &["port[1].congestion.rtt_probe.degraded_us = 0", "1..=10000000"]);
+        refused(&probe("target = \"10.0.2.2\"\ndegraded_us = 5000\n"), &["port[1].congestion.rtt_probe.degraded_us = 5000", "without [fann]"]);
+        let c = load_str(&format!("{}[fann]\nnode = \"fc00::9\"\ningress_pes = [\"fc00::a\"]\n", probe("target = \"10.0.2.2\"\ndegraded_us = 5000\n"))).unwrap();
+        assert_eq!(c.ports[1].congestion.as_ref().unwrap().rtt_probe.unwrap().degraded_ns, 5_000_000);
         // A queue no deeper than K_max (125 MB at 100 Gb/s and 10 ms).
         refused(&format!("{}[port.congestion]\nrtt_est_us = 10000\n", port.replace("rate_mbps = 100000\n", "rate_mbps = 100000\nqueue_bytes = 67108864\n")), &["port[1].queue_bytes = 67108864 (port wan)", "deeper than K_max"]);
         // Without rate_mbps (R_port = the link speed, known at start): the

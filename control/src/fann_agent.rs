@@ -98,6 +98,31 @@ impl FannAgent {
         self.packets(&notes)
     }
 
+    /// One observation of the ports' round trips: `rtt(port)` gives the
+    /// RTT probe's estimate (None: no answer lately) and jitter, for the
+    /// ports that probe. Performance degradation events when a round trip
+    /// reaches the port's threshold ([`Detector::on_latency`]). Returns
+    /// IPv6 packets to send.
+    pub fn poll_latency(&mut self, now: u64, rtt: impl Fn(u16) -> Option<(Option<u64>, u64)>) -> Vec<Vec<u8>> {
+        let mut notes: Vec<Notification> = Vec::new();
+        for (id, d, _, _) in self.ports.iter_mut() {
+            if let Some((est, jitter)) = rtt(*id) {
+                d.on_latency(est, jitter, now, &mut notes);
+            }
+        }
+        self.packets(&notes)
+    }
+
+    /// The round trip at or above which port `port` has a Performance
+    /// degradation event (0: never).
+    pub fn set_latency_degraded(&mut self, port: u16, ns: u64) {
+        for (p, d, _, _) in self.ports.iter_mut() {
+            if *p == port {
+                d.set_latency_degraded(ns);
+            }
+        }
+    }
+
     /// The packets for `notes`: each to every ingress PE (the detectors
     /// took the tokens of the node-wide limit: one per PE for each).
     fn packets(&mut self, notes: &[Notification]) -> Vec<Vec<u8>> {

@@ -963,6 +963,9 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             if let Some((_, id)) = plan.path_ids.iter().find(|(n, _)| *n == c.name) {
                 a.set_path_id(p.id, Some(*id));
             }
+            if let Some(r) = c.congestion.as_ref().and_then(|c| c.rtt_probe) {
+                a.set_latency_degraded(p.id, r.degraded_ns);
+            }
         }
         a
     });
@@ -1053,6 +1056,14 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             let now_ns = started.elapsed().as_nanos() as u64;
             let held = agent.rate_limited;
             let pkts = agent.poll_with_flows(now_ns, |p| snap.tx_bytes[usize::from(p) % dataplane::counters::MAX_PORTS], |p| control.queue_depth(p), |p| control.microbursts(p), |p| ports.iter().find(|x| x.id == p).map(|x| x.link_up()).unwrap_or(false), |p| control.top_flow(p));
+            control.own.local_n(dataplane::counters::Local::FannRateLimited, agent.rate_limited - held);
+            for ip in pkts {
+                control.own.local(dataplane::counters::Local::FannSent);
+                inject_later(&mut injects, ip, &control.own);
+            }
+            // The links' round trips as the RTT probes measure them.
+            let held = agent.rate_limited;
+            let pkts = agent.poll_latency(now_ns, |p| control.rtt_probes.iter().find(|s| s.on && s.probe.port == p).map(|s| (s.probe.estimate(), s.probe.jitter_ns)));
             control.own.local_n(dataplane::counters::Local::FannRateLimited, agent.rate_limited - held);
             for ip in pkts {
                 control.own.local(dataplane::counters::Local::FannSent);
@@ -1360,7 +1371,7 @@ mod tests {
     /// (90 % of the queue), as for a value set with `ctl`.
     #[test]
     fn a_measured_rtt_the_queue_cannot_hold_is_refused() {
-        let cfg = ProbeConfig { target: "2001:db8::2".parse().unwrap(), source: "2001:db8::1".parse().unwrap(), interval_ns: 1_000_000, timeout_ns: 100_000_000, window: 1 };
+        let cfg = ProbeConfig { target: "2001:db8::2".parse().unwrap(), source: "2001:db8::1".parse().unwrap(), interval_ns: 1_000_000, timeout_ns: 100_000_000, window: 1, degraded_ns: 0 };
         let mut slot = RttProbeSlot::new(1, RttProbe::new(cfg, 1, 7, 0));
         let queue = 64u64 << 20;
         let params = dataplane::congestion::PortParams {

@@ -94,6 +94,11 @@ pub struct DetectorConfig {
     /// buffer) per second over an interval at or above which it has a
     /// Performance degradation event (0x03); 0: never.
     pub packet_loss_per_s: u64,
+    /// The round trip over the port's link (measured by its RTT probe,
+    /// [`crate::rttprobe`]) at or above which it has a Performance
+    /// degradation event (0x03) with Latency and Jitter metadata; it ends
+    /// below 9/10 of it. 0: never.
+    pub latency_degraded_ns: u64,
     pub rate_pps: u32,
     pub burst: u32,
     /// Unix time (ns) at which the caller's clock `now` read 0: the
@@ -118,6 +123,7 @@ impl Default for DetectorConfig {
             path_id: None,
             link_errors_per_s: 10,
             packet_loss_per_s: 100,
+            latency_degraded_ns: 0,
             rate_pps: 1000,
             burst: 50,
             epoch_ns: 0,
@@ -244,6 +250,14 @@ pub struct Detector {
     /// degradation).
     errors: RateWatch,
     losses: RateWatch,
+    /// The Performance degradation event: it stands while the port loses
+    /// packets on receive (`losses`' condition) or its link's round trip
+    /// is degraded (one event per type, as the ingress PE keeps them),
+    /// with the causes' metadata: (losses in the window; round trip and
+    /// jitter in us).
+    perf: Option<Active>,
+    perf_loss: Option<u64>,
+    perf_latency: Option<(u32, u32)>,
     pub stats: DetectorStats,
 }
 
@@ -274,6 +288,9 @@ impl Detector {
             mb_qd: 0,
             errors: RateWatch::default(),
             losses: RateWatch::default(),
+            perf: None,
+            perf_loss: None,
+            perf_latency: None,
             stats: DetectorStats::default(),
         }
     }
@@ -435,20 +452,68 @@ impl Detector {
     /// window under half its rate.
     pub fn on_errors(&mut self, errors: u64, lost: u64, now: u64, out: &mut Vec<Notification>) {
         let (rate, ty) = (self.cfg.link_errors_per_s, event::SIGNAL_DEGRADATION);
-        if let Some((ev, count)) = Self::watch(&mut self.errors, errors, rate, self.cfg.interval_ns, now) {
+        let standing = self.errors.active.is_some();
+        if let Some((ev, count)) = Self::watch(&mut self.errors, standing, errors, rate, self.cfg.interval_ns, now) {
             self.rate_event(ty, ev, count, now, out, |md, c| md.signal_degradation = Some(c));
         }
-        let (rate, ty) = (self.cfg.packet_loss_per_s, event::PERFORMANCE_DEGRADATION);
-        if let Some((ev, count)) = Self::watch(&mut self.losses, lost, rate, self.cfg.interval_ns, now) {
-            self.rate_event(ty, ev, count, now, out, |md, c| md.packet_loss = Some(c));
+        let standing = self.perf_loss.is_some();
+        if let Some((ev, count)) = Self::watch(&mut self.losses, standing, lost, self.cfg.packet_loss_per_s, self.cfg.interval_ns, now) {
+            self.perf_loss = ev.then_some(count);
+            self.perf_update(now, out);
         }
         self.retry(now, out);
     }
 
+    /// The round trip over the port's link as its RTT probe measures it
+    /// (`rtt_ns`, the smallest of its window; None: no answer lately, which
+    /// changes nothing) and its jitter: at or above `latency_degraded_ns`
+    /// a Performance degradation event (0x03) with Latency and Jitter
+    /// metadata (s.5.1.3 bits 6 and 7, in us; the latency is the round
+    /// trip); it recovers below 9/10 of it, unless losses hold it.
+    pub fn on_latency(&mut self, rtt_ns: Option<u64>, jitter_ns: u64, now: u64, out: &mut Vec<Notification>) {
+        let thr = self.cfg.latency_degraded_ns;
+        if let (Some(rtt), true) = (rtt_ns, thr > 0) {
+            let us = |ns: u64| sat32(ns / 1000);
+            let change = match self.perf_latency {
+                None if rtt >= thr => Some(Some((us(rtt), us(jitter_ns)))),
+                Some(_) if rtt < thr - thr / 10 => Some(None),
+                _ => None,
+            };
+            if let Some(c) = change {
+                self.perf_latency = c;
+                self.perf_update(now, out);
+            }
+        }
+        self.retry(now, out);
+    }
+
+    /// Start the Performance degradation event when a cause appeared, end
+    /// it when none is left.
+    fn perf_update(&mut self, now: u64, out: &mut Vec<Notification>) {
+        let want = self.perf_loss.is_some() || self.perf_latency.is_some();
+        match (self.perf, want) {
+            (None, true) => {
+                let id = self.fresh_id();
+                self.perf = Some(Active { id, subtype: 0 });
+                let mut md = self.base_md(now);
+                md.packet_loss = self.perf_loss.map(sat32);
+                md.latency = self.perf_latency.map(|l| l.0);
+                md.jitter = self.perf_latency.map(|l| l.1);
+                let m = self.message(event::PERFORMANCE_DEGRADATION, 0, id, now, md);
+                self.emit(out, now, CODE_EVENT, m);
+            }
+            (Some(a), false) => {
+                self.perf = None;
+                self.recover(event::PERFORMANCE_DEGRADATION, a, now, out);
+            }
+            _ => {}
+        }
+    }
+
     /// Count `n` into `w`; at the end of an interval, Some((true, count))
-    /// when its rate reached `per_s` and no event stands, Some((false,
-    /// count)) when it fell under half of it and one stands.
-    fn watch(w: &mut RateWatch, n: u64, per_s: u64, interval_ns: u64, now: u64) -> Option<(bool, u64)> {
+    /// when its rate reached `per_s` and its condition is not `standing`,
+    /// Some((false, count)) when it fell under half of it and it is.
+    fn watch(w: &mut RateWatch, standing: bool, n: u64, per_s: u64, interval_ns: u64, now: u64) -> Option<(bool, u64)> {
         w.win_count = w.win_count.saturating_add(n);
         let dt = now.saturating_sub(w.win_start);
         if dt < interval_ns.max(RATE_WINDOW_NS) {
@@ -462,7 +527,7 @@ impl Detector {
         // count / dt >= per_s / 1e9, in integers.
         let reach = u128::from(count) * 1_000_000_000 >= u128::from(per_s) * u128::from(dt);
         let under_half = u128::from(count) * 2_000_000_000 < u128::from(per_s) * u128::from(dt);
-        match (w.active.is_some(), reach, under_half) {
+        match (standing, reach, under_half) {
             (false, true, _) => Some((true, count)),
             (true, _, true) => Some((false, count)),
             _ => None,
@@ -470,7 +535,7 @@ impl Detector {
     }
 
     fn rate_event(&mut self, ty: u8, start: bool, count: u64, now: u64, out: &mut Vec<Notification>, set: impl Fn(&mut Metadata, u32)) {
-        let w = if ty == event::SIGNAL_DEGRADATION { &mut self.errors } else { &mut self.losses };
+        let w = &mut self.errors;
         if start {
             let id = self.ids.fetch_add(1, Ordering::Relaxed);
             w.active = Some(Active { id, subtype: 0 });
@@ -486,6 +551,12 @@ impl Detector {
     /// The Path ID this port's notifications carry (s.5.1.3).
     pub fn set_path_id(&mut self, id: Option<[u8; 16]>) {
         self.cfg.path_id = id;
+    }
+
+    /// The round trip at or above which the port's link is degraded
+    /// ([`Detector::on_latency`]; 0: never).
+    pub fn set_latency_degraded(&mut self, ns: u64) {
+        self.cfg.latency_degraded_ns = ns;
     }
 
     /// The port's link went down (`up == false`) or came back.
@@ -1706,6 +1777,48 @@ mod tests {
         let mut out = Vec::new();
         off.on_errors(1_000_000, 1_000_000, W, &mut out);
         off.on_errors(1_000_000, 1_000_000, 2 * W, &mut out);
+        assert!(out.is_empty());
+    }
+
+    /// A Performance degradation event (0x03) from the link's round trip
+    /// (the RTT probe's), with Latency and Jitter metadata in us (s.5.1.3
+    /// bits 6, 7); it stands while either cause holds (one event per type,
+    /// as the ingress PE keeps them) and recovers below 9/10 of the
+    /// threshold.
+    #[test]
+    fn a_degraded_round_trip_is_a_performance_degradation_event() {
+        let cfg = DetectorConfig { node: "fc00::1".parse().unwrap(), latency_degraded_ns: 20 * MS, ..DetectorConfig::default() };
+        let mut d = Detector::new(cfg, 7, 300);
+        let mut out = Vec::new();
+        d.on_latency(Some(19 * MS), 0, MS, &mut out);
+        d.on_latency(None, 0, 2 * MS, &mut out);
+        assert!(out.is_empty(), "under the threshold, or nothing measured");
+        d.on_latency(Some(30_500_000), 1_200_000, 3 * MS, &mut out);
+        assert_eq!(out.len(), 1);
+        let m = out[0].message;
+        assert_eq!((out[0].code, m.event_type, m.event_subtype, m.event_id), (CODE_EVENT, event::PERFORMANCE_DEGRADATION, 0, 300));
+        assert_eq!((m.metadata.latency, m.metadata.jitter, m.metadata.packet_loss, m.metadata.egress_port_id), (Some(30_500), Some(1_200), None, Some(7)));
+        out.clear();
+        // 19 ms is above 9/10 of 20: it stands. Losses join: no second event.
+        d.on_latency(Some(19 * MS), 0, 4 * MS, &mut out);
+        const W: u64 = RATE_WINDOW_NS;
+        d.on_errors(0, 0, W, &mut out);
+        d.on_errors(0, 50, 2 * W, &mut out);
+        assert!(out.is_empty(), "{out:?}");
+        // The round trip is back; the losses still hold the event.
+        d.on_latency(Some(17 * MS), 0, 2 * W + MS, &mut out);
+        assert!(out.is_empty(), "{out:?}");
+        // Losses end: the recovery, naming the event.
+        d.on_errors(0, 0, 3 * W, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!((out[0].code, out[0].message.event_type, out[0].message.event_subtype, out[0].message.event_id), (CODE_RECOVERY, RECOVERY, event::PERFORMANCE_DEGRADATION, 300));
+        out.clear();
+        // Losses alone start one as before (bit 5 only); latency 0 is off.
+        d.on_errors(0, 50, 4 * W, &mut out);
+        assert_eq!((out[0].message.metadata.packet_loss, out[0].message.metadata.latency, out[0].message.event_id), (Some(50), None, 301));
+        let mut off = Detector::new(DetectorConfig::default(), 7, 1);
+        let mut out = Vec::new();
+        off.on_latency(Some(10_000 * MS), 0, MS, &mut out);
         assert!(out.is_empty());
     }
 

@@ -60,6 +60,9 @@ pub struct ProbeConfig {
     pub timeout_ns: u64,
     /// RTT_est is the smallest round trip of this many last probes.
     pub window: usize,
+    /// A round trip at or above this makes the port's FANN Performance
+    /// degradation event ([`crate::fann::Detector::on_latency`]); 0: none.
+    pub degraded_ns: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -104,6 +107,10 @@ pub struct RttProbe {
     /// The outcome of the last `window` probes (None: lost), oldest first.
     samples: VecDeque<Option<u64>>,
     pub last_rtt_ns: Option<u64>,
+    /// The round trips' variation: the mean deviation of one from the
+    /// next, smoothed with gain 1/16 (RFC 3550 s.6.4.1's interarrival
+    /// jitter, over round trips).
+    pub jitter_ns: u64,
     pub stats: ProbeStats,
 }
 
@@ -123,6 +130,7 @@ impl RttProbe {
             outstanding: VecDeque::with_capacity(MAX_OUTSTANDING),
             samples: VecDeque::with_capacity(window),
             last_rtt_ns: None,
+            jitter_ns: 0,
             stats: ProbeStats::default(),
         }
     }
@@ -205,6 +213,10 @@ impl RttProbe {
         }
         let rtt = at.saturating_sub(sent).clamp(MIN_RTT_NS, MAX_RTT_NS);
         self.stats.answered += 1;
+        if let Some(prev) = self.last_rtt_ns {
+            let d = rtt.abs_diff(prev);
+            self.jitter_ns = (self.jitter_ns * 15 + d) / 16;
+        }
         self.last_rtt_ns = Some(rtt);
         self.record(Some(rtt));
         Reply::Sample(rtt)
@@ -285,7 +297,7 @@ mod tests {
     const MS: u64 = 1_000_000;
 
     fn cfg(target: &str, source: &str) -> ProbeConfig {
-        ProbeConfig { target: target.parse().unwrap(), source: source.parse().unwrap(), interval_ns: 100 * MS, timeout_ns: 500 * MS, window: 4 }
+        ProbeConfig { target: target.parse().unwrap(), source: source.parse().unwrap(), interval_ns: 100 * MS, timeout_ns: 500 * MS, window: 4, degraded_ns: 0 }
     }
 
     /// The reply a peer would send to `req` (an IP packet from `poll`):
@@ -314,6 +326,10 @@ mod tests {
         assert_eq!(estimates, vec![20, 20, 20, 20, 21, 21, 30, 30]);
         assert_eq!(p.stats, ProbeStats { sent: 8, answered: 8, ..Default::default() });
         assert_eq!(p.last_rtt_ns, Some(30 * MS));
+        // Deviations 5, 4, 19, 10, 0, 0, 0 ms, each taking 1/16 of the way.
+        let j = [5u64, 4, 19, 10, 0, 0, 0].iter().fold(0u64, |j, d| (j * 15 + d * MS) / 16);
+        assert_eq!(p.jitter_ns, j);
+        assert!((1_800_000..1_850_000).contains(&j), "about 1.83 ms: {j}");
     }
 
     #[test]
