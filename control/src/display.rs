@@ -202,7 +202,7 @@ pub fn rtt_probe(slot: &crate::router::RttProbeSlot) -> String {
     let (filled, lost) = p.window_fill();
     let est = match p.estimate() {
         _ if !slot.on => "off (ctl congestion PORT rtt_probe off): RTT_est stays as set".to_string(),
-        Some(e) => format!("the smallest round trip of the last {filled} probe(s): {} (last answer {})", us(e), p.last_rtt_ns.map_or_else(|| "-".into(), us)),
+        Some(e) => format!("the smallest round trip of the last {filled} probe(s): {} (last answer {}, jitter {})", us(e), p.last_rtt_ns.map_or_else(|| "-".into(), us), us(p.jitter_ns)),
         None if filled == 0 => "no probe answered or lost yet: RTT_est as configured".to_string(),
         None => format!("none of the last {filled} probes answered ({lost} lost): RTT_est stays"),
     };
