@@ -23,6 +23,8 @@ $(STAMP): Makefile
 	fi
 	@python3 -c 'import scapy, sys; v=tuple(int(x) for x in scapy.VERSION.split(".")[:2]); sys.exit(0 if v >= (2,6) else 1)' 2>/dev/null || \
 	  python3 -m pip install -q 'scapy>=2.6' 2>/dev/null || python3 -m pip install -q --break-system-packages 'scapy>=2.6'
+	@python3 -c 'import prometheus_client' 2>/dev/null || \
+	  python3 -m pip install -q 'prometheus-client>=0.17' 2>/dev/null || python3 -m pip install -q --break-system-packages 'prometheus-client>=0.17'
 	@mkdir -p target && touch $(STAMP)
 
 deps: $(STAMP)

@@ -3683,3 +3683,121 @@ fn congestion_without_rate_mbps_takes_the_link_speed() {
     assert!(!out.status.success());
     assert!(se.contains("port[1].queue_bytes = 67108864 (port wan)") && se.contains("(R_port = the link speed, 10000 Mb/s)"), "{se}");
 }
+
+/// Parse a Prometheus text page with the independent `prometheus_client`
+/// parser (PyPI): one `name{labels} value` line per sample, labels sorted.
+fn prometheus_oracle(page: &str) -> std::collections::BTreeMap<String, f64> {
+    use std::io::Write;
+    let script = "import sys\nfrom prometheus_client.parser import text_string_to_metric_families\nfor f in text_string_to_metric_families(sys.stdin.read()):\n    for s in f.samples:\n        print(f.type, s.name + '{' + ','.join('%s=%s' % kv for kv in sorted(s.labels.items())) + '}', repr(float(s.value)))\n";
+    let mut c = Command::new("python3").args(["-c", script]).stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    c.stdin.take().unwrap().write_all(page.as_bytes()).unwrap();
+    let o = wait_output(c, std::time::Duration::from_secs(60));
+    assert!(o.status.success(), "prometheus_client rejects the page: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).lines().map(|l| {
+        let w: Vec<&str> = l.split(' ').collect();
+        (w[1].to_string(), w[2].parse().unwrap())
+    }).collect()
+}
+
+/// One HTTP request to `addr`; the whole reply.
+fn http(addr: &str, request: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut r = String::new();
+    s.read_to_string(&mut r).unwrap();
+    r
+}
+
+/// `[metrics] listen`: the counters for Prometheus at `GET /metrics`. The
+/// page parses with the `prometheus_client` parser, and its values are the
+/// ones `show counters` and `show congestion` give: packets and bytes per
+/// port, every drop reason (also at 0), local events (the unreachables
+/// sent for packets without a route, the fast path's count), the
+/// congestion-aware port's thresholds. Other paths get 404, other methods 405; a client
+/// that sends nothing delays no other.
+#[test]
+fn prometheus_scrapes_the_counters_show_counters_gives() {
+    let name = "metrics";
+    let dir = workdir(name);
+    let to_router = control::gen::L2 { src: HOST, dst: R_DC };
+    let src: std::net::Ipv6Addr = "2001:db8:1::2".parse().unwrap();
+    let mut frames = four_flows(&to_router, src);
+    let routed = frames.len() as u64;
+    for i in 0..7u16 {
+        frames.push(control::gen::udp6(&to_router, src, "2001:db8:77::1".parse().unwrap(), 1000 + i, 9, b"no route", 64));
+    }
+    control::demo::write_pcap(&dir.join("dc-in.pcap"), &frames).unwrap();
+    control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
+    // A free port for the endpoint (taken and let go again).
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let addr = format!("127.0.0.1:{port}");
+    let cfg = dir.join("r.toml");
+    let text = config(&dir)
+        .replace("mac = \"02:dc:00:00:00:02\"", "mac = \"02:dc:00:00:00:02\"\nrate_mbps = 1000")
+        .replacen("[[route]]", "[port.congestion]\nrtt_est_us = 2000\n[[route]]", 1)
+        + &format!("[metrics]\nlisten = \"{addr}\"\n");
+    std::fs::write(&cfg, text).unwrap();
+    let sock = dir.join("ctl.sock");
+    let (mut child, out) = start_with_ctl(name, &cfg, &dir, &sock, &["--duration", "60"]);
+    let s = sock.to_str().unwrap();
+    let ctl = |c: &str| control::ctl::request(s, c).unwrap();
+    // Until the replay is through (bounded: 100 x 50 ms).
+    let mut shown = String::new();
+    for _ in 0..100 {
+        shown = ctl("show counters");
+        if shown.contains("icmpv6-no-route-sent") && value(&shown, "icmpv6-no-route-sent") == 7 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // A client that connects and says nothing holds up no scrape.
+    let _silent = std::net::TcpStream::connect(&addr).unwrap();
+    let r = http(&addr, "GET /metrics HTTP/1.1\r\nHost: router\r\nAccept: text/plain\r\n\r\n");
+    let (head, page) = r.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200 OK\r\n") && head.contains("Content-Type: text/plain; version=0.0.4") && head.contains(&format!("Content-Length: {}", page.len())), "{head}");
+    let m = prometheus_oracle(page);
+    let get = |k: &str| *m.get(k).unwrap_or_else(|| panic!("{k} not on the page:\n{page}"));
+    let show_congestion = ctl("show congestion");
+    eprintln!("{shown}\n{show_congestion}");
+    assert_eq!(get("dcirouter_up{}"), 1.0);
+    assert_eq!(get("dcirouter_port_rx_packets_total{port=dc}"), (routed + 7) as f64);
+    let row = |p: &str| shown.lines().find(|l| l.starts_with(p)).unwrap().split_whitespace().map(|w| w.to_string()).collect::<Vec<_>>();
+    let (dc, wan) = (row("dc "), row("wan "));
+    assert_eq!(get("dcirouter_port_rx_bytes_total{port=dc}"), dc[3].parse::<f64>().unwrap());
+    assert_eq!(get("dcirouter_port_tx_packets_total{port=wan}"), wan[4].parse::<f64>().unwrap());
+    assert_eq!(get("dcirouter_port_tx_packets_total{port=wan}"), routed as f64, "every RoCEv2 packet forwarded");
+    assert_eq!(get("dcirouter_port_tx_bytes_total{port=wan}"), wan[5].parse::<f64>().unwrap());
+    assert_eq!(get("dcirouter_local_total{event=icmpv6-no-route-sent}"), 7.0, "the packets without a route, answered");
+    assert_eq!(get("dcirouter_port_tx_packets_total{port=dc}"), 7.0);
+    assert_eq!(get("dcirouter_drops_total{reason=ttl-expired}"), 0.0, "every reason, also at 0");
+    assert_eq!(m.keys().filter(|k| k.starts_with("dcirouter_drops_total{")).count(), dataplane::counters::Drop::ALL.len());
+    assert_eq!(get("dcirouter_local_total{event=fast-path-forwarded}"), value(&shown, "fast-path-forwarded") as f64);
+    assert_eq!(get("dcirouter_local_total{event=ecn-ce-marked}"), 0.0, "the 1 Gb/s queue never reached K_min");
+    assert_eq!(get("dcirouter_port_link_up{port=wan}"), 1.0);
+    let k_max = show_congestion.split("K_max ").nth(1).unwrap().split(' ').next().unwrap().parse::<f64>().unwrap();
+    assert_eq!(get("dcirouter_congestion_k_max_bytes{port=wan}"), k_max);
+    assert_eq!(k_max, 250_000.0, "1 Gb/s x 2 ms / 8");
+    assert_eq!(get("dcirouter_congestion_rtt_est_seconds{port=wan}"), 0.002);
+    assert_eq!(get("dcirouter_congestion_cnp_sent_total{action=rate-reduce,port=wan}"), 0.0);
+    // Other paths and methods.
+    assert!(http(&addr, "GET / HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 404 Not Found\r\n"));
+    let r = http(&addr, "DELETE /metrics HTTP/1.1\r\n\r\n");
+    assert!(r.starts_with("HTTP/1.1 405 Method Not Allowed\r\n") && r.contains("Allow: GET, HEAD"), "{r}");
+    let r = http(&addr, &format!("GET /metrics HTTP/1.1\r\nX: {}\r\n\r\n", "a".repeat(9000)));
+    assert!(r.starts_with("HTTP/1.1 431"), "{r}");
+    let st = stop_deadline(&mut child, RUN_DEADLINE);
+    assert!(st.success());
+    let err = std::fs::read_to_string(out.with_extension("err")).unwrap();
+    assert!(err.contains(&format!("metrics: Prometheus text format at http://{addr}/metrics")), "{err}");
+    let so = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(mempool_in_use(&so), 0);
+    // A port another program holds stops start-up, naming the field.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy = taken.local_addr().unwrap();
+    std::fs::write(&cfg, std::fs::read_to_string(&cfg).unwrap().replace(&addr, &busy.to_string())).unwrap();
+    let o = run(&format!("{name}-busy"), &cfg, &["--duration", "5"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains(&format!("metrics.listen = {busy}: ")), "{err}");
+}

@@ -39,6 +39,17 @@ pub struct FileConfig {
     pub wan_notify: Vec<WanNotifySection>,
     #[serde(default, rename = "cnp_auth")]
     pub cnp_auth: Vec<CnpAuthSection>,
+    #[serde(default)]
+    pub metrics: Option<MetricsSection>,
+}
+
+/// `[metrics]`: the counters for Prometheus ([`crate::metrics`]).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsSection {
+    /// Address and TCP port of the `GET /metrics` endpoint, e.g.
+    /// "127.0.0.1:9464" or "[::1]:9464".
+    pub listen: String,
 }
 
 /// `[[cnp_auth]]`: an outbound IPsec AH SA (RFC 4302, manual keys) for the
@@ -1337,6 +1348,8 @@ pub struct RouterConfig {
     /// The ICMP identifier of the RTT probes (random per start; None:
     /// no port probes).
     pub echo_probe_id: Option<u16>,
+    /// `[metrics] listen`.
+    pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
 impl RouterConfig {
@@ -1833,7 +1846,18 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         use std::hash::BuildHasher;
         std::collections::hash_map::RandomState::new().hash_one(std::process::id()) as u16
     });
+    let metrics_listen = match &f.metrics {
+        None => None,
+        Some(m) => {
+            let a: std::net::SocketAddr = m.listen.parse().map_err(|_| format!("metrics.listen = {:?}: not an address and port (\"127.0.0.1:9464\", \"[::1]:9464\")", m.listen))?;
+            if a.port() == 0 {
+                return Err(format!("metrics.listen = {a}: port 0"));
+            }
+            Some(a)
+        }
+    };
     Ok(RouterConfig {
+        metrics_listen,
         echo_probe_id,
         mroutes,
         mld,
@@ -3909,6 +3933,9 @@ mod refusals {
 
     #[test]
     fn addresses_and_codepoints_that_cannot_work_are_refused() {
+        refused(&format!("{GOOD}[metrics]\nlisten = \"9464\"\n"), &["metrics.listen = \"9464\"", "not an address and port"]);
+        refused(&format!("{GOOD}[metrics]\nlisten = \"127.0.0.1:0\"\n"), &["metrics.listen = 127.0.0.1:0", "port 0"]);
+        assert_eq!(load_str(&format!("{GOOD}[metrics]\nlisten = \"[::1]:9464\"\n")).unwrap().metrics_listen, Some("[::1]:9464".parse().unwrap()));
         refused(&format!("{GOOD}{SRV6}source = \"::\"\n"), &["srv6.source = ::", "unicast"]);
         refused(&format!("{GOOD}[fann]\nnode = \"::1\"\ningress_pes = [\"fc00::a\"]\n"), &["fann.node = ::1", "unicast"]);
         refused(&format!("{GOOD}[fann]\nnode = \"fc00::9\"\ningress_pes = [\"fc00::a\", \"fc00::a\"]\n"), &["fann.ingress_pes[1] = fc00::a", "twice"]);

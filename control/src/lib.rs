@@ -8,3 +8,4 @@ pub mod router;
 pub mod gen;
 pub mod isis;
 pub mod fann_agent;
+pub mod metrics;

@@ -922,6 +922,19 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         },
         None => None,
     };
+    let mut metrics = match cfg.metrics_listen {
+        Some(a) => match crate::metrics::MetricsServer::bind(a) {
+            Ok(m) => {
+                eprintln!("metrics: Prometheus text format at http://{}/metrics", m.local_addr().unwrap_or(a));
+                Some(m)
+            }
+            Err(e) => {
+                stop_workers(&stop, &mut workers);
+                return Err(e);
+            }
+        },
+        None => None,
+    };
     let sids = sids0.as_deref().cloned();
     let mut control = Control { topo, fib: cfg.fib.clone(), neighbours, sids, cfg, workers, own: Arc::new(WorkerCounters::default()), pe: pe.take(), nud: None, flows_seq: 0, garbage: garbage_rx.clone(), expired_pending: false, expired_pushed: Instant::now(), static_mroutes: Vec::new(), mld: None, mld_next: 0, mld_started: Instant::now(), mld_out: std::collections::VecDeque::new(), pfc_rx: pfc_rx.iter().enumerate().filter_map(|(id, p)| p.clone().map(|p| (id as u16, p))).collect(), clock: clock0, rtt_probes: Vec::new() };
     if let Some(ident) = control.cfg.echo_probe_id {
@@ -1105,6 +1118,9 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         }
         if let Some(s) = ctl_server.as_mut() {
             s.poll(&mut control, &ports, &port_names);
+        }
+        if let Some(m) = metrics.as_mut() {
+            m.poll(&mut || crate::metrics::render(&control, &ports, &port_names));
         }
         // Link state every 10 ms: ECMP routes leave out the next hops
         // behind a port whose link is down.
