@@ -1687,7 +1687,7 @@ mod icmp4_tests {
     /// malformed, and a flood beyond the per-worker rate as rate-limited.
     #[test]
     fn echo_replies_to_rtt_probes_go_to_the_control_thread() {
-        use crate::rttprobe::{echo_request, PROBE_DATA};
+        use crate::rttprobe::{echo_reply, PROBE_DATA};
         let mut ifc = Interface::new("a", 0, None, [2, 0, 0, 0, 0, 1], 1500);
         ifc.v4.push("10.0.0.1/24".parse().unwrap());
         ifc.v6.push("2001:db8::1/64".parse().unwrap());
@@ -1697,27 +1697,13 @@ mod icmp4_tests {
         let new = |t: Arc<Topology>| Pipeline::new(t, Arc::new(Fib::default()), Arc::new(Neighbours::default()), Arc::new(WorkerCounters::default()), PipelineConfig::default());
         let mut pl = new(topo.clone());
         let data: Vec<u8> = (0..PROBE_DATA as u8).collect();
-        // The peer's reply: an Echo Request from it turned into a reply.
+        // The peer's reply, in an Ethernet frame to the router.
         let reply = |from: &str, ident: u16, data: &[u8]| {
-            let (src, dst): (IpAddr, IpAddr) = match from.parse::<IpAddr>().unwrap() {
-                a @ IpAddr::V4(_) => (a, "10.0.0.1".parse().unwrap()),
-                a => (a, "2001:db8::1".parse().unwrap()),
-            };
-            let mut ip = echo_request(src, dst, ident, 7, data);
-            let v4 = src.is_ipv4();
-            let off = if v4 { 20 } else { 40 };
-            ip[off] = if v4 { 0 } else { 129 };
-            ip[off + 2..off + 4].copy_from_slice(&[0, 0]);
-            let c = if v4 {
-                checksum::checksum(&ip[off..])
-            } else {
-                let (s, d): ([u8; 16], [u8; 16]) = (ip[8..24].try_into().unwrap(), ip[24..40].try_into().unwrap());
-                !checksum::fold(checksum::combine(checksum::pseudo_v6(&s, &d, 58, (ip.len() - 40) as u32), checksum::sum(&ip[40..])))
-            };
-            ip[off + 2..off + 4].copy_from_slice(&c.to_be_bytes());
+            let src: IpAddr = from.parse().unwrap();
+            let dst: IpAddr = if src.is_ipv4() { "10.0.0.1".parse().unwrap() } else { "2001:db8::1".parse().unwrap() };
             let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2];
-            f.extend_from_slice(if v4 { &[8, 0] } else { &[0x86, 0xdd] });
-            f.extend_from_slice(&ip);
+            f.extend_from_slice(if src.is_ipv4() { &[8, 0] } else { &[0x86, 0xdd] });
+            f.extend_from_slice(&echo_reply(src, dst, ident, 7, data));
             f
         };
         let run = |pl: &mut Pipeline, f: Vec<u8>, now: u64| pl.process(&mut VecPacket::from_bytes(&f), 0, now);

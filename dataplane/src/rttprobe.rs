@@ -245,6 +245,16 @@ impl RttProbe {
 /// An ICMP (IPv4) or ICMPv6 Echo Request from `src` to `dst` (CS6, TTL /
 /// Hop Limit 64), checksums filled. `src` and `dst` must be of one family.
 pub fn echo_request(src: IpAddr, dst: IpAddr, ident: u16, seq: u16, data: &[u8]) -> Vec<u8> {
+    echo(src, dst, ident, seq, data, false)
+}
+
+/// The Echo Reply a target sends back (as [`echo_request`], the other
+/// type): for tests and fuzzing.
+pub fn echo_reply(src: IpAddr, dst: IpAddr, ident: u16, seq: u16, data: &[u8]) -> Vec<u8> {
+    echo(src, dst, ident, seq, data, true)
+}
+
+fn echo(src: IpAddr, dst: IpAddr, ident: u16, seq: u16, data: &[u8], reply: bool) -> Vec<u8> {
     let mut icmp = Vec::with_capacity(8 + data.len());
     icmp.extend_from_slice(&[0, 0, 0, 0]);
     icmp.extend_from_slice(&ident.to_be_bytes());
@@ -252,7 +262,7 @@ pub fn echo_request(src: IpAddr, dst: IpAddr, ident: u16, seq: u16, data: &[u8])
     icmp.extend_from_slice(data);
     match (src, dst) {
         (IpAddr::V4(s), IpAddr::V4(d)) => {
-            icmp[0] = 8;
+            icmp[0] = if reply { 0 } else { 8 };
             let c = checksum::checksum(&icmp);
             icmp[2..4].copy_from_slice(&c.to_be_bytes());
             let mut v = Vec::with_capacity(20 + icmp.len());
@@ -268,7 +278,7 @@ pub fn echo_request(src: IpAddr, dst: IpAddr, ident: u16, seq: u16, data: &[u8])
         }
         (s, d) => {
             let (s, d) = (to_v6(s), to_v6(d));
-            icmp[0] = 128;
+            icmp[0] = if reply { 129 } else { 128 };
             let sum = checksum::combine(checksum::pseudo_v6(&s.octets(), &d.octets(), 58, icmp.len() as u32), checksum::sum(&icmp));
             icmp[2..4].copy_from_slice(&(!checksum::fold(sum)).to_be_bytes());
             let mut v = Vec::with_capacity(40 + icmp.len());
@@ -444,5 +454,13 @@ mod tests {
         let m = Icmpv4Packet::new_checked(&v4[20..]).unwrap();
         assert!(m.verify_checksum());
         assert_eq!((m.msg_type(), m.msg_code(), m.echo_ident(), m.echo_seq_no()), (Icmpv4Message::ECHO_REQUEST, 0, 0x1234, 5));
+        // The replies a target sends.
+        let r6 = echo_reply("2001:db8::2".parse().unwrap(), "2001:db8::1".parse().unwrap(), 0x1234, 5, &data);
+        let m = Icmpv6Packet::new_checked(&r6[40..]).unwrap();
+        assert_eq!((m.msg_type(), m.echo_ident(), m.echo_seq_no()), (Icmpv6Message::ECHO_REPLY, 0x1234, 5));
+        assert!(m.verify_checksum(&"2001:db8::2".parse().unwrap(), &"2001:db8::1".parse().unwrap()));
+        let r4 = echo_reply("10.0.0.2".parse().unwrap(), "10.0.0.1".parse().unwrap(), 0x1234, 5, &data);
+        let m = Icmpv4Packet::new_checked(&r4[20..]).unwrap();
+        assert!(m.verify_checksum() && m.msg_type() == Icmpv4Message::ECHO_REPLY);
     }
 }

@@ -372,20 +372,7 @@ const ECHO_ID: u16 = 0x4242;
 
 /// An Echo Reply from `src` to `dst` to an RTT probe (checksums filled).
 fn echo_reply(src: &str, dst: &str) -> Vec<u8> {
-    use dataplane::wire::checksum;
-    let mut ip = dataplane::rttprobe::echo_request(src.parse().unwrap(), dst.parse().unwrap(), ECHO_ID, 1, &[7; dataplane::rttprobe::PROBE_DATA]);
-    let v4 = ip[0] >> 4 == 4;
-    let off = if v4 { 20 } else { 40 };
-    ip[off] = if v4 { 0 } else { 129 };
-    ip[off + 2..off + 4].fill(0);
-    let c = if v4 {
-        checksum::checksum(&ip[off..])
-    } else {
-        let (s, d): ([u8; 16], [u8; 16]) = (ip[8..24].try_into().unwrap(), ip[24..40].try_into().unwrap());
-        !checksum::fold(checksum::combine(checksum::pseudo_v6(&s, &d, 58, (ip.len() - 40) as u32), checksum::sum(&ip[40..])))
-    };
-    ip[off + 2..off + 4].copy_from_slice(&c.to_be_bytes());
-    ip
+    dataplane::rttprobe::echo_reply(src.parse().unwrap(), dst.parse().unwrap(), ECHO_ID, 1, &[7; dataplane::rttprobe::PROBE_DATA])
 }
 
 pub fn seeds_pipeline() -> Vec<Vec<u8>> {
