@@ -3714,8 +3714,9 @@ fn http(addr: &str, request: &str) -> String {
 /// page parses with the `prometheus_client` parser, and its values are the
 /// ones `show counters` and `show congestion` give: packets and bytes per
 /// port, every drop reason (also at 0), local events (the unreachables
-/// sent for packets without a route, the fast path's count), the
-/// congestion-aware port's thresholds. Other paths get 404, other methods 405; a client
+/// sent for packets without a route, the fast path's count, CE marks), the
+/// congestion-aware port's thresholds, CNPs and reaction time (its queue
+/// congested on purpose). Other paths get 404, other methods 405; a client
 /// that sends nothing delays no other.
 #[test]
 fn prometheus_scrapes_the_counters_show_counters_gives() {
@@ -3734,9 +3735,11 @@ fn prometheus_scrapes_the_counters_show_counters_gives() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let addr = format!("127.0.0.1:{port}");
     let cfg = dir.join("r.toml");
+    // The WAN port congested: 87 KB at 50 Mb/s passes K_max (64 KiB).
     let text = config(&dir)
-        .replace("mac = \"02:dc:00:00:00:02\"", "mac = \"02:dc:00:00:00:02\"\nrate_mbps = 1000")
+        .replace("mac = \"02:dc:00:00:00:02\"", "mac = \"02:dc:00:00:00:02\"\nrate_mbps = 50\nqueue_bytes = 600000")
         .replacen("[[route]]", "[port.congestion]\nrtt_est_us = 2000\n[[route]]", 1)
+        + "[[neighbour]]\nip = \"2001:db8:1::2\"\nmac = \"02:00:00:00:01:02\"\ninterface = \"dc\"\n"
         + &format!("[metrics]\nlisten = \"{addr}\"\n");
     std::fs::write(&cfg, text).unwrap();
     let sock = dir.join("ctl.sock");
@@ -3747,7 +3750,8 @@ fn prometheus_scrapes_the_counters_show_counters_gives() {
     let mut shown = String::new();
     for _ in 0..100 {
         shown = ctl("show counters");
-        if shown.contains("icmpv6-no-route-sent") && value(&shown, "icmpv6-no-route-sent") == 7 {
+        let wan_tx = shown.lines().find(|l| l.starts_with("wan ")).and_then(|l| l.split_whitespace().nth(4)).unwrap_or("0");
+        if shown.contains("icmpv6-no-route-sent") && value(&shown, "icmpv6-no-route-sent") == 7 && wan_tx == routed.to_string() {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
@@ -3770,17 +3774,27 @@ fn prometheus_scrapes_the_counters_show_counters_gives() {
     assert_eq!(get("dcirouter_port_tx_packets_total{port=wan}"), routed as f64, "every RoCEv2 packet forwarded");
     assert_eq!(get("dcirouter_port_tx_bytes_total{port=wan}"), wan[5].parse::<f64>().unwrap());
     assert_eq!(get("dcirouter_local_total{event=icmpv6-no-route-sent}"), 7.0, "the packets without a route, answered");
-    assert_eq!(get("dcirouter_port_tx_packets_total{port=dc}"), 7.0);
+    assert_eq!(get("dcirouter_port_tx_packets_total{port=dc}"), dc[4].parse::<f64>().unwrap(), "the unreachables and the Long-haul CNPs");
     assert_eq!(get("dcirouter_drops_total{reason=ttl-expired}"), 0.0, "every reason, also at 0");
     assert_eq!(m.keys().filter(|k| k.starts_with("dcirouter_drops_total{")).count(), dataplane::counters::Drop::ALL.len());
     assert_eq!(get("dcirouter_local_total{event=fast-path-forwarded}"), value(&shown, "fast-path-forwarded") as f64);
-    assert_eq!(get("dcirouter_local_total{event=ecn-ce-marked}"), 0.0, "the 1 Gb/s queue never reached K_min");
+    let ce = value(&shown, "ecn-ce-marked");
+    assert!(ce > 0, "{shown}");
+    assert_eq!(get("dcirouter_local_total{event=ecn-ce-marked}"), ce as f64);
     assert_eq!(get("dcirouter_port_link_up{port=wan}"), 1.0);
     let k_max = show_congestion.split("K_max ").nth(1).unwrap().split(' ').next().unwrap().parse::<f64>().unwrap();
     assert_eq!(get("dcirouter_congestion_k_max_bytes{port=wan}"), k_max);
-    assert_eq!(k_max, 250_000.0, "1 Gb/s x 2 ms / 8");
+    assert_eq!(k_max, 65_536.0, "K_base: 50 Mb/s x 2 ms / 8 is less");
     assert_eq!(get("dcirouter_congestion_rtt_est_seconds{port=wan}"), 0.002);
-    assert_eq!(get("dcirouter_congestion_cnp_sent_total{action=rate-reduce,port=wan}"), 0.0);
+    for action in ["rate-reduce", "pause", "notify", "resume"] {
+        assert_eq!(get(&format!("dcirouter_congestion_cnp_sent_total{{action={action},port=wan}}")), value(&show_congestion, &format!("cnp-{action}")) as f64, "{action}");
+    }
+    let reactions = value(&show_congestion, "cnp-reactions");
+    assert!(reactions >= 1, "K_max was crossed: {show_congestion}");
+    assert_eq!(get("dcirouter_congestion_cnp_reactions_total{port=wan}"), reactions as f64);
+    let p99 = show_congestion.lines().find(|l| l.trim_start().starts_with("cnp-reaction-p99-us")).unwrap().split_whitespace().nth(1).unwrap().parse::<f64>().unwrap();
+    let q99 = get("dcirouter_congestion_cnp_reaction_seconds{port=wan,quantile=0.99}");
+    assert!(q99 > 0.0 && (q99 * 1e6 - p99).abs() < 0.1, "{q99} s against show congestion's {p99} us");
     // Other paths and methods.
     assert!(http(&addr, "GET / HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 404 Not Found\r\n"));
     let r = http(&addr, "DELETE /metrics HTTP/1.1\r\n\r\n");

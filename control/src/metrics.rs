@@ -200,6 +200,15 @@ pub fn render(c: &Control, ports: &[Port], names: &[(u16, String)]) -> String {
         }
         family(&mut o, "dcirouter_congestion_cnp_sent_total", "counter", "Long-haul CNPs sent, by action.", cnps);
         family(&mut o, "dcirouter_congestion_flows", "gauge", "Flows in the flow table.", cong(&|v| v.flows_live.to_string()));
+        family(&mut o, "dcirouter_congestion_cnp_reactions_total", "counter", "K_max crossings a Long-haul CNP answered.", cong(&|v| v.reaction.count.to_string()));
+        let mut q = Vec::new();
+        for (id, v) in &views {
+            let r = &v.reaction;
+            for (quantile, ns) in [("0.5", r.p50_ns), ("0.9", r.p90_ns), ("0.99", r.p99_ns), ("1", r.max_ns)] {
+                q.push((format!("{},quantile=\"{quantile}\"", port_label(*id)), (ns as f64 / 1e9).to_string()));
+            }
+        }
+        family(&mut o, "dcirouter_congestion_cnp_reaction_seconds", "gauge", "From the packet that took the queue above K_max to the CNP built, by quantile since start (1: the maximum).", q);
     }
     if !c.rtt_probes.is_empty() {
         let probe = |f: &dyn Fn(&dataplane::rttprobe::RttProbe) -> Option<String>| c.rtt_probes.iter().filter_map(|s| f(&s.probe).map(|v| (port_label(s.probe.port), v))).collect::<Vec<_>>();
