@@ -3684,32 +3684,6 @@ fn congestion_without_rate_mbps_takes_the_link_speed() {
     assert!(se.contains("port[1].queue_bytes = 67108864 (port wan)") && se.contains("(R_port = the link speed, 10000 Mb/s)"), "{se}");
 }
 
-/// Parse a Prometheus text page with the independent `prometheus_client`
-/// parser (PyPI): one `name{labels} value` line per sample, labels sorted.
-fn prometheus_oracle(page: &str) -> std::collections::BTreeMap<String, f64> {
-    use std::io::Write;
-    let script = "import sys\nfrom prometheus_client.parser import text_string_to_metric_families\nfor f in text_string_to_metric_families(sys.stdin.read()):\n    for s in f.samples:\n        print(f.type, s.name + '{' + ','.join('%s=%s' % kv for kv in sorted(s.labels.items())) + '}', repr(float(s.value)))\n";
-    let mut c = Command::new("python3").args(["-c", script]).stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
-    c.stdin.take().unwrap().write_all(page.as_bytes()).unwrap();
-    let o = wait_output(c, std::time::Duration::from_secs(60));
-    assert!(o.status.success(), "prometheus_client rejects the page: {}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8_lossy(&o.stdout).lines().map(|l| {
-        let w: Vec<&str> = l.split(' ').collect();
-        (w[1].to_string(), w[2].parse().unwrap())
-    }).collect()
-}
-
-/// One HTTP request to `addr`; the whole reply.
-fn http(addr: &str, request: &str) -> String {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
-    s.write_all(request.as_bytes()).unwrap();
-    let mut r = String::new();
-    s.read_to_string(&mut r).unwrap();
-    r
-}
-
 /// `[metrics] listen`: the counters for Prometheus at `GET /metrics`. The
 /// page parses with the `prometheus_client` parser, and its values are the
 /// ones `show counters` and `show congestion` give: packets and bytes per
@@ -3789,6 +3763,8 @@ fn prometheus_scrapes_the_counters_show_counters_gives() {
     for action in ["rate-reduce", "pause", "notify", "resume"] {
         assert_eq!(get(&format!("dcirouter_congestion_cnp_sent_total{{action={action},port=wan}}")), value(&show_congestion, &format!("cnp-{action}")) as f64, "{action}");
     }
+    let emr = show_congestion.lines().find(|l| l.trim_start().starts_with("emr-last-interval")).unwrap().split_whitespace().nth(1).unwrap().parse::<f64>().unwrap();
+    assert!((get("dcirouter_congestion_emr{port=wan}") - emr).abs() < 0.001, "EMR as show congestion gives it ({emr})");
     let reactions = value(&show_congestion, "cnp-reactions");
     assert!(reactions >= 1, "K_max was crossed: {show_congestion}");
     assert_eq!(get("dcirouter_congestion_cnp_reactions_total{port=wan}"), reactions as f64);

@@ -438,6 +438,10 @@ fn show_pfc_while_paused_and_held_data_freed_at_shutdown() {
         .replace(&format!("rx_pcap={d}/wan-in.pcap,tx_pcap={d}/wan-out.pcap"), &format!("rx_pcap={d}/wan-in.pcap,rx_pcap={d}/wan-in1.pcap,tx_pcap={d}/wan-out.pcap,tx_pcap={d}/wan-out1.pcap"))
         .replace("name = \"wan\"\n", "name = \"wan\"\nrx_queues = 2\n");
     assert!(text.contains("wan-in1.pcap") && text.contains("rx_queues = 2") && text.contains("worker_cores = [0, 1]"));
+    // The pause state for Prometheus too (a free port, taken and let go).
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let addr = format!("127.0.0.1:{port}");
+    let text = text + &format!("[metrics]\nlisten = \"{addr}\"\n");
     let cfg = dir.join("r.toml");
     std::fs::write(&cfg, text).unwrap();
     let sock = dir.join("ctl.sock");
@@ -459,6 +463,13 @@ fn show_pfc_while_paused_and_held_data_freed_at_shutdown() {
         std::thread::sleep(Duration::from_millis(50));
     }
     eprintln!("{show}");
+    let r = http(&addr, "GET /metrics HTTP/1.1\r\n\r\n");
+    let m = prometheus_oracle(r.split_once("\r\n\r\n").unwrap().1);
+    let get = |k: &str| *m.get(k).unwrap_or_else(|| panic!("{k} not on the page:\n{r}"));
+    assert_eq!(get("dcirouter_pfc_paused{port=wan,priority=3}"), 1.0, "priority 3 paused");
+    assert!(!m.contains_key("dcirouter_pfc_paused{port=wan,priority=0}"), "only honoured priorities");
+    assert_eq!((get("dcirouter_pfc_held_packets{port=wan}"), get("dcirouter_pfc_held_packets_total{port=wan}")), (f64::from(N), f64::from(N)));
+    assert_eq!((get("dcirouter_pfc_frames_received_total{kind=pfc,port=wan}"), get("dcirouter_pfc_frames_received_total{kind=ignored,port=wan}")), (1.0, 0.0));
     let workers = ok("show workers");
     let counters = ok("show counters");
     let st = stop_deadline(&mut child, RUN_DEADLINE);

@@ -192,6 +192,8 @@ pub fn render(c: &Control, ports: &[Port], names: &[(u16, String)]) -> String {
         family(&mut o, "dcirouter_congestion_queue_peak_bytes", "gauge", "The deepest the queue was.", cong(&|v| v.queue.max_depth_bytes.to_string()));
         family(&mut o, "dcirouter_congestion_queue_tail_drops_total", "counter", "Packets tail-dropped at the queue.", cong(&|v| v.queue.tail_drops.to_string()));
         family(&mut o, "dcirouter_congestion_ce_marked_total", "counter", "Packets CE-marked above K_min.", cong(&|v| v.stats.marked.to_string()));
+        family(&mut o, "dcirouter_congestion_emr", "gauge", "EMR, the fraction of data packets CE-marked in the last monitoring interval.", cong(&|v| v.stats.emr.to_string()));
+        family(&mut o, "dcirouter_congestion_qgr_kb_per_ms", "gauge", "QGR, the queue's growth over the last monitoring interval.", cong(&|v| v.stats.qgr_kb_per_ms.to_string()));
         let mut cnps = Vec::new();
         for (id, v) in &views {
             for (action, n) in [("rate-reduce", v.stats.cnp_rate_reduce), ("pause", v.stats.cnp_pause), ("notify", v.stats.cnp_notify), ("resume", v.stats.cnp_resume)] {
@@ -209,6 +211,25 @@ pub fn render(c: &Control, ports: &[Port], names: &[(u16, String)]) -> String {
             }
         }
         family(&mut o, "dcirouter_congestion_cnp_reaction_seconds", "gauge", "From the packet that took the queue above K_max to the CNP built, by quantile since start (1: the maximum).", q);
+    }
+    if !c.pfc_rx.is_empty() {
+        use std::sync::atomic::Ordering::Relaxed;
+        let now = c.clock.now();
+        let mut paused = Vec::new();
+        let mut frames = Vec::new();
+        for (id, pp) in &c.pfc_rx {
+            let (on, honoured) = (pp.paused(now), pp.config().priorities);
+            for prio in (0..8u8).filter(|p| honoured >> p & 1 == 1) {
+                paused.push((format!("{},priority=\"{prio}\"", port_label(*id)), (on >> prio & 1).to_string()));
+            }
+            for (kind, n) in [("pfc", &pp.pfc_frames), ("pause", &pp.pause_frames), ("ignored", &pp.ignored_frames)] {
+                frames.push((format!("{},kind=\"{kind}\"", port_label(*id)), n.load(Relaxed).to_string()));
+            }
+        }
+        family(&mut o, "dcirouter_pfc_paused", "gauge", "1 while a received PFC / PAUSE holds the honoured priority.", paused);
+        family(&mut o, "dcirouter_pfc_frames_received_total", "counter", "PAUSE / PFC frames received, by kind (ignored: naming no honoured priority).", frames);
+        family(&mut o, "dcirouter_pfc_held_packets", "gauge", "Data packets a pause holds now.", c.pfc_rx.iter().map(|(id, pp)| (port_label(*id), pp.held_now.load(Relaxed).to_string())));
+        family(&mut o, "dcirouter_pfc_held_packets_total", "counter", "Data packets a pause set aside so far.", c.pfc_rx.iter().map(|(id, pp)| (port_label(*id), pp.held_packets.load(Relaxed).to_string())));
     }
     if !c.rtt_probes.is_empty() {
         let probe = |f: &dyn Fn(&dataplane::rttprobe::RttProbe) -> Option<String>| c.rtt_probes.iter().filter_map(|s| f(&s.probe).map(|v| (port_label(s.probe.port), v))).collect::<Vec<_>>();

@@ -281,3 +281,29 @@ pub fn fann_oracle(packets: &[&[u8]]) -> Vec<FannOracle> {
     assert_eq!(out.len(), packets.len(), "one oracle verdict per packet: {txt}");
     out
 }
+
+/// Parse a Prometheus text page with the independent `prometheus_client`
+/// parser (PyPI): one `name{labels} value` line per sample, labels sorted.
+pub fn prometheus_oracle(page: &str) -> std::collections::BTreeMap<String, f64> {
+    use std::io::Write;
+    let script = "import sys\nfrom prometheus_client.parser import text_string_to_metric_families\nfor f in text_string_to_metric_families(sys.stdin.read()):\n    for s in f.samples:\n        print(f.type, s.name + '{' + ','.join('%s=%s' % kv for kv in sorted(s.labels.items())) + '}', repr(float(s.value)))\n";
+    let mut c = Command::new("python3").args(["-c", script]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    c.stdin.take().unwrap().write_all(page.as_bytes()).unwrap();
+    let o = wait_output(c, Duration::from_secs(60));
+    assert!(o.status.success(), "prometheus_client rejects the page: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).lines().map(|l| {
+        let w: Vec<&str> = l.split(' ').collect();
+        (w[1].to_string(), w[2].parse().unwrap())
+    }).collect()
+}
+
+/// One HTTP request to `addr`; the whole reply.
+pub fn http(addr: &str, request: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut r = String::new();
+    s.read_to_string(&mut r).unwrap();
+    r
+}
