@@ -1832,11 +1832,7 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         if interfaces.iter().any(|x| x.v4.iter().any(|n| IpAddr::V4(n.addr()) == r.target) || x.v6.iter().any(|n| IpAddr::V6(n.addr()) == r.target)) {
             return Err(format!("{f}: an address of this router"));
         }
-        let hop = match r.target {
-            IpAddr::V4(a) => fib.lookup4(a),
-            IpAddr::V6(a) => fib.lookup6(a),
-        };
-        match hop.and_then(|h| interfaces.get(usize::from(h.iface))) {
+        match fib.lookup(r.target).and_then(|h| interfaces.get(usize::from(h.iface))) {
             None => return Err(format!("{f}: no route to it")),
             Some(x) if usize::from(x.port) != i => return Err(format!("{f}: routed out of port {:?}, not {:?}; the probe measures its own port's link", ports.get(usize::from(x.port)).map_or("?", |o| o.name.as_str()), p.name)),
             Some(_) => {}

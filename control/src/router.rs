@@ -154,11 +154,7 @@ impl Control {
         for slot in self.rtt_probes.iter_mut().filter(|s| s.on) {
             let lost = slot.probe.stats.lost;
             let t = slot.probe.cfg.target;
-            let hop = match t {
-                std::net::IpAddr::V4(a) => self.fib.lookup4(a),
-                std::net::IpAddr::V6(a) => self.fib.lookup6(a),
-            };
-            let resolved = hop.is_some_and(|h| neigh.get(h.iface, h.gateway.unwrap_or(t)).is_some());
+            let resolved = self.fib.lookup(t).is_some_and(|h| neigh.get(h.iface, h.gateway.unwrap_or(t)).is_some());
             if let Some(ip) = slot.probe.poll(now, resolved) {
                 self.own.local(Local::RttProbeSent);
                 out.push(ip);
@@ -191,8 +187,9 @@ impl Control {
     }
 
     /// Move port `k`'s RTT_est (and with it K_max and K_min) to its
-    /// probe's estimate when that differs by more than 1/32; a value the
-    /// port's configuration cannot take is refused and said once.
+    /// probe's estimate when that differs by more than 1/16 and 50 us
+    /// ([`dataplane::rttprobe::RttProbe::proposal`]); a value the port's
+    /// configuration cannot take is refused and said once.
     fn follow_rtt_probe(&mut self, k: usize) {
         let slot = &mut self.rtt_probes[k];
         let port = &mut self.cfg.ports[slot.pi];

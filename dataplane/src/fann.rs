@@ -207,7 +207,6 @@ pub const RATE_WINDOW_NS: u64 = 100_000_000;
 /// under half of it.
 #[derive(Debug, Clone, Copy, Default)]
 struct RateWatch {
-    active: Option<Active>,
     win_start: u64,
     win_count: u64,
 }
@@ -250,6 +249,8 @@ pub struct Detector {
     /// degradation).
     errors: RateWatch,
     losses: RateWatch,
+    /// The Signal degradation / link errors event.
+    signal: Option<Active>,
     /// The Performance degradation event: it stands while the port loses
     /// packets on receive (`losses`' condition) or its link's round trip
     /// is degraded (one event per type, as the ingress PE keeps them),
@@ -288,6 +289,7 @@ impl Detector {
             mb_qd: 0,
             errors: RateWatch::default(),
             losses: RateWatch::default(),
+            signal: None,
             perf: None,
             perf_loss: None,
             perf_latency: None,
@@ -451,10 +453,9 @@ impl Detector {
     /// metadata: the window's loss count, bit 5). Each recovers after a
     /// window under half its rate.
     pub fn on_errors(&mut self, errors: u64, lost: u64, now: u64, out: &mut Vec<Notification>) {
-        let (rate, ty) = (self.cfg.link_errors_per_s, event::SIGNAL_DEGRADATION);
-        let standing = self.errors.active.is_some();
-        if let Some((ev, count)) = Self::watch(&mut self.errors, standing, errors, rate, self.cfg.interval_ns, now) {
-            self.rate_event(ty, ev, count, now, out, |md, c| md.signal_degradation = Some(c));
+        let standing = self.signal.is_some();
+        if let Some((ev, count)) = Self::watch(&mut self.errors, standing, errors, self.cfg.link_errors_per_s, self.cfg.interval_ns, now) {
+            self.signal_event(ev, count, now, out);
         }
         let standing = self.perf_loss.is_some();
         if let Some((ev, count)) = Self::watch(&mut self.losses, standing, lost, self.cfg.packet_loss_per_s, self.cfg.interval_ns, now) {
@@ -534,17 +535,17 @@ impl Detector {
         }
     }
 
-    fn rate_event(&mut self, ty: u8, start: bool, count: u64, now: u64, out: &mut Vec<Notification>, set: impl Fn(&mut Metadata, u32)) {
-        let w = &mut self.errors;
+    /// Start the Signal degradation event (metadata: the window's error
+    /// count), or end it.
+    fn signal_event(&mut self, start: bool, count: u64, now: u64, out: &mut Vec<Notification>) {
         if start {
-            let id = self.ids.fetch_add(1, Ordering::Relaxed);
-            w.active = Some(Active { id, subtype: 0 });
-            let mut md = self.base_md(now);
-            set(&mut md, sat32(count));
-            let m = self.message(ty, 0, id, now, md);
+            let id = self.fresh_id();
+            self.signal = Some(Active { id, subtype: 0 });
+            let md = Metadata { signal_degradation: Some(sat32(count)), ..self.base_md(now) };
+            let m = self.message(event::SIGNAL_DEGRADATION, 0, id, now, md);
             self.emit(out, now, CODE_EVENT, m);
-        } else if let Some(a) = w.active.take() {
-            self.recover(ty, a, now, out);
+        } else if let Some(a) = self.signal.take() {
+            self.recover(event::SIGNAL_DEGRADATION, a, now, out);
         }
     }
 

@@ -737,6 +737,13 @@ impl Fib {
     pub fn lookup6(&self, a: Ipv6Addr) -> Option<&NextHop> {
         self.route6(a, || 0).and_then(|i| self.hop(i))
     }
+    /// [`Fib::lookup4`] or [`Fib::lookup6`] by the address's family.
+    pub fn lookup(&self, a: IpAddr) -> Option<&NextHop> {
+        match a {
+            IpAddr::V4(a) => self.lookup4(a),
+            IpAddr::V6(a) => self.lookup6(a),
+        }
+    }
     pub fn routes4(&self) -> impl Iterator<Item = (Ipv4Net, &Route)> {
         self.v4.iter()
     }
