@@ -1072,6 +1072,28 @@ pub struct CongestionSection {
     /// RTT_est by active probing (s.5.3.1): `rtt_est_us` until the first
     /// answer, then the smallest round trip of the last `window` probes.
     pub rtt_probe: Option<RttProbeSection>,
+    /// RTT_est by receiver reporting (s.5.3.1): the receivers' RC ACKs
+    /// time this port's packets; `rtt_est_us` until the first, then the
+    /// smallest round trip of the last `window_ms`.
+    pub rtt_acks: Option<RttAcksSection>,
+}
+
+/// `[port.congestion.rtt_acks]`: RTT_est from the round trips between a
+/// data packet with the AckReq bit leaving the port and the receiver's ACK
+/// for it coming back.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RttAcksSection {
+    #[serde(default = "d_acks_window")]
+    pub window_ms: u64,
+    #[serde(default = "d_probe_timeout")]
+    pub timeout_ms: u64,
+    /// With `[fann]`: as `rtt_probe.degraded_us`.
+    pub degraded_us: Option<u64>,
+}
+
+fn d_acks_window() -> u64 {
+    10_000
 }
 
 /// `[port.congestion.rtt_probe]`: Echo Requests to `target` (the far end
@@ -1224,6 +1246,10 @@ pub struct CongestionPlan {
     pub rate_from_link: bool,
     /// RTT_est by active probing (`[port.congestion.rtt_probe]`).
     pub rtt_probe: Option<dataplane::rttprobe::ProbeConfig>,
+    /// `[port.congestion.rtt_acks]` (the measurement is
+    /// `params.ack_rtt`'s): its FANN Performance degradation threshold,
+    /// ns (0: none).
+    pub rtt_acks_degraded_ns: Option<u64>,
 }
 
 /// The fewest packets a shaped port's queue may be limited to.
@@ -1824,6 +1850,9 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
     // An RTT probe measures its port's link: its target must be routed
     // out of that port (ports are numbered by position until start).
     for (i, p) in ports.iter().enumerate() {
+        if let Some(d) = p.congestion.as_ref().and_then(|c| c.rtt_acks_degraded_ns).filter(|&d| d > 0 && fann.is_none()) {
+            return Err(format!("port[{i}].congestion.rtt_acks.degraded_us = {}: has no effect without [fann] (it is a FANN event)", d / 1000));
+        }
         let Some(r) = p.congestion.as_ref().and_then(|c| c.rtt_probe) else { continue };
         if r.degraded_ns > 0 && fann.is_none() {
             return Err(format!("port[{i}].congestion.rtt_probe.degraded_us = {}: has no effect without [fann] (it is a FANN event)", r.degraded_ns / 1000));
@@ -2854,6 +2883,10 @@ fn congestion_plan(c: &CongestionSection, p: &PortSection, f: &str, ifaces: &[In
             observation_window_ns: c.observation_window_us.unwrap_or(0).saturating_mul(1000),
             ..Policy::default()
         },
+        ack_rtt: match &c.rtt_acks {
+            None => None,
+            Some(a) => Some(rtt_acks_plan(a, c.rtt_probe.is_some(), &format!("{f}.rtt_acks"))?),
+        },
     };
     // Without rate_mbps the rules that hang on K_max (so on R_port) wait
     // for the link speed (checked at start); the others are checked here,
@@ -2892,7 +2925,26 @@ fn congestion_plan(c: &CongestionSection, p: &PortSection, f: &str, ifaces: &[In
         None => None,
         Some(r) => Some(rtt_probe_plan(r, &p.name, ifaces, &format!("{f}.rtt_probe"))?),
     };
-    Ok(CongestionPlan { params, source_v4, source_v6, end_e_sid, source_qps, source_formats, rate_from_link: p.rate_mbps.is_none(), rtt_probe })
+    let rtt_acks_degraded_ns = c.rtt_acks.as_ref().map(|a| a.degraded_us.unwrap_or(0) * 1000);
+    Ok(CongestionPlan { params, source_v4, source_v6, end_e_sid, source_qps, source_formats, rate_from_link: p.rate_mbps.is_none(), rtt_probe, rtt_acks_degraded_ns })
+}
+
+/// Validate `[port.congestion.rtt_acks]` (`probe`: the port has
+/// `rtt_probe` too).
+fn rtt_acks_plan(a: &RttAcksSection, probe: bool, f: &str) -> Result<dataplane::congestion::AckRttParams, String> {
+    if probe {
+        return Err(format!("{f}: RTT_est follows one measurement; this port has [port.congestion.rtt_probe] as well (keep one)"));
+    }
+    if !(10..=3_600_000).contains(&a.window_ms) {
+        return Err(format!("{f}.window_ms = {}: must be 10..=3600000", a.window_ms));
+    }
+    if !(1..=10_000).contains(&a.timeout_ms) {
+        return Err(format!("{f}.timeout_ms = {}: must be 1..=10000", a.timeout_ms));
+    }
+    if a.degraded_us.is_some_and(|d| !(1..=10_000_000).contains(&d)) {
+        return Err(format!("{f}.degraded_us = {}: must be 1..=10000000", a.degraded_us.unwrap_or(0)));
+    }
+    Ok(dataplane::congestion::AckRttParams { window_ns: a.window_ms * 1_000_000, timeout_ns: a.timeout_ms * 1_000_000 })
 }
 
 /// Validate `[port.congestion.rtt_probe]` of port `name`, whose

@@ -28,6 +28,7 @@ pub const HELP: &str = "commands:
   congestion PORT rtt_est_us N | k_min_bytes N | k_base_bytes N | alpha X | v_ecn X | v_growth_kb_per_ms X
   congestion PORT interval_us N | cnp_max_pps N | cnp_burst N | flow_idle_ms N | top_flows N | observation_window_us N (0: RTT_est)
   congestion PORT rtt_probe on|off   (RTT_est from Echo Requests, [port.congestion.rtt_probe])
+  congestion PORT rtt_acks on|off    (RTT_est from the receivers' ACKs, [port.congestion.rtt_acks])
   congestion PORT format icmpv6|roce | zero_metrics true|false | suppression true|false | adaptive true|false | qd_trigger interval|immediate
   congestion PORT source-qp add SRC DST DEST_QP SOURCE_QP | congestion PORT source-qp del SRC DST DEST_QP
   congestion PORT source-format add PREFIX icmpv6|roce | congestion PORT source-format del PREFIX
@@ -267,7 +268,7 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
             if v.is_empty() {
                 return Err("no congestion-aware port ([port.congestion] with rate_mbps)".into());
             }
-            Ok(display::congestion(&v, names, &c.rtt_probes))
+            Ok(display::congestion(&v, names, &c.rtt_probes, &c.rtt_acks))
         }
         ["show", "pfc"] => {
             if c.pfc_rx.is_empty() {
@@ -479,11 +480,25 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
             slot.on = on;
             Ok(format!("port {port}: RTT probes to {} {}\n", slot.probe.cfg.target, if on { "on: RTT_est follows them" } else { "off: RTT_est stays as it is" }))
         }
+        ["congestion", port, "rtt_acks", onoff] => {
+            let pi = port_index(c, port)?;
+            let on = match *onoff {
+                "on" | "true" => true,
+                "off" | "false" => false,
+                v => return Err(format!("rtt_acks = {v:?}: on or off")),
+            };
+            let slot = c.rtt_acks.iter_mut().find(|s| s.pi == pi).ok_or_else(|| format!("port {port}: no [port.congestion.rtt_acks]"))?;
+            slot.on = on;
+            Ok(format!("port {port}: RTT_est from the receivers' ACKs {}\n", if on { "on: RTT_est follows them" } else { "off: RTT_est stays as it is (still measured)" }))
+        }
         ["congestion", port, key, value] => {
             let pi = port_index(c, port)?;
             if *key == "rtt_est_us" {
                 if let Some(s) = c.rtt_probes.iter().find(|s| s.pi == pi && s.on) {
                     return Err(format!("port {port}: RTT_est follows the RTT probes to {}; `congestion {port} rtt_probe off` first", s.probe.cfg.target));
+                }
+                if c.rtt_acks.iter().any(|s| s.pi == pi && s.on) {
+                    return Err(format!("port {port}: RTT_est follows the receivers' ACKs; `congestion {port} rtt_acks off` first"));
                 }
             }
             let mtu = c.cfg.ports[pi].mtu;

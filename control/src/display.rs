@@ -223,6 +223,27 @@ pub fn rtt_probe(slot: &crate::router::RttProbeSlot) -> String {
     )
 }
 
+/// One port's RTT_est from its receivers' ACKs, for `show congestion`.
+pub fn rtt_acks(a: &dataplane::congestion::AckRttStats, p: &dataplane::congestion::AckRttParams, slot: Option<&crate::router::AckRttSlot>) -> String {
+    let us = |ns: u64| format!("{:.1} us", ns as f64 / 1e3);
+    let est = match (a.estimate_ns, slot.is_some_and(|s| s.on)) {
+        (e, false) if e > 0 => format!("off (ctl congestion PORT rtt_acks off): RTT_est stays as set; measured {}", us(e)),
+        (_, false) => "off (ctl congestion PORT rtt_acks off): RTT_est stays as set".to_string(),
+        (0, true) => "no round trip in the window: RTT_est stays".to_string(),
+        (e, true) => format!("the smallest round trip of the window: {} (last {}, jitter {})", us(e), us(a.last_ns), us(a.jitter_ns)),
+    };
+    format!(
+        "RTT from ACKs: data packets with AckReq timed from leaving the queue to their ACK (window {} ms, timeout {} ms); {est}; timed {}, measured {}, no ACK in time {}, abandoned (NAK, retransmission) {}, RTT_est moved {} time(s)",
+        p.window_ns / 1_000_000,
+        p.timeout_ns / 1_000_000,
+        a.timed,
+        a.samples,
+        a.timeouts,
+        a.discarded,
+        slot.map_or(0, |s| s.changes)
+    )
+}
+
 fn rate(bps: u64) -> String {
     match bps {
         0 => "line rate".to_string(),
@@ -239,7 +260,7 @@ pub fn port_name(names: &[(u16, String)], id: u16) -> String {
 
 /// `show congestion` and the exit table: per congestion-aware port, the
 /// parameters and thresholds in effect, then one counter or value a line.
-pub fn congestion(views: &[(u16, CongestionView)], names: &[(u16, String)], probes: &[crate::router::RttProbeSlot]) -> String {
+pub fn congestion(views: &[(u16, CongestionView)], names: &[(u16, String)], probes: &[crate::router::RttProbeSlot], acks: &[crate::router::AckRttSlot]) -> String {
     let mut o = String::new();
     for (id, v) in views {
         let p = &v.params;
@@ -282,6 +303,9 @@ pub fn congestion(views: &[(u16, CongestionView)], names: &[(u16, String)], prob
         );
         if let Some(slot) = probes.iter().find(|s| s.probe.port == *id) {
             let _ = writeln!(o, "  {}", rtt_probe(slot));
+        }
+        if let (Some(a), Some(ap)) = (v.ack_rtt, p.ack_rtt) {
+            let _ = writeln!(o, "  {}", rtt_acks(&a, &ap, acks.iter().find(|s| s.port == *id)));
         }
         let r = &v.reaction;
         let us = |ns: u64| format!("{:.1}", ns as f64 / 1e3);

@@ -99,15 +99,17 @@ impl FannAgent {
     }
 
     /// One observation of the ports' round trips: `rtt(port)` gives the
-    /// RTT probe's estimate (None: no answer lately) and jitter, for the
-    /// ports that probe. Performance degradation events when a round trip
+    /// RTT measurement's estimate (None: no answer lately) and jitter, for
+    /// the ports that measure one (None: not measured, or no longer: a
+    /// latency event it started ends). Performance degradation events when a round trip
     /// reaches the port's threshold ([`Detector::on_latency`]). Returns
     /// IPv6 packets to send.
     pub fn poll_latency(&mut self, now: u64, rtt: impl Fn(u16) -> Option<(Option<u64>, u64)>) -> Vec<Vec<u8>> {
         let mut notes: Vec<Notification> = Vec::new();
         for (id, d, _, _) in self.ports.iter_mut() {
-            if let Some((est, jitter)) = rtt(*id) {
-                d.on_latency(est, jitter, now, &mut notes);
+            match rtt(*id) {
+                Some((est, jitter)) => d.on_latency(est, jitter, now, &mut notes),
+                None => d.latency_unmeasured(now, &mut notes),
             }
         }
         self.packets(&notes)

@@ -231,6 +231,19 @@ pub fn render(c: &Control, ports: &[Port], names: &[(u16, String)]) -> String {
         family(&mut o, "dcirouter_pfc_held_packets", "gauge", "Data packets a pause holds now.", c.pfc_rx.iter().map(|(id, pp)| (port_label(*id), pp.held_now.load(Relaxed).to_string())));
         family(&mut o, "dcirouter_pfc_held_packets_total", "counter", "Data packets a pause set aside so far.", c.pfc_rx.iter().map(|(id, pp)| (port_label(*id), pp.held_packets.load(Relaxed).to_string())));
     }
+    let acks: Vec<(u16, dataplane::congestion::AckRttStats)> = c.congestion_views().into_iter().filter_map(|(id, v)| v.ack_rtt.map(|a| (id, a))).collect();
+    if !acks.is_empty() {
+        let secs = |ns: u64| (ns as f64 / 1e9).to_string();
+        family(&mut o, "dcirouter_rtt_acks_estimate_seconds", "gauge", "The smallest round trip from the port to its receivers' ACKs in the window (absent: none).", acks.iter().filter(|(_, a)| a.estimate_ns > 0).map(|(id, a)| (port_label(*id), secs(a.estimate_ns))));
+        family(&mut o, "dcirouter_rtt_acks_jitter_seconds", "gauge", "The ACK round trips' smoothed variation.", acks.iter().map(|(id, a)| (port_label(*id), secs(a.jitter_ns))));
+        let mut outcome = Vec::new();
+        for (id, a) in &acks {
+            for (k, n) in [("measured", a.samples), ("timeout", a.timeouts), ("abandoned", a.discarded)] {
+                outcome.push((format!("{},outcome=\"{k}\"", port_label(*id)), n.to_string()));
+            }
+        }
+        family(&mut o, "dcirouter_rtt_acks_timed_total", "counter", "Data packets timed to their ACK, by outcome (abandoned: NAK, retransmission).", outcome);
+    }
     if !c.rtt_probes.is_empty() {
         let probe = |f: &dyn Fn(&dataplane::rttprobe::RttProbe) -> Option<String>| c.rtt_probes.iter().filter_map(|s| f(&s.probe).map(|v| (port_label(s.probe.port), v))).collect::<Vec<_>>();
         family(&mut o, "dcirouter_rtt_probe_estimate_seconds", "gauge", "The smallest round trip of the RTT probe's window (absent: none answered).", probe(&|p| p.estimate().map(|e| (e as f64 / 1e9).to_string())));

@@ -107,6 +107,45 @@ pub struct Control {
     /// RTT_est by active probing, per port that has
     /// `[port.congestion.rtt_probe]`.
     pub rtt_probes: Vec<RttProbeSlot>,
+    /// RTT_est by receiver reporting, per port that has
+    /// `[port.congestion.rtt_acks]`.
+    pub rtt_acks: Vec<AckRttSlot>,
+}
+
+/// One port's RTT_est from its receivers' ACKs
+/// (`dataplane::congestion::ackrtt`): the owner worker measures, the
+/// control thread follows the estimate it publishes.
+pub struct AckRttSlot {
+    /// The port's index in the configuration, its DPDK port id.
+    pub pi: usize,
+    pub port: u16,
+    /// Following the measurement (`ctl congestion PORT rtt_acks off`
+    /// stops it; the worker goes on measuring).
+    pub on: bool,
+    /// Times the estimate moved RTT_est.
+    pub changes: u64,
+    refused_said: bool,
+}
+
+impl AckRttSlot {
+    pub fn new(pi: usize, port: u16) -> Self {
+        AckRttSlot { pi, port, on: true, changes: 0, refused_said: false }
+    }
+}
+
+/// The congestion parameters `params` of port `name` (a queue of `queue`
+/// bytes) with RTT_est at the measurement `est`: None while it stays (no
+/// estimate, or within 1/16 and 50 us of RTT_est,
+/// [`dataplane::rttprobe::proposal`]); Err (the reason, in configuration
+/// terms) when the port cannot take it, as `ctl congestion PORT
+/// rtt_est_us` would refuse it.
+pub fn follow_estimate(est: Option<u64>, params: &dataplane::congestion::PortParams, name: &str, queue: u64) -> Option<Result<dataplane::congestion::PortParams, String>> {
+    let rtt = dataplane::rttprobe::proposal(est?, params.rtt_est_ns)?;
+    let p = dataplane::congestion::PortParams { rtt_est_ns: rtt, ..*params };
+    Some(match p.validate() {
+        Err(why) => Err(format!("measured RTT {} us not taken: {} (RTT_est stays {} us)", rtt / 1000, crate::config::congestion_error_in_config_terms(&why, name, queue), params.rtt_est_ns / 1000)),
+        Ok(()) => Ok(p),
+    })
 }
 
 /// One port's RTT probe ([`dataplane::rttprobe`]) as the control thread
@@ -133,15 +172,11 @@ impl RttProbeSlot {
     /// stays; Err (the reason, in configuration terms) when the port
     /// cannot take it, as `ctl congestion PORT rtt_est_us` would refuse it.
     pub fn follow(&mut self, params: &dataplane::congestion::PortParams, name: &str, queue: u64) -> Option<Result<dataplane::congestion::PortParams, String>> {
-        let rtt = self.probe.proposal(params.rtt_est_ns)?;
-        let p = dataplane::congestion::PortParams { rtt_est_ns: rtt, ..*params };
-        Some(match p.validate() {
-            Err(why) => Err(format!("measured RTT {} us not taken: {} (RTT_est stays {} us)", rtt / 1000, crate::config::congestion_error_in_config_terms(&why, name, queue), params.rtt_est_ns / 1000)),
-            Ok(()) => {
-                self.probe.stats.changes += 1;
-                Ok(p)
-            }
-        })
+        let r = follow_estimate(self.probe.estimate(), params, name, queue);
+        if let Some(Ok(_)) = r {
+            self.probe.stats.changes += 1;
+        }
+        r
     }
 }
 
@@ -192,29 +227,78 @@ impl Control {
     /// configuration cannot take is refused and said once.
     fn follow_rtt_probe(&mut self, k: usize) {
         let slot = &mut self.rtt_probes[k];
-        let port = &mut self.cfg.ports[slot.pi];
-        let (name, queue) = (&port.name, port.egress.map_or(0, |e| e.queue_bytes));
-        let Some(plan) = port.congestion.as_mut() else { return };
-        match slot.follow(&plan.params, name, queue) {
-            None => {}
+        let port = &self.cfg.ports[slot.pi];
+        let Some(plan) = port.congestion.as_ref() else { return };
+        let r = slot.follow(&plan.params, &port.name, port.egress.map_or(0, |e| e.queue_bytes));
+        let (pi, id, by) = (slot.pi, slot.probe.port, format!("probes to {}", slot.probe.cfg.target));
+        let mut said = slot.refused_said;
+        self.take_rtt_est(pi, id, r, &by, &mut said);
+        self.rtt_probes[k].refused_said = said;
+    }
+
+    /// Follow each `[port.congestion.rtt_acks]` port's estimate (as its
+    /// owner worker last published it) as [`Control::follow_rtt_probe`]
+    /// follows a probe's.
+    pub fn follow_rtt_acks(&mut self) {
+        for k in 0..self.rtt_acks.len() {
+            let slot = &self.rtt_acks[k];
+            if !slot.on {
+                continue;
+            }
+            let (pi, id) = (slot.pi, slot.port);
+            let est = self.workers.iter().find_map(|w| *w.counters.congestion[usize::from(id) % dataplane::counters::MAX_PORTS].lock()).and_then(|v| v.ack_rtt).map(|a| a.estimate_ns).filter(|&e| e > 0);
+            let port = &self.cfg.ports[pi];
+            let Some(plan) = port.congestion.as_ref() else { continue };
+            let r = follow_estimate(est, &plan.params, &port.name, port.egress.map_or(0, |e| e.queue_bytes));
+            let mut said = self.rtt_acks[k].refused_said;
+            if self.take_rtt_est(pi, id, r, "the receivers' ACKs", &mut said) {
+                self.rtt_acks[k].changes += 1;
+            }
+            self.rtt_acks[k].refused_said = said;
+        }
+    }
+
+    /// The RTT_est of port `pi` (DPDK port `id`) that a measurement (`by`)
+    /// proposes: pushed to the workers (true), or refused and said once
+    /// (`said`: already said since RTT_est last moved).
+    fn take_rtt_est(&mut self, pi: usize, id: u16, r: Option<Result<dataplane::congestion::PortParams, String>>, by: &str, said: &mut bool) -> bool {
+        let port = &mut self.cfg.ports[pi];
+        let name = &port.name;
+        let Some(plan) = port.congestion.as_mut() else { return false };
+        match r {
+            None => false,
             Some(Err(why)) => {
                 self.own.local(Local::RttEstRefused);
-                if !slot.refused_said {
-                    slot.refused_said = true;
+                if !*said {
+                    *said = true;
                     eprintln!("port {name}: {why}");
                 }
+                false
             }
             Some(Ok(p)) => {
-                slot.refused_said = false;
-                eprintln!("port {name}: RTT_est {} -> {} us (probes to {}), K_min {} bytes, K_max {} bytes", plan.params.rtt_est_ns / 1000, p.rtt_est_ns / 1000, slot.probe.cfg.target, p.k_min(), p.k_max());
+                *said = false;
+                eprintln!("port {name}: RTT_est {} -> {} us ({by}), K_min {} bytes, K_max {} bytes", plan.params.rtt_est_ns / 1000, p.rtt_est_ns / 1000, p.k_min(), p.k_max());
                 plan.params = p;
                 self.own.local(Local::RttEstChanged);
-                let id = slot.probe.port;
                 for w in self.workers.iter() {
                     let _ = w.updates.send(Update::Congestion(id, Box::new(p)));
                 }
+                true
             }
         }
+    }
+
+    /// Port `port`'s round trip as its RTT measurement has it (estimate,
+    /// jitter; the estimate None while there is none), for FANN latency
+    /// events; None when the port measures none (not configured, or
+    /// switched off with `ctl`).
+    pub fn rtt_measured(&self, port: u16) -> Option<(Option<u64>, u64)> {
+        if let Some(s) = self.rtt_probes.iter().find(|s| s.probe.port == port) {
+            return s.on.then(|| (s.probe.estimate(), s.probe.jitter_ns));
+        }
+        self.rtt_acks.iter().find(|s| s.port == port && s.on)?;
+        let a = self.workers.iter().find_map(|w| *w.counters.congestion[usize::from(port) % dataplane::counters::MAX_PORTS].lock()).and_then(|v| v.ack_rtt)?;
+        Some(((a.estimate_ns > 0).then_some(a.estimate_ns), a.jitter_ns))
     }
 
     /// Each congestion-aware port's state as its owner worker last
@@ -933,7 +1017,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         None => None,
     };
     let sids = sids0.as_deref().cloned();
-    let mut control = Control { topo, fib: cfg.fib.clone(), neighbours, sids, cfg, workers, own: Arc::new(WorkerCounters::default()), pe: pe.take(), nud: None, flows_seq: 0, garbage: garbage_rx.clone(), expired_pending: false, expired_pushed: Instant::now(), static_mroutes: Vec::new(), mld: None, mld_next: 0, mld_started: Instant::now(), mld_out: std::collections::VecDeque::new(), pfc_rx: pfc_rx.iter().enumerate().filter_map(|(id, p)| p.clone().map(|p| (id as u16, p))).collect(), clock: clock0, rtt_probes: Vec::new() };
+    let mut control = Control { topo, fib: cfg.fib.clone(), neighbours, sids, cfg, workers, own: Arc::new(WorkerCounters::default()), pe: pe.take(), nud: None, flows_seq: 0, garbage: garbage_rx.clone(), expired_pending: false, expired_pushed: Instant::now(), static_mroutes: Vec::new(), mld: None, mld_next: 0, mld_started: Instant::now(), mld_out: std::collections::VecDeque::new(), pfc_rx: pfc_rx.iter().enumerate().filter_map(|(id, p)| p.clone().map(|p| (id as u16, p))).collect(), clock: clock0, rtt_probes: Vec::new(), rtt_acks: Vec::new() };
     if let Some(ident) = control.cfg.echo_probe_id {
         let now = control.clock.now();
         for (pi, p) in control.cfg.ports.iter().enumerate() {
@@ -941,6 +1025,12 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
                 eprintln!("port {}: RTT_est from Echo Requests to {} every {} ms (the smallest round trip of the last {})", p.name, r.target, r.interval_ns / 1_000_000, r.window);
                 control.rtt_probes.push(RttProbeSlot::new(pi, dataplane::rttprobe::RttProbe::new(r, ports[pi].id, ident, now)));
             }
+        }
+    }
+    for (pi, p) in control.cfg.ports.iter().enumerate() {
+        if let Some(a) = p.congestion.as_ref().and_then(|c| c.params.ack_rtt) {
+            eprintln!("port {}: RTT_est from the receivers' ACKs (the smallest round trip of the last {} ms)", p.name, a.window_ns / 1_000_000);
+            control.rtt_acks.push(AckRttSlot::new(pi, ports[pi].id));
         }
     }
     control.static_mroutes = control.cfg.mroutes.clone();
@@ -975,6 +1065,9 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             }
             if let Some(r) = c.congestion.as_ref().and_then(|c| c.rtt_probe) {
                 a.set_latency_degraded(p.id, r.degraded_ns);
+            }
+            if let Some(d) = c.congestion.as_ref().and_then(|c| c.rtt_acks_degraded_ns) {
+                a.set_latency_degraded(p.id, d);
             }
         }
         a
@@ -1061,6 +1154,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         for ip in control.poll_rtt_probes() {
             inject_later(&mut injects, ip, &control.own);
         }
+        control.follow_rtt_acks();
         if let Some(agent) = fann.as_mut() {
             let snap = control.snapshot();
             let now_ns = started.elapsed().as_nanos() as u64;
@@ -1073,7 +1167,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             }
             // The links' round trips as the RTT probes measure them.
             let held = agent.rate_limited;
-            let pkts = agent.poll_latency(now_ns, |p| control.rtt_probes.iter().find(|s| s.on && s.probe.port == p).map(|s| (s.probe.estimate(), s.probe.jitter_ns)));
+            let pkts = agent.poll_latency(now_ns, |p| control.rtt_measured(p));
             control.own.local_n(dataplane::counters::Local::FannRateLimited, agent.rate_limited - held);
             for ip in pkts {
                 control.own.local(dataplane::counters::Local::FannSent);
@@ -1235,7 +1329,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     let size: u32 = pools.iter().chain(hdr_pools.iter()).map(|(_, p)| p.size()).sum();
     if !opts.quiet {
         println!("{}", display::counter_table(&counters, &port_names, &port_stats));
-        print!("{}", display::congestion(&control.congestion_views(), &port_names, &control.rtt_probes));
+        print!("{}", display::congestion(&control.congestion_views(), &port_names, &control.rtt_probes, &control.rtt_acks));
         print!("{}", display::pfc(&control.pfc_rx, &port_names, control.clock.now()));
         for (_, pool) in pools.iter().chain(hdr_pools.iter()) {
             println!("mempool {}: {} of {} mbufs in use after shutdown", pool.name(), pool.in_use(), pool.size());

@@ -96,10 +96,13 @@ fn bth_at(d: &[u8], udp: usize, src: IpAddr, dst: IpAddr) -> Option<RoceInfo> {
         dst,
         opcode: b[0],
         dest_qp: u32::from_be_bytes([0, b[5], b[6], b[7]]),
-        psn: u32::from_be_bytes([0, b[9], b[10], b[11]]),
+        // With the AckReq bit in bit 31 (congestion::ACK_REQ).
+        psn: u32::from_be_bytes([b[8] & 0x80, b[9], b[10], b[11]]),
         sport: u16::from_be_bytes([u[0], u[1]]),
         // The E bit (wire::roce::Bth::ext).
         ext: b[4] & 0x20 != 0,
+        // An ACK's AETH follows the BTH.
+        syndrome: if b[0] == crate::wire::roce::opcode::RC_ACKNOWLEDGE { d.get(udp + 20).copied().unwrap_or(0) } else { 0 },
     })
 }
 
@@ -162,7 +165,8 @@ fn bth_fields(d: &[u8], udp: usize) -> Option<(u32, u8, u32, u16)> {
         return None;
     }
     let b = &u[8..];
-    Some((u32::from_be_bytes([0, b[5], b[6], b[7]]), b[0], u32::from_be_bytes([0, b[9], b[10], b[11]]), u16::from_be_bytes([u[0], u[1]])))
+    // The PSN with the AckReq bit in bit 31 (congestion::ACK_REQ).
+    Some((u32::from_be_bytes([0, b[5], b[6], b[7]]), b[0], u32::from_be_bytes([b[8] & 0x80, b[9], b[10], b[11]]), u16::from_be_bytes([u[0], u[1]])))
 }
 
 /// Whether `frame` may be a RoCEv2 response (ACK, NAK, read response,

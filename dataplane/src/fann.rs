@@ -488,6 +488,16 @@ impl Detector {
         self.retry(now, out);
     }
 
+    /// The port's round trip is no longer measured (its RTT measurement
+    /// was switched off): a latency cause of the Performance degradation
+    /// event is withdrawn, as a recovery would (nobody is left to see the
+    /// round trip come down).
+    pub fn latency_unmeasured(&mut self, now: u64, out: &mut Vec<Notification>) {
+        if self.perf_latency.take().is_some() {
+            self.perf_update(now, out);
+        }
+    }
+
     /// Start the Performance degradation event when a cause appeared, end
     /// it when none is left.
     fn perf_update(&mut self, now: u64, out: &mut Vec<Notification>) {

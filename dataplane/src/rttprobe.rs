@@ -231,15 +231,21 @@ impl RttProbe {
     /// The RTT_est to move to from `current`, if the estimate differs from
     /// it by more than 1/16 of it and [`DEADBAND_NS`].
     pub fn proposal(&self, current: u64) -> Option<u64> {
-        let e = self.estimate()?;
-        let d = e.abs_diff(current);
-        (d.saturating_mul(16) > current && d > DEADBAND_NS).then_some(e)
+        proposal(self.estimate()?, current)
     }
 
     /// Probes of the window so far, and how many of them were lost.
     pub fn window_fill(&self) -> (usize, usize) {
         (self.samples.len(), self.samples.iter().filter(|s| s.is_none()).count())
     }
+}
+
+/// The RTT_est to move to from `current` for the estimate `e` of a
+/// measurement (these probes, or the receivers' ACKs): `e` if it differs
+/// from `current` by more than 1/16 of it and [`DEADBAND_NS`].
+pub fn proposal(e: u64, current: u64) -> Option<u64> {
+    let d = e.abs_diff(current);
+    (d.saturating_mul(16) > current && d > DEADBAND_NS).then_some(e)
 }
 
 /// An ICMP (IPv4) or ICMPv6 Echo Request from `src` to `dst` (CS6, TTL /

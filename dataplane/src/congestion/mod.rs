@@ -187,6 +187,7 @@
 //! of them, or only the RoCEv2-format ones (`source_qp_unknown_skipped`;
 //! the flow is then not throttled).
 
+mod ackrtt;
 mod auth;
 mod build;
 mod flows;
@@ -200,6 +201,7 @@ use std::net::IpAddr;
 
 use crate::wire::lhcnp::{Action, CnpInfo};
 
+pub use ackrtt::{AckRttParams, AckRttStats, ACK_REQ};
 pub use auth::{CnpAuth, CnpSa, MAX_CNP_SAS};
 pub use build::{build_cnp, CTYPE_FLOW_ID, FLOW_ID_LEN};
 pub use flows::PackedKey;
@@ -351,6 +353,10 @@ pub struct PortParams {
     /// them that are IPv4 without CNPs (s.4, s.10.5).
     pub default_format: CnpFormat,
     pub policy: Policy,
+    /// RTT_est from receiver reporting: the port times its RC flows'
+    /// packets to their ACKs ([`ackrtt`]); the control thread follows
+    /// the estimate. None = off.
+    pub ack_rtt: Option<AckRttParams>,
 }
 
 impl Default for PortParams {
@@ -375,6 +381,7 @@ impl Default for PortParams {
             adaptive: None,
             default_format: CnpFormat::Icmpv6,
             policy: Policy::default(),
+            ack_rtt: None,
         }
     }
 }
@@ -510,6 +517,14 @@ impl PortParams {
         if p.observation_window_ns > MAX_RTT_EST_NS {
             return err("policy.observation_window_ns", p.observation_window_ns, "must be at most 10 s (0: RTT_est)");
         }
+        if let Some(a) = &self.ack_rtt {
+            if a.window_ns == 0 || a.window_ns > 3600 * 1_000_000_000 {
+                return err("ack_rtt.window_ns", a.window_ns, "must be positive and at most an hour");
+            }
+            if a.timeout_ns == 0 || a.timeout_ns > MAX_RTT_EST_NS {
+                return err("ack_rtt.timeout_ns", a.timeout_ns, "must be positive and at most 10 s");
+            }
+        }
         if let Some(a) = &self.adaptive {
             if !(a.ewma_weight.is_finite() && a.ewma_weight > 0.0 && a.ewma_weight <= 1.0) {
                 return err("adaptive.ewma_weight", a.ewma_weight, "must be in (0, 1]");
@@ -536,6 +551,7 @@ pub struct RoceInfo {
     pub dst: IpAddr,
     pub dest_qp: u32,
     pub opcode: u8,
+    /// The PSN, with the BTH AckReq bit in bit 31 ([`ACK_REQ`]).
     pub psn: u32,
     /// The UDP source port (RoCEv2's entropy, set by the sender per QP).
     pub sport: u16,
@@ -543,6 +559,8 @@ pub struct RoceInfo {
     /// RoCEv2-format Long-haul CNPs, clear on standard RoCEv2 CNPs and
     /// every other packet.
     pub ext: bool,
+    /// An RC ACK's AETH syndrome (0: an ACK, and every other packet).
+    pub syndrome: u8,
 }
 
 impl RoceInfo {

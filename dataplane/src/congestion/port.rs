@@ -6,6 +6,7 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 use rustc_hash::FxHashMap;
 
+use super::ackrtt::AckRtt;
 use super::flows::{FlowTable, PackedKey, NONE};
 use super::{
     CnpFormat, CnpRequest, CongestionStats, FlowId, PortParams, RoceInfo, RoceKey, UnknownSourceQp, MAX_TOP_FLOWS,
@@ -107,6 +108,9 @@ pub struct CongestionPort {
     /// Off the packet path: boxed, so that the port's hot fields stay
     /// together.
     reaction: Box<Reaction>,
+    /// RTT_est from receiver reporting (`[port.congestion.rtt_acks]`;
+    /// [`super::ackrtt`]); None: off.
+    ack: Option<Box<AckRtt>>,
 }
 
 struct Reaction {
@@ -180,6 +184,7 @@ impl CongestionPort {
             qd_acted: false,
             // 1 us to 60 s at 2 significant digits: about 2300 counters,
             // allocated here, never on the packet path.
+            ack: p.ack_rtt.map(|a| Box::new(AckRtt::new(a))),
             reaction: Box::new(Reaction {
                 hist: hdrhistogram::Histogram::new_with_bounds(1_000, 60_000_000_000, 2).expect("valid histogram bounds"),
                 summary: ReactionSummary::default(),
@@ -214,6 +219,11 @@ impl CongestionPort {
         if bucket_changed {
             self.bucket = TokenBucket::new(p.cnp_port_max_pps, p.cnp_port_burst);
         }
+        match (p.ack_rtt, self.ack.as_mut()) {
+            (Some(a), Some(m)) => m.set_params(a),
+            (Some(a), None) => self.ack = Some(Box::new(AckRtt::new(a))),
+            (None, _) => self.ack = None,
+        }
         self.recompute();
     }
 
@@ -228,6 +238,11 @@ impl CongestionPort {
 
     pub fn stats(&self) -> &CongestionStats {
         &self.stats
+    }
+
+    /// What the receivers' ACKs measured (None: `rtt_acks` off).
+    pub fn ack_rtt(&self) -> Option<super::AckRttStats> {
+        self.ack.as_ref().map(|a| a.stats)
     }
 
     /// K_min as configured (the adaptive policy moves the effective one).
@@ -546,6 +561,9 @@ impl CongestionPort {
         };
         self.touch(s, psn, len, now);
         self.flows.add_queued(s, u64::from(len));
+        if let Some(a) = self.ack.as_mut() {
+            a.on_data(s, psn, self.flows.queued(s), now);
+        }
         Some(FlowId(s))
     }
 
@@ -595,6 +613,9 @@ impl CongestionPort {
         if let Some(f) = flow {
             if self.flows.get(f.0).is_some() {
                 self.flows.sub_queued(f.0, u64::from(len));
+                if let Some(a) = self.ack.as_mut() {
+                    a.on_dequeue(f.0, len, now);
+                }
             }
         }
     }
@@ -604,7 +625,6 @@ impl CongestionPort {
     /// source QP (module documentation, "Flows and source QPs"). A
     /// Long-haul CNP (E set) is ignored.
     pub fn on_reverse(&mut self, info: &RoceInfo, now: u64) {
-        let _ = now;
         self.resolve();
         let cnp = info.opcode == opcode::CNP;
         if cnp && info.ext {
@@ -629,7 +649,11 @@ impl CongestionPort {
         while s != NONE {
             let Some(f) = self.flows.get(s) else { break };
             if f.src_qp() == Some(qp) {
-                return; // already known
+                // Already known: an ACK may end the round trip timed.
+                if let Some(a) = self.ack.as_mut() {
+                    a.on_response(s, info.opcode, info.psn, info.syndrome, now);
+                }
+                return;
             }
             n += 1;
             only = s;
@@ -674,6 +698,9 @@ impl CongestionPort {
                     self.stats.reverse_learned_from_cnp += 1;
                 } else {
                     self.stats.reverse_learned += 1;
+                    if let Some(a) = self.ack.as_mut() {
+                        a.on_response(pick, info.opcode, info.psn, info.syndrome, now);
+                    }
                 }
             }
             _ => self.stats.reverse_unmatched += 1,
@@ -950,6 +977,9 @@ impl CongestionPort {
         if qd <= self.k_max {
             self.cross = 0;
         }
+        if let Some(a) = self.ack.as_mut() {
+            a.poll(now);
+        }
         self.age(qd, now);
     }
 
@@ -1181,6 +1211,9 @@ impl CongestionPort {
                     }
                 }
                 self.flows.remove(s);
+                if let Some(a) = self.ack.as_mut() {
+                    a.on_removed(s);
+                }
                 self.stats.flows_aged += 1;
                 self.stats.flows_active = self.flows.len() as u64;
                 // The last live flow moved into the cursor position.

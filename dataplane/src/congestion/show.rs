@@ -46,6 +46,8 @@ pub struct CongestionView {
     pub queue: EgressStats,
     /// The worker clock when this was published (ns).
     pub at_ns: u64,
+    /// RTT_est from the receivers' ACKs (None: `rtt_acks` off).
+    pub ack_rtt: Option<super::AckRttStats>,
 }
 
 /// One learned flow as `show flows` lists it.
@@ -142,6 +144,7 @@ impl CongestionPort {
             queue_limit_bytes,
             queue,
             at_ns: now,
+            ack_rtt: self.ack_rtt(),
         }
     }
 
@@ -214,6 +217,7 @@ mod tests {
             psn: i,
             sport: 49152,
             ext: false,
+            syndrome: 0,
         }
     }
 

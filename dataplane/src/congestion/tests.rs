@@ -28,6 +28,7 @@ fn data(src: IpAddr, dst: IpAddr, dest_qp: u32, psn: u32) -> RoceInfo {
         psn,
         sport: 0xc000 | (dest_qp & 0x3fff) as u16,
         ext: false,
+        syndrome: 0,
     }
 }
 fn ack(src: IpAddr, dst: IpAddr, dest_qp: u32, psn: u32) -> RoceInfo {
@@ -71,6 +72,7 @@ fn sec7() -> PortParams {
             buffer_bytes: 184 * MB,
             ..Policy::default()
         },
+        ack_rtt: None,
     }
 }
 
@@ -2087,4 +2089,53 @@ mod prop {
             }
         }
     }
+}
+
+/// RTT_est by receiver reporting (`ack_rtt`): the port times a data packet
+/// with AckReq from the moment it leaves the queue (the time it waited
+/// here does not count) to its flow's ACK covering it, through the same
+/// calls the worker makes: deferred learning, dequeue, the reverse path.
+/// The first ACK also teaches the source QP; a change of RTT_est (the
+/// control thread following the estimate) keeps the measurement.
+#[test]
+fn receivers_acks_time_the_round_trip_beyond_the_queue() {
+    let params = PortParams { ack_rtt: Some(AckRttParams { window_ns: 10_000 * MS, timeout_ns: 1_000 * MS }), ..sec7() };
+    let mut c = CongestionPort::new(params);
+    assert_eq!(CongestionPort::new(sec7()).ack_rtt(), None, "off unless configured");
+    let (a, b) = (ip6(1), ip6(2));
+    let key = |psn: u32| RoceKey::from_info(&data(a, b, 200, psn));
+    // PSN 1..=3 queued at t=0; only PSN 3 asks for an ACK.
+    for (i, psn) in [1u32, 2, 3 | ACK_REQ].into_iter().enumerate() {
+        c.on_enqueue_deferred(Some(&key(psn)), 1000, true, 1000 * (i as u64 + 1), 0, i as u32);
+    }
+    let mut flows = vec![];
+    c.take_resolved(|_, f| flows.push(f.unwrap()));
+    // They leave 2 ms, 3 ms and 5 ms later (the queue drains).
+    for (f, t) in flows.iter().zip([2, 3, 5]) {
+        c.on_dequeue(Some(*f), 1000, 0, t * MS);
+    }
+    assert_eq!(c.ack_rtt().unwrap().timed, 1);
+    // The receiver's ACK for PSN 3 (src QP 77, unknown so far) 20 ms later.
+    c.on_reverse(&ack(b, a, 77, 3), 25 * MS);
+    assert_eq!(c.flow_source_qp(a, b, 200), Some(77));
+    let m = c.ack_rtt().unwrap();
+    assert_eq!((m.samples, m.last_ns, m.estimate_ns), (1, 20 * MS, 20 * MS));
+    // RTT_est follows (the control thread): the measurement stays.
+    c.set_params(PortParams { rtt_est_ns: 20 * MS, ..params });
+    assert_eq!(c.ack_rtt().unwrap().estimate_ns, 20 * MS);
+    // A NAK for the next timed packet abandons it; the one after it is
+    // measured (18 ms, now the smallest).
+    c.on_enqueue(Some(&data(a, b, 200, 4 | ACK_REQ)), 1000, true, 1000, 30 * MS);
+    c.on_dequeue(c.flow_id(a, b, 200), 1000, 0, 30 * MS);
+    c.on_reverse(&RoceInfo { syndrome: 0x60, ..ack(b, a, 77, 3) }, 31 * MS);
+    c.on_enqueue(Some(&data(a, b, 200, 5 | ACK_REQ)), 1000, true, 1000, 40 * MS);
+    c.on_dequeue(c.flow_id(a, b, 200), 1000, 0, 40 * MS);
+    c.on_reverse(&ack(b, a, 77, 5), 58 * MS);
+    let m = c.ack_rtt().unwrap();
+    assert_eq!((m.timed, m.samples, m.discarded, m.estimate_ns), (3, 2, 1, 18 * MS));
+    // The published view carries it.
+    assert_eq!(c.view(0, Default::default(), 60 * MS).ack_rtt, Some(m));
+    // Switched off at run time: gone.
+    c.set_params(sec7());
+    assert_eq!(c.ack_rtt(), None);
 }

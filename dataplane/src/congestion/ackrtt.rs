@@ -1,0 +1,325 @@
+//! RTT_est from receiver reporting (draft-tian-ccwg-long-haul-cnp
+//! s.5.3.1: RTT_est "MAY be obtained through control plane configuration,
+//! active probing, or receiver reporting").
+//!
+//! The receivers of RC flows report what arrived: every RoCEv2 data packet
+//! with the AckReq bit (BTH A) set is answered by an ACK (AETH syndrome
+//! ACK) whose PSN covers it. The owner of a congestion-aware port times one
+//! such packet at a time: from the moment it leaves the port's queue (so
+//! the time it waited in our own queue does not count) to the ACK of its
+//! flow that covers its PSN, which reaches the owner through the reverse
+//! path that also teaches source QPs ([`super::CongestionPort::on_reverse`]).
+//! That is the round trip from this port to the receiver and back, the
+//! path the port's queue drains into.
+//!
+//! Like the RTT probes ([`crate::rttprobe`]), the estimate is the smallest
+//! round trip seen within a window (kept as [`BUCKETS`] sub-windows), so
+//! queueing further on, a receiver's late ACK or a busy host raise it only
+//! when every sample of the window is raised.
+//!
+//! A sample is only taken when it means a round trip (Karn's rule, RFC
+//! 6298 s.3): the timing is abandoned when the flow's receiver answers with
+//! a NAK or RNR NAK, when the sender sends the timed PSN or an earlier one
+//! again (a retransmission), when the flow's entry is reused, and when no
+//! ACK came within the timeout (a UC flow, a lost ACK).
+
+/// Sub-windows of the minimum filter.
+pub const BUCKETS: usize = 8;
+/// The BTH AckReq bit, carried in bit 31 of the PSN the packet path reads
+/// ([`crate::congestion::RoceInfo::psn`]).
+pub const ACK_REQ: u32 = 1 << 31;
+const PSN_MASK: u32 = 0x00ff_ffff;
+
+/// `[port.congestion.rtt_acks]` as the worker uses it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AckRttParams {
+    /// The estimate is the smallest sample within this long.
+    pub window_ns: u64,
+    /// A timed packet not acknowledged within this long is given up.
+    pub timeout_ns: u64,
+}
+
+impl Default for AckRttParams {
+    fn default() -> Self {
+        AckRttParams { window_ns: 10_000_000_000, timeout_ns: 1_000_000_000 }
+    }
+}
+
+/// What the port measured (published with the port's state).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AckRttStats {
+    /// Packets timed (AckReq set, leaving the queue).
+    pub timed: u64,
+    /// Round trips measured.
+    pub samples: u64,
+    /// Timings given up: no ACK within the timeout.
+    pub timeouts: u64,
+    /// Timings abandoned: NAK, RNR NAK, retransmission, entry reused.
+    pub discarded: u64,
+    /// The last round trip (ns; 0: none yet).
+    pub last_ns: u64,
+    /// The smallest round trip of the window (ns; 0: none in the window).
+    pub estimate_ns: u64,
+    /// Mean deviation of one round trip from the next, gain 1/16 (RFC
+    /// 3550 s.6.4.1's interarrival jitter, over round trips), ns.
+    pub jitter_ns: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Timing {
+    Idle,
+    /// The timed packet (flow slot, PSN) is still in the queue behind
+    /// `left` bytes of its flow (its own included); `since`: enqueued.
+    Queued { flow: u32, psn: u32, left: u64, since: u64 },
+    /// It left the queue at `since`.
+    InFlight { flow: u32, psn: u32, since: u64 },
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct AckRtt {
+    p: AckRttParams,
+    timing: Timing,
+    /// Per sub-window (its number, time / sub-window length): the smallest
+    /// sample in it (u64::MAX: none).
+    buckets: [(u64, u64); BUCKETS],
+    pub(crate) stats: AckRttStats,
+}
+
+/// `a` is `b` or after it in 24-bit PSN space.
+fn psn_ge(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) & PSN_MASK) < (1 << 23)
+}
+
+impl AckRtt {
+    pub(crate) fn new(p: AckRttParams) -> Self {
+        AckRtt { p, timing: Timing::Idle, buckets: [(u64::MAX, u64::MAX); BUCKETS], stats: AckRttStats::default() }
+    }
+
+    pub(crate) fn set_params(&mut self, p: AckRttParams) {
+        if p.window_ns != self.p.window_ns {
+            self.buckets = [(u64::MAX, u64::MAX); BUCKETS];
+        }
+        self.p = p;
+    }
+
+    fn sub_window(&self) -> u64 {
+        (self.p.window_ns / BUCKETS as u64).max(1)
+    }
+
+    fn discard(&mut self) {
+        self.timing = Timing::Idle;
+        self.stats.discarded += 1;
+    }
+
+    /// A data packet (or a train ending in `psn`) of flow `flow` entered
+    /// the queue at `now`; `queued` is what the flow now has queued, this
+    /// packet included.
+    #[inline]
+    pub(crate) fn on_data(&mut self, flow: u32, psn: u32, queued: u64, now: u64) {
+        match self.timing {
+            Timing::Idle => {
+                if psn & ACK_REQ != 0 {
+                    self.timing = Timing::Queued { flow, psn: psn & PSN_MASK, left: queued, since: now };
+                }
+            }
+            // The timed PSN or an earlier one again: a retransmission.
+            Timing::Queued { flow: f, psn: t, .. } | Timing::InFlight { flow: f, psn: t, .. } if f == flow && psn_ge(t, psn & PSN_MASK) => self.discard(),
+            _ => {}
+        }
+    }
+
+    /// `len` bytes of flow `flow` left the queue at `now`.
+    #[inline]
+    pub(crate) fn on_dequeue(&mut self, flow: u32, len: u32, now: u64) {
+        if let Timing::Queued { flow: f, psn, left, .. } = &mut self.timing {
+            if *f == flow {
+                *left = left.saturating_sub(u64::from(len));
+                if *left == 0 {
+                    self.timing = Timing::InFlight { flow, psn: *psn, since: now };
+                    self.stats.timed += 1;
+                }
+            }
+        }
+    }
+
+    /// A response of flow `flow`'s receiver (opcode, PSN, AETH syndrome)
+    /// reached the owner at `now`.
+    pub(crate) fn on_response(&mut self, flow: u32, op: u8, psn: u32, syndrome: u8, now: u64) {
+        use crate::wire::roce::opcode;
+        let (f, t, since) = match self.timing {
+            Timing::Idle => return,
+            Timing::Queued { flow, psn, .. } => (flow, psn, None),
+            Timing::InFlight { flow, psn, since } => (flow, psn, Some(since)),
+        };
+        if f != flow || op != opcode::RC_ACKNOWLEDGE {
+            return;
+        }
+        // AETH syndrome bits 7-5: 000 ACK, 001 RNR NAK, 011 NAK.
+        if syndrome >> 5 != 0 {
+            return self.discard();
+        }
+        let (Some(since), true) = (since, psn_ge(psn & PSN_MASK, t)) else { return };
+        self.timing = Timing::Idle;
+        self.sample(now.saturating_sub(since).max(1), now);
+    }
+
+    fn sample(&mut self, rtt: u64, now: u64) {
+        self.stats.samples += 1;
+        if self.stats.last_ns != 0 {
+            let d = rtt.abs_diff(self.stats.last_ns);
+            self.stats.jitter_ns = (self.stats.jitter_ns * 15 + d) / 16;
+        }
+        self.stats.last_ns = rtt;
+        let n = now / self.sub_window();
+        let b = &mut self.buckets[(n % BUCKETS as u64) as usize];
+        if b.0 != n {
+            *b = (n, rtt);
+        } else {
+            b.1 = b.1.min(rtt);
+        }
+        self.stats.estimate_ns = self.estimate(now).unwrap_or(0);
+    }
+
+    /// The flow in slot `flow` is gone (aged): its timing, if any, with it.
+    pub(crate) fn on_removed(&mut self, flow: u32) {
+        if let Timing::Queued { flow: f, .. } | Timing::InFlight { flow: f, .. } = self.timing {
+            if f == flow {
+                self.discard();
+            }
+        }
+    }
+
+    /// Every poll: a timing older than the timeout is given up; the
+    /// published estimate follows the window.
+    pub(crate) fn poll(&mut self, now: u64) {
+        if let Timing::Queued { since, .. } | Timing::InFlight { since, .. } = self.timing {
+            if now.saturating_sub(since) >= self.p.timeout_ns {
+                self.timing = Timing::Idle;
+                self.stats.timeouts += 1;
+            }
+        }
+        self.stats.estimate_ns = self.estimate(now).unwrap_or(0);
+    }
+
+    /// The smallest sample of the sub-windows within the window (None:
+    /// none).
+    pub(crate) fn estimate(&self, now: u64) -> Option<u64> {
+        let n = now / self.sub_window();
+        self.buckets.iter().filter(|b| b.0 != u64::MAX && b.0 + BUCKETS as u64 > n).map(|b| b.1).min()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::roce::opcode;
+
+    const MS: u64 = 1_000_000;
+    const ACK: u8 = opcode::RC_ACKNOWLEDGE;
+
+    fn rtt() -> AckRtt {
+        AckRtt::new(AckRttParams { window_ns: 800 * MS, timeout_ns: 100 * MS })
+    }
+
+    #[test]
+    fn the_round_trip_runs_from_leaving_the_queue_to_the_ack_that_covers_it() {
+        let mut a = rtt();
+        // Flow 3: 3000 bytes queued ahead, then the timed packet (PSN 10).
+        a.on_data(3, 10 | ACK_REQ, 4000, 0);
+        a.on_dequeue(3, 1000, 2 * MS);
+        a.on_dequeue(7, 1000, 2 * MS); // another flow
+        a.on_dequeue(3, 2000, 3 * MS);
+        assert_eq!(a.stats.timed, 0, "still queued");
+        a.on_dequeue(3, 1000, 5 * MS); // the timed packet leaves
+        assert_eq!(a.stats.timed, 1);
+        // An ACK of an earlier PSN, another flow's ACK, a read response.
+        a.on_response(3, ACK, 9, 0, 20 * MS);
+        a.on_response(4, ACK, 10, 0, 20 * MS);
+        a.on_response(3, opcode::RC | opcode::RDMA_READ_RESPONSE_ONLY, 10, 0, 20 * MS);
+        assert_eq!(a.stats.samples, 0);
+        a.on_response(3, ACK, 12, 0x1f, 25 * MS);
+        assert_eq!((a.stats.samples, a.stats.last_ns, a.stats.estimate_ns), (1, 20 * MS, 20 * MS));
+        assert_eq!(a.estimate(25 * MS), Some(20 * MS));
+    }
+
+    #[test]
+    fn only_packets_that_ask_for_an_ack_are_timed_and_one_at_a_time() {
+        let mut a = rtt();
+        a.on_data(1, 5, 100, 0);
+        a.on_dequeue(1, 100, 0);
+        assert_eq!(a.stats.timed, 0);
+        a.on_data(1, 6 | ACK_REQ, 100, 0);
+        a.on_data(2, 1 | ACK_REQ, 100, 0); // another flow while timing
+        a.on_dequeue(2, 100, MS);
+        a.on_dequeue(1, 100, MS);
+        assert_eq!(a.stats.timed, 1);
+        a.on_response(2, ACK, 1, 0, 9 * MS);
+        assert_eq!(a.stats.samples, 0, "flow 2 was not timed");
+        a.on_response(1, ACK, 6, 0, 9 * MS);
+        assert_eq!(a.stats.last_ns, 8 * MS);
+    }
+
+    #[test]
+    fn naks_retransmissions_reuse_and_silence_abandon_the_timing() {
+        let mut a = rtt();
+        // NAK (syndrome 011xxxxx) and RNR NAK (001xxxxx).
+        for syn in [0x60, 0x20] {
+            a.on_data(1, 50 | ACK_REQ, 100, 0);
+            a.on_dequeue(1, 100, 0);
+            a.on_response(1, ACK, 50, syn, MS);
+            a.on_response(1, ACK, 50, 0, 2 * MS);
+        }
+        assert_eq!((a.stats.discarded, a.stats.samples), (2, 0));
+        // The sender sends PSN 40 again while 50 is timed (go-back-N).
+        a.on_data(1, 50 | ACK_REQ, 100, 0);
+        a.on_data(1, 40, 200, 0);
+        assert_eq!(a.stats.discarded, 3);
+        // A later PSN does not abandon it.
+        a.on_data(1, 60 | ACK_REQ, 100, 0);
+        a.on_data(1, 61, 200, 0);
+        assert_eq!(a.stats.discarded, 3);
+        a.on_removed(1);
+        assert_eq!(a.stats.discarded, 4);
+        // No ACK within the timeout.
+        a.on_data(1, 70 | ACK_REQ, 100, 0);
+        a.on_dequeue(1, 100, 0);
+        a.poll(100 * MS - 1);
+        a.on_response(1, ACK, 70, 0, 150 * MS - 1);
+        assert_eq!(a.stats.samples, 1, "just within the timeout");
+        a.on_data(1, 71 | ACK_REQ, 100, 200 * MS);
+        a.on_dequeue(1, 100, 200 * MS);
+        a.poll(300 * MS);
+        a.on_response(1, ACK, 71, 0, 300 * MS);
+        assert_eq!((a.stats.timeouts, a.stats.samples), (1, 1));
+    }
+
+    #[test]
+    fn psns_wrap() {
+        let mut a = rtt();
+        a.on_data(1, 0xff_fffe | ACK_REQ, 100, 0);
+        a.on_dequeue(1, 100, 0);
+        a.on_response(1, ACK, 1, 0, 3 * MS);
+        assert_eq!(a.stats.last_ns, 3 * MS);
+    }
+
+    #[test]
+    fn the_estimate_is_the_smallest_sample_of_the_window() {
+        let mut a = rtt(); // 800 ms window: 8 sub-windows of 100 ms
+        let mut t = 0;
+        let mut est = vec![];
+        for (i, r) in [30u64, 20, 25, 40, 40, 40, 40, 40, 40, 40, 40].iter().enumerate() {
+            a.on_data(1, (i as u32) | ACK_REQ, 100, t);
+            a.on_dequeue(1, 100, t);
+            a.on_response(1, ACK, i as u32, 0, t + r * MS);
+            est.push(a.stats.estimate_ns / MS);
+            t += 100 * MS;
+        }
+        // The 20 ms sample (sub-window 1) counts through sub-window 8.
+        assert_eq!(est, vec![30, 20, 20, 20, 20, 20, 20, 20, 20, 25, 40]);
+        a.poll(t + 2000 * MS);
+        assert_eq!((a.estimate(t + 2000 * MS), a.stats.estimate_ns), (None, 0), "nothing in the window");
+        // Deviations 10, 5, 15, 0...: jitter follows with gain 1/16.
+        let j = [10u64, 5, 15, 0, 0, 0, 0, 0, 0, 0].iter().fold(0u64, |j, d| (j * 15 + d * MS) / 16);
+        assert_eq!(a.stats.jitter_ns, j);
+    }
+}
