@@ -1137,6 +1137,167 @@ while time.time() < end and n < want:
         n += 1
 "#;
 
+/// An RC sender for the ACK round-trip test: `argv[2]` RoCEv2 SEND Only
+/// packets (DestQP 200, PSN 0, 1, ...; AckReq on every odd PSN) from UDP
+/// port 4791 to `[argv[1]]:4791`, one every `argv[3]` seconds.
+const RC_SENDER: &str = r#"
+import socket, struct, sys, time
+dst, n, gap = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+s.bind(("::", 4791))
+print("ready", flush=True)
+for psn in range(n):
+    bth = struct.pack("!BBHB3sB3s", 0x04, 0, 0xffff, 0, (200).to_bytes(3, "big"), 0x80 if psn % 2 else 0, psn.to_bytes(3, "big"))
+    s.sendto(bth + bytes(64) + bytes(4), (dst, 4791))
+    time.sleep(gap)
+"#;
+
+/// The receiver's RNIC for that test: every packet with AckReq is
+/// answered with an RC ACK (opcode 0x11, DestQP 77, the packet's PSN,
+/// AETH syndrome 0x1f) `argv[1]` seconds later, except the second, which
+/// gets a NAK (syndrome 0x60) at once; prints `ACK psn syndrome` for
+/// each, until `argv[2]` were answered or 60 s.
+const RC_RESPONDER: &str = r#"
+import socket, struct, sys, time
+delay, total = float(sys.argv[1]), int(sys.argv[2])
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+s.bind(("::", 4791))
+print("ready", flush=True)
+pending, n, end = [], 0, time.time() + 60
+while (n < total or pending) and time.time() < end:
+    now = time.time()
+    for p in [p for p in pending if p[0] <= now]:
+        s.sendto(p[1], p[2])
+        pending.remove(p)
+    wait = min([p[0] for p in pending], default=now + 0.2) - now
+    s.settimeout(max(wait, 0.001))
+    try:
+        data, addr = s.recvfrom(2048)
+    except socket.timeout:
+        continue
+    if n >= total or len(data) < 12 or data[0] != 0x04 or not data[8] & 0x80:
+        continue
+    psn = data[9:12]
+    syn = 0x60 if n == 1 else 0x1f
+    bth = struct.pack("!BBHB3sB3s", 0x11, 0, 0xffff, 0, (77).to_bytes(3, "big"), 0, psn)
+    pending.append((time.time() + (0 if syn == 0x60 else delay), bth + bytes([syn]) + psn + bytes(4), addr))
+    print("ACK %d %d" % (int.from_bytes(psn, "big"), syn), flush=True)
+    n += 1
+"#;
+
+/// RTT_est by receiver reporting (draft-tian s.5.3.1) against Linux hosts:
+/// a sender behind port a sends RC packets through port b, whose
+/// `[port.congestion.rtt_acks]` times those that ask for an ACK from
+/// leaving its queue to the ACK the receiver behind port b sends 30 ms
+/// later. RTT_est of port b moves from the configured 100 us to the
+/// measured round trip, with K_max; the receiver's NAK abandons the
+/// timing it ends. Over `degraded_us` the round trip is a FANN
+/// Performance degradation event to the ingress PE (port a's host; Latency
+/// item read by the scapy oracle), and switching the measurement off
+/// with ctl ends it with a recovery, because nothing watches the round
+/// trip any more.
+#[test]
+fn rtt_est_follows_the_receivers_acks() {
+    if let Err(why) = can_run() {
+        skip("tap_netns RTT from ACKs", &why);
+        return;
+    }
+    python_ok().expect("python3 is required for the RC sender and receiver");
+    let lab = TapLab::new("ack");
+    let ports = lab.ports("", "rate_mbps = 1000\n[port.congestion]\nrtt_est_us = 100\n[port.congestion.rtt_acks]\nwindow_ms = 2000\ntimeout_ms = 500\ndegraded_us = 20000\n");
+    let TapLab { n1, n2, t1, t2, dir, sock, cfg } = lab;
+    // The measurement for Prometheus too (a free port, taken and let go).
+    let addr = format!("127.0.0.1:{}", std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port());
+    std::fs::write(&cfg, format!("[dataplane]\nstatus_interval_ms = 0\n[mempool]\nmbufs_per_socket = 4095\ncache_size = 64\n{ports}[fann]\nnode = \"2001:db8:ff::7\"\ningress_pes = [\"2001:db8:a::2\"]\n[metrics]\nlisten = \"{addr}\"\n")).unwrap();
+    let _ns = Netns::create(&[&n1, &n2]);
+    let mut router = Router::start("tapack", &cfg, &dir, &sock);
+    host(&n1, &t1, "10.1.0.2/24", "2001:db8:a::2/64", "10.1.0.1", "2001:db8:a::1");
+    host(&n2, &t2, "10.2.0.2/24", "2001:db8:b::2/64", "10.2.0.1", "2001:db8:b::1");
+    let ready = |c: &mut std::process::Child| {
+        let mut out = c.stdout.take().unwrap();
+        let mut first = [0u8; 6];
+        std::io::Read::read_exact(&mut out, &mut first).unwrap();
+        assert_eq!(&first, b"ready\n");
+        out
+    };
+    let spawn = |ns: &str, script: &str, args: &[&str]| Command::new("ip").args(["netns", "exec", ns, "python3", "-c", script]).args(args).stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let mut pe = spawn(&n1, FANN_CAPTURE, &[&t1, "201", "40", "2"]);
+    let mut pe_out = ready(&mut pe);
+    let mut receiver = spawn(&n2, RC_RESPONDER, &["0.030", "1000"]);
+    let mut rx_out = ready(&mut receiver);
+    let mut sender = spawn(&n1, RC_SENDER, &["2001:db8:b::2", "3000", "0.01"]);
+    let _ = ready(&mut sender);
+    let diag = [n1.as_str(), n2.as_str()];
+
+    let r = wait_ctl(&sock, "show congestion", 20, &|r| rtt_and_k_max(r, "b").0 >= 30_000.0, "RTT_est of port b up to the receiver's 30 ms", &diag);
+    eprintln!("{r}");
+    let (rtt, kmax) = rtt_and_k_max(&r, "b");
+    assert!(rtt < 45_000.0, "the smallest round trip, about the receiver's 30 ms: {r}");
+    assert!(kmax.abs_diff((1e9 * rtt * 1e3 / 8e9) as u64) <= 1, "K_max = R_port x RTT_est / 8 for the measured RTT_est: {r}");
+    let line = r.lines().find(|l| l.contains("RTT from ACKs:")).unwrap_or_else(|| panic!("{r}"));
+    assert!(line.contains("(window 2000 ms, timeout 500 ms)") && line.contains("the smallest round trip of the window"), "{line}");
+    let num = |k: &str| line.split(k).nth(1).and_then(|x| x.split([',', ' ']).find(|w| !w.is_empty())).and_then(|x| x.parse::<u64>().ok()).unwrap_or_else(|| panic!("{k} in {line}"));
+    assert!(num("measured ") >= 1 && num("abandoned (NAK, retransmission) ") >= 1, "the NAK abandoned a timing: {line}");
+    assert!(num("RTT_est moved ") >= 1, "{line}");
+    let page = http(&addr, "GET /metrics HTTP/1.1\r\n\r\n");
+    let m = prometheus_oracle(page.split_once("\r\n\r\n").unwrap().1);
+    let get = |k: &str| *m.get(k).unwrap_or_else(|| panic!("{k} not on the page:\n{page}"));
+    assert!((0.030..0.045).contains(&get("dcirouter_rtt_acks_estimate_seconds{port=b}")), "{page}");
+    assert!(get("dcirouter_rtt_acks_timed_total{outcome=measured,port=b}") >= 1.0 && get("dcirouter_rtt_acks_timed_total{outcome=abandoned,port=b}") >= 1.0, "{page}");
+    assert!(!m.keys().any(|k| k.starts_with("dcirouter_rtt_acks") && k.contains("port=a")), "port a measures nothing: {page}");
+
+    let ctl = |c: &str| control::ctl::request(sock.to_str().unwrap(), c).unwrap();
+    let e = ctl("congestion b rtt_est_us 20000");
+    assert!(e.starts_with("ERR") && e.contains("rtt_acks off"), "{e}");
+    // The latency event is out (the PE's capture saw a message) before
+    // the measurement is switched off.
+    let t0 = Instant::now();
+    while counter(&ctl("show counters"), "fann-sent") < 1 && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let r = ctl("congestion b rtt_acks off");
+    assert!(r.contains("off: RTT_est stays as it is"), "{r}");
+    let r = ctl("congestion b rtt_est_us 20000");
+    assert!(r.contains("K_max 2500000"), "{r}");
+    // The owner worker publishes what it took within about a ms.
+    let r = wait_ctl(&sock, "show congestion", 5, &|r| rtt_and_k_max(r, "b").0 == 20_000.0, "RTT_est of port b as set", &diag);
+    assert_eq!(rtt_and_k_max(&r, "b"), (20_000.0, 2_500_000), "{r}");
+    assert!(r.contains("off (ctl congestion PORT rtt_acks off): RTT_est stays as set; measured "), "{r}");
+
+    // The capture ends after the two messages (or its 40 s).
+    let t0 = Instant::now();
+    while pe.try_wait().ok().flatten().is_none() && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = pe.kill();
+    let _ = pe.wait();
+    let mut fann = String::new();
+    std::io::Read::read_to_string(&mut pe_out, &mut fann).unwrap();
+    let _ = sender.kill();
+    let _ = sender.wait();
+    let _ = receiver.kill();
+    let _ = receiver.wait();
+    let mut acks = String::new();
+    std::io::Read::read_to_string(&mut rx_out, &mut acks).unwrap();
+    let so = router.stop();
+    assert!(acks.lines().filter(|l| l.starts_with("ACK ") && l.ends_with(" 31")).count() >= 2 && acks.lines().any(|l| l.starts_with("ACK ") && l.ends_with(" 96")), "ACKs and the one NAK: {acks}");
+    let pkts: Vec<Vec<u8>> = fann.lines().filter_map(|l| l.strip_prefix("FANN ")).map(|h| (0..h.len()).step_by(2).map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap()).collect()).collect();
+    let refs: Vec<&[u8]> = pkts.iter().map(|p| p.as_slice()).collect();
+    let seen = fann_oracle(&refs);
+    let perf: Vec<&FannOracle> = seen.iter().filter(|f| f.event_type == 3 && f.code == 0).collect();
+    assert_eq!(perf.len(), 1, "one Performance degradation event: {seen:?}");
+    let ev = perf[0];
+    let item = |f: &FannOracle, bit: u32| f.items.iter().find(|(b, _)| *b == bit).map(|(_, h)| u32::from_str_radix(h, 16).unwrap());
+    assert!(ev.checksum_ok && ev.well_formed && ev.origin == "2001:db8:ff::7".parse::<std::net::Ipv6Addr>().unwrap(), "{ev:?}");
+    assert_eq!(item(ev, 1), Some(1), "Egress Port ID: port b: {ev:?}");
+    assert!(item(ev, 6).is_some_and(|l| (30_000..45_000).contains(&l)), "Latency: the 30 ms round trip in us: {ev:?}");
+    let rec: Vec<&FannOracle> = seen.iter().filter(|f| f.code == 1 && f.event_type == 7 && f.event_subtype == 3).collect();
+    assert_eq!(rec.len(), 1, "its recovery once the measurement was switched off: {seen:?}");
+    assert!(rec[0].checksum_ok && rec[0].event_id == ev.event_id, "{:?}", rec[0]);
+    assert!(counter(&so, "rtt-est-changed") >= 1, "{so}");
+    assert_eq!(mempool_in_use(&so), 0, "{so}");
+}
+
 /// Port `port`'s RTT_est (us) and K_max (bytes) in `show congestion`.
 fn rtt_and_k_max(show: &str, port: &str) -> (f64, u64) {
     let line = show.lines().find(|l| l.starts_with(&format!("congestion '{port}'"))).unwrap_or_else(|| panic!("port {port} in {show}"));

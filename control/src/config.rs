@@ -4028,6 +4028,21 @@ mod refusals {
         refused(&probe("target = \"10.0.2.2\"\ndegraded_us = 5000\n"), &["port[1].congestion.rtt_probe.degraded_us = 5000", "without [fann]"]);
         let c = load_str(&format!("{}[fann]\nnode = \"fc00::9\"\ningress_pes = [\"fc00::a\"]\n", probe("target = \"10.0.2.2\"\ndegraded_us = 5000\n"))).unwrap();
         assert_eq!(c.ports[1].congestion.as_ref().unwrap().rtt_probe.unwrap().degraded_ns, 5_000_000);
+        // [port.congestion.rtt_acks]: one measurement per port.
+        let acks = |t: &str| format!("{port}[port.congestion]\nrtt_est_us = 1000\n[port.congestion.rtt_acks]\n{t}");
+        let c = load_str(&acks("")).unwrap();
+        let plan = c.ports[1].congestion.as_ref().unwrap();
+        assert_eq!((plan.params.ack_rtt, plan.rtt_acks_degraded_ns), (Some(dataplane::congestion::AckRttParams { window_ns: 10_000_000_000, timeout_ns: 1_000_000_000 }), Some(0)), "the defaults");
+        assert_eq!(load_str(&port).unwrap().ports[1].congestion.as_ref().map(|p| p.params.ack_rtt), None);
+        refused(&acks("window_ms = 5\n"), &["port[1].congestion.rtt_acks.window_ms = 5", "10..=3600000"]);
+        refused(&acks("timeout_ms = 10001\n"), &["port[1].congestion.rtt_acks.timeout_ms = 10001", "1..=10000"]);
+        refused(&acks("degraded_us = 0\n"), &["port[1].congestion.rtt_acks.degraded_us = 0", "1..=10000000"]);
+        refused(&acks("degraded_us = 5000\n"), &["port[1].congestion.rtt_acks.degraded_us = 5000", "without [fann]"]);
+        refused(&acks("windows = 3\n"), &["unknown field `windows`"]);
+        refused(&format!("{}[port.congestion.rtt_probe]\ntarget = \"10.0.2.2\"\n", acks("")), &["port[1].congestion.rtt_acks", "[port.congestion.rtt_probe] as well"]);
+        let c = load_str(&format!("{}[fann]\nnode = \"fc00::9\"\ningress_pes = [\"fc00::a\"]\n", acks("window_ms = 500\ndegraded_us = 5000\n"))).unwrap();
+        let plan = c.ports[1].congestion.as_ref().unwrap();
+        assert_eq!((plan.params.ack_rtt.unwrap().window_ns, plan.rtt_acks_degraded_ns), (500_000_000, Some(5_000_000)));
         // A queue no deeper than K_max (125 MB at 100 Gb/s and 10 ms).
         refused(&format!("{}[port.congestion]\nrtt_est_us = 10000\n", port.replace("rate_mbps = 100000\n", "rate_mbps = 100000\nqueue_bytes = 67108864\n")), &["port[1].queue_bytes = 67108864 (port wan)", "deeper than K_max"]);
         // Without rate_mbps (R_port = the link speed, known at start): the
