@@ -123,7 +123,8 @@ fn build() -> Pipeline {
 /// The WAN's congestion-aware egress port: 100 Mb/s (12.5 B per µs of the
 /// clock, so forwarded traffic queues), RTT_est 20 µs (K_max
 /// = K_base 4 KiB, K_min 2 KiB), triggers evaluated every 10 µs, 16 flows,
-/// flows idle for 200 µs aged out.
+/// flows idle for 200 µs aged out, round trips timed to the receivers'
+/// ACKs.
 fn egress() -> EgressPort<VecPacket> {
     let params = PortParams {
         rate_bps: 100_000_000,
@@ -133,6 +134,8 @@ fn egress() -> EgressPort<VecPacket> {
         interval_ns: 10_000,
         flow_capacity: 16,
         flow_idle_timeout_ns: 200_000,
+        // RTT_est from the receivers' ACKs: fuzzed responses end timings.
+        ack_rtt: Some(dataplane::congestion::AckRttParams { window_ns: 1_000_000, timeout_ns: 100_000 }),
         ..PortParams::default()
     };
     let notify_sids = vec![("2001:db8:1::/64".parse().unwrap(), a6("fc00:0:9::c"))];
@@ -410,6 +413,15 @@ pub fn seeds_pipeline() -> Vec<Vec<u8>> {
         (0xf2, eth(R0, 0x86dd, &roce_transit_dscp(9, 26))),
         // RoCEv2 in a PE's IPv6 tunnel through the WAN port (tagged).
         (0xf2, eth(R0, 0x86dd, &ipv6("2001:db8:1::99", "2001:db8:9::9", 41, 64, &roce_transit(10)))),
+        // RoCEv2 asking for an ACK (AckReq), and the receiver's ACK for
+        // it: a round trip timed for RTT_est.
+        (0xf2, eth(R0, 0x86dd, &{
+            let mut d = roce_transit(11);
+            d[40 + 8 + 8] |= 0x80;
+            let _ = roce::icrc_fill(&mut d);
+            d
+        })),
+        (1, eth(R1, 0x86dd, &response("2001:db8:9::9", "2001:db8:1::2", Upstream::Ack { psn: 11, msn: 1, credits: 31 }))),
         // Echo Replies to the RTT probes, over IPv6 and IPv4.
         (1, eth(R1, 0x86dd, &echo_reply("2001:db8:2::2", "2001:db8:2::1"))),
         (1, eth(R1, 0x0800, &echo_reply("10.0.2.2", "10.0.2.1"))),
