@@ -920,11 +920,7 @@ receivers = [ {{ address = \"2001:db8:b::2\", qpn = 0x500 }} ]\n"
     let ctl = |c: &str| control::ctl::request(sock.to_str().unwrap(), c).unwrap();
     let r = ctl("show multicast");
     assert!(r.contains("cnp-window rtt 1000..2000000 us") && r.contains("window-us 1000.0 srtt-us -"), "the floor until a round trip is measured: {r}");
-    let mut rx = Command::new("ip").args(["netns", "exec", &n2, "python3", "-c", MT_RECEIVER, "3", "0.3", "30"]).stdout(std::process::Stdio::piped()).spawn().unwrap();
-    let mut out = rx.stdout.take().unwrap();
-    let mut first = [0u8; 6];
-    std::io::Read::read_exact(&mut out, &mut first).unwrap();
-    assert_eq!(&first, b"ready\n");
+    let (mut rx, mut out) = spawn_ready(&n2, MT_RECEIVER, &["3", "0.3", "30"]);
     let src = in_ns(&n1, &["python3", "-c", MT_SOURCE, "3", "2"]);
     let txt = String::from_utf8_lossy(&src.stdout).to_string();
     let mut got = String::new();
@@ -1114,6 +1110,24 @@ while answered < total and time.time() < end:
 print("answered %d" % answered, flush=True)
 "#;
 
+/// `python3 -c script args...` in namespace `ns`, once it has printed
+/// "ready": the process and the rest of its output.
+fn spawn_ready(ns: &str, script: &str, args: &[&str]) -> (std::process::Child, std::process::ChildStdout) {
+    let mut c = Command::new("ip").args(["netns", "exec", ns, "python3", "-c", script]).args(args).stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let mut out = c.stdout.take().unwrap();
+    let mut first = [0u8; 6];
+    std::io::Read::read_exact(&mut out, &mut first).unwrap();
+    assert_eq!(&first, b"ready\n");
+    (c, out)
+}
+
+/// The FANN messages [`FANN_CAPTURE`] printed, read by the scapy oracle.
+fn captured_fann(printed: &str) -> Vec<FannOracle> {
+    let pkts: Vec<Vec<u8>> = printed.lines().filter_map(|l| l.strip_prefix("FANN ")).map(|h| (0..h.len()).step_by(2).map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap()).collect()).collect();
+    let refs: Vec<&[u8]> = pkts.iter().map(|p| p.as_slice()).collect();
+    fann_oracle(&refs)
+}
+
 /// The ingress PE's side of FANN for the RTT probe test: every IPv6 frame
 /// on tap `argv[1]` carrying an ICMPv6 message of type `argv[2]`, printed
 /// as `FANN <hex of the IPv6 packet>`, for `argv[3]` seconds at most or
@@ -1213,20 +1227,9 @@ fn rtt_est_follows_the_receivers_acks() {
     let mut router = Router::start("tapack", &cfg, &dir, &sock);
     host(&n1, &t1, "10.1.0.2/24", "2001:db8:a::2/64", "10.1.0.1", "2001:db8:a::1");
     host(&n2, &t2, "10.2.0.2/24", "2001:db8:b::2/64", "10.2.0.1", "2001:db8:b::1");
-    let ready = |c: &mut std::process::Child| {
-        let mut out = c.stdout.take().unwrap();
-        let mut first = [0u8; 6];
-        std::io::Read::read_exact(&mut out, &mut first).unwrap();
-        assert_eq!(&first, b"ready\n");
-        out
-    };
-    let spawn = |ns: &str, script: &str, args: &[&str]| Command::new("ip").args(["netns", "exec", ns, "python3", "-c", script]).args(args).stdout(std::process::Stdio::piped()).spawn().unwrap();
-    let mut pe = spawn(&n1, FANN_CAPTURE, &[&t1, "201", "40", "2"]);
-    let mut pe_out = ready(&mut pe);
-    let mut receiver = spawn(&n2, RC_RESPONDER, &["0.030", "1000"]);
-    let mut rx_out = ready(&mut receiver);
-    let mut sender = spawn(&n1, RC_SENDER, &["2001:db8:b::2", "3000", "0.01"]);
-    let _ = ready(&mut sender);
+    let (mut pe, mut pe_out) = spawn_ready(&n1, FANN_CAPTURE, &[&t1, "201", "40", "2"]);
+    let (mut receiver, mut rx_out) = spawn_ready(&n2, RC_RESPONDER, &["0.030", "1000"]);
+    let (mut sender, _) = spawn_ready(&n1, RC_SENDER, &["2001:db8:b::2", "3000", "0.01"]);
     let diag = [n1.as_str(), n2.as_str()];
 
     let r = wait_ctl(&sock, "show congestion", 20, &|r| rtt_and_k_max(r, "b").0 >= 30_000.0, "RTT_est of port b up to the receiver's 30 ms", &diag);
@@ -1281,9 +1284,7 @@ fn rtt_est_follows_the_receivers_acks() {
     std::io::Read::read_to_string(&mut rx_out, &mut acks).unwrap();
     let so = router.stop();
     assert!(acks.lines().filter(|l| l.starts_with("ACK ") && l.ends_with(" 31")).count() >= 2 && acks.lines().any(|l| l.starts_with("ACK ") && l.ends_with(" 96")), "ACKs and the one NAK: {acks}");
-    let pkts: Vec<Vec<u8>> = fann.lines().filter_map(|l| l.strip_prefix("FANN ")).map(|h| (0..h.len()).step_by(2).map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap()).collect()).collect();
-    let refs: Vec<&[u8]> = pkts.iter().map(|p| p.as_slice()).collect();
-    let seen = fann_oracle(&refs);
+    let seen = captured_fann(&fann);
     let perf: Vec<&FannOracle> = seen.iter().filter(|f| f.event_type == 3 && f.code == 0).collect();
     assert_eq!(perf.len(), 1, "one Performance degradation event: {seen:?}");
     let ev = perf[0];
@@ -1334,16 +1335,8 @@ fn rtt_est_follows_echo_probes_to_the_linux_host_behind_the_port() {
     let o = in_ns(&n2, &["sysctl", "-w", "net.ipv6.icmp.echo_ignore_all=1"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     // Port a's host plays the ingress PE: it records the FANN messages.
-    let mut pe = Command::new("ip").args(["netns", "exec", &n1, "python3", "-c", FANN_CAPTURE, &t1, "201", "30", "200"]).stdout(std::process::Stdio::piped()).spawn().unwrap();
-    let mut pe_out = pe.stdout.take().unwrap();
-    let mut first = [0u8; 6];
-    std::io::Read::read_exact(&mut pe_out, &mut first).unwrap();
-    assert_eq!(&first, b"ready\n");
-    let mut responder = Command::new("ip").args(["netns", "exec", &n2, "python3", "-c", ECHO_RESPONDER, "0.030", "60", "400"]).stdout(std::process::Stdio::piped()).spawn().unwrap();
-    let mut out = responder.stdout.take().unwrap();
-    let mut first = [0u8; 6];
-    std::io::Read::read_exact(&mut out, &mut first).unwrap();
-    assert_eq!(&first, b"ready\n");
+    let (mut pe, mut pe_out) = spawn_ready(&n1, FANN_CAPTURE, &[&t1, "201", "30", "200"]);
+    let (mut responder, mut out) = spawn_ready(&n2, ECHO_RESPONDER, &["0.030", "60", "400"]);
     let diag = [n1.as_str(), n2.as_str()];
     let k_max = |rtt_us: f64| (1e9 * rtt_us * 1e3 / 8e9) as u64;
 
@@ -1387,9 +1380,7 @@ fn rtt_est_follows_echo_probes_to_the_linux_host_behind_the_port() {
     std::io::Read::read_to_string(&mut pe_out, &mut fann).unwrap();
     // The FANN messages about port b's round trip (Egress Port ID 1): the
     // event with Latency >= 30 ms and a Jitter item, then its recovery.
-    let pkts: Vec<Vec<u8>> = fann.lines().filter_map(|l| l.strip_prefix("FANN ")).map(|h| (0..h.len()).step_by(2).map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap()).collect()).collect();
-    let refs: Vec<&[u8]> = pkts.iter().map(|p| p.as_slice()).collect();
-    let seen = fann_oracle(&refs);
+    let seen = captured_fann(&fann);
     let item = |f: &FannOracle, bit: u32| f.items.iter().find(|(b, _)| *b == bit).map(|(_, h)| u32::from_str_radix(h, 16).unwrap());
     let perf: Vec<&FannOracle> = seen.iter().filter(|f| f.event_type == 3 && f.code == 0).collect();
     assert_eq!(perf.len(), 1, "one Performance degradation event: {seen:?}");
