@@ -263,7 +263,7 @@ impl<P: PacketBuffer> EgressPort<P> {
     }
 
     /// A data packet left the port: its bytes no longer count for its flow.
-    #[inline]
+    #[inline(always)]
     pub fn sent(&mut self, flow: Option<FlowId>, len: u32, now: u64) {
         self.flush();
         if let Some(c) = self.cong.as_mut() {

@@ -170,6 +170,7 @@ impl Sc {
             adaptive: None,
             default_format: CnpFormat::Roce,
             policy: Policy { buffer_bytes: self.buffer(), ..Policy::default() },
+            ack_rtt: None,
         }
     }
     /// N2's port toward D: the same, plus a growth trigger at 0.1 R / 8

@@ -117,11 +117,7 @@ impl AckRtt {
     #[inline]
     pub(crate) fn on_data(&mut self, flow: u32, psn: u32, queued: u64, now: u64) {
         match self.timing {
-            Timing::Idle => {
-                if psn & ACK_REQ != 0 {
-                    self.timing = Timing::Queued { flow, psn: psn & PSN_MASK, left: queued, since: now };
-                }
-            }
+            Timing::Idle if psn & ACK_REQ != 0 => self.timing = Timing::Queued { flow, psn: psn & PSN_MASK, left: queued, since: now },
             // The timed PSN or an earlier one again: a retransmission.
             Timing::Queued { flow: f, psn: t, .. } | Timing::InFlight { flow: f, psn: t, .. } if f == flow && psn_ge(t, psn & PSN_MASK) => self.discard(),
             _ => {}

@@ -561,8 +561,8 @@ impl CongestionPort {
         };
         self.touch(s, psn, len, now);
         self.flows.add_queued(s, u64::from(len));
-        if let Some(a) = self.ack.as_mut() {
-            a.on_data(s, psn, self.flows.queued(s), now);
+        if self.ack.is_some() {
+            self.ack_data(s, psn, now);
         }
         Some(FlowId(s))
     }
@@ -605,6 +605,24 @@ impl CongestionPort {
         Some(s)
     }
 
+    /// [`AckRtt::on_data`] for a packet of flow `s` just queued (out of
+    /// line: the packet path of a port without `rtt_acks` pays one test).
+    #[inline(never)]
+    fn ack_data(&mut self, s: u32, psn: u32, now: u64) {
+        let queued = self.flows.queued(s);
+        if let Some(a) = self.ack.as_mut() {
+            a.on_data(s, psn, queued, now);
+        }
+    }
+
+    /// [`AckRtt::on_dequeue`], out of line as [`Self::ack_data`].
+    #[inline(never)]
+    fn ack_dequeued(&mut self, s: u32, len: u32, now: u64) {
+        if let Some(a) = self.ack.as_mut() {
+            a.on_dequeue(s, len, now);
+        }
+    }
+
     /// The packet left the queue (transmitted or dropped).
     #[inline]
     pub fn on_dequeue(&mut self, flow: Option<FlowId>, len: u32, qd_after: u64, now: u64) {
@@ -613,8 +631,8 @@ impl CongestionPort {
         if let Some(f) = flow {
             if self.flows.get(f.0).is_some() {
                 self.flows.sub_queued(f.0, u64::from(len));
-                if let Some(a) = self.ack.as_mut() {
-                    a.on_dequeue(f.0, len, now);
+                if self.ack.is_some() {
+                    self.ack_dequeued(f.0, len, now);
                 }
             }
         }
