@@ -314,6 +314,34 @@ mod tests {
         assert!(roce_meta(&h).is_none());
     }
 
+    /// What RTT_est from ACKs reads: the AckReq bit beside the PSN (both
+    /// parsers, both families) and an ACK's AETH syndrome.
+    #[test]
+    fn ack_request_bit_and_aeth_syndrome() {
+        let mut u = udp_bth(4791, 9, 0xabcdef);
+        u[8 + 8] = 0x80;
+        for (v4, l3) in [(true, ip4(0x02, &u)), (false, ip6(0x02, 17, "2001:db8::1", "2001:db8::2", &u))] {
+            let mut f = eth(if v4 { 0x0800 } else { 0x86dd });
+            f.extend(l3);
+            let m = roce_meta(&f).unwrap();
+            assert_eq!((m.info.psn, m.info.syndrome), (crate::congestion::ACK_REQ | 0xabcdef, 0), "v4 {v4}");
+            assert_eq!(roce_fast(&f).unwrap().roce.psn, crate::congestion::ACK_REQ | 0xabcdef, "v4 {v4}");
+        }
+        // An RC ACK: BTH opcode 0x11, then the AETH (a NAK, syndrome 0x60).
+        let mut u = udp_bth(4791, 9, 5);
+        u[8] = crate::wire::roce::opcode::RC_ACKNOWLEDGE;
+        u.truncate(8 + 12);
+        u.extend_from_slice(&[0x60, 0, 0, 5, 0, 0, 0, 0]);
+        let mut f = eth(0x0800);
+        f.extend(ip4(0, &u));
+        let m = roce_meta(&f).unwrap();
+        assert_eq!((m.info.opcode, m.info.psn, m.info.syndrome), (0x11, 5, 0x60));
+        // The same bytes after another opcode are not an AETH.
+        let n = f.len();
+        f[n - 20] = 0x04;
+        assert_eq!(roce_meta(&f).unwrap().info.syndrome, 0);
+    }
+
     #[test]
     fn maybe_response_passes_responses_and_unknown_layouts_only() {
         let with_opcode = |op: u8, v6: bool| {
