@@ -171,6 +171,9 @@ struct Flow {
     last_rate: Option<f64>,
     /// Scheduled time of the next send, picoseconds.
     next_ps: u64,
+    /// Set the BTH AckReq bit on every this-many-th packet (PSN + 1 a
+    /// multiple of it; 0: never), as an RNIC does on a message's last.
+    ack_req_every: u32,
 }
 
 /// Per-QP receive state of a sink.
@@ -409,8 +412,16 @@ impl Sim {
     pub fn add_flow(&mut self, host: usize, spec: FlowSpec) -> usize {
         let h = &mut self.hosts[host];
         let i = h.flows.len();
-        h.flows.push(Flow { spec, template: Vec::new(), psn: 0, sent_pkts: 0, sent_bytes: 0, last_rate: None, next_ps: spec.start_ns * 1000 });
+        h.flows.push(Flow { spec, template: Vec::new(), psn: 0, sent_pkts: 0, sent_bytes: 0, last_rate: None, next_ps: spec.start_ns * 1000, ack_req_every: 0 });
         i
+    }
+
+    /// RoCEv2 flow `flow` of `host` asks for an ACK (BTH AckReq) on every
+    /// `every`-th packet: PSN `every - 1`, `2 every - 1`, ... (a sink with
+    /// [`Sim::set_acks`] of the same `every` answers exactly those while
+    /// nothing is lost).
+    pub fn set_ack_requests(&mut self, host: usize, flow: usize, every: u32) {
+        self.hosts[host].flows[flow].ack_req_every = every;
     }
 
     fn peer_of(&self, e: Endpoint) -> Option<Endpoint> {
@@ -739,7 +750,9 @@ impl Sim {
         let mut pkt = VecPacket::from_bytes(&fl.template);
         if let FlowKind::Roce { .. } = fl.spec.kind {
             let psn = fl.psn & 0x00ff_ffff;
+            let ack_req = fl.ack_req_every > 0 && (psn + 1).is_multiple_of(fl.ack_req_every);
             let d = pkt.data_mut();
+            d[14 + 20 + 8 + 8] = if ack_req { 0x80 } else { 0 };
             d[14 + 20 + 8 + 9..14 + 20 + 8 + 12].copy_from_slice(&psn.to_be_bytes()[1..]);
             fl.psn = fl.psn.wrapping_add(1);
         }
