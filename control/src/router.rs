@@ -246,7 +246,7 @@ impl Control {
                 continue;
             }
             let (pi, id) = (slot.pi, slot.port);
-            let est = self.workers.iter().find_map(|w| *w.counters.congestion[usize::from(id) % dataplane::counters::MAX_PORTS].lock()).and_then(|v| v.ack_rtt).map(|a| a.estimate_ns).filter(|&e| e > 0);
+            let est = self.congestion_view(id).and_then(|v| v.ack_rtt).map(|a| a.estimate_ns).filter(|&e| e > 0);
             let port = &self.cfg.ports[pi];
             let Some(plan) = port.congestion.as_ref() else { continue };
             let r = follow_estimate(est, &plan.params, &port.name, port.egress.map_or(0, |e| e.queue_bytes));
@@ -297,7 +297,7 @@ impl Control {
             return s.on.then(|| (s.probe.estimate(), s.probe.jitter_ns));
         }
         self.rtt_acks.iter().find(|s| s.port == port && s.on)?;
-        let a = self.workers.iter().find_map(|w| *w.counters.congestion[usize::from(port) % dataplane::counters::MAX_PORTS].lock()).and_then(|v| v.ack_rtt)?;
+        let a = self.congestion_view(port).and_then(|v| v.ack_rtt)?;
         Some(((a.estimate_ns > 0).then_some(a.estimate_ns), a.jitter_ns))
     }
 
@@ -305,9 +305,12 @@ impl Control {
     /// published it (about once per ms, and when it stopped): DPDK port
     /// id, state.
     pub fn congestion_views(&self) -> Vec<(u16, dataplane::congestion::CongestionView)> {
-        (0..dataplane::counters::MAX_PORTS)
-            .filter_map(|p| self.workers.iter().find_map(|w| *w.counters.congestion[p].lock()).map(|v| (p as u16, v)))
-            .collect()
+        (0..dataplane::counters::MAX_PORTS as u16).filter_map(|p| self.congestion_view(p).map(|v| (p, v))).collect()
+    }
+
+    /// Congestion-aware port `port`'s state as its owner last published it.
+    pub fn congestion_view(&self, port: u16) -> Option<dataplane::congestion::CongestionView> {
+        self.workers.iter().find_map(|w| *w.counters.congestion[usize::from(port) % dataplane::counters::MAX_PORTS].lock())
     }
 
     /// The End.MT reverse-path groups' state as their owner worker last
