@@ -471,22 +471,14 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
         }
         ["congestion", port, "rtt_probe", onoff] => {
             let pi = port_index(c, port)?;
-            let on = match *onoff {
-                "on" | "true" => true,
-                "off" | "false" => false,
-                v => return Err(format!("rtt_probe = {v:?}: on or off")),
-            };
+            let on = on_off("rtt_probe", onoff)?;
             let slot = c.rtt_probes.iter_mut().find(|s| s.pi == pi).ok_or_else(|| format!("port {port}: no [port.congestion.rtt_probe]"))?;
             slot.on = on;
             Ok(format!("port {port}: RTT probes to {} {}\n", slot.probe.cfg.target, if on { "on: RTT_est follows them" } else { "off: RTT_est stays as it is" }))
         }
         ["congestion", port, "rtt_acks", onoff] => {
             let pi = port_index(c, port)?;
-            let on = match *onoff {
-                "on" | "true" => true,
-                "off" | "false" => false,
-                v => return Err(format!("rtt_acks = {v:?}: on or off")),
-            };
+            let on = on_off("rtt_acks", onoff)?;
             let slot = c.rtt_acks.iter_mut().find(|s| s.pi == pi).ok_or_else(|| format!("port {port}: no [port.congestion.rtt_acks]"))?;
             slot.on = on;
             Ok(format!("port {port}: RTT_est from the receivers' ACKs {}\n", if on { "on: RTT_est follows them" } else { "off: RTT_est stays as it is (still measured)" }))
@@ -799,6 +791,15 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
 }
 
 /// The configuration's index of port `name`.
+/// A switch's value: on / true or off / false.
+fn on_off(key: &str, v: &str) -> Result<bool, String> {
+    match v {
+        "on" | "true" => Ok(true),
+        "off" | "false" => Ok(false),
+        v => Err(format!("{key} = {v:?}: on or off")),
+    }
+}
+
 fn port_index(c: &Control, name: &str) -> Result<usize, String> {
     c.cfg.ports.iter().position(|p| p.name == name).ok_or_else(|| format!("{name:?}: no such port"))
 }
