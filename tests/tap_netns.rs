@@ -1227,7 +1227,31 @@ fn rtt_est_follows_the_receivers_acks() {
     let mut router = Router::start("tapack", &cfg, &dir, &sock);
     host(&n1, &t1, "10.1.0.2/24", "2001:db8:a::2/64", "10.1.0.1", "2001:db8:a::1");
     host(&n2, &t2, "10.2.0.2/24", "2001:db8:b::2/64", "10.2.0.1", "2001:db8:b::1");
-    let (mut pe, mut pe_out) = spawn_ready(&n1, FANN_CAPTURE, &[&t1, "201", "40", "2"]);
+    // The PE's capture, read as it goes: the link events of the start
+    // come too, and the test waits for the latency event and its recovery.
+    let (mut pe, pe_out) = spawn_ready(&n1, FANN_CAPTURE, &[&t1, "201", "40", "1000"]);
+    let captured = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let reader = {
+        let c = captured.clone();
+        std::thread::spawn(move || {
+            for l in std::io::BufRead::lines(std::io::BufReader::new(pe_out)).map_while(Result::ok) {
+                let mut c = c.lock().unwrap();
+                c.push_str(&l);
+                c.push('\n');
+            }
+        })
+    };
+    // A captured FANN message with this Code, Event Type and Sub-Type
+    // (ICMPv6 octets 1, 7 and 8), within 10 s.
+    let wait_fann = |code: u8, event_type: u8, subtype: u8, what: &str| {
+        let t0 = Instant::now();
+        let octet = |h: &str, i: usize| h.get(80 + 2 * i..82 + 2 * i).and_then(|x| u8::from_str_radix(x, 16).ok());
+        let seen = |c: &str| c.lines().filter_map(|l| l.strip_prefix("FANN ")).any(|h| (octet(h, 1), octet(h, 7), octet(h, 8)) == (Some(code), Some(event_type), Some(subtype)));
+        while !seen(&captured.lock().unwrap()) {
+            assert!(t0.elapsed() < Duration::from_secs(10), "{what} not captured: {}", captured.lock().unwrap());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
     let (mut receiver, mut rx_out) = spawn_ready(&n2, RC_RESPONDER, &["0.030", "1000"]);
     let (mut sender, _) = spawn_ready(&n1, RC_SENDER, &["2001:db8:b::2", "3000", "0.01"]);
     let diag = [n1.as_str(), n2.as_str()];
@@ -1252,12 +1276,8 @@ fn rtt_est_follows_the_receivers_acks() {
     let ctl = |c: &str| control::ctl::request(sock.to_str().unwrap(), c).unwrap();
     let e = ctl("congestion b rtt_est_us 20000");
     assert!(e.starts_with("ERR") && e.contains("rtt_acks off"), "{e}");
-    // The latency event is out (the PE's capture saw a message) before
-    // the measurement is switched off.
-    let t0 = Instant::now();
-    while counter(&ctl("show counters"), "fann-sent") < 1 && t0.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    // The latency event is out before the measurement is switched off.
+    wait_fann(0, 3, 0, "the Performance degradation event");
     let r = ctl("congestion b rtt_acks off");
     assert!(r.contains("off: RTT_est stays as it is"), "{r}");
     let r = ctl("congestion b rtt_est_us 20000");
@@ -1267,15 +1287,12 @@ fn rtt_est_follows_the_receivers_acks() {
     assert_eq!(rtt_and_k_max(&r, "b"), (20_000.0, 2_500_000), "{r}");
     assert!(r.contains("off (ctl congestion PORT rtt_acks off): RTT_est stays as set; measured "), "{r}");
 
-    // The capture ends after the two messages (or its 40 s).
-    let t0 = Instant::now();
-    while pe.try_wait().ok().flatten().is_none() && t0.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    // (Recovery, Event Type 7, of Sub-Type 3: Performance degradation.)
+    wait_fann(1, 7, 3, "the recovery");
     let _ = pe.kill();
     let _ = pe.wait();
-    let mut fann = String::new();
-    std::io::Read::read_to_string(&mut pe_out, &mut fann).unwrap();
+    let _ = reader.join();
+    let fann = captured.lock().unwrap().clone();
     let _ = sender.kill();
     let _ = sender.wait();
     let _ = receiver.kill();
@@ -1365,7 +1382,8 @@ fn rtt_est_follows_echo_probes_to_the_linux_host_behind_the_port() {
     assert!(r.contains("off: RTT_est stays"), "{r}");
     let r = ctl("congestion b rtt_est_us 20000");
     assert!(r.contains("K_max 2500000"), "{r}");
-    let r = ctl("show congestion");
+    // The owner worker publishes what it took within about a ms.
+    let r = wait_ctl(&sock, "show congestion", 5, &|r| rtt_and_k_max(r, "b").0 == 20_000.0, "RTT_est of port b as set", &diag);
     assert_eq!(rtt_and_k_max(&r, "b"), (20_000.0, 2_500_000), "{r}");
     assert!(r.contains("off (ctl congestion PORT rtt_probe off): RTT_est stays as set"), "{r}");
 
