@@ -233,13 +233,14 @@ pub fn rtt_acks(a: &dataplane::congestion::AckRttStats, p: &dataplane::congestio
         (e, true) => format!("the smallest round trip of the window: {} (last {}, jitter {})", us(e), us(a.last_ns), us(a.jitter_ns)),
     };
     format!(
-        "RTT from ACKs: data packets with AckReq timed from leaving the queue to their ACK (window {} ms, timeout {} ms); {est}; timed {}, measured {}, no ACK in time {}, abandoned (NAK, retransmission) {}, RTT_est moved {} time(s)",
+        "RTT from ACKs: data packets with AckReq timed from leaving the queue to their ACK (window {} ms, timeout {} ms); {est}; timed {}, measured {}, no ACK in time {}, abandoned (NAK, retransmission) {}, not timed as maybe retransmitted {}, RTT_est moved {} time(s)",
         p.window_ns / 1_000_000,
         p.timeout_ns / 1_000_000,
         a.timed,
         a.samples,
         a.timeouts,
         a.discarded,
+        a.retransmissions_skipped,
         slot.map_or(0, |s| s.changes)
     )
 }

@@ -243,6 +243,7 @@ pub fn render(c: &Control, ports: &[Port], names: &[(u16, String)]) -> String {
             }
         }
         family(&mut o, "dcirouter_rtt_acks_timed_total", "counter", "Data packets timed to their ACK, by outcome (abandoned: NAK, retransmission).", outcome);
+        family(&mut o, "dcirouter_rtt_acks_retransmissions_skipped_total", "counter", "Data packets asking for an ACK not timed because they may be retransmissions (Karn's rule).", acks.iter().map(|(id, a)| (port_label(*id), a.retransmissions_skipped.to_string())));
     }
     if !c.rtt_probes.is_empty() {
         let probe = |f: &dyn Fn(&dataplane::rttprobe::RttProbe) -> Option<String>| c.rtt_probes.iter().filter_map(|s| f(&s.probe).map(|v| (port_label(s.probe.port), v))).collect::<Vec<_>>();

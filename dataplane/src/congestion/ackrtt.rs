@@ -21,7 +21,11 @@
 //! 6298 s.3): the timing is abandoned when the flow's receiver answers with
 //! a NAK or RNR NAK, when the sender sends the timed PSN or an earlier one
 //! again (a retransmission), when the flow's entry is reused, and when no
-//! ACK came within the timeout (a UC flow, a lost ACK).
+//! ACK came within the timeout (a UC flow, a lost ACK). Nor is a
+//! retransmission timed afterwards: once a timing of a flow is abandoned,
+//! that flow's packets up to the highest PSN it had sent by then (what a
+//! go-back-N sender sends again) are not timed; the first packet beyond it
+//! is.
 
 /// Sub-windows of the minimum filter.
 pub const BUCKETS: usize = 8;
@@ -56,6 +60,10 @@ pub struct AckRttStats {
     pub timeouts: u64,
     /// Timings abandoned: NAK, RNR NAK, retransmission, entry reused.
     pub discarded: u64,
+    /// Packets with AckReq not timed because they may be retransmissions
+    /// (at or below the highest PSN their flow had sent when a timing of
+    /// it was abandoned).
+    pub retransmissions_skipped: u64,
     /// The last round trip (ns; 0: none yet).
     pub last_ns: u64,
     /// The smallest round trip of the window (ns; 0: none in the window).
@@ -79,6 +87,11 @@ enum Timing {
 pub(crate) struct AckRtt {
     p: AckRttParams,
     timing: Timing,
+    /// The highest PSN the timed flow has sent since its timing began.
+    hi: u32,
+    /// After a timing was abandoned: (flow, the highest PSN it had sent),
+    /// its packets up to which are not timed (Karn's rule).
+    fence: Option<(u32, u32)>,
     /// Per sub-window (its number, time / sub-window length): the smallest
     /// sample in it (u64::MAX: none).
     buckets: [(u64, u64); BUCKETS],
@@ -92,7 +105,7 @@ fn psn_ge(a: u32, b: u32) -> bool {
 
 impl AckRtt {
     pub(crate) fn new(p: AckRttParams) -> Self {
-        AckRtt { p, timing: Timing::Idle, buckets: [(u64::MAX, u64::MAX); BUCKETS], stats: AckRttStats::default() }
+        AckRtt { p, timing: Timing::Idle, hi: 0, fence: None, buckets: [(u64::MAX, u64::MAX); BUCKETS], stats: AckRttStats::default() }
     }
 
     pub(crate) fn set_params(&mut self, p: AckRttParams) {
@@ -106,8 +119,15 @@ impl AckRtt {
         (self.p.window_ns / BUCKETS as u64).max(1)
     }
 
-    fn discard(&mut self) {
+    /// Abandon the timing of `flow` (counted under `discarded` or not);
+    /// its packets up to the highest PSN it has sent are not timed.
+    fn abandon(&mut self, flow: u32) {
         self.timing = Timing::Idle;
+        self.fence = Some((flow, self.hi));
+    }
+
+    fn discard(&mut self, flow: u32) {
+        self.abandon(flow);
         self.stats.discarded += 1;
     }
 
@@ -116,10 +136,36 @@ impl AckRtt {
     /// packet included.
     #[inline]
     pub(crate) fn on_data(&mut self, flow: u32, psn: u32, queued: u64, now: u64) {
+        let p = psn & PSN_MASK;
+        let fenced = match self.fence {
+            Some((f, h)) if f == flow => {
+                if psn_ge(h, p) {
+                    true
+                } else {
+                    // Beyond what was sent before: new data again.
+                    self.fence = None;
+                    false
+                }
+            }
+            _ => false,
+        };
         match self.timing {
-            Timing::Idle if psn & ACK_REQ != 0 => self.timing = Timing::Queued { flow, psn: psn & PSN_MASK, left: queued, since: now },
+            Timing::Idle if psn & ACK_REQ != 0 => {
+                if fenced {
+                    self.stats.retransmissions_skipped += 1;
+                } else {
+                    self.timing = Timing::Queued { flow, psn: p, left: queued, since: now };
+                    self.hi = p;
+                }
+            }
             // The timed PSN or an earlier one again: a retransmission.
-            Timing::Queued { flow: f, psn: t, .. } | Timing::InFlight { flow: f, psn: t, .. } if f == flow && psn_ge(t, psn & PSN_MASK) => self.discard(),
+            Timing::Queued { flow: f, psn: t, .. } | Timing::InFlight { flow: f, psn: t, .. } if f == flow => {
+                if psn_ge(t, p) {
+                    self.discard(flow);
+                } else if psn_ge(p, self.hi) {
+                    self.hi = p;
+                }
+            }
             _ => {}
         }
     }
@@ -152,7 +198,7 @@ impl AckRtt {
         }
         // AETH syndrome bits 7-5: 000 ACK, 001 RNR NAK, 011 NAK.
         if syndrome >> 5 != 0 {
-            return self.discard();
+            return self.discard(f);
         }
         let (Some(since), true) = (since, psn_ge(psn & PSN_MASK, t)) else { return };
         self.timing = Timing::Idle;
@@ -180,17 +226,22 @@ impl AckRtt {
     pub(crate) fn on_removed(&mut self, flow: u32) {
         if let Timing::Queued { flow: f, .. } | Timing::InFlight { flow: f, .. } = self.timing {
             if f == flow {
-                self.discard();
+                self.discard(flow);
             }
+        }
+        // The slot's next flow is another one.
+        if self.fence.is_some_and(|(f, _)| f == flow) {
+            self.fence = None;
         }
     }
 
     /// Every poll: a timing older than the timeout is given up; the
     /// published estimate follows the window.
     pub(crate) fn poll(&mut self, now: u64) {
-        if let Timing::Queued { since, .. } | Timing::InFlight { since, .. } = self.timing {
+        if let Timing::Queued { flow, since, .. } | Timing::InFlight { flow, since, .. } = self.timing {
             if now.saturating_sub(since) >= self.p.timeout_ns {
-                self.timing = Timing::Idle;
+                // Lost, or its ACK was: the sender will send it again.
+                self.abandon(flow);
                 self.stats.timeouts += 1;
             }
         }
@@ -259,18 +310,19 @@ mod tests {
     fn naks_retransmissions_reuse_and_silence_abandon_the_timing() {
         let mut a = rtt();
         // NAK (syndrome 011xxxxx) and RNR NAK (001xxxxx).
-        for syn in [0x60, 0x20] {
-            a.on_data(1, 50 | ACK_REQ, 100, 0);
+        for (psn, syn) in [(50, 0x60), (51, 0x20)] {
+            a.on_data(1, psn | ACK_REQ, 100, 0);
             a.on_dequeue(1, 100, 0);
-            a.on_response(1, ACK, 50, syn, MS);
-            a.on_response(1, ACK, 50, 0, 2 * MS);
+            a.on_response(1, ACK, psn, syn, MS);
+            a.on_response(1, ACK, psn, 0, 2 * MS);
         }
         assert_eq!((a.stats.discarded, a.stats.samples), (2, 0));
-        // The sender sends PSN 40 again while 50 is timed (go-back-N).
-        a.on_data(1, 50 | ACK_REQ, 100, 0);
-        a.on_data(1, 40, 200, 0);
+        // The sender sends PSN 45 again while 52 is timed (go-back-N).
+        a.on_data(1, 52 | ACK_REQ, 100, 0);
+        a.on_data(1, 45, 200, 0);
         assert_eq!(a.stats.discarded, 3);
         // A later PSN does not abandon it.
+        a.on_data(1, 53, 100, 0);
         a.on_data(1, 60 | ACK_REQ, 100, 0);
         a.on_data(1, 61, 200, 0);
         assert_eq!(a.stats.discarded, 3);
@@ -287,6 +339,51 @@ mod tests {
         a.poll(300 * MS);
         a.on_response(1, ACK, 71, 0, 300 * MS);
         assert_eq!((a.stats.timeouts, a.stats.samples), (1, 1));
+    }
+
+    /// Karn's rule after the abandoned timing: what the sender sends again
+    /// is not timed, since its ACK may answer the first transmission.
+    #[test]
+    fn retransmissions_are_not_timed_after_an_abandoned_timing() {
+        let mut a = rtt();
+        // PSN 10 timed, 11..=13 sent behind it, then a NAK for 10.
+        a.on_data(1, 10 | ACK_REQ, 100, 0);
+        a.on_dequeue(1, 100, 0);
+        for psn in 11..=13 {
+            a.on_data(1, psn, 100, 0);
+        }
+        a.on_response(1, ACK, 10, 0x60, MS);
+        assert_eq!(a.stats.discarded, 1);
+        // Go-back-N: 10..=13 again, each asking for an ACK. None is timed,
+        // nor is the fence lifted by another flow's packets.
+        for psn in 10..=13 {
+            a.on_data(1, psn | ACK_REQ, 100, 2 * MS);
+            a.on_data(2, psn, 100, 2 * MS);
+            a.on_dequeue(1, 100, 2 * MS);
+        }
+        a.on_response(1, ACK, 13, 0, 3 * MS);
+        assert_eq!((a.stats.retransmissions_skipped, a.stats.timed, a.stats.samples), (4, 1, 0));
+        // Another flow is timed meanwhile.
+        a.on_data(2, 20 | ACK_REQ, 100, 4 * MS);
+        a.on_dequeue(2, 100, 4 * MS);
+        a.on_response(2, ACK, 20, 0, 6 * MS);
+        assert_eq!((a.stats.samples, a.stats.last_ns), (1, 2 * MS));
+        // PSN 14 is new data: timed again.
+        a.on_data(1, 14 | ACK_REQ, 100, 10 * MS);
+        a.on_dequeue(1, 100, 10 * MS);
+        a.on_response(1, ACK, 14, 0, 15 * MS);
+        assert_eq!((a.stats.samples, a.stats.last_ns), (2, 5 * MS));
+        // A timeout fences as well (the packet or its ACK was lost).
+        a.on_data(1, 15 | ACK_REQ, 100, 20 * MS);
+        a.on_dequeue(1, 100, 20 * MS);
+        a.poll(200 * MS);
+        a.on_data(1, 15 | ACK_REQ, 100, 200 * MS);
+        assert_eq!((a.stats.timeouts, a.stats.retransmissions_skipped), (1, 5));
+        // A reused slot is another flow: no fence.
+        a.on_removed(1);
+        a.on_data(1, 15 | ACK_REQ, 100, 300 * MS);
+        a.on_dequeue(1, 100, 300 * MS);
+        assert_eq!((a.stats.retransmissions_skipped, a.stats.timed), (5, 5));
     }
 
     #[test]
