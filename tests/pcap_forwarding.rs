@@ -2757,6 +2757,39 @@ fn demo_runs_and_its_pcaps_are_sound() {
     }
     assert!(so.contains(&format!("RTT_est by active probing (draft-tian s.5.3.1, [port.congestion.rtt_probe] on 'wan'): {} Echo Requests from 2001:db8:2::1 to the WAN gateway 2001:db8:2::2", probes.len())), "{so}");
     assert!(so.contains(&format!("was asked {} times (ARP requests in wan-out.pcap) and never answered: marked unreachable; 64 flows to 10.0.12.0/24 would leave via {{\"10.0.2.2\": 64}}", asked.len())), "{so}");
+    // RTT_est from the receivers' ACKs on 'wan2': the DC host's five RC
+    // SENDs with AckReq left (PSN 2 twice), routed to the second WAN
+    // gateway with hop limit 63; the receiver's five answers reached the
+    // DC host. The RNR NAK abandoned PSN 2's timing and its retransmission
+    // was not timed, so three round trips were measured; RTT_est followed
+    // them (within the deadband of 1/16 and 50 us) and K_max = R_port x
+    // RTT_est / 8 with it.
+    let wan2 = read_pcap(&dir.join("wan2-out.pcap")).unwrap();
+    let sends: Vec<(u32, u32, u8)> = wan2.iter().map(|f| (u32::from_be_bytes([0, f[14 + 53], f[14 + 54], f[14 + 55]]), u32::from_be_bytes([0, f[14 + 57], f[14 + 58], f[14 + 59]]), f[14 + 56] & 0x80)).collect();
+    assert_eq!(sends, [0, 1, 2, 2, 3].map(|psn| (control::demo::ACK_DEST_QP, psn, 0x80)), "the data packets on wan2 (DestQP, PSN, AckReq)");
+    assert!(wan2.iter().all(|f| f[..12] == [2, 0, 0, 0, 4, 2, 2, 0xdc, 0, 0, 0, 4] && f[14 + 7] == 63), "to the wan2 gateway, hop limit 63");
+    assert_eq!(control::demo::ack_requests(&wan2), 5);
+    let o = Command::new("python3").arg(chk).arg(dir.join("wan2-out.pcap")).output().unwrap();
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && t.matches("ICRC-ok").count() == 5, "scapy: {t}");
+    tshark_clean(&dir.join("wan2-out.pcap"));
+    let host = "2001:db8:1::2".parse::<std::net::Ipv6Addr>().unwrap().octets();
+    let answers: Vec<(u32, u8)> = dc_out
+        .iter()
+        .filter(|f| f.len() > 14 + 64 && f[12..14] == [0x86, 0xdd] && f[14 + 24..14 + 40] == host && f[14 + 48] == 0x11 && f[14 + 53..14 + 56] == control::demo::ACK_SENDER_QP.to_be_bytes()[1..])
+        .map(|f| (u32::from_be_bytes([0, f[14 + 57], f[14 + 58], f[14 + 59]]), f[14 + 60]))
+        .collect();
+    assert_eq!(answers, vec![(0, 0x1f), (1, 0x1f), (2, 0x2e), (2, 0x1f), (3, 0x1f)], "the receiver's ACKs and RNR NAK reached the DC host");
+    let line = so.lines().find(|l| l.trim_start().starts_with("RTT from ACKs:")).expect("show congestion's RTT from ACKs line");
+    assert!(line.contains("timed 4, measured 3, no ACK in time 0, abandoned (NAK, retransmission) 1, not timed as maybe retransmitted 1"), "{line}");
+    let est_us: f64 = line.split("the smallest round trip of the window: ").nth(1).and_then(|r| r.split(' ').next()).and_then(|v| v.parse().ok()).expect("the estimate");
+    let table = so.lines().find(|l| l.starts_with("congestion 'wan2': ")).expect("wan2's exit table");
+    let field = |name: &str| -> f64 { table.split(name).nth(1).and_then(|r| r.split(' ').next()).and_then(|v| v.trim_end_matches(',').parse().ok()).unwrap_or_else(|| panic!("{name} in {table}")) };
+    let (rtt_us, k_max) = (field("RTT_est "), field("K_max "));
+    assert!(rtt_us < 10_000.0 && (rtt_us - est_us).abs() <= (est_us / 16.0).max(50.0) + 0.1, "RTT_est {rtt_us} us follows the estimate {est_us} us: {table}");
+    assert!((k_max - (1e9 * rtt_us * 1e-6 / 8.0).max(16384.0)).abs() <= 1.0, "K_max = R_port x RTT_est / 8: {table}");
+    assert!(counter(&so, "rtt-est-changed") >= 1, "{so}");
+    assert!(so.contains("the DC host sent 5 RC SENDs to 2001:db8:b::2 asking for an ACK (in wan2-out.pcap)") && so.contains("4 timed from leaving the queue to their ACK, 3 round trips measured"), "the summary line: {so}");
     // Address resolution: the first RoCEv2 packets to the unresolved WAN
     // hosts waited and left in PSN order with the MAC of the answer, after
     // the router's requests; none lost.
@@ -2893,9 +2926,9 @@ fn hostile_traffic_is_dropped_by_name_without_crash_or_leak() {
         type Case<'a> = (Vec<(String, String)>, String, Vec<Vec<String>>, &'a str);
         let (inputs, cfg, outs, own): Case = match case {
             "hostile1" | "hostile2" => {
-                let inputs = vec![(demo.join("dc-in.pcap").display().to_string(), p("dc-in.pcap")), (demo.join("wan-in.pcap").display().to_string(), p("wan-in.pcap")), (demo.join("dc2-in.pcap").display().to_string(), p("dc2-in.pcap"))];
+                let inputs = ["dc-in.pcap", "wan-in.pcap", "wan2-in.pcap", "dc2-in.pcap"].map(|f| (demo.join(f).display().to_string(), p(f))).to_vec();
                 let mut cfg = demo_cfg.replace(&d0, &d);
-                let mut outs = vec![vec![p("dc-out.pcap")], vec![p("wan-out.pcap")], vec![p("dc2-out.pcap")]];
+                let mut outs = vec![vec![p("dc-out.pcap")], vec![p("wan-out.pcap")], vec![p("wan2-out.pcap")], vec![p("dc2-out.pcap")]];
                 if case == "hostile2" {
                     // Two workers (the ports split between them: packets for the shaped port
                     // and the multicast group are handed over between them),
@@ -2906,10 +2939,11 @@ fn hostile_traffic_is_dropped_by_name_without_crash_or_leak() {
                         .replacen("addresses = [\"10.0.1.1/24\", \"2001:db8:1::1/64\"]", "addresses = [\"10.0.1.1/24\", \"2001:db8:1::1/64\"]\nmtu = 9000", 1)
                         .replacen(&format!("tx_pcap={d}/dc-out.pcap"), &format!("tx_pcap={d}/dc-out.pcap,tx_pcap={d}/dc-out1.pcap"), 1)
                         .replacen(&format!("tx_pcap={d}/wan-out.pcap"), &format!("tx_pcap={d}/wan-out.pcap,tx_pcap={d}/wan-out1.pcap"), 1)
+                        .replacen(&format!("tx_pcap={d}/wan2-out.pcap"), &format!("tx_pcap={d}/wan2-out.pcap,tx_pcap={d}/wan2-out1.pcap"), 1)
                         .replacen(&format!("tx_pcap={d}/dc2-out.pcap"), &format!("tx_pcap={d}/dc2-out.pcap,tx_pcap={d}/dc2-out1.pcap"), 1);
-                    outs = vec![vec![p("dc-out.pcap"), p("dc-out1.pcap")], vec![p("wan-out.pcap"), p("wan-out1.pcap")], vec![p("dc2-out.pcap"), p("dc2-out1.pcap")]];
+                    outs = ["dc", "wan", "wan2", "dc2"].map(|n| vec![p(&format!("{n}-out.pcap")), p(&format!("{n}-out1.pcap"))]).to_vec();
                 }
-                (inputs, cfg, outs, "10.0.1.1,10.0.2.1,10.0.6.1,2001:db8:1::1,2001:db8:2::1,2001:db8:6::1,fc00:0:1::/48")
+                (inputs, cfg, outs, "10.0.1.1,10.0.2.1,10.0.4.1,10.0.6.1,2001:db8:1::1,2001:db8:2::1,2001:db8:4::1,2001:db8:6::1,fc00:0:1::/48")
             }
             _ => {
                 let secret = "00112233445566778899aabbccddeeff";
@@ -2974,7 +3008,8 @@ via = "2001:db8:2::2"
         assert!(out.status.success(), "{case}: exit {:?}", out.status);
         assert!(!se.contains("panicked"), "{case}: a worker panicked");
         assert_eq!(mempool_in_use(&so), 0, "{case}: every mbuf back in its pool");
-        for (k, port) in ["dc", "wan", "dc2"].iter().enumerate().take(inputs.len()) {
+        let ports: &[&str] = if inputs.len() == 4 { &["dc", "wan", "wan2", "dc2"] } else { &["dc", "wan"] };
+        for (k, port) in ports.iter().enumerate() {
             let (rx, tx) = port_packets(&so, port);
             // Every frame taken off the port: none missed by the NIC for
             // want of mbufs.
@@ -3018,7 +3053,7 @@ via = "2001:db8:2::2"
         let own_py = oracle("own_frames.py");
         args.push(&own_py);
         args.push(&own_pcap);
-        args.extend(["--macs", "02:dc:00:00:00:01,02:dc:00:00:00:02,02:dc:00:00:00:03", "--own", own]);
+        args.extend(["--macs", "02:dc:00:00:00:01,02:dc:00:00:00:02,02:dc:00:00:00:03,02:dc:00:00:00:04", "--own", own]);
         let all: Vec<String> = outs.concat();
         args.extend(all.iter().map(|s| s.as_str()));
         let txt = py(&args);

@@ -67,7 +67,7 @@ status_interval_ms = 0
 neighbour_solicit_interval_ms = 50
 
 [mempool]
-mbufs_per_socket = 5119
+mbufs_per_socket = 5631
 cache_size = 128
 
 [[port]]
@@ -87,7 +87,7 @@ addresses = ["10.0.2.1/24", "2001:db8:2::1/64"]
 rate_mbps = 20
 queue_bytes = 600000
 # Its share of the pool: at most half of it is held in the ports' queues
-# (this one and the second DC gateway's below).
+# (this one, the second DC gateway's and the second WAN link's below).
 queue_packets = 2047
 
 [port.congestion]
@@ -121,6 +121,30 @@ destination = "2001:db8:3::7"
 dest_qp = 0x700
 source_qp = 0x7001
 
+# A second long-haul link, to the remote site 2001:db8:b::/48, whose
+# RTT_est follows the round trips of the traffic it carries (draft-tian
+# s.5.3.1, "receiver reporting"): the RoCEv2 data packets that ask for an
+# ACK (BTH AckReq) are timed from leaving this port's queue to the
+# receiver's ACK. Configured at 10 ms until the first round trip is
+# measured; K_max = R_port x RTT_est / 8 follows.
+[[port]]
+name = "wan2"
+device = "net_pcap3,rx_pcap={dir}/wan2-in.pcap,tx_pcap={dir}/wan2-out.pcap"
+mac = "02:dc:00:00:00:04"
+addresses = ["10.0.4.1/24", "2001:db8:4::1/64"]
+rate_mbps = 1000
+queue_bytes = 2000000
+queue_packets = 128
+
+[port.congestion]
+rtt_est_us = 10000
+k_base_bytes = 16384
+format = "icmpv6"
+
+[port.congestion.rtt_acks]
+window_ms = 10000
+timeout_ms = 100
+
 # A second DC gateway: its hosts' traffic comes in here, so END.C below
 # pauses this link, not 'dc', for notifications about them.
 [[port]]
@@ -148,6 +172,16 @@ link_mbps = 100
 prefix = "2001:db8:1::/64"
 spi = 0x1000
 secret = "dcirouter demo Long-haul CNP key"
+
+# The site behind the second WAN link.
+[[route]]
+prefix = "2001:db8:b::/48"
+via = "2001:db8:4::2"
+
+[[neighbour]]
+ip = "2001:db8:4::2"
+mac = "02:00:00:00:04:02"
+interface = "wan2"
 
 # The remote data centre, behind the WAN gateway.
 [[route]]
@@ -460,8 +494,12 @@ pub fn read_pcap(path: &Path) -> Result<Vec<Vec<u8>>, String> {
     Ok(out)
 }
 
-/// The demo's traffic: what the DC host and the WAN side send.
-pub fn traffic() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+/// Frames of one port's replay.
+pub type Replay = Vec<Vec<u8>>;
+
+/// The demo's traffic: what the DC host and the WAN sides send, the
+/// replays of 'dc', 'wan' and 'wan2'.
+pub fn traffic() -> (Replay, Replay, Replay) {
     let host4 = Ipv4Addr::new(10, 0, 1, 2);
     let host6: Ipv6Addr = "2001:db8:1::2".parse().unwrap();
     let r4 = Ipv4Addr::new(10, 0, 1, 1);
@@ -545,8 +583,20 @@ pub fn traffic() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     // frames for another MAC (dropped as l2-not-for-us) so that the
     // control thread has handled R1's notification (in the WAN pcap, read
     // in the first loop) before these arrive.
+    // Among them, the DC host's RC SENDs over the second WAN link, each
+    // asking for an ACK (AckReq), whose ACKs come back in that link's
+    // replay ACK_LAG_FRAMES frames later (RTT_est from ACKs).
     let filler = gen::udp4(&L2 { src: HOST_MAC, dst: OTHER_MAC }, host4, Ipv4Addr::new(10, 0, 9, 1), 1, 2, b"pace", 64);
-    dc.extend(std::iter::repeat_n(filler, PACING_FRAMES));
+    let mut timed = Vec::new();
+    let mut paced = 0;
+    for &(at, psn) in &ACK_SENDS {
+        dc.extend(std::iter::repeat_n(filler.clone(), at - paced));
+        paced = at;
+        timed.push(dc.len());
+        dc.push(gen::roce6(&to_router, host6, ack_host(), ACK_SPORT, ACK_DEST_QP, psn, 1024, 64));
+    }
+    dc.extend(std::iter::repeat_n(filler, PACING_FRAMES - paced));
+    let wan2 = wan2_traffic(&timed);
     dc.extend(dc2_flows(&to_router, b"pe-after"));
     dc.extend(dc2_flows6(&to_router, b"pe6-after"));
     dc.extend(dc3_flows(&to_router));
@@ -626,7 +676,53 @@ pub fn traffic() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     // PAUSE, the second frame of its replay, is surely in force): the
     // lossless class waits, DSCP 0 passes.
     wan.extend(dc2_roce(&from_wan));
-    (dc, wan)
+    (dc, wan, wan2)
+}
+
+/// RTT_est from ACKs on 'wan2': the receiver behind it.
+pub const ACK_HOST: &str = "2001:db8:b::2";
+fn ack_host() -> Ipv6Addr {
+    ACK_HOST.parse().unwrap_or(Ipv6Addr::UNSPECIFIED)
+}
+/// The receiver's QP (the data's DestQP) and the DC host's (the ACKs').
+pub const ACK_DEST_QP: u32 = 0xb00;
+pub const ACK_SENDER_QP: u32 = 0xb01;
+const ACK_SPORT: u16 = 49500;
+/// The DC host's RC SENDs to [`ACK_HOST`], every one with AckReq: (place
+/// among the [`PACING_FRAMES`], PSN). PSN 2 twice: the receiver answers
+/// the first with an RNR NAK, and the host sends it again.
+pub const ACK_SENDS: [(usize, u32); 5] = [(10_000, 0), (30_000, 1), (50_000, 2), (60_000, 2), (70_000, 3)];
+/// The receiver's answers, in the order of [`ACK_SENDS`]: AETH syndrome
+/// (0x1f: ACK without credits; 0x2e: RNR NAK, bits 7-5 001, timer code
+/// 14) and MSN.
+const ACK_ANSWERS: [(u8, u32); 5] = [(0x1f, 1), (0x1f, 2), (0x2e, 2), (0x1f, 3), (0x1f, 4)];
+/// Each answer comes this many frames of the WAN2 replay after its data
+/// packet's place in the DC replay: the worker reads both 32 frames a
+/// loop, so it is about ACK_LAG_FRAMES / 32 loops after the data left.
+pub const ACK_LAG_FRAMES: usize = 4000;
+pub const ROUTER_WAN2_MAC: [u8; 6] = [0x02, 0xdc, 0, 0, 0, 0x04];
+pub const WAN2_GW_MAC: [u8; 6] = [0x02, 0x00, 0x00, 0x00, 0x04, 0x02];
+
+/// The DC host's RoCEv2 data packets to [`ACK_HOST`] with AckReq set in
+/// `frames` (Ethernet, IPv6, UDP 4791, BTH).
+pub fn ack_requests(frames: &[Vec<u8>]) -> usize {
+    let host = ack_host().octets();
+    frames.iter().filter(|f| f.len() > 14 + 40 + 8 + 12 && f[12..14] == [0x86, 0xdd] && f[14 + 6] == 17 && f[14 + 24..14 + 40] == host && f[14 + 42..14 + 44] == 4791u16.to_be_bytes() && f[14 + 48 + 8] & 0x80 != 0).count()
+}
+
+/// The second WAN link's replay: frames for another station, and the
+/// receiver's answers placed [`ACK_LAG_FRAMES`] after the data packets at
+/// `timed` (their indices in the DC replay).
+fn wan2_traffic(timed: &[usize]) -> Vec<Vec<u8>> {
+    let host6: Ipv6Addr = "2001:db8:1::2".parse().unwrap_or(Ipv6Addr::UNSPECIFIED);
+    let pace = gen::udp6(&L2 { src: WAN2_GW_MAC, dst: OTHER_MAC }, ack_host(), "2001:db8:4::9".parse().unwrap_or(Ipv6Addr::UNSPECIFIED), 1, 2, b"pace", 64);
+    let from = L2 { src: WAN2_GW_MAC, dst: ROUTER_WAN2_MAC };
+    let mut wan2 = Vec::new();
+    for (&at, (&(_, psn), &(syndrome, msn))) in timed.iter().zip(ACK_SENDS.iter().zip(&ACK_ANSWERS)) {
+        wan2.extend(std::iter::repeat_n(pace.clone(), (at + ACK_LAG_FRAMES).saturating_sub(wan2.len())));
+        wan2.push(gen::roce6_ack(&from, ack_host(), host6, ACK_SPORT, ACK_SENDER_QP, psn, syndrome, msn, 64));
+    }
+    wan2
 }
 
 /// MLD in the demo: the DC host (fe80::2) listens to this group from any
@@ -1263,16 +1359,18 @@ pub const WIRESHARK_DISSECTOR: &str = include_str!("../../tools/wireshark/dcirou
 pub fn run(out: &Path) -> Result<(), String> {
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let dir: PathBuf = out.canonicalize().map_err(|e| e.to_string())?;
-    let (dc, wan) = traffic();
+    let (dc, wan, wan2) = traffic();
     let dc2 = dc2_traffic();
     write_pcap(&dir.join("dc-in.pcap"), &dc)?;
     write_pcap(&dir.join("dc2-in.pcap"), &dc2)?;
     write_pcap(&dir.join("wan-in.pcap"), &wan)?;
+    write_pcap(&dir.join("wan2-in.pcap"), &wan2)?;
     let text = DEFAULT_CONFIG.replace("{dir}", &dir.display().to_string());
     std::fs::write(dir.join("demo.toml"), &text).map_err(|e| e.to_string())?;
     std::fs::write(dir.join("dcirouter.lua"), WIRESHARK_DISSECTOR).map_err(|e| e.to_string())?;
     let cfg = config::load_str(&text)?;
     let holddown_ms = cfg.ingress_pe.as_ref().map_or(0, |p| p.failover.holddown_ns / 1_000_000);
+    let wan2_start = cfg.ports.iter().find(|p| p.name == "wan2").and_then(|p| p.congestion.as_ref()).map_or((0, 0), |c| (c.params.rtt_est_ns, c.params.k_max()));
     println!("== dcirouter demo: DC ports 'dc' (10.0.1.1/24, 2001:db8:1::1/64) and 'dc2' (10.0.6.1/24, 2001:db8:6::1/64, a second DC gateway), WAN port 'wan' (10.0.2.1/24, 2001:db8:2::1/64)");
     println!("   input: {} frames from the DC host, {} from the host behind the second gateway, {} from the WAN (written to {})", dc.len(), dc2.len(), wan.len(), dir.display());
     let eal: Vec<String> = DEMO_EAL.iter().map(|s| s.to_string()).collect();
@@ -1280,6 +1378,7 @@ pub fn run(out: &Path) -> Result<(), String> {
     let rep = router::run(cfg, &eal, &opts)?;
     let dc_out = read_pcap(&dir.join("dc-out.pcap"))?;
     let wan_out = read_pcap(&dir.join("wan-out.pcap"))?;
+    let wan2_out = read_pcap(&dir.join("wan2-out.pcap"))?;
     let dc2_timed = read_pcap_timed(&dir.join("dc2-out.pcap"))?;
     let dc2_out: Vec<Vec<u8>> = dc2_timed.iter().map(|(_, f)| f.clone()).collect();
     println!("\n== what the router sent");
@@ -1289,6 +1388,8 @@ pub fn run(out: &Path) -> Result<(), String> {
     print!("{}", summarize(&dc2_out));
     println!("  on 'wan' ({}/wan-out.pcap, {} frames):", dir.display(), wan_out.len());
     print!("{}", summarize(&wan_out));
+    println!("  on 'wan2' ({}/wan2-out.pcap, {} frames):", dir.display(), wan2_out.len());
+    print!("{}", summarize(&wan2_out));
     let c = &rep.counters;
     println!("\n== in short");
     println!(
@@ -1348,6 +1449,23 @@ pub fn run(out: &Path) -> Result<(), String> {
         c.local_count(Local::RttProbeSent),
         c.local_count(Local::RttProbeLost)
     );
+    if let Some((_, v)) = rep.congestion.iter().find(|(id, _)| crate::display::port_name(&rep.port_names, *id) == "wan2") {
+        let a = v.ack_rtt.unwrap_or_default();
+        println!(
+            "  RTT_est from the receivers' ACKs (draft-tian s.5.3.1 \"receiver reporting\", [port.congestion.rtt_acks] on 'wan2', a second long-haul link at 1 Gb/s): the DC host sent {} RC SENDs to {ACK_HOST} asking for an ACK (in wan2-out.pcap), answered in the replay {ACK_LAG_FRAMES} frames later; {} timed from leaving the queue to their ACK, {} round trips measured (the smallest {:.1} us: the replay's pace), {} abandoned (the RNR NAK for PSN 2) and {} not timed (PSN 2 sent again, whose ACK may answer the first: Karn's rule); RTT_est went from the configured {} ms to {:.1} us ({} step(s)), and K_max from {} KiB to {} KiB (R_port x RTT_est / 8)",
+            ack_requests(&wan2_out),
+            a.timed,
+            a.samples,
+            a.estimate_ns as f64 / 1e3,
+            a.discarded,
+            a.retransmissions_skipped,
+            wan2_start.0 / 1_000_000,
+            v.params.rtt_est_ns as f64 / 1e3,
+            c.local_count(Local::RttEstChanged),
+            wan2_start.1 / 1024,
+            v.stats.k_max / 1024
+        );
+    }
     println!(
         "  WAN P node (draft-hu s.4): the RoCEv2 flow from {TUNNEL_SENDER} came in the SRv6 tunnel of ingress PE {TUNNEL_PE}; {} of its Long-haul CNPs went back to that PE, inside an outer IPv6 header to its END.E SID {TUNNEL_PE_SID} (in dc-out.pcap)",
         cnps_toward_sid(&dc_out, TUNNEL_PE_SID, TUNNEL_SENDER)

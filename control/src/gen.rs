@@ -122,6 +122,24 @@ pub fn roce6(l2: &L2, src: Ipv6Addr, dst: Ipv6Addr, sport: u16, dest_qp: u32, ps
 pub fn roce6_op(l2: &L2, src: Ipv6Addr, dst: Ipv6Addr, sport: u16, opcode: u8, dest_qp: u32, psn: u32, payload_len: usize, hop: u8) -> Vec<u8> {
     let mut body = bth(opcode, dest_qp, psn).to_vec();
     body.extend((0..payload_len).map(|i| (i as u8).wrapping_mul(7)));
+    roce6_packet(l2, src, dst, sport, body, hop)
+}
+
+/// An RC ACKNOWLEDGE over IPv6 as a responder sends it: BTH with AckReq
+/// clear, and an AETH with `syndrome` (0x1f: ACK without credits; 0x60:
+/// NAK, PSN sequence error) and `msn`.
+#[allow(clippy::too_many_arguments)]
+pub fn roce6_ack(l2: &L2, src: Ipv6Addr, dst: Ipv6Addr, sport: u16, dest_qp: u32, psn: u32, syndrome: u8, msn: u32, hop: u8) -> Vec<u8> {
+    let mut body = bth(roce::opcode::RC_ACKNOWLEDGE, dest_qp, psn).to_vec();
+    body[8] = 0;
+    body.push(syndrome);
+    body.extend_from_slice(&msn.to_be_bytes()[1..]);
+    roce6_packet(l2, src, dst, sport, body, hop)
+}
+
+/// `body` (BTH and what follows it) as a RoCEv2 packet over IPv6 (ECT(0))
+/// with its ICRC and UDP checksum.
+fn roce6_packet(l2: &L2, src: Ipv6Addr, dst: Ipv6Addr, sport: u16, mut body: Vec<u8>, hop: u8) -> Vec<u8> {
     body.extend_from_slice(&[0; 4]);
     let udp = udp_seg(sport, 4791, &body);
     let mut ip = ipv6_hdr(src, dst, 17, udp.len(), hop, 0x02).to_vec();
