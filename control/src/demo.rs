@@ -143,7 +143,6 @@ format = "icmpv6"
 
 [port.congestion.rtt_acks]
 window_ms = 10000
-timeout_ms = 100
 
 # A second DC gateway: its hosts' traffic comes in here, so END.C below
 # pauses this link, not 'dc', for notifications about them.

@@ -22,10 +22,12 @@
 //! a NAK or RNR NAK, when the sender sends the timed PSN or an earlier one
 //! again (a retransmission), when the flow's entry is reused, and when no
 //! ACK came within the timeout (a UC flow, a lost ACK). Nor is a
-//! retransmission timed afterwards: once a timing of a flow is abandoned,
-//! that flow's packets up to the highest PSN it had sent by then (what a
-//! go-back-N sender sends again) are not timed; the first packet beyond it
-//! is.
+//! retransmission ever timed: once a timing of a flow is abandoned, that
+//! flow's packets up to the highest PSN it had sent by then (what a
+//! go-back-N sender sends again) are not timed, and the same when any flow
+//! sends a PSN that does not advance its own (the sender went back to it):
+//! its packets up to the PSN it had reached are not timed. The first packet
+//! beyond is.
 
 /// Sub-windows of the minimum filter.
 pub const BUCKETS: usize = 8;
@@ -132,11 +134,22 @@ impl AckRtt {
     }
 
     /// A data packet (or a train ending in `psn`) of flow `flow` entered
-    /// the queue at `now`; `queued` is what the flow now has queued, this
-    /// packet included.
+    /// the queue at `now`; `prev`: the PSN of the flow's packet before it
+    /// (None: the flow's first); `queued` is what the flow now has
+    /// queued, this packet included.
     #[inline]
-    pub(crate) fn on_data(&mut self, flow: u32, psn: u32, queued: u64, now: u64) {
+    pub(crate) fn on_data(&mut self, flow: u32, psn: u32, prev: Option<u32>, queued: u64, now: u64) {
         let p = psn & PSN_MASK;
+        // A PSN that does not advance the flow's: the sender went back to
+        // it (go-back-N), so what it sends up to the PSN before it is sent
+        // again (the fence keeps the highest of such PSNs).
+        if let Some(l) = prev.map(|l| l & PSN_MASK).filter(|&l| psn_ge(l, p)) {
+            let h = match self.fence {
+                Some((f, h)) if f == flow && psn_ge(h, l) => h,
+                _ => l,
+            };
+            self.fence = Some((flow, h));
+        }
         let fenced = match self.fence {
             Some((f, h)) if f == flow => {
                 if psn_ge(h, p) {
@@ -272,7 +285,7 @@ mod tests {
     fn the_round_trip_runs_from_leaving_the_queue_to_the_ack_that_covers_it() {
         let mut a = rtt();
         // Flow 3: 3000 bytes queued ahead, then the timed packet (PSN 10).
-        a.on_data(3, 10 | ACK_REQ, 4000, 0);
+        a.on_data(3, 10 | ACK_REQ, None, 4000, 0);
         a.on_dequeue(3, 1000, 2 * MS);
         a.on_dequeue(7, 1000, 2 * MS); // another flow
         a.on_dequeue(3, 2000, 3 * MS);
@@ -292,11 +305,11 @@ mod tests {
     #[test]
     fn only_packets_that_ask_for_an_ack_are_timed_and_one_at_a_time() {
         let mut a = rtt();
-        a.on_data(1, 5, 100, 0);
+        a.on_data(1, 5, None, 100, 0);
         a.on_dequeue(1, 100, 0);
         assert_eq!(a.stats.timed, 0);
-        a.on_data(1, 6 | ACK_REQ, 100, 0);
-        a.on_data(2, 1 | ACK_REQ, 100, 0); // another flow while timing
+        a.on_data(1, 6 | ACK_REQ, None, 100, 0);
+        a.on_data(2, 1 | ACK_REQ, None, 100, 0); // another flow while timing
         a.on_dequeue(2, 100, MS);
         a.on_dequeue(1, 100, MS);
         assert_eq!(a.stats.timed, 1);
@@ -311,30 +324,30 @@ mod tests {
         let mut a = rtt();
         // NAK (syndrome 011xxxxx) and RNR NAK (001xxxxx).
         for (psn, syn) in [(50, 0x60), (51, 0x20)] {
-            a.on_data(1, psn | ACK_REQ, 100, 0);
+            a.on_data(1, psn | ACK_REQ, None, 100, 0);
             a.on_dequeue(1, 100, 0);
             a.on_response(1, ACK, psn, syn, MS);
             a.on_response(1, ACK, psn, 0, 2 * MS);
         }
         assert_eq!((a.stats.discarded, a.stats.samples), (2, 0));
         // The sender sends PSN 45 again while 52 is timed (go-back-N).
-        a.on_data(1, 52 | ACK_REQ, 100, 0);
-        a.on_data(1, 45, 200, 0);
+        a.on_data(1, 52 | ACK_REQ, None, 100, 0);
+        a.on_data(1, 45, None, 200, 0);
         assert_eq!(a.stats.discarded, 3);
         // A later PSN does not abandon it.
-        a.on_data(1, 53, 100, 0);
-        a.on_data(1, 60 | ACK_REQ, 100, 0);
-        a.on_data(1, 61, 200, 0);
+        a.on_data(1, 53, None, 100, 0);
+        a.on_data(1, 60 | ACK_REQ, None, 100, 0);
+        a.on_data(1, 61, None, 200, 0);
         assert_eq!(a.stats.discarded, 3);
         a.on_removed(1);
         assert_eq!(a.stats.discarded, 4);
         // No ACK within the timeout.
-        a.on_data(1, 70 | ACK_REQ, 100, 0);
+        a.on_data(1, 70 | ACK_REQ, None, 100, 0);
         a.on_dequeue(1, 100, 0);
         a.poll(100 * MS - 1);
         a.on_response(1, ACK, 70, 0, 150 * MS - 1);
         assert_eq!(a.stats.samples, 1, "just within the timeout");
-        a.on_data(1, 71 | ACK_REQ, 100, 200 * MS);
+        a.on_data(1, 71 | ACK_REQ, None, 100, 200 * MS);
         a.on_dequeue(1, 100, 200 * MS);
         a.poll(300 * MS);
         a.on_response(1, ACK, 71, 0, 300 * MS);
@@ -347,49 +360,93 @@ mod tests {
     fn retransmissions_are_not_timed_after_an_abandoned_timing() {
         let mut a = rtt();
         // PSN 10 timed, 11..=13 sent behind it, then a NAK for 10.
-        a.on_data(1, 10 | ACK_REQ, 100, 0);
+        a.on_data(1, 10 | ACK_REQ, None, 100, 0);
         a.on_dequeue(1, 100, 0);
         for psn in 11..=13 {
-            a.on_data(1, psn, 100, 0);
+            a.on_data(1, psn, None, 100, 0);
         }
         a.on_response(1, ACK, 10, 0x60, MS);
         assert_eq!(a.stats.discarded, 1);
         // Go-back-N: 10..=13 again, each asking for an ACK. None is timed,
         // nor is the fence lifted by another flow's packets.
         for psn in 10..=13 {
-            a.on_data(1, psn | ACK_REQ, 100, 2 * MS);
-            a.on_data(2, psn, 100, 2 * MS);
+            a.on_data(1, psn | ACK_REQ, None, 100, 2 * MS);
+            a.on_data(2, psn, None, 100, 2 * MS);
             a.on_dequeue(1, 100, 2 * MS);
         }
         a.on_response(1, ACK, 13, 0, 3 * MS);
         assert_eq!((a.stats.retransmissions_skipped, a.stats.timed, a.stats.samples), (4, 1, 0));
         // Another flow is timed meanwhile.
-        a.on_data(2, 20 | ACK_REQ, 100, 4 * MS);
+        a.on_data(2, 20 | ACK_REQ, None, 100, 4 * MS);
         a.on_dequeue(2, 100, 4 * MS);
         a.on_response(2, ACK, 20, 0, 6 * MS);
         assert_eq!((a.stats.samples, a.stats.last_ns), (1, 2 * MS));
         // PSN 14 is new data: timed again.
-        a.on_data(1, 14 | ACK_REQ, 100, 10 * MS);
+        a.on_data(1, 14 | ACK_REQ, None, 100, 10 * MS);
         a.on_dequeue(1, 100, 10 * MS);
         a.on_response(1, ACK, 14, 0, 15 * MS);
         assert_eq!((a.stats.samples, a.stats.last_ns), (2, 5 * MS));
         // A timeout fences as well (the packet or its ACK was lost).
-        a.on_data(1, 15 | ACK_REQ, 100, 20 * MS);
+        a.on_data(1, 15 | ACK_REQ, None, 100, 20 * MS);
         a.on_dequeue(1, 100, 20 * MS);
         a.poll(200 * MS);
-        a.on_data(1, 15 | ACK_REQ, 100, 200 * MS);
+        a.on_data(1, 15 | ACK_REQ, None, 100, 200 * MS);
         assert_eq!((a.stats.timeouts, a.stats.retransmissions_skipped), (1, 5));
         // A reused slot is another flow: no fence.
         a.on_removed(1);
-        a.on_data(1, 15 | ACK_REQ, 100, 300 * MS);
+        a.on_data(1, 15 | ACK_REQ, None, 100, 300 * MS);
         a.on_dequeue(1, 100, 300 * MS);
         assert_eq!((a.stats.retransmissions_skipped, a.stats.timed), (5, 5));
+    }
+
+    /// A flow that was not being timed goes back N: its packets up to the
+    /// last PSN before the go-back are not timed, the first beyond it is.
+    #[test]
+    fn a_psn_that_does_not_advance_starts_a_retransmission() {
+        let mut a = rtt();
+        let mut prev = None;
+        let mut send = |a: &mut AckRtt, psn: u32, now: u64| {
+            a.on_data(1, psn, prev, 100, now);
+            prev = Some(psn);
+            a.on_dequeue(1, 100, now);
+        };
+        for psn in 1..=20 {
+            send(&mut a, psn, 0);
+        }
+        // Back to 15, AckReq on every packet: 15..=20 are not timed.
+        for psn in 15..=20 {
+            send(&mut a, psn | ACK_REQ, MS);
+        }
+        assert_eq!((a.stats.retransmissions_skipped, a.stats.timed), (6, 0));
+        send(&mut a, 21 | ACK_REQ, 2 * MS);
+        a.on_response(1, ACK, 21, 0, 7 * MS);
+        assert_eq!((a.stats.timed, a.stats.samples, a.stats.last_ns), (1, 1, 5 * MS));
+        // While 30 is timed, the sender goes back from 33 to 31: the
+        // timing of 30 stands (30 is not sent again) ...
+        for psn in 22..=29 {
+            send(&mut a, psn, 10 * MS);
+        }
+        for psn in [30 | ACK_REQ, 31, 32, 33, 31 | ACK_REQ] {
+            send(&mut a, psn, 10 * MS);
+        }
+        assert_eq!((a.stats.discarded, a.stats.timed), (0, 2));
+        a.on_response(1, ACK, 30, 0, 14 * MS);
+        assert_eq!((a.stats.samples, a.stats.last_ns), (2, 4 * MS));
+        // ... and 32, 33 sent again after it are not timed; 34 is.
+        send(&mut a, 32 | ACK_REQ, 15 * MS);
+        send(&mut a, 33 | ACK_REQ, 15 * MS);
+        assert_eq!((a.stats.timed, a.stats.retransmissions_skipped), (2, 8));
+        send(&mut a, 34 | ACK_REQ, 15 * MS);
+        assert_eq!(a.stats.timed, 3);
+        // Going back to the timed PSN or before it abandons the timing.
+        send(&mut a, 34, 16 * MS);
+        assert_eq!((a.stats.discarded, a.stats.retransmissions_skipped), (1, 8));
     }
 
     #[test]
     fn psns_wrap() {
         let mut a = rtt();
-        a.on_data(1, 0xff_fffe | ACK_REQ, 100, 0);
+        a.on_data(1, 0xff_fffe | ACK_REQ, None, 100, 0);
         a.on_dequeue(1, 100, 0);
         a.on_response(1, ACK, 1, 0, 3 * MS);
         assert_eq!(a.stats.last_ns, 3 * MS);
@@ -401,7 +458,7 @@ mod tests {
         let mut t = 0;
         let mut est = vec![];
         for (i, r) in [30u64, 20, 25, 40, 40, 40, 40, 40, 40, 40, 40].iter().enumerate() {
-            a.on_data(1, (i as u32) | ACK_REQ, 100, t);
+            a.on_data(1, (i as u32) | ACK_REQ, None, 100, t);
             a.on_dequeue(1, 100, t);
             a.on_response(1, ACK, i as u32, 0, t + r * MS);
             est.push(a.stats.estimate_ns / MS);

@@ -555,15 +555,16 @@ impl CongestionPort {
     #[inline(always)]
     #[allow(clippy::too_many_arguments)] // the packet path's fields, unpacked
     fn learn_hint(&mut self, key: &PackedKey, hash: u64, hint: u32, psn: u32, sport: u16, len: u32, now: u64) -> Option<FlowId> {
-        let s = match self.flows.lookup_hint(key, hash, hint) {
-            Some(s) => s,
-            None => self.learn_new(key, hash, sport, now)?,
+        let (s, fresh) = match self.flows.lookup_hint(key, hash, hint) {
+            Some(s) => (s, false),
+            None => (self.learn_new(key, hash, sport, now)?, true),
         };
+        if self.ack.is_some() {
+            // Before the entry takes this packet's PSN.
+            self.ack_data(s, psn, len, fresh, now);
+        }
         self.touch(s, psn, len, now);
         self.flows.add_queued(s, u64::from(len));
-        if self.ack.is_some() {
-            self.ack_data(s, psn, now);
-        }
         Some(FlowId(s))
     }
 
@@ -605,13 +606,17 @@ impl CongestionPort {
         Some(s)
     }
 
-    /// [`AckRtt::on_data`] for a packet of flow `s` just queued (out of
-    /// line: the packet path of a port without `rtt_acks` pays one test).
+    /// [`AckRtt::on_data`] for a packet of flow `s` about to be queued
+    /// (`fresh`: the flow's first) (out of line: the packet path of a port
+    /// without `rtt_acks` pays one test).
     #[inline(never)]
-    fn ack_data(&mut self, s: u32, psn: u32, now: u64) {
-        let queued = self.flows.queued(s);
+    fn ack_data(&mut self, s: u32, psn: u32, len: u32, fresh: bool, now: u64) {
+        // The flow's PSN before this packet (none: its first), and what it
+        // will have queued with it.
+        let prev = if fresh { None } else { self.flows.get(s).map(|f| f.last_psn) };
+        let queued = self.flows.queued(s) + u64::from(len);
         if let Some(a) = self.ack.as_mut() {
-            a.on_data(s, psn, queued, now);
+            a.on_data(s, psn, prev, queued, now);
         }
     }
 
