@@ -27,10 +27,16 @@
 //! go-back-N sender sends again) are not timed, and the same when any flow
 //! sends a PSN that does not advance its own (the sender went back to it):
 //! its packets up to the PSN it had reached are not timed. The first packet
-//! beyond is.
+//! beyond is. Such a fence lasts the timeout (an ACK later than that counts
+//! as lost); [`FENCES`] flows can be fenced at once, and when more go back
+//! within a timeout, no packet is timed until the fence that had to give
+//! way would have lapsed.
 
 /// Sub-windows of the minimum filter.
 pub const BUCKETS: usize = 8;
+/// Flows fenced at once (retransmitting, not to be timed).
+pub const FENCES: usize = 16;
+const NO_FLOW: u32 = u32::MAX;
 /// The BTH AckReq bit, carried in bit 31 of the PSN the packet path reads
 /// ([`crate::congestion::RoceInfo::psn`]).
 pub const ACK_REQ: u32 = 1 << 31;
@@ -63,8 +69,9 @@ pub struct AckRttStats {
     /// Timings abandoned: NAK, RNR NAK, retransmission, entry reused.
     pub discarded: u64,
     /// Packets with AckReq not timed because they may be retransmissions
-    /// (at or below the highest PSN their flow had sent when a timing of
-    /// it was abandoned).
+    /// (at or below the highest PSN their flow had sent when it went back,
+    /// or when a timing of it was abandoned), or because more flows went
+    /// back at once than [`FENCES`].
     pub retransmissions_skipped: u64,
     /// The last round trip (ns; 0: none yet).
     pub last_ns: u64,
@@ -91,9 +98,12 @@ pub(crate) struct AckRtt {
     timing: Timing,
     /// The highest PSN the timed flow has sent since its timing began.
     hi: u32,
-    /// After a timing was abandoned: (flow, the highest PSN it had sent),
-    /// its packets up to which are not timed (Karn's rule).
-    fence: Option<(u32, u32)>,
+    /// Flows that went back or whose timing was abandoned: (flow, the
+    /// highest PSN it had sent, since when); its packets up to that PSN
+    /// are not timed (Karn's rule). Flow NO_FLOW: a free entry.
+    fences: [(u32, u32, u64); FENCES],
+    /// No timing starts before this (a fence had to give way).
+    blind_until: u64,
     /// Per sub-window (its number, time / sub-window length): the smallest
     /// sample in it (u64::MAX: none).
     buckets: [(u64, u64); BUCKETS],
@@ -107,7 +117,7 @@ fn psn_ge(a: u32, b: u32) -> bool {
 
 impl AckRtt {
     pub(crate) fn new(p: AckRttParams) -> Self {
-        AckRtt { p, timing: Timing::Idle, hi: 0, fence: None, buckets: [(u64::MAX, u64::MAX); BUCKETS], stats: AckRttStats::default() }
+        AckRtt { p, timing: Timing::Idle, hi: 0, fences: [(NO_FLOW, 0, 0); FENCES], blind_until: 0, buckets: [(u64::MAX, u64::MAX); BUCKETS], stats: AckRttStats::default() }
     }
 
     pub(crate) fn set_params(&mut self, p: AckRttParams) {
@@ -123,48 +133,76 @@ impl AckRtt {
 
     /// Abandon the timing of `flow` (counted under `discarded` or not);
     /// its packets up to the highest PSN it has sent are not timed.
-    fn abandon(&mut self, flow: u32) {
+    fn abandon(&mut self, flow: u32, now: u64) {
         self.timing = Timing::Idle;
-        self.fence = Some((flow, self.hi));
+        self.fence(flow, self.hi, now);
     }
 
-    fn discard(&mut self, flow: u32) {
-        self.abandon(flow);
+    fn discard(&mut self, flow: u32, now: u64) {
+        self.abandon(flow, now);
         self.stats.discarded += 1;
     }
 
-    /// A data packet (or a train ending in `psn`) of flow `flow` entered
-    /// the queue at `now`; `prev`: the PSN of the flow's packet before it
-    /// (None: the flow's first); `queued` is what the flow now has
-    /// queued, this packet included.
-    #[inline]
-    pub(crate) fn on_data(&mut self, flow: u32, psn: u32, prev: Option<u32>, queued: u64, now: u64) {
-        let p = psn & PSN_MASK;
-        // A PSN that does not advance the flow's: the sender went back to
-        // it (go-back-N), so what it sends up to the PSN before it is sent
-        // again (the fence keeps the highest of such PSNs).
-        if let Some(l) = prev.map(|l| l & PSN_MASK).filter(|&l| psn_ge(l, p)) {
-            let h = match self.fence {
-                Some((f, h)) if f == flow && psn_ge(h, l) => h,
-                _ => l,
-            };
-            self.fence = Some((flow, h));
-        }
-        let fenced = match self.fence {
-            Some((f, h)) if f == flow => {
-                if psn_ge(h, p) {
-                    true
-                } else {
-                    // Beyond what was sent before: new data again.
-                    self.fence = None;
-                    false
-                }
+    /// `flow`'s packets up to PSN `hi` (or a higher one it is already
+    /// fenced to) are not timed from `now` for the timeout. When every
+    /// entry holds a live fence, the oldest gives way and nothing is timed
+    /// until it would have lapsed.
+    fn fence(&mut self, flow: u32, hi: u32, now: u64) {
+        let t = self.p.timeout_ns;
+        if let Some(e) = self.fences.iter_mut().find(|e| e.0 == flow) {
+            if now.saturating_sub(e.2) >= t || !psn_ge(e.1, hi) {
+                e.1 = hi;
             }
-            _ => false,
+            e.2 = now;
+            return;
+        }
+        let i = match self.fences.iter().position(|e| e.0 == NO_FLOW || now.saturating_sub(e.2) >= t) {
+            Some(i) => i,
+            None => {
+                let (i, since) = self.fences.iter().enumerate().map(|(i, e)| (i, e.2)).min_by_key(|&(_, since)| since).unwrap_or((0, now));
+                self.blind_until = self.blind_until.max(since.saturating_add(t));
+                i
+            }
         };
+        self.fences[i] = (flow, hi, now);
+    }
+
+    /// Whether `flow`'s packet `p` at `now` may be a retransmission: not
+    /// to be timed. A fence the flow has passed, or that lapsed, is lifted.
+    fn fenced(&mut self, flow: u32, p: u32, now: u64) -> bool {
+        if now < self.blind_until {
+            return true;
+        }
+        let t = self.p.timeout_ns;
+        let Some(e) = self.fences.iter_mut().find(|e| e.0 == flow) else { return false };
+        if now.saturating_sub(e.2) < t && psn_ge(e.1, p) {
+            return true;
+        }
+        e.0 = NO_FLOW;
+        false
+    }
+
+    /// `n` data packets of flow `flow` (a train ending in PSN `psn`, with
+    /// its AckReq bit) entered the queue at `now`; `prev`: the PSN of the
+    /// flow's packet before them (None: the flow's first); `queued` is what
+    /// the flow now has queued, these packets included.
+    #[inline]
+    pub(crate) fn on_data(&mut self, flow: u32, psn: u32, n: u32, prev: Option<u32>, queued: u64, now: u64) {
+        let p = psn & PSN_MASK;
+        // A PSN that does not advance the flow's, by the train's length
+        // (its packets in order would end at prev + n): the sender went
+        // back (go-back-N), so what it sends up to the highest PSN it had
+        // reached is sent again. In a train that went back, that PSN is at
+        // most prev + n - 1.
+        if let Some(l) = prev {
+            let top = l.wrapping_add(n.max(1) - 1) & PSN_MASK;
+            if psn_ge(top, p) {
+                self.fence(flow, top, now);
+            }
+        }
         match self.timing {
             Timing::Idle if psn & ACK_REQ != 0 => {
-                if fenced {
+                if self.fenced(flow, p, now) {
                     self.stats.retransmissions_skipped += 1;
                 } else {
                     self.timing = Timing::Queued { flow, psn: p, left: queued, since: now };
@@ -174,7 +212,7 @@ impl AckRtt {
             // The timed PSN or an earlier one again: a retransmission.
             Timing::Queued { flow: f, psn: t, .. } | Timing::InFlight { flow: f, psn: t, .. } if f == flow => {
                 if psn_ge(t, p) {
-                    self.discard(flow);
+                    self.discard(flow, now);
                 } else if psn_ge(p, self.hi) {
                     self.hi = p;
                 }
@@ -211,7 +249,7 @@ impl AckRtt {
         }
         // AETH syndrome bits 7-5: 000 ACK, 001 RNR NAK, 011 NAK.
         if syndrome >> 5 != 0 {
-            return self.discard(f);
+            return self.discard(f, now);
         }
         let (Some(since), true) = (since, psn_ge(psn & PSN_MASK, t)) else { return };
         self.timing = Timing::Idle;
@@ -239,12 +277,13 @@ impl AckRtt {
     pub(crate) fn on_removed(&mut self, flow: u32) {
         if let Timing::Queued { flow: f, .. } | Timing::InFlight { flow: f, .. } = self.timing {
             if f == flow {
-                self.discard(flow);
+                self.timing = Timing::Idle;
+                self.stats.discarded += 1;
             }
         }
         // The slot's next flow is another one.
-        if self.fence.is_some_and(|(f, _)| f == flow) {
-            self.fence = None;
+        for e in self.fences.iter_mut().filter(|e| e.0 == flow) {
+            e.0 = NO_FLOW;
         }
     }
 
@@ -254,7 +293,7 @@ impl AckRtt {
         if let Timing::Queued { flow, since, .. } | Timing::InFlight { flow, since, .. } = self.timing {
             if now.saturating_sub(since) >= self.p.timeout_ns {
                 // Lost, or its ACK was: the sender will send it again.
-                self.abandon(flow);
+                self.abandon(flow, now);
                 self.stats.timeouts += 1;
             }
         }
@@ -285,7 +324,7 @@ mod tests {
     fn the_round_trip_runs_from_leaving_the_queue_to_the_ack_that_covers_it() {
         let mut a = rtt();
         // Flow 3: 3000 bytes queued ahead, then the timed packet (PSN 10).
-        a.on_data(3, 10 | ACK_REQ, None, 4000, 0);
+        a.on_data(3, 10 | ACK_REQ, 1, None, 4000, 0);
         a.on_dequeue(3, 1000, 2 * MS);
         a.on_dequeue(7, 1000, 2 * MS); // another flow
         a.on_dequeue(3, 2000, 3 * MS);
@@ -305,11 +344,11 @@ mod tests {
     #[test]
     fn only_packets_that_ask_for_an_ack_are_timed_and_one_at_a_time() {
         let mut a = rtt();
-        a.on_data(1, 5, None, 100, 0);
+        a.on_data(1, 5, 1, None, 100, 0);
         a.on_dequeue(1, 100, 0);
         assert_eq!(a.stats.timed, 0);
-        a.on_data(1, 6 | ACK_REQ, None, 100, 0);
-        a.on_data(2, 1 | ACK_REQ, None, 100, 0); // another flow while timing
+        a.on_data(1, 6 | ACK_REQ, 1, None, 100, 0);
+        a.on_data(2, 1 | ACK_REQ, 1, None, 100, 0); // another flow while timing
         a.on_dequeue(2, 100, MS);
         a.on_dequeue(1, 100, MS);
         assert_eq!(a.stats.timed, 1);
@@ -324,30 +363,30 @@ mod tests {
         let mut a = rtt();
         // NAK (syndrome 011xxxxx) and RNR NAK (001xxxxx).
         for (psn, syn) in [(50, 0x60), (51, 0x20)] {
-            a.on_data(1, psn | ACK_REQ, None, 100, 0);
+            a.on_data(1, psn | ACK_REQ, 1, None, 100, 0);
             a.on_dequeue(1, 100, 0);
             a.on_response(1, ACK, psn, syn, MS);
             a.on_response(1, ACK, psn, 0, 2 * MS);
         }
         assert_eq!((a.stats.discarded, a.stats.samples), (2, 0));
         // The sender sends PSN 45 again while 52 is timed (go-back-N).
-        a.on_data(1, 52 | ACK_REQ, None, 100, 0);
-        a.on_data(1, 45, None, 200, 0);
+        a.on_data(1, 52 | ACK_REQ, 1, None, 100, 0);
+        a.on_data(1, 45, 1, None, 200, 0);
         assert_eq!(a.stats.discarded, 3);
         // A later PSN does not abandon it.
-        a.on_data(1, 53, None, 100, 0);
-        a.on_data(1, 60 | ACK_REQ, None, 100, 0);
-        a.on_data(1, 61, None, 200, 0);
+        a.on_data(1, 53, 1, None, 100, 0);
+        a.on_data(1, 60 | ACK_REQ, 1, None, 100, 0);
+        a.on_data(1, 61, 1, None, 200, 0);
         assert_eq!(a.stats.discarded, 3);
         a.on_removed(1);
         assert_eq!(a.stats.discarded, 4);
         // No ACK within the timeout.
-        a.on_data(1, 70 | ACK_REQ, None, 100, 0);
+        a.on_data(1, 70 | ACK_REQ, 1, None, 100, 0);
         a.on_dequeue(1, 100, 0);
         a.poll(100 * MS - 1);
         a.on_response(1, ACK, 70, 0, 150 * MS - 1);
         assert_eq!(a.stats.samples, 1, "just within the timeout");
-        a.on_data(1, 71 | ACK_REQ, None, 100, 200 * MS);
+        a.on_data(1, 71 | ACK_REQ, 1, None, 100, 200 * MS);
         a.on_dequeue(1, 100, 200 * MS);
         a.poll(300 * MS);
         a.on_response(1, ACK, 71, 0, 300 * MS);
@@ -360,41 +399,41 @@ mod tests {
     fn retransmissions_are_not_timed_after_an_abandoned_timing() {
         let mut a = rtt();
         // PSN 10 timed, 11..=13 sent behind it, then a NAK for 10.
-        a.on_data(1, 10 | ACK_REQ, None, 100, 0);
+        a.on_data(1, 10 | ACK_REQ, 1, None, 100, 0);
         a.on_dequeue(1, 100, 0);
         for psn in 11..=13 {
-            a.on_data(1, psn, None, 100, 0);
+            a.on_data(1, psn, 1, None, 100, 0);
         }
         a.on_response(1, ACK, 10, 0x60, MS);
         assert_eq!(a.stats.discarded, 1);
         // Go-back-N: 10..=13 again, each asking for an ACK. None is timed,
         // nor is the fence lifted by another flow's packets.
         for psn in 10..=13 {
-            a.on_data(1, psn | ACK_REQ, None, 100, 2 * MS);
-            a.on_data(2, psn, None, 100, 2 * MS);
+            a.on_data(1, psn | ACK_REQ, 1, None, 100, 2 * MS);
+            a.on_data(2, psn, 1, None, 100, 2 * MS);
             a.on_dequeue(1, 100, 2 * MS);
         }
         a.on_response(1, ACK, 13, 0, 3 * MS);
         assert_eq!((a.stats.retransmissions_skipped, a.stats.timed, a.stats.samples), (4, 1, 0));
         // Another flow is timed meanwhile.
-        a.on_data(2, 20 | ACK_REQ, None, 100, 4 * MS);
+        a.on_data(2, 20 | ACK_REQ, 1, None, 100, 4 * MS);
         a.on_dequeue(2, 100, 4 * MS);
         a.on_response(2, ACK, 20, 0, 6 * MS);
         assert_eq!((a.stats.samples, a.stats.last_ns), (1, 2 * MS));
         // PSN 14 is new data: timed again.
-        a.on_data(1, 14 | ACK_REQ, None, 100, 10 * MS);
+        a.on_data(1, 14 | ACK_REQ, 1, None, 100, 10 * MS);
         a.on_dequeue(1, 100, 10 * MS);
         a.on_response(1, ACK, 14, 0, 15 * MS);
         assert_eq!((a.stats.samples, a.stats.last_ns), (2, 5 * MS));
         // A timeout fences as well (the packet or its ACK was lost).
-        a.on_data(1, 15 | ACK_REQ, None, 100, 20 * MS);
+        a.on_data(1, 15 | ACK_REQ, 1, None, 100, 20 * MS);
         a.on_dequeue(1, 100, 20 * MS);
         a.poll(200 * MS);
-        a.on_data(1, 15 | ACK_REQ, None, 100, 200 * MS);
+        a.on_data(1, 15 | ACK_REQ, 1, None, 100, 200 * MS);
         assert_eq!((a.stats.timeouts, a.stats.retransmissions_skipped), (1, 5));
         // A reused slot is another flow: no fence.
         a.on_removed(1);
-        a.on_data(1, 15 | ACK_REQ, None, 100, 300 * MS);
+        a.on_data(1, 15 | ACK_REQ, 1, None, 100, 300 * MS);
         a.on_dequeue(1, 100, 300 * MS);
         assert_eq!((a.stats.retransmissions_skipped, a.stats.timed), (5, 5));
     }
@@ -406,7 +445,7 @@ mod tests {
         let mut a = rtt();
         let mut prev = None;
         let mut send = |a: &mut AckRtt, psn: u32, now: u64| {
-            a.on_data(1, psn, prev, 100, now);
+            a.on_data(1, psn, 1, prev, 100, now);
             prev = Some(psn);
             a.on_dequeue(1, 100, now);
         };
@@ -443,10 +482,113 @@ mod tests {
         assert_eq!((a.stats.discarded, a.stats.retransmissions_skipped), (1, 8));
     }
 
+    /// A train whose packets went back inside it: its last PSN is below
+    /// where it would end in order, and everything up to that end is
+    /// fenced. An in-order train is not.
+    #[test]
+    fn a_train_that_went_back_is_fenced_to_where_it_could_have_reached() {
+        let mut a = rtt();
+        // 11..=14 in order: not a go-back; its AckReq times it.
+        a.on_data(1, 14 | ACK_REQ, 4, Some(10), 400, 0);
+        a.on_dequeue(1, 400, 0);
+        a.on_response(1, ACK, 14, 0, 3 * MS);
+        assert_eq!((a.stats.samples, a.stats.retransmissions_skipped), (1, 0));
+        // 15, 16, 17, then back to 12, 13: ends at 13, below 14 + 5.
+        a.on_data(1, 13 | ACK_REQ, 5, Some(14), 500, 4 * MS);
+        a.on_dequeue(1, 500, 4 * MS);
+        assert_eq!((a.stats.timed, a.stats.retransmissions_skipped), (1, 1));
+        // 14..=18 again (as far as the train could have reached): not timed.
+        a.on_data(1, 18 | ACK_REQ, 5, Some(13), 500, 5 * MS);
+        assert_eq!(a.stats.retransmissions_skipped, 2);
+        a.on_data(1, 19 | ACK_REQ, 1, Some(18), 100, 5 * MS);
+        a.on_dequeue(1, 600, 5 * MS);
+        assert_eq!(a.stats.timed, 2);
+    }
+
+    /// More flows going back at once than there are fences: nothing is
+    /// timed until the fence that gave way would have lapsed.
+    #[test]
+    fn more_retransmitting_flows_than_fences_stop_the_timing() {
+        let mut a = rtt(); // timeout 100 ms
+        for f in 0..=FENCES as u32 {
+            a.on_data(f, 50, 1, Some(60), 100, f as u64 * MS);
+        }
+        // Flow 0's fence gave way at 16 ms: blind until 100 ms after it was set.
+        a.on_data(0, 55 | ACK_REQ, 1, Some(54), 100, 50 * MS);
+        a.on_data(100, 1 | ACK_REQ, 1, None, 100, 99 * MS);
+        assert_eq!((a.stats.retransmissions_skipped, a.timing), (2, Timing::Idle));
+        a.on_data(100, 2 | ACK_REQ, 1, Some(1), 100, 100 * MS);
+        assert_ne!(a.timing, Timing::Idle, "a new flow is timed once the blind spell is over");
+        // Flow 5's fence (set at 5 ms) lapses at 105 ms.
+        a.on_removed(100);
+        a.on_data(5, 56 | ACK_REQ, 1, Some(55), 100, 104 * MS);
+        assert_eq!(a.timing, Timing::Idle);
+        a.on_data(5, 57 | ACK_REQ, 1, Some(56), 100, 105 * MS);
+        assert_ne!(a.timing, Timing::Idle);
+    }
+
+    proptest::proptest! {
+        /// Karn's rule, whatever the senders do: RC flows sending in order
+        /// and going back N at random (after a NAK or their own timeout),
+        /// AckReq at random, each packet acknowledged or NAKed by the
+        /// receiver after the path's round trip plus a random delay (ACKs
+        /// delayed, reordered against later ones, lost). A measured round
+        /// trip is never shorter than the path's: the ACK of an earlier
+        /// transmission never ends the timing of a later one.
+        #[test]
+        fn no_round_trip_is_shorter_than_the_path(
+            ops in proptest::collection::vec((0u32..3, 0u8..10, 0u64..50_000, 0u8..20), 1..400)
+        ) {
+            const RTT: u64 = 100_000;
+            let mut a = AckRtt::new(AckRttParams { window_ns: 10 * MS, timeout_ns: 5 * MS });
+            // Per flow: next PSN, last PSN sent.
+            let mut next = [0u32; 3];
+            let mut last: [Option<u32>; 3] = [None; 3];
+            // Responses in flight: (arrival, flow, PSN, syndrome).
+            let mut acks: Vec<(u64, u32, u32, u8)> = Vec::new();
+            let mut shortest = u64::MAX;
+            let mut deliver = |a: &mut AckRtt, acks: &mut Vec<(u64, u32, u32, u8)>, until: u64| {
+                acks.sort_by_key(|x| x.0);
+                while acks.first().is_some_and(|x| x.0 <= until) {
+                    let (at, f, psn, syn) = acks.remove(0);
+                    let n = a.stats.samples;
+                    a.on_response(f, ACK, psn, syn, at);
+                    if a.stats.samples > n {
+                        shortest = shortest.min(a.stats.last_ns);
+                    }
+                }
+            };
+            let mut now = 0u64;
+            for (flow, what, delay, lost) in ops {
+                now += 7_000;
+                deliver(&mut a, &mut acks, now);
+                a.poll(now);
+                let f = flow as usize;
+                // Go back 1..=5 now and then.
+                if what == 0 && next[f] > 0 {
+                    next[f] = next[f].saturating_sub(1 + u32::from(lost % 5));
+                }
+                let psn = next[f];
+                next[f] += 1;
+                let req = if what < 5 { ACK_REQ } else { 0 };
+                a.on_data(flow, psn | req, 1, last[f], 100, now);
+                last[f] = Some(psn);
+                a.on_dequeue(flow, 100, now);
+                // The receiver answers (a NAK now and then) or the answer
+                // is lost.
+                if req != 0 && lost > 1 {
+                    acks.push((now + RTT + delay, flow, psn, if lost == 2 { 0x60 } else { 0x1f }));
+                }
+            }
+            deliver(&mut a, &mut acks, u64::MAX);
+            proptest::prop_assert!(shortest >= RTT, "a round trip of {} ns", shortest);
+        }
+    }
+
     #[test]
     fn psns_wrap() {
         let mut a = rtt();
-        a.on_data(1, 0xff_fffe | ACK_REQ, None, 100, 0);
+        a.on_data(1, 0xff_fffe | ACK_REQ, 1, None, 100, 0);
         a.on_dequeue(1, 100, 0);
         a.on_response(1, ACK, 1, 0, 3 * MS);
         assert_eq!(a.stats.last_ns, 3 * MS);
@@ -458,7 +600,7 @@ mod tests {
         let mut t = 0;
         let mut est = vec![];
         for (i, r) in [30u64, 20, 25, 40, 40, 40, 40, 40, 40, 40, 40].iter().enumerate() {
-            a.on_data(1, (i as u32) | ACK_REQ, None, 100, t);
+            a.on_data(1, (i as u32) | ACK_REQ, 1, None, 100, t);
             a.on_dequeue(1, 100, t);
             a.on_response(1, ACK, i as u32, 0, t + r * MS);
             est.push(a.stats.estimate_ns / MS);

@@ -481,7 +481,7 @@ impl CongestionPort {
         }
         for i in from..to {
             let p = self.pend[i];
-            let f = self.learn_hint(&p.key, p.hash, p.hint, p.psn, p.sport, p.len, p.now);
+            let f = self.learn_hint(&p.key, p.hash, p.hint, p.psn, p.n, p.sport, p.len, p.now);
             if f.is_none() {
                 // A train's other packets found the table full too.
                 self.stats.flow_table_full += u64::from(p.n - 1);
@@ -548,20 +548,20 @@ impl CongestionPort {
 
     #[inline(always)]
     fn learn(&mut self, key: &PackedKey, hash: u64, psn: u32, sport: u16, len: u32, now: u64) -> Option<FlowId> {
-        self.learn_hint(key, hash, NONE, psn, sport, len, now)
+        self.learn_hint(key, hash, NONE, psn, 1, sport, len, now)
     }
 
     /// [`CongestionPort::learn`] trying the slot `hint` first.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)] // the packet path's fields, unpacked
-    fn learn_hint(&mut self, key: &PackedKey, hash: u64, hint: u32, psn: u32, sport: u16, len: u32, now: u64) -> Option<FlowId> {
+    fn learn_hint(&mut self, key: &PackedKey, hash: u64, hint: u32, psn: u32, n: u16, sport: u16, len: u32, now: u64) -> Option<FlowId> {
         let (s, fresh) = match self.flows.lookup_hint(key, hash, hint) {
             Some(s) => (s, false),
             None => (self.learn_new(key, hash, sport, now)?, true),
         };
         if self.ack.is_some() {
             // Before the entry takes this packet's PSN.
-            self.ack_data(s, psn, len, fresh, now);
+            self.ack_data(s, psn, n, len, fresh, now);
         }
         self.touch(s, psn, len, now);
         self.flows.add_queued(s, u64::from(len));
@@ -606,17 +606,17 @@ impl CongestionPort {
         Some(s)
     }
 
-    /// [`AckRtt::on_data`] for a packet of flow `s` about to be queued
-    /// (`fresh`: the flow's first) (out of line: the packet path of a port
-    /// without `rtt_acks` pays one test).
+    /// [`AckRtt::on_data`] for `n` packets of flow `s` (a train ending in
+    /// `psn`) about to be queued (`fresh`: the flow's first) (out of line:
+    /// the packet path of a port without `rtt_acks` pays one test).
     #[inline(never)]
-    fn ack_data(&mut self, s: u32, psn: u32, len: u32, fresh: bool, now: u64) {
+    fn ack_data(&mut self, s: u32, psn: u32, n: u16, len: u32, fresh: bool, now: u64) {
         // The flow's PSN before this packet (none: its first), and what it
         // will have queued with it.
         let prev = if fresh { None } else { self.flows.get(s).map(|f| f.last_psn) };
         let queued = self.flows.queued(s) + u64::from(len);
         if let Some(a) = self.ack.as_mut() {
-            a.on_data(s, psn, prev, queued, now);
+            a.on_data(s, psn, u32::from(n), prev, queued, now);
         }
     }
 
