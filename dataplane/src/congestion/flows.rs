@@ -236,11 +236,15 @@ pub(crate) struct Flow {
 const _: () = assert!(core::mem::size_of::<Flow>() == 128);
 const _: () = assert!(core::mem::offset_of!(Flow, win_hi) == 64);
 
+/// A new entry's last PSN until its first packet sets it (outside the
+/// 24-bit PSN space).
+pub(crate) const NO_PSN: u32 = 1 << 24;
+
 impl Flow {
     const EMPTY: Flow = Flow {
         w: [0; 4],
         qpf: 0,
-        last_psn: 0,
+        last_psn: NO_PSN,
         nz_pos: NONE,
         win_lo: 0,
         last_seen: 0,

@@ -7,7 +7,7 @@ use ipnet::IpNet;
 use rustc_hash::FxHashMap;
 
 use super::ackrtt::AckRtt;
-use super::flows::{FlowTable, PackedKey, NONE};
+use super::flows::{FlowTable, PackedKey, NONE, NO_PSN};
 use super::{
     CnpFormat, CnpRequest, CongestionStats, FlowId, PortParams, RoceInfo, RoceKey, UnknownSourceQp, MAX_TOP_FLOWS,
 };
@@ -481,7 +481,7 @@ impl CongestionPort {
         }
         for i in from..to {
             let p = self.pend[i];
-            let f = self.learn_hint(&p.key, p.hash, p.hint, p.psn, p.n, p.sport, p.len, p.now);
+            let f = self.learn_hint(&p.key, p.hash, p.hint, p.psn, i as u32, p.sport, p.len, p.now);
             if f.is_none() {
                 // A train's other packets found the table full too.
                 self.stats.flow_table_full += u64::from(p.n - 1);
@@ -548,36 +548,38 @@ impl CongestionPort {
 
     #[inline(always)]
     fn learn(&mut self, key: &PackedKey, hash: u64, psn: u32, sport: u16, len: u32, now: u64) -> Option<FlowId> {
-        self.learn_hint(key, hash, NONE, psn, 1, sport, len, now)
+        self.learn_hint(key, hash, NONE, psn, NONE, sport, len, now)
     }
 
-    /// [`CongestionPort::learn`] trying the slot `hint` first.
+    /// [`CongestionPort::learn`] trying the slot `hint` first; `train`: the
+    /// packets' entry in `pend` (NONE: one packet, not deferred).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)] // the packet path's fields, unpacked
-    fn learn_hint(&mut self, key: &PackedKey, hash: u64, hint: u32, psn: u32, n: u16, sport: u16, len: u32, now: u64) -> Option<FlowId> {
-        let (s, fresh) = match self.flows.lookup_hint(key, hash, hint) {
-            Some(s) => (s, false),
-            None => (self.learn_new(key, hash, sport, now)?, true),
+    fn learn_hint(&mut self, key: &PackedKey, hash: u64, hint: u32, psn: u32, train: u32, sport: u16, len: u32, now: u64) -> Option<FlowId> {
+        let s = match self.flows.lookup_hint(key, hash, hint) {
+            Some(s) => s,
+            None => self.learn_new(key, hash, sport, now)?,
         };
-        if self.ack.is_some() {
-            // Before the entry takes this packet's PSN.
-            self.ack_data(s, psn, n, len, fresh, now);
-        }
-        self.touch(s, psn, len, now);
+        let prev = self.touch(s, psn, len, now);
         self.flows.add_queued(s, u64::from(len));
+        if self.ack.is_some() {
+            self.ack_data(s, psn, train, prev, now);
+        }
         Some(FlowId(s))
     }
 
-    /// A packet of flow `s` arrived: its window bytes, last PSN, last seen.
+    /// A packet of flow `s` arrived: its window bytes, last PSN, last
+    /// seen. Returns the flow's last PSN before it.
     #[inline(always)]
-    fn touch(&mut self, s: u32, psn: u32, len: u32, now: u64) {
+    fn touch(&mut self, s: u32, psn: u32, len: u32, now: u64) -> u32 {
         let win = self.p.observation_window_ns();
-        if let Some(f) = self.flows.get_mut(s) {
-            f.roll(now, win);
-            f.last_seen = f.last_seen.max(now);
-            f.last_psn = psn & PSN_MASK;
-            f.add_win_bytes(len);
-        }
+        let Some(f) = self.flows.get_mut(s) else { return 0 };
+        f.roll(now, win);
+        f.last_seen = f.last_seen.max(now);
+        let prev = f.last_psn;
+        f.last_psn = psn & PSN_MASK;
+        f.add_win_bytes(len);
+        prev
     }
 
     #[cold]
@@ -606,17 +608,17 @@ impl CongestionPort {
         Some(s)
     }
 
-    /// [`AckRtt::on_data`] for `n` packets of flow `s` (a train ending in
-    /// `psn`) about to be queued (`fresh`: the flow's first) (out of line:
-    /// the packet path of a port without `rtt_acks` pays one test).
+    /// [`AckRtt::on_data`] for the packets of flow `s` (one, or the train
+    /// of `pend[train]`, ending in `psn`) just queued; `prev`: the flow's
+    /// PSN before them ([`NO_PSN`]: they are its first) (out of line: the
+    /// packet path of a port without `rtt_acks` pays one test; the train's
+    /// length is read here, not carried through the packet path).
     #[inline(never)]
-    fn ack_data(&mut self, s: u32, psn: u32, n: u16, len: u32, fresh: bool, now: u64) {
-        // The flow's PSN before this packet (none: its first), and what it
-        // will have queued with it.
-        let prev = if fresh { None } else { self.flows.get(s).map(|f| f.last_psn) };
-        let queued = self.flows.queued(s) + u64::from(len);
+    fn ack_data(&mut self, s: u32, psn: u32, train: u32, prev: u32, now: u64) {
+        let queued = self.flows.queued(s);
+        let n = self.pend.get(train as usize).map_or(1, |p| u32::from(p.n));
         if let Some(a) = self.ack.as_mut() {
-            a.on_data(s, psn, u32::from(n), prev, queued, now);
+            a.on_data(s, psn, n, (prev != NO_PSN).then_some(prev), queued, now);
         }
     }
 

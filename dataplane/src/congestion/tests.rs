@@ -2091,6 +2091,40 @@ mod prop {
     }
 }
 
+/// Go-back-N as the port sees it: a train of one flow that goes back
+/// inside it (one batched lookup for its five packets: 11, 12, 13, then 11,
+/// 12 again, the last asking for an ACK) is fenced up to where five packets
+/// after PSN 10 could have reached (14), so neither its AckReq nor those of
+/// 13 and 14 sent after it are timed; 15, new data, is.
+#[test]
+fn a_train_that_goes_back_is_not_timed_by_the_port() {
+    let mut c = CongestionPort::new(PortParams { ack_rtt: Some(AckRttParams { window_ns: 10_000 * MS, timeout_ns: 1_000 * MS }), ..sec7() });
+    let (a, b) = (ip6(1), ip6(2));
+    let send = |c: &mut CongestionPort, psn: u32, t: u64| {
+        c.on_enqueue(Some(&data(a, b, 200, psn)), 1000, true, 1000, t);
+        c.on_dequeue(c.flow_id(a, b, 200), 1000, 0, t);
+    };
+    send(&mut c, 10, 0);
+    for (i, psn) in [11u32, 12, 13, 11, 12 | ACK_REQ].into_iter().enumerate() {
+        c.on_enqueue_deferred(Some(&RoceKey::from_info(&data(a, b, 200, psn))), 1000, true, 1000 * (i as u64 + 1), MS, i as u32);
+    }
+    let mut flows = vec![];
+    c.take_resolved(|_, f| flows.push(f.unwrap()));
+    assert_eq!(flows.len(), 5);
+    for f in flows {
+        c.on_dequeue(Some(f), 1000, 0, MS);
+    }
+    let m = c.ack_rtt().unwrap();
+    assert_eq!((m.timed, m.retransmissions_skipped), (0, 1));
+    send(&mut c, 13 | ACK_REQ, 2 * MS);
+    send(&mut c, 14 | ACK_REQ, 2 * MS);
+    assert_eq!((c.ack_rtt().unwrap().timed, c.ack_rtt().unwrap().retransmissions_skipped), (0, 3), "14 is within the train's reach");
+    send(&mut c, 15 | ACK_REQ, 3 * MS);
+    c.on_reverse(&ack(b, a, 77, 15), 9 * MS);
+    let m = c.ack_rtt().unwrap();
+    assert_eq!((m.timed, m.samples, m.last_ns), (1, 1, 6 * MS));
+}
+
 /// RTT_est by receiver reporting (`ack_rtt`): the port times a data packet
 /// with AckReq from the moment it leaves the queue (the time it waited
 /// here does not count) to its flow's ACK covering it, through the same
