@@ -790,7 +790,6 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
     }
 }
 
-/// The configuration's index of port `name`.
 /// A switch's value: on / true or off / false.
 fn on_off(key: &str, v: &str) -> Result<bool, String> {
     match v {
@@ -800,6 +799,7 @@ fn on_off(key: &str, v: &str) -> Result<bool, String> {
     }
 }
 
+/// The configuration's index of port `name`.
 fn port_index(c: &Control, name: &str) -> Result<usize, String> {
     c.cfg.ports.iter().position(|p| p.name == name).ok_or_else(|| format!("{name:?}: no such port"))
 }

@@ -573,7 +573,7 @@ impl CongestionPort {
     #[inline(always)]
     fn touch(&mut self, s: u32, psn: u32, len: u32, now: u64) -> u32 {
         let win = self.p.observation_window_ns();
-        let Some(f) = self.flows.get_mut(s) else { return 0 };
+        let Some(f) = self.flows.get_mut(s) else { return NO_PSN };
         f.roll(now, win);
         f.last_seen = f.last_seen.max(now);
         let prev = f.last_psn;
