@@ -1256,7 +1256,11 @@ fn rtt_est_follows_the_receivers_acks() {
     let (mut sender, _) = spawn_ready(&n1, RC_SENDER, &["2001:db8:b::2", "3000", "0.01"]);
     let diag = [n1.as_str(), n2.as_str()];
 
-    let r = wait_ctl(&sock, "show congestion", 20, &|r| rtt_and_k_max(r, "b").0 >= 30_000.0, "RTT_est of port b up to the receiver's 30 ms", &diag);
+    // The estimate is the smallest round trip of the window: at least the
+    // receiver's 30 ms at once, and within 15 ms of it once one ACK came
+    // without much delay of the responder's own (a Python timer on this
+    // shared 2-core machine can add ~20 ms to a single sample).
+    let r = wait_ctl(&sock, "show congestion", 20, &|r| (30_000.0..45_000.0).contains(&rtt_and_k_max(r, "b").0), "RTT_est of port b at the receiver's 30 ms", &diag);
     eprintln!("{r}");
     let (rtt, kmax) = rtt_and_k_max(&r, "b");
     assert!(rtt < 45_000.0, "the smallest round trip, about the receiver's 30 ms: {r}");

@@ -93,6 +93,15 @@ impl CtlServer {
     /// either cut short.
     pub fn poll(&mut self, control: &mut Control, ports: &[Port], names: &[(u16, String)]) {
         self.serve(&mut |line| match execute(control, ports, names, line.trim()) {
+            Ok(out) if changes(line) => {
+                let late = control.wait_applied(APPLY_WAIT);
+                if late.is_empty() {
+                    format!("{out}OK\n")
+                } else {
+                    let late: Vec<String> = late.iter().map(|w| w.to_string()).collect();
+                    format!("{out}not yet taken by worker(s) {} after {} ms (it will be at their next loop)\nOK\n", late.join(", "), APPLY_WAIT.as_millis())
+                }
+            }
             Ok(out) => format!("{out}OK\n"),
             Err(e) => format!("ERR {e}\n"),
         });
@@ -112,6 +121,18 @@ impl CtlServer {
         }
         self.clients.retain_mut(|c| c.step(Instant::now(), run));
     }
+}
+
+/// How long a command that changes something waits for the workers to
+/// take the change before it replies (each takes it at the top of its
+/// next poll loop: microseconds, unless its core is busy elsewhere).
+pub const APPLY_WAIT: Duration = Duration::from_millis(500);
+
+/// A command that may change what the workers run (anything but `show`,
+/// `route get` and `help`): its reply waits until they run with it.
+fn changes(line: &str) -> bool {
+    let w: Vec<&str> = line.split_whitespace().take(2).collect();
+    !matches!(w.as_slice(), [] | ["show", ..] | ["help", ..] | ["route", "get"])
 }
 
 /// How long a client may take to send its command line.
@@ -1019,6 +1040,18 @@ fn route_get(c: &Control, dst: &str, rest: &[&str]) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every command but the read-only ones waits for the workers before
+    /// its `OK`; each command of the help text is one or the other.
+    #[test]
+    fn changing_commands_wait_for_the_workers() {
+        for l in ["show counters", "show flows wan 5", "route get 10.0.0.1", "help", "", "  show sids"] {
+            assert!(!changes(l), "{l:?}");
+        }
+        for l in ["route add 10.9.0.0/16 via 10.1.0.2", "route del 10.9.0.0/16", "sid del fc00::1", "congestion wan rtt_est_us 5000", "neighbour add 10.1.0.9 02:00:00:00:00:09 a", "mroute del ff0e::1", "cnp-auth del 2001:db8::/32", "hmac-key add 1 00"] {
+            assert!(changes(l), "{l:?}");
+        }
+    }
 
     #[test]
     fn show_multicast_lists_the_receivers_a_group_learned() {

@@ -602,8 +602,35 @@ impl Control {
     pub fn worker_updates(&self) -> impl Iterator<Item = &Sender<Update>> {
         self.workers.iter().map(|w| &w.updates)
     }
+    /// Wait, at most `limit`, until every running worker has taken what
+    /// was pushed to it before this call; the workers that had not by
+    /// then (by index). A management command that changes something
+    /// replies after this, so its `OK` means the change is in force.
+    pub fn wait_applied(&self, limit: Duration) -> Vec<usize> {
+        let running: Vec<(usize, &WorkerCounters)> = self.workers.iter().enumerate().filter(|(_, w)| w.join.as_ref().is_some_and(|j| !j.is_finished())).map(|(i, w)| (i, &*w.counters)).collect();
+        loops_after(&running, limit)
+    }
     pub fn snapshot(&self) -> Snapshot {
         Snapshot::sum(self.workers.iter().map(|w| &*w.counters).chain(std::iter::once(&*self.own)))
+    }
+}
+
+/// Wait, at most `limit`, until each of `workers` (index, counters) has
+/// begun a poll loop after this call; the indices of those that had not.
+/// A worker applies its updates at the top of every loop and counts the
+/// loop (`bursts`) at its end: the loop that ends after the count seen
+/// here may have begun before, the one after it cannot.
+pub fn loops_after(workers: &[(usize, &WorkerCounters)], limit: Duration) -> Vec<usize> {
+    // The updates just sent are visible before the counts are read.
+    std::sync::atomic::fence(Ordering::SeqCst);
+    let start: Vec<u64> = workers.iter().map(|(_, c)| c.bursts.get()).collect();
+    let until = Instant::now() + limit;
+    loop {
+        let late: Vec<usize> = workers.iter().zip(&start).filter(|((_, c), &s)| c.bursts.get().wrapping_sub(s) < 2).map(|((i, _), _)| *i).collect();
+        if late.is_empty() || Instant::now() >= until {
+            return late;
+        }
+        std::thread::sleep(Duration::from_micros(20));
     }
 }
 
@@ -1474,6 +1501,50 @@ fn fault_inject(prefix: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::RttProbeSlot;
+    use dataplane::counters::WorkerCounters;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::time::{Duration, Instant};
+
+    /// `loops_after` returns only once a worker has run the top of a loop
+    /// after the call, so what was sent before it has been applied; a
+    /// worker that makes no progress is named once the limit has passed.
+    #[test]
+    fn a_change_is_applied_before_the_wait_returns() {
+        let counters = WorkerCounters::default();
+        let stalled = WorkerCounters::default();
+        let applied = AtomicU64::new(0);
+        let stop = AtomicBool::new(false);
+        let (tx, rx) = crossbeam::channel::bounded::<u64>(4);
+        // The worker stops however the test ends (a failed assertion too).
+        struct Stop<'a>(&'a AtomicBool);
+        impl Drop for Stop<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::Relaxed);
+            }
+        }
+        std::thread::scope(|s| {
+            let _stop = Stop(&stop);
+            s.spawn(|| {
+                // The worker's loop: updates at the top, the count at the end.
+                while !stop.load(Ordering::Relaxed) {
+                    while let Ok(v) = rx.try_recv() {
+                        applied.store(v, Ordering::Relaxed);
+                    }
+                    std::thread::yield_now();
+                    counters.bursts.add(1);
+                }
+            });
+            for v in 1..=500u64 {
+                tx.send(v).unwrap();
+                let late = super::loops_after(&[(0, &counters)], Duration::from_secs(10));
+                assert!(late.is_empty());
+                assert_eq!(applied.load(Ordering::Relaxed), v, "change {v} not applied when the wait returned");
+            }
+            let t = Instant::now();
+            assert_eq!(super::loops_after(&[(0, &counters), (1, &stalled)], Duration::from_millis(30)), vec![1]);
+            assert!(t.elapsed() >= Duration::from_millis(30) && t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+        });
+    }
     use dataplane::rttprobe::{ProbeConfig, RttProbe};
 
     /// RTT_est follows a probe's round trip only as far as the port's
