@@ -514,7 +514,7 @@ nexthop = [{{ via = "2001:db8:a::2" }}, {{ via = "2001:db8:a::3" }}]
     let o = in_ns(&n1, &["ip", "neigh", "flush", "dev", &t1]);
     assert!(o.status.success());
     let o = in_ns(&n1, &["ping", "-c", "2", "-i", "0.2", "-W", "2", "-I", "10.1.0.10", "10.1.0.1"]);
-    assert!(o.status.success(), "ping from 10.1.0.10: {}", String::from_utf8_lossy(&o.stdout));
+    assert!(o.status.success(), "ping from 10.1.0.10: {}\n{}", String::from_utf8_lossy(&o.stdout), diagnose(&[&n1], &sock));
     wait("show neighbours", &|r| learned(r, "10.1.0.10"), "10.1.0.10 learned");
     // Learned from its ARP request, not from an answer: STALE; the
     // router's echo replies use it, so it is probed after the delay (half
