@@ -166,6 +166,12 @@ pub struct Pipeline {
     mld_bucket: TokenBucket,
     /// Echo Replies to RTT probes handed to the control thread.
     echo_bucket: TokenBucket,
+    /// The worker's clock, read when an RTT probe's Echo Reply is seen
+    /// (None: `now_ns`, plain-buffer tests). The loop's `now` is taken
+    /// before the burst is received: a worker descheduled in between would
+    /// date the reply before it arrived and shorten the round trip, and
+    /// RTT_est is the smallest of them.
+    pub reply_clock: Option<Arc<dyn Fn() -> u64 + Send + Sync>>,
     /// Events for the control thread, drained by the worker after each burst.
     pub events: Vec<Event>,
     /// Addresses to resolve, drained by the worker after each burst.
@@ -282,6 +288,7 @@ impl Pipeline {
             icmp_bucket: TokenBucket::new(cfg.icmp_error_rate_pps, cfg.icmp_error_burst),
             mld_bucket: TokenBucket::new(MLD_RATE_PER_S, MLD_BURST),
             echo_bucket: TokenBucket::new(ECHO_REPLY_RATE_PER_S, ECHO_REPLY_BURST),
+            reply_clock: None,
             events: Vec::with_capacity(EVENTS_CAP),
             solicits: Vec::with_capacity(EVENTS_CAP),
             solicit_last,
@@ -961,7 +968,8 @@ impl Pipeline {
         if self.events.len() >= EVENTS_CAP {
             return Err(Drop::EventQueueFull);
         }
-        self.events.push(Event::EchoReply { from, seq, data, at_ns: now_ns });
+        let at_ns = self.reply_clock.as_ref().map_or(now_ns, |c| c().max(now_ns));
+        self.events.push(Event::EchoReply { from, seq, data, at_ns });
         Ok(Verdict::Consumed)
     }
 
@@ -1719,6 +1727,13 @@ mod icmp4_tests {
             *bad.last_mut().unwrap() ^= 1;
             assert_eq!(run(&mut pl, bad, now), Verdict::Drop(Drop::MalformedIcmp));
             assert_eq!(run(&mut new(Arc::new(Topology::new(topo.interfaces.clone()))), reply(from, 0x4242, &data), now), Verdict::Drop(Drop::EchoReplyUnexpected), "a router that sends no probes");
+        }
+        // With the worker's clock the reply is dated when it is seen, not
+        // at the loop's start (never earlier than that).
+        for (clock, want) in [(9_000_000u64, 9_000_000u64), (1_000, 7_000_000)] {
+            pl.reply_clock = Some(Arc::new(move || clock));
+            assert_eq!(run(&mut pl, reply("2001:db8::2", 0x4242, &data), 7_000_000), Verdict::Consumed);
+            assert!(matches!(pl.events.pop(), Some(Event::EchoReply { at_ns, .. }) if at_ns == want), "clock {clock}");
         }
         assert!(pl.events.is_empty());
         // The burst, then the rate: a flood at one instant stops at the burst.

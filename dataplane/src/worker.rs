@@ -271,6 +271,7 @@ impl Worker {
         // never allocates.
         counters.waiting.lock().reserve(held_cap);
         let clock = TscClock::new(spec.tsc_hz);
+        pipeline.reply_clock = Some(Arc::new(move || clock.now()));
         let egress: Vec<Option<EgressPort<Mbuf>>> = (0..MAX_PORTS)
             .map(|p| match spec.egress.get(p).copied().flatten() {
                 Some(cfg) if spec.owner.get(p) == Some(&spec.id) => {
