@@ -1089,6 +1089,7 @@ while answered < total and time.time() < end:
         s.sendto(p[1], p[2])
         pending.remove(p)
         answered += 1
+        print("HOLD %d" % int((time.time() - p[3]) * 1e6), flush=True)
     wait = min([p[0] for p in pending], default=now + 0.2) - now
     s.settimeout(max(wait, 0.001))
     try:
@@ -1105,7 +1106,7 @@ while answered < total and time.time() < end:
         fake = bytearray(reply)
         fake[8 + 5] ^= 0x40
         s.sendto(bytes(fake), addr)
-    pending.append((time.time() + (delay if queued < n_late else 0), reply, addr))
+    pending.append((time.time() + (delay if queued < n_late else 0), reply, addr, time.time()))
     queued += 1
 print("answered %d" % answered, flush=True)
 "#;
@@ -1362,7 +1363,9 @@ fn rtt_est_follows_echo_probes_to_the_linux_host_behind_the_port() {
     let k_max = |rtt_us: f64| (1e9 * rtt_us * 1e3 / 8e9) as u64;
 
     // Port b: from the configured 100 us to the host's 30 ms.
-    let r = wait_ctl(&sock, "show congestion", 20, &|r| rtt_and_k_max(r, "b").0 >= 30_000.0, "RTT_est of port b up to the 30 ms round trip", &diag);
+    // The smallest round trip of the window: at least the host's 30 ms,
+    // and within 15 ms of it once one answer was not much later.
+    let r = wait_ctl(&sock, "show congestion", 20, &|r| (30_000.0..45_000.0).contains(&rtt_and_k_max(r, "b").0), "RTT_est of port b at the 30 ms round trip", &diag);
     let (rtt, kmax) = rtt_and_k_max(&r, "b");
     eprintln!("{r}");
     assert!(rtt < 45_000.0, "the smallest round trip, about the host's 30 ms: {r}");
@@ -1410,7 +1413,11 @@ fn rtt_est_follows_echo_probes_to_the_linux_host_behind_the_port() {
     assert!(ev.checksum_ok && ev.well_formed && ev.version == 1 && ev.origin == "2001:db8:ff::7".parse::<std::net::Ipv6Addr>().unwrap(), "{ev:?}");
     assert_eq!(item(ev, 1), Some(1), "Egress Port ID: port b: {ev:?}");
     let lat = item(ev, 6).expect("a Latency item");
-    assert!((30_000..45_000).contains(&lat), "Latency: the 30 ms round trip in us: {ev:?}");
+    // At least the 30 ms the responder holds each answer; at most the
+    // longest it held one (its timer runs late on a loaded machine) and
+    // 10 ms for the way through the router and kernels.
+    let longest = got.lines().filter_map(|l| l.strip_prefix("HOLD ")).map(|x| x.parse::<u32>().unwrap()).max().unwrap_or(0);
+    assert!(lat >= 30_000 && lat <= longest + 10_000, "Latency: the 30 ms round trip in us (longest hold {longest} us): {ev:?}");
     assert!(item(ev, 7).is_some() && item(ev, 5).is_none(), "Jitter, no Packet Loss: {ev:?}");
     let rec: Vec<&FannOracle> = seen.iter().filter(|f| f.code == 1 && f.event_type == 7 && f.event_subtype == 3).collect();
     assert_eq!(rec.len(), 1, "its recovery once the round trip came down: {seen:?}");
