@@ -110,6 +110,15 @@ impl<P: PacketBuffer> EgressPort<P> {
         self
     }
 
+    /// The worker's clock for the congestion stage
+    /// ([`CongestionPort::set_clock`]).
+    pub fn with_clock(mut self, clock: std::sync::Arc<dyn Fn() -> u64 + Send + Sync>) -> Self {
+        if let Some(c) = self.cong.as_mut() {
+            c.set_clock(clock);
+        }
+        self
+    }
+
     /// Configure (Some) or forget (None) the source QP of a flow at run
     /// time.
     pub fn set_source_qp(&mut self, src: IpAddr, dst: IpAddr, dest_qp: u32, src_qp: Option<u32>) {

@@ -271,11 +271,12 @@ impl Worker {
         // never allocates.
         counters.waiting.lock().reserve(held_cap);
         let clock = TscClock::new(spec.tsc_hz);
-        pipeline.reply_clock = Some(Arc::new(move || clock.now()));
+        let read: Arc<dyn Fn() -> u64 + Send + Sync> = Arc::new(move || clock.now());
+        pipeline.reply_clock = Some(read.clone());
         let egress: Vec<Option<EgressPort<Mbuf>>> = (0..MAX_PORTS)
             .map(|p| match spec.egress.get(p).copied().flatten() {
                 Some(cfg) if spec.owner.get(p) == Some(&spec.id) => {
-                    let e = EgressPort::new(cfg, spec.congestion.get(p).cloned().flatten());
+                    let e = EgressPort::new(cfg, spec.congestion.get(p).cloned().flatten()).with_clock(read.clone());
                     Some(match spec.pfc_rx.get(p).cloned().flatten() {
                         Some(pp) => e.with_pfc(pp),
                         None => e,

@@ -237,7 +237,20 @@ impl AckRtt {
 
     /// A response of flow `flow`'s receiver (opcode, PSN, AETH syndrome)
     /// reached the owner at `now`.
+    #[cfg(test)]
     pub(crate) fn on_response(&mut self, flow: u32, op: u8, psn: u32, syndrome: u8, now: u64) {
+        self.on_response_at(flow, op, psn, syndrome, now, || now);
+    }
+
+    /// [`Self::on_response`] where `now` is the time of the worker's poll
+    /// loop, taken before the response was received, and `clock` reads the
+    /// time now. The round trip ends at the later of the two: an ACK is
+    /// never dated before it arrived (a worker descheduled between its
+    /// loop's clock reading and `rx_burst`, or an ACK handed over by
+    /// another worker, would shorten the round trip, and the estimate is
+    /// the smallest of the window). The clock is read only for the ACK that
+    /// ends a timing, about once per round trip.
+    pub(crate) fn on_response_at(&mut self, flow: u32, op: u8, psn: u32, syndrome: u8, now: u64, clock: impl FnOnce() -> u64) {
         use crate::wire::roce::opcode;
         let (f, t, since) = match self.timing {
             Timing::Idle => return,
@@ -253,7 +266,8 @@ impl AckRtt {
         }
         let (Some(since), true) = (since, psn_ge(psn & PSN_MASK, t)) else { return };
         self.timing = Timing::Idle;
-        self.sample(now.saturating_sub(since).max(1), now);
+        let at = clock().max(now);
+        self.sample(at.saturating_sub(since).max(1), at);
     }
 
     fn sample(&mut self, rtt: u64, now: u64) {

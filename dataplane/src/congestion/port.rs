@@ -2,6 +2,7 @@
 //! of [`super`].
 
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use ipnet::IpNet;
 use rustc_hash::FxHashMap;
@@ -111,6 +112,10 @@ pub struct CongestionPort {
     /// RTT_est from receiver reporting (`[port.congestion.rtt_acks]`;
     /// [`super::ackrtt`]); None: off.
     ack: Option<Box<AckRtt>>,
+    /// Reads the time now (the worker's clock); None: the time of the
+    /// calls is taken as now (tests, simulation). Used only off the packet
+    /// path, to date the ACK that ends a round trip timed for `ack`.
+    clock: Option<Arc<dyn Fn() -> u64 + Send + Sync>>,
 }
 
 struct Reaction {
@@ -185,6 +190,7 @@ impl CongestionPort {
             // 1 us to 60 s at 2 significant digits: about 2300 counters,
             // allocated here, never on the packet path.
             ack: p.ack_rtt.map(|a| Box::new(AckRtt::new(a))),
+            clock: None,
             reaction: Box::new(Reaction {
                 hist: hdrhistogram::Histogram::new_with_bounds(1_000, 60_000_000_000, 2).expect("valid histogram bounds"),
                 summary: ReactionSummary::default(),
@@ -238,6 +244,12 @@ impl CongestionPort {
 
     pub fn stats(&self) -> &CongestionStats {
         &self.stats
+    }
+
+    /// The worker's clock, read to date the ACK that ends a timed round
+    /// trip (`rtt_acks`; see [`AckRtt::on_response_at`]).
+    pub fn set_clock(&mut self, clock: Arc<dyn Fn() -> u64 + Send + Sync>) {
+        self.clock = Some(clock);
     }
 
     /// What the receivers' ACKs measured (None: `rtt_acks` off).
@@ -676,7 +688,7 @@ impl CongestionPort {
             if f.src_qp() == Some(qp) {
                 // Already known: an ACK may end the round trip timed.
                 if let Some(a) = self.ack.as_mut() {
-                    a.on_response(s, info.opcode, info.psn, info.syndrome, now);
+                    a.on_response_at(s, info.opcode, info.psn, info.syndrome, now, || self.clock.as_ref().map_or(now, |c| c()));
                 }
                 return;
             }
@@ -724,7 +736,7 @@ impl CongestionPort {
                 } else {
                     self.stats.reverse_learned += 1;
                     if let Some(a) = self.ack.as_mut() {
-                        a.on_response(pick, info.opcode, info.psn, info.syndrome, now);
+                        a.on_response_at(pick, info.opcode, info.psn, info.syndrome, now, || self.clock.as_ref().map_or(now, |c| c()));
                     }
                 }
             }

@@ -2173,3 +2173,51 @@ fn receivers_acks_time_the_round_trip_beyond_the_queue() {
     c.set_params(sec7());
     assert_eq!(c.ack_rtt(), None);
 }
+
+/// RTT_est from ACKs in the worker: the ACK that ends a timed round trip is
+/// dated by the worker's clock when the port handles it (never before the
+/// loop's time, which was taken before the ACK was received), so a worker
+/// descheduled between the two cannot shorten the round trip. The clock is
+/// read for that ACK only, not for the other responses.
+#[test]
+fn the_ack_that_ends_a_round_trip_is_dated_when_it_is_handled() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    let params = PortParams { ack_rtt: Some(AckRttParams { window_ns: 10_000 * MS, timeout_ns: 1_000 * MS }), ..sec7() };
+    let mut c = CongestionPort::new(params);
+    let clock = Arc::new(AtomicU64::new(0));
+    let reads = Arc::new(AtomicU64::new(0));
+    {
+        let (clock, reads) = (clock.clone(), reads.clone());
+        c.set_clock(Arc::new(move || {
+            reads.fetch_add(1, Ordering::Relaxed);
+            clock.load(Ordering::Relaxed)
+        }));
+    }
+    let (a, b) = (ip6(1), ip6(2));
+    let send = |c: &mut CongestionPort, psn: u32, t: u64| {
+        c.on_enqueue(Some(&data(a, b, 200, psn)), 1000, true, 1000, t);
+        c.on_dequeue(c.flow_id(a, b, 200), 1000, 0, t);
+    };
+    send(&mut c, 1, 0);
+    // A response that ends no timing (none is running): no clock read.
+    c.on_reverse(&ack(b, a, 77, 1), MS);
+    assert_eq!(reads.load(Ordering::Relaxed), 0);
+    // Timed from 10 ms; the loop that receives the ACK began at 39 ms, and
+    // the ACK is handled at 41 ms (the worker was descheduled in between,
+    // while the ACK arrived): 31 ms, not 29.
+    send(&mut c, 2 | ACK_REQ, 10 * MS);
+    clock.store(41 * MS, Ordering::Relaxed);
+    c.on_reverse(&ack(b, a, 77, 2), 39 * MS);
+    assert_eq!(reads.load(Ordering::Relaxed), 1);
+    let m = c.ack_rtt().unwrap();
+    assert_eq!((m.samples, m.last_ns, m.estimate_ns), (1, 31 * MS, 31 * MS));
+    // A clock behind the loop's time (another core's reading) never dates
+    // the ACK earlier than the loop.
+    send(&mut c, 3 | ACK_REQ, 50 * MS);
+    clock.store(70 * MS, Ordering::Relaxed);
+    c.on_reverse(&ack(b, a, 77, 3), 80 * MS);
+    let m = c.ack_rtt().unwrap();
+    assert_eq!((m.samples, m.last_ns, m.estimate_ns), (2, 30 * MS, 30 * MS));
+    assert_eq!(reads.load(Ordering::Relaxed), 2);
+}
