@@ -112,7 +112,7 @@ impl<P: PacketBuffer> EgressPort<P> {
 
     /// The worker's clock for the congestion stage
     /// ([`CongestionPort::set_clock`]).
-    pub fn with_clock(mut self, clock: std::sync::Arc<dyn Fn() -> u64 + Send + Sync>) -> Self {
+    pub fn with_clock(mut self, clock: crate::ReadClock) -> Self {
         if let Some(c) = self.cong.as_mut() {
             c.set_clock(clock);
         }

@@ -171,7 +171,7 @@ pub struct Pipeline {
     /// before the burst is received: a worker descheduled in between would
     /// date the reply before it arrived and shorten the round trip, and
     /// RTT_est is the smallest of them.
-    pub reply_clock: Option<Arc<dyn Fn() -> u64 + Send + Sync>>,
+    pub reply_clock: Option<crate::ReadClock>,
     /// Events for the control thread, drained by the worker after each burst.
     pub events: Vec<Event>,
     /// Addresses to resolve, drained by the worker after each burst.

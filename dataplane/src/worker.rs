@@ -271,7 +271,7 @@ impl Worker {
         // never allocates.
         counters.waiting.lock().reserve(held_cap);
         let clock = TscClock::new(spec.tsc_hz);
-        let read: Arc<dyn Fn() -> u64 + Send + Sync> = Arc::new(move || clock.now());
+        let read: crate::ReadClock = Arc::new(move || clock.now());
         pipeline.reply_clock = Some(read.clone());
         let egress: Vec<Option<EgressPort<Mbuf>>> = (0..MAX_PORTS)
             .map(|p| match spec.egress.get(p).copied().flatten() {

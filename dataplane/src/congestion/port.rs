@@ -2,7 +2,6 @@
 //! of [`super`].
 
 use std::net::IpAddr;
-use std::sync::Arc;
 
 use ipnet::IpNet;
 use rustc_hash::FxHashMap;
@@ -115,7 +114,7 @@ pub struct CongestionPort {
     /// Reads the time now (the worker's clock); None: the time of the
     /// calls is taken as now (tests, simulation). Used only off the packet
     /// path, to date the ACK that ends a round trip timed for `ack`.
-    clock: Option<Arc<dyn Fn() -> u64 + Send + Sync>>,
+    clock: Option<crate::ReadClock>,
 }
 
 struct Reaction {
@@ -248,7 +247,7 @@ impl CongestionPort {
 
     /// The worker's clock, read to date the ACK that ends a timed round
     /// trip (`rtt_acks`; see [`AckRtt::on_response_at`]).
-    pub fn set_clock(&mut self, clock: Arc<dyn Fn() -> u64 + Send + Sync>) {
+    pub fn set_clock(&mut self, clock: crate::ReadClock) {
         self.clock = Some(clock);
     }
 
