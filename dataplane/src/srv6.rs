@@ -874,37 +874,8 @@ impl Pipeline {
                 }
             }
             Kind::DT4 | Kind::DT6 => {
-                if srh.is_some_and(|s| s.sl > 0) {
-                    return Err(Drop::DecapSlNonZero);
-                }
                 let want = if matches!(kind, Kind::DT6) { IpProtocol::IPV6 } else { IpProtocol::IPV4 };
-                if chain.upper_protocol != want || chain.fragment.is_some() {
-                    return Err(Drop::DecapNextHeader);
-                }
-                let off = chain.upper_offset;
-                {
-                    let d = p.data_mut();
-                    let outer_ecn = Ipv6Packet::new_unchecked(&d[l2.l3..]).ecn();
-                    let inner = &mut d[l2.l3 + off..l2.l3 + total];
-                    if want == IpProtocol::IPV6 {
-                        let mut ip = Ipv6Packet::new_checked(inner).map_err(|_| Drop::MalformedIpv6)?;
-                        let e = rfc6040_decap(outer_ecn, ip.ecn()).ok_or(Drop::DecapCeNotEct)?;
-                        ip.set_ecn(e);
-                    } else {
-                        let mut ip = Ipv4Packet::new_checked(inner).map_err(|_| Drop::MalformedIpv4)?;
-                        let e = rfc6040_decap(outer_ecn, ip.ecn()).ok_or(Drop::DecapCeNotEct)?;
-                        if e != ip.ecn() {
-                            ip.set_ecn_incremental(e);
-                        }
-                    }
-                    // Strip the outer header: move the L2 header up to the inner packet.
-                    d.copy_within(0..l2.l3, off);
-                }
-                if !p.adj(off) {
-                    return Err(Drop::NoHeadroom);
-                }
-                self.counters.local(Local::Srv6Decap);
-                if want == IpProtocol::IPV6 {
+                if self.srv6_decap(p, l2, total, chain, srh, Some(want))? == IpProtocol::IPV6 {
                     self.ipv6(p, l2, now_ns)
                 } else {
                     self.ipv4(p, l2, now_ns)
@@ -914,7 +885,7 @@ impl Pipeline {
                 // draft-hu-acn-rocev2 s.4.2: decapsulate and route the inner
                 // notification (IPv4 or IPv6) to the sender in the DC.
                 self.notification_source_ok(&src)?;
-                let inner = self.srv6_decap_any(p, l2, total, chain, srh)?;
+                let inner = self.srv6_decap(p, l2, total, chain, srh, None)?;
                 // Only a notification goes on to the DC: END.E is not a
                 // way to tunnel other traffic into it.
                 {
@@ -942,7 +913,7 @@ impl Pipeline {
                     // holds the pause state.
                     return Ok(Verdict::ToOwner);
                 }
-                let inner = self.srv6_decap_any(p, l2, total, chain, srh)?;
+                let inner = self.srv6_decap(p, l2, total, chain, srh, None)?;
                 // What the ingress PE of this node learns from it, before
                 // the buffer becomes a PFC frame.
                 let to_pe = self.sids.pe_known.is_some() && {
@@ -1062,14 +1033,15 @@ impl Pipeline {
     }
 
     /// Strip the outer IPv6 header (and SRH, SL must be 0) of a packet whose
-    /// inner packet is IPv4 or IPv6, with RFC 6040 ECN propagation; the
-    /// frame then starts with the L2 header followed by the inner packet.
-    fn srv6_decap_any<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, total: usize, chain: ExtChain, srh: Option<SrhAt>) -> Result<IpProtocol, Drop> {
+    /// inner packet is IPv4 or IPv6 (`only` that one when given: End.DT4,
+    /// End.DT6), with RFC 6040 ECN propagation; the frame then starts with
+    /// the L2 header followed by the inner packet. Returns its protocol.
+    fn srv6_decap<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, total: usize, chain: ExtChain, srh: Option<SrhAt>, only: Option<IpProtocol>) -> Result<IpProtocol, Drop> {
         if srh.is_some_and(|s| s.sl > 0) {
             return Err(Drop::DecapSlNonZero);
         }
         let want = chain.upper_protocol;
-        if (want != IpProtocol::IPV6 && want != IpProtocol::IPV4) || chain.fragment.is_some() {
+        if (want != IpProtocol::IPV6 && want != IpProtocol::IPV4) || only.is_some_and(|o| o != want) || chain.fragment.is_some() {
             return Err(Drop::DecapNextHeader);
         }
         let off = chain.upper_offset;
