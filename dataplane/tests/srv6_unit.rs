@@ -1080,6 +1080,15 @@ fn end_dt6_decapsulates_and_routes_the_inner_packet() {
     let mut p = VecPacket::from_bytes(&eth(0x86dd, &ipv6(s1(), sid_dt6(), 41, 64, 0, &inner)));
     assert_eq!(run(&mut pl, &mut p), Verdict::Tx(2));
     assert_eq!(l3(&p.to_vec()), &want[..]);
+    // Octets after the outer packet (padding, trailer) are not carried
+    // into the decapsulated one.
+    let mut f = srv6_frame(s1(), sid_dt6(), 64, 0, &s, &inner);
+    f.extend_from_slice(&[0xee; 10]);
+    let mut p = VecPacket::from_bytes(&f);
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(2));
+    let o = p.to_vec();
+    assert_eq!(o.len(), 14 + inner.len());
+    assert_eq!(l3(&o), &want[..]);
 }
 
 #[test]
