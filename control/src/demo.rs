@@ -1470,14 +1470,16 @@ pub fn run(out: &Path) -> Result<(), String> {
         cnps_toward_sid(&dc_out, TUNNEL_PE_SID, TUNNEL_SENDER)
     );
     println!(
-        "  SRv6: End.MT replicas {}; END.E forwarded {}; END.C PFC pause {} / resume {} (a node's Resume held while another node's pause stood: {}); ICMPv6 Parameter Problem for a bad SRH (Segments Left past the list, RFC 8754 s.4.3.1.1) {}; FANN notifications sent {}",
+        "  SRv6: End.MT replicas {}; END.E forwarded {}; END.C PFC pause {} / resume {} (a node's Resume held while another node's pause stood: {}); ICMPv6 Parameter Problem for a bad SRH (Segments Left past the list, RFC 8754 s.4.3.1.1) {}; FANN notifications sent {}; notifications through END.C / END.E that this node's ingress PE took as well {}, and refused by it (an originating node not in known_nodes or not the sender, another interface, its event queue full) {}",
         c.local_count(Local::EndMtReplica),
         c.local_count(Local::EndEForwarded),
         c.local_count(Local::PfcPause),
         c.local_count(Local::PfcResume),
         c.local_count(Local::PfcResumeHeld),
         c.local_count(Local::ParamProblem6),
-        c.local_count(Local::Injected).saturating_sub(c.local_count(Local::PeControllerCopy))
+        c.local_count(Local::Injected).saturating_sub(c.local_count(Local::PeControllerCopy)),
+        c.local_count(Local::PeViaSid),
+        c.local_count(Local::PeViaSidRefused)
     );
     let (p1, r1) = pfc_frames(&dc_out);
     let (p2, r2) = pfc_frames(&dc2_out);
