@@ -6,11 +6,6 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod wire;
-
-/// Reads a worker's clock (ns) off the packet path, where the poll
-/// loop's time, taken before the burst was received, is too early: the
-/// date of a probe's Echo Reply or of the ACK that ends a timed round trip.
-pub type ReadClock = std::sync::Arc<dyn Fn() -> u64 + Send + Sync>;
 pub mod counters;
 pub mod packet;
 pub mod tables;
@@ -42,3 +37,8 @@ pub mod fann;
 pub mod sim_wan;
 pub mod hostinfo;
 pub mod benchdata;
+
+/// Reads a worker's clock (ns) off the packet path, where the poll
+/// loop's time, taken before the burst was received, is too early: the
+/// date of a probe's Echo Reply or of the ACK that ends a timed round trip.
+pub type ReadClock = std::sync::Arc<dyn Fn() -> u64 + Send + Sync>;

@@ -1040,8 +1040,8 @@ impl Pipeline {
         if srh.is_some_and(|s| s.sl > 0) {
             return Err(Drop::DecapSlNonZero);
         }
-        let want = chain.upper_protocol;
-        if (want != IpProtocol::IPV6 && want != IpProtocol::IPV4) || only.is_some_and(|o| o != want) || chain.fragment.is_some() {
+        let proto = chain.upper_protocol;
+        if (proto != IpProtocol::IPV6 && proto != IpProtocol::IPV4) || only.is_some_and(|o| o != proto) || chain.fragment.is_some() {
             return Err(Drop::DecapNextHeader);
         }
         let off = chain.upper_offset;
@@ -1049,7 +1049,7 @@ impl Pipeline {
             let d = p.data_mut();
             let outer_ecn = Ipv6Packet::new_unchecked(&d[l2.l3..]).ecn();
             let inner = &mut d[l2.l3 + off..l2.l3 + total];
-            if want == IpProtocol::IPV6 {
+            if proto == IpProtocol::IPV6 {
                 let mut ip = Ipv6Packet::new_checked(inner).map_err(|_| Drop::MalformedIpv6)?;
                 let e = rfc6040_decap(outer_ecn, ip.ecn()).ok_or(Drop::DecapCeNotEct)?;
                 ip.set_ecn(e);
@@ -1071,7 +1071,7 @@ impl Pipeline {
             return Err(Drop::NoHeadroom);
         }
         self.counters.local(Local::Srv6Decap);
-        Ok(want)
+        Ok(proto)
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -1145,6 +1145,14 @@ fn end_dt4_decapsulates_with_ecn_and_ttl() {
     assert_eq!(ip.ecn(), 3);
     assert_eq!(ip.ttl(), 63);
     assert_eq!(ip.dst_addr(), Ipv4Addr::new(10, 1, 0, 2));
+    // Octets after the outer packet are not carried into the inner one.
+    let mut f = srv6_frame(s1(), sid_dt4(), 64, 0x03, &s, &in4);
+    f.extend_from_slice(&[0xee; 10]);
+    let mut p = VecPacket::from_bytes(&f);
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(1));
+    let o = p.to_vec();
+    assert_eq!(o.len(), 14 + in4.len());
+    assert_eq!(Ipv4Packet::new_checked(l3(&o)).unwrap().ttl(), 63);
 }
 
 // ------------------------------------------------------------ End.MT
