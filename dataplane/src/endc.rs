@@ -29,7 +29,10 @@
 //!   Resume ends that cause's pause; one that pairs with none of the node's
 //!   causes (a recovery from a node that restarted and lost its
 //!   identifiers) ends all of that node's causes of its kind (flows or
-//!   events), as a node-wide Resume would.
+//!   events), as a node-wide Resume would. A Resume acts on the priorities
+//!   its cause (or, unpaired, its node's causes of its kind) paused, not on
+//!   the one it maps to: a FANN recovery carries no Flow ID
+//!   ([`EndC::on_resume`]).
 //! * One PAUSE frame lasts at most 65535 quanta (about 335 us at 100 Gb/s),
 //!   so while the requested pause lasts the controller re-sends PAUSE every
 //!   `refresh_ns` (default: 80 % of what one frame covers).
@@ -133,11 +136,36 @@ pub enum Request {
     Resume,
 }
 
-/// A frame to send: pause `quanta` (0 = resume) on the priorities in `prios`.
+/// A frame to send: on each priority n in `prios`, pause for `times[n]`
+/// quanta (0 = resume). An 802.1Qbb frame carries a time per priority, and
+/// a newer frame replaces the time in force of each priority it enables,
+/// so priorities refreshed together keep their own times.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PfcAction {
     pub prios: u8,
-    pub quanta: u16,
+    pub times: [u16; 8],
+}
+
+impl PfcAction {
+    /// Pause the priorities in `prios` for `quanta` each.
+    pub fn pause(prios: u8, quanta: u16) -> Self {
+        PfcAction { prios, times: PfcRepr::pause(prios, quanta).times }
+    }
+
+    /// Resume the priorities in `prios`.
+    pub fn resume(prios: u8) -> Self {
+        PfcAction { prios, times: [0; 8] }
+    }
+
+    /// Every priority it names is resumed (a RESUME frame).
+    pub fn is_resume(&self) -> bool {
+        self.quanta() == 0
+    }
+
+    /// The longest time it gives a priority (0: a RESUME).
+    pub fn quanta(&self) -> u16 {
+        (0..8).filter(|i| self.prios & (1 << i) != 0).map(|i| self.times[i]).max().unwrap_or(0)
+    }
 }
 
 /// Most interfaces one END.C SID sends PFC on (one per DC gateway).
@@ -296,7 +324,7 @@ impl EndC {
                 p.sent_ns = now;
                 p.covered_ns = now + cover;
                 self.stats.pauses += 1;
-                Some(PfcAction { prios: bit, quanta: q })
+                Some(PfcAction::pause(bit, q))
             }
             Request::Resume => {
                 // This cause's pause ends (or, when the node has no such
@@ -325,9 +353,49 @@ impl EndC {
                 // RESUME even if we think it is not paused: cheap and safe.
                 *p = PrioState::default();
                 self.stats.resumes += 1;
-                Some(PfcAction { prios: bit, quanta: 0 })
+                Some(PfcAction::resume(bit))
             }
         }
+    }
+
+    /// The priorities (bit n = priority n) on which a cause of node `from`
+    /// that `matches` holds a pause.
+    fn held(&self, from: u128, matches: impl Fn(u64) -> bool) -> u8 {
+        let mut m = 0u8;
+        for (i, p) in self.prio.iter().enumerate() {
+            if p.paused && p.askers[..p.n].iter().any(|a| a.from == from && matches(a.cause)) {
+                m |= 1 << i;
+            }
+        }
+        m
+    }
+
+    /// A Resume from node `from` about `cause`, which maps to priority
+    /// `prio`: it ends the pause that cause holds, on whichever priorities
+    /// it holds one (its event or flow may have paused another priority
+    /// than the Resume maps to: a FANN recovery carries no Flow ID). A
+    /// Resume that pairs with none of the node's causes ends the node's
+    /// causes of its kind wherever they hold a pause; when there are none,
+    /// it resumes `prio`. The RESUME frame for the priorities it frees
+    /// (None when other causes hold all of them), and whether other causes
+    /// hold some of them.
+    pub fn on_resume(&mut self, from: u128, cause: u64, prio: u8, now: u64) -> (Option<PfcAction>, bool) {
+        let mut prios = self.held(from, |c| c == cause);
+        if prios == 0 {
+            prios = self.held(from, |c| c & CAUSE_KIND == cause & CAUSE_KIND);
+        }
+        if prios == 0 {
+            prios = 1 << (prio & 7);
+        }
+        let mut freed = 0u8;
+        for i in 0..8u8 {
+            if prios & (1 << i) != 0 {
+                if let Some(a) = self.on_notification_about(from, cause, i, Request::Resume, now) {
+                    freed |= a.prios;
+                }
+            }
+        }
+        ((freed != 0).then(|| PfcAction::resume(freed)), freed != prios)
     }
 
     /// Timers: refresh running pauses, resume expired ones, and enforce the
@@ -335,7 +403,7 @@ impl EndC {
     /// (a PFC frame carries all eight classes): pauses first, then resumes.
     pub fn poll(&mut self, now: u64) -> Option<(PfcAction, Option<PfcAction>)> {
         let refresh = self.cfg.refresh();
-        let (mut pause_bits, mut pause_q, mut resume_bits) = (0u8, u16::MAX, 0u8);
+        let (mut pause_bits, mut times, mut resume_bits) = (0u8, [0u16; 8], 0u8);
         for (i, p) in self.prio.iter_mut().enumerate() {
             if !p.paused {
                 continue;
@@ -358,23 +426,18 @@ impl EndC {
             let lapsing = p.until_ns > p.covered_ns && now + (p.covered_ns.saturating_sub(p.sent_ns)) / 5 >= p.covered_ns;
             if now.saturating_sub(p.sent_ns) >= refresh || lapsing {
                 let left_us = (p.until_ns - now).div_ceil(1000);
+                // Each priority its own time: a frame replaces the time in
+                // force of every priority it enables.
                 let q = quanta_from_micros(left_us, self.cfg.link_bps).max(1);
                 pause_bits |= bit;
-                pause_q = pause_q.min(q);
+                times[i] = q;
                 p.sent_ns = now;
+                p.covered_ns = now + nanos_from_quanta(q, self.cfg.link_bps);
                 self.stats.refreshes += 1;
             }
         }
-        if pause_bits != 0 {
-            let cover = now + nanos_from_quanta(pause_q, self.cfg.link_bps);
-            for (i, p) in self.prio.iter_mut().enumerate() {
-                if pause_bits & (1 << i) != 0 {
-                    p.covered_ns = cover;
-                }
-            }
-        }
-        let pause = (pause_bits != 0).then_some(PfcAction { prios: pause_bits, quanta: pause_q });
-        let resume = (resume_bits != 0).then_some(PfcAction { prios: resume_bits, quanta: 0 });
+        let pause = (pause_bits != 0).then_some(PfcAction { prios: pause_bits, times });
+        let resume = (resume_bits != 0).then_some(PfcAction::resume(resume_bits));
         match (pause, resume) {
             (Some(p), r) => Some((p, r)),
             (None, Some(r)) => Some((r, None)),
@@ -385,7 +448,12 @@ impl EndC {
 
 /// The 802.1Qbb frame for an action, from `src` (the port's MAC).
 pub fn build_frame(a: &PfcAction, src: [u8; 6], buf: &mut [u8]) -> Result<usize> {
-    let repr = if a.quanta == 0 { PfcRepr::resume(a.prios) } else { PfcRepr::pause(a.prios, a.quanta) };
+    let mut repr = PfcRepr::resume(a.prios);
+    for (i, t) in repr.times.iter_mut().enumerate() {
+        if a.prios & (1 << i) != 0 {
+            *t = a.times[i];
+        }
+    }
     FrameRepr::pfc(src, repr).emit(buf)
 }
 
@@ -457,11 +525,88 @@ mod tests {
         let mut e = endc();
         // 100 us at 100 Gb/s = 1e7 bits = 19532 quanta (512 bit times, rounded up).
         let a = e.on_notification(0, 3, Request::Pause { micros: Some(100) }, 0).unwrap();
-        assert_eq!(a, PfcAction { prios: 1 << 3, quanta: 19532 });
+        assert_eq!(a, PfcAction::pause(1 << 3, 19532));
         assert!(e.is_paused(3));
         // No duration: the default (200 us).
         let a = e.on_notification(0, 5, Request::Pause { micros: None }, 0).unwrap();
-        assert_eq!(a.quanta, 39063);
+        assert_eq!(a.quanta(), 39063);
+    }
+
+    /// Two priorities refreshed by the same poll share one frame, each
+    /// with its own time: a frame replaces the time in force of every
+    /// priority it enables (802.1Qbb), so a single time for both (as
+    /// before: the smaller) cut priority 3's long pause down to what
+    /// priority 5 still needed, and the gateway could send priority 3
+    /// until the next poll.
+    #[test]
+    fn a_shared_refresh_keeps_each_prioritys_time() {
+        let span = |q: u16| nanos_from_quanta(q, 100_000_000_000);
+        let mut e = endc();
+        // (sent, quanta) of every frame that names priority 3.
+        let a = e.on_notification_about(1, 1, 3, Request::Pause { micros: Some(1000) }, 0).unwrap();
+        let mut frames3 = vec![(0, a.times[3])];
+        let mut shared = 0;
+        let mut t = 10 * US;
+        while t < 1200 * US {
+            if t == 250 * US {
+                // Priority 5: 20 us, then 5 us later 20 us more (coalesced:
+                // the frame in force covers half of it; the deadline moves).
+                assert!(e.on_notification_about(1, 2, 5, Request::Pause { micros: Some(20) }, 250 * US).is_some());
+                assert!(e.on_notification_about(1, 2, 5, Request::Pause { micros: Some(20) }, 255 * US).is_none());
+            }
+            if let Some((x, y)) = e.poll(t) {
+                for f in [Some(x), y].into_iter().flatten() {
+                    if f.prios & (1 << 3) != 0 {
+                        frames3.push((t, f.times[3]));
+                        if f.prios & (1 << 5) != 0 && f.times[5] != 0 {
+                            shared += 1;
+                            assert!(f.times[3] > f.times[5], "priority 3 keeps its longer time: {f:?}");
+                        }
+                    }
+                }
+            }
+            t = match t {
+                t if t == 250 * US => 255 * US,
+                t if t == 255 * US => 260 * US,
+                t => t + 10 * US,
+            };
+        }
+        assert!(shared > 0, "the two priorities were refreshed together: {frames3:?}");
+        // Each frame for priority 3 comes before the one in force ends,
+        // until the pause (1000 us) is over; then a RESUME.
+        for w in frames3.windows(2) {
+            let ((s0, q0), (s1, _)) = (w[0], w[1]);
+            if q0 != 0 && s1 < 1000 * US {
+                assert!(s1 <= s0 + span(q0), "priority 3 unpaused from {} ns to {s1} ns: {frames3:?}", s0 + span(q0));
+            }
+        }
+        assert_eq!(frames3.last().map(|f| f.1), Some(0), "{frames3:?}");
+    }
+
+    /// A Resume ends its cause's pause on the priority that cause paused,
+    /// whatever priority the Resume itself maps to (a FANN recovery has no
+    /// Flow ID); one that pairs with no cause ends the node's causes of its
+    /// kind wherever they are, and other nodes' pauses go on.
+    #[test]
+    fn a_resume_finds_the_priority_its_cause_paused() {
+        let (r1, r2) = (0xa1u128, 0xa2u128);
+        let (ev, other) = (event_cause(7), event_cause(8));
+        let mut e = endc();
+        assert!(e.on_notification_about(r1, ev, 4, Request::Pause { micros: Some(5000) }, 0).is_some());
+        assert!(e.on_notification_about(r2, other, 3, Request::Pause { micros: Some(5000) }, 0).is_some());
+        // r1's recovery maps to 3, where r2's pause stands: it frees 4.
+        assert_eq!(e.on_resume(r1, ev, 3, 100 * US), (Some(PfcAction::resume(1 << 4)), false));
+        assert!(!e.is_paused(4) && e.is_paused(3));
+        // Unpaired (r2 restarted and lost its identifiers): all its events.
+        assert!(e.on_notification_about(r2, other, 6, Request::Pause { micros: Some(5000) }, 200 * US).is_some());
+        assert_eq!(e.on_resume(r2, event_cause(99), 0, 300 * US), (Some(PfcAction::resume(1 << 3 | 1 << 6)), false));
+        assert!(!e.is_paused(3) && !e.is_paused(6));
+        // Nothing held anywhere: RESUME on the mapped priority.
+        assert_eq!(e.on_resume(r1, ev, 2, 400 * US), (Some(PfcAction::resume(1 << 2)), false));
+        // A flow's Resume does not end the node's events.
+        assert!(e.on_notification_about(r1, ev, 4, Request::Pause { micros: Some(5000) }, 500 * US).is_some());
+        assert_eq!(e.on_resume(r1, flow_cause(&[10, 0, 0, 1], 5), 4, 600 * US), (None, true));
+        assert!(e.is_paused(4));
     }
 
     #[test]
@@ -474,7 +619,7 @@ mod tests {
         assert_eq!(e.poll(span * 4 / 5 - 1), None);
         let (p, r) = e.poll(span * 4 / 5).unwrap();
         assert_eq!(p.prios, 1 << 3);
-        assert!(p.quanta > 0);
+        assert!(p.quanta() > 0);
         assert_eq!(r, None);
         // Refreshes keep coming while the pause lasts, then one RESUME.
         let mut refreshes = 1;
@@ -483,7 +628,7 @@ mod tests {
         while t < 2 * MS {
             t += 10 * US;
             if let Some((a, _)) = e.poll(t) {
-                if a.quanta == 0 {
+                if a.quanta() == 0 {
                     resumed_at = Some(t);
                     break;
                 }
@@ -505,11 +650,11 @@ mod tests {
         let mut t = 0;
         while t < 2 * MS {
             if let Some(a) = e.on_notification(0, 3, Request::Pause { micros: None }, t) {
-                frames.push((t, t + span(a.quanta)));
+                frames.push((t, t + span(a.quanta())));
             }
             if let Some((a, r)) = e.poll(t) {
-                assert!(a.quanta > 0 && r.is_none(), "no resume while notifications keep coming");
-                frames.push((t, t + span(a.quanta)));
+                assert!(a.quanta() > 0 && r.is_none(), "no resume while notifications keep coming");
+                frames.push((t, t + span(a.quanta())));
             }
             t += US;
         }
@@ -526,7 +671,7 @@ mod tests {
         let mut resumed = None;
         while t < 3 * MS {
             if let Some((a, r)) = e.poll(t) {
-                if a.quanta == 0 || r.is_some() {
+                if a.quanta() == 0 || r.is_some() {
                     resumed = Some(t);
                     break;
                 }
@@ -542,7 +687,7 @@ mod tests {
         let mut e = endc();
         e.on_notification(0, 3, Request::Pause { micros: Some(5000) }, 0);
         let a = e.on_notification(0, 3, Request::Resume, 100 * US).unwrap();
-        assert_eq!(a, PfcAction { prios: 1 << 3, quanta: 0 });
+        assert_eq!(a, PfcAction::resume(1 << 3));
         assert!(!e.is_paused(3));
         assert_eq!(e.poll(10 * MS), None, "nothing left to refresh");
     }
@@ -561,17 +706,17 @@ mod tests {
         assert_eq!(e.stats.resume_held, 1);
         // The pause goes on for R2: refreshed, not resumed.
         let (a, _) = e.poll(100 * US + e.config().frame_span_ns()).expect("refresh");
-        assert_ne!(a.quanta, 0);
+        assert_ne!(a.quanta(), 0);
         let a = e.on_notification(r2, 3, Request::Resume, 2 * MS).unwrap();
-        assert_eq!(a, PfcAction { prios: 1 << 3, quanta: 0 });
+        assert_eq!(a, PfcAction::resume(1 << 3));
         assert!(!e.is_paused(3));
         // R3's pause has run out when R1 resumes: RESUME at once.
         e.on_notification(r3, 3, Request::Pause { micros: Some(100) }, 3 * MS);
         e.on_notification(r1, 3, Request::Pause { micros: Some(5000) }, 3 * MS);
-        assert_eq!(e.on_notification(r1, 3, Request::Resume, 3 * MS + 200 * US), Some(PfcAction { prios: 1 << 3, quanta: 0 }));
+        assert_eq!(e.on_notification(r1, 3, Request::Resume, 3 * MS + 200 * US), Some(PfcAction::resume(1 << 3)));
         // Other priorities are their own.
         e.on_notification(r1, 3, Request::Pause { micros: Some(5000) }, 4 * MS);
-        assert_eq!(e.on_notification(r2, 5, Request::Resume, 4 * MS), Some(PfcAction { prios: 1 << 5, quanta: 0 }));
+        assert_eq!(e.on_notification(r2, 5, Request::Resume, 4 * MS), Some(PfcAction::resume(1 << 5)));
         assert!(e.is_paused(3));
     }
 
@@ -594,7 +739,7 @@ mod tests {
         assert_eq!(e.on_notification_about(r1, qa, 3, Request::Resume, 100 * US), None, "flow B still paused");
         assert!(e.is_paused(3));
         assert_eq!(e.stats.resume_held, 1);
-        assert_eq!(e.on_notification_about(r1, qb, 3, Request::Resume, 200 * US), Some(PfcAction { prios: 1 << 3, quanta: 0 }));
+        assert_eq!(e.on_notification_about(r1, qb, 3, Request::Resume, 200 * US), Some(PfcAction::resume(1 << 3)));
         // Events: the recovery of event 7 leaves event 8; a recovery with
         // an identifier the node never used ends its events (8) but not
         // the flow it paused.
@@ -604,7 +749,7 @@ mod tests {
         assert_eq!(e.on_notification_about(r1, event_cause(7), 3, Request::Resume, MS + 10 * US), None);
         assert_eq!(e.on_notification_about(r1, event_cause(99), 3, Request::Resume, MS + 20 * US), None, "flow A still paused");
         assert_eq!(e.stats.resume_held, 3);
-        assert_eq!(e.on_notification_about(r1, qa, 3, Request::Resume, MS + 30 * US), Some(PfcAction { prios: 1 << 3, quanta: 0 }), "nothing left");
+        assert_eq!(e.on_notification_about(r1, qa, 3, Request::Resume, MS + 30 * US), Some(PfcAction::resume(1 << 3)), "nothing left");
         // Another node's Resume for the same flow does not end this node's pause.
         e.on_notification_about(r1, qa, 3, pause, 2 * MS);
         assert_eq!(e.on_notification_about(2, qa, 3, Request::Resume, 2 * MS + 10 * US), None);
@@ -622,7 +767,7 @@ mod tests {
         while t < 10 * MS {
             t += 50 * US;
             if let Some((a, r)) = e.poll(t) {
-                if a.quanta == 0 || r.is_some() {
+                if a.quanta() == 0 || r.is_some() {
                     resumed = Some(t);
                     break;
                 }
@@ -637,13 +782,13 @@ mod tests {
     #[test]
     fn frames_are_802_1qbb() {
         let mut buf = [0u8; 64];
-        let n = build_frame(&PfcAction { prios: 0b0000_1000, quanta: 0xffff }, [2, 0, 0, 0, 0, 1], &mut buf).unwrap();
+        let n = build_frame(&PfcAction::pause(0b0000_1000, 0xffff), [2, 0, 0, 0, 0, 1], &mut buf).unwrap();
         assert_eq!(n, 60);
         assert_eq!(&buf[0..6], &[0x01, 0x80, 0xc2, 0, 0, 1]);
         assert_eq!(&buf[12..16], &[0x88, 0x08, 0x01, 0x01]);
         assert_eq!(&buf[16..18], &[0x00, 0x08], "class-enable vector");
         assert_eq!(&buf[18 + 6..18 + 8], &[0xff, 0xff], "time[3]");
-        let n = build_frame(&PfcAction { prios: 0b0000_1000, quanta: 0 }, [2, 0, 0, 0, 0, 1], &mut buf).unwrap();
+        let n = build_frame(&PfcAction::resume(0b0000_1000), [2, 0, 0, 0, 0, 1], &mut buf).unwrap();
         assert_eq!(n, 60);
         assert_eq!(&buf[18 + 6..18 + 8], &[0, 0], "resume = zero quanta");
     }

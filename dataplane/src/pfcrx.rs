@@ -63,7 +63,7 @@ impl PfcRxConfig {
             return frame[14] >> 5;
         }
         let dscp = match et {
-            0x0800 => frame[15] >> 2,
+            0x0800 if frame.len() >= 16 => frame[15] >> 2,
             0x86dd if frame.len() >= 16 => ((frame[14] & 0x0f) << 2) | (frame[15] >> 6),
             _ => 0,
         };
@@ -394,5 +394,9 @@ mod tests {
         tagged[14] = 5 << 5;
         assert_eq!(c.priority_of(&tagged), 5);
         assert_eq!(c.priority_of(&[0u8; 10]), 1);
+        // Cut off in the IP header's first octet: DSCP 0, no panic (the
+        // IPv4 branch read octet 15 of a 15-octet frame).
+        assert_eq!(c.priority_of(&v4[..15]), 1);
+        assert_eq!(c.priority_of(&v6[..15]), 1);
     }
 }

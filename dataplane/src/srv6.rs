@@ -769,7 +769,7 @@ impl Pipeline {
             for (iface, e) in old.into_iter().flatten() {
                 for prio in 0..8u8 {
                     if e.is_paused(prio) {
-                        self.pfc_pending.push((iface, crate::endc::PfcAction { prios: 1 << prio, quanta: 0 }));
+                        self.pfc_pending.push((iface, crate::endc::PfcAction::resume(1 << prio)));
                     }
                 }
             }
@@ -806,7 +806,7 @@ impl Pipeline {
             return None;
         }
         crate::endc::build_frame(a, ifc.mac, p.data_mut()).ok()?;
-        self.counters.local(if a.quanta == 0 { Local::PfcResume } else { Local::PfcPause });
+        self.counters.local(if a.is_resume() { Local::PfcResume } else { Local::PfcPause });
         Some(ifc.port)
     }
 
@@ -950,7 +950,17 @@ impl Pipeline {
                 let mut first = None;
                 for (iface, e) in &mut self.endc[range] {
                     let prio = e.priority_for(&class);
-                    match e.on_notification_about(u128::from(src), cause, prio, req, now_ns) {
+                    // A Resume goes to the priorities its cause paused.
+                    let done = if req == crate::endc::Request::Resume {
+                        let (a, held) = e.on_resume(u128::from(src), cause, prio, now_ns);
+                        if held && a.is_some() {
+                            self.counters.local(Local::PfcResumeHeld);
+                        }
+                        a
+                    } else {
+                        e.on_notification_about(u128::from(src), cause, prio, req, now_ns)
+                    };
+                    match done {
                         // A PAUSE in force already covers this request, or
                         // another node's pause goes on past this Resume.
                         None => self.counters.local(if req == crate::endc::Request::Resume { Local::PfcResumeHeld } else { Local::PfcCoalesced }),
@@ -970,7 +980,7 @@ impl Pipeline {
                     return Err(Drop::NoHeadroom);
                 }
                 crate::endc::build_frame(&a, mac, p.data_mut()).map_err(|_| Drop::NoHeadroom)?;
-                self.counters.local(if a.quanta == 0 { Local::PfcResume } else { Local::PfcPause });
+                self.counters.local(if a.is_resume() { Local::PfcResume } else { Local::PfcPause });
                 self.reply = true;
                 Ok(Verdict::Tx(port))
             }
@@ -1762,9 +1772,17 @@ pub fn notification_request(ip: &[u8], proto: IpProtocol, params: &Params) -> Op
         Action::Resume => Some(Request::Resume),
         Action::RateReduce | Action::Notify => Some(Request::Pause { micros: None }),
     };
+    // The events END.C pauses for, and their recoveries (a recovery's
+    // Event Sub-type names the event type it clears; a recovery of an
+    // unknown type is taken as a Resume, which is always safe). A link
+    // failure, performance or signal degradation is the PE's to reroute,
+    // not a reason to pause: nor is its recovery one to resume.
+    let pauses = |t: u8| matches!(t, event::CONGESTION | event::QUEUE_BUILDUP | event::MICROBURST);
+    let no_pfc = |t: u8| matches!(t, event::LINK_FAILURE | event::PERFORMANCE_DEGRADATION | event::SIGNAL_DEGRADATION);
     let from_fann = |code: u8, m: &fann::MessageRepr| match (code, m.event_type) {
-        (fann::CODE_RECOVERY, _) | (_, event::RECOVERY) => Some(Request::Resume),
-        (_, event::CONGESTION | event::QUEUE_BUILDUP | event::MICROBURST) => Some(Request::Pause { micros: None }),
+        (_, event::RECOVERY) => (!no_pfc(m.event_subtype)).then_some(Request::Resume),
+        (fann::CODE_RECOVERY, t) => (!no_pfc(t)).then_some(Request::Resume),
+        (fann::CODE_EVENT, t) if pauses(t) => Some(Request::Pause { micros: None }),
         _ => None,
     };
     // The CNP's destination: the flow's sender.
@@ -1780,8 +1798,9 @@ pub fn notification_request(ip: &[u8], proto: IpProtocol, params: &Params) -> Op
         }
         Notification::FannIcmp(src, dst, m) => {
             let r = fann::PacketRepr::parse(&fann::Packet::new_checked(m).ok()?, &src, &dst, params.icmpv6_fann_type).ok()?;
-            // s.6: sent from the originating node's own address.
-            if r.message.originating_node != src {
+            // s.5.1.2: Code 0 (event) or 1 (recovery), no other; s.6: sent
+            // from the originating node's own address.
+            if r.code > fann::CODE_RECOVERY || r.message.originating_node != src {
                 return None;
             }
             Some((from_fann(r.code, &r.message)?, event_cause(r.message.event_id)))

@@ -742,7 +742,7 @@ fn end_c_turns_notifications_into_pfc() {
         }
     }
     assert!(frames.len() >= 3, "refreshes then a resume: {frames:?}");
-    assert_eq!(frames.last().unwrap().1.quanta, 0, "ends with RESUME");
+    assert_eq!(frames.last().unwrap().1.quanta(), 0, "ends with RESUME");
     let mut out = VecPacket::from_bytes(&[]);
     assert_eq!(pl.build_pfc(frames[0].0, &frames[0].1, &mut out), Some(0));
     assert_eq!(out.to_vec().len(), 60);
@@ -861,7 +861,7 @@ fn end_c_with_several_gateways_pauses_the_link_toward_the_sender() {
     assert_eq!(send(&mut pl3, &m(None)), (Verdict::Tx(0), 39063));
     assert_eq!(paused(&pl3), (true, true));
     assert_eq!(pl3.pfc_pending.len(), 1);
-    assert_eq!((pl3.pfc_pending[0].0, pl3.pfc_pending[0].1.quanta), (2, 39063));
+    assert_eq!((pl3.pfc_pending[0].0, pl3.pfc_pending[0].1.quanta()), (2, 39063));
     assert_eq!(every(&pl3), 1);
     // Each link's timers: refreshes, then a RESUME, on each.
     pl3.pfc_pending.clear();
@@ -873,7 +873,7 @@ fn end_c_with_several_gateways_pauses_the_link_toward_the_sender() {
         frames.append(&mut pl3.pfc_pending);
     }
     for iface in [0u16, 2] {
-        let mine: Vec<u16> = frames.iter().filter(|(i, _)| *i == iface).map(|(_, a)| a.quanta).collect();
+        let mine: Vec<u16> = frames.iter().filter(|(i, _)| *i == iface).map(|(_, a)| a.quanta()).collect();
         assert_eq!(mine.last(), Some(&0), "p{iface} ends with RESUME: {mine:?}");
     }
     let mut out = VecPacket::from_bytes(&[]);
@@ -884,7 +884,7 @@ fn end_c_with_several_gateways_pauses_the_link_toward_the_sender() {
     pl.pfc_pending.clear();
     pl.set_sids(table(25_000_000_000));
     assert_eq!(paused(&pl), (true, false));
-    assert_eq!(pl.pfc_pending.iter().map(|(i, a)| (*i, a.quanta)).collect::<Vec<_>>(), vec![(2, 0)]);
+    assert_eq!(pl.pfc_pending.iter().map(|(i, a)| (*i, a.quanta())).collect::<Vec<_>>(), vec![(2, 0)]);
     assert_eq!(pl.endc[1].1.config().link_bps, 25_000_000_000);
 }
 
@@ -1003,10 +1003,14 @@ fn end_c_maps_the_notification_to_a_pfc_priority() {
     let mut p = VecPacket::from_bytes(&srv6_frame(s1(), a6("fc00:0:1::c"), 64, 0, &s, &fann1));
     assert_eq!(run(&mut pl, &mut p), Verdict::Consumed);
     assert_eq!(pl.counters.local[Local::PfcCoalesced as usize].get(), 1);
-    // The CNP's Resume (a Long-haul CNP Resume names a QP: rule 2, priority
-    // 4) ends the flow's pause, but FANN event 2 still holds priority 4.
+    // The CNP's Resume ends the flow's pause on both priorities it paused
+    // (6 by its first CNP's DSCP, 4 by its second): RESUME on 6, while
+    // FANN event 2 still holds priority 4.
     let mut p = VecPacket::from_bytes(&srv6_frame(s1(), a6("fc00:0:1::c"), 64, 0, &s, &lhcnp6(Action::Resume, 50)));
-    assert_eq!(run(&mut pl, &mut p), Verdict::Consumed);
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(0));
+    let f = p.to_vec();
+    assert_eq!((prio_bits(&f), u16::from_be_bytes([f[18 + 2 * 6], f[19 + 2 * 6]])), (1 << 6, 0), "RESUME on priority 6 only");
+    assert!(pl.endc[0].1.is_paused(4) && !pl.endc[0].1.is_paused(6));
     assert_eq!(pl.counters.local[Local::PfcResumeHeld as usize].get(), 1);
     // The event's recovery (Code 1, the same identifier) ends it: RESUME
     // on priority 4; after it the same FANN event pauses priority 4 again.
