@@ -651,7 +651,16 @@ impl Detector {
                 1 => 40,
                 _ => 0,
             };
-            let sub = if raw >= cur || util < floor(cur) { raw } else { cur };
+            // Stepping down, the sub-type whose hold range the utilisation
+            // is in: severe at 55 % becomes mild (it holds down to 40 %),
+            // not a recovery.
+            let sub = if raw >= cur {
+                raw
+            } else if util >= floor(cur) {
+                cur
+            } else {
+                (1..cur).rev().find(|&s| util >= floor(s)).unwrap_or(0)
+            };
             match (sub, self.congestion) {
                 (0, Some(a)) => {
                     self.congestion = None;
@@ -1724,6 +1733,17 @@ mod tests {
         d.on_tx(100_000, 0, None, 5 * MS, &mut out); // 10 %: recovery
         assert_eq!(out[2].code, CODE_RECOVERY);
         assert_eq!(out[2].message.event_id, out[1].message.event_id);
+        // Stepping down goes to the sub-type whose hold range the
+        // utilisation is in: severe at 65 % is moderate (held to 60 %), at
+        // 45 % mild (held to 40 %); it clears under 40 % (it was a recovery
+        // from anywhere under the current sub-type's hold).
+        let mut steps = Vec::new();
+        for (i, pct) in [95u64, 65, 95, 45, 45, 39].into_iter().enumerate() {
+            out.clear();
+            d.on_tx(pct * 10_000, 0, None, (6 + i as u64) * MS, &mut out);
+            steps.push(out.iter().map(|n| (n.code, n.message.event_subtype)).collect::<Vec<_>>());
+        }
+        assert_eq!(steps, vec![vec![(CODE_EVENT, 3)], vec![(CODE_EVENT, 2)], vec![(CODE_EVENT, 3)], vec![(CODE_EVENT, 1)], vec![], vec![(CODE_RECOVERY, event::CONGESTION)]]);
     }
 
     #[test]
