@@ -875,6 +875,25 @@ impl Pipeline {
             }
             Kind::DT4 | Kind::DT6 => {
                 let want = if matches!(kind, Kind::DT6) { IpProtocol::IPV6 } else { IpProtocol::IPV4 };
+                // RFC 8986 s.4.6 / s.4.8 (S01-S06 of End.DX6): an SRH not at
+                // its last segment is a Parameter Problem, code 0, at its
+                // Segments Left.
+                if let Some(s) = srh.filter(|s| s.sl > 0) {
+                    let pointer = u32::try_from(s.off + 3).unwrap_or(u32::MAX);
+                    return self.icmp_error6(p, l2, src, total, now_ns, Icmp6Error::ParamProblem { code: 0, pointer, why: Drop::DecapSlNonZero });
+                }
+                // Another upper layer than the SID's family: s.4.1.1, an
+                // ICMPv6 message is processed locally (ping the SID), the
+                // rest is a Parameter Problem, code 4 (SR Upper-layer Header
+                // Error), at the upper-layer header. A fragment is dropped.
+                if chain.upper_protocol != want && chain.fragment.is_none() {
+                    if chain.upper_protocol == IpProtocol::ICMPV6 {
+                        let v = self.local6(p, l2, src, dst, hop, total, now_ns)?;
+                        return self.fit_reply(p.data(), v, None);
+                    }
+                    let pointer = u32::try_from(chain.upper_offset).unwrap_or(u32::MAX);
+                    return self.icmp_error6(p, l2, src, total, now_ns, Icmp6Error::ParamProblem { code: 4, pointer, why: Drop::DecapNextHeader });
+                }
                 if self.srv6_decap(p, l2, total, chain, srh, Some(want))? == IpProtocol::IPV6 {
                     self.ipv6(p, l2, now_ns)
                 } else {

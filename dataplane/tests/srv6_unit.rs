@@ -1122,17 +1122,48 @@ fn end_dt6_ecn_propagation() {
 
 #[test]
 fn end_dt_violations() {
-    let mut pl = pipeline();
     let inner = plain6(s1(), a6("2001:db8:2::10"), 0);
-    // SL > 0 at a decapsulating SID.
-    let s = srh(41, &[remote(9), sid_dt6()], 1, vec![]);
-    expect_drop(&mut pl, srv6_frame(s1(), sid_dt6(), 64, 0, &s, &inner), Drop::DecapSlNonZero);
-    // IPv4 inside an End.DT6 SID / IPv6 inside End.DT4.
     let in4 = ipv4(Ipv4Addr::new(10, 0, 0, 2), Ipv4Addr::new(10, 1, 0, 2), 17, 64, 0, &[0; 12]);
-    let s = srh(4, &[sid_dt6()], 0, vec![]);
-    expect_drop(&mut pl, srv6_frame(s1(), sid_dt6(), 64, 0, &s, &in4), Drop::DecapNextHeader);
-    let s = srh(41, &[sid_dt4()], 0, vec![]);
-    expect_drop(&mut pl, srv6_frame(s1(), sid_dt4(), 64, 0, &s, &inner), Drop::DecapNextHeader);
+    // SL > 0 at a decapsulating SID: RFC 8986 s.4.6 / s.4.8 (S01-S06 of
+    // End.DX6), Parameter Problem code 0 at the Segments Left (octet 3 of
+    // the SRH after the 40-octet IPv6 header).
+    let sl1 = srh(41, &[remote(9), sid_dt6()], 1, vec![]);
+    let sl1_4 = srh(4, &[remote(9), sid_dt4()], 1, vec![]);
+    // IPv4 inside an End.DT6 SID / IPv6 inside End.DT4 / UDP: s.4.1.1,
+    // Parameter Problem code 4 at the upper-layer header (after the
+    // 24-octet SRH of one segment).
+    let v4_in_dt6 = srv6_frame(s1(), sid_dt6(), 64, 0, &srh(4, &[sid_dt6()], 0, vec![]), &in4);
+    let v6_in_dt4 = srv6_frame(s1(), sid_dt4(), 64, 0, &srh(41, &[sid_dt4()], 0, vec![]), &inner);
+    let udp_in_dt6 = srv6_frame(s1(), sid_dt6(), 64, 0, &srh(17, &[sid_dt6()], 0, vec![]), &udp6(s1(), sid_dt6(), 1, 2, b"x"));
+    let mut pl = pipeline();
+    expect_param_problem(&mut pl, srv6_frame(s1(), sid_dt6(), 64, 0, &sl1, &inner), 0, 43);
+    expect_param_problem(&mut pl, srv6_frame(s1(), sid_dt4(), 64, 0, &sl1_4, &in4), 0, 43);
+    expect_param_problem(&mut pl, v4_in_dt6.clone(), 4, 64);
+    expect_param_problem(&mut pl, v6_in_dt4.clone(), 4, 64);
+    expect_param_problem(&mut pl, udp_in_dt6.clone(), 4, 64);
+    // With the ICMP error limit spent, the drops are counted by name.
+    let mut pl = pipeline_with(PipelineConfig { icmp_error_rate_pps: 0, icmp_error_burst: 0, ..PipelineConfig::default() });
+    expect_drop(&mut pl, srv6_frame(s1(), sid_dt6(), 64, 0, &sl1, &inner), Drop::DecapSlNonZero);
+    expect_drop(&mut pl, v4_in_dt6, Drop::DecapNextHeader);
+    expect_drop(&mut pl, v6_in_dt4, Drop::DecapNextHeader);
+    expect_drop(&mut pl, udp_in_dt6, Drop::DecapNextHeader);
+}
+
+/// RFC 8986 s.4.1.1 at an End.DT6 SID: an ICMPv6 message in place of the
+/// inner packet is processed locally, so the SID answers a ping.
+#[test]
+fn end_dt6_answers_a_ping_to_the_sid() {
+    let mut pl = pipeline();
+    let mut m = vec![128u8, 0, 0, 0, 0, 7, 0, 1, 0xaa, 0xbb];
+    let sum = checksum::combine(checksum::pseudo_v6(&s1().octets(), &sid_dt6().octets(), 58, m.len() as u32), checksum::sum(&m));
+    m[2..4].copy_from_slice(&(!checksum::fold(sum)).to_be_bytes());
+    let mut p = VecPacket::from_bytes(&eth(0x86dd, &ipv6(s1(), sid_dt6(), 58, 64, 0, &m)));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(0));
+    let o = p.to_vec();
+    let ip = l3(&o);
+    assert_eq!((ip[6], ip[40]), (58, 129), "an Echo Reply");
+    assert_eq!((&ip[8..24], &ip[24..40]), (&sid_dt6().octets()[..], &s1().octets()[..]));
+    assert_eq!(&ip[44..50], &m[4..10], "identifier, sequence and data echoed");
 }
 
 #[test]
