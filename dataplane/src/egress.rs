@@ -543,10 +543,15 @@ impl<P, F: Copy> EgressQueue<P, F> {
             return Some(now_ns);
         }
         let need = u128::from(front.len) * SCALE;
-        if self.tokens >= need {
+        // The tokens as of `now_ns`, as `refill` would make them (the last
+        // refill may be older).
+        let cap = u128::from(self.cfg.burst_bytes) * SCALE;
+        let dt = now_ns.saturating_sub(self.last_ns);
+        let tokens = (self.tokens + u128::from(dt) * u128::from(self.cfg.rate_bps)).min(cap);
+        if tokens >= need {
             return Some(now_ns);
         }
-        let wait = (need - self.tokens).div_ceil(u128::from(self.cfg.rate_bps));
+        let wait = (need - tokens).div_ceil(u128::from(self.cfg.rate_bps));
         Some(now_ns + wait as u64)
     }
 }
@@ -588,6 +593,10 @@ mod tests {
         assert_eq!(e.next_departure_ns(999_000), Some(1_000_000));
         e.dequeue_ready(1_000_000, 32, |p, _, _, _| sent.push(p));
         assert_eq!(sent.len(), 2);
+        // Asked later without a dequeue in between: counted from the
+        // tokens as of then (was from the last dequeue's: 1 ms late).
+        assert_eq!(e.next_departure_ns(1_400_000), Some(2_000_000));
+        assert_eq!(e.next_departure_ns(2_500_000), Some(2_500_000));
         // 5 ms later: bucket caps at 1000 bytes, so only one more.
         e.dequeue_ready(6_000_000, 32, |p, _, _, _| sent.push(p));
         assert_eq!(sent.len(), 3);

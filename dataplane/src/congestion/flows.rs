@@ -312,6 +312,13 @@ impl Flow {
         self.qpf & THROTTLED != 0
     }
 
+    /// No Resume can reach the flow (its source takes no CNP format, or its
+    /// source QP is unknown and the policy holds such CNPs back): it stops
+    /// being throttled without one.
+    pub fn clear_throttled(&mut self) {
+        self.set_flag(THROTTLED, false);
+    }
+
     pub fn last_cnp(&self) -> Option<u64> {
         (self.qpf & HAS_CNP != 0).then_some(self.last_cnp)
     }

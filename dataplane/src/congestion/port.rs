@@ -261,7 +261,7 @@ impl CongestionPort {
         self.k_min_cfg
     }
 
-    /// Flows sent a Rate Reduce or Pause and not yet a Resume.
+    /// Flows sent a Notify, Rate Reduce or Pause and not yet a Resume.
     pub fn throttled_flows(&self) -> usize {
         self.throttled
     }
@@ -903,6 +903,7 @@ impl CongestionPort {
         let Some(format) = self.format_for(src) else {
             // Nothing this source is configured to take: the next flow.
             self.stats.format_unconfigured += 1;
+            self.unreachable(s, d.action);
             return true;
         };
         let src_qp = f.src_qp();
@@ -916,6 +917,7 @@ impl CongestionPort {
             // Not sent, and not recorded as sent for the flow: its
             // per-flow limit and Resume are untouched.
             self.stats.source_qp_unknown_skipped += 1;
+            self.unreachable(s, d.action);
             return true;
         }
         if out.len() >= out.capacity() {
@@ -972,6 +974,30 @@ impl CongestionPort {
             _ => {}
         }
         true
+    }
+
+    /// The Resume for throttled flow `s` cannot be sent (the configuration
+    /// changed since it was throttled: its source takes no format now, or
+    /// its source QP is unknown and the policy holds such CNPs back): it
+    /// leaves the throttled flows, so the Resume is not tried (and counted)
+    /// again at every poll until the flow ages out.
+    fn unreachable(&mut self, s: u32, action: Action) {
+        if action != Action::Resume {
+            return;
+        }
+        if let Some(f) = self.flows.get_mut(s).filter(|f| f.throttled()) {
+            f.clear_throttled();
+            self.throttled = self.throttled.saturating_sub(1);
+        }
+    }
+
+    /// A deferral made at `since` is over at `now`: it lasts until at
+    /// least one evaluation after its window has seen it, so that the
+    /// escalation check (s.5.7 MUST) happens also with a monitoring
+    /// interval longer than the window.
+    pub(crate) fn deferral_over(p: &PortParams, since: u64, now: u64) -> bool {
+        let win = p.observation_window_ns();
+        now.saturating_sub(since) >= win.saturating_add(win.max(p.interval_ns))
     }
 
     /// Once per burst: interval logic when due, triggers, Resume, aging.
@@ -1111,12 +1137,8 @@ impl CongestionPort {
         for &(_, s) in &top[..k] {
             let Some(f) = self.flows.get_mut(s) else { continue };
             f.roll(now, win);
-            // A deferral of an earlier episode (two windows old) says
-            // nothing about this one. It lasts until at least one
-            // evaluation after its window has seen it, so that the
-            // escalation check (s.5.7 MUST) happens also with a monitoring
-            // interval longer than the window.
-            if f.deferred().is_some_and(|(since, _)| now.saturating_sub(since) >= win.saturating_add(win.max(self.p.interval_ns))) {
+            // A deferral of an earlier episode says nothing about this one.
+            if f.deferred().is_some_and(|(since, _)| Self::deferral_over(&self.p, since, now)) {
                 f.set_deferred(None);
             }
             let f = *f;

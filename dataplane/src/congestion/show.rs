@@ -192,7 +192,9 @@ impl CongestionPort {
                 idle_ns: now.saturating_sub(f.last_seen),
                 last_cnp_ago_ns: f.last_cnp().map(|c| now.saturating_sub(c)),
                 throttled: f.throttled(),
-                deferring: f.deferred().is_some(),
+                // Only a deferral still in force (the flag stays until
+                // the flow is evaluated again).
+                deferring: f.deferred().is_some_and(|(since, _)| !Self::deferral_over(self.params(), since, now)),
                 sport: f.sport,
                 via: f.via,
             });

@@ -584,6 +584,18 @@ fn suppression_defers_when_arrival_rate_fell() {
     assert_eq!(c.stats().suppressed, 1);
     // Still deferring within the observation window, not worsening.
     assert!(poll_at(&mut c, 126 * MB, t + IV).is_empty());
+    // `show flows` says so while the deferral is in force, not after it
+    // (the flow's flag stays until it is evaluated again).
+    let deferring = |c: &CongestionPort, now: u64| {
+        let mut scan = TopScan::default();
+        scan.start(4);
+        while !c.scan_top(&mut scan, 16) {}
+        let mut v = Vec::with_capacity(MAX_SHOW_FLOWS);
+        c.top_flows(&scan, now, &mut v);
+        v.iter().any(|f| f.deferring)
+    };
+    assert!(deferring(&c, t + IV));
+    assert!(!deferring(&c, t + 10 * RTT));
     // Without suppression the same node sends.
     let (mut c, t) = n2_with_falling_rate(false);
     assert_eq!(poll_at(&mut c, 126 * MB, t).len(), 1);
@@ -1277,6 +1289,37 @@ fn cnps_for_unknown_source_qps_follow_the_policy() {
             resumes.extend(poll_at(&mut c, 0, t).into_iter().filter(|r| r.info.action == Action::Resume).map(|r| r.to));
         }
         assert_eq!(resumes, want.iter().map(|w| w.0).collect::<Vec<_>>(), "{mode:?}: Resume for the CNPs sent only");
+    }
+}
+
+/// A throttled flow whose Resume the configuration no longer lets out
+/// (its source's format removed at run time, or its unknown source QP now
+/// held back) leaves the throttled flows once: the Resume was tried, and
+/// counted, at every poll until the flow aged out.
+#[test]
+fn a_resume_the_configuration_holds_back_is_tried_once() {
+    use super::UnknownSourceQp as U;
+    for case in ["format removed", "qp policy skip"] {
+        let mut c = CongestionPort::new(PortParams { default_format: CnpFormat::Icmpv6, ..sec7() });
+        c.set_source_formats(&[("10.0.0.0/8".parse().unwrap(), CnpFormat::Roce)]);
+        // IPv4 source, unknown source QP: a Rate Reduce in the RoCEv2 format.
+        c.on_enqueue(Some(&data(ip4(3), ip4(4), 300, 0)), 2000, true, 130 * MB, 0);
+        c.poll(130 * MB, 0, &mut out());
+        let o = poll_at(&mut c, 130 * MB, IV);
+        assert_eq!(o.len(), 1, "{case}");
+        assert_eq!(c.throttled_flows(), 1);
+        match case {
+            "format removed" => c.set_source_formats(&[]),
+            _ => c.set_params(PortParams { default_format: CnpFormat::Icmpv6, policy: Policy { unknown_source_qp: U::Skip, ..sec7().policy }, ..sec7() }),
+        }
+        let mut t = IV;
+        for _ in 0..400 {
+            t += IV;
+            assert!(poll_at(&mut c, 0, t).is_empty(), "{case}: no Resume can go out");
+        }
+        assert_eq!(c.throttled_flows(), 0, "{case}");
+        let tried = c.stats().format_unconfigured + c.stats().source_qp_unknown_skipped;
+        assert_eq!(tried, 1, "{case}: tried once, not at every poll");
     }
 }
 
