@@ -52,6 +52,9 @@ reasons!(Drop, N_DROPS {
     MalformedNd => "malformed-nd",
     NdAdvertOffLink => "nd-advert-off-link",
     NdAdvertUnsolicited => "nd-advert-unsolicited-unknown",
+    // An advertisement without Target Link-Layer Address for an address
+    // being resolved (RFC 4861 s.7.2.5: silently discarded).
+    NdAdvertNoTargetLladdr => "nd-advert-no-target-lladdr",
     // forwarding
     TtlExpired => "ttl-expired",
     NoRoute => "no-route",
@@ -149,6 +152,10 @@ reasons!(Local, N_LOCAL {
     NdAdvert => "nd-advert-sent",
     NdLearned => "nd-learned",
     NdSourceOffLink => "nd-solicit-source-off-link",
+    // An advertisement with Override clear naming another link-layer
+    // address than the cached one: the cache is not changed (RFC 4861
+    // s.7.2.5).
+    NdAdvertNoOverride => "nd-advert-no-override",
     NeighbourLearnRefused => "neighbour-learn-refused",
     // A replaced snapshot the control thread had no room to take back,
     // freed by the worker itself between bursts (should stay 0).

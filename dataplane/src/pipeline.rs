@@ -429,7 +429,9 @@ impl Pipeline {
                 ifc.mac,
                 ifc.port,
                 ifc.v4.iter().any(|n| n.addr() == req.target_protocol_addr),
-                !sender.is_unspecified() && ifc.v4.iter().any(|n| n.contains(&sender)),
+                // In one of the interface's subnets, and not its broadcast
+                // address (RFC 1122 s.3.2.1.3: never a source).
+                !sender.is_unspecified() && ifc.v4.iter().any(|n| n.contains(&sender) && (n.prefix_len() >= 31 || n.broadcast() != sender)),
             )
         };
         let known = self.neigh.get(l2.iface, IpAddr::V4(sender)).is_some();
@@ -462,6 +464,11 @@ impl Pipeline {
     /// A neighbour seen with `mac`; `answer`: in an answer to a
     /// solicitation, which confirms that it is reachable.
     fn learn(&mut self, iface: u16, ip: IpAddr, mac: MacAddr, answer: bool) {
+        // A neighbour is a station: never a broadcast, multicast or zero
+        // address (the last is `unres::HOLD_MAC`), whatever a packet says.
+        if !ethernet::is_unicast(&mac) || mac == [0; 6] {
+            return;
+        }
         if self.neigh.get(iface, ip).map(|n| n.mac) == Some(mac) {
             if answer && self.neigh.get(iface, ip).is_some_and(|n| n.source == crate::tables::NeighSource::Learned) {
                 let ev = Event::NeighbourConfirmed { iface, ip };
@@ -858,7 +865,7 @@ impl Pipeline {
                 self.echo_reply(IpAddr::V6(src), ident, seq, data, now_ns)
             }
             135 => self.neighbour_solicit(p, l2, src, dst, hop, off, total),
-            136 => self.neighbour_advert(p, l2, hop, off, total),
+            136 => self.neighbour_advert(p, l2, dst, hop, off, total),
             t if self.sids.pe_known.is_some() && (t == self.sids.params.icmpv6_fann_type || t == self.sids.params.icmpv6_lhcnp_type) => {
                 let note = {
                     let m = &p.data()[l2.l3 + off..l2.l3 + total];
@@ -890,7 +897,9 @@ impl Pipeline {
             if !m.first().is_some_and(|&t| crate::wire::mld::is_mld(t)) {
                 return Ok(None);
             }
-            if hop != 1 || !crate::tables::is_link_local(&src) {
+            // RFC 9777 s.6.2 / s.7.4 (as RFC 3810): a link-local source,
+            // Hop Limit 1 and the Router Alert option, or dropped.
+            if hop != 1 || !crate::tables::is_link_local(&src) || !crate::wire::mld::has_router_alert(&pkt[40..]) {
                 return Err(Drop::MldInvalid);
             }
             if !self.topo.mld.contains(&l2.iface) {
@@ -1015,6 +1024,11 @@ impl Pipeline {
         if target.is_multicast() || (src.is_unspecified() && (dst != solicited_node(&target) || sllao.is_some())) {
             return Err(Drop::MalformedNd);
         }
+        // A link-layer address that is no station's (broadcast, multicast,
+        // zero): nothing to learn, nobody to answer.
+        if sllao.is_some_and(|m| !ethernet::is_unicast(&m) || m == [0; 6]) {
+            return Err(Drop::MalformedNd);
+        }
         let ifc = self.topo.iface(l2.iface).ok_or(Drop::VlanUnknown)?;
         if target != ifc.link_local && !ifc.v6.iter().any(|n| n.addr() == target) {
             return Err(Drop::LocalUnsupported);
@@ -1067,7 +1081,12 @@ impl Pipeline {
         Ok(Verdict::Tx(port))
     }
 
-    fn neighbour_advert<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, hop: u8, off: usize, total: usize) -> Result<Verdict, Drop> {
+    /// A Neighbor Advertisement (RFC 4861 s.7.1.2 validation, s.7.2.5
+    /// cache update). The worker keeps no REACHABLE / STALE states (the
+    /// control thread's NUD confirms neighbours in use): an advertisement
+    /// that must not change a known entry's address is not learned.
+    #[allow(clippy::too_many_arguments)]
+    fn neighbour_advert<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, dst: Ipv6Addr, hop: u8, off: usize, total: usize) -> Result<Verdict, Drop> {
         if hop != 255 || total - off < 24 {
             return Err(Drop::MalformedNd);
         }
@@ -1079,10 +1098,13 @@ impl Pipeline {
             let target = Ipv6Addr::from(<[u8; 16]>::try_from(&m[8..24]).unwrap_or([0; 16]));
             (target, nd_lladdr(&m[24..], 2)?)
         };
-        if target.is_multicast() {
+        let flags = p.data()[l2.l3 + off + 4];
+        let (solicited, over) = (flags & 0x40 != 0, flags & 0x20 != 0);
+        // s.7.1.2: "If the IP Destination Address is a multicast address
+        // the Solicited flag is zero."
+        if target.is_multicast() || (solicited && dst.is_multicast()) {
             return Err(Drop::MalformedNd);
         }
-        let solicited = p.data()[l2.l3 + off + 4] & 0x40 != 0;
         let ifc = self.topo.iface(l2.iface).ok_or(Drop::VlanUnknown)?;
         if !on_link6(ifc, &target) {
             return Err(Drop::NdAdvertOffLink);
@@ -1091,14 +1113,26 @@ impl Pipeline {
         // with no entry is discarded; one that answers a solicitation (this
         // worker's or another's: the reply may arrive on any RX queue)
         // creates it.
-        let known = self.neigh.get(l2.iface, IpAddr::V6(target)).is_some() || self.learned.contains_key(&(l2.iface, IpAddr::V6(target)));
-        if !solicited && !known {
+        let key = (l2.iface, IpAddr::V6(target));
+        let cached = self.neigh.get(key.0, key.1).map(|n| n.mac).or_else(|| self.learned.get(&key).map(|e| e.0));
+        if !solicited && cached.is_none() {
             return Err(Drop::NdAdvertUnsolicited);
         }
-        let mac = tllao.unwrap_or_else(|| EthernetFrame::new_unchecked(p.data()).src_addr());
-        if ethernet::is_unicast(&mac) {
-            self.learn(l2.iface, IpAddr::V6(target), mac, solicited);
-        }
+        let mac = match (tllao, cached) {
+            // s.7.2.5: no Target Link-Layer Address option changes no
+            // address; a solicited one confirms the entry it has.
+            (None, Some(m)) => m,
+            // An entry being resolved "SHOULD silently discard" it.
+            (None, None) => return Err(Drop::NdAdvertNoTargetLladdr),
+            // Override clear and another address: "MUST NOT update the
+            // cache" (nor confirm it).
+            (Some(m), Some(c)) if !over && m != c => {
+                self.counters.local(Local::NdAdvertNoOverride);
+                return Ok(Verdict::Consumed);
+            }
+            (Some(m), _) => m,
+        };
+        self.learn(l2.iface, IpAddr::V6(target), mac, solicited);
         Ok(Verdict::Consumed)
     }
 
@@ -1258,6 +1292,13 @@ impl Pipeline {
             let ifc = self.topo.iface(nh.iface).ok_or(Drop::NoRoute)?;
             self.used.mark(UsedBits::bit(nh.iface, target));
             return Ok((ifc, mac));
+        }
+        // A directed broadcast to an attached subnet is not forwarded
+        // (RFC 2644: off by default), and never resolved as a station.
+        if let IpAddr::V4(t) = target {
+            if self.is_subnet_broadcast(nh.iface, t) {
+                return Err(Drop::MulticastNotRouted);
+            }
         }
         if now_ns != 0 {
             self.want_solicit(nh.iface, target, now_ns);

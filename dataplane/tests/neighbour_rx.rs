@@ -1,0 +1,301 @@
+//! Receive checks of neighbour discovery, ARP and MLD that the RFCs
+//! require (RFC 4861 s.7.1.2 / s.7.2.5, RFC 1122, RFC 9777). Each test
+//! failed on the pipeline before the fix that came with it (the text after
+//! "Was:" says how).
+
+mod support;
+use std::net::{IpAddr, Ipv6Addr};
+use std::sync::Arc;
+use support::{conn, iface};
+
+use dataplane::counters::WorkerCounters;
+use dataplane::packet::VecPacket;
+use dataplane::pipeline::{Event, Pipeline, PipelineConfig, Verdict};
+use dataplane::tables::{Fib, MacAddr, NeighSource, Neighbours, Topology};
+use dataplane::wire::checksum;
+
+const R0: MacAddr = [0x02, 0x00, 0x00, 0x00, 0x00, 0x10];
+const R1: MacAddr = [0x02, 0x00, 0x00, 0x00, 0x00, 0x11];
+/// The MAC the router has for the learned neighbour 2001:db8:1::77.
+const OLD: MacAddr = [0x00, 0x55, 0x66, 0x77, 0x88, 0x77];
+/// Someone else's MAC.
+const EVIL: MacAddr = [0x00, 0x66, 0x66, 0x66, 0x66, 0x66];
+const T0: u64 = 5_000_000_000;
+
+fn v6(s: &str) -> Ipv6Addr {
+    s.parse().unwrap()
+}
+
+fn topology() -> Topology {
+    let p0 = iface("p0", 0, None, R0, 1500, &["10.0.0.1/24", "2001:db8::1/64"]);
+    let p1 = iface("p1", 1, None, R1, 1500, &["10.1.0.1/24", "2001:db8:1::1/64"]);
+    Topology::new(vec![p0, p1])
+}
+
+fn fib() -> Fib {
+    let mut f = Fib::default();
+    f.insert4("10.0.0.0/24".parse().unwrap(), conn(0));
+    f.insert4("10.1.0.0/24".parse().unwrap(), conn(1));
+    f.insert6("2001:db8::/64".parse().unwrap(), conn(0));
+    f.insert6("2001:db8:1::/64".parse().unwrap(), conn(1));
+    f
+}
+
+fn pipeline_with(topo: Topology) -> Pipeline {
+    let mut n = Neighbours::default();
+    // A neighbour learned earlier (ND).
+    n.learn(1, IpAddr::V6(v6("2001:db8:1::77")), OLD, NeighSource::Learned);
+    Pipeline::new(Arc::new(topo), Arc::new(fib()), Arc::new(n), Arc::new(WorkerCounters::default()), PipelineConfig::default())
+}
+
+fn pipeline() -> Pipeline {
+    pipeline_with(topology())
+}
+
+fn run(pl: &mut Pipeline, frame: &[u8], port: u16) -> Verdict {
+    let mut p = VecPacket::from_bytes(frame);
+    let v = pl.process(&mut p, port, T0);
+    if let Verdict::Drop(r) = v {
+        pl.counters.dropped(r);
+    }
+    v
+}
+
+fn eth(dst: MacAddr, src: MacAddr, et: u16, payload: &[u8]) -> Vec<u8> {
+    let mut f = Vec::new();
+    f.extend_from_slice(&dst);
+    f.extend_from_slice(&src);
+    f.extend_from_slice(&et.to_be_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+fn ipv6(src: Ipv6Addr, dst: Ipv6Addr, hop: u8, nh: u8, payload: &[u8]) -> Vec<u8> {
+    let mut h = vec![0x60, 0, 0, 0];
+    h.extend_from_slice(&(payload.len() as u16).to_be_bytes());
+    h.push(nh);
+    h.push(hop);
+    h.extend_from_slice(&src.octets());
+    h.extend_from_slice(&dst.octets());
+    h.extend_from_slice(payload);
+    h
+}
+
+fn icmpv6(src: Ipv6Addr, dst: Ipv6Addr, ty: u8, code: u8, rest: &[u8]) -> Vec<u8> {
+    let mut m = vec![ty, code, 0, 0];
+    m.extend_from_slice(rest);
+    let s = checksum::combine(checksum::pseudo_v6(&src.octets(), &dst.octets(), 58, m.len() as u32), checksum::sum(&m));
+    let c = !checksum::fold(s);
+    m[2..4].copy_from_slice(&c.to_be_bytes());
+    m
+}
+
+/// A Neighbor Advertisement on p1 from 2001:db8:1::77 (Ethernet source
+/// `smac`) to `dst`, flags byte `flags` (0x80 R, 0x40 S, 0x20 O), with a
+/// Target Link-Layer Address option when `tllao` is given.
+fn na(dst: Ipv6Addr, dmac: MacAddr, smac: MacAddr, target: Ipv6Addr, flags: u8, tllao: Option<MacAddr>) -> Vec<u8> {
+    let src = v6("2001:db8:1::77");
+    let mut body = vec![flags, 0, 0, 0];
+    body.extend_from_slice(&target.octets());
+    if let Some(m) = tllao {
+        body.extend_from_slice(&[2, 1]);
+        body.extend_from_slice(&m);
+    }
+    eth(dmac, smac, 0x86dd, &ipv6(src, dst, 255, 58, &icmpv6(src, dst, 136, 0, &body)))
+}
+
+fn learned_events(pl: &Pipeline) -> Vec<(IpAddr, MacAddr)> {
+    pl.events.iter().filter_map(|e| if let Event::NeighbourLearned { ip, mac, .. } = e { Some((*ip, *mac)) } else { None }).collect()
+}
+
+/// RFC 4861 s.7.1.2: "A node MUST silently discard any received Neighbor
+/// Advertisement messages that do not satisfy all of the following
+/// validity checks: ... If the IP Destination Address is a multicast
+/// address the Solicited flag is zero." An NA to all-nodes with S set is
+/// invalid. Was: taken as an answer, creating an entry (REACHABLE at once)
+/// for an address nobody asked about.
+#[test]
+fn na_to_multicast_with_solicited_flag_is_discarded() {
+    let mut pl = pipeline();
+    let all_nodes = v6("ff02::1");
+    let target = v6("2001:db8:1::99");
+    let f = na(all_nodes, [0x33, 0x33, 0, 0, 0, 1], EVIL, target, 0x60, Some(EVIL));
+    let v = run(&mut pl, &f, 1);
+    assert!(learned_events(&pl).is_empty(), "invalid NA (multicast destination, S=1) was learned: {:?} (verdict {v:?})", pl.events);
+    assert!(matches!(v, Verdict::Drop(_)), "invalid NA not discarded: {v:?}");
+}
+
+/// RFC 4861 s.7.2.5: "If the Override flag is clear and the supplied
+/// link-layer address differs from that in the cache, then one of two
+/// actions takes place: a. If the state of the entry is REACHABLE, set it
+/// to STALE, but do not update the entry in any other way. b. Otherwise,
+/// the received advertisement should be ignored and MUST NOT update the
+/// cache." Was: the O flag ignored, so a solicited NA with O clear
+/// replaced the cached MAC (and, being solicited, marked it REACHABLE).
+#[test]
+fn na_without_override_flag_does_not_replace_the_cached_mac() {
+    let mut pl = pipeline();
+    let ours = v6("2001:db8:1::1");
+    let target = v6("2001:db8:1::77");
+    // S=1, O=0, TLLAO = a different MAC.
+    let v = run(&mut pl, &na(ours, R1, EVIL, target, 0x40, Some(EVIL)), 1);
+    assert_eq!(v, Verdict::Consumed);
+    assert!(!learned_events(&pl).iter().any(|&(_, m)| m == EVIL), "an NA with O=0 replaced the cached MAC: {:?}", pl.events);
+    assert_eq!(pl.neighbour_mac(1, IpAddr::V6(target)), Some(OLD), "the worker uses the MAC of an NA with O=0");
+}
+
+/// The same with S clear (an unsolicited NA, O clear): RFC 4861 s.7.2.5
+/// again; the entry may go STALE but its link-layer address MUST NOT
+/// change.
+#[test]
+fn unsolicited_na_without_override_flag_does_not_replace_the_cached_mac() {
+    let mut pl = pipeline();
+    let ours = v6("2001:db8:1::1");
+    let target = v6("2001:db8:1::77");
+    let v = run(&mut pl, &na(ours, R1, EVIL, target, 0x00, Some(EVIL)), 1);
+    assert_eq!(v, Verdict::Consumed);
+    assert!(!learned_events(&pl).iter().any(|&(_, m)| m == EVIL), "an unsolicited NA with O=0 replaced the cached MAC: {:?}", pl.events);
+    assert_eq!(pl.neighbour_mac(1, IpAddr::V6(target)), Some(OLD));
+}
+
+/// RFC 4861 s.7.2.5: for an entry not INCOMPLETE, "The link-layer address
+/// in the Target Link-Layer Address option MUST be inserted in the cache
+/// (if one is supplied and differs from the already recorded address)";
+/// with no option nothing is inserted. Was: the Ethernet source address
+/// of an NA without the option taken as the target's new MAC.
+#[test]
+fn na_without_tllao_does_not_change_the_cached_mac() {
+    let mut pl = pipeline();
+    let ours = v6("2001:db8:1::1");
+    let target = v6("2001:db8:1::77");
+    // S=1, O=1, no TLLAO, sent from another station's MAC.
+    let v = run(&mut pl, &na(ours, R1, EVIL, target, 0x60, None), 1);
+    assert_eq!(v, Verdict::Consumed);
+    assert!(!learned_events(&pl).iter().any(|&(_, m)| m == EVIL), "an NA without TLLAO changed the MAC to the frame's source: {:?}", pl.events);
+    assert_eq!(pl.neighbour_mac(1, IpAddr::V6(target)), Some(OLD));
+}
+
+/// RFC 3810 (kept by RFC 9777) s.7.4 / s.6.2: the MLD message is checked
+/// for a link-local source, Hop Limit 1, "and if the Router Alert option
+/// is present in the Hop-By-Hop Options header of the IPv6 packet. If any
+/// of these checks fails, the packet is dropped." Was: a Report whose
+/// Hop-by-Hop header carries only padding handed to the control thread.
+#[test]
+fn mld_report_without_router_alert_is_dropped() {
+    let mut t = topology();
+    t.mld = vec![0];
+    let mut pl = pipeline_with(t);
+    let src = v6("fe80::42");
+    let dst = v6("ff02::16");
+    // MLDv2 Report (type 143): reserved (2), one record: IS_EX({}) for
+    // ff0e::1 (type 2, aux 0, no sources, the address).
+    let mut body = vec![0, 0, 0, 1, 2, 0, 0, 0];
+    body.extend_from_slice(&v6("ff0e::1").octets());
+    let m2 = icmpv6(src, dst, 143, 0, &body);
+    // Hop-by-Hop header: next header ICMPv6, length 0, PadN of 4 bytes
+    // (no Router Alert).
+    let mut payload = vec![58, 0, 1, 4, 0, 0, 0, 0];
+    payload.extend_from_slice(&m2);
+    let frame_no_ra = eth([0x33, 0x33, 0, 0, 0, 0x16], EVIL, 0x86dd, &ipv6(src, dst, 1, 0, &payload));
+    // Control: the same with Router Alert is accepted.
+    let mut payload_ra = vec![58, 0, 5, 2, 0, 0, 1, 0];
+    payload_ra.extend_from_slice(&m2);
+    let frame_ra = eth([0x33, 0x33, 0, 0, 0, 0x16], EVIL, 0x86dd, &ipv6(src, dst, 1, 0, &payload_ra));
+    assert_eq!(run(&mut pl, &frame_ra, 0), Verdict::Consumed, "the valid report is accepted");
+    assert!(pl.events.iter().any(|e| matches!(e, Event::Mld { .. })));
+    pl.events.clear();
+    let v = run(&mut pl, &frame_no_ra, 0);
+    assert!(!pl.events.iter().any(|e| matches!(e, Event::Mld { .. })), "an MLD Report without Router Alert reached the control thread (verdict {v:?})");
+}
+
+/// A Neighbor Solicitation from a link-local source whose Source
+/// Link-Layer Address option names the broadcast (or all-zeros) address:
+/// the ARP path (`ethernet::is_unicast` on the sender) and the NA path
+/// refused such a MAC, the NS path learned it, so one forged NS made the
+/// router send everything for that neighbour to every station on the link
+/// (or to 00:00:00:00:00:00, the `unres::HOLD_MAC` marker).
+#[test]
+fn ns_with_non_unicast_sllao_is_not_learned() {
+    let mut wrong = Vec::new();
+    for bad in [[0xff; 6], [0u8; 6], [0x33, 0x33, 0, 0, 0, 1]] {
+        let mut pl = pipeline();
+        let ours = v6("2001:db8:1::1");
+        let mut g = [0u8; 16];
+        g[0] = 0xff;
+        g[1] = 0x02;
+        g[11] = 0x01;
+        g[12] = 0xff;
+        g[13..].copy_from_slice(&ours.octets()[13..]);
+        let group = Ipv6Addr::from(g);
+        let src = v6("fe80::1234");
+        let mut body = vec![0, 0, 0, 0];
+        body.extend_from_slice(&ours.octets());
+        body.extend_from_slice(&[1, 1]);
+        body.extend_from_slice(&bad);
+        let f = eth([0x33, 0x33, 0xff, 0, 0, 1], EVIL, 0x86dd, &ipv6(src, group, 255, 58, &icmpv6(src, group, 135, 0, &body)));
+        let _ = run(&mut pl, &f, 1);
+        if !learned_events(&pl).is_empty() || pl.neighbour_mac(1, IpAddr::V6(src)).is_some() {
+            wrong.push((bad, pl.neighbour_mac(1, IpAddr::V6(src))));
+        }
+    }
+    assert!(wrong.is_empty(), "NS SLLAO learned as the neighbour's MAC (SLLAO, MAC the worker now uses): {wrong:02x?}");
+}
+
+fn ipv4(src: std::net::Ipv4Addr, dst: std::net::Ipv4Addr, ttl: u8, proto: u8, payload: &[u8]) -> Vec<u8> {
+    let total = (20 + payload.len()) as u16;
+    let mut h = vec![0x45, 0];
+    h.extend_from_slice(&total.to_be_bytes());
+    h.extend_from_slice(&[0, 1, 0x40, 0x00, ttl, proto, 0, 0]);
+    h.extend_from_slice(&src.octets());
+    h.extend_from_slice(&dst.octets());
+    let c = checksum::checksum(&h);
+    h[10..12].copy_from_slice(&c.to_be_bytes());
+    h.extend_from_slice(payload);
+    h
+}
+
+fn arp(op: u16, sha: MacAddr, spa: std::net::Ipv4Addr, tha: MacAddr, tpa: std::net::Ipv4Addr) -> Vec<u8> {
+    let mut a = vec![0, 1, 0x08, 0x00, 6, 4];
+    a.extend_from_slice(&op.to_be_bytes());
+    a.extend_from_slice(&sha);
+    a.extend_from_slice(&spa.octets());
+    a.extend_from_slice(&tha);
+    a.extend_from_slice(&tpa.octets());
+    a
+}
+
+/// The subnet broadcast address of an attached network is never a
+/// neighbour: RFC 1122 s.3.2.1.3 ("{ <Network-number>, -1 } Directed
+/// broadcast ... MUST NOT be used as a source address"), so an ARP packet
+/// whose sender claims it is bogus; and RFC 1812 s.5.3.5.2 has a router
+/// that forwards a directed broadcast onto its connected network send it
+/// as a link-layer broadcast, never to one station's MAC. Was:
+/// `is_subnet_broadcast` checked only against the ingress interface, so a
+/// datagram to 10.1.0.255 arriving on p0 was routed to p1, the router
+/// ARPed for 10.1.0.255, and an ARP packet from "10.1.0.255" was learned,
+/// after which every datagram to 10.1.0.255 went unicast to that station.
+#[test]
+fn arp_sender_claiming_a_subnet_broadcast_address_is_not_learned() {
+    let bcast = std::net::Ipv4Addr::new(10, 1, 0, 255);
+    // An ARP request from "10.1.0.255" for the router's address on p1.
+    let mut pl = pipeline();
+    let f = eth([0xff; 6], EVIL, 0x0806, &arp(1, EVIL, bcast, [0; 6], std::net::Ipv4Addr::new(10, 1, 0, 1)));
+    let _ = run(&mut pl, &f, 1);
+    let learned = learned_events(&pl);
+    assert!(learned.is_empty(), "the subnet broadcast address was learned as a neighbour from ARP: {learned:?}");
+    assert_eq!(pl.neighbour_mac(1, IpAddr::V4(bcast)), None);
+}
+
+/// The second half of the above: a datagram to 10.1.0.255 arriving on p0
+/// was resolved with ARP (a unicast next hop); it is dropped as a directed
+/// broadcast (RFC 2644: not forwarded by default).
+#[test]
+fn subnet_broadcast_of_another_interface_is_not_resolved() {
+    let bcast = std::net::Ipv4Addr::new(10, 1, 0, 255);
+    let mut pl = pipeline();
+    let ip = ipv4(std::net::Ipv4Addr::new(10, 0, 0, 2), bcast, 64, 17, &[0x30, 0x39, 0, 53, 0, 8, 0, 0]);
+    let v = run(&mut pl, &eth(R0, [0, 0x11, 0x22, 0, 0, 2], 0x0800, &ip), 0);
+    let asked: Vec<IpAddr> = pl.solicits.iter().map(|s| s.target).collect();
+    assert!(!asked.contains(&IpAddr::V4(bcast)), "the router ARPs for the subnet broadcast address 10.1.0.255 (verdict {v:?})");
+    assert_eq!(v, Verdict::Drop(dataplane::counters::Drop::MulticastNotRouted));
+}
