@@ -117,6 +117,8 @@ fn v4(d: &[u8], l3: usize) -> Option<RoceInfo> {
     }
     let src = Ipv4Addr::new(h[12], h[13], h[14], h[15]);
     let dst = Ipv4Addr::new(h[16], h[17], h[18], h[19]);
+    // The datagram only: no BTH read from link-layer padding.
+    let d = d.get(..l3 + usize::from(u16::from_be_bytes([h[2], h[3]])))?;
     bth_at(d, l3 + ihl, src.into(), dst.into())
 }
 
@@ -126,6 +128,8 @@ fn v6(d: &[u8], l3: usize, depth: u8) -> Option<(RoceInfo, bool)> {
         return None;
     }
     let end = (l3 + 40 + usize::from(u16::from_be_bytes([h[4], h[5]]))).min(d.len());
+    // The datagram only: no BTH read from link-layer padding.
+    let d = &d[..end];
     let pkt = &d[l3..end];
     let chain = walk_ext_chain(IpProtocol(h[6]), pkt, 40).ok()?;
     if chain.is_later_fragment() {
@@ -178,13 +182,14 @@ fn bth_fields(d: &[u8], udp: usize) -> Option<(u32, u8, u32, u16)> {
 #[inline]
 pub fn maybe_response(frame: &[u8]) -> bool {
     let Some((l3, et)) = l3_offset(frame) else { return false };
-    let udp = match et {
+    // The datagram only (not link-layer padding), and where its UDP header is.
+    let (frame, udp) = match et {
         0x0800 => match frame.get(l3..l3 + 20) {
-            Some(h) if h[9] == 17 => l3 + usize::from(h[0] & 0xf) * 4,
+            Some(h) if h[9] == 17 => (frame.get(..l3 + usize::from(u16::from_be_bytes([h[2], h[3]]))).unwrap_or(&[]), l3 + usize::from(h[0] & 0xf) * 4),
             _ => return false,
         },
-        0x86dd => match frame.get(l3 + 6) {
-            Some(17) => l3 + 40,
+        0x86dd => match frame.get(l3..l3 + 40) {
+            Some(h) if h[6] == 17 => (&frame[..(l3 + 40 + usize::from(u16::from_be_bytes([h[4], h[5]]))).min(frame.len())], l3 + 40),
             Some(_) => return true,
             None => return false,
         },
@@ -215,7 +220,9 @@ pub fn roce_fast(frame: &[u8]) -> Option<RoceFast> {
             if ihl < 20 || u16::from_be_bytes([h[6], h[7]]) & 0x1fff != 0 {
                 return None;
             }
-            let (qp, opcode, psn, sport) = bth_fields(frame, l3 + ihl)?;
+            // The datagram only: no BTH read from link-layer padding.
+            let dgram = frame.get(..l3 + usize::from(u16::from_be_bytes([h[2], h[3]])))?;
+            let (qp, opcode, psn, sport) = bth_fields(dgram, l3 + ihl)?;
             let key = PackedKey::v4([h[12], h[13], h[14], h[15]], [h[16], h[17], h[18], h[19]], qp);
             Some(RoceFast { roce: RoceKey { key, opcode, psn, sport }, ecn: h[1] & 3, tunnelled: false })
         }
@@ -230,7 +237,9 @@ pub fn roce_fast(frame: &[u8]) -> Option<RoceFast> {
                 let m = roce_meta(frame)?;
                 return Some(RoceFast { roce: RoceKey::from_info(&m.info), ecn: m.ecn, tunnelled: m.tunnelled });
             }
-            let (qp, opcode, psn, sport) = bth_fields(frame, l3 + 40)?;
+            // As roce_meta: a frame cut short is read as far as it goes.
+            let dgram = &frame[..(l3 + 40 + usize::from(u16::from_be_bytes([h[4], h[5]]))).min(frame.len())];
+            let (qp, opcode, psn, sport) = bth_fields(dgram, l3 + 40)?;
             let addrs: &[u8; 32] = h[8..40].try_into().ok()?;
             Some(RoceFast { roce: RoceKey { key: PackedKey::v6(addrs, qp), opcode, psn, sport }, ecn, tunnelled: false })
         }

@@ -257,7 +257,9 @@ impl Pipeline {
                     let total = 40 + usize::from(u16::from_be_bytes([ip[4], ip[5]]));
                     // ICMPv6 and FANN over UDP (their own Hop Limit) take
                     // the full pipeline.
-                    if ip[0] >> 4 != 6 || total > ip.len() || ip[7] <= 1 || ip[6] == 58 || (ip[6] == 17 && ip.get(42..44) == Some(&fann_port[..])) || odd6(&ip[8..24]) || odd6(&ip[24..40]) {
+                    // Octets after the datagram beyond a minimum frame's
+                    // padding: the full pipeline cuts them off.
+                    if ip[0] >> 4 != 6 || total > ip.len() || (total < ip.len() && d.len() > 60) || ip[7] <= 1 || ip[6] == 58 || (ip[6] == 17 && ip.get(42..44) == Some(&fann_port[..])) || odd6(&ip[8..24]) || odd6(&ip[24..40]) {
                         continue;
                     }
                     let dst: [u8; 16] = ip[24..40].try_into().unwrap();
@@ -272,7 +274,7 @@ impl Pipeline {
                 [0x08, 0x00] => {
                     let ip = &d[14..];
                     let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
-                    if ip[0] != 0x45 || total < 20 || total > ip.len() || ip[8] <= 1 || odd4(&ip[12..16]) || odd4(&ip[16..20]) {
+                    if ip[0] != 0x45 || total < 20 || total > ip.len() || (total < ip.len() && d.len() > 60) || ip[8] <= 1 || odd4(&ip[12..16]) || odd4(&ip[16..20]) {
                         continue;
                     }
                     let dst = u32::from_be_bytes(ip[16..20].try_into().unwrap());

@@ -360,7 +360,9 @@ impl Pipeline {
             let eth = EthernetFrame::new_checked(p.data()).map_err(|_| Drop::Runt)?;
             let vlan = match eth.vlan_count() {
                 0 => None,
-                1 => eth.outer_vid(),
+                // VID 0: a priority tag only (802.1Q Table 9-2), the
+                // frame belongs to the untagged interface.
+                1 => eth.outer_vid().filter(|&v| v != 0),
                 _ => return Err(Drop::VlanUnknown),
             };
             let pcp = eth.vlan_tag(0).map(|t| (t.tci() >> 13) as u8).unwrap_or(0);
@@ -523,7 +525,10 @@ impl Pipeline {
         // A source that is one of our own addresses is spoofed (or a loop):
         // a martian, never forwarded or answered (as Linux does unless
         // accept_local is set: "martian source").
-        if src.is_multicast() || src.is_broadcast() || src.is_loopback() || src.is_unspecified() || self.topo.is_local4(&src) {
+        // RFC 1812 s.5.3.7: nor a source on network 0, of Class E, or an
+        // attached subnet's broadcast address (no single host's).
+        let o = src.octets()[0];
+        if src.is_multicast() || src.is_broadcast() || src.is_loopback() || o == 0 || o >= 240 || self.topo.is_local4(&src) || self.topo.is_subnet_broadcast4(&src) {
             return Err(Drop::Ipv4Martian);
         }
         self.urpf(l2.iface, |f, i| f.urpf_iface4(src, i))?;
@@ -534,10 +539,14 @@ impl Pipeline {
             let v = self.local4(p, l2, src, dst, proto, hl, total, now_ns)?;
             return self.fit_reply(p.data(), v, None);
         }
-        if dst.is_multicast() || dst.is_broadcast() || self.is_subnet_broadcast(l2.iface, dst) || l2.mcast {
+        // A directed broadcast to any attached subnet is not forwarded
+        // (RFC 2644), nor answered with an ICMP error (RFC 1812 s.4.3.2.7).
+        if dst.is_multicast() || dst.is_broadcast() || l2.mcast || self.topo.is_subnet_broadcast4(&dst) {
             return Err(Drop::MulticastNotRouted);
         }
-        if dst.is_loopback() || dst.is_unspecified() {
+        // RFC 1812 s.5.3.7: nor a destination on network 0 or of Class E.
+        let o = dst.octets()[0];
+        if dst.is_loopback() || o == 0 || o >= 240 {
             return Err(Drop::Ipv4Martian);
         }
         if ttl <= 1 {
@@ -568,6 +577,7 @@ impl Pipeline {
             let mut ip = Ipv4Packet::new_unchecked(&mut p.data_mut()[l2.l3..]);
             ip.decrement_ttl_incremental();
         }
+        trim_to_datagram(p, l2, total);
         write_l2(p, l2, mac, out_mac, vlan, EtherType::IPV4)?;
         Ok(Verdict::Tx(port))
     }
@@ -661,8 +671,8 @@ impl Pipeline {
         // broadcast / multicast, or to an IP multicast or the limited
         // broadcast address, or from an address that is not one host's.
         let ip = &p.data()[l2.l3..l2.l3 + total];
-        let not_one_host = |a: &[u8]| a[0] == 0 || a[0] == 127 || a[0] >= 224;
-        if l2.mcast || ip.len() < 20 || ip[16] >= 224 || not_one_host(&ip[12..16]) {
+        let not_one_host = |a: &[u8]| a[0] == 0 || a[0] == 127 || a[0] >= 224 || self.topo.is_subnet_broadcast4(&Ipv4Addr::new(a[0], a[1], a[2], a[3]));
+        if l2.mcast || ip.len() < 20 || ip[16] >= 224 || not_one_host(&ip[12..16]) || self.topo.is_subnet_broadcast4(&Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19])) {
             return Err(why);
         }
         if !icmp4_error_allowed(ip) || !self.icmp_bucket.take(now_ns) {
@@ -768,6 +778,7 @@ impl Pipeline {
             let d = &mut p.data_mut()[l2.l3..];
             Ipv6Packet::new_unchecked(&mut d[..]).decrement_hop_limit();
         }
+        trim_to_datagram(p, l2, total);
         write_l2(p, l2, mac, out_mac, vlan, EtherType::IPV6)?;
         Ok(Verdict::Tx(port))
     }
@@ -1606,6 +1617,18 @@ pub(crate) fn ip_at(d: &[u8], l3: usize) -> &[u8] {
         _ => ip.len(),
     };
     &ip[..len.min(ip.len())]
+}
+
+/// Cut a forwarded frame to its datagram (`total` octets from `l2.l3`):
+/// octets a sender put after it are not the datagram's (RFC 894), and
+/// would be carried past the egress MTU the datagram was checked against.
+/// A frame of the minimum size keeps its padding.
+#[inline]
+fn trim_to_datagram<P: PacketBuffer>(p: &mut P, l2: L2, total: usize) {
+    let keep = (l2.l3 + total).max(60);
+    if p.len() > keep {
+        p.set_len(keep);
+    }
 }
 
 fn write_l2_header(d: &mut [u8], dst: MacAddr, src: MacAddr, vlan: Option<u16>, pcp: u8, et: EtherType) {

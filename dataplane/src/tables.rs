@@ -271,6 +271,11 @@ impl Topology {
             self.local6.binary_search(&a).is_ok()
         }
     }
+    /// `a` is the broadcast address of one of the attached IPv4 subnets
+    /// (prefixes shorter than /31): no host's.
+    pub fn is_subnet_broadcast4(&self, a: &Ipv4Addr) -> bool {
+        self.interfaces.iter().any(|i| i.v4.iter().any(|n| n.prefix_len() < 31 && n.broadcast() == *a))
+    }
     /// True when `a` is one of our addresses or a multicast group we listen
     /// to (all-nodes, all-routers, our solicited-node groups).
     #[inline]

@@ -1,0 +1,218 @@
+//! Forwarding rules of RFC 1812, RFC 894 and IEEE 802.1Q that the pipeline
+//! (and the burst fast path) must keep. Each test failed on the code before
+//! the fix that came with it.
+
+mod support;
+use support::{conn, iface, via};
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+
+use dataplane::counters::{Drop, WorkerCounters};
+use dataplane::packet::{PacketBuffer, VecPacket};
+use dataplane::pipeline::{Pipeline, PipelineConfig, Verdict};
+use dataplane::tables::{Fib, MacAddr, NeighSource, Neighbours, Topology};
+use dataplane::wire::checksum;
+
+const R0: MacAddr = [0x02, 0, 0, 0, 0, 0x10];
+const R1: MacAddr = [0x02, 0, 0, 0, 0, 0x11];
+const H0: MacAddr = [0x00, 0x11, 0x22, 0x00, 0x00, 0x02];
+const H1: MacAddr = [0x00, 0x11, 0x22, 0x01, 0x00, 0x02];
+const GW1: MacAddr = [0x00, 0x11, 0x22, 0x01, 0x00, 0xfe];
+const T0: u64 = 5_000_000_000;
+
+fn v4(s: &str) -> Ipv4Addr {
+    s.parse().unwrap()
+}
+
+fn pipeline() -> Pipeline {
+    pipeline_mtu(1500)
+}
+
+/// p0 (port 0, MTU 1500) and p1 (port 1, MTU `mtu1`).
+fn pipeline_mtu(mtu1: u16) -> Pipeline {
+    let p0 = iface("p0", 0, None, R0, 1500, &["10.0.0.1/24", "2001:db8::1/64"]);
+    let p1 = iface("p1", 1, None, R1, mtu1, &["10.1.0.1/24", "2001:db8:1::1/64"]);
+    let mut f = Fib::default();
+    f.insert4("10.0.0.0/24".parse().unwrap(), conn(0));
+    f.insert4("10.1.0.0/24".parse().unwrap(), conn(1));
+    f.insert6("2001:db8::/64".parse().unwrap(), conn(0));
+    f.insert6("2001:db8:1::/64".parse().unwrap(), conn(1));
+    f.insert4("0.0.0.0/0".parse().unwrap(), via(1, "10.1.0.254"));
+    let mut n = Neighbours::default();
+    n.learn(0, "10.0.0.2".parse().unwrap(), H0, NeighSource::Static);
+    n.learn(0, "2001:db8::2".parse().unwrap(), H0, NeighSource::Static);
+    n.learn(1, "10.1.0.2".parse().unwrap(), H1, NeighSource::Static);
+    n.learn(1, "10.1.0.254".parse().unwrap(), GW1, NeighSource::Static);
+    Pipeline::new(Arc::new(Topology::new(vec![p0, p1])), Arc::new(f), Arc::new(n), Arc::new(WorkerCounters::default()), PipelineConfig::default())
+}
+
+fn eth(dst: MacAddr, src: MacAddr, tag: Option<(u8, u16)>, et: u16, payload: &[u8]) -> Vec<u8> {
+    let mut f = Vec::new();
+    f.extend_from_slice(&dst);
+    f.extend_from_slice(&src);
+    if let Some((pcp, vid)) = tag {
+        f.extend_from_slice(&[0x81, 0x00]);
+        f.extend_from_slice(&((u16::from(pcp) << 13) | vid).to_be_bytes());
+    }
+    f.extend_from_slice(&et.to_be_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+fn ipv4(src: Ipv4Addr, dst: Ipv4Addr, ttl: u8, proto: u8, payload: &[u8]) -> Vec<u8> {
+    let total = (20 + payload.len()) as u16;
+    let mut h = vec![0x45, 0];
+    h.extend_from_slice(&total.to_be_bytes());
+    h.extend_from_slice(&[0x42, 0x42, 0x40, 0x00, ttl, proto, 0, 0]);
+    h.extend_from_slice(&src.octets());
+    h.extend_from_slice(&dst.octets());
+    let c = checksum::checksum(&h);
+    h[10..12].copy_from_slice(&c.to_be_bytes());
+    h.extend_from_slice(payload);
+    h
+}
+
+fn udp(len: usize) -> Vec<u8> {
+    let mut u = vec![0x30, 0x39, 0x00, 0x35];
+    u.extend_from_slice(&((8 + len) as u16).to_be_bytes());
+    u.extend_from_slice(&[0, 0]);
+    u.extend((0..len).map(|i| i as u8));
+    u
+}
+
+
+
+fn run(pl: &mut Pipeline, frame: &[u8], port: u16) -> (Verdict, Vec<u8>) {
+    let mut p = VecPacket::from_bytes(frame);
+    let v = pl.process(&mut p, port, T0);
+    (v, p.data().to_vec())
+}
+
+// ---------------------------------------------------------------------------
+// RFC 1812 s.4.3.2.7: "An ICMP error message MUST NOT be sent as the result
+// of receiving: ... o A datagram destined to an IP broadcast or IP multicast
+// address". 10.1.0.255 is the broadcast address of the router's own attached
+// subnet 10.1.0.0/24 (interface p1); the datagram arrives on p0.
+#[test]
+fn no_time_exceeded_about_a_directed_broadcast_to_another_attached_subnet() {
+    let mut pl = pipeline();
+    let ip = ipv4(v4("10.0.0.2"), v4("10.1.0.255"), 1, 17, &udp(8));
+    let (v, out) = run(&mut pl, &eth(R0, H0, None, 0x0800, &ip), 0);
+    assert!(matches!(v, Verdict::Drop(_)), "ICMP error sent about a datagram to a broadcast address: {v:?}, ICMP type {}", out.get(14 + 20).copied().unwrap_or(0));
+}
+
+// RFC 1812 s.5.3.7: "A router SHOULD NOT forward any packet that has an
+// invalid IP source address or a source address on network 0." ... "An IP
+// destination address is invalid if it is among those defined as illegal
+// destinations in 4.2.3.1, or is a Class E address (except
+// 255.255.255.255)." ... "A router SHOULD NOT forward any packet that has an
+// invalid IP destination address or a destination address on network 0."
+// The pipeline drops only 0.0.0.0 exactly and never Class E, though its own
+// ICMP code (`not_one_host`) treats 0/8 and 240/4 as not a host's.
+#[test]
+fn ipv4_network_0_and_class_e_addresses_are_not_forwarded() {
+    let mut pl = pipeline();
+    for (src, dst) in [("0.1.2.3", "10.1.0.2"), ("10.0.0.2", "0.1.2.3"), ("240.0.0.1", "10.1.0.2"), ("10.0.0.2", "240.0.0.1")] {
+        let ip = ipv4(v4(src), v4(dst), 64, 17, &udp(8));
+        let (v, _) = run(&mut pl, &eth(R0, H0, None, 0x0800, &ip), 0);
+        assert_eq!(v, Verdict::Drop(Drop::Ipv4Martian), "{src} -> {dst} forwarded");
+    }
+}
+
+// IEEE 802.1Q s.9.6: VID 0 is the null VLAN ID: "the tag header contains
+// only priority information; no VLAN identifier is present in the frame."
+// A priority-tagged frame (common from RoCE/PFC hosts that mark PCP on an
+// untagged port) belongs to the port's untagged interface.
+#[test]
+fn priority_tagged_frame_is_handled_as_untagged() {
+    let mut pl = pipeline();
+    let ip = ipv4(v4("10.0.0.2"), v4("10.1.0.2"), 64, 17, &udp(8));
+    let (v, _) = run(&mut pl, &eth(R0, H0, Some((3, 0)), 0x0800, &ip), 0);
+    assert_eq!(v, Verdict::Tx(1), "priority-tagged (VID 0) frame on an untagged port");
+}
+
+
+
+// The MTU check uses the IP total length, but the frame is transmitted with
+// every octet the sender put after the datagram: a 100-octet datagram in a
+// 1114-octet frame leaves a 600-octet-MTU link as 1100 octets of L3
+// payload. RFC 894: the IP datagram is the Ethernet data field (with padding
+// only up to the 46-octet minimum); RFC 791 s.3.2 / RFC 1812 s.5.2.6: a
+// datagram larger than the link MTU is fragmented (or refused with DF),
+// never sent as is. Both the full pipeline and the burst fast path.
+#[test]
+fn trailing_octets_past_the_datagram_are_not_sent_over_the_egress_mtu() {
+    let mut pl = pipeline_mtu(600);
+    let ip = ipv4(v4("10.0.0.2"), v4("192.0.2.5"), 64, 17, &udp(72));
+    assert_eq!(ip.len(), 100);
+    let mut f = eth(R0, H0, None, 0x0800, &ip);
+    f.resize(14 + 1100, 0xee);
+    let mut bad = Vec::new();
+    // The full pipeline.
+    let (v, out) = run(&mut pl, &f, 0);
+    assert_eq!(v, Verdict::Tx(1));
+    if out.len() - 14 > 600 {
+        bad.push(format!("pipeline sent {} octets of L3 payload on a 600-MTU link", out.len() - 14));
+    }
+    // The burst fast path (a fresh pipeline).
+    let mut pl = pipeline_mtu(600);
+    let mut g = f.clone();
+    let mut outp = [0u16; 1];
+    {
+        let mut views: Vec<&mut [u8]> = vec![&mut g[..]];
+        pl.fast_burst(0, &mut views, &mut outp);
+    }
+    // The fast path cannot shorten the frame in place: it leaves it to the
+    // full pipeline, which does (it forwarded it whole on the 600 link).
+    assert_eq!(outp[0], dataplane::fastpath::SLOW, "fast path leaves it to the pipeline");
+    assert!(bad.is_empty(), "{bad:?}");
+    assert_eq!(out.len(), 14 + 100, "the datagram alone");
+    // A minimum frame keeps its padding (and takes the fast path).
+    let small = ipv4(v4("10.0.0.2"), v4("192.0.2.5"), 64, 17, &udp(8));
+    let mut f = eth(R0, H0, None, 0x0800, &small);
+    f.resize(60, 0);
+    let (v, out) = run(&mut pipeline_mtu(600), &f, 0);
+    assert_eq!((v, out.len()), (Verdict::Tx(1), 60));
+    let mut g = f.clone();
+    {
+        let mut views: Vec<&mut [u8]> = vec![&mut g[..]];
+        pipeline_mtu(600).fast_burst(0, &mut views, &mut outp);
+    }
+    assert_eq!(outp[0], 1, "fast path forwards a padded minimum frame");
+}
+
+// classify.rs reads the BTH from the frame, not from the datagram: the
+// Ethernet padding of a short UDP datagram to port 4791 (IPv4 total length
+// 28: a UDP header and nothing else, padded to the 60-octet minimum frame)
+// is taken as a RoCEv2 BTH and the frame becomes a RoCE flow for the
+// congestion stage.
+#[test]
+fn classify_does_not_read_a_bth_from_ethernet_padding() {
+    let mut u = vec![0xc0, 0x00, 0x12, 0xb7, 0, 8, 0, 0]; // UDP to 4791, length 8
+    u.truncate(8);
+    let ip = ipv4(v4("10.0.0.2"), v4("10.1.0.2"), 64, 17, &u);
+    let mut f = eth(R1, H0, None, 0x0800, &ip);
+    f.resize(60, 0);
+    f[14 + 28] = 0x11; // padding octets (RC ACKNOWLEDGE if read as a BTH opcode)
+    assert!(dataplane::classify::roce_meta(&f).is_none(), "roce_meta found a BTH in the padding: {:?}", dataplane::classify::roce_meta(&f));
+    assert!(dataplane::classify::roce_fast(&f).is_none(), "roce_fast found a BTH in the padding");
+    assert!(!dataplane::classify::maybe_response(&f), "maybe_response took the padding as an ACK");
+}
+
+// RFC 1812 s.4.3.2.7: no ICMP error about "A datagram whose source address
+// does not define a single host -- e.g., a zero address, a loopback address,
+// a broadcast address, a multicast address, or a Class E address." The
+// source 10.0.0.255 is the broadcast address of the very subnet the datagram
+// arrived from (and 10.1.0.255 that of another attached subnet); the router
+// answers it with Time Exceeded all the same (sent back to the frame's
+// sender MAC, as the "host" 10.x.0.255 has no neighbour entry).
+#[test]
+fn no_icmp_error_to_a_subnet_broadcast_source() {
+    let mut pl = pipeline();
+    for src in ["10.0.0.255", "10.1.0.255"] {
+        let ip = ipv4(v4(src), v4("192.0.2.5"), 1, 17, &udp(8));
+        let (v, out) = run(&mut pl, &eth(R0, H0, None, 0x0800, &ip), 0);
+        assert!(matches!(v, Verdict::Drop(_)), "ICMP error sent to broadcast source {src}: {v:?}, ICMP type {}, to {:?}", out.get(14 + 20).copied().unwrap_or(0), &out.get(14 + 16..14 + 20));
+    }
+}
+
