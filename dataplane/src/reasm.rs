@@ -48,7 +48,8 @@ pub(crate) struct Key {
     pub(crate) src: [u8; 16],
     pub(crate) dst: [u8; 16],
     pub(crate) id: u32,
-    /// The protocol (IPv4) or the Fragment header's Next Header (IPv6).
+    /// The protocol (IPv4); 0 for IPv6, whose fragments' Next Headers may
+    /// differ (RFC 8200 s.4.5: only the first fragment's counts).
     pub(crate) proto: u8,
 }
 
@@ -59,6 +60,8 @@ struct Slot {
     /// copied from the first fragment; `hl` 0 until it arrived.
     hdr: [u8; 60],
     hl: usize,
+    /// IPv6: the first fragment's Fragment header Next Header.
+    next: u8,
     /// Fragmentable part's length, once the last fragment arrived.
     end: Option<usize>,
     /// Highest octet received so far, and how many in all.
@@ -78,6 +81,7 @@ impl Slot {
             started: 0,
             hdr: [0; 60],
             hl: 0,
+            next: 0,
             end: None,
             max_seen: 0,
             got: 0,
@@ -128,6 +132,8 @@ pub(crate) struct Fragment<'a> {
     pub(crate) more: bool,
     /// The unfragmentable part, when this is the first fragment.
     pub(crate) header: Option<&'a [u8]>,
+    /// IPv6: the Fragment header's Next Header (0 for IPv4).
+    pub(crate) next: u8,
     pub(crate) data: &'a [u8],
 }
 
@@ -185,6 +191,7 @@ impl Reassembly {
         if let Some(h) = f.header {
             s.hdr[..h.len()].copy_from_slice(h);
             s.hl = h.len();
+            s.next = f.next;
         }
         s.max_seen = s.max_seen.max(stop);
         s.got += len;
@@ -215,7 +222,7 @@ impl Reassembly {
                 // Base header + data: the Fragment header is gone.
                 let mut ip = Ipv6Packet::new_unchecked(h);
                 ip.set_payload_len(end as u16);
-                ip.set_next_header(IpProtocol(key.proto));
+                ip.set_next_header(IpProtocol(s.next));
             } else {
                 // No longer a fragment (DF as received), checksum again.
                 let mut ip = Ipv4Packet::new_unchecked(h);
@@ -265,7 +272,7 @@ impl crate::pipeline::Pipeline {
             key.src[..4].copy_from_slice(&d[12..16]);
             key.dst[..4].copy_from_slice(&d[16..20]);
             let offset = usize::from(ip.frag_offset());
-            let f = Fragment { key, offset, more: ip.more_frags(), header: (offset == 0).then(|| &d[..hl]), data: &d[hl..] };
+            let f = Fragment { key, offset, more: ip.more_frags(), header: (offset == 0).then(|| &d[..hl]), next: 0, data: &d[hl..] };
             self.reassembly_step(p.data(), l2, &f, now_ns)?
         };
         let Some((slot, mut q)) = done else { return Ok(Verdict::Consumed) };
@@ -281,29 +288,62 @@ impl crate::pipeline::Pipeline {
     /// An IPv6 fragment to one of the router's addresses, its Fragment
     /// header right after the IPv6 header.
     pub(crate) fn reassemble6<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, total: usize, frag: FragmentInfo, now_ns: u64) -> Result<Verdict, Drop> {
-        let done = {
+        let offset = usize::from(frag.frag_offset);
+        let (next, done) = {
             let d = p.data().get(l2.l3..l2.l3 + total).ok_or(Drop::MalformedIpv6)?;
             let fh = Ipv6FragmentHeader::new_checked(d.get(40..).ok_or(Drop::MalformedIpv6)?).map_err(|_| Drop::MalformedIpv6)?;
+            let next = fh.next_header().0;
             // A fragment of a fragment: the reassembled datagram would need
             // a second reassembly from inside this one, whose buffer is
             // taken out while it is processed. No host sends that.
-            if fh.next_header().0 == 44 {
+            if next == 44 {
                 return Err(Drop::ReasmMalformed);
             }
-            let mut key = Key { v6: true, src: [0; 16], dst: [0; 16], id: frag.ident, proto: fh.next_header().0 };
-            key.src.copy_from_slice(&d[8..24]);
-            key.dst.copy_from_slice(&d[24..40]);
-            let offset = usize::from(frag.frag_offset);
-            let f = Fragment { key, offset, more: frag.more_frags, header: (offset == 0).then(|| &d[..40]), data: &d[48..] };
-            self.reassembly_step(p.data(), l2, &f, now_ns)?
+            if offset == 0 && !frag.more_frags {
+                (next, None)
+            } else {
+                // Keyed by source, destination and Identification; the
+                // Next Header of the first fragment is the datagram's
+                // (RFC 8200 s.4.5: those of the others may differ).
+                let mut key = Key { v6: true, src: [0; 16], dst: [0; 16], id: frag.ident, proto: 0 };
+                key.src.copy_from_slice(&d[8..24]);
+                key.dst.copy_from_slice(&d[24..40]);
+                let f = Fragment { key, offset, more: frag.more_frags, header: (offset == 0).then(|| &d[..40]), next, data: &d[48..] };
+                (next, Some(self.reassembly_step(p.data(), l2, &f, now_ns)?))
+            }
         };
-        let Some((slot, mut q)) = done else { return Ok(Verdict::Consumed) };
-        let r = {
-            let ip = Ipv6Packet::new_unchecked(&q.data()[l2.l3..]);
-            let (src, dst, hop, total) = (ip.src_addr(), ip.dst_addr(), ip.hop_limit(), q.len() - l2.l3);
-            self.local6(&mut q, l2, src, dst, hop, total, now_ns)
-        };
-        self.send_reassembled(p, q, slot, r)
+        match done {
+            // An atomic fragment (offset 0, M clear) is a whole datagram,
+            // processed on its own and never matched with other fragments
+            // (RFC 8200 s.4.5, RFC 6946 s.4): its Fragment header removed
+            // in place.
+            None => {
+                // Counted as a fragment that completed a datagram.
+                self.counters.local(Local::ReasmFragment);
+                self.counters.local(Local::Reassembled);
+                p.data_mut().copy_within(0..l2.l3 + 40, 8);
+                if !p.adj(8) {
+                    return Err(Drop::NoHeadroom);
+                }
+                let (src, dst, hop) = {
+                    let mut ip = Ipv6Packet::new_unchecked(&mut p.data_mut()[l2.l3..]);
+                    ip.set_next_header(IpProtocol(next));
+                    ip.set_payload_len((total - 48) as u16);
+                    (ip.src_addr(), ip.dst_addr(), ip.hop_limit())
+                };
+                let v = self.local6(p, l2, src, dst, hop, total - 8, now_ns)?;
+                self.fit_reply(p.data(), v, None)
+            }
+            Some(None) => Ok(Verdict::Consumed),
+            Some(Some((slot, mut q))) => {
+                let r = {
+                    let ip = Ipv6Packet::new_unchecked(&q.data()[l2.l3..]);
+                    let (src, dst, hop, total) = (ip.src_addr(), ip.dst_addr(), ip.hop_limit(), q.len() - l2.l3);
+                    self.local6(&mut q, l2, src, dst, hop, total, now_ns)
+                };
+                self.send_reassembled(p, q, slot, r)
+            }
+        }
     }
 
     /// What the router did with a reassembled datagram (`q`, from `slot`):

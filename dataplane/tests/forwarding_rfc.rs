@@ -4,7 +4,7 @@
 
 mod support;
 use support::{conn, iface, via};
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
 use dataplane::counters::{Drop, WorkerCounters};
@@ -216,3 +216,69 @@ fn no_icmp_error_to_a_subnet_broadcast_source() {
     }
 }
 
+fn v6(s: &str) -> Ipv6Addr {
+    s.parse().unwrap()
+}
+
+/// An ICMPv6 Echo Request (16 octets) with its checksum.
+fn echo6(src: Ipv6Addr, dst: Ipv6Addr) -> Vec<u8> {
+    let mut m = vec![128, 0, 0, 0, 0x12, 0x34, 0, 1, 1, 2, 3, 4, 5, 6, 7, 8];
+    let s = checksum::combine(checksum::pseudo_v6(&src.octets(), &dst.octets(), 58, m.len() as u32), checksum::sum(&m));
+    let c = !checksum::fold(s);
+    m[2..4].copy_from_slice(&c.to_be_bytes());
+    m
+}
+
+/// An IPv6 packet whose only extension header is a Fragment header.
+fn frag6(src: Ipv6Addr, dst: Ipv6Addr, nh: u8, offset: u16, more: bool, ident: u32, data: &[u8]) -> Vec<u8> {
+    let mut h = vec![0x60, 0, 0, 0];
+    h.extend_from_slice(&((8 + data.len()) as u16).to_be_bytes());
+    h.push(44);
+    h.push(64);
+    h.extend_from_slice(&src.octets());
+    h.extend_from_slice(&dst.octets());
+    h.extend_from_slice(&[nh, 0]);
+    h.extend_from_slice(&(offset | u16::from(more)).to_be_bytes());
+    h.extend_from_slice(&ident.to_be_bytes());
+    h.extend_from_slice(data);
+    h
+}
+
+// RFC 8200 s.4.5: "The Next Header values in the Fragment headers of
+// different fragments of the same original packet may differ. Only the
+// value from the Offset zero fragment packet is used for reassembly."
+// The reassembly key includes each fragment's Next Header, so such a
+// datagram never completes.
+#[test]
+fn ipv6_reassembly_ignores_next_header_of_non_first_fragments() {
+    let mut pl = pipeline();
+    let (src, ours) = (v6("2001:db8::2"), v6("2001:db8::1"));
+    let m = echo6(src, ours);
+    let a = frag6(src, ours, 58, 0, true, 9, &m[..8]);
+    let b = frag6(src, ours, 17, 8, false, 9, &m[8..]);
+    assert_eq!(run(&mut pl, &eth(R0, H0, None, 0x86dd, &a), 0).0, Verdict::Consumed);
+    let (v, out) = run(&mut pl, &eth(R0, H0, None, 0x86dd, &b), 0);
+    assert_eq!(v, Verdict::Tx(0), "datagram not reassembled");
+    assert_eq!(out[14 + 40], 129, "echo reply");
+}
+
+// RFC 8200 s.4.5: "If the fragment is a whole datagram (that is, both the
+// Fragment Offset field and the M flag are zero), then it does not need any
+// further reassembly and should be processed as a fully reassembled packet
+// ... Any other fragments that match this packet (i.e., the same IPv6 Source
+// Address, IPv6 Destination Address, and Fragment Identification) should be
+// processed independently." (RFC 6946 s.4 makes it a MUST.)
+#[test]
+fn ipv6_atomic_fragment_is_processed_in_isolation() {
+    let mut pl = pipeline();
+    let (src, ours) = (v6("2001:db8::2"), v6("2001:db8::1"));
+    // A stray fragment with the same identification is pending.
+    let stray = frag6(src, ours, 58, 8, true, 7, &[0u8; 8]);
+    let (v, _) = run(&mut pl, &eth(R0, H0, None, 0x86dd, &stray), 0);
+    assert_eq!(v, Verdict::Consumed);
+    // An atomic fragment carrying a whole Echo Request.
+    let atomic = frag6(src, ours, 58, 0, false, 7, &echo6(src, ours));
+    let (v, out) = run(&mut pl, &eth(R0, H0, None, 0x86dd, &atomic), 0);
+    assert_eq!(v, Verdict::Tx(0), "atomic fragment not answered");
+    assert_eq!(out[14 + 40], 129, "echo reply");
+}
