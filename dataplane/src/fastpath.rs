@@ -164,6 +164,8 @@ impl Pipeline {
             }
             for n in &ifc.v6 {
                 f.mark(hash6(&n.addr().octets()));
+                // The Subnet-Router anycast address is ours too.
+                f.mark(hash6(&n.network().octets()));
             }
             f.mark(hash6(&ifc.link_local.octets()));
         }

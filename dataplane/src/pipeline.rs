@@ -995,7 +995,9 @@ impl Pipeline {
 
     fn echo6<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, src: Ipv6Addr, dst: Ipv6Addr, off: usize, total: usize) -> Result<Verdict, Drop> {
         let ifc = self.topo.iface(l2.iface).ok_or(Drop::VlanUnknown)?;
-        let our = if dst.is_multicast() { ifc.v6_for(src) } else { dst };
+        // To a group or to a Subnet-Router anycast address: from a unicast
+        // address of the interface (RFC 4443 s.4.2).
+        let our = if dst.is_multicast() || (!self.topo.is_local6(&dst) && self.topo.is_subnet_anycast6(&dst)) { ifc.v6_for(src) } else { dst };
         let body_len = total - off;
         {
             // Rebuild as a plain IPv6 + ICMPv6 packet (extension headers of

@@ -276,11 +276,17 @@ impl Topology {
     pub fn is_subnet_broadcast4(&self, a: &Ipv4Addr) -> bool {
         self.interfaces.iter().any(|i| i.v4.iter().any(|n| n.prefix_len() < 31 && n.broadcast() == *a))
     }
+    /// `a` is the Subnet-Router anycast address (the prefix with a zero
+    /// interface identifier) of one of the attached IPv6 subnets (RFC 4291
+    /// s.2.6.1: routers MUST support it; /127 and /128 have none).
+    pub fn is_subnet_anycast6(&self, a: &Ipv6Addr) -> bool {
+        self.interfaces.iter().any(|i| i.v6.iter().any(|n| n.prefix_len() < 127 && n.network() == *a))
+    }
     /// True when `a` is one of our addresses or a multicast group we listen
     /// to (all-nodes, all-routers, our solicited-node groups).
     #[inline]
     pub fn accepts6(&self, a: &Ipv6Addr) -> bool {
-        if self.is_local6(a) {
+        if self.is_local6(a) || self.is_subnet_anycast6(a) {
             return true;
         }
         let s = a.segments();

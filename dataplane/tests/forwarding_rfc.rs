@@ -4,7 +4,7 @@
 
 mod support;
 use support::{conn, iface, via};
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
 use dataplane::counters::{Drop, WorkerCounters};
@@ -281,4 +281,41 @@ fn ipv6_atomic_fragment_is_processed_in_isolation() {
     let (v, out) = run(&mut pl, &eth(R0, H0, None, 0x86dd, &atomic), 0);
     assert_eq!(v, Verdict::Tx(0), "atomic fragment not answered");
     assert_eq!(out[14 + 40], 129, "echo reply");
+}
+
+// RFC 4291 s.2.6.1: "Routers are required to support the Subnet-Router
+// anycast addresses for the subnets to which they have interfaces." An Echo
+// Request to 2001:db8:: (the Subnet-Router anycast address of p0's
+// 2001:db8::/64) is taken as a transit packet to a host 2001:db8:: and the
+// router solicits that "neighbour" instead of answering (RFC 4443 s.4.2:
+// the reply to an anycast request comes from a unicast address of the
+// receiving interface).
+#[test]
+fn subnet_router_anycast_address_is_the_routers_own() {
+    let mut pl = pipeline();
+    let (src, anycast) = (v6("2001:db8::2"), v6("2001:db8::"));
+    let mut ip = vec![0x60, 0, 0, 0, 0, 16, 58, 64];
+    ip.extend_from_slice(&src.octets());
+    ip.extend_from_slice(&anycast.octets());
+    ip.extend_from_slice(&echo6(src, anycast));
+    let (v, out) = run(&mut pl, &eth(R0, H0, None, 0x86dd, &ip), 0);
+    let ns_for_anycast = pl.solicits.iter().any(|s| s.target == IpAddr::V6(anycast));
+    assert!(!ns_for_anycast, "Neighbor Solicitation queued for our own Subnet-Router anycast address (verdict {v:?})");
+    assert_eq!(v, Verdict::Tx(0), "echo request to the Subnet-Router anycast address not answered");
+    assert_eq!(out[14 + 40], 129);
+    assert_eq!(&out[14 + 8..14 + 24], &v6("2001:db8::1").octets(), "from the interface's unicast address");
+    // The fast path leaves a datagram to it to the pipeline (UDP, which the
+    // fast path would otherwise forward toward a "host" 2001:db8::).
+    let u = udp(8);
+    let mut udp6 = vec![0x60, 0, 0, 0, 0, u.len() as u8, 17, 64];
+    udp6.extend_from_slice(&src.octets());
+    udp6.extend_from_slice(&anycast.octets());
+    udp6.extend_from_slice(&u);
+    let mut g = eth(R0, H0, None, 0x86dd, &udp6);
+    let mut outp = [0u16; 1];
+    {
+        let mut views: Vec<&mut [u8]> = vec![&mut g[..]];
+        pipeline().fast_burst(0, &mut views, &mut outp);
+    }
+    assert_eq!(outp[0], dataplane::fastpath::SLOW);
 }
