@@ -582,10 +582,6 @@ impl Pipeline {
         Ok(Verdict::Tx(port))
     }
 
-    fn is_subnet_broadcast(&self, iface: u16, dst: Ipv4Addr) -> bool {
-        self.topo.iface(iface).map(|i| i.v4.iter().any(|n| n.prefix_len() < 31 && n.broadcast() == dst)).unwrap_or(false)
-    }
-
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn local4<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, src: Ipv4Addr, dst: Ipv4Addr, proto: IpProtocol, hl: usize, total: usize, now_ns: u64) -> Result<Verdict, Drop> {
         if proto != IpProtocol::ICMP {
@@ -1309,7 +1305,7 @@ impl Pipeline {
         // A directed broadcast to an attached subnet is not forwarded
         // (RFC 2644: off by default), and never resolved as a station.
         if let IpAddr::V4(t) = target {
-            if self.is_subnet_broadcast(nh.iface, t) {
+            if self.topo.is_subnet_broadcast4(&t) {
                 return Err(Drop::MulticastNotRouted);
             }
         }

@@ -3,7 +3,7 @@
 //! the fix that came with it.
 
 mod support;
-use support::{conn, iface, via};
+use support::{conn, eth, iface, via};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
@@ -46,18 +46,6 @@ fn pipeline_mtu(mtu1: u16) -> Pipeline {
     Pipeline::new(Arc::new(Topology::new(vec![p0, p1])), Arc::new(f), Arc::new(n), Arc::new(WorkerCounters::default()), PipelineConfig::default())
 }
 
-fn eth(dst: MacAddr, src: MacAddr, tag: Option<(u8, u16)>, et: u16, payload: &[u8]) -> Vec<u8> {
-    let mut f = Vec::new();
-    f.extend_from_slice(&dst);
-    f.extend_from_slice(&src);
-    if let Some((pcp, vid)) = tag {
-        f.extend_from_slice(&[0x81, 0x00]);
-        f.extend_from_slice(&((u16::from(pcp) << 13) | vid).to_be_bytes());
-    }
-    f.extend_from_slice(&et.to_be_bytes());
-    f.extend_from_slice(payload);
-    f
-}
 
 fn ipv4(src: Ipv4Addr, dst: Ipv4Addr, ttl: u8, proto: u8, payload: &[u8]) -> Vec<u8> {
     let total = (20 + payload.len()) as u16;

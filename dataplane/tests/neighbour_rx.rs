@@ -6,7 +6,7 @@
 mod support;
 use std::net::{IpAddr, Ipv6Addr};
 use std::sync::Arc;
-use support::{conn, iface};
+use support::{conn, iface, icmpv6};
 
 use dataplane::counters::WorkerCounters;
 use dataplane::packet::VecPacket;
@@ -81,14 +81,6 @@ fn ipv6(src: Ipv6Addr, dst: Ipv6Addr, hop: u8, nh: u8, payload: &[u8]) -> Vec<u8
     h
 }
 
-fn icmpv6(src: Ipv6Addr, dst: Ipv6Addr, ty: u8, code: u8, rest: &[u8]) -> Vec<u8> {
-    let mut m = vec![ty, code, 0, 0];
-    m.extend_from_slice(rest);
-    let s = checksum::combine(checksum::pseudo_v6(&src.octets(), &dst.octets(), 58, m.len() as u32), checksum::sum(&m));
-    let c = !checksum::fold(s);
-    m[2..4].copy_from_slice(&c.to_be_bytes());
-    m
-}
 
 /// A Neighbor Advertisement on p1 from 2001:db8:1::77 (Ethernet source
 /// `smac`) to `dst`, flags byte `flags` (0x80 R, 0x40 S, 0x20 O), with a

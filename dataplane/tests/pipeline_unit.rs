@@ -12,7 +12,7 @@
 //! the tests can assert counters by name exactly as the CLI shows them.
 
 mod support;
-use support::{iface, conn, via};
+use support::{conn, eth, iface, icmpv6, via};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
@@ -163,18 +163,6 @@ fn assert_drop(pl: &mut Pipeline, frame: &[u8], port: u16, reason: Drop, name: &
 
 // --------------------------------------------------------- frame builders
 
-fn eth(dst: MacAddr, src: MacAddr, tag: Option<(u8, u16)>, et: u16, payload: &[u8]) -> Vec<u8> {
-    let mut f = Vec::new();
-    f.extend_from_slice(&dst);
-    f.extend_from_slice(&src);
-    if let Some((pcp, vid)) = tag {
-        f.extend_from_slice(&[0x81, 0x00]);
-        f.extend_from_slice(&((u16::from(pcp) << 13) | vid).to_be_bytes());
-    }
-    f.extend_from_slice(&et.to_be_bytes());
-    f.extend_from_slice(payload);
-    f
-}
 
 /// An IPv4 header (no options) with TOS 0xb8, ID 0x4242, DF, and `payload`.
 fn ipv4(src: Ipv4Addr, dst: Ipv4Addr, ttl: u8, proto: u8, payload: &[u8]) -> Vec<u8> {
@@ -222,15 +210,6 @@ fn icmpv4_echo(ty: u8, id: u16, seq: u16, data: &[u8]) -> Vec<u8> {
     m
 }
 
-/// An ICMPv6 message with its checksum over the pseudo-header.
-fn icmpv6(src: Ipv6Addr, dst: Ipv6Addr, ty: u8, code: u8, rest: &[u8]) -> Vec<u8> {
-    let mut m = vec![ty, code, 0, 0];
-    m.extend_from_slice(rest);
-    let s = checksum::combine(checksum::pseudo_v6(&src.octets(), &dst.octets(), 58, m.len() as u32), checksum::sum(&m));
-    let c = !checksum::fold(s);
-    m[2..4].copy_from_slice(&c.to_be_bytes());
-    m
-}
 
 fn arp(op: u16, sha: MacAddr, spa: Ipv4Addr, tha: MacAddr, tpa: Ipv4Addr) -> Vec<u8> {
     let mut a = vec![0, 1, 0x08, 0x00, 6, 4];

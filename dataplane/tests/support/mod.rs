@@ -3,6 +3,8 @@
 #![allow(dead_code)]
 
 use dataplane::tables::{Interface, MacAddr, NextHop};
+use dataplane::wire::checksum;
+use std::net::Ipv6Addr;
 
 /// An interface with addresses given as "address/length", IPv4 or IPv6.
 pub fn iface(name: &str, port: u16, vlan: Option<u16>, mac: MacAddr, mtu: u16, addrs: &[&str]) -> Interface {
@@ -25,4 +27,29 @@ pub fn conn(i: u16) -> NextHop {
 /// A route via gateway `gw` on interface `i`.
 pub fn via(i: u16, gw: &str) -> NextHop {
     NextHop { iface: i, gateway: Some(gw.parse().unwrap()) }
+}
+
+/// An Ethernet frame, with an 802.1Q tag `(pcp, vid)` when given.
+pub fn eth(dst: MacAddr, src: MacAddr, tag: Option<(u8, u16)>, et: u16, payload: &[u8]) -> Vec<u8> {
+    let mut f = Vec::new();
+    f.extend_from_slice(&dst);
+    f.extend_from_slice(&src);
+    if let Some((pcp, vid)) = tag {
+        f.extend_from_slice(&[0x81, 0x00]);
+        f.extend_from_slice(&((u16::from(pcp) << 13) | vid).to_be_bytes());
+    }
+    f.extend_from_slice(&et.to_be_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+/// An ICMPv6 message (type, code, then `rest`) with its checksum for the
+/// pseudo-header of `src` -> `dst`.
+pub fn icmpv6(src: Ipv6Addr, dst: Ipv6Addr, ty: u8, code: u8, rest: &[u8]) -> Vec<u8> {
+    let mut m = vec![ty, code, 0, 0];
+    m.extend_from_slice(rest);
+    let s = checksum::combine(checksum::pseudo_v6(&src.octets(), &dst.octets(), 58, m.len() as u32), checksum::sum(&m));
+    let c = !checksum::fold(s);
+    m[2..4].copy_from_slice(&c.to_be_bytes());
+    m
 }
