@@ -267,6 +267,25 @@ pub(crate) struct L2 {
     pub(crate) mcast: bool,
 }
 
+/// How a packet the router answers leaves: the egress interface, its port,
+/// MAC and VLAN, and the next hop's MAC.
+#[derive(Debug, Clone, Copy)]
+struct ReplyPath {
+    iface: u16,
+    port: u16,
+    src_mac: MacAddr,
+    vlan: Option<u16>,
+    mac: MacAddr,
+}
+
+impl ReplyPath {
+    /// Write the egress L2 header over the received one.
+    fn write<P: PacketBuffer>(&self, p: &mut P, l2: L2, et: EtherType) -> Result<Verdict, Drop> {
+        write_l2(p, l2, self.mac, self.src_mac, self.vlan, et)?;
+        Ok(Verdict::Tx(self.port))
+    }
+}
+
 const EVENTS_CAP: usize = 256;
 /// Window CNPs one `poll_multicast` can queue (one per group at most).
 const MC_PENDING_CAP: usize = 1024;
@@ -618,18 +637,23 @@ impl Pipeline {
 
     /// Send a locally answered IPv4 packet (already at `l2.l3`) to `dst`.
     fn output4<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, dst: Ipv4Addr) -> Result<Verdict, Drop> {
-        let hop = self.fib.route_ip(IpAddr::V4(dst), ip_at(p.data(), l2.l3)).ok_or(Drop::NoRoute)?;
-        let nh = *self.fib.hop(hop).ok_or(Drop::NoRoute)?;
-        // Replies never wait for resolution: fall back to the frame's sender.
-        let (port, out_mac, vlan, mac) = match self.resolve(&nh, IpAddr::V4(dst), 0) {
-            Ok((ifc, mac)) => (ifc.port, ifc.mac, ifc.vlan, mac),
-            Err(_) => self.back_to_sender(p, l2)?,
-        };
-        write_l2(p, l2, mac, out_mac, vlan, EtherType::IPV4)?;
-        Ok(Verdict::Tx(port))
+        let path = self.reply_path4(p, l2, dst)?;
+        path.write(p, l2, EtherType::IPV4)
     }
 
-    fn back_to_sender<P: PacketBuffer>(&self, p: &P, l2: L2) -> Result<(u16, MacAddr, Option<u16>, MacAddr), Drop> {
+    /// Where a packet the router answers to `dst` leaves: the FIB's
+    /// interface and neighbour. Replies never wait for resolution: they
+    /// fall back to the frame's sender on the arrival interface.
+    fn reply_path4<P: PacketBuffer>(&mut self, p: &P, l2: L2, dst: Ipv4Addr) -> Result<ReplyPath, Drop> {
+        let hop = self.fib.route_ip(IpAddr::V4(dst), ip_at(p.data(), l2.l3)).ok_or(Drop::NoRoute)?;
+        let nh = *self.fib.hop(hop).ok_or(Drop::NoRoute)?;
+        match self.resolve(&nh, IpAddr::V4(dst), 0) {
+            Ok((ifc, mac)) => Ok(ReplyPath { iface: nh.iface, port: ifc.port, src_mac: ifc.mac, vlan: ifc.vlan, mac }),
+            Err(_) => self.back_to_sender(p, l2),
+        }
+    }
+
+    fn back_to_sender<P: PacketBuffer>(&self, p: &P, l2: L2) -> Result<ReplyPath, Drop> {
         let ifc = self.topo.iface(l2.iface).ok_or(Drop::VlanUnknown)?;
         let src = EthernetFrame::new_unchecked(p.data()).src_addr();
         if src == crate::unres::HOLD_MAC || src == ifc.mac {
@@ -637,7 +661,7 @@ impl Pipeline {
             // our own (a frame the router built itself).
             return Err(Drop::NeighbourMiss);
         }
-        Ok((ifc.port, ifc.mac, ifc.vlan, src))
+        Ok(ReplyPath { iface: l2.iface, port: ifc.port, src_mac: ifc.mac, vlan: ifc.vlan, mac: src })
     }
 
     /// Turn an expired packet into ICMP Time Exceeded (RFC 792, RFC 1812
@@ -654,6 +678,7 @@ impl Pipeline {
     pub(crate) fn icmp_error4<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, src: Ipv4Addr, total: usize, now_ns: u64, e: Icmp4Error) -> Result<Verdict, Drop> {
         let (ty, code, rest, sent, why) = match e {
             Icmp4Error::TimeExceeded => (Icmpv4Message::TIME_EXCEEDED, 0, 0, Local::TimeExceeded4, Drop::TtlExpired),
+            Icmp4Error::ReasmTimeExceeded => (Icmpv4Message::TIME_EXCEEDED, 1, 0, Local::TimeExceeded4, Drop::ReasmTimeout),
             // Code 0, network unreachable (RFC 1812 s.5.2.7.1).
             Icmp4Error::NoRoute => (Icmpv4Message::DST_UNREACHABLE, 0, 0, Local::Unreachable4, Drop::NoRoute),
             // Code 4, fragmentation needed and DF set, with the next-hop
@@ -671,11 +696,17 @@ impl Pipeline {
         if l2.mcast || ip.len() < 20 || ip[16] >= 224 || not_one_host(&ip[12..16]) || self.topo.is_subnet_broadcast4(&Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19])) {
             return Err(why);
         }
-        if !icmp4_error_allowed(ip) || !self.icmp_bucket.take(now_ns) {
+        if !icmp4_error_allowed(ip) {
             return Err(why);
         }
-        let ifc = self.topo.iface(l2.iface).ok_or(Drop::VlanUnknown)?;
-        let our = ifc.v4_for(src).ok_or(why)?;
+        // RFC 1812 s.4.3.2.4: from an address of the interface the error
+        // leaves by (the arrival interface's when that one has none).
+        let path = self.reply_path4(p, l2, src)?;
+        let our = self.topo.iface(path.iface).and_then(|i| i.v4_for(src)).or_else(|| self.topo.iface(l2.iface).and_then(|i| i.v4_for(src))).ok_or(why)?;
+        // The token last: an error that cannot be sent does not spend it.
+        if !self.icmp_bucket.take(now_ns) {
+            return Err(why);
+        }
         let quote = total.min(576 - 28).min(p.len() - l2.l3);
         if !p.set_len(l2.l3 + 28 + quote) {
             return Err(Drop::NoHeadroom);
@@ -693,7 +724,7 @@ impl Pipeline {
             }
             write_ipv4_header(&mut d[l2.l3..], our, src, IpProtocol::ICMP, (20 + icmp_len) as u16);
         }
-        let v = self.output4(p, l2, src)?;
+        let v = path.write(p, l2, EtherType::IPV4)?;
         self.counters.local(sent);
         self.reply = true;
         Ok(v)
@@ -709,7 +740,9 @@ impl Pipeline {
             }
             (ip.dst_addr(), ip.src_addr(), ip.hop_limit(), 40 + usize::from(ip.payload_len()))
         };
-        if src.is_multicast() || src.is_loopback() || self.topo.is_local6(&src) {
+        // RFC 6890 / RFC 4291 s.2.5.5.2: an IPv4-mapped address is not a
+        // source (nor a destination, below) on the wire.
+        if src.is_multicast() || src.is_loopback() || is_v4_mapped(&src) || self.topo.is_local6(&src) {
             return Err(Drop::Ipv6Martian);
         }
         // Link-local and unspecified sources (ND, DAD) have no route: they
@@ -747,7 +780,7 @@ impl Pipeline {
             return Err(Drop::MulticastNotRouted);
         }
         // RFC 4291 s.2.5.2: a packet from :: is never forwarded.
-        if dst.is_loopback() || dst.is_unspecified() || src.is_unspecified() || crate::tables::is_link_local(&dst) || crate::tables::is_link_local(&src) {
+        if dst.is_loopback() || dst.is_unspecified() || src.is_unspecified() || is_v4_mapped(&dst) || crate::tables::is_link_local(&dst) || crate::tables::is_link_local(&src) {
             return Err(Drop::Ipv6Martian);
         }
         if hop <= 1 {
@@ -1146,21 +1179,24 @@ impl Pipeline {
     }
 
     fn output6<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, dst: Ipv6Addr) -> Result<Verdict, Drop> {
-        let found = if crate::tables::is_link_local(&dst) {
-            let nh = NextHop { iface: l2.iface, gateway: None };
-            self.resolve(&nh, IpAddr::V6(dst), 0).ok()
+        let path = self.reply_path6(p, l2, dst)?;
+        path.write(p, l2, EtherType::IPV6)
+    }
+
+    /// [`Self::reply_path4`] for IPv6: a link-local destination is on the
+    /// arrival interface; without a route, back to the frame's sender.
+    fn reply_path6<P: PacketBuffer>(&mut self, p: &P, l2: L2, dst: Ipv6Addr) -> Result<ReplyPath, Drop> {
+        let nh = if crate::tables::is_link_local(&dst) {
+            Some(NextHop { iface: l2.iface, gateway: None })
         } else {
-            match self.fib.route_ip(IpAddr::V6(dst), ip_at(p.data(), l2.l3)).and_then(|h| self.fib.hop(h)).copied() {
-                Some(nh) => self.resolve(&nh, IpAddr::V6(dst), 0).ok(),
-                None => None,
+            self.fib.route_ip(IpAddr::V6(dst), ip_at(p.data(), l2.l3)).and_then(|h| self.fib.hop(h)).copied()
+        };
+        if let Some(nh) = nh {
+            if let Ok((ifc, mac)) = self.resolve(&nh, IpAddr::V6(dst), 0) {
+                return Ok(ReplyPath { iface: nh.iface, port: ifc.port, src_mac: ifc.mac, vlan: ifc.vlan, mac });
             }
-        };
-        let (port, out_mac, vlan, mac) = match found {
-            Some((ifc, mac)) => (ifc.port, ifc.mac, ifc.vlan, mac),
-            None => self.back_to_sender(p, l2)?,
-        };
-        write_l2(p, l2, mac, out_mac, vlan, EtherType::IPV6)?;
-        Ok(Verdict::Tx(port))
+        }
+        self.back_to_sender(p, l2)
     }
 
     /// ICMPv6 Time Exceeded (RFC 4443 s.3.3): as much of the original as fits
@@ -1182,6 +1218,7 @@ impl Pipeline {
         let to_multicast = l2.mcast || p.data().get(l2.l3 + 24) == Some(&0xff);
         let (head, sent, why) = match e {
             Icmp6Error::TimeExceeded => ([3, 0, 0, 0, 0, 0, 0, 0], Local::TimeExceeded6, Drop::TtlExpired),
+            Icmp6Error::ReasmTimeExceeded => ([3, 1, 0, 0, 0, 0, 0, 0], Local::TimeExceeded6, Drop::ReasmTimeout),
             // s.3.1: Destination Unreachable, code 0 (no route to destination).
             Icmp6Error::NoRoute => ([1, 0, 0, 0, 0, 0, 0, 0], Local::Unreachable6, Drop::NoRoute),
             // s.3.2: Packet Too Big with the MTU of the next-hop link.
@@ -1197,11 +1234,18 @@ impl Pipeline {
                 ([4, code, 0, 0, m[0], m[1], m[2], m[3]], Local::ParamProblem6, why)
             }
         };
-        if src.is_unspecified() || (to_multicast && !exempt) || !icmp6_error_allowed(p.data().get(l2.l3..l2.l3 + total).unwrap_or(&[])) || !self.icmp_bucket.take(now_ns) {
+        if src.is_unspecified() || (to_multicast && !exempt) || !icmp6_error_allowed(p.data().get(l2.l3..l2.l3 + total).unwrap_or(&[])) {
             return Err(why);
         }
-        let ifc = self.topo.iface(l2.iface).ok_or(Drop::VlanUnknown)?;
-        let our = ifc.v6_for(src);
+        // From an address of the interface the error leaves by (RFC 4443
+        // s.2.2 (c): chosen as for any packet the node sends to that
+        // destination, RFC 6724 rule 5: the outgoing interface's).
+        let path = self.reply_path6(p, l2, src)?;
+        let our = self.topo.iface(path.iface).ok_or(Drop::VlanUnknown)?.v6_for(src);
+        // The token last: an error that cannot be sent does not spend it.
+        if !self.icmp_bucket.take(now_ns) {
+            return Err(why);
+        }
         let quote = total.min(1280 - 48).min(p.len() - l2.l3);
         if !p.set_len(l2.l3 + 48 + quote) {
             return Err(Drop::NoHeadroom);
@@ -1214,7 +1258,7 @@ impl Pipeline {
             write_ipv6_header(&mut d[l2.l3..], our, src, 58, body as u16, 64);
             fill_icmpv6_checksum(&mut d[l2.l3..l2.l3 + 40 + body]);
         }
-        let v = self.output6(p, l2, src)?;
+        let v = path.write(p, l2, EtherType::IPV6)?;
         self.counters.local(sent);
         self.reply = true;
         Ok(v)
@@ -1532,6 +1576,8 @@ impl Pipeline {
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Icmp4Error {
     TimeExceeded,
+    /// Time Exceeded, code 1: fragment reassembly time exceeded.
+    ReasmTimeExceeded,
     NoRoute,
     HostUnreachable,
     /// Fragmentation needed and DF set, with the next-hop MTU.
@@ -1542,6 +1588,8 @@ pub(crate) enum Icmp4Error {
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Icmp6Error {
     TimeExceeded,
+    /// Time Exceeded, code 1: fragment reassembly time exceeded.
+    ReasmTimeExceeded,
     NoRoute,
     AddressUnreachable,
     /// Packet Too Big, with the MTU of the next-hop link.
@@ -1549,6 +1597,13 @@ pub(crate) enum Icmp6Error {
     /// Parameter Problem (RFC 4443 s.3.4) with its code and pointer (the
     /// offset of the field in the invoking packet), for the drop `why`.
     ParamProblem { code: u8, pointer: u32, why: Drop },
+}
+
+/// ::ffff:0:0/96, the IPv4-mapped addresses (RFC 4291 s.2.5.5.2): RFC 6890
+/// lists them as neither source nor destination, not forwardable.
+fn is_v4_mapped(a: &Ipv6Addr) -> bool {
+    let s = a.segments();
+    s[..5] == [0; 5] && s[5] == 0xffff
 }
 
 /// RFC 1812 s.4.3.2.7: no ICMP error about a non-initial fragment or about

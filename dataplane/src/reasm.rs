@@ -20,6 +20,8 @@
 //! fragment whose length is not a multiple of 8, one beyond 65535 octets or
 //! beyond the end a last fragment set is dropped (`reassembly-malformed`).
 
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
 use crate::counters::{Drop, Local, WorkerCounters};
 use crate::packet::{PacketBuffer, VecPacket};
 use crate::pipeline::{Verdict, L2};
@@ -62,6 +64,8 @@ struct Slot {
     hl: usize,
     /// IPv6: the first fragment's Fragment header Next Header.
     next: u8,
+    /// Octets of data the first fragment carried.
+    first: usize,
     /// Fragmentable part's length, once the last fragment arrived.
     end: Option<usize>,
     /// Highest octet received so far, and how many in all.
@@ -82,6 +86,7 @@ impl Slot {
             hdr: [0; 60],
             hl: 0,
             next: 0,
+            first: 0,
             end: None,
             max_seen: 0,
             got: 0,
@@ -192,10 +197,56 @@ impl Reassembly {
             s.hdr[..h.len()].copy_from_slice(h);
             s.hl = h.len();
             s.next = f.next;
+            s.first = len;
         }
         s.max_seen = s.max_seen.max(stop);
         s.got += len;
         Ok((s.hl > 0 && s.end == Some(s.got)).then_some(i))
+    }
+
+    /// Whether a datagram has run out of time at `now`.
+    pub(crate) fn due(&self, now: u64) -> bool {
+        self.slots.iter().any(|s| s.key.is_some() && now.saturating_sub(s.started) > REASM_TIMEOUT_NS)
+    }
+
+    /// Discard one datagram that ran out of time at `now` (counted as
+    /// `reassembly-timeout`). When its first fragment had arrived, that
+    /// fragment is rebuilt into `out` (the IP packet as received, without
+    /// its data past `max` octets) for the Time Exceeded its source is
+    /// owed, and its source address is returned. `None` when no datagram
+    /// was due.
+    pub(crate) fn expire(&mut self, now: u64, out: &mut [u8], counters: &WorkerCounters) -> Option<Option<(IpAddr, usize)>> {
+        let s = self.slots.iter_mut().find(|s| s.key.is_some() && now.saturating_sub(s.started) > REASM_TIMEOUT_NS)?;
+        let key = s.key.take()?;
+        counters.dropped(Drop::ReasmTimeout);
+        if s.hl == 0 {
+            return Some(None);
+        }
+        let Some(pkt) = s.pkt.as_mut() else { return Some(None) };
+        let data = pkt.raw_mut().get(PAY..PAY + s.first).unwrap_or(&[]);
+        // The first fragment: its header as received (lengths, MF and all),
+        // for IPv6 with its Fragment header, then its data.
+        let mut fh = [0u8; 8];
+        let fhl = if key.v6 {
+            fh[0] = s.next;
+            fh[3] = 1; // offset 0, M
+            fh[4..8].copy_from_slice(&key.id.to_be_bytes());
+            8
+        } else {
+            0
+        };
+        let mut n = 0;
+        for part in [&s.hdr[..s.hl], &fh[..fhl], data] {
+            let k = part.len().min(out.len() - n);
+            out[n..n + k].copy_from_slice(&part[..k]);
+            n += k;
+        }
+        let src = if key.v6 {
+            IpAddr::V6(Ipv6Addr::from(key.src))
+        } else {
+            IpAddr::V4(Ipv4Addr::new(key.src[0], key.src[1], key.src[2], key.src[3]))
+        };
+        Some(Some((src, n)))
     }
 
     /// The completed datagram of `slot` as a frame: `l2` (the last
@@ -251,6 +302,50 @@ impl Reassembly {
 }
 
 impl crate::pipeline::Pipeline {
+    /// Whether a datagram in reassembly ran out of time at `now_ns` (for
+    /// the worker to call [`Self::reassembly_timeout`]).
+    pub fn reassembly_due(&self, now_ns: u64) -> bool {
+        self.reasm.due(now_ns)
+    }
+
+    /// Discard a datagram that ran out of time. When its first fragment
+    /// had arrived, build in `p` the ICMP Time Exceeded, code 1 (fragment
+    /// reassembly time exceeded) to its source (RFC 792, RFC 1122 s.3.3.2;
+    /// ICMPv6 RFC 4443 s.3.3, RFC 8200 s.4.5), quoting that fragment, and
+    /// return its port. `None` when no datagram was due; an error when no
+    /// ICMP message is sent (no first fragment, no route, rate limit).
+    pub fn reassembly_timeout<P: PacketBuffer>(&mut self, p: &mut P, now_ns: u64) -> Option<Result<u16, Drop>> {
+        // Room for the largest quote (IPv6: 1280 - 48) after a 14-octet
+        // L2 placeholder.
+        if !p.set_len(14 + 1232) {
+            // Still take the datagram out of reassembly.
+            return self.reasm.expire(now_ns, &mut [], &self.counters).map(|_| Err(Drop::NoHeadroom));
+        }
+        let (src, n) = match self.reasm.expire(now_ns, &mut p.data_mut()[14..], &self.counters)? {
+            Some(x) => x,
+            None => return Some(Err(Drop::ReasmTimeout)),
+        };
+        p.set_len(14 + n);
+        // No Ethernet source to fall back to (the zero MAC is refused): the
+        // error goes where the FIB and neighbour table say.
+        let et: u16 = if src.is_ipv6() { 0x86dd } else { 0x0800 };
+        let d = p.data_mut();
+        d[..12].fill(0);
+        d[12..14].copy_from_slice(&et.to_be_bytes());
+        let Some(iface) = self.route_iface(src) else { return Some(Err(Drop::NoRoute)) };
+        self.reply = false;
+        let l2 = L2 { iface, l3: 14, pcp: 0, mcast: false };
+        let v = match src {
+            IpAddr::V4(a) => self.icmp_error4(p, l2, a, n, now_ns.max(1), crate::pipeline::Icmp4Error::ReasmTimeExceeded),
+            IpAddr::V6(a) => self.icmp_error6(p, l2, a, n, now_ns.max(1), crate::pipeline::Icmp6Error::ReasmTimeExceeded),
+        };
+        Some(match v {
+            Ok(Verdict::Tx(port)) => Ok(port),
+            Ok(_) => Err(Drop::ReasmTimeout),
+            Err(e) => Err(e),
+        })
+    }
+
     /// Add fragment `f` (received in `frame`); the completed datagram as a
     /// frame with the received L2 header, and its slot.
     fn reassembly_step(&mut self, frame: &[u8], l2: L2, f: &Fragment, now_ns: u64) -> Result<Option<(usize, VecPacket)>, Drop> {

@@ -370,6 +370,9 @@ impl Worker {
             }
             self.release_held(now);
             self.send_solicits();
+            if self.pipeline.reassembly_due(now) {
+                self.reassembly_timeouts(now);
+            }
             self.send_pfc(now);
             if self.mc_owner {
                 self.drain_mc_ring(now);
@@ -1058,6 +1061,26 @@ impl Worker {
         }
         self.pipeline.solicits = solicits;
         self.pipeline.solicits.clear();
+    }
+
+    /// Datagrams whose reassembly ran out of time: discarded, and their
+    /// sources told when the first fragment had arrived.
+    fn reassembly_timeouts(&mut self, now: u64) {
+        for _ in 0..crate::reasm::REASM_SLOTS {
+            if !self.pipeline.reassembly_due(now) {
+                return;
+            }
+            let Some(mut m) = self.spec.pool.alloc() else {
+                // Tried again at the next poll.
+                self.counters.dropped(Drop::NoMbuf);
+                return;
+            };
+            m.reset_len(0);
+            match self.pipeline.reassembly_timeout(&mut m, now) {
+                Some(Ok(port)) => self.output(port, m, true),
+                _ => self.free.push(m.into_raw()),
+            }
+        }
     }
 
     fn post_events(&mut self) {

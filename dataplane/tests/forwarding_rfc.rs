@@ -28,8 +28,13 @@ fn pipeline() -> Pipeline {
     pipeline_mtu(1500)
 }
 
-/// p0 (port 0, MTU 1500) and p1 (port 1, MTU `mtu1`).
+/// p0 (port 0, MTU 1500) and p1 (port 1, MTU `mtu1`); default routes of
+/// both families via gateways on p1.
 fn pipeline_mtu(mtu1: u16) -> Pipeline {
+    build(mtu1, PipelineConfig::default(), true)
+}
+
+fn build(mtu1: u16, cfg: PipelineConfig, defaults: bool) -> Pipeline {
     let p0 = iface("p0", 0, None, R0, 1500, &["10.0.0.1/24", "2001:db8::1/64"]);
     let p1 = iface("p1", 1, None, R1, mtu1, &["10.1.0.1/24", "2001:db8:1::1/64"]);
     let mut f = Fib::default();
@@ -37,13 +42,17 @@ fn pipeline_mtu(mtu1: u16) -> Pipeline {
     f.insert4("10.1.0.0/24".parse().unwrap(), conn(1));
     f.insert6("2001:db8::/64".parse().unwrap(), conn(0));
     f.insert6("2001:db8:1::/64".parse().unwrap(), conn(1));
-    f.insert4("0.0.0.0/0".parse().unwrap(), via(1, "10.1.0.254"));
+    if defaults {
+        f.insert4("0.0.0.0/0".parse().unwrap(), via(1, "10.1.0.254"));
+        f.insert6("::/0".parse().unwrap(), via(1, "2001:db8:1::fe"));
+    }
     let mut n = Neighbours::default();
     n.learn(0, "10.0.0.2".parse().unwrap(), H0, NeighSource::Static);
     n.learn(0, "2001:db8::2".parse().unwrap(), H0, NeighSource::Static);
     n.learn(1, "10.1.0.2".parse().unwrap(), H1, NeighSource::Static);
     n.learn(1, "10.1.0.254".parse().unwrap(), GW1, NeighSource::Static);
-    Pipeline::new(Arc::new(Topology::new(vec![p0, p1])), Arc::new(f), Arc::new(n), Arc::new(WorkerCounters::default()), PipelineConfig::default())
+    n.learn(1, "2001:db8:1::fe".parse().unwrap(), GW1, NeighSource::Static);
+    Pipeline::new(Arc::new(Topology::new(vec![p0, p1])), Arc::new(f), Arc::new(n), Arc::new(WorkerCounters::default()), cfg)
 }
 
 
@@ -306,4 +315,159 @@ fn subnet_router_anycast_address_is_the_routers_own() {
         pipeline().fast_burst(0, &mut views, &mut outp);
     }
     assert_eq!(outp[0], dataplane::fastpath::SLOW);
+}
+
+// RFC 1812 s.4.3.2.4: "the IP source address in an ICMP message originated
+// by the router MUST be one of the IP addresses associated with the physical
+// interface over which the ICMP message is transmitted." Routing here is
+// asymmetric: 192.0.2.7 is reached by the default route out of p1, but its
+// datagram arrives on p0. Was: the Time Exceeded left by p1 from p0's
+// address 10.0.0.1.
+#[test]
+fn icmp_error_is_sourced_from_the_egress_interface() {
+    let mut pl = pipeline();
+    let ip = ipv4(v4("192.0.2.7"), v4("10.1.0.2"), 1, 17, &udp(8));
+    let (v, out) = run(&mut pl, &eth(R0, H0, None, 0x0800, &ip), 0);
+    assert_eq!(v, Verdict::Tx(1), "Time Exceeded routed toward 192.0.2.7");
+    assert_eq!(&out[0..6], &GW1, "to the default gateway");
+    assert_eq!(&out[6..12], &R1, "from p1's MAC");
+    assert_eq!(out[14 + 20], 11, "Time Exceeded");
+    assert_eq!(&out[14 + 12..14 + 16], &v4("10.1.0.1").octets(), "source: p1's address, the interface the error leaves by");
+    assert_eq!(&out[14 + 16..14 + 20], &v4("192.0.2.7").octets());
+    assert_eq!(checksum::checksum(&out[14..34]), 0, "IPv4 header checksum");
+
+    // IPv6 (RFC 4443 s.2.2 (c): the source as for any packet to that
+    // destination, RFC 6724 rule 5: the outgoing interface's).
+    let (src, dst) = (v6("2001:db8:99::7"), v6("2001:db8:1::2"));
+    let mut ip = vec![0x60, 0, 0, 0, 0, 16, 17, 1];
+    ip.extend_from_slice(&src.octets());
+    ip.extend_from_slice(&dst.octets());
+    ip.extend_from_slice(&udp(8));
+    let (v, out) = run(&mut pl, &eth(R0, H0, None, 0x86dd, &ip), 0);
+    assert_eq!(v, Verdict::Tx(1), "Time Exceeded routed toward {src}");
+    assert_eq!(&out[0..6], &GW1);
+    assert_eq!(out[14 + 40], 3, "Time Exceeded");
+    assert_eq!(&out[14 + 8..14 + 24], &v6("2001:db8:1::1").octets(), "source: p1's address");
+}
+
+// RFC 1812 s.4.3.2.8 limits the rate of ICMP errors sent; an error that is
+// never sent must not use up the allowance. Here the first error has no
+// route back to its source (no default route) and the second, one packet
+// later, is due. Was: the token was taken before the route lookup, and the
+// second error was withheld as rate-limited.
+#[test]
+fn an_icmp_error_that_cannot_be_sent_spends_no_rate_token() {
+    let cfg = PipelineConfig { icmp_error_rate_pps: 1, icmp_error_burst: 1, ..PipelineConfig::default() };
+    let mut pl = build(1500, cfg, false);
+    let lost = ipv4(v4("198.51.100.9"), v4("10.1.0.2"), 1, 17, &udp(8));
+    let (v, _) = run(&mut pl, &eth(R0, H0, None, 0x0800, &lost), 0);
+    assert_eq!(v, Verdict::Drop(Drop::NoRoute), "no route back to 198.51.100.9");
+    let due = ipv4(v4("10.0.0.2"), v4("10.1.0.2"), 1, 17, &udp(8));
+    let (v, out) = run(&mut pl, &eth(R0, H0, None, 0x0800, &due), 0);
+    assert_eq!(v, Verdict::Tx(0), "Time Exceeded to 10.0.0.2 withheld");
+    assert_eq!(out[14 + 20], 11);
+    // And the allowance is one: a third error in the same instant is not sent.
+    let (v, _) = run(&mut pl, &eth(R0, H0, None, 0x0800, &due), 0);
+    assert_eq!(v, Verdict::Drop(Drop::TtlExpired), "rate limit");
+}
+
+/// An IPv4 fragment (IHL 5) with Identification `id`.
+fn frag4(src: Ipv4Addr, dst: Ipv4Addr, id: u16, offset: u16, more: bool, proto: u8, data: &[u8]) -> Vec<u8> {
+    let mut ip = ipv4(src, dst, 64, proto, data);
+    ip[4..6].copy_from_slice(&id.to_be_bytes());
+    ip[6..8].copy_from_slice(&((offset / 8) | if more { 0x2000 } else { 0 }).to_be_bytes());
+    ip[10..12].fill(0);
+    let c = checksum::checksum(&ip[..20]);
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    ip
+}
+
+const REASM_OVER: u64 = T0 + 31_000_000_000;
+
+// RFC 8200 s.4.5: "If insufficient fragments are received to complete
+// reassembly of a packet within 60 seconds of the reception of the
+// first-arriving fragment of that packet, reassembly of that packet must be
+// abandoned ... If the first fragment (i.e., the one with a Fragment Offset
+// of zero) has been received, an ICMP Time Exceeded -- Fragment Reassembly
+// Time Exceeded message should be sent to the source of that fragment."
+// Was: the datagram was discarded (reassembly-timeout) and nothing sent.
+#[test]
+fn ipv6_reassembly_timeout_sends_time_exceeded_code_1() {
+    let mut pl = pipeline();
+    let (src, ours) = (v6("2001:db8::2"), v6("2001:db8::1"));
+    let m = echo6(src, ours);
+    let first = frag6(src, ours, 58, 0, true, 0x0a0b0c0d, &m[..8]);
+    assert_eq!(run(&mut pl, &eth(R0, H0, None, 0x86dd, &first), 0).0, Verdict::Consumed);
+    assert!(!pl.reassembly_due(T0 + 1_000_000_000), "due long before the timeout");
+    let mut p = VecPacket::with_capacity(VecPacket::CAPACITY);
+    assert!(pl.reassembly_timeout(&mut p, T0 + 1_000_000_000).is_none());
+    assert!(pl.reassembly_due(REASM_OVER));
+    assert_eq!(pl.reassembly_timeout(&mut p, REASM_OVER), Some(Ok(0)), "Time Exceeded out of p0");
+    let out = p.data();
+    assert_eq!(&out[0..6], &H0, "to the source's MAC");
+    assert_eq!(&out[6..12], &R0);
+    assert_eq!(&out[12..14], &[0x86, 0xdd]);
+    let ip = &out[14..];
+    assert_eq!(ip[6], 58);
+    assert_eq!(&ip[8..24], &ours.octets(), "from p0's address");
+    assert_eq!(&ip[24..40], &src.octets());
+    assert_eq!(&ip[40..42], &[3, 1], "Time Exceeded, fragment reassembly time exceeded");
+    assert_eq!(&ip[44..48], &[0; 4], "unused");
+    // The invoking packet: the first fragment as it was received.
+    assert_eq!(&ip[48..], &first[..], "quote of the first fragment");
+    assert_eq!(usize::from(u16::from_be_bytes([ip[4], ip[5]])), ip.len() - 40);
+    let s = checksum::combine(checksum::pseudo_v6(&ours.octets(), &src.octets(), 58, (ip.len() - 40) as u32), checksum::sum(&ip[40..]));
+    assert_eq!(checksum::fold(s), 0xffff, "ICMPv6 checksum");
+    assert_eq!(pl.counters.drops[Drop::ReasmTimeout as usize].get(), 1);
+    assert!(!pl.reassembly_due(REASM_OVER), "datagram still in reassembly");
+
+    // Without its first fragment nothing is owed to the source.
+    let later = frag6(src, ours, 58, 8, false, 0x0a0b0c0e, &m[8..]);
+    assert_eq!(run(&mut pl, &eth(R0, H0, None, 0x86dd, &later), 0).0, Verdict::Consumed);
+    let mut p = VecPacket::with_capacity(VecPacket::CAPACITY);
+    assert_eq!(pl.reassembly_timeout(&mut p, REASM_OVER), Some(Err(Drop::ReasmTimeout)));
+    assert_eq!(pl.counters.drops[Drop::ReasmTimeout as usize].get(), 2);
+}
+
+// RFC 1122 s.3.3.2: "If the reassembly timeout expires, ... if fragment zero
+// has been received, the host SHOULD send an ICMP Time Exceeded message with
+// code 1 (fragment reassembly time exceeded)" (RFC 792); RFC 1812 s.4.2.2.7
+// has a router reassemble what is addressed to it as a host does. Was:
+// nothing sent.
+#[test]
+fn ipv4_reassembly_timeout_sends_time_exceeded_code_1() {
+    let mut pl = pipeline();
+    let (src, ours) = (v4("10.0.0.2"), v4("10.0.0.1"));
+    let first = frag4(src, ours, 0x4711, 0, true, 17, &udp(24));
+    assert_eq!(run(&mut pl, &eth(R0, H0, None, 0x0800, &first), 0).0, Verdict::Consumed);
+    let mut p = VecPacket::with_capacity(VecPacket::CAPACITY);
+    assert_eq!(pl.reassembly_timeout(&mut p, REASM_OVER), Some(Ok(0)));
+    let out = p.data();
+    assert_eq!(&out[0..6], &H0);
+    let ip = &out[14..];
+    assert_eq!(ip[9], 1, "ICMP");
+    assert_eq!(&ip[12..16], &ours.octets());
+    assert_eq!(&ip[16..20], &src.octets());
+    assert_eq!(checksum::checksum(&ip[..20]), 0, "IPv4 header checksum");
+    assert_eq!(&ip[20..22], &[11, 1], "Time Exceeded, fragment reassembly time exceeded");
+    assert_eq!(checksum::checksum(&ip[20..]), 0, "ICMP checksum");
+    assert_eq!(&ip[28..], &first[..], "quote of the first fragment, MF set, as received");
+    assert_eq!(pl.counters.drops[Drop::ReasmTimeout as usize].get(), 1);
+}
+
+// RFC 6890 s.2.2.3, table "IPv4-mapped Address" (::ffff:0:0/96): Source
+// False, Destination False, Forwardable False (RFC 4291 s.2.5.5.2: these
+// addresses stand for IPv4 nodes inside a dual-stack host's API, never on
+// the wire). Was: both forwarded (the destination by the default route).
+#[test]
+fn ipv4_mapped_ipv6_addresses_are_not_forwarded() {
+    let mut pl = pipeline();
+    for (src, dst) in [("::ffff:10.0.0.2", "2001:db8:1::2"), ("2001:db8::2", "::ffff:192.0.2.1")] {
+        let mut ip = vec![0x60, 0, 0, 0, 0, 16, 17, 64];
+        ip.extend_from_slice(&v6(src).octets());
+        ip.extend_from_slice(&v6(dst).octets());
+        ip.extend_from_slice(&udp(8));
+        let (v, _) = run(&mut pl, &eth(R0, H0, None, 0x86dd, &ip), 0);
+        assert_eq!(v, Verdict::Drop(Drop::Ipv6Martian), "{src} -> {dst}");
+    }
 }
