@@ -404,6 +404,13 @@ impl Control {
             }
         }
     }
+    fn suspect_neighbour(&mut self, iface: u16, ip: std::net::IpAddr, started: Instant) {
+        if let Some(nud) = self.nud.as_mut() {
+            if self.neighbours.get(iface, ip).is_some_and(|n| n.source == NeighSource::Learned) {
+                nud.suspect(iface, ip, started.elapsed().as_nanos() as u64);
+            }
+        }
+    }
     /// One step of neighbour unreachability detection: send its probes
     /// (through worker 0), delete the neighbours that did not answer, and
     /// leave the failed gateways out of the ECMP routes.
@@ -1149,6 +1156,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
                     }
                 }
                 Event::NeighbourConfirmed { iface, ip } => control.confirm_neighbour(iface, ip, started),
+                Event::NeighbourSuspect { iface, ip } => control.suspect_neighbour(iface, ip, started),
                 Event::Mld { iface, src, msg } => control.on_mld(iface, src, &msg, started.elapsed().as_nanos() as u64),
                 Event::EchoReply { from, seq, data, at_ns } => control.on_echo_reply(from, seq, &data, at_ns),
                 Event::PeNotification(note) => {

@@ -408,6 +408,16 @@ impl Nud {
         self.set((iface, ip), NudState::Stale, due, 0);
     }
 
+    /// A Neighbor Advertisement with Override clear named another
+    /// link-layer address (RFC 4861 s.7.2.5): a REACHABLE entry becomes
+    /// STALE, "but do not update the entry in any other way"; in any other
+    /// state the advertisement changes nothing.
+    pub fn suspect(&mut self, iface: u16, ip: IpAddr, now: u64) {
+        if self.state(iface, ip) == Some(NudState::Reachable) {
+            self.stale(iface, ip, now);
+        }
+    }
+
     /// The state of an address, if it is watched.
     pub fn state(&self, iface: u16, ip: IpAddr) -> Option<NudState> {
         self.map.get(&(iface, ip)).map(|e| e.state)
@@ -651,6 +661,29 @@ mod tests {
         t.remove(k.0, k.1);
         assert_eq!(n.state(k.0, k.1), None);
         assert_eq!(n.tick(now + 4 * S, &t, Gateways::default()), NudOut::default());
+    }
+
+    /// RFC 4861 s.7.2.5 (a): an NA with Override clear and another
+    /// link-layer address makes a REACHABLE entry STALE (so it is probed
+    /// once used); (b) in any other state it changes nothing.
+    #[test]
+    fn a_suspect_advertisement_makes_only_a_reachable_entry_stale() {
+        let mut t = Neighbours::default();
+        let k = (0, ip("2001:db8::9"));
+        t.learn(k.0, k.1, [2, 0, 0, 0, 0, 9], NeighSource::Learned);
+        let used = Arc::new(UsedBits::default());
+        let mut n = Nud::new(cfg(), 3, used.clone());
+        n.confirm(k.0, k.1, 0);
+        n.suspect(k.0, k.1, S);
+        assert_eq!(n.state(k.0, k.1), Some(NudState::Stale));
+        // Used now: DELAY, then PROBE, as any STALE entry.
+        used.mark(UsedBits::bit(k.0, k.1));
+        n.tick(2 * S, &t, Gateways::default());
+        assert_eq!(n.state(k.0, k.1), Some(NudState::Delay));
+        n.suspect(k.0, k.1, 3 * S);
+        assert_eq!(n.state(k.0, k.1), Some(NudState::Delay), "(b): not REACHABLE, unchanged");
+        n.suspect(1, ip("2001:db8::10"), 3 * S);
+        assert_eq!(n.state(1, ip("2001:db8::10")), None, "an address not watched stays so");
     }
 
     #[test]

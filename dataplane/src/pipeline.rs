@@ -54,6 +54,10 @@ pub enum Event {
     /// solicited Neighbor Advertisement) with the MAC it has: reachable
     /// (neighbour unreachability detection, [`crate::nud`]).
     NeighbourConfirmed { iface: u16, ip: IpAddr },
+    /// A Neighbor Advertisement with Override clear named another MAC for
+    /// a learned neighbour: not taken, but a REACHABLE entry becomes STALE
+    /// (RFC 4861 s.7.2.5 (a)), so it is checked once it is used.
+    NeighbourSuspect { iface: u16, ip: IpAddr },
     /// Ingress PE: a FANN message or Long-haul CNP addressed to this node,
     /// validated and from a known originating node, for the control
     /// thread's [`crate::fann::PeControl`] (the single writer of the SR
@@ -484,6 +488,19 @@ impl Pipeline {
 
     /// A neighbour seen with `mac`; `answer`: in an answer to a
     /// solicitation, which confirms that it is reachable.
+    /// Queue `ev` for the control thread once (a repeat still queued is
+    /// not queued again), or count `event-queue-full`.
+    fn post_event(&mut self, ev: Event) {
+        if self.events.contains(&ev) {
+            return;
+        }
+        if self.events.len() < EVENTS_CAP {
+            self.events.push(ev);
+        } else {
+            self.counters.dropped(Drop::EventQueueFull);
+        }
+    }
+
     fn learn(&mut self, iface: u16, ip: IpAddr, mac: MacAddr, answer: bool) {
         // A neighbour is a station: never a broadcast, multicast or zero
         // address (the last is `unres::HOLD_MAC`), whatever a packet says.
@@ -1124,9 +1141,10 @@ impl Pipeline {
     }
 
     /// A Neighbor Advertisement (RFC 4861 s.7.1.2 validation, s.7.2.5
-    /// cache update). The worker keeps no REACHABLE / STALE states (the
-    /// control thread's NUD confirms neighbours in use): an advertisement
-    /// that must not change a known entry's address is not learned.
+    /// cache update). The REACHABLE / STALE states are the control
+    /// thread's (NUD, [`crate::nud`]): an advertisement that must not
+    /// change a known entry's address is not learned, and tells the
+    /// control thread to make a REACHABLE entry STALE.
     #[allow(clippy::too_many_arguments)]
     fn neighbour_advert<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, dst: Ipv6Addr, hop: u8, off: usize, total: usize) -> Result<Verdict, Drop> {
         if hop != 255 || total - off < 24 {
@@ -1170,6 +1188,9 @@ impl Pipeline {
             // cache" (nor confirm it).
             (Some(m), Some(c)) if !over && m != c => {
                 self.counters.local(Local::NdAdvertNoOverride);
+                if self.neigh.get(key.0, key.1).is_some_and(|n| n.source == crate::tables::NeighSource::Learned) {
+                    self.post_event(Event::NeighbourSuspect { iface: key.0, ip: key.1 });
+                }
                 return Ok(Verdict::Consumed);
             }
             (Some(m), _) => m,

@@ -134,6 +134,11 @@ fn na_without_override_flag_does_not_replace_the_cached_mac() {
     assert_eq!(v, Verdict::Consumed);
     assert!(!learned_events(&pl).iter().any(|&(_, m)| m == EVIL), "an NA with O=0 replaced the cached MAC: {:?}", pl.events);
     assert_eq!(pl.neighbour_mac(1, IpAddr::V6(target)), Some(OLD), "the worker uses the MAC of an NA with O=0");
+    // Case (a) belongs to the control thread's NUD, which keeps the
+    // states: it is told, once however many such NAs come. Was: nothing.
+    run(&mut pl, &na(ours, R1, EVIL, target, 0x40, Some(EVIL)), 1);
+    let told: Vec<_> = pl.events.iter().filter(|e| matches!(e, Event::NeighbourSuspect { .. })).collect();
+    assert_eq!(told, [&Event::NeighbourSuspect { iface: 1, ip: IpAddr::V6(target) }]);
 }
 
 /// The same with S clear (an unsolicited NA, O clear): RFC 4861 s.7.2.5
