@@ -150,6 +150,15 @@ impl TokenBucket {
         }
     }
 
+    /// New rate and burst (a configuration change while running): the
+    /// tokens the bucket holds stay, up to the new burst. A change never
+    /// hands out a fresh burst.
+    pub fn retune(&mut self, rate_per_s: u32, burst: u32) {
+        self.rate_per_s = u64::from(rate_per_s);
+        self.burst = u64::from(burst);
+        self.level = self.level.min(self.burst * 1_000_000_000);
+    }
+
     /// Give back a token taken but not used.
     pub fn refund(&mut self) {
         self.level = self.level.saturating_add(1_000_000_000).min(self.burst * 1_000_000_000);

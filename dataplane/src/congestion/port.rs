@@ -222,7 +222,8 @@ impl CongestionPort {
         self.p = p;
         self.p.flow_capacity = cap;
         if bucket_changed {
-            self.bucket = TokenBucket::new(p.cnp_port_max_pps, p.cnp_port_burst);
+            // Tokens taken stay taken: a new cap is no new burst.
+            self.bucket.retune(p.cnp_port_max_pps, p.cnp_port_burst);
         }
         match (p.ack_rtt, self.ack.as_mut()) {
             (Some(a), Some(m)) => m.set_params(a),

@@ -442,6 +442,27 @@ fn global_port_cap() {
     assert_eq!(c.stats().rate_limited, 3);
 }
 
+/// s.9: the port cap bounds what the node sends. A new cap pushed while
+/// congested keeps the tokens already spent. Was: the bucket was made
+/// anew, full, and let a second burst out at once.
+#[test]
+fn a_new_port_cap_is_no_new_burst() {
+    let mut p = sec7();
+    p.cnp_port_max_pps = 1000;
+    p.cnp_port_burst = 3;
+    p.policy.top_flows = 8;
+    let mut c = CongestionPort::new(p);
+    for i in 0..10u8 {
+        c.on_enqueue(Some(&data(ip4(10 + i), ip4(4), 100 + u32::from(i), 0)), 1500 + u32::from(i), true, 130 * MB, 0);
+    }
+    c.poll(130 * MB, 0, &mut out());
+    assert_eq!(poll_at(&mut c, 130 * MB, IV).len(), 3, "burst of 3");
+    c.set_params(PortParams { cnp_port_max_pps: 1000, cnp_port_burst: 6, ..p });
+    assert!(poll_at(&mut c, 130 * MB, IV + 1).is_empty(), "the bucket was refilled by the change");
+    // Tokens come at the configured rate: one a millisecond.
+    assert_eq!(poll_at(&mut c, 130 * MB, IV + 1 + MS).len(), 1);
+}
+
 #[test]
 fn resume_after_rtt_below_kmin_only_to_throttled() {
     let mut p = sec7();
