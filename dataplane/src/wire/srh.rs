@@ -276,9 +276,10 @@ impl<T: AsRef<[u8]>> Srh<T> {
     }
 
     /// The End.MT TLV whose Edge Node Address equals `edge` (the End.MT TLV
-    /// "associated with S", draft-li s.6.2 S04). Every End.MT TLV before the
-    /// match is validated; a malformed one makes the lookup fail with its
-    /// error, so a corrupted SRH is never half-processed.
+    /// "associated with S", draft-li s.6.2 S04). Every End.MT TLV is
+    /// validated, those after the match too (the SRH is copied into every
+    /// replica); a malformed one makes the lookup fail with its error, so
+    /// a corrupted SRH is never half-processed nor passed on.
     pub fn end_mt_tlv_for(
         &self,
         end_mt_type: u8,
@@ -294,13 +295,14 @@ impl<T: AsRef<[u8]>> Srh<T> {
         end_mt_type: u8,
         is_edge: impl Fn(&Ipv6Addr) -> bool,
     ) -> Result<Option<EndMtTlv<&[u8]>>> {
+        let mut found = None;
         for t in self.end_mt_tlvs(end_mt_type) {
             let t = t?;
-            if is_edge(&t.edge_node_address()) {
-                return Ok(Some(t));
+            if found.is_none() && is_edge(&t.edge_node_address()) {
+                found = Some(t);
             }
         }
-        Ok(None)
+        Ok(found)
     }
 
     /// The HMAC text of RFC 8754 s.2.1.2.1 fed to `mac`: Source Address,
@@ -1592,6 +1594,34 @@ mod tests {
         );
         assert_eq!(SrhRepr::parse(&srh, MT), Err(Error::BadLength));
         assert!(srh.tlvs(MT).any(|t| t.is_err()));
+    }
+
+    /// A malformed End.MT TLV after the one that matches fails the lookup:
+    /// the SRH goes into every replica. Was: only the TLVs before the match
+    /// were checked.
+    #[test]
+    fn end_mt_lookup_checks_the_tlvs_after_the_match() {
+        let mut r = SrhRepr::parse(&Srh::new_checked(&example_bytes()[..]).unwrap(), MT).unwrap();
+        r.tlvs.push(TlvRepr::EndMt(EndMtRepr {
+            tlv_type: MT,
+            edge_node_address: a("fc00::e2"),
+            receivers: vec![EndMtReceiver { address: a("2001:db8:2::1"), qpn: 7 }],
+        }));
+        r.pad();
+        let mut bytes = r.to_bytes().unwrap();
+        let srh = Srh::new_checked(&bytes[..]).unwrap();
+        assert!(srh.end_mt_tlv_for(MT, &a("fc00::e1")).unwrap().is_some());
+        // The second TLV claims two receivers in the room of one.
+        let second = {
+            let tlvs = srh.tlv_bytes();
+            let base = tlvs.as_ptr() as usize - bytes.as_ptr() as usize;
+            let t = srh.end_mt_tlvs(MT).nth(1).unwrap().unwrap().into_inner();
+            base + (t.as_ptr() as usize - tlvs.as_ptr() as usize)
+        };
+        assert_eq!(bytes[second + 20], 1, "Num Receivers of the second TLV");
+        bytes[second + 20] = 2;
+        let srh = Srh::new_checked(&bytes[..]).unwrap();
+        assert_eq!(srh.end_mt_tlv_for(MT, &a("fc00::e1")), Err(Error::BadLength));
     }
 
     #[test]
