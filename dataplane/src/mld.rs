@@ -281,7 +281,7 @@ impl Mld {
         let i = self.ifaces.iter().position(|f| f.iface == iface).ok_or(Refused::NotEnabled)?;
         let m = mld::parse(msg).map_err(|_| Refused::Malformed)?;
         match m {
-            Message::Query { group, v2, .. } => {
+            Message::Query { group, v2, max_resp_ms } => {
                 if !crate::tables::is_link_local(&src) {
                     return Err(Refused::BadSource);
                 }
@@ -298,7 +298,7 @@ impl Mld {
                         self.warnings.push((f.iface, src, if v2.is_some() { 2 } else { 1 }));
                     }
                 }
-                self.on_query(i, src, group, v2, now);
+                self.on_query(i, src, group, v2, max_resp_ms, now);
             }
             _ if src.is_unspecified() => return Err(Refused::BadSource),
             Message::ReportV1 { group } => {
@@ -307,6 +307,13 @@ impl Mld {
             }
             Message::DoneV1 { group } => {
                 counters.local(Local::MldReportReceived);
+                // RFC 9777 s.7.4 (RFC 4604 s.2.2.1): "SSM-aware routers
+                // SHOULD ignore MLDv1 Report and Done messages" for an SSM
+                // address (the Report is, as EXCLUDE, in `record`).
+                if is_ssm(&group) {
+                    counters.local(Local::MldRecordIgnored);
+                    return Ok(());
+                }
                 self.record(i, RecordType::ToInclude, group, &[], false, now, counters);
             }
             Message::ReportV2 { .. } if self.ifaces[i].v1 => {
@@ -329,7 +336,7 @@ impl Mld {
         Ok(())
     }
 
-    fn on_query(&mut self, i: usize, src: Ipv6Addr, group: Ipv6Addr, v2: Option<mld::QueryV2<'_>>, now: u64) {
+    fn on_query(&mut self, i: usize, src: Ipv6Addr, group: Ipv6Addr, v2: Option<mld::QueryV2<'_>>, max_resp_ms: u32, now: u64) {
         let f = &self.ifaces[i];
         if src == f.addr {
             return;
@@ -339,15 +346,14 @@ impl Mld {
             // A router with a higher address: it will hear us and stop.
             return;
         }
-        // The querier (s.7.6.2): adopt its variables (s.5.1.8, s.5.1.9).
+        // The querier (s.7.6.2): adopt its variables (s.5.1.8, s.5.1.9);
+        // a QRV or QQIC of 0 means "use the default" (the configured
+        // value), not "keep the last one adopted".
+        let (rv_cfg, qi_cfg) = (self.cfg.robustness, self.cfg.query_interval_ns);
         let f = &mut self.ifaces[i];
         if let Some(q) = v2 {
-            if q.qrv != 0 {
-                f.rv = q.qrv;
-            }
-            if q.qqi_s != 0 {
-                f.qi_ns = u64::from(q.qqi_s) * 1_000_000_000;
-            }
+            f.rv = if q.qrv != 0 { q.qrv } else { rv_cfg };
+            f.qi_ns = if q.qqi_s != 0 { u64::from(q.qqi_s) * 1_000_000_000 } else { qi_cfg };
         }
         let oqpi = u64::from(f.rv) * f.qi_ns + self.cfg.query_response_ns / 2;
         f.other = Some((src, now + oqpi));
@@ -356,7 +362,13 @@ impl Mld {
         if group.is_unspecified() || v2.is_some_and(|q| q.suppress) {
             return;
         }
-        let llqt = self.llqt(i);
+        // MLDv2: [Last Listener Query Time]. MLDv1 (RFC 2710 s.4): "[Last
+        // Listener Query Count] times the Maximum Response Delay specified
+        // in the message".
+        let llqt = match v2 {
+            Some(_) => self.llqt(i),
+            None => u64::from(self.ifaces[i].rv) * u64::from(max_resp_ms) * 1_000_000,
+        };
         let f = &mut self.ifaces[i];
         let Some(st) = f.groups.get_mut(&group) else { return };
         match v2.map(|q| q.sources) {
@@ -553,11 +565,8 @@ impl Mld {
     pub fn tick(&mut self, now: u64, out: &mut Vec<Outgoing>, counters: &WorkerCounters) -> u64 {
         let mut next = u64::MAX;
         for i in 0..self.ifaces.len() {
-            let llqt = self.llqt(i);
-            let qrv = self.ifaces[i].rv;
-            let qqi_s = (self.ifaces[i].qi_ns / 1_000_000_000) as u32;
-            let (iface, addr) = (self.ifaces[i].iface, self.ifaces[i].addr);
-            // The other querier went quiet: query again (s.7.6.2).
+            // The other querier went quiet: query again (s.7.6.2), with
+            // our own variables, which the queries then advertise.
             if self.ifaces[i].other.is_some_and(|(_, until)| until <= now) {
                 let f = &mut self.ifaces[i];
                 f.other = None;
@@ -565,6 +574,10 @@ impl Mld {
                 f.rv = self.cfg.robustness;
                 f.qi_ns = self.cfg.query_interval_ns;
             }
+            let llqt = self.llqt(i);
+            let qrv = self.ifaces[i].rv;
+            let qqi_s = (self.ifaces[i].qi_ns / 1_000_000_000) as u32;
+            let (iface, addr) = (self.ifaces[i].iface, self.ifaces[i].addr);
             let f = &mut self.ifaces[i];
             let v1 = f.v1;
             if f.other.is_none() && f.next_general <= now {
