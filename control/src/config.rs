@@ -1579,7 +1579,16 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         if !is_vdev && !is_pci(&device_name) {
             return err(fld("device"), &p.device, "must be a DPDK virtual device (net_pcap0,...) or a PCI address (0000:3b:00.0)");
         }
-        if !devs.insert(device_name.clone()) {
+        // One PCI function has several spellings: domain 0000 may be left
+        // out, and the digits are hexadecimal in either case.
+        let dev_key = if is_vdev {
+            device_name.clone()
+        } else if device_name.len() == 7 {
+            format!("0000:{}", device_name.to_ascii_lowercase())
+        } else {
+            device_name.to_ascii_lowercase()
+        };
+        if !devs.insert(dev_key) {
             return err(fld("device"), &p.device, "device used by two ports");
         }
         if p.rx_queues == 0 || p.rx_queues > 64 {
@@ -1608,6 +1617,13 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         ifc.urpf = parse_urpf(p.urpf.as_deref(), &fld("urpf"), dataplane::tables::Urpf::Off)?;
         let port_urpf = ifc.urpf;
         parse_addrs(&p.addresses, &fld("addresses"), &mut ifc, &mut addrs, &mut nets)?;
+        let ipv6_min = |ifc: &Interface| -> Result<(), String> {
+            match ifc.v6.first() {
+                Some(a) if p.mtu < 1280 => Err(format!("{} = {}: interface {} has IPv6 address {a}, and IPv6 needs an MTU of at least 1280 (RFC 8200 s.5)", fld("mtu"), p.mtu, ifc.name)),
+                _ => Ok(()),
+            }
+        };
+        ipv6_min(&ifc)?;
         let port_if = interfaces.len();
         interfaces.push(ifc);
         let mut vids = HashSet::new();
@@ -1619,9 +1635,12 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
             if !vids.insert(v.id) {
                 return err(format!("{vf}.id"), &v.id, "duplicate VLAN on this port");
             }
-            let mut vi = Interface::new(&format!("{}.{}", p.name, v.id), port_id, Some(v.id), mac.unwrap_or([0; 6]), p.mtu - 4);
+            // The tag lengthens the frame, not the IP MTU (as a Linux VLAN
+            // device inherits its parent's); the frame budget counts it.
+            let mut vi = Interface::new(&format!("{}.{}", p.name, v.id), port_id, Some(v.id), mac.unwrap_or([0; 6]), p.mtu);
             vi.urpf = parse_urpf(v.urpf.as_deref(), &format!("{vf}.urpf"), port_urpf)?;
             parse_addrs(&v.addresses, &format!("{vf}.addresses"), &mut vi, &mut addrs, &mut nets)?;
+            ipv6_min(&vi)?;
             interfaces.push(vi);
         }
         let congestion = match &p.congestion {
@@ -1716,6 +1735,31 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         });
     }
 
+    // draft-tian s.9: CNPs are sourced only from the router's configured
+    // address, one of its interfaces'.
+    for (i, p) in ports.iter().enumerate() {
+        let Some(c) = &p.congestion else { continue };
+        if let Some(v) = c.source_v4.filter(|v| !interfaces.iter().any(|x| x.v4.iter().any(|n| n.addr() == *v))) {
+            return Err(format!("port[{i}].congestion.source_v4 = {v}: not an address of any interface (CNPs are sourced only from the router's own address, draft-tian s.9)"));
+        }
+        if let Some(v) = c.source_v6.filter(|v| !interfaces.iter().any(|x| x.v6.iter().any(|n| n.addr() == *v))) {
+            return Err(format!("port[{i}].congestion.source_v6 = {v}: not an address of any interface (CNPs are sourced only from the router's own address, draft-tian s.9)"));
+        }
+    }
+    // A NIC fills every RX descriptor with an mbuf when its port starts,
+    // and its TX rings hold up to tx_desc each until the NIC is done with
+    // them (DPDK l3fwd sizes its pool the same way); the pollers' caches
+    // hold some more. Virtual devices fill no rings.
+    let workers = d.worker_cores.len().max(1) as u64;
+    let rings: u64 = ports.iter().filter(|p| !p.is_vdev).map(|p| u64::from(p.rx_queues) * u64::from(p.rx_desc) + workers * u64::from(p.tx_desc)).sum();
+    let need = rings + (workers + 1) * u64::from(m.cache_size);
+    if rings > 0 && need > u64::from(m.mbufs_per_socket) {
+        return err(
+            "mempool.mbufs_per_socket".into(),
+            &m.mbufs_per_socket,
+            &format!("the PCI ports' descriptor rings hold {rings} mbufs (rx_queues x rx_desc + one TX queue per worker x tx_desc, summed) and the caches {}: at least {need} are needed before a packet arrives; raise it or lower rx_desc / tx_desc", need - rings),
+        );
+    }
     // Connected routes from interface addresses.
     let mut fib = Fib::default();
     fib.bulk(|fib| {
@@ -1737,6 +1781,9 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
     for (i, r) in f.routes.iter().enumerate() {
         let fld = |s: &str| format!("route[{i}].{s}");
         let prefix: IpNet = r.prefix.parse().map_err(|_| format!("{} = {:?}: not an IP prefix like 10.0.0.0/8", fld("prefix"), r.prefix))?;
+        if prefix != prefix.trunc() {
+            return Err(format!("{} = {prefix}: host bits set (did you mean {}?)", fld("prefix"), prefix.trunc()));
+        }
         if !seen_prefixes.insert(prefix.trunc()) {
             return Err(format!("{} = {:?}: a second route to {}; give an ECMP route's next hops in one route's `nexthop` list", fld("prefix"), r.prefix, prefix.trunc()));
         }
@@ -1788,6 +1835,9 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         if let Some(j) = f.neighbours[..i].iter().position(|o| o.interface == n.interface && o.ip.parse::<IpAddr>().ok() == Some(ip)) {
             return Err(format!("{} = {ip}: neighbour[{j}] is the same address on {:?}", fld("ip"), n.interface));
         }
+        // A station on the interface's link: unicast, none of ours, on one
+        // of its subnets (or IPv6 link-local).
+        gateway_is_a_neighbour(&interfaces, ip, Some(idx)).map_err(|why| format!("{} = {ip} (interface {:?}): {}", fld("ip"), n.interface, why.trim_start_matches(&format!("via {ip}: "))))?;
         neighbours.learn(idx, ip, mac, NeighSource::Static);
     }
 
@@ -2426,6 +2476,9 @@ fn unicast6(a: std::net::Ipv6Addr) -> bool {
 fn srv6_plan(s: &Srv6Section, interfaces: &[Interface], has_ingress_pe: bool, end_mt_tlv_type: u8) -> Result<Srv6Plan, String> {
     let hmac_keys = hmac_key_table(&s.hmac_keys)?;
     let locator: ipnet::Ipv6Net = s.locator.parse().map_err(|_| format!("srv6.locator = {:?}: not an IPv6 prefix like fc00:0:1::/48", s.locator))?;
+    if locator != locator.trunc() {
+        return Err(format!("srv6.locator = {locator}: host bits set (did you mean {}?)", locator.trunc()));
+    }
     let mut sids: Vec<SidPlan> = Vec::new();
     for (i, e) in s.sids.iter().enumerate() {
         let f = |k: &str| format!("srv6.sid[{i}].{k}");
@@ -2440,6 +2493,9 @@ fn srv6_plan(s: &Srv6Section, interfaces: &[Interface], has_ingress_pe: bool, en
         }
         if !locator.contains(&sid) && !mt_group {
             return Err(format!("{} = {sid}: outside the locator {locator}", f("sid")));
+        }
+        if let Some(x) = interfaces.iter().find(|x| x.v6.iter().any(|n| n.addr() == sid)) {
+            return Err(format!("{} = {sid}: an address of interface {:?}; packets to it (ND, ping) would be taken as SRv6", f("sid"), x.name));
         }
         if sids.iter().any(|x| x.sid == sid) {
             return Err(format!("{} = {sid}: configured twice", f("sid")));
@@ -2476,6 +2532,11 @@ fn srv6_plan(s: &Srv6Section, interfaces: &[Interface], has_ingress_pe: bool, en
         if let Some(IpAddr::V4(v)) = via {
             // End.X forwards the IPv6 packet: its next hop is an IPv6 neighbour.
             return Err(format!("{} = {v}: end.x forwards IPv6, the next hop must be an IPv6 address", f("via")));
+        }
+        // RFC 8986 s.4.2: the Layer-3 adjacency, a neighbour on the
+        // interface.
+        if let (Some(v), Some(i)) = (via, iface) {
+            gateway_is_a_neighbour(interfaces, v, Some(i)).map_err(|why| format!("{} = {v}: {}", f("via"), why.trim_start_matches(&format!("via {v}: "))))?;
         }
         let mut endc_ifaces = Vec::new();
         for (j, n) in e.interfaces.iter().enumerate() {
@@ -3028,6 +3089,13 @@ fn parse_addrs(list: &[String], field: &str, ifc: &mut Interface, seen: &mut Has
         if ip.is_multicast() || ip.is_unspecified() || ip.is_loopback() {
             return Err(format!("{field}[{k}] = {a:?}: not a unicast address"));
         }
+        // RFC 1122 s.3.2.1.3, RFC 6890: "this network" (0/8), the limited
+        // broadcast address and the reserved 240/4 are no host's.
+        if let IpAddr::V4(v) = ip {
+            if v.octets()[0] == 0 || v.octets()[0] >= 240 {
+                return Err(format!("{field}[{k}] = {a:?}: not an assignable address (0.0.0.0/8, 240.0.0.0/4 and 255.255.255.255 are reserved, RFC 6890)"));
+            }
+        }
         if let IpNet::V4(n) = net {
             if n.prefix_len() < 31 && (n.addr() == n.network() || n.addr() == n.broadcast()) {
                 return Err(format!("{field}[{k}] = {a:?}: is the network or broadcast address of its subnet"));
@@ -3101,6 +3169,9 @@ pub fn resolve_nexthop(
             return Err(format!("via {v}: address family differs from the prefix"));
         }
     }
+    if let Some(g) = via {
+        gateway_is_a_neighbour(interfaces, g, explicit)?;
+    }
     let iface = match (explicit, via) {
         (Some(i), _) => i,
         (None, Some(IpAddr::V4(g))) => connected4(fib, g).ok_or_else(|| format!("via {g}: not on any connected subnet; give interface = \"...\""))?,
@@ -3111,6 +3182,41 @@ pub fn resolve_nexthop(
         return Err(format!("interface index {iface} out of range"));
     }
     Ok(NextHop { iface, gateway: via })
+}
+
+/// A gateway is a neighbour: a unicast address that is none of the
+/// router's own, not a subnet's network or broadcast address, on a subnet
+/// of the interface given (a link-local one only with its interface, RFC
+/// 4007 s.6: it is unique on its link alone).
+fn gateway_is_a_neighbour(interfaces: &[Interface], g: IpAddr, explicit: Option<u16>) -> Result<(), String> {
+    let own = |i: &Interface| i.v4.iter().any(|n| IpAddr::V4(n.addr()) == g) || i.v6.iter().any(|n| IpAddr::V6(n.addr()) == g);
+    if let Some(o) = interfaces.iter().find(|i| own(i)) {
+        return Err(format!("via {g}: an address of this router (interface {:?}); a gateway is a neighbour", o.name));
+    }
+    let link_local = match g {
+        IpAddr::V4(a) => {
+            if a.is_multicast() || a.is_broadcast() || a.is_unspecified() || a.is_loopback() {
+                return Err(format!("via {g}: not a unicast address"));
+            }
+            if let Some(n) = interfaces.iter().flat_map(|i| i.v4.iter()).find(|n| n.prefix_len() < 31 && (a == n.network() || a == n.broadcast())) {
+                return Err(format!("via {g}: the network or broadcast address of subnet {}, not a host", n.trunc()));
+            }
+            false
+        }
+        IpAddr::V6(a) => {
+            if a.is_multicast() || a.is_unspecified() || a.is_loopback() {
+                return Err(format!("via {g}: not a unicast address"));
+            }
+            a.is_unicast_link_local()
+        }
+    };
+    match explicit.and_then(|i| interfaces.get(usize::from(i))) {
+        None if link_local => Err(format!("via {g}: a link-local gateway is unique only on its link; give interface = \"...\"")),
+        Some(i) if !link_local && !i.v4.iter().any(|n| matches!(g, IpAddr::V4(a) if n.contains(&a))) && !i.v6.iter().any(|n| matches!(g, IpAddr::V6(a) if n.contains(&a))) => {
+            Err(format!("via {g}: not on a subnet of interface {:?}", i.name))
+        }
+        _ => Ok(()),
+    }
 }
 
 fn connected4(fib: &Fib, g: std::net::Ipv4Addr) -> Option<u16> {
@@ -3233,8 +3339,10 @@ nexthop = [{ via = "10.0.2.2" }, { via = "10.0.3.2", weight = 3 }, { via = "10.0
         assert!(e.contains("route[2].prefix = \"10.0.3.0/24\": the connected subnet of interface wan.100"), "{e}");
         let e = err("[[route]]\nprefix = \"198.51.100.0/24\"\nnexthop = [{ via = \"x\" }]\n");
         assert!(e.contains("route[2].nexthop[0].via = \"x\": not an IP address"), "{e}");
+        let e = err("[[route]]\nprefix = \"192.0.2.0/24\"\nvia = \"10.0.3.2\"\n");
+        assert!(e.contains("route[2].prefix = \"192.0.2.0/24\": a second route to 192.0.2.0/24"), "{e}");
         let e = err("[[route]]\nprefix = \"192.0.2.1/24\"\nvia = \"10.0.3.2\"\n");
-        assert!(e.contains("route[2].prefix = \"192.0.2.1/24\": a second route to 192.0.2.0/24"), "{e}");
+        assert!(e.contains("route[2].prefix = 192.0.2.1/24: host bits set (did you mean 192.0.2.0/24?)"), "{e}");
         let e = err("[[route]]\nprefix = \"198.51.100.0/24\"\nnexthop = [{ via = \"10.0.2.2\", cost = 1 }]\n");
         assert!(e.contains("cost"), "{e}");
     }
@@ -3273,7 +3381,9 @@ nexthop = [{ via = "10.0.2.2" }, { via = "10.0.3.2", weight = 3 }, { via = "10.0
         let e = load_str(&shaped("queue_packets = 10", "", "")).unwrap_err();
         assert!(e.contains("port[0].queue_packets = 10") && e.contains("at least 64"), "{e}");
         // The smallest pool still gives each of two shaped queues 256.
-        let e = load_str(&shaped("", "", "").replacen("mbufs_per_socket = 8192", "mbufs_per_socket = 1024", 1).replace("rate_mbps = 1000", "rate_mbps = 1000\nqueue_bytes = 65536")).unwrap();
+        // (The PCI port's rings made small enough to fit it.)
+        let small = shaped("", "", "").replacen("mbufs_per_socket = 8192", "mbufs_per_socket = 1024", 1).replace("rate_mbps = 1000", "rate_mbps = 1000\nqueue_bytes = 65536").replacen("rx_queues = 4", "rx_queues = 1\nrx_desc = 128\ntx_desc = 128", 1);
+        let e = load_str(&small).unwrap();
         assert_eq!(e.ports[0].egress.as_ref().unwrap().max_packets, 256);
     }
 
