@@ -4026,11 +4026,15 @@ controller = "2001:db8:1::c"
 }
 
 #[cfg(test)]
+#[path = "config_checks.rs"]
+mod checks;
+
+#[cfg(test)]
 mod refusals {
     use super::tests_common::GOOD;
     use super::*;
 
-    fn refused(text: &str, want: &[&str]) {
+    pub(super) fn refused(text: &str, want: &[&str]) {
         let e = load_str(text).err().unwrap_or_else(|| panic!("accepted:\n{text}"));
         for w in want {
             assert!(e.contains(w), "{e:?} lacks {w:?}");

@@ -421,8 +421,9 @@ fn per_flow_rate_limit_one_per_rtt() {
     assert_eq!(c.stats().cnp_rate_reduce, 2);
 }
 
-#[test]
-fn global_port_cap() {
+/// A port capped at one CNP a millisecond with a burst of 3, ten flows
+/// above K_max (the first poll opens the interval).
+fn capped_port() -> (CongestionPort, PortParams) {
     let mut p = sec7();
     p.cnp_port_max_pps = 1000; // one per ms
     p.cnp_port_burst = 3;
@@ -432,6 +433,12 @@ fn global_port_cap() {
         c.on_enqueue(Some(&data(ip4(10 + i), ip4(4), 100 + u32::from(i), 0)), 1500 + u32::from(i), true, 130 * MB, 0);
     }
     c.poll(130 * MB, 0, &mut out());
+    (c, p)
+}
+
+#[test]
+fn global_port_cap() {
+    let (mut c, _) = capped_port();
     let o = poll_at(&mut c, 130 * MB, IV);
     assert_eq!(o.len(), 3, "burst of 3");
     assert_eq!(c.stats().port_capped, 1);
@@ -447,15 +454,7 @@ fn global_port_cap() {
 /// anew, full, and let a second burst out at once.
 #[test]
 fn a_new_port_cap_is_no_new_burst() {
-    let mut p = sec7();
-    p.cnp_port_max_pps = 1000;
-    p.cnp_port_burst = 3;
-    p.policy.top_flows = 8;
-    let mut c = CongestionPort::new(p);
-    for i in 0..10u8 {
-        c.on_enqueue(Some(&data(ip4(10 + i), ip4(4), 100 + u32::from(i), 0)), 1500 + u32::from(i), true, 130 * MB, 0);
-    }
-    c.poll(130 * MB, 0, &mut out());
+    let (mut c, p) = capped_port();
     assert_eq!(poll_at(&mut c, 130 * MB, IV).len(), 3, "burst of 3");
     c.set_params(PortParams { cnp_port_max_pps: 1000, cnp_port_burst: 6, ..p });
     assert!(poll_at(&mut c, 130 * MB, IV + 1).is_empty(), "the bucket was refilled by the change");

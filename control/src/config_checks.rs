@@ -1,6 +1,9 @@
 //! Configuration checks of `control::config::load_str` that an operator
 //! expects (from a review; each test failed on the code before its fix,
-//! "Was:" says what it did).
+//! "Was:" says what it did). `GOOD` is the configuration of the unit
+//! tests: port "dc" (vdev, 10.0.1.1/24, 2001:db8:1::1/64), port "wan"
+//! (PCI, 4 RX queues, 10.0.2.1/24) with VLAN 100 (10.0.3.1/24), two
+//! routes and a static neighbour.
 //!
 //! The product rule (README "Configuration reference", DESIGN.md invariant
 //! 5): "a bad configuration stops start-up with a message that names the
@@ -10,58 +13,15 @@
 //! and the value in the message. No DPDK / EAL is needed: `load_str` only
 //! parses and validates.
 
-use control::config::load_str;
-
-/// A valid configuration (the one the unit tests in config.rs use):
-/// port "dc" (vdev, 10.0.1.1/24, 2001:db8:1::1/64), port "wan" (PCI,
-/// 4 RX queues, 10.0.2.1/24) with VLAN 100 (10.0.3.1/24), two routes and a
-/// static neighbour.
-const GOOD: &str = r#"
-[dataplane]
-worker_cores = [0]
-[[port]]
-name = "dc"
-device = "net_pcap0,rx_pcap=a.pcap,tx_pcap=b.pcap"
-mac = "02:00:00:00:00:01"
-addresses = ["10.0.1.1/24", "2001:db8:1::1/64"]
-[[port]]
-name = "wan"
-device = "0000:3b:00.0"
-rx_queues = 4
-addresses = ["10.0.2.1/24"]
-[[port.vlan]]
-id = 100
-addresses = ["10.0.3.1/24"]
-[[route]]
-prefix = "192.0.2.0/24"
-via = "10.0.2.2"
-[[route]]
-prefix = "2001:db8:99::/48"
-interface = "dc"
-[[neighbour]]
-ip = "10.0.2.2"
-mac = "02:00:00:00:00:22"
-interface = "wan"
-"#;
+use super::load_str;
+use super::refusals::refused;
+use super::tests_common::GOOD;
 
 /// `GOOD` with the first occurrence of `from` replaced by `to` (panics
 /// when `from` is absent, so a test cannot silently test GOOD itself).
 fn edit(from: &str, to: &str) -> String {
     assert!(GOOD.contains(from), "test bug: {from:?} not in GOOD");
     GOOD.replacen(from, to, 1)
-}
-
-/// The configuration must be refused, and the message must contain every
-/// one of `needles` (the field and the value).
-fn refused(cfg: &str, needles: &[&str]) {
-    match load_str(cfg) {
-        Ok(_) => panic!("accepted silently; expected an error naming {needles:?}\n--- configuration ---\n{cfg}"),
-        Err(e) => {
-            for n in needles {
-                assert!(e.contains(n), "refused, but the message does not name {n:?}: {e}");
-            }
-        }
-    }
 }
 
 #[test]
