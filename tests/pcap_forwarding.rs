@@ -1172,6 +1172,19 @@ fn show_congestion(workers: usize) {
     assert!(req("show flows wan 0").starts_with("ERR \"0\": a count from 1 to 256"));
     assert!(req("show flows dc").starts_with("ERR port dc: not a congestion-aware port"));
     assert!(req("show flows nope").starts_with("ERR \"nope\": no such port"));
+    // Routes and neighbours added at run time pass the configuration's
+    // checks: no host bits, a gateway or neighbour is a station on the link.
+    for (c, want) in [
+        ("route add 192.0.2.1/24 via 10.0.2.2", "ERR prefix 192.0.2.1/24: host bits set (did you mean 192.0.2.0/24?)"),
+        ("route add 192.0.2.0/24 via 10.0.2.1", "ERR via 10.0.2.1: an address of this router (interface \"wan\")"),
+        ("route add 192.0.2.0/24 via 10.0.2.255", "ERR via 10.0.2.255: the network or broadcast address of subnet 10.0.2.0/24"),
+        ("route add 192.0.2.0/24 via 10.0.1.9 dev wan", "ERR via 10.0.1.9: not on a subnet of interface \"wan\""),
+        ("neighbour add 10.0.2.1 02:00:00:00:00:99 wan", "ERR neighbour 10.0.2.1 on wan: an address of this router"),
+        ("neighbour add 10.0.1.9 02:00:00:00:00:99 wan", "ERR neighbour 10.0.1.9 on wan: not on a subnet of interface \"wan\""),
+    ] {
+        let e = req(c);
+        assert!(e.starts_with(want), "{c}: {e}");
+    }
 
     // RTT_est changed at run time: K_max = 50 Mb/s x 20 ms / 8 = 125000,
     // as the worker reports it within a few publications.

@@ -3188,7 +3188,7 @@ pub fn resolve_nexthop(
 /// router's own, not a subnet's network or broadcast address, on a subnet
 /// of the interface given (a link-local one only with its interface, RFC
 /// 4007 s.6: it is unique on its link alone).
-fn gateway_is_a_neighbour(interfaces: &[Interface], g: IpAddr, explicit: Option<u16>) -> Result<(), String> {
+pub fn gateway_is_a_neighbour(interfaces: &[Interface], g: IpAddr, explicit: Option<u16>) -> Result<(), String> {
     let own = |i: &Interface| i.v4.iter().any(|n| IpAddr::V4(n.addr()) == g) || i.v6.iter().any(|n| IpAddr::V6(n.addr()) == g);
     if let Some(o) = interfaces.iter().find(|i| own(i)) {
         return Err(format!("via {g}: an address of this router (interface {:?}); a gateway is a neighbour", o.name));

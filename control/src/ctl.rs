@@ -312,6 +312,9 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
         }
         ["route", "add", prefix, rest @ ..] => {
             let prefix: IpNet = prefix.parse().map_err(|_| format!("prefix {prefix:?}: not an IP prefix"))?;
+            if prefix != prefix.trunc() {
+                return Err(format!("prefix {prefix}: host bits set (did you mean {}?)", prefix.trunc()));
+            }
             if let Some(ifc) = config::connected_owner(&c.topo.interfaces, prefix) {
                 return Err(format!("prefix {prefix}: the connected subnet of interface {}; a static route would replace it", ifc.name));
             }
@@ -376,6 +379,8 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
             let ip: IpAddr = ip.parse().map_err(|_| format!("{ip:?}: not an address"))?;
             let mac = config::parse_mac(mac).filter(|m| m[0] & 1 == 0 && *m != [0; 6]).ok_or_else(|| format!("{mac:?}: not a unicast MAC"))?;
             let i = iface_idx(dev).ok_or_else(|| format!("{dev:?}: no such interface"))?;
+            // As a configured static neighbour: a station on that link.
+            config::gateway_is_a_neighbour(&c.topo.interfaces, ip, Some(i)).map_err(|why| format!("neighbour {ip} on {dev}: {}", why.trim_start_matches(&format!("via {ip}: "))))?;
             c.neighbours.remove(i, ip);
             c.neighbours.learn(i, ip, mac, NeighSource::Static);
             c.push_neighbours();
