@@ -112,6 +112,7 @@ reasons!(Drop, N_DROPS {
     SrhRoutingType => "srh-bad-routing-type",
     SrhMalformed => "srh-malformed",
     SrhSlExceeds => "srh-sl-exceeds-last-entry",
+    SrhNotASid => "srh-to-non-sid-address",
     SrhSlZero => "srh-sl-zero",
     Srv6NoSrh => "srv6-no-srh",
     SrhHmacMissing => "srh-hmac-missing",

@@ -893,6 +893,15 @@ impl Pipeline {
             let pkt = d.get(l2.l3..l2.l3 + total).ok_or(Drop::MalformedIpv6)?;
             let nh = Ipv6Packet::new_unchecked(pkt).next_header();
             let chain = walk_ext_chain(nh, pkt, 40).map_err(|_| Drop::MalformedIpv6)?;
+            // A routing header with segments left, at an address that is no
+            // SID: RFC 8754 s.4.3.2 (an SRH: Parameter Problem code 0 at
+            // the Segments Left), RFC 8200 s.4.4 (another type: at the
+            // Routing Type).
+            if let Some(rh) = chain.routing.filter(|r| r.segments_left > 0) {
+                let (field, why) = if rh.routing_type == crate::wire::srh::ROUTING_TYPE { (3, Drop::SrhNotASid) } else { (2, Drop::SrhRoutingType) };
+                let pointer = u32::try_from(rh.offset + field).unwrap_or(u32::MAX);
+                return self.icmp_error6(p, l2, src, total, now_ns, Icmp6Error::ParamProblem { code: 0, pointer, why });
+            }
             if let Some(f) = chain.fragment {
                 // Only right after the IPv6 header (what hosts send).
                 if f.offset != 40 {

@@ -384,7 +384,11 @@ fn build_srh(sids: &[Ipv6Addr], mode: EncapMode, source: Ipv6Addr, extras: &SrhE
     repr.tlvs.extend(extras.end_mt.iter().cloned().map(srh::TlvRepr::EndMt));
     repr.tlvs.extend(srh::TlvRepr::padding_for(repr.buffer_len()));
     if let Some(k) = &extras.hmac {
-        repr.tlvs.push(srh::TlvRepr::Hmac(srh::HmacTlvRepr { d_flag: false, key_id: k.key_id(), hmac: vec![0; k.len()] }));
+        // RFC 8754 s.2.1.2: D set "due to use of a reduced segment list":
+        // the first SID is in the DA only, so the Destination Address
+        // verification of s.2.1.2.1 cannot pass at it.
+        let d_flag = mode == EncapMode::EncapsRed;
+        repr.tlvs.push(srh::TlvRepr::Hmac(srh::HmacTlvRepr { d_flag, key_id: k.key_id(), hmac: vec![0; k.len()] }));
         if extras.h_flag {
             repr.flags = 0x08;
         }
@@ -681,6 +685,13 @@ fn srh_of(pkt: &[u8]) -> Result<(ExtChain, Option<SrhAt>), (Drop, Option<u32>)> 
     let bytes = pkt.get(rh.offset..rh.offset + rh.len).ok_or((Drop::SrhMalformed, None))?;
     if bytes.len() >= srh::HEADER_LEN && usize::from(bytes[3]) > usize::from(bytes[4]) + 1 {
         return Err((Drop::SrhSlExceeds, at(3)));
+    }
+    // RFC 8754 s.4.3.1.1 S06-S08 (RFC 8986 s.4.1): Last Entry beyond
+    // max_LE = (Hdr Ext Len / 2) - 1 is a Parameter Problem at the Segments
+    // Left too. (With Segments Left 0 the SRH would be skipped, S02; it is
+    // dropped as malformed instead, since End.MT and HMAC read it at SL 0.)
+    if bytes.len() >= srh::HEADER_LEN && rh.segments_left > 0 && i32::from(bytes[4]) > i32::from(bytes[1]) / 2 - 1 {
+        return Err((Drop::SrhMalformed, at(3)));
     }
     match Srh::new_checked(bytes) {
         Ok(_) => {}

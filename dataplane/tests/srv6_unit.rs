@@ -451,13 +451,14 @@ fn srh_violations_have_their_own_counters() {
     s[3] = 3;
     expect_param_problem(&mut pl, srv6_frame(s1(), sid_end(), 64, 0, &s, &inner), 0, 40 + 3);
     expect_drop(&mut limited, srv6_frame(s1(), sid_end(), 64, 0, &s, &inner), Drop::SrhSlExceeds);
-    // Hdr Ext Len too short for Last Entry + 1 segments.
+    // Hdr Ext Len too short for Last Entry + 1 segments (RFC 8754
+    // s.4.3.1.1 S06-S08: Parameter Problem code 0 at the Segments Left).
     let mut s = srh(41, &[sid_end(), remote(2), remote(3)], 1, vec![]);
     s[1] = 4; // 40 octets: room for 2 segments, Last Entry says 3
     let cut = (usize::from(s[1]) + 1) * 8;
     let mut body = s[..cut].to_vec();
     body.extend_from_slice(&inner);
-    expect_drop(&mut pl, eth(0x86dd, &ipv6(s1(), sid_end(), 43, 64, 0, &body)), Drop::SrhMalformed);
+    expect_param_problem(&mut pl, eth(0x86dd, &ipv6(s1(), sid_end(), 43, 64, 0, &body)), 0, 40 + 3);
     // A TLV running past the end of the header.
     let mut s = srh(41, &[sid_end(), remote(2)], 1, vec![TlvRepr::PadN(4)]);
     let at = 8 + 32;
