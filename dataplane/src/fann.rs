@@ -853,7 +853,11 @@ pub struct IngressPe {
     /// The Event Identifier of the congestion the last accepted CNP began,
     /// changed or ended.
     cnp_event: u32,
-    seen: std::collections::VecDeque<(Ipv6Addr, u8, u32)>,
+    /// The last [`DEDUP`] notifications accepted: (node, Code, Event ID,
+    /// Timestamp). A message repeated is the same in all four; an
+    /// identifier a restarted node numbers again comes with a new
+    /// detection time.
+    seen: std::collections::VecDeque<(Ipv6Addr, u8, u32, u64)>,
     pub stats: PeStats,
     failover: Failover,
     damp: Vec<Damp>,
@@ -919,21 +923,31 @@ impl IngressPe {
             self.stats.unknown_source += 1;
             return Reaction::Dropped;
         }
-        let key = (m.originating_node, code, m.event_id);
+        let key = (m.originating_node, code, m.event_id, m.timestamp);
         if self.seen.contains(&key) {
+            self.stats.duplicates += 1;
+            return Reaction::Duplicate;
+        }
+        let (node, id) = (m.originating_node, m.event_id);
+        // An event whose recovery came first (reordered on the way: a
+        // short flap) is over: it must not stand with no recovery left to
+        // end it. Its recovery was detected after it.
+        if code != CODE_RECOVERY && self.seen.iter().any(|&(n, c, i, t)| (n, c, i) == (node, CODE_RECOVERY, id) && t >= m.timestamp) {
             self.stats.duplicates += 1;
             return Reaction::Duplicate;
         }
         let e = Self::place_of(m);
         if code == CODE_RECOVERY {
             // By the event's identifier (s.5.1.2); a recovery whose event
-            // is not known (sent before the node restarted, or before this
-            // PE started) clears that type of event for the element.
-            let (node, id) = (m.originating_node, m.event_id);
+            // was never seen (sent before the node restarted, or before
+            // this PE started) clears that type of event for the element.
+            // One whose event was seen and has been replaced since (the
+            // link failed again: a newer event stands) ends nothing.
             let (nf, nc) = (self.failed.len(), self.congested.len());
             self.failed.retain(|(_, n, i)| !(*n == node && *i == id));
             self.congested.retain(|(_, _, _, n, i)| !(*n == node && *i == id));
-            if (nf, nc) == (self.failed.len(), self.congested.len()) {
+            let known = self.seen.iter().any(|&(n, c, i, _)| (n, c, i) == (node, CODE_EVENT, id));
+            if (nf, nc) == (self.failed.len(), self.congested.len()) && !known {
                 match m.event_subtype {
                     event::LINK_FAILURE => self.failed.retain(|(x, _, _)| *x != e),
                     t => self.congested.retain(|(x, ty, _, _, _)| !(*x == e && *ty == t)),
