@@ -34,6 +34,7 @@ pub const HELP: &str = "commands:
   congestion PORT source-format add PREFIX icmpv6|roce | congestion PORT source-format del PREFIX
   show cnp-auth | cnp-auth add PREFIX SPI hmac-sha256-128|hmac-sha512-256 KEY_HEX | cnp-auth del PREFIX   (AH on ICMPv6 CNPs)
   show sids | show policies
+  show fann | fann clear NODE|all   (ingress PE: the failures and congestions standing; clear one node's, as if recovered)
   sid add SID end | end.dt4 | end.dt6 | end.e
   sid add SID end.x interface IF via ADDR
   sid add SID end.mt [hmac-required] [receiver ADDR QPN]... [downstream SID]...
@@ -577,6 +578,26 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
         ["show", "sids"] => {
             let t = c.sids.as_ref().ok_or("no [srv6] section")?;
             Ok(display::sids(t))
+        }
+        ["show", "fann"] => {
+            let pe = c.pe.as_ref().ok_or("no [ingress_pe] section")?;
+            let v = pe.pe.standing();
+            if v.is_empty() {
+                return Ok("nothing standing\n".into());
+            }
+            Ok(v.join("\n") + "\n")
+        }
+        ["fann", "clear", node] => {
+            let who = match *node {
+                "all" => None,
+                n => Some(n.parse::<Ipv6Addr>().map_err(|_| format!("{n:?}: an originating node's IPv6 address, or all"))?),
+            };
+            let pe = c.pe.as_mut().ok_or("no [ingress_pe] section")?;
+            let (n, table) = pe.clear(who, &c.own);
+            if let Some(t) = table {
+                c.push_sids(t);
+            }
+            Ok(format!("cleared {n}\n"))
         }
         ["show", "policies"] => {
             let t = c.sids.as_ref().ok_or("no [srv6] section")?;

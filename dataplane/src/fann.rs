@@ -889,6 +889,43 @@ impl IngressPe {
         }
     }
 
+    /// What stands at this PE, for `show fann`: one line per failed or
+    /// congested element and per node a Long-haul CNP reported congested.
+    pub fn standing(&self) -> Vec<String> {
+        let at = |p: &Place| {
+            let port = p.element.port.map(|x| format!(" port {x}")).unwrap_or_default();
+            let path = p.path.map(|x| format!(" path {x}")).unwrap_or_default();
+            format!("{}{port}{path}", p.element.node)
+        };
+        let name = |t: u8| match t {
+            event::CONGESTION => "congestion",
+            event::QUEUE_BUILDUP => "queue-buildup",
+            event::MICROBURST => "microburst",
+            event::PERFORMANCE_DEGRADATION => "performance-degradation",
+            event::SIGNAL_DEGRADATION => "signal-degradation",
+            _ => "event",
+        };
+        let mut v: Vec<String> = self.failed.iter().map(|(p, _, id)| format!("{} link-failure event {id:#010x}", at(p))).collect();
+        v.extend(self.congested.iter().map(|(p, t, d, _, id)| format!("{} {} divisor {d} event {id:#010x}", at(p), name(*t))));
+        v.extend(self.cnp.iter().map(|(n, d, id)| format!("{n} long-haul-cnp divisor {d} event {id:#010x}")));
+        v
+    }
+
+    /// The operator clears what `node` reported (every node: `None`): its
+    /// failures, congestions and CNP congestion stand no more, as if each
+    /// had been recovered (for a node that restarted after its link came
+    /// back and so has no recovery to send). Returns how many were cleared
+    /// and the policies that changed.
+    pub fn clear(&mut self, node: Option<Ipv6Addr>) -> (usize, Vec<usize>) {
+        let keep = |n: &Ipv6Addr| node.is_some_and(|x| x != *n);
+        let before = self.failed.len() + self.congested.len() + self.cnp.len();
+        self.failed.retain(|(_, n, _)| keep(n));
+        self.congested.retain(|(_, _, _, n, _)| keep(n));
+        self.cnp.retain(|(n, _, _)| keep(n));
+        let cleared = before - (self.failed.len() + self.congested.len() + self.cnp.len());
+        (cleared, self.recompute())
+    }
+
     /// When a policy on its backup because of congestion may move back at
     /// the earliest (its primary healthy that long), if any.
     pub fn next_deadline(&self) -> Option<u64> {
@@ -1576,6 +1613,26 @@ impl PeControl {
         }
         self.apply_changed(&changed, &prev, counters);
         Some(Arc::new(self.table.clone()))
+    }
+
+    /// The operator's `fann clear` at `now` (ns since the PE started):
+    /// see [`IngressPe::clear`]. How many were cleared, and the new
+    /// snapshot for the workers when a policy moved.
+    pub fn clear_at(&mut self, node: Option<Ipv6Addr>, now: u64, counters: &WorkerCounters) -> (usize, Option<Arc<SidTable>>) {
+        let due = self.poll_failover_at(now, counters);
+        let prev = self.states();
+        let (n, changed) = self.pe.clear(node);
+        if changed.is_empty() {
+            return (n, due);
+        }
+        self.apply_changed(&changed, &prev, counters);
+        (n, Some(Arc::new(self.table.clone())))
+    }
+
+    /// [`clear_at`](Self::clear_at) now.
+    pub fn clear(&mut self, node: Option<Ipv6Addr>, counters: &WorkerCounters) -> (usize, Option<Arc<SidTable>>) {
+        let now = self.epoch.elapsed().as_nanos() as u64;
+        self.clear_at(node, now, counters)
     }
 
     /// Recoveries for senders that waited for the rate limit and may go

@@ -140,3 +140,28 @@ fn a_reused_event_identifier_with_a_new_timestamp_is_not_a_duplicate() {
     assert!(c.pe.state(0).unwrap().on_backup, "the new failure must move the policy to its backup");
 }
 
+
+/// Operator need: nothing ends a failure whose node never sends its
+/// recovery (it restarted after the link came back: its new detector has
+/// no event to recover). `show fann` lists what stands, and `fann clear`
+/// ends one node's events as a recovery would.
+#[test]
+fn the_operator_sees_and_clears_what_a_node_reported() {
+    let mut c = control();
+    let k = WorkerCounters::default();
+    c.on_note_at(&ev("fc00::1", event::LINK_FAILURE, 0, 40, EPOCH_US), SEC, &k);
+    c.on_note_at(&ev("fc00::3", event::CONGESTION, event::CONGESTION_MODERATE, 41, EPOCH_US), SEC, &k);
+    assert!(c.pe.state(0).unwrap().on_backup);
+    let s = c.pe.standing();
+    assert_eq!(s, ["fc00::1 port 2 link-failure event 0x00000028", "fc00::3 port 2 congestion divisor 4 event 0x00000029"], "{s:?}");
+    // Another node's clear leaves fc00::1's failure.
+    let (n, _) = c.clear_at(Some(a("fc00::3")), 2 * SEC, &k);
+    assert_eq!(n, 1);
+    assert!(c.pe.state(0).unwrap().on_backup);
+    let (n, table) = c.clear_at(Some(a("fc00::1")), 3 * SEC, &k);
+    assert_eq!(n, 1);
+    assert!(!c.pe.state(0).unwrap().on_backup, "back on the primary");
+    assert_eq!(table.expect("a new snapshot for the workers").policy(0).unwrap().lists()[0].sids[0], a("fc00:1::"));
+    assert!(c.pe.standing().is_empty());
+    assert_eq!(c.clear_at(None, 4 * SEC, &k).0, 0);
+}
