@@ -15,7 +15,7 @@ use std::sync::Arc;
 use dataplane::counters::{Drop, Local, WorkerCounters};
 use dataplane::packet::VecPacket;
 use dataplane::pipeline::{Pipeline, PipelineConfig, Verdict};
-use dataplane::srv6::{rfc6040_decap, Behaviour, EncapMode, SidTable, SrPolicy};
+use dataplane::srv6::{rfc6040_decap, Behaviour, EncapMode, SidTable, SrPolicy, SrhExtras};
 use dataplane::tables::{Fib, MacAddr, NeighSource, Neighbours, NextHop, Topology};
 use dataplane::wire::checksum;
 use dataplane::wire::ipv4::Ipv4Packet;
@@ -2354,4 +2354,186 @@ fn learning_receivers_does_not_allocate_on_the_packet_path() {
     assert_eq!(local(Local::McTlvLearned), 1 + 200 * 6);
     assert_eq!(local(Local::McTlvLearnRefused), 200 * 7);
     assert_eq!(made, 0, "allocations on the packet path while learning");
+}
+
+// ---------------------------------------------------------------------------
+// RFC 8754 / RFC 8986 conformance found in a review (End, End.X, End.DT6,
+// H.Encaps.Red with HMAC, SRH processing at a local interface address).
+// Each test failed on the code before its fix; each quotes the RFC text and
+// says what the code did ("Was").
+
+/// The router's own address on p0 (an interface address, not a SID).
+fn r0_addr() -> Ipv6Addr {
+    a6("2001:db8::1")
+}
+
+/// An SRH whose Hdr Ext Len is too small for its Last Entry: built for
+/// `path` (3 SIDs: Last Entry 2, 56 octets), then Hdr Ext Len set to 4
+/// (40 octets, room for 2 segments: max_LE = 4 / 2 - 1 = 1) and the header
+/// cut there, so that the packet's own lengths stay consistent.
+fn srh_le_over_max(path: &[Ipv6Addr], sl: u8) -> Vec<u8> {
+    assert_eq!(path.len(), 3);
+    let mut s = srh(41, path, sl, vec![]);
+    s[1] = 4;
+    s.truncate(40);
+    s
+}
+
+/// RFC 8754 s.4.3.1.1 (SRH processing at an SR segment endpoint):
+///
+/// ```text
+///   S08.    max_last_entry = ( Hdr Ext Len /  2 ) - 1
+///   S09.    If ((Last Entry > max_last_entry) or
+///   S10.        (Segments Left is greater than (Last Entry+1)) {
+///   S11.       Send an ICMP Parameter Problem, Code 0, message to the
+///   S12.       Source Address, pointing to the Segments Left field, and
+///   S13.       discard the packet
+/// ```
+///
+/// and RFC 8986 s.4.1 End, S06-S08, the same ("Send an ICMP Parameter
+/// Problem to the Source Address with Code 0 (Erroneous header field
+/// encountered) and Pointer set to the Segments Left field"). RFC 8986
+/// s.4.6 End.DT6 S02-S03: an SRH with Segments Left != 0 is the same
+/// Parameter Problem at the Segments Left, whatever else is in it.
+///
+/// Was: the code (`srh_of`, srv6.rs) sends the Parameter Problem only for
+/// Segments Left > Last Entry + 1; a Last Entry larger than max_last_entry
+/// comes out of `Srh::new_checked` as `BadLength` and is dropped silently
+/// as `srh-malformed` (tests/srv6_unit.rs even asserts that drop). Found:
+/// `Verdict::Drop(srh-malformed)`.
+#[test]
+fn last_entry_beyond_hdr_ext_len_is_a_parameter_problem_at_segments_left() {
+    let mut pl = pipeline();
+    let inner = plain6(s1(), a6("2001:db8:2::10"), 0);
+    // End, SL 2 <= Last Entry + 1 = 3 (DA = Segment List[2], which the
+    // cut header no longer holds), but Last Entry 2 > max_LE 1.
+    let s = srh_le_over_max(&[sid_end(), remote(2), remote(3)], 2);
+    expect_param_problem(&mut pl, srv6_frame(s1(), sid_end(), 64, 0, &s, &inner), 0, 40 + 3);
+    // End.X alike.
+    let s = srh_le_over_max(&[sid_endx(), remote(2), remote(3)], 2);
+    expect_param_problem(&mut pl, srv6_frame(s1(), sid_endx(), 64, 0, &s, &inner), 0, 40 + 3);
+    // End.DT6 with Segments Left != 0: Parameter Problem at the SL too.
+    let s = srh_le_over_max(&[remote(2), sid_dt6(), remote(3)], 1);
+    expect_param_problem(&mut pl, srv6_frame(s1(), sid_dt6(), 64, 0, &s, &inner), 0, 40 + 3);
+}
+
+// ------------------------------------------------------------------------
+// 2. Segments Left = 0: the SRH's other fields are not processed.
+// ------------------------------------------------------------------------
+
+// ------------------------------------------------------------------------
+// 3. A routing header with Segments Left > 0 to a local interface address.
+// ------------------------------------------------------------------------
+
+/// An ICMPv6 Echo Request from s1() to `dst` behind a routing header
+/// `rh`, its checksum over the final destination `final_dst` (RFC 8200
+/// s.8.1: "If the IPv6 packet contains a Routing header, the Destination
+/// Address used in the pseudo-header is that of the final destination").
+fn echo_behind(rh: &[u8], dst: Ipv6Addr, final_dst: Ipv6Addr) -> Vec<u8> {
+    let mut m = vec![128u8, 0, 0, 0, 0, 1, 0, 1, 0xaa, 0xbb, 0xcc, 0xdd];
+    let s = checksum::combine(checksum::pseudo_v6(&s1().octets(), &final_dst.octets(), 58, m.len() as u32), checksum::sum(&m));
+    let c = !checksum::fold(s);
+    m[2..4].copy_from_slice(&c.to_be_bytes());
+    let mut pl = rh.to_vec();
+    pl.extend_from_slice(&m);
+    eth(0x86dd, &ipv6(s1(), dst, 43, 64, 0, &pl))
+}
+
+/// RFC 8754 s.4.3.2 (FIB Entry Is a Local Interface): "If the FIB entry
+/// represents a local interface and is not a locally instantiated SRv6
+/// SID, the SRH is processed as follows: - If Segments Left is zero, the
+/// node must ignore the Routing header and proceed to process the next
+/// header in the packet. - Otherwise, if Segments Left is not zero, the
+/// node must discard the packet and send an ICMP Parameter Problem message
+/// to the Source Address with error code 0 (Erroneous header field
+/// encountered) and the pointer set to the Segments Left field."
+///
+/// Was: the code hands a packet to one of the router's interface addresses to
+/// `local6` (pipeline.rs), which walks past the routing header and
+/// processes the upper layer whatever its Segments Left: no Parameter
+/// Problem is ever sent (here the echo is dropped as `malformed-icmp`
+/// because `local6` checks the checksum against the IPv6 DA instead of the
+/// final destination; with a checksum over the DA the router answers the
+/// echo as if the SRH were not there). Found: `Verdict::Drop(..)`, not the
+/// Parameter Problem.
+#[test]
+fn srh_with_segments_left_to_a_local_interface_address_is_a_parameter_problem() {
+    let mut pl = pipeline();
+    // An echo with SL = 0 (the router is the final destination) is
+    // answered: the SRH is ignored (this part holds already).
+    let s = srh(58, &[remote(2), r0_addr()], 0, vec![]);
+    let mut p = VecPacket::from_bytes(&echo_behind(&s, r0_addr(), r0_addr()));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(0));
+    assert_eq!(l3(&p.to_vec())[40], 129, "Echo Reply");
+    // SL = 1: the router is not the final destination, and the address is
+    // no SID.
+    let s = srh(58, &[r0_addr(), remote(2)], 1, vec![]);
+    expect_param_problem(&mut pl, echo_behind(&s, r0_addr(), remote(2)), 0, 40 + 3);
+}
+
+/// RFC 8200 s.4.4: "If, while processing a received packet, a node
+/// encounters a Routing header with an unrecognized Routing Type value,
+/// the required behavior of the node depends on the value of the Segments
+/// Left field, as follows: ... If Segments Left is non-zero, the node must
+/// discard the packet and send an ICMP Parameter Problem, Code 0, message
+/// to the packet's Source Address, pointing to the unrecognized Routing
+/// Type." (RFC 5095 s.3: a Type 0 routing header is treated the same.)
+///
+/// `srh_of` does this for a packet to a local SID, but a packet to a local
+/// interface address goes to `local6` (pipeline.rs), which ignores the
+/// routing header. Found: no Parameter Problem (the echo is processed).
+#[test]
+fn unknown_routing_type_with_segments_left_to_a_local_address_is_a_parameter_problem() {
+    let mut pl = pipeline();
+    let mut rh = srh(58, &[r0_addr(), remote(2)], 1, vec![]);
+    rh[2] = 253; // RFC 4727 experimental, unrecognized here
+    expect_param_problem(&mut pl, echo_behind(&rh, r0_addr(), r0_addr()), 0, 40 + 2);
+    // Type 0 (deprecated, RFC 5095) alike.
+    rh[2] = 0;
+    expect_param_problem(&mut pl, echo_behind(&rh, r0_addr(), r0_addr()), 0, 40 + 2);
+}
+
+// ------------------------------------------------------------------------
+// 4. H.Encaps.Red with an HMAC TLV: the D flag.
+// ------------------------------------------------------------------------
+
+/// RFC 8754 s.2.1.2 (HMAC TLV): "D: If set, the Destination Address
+/// verification is disabled due to use of a reduced segment list (see
+/// Section 4.1.1)." s.4.1.1: "A reduced SRH does not contain the first
+/// segment of the related SR Policy (the first segment is the one already
+/// in the DA of the IPv6 header), and the Last Entry field is set to n-2".
+/// s.2.1.2.1: with D clear the verifying node checks the destination
+/// address against Segment List[Segments Left], which a reduced SRH at its
+/// first segment (Segments Left = Last Entry + 1) does not have.
+///
+/// Was: the code (`build_srh`, srv6.rs) always emits the HMAC TLV with D = 0,
+/// also for H.Encaps.Red, so the HMAC of the packets of such a policy
+/// fails verification at the first SID (this router's own
+/// `Srh::verify_hmac` answers `Malformed`, and an End.MT SID with
+/// `hmac_required` drops them as `srh-hmac-bad`). Found: D flag clear,
+/// `verify_hmac` = Err(Malformed).
+#[test]
+fn h_encaps_red_with_hmac_sets_the_d_flag() {
+    let src = a6("fc00:0:1::100");
+    let pol = SrPolicy::new(src, EncapMode::EncapsRed, vec![(vec![remote(2), remote(3), remote(4)], 1)])
+        .unwrap()
+        .with_extras(SrhExtras { end_mt: vec![], hmac: Some(hmac_key()), h_flag: false })
+        .unwrap();
+    let mut t = sid_table();
+    t.add_policy("2001:db8:99::/48".parse().unwrap(), pol);
+    let mut pl = pipeline();
+    pl.set_sids(Arc::new(t));
+    let inner = plain6(a6("2001:db8::2"), a6("2001:db8:99::5"), 0);
+    let mut p = VecPacket::from_bytes(&eth(0x86dd, &inner));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(1));
+    let o = p.to_vec();
+    let d = l3(&o);
+    let ip = Ipv6Packet::new_checked(d).unwrap();
+    assert_eq!(ip.dst_addr(), remote(2));
+    let sr = Srh::new_checked(&d[40..]).unwrap();
+    assert_eq!((sr.last_entry(), sr.segments_left()), (1, 2), "reduced SRH");
+    let tlv = sr.hmac_tlv().expect("HMAC TLV");
+    assert!(tlv.d_flag(), "RFC 8754 s.2.1.2: D set for a reduced segment list");
+    // What the first SID (DA remote(2), SL = Last Entry + 1) verifies.
+    assert_eq!(sr.verify_hmac(&src, Some(&remote(2)), &[hmac_key()].into_iter().collect::<HmacKeyTable>()), Ok(()), "the HMAC verifies at the first SID");
 }
