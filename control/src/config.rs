@@ -3632,7 +3632,7 @@ receivers = [ { address = "2001:db8:2::10", qpn = 0x11 }, { address = "2001:db8:
         for (patch, want) in [
             (("group = \"ff3e::100\"", "group = \"2001:db8::1\""), "multicast.route[0].group = 2001:db8::1: must be an IPv6 multicast group"),
             (("group = \"ff3e::100\"", "group = \"ff02::100\""), "multicast.route[0].group = ff02::100: must be an IPv6 multicast group of wider than link-local scope"),
-            (("group = \"ff3e::100\"", "group = \"ff0f::100\""), "multicast.route[0].group = ff0f::100: must be an IPv6 multicast group"),
+            (("group = \"ff3e::100\"", "group = \"ff00::100\""), "multicast.route[0].group = ff00::100: must be an IPv6 multicast group"),
             (("group = \"ff3e::100\"", "group = \"nope\""), "multicast.route[0].group = \"nope\": not an IPv6 address"),
             (("iif = \"wan\"", "iif = \"wan\"\nsource = \"ff3e::1\""), "multicast.route[0].source = ff3e::1: must be a unicast address"),
             (("iif = \"wan\"", "iif = \"lo\""), "multicast.route[0].iif = \"lo\": no such interface"),

@@ -1354,6 +1354,11 @@ impl Pipeline {
             return Err(Drop::NoHeadroom);
         }
         copy.data_mut()[14..].copy_from_slice(body);
+        // The received frame's addresses: an on-link source not in the
+        // neighbour table is answered at its Ethernet source, as a unicast
+        // error is (the copy's own header is not written yet).
+        let macs = src.get(..12).ok_or(Drop::ReplicaInvalid)?;
+        copy.data_mut()[..12].copy_from_slice(macs);
         let source = Ipv6Packet::new_unchecked(body).src_addr();
         let l2 = L2 { iface: job.in_iface, l3: 14, pcp: 0, mcast: true };
         match self.icmp_error6(copy, l2, source, job.total, now_ns, Icmp6Error::TooBig(mtu as u32))? {

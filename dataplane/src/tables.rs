@@ -172,10 +172,10 @@ impl PartialEq for Mroute {
 impl Eq for Mroute {}
 
 /// An IPv6 multicast address a router may forward: scope wider than
-/// link-local (RFC 4291 s.2.7; RFC 7346: realm-local and wider), not the
-/// reserved scope F.
+/// link-local (RFC 4291 s.2.7; RFC 7346: realm-local and wider); the
+/// reserved scope F "must be treated the same as" global scope E.
 pub fn routable_multicast6(a: &Ipv6Addr) -> bool {
-    a.is_multicast() && (3..=0xe).contains(&(a.octets()[1] & 0x0f))
+    a.is_multicast() && (3..=0xf).contains(&(a.octets()[1] & 0x0f))
 }
 
 /// At most this many outgoing interfaces per multicast route.

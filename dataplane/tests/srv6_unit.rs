@@ -1952,8 +1952,8 @@ fn multicast_routes_replicate_with_rpf() {
         let (v, _) = process_on(&mut pl, &fm, 0);
         assert_eq!(v, Verdict::Drop(Drop::Ipv6Martian), "{src}");
     }
-    // A group without a route; link-local and reserved (F) scopes are
-    // never routed.
+    // A group without a route (scope F is global scope, RFC 4291 s.2.7);
+    // link-local scope is never routed.
     for g in [a6("ff3e::200"), a6("ff02::100"), a6("ff0f::100")] {
         let (v, _) = process_on(&mut pl, &to_group_mac(eth(0x86dd, &plain6(s1(), g, 0)), g), 0);
         assert_eq!(v, Verdict::Drop(Drop::MulticastNotRouted), "{g}");
