@@ -145,9 +145,14 @@ pub struct EgressQueue<P, F = u32> {
     /// Packets in `pfc`'s side queues (kept here, next to the data queue's
     /// length, so the room check of every packet reads no more memory).
     held: usize,
+    /// The priorities paused as of the last dequeue (for the room check of
+    /// the priority queue, which has no clock).
+    paused_seen: u8,
     bytes: u64,
-    /// Shaper tokens in byte-nanoseconds * rate (scaled: bytes * 8e9).
-    tokens: u128,
+    /// Shaper tokens in byte-nanoseconds * rate (scaled: bytes * 8e9);
+    /// negative: a debt that newer data waits out (a priority frame sent
+    /// on an empty bucket, a frame longer than the bucket).
+    tokens: i128,
     last_ns: u64,
     pub stats: EgressStats,
 }
@@ -162,7 +167,7 @@ struct Hold<P, F> {
     held: [VecDeque<Queued<P, F>>; 8],
 }
 
-const SCALE: u128 = 8_000_000_000; // bits per byte * ns per s
+const SCALE: i128 = 8_000_000_000; // bits per byte * ns per s
 
 /// The class of a priority-queue frame no pause holds: a MAC Control frame
 /// (END.C's own PAUSE / RESUME; 802.3 exempts them), or any frame on a
@@ -170,10 +175,11 @@ const SCALE: u128 = 8_000_000_000; // bits per byte * ns per s
 pub const NEVER_HELD: u8 = 0xff;
 
 /// Hand a priority packet to `out`: it never waits for tokens but does
-/// consume them, so the data queue yields to it.
+/// consume them, into debt if need be, so the data queue yields to it and
+/// the port keeps its rate.
 #[inline(always)]
-fn send_priority<P, F>(p: P, len: u32, tokens: &mut u128, out: &mut impl FnMut(P, u32, Option<F>, bool)) {
-    *tokens = tokens.saturating_sub(u128::from(len) * SCALE);
+fn send_priority<P, F>(p: P, len: u32, tokens: &mut i128, out: &mut impl FnMut(P, u32, Option<F>, bool)) {
+    *tokens -= i128::from(len) * SCALE;
     out(p, len, None, true);
 }
 
@@ -186,15 +192,22 @@ fn send_data<P, F>(q: Queued<P, F>, bytes: &mut u64, stats: &mut EgressStats, ou
     out(q.pkt, q.len, q.flow, false);
 }
 
+/// The tokens a packet of `len` bytes waits for under a bucket of `cap`:
+/// its length, or a full bucket when it is longer (it leaves then, into
+/// debt, instead of never).
+#[inline(always)]
+fn tokens_needed(len: u32, cap: i128) -> i128 {
+    (i128::from(len) * SCALE).min(cap)
+}
+
 /// Take the shaper tokens for `len` bytes (always, when not shaped).
 #[inline]
-fn take_tokens(tokens: &mut u128, rate_bps: u64, len: u32) -> bool {
+fn take_tokens(tokens: &mut i128, rate_bps: u64, burst_bytes: u64, len: u32) -> bool {
     if rate_bps == 0 {
         return true;
     }
-    let need = u128::from(len) * SCALE;
-    if *tokens >= need {
-        *tokens -= need;
+    if *tokens >= tokens_needed(len, i128::from(burst_bytes) * SCALE) {
+        *tokens -= i128::from(len) * SCALE;
         true
     } else {
         false
@@ -209,7 +222,8 @@ impl<P, F: Copy> EgressQueue<P, F> {
             prio: VecDeque::with_capacity(cfg.priority_packets),
             pfc: None,
             held: 0,
-            tokens: u128::from(cfg.burst_bytes) * SCALE,
+            paused_seen: 0,
+            tokens: i128::from(cfg.burst_bytes) * SCALE,
             bytes: 0,
             last_ns: 0,
             stats: EgressStats::default(),
@@ -336,11 +350,26 @@ impl<P, F: Copy> EgressQueue<P, F> {
 
     /// [`EgressQueue::enqueue_priority`] of a frame of priority `class`
     /// ([`EgressQueue::control_class_of`]): a received pause of that
-    /// priority holds it too.
+    /// priority holds it too. `Err` hands back the frame dropped: `p` when
+    /// the queue is full, or, when `p` can leave and the queue is full of
+    /// frames a pause holds, the newest of those (`p` is queued).
     #[inline]
     pub fn enqueue_priority_as(&mut self, p: P, len: u32, class: u8) -> Result<(), P> {
         if self.prio.len() >= self.cfg.priority_packets {
             self.stats.priority_drops += 1;
+            // 802.1Qbb: a pause stops its own priority only. A frame that
+            // can leave (a MAC Control frame, an unpaused priority) takes
+            // the place of the newest frame a pause holds, which is
+            // dropped (returned) instead.
+            let held = self.paused_seen;
+            if held != 0 && (class == NEVER_HELD || held & (1 << (class & 7)) == 0) {
+                if let Some(i) = self.prio.iter().rposition(|f| f.2 != NEVER_HELD && held & (1 << (f.2 & 7)) != 0) {
+                    if let Some((old, _, _)) = self.prio.remove(i) {
+                        self.prio.push_back((p, len, class));
+                        return Err(old);
+                    }
+                }
+            }
             return Err(p);
         }
         self.prio.push_back((p, len, class));
@@ -353,13 +382,13 @@ impl<P, F: Copy> EgressQueue<P, F> {
         }
         let dt = now_ns.saturating_sub(self.last_ns);
         self.last_ns = self.last_ns.max(now_ns);
-        let cap = u128::from(self.cfg.burst_bytes) * SCALE;
-        self.tokens = (self.tokens + u128::from(dt) * u128::from(self.cfg.rate_bps)).min(cap);
+        let cap = i128::from(self.cfg.burst_bytes) * SCALE;
+        self.tokens = (self.tokens + i128::from(dt) * i128::from(self.cfg.rate_bps)).min(cap);
     }
 
     #[inline]
     fn take(&mut self, len: u32) -> bool {
-        take_tokens(&mut self.tokens, self.cfg.rate_bps, len)
+        take_tokens(&mut self.tokens, self.cfg.rate_bps, self.cfg.burst_bytes, len)
     }
 
     /// Hand up to `max` packets that the shaper lets go at `now_ns` to
@@ -372,6 +401,7 @@ impl<P, F: Copy> EgressQueue<P, F> {
             if paused != 0 && h.port.has_watchdog() {
                 paused = h.port.watchdog(now_ns, paused);
             }
+            self.paused_seen = paused;
             if paused != 0 || self.held != 0 {
                 return self.dequeue_paused(paused, max, out);
             }
@@ -428,7 +458,7 @@ impl<P, F: Copy> EgressQueue<P, F> {
             if self.held != 0 {
                 if let Some(c) = (0..8).find(|&c| paused & (1 << c) == 0 && !h.held[c].is_empty()) {
                     let len = h.held[c].front().map_or(0, |q| q.len);
-                    if !take_tokens(&mut self.tokens, self.cfg.rate_bps, len) {
+                    if !take_tokens(&mut self.tokens, self.cfg.rate_bps, self.cfg.burst_bytes, len) {
                         break;
                     }
                     let Some(q) = h.held[c].pop_front() else { break };
@@ -447,7 +477,7 @@ impl<P, F: Copy> EgressQueue<P, F> {
                 set_aside += 1;
                 continue;
             }
-            if !take_tokens(&mut self.tokens, self.cfg.rate_bps, len) {
+            if !take_tokens(&mut self.tokens, self.cfg.rate_bps, self.cfg.burst_bytes, len) {
                 break;
             }
             let Some(q) = self.data.pop_front() else { break };
@@ -467,7 +497,7 @@ impl<P, F: Copy> EgressQueue<P, F> {
     /// head of those (it left from there: they are all newer).
     pub fn requeue_front(&mut self, q: Queued<P, F>) {
         if self.cfg.rate_bps != 0 {
-            self.tokens += u128::from(q.len) * SCALE;
+            self.tokens += i128::from(q.len) * SCALE;
         }
         self.bytes += u64::from(q.len);
         self.stats.dequeued -= 1;
@@ -485,6 +515,8 @@ impl<P, F: Copy> EgressQueue<P, F> {
     /// Put back a priority packet the NIC did not take (`class` as it was
     /// queued with).
     pub fn requeue_priority_front(&mut self, p: P, len: u32, class: u8) {
+        // Not sent: its tokens back, as a data packet's.
+        self.tokens += i128::from(len) * SCALE;
         self.prio.push_front((p, len, class));
     }
 
@@ -518,10 +550,18 @@ impl<P, F: Copy> EgressQueue<P, F> {
         };
         let paused = h.port.paused(now_ns);
         let free = |c: u8| c == NEVER_HELD || paused & (1 << (c & 7)) == 0;
-        let ready = (0..8).any(|c| paused & (1 << c) == 0 && !h.held[c].is_empty());
+        // Held data of a priority no longer paused leaves when the shaper
+        // has the tokens for its head.
+        let ready = (0..8).filter(|&c| paused & (1 << c) == 0).filter_map(|c| h.held[c].front()).map(|q| self.tokens_at(q.len, now_ns)).min();
         let head_moves = self.data.front().is_some_and(|q| !free(q.class));
-        if ready || head_moves || self.prio.iter().any(|f| free(f.2)) {
+        if head_moves || self.prio.iter().any(|f| free(f.2)) {
             return Some(now_ns);
+        }
+        if let Some(t) = ready {
+            return Some(match self.next_data_departure(now_ns) {
+                Some(d) => t.min(d),
+                None => t,
+            });
         }
         if self.data.is_empty() {
             // Everything waits for a pause to end.
@@ -539,20 +579,27 @@ impl<P, F: Copy> EgressQueue<P, F> {
     /// When the head of the data queue may leave (the shaper's tokens).
     fn next_data_departure(&self, now_ns: u64) -> Option<u64> {
         let front = self.data.front()?;
+        Some(self.tokens_at(front.len, now_ns))
+    }
+
+    /// When the shaper has the tokens for a data packet of `len` bytes,
+    /// asked at `now_ns`.
+    fn tokens_at(&self, len: u32, now_ns: u64) -> u64 {
         if self.cfg.rate_bps == 0 {
-            return Some(now_ns);
+            return now_ns;
         }
-        let need = u128::from(front.len) * SCALE;
+        let cap = i128::from(self.cfg.burst_bytes) * SCALE;
+        let need = tokens_needed(len, cap);
         // The tokens as of `now_ns`, as `refill` would make them (the last
         // refill may be older).
-        let cap = u128::from(self.cfg.burst_bytes) * SCALE;
         let dt = now_ns.saturating_sub(self.last_ns);
-        let tokens = (self.tokens + u128::from(dt) * u128::from(self.cfg.rate_bps)).min(cap);
+        let tokens = (self.tokens + i128::from(dt) * i128::from(self.cfg.rate_bps)).min(cap);
         if tokens >= need {
-            return Some(now_ns);
+            return now_ns;
         }
-        let wait = (need - tokens).div_ceil(u128::from(self.cfg.rate_bps));
-        Some(now_ns + wait as u64)
+        let rate = i128::from(self.cfg.rate_bps);
+        let wait = (need - tokens + rate - 1) / rate;
+        now_ns + wait as u64
     }
 }
 
@@ -887,8 +934,16 @@ mod tests {
                     }
                     6 => {
                         let c = if class == 8 { NEVER_HELD } else { class };
-                        if e.enqueue_priority_as(next_id, 64, c).is_ok() {
-                            class_of.insert(next_id, (class, true));
+                        match e.enqueue_priority_as(next_id, 64, c) {
+                            Ok(()) => {
+                                class_of.insert(next_id, (class, true));
+                            }
+                            // Queued in the place of a held frame, dropped.
+                            Err(x) if x != next_id => {
+                                class_of.insert(next_id, (class, true));
+                                class_of.remove(&x);
+                            }
+                            Err(_) => {}
                         }
                         next_id += 1;
                     }

@@ -1,0 +1,171 @@
+//! The deep-buffer egress port (`dataplane/src/egress.rs`), from a review:
+//! each test failed on the code before its fix ("Was") and names the rule
+//! it checks. Plain
+//! `u32` packets, virtual time in ns, no DPDK.
+
+use dataplane::egress::{EgressConfig, EgressQueue, Queued, NEVER_HELD};
+use dataplane::pfcrx::{PfcRxConfig, PortPause};
+use dataplane::wire::pfc::{MacControlRepr, PfcRepr};
+use std::sync::Arc;
+
+fn data(id: u32, len: u32) -> Queued<u32, u32> {
+    Queued { pkt: id, len, flow: None, class: 0 }
+}
+
+fn data_c(id: u32, len: u32, class: u8) -> Queued<u32, u32> {
+    Queued { pkt: id, len, flow: None, class }
+}
+
+/// (id, len, is_priority) of what leaves at `now`.
+fn out(e: &mut EgressQueue<u32>, now: u64, max: usize) -> Vec<(u32, u32, bool)> {
+    let mut v = Vec::new();
+    e.dequeue_ready(now, max, |p, len, _, prio| v.push((p, len, prio)));
+    v
+}
+
+/// Rule: the issue ("a software queue per egress port, drained by a shaper
+/// at the port's configured rate R_port") and the configuration, which
+/// accepts `mtu` up to 9600 (control/src/config.rs:1602) while it sizes the
+/// bucket as "10 us at the port rate, at least one jumbo frame" =
+/// max(rate / 8 / 100000, 9216) bytes (control/src/config.rs:1714). A
+/// 9600-byte MTU frame is 9618 bytes with Ethernet header and 802.1Q tag.
+/// Arithmetic: `take_tokens` needs `len` bytes of tokens and `refill` caps
+/// the tokens at `burst_bytes`, so a frame longer than the bucket can never
+/// leave. Was: the jumbo frame stays at the head of the data
+/// queue for ever and blocks everything behind it (port dead until restart);
+/// `next_departure_ns` keeps promising a time at which nothing leaves.
+#[test]
+fn a_frame_longer_than_the_bucket_still_leaves() {
+    // rate_mbps = 1000, mtu = 9600: what config.rs builds.
+    let rate_bps = 1_000_000_000u64;
+    let burst = (rate_bps / 8 / 100_000).max(9216);
+    let mut e: EgressQueue<u32> = EgressQueue::new(EgressConfig { rate_bps, burst_bytes: burst, queue_bytes: 1 << 20, max_packets: 64, priority_packets: 4 });
+    e.enqueue(data(1, 9600 + 18)).ok().unwrap();
+    e.enqueue(data(2, 64)).ok().unwrap();
+    let t = e.next_departure_ns(0).expect("data queued");
+    let at_t = out(&mut e, t, 32);
+    // One full second at 1 Gb/s is 125 MB worth of tokens.
+    let later = out(&mut e, 1_000_000_000, 32);
+    let ids: Vec<u32> = at_t.iter().chain(later.iter()).map(|x| x.0).collect();
+    assert_eq!(ids, vec![1, 2], "a 9618-byte frame (MTU 9600) never leaves a 1 Gb/s port whose bucket is {burst} bytes; next_departure_ns said {t}");
+    assert_eq!(e.depth_bytes(), 0);
+}
+
+/// Rule: egress.rs's own contract, "The rate applies to both
+/// (notifications share the link)" and `send_priority`: "it never waits
+/// for tokens but does consume them, so the data queue yields to it";
+/// token-bucket arithmetic: what leaves in [0, T] is at most
+/// burst + R_port * T (plus at most one priority frame taken on credit).
+/// Was: `send_priority` does `tokens.saturating_sub(len)`, so a
+/// priority frame that arrives when the bucket is empty is sent for free
+/// (its debt is forgotten) and the data after it is not delayed: with one
+/// notification per shaper interval the port sends twice R_port.
+#[test]
+fn priority_frames_sent_on_an_empty_bucket_are_paid_for_by_the_data() {
+    // 8 Mb/s = 1 byte per us; bucket 1000 bytes.
+    let mut e: EgressQueue<u32> = EgressQueue::new(EgressConfig { rate_bps: 8_000_000, burst_bytes: 1000, queue_bytes: 1 << 30, max_packets: 4096, priority_packets: 256 });
+    for i in 0..1000 {
+        e.enqueue(data(i, 1000)).ok().unwrap();
+    }
+    let mut sent = 0u64;
+    let steps = 100u64;
+    for k in 0..steps {
+        let now = k * 1_000_000;
+        // The worker's loop: the shaper sends the data its tokens allow...
+        sent += out(&mut e, now, 32).iter().map(|x| u64::from(x.1)).sum::<u64>();
+        // ...then a CNP / ND answer is built and sent ahead of the data.
+        e.enqueue_priority(100_000 + k as u32, 1000).unwrap();
+        sent += out(&mut e, now, 32).iter().map(|x| u64::from(x.1)).sum::<u64>();
+    }
+    let t = (steps - 1) * 1_000_000;
+    let allowed = 1000 + t / 1000 + 1000; // burst + R*T (1 B/us) + one frame on credit
+    assert!(sent <= allowed, "{sent} bytes left in {t} ns at 8 Mb/s (token bucket allows {allowed})");
+}
+
+/// Rule: the issue ("NIC TX backpressure respected") and egress.rs's
+/// module doc ("what the NIC refuses goes back to the head of the queue");
+/// `requeue_front` gives a refused data packet its tokens back, so the
+/// shaper only pays for what the NIC took. Was:
+/// `requeue_priority_front` gives nothing back, so every refusal of a
+/// notification / ARP / ND frame (a full TX ring) charges the port again:
+/// here the bucket holds 1000 bytes, only 1000 bytes leave, yet the data
+/// packet is held back.
+#[test]
+fn a_refused_priority_frame_gets_its_tokens_back() {
+    let mut e: EgressQueue<u32> = EgressQueue::new(EgressConfig { rate_bps: 8_000_000, burst_bytes: 1000, queue_bytes: 1 << 20, max_packets: 64, priority_packets: 4 });
+    e.enqueue(data(1, 500)).ok().unwrap();
+    e.enqueue_priority(7, 500).unwrap();
+    // The NIC refuses the priority frame (TX ring full) three times.
+    for _ in 0..3 {
+        let got = out(&mut e, 0, 1);
+        assert_eq!(got, vec![(7, 500, true)]);
+        e.requeue_priority_front(7, 500, NEVER_HELD);
+    }
+    // Then it takes everything: 1000 bytes, one bucket.
+    let got = out(&mut e, 0, 32);
+    assert_eq!(got, vec![(7, 500, true), (1, 500, false)], "only 1000 bytes left, the bucket holds 1000: the refusals were charged");
+}
+
+/// An unshaped PFC port honouring `prios`, 1 Gb/s quanta.
+fn pfc_port(prios: u8, pause: bool) -> Arc<PortPause> {
+    Arc::new(PortPause::new(PfcRxConfig { link_bps: 1_000_000_000, ..PfcRxConfig::with_default_priority(prios, pause, 0) }))
+}
+
+/// Rule: IEEE 802.1Qbb (a PFC pause of one priority stops that priority
+/// only; the others keep transmitting), 802.3 Annex 31B (MAC Control frames
+/// are never paused), the README ("END.C's own PAUSE / RESUME frames are MAC
+/// Control frames, which 802.3 exempts, and always leave"; "256 of them ...
+/// are kept for the priority queue, so notifications and ARP/ND find room")
+/// and the issue ("Notifications (CNP, FANN, PFC) and ARP/ND leave ahead of
+/// the data queue"). Was: frames of a paused priority stay in the
+/// one shared priority queue (`enqueue_priority_as` checks only
+/// `prio.len() >= priority_packets`), so while priority 3 is paused its
+/// CNPs fill the whole reserve and END.C's own PFC frame and an ND answer
+/// on unpaused priority 0 are refused (`priority-queue-full`): a paused
+/// priority blocks the others.
+#[test]
+fn frames_of_a_paused_priority_do_not_take_the_room_of_the_others() {
+    let pp = pfc_port(1 << 3, false);
+    let mut e: EgressQueue<u32> = EgressQueue::new(EgressConfig { max_packets: 64, priority_packets: 4, ..Default::default() }).with_pfc(pp.clone());
+    pp.receive(&MacControlRepr::Pfc(PfcRepr::pause(1 << 3, 0xffff)), 0);
+    // CNPs toward the paused priority 3, as many as the reserve holds.
+    for id in 1..=4 {
+        e.enqueue_priority_as(id, 64, 3).unwrap();
+    }
+    assert!(out(&mut e, 1, 32).is_empty(), "priority 3 is paused");
+    // END.C's own PFC PAUSE (MAC Control) and an ND answer on priority 0:
+    // each takes the place of the newest held CNP, which is handed back
+    // (dropped and counted by the caller).
+    assert_eq!(e.enqueue_priority_as(100, 64, NEVER_HELD), Err(4), "END.C's PFC frame refused because paused priority 3 filled the priority queue");
+    assert_eq!(e.enqueue_priority_as(101, 64, 0), Err(3), "an ND answer on unpaused priority 0 refused because paused priority 3 filled the priority queue");
+    // A frame of the paused priority itself is refused as before.
+    assert_eq!(e.enqueue_priority_as(102, 64, 3), Err(102));
+    let ids: Vec<u32> = out(&mut e, 2, 32).iter().map(|x| x.0).collect();
+    assert_eq!(ids, vec![100, 101]);
+}
+
+/// Rule: egress.rs `next_departure_ns`, "When the next data packet may
+/// leave (for a simulation's event clock)", as it holds without PFC
+/// (`next_data_departure` waits for the shaper's tokens); the simulation
+/// (sim.rs:686) wakes the node at that time. Was: on a shaped
+/// PFC port with held packets of a priority no longer paused it answers
+/// `now` whatever the tokens (`ready` ignores the shaper), so nothing
+/// leaves at the promised time and the simulation wakes every 1 ns (its
+/// `t.max(now + 1)`) until the bucket refills.
+#[test]
+fn next_departure_with_held_packets_waits_for_the_shaper() {
+    let pp = pfc_port(1 << 3, false);
+    // 8 Mb/s: a 100-byte packet every 100 us; a bucket of one packet.
+    let mut e: EgressQueue<u32> = EgressQueue::new(EgressConfig { rate_bps: 8_000_000, burst_bytes: 100, max_packets: 64, priority_packets: 4, ..Default::default() }).with_pfc(pp.clone());
+    pp.receive(&MacControlRepr::Pfc(PfcRepr::pause(1 << 3, 0xffff)), 0);
+    for id in 1..=3 {
+        e.enqueue(data_c(id, 100, 3)).ok().unwrap();
+    }
+    assert!(out(&mut e, 1, 32).is_empty());
+    assert_eq!(e.held_len(), 3);
+    pp.receive(&MacControlRepr::Pfc(PfcRepr::resume(1 << 3)), 2);
+    assert_eq!(out(&mut e, 2, 32).iter().map(|x| x.0).collect::<Vec<_>>(), vec![1], "one bucket");
+    let t = e.next_departure_ns(2).expect("two held packets wait");
+    let got = out(&mut e, t, 32);
+    assert!(!got.is_empty(), "next_departure_ns(2) = {t}, but nothing leaves then (the next may leave at 100_002)");
+}
