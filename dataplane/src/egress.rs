@@ -178,8 +178,10 @@ pub const NEVER_HELD: u8 = 0xff;
 /// consume them, into debt if need be, so the data queue yields to it and
 /// the port keeps its rate.
 #[inline(always)]
-fn send_priority<P, F>(p: P, len: u32, tokens: &mut i128, out: &mut impl FnMut(P, u32, Option<F>, bool)) {
-    *tokens -= i128::from(len) * SCALE;
+fn send_priority<P, F>(p: P, len: u32, tokens: &mut i128, rate_bps: u64, out: &mut impl FnMut(P, u32, Option<F>, bool)) {
+    if rate_bps != 0 {
+        *tokens -= i128::from(len) * SCALE;
+    }
     out(p, len, None, true);
 }
 
@@ -277,6 +279,10 @@ impl<P, F: Copy> EgressQueue<P, F> {
 
     /// Change the rate or limits at runtime (packets already queued stay).
     pub fn set_config(&mut self, cfg: EgressConfig) {
+        if self.cfg.rate_bps == 0 && cfg.rate_bps != 0 {
+            // Shaped from now on: a full bucket, as a new queue's.
+            self.tokens = i128::from(cfg.burst_bytes) * SCALE;
+        }
         self.cfg.rate_bps = cfg.rate_bps;
         self.cfg.queue_bytes = cfg.queue_bytes;
         self.cfg.burst_bytes = cfg.burst_bytes;
@@ -409,7 +415,7 @@ impl<P, F: Copy> EgressQueue<P, F> {
         let mut n = 0;
         while n < max {
             if let Some((p, len, _)) = self.prio.pop_front() {
-                send_priority(p, len, &mut self.tokens, &mut out);
+                send_priority(p, len, &mut self.tokens, self.cfg.rate_bps, &mut out);
                 n += 1;
                 continue;
             }
@@ -451,7 +457,7 @@ impl<P, F: Copy> EgressQueue<P, F> {
                 _ => None,
             };
             if let Some((p, len, _)) = next.and_then(|i| self.prio.remove(i)) {
-                send_priority(p, len, &mut self.tokens, &mut out);
+                send_priority(p, len, &mut self.tokens, self.cfg.rate_bps, &mut out);
                 n += 1;
                 continue;
             }
@@ -516,7 +522,9 @@ impl<P, F: Copy> EgressQueue<P, F> {
     /// queued with).
     pub fn requeue_priority_front(&mut self, p: P, len: u32, class: u8) {
         // Not sent: its tokens back, as a data packet's.
-        self.tokens += i128::from(len) * SCALE;
+        if self.cfg.rate_bps != 0 {
+            self.tokens += i128::from(len) * SCALE;
+        }
         self.prio.push_front((p, len, class));
     }
 
