@@ -70,6 +70,10 @@ fn flows_spread_over_rx_queues_and_workers_stay_in_order() {
         assert!(ping_until_reply(&n1, dst, 10), "no reply from {dst} through the router\n{}", diagnose(&[&n1, &n2], &sock));
     }
     let before = ctl("show workers");
+    // The router's own first ND / MLD frames may meet a tap whose kernel
+    // side is not up yet (the tap PMD's write fails and the frame counts as
+    // tx-full); what must not happen is a forwarded datagram lost that way.
+    let tx_full_before = counter(&ctl("show counters"), "tx-full");
 
     // 64 flows (source ports) per family, 40 datagrams each, paced.
     let flows = 64usize;
@@ -113,7 +117,7 @@ fn flows_spread_over_rx_queues_and_workers_stay_in_order() {
     assert!(q0 >= 2 * count as u64 / 10 && q1 >= 2 * count as u64 / 10, "both queues carry at least a tenth of the flows' datagrams: {q0} / {q1}");
 
     let so = router.stop();
-    assert_eq!(counter(&so, "tx-full"), 0);
+    assert_eq!(counter(&so, "tx-full"), tx_full_before, "no frame refused by a full tx queue while the flows ran");
     assert_eq!(mempool_in_use(&so), 0, "every mbuf back in its pool after SIGTERM");
     // The exit table has the same per-queue lines, with CPU time.
     let wl: Vec<&str> = so.lines().filter(|l| l.starts_with("worker ")).collect();
