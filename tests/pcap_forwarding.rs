@@ -862,9 +862,10 @@ fn handoff_drops_count_for_the_flows_arrival_rate() {
 }
 
 /// The End.MT underlay on real DPDK (draft-li s.3, s.5.1): a static
-/// multicast route replicates the WAN's packets to ff3e::100 onto the DC
-/// port (to 33:33:00:00:01:00, Hop Limit - 1, checksums and ICRC checked by
-/// scapy), the same group arriving on the DC port fails RPF, and an edge
+/// (S,G) multicast route replicates the WAN's packets to the SSM group
+/// ff3e::100 onto the DC port (to 33:33:00:00:01:00, Hop Limit - 1,
+/// checksums and ICRC checked by scapy) and nothing from another source,
+/// the same group arriving on the DC port fails RPF, and an edge
 /// node whose End.MT SID is the group ff3e::10 replicates a RoCEv2 packet
 /// to its receiver from the End.MT TLV of its node address.
 #[test]
@@ -896,16 +897,19 @@ fn multicast_routes_and_end_mt_on_a_group() {
         f.extend_from_slice(&pl);
         wan.push(f);
     }
+    // The SSM group from a source its (S,G) route does not name: nobody
+    // asked for it (RFC 4607 s.5.1).
+    wan.push(control::gen::udp6(&from_wan, "2001:db8:3::9".parse().unwrap(), g, 40000, 5000, b"ssm-other-source", 64));
     control::demo::write_pcap(&dir.join("wan-in.pcap"), &wan).unwrap();
-    // The group from the DC side: wrong interface.
+    // The group from its source on the DC side: wrong interface.
     let to_router = control::gen::L2 { src: HOST, dst: [0x33, 0x33, 0, 0, 1, 0] };
-    control::demo::write_pcap(&dir.join("dc-in.pcap"), &[control::gen::udp6(&to_router, "2001:db8:1::2".parse().unwrap(), g, 40000, 5000, b"wrong-iif", 64)]).unwrap();
+    control::demo::write_pcap(&dir.join("dc-in.pcap"), &[control::gen::udp6(&to_router, src, g, 40000, 5000, b"wrong-iif", 64)]).unwrap();
     control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
     let d = dir.display();
     let text = config(&dir).replace(&format!("rx_pcap={d}/empty.pcap"), &format!("rx_pcap={d}/wan-in.pcap"))
         + "[[neighbour]]\nip = \"2001:db8:1::10\"\nmac = \"02:00:00:00:01:10\"\ninterface = \"dc\"\n"
         + "[srv6]\nlocator = \"fc00:0:1::/48\"\nsource = \"fc00:0:1::1\"\n[[srv6.sid]]\nsid = \"ff3e::10\"\nbehaviour = \"end.mt\"\n"
-        + "[[multicast.route]]\ngroup = \"ff3e::100\"\niif = \"wan\"\noifs = [\"dc\"]\n";
+        + "[[multicast.route]]\ngroup = \"ff3e::100\"\nsource = \"2001:db8:3::2\"\niif = \"wan\"\noifs = [\"dc\"]\n";
     assert!(text.contains("wan-in.pcap"));
     let cfg = dir.join("r.toml");
     std::fs::write(&cfg, text).unwrap();
@@ -929,6 +933,7 @@ fn multicast_routes_and_end_mt_on_a_group() {
     assert_eq!(counter(&so, "mroute-replica-sent"), 5);
     assert_eq!(counter(&so, "endmt-replica-built"), 1);
     assert_eq!(counter(&so, "mroute-rpf-failed"), 1);
+    assert_eq!(counter(&so, "multicast-not-routed"), 1, "the SSM group from another source");
     assert_eq!(counter(&so, "ttl-expired"), 1);
     let txt = scapy_check(&dir.join("dc-out.pcap"));
     eprintln!("{txt}");

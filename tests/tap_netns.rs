@@ -425,6 +425,87 @@ interface = "b"
     assert_eq!(mempool_in_use(&so), 0);
 }
 
+/// UDP datagrams of 1000 bytes from 10.1.0.2 to 10.8.0.1, as Ethernet
+/// frames to the router's port a, written to the kernel side of a tap
+/// (argv: tap, count, first id).
+const UDP_FRAMES: &str = r#"
+import socket, struct, sys
+tap, n, first = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def csum(b):
+    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    return ~s & 0xffff
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind((tap, 0))
+for i in range(first, first + n):
+    udp = struct.pack("!HHHH", 4000, 5000, 1008, 0) + bytes(1000)
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), i & 0xffff, 0, 64, 17, 0, socket.inet_aton("10.1.0.2"), socket.inet_aton("10.8.0.1"))
+    ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
+    s.send(bytes.fromhex("02dc00000a01020000000102") + b"\x08\x00" + ip + udp)
+"#;
+
+/// A shaped port whose link goes down drops what it holds: port b is
+/// shaped to 1 Mb/s, so 200 datagrams of 1042 bytes (1.7 s of the link)
+/// queue up behind it; when the kernel takes tap 2 down, the router drops
+/// its queue and what still comes for the port (`link-down`) instead of
+/// sending seconds-old data once the link is back (Linux, too, resets an
+/// interface's queue when its carrier goes), and the congestion-free queue
+/// shows empty. With the link back, new datagrams leave again. Every
+/// datagram is either sent or dropped for the link, and every mbuf is back
+/// in its pool.
+#[test]
+fn a_shaped_port_whose_link_goes_down_drops_its_queue() {
+    if let Err(why) = can_run() {
+        skip("tap_netns link down", &why);
+        return;
+    }
+    python_ok().expect("python3 is required to write the frames");
+    let lab = TapLab::new("ld");
+    let ports = lab.ports("", "rate_mbps = 1\n");
+    let TapLab { t1, t2, dir, sock, cfg, .. } = lab;
+    std::fs::write(
+        &cfg,
+        format!("[dataplane]\nstatus_interval_ms = 0\n[mempool]\nmbufs_per_socket = 4095\ncache_size = 64\n{ports}[[route]]\nprefix = \"10.8.0.0/16\"\nvia = \"10.2.0.2\"\n[[neighbour]]\nip = \"10.2.0.2\"\nmac = \"02:00:00:00:02:02\"\ninterface = \"b\"\n"),
+    )
+    .unwrap();
+    let mut router = Router::start("taplinkdown", &cfg, &dir, &sock);
+    let ctl = |c: &str| control::ctl::request(sock.to_str().unwrap(), c).unwrap();
+    let send = |n: usize, first: usize| {
+        let o = Command::new("python3").args(["-c", UDP_FRAMES, &t1, &n.to_string(), &first.to_string()]).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    // Datagrams counted by where they went: out of b, or dropped.
+    let udp_out = |t: &str| port_packets(t, "b").1;
+    send(200, 0);
+    let t = wait_ctl(&sock, "show counters", 5, &|t| port_packets(t, "a").0 >= 200, "port a received the 200 datagrams", &[]);
+    let sent_before = udp_out(&t);
+    assert!(sent_before < 150, "1 Mb/s sends about 120 datagrams a second: {sent_before} left already\n{t}");
+    assert_eq!(counter(&t, "link-down"), 0);
+    sh(&["ip", "link", "set", &t2, "down"]);
+    let t = wait_ctl(&sock, "show counters", 5, &|t| counter(t, "link-down") > 0, "the queue dropped for the link", &[]);
+    // Nothing leaves after the drop; the queue is empty.
+    std::thread::sleep(Duration::from_millis(300));
+    let t2_ = ctl("show counters");
+    assert_eq!(udp_out(&t2_), udp_out(&t), "nothing left port b once its link was down");
+    let dropped = counter(&t2_, "link-down");
+    let sent = udp_out(&t2_);
+    assert!(sent + dropped >= 200 && sent < 200 && dropped >= 200 - sent, "200 datagrams: {sent} sent, {dropped} dropped for the link\n{t2_}");
+    // More for the port while its link is down: dropped too.
+    send(10, 1000);
+    let t = wait_ctl(&sock, "show counters", 5, &|t| counter(t, "link-down") >= dropped + 10, "datagrams for a down port dropped", &[]);
+    assert_eq!(udp_out(&t), sent);
+    // The link back: new datagrams leave.
+    sh(&["ip", "link", "set", &t2, "up"]);
+    wait_ctl(&sock, "show routes", 5, &|r| !r.contains("linkdown"), "b back", &[]);
+    let down_total = counter(&ctl("show counters"), "link-down");
+    send(5, 2000);
+    let t = wait_ctl(&sock, "show counters", 5, &|t| udp_out(t) >= sent + 5, "5 datagrams out of b after the link came back", &[]);
+    assert_eq!(counter(&t, "link-down"), down_total, "none of them dropped");
+    let so = router.stop();
+    assert_eq!(mempool_in_use(&so), 0, "every mbuf back in its pool: {so}");
+}
+
 /// Neighbour unreachability detection with the Linux kernel as the
 /// neighbour. Host 1 holds two ECMP gateways per family (10.1.0.2 / .3,
 /// 2001:db8:a::2 / ::3) and a plain host address (10.1.0.10).
@@ -687,7 +768,7 @@ fn mld_hosts(n1: &str, t1: &str, n2: &str, t2: &str) {
 }
 
 /// The End.MT tree's multicast underlay with the kernel as both peers: a
-/// host in namespace 1 sends UDP to the group ff3e::1234 out of its link
+/// host in namespace 1 sends UDP to the any-source group ff1e::1234 out of its link
 /// to the router; the router's static multicast route (RPF interface `a`)
 /// copies it onto port `b`, where a socket in namespace 2 that joined the
 /// group (so its kernel accepts 33:33:00:00:12:34) receives every datagram,
@@ -703,15 +784,15 @@ fn linux_hosts_receive_a_multicast_group_through_the_router() {
     let lab = TapLab::new("mc");
     let ports = lab.ports("", "");
     let TapLab { n1, n2, t1, t2, dir, sock, cfg } = lab;
-    std::fs::write(&cfg, format!("[dataplane]\nstatus_interval_ms = 0\n[mempool]\nmbufs_per_socket = 4095\ncache_size = 64\n{ports}[[multicast.route]]\ngroup = \"ff3e::1234\"\niif = \"a\"\noifs = [\"b\"]\n")).unwrap();
+    std::fs::write(&cfg, format!("[dataplane]\nstatus_interval_ms = 0\n[mempool]\nmbufs_per_socket = 4095\ncache_size = 64\n{ports}[[multicast.route]]\ngroup = \"ff1e::1234\"\niif = \"a\"\noifs = [\"b\"]\n")).unwrap();
     let _ns = Netns::create(&[&n1, &n2]);
     let mut router = Router::start("tapmc", &cfg, &dir, &sock);
     host(&n1, &t1, "10.1.0.2/24", "2001:db8:a::2/64", "10.1.0.1", "2001:db8:a::1");
     host(&n2, &t2, "10.2.0.2/24", "2001:db8:b::2/64", "10.2.0.1", "2001:db8:b::1");
     // Joined before anything is sent.
-    let recv = |ns: &str, tap: &str, wait: &str| join_group(ns, tap, wait, "ff3e::1234");
+    let recv = |ns: &str, tap: &str, wait: &str| join_group(ns, tap, wait, "ff1e::1234");
     let (mut rx, mut out) = recv(&n2, &t2, "8");
-    let o = in_ns(&n1, &["python3", "-c", MC_SEND, &t1, "mc", "ff3e::1234"]);
+    let o = in_ns(&n1, &["python3", "-c", MC_SEND, &t1, "mc", "ff1e::1234"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let mut txt = String::new();
     std::io::Read::read_to_string(&mut out, &mut txt).unwrap();
@@ -725,7 +806,7 @@ fn linux_hosts_receive_a_multicast_group_through_the_router() {
     // The other way: namespace 2 sends to the group, namespace 1 listens;
     // port b is not the route's RPF interface.
     let (mut rx, mut out) = recv(&n1, &t1, "2");
-    let o = in_ns(&n2, &["python3", "-c", MC_SEND, &t2, "back", "ff3e::1234"]);
+    let o = in_ns(&n2, &["python3", "-c", MC_SEND, &t2, "back", "ff1e::1234"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let mut txt = String::new();
     std::io::Read::read_to_string(&mut out, &mut txt).unwrap();
@@ -733,24 +814,26 @@ fn linux_hosts_receive_a_multicast_group_through_the_router() {
     assert_eq!(txt, "", "nothing crossed against the RPF interface");
     let ctl = |c: &str| control::ctl::request(sock.to_str().unwrap(), c).unwrap();
     // 5 datagrams of 40 + 8 + 4 octets; the 5 sent the other way failed RPF.
-    assert_eq!(ctl("show mroutes"), "(*, ff3e::1234) iif a oifs [b] packets 5 bytes 260 rpf-failed 5\nmroute-replica-sent 5\nOK\n");
+    assert_eq!(ctl("show mroutes"), "(*, ff1e::1234) iif a oifs [b] packets 5 bytes 260 rpf-failed 5\nmroute-replica-sent 5\nOK\n");
     // At run time: the route deleted, the group reaches nobody; added back
     // (from host 1's address only), it flows again.
     let through = |wait: &str, tag: &str| {
         let (mut rx, mut out) = recv(&n2, &t2, wait);
-        let o = in_ns(&n1, &["python3", "-c", MC_SEND, &t1, tag, "ff3e::1234"]);
+        let o = in_ns(&n1, &["python3", "-c", MC_SEND, &t1, tag, "ff1e::1234"]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let mut txt = String::new();
         std::io::Read::read_to_string(&mut out, &mut txt).unwrap();
         assert!(rx.wait().unwrap().success());
         txt.lines().count()
     };
-    assert_eq!(ctl("mroute del ff3e::1234"), "OK\n");
-    assert!(ctl("mroute del ff3e::1234").starts_with("ERR no static multicast route for ff3e::1234"));
+    assert_eq!(ctl("mroute del ff1e::1234"), "OK\n");
+    assert!(ctl("mroute del ff1e::1234").starts_with("ERR no static multicast route for ff1e::1234"));
     assert_eq!(through("2", "gone"), 0, "no route, no copies");
-    assert!(ctl("mroute add ff3e::1234 iif a oif a").starts_with("ERR oifs[0] = \"a\": the route's iif"));
-    assert_eq!(ctl("mroute add ff3e::1234 source 2001:db8:a::2 iif a oif b"), "OK\n");
-    assert_eq!(ctl("show mroutes"), "(2001:db8:a::2, ff3e::1234) iif a oifs [b] packets 0 bytes 0 rpf-failed 0\nmroute-replica-sent 5\nOK\n");
+    assert!(ctl("mroute add ff1e::1234 iif a oif a").starts_with("ERR oifs[0] = \"a\": the route's iif"));
+    let r = ctl("mroute add ff3e::1234 iif a oif b");
+    assert!(r.starts_with("ERR group = ff3e::1234: an SSM group (ff3x::/32) is forwarded only from the source a receiver asked for"), "{r}");
+    assert_eq!(ctl("mroute add ff1e::1234 source 2001:db8:a::2 iif a oif b"), "OK\n");
+    assert_eq!(ctl("show mroutes"), "(2001:db8:a::2, ff1e::1234) iif a oifs [b] packets 0 bytes 0 rpf-failed 0\nmroute-replica-sent 5\nOK\n");
     assert_eq!(through("8", "again"), 5, "the route added at run time carries the group again");
     let so = router.stop();
     assert_eq!(counter(&so, "mroute-replica-sent"), 10, "{so}");

@@ -961,6 +961,10 @@ pub struct PortSection {
     /// shaped ports, so a queue of small packets cannot take the buffers
     /// every port receives into; all together at most half the pool.
     pub queue_packets: Option<u32>,
+    /// Bytes each frame costs the link beyond its own, counted by the
+    /// shaper (default: Ethernet's preamble, SFD, FCS and inter-frame gap,
+    /// 24); only with `rate_mbps`.
+    pub frame_overhead: Option<u32>,
     /// The congestion-aware node on this egress port (Long-haul CNP).
     pub congestion: Option<CongestionSection>,
     /// Received PAUSE / PFC frames honoured on this port.
@@ -1254,6 +1258,10 @@ pub struct CongestionPlan {
 
 /// The fewest packets a shaped port's queue may be limited to.
 const MIN_QUEUE_PACKETS: u32 = 64;
+/// The most a frame may cost a shaped link beyond its bytes
+/// (`port.frame_overhead`): Ethernet's 24 and room for the encapsulations
+/// of a provider's link.
+const MAX_FRAME_OVERHEAD: u32 = 256;
 
 impl PortSection {
     /// The deep-buffer queue's size: as configured, else the default.
@@ -1660,6 +1668,9 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
             (None, true) => Some(LINK_SPEED),
             (r, _) => r,
         };
+        if let (None, Some(n)) = (p.rate_mbps, p.frame_overhead) {
+            return err(fld("frame_overhead"), &n, "has no effect without rate_mbps (the port has no shaper)");
+        }
         let egress = match rate_mbps {
             None => {
                 // Without rate_mbps there is no software queue to size.
@@ -1714,6 +1725,11 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
                     burst_bytes: (r * 1_000_000 / 8 / 100_000).max(9216),
                     max_packets: max_packets as usize,
                     priority_packets: 256,
+                    frame_overhead: match p.frame_overhead {
+                        None => dataplane::egress::ETHERNET_FRAME_OVERHEAD,
+                        Some(n) if n > MAX_FRAME_OVERHEAD => return err(fld("frame_overhead"), &n, &format!("must be <= {MAX_FRAME_OVERHEAD} bytes")),
+                        Some(n) => n,
+                    },
                 })
             }
         };
@@ -2192,6 +2208,14 @@ pub fn mroute_plan(routes: &[MrouteSection], interfaces: &[Interface], srv6: Opt
         }
         if oifs.len() > MAX_MROUTE_OIFS {
             return Err(format!("{}: {} interfaces, at most {MAX_MROUTE_OIFS}", f("oifs"), oifs.len()));
+        }
+        // RFC 4607 s.5.1: a packet to an SSM group is dropped unless a
+        // receiver asked for its source; a route that copies the group
+        // from any source would forward what nobody asked for. (A route
+        // with no outgoing interface only lets the local End.MT SID have
+        // the group.)
+        if source.is_none() && !oifs.is_empty() && dataplane::mld::is_ssm(&group) {
+            return Err(format!("{} = {group}: an SSM group (ff3x::/32) is forwarded only from the source a receiver asked for (RFC 4607 s.5.1): set source", f("group")));
         }
         let local = srv6.is_some_and(|s| s.sids.iter().any(|x| x.sid == group && x.behaviour == "end.mt"));
         if oifs.is_empty() && !local {
@@ -3619,9 +3643,9 @@ receivers = [ { address = "2001:db8:2::10", qpn = 0x11 }, { address = "2001:db8:
 
     #[test]
     fn multicast_routes_validate() {
-        const MR: &str = "[[multicast.route]]\ngroup = \"ff3e::100\"\niif = \"wan\"\noifs = [\"dc\"]\n";
+        const MR: &str = "[[multicast.route]]\ngroup = \"ff1e::100\"\niif = \"wan\"\noifs = [\"dc\"]\n";
         let c = load_str(&format!("{GOOD}{MC}{MR}")).unwrap();
-        assert_eq!(c.mroutes, vec![dataplane::tables::Mroute::new("ff3e::100".parse().unwrap(), None, Some(1), vec![0])]);
+        assert_eq!(c.mroutes, vec![dataplane::tables::Mroute::new("ff1e::100".parse().unwrap(), None, Some(1), vec![0])]);
         assert_eq!(c.topology().mroutes, c.mroutes, "the workers' topology carries them");
         let bad = |patch: (&str, &str)| {
             let base = format!("{GOOD}{MC}{MR}");
@@ -3630,24 +3654,26 @@ receivers = [ { address = "2001:db8:2::10", qpn = 0x11 }, { address = "2001:db8:
             load_str(&t).unwrap_err()
         };
         for (patch, want) in [
-            (("group = \"ff3e::100\"", "group = \"2001:db8::1\""), "multicast.route[0].group = 2001:db8::1: must be an IPv6 multicast group"),
-            (("group = \"ff3e::100\"", "group = \"ff02::100\""), "multicast.route[0].group = ff02::100: must be an IPv6 multicast group of wider than link-local scope"),
-            (("group = \"ff3e::100\"", "group = \"ff00::100\""), "multicast.route[0].group = ff00::100: must be an IPv6 multicast group"),
-            (("group = \"ff3e::100\"", "group = \"nope\""), "multicast.route[0].group = \"nope\": not an IPv6 address"),
+            (("group = \"ff1e::100\"", "group = \"2001:db8::1\""), "multicast.route[0].group = 2001:db8::1: must be an IPv6 multicast group"),
+            (("group = \"ff1e::100\"", "group = \"ff02::100\""), "multicast.route[0].group = ff02::100: must be an IPv6 multicast group of wider than link-local scope"),
+            (("group = \"ff1e::100\"", "group = \"ff00::100\""), "multicast.route[0].group = ff00::100: must be an IPv6 multicast group"),
+            (("group = \"ff1e::100\"", "group = \"nope\""), "multicast.route[0].group = \"nope\": not an IPv6 address"),
+            (("group = \"ff1e::100\"", "group = \"ff3e::100\""), "multicast.route[0].group = ff3e::100: an SSM group (ff3x::/32) is forwarded only from the source a receiver asked for (RFC 4607 s.5.1): set source"),
             (("iif = \"wan\"", "iif = \"wan\"\nsource = \"ff3e::1\""), "multicast.route[0].source = ff3e::1: must be a unicast address"),
             (("iif = \"wan\"", "iif = \"lo\""), "multicast.route[0].iif = \"lo\": no such interface"),
             (("oifs = [\"dc\"]", "oifs = [\"dc\", \"x\"]"), "multicast.route[0].oifs[1] = \"x\": no such interface"),
             (("oifs = [\"dc\"]", "oifs = [\"dc\", \"dc\"]"), "multicast.route[0].oifs[1] = \"dc\": listed twice"),
             (("oifs = [\"dc\"]", "oifs = [\"wan\"]"), "multicast.route[0].oifs[0] = \"wan\": the route's iif"),
             (("oifs = [\"dc\"]", "oifs = []"), "multicast.route[0].oifs = []"),
-            (("oifs = [\"dc\"]\n", "oifs = [\"dc\"]\n[[multicast.route]]\ngroup = \"ff3e::100\"\noifs = [\"dc\"]\n"), "multicast.route[1].group = ff3e::100: a route for this group is configured twice"),
+            (("oifs = [\"dc\"]\n", "oifs = [\"dc\"]\n[[multicast.route]]\ngroup = \"ff1e::100\"\noifs = [\"dc\"]\n"), "multicast.route[1].group = ff1e::100: a route for this group is configured twice"),
             (("sid = \"fc00:0:1::10\"\nbehaviour = \"end.mt\"", "sid = \"fc00:0:1::10\"\nbehaviour = \"end.mt\"\n[[srv6.sid]]\nsid = \"ff3e::7\"\nbehaviour = \"end\""), "srv6.sid[1].sid = ff3e::7: a multicast SID must be an end.mt SID"),
         ] {
             let e = bad(patch);
             assert!(e.contains(want), "{patch:?}: {e}");
         }
-        // An (S,G) route next to the (*,G) one, and a group that is a local
-        // End.MT SID needs no outgoing interface (an edge node only).
+        // An SSM group is routed from a named source, and a group that is
+        // a local End.MT SID needs no outgoing interface (an edge node
+        // only; an SSM group too, since nothing is forwarded).
         let ok = format!("{GOOD}{MC}{MR}").replacen("oifs = [\"dc\"]\n", "oifs = [\"dc\"]\n[[multicast.route]]\ngroup = \"ff3e::100\"\nsource = \"2001:db8:5::1\"\noifs = [\"dc\"]\n", 1)
             + "[[multicast.route]]\ngroup = \"ff3e::7\"\n";
         let ok = ok.replacen("behaviour = \"end.mt\"", "behaviour = \"end.mt\"\n[[srv6.sid]]\nsid = \"ff3e::7\"\nbehaviour = \"end.mt\"", 1);
@@ -4053,6 +4079,17 @@ mod refusals {
         refused(&format!("{GOOD}{SRV6}[[srv6.policy]]\nprefix = \"10.9.0.0/16\"\nsegments = [[\"fc00:0:2::1\"]]\nbackup = [[\"fc00:0:3::1\"]]\n"), &["srv6.policy[0].backup", "[ingress_pe]"]);
         refused(&format!("{GOOD}[[port]]\nname = \"x\"\ndevice = \"net_null0\"\nqueue_bytes = 1000000\n"), &["port[2].queue_bytes = 1000000", "without rate_mbps"]);
         refused(&format!("{GOOD}[[port]]\nname = \"x\"\ndevice = \"net_null0\"\nqueue_packets = 1\n"), &["port[2].queue_packets = 1", "without rate_mbps"]);
+        refused(&format!("{GOOD}[[port]]\nname = \"x\"\ndevice = \"net_null0\"\nframe_overhead = 24\n"), &["port[2].frame_overhead = 24", "without rate_mbps"]);
+    }
+
+    #[test]
+    fn the_shaper_counts_ethernet_overhead_unless_told_otherwise() {
+        let port = |extra: &str| format!("{GOOD}[[port]]\nname = \"x\"\ndevice = \"net_null0\"\nrate_mbps = 1000\n{extra}");
+        let overhead = |extra: &str| load_str(&port(extra)).unwrap().ports[2].egress.expect("shaped").frame_overhead;
+        assert_eq!(overhead(""), 24, "preamble + SFD 8, FCS 4, inter-frame gap 12");
+        assert_eq!(overhead("frame_overhead = 0\n"), 0);
+        assert_eq!(overhead("frame_overhead = 256\n"), 256);
+        refused(&port("frame_overhead = 257\n"), &["port[2].frame_overhead = 257", "<= 256"]);
     }
 
     #[test]

@@ -52,6 +52,8 @@ pub fn cnp_auth_outcome(dc_out: &[Vec<u8>]) -> (usize, usize, bool) {
 
 /// The multicast group of the demo's static multicast route.
 pub const MC_GROUP: &str = "ff3e::100";
+/// The only source [`MC_GROUP`]'s static (S,G) route forwards.
+pub const MC_SOURCE: &str = "2001:db8:3::2";
 pub const ROUTER_DC_MAC: [u8; 6] = [0x02, 0xdc, 0, 0, 0, 0x01];
 pub const ROUTER_WAN_MAC: [u8; 6] = [0x02, 0xdc, 0, 0, 0, 0x02];
 pub const HOST_MAC: [u8; 6] = [0x02, 0x00, 0x00, 0x00, 0x01, 0x02];
@@ -316,10 +318,13 @@ receivers = [
 ]
 
 # The RDMA multicast tree's underlay (s.3: "static multicast routing"):
-# the group ff3e::100's packets from the WAN (its RPF interface) are
-# replicated onto the DC.
+# the group ff3e::100's packets from the tree's source 2001:db8:3::2 that
+# arrive on the WAN (its RPF interface) are replicated onto the DC. The
+# group is in the SSM range (ff3x::/32), so the route names its source
+# (RFC 4607 s.5.1: nothing from a source nobody asked for).
 [[multicast.route]]
 group = "ff3e::100"
+source = "2001:db8:3::2"
 iif = "wan"
 oifs = ["dc"]
 
@@ -563,8 +568,9 @@ pub fn traffic() -> (Replay, Replay, Replay) {
     let big: Vec<u8> = (0..3000u32).map(|i| (i % 251) as u8).collect();
     dc.extend(gen::fragment4(&gen::echo4_data(&to_router, host4, r4, 0x1234, 2, &big), 1500, 0x3000));
     dc.extend(gen::fragment6(&gen::echo6_data(&to_router, host6, r6, 0x1234, 2, &big), 1500, 0x3001));
-    // The multicast group from the DC side: not its RPF interface.
-    dc.push(gen::udp6(&L2 { src: HOST_MAC, dst: [0x33, 0x33, 0, 0, 1, 0] }, host6, MC_GROUP.parse().unwrap(), 40000, 5000, b"wrong-iif", 64));
+    // The multicast group from its source, but on the DC side: not its
+    // RPF interface (a loop, or a spoofed source).
+    dc.push(gen::udp6(&L2 { src: HOST_MAC, dst: [0x33, 0x33, 0, 0, 1, 0] }, MC_SOURCE.parse().unwrap(), MC_GROUP.parse().unwrap(), 40000, 5000, b"wrong-iif", 64));
     // Malformed: bad IPv4 header checksum, and a runt frame.
     let mut bad = gen::udp4(&to_router, host4, Ipv4Addr::new(10, 0, 3, 2), 1, 2, b"bad", 64);
     bad[24] ^= 0xff;
@@ -644,7 +650,7 @@ pub fn traffic() -> (Replay, Replay, Replay) {
     // underlay): replicated onto the DC.
     let to_group = L2 { src: WAN_GW_MAC, dst: [0x33, 0x33, 0, 0, 1, 0] };
     for psn in 0..2 {
-        wan.push(gen::roce6(&to_group, "2001:db8:3::2".parse().unwrap(), MC_GROUP.parse().unwrap(), 49400, 0x1, psn, 128, 64));
+        wan.push(gen::roce6(&to_group, MC_SOURCE.parse().unwrap(), MC_GROUP.parse().unwrap(), 49400, 0x1, psn, 128, 64));
     }
     // To the ingress PE: R1 reports its link toward R2 (port 2) down; and a
     // FANN from a node it does not know, which it drops and counts.
@@ -1545,7 +1551,7 @@ pub fn run(out: &Path) -> Result<(), String> {
         windows.join("; ")
     );
     println!(
-        "  IP multicast (the End.MT tree's underlay, static route for {MC_GROUP} from 'wan' to 'dc'): {} copies sent on 'dc' to 33:33:00:00:01:00 (Hop Limit - 1); refused by the RPF check (the group's packets from 'dc') {}",
+        "  IP multicast (the End.MT tree's underlay, static route for ({MC_SOURCE}, {MC_GROUP}) from 'wan' to 'dc'): {} copies sent on 'dc' to 33:33:00:00:01:00 (Hop Limit - 1); refused by the RPF check (the group's packets from 'dc') {}",
         c.local_count(Local::MrouteReplica),
         c.drop_count(Drop::MrouteRpfFailed)
     );

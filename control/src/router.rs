@@ -919,6 +919,8 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     // (DCIROUTER_FAULT_INJECT=handoff-ring:N, N >= 1 slots).
     let ring_cap = fault_inject("handoff-ring:").and_then(|n| n.parse::<usize>().ok()).filter(|&n| n >= 1).unwrap_or(ring_cap);
     let handoff: Arc<Vec<crossbeam::queue::ArrayQueue<usize>>> = Arc::new((0..maxp).map(|_| crossbeam::queue::ArrayQueue::new(ring_cap)).collect());
+    // Which ports' links are down (the link-state poll below sets them).
+    let link_down: Arc<Vec<AtomicBool>> = Arc::new((0..dataplane::counters::MAX_PORTS).map(|_| AtomicBool::new(false)).collect());
     // Responses seen by a worker that does not own the congestion-aware
     // port they belong to go to the owner (source QP learning); ports
     // without a congestion stage get an empty ring.
@@ -980,6 +982,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             dropped: dropped.clone(),
             congestion: cong_cfg.clone(),
             pfc_rx: pfc_rx.clone(),
+            link_down: link_down.clone(),
             wire: cfg.params,
             zero_copy_replicas,
             publish_top_flow: cfg.fann.is_some(),
@@ -1256,6 +1259,13 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         if last_link.elapsed() >= Duration::from_millis(10) {
             last_link = Instant::now();
             let down_ports: Vec<u16> = ports.iter().filter(|p| !p.link_up()).map(|p| p.id).collect();
+            // The workers drop what is queued for a port whose link is
+            // down, and what comes for it, until it is back.
+            for p in &ports {
+                if let Some(d) = link_down.get(usize::from(p.id)) {
+                    d.store(down_ports.contains(&p.id), Ordering::Relaxed);
+                }
+            }
             let down: Vec<u16> = control.topo.interfaces.iter().enumerate().filter(|(_, i)| down_ports.contains(&i.port)).map(|(k, _)| k as u16).collect();
             if control.fib.set_down(down) {
                 let names: Vec<&str> = port_names.iter().filter(|(id, _)| down_ports.contains(id)).map(|(_, n)| n.as_str()).collect();

@@ -89,6 +89,9 @@ reasons!(Drop, N_DROPS {
     NoHeadroom => "no-headroom",
     NoMbuf => "no-mbuf",
     TxFull => "tx-full",
+    // The egress port's link is down: what was queued for it, and what
+    // comes for it until the link is back.
+    LinkDown => "link-down",
     QueueTailDrop => "queue-tail-drop",
     PriorityQueueFull => "priority-queue-full",
     HandoffFull => "handoff-full",

@@ -31,7 +31,22 @@ pub struct EgressConfig {
     /// alone (at most half), so notifications find room in a queue full of
     /// data.
     pub priority_packets: usize,
+    /// What each frame costs the link beyond its own bytes, which the
+    /// shaper counts with them so that the wire, not the frames, runs at
+    /// `rate_bps`: on Ethernet [`ETHERNET_FRAME_OVERHEAD`] (the frames here
+    /// have no FCS yet). A frame shorter than [`MIN_FRAME`] counts as
+    /// padded to it.
+    pub frame_overhead: u32,
 }
+
+/// Ethernet's cost of a frame beyond its bytes from destination MAC to
+/// payload: preamble and SFD (8), FCS (4) and the inter-frame gap (12)
+/// (IEEE 802.3; DPDK's rte_sched counts the same 24 by default).
+pub const ETHERNET_FRAME_OVERHEAD: u32 = 24;
+
+/// The shortest Ethernet frame without its FCS (802.3: 64 with it); the
+/// NIC pads shorter ones.
+pub const MIN_FRAME: u32 = 60;
 
 impl EgressConfig {
     /// The packets kept for the priority queue: `priority_packets`, at most
@@ -44,7 +59,7 @@ impl EgressConfig {
 
 impl Default for EgressConfig {
     fn default() -> Self {
-        EgressConfig { rate_bps: 0, queue_bytes: 64 << 20, burst_bytes: 64 * 1024, max_packets: 16384, priority_packets: 256 }
+        EgressConfig { rate_bps: 0, queue_bytes: 64 << 20, burst_bytes: 64 * 1024, max_packets: 16384, priority_packets: 256, frame_overhead: ETHERNET_FRAME_OVERHEAD }
     }
 }
 
@@ -174,13 +189,19 @@ const SCALE: i128 = 8_000_000_000; // bits per byte * ns per s
 /// port that honours no received PFC.
 pub const NEVER_HELD: u8 = 0xff;
 
+/// The shaper tokens a frame of `len` bytes costs: its time on the wire.
+#[inline(always)]
+fn wire_cost(len: u32, cfg: &EgressConfig) -> i128 {
+    (i128::from(len.max(MIN_FRAME)) + i128::from(cfg.frame_overhead)) * SCALE
+}
+
 /// Hand a priority packet to `out`: it never waits for tokens but does
 /// consume them, into debt if need be, so the data queue yields to it and
 /// the port keeps its rate.
 #[inline(always)]
-fn send_priority<P, F>(p: P, len: u32, tokens: &mut i128, rate_bps: u64, out: &mut impl FnMut(P, u32, Option<F>, bool)) {
-    if rate_bps != 0 {
-        *tokens -= i128::from(len) * SCALE;
+fn send_priority<P, F>(p: P, len: u32, tokens: &mut i128, cfg: &EgressConfig, out: &mut impl FnMut(P, u32, Option<F>, bool)) {
+    if cfg.rate_bps != 0 {
+        *tokens -= wire_cost(len, cfg);
     }
     out(p, len, None, true);
 }
@@ -194,22 +215,24 @@ fn send_data<P, F>(q: Queued<P, F>, bytes: &mut u64, stats: &mut EgressStats, ou
     out(q.pkt, q.len, q.flow, false);
 }
 
-/// The tokens a packet of `len` bytes waits for under a bucket of `cap`:
-/// its length, or a full bucket when it is longer (it leaves then, into
-/// debt, instead of never).
+/// The tokens a frame that costs `cost` waits for under a bucket of
+/// `cap`: its cost, or a full bucket when it costs more (it leaves then,
+/// into debt, instead of never).
 #[inline(always)]
-fn tokens_needed(len: u32, cap: i128) -> i128 {
-    (i128::from(len) * SCALE).min(cap)
+fn tokens_needed(cost: i128, cap: i128) -> i128 {
+    cost.min(cap)
 }
 
-/// Take the shaper tokens for `len` bytes (always, when not shaped).
+/// Take the shaper tokens for a frame of `len` bytes (always, when not
+/// shaped).
 #[inline]
-fn take_tokens(tokens: &mut i128, rate_bps: u64, burst_bytes: u64, len: u32) -> bool {
-    if rate_bps == 0 {
+fn take_tokens(tokens: &mut i128, cfg: &EgressConfig, len: u32) -> bool {
+    if cfg.rate_bps == 0 {
         return true;
     }
-    if *tokens >= tokens_needed(len, i128::from(burst_bytes) * SCALE) {
-        *tokens -= i128::from(len) * SCALE;
+    let cost = wire_cost(len, cfg);
+    if *tokens >= tokens_needed(cost, i128::from(cfg.burst_bytes) * SCALE) {
+        *tokens -= cost;
         true
     } else {
         false
@@ -286,6 +309,7 @@ impl<P, F: Copy> EgressQueue<P, F> {
         self.cfg.rate_bps = cfg.rate_bps;
         self.cfg.queue_bytes = cfg.queue_bytes;
         self.cfg.burst_bytes = cfg.burst_bytes;
+        self.cfg.frame_overhead = cfg.frame_overhead;
         // max_packets / priority_packets fix the preallocated capacity.
     }
 
@@ -394,7 +418,7 @@ impl<P, F: Copy> EgressQueue<P, F> {
 
     #[inline]
     fn take(&mut self, len: u32) -> bool {
-        take_tokens(&mut self.tokens, self.cfg.rate_bps, self.cfg.burst_bytes, len)
+        take_tokens(&mut self.tokens, &self.cfg, len)
     }
 
     /// Hand up to `max` packets that the shaper lets go at `now_ns` to
@@ -415,7 +439,7 @@ impl<P, F: Copy> EgressQueue<P, F> {
         let mut n = 0;
         while n < max {
             if let Some((p, len, _)) = self.prio.pop_front() {
-                send_priority(p, len, &mut self.tokens, self.cfg.rate_bps, &mut out);
+                send_priority(p, len, &mut self.tokens, &self.cfg, &mut out);
                 n += 1;
                 continue;
             }
@@ -457,14 +481,14 @@ impl<P, F: Copy> EgressQueue<P, F> {
                 _ => None,
             };
             if let Some((p, len, _)) = next.and_then(|i| self.prio.remove(i)) {
-                send_priority(p, len, &mut self.tokens, self.cfg.rate_bps, &mut out);
+                send_priority(p, len, &mut self.tokens, &self.cfg, &mut out);
                 n += 1;
                 continue;
             }
             if self.held != 0 {
                 if let Some(c) = (0..8).find(|&c| paused & (1 << c) == 0 && !h.held[c].is_empty()) {
                     let len = h.held[c].front().map_or(0, |q| q.len);
-                    if !take_tokens(&mut self.tokens, self.cfg.rate_bps, self.cfg.burst_bytes, len) {
+                    if !take_tokens(&mut self.tokens, &self.cfg, len) {
                         break;
                     }
                     let Some(q) = h.held[c].pop_front() else { break };
@@ -483,7 +507,7 @@ impl<P, F: Copy> EgressQueue<P, F> {
                 set_aside += 1;
                 continue;
             }
-            if !take_tokens(&mut self.tokens, self.cfg.rate_bps, self.cfg.burst_bytes, len) {
+            if !take_tokens(&mut self.tokens, &self.cfg, len) {
                 break;
             }
             let Some(q) = self.data.pop_front() else { break };
@@ -503,7 +527,7 @@ impl<P, F: Copy> EgressQueue<P, F> {
     /// head of those (it left from there: they are all newer).
     pub fn requeue_front(&mut self, q: Queued<P, F>) {
         if self.cfg.rate_bps != 0 {
-            self.tokens += i128::from(q.len) * SCALE;
+            self.tokens += wire_cost(q.len, &self.cfg);
         }
         self.bytes += u64::from(q.len);
         self.stats.dequeued -= 1;
@@ -523,27 +547,37 @@ impl<P, F: Copy> EgressQueue<P, F> {
     pub fn requeue_priority_front(&mut self, p: P, len: u32, class: u8) {
         // Not sent: its tokens back, as a data packet's.
         if self.cfg.rate_bps != 0 {
-            self.tokens += i128::from(len) * SCALE;
+            self.tokens += wire_cost(len, &self.cfg);
         }
         self.prio.push_front((p, len, class));
     }
 
     /// Empty the queue (shutdown): every packet is handed to `f`.
     pub fn drain(&mut self, mut f: impl FnMut(P)) {
-        while let Some((p, _, _)) = self.prio.pop_front() {
-            f(p);
+        self.drain_with(|p, _, _, _| f(p));
+    }
+
+    /// Empty the queue: every packet is handed to `f(pkt, len, flow,
+    /// is_priority)`, the priority ones first, then the data in the order
+    /// they would have left (a priority's held data before its newer data
+    /// in the queue); the data's bytes leave the queue depth one by one.
+    pub fn drain_with(&mut self, mut f: impl FnMut(P, u32, Option<F>, bool)) {
+        while let Some((p, len, _)) = self.prio.pop_front() {
+            f(p, len, None, true);
         }
         if let Some(h) = self.pfc.as_mut() {
             for c in h.held.iter_mut() {
                 while let Some(q) = c.pop_front() {
-                    f(q.pkt);
+                    self.bytes = self.bytes.saturating_sub(u64::from(q.len));
+                    f(q.pkt, q.len, q.flow, false);
                 }
             }
             self.held = 0;
             h.port.held_now.store(0, Ordering::Relaxed);
         }
         while let Some(q) = self.data.pop_front() {
-            f(q.pkt);
+            self.bytes = self.bytes.saturating_sub(u64::from(q.len));
+            f(q.pkt, q.len, q.flow, false);
         }
         self.bytes = 0;
     }
@@ -590,14 +624,14 @@ impl<P, F: Copy> EgressQueue<P, F> {
         Some(self.tokens_at(front.len, now_ns))
     }
 
-    /// When the shaper has the tokens for a data packet of `len` bytes,
+    /// When the shaper has the tokens for a data frame of `len` bytes,
     /// asked at `now_ns`.
     fn tokens_at(&self, len: u32, now_ns: u64) -> u64 {
         if self.cfg.rate_bps == 0 {
             return now_ns;
         }
         let cap = i128::from(self.cfg.burst_bytes) * SCALE;
-        let need = tokens_needed(len, cap);
+        let need = tokens_needed(wire_cost(len, &self.cfg), cap);
         // The tokens as of `now_ns`, as `refill` would make them (the last
         // refill may be older).
         let dt = now_ns.saturating_sub(self.last_ns);
@@ -633,8 +667,9 @@ mod tests {
 
     #[test]
     fn shaper_paces_at_rate() {
-        // 8 Mbit/s = 1 byte per microsecond; bucket 1000 bytes.
-        let mut e: EgressQueue<u32> = EgressQueue::new(EgressConfig { rate_bps: 8_000_000, burst_bytes: 1000, queue_bytes: 1 << 20, ..Default::default() });
+        // 8 Mbit/s = 1 byte per microsecond; bucket 1000 bytes; the frames'
+        // bytes only (no Ethernet overhead: egress_shaper.rs has it).
+        let mut e: EgressQueue<u32> = EgressQueue::new(EgressConfig { rate_bps: 8_000_000, burst_bytes: 1000, queue_bytes: 1 << 20, frame_overhead: 0, ..Default::default() });
         for _ in 0..10 {
             e.enqueue(q(1000)).ok().unwrap();
         }
@@ -862,8 +897,9 @@ mod tests {
     #[test]
     fn a_shaped_queue_spends_no_tokens_on_the_packets_it_sets_aside() {
         let pp = Arc::new(PortPause::new(PfcRxConfig { link_bps: 1_000_000_000, ..PfcRxConfig::with_default_priority(1 << 3, false, 0) }));
-        // 8 Mb/s: a 100-byte packet every 100 us; a bucket of one packet.
-        let mut e: EgressQueue<u32> = EgressQueue::new(EgressConfig { rate_bps: 8_000_000, burst_bytes: 100, max_packets: 64, priority_packets: 4, ..Default::default() }).with_pfc(pp.clone());
+        // 8 Mb/s: a 100-byte packet every 100 us (frame bytes only); a
+        // bucket of one packet.
+        let mut e: EgressQueue<u32> = EgressQueue::new(EgressConfig { rate_bps: 8_000_000, burst_bytes: 100, max_packets: 64, priority_packets: 4, frame_overhead: 0, ..Default::default() }).with_pfc(pp.clone());
         pp.receive(&MacControlRepr::Pfc(PfcRepr::pause(1 << 3, 0xffff)), 0);
         for (id, class) in [(1, 3), (2, 3), (3, 0), (4, 0)] {
             e.enqueue(qc(id, class)).ok().unwrap();

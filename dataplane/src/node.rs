@@ -392,6 +392,29 @@ impl<P: PacketBuffer> EgressPort<P> {
         self.flush();
         self.queue.drain(f);
     }
+
+    /// Empty the queue, the port's link being down (a router drops what
+    /// it cannot send rather than send it seconds late once the link is
+    /// back, as Linux resets an interface's queue on carrier loss): every
+    /// packet goes to `f`; the data leave their flows as sent ones do, so
+    /// the congestion stage sees the queue empty. Returns how many.
+    pub fn discard(&mut self, now: u64, mut f: impl FnMut(P)) -> u64 {
+        self.flush();
+        let mut depth = self.queue.depth_bytes();
+        let mut n = 0;
+        let cong = &mut self.cong;
+        self.queue.drain_with(|p, len, flow, prio| {
+            n += 1;
+            if !prio {
+                depth = depth.saturating_sub(u64::from(len));
+                if let Some(c) = cong.as_mut() {
+                    c.on_dequeue(flow, len, depth, now);
+                }
+            }
+            f(p);
+        });
+        n
+    }
 }
 
 #[cfg(test)]
@@ -874,6 +897,37 @@ mod tests {
         }
         assert_eq!((sent, e.queue.depth_bytes(), e.queue.held_len()), (1000, 0, 0));
         assert!(reqs.iter().any(|r| r.info.action == Action::Resume && r.dest_qp == 0x100), "{:?}", reqs.iter().map(|r| r.info.action).collect::<Vec<_>>());
+    }
+
+    /// A port whose link went down drops its queue (`Worker::service_egress`
+    /// on `link-down`): every packet, priority ones too, goes to the
+    /// caller to be freed, and the congestion stage sees each data packet
+    /// leave, so no flow keeps bytes "queued" that will never leave (the
+    /// top flow FANN names, the flows' queue shares).
+    #[test]
+    fn discard_empties_the_queue_and_the_flows_queued_bytes() {
+        let counters = WorkerCounters::default();
+        let spec = CongestionSpec { params: PortParams::default(), source_v4: None, source_v6: None, end_e_sid: None, notify_sids: Vec::new(), tunnel_pes: Vec::new(), source_qps: Vec::new(), source_formats: Vec::new(), auth: Default::default() };
+        let mut e: EgressPort<VecPacket> = EgressPort::new(EgressConfig::default(), Some(spec));
+        let (a, b) = ("2001:db8:1::2", "2001:db8:3::2");
+        for qp in [0x100, 0x200] {
+            for _ in 0..50 {
+                e.admit(VecPacket::from_bytes(&roce_frame(a, b, 0x04, 0, qp, 2)), 1, &counters).unwrap();
+            }
+        }
+        e.admit_priority(VecPacket::from_bytes(&[0u8; 60])).unwrap();
+        e.flush();
+        assert!(e.cong.as_ref().unwrap().top_flow().is_some());
+        let depth = e.queue.depth_bytes();
+        let mut freed = 0u64;
+        assert_eq!(e.discard(2, |p| freed += p.pkt_len() as u64), 101);
+        assert_eq!(freed, depth + 60, "every packet handed back");
+        assert_eq!((e.queue.len(), e.queue.depth_bytes()), (0, 0));
+        assert_eq!(e.cong.as_ref().unwrap().top_flow(), None, "no flow has bytes queued");
+        // The port works on: the same flows queue again.
+        e.admit(VecPacket::from_bytes(&roce_frame(a, b, 0x04, 0, 0x100, 2)), 3, &counters).unwrap();
+        e.flush();
+        assert_eq!(e.cong.as_ref().unwrap().top_flow().map(|f| f.2), Some(0x100));
     }
 
     /// What a worker does with a received frame (`Worker::handle_burst`):

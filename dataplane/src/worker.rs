@@ -137,6 +137,11 @@ pub struct WorkerSpec {
     /// frames it receives there, the owner of the port's egress queue
     /// holds the paused priorities' data.
     pub pfc_rx: Vec<Option<Arc<crate::pfcrx::PortPause>>>,
+    /// Per port (index = port id, [`MAX_PORTS`] entries): its link is
+    /// down, as the control thread last saw it. What is queued for the
+    /// port is dropped (`link-down`), and what comes for it, until the
+    /// link is back.
+    pub link_down: Arc<Vec<AtomicBool>>,
 }
 
 /// The worker's ends of its queues to and from the control thread.
@@ -727,6 +732,26 @@ impl Worker {
         let EgressScratch { pkts, lens, prio, flows } = &mut *self.eg_scratch;
         for p in 0..MAX_PORTS {
             let Some(e) = self.egress[p].as_mut() else { continue };
+            if self.spec.link_down.get(p).is_some_and(|d| d.load(Ordering::Relaxed)) {
+                // Nothing can leave: drop what was handed over and what
+                // the queue holds instead of sending it late.
+                let mut n = 0;
+                for _ in 0..MAX_BURST {
+                    let Some(raw) = self.spec.handoff[p].pop() else { break };
+                    // SAFETY: the handing worker gave up ownership of this
+                    // mbuf; dropping the Mbuf frees it.
+                    drop(unsafe { Mbuf::from_raw(handoff_untag(raw).0) });
+                    n += 1;
+                }
+                if !e.queue.is_empty() {
+                    n += e.discard(now, drop);
+                }
+                if n > 0 {
+                    self.counters.drop_n(Drop::LinkDown, n);
+                }
+                self.counters.queue_depth[p].set(0);
+                continue;
+            }
             // At most MAX_BURST handed-over packets per loop, as many as it
             // may send: under overload the ring fills and the handing
             // workers drop (handoff-full) instead of the owner spending its
@@ -1015,8 +1040,15 @@ impl Worker {
 
     fn flush(&mut self, p: usize) {
         self.tx_dirty &= !(1 << p);
+        let down = self.spec.link_down.get(p).is_some_and(|d| d.load(Ordering::Relaxed));
         let t = &mut self.tx[p];
         if t.n == 0 {
+            return;
+        }
+        if down {
+            self.counters.drop_n(Drop::LinkDown, t.n as u64);
+            free_bulk(&mut t.pkts[..t.n]);
+            t.n = 0;
             return;
         }
         let sent = tx_burst(p as u16, self.spec.tx_queue, &mut t.pkts[..t.n]);

@@ -39,7 +39,7 @@ fn a_frame_longer_than_the_bucket_still_leaves() {
     // rate_mbps = 1000, mtu = 9600: what config.rs builds.
     let rate_bps = 1_000_000_000u64;
     let burst = (rate_bps / 8 / 100_000).max(9216);
-    let mut e: EgressQueue<u32> = EgressQueue::new(EgressConfig { rate_bps, burst_bytes: burst, queue_bytes: 1 << 20, max_packets: 64, priority_packets: 4 });
+    let mut e: EgressQueue<u32> = EgressQueue::new(EgressConfig { rate_bps, burst_bytes: burst, queue_bytes: 1 << 20, max_packets: 64, priority_packets: 4, frame_overhead: 0 });
     e.enqueue(data(1, 9600 + 18)).ok().unwrap();
     e.enqueue(data(2, 64)).ok().unwrap();
     let t = e.next_departure_ns(0).expect("data queued");
@@ -63,7 +63,7 @@ fn a_frame_longer_than_the_bucket_still_leaves() {
 #[test]
 fn priority_frames_sent_on_an_empty_bucket_are_paid_for_by_the_data() {
     // 8 Mb/s = 1 byte per us; bucket 1000 bytes.
-    let mut e: EgressQueue<u32> = EgressQueue::new(EgressConfig { rate_bps: 8_000_000, burst_bytes: 1000, queue_bytes: 1 << 30, max_packets: 4096, priority_packets: 256 });
+    let mut e: EgressQueue<u32> = EgressQueue::new(EgressConfig { rate_bps: 8_000_000, burst_bytes: 1000, queue_bytes: 1 << 30, max_packets: 4096, priority_packets: 256, frame_overhead: 0 });
     for i in 0..1000 {
         e.enqueue(data(i, 1000)).ok().unwrap();
     }
@@ -92,7 +92,7 @@ fn priority_frames_sent_on_an_empty_bucket_are_paid_for_by_the_data() {
 /// packet is held back.
 #[test]
 fn a_refused_priority_frame_gets_its_tokens_back() {
-    let mut e: EgressQueue<u32> = EgressQueue::new(EgressConfig { rate_bps: 8_000_000, burst_bytes: 1000, queue_bytes: 1 << 20, max_packets: 64, priority_packets: 4 });
+    let mut e: EgressQueue<u32> = EgressQueue::new(EgressConfig { rate_bps: 8_000_000, burst_bytes: 1000, queue_bytes: 1 << 20, max_packets: 64, priority_packets: 4, frame_overhead: 0 });
     e.enqueue(data(1, 500)).ok().unwrap();
     e.enqueue_priority(7, 500).unwrap();
     // The NIC refuses the priority frame (TX ring full) three times.
@@ -155,8 +155,9 @@ fn frames_of_a_paused_priority_do_not_take_the_room_of_the_others() {
 #[test]
 fn next_departure_with_held_packets_waits_for_the_shaper() {
     let pp = pfc_port(1 << 3, false);
-    // 8 Mb/s: a 100-byte packet every 100 us; a bucket of one packet.
-    let mut e: EgressQueue<u32> = EgressQueue::new(EgressConfig { rate_bps: 8_000_000, burst_bytes: 100, max_packets: 64, priority_packets: 4, ..Default::default() }).with_pfc(pp.clone());
+    // 8 Mb/s: a 100-byte packet every 100 us (frame bytes only); a bucket
+    // of one packet.
+    let mut e: EgressQueue<u32> = EgressQueue::new(EgressConfig { rate_bps: 8_000_000, burst_bytes: 100, max_packets: 64, priority_packets: 4, frame_overhead: 0, ..Default::default() }).with_pfc(pp.clone());
     pp.receive(&MacControlRepr::Pfc(PfcRepr::pause(1 << 3, 0xffff)), 0);
     for id in 1..=3 {
         e.enqueue(data_c(id, 100, 3)).ok().unwrap();
@@ -168,4 +169,29 @@ fn next_departure_with_held_packets_waits_for_the_shaper() {
     let t = e.next_departure_ns(2).expect("two held packets wait");
     let got = out(&mut e, t, 32);
     assert!(!got.is_empty(), "next_departure_ns(2) = {t}, but nothing leaves then (the next may leave at 100_002)");
+}
+
+/// Rule: a shaper at R_port keeps the link at R_port, and on Ethernet a
+/// frame takes more of the link than its bytes: preamble and SFD (8), FCS
+/// (4) and the inter-frame gap (12), a frame shorter than 64 bytes with
+/// FCS padded to it (IEEE 802.3; DPDK's rte_sched counts the same 24 by
+/// default, RTE_SCHED_FRAME_OVERHEAD_DEFAULT). Was: only the frame's
+/// bytes were counted, so 64-byte frames (60 here, the NIC adds the FCS)
+/// left at 84 / 60 = 1.4 x R_port, and the link behind the port, the
+/// bottleneck whose rate R_port names, dropped the excess.
+#[test]
+fn the_wire_not_the_frames_runs_at_the_port_rate() {
+    for (len, wire) in [(60u32, 84u64), (42, 84), (1000, 1024)] {
+        // 8 Mb/s = 1 byte per us; bucket 2000 bytes; Ethernet overhead.
+        let mut e: EgressQueue<u32> = EgressQueue::new(EgressConfig { rate_bps: 8_000_000, burst_bytes: 2000, queue_bytes: 1 << 30, max_packets: 40_000, priority_packets: 4, ..EgressConfig::default() });
+        assert_eq!(e.config().frame_overhead, 24);
+        for i in 0..20_000 {
+            e.enqueue(data(i, len)).ok().unwrap();
+        }
+        // One second in steps of 10 us.
+        let frames: u64 = (0..=100_000u64).map(|k| out(&mut e, k * 10_000, 64).len() as u64).sum();
+        // The bucket plus 1 s of tokens, in time on the wire.
+        let want = (2000 + 1_000_000) / wire;
+        assert!(frames.abs_diff(want) <= 1, "{len}-byte frames: {frames} left in 1 s at 8 Mb/s where the wire has room for {want}");
+    }
 }

@@ -203,9 +203,12 @@ fn build(sc: &Sc) -> Sim {
     let mut sim = Sim::new(SimConfig { tick_ns: sc.interval() / 100, sample_ns: sc.interval() / 10, ..SimConfig::default() });
     let r = sc.rate;
     let burst = sc.burst_bytes();
+    // The links carry frame bytes at their rate (no Ethernet overhead): the
+    // models below (growth, drain times) count in those bytes, as the
+    // draft's section 7 example does.
     let plain = |addr: &str| PortSpec {
         addr: addr.parse().unwrap(),
-        egress: EgressConfig { rate_bps: r, queue_bytes: 64 << 20, burst_bytes: burst, max_packets: 16384, priority_packets: 256 },
+        egress: EgressConfig { rate_bps: r, queue_bytes: 64 << 20, burst_bytes: burst, max_packets: 16384, priority_packets: 256, frame_overhead: 0 },
         congestion: None,
     };
     let cong = |addr: &str, p: PortParams, buffer: u64| PortSpec {
@@ -216,6 +219,7 @@ fn build(sc: &Sc) -> Sim {
             burst_bytes: burst,
             max_packets: (buffer / 1000) as usize + 4096,
             priority_packets: 256,
+            frame_overhead: 0,
         },
         congestion: Some(CongestionSpec { params: p, source_v4: None, source_v6: None, end_e_sid: None, notify_sids: Vec::new(), tunnel_pes: Vec::new(), source_qps: Vec::new(), source_formats: Vec::new(), auth: Default::default() }),
     };

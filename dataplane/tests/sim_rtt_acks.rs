@@ -32,7 +32,7 @@ fn ip(s: &str) -> Ipv4Addr {
 fn the_round_trip_from_acks_leaves_the_nodes_own_queue_out() {
     let mut sim = Sim::new(SimConfig { tick_ns: 10 * US, sample_ns: 0, ..SimConfig::default() });
     let queue = 128u64 << 20;
-    let egress = |rate: u64, bytes: u64| EgressConfig { rate_bps: rate, queue_bytes: bytes, burst_bytes: 4096, max_packets: 200_000, priority_packets: 256 };
+    let egress = |rate: u64, bytes: u64| EgressConfig { rate_bps: rate, queue_bytes: bytes, burst_bytes: 4096, max_packets: 200_000, priority_packets: 256, ..EgressConfig::default() };
     // K_base above anything the queue reaches: no marks, no CNPs, only the
     // measurement.
     let params = PortParams {
