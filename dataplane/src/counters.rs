@@ -105,6 +105,8 @@ reasons!(Drop, N_DROPS {
     FannMalformed => "fann-malformed",
     FannDuplicate => "fann-duplicate",
     FannStateFull => "fann-state-full",
+    // An event type the ingress PE does not know.
+    FannUnknownEvent => "fann-unknown-event",
     FannWrongInterface => "fann-wrong-interface",
     EventQueueFull => "event-queue-full",
     // Packets still queued when the router stopped (a shaped port's deep

@@ -806,6 +806,9 @@ pub struct PeStats {
     pub reweighted: u64,
     /// New events refused because [`MAX_PE_EVENTS`] stood.
     pub state_full: u64,
+    /// Events of a type the draft does not define (or not yet):
+    /// ignored.
+    pub unknown_event: u64,
     /// Moves to the backup on congestion (part of `switched_to_backup`),
     /// and those that found the hold-down doubled (a flap damped).
     pub congestion_switches: u64,
@@ -824,6 +827,10 @@ pub enum Reaction {
     /// A new event while [`MAX_PE_EVENTS`] failures or congestions stand:
     /// dropped (`fann-state-full`).
     Full,
+    /// An event of a type this PE does not know: ignored
+    /// (`fann-unknown-event`), neither applied nor copied to the
+    /// controller.
+    UnknownEvent,
     /// Accepted: these policies changed; forward a copy to the controller.
     Applied { changed: Vec<usize> },
 }
@@ -973,6 +980,11 @@ impl IngressPe {
             self.stats.duplicates += 1;
             return Reaction::Duplicate;
         }
+        let known_type = matches!(m.event_type, event::LINK_FAILURE | event::CONGESTION | event::QUEUE_BUILDUP | event::MICROBURST | event::PERFORMANCE_DEGRADATION | event::SIGNAL_DEGRADATION);
+        if code != CODE_RECOVERY && !known_type {
+            self.stats.unknown_event += 1;
+            return Reaction::UnknownEvent;
+        }
         let e = Self::place_of(m);
         if code == CODE_RECOVERY {
             // By the event's identifier (s.5.1.2); a recovery whose event
@@ -1023,6 +1035,7 @@ impl IngressPe {
                     }
                     self.congested.push((e, m.event_type, div, m.originating_node, m.event_id));
                 }
+                // Unknown types were turned away above.
                 _ => {}
             }
         }
@@ -1451,6 +1464,10 @@ impl PeControl {
             }
             Reaction::Full => {
                 counters.dropped(Drop::FannStateFull);
+                return PeOutcome { reaction, table: due_table, copy: None, senders: Vec::new() };
+            }
+            Reaction::UnknownEvent => {
+                counters.dropped(Drop::FannUnknownEvent);
                 return PeOutcome { reaction, table: due_table, copy: None, senders: Vec::new() };
             }
             Reaction::Applied { changed } => changed.clone(),

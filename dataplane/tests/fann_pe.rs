@@ -165,3 +165,26 @@ fn the_operator_sees_and_clears_what_a_node_reported() {
     assert!(c.pe.standing().is_empty());
     assert_eq!(c.clear_at(None, 4 * SEC, &k).0, 0);
 }
+
+/// An event type the draft does not define (s.5.1.2 lists 0x01..=0x06;
+/// a newer node may send more) is ignored, counted by name, and neither
+/// remembered nor copied: it changes no policy, and a defined event with
+/// the same identifier afterwards is applied. Was: accepted as a
+/// notification (`pe-notification`), put in the dedup memory, with no
+/// counter to tell the operator what arrived.
+#[test]
+fn an_event_of_an_unknown_type_is_counted_and_ignored() {
+    use dataplane::counters::{Drop, Local, Snapshot};
+    let mut c = control();
+    let k = WorkerCounters::default();
+    let out = c.on_note_at(&ev("fc00::1", 0x42, 0, 50, EPOCH_US + 10), SEC, &k);
+    assert_eq!(out.reaction, Reaction::UnknownEvent);
+    assert!(out.table.is_none() && out.copy.is_none() && out.senders.is_empty());
+    let s = Snapshot::sum([&k]);
+    assert_eq!((s.drop_count(Drop::FannUnknownEvent), s.local_count(Local::PeNotification)), (1, 0));
+    assert_eq!(c.pe.stats.unknown_event, 1);
+    assert!(!c.pe.state(0).unwrap().on_backup);
+    let out = c.on_note_at(&ev("fc00::1", event::LINK_FAILURE, 0, 50, EPOCH_US + 10), SEC + 1000, &k);
+    assert!(matches!(out.reaction, Reaction::Applied { .. }), "{:?}", out.reaction);
+    assert!(c.pe.state(0).unwrap().on_backup);
+}
