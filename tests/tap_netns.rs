@@ -450,8 +450,8 @@ for i in range(first, first + n):
 /// queue up behind it; when the kernel takes tap 2 down, the router drops
 /// its queue and what still comes for the port (`link-down`) instead of
 /// sending seconds-old data once the link is back (Linux, too, resets an
-/// interface's queue when its carrier goes), and the congestion-free queue
-/// shows empty. With the link back, new datagrams leave again. Every
+/// interface's queue when its carrier goes). With the link back, new
+/// datagrams leave again. Every
 /// datagram is either sent or dropped for the link, and every mbuf is back
 /// in its pool.
 #[test]

@@ -378,6 +378,12 @@ pub struct IngressPeSection {
     pub controller_max_pps: u32,
     #[serde(default = "d_copy_burst")]
     pub controller_burst: u32,
+    /// Events taken from each known node: at most this many per second,
+    /// in bursts of `node_burst` (recoveries and CNP Resumes always pass).
+    #[serde(default = "d_copy_pps")]
+    pub node_max_pps: u32,
+    #[serde(default = "d_copy_burst")]
+    pub node_burst: u32,
     /// Re-originate FANN events that name a flow (and their recoveries)
     /// to the flow's sender too (s.4.1, s.4.2).
     #[serde(default)]
@@ -2445,6 +2451,12 @@ fn ingress_pe_plan(s: &IngressPeSection, srv6: Option<&Srv6Plan>, interfaces: &[
     if s.congestion_holddown_max_ms < s.congestion_holddown_ms || s.congestion_holddown_max_ms > 3_600_000 {
         return Err(format!("ingress_pe.congestion_holddown_max_ms = {}: must be congestion_holddown_ms ({}) ..= 3600000", s.congestion_holddown_max_ms, s.congestion_holddown_ms));
     }
+    if !(1..=1_000_000).contains(&s.node_max_pps) {
+        return Err(format!("ingress_pe.node_max_pps = {}: must be 1..=1000000 (events a second from one node)", s.node_max_pps));
+    }
+    if !(1..=100_000).contains(&s.node_burst) {
+        return Err(format!("ingress_pe.node_burst = {}: must be 1..=100000", s.node_burst));
+    }
     if !(10..=1_000_000).contains(&s.congestion_rate_window_us) {
         return Err(format!("ingress_pe.congestion_rate_window_us = {}: must be 10..=1000000 (the window over which a policy's rate is measured)", s.congestion_rate_window_us));
     }
@@ -2459,6 +2471,8 @@ fn ingress_pe_plan(s: &IngressPeSection, srv6: Option<&Srv6Plan>, interfaces: &[
         hop_limit: s.hop_limit,
         copy_max_pps: s.controller_max_pps,
         copy_burst: s.controller_burst,
+        node_max_pps: s.node_max_pps,
+        node_burst: s.node_burst,
         notify_senders: s.notify_senders,
     })
 }
@@ -4016,6 +4030,10 @@ controller = "2001:db8:1::c"
         assert!(e.contains("ingress_pe.interfaces = []"), "{e}");
         let e = pe_bad(("controller = \"2001:db8:1::c\"", "controller = \"2001:db8:1::c\"\ncontroller_max_pps = 0"));
         assert!(e.contains("ingress_pe.controller_max_pps = 0"), "{e}");
+        let e = pe_bad(("controller = \"2001:db8:1::c\"", "controller = \"2001:db8:1::c\"\nnode_max_pps = 0"));
+        assert!(e.contains("ingress_pe.node_max_pps = 0: must be 1..=1000000"), "{e}");
+        let e = pe_bad(("controller = \"2001:db8:1::c\"", "controller = \"2001:db8:1::c\"\nnode_burst = 0"));
+        assert!(e.contains("ingress_pe.node_burst = 0: must be 1..=100000"), "{e}");
         let e = pe_bad(("controller = \"2001:db8:1::c\"", "controller = \"2001:db8:1::c\"\ncongestion_holddown_ms = 0"));
         assert!(e.contains("ingress_pe.congestion_holddown_ms = 0"), "{e}");
         let e = pe_bad(("controller = \"2001:db8:1::c\"", "controller = \"2001:db8:1::c\"\ncongestion_holddown_ms = 5000\ncongestion_holddown_max_ms = 2000"));

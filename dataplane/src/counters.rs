@@ -107,6 +107,8 @@ reasons!(Drop, N_DROPS {
     FannStateFull => "fann-state-full",
     // An event type the ingress PE does not know.
     FannUnknownEvent => "fann-unknown-event",
+    // A known node's events over its rate limit at the ingress PE.
+    FannRxRateLimited => "fann-rx-rate-limited",
     FannWrongInterface => "fann-wrong-interface",
     EventQueueFull => "event-queue-full",
     // Packets still queued when the router stopped (a shaped port's deep

@@ -809,6 +809,8 @@ pub struct PeStats {
     /// Events of a type the draft does not define (or not yet):
     /// ignored.
     pub unknown_event: u64,
+    /// Events over their node's rate limit.
+    pub rate_limited: u64,
     /// Moves to the backup on congestion (part of `switched_to_backup`),
     /// and those that found the hold-down doubled (a flap damped).
     pub congestion_switches: u64,
@@ -831,6 +833,9 @@ pub enum Reaction {
     /// (`fann-unknown-event`), neither applied nor copied to the
     /// controller.
     UnknownEvent,
+    /// Over the node's rate limit ([`PeConfig::node_max_pps`]): dropped
+    /// (`fann-rx-rate-limited`).
+    RateLimited,
     /// Accepted: these policies changed; forward a copy to the controller.
     Applied { changed: Vec<usize> },
 }
@@ -1331,6 +1336,13 @@ pub struct PeConfig {
     /// rate limit as the controller copies): ICMPv6 to an IPv6 sender, UDP
     /// over IPv4 (s.5.2) from `source_v4` to an IPv4 one.
     pub notify_senders: bool,
+    /// Events taken from each known node: at most this many per second,
+    /// in bursts of `node_burst`; beyond, dropped (`fann-rx-rate-limited`),
+    /// so that one node (misbehaving, or its address forged) cannot keep
+    /// the PE rebuilding and pushing its policies. Recoveries and CNP
+    /// Resumes always pass: dropping one would leave its event standing.
+    pub node_max_pps: u32,
+    pub node_burst: u32,
     /// Moving policies to their backups on congestion, damped.
     pub failover: Failover,
 }
@@ -1374,6 +1386,8 @@ pub struct PeControl {
     params: Params,
     copy_bucket: TokenBucket,
     sender_bucket: TokenBucket,
+    /// Per known node: the rate limit of its events (`node_max_pps`).
+    node_buckets: Vec<(Ipv6Addr, TokenBucket)>,
     /// Events a sender was told of, oldest first.
     told_senders: std::collections::VecDeque<ToldSender>,
     /// Recoveries for senders the rate limit holds back (s.6: every ICMPv6
@@ -1418,7 +1432,8 @@ impl PeControl {
         let pe = IngressPe::with_failover(scaled, cfg.known_nodes.clone(), cfg.failover);
         let copy_bucket = TokenBucket::new(cfg.copy_max_pps, cfg.copy_burst);
         let sender_bucket = TokenBucket::new(cfg.copy_max_pps, cfg.copy_burst);
-        Ok(PeControl { pe, cfg, table, params, copy_bucket, sender_bucket, told_senders: std::collections::VecDeque::new(), pending_recoveries: std::collections::VecDeque::new(), epoch: std::time::Instant::now(), counted: (0, 0) })
+        let node_buckets = cfg.known_nodes.iter().map(|&n| (n, TokenBucket::new(cfg.node_max_pps, cfg.node_burst))).collect();
+        Ok(PeControl { pe, cfg, table, params, copy_bucket, sender_bucket, node_buckets, told_senders: std::collections::VecDeque::new(), pending_recoveries: std::collections::VecDeque::new(), epoch: std::time::Instant::now(), counted: (0, 0) })
     }
 
     /// The snapshot to install in the workers at start.
@@ -1448,6 +1463,21 @@ impl PeControl {
     pub fn on_note_at(&mut self, note: &PeNote, now: u64, counters: &WorkerCounters) -> PeOutcome {
         // A hold-down that ran out by now takes effect first.
         let due_table = self.poll_failover_at(now, counters);
+        // An event (not a recovery, not a Resume) from a known node takes
+        // a token of that node's rate limit.
+        let (node, event) = match note {
+            PeNote::Fann { code, msg } => (msg.originating_node, *code != CODE_RECOVERY),
+            PeNote::Cnp { from, info } => (*from, info.action != Action::Resume),
+        };
+        if event {
+            if let Some((_, b)) = self.node_buckets.iter_mut().find(|(n, _)| *n == node) {
+                if !b.take(now) {
+                    self.pe.stats.rate_limited += 1;
+                    counters.dropped(Drop::FannRxRateLimited);
+                    return PeOutcome { reaction: Reaction::RateLimited, table: due_table, copy: None, senders: Vec::new() };
+                }
+            }
+        }
         let prev = self.states();
         let reaction = match note {
             PeNote::Fann { code, msg } => self.pe.on_notification(*code, msg),
@@ -1470,6 +1500,7 @@ impl PeControl {
                 counters.dropped(Drop::FannUnknownEvent);
                 return PeOutcome { reaction, table: due_table, copy: None, senders: Vec::new() };
             }
+            Reaction::RateLimited => return PeOutcome { reaction, table: due_table, copy: None, senders: Vec::new() },
             Reaction::Applied { changed } => changed.clone(),
         };
         counters.local(Local::PeNotification);
@@ -2336,6 +2367,8 @@ mod pe_tests {
             hop_limit: 9,
             copy_max_pps,
             copy_burst,
+            node_max_pps: 1000,
+            node_burst: 100,
             notify_senders: true,
             failover: Failover::default(),
         };
@@ -2733,7 +2766,7 @@ mod pe_tests {
     #[test]
     fn bad_pe_config_names_the_policy() {
         let t = SidTable::new(&Params::DEFAULT);
-        let cfg = PeConfig { policies: vec![(3, PolicySpec { name: "x".into(), primary: vec![], backup: None })], known_nodes: vec![], interfaces: None, controller: None, source: a("fc00::a"), source_v4: None, hop_limit: 1, copy_max_pps: 1, copy_burst: 1, notify_senders: false, failover: Failover::default() };
+        let cfg = PeConfig { policies: vec![(3, PolicySpec { name: "x".into(), primary: vec![], backup: None })], known_nodes: vec![], interfaces: None, controller: None, source: a("fc00::a"), source_v4: None, hop_limit: 1, copy_max_pps: 1, copy_burst: 1, node_max_pps: 1, node_burst: 1, notify_senders: false, failover: Failover::default() };
         assert!(PeControl::new(t, cfg).err().unwrap().contains("\"x\": no SR policy 3"));
     }
 }

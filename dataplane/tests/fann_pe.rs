@@ -42,6 +42,8 @@ fn control() -> PeControl {
         hop_limit: 64,
         copy_max_pps: 1000,
         copy_burst: 10,
+        node_max_pps: 1000,
+        node_burst: 100,
         notify_senders: false,
         failover: Failover::default(),
     };
@@ -187,4 +189,42 @@ fn an_event_of_an_unknown_type_is_counted_and_ignored() {
     let out = c.on_note_at(&ev("fc00::1", event::LINK_FAILURE, 0, 50, EPOCH_US + 10), SEC + 1000, &k);
     assert!(matches!(out.reaction, Reaction::Applied { .. }), "{:?}", out.reaction);
     assert!(c.pe.state(0).unwrap().on_backup);
+}
+
+/// FANN draft s.6 (a node's notifications must not be turned into a
+/// denial of service; every ICMPv6 FANN message is rate-limited, RFC 4443
+/// s.2.4 (f)) and the operator's expectation that one node, misbehaving or
+/// with its address forged, cannot keep the PE rebuilding and pushing its
+/// policies: a known node's events beyond `node_max_pps` (burst
+/// `node_burst`, here 100) are dropped by name, while its recoveries always
+/// pass (dropping one would leave its event standing). Was: every event
+/// from a known node was taken, as fast as they came.
+#[test]
+fn a_known_node_flooding_events_is_held_to_its_rate() {
+    use dataplane::counters::{Drop, Snapshot};
+    let mut c = control();
+    let k = WorkerCounters::default();
+    // 300 distinct congestion events from R3 within 1 ms.
+    let mut applied = 0;
+    for i in 0..300u32 {
+        let out = c.on_note_at(&ev("fc00::3", event::CONGESTION, 1 + (i % 3) as u8, 1000 + i, EPOCH_US + u64::from(i)), SEC + u64::from(i) * 3000, &k);
+        match out.reaction {
+            Reaction::Applied { .. } => applied += 1,
+            Reaction::RateLimited => assert!(out.table.is_none() && out.copy.is_none()),
+            r => panic!("event {i}: {r:?}"),
+        }
+    }
+    // The burst of 100 plus 1000 per second over the 0.9 ms.
+    assert_eq!(applied, 100, "the burst and no more");
+    assert_eq!(Snapshot::sum([&k]).drop_count(Drop::FannRxRateLimited), 200);
+    assert_eq!(c.pe.stats.rate_limited, 200);
+    // R1, another node, has its own budget.
+    let out = c.on_note_at(&ev("fc00::1", event::LINK_FAILURE, 0, 7, EPOCH_US + 500), SEC + 900_000, &k);
+    assert!(matches!(out.reaction, Reaction::Applied { .. }), "{:?}", out.reaction);
+    // R3's recovery of its last accepted event passes with no token left.
+    let out = c.on_note_at(&rec("fc00::3", event::CONGESTION, 1099, EPOCH_US + 600), SEC + 900_001, &k);
+    assert!(matches!(out.reaction, Reaction::Applied { .. }), "{:?}", out.reaction);
+    // A second later the node has tokens again.
+    let out = c.on_note_at(&ev("fc00::3", event::CONGESTION, 2, 5000, EPOCH_US + 1_000_000), 2 * SEC + 900_000, &k);
+    assert!(matches!(out.reaction, Reaction::Applied { .. }), "{:?}", out.reaction);
 }

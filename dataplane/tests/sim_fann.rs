@@ -119,6 +119,8 @@ fn figure(udp: bool) -> Fig {
             hop_limit: 8,
             copy_max_pps: 100_000,
             copy_burst: 100,
+            node_max_pps: 1000,
+            node_burst: 100,
             notify_senders: false,
             failover: Failover::default(),
         },
