@@ -300,7 +300,10 @@ impl Mld {
                 }
                 self.on_query(i, src, group, v2, max_resp_ms, now);
             }
-            _ if src.is_unspecified() => return Err(Refused::BadSource),
+            // RFC 3810 s.5.2.13: a Report from :: is of no use (RFC 3590:
+            // ignored), and one from beyond the link (not link-local) is
+            // discarded.
+            _ if !crate::tables::is_link_local(&src) => return Err(Refused::BadSource),
             Message::ReportV1 { group } => {
                 counters.local(Local::MldReportReceived);
                 self.record(i, RecordType::IsExclude, group, &[], true, now, counters);

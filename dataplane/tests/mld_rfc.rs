@@ -212,3 +212,21 @@ fn mldv1_done_for_an_ssm_address_is_ignored() {
     m.tick(5 * S, &mut Vec::new(), &c);
     assert!(listened(&m, "ff3e::1"), "the MLDv1 Done for an SSM address pruned the MLDv2 listener's source");
 }
+
+/// RFC 3810 s.5.2.13: a Report is taken only from a link-local source
+/// (and RFC 3590: not from ::); one with a global source address may come
+/// from beyond the link. The router's receive path checks this before it
+/// hands the message over; the querier itself refuses it too, so no other
+/// caller can install a listener from it. Was: `on_message` refused only
+/// ::, so a Report from 2001:db8::10 made a listener.
+#[test]
+fn reports_from_beyond_the_link_make_no_listener() {
+    let (mut m, c) = router();
+    let msg = report_v2_message(&[RecordRepr { kind: RecordType::IsExclude, group: a("ff0e::99"), sources: vec![] }]);
+    for src in ["2001:db8::10", "::"] {
+        assert!(m.on_message(DC2, a(src), &msg, S, &c).is_err(), "a Report from {src}");
+        assert!(!listened(&m, "ff0e::99"), "a Report from {src} made a listener");
+    }
+    m.on_message(DC2, host(), &msg, S, &c).unwrap();
+    assert!(listened(&m, "ff0e::99"));
+}
