@@ -1859,7 +1859,7 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
         }
         // A station on the interface's link: unicast, none of ours, on one
         // of its subnets (or IPv6 link-local).
-        gateway_is_a_neighbour(&interfaces, ip, Some(idx)).map_err(|why| format!("{} = {ip} (interface {:?}): {}", fld("ip"), n.interface, why.trim_start_matches(&format!("via {ip}: "))))?;
+        gateway_is_a_neighbour(&interfaces, ip, Some(idx)).map_err(|why| format!("{} = {ip} (interface {:?}): {why}", fld("ip"), n.interface))?;
         neighbours.learn(idx, ip, mac, NeighSource::Static);
     }
 
@@ -2574,7 +2574,7 @@ fn srv6_plan(s: &Srv6Section, interfaces: &[Interface], has_ingress_pe: bool, en
         // RFC 8986 s.4.2: the Layer-3 adjacency, a neighbour on the
         // interface.
         if let (Some(v), Some(i)) = (via, iface) {
-            gateway_is_a_neighbour(interfaces, v, Some(i)).map_err(|why| format!("{} = {v}: {}", f("via"), why.trim_start_matches(&format!("via {v}: "))))?;
+            gateway_is_a_neighbour(interfaces, v, Some(i)).map_err(|why| format!("{} = {v}: {why}", f("via")))?;
         }
         let mut endc_ifaces = Vec::new();
         for (j, n) in e.interfaces.iter().enumerate() {
@@ -3208,7 +3208,7 @@ pub fn resolve_nexthop(
         }
     }
     if let Some(g) = via {
-        gateway_is_a_neighbour(interfaces, g, explicit)?;
+        gateway_is_a_neighbour(interfaces, g, explicit).map_err(|why| format!("via {g}: {why}"))?;
     }
     let iface = match (explicit, via) {
         (Some(i), _) => i,
@@ -3225,33 +3225,34 @@ pub fn resolve_nexthop(
 /// A gateway is a neighbour: a unicast address that is none of the
 /// router's own, not a subnet's network or broadcast address, on a subnet
 /// of the interface given (a link-local one only with its interface, RFC
-/// 4007 s.6: it is unique on its link alone).
+/// 4007 s.6: it is unique on its link alone). `Err`: the reason, for the
+/// caller to put after the field and value it names.
 pub fn gateway_is_a_neighbour(interfaces: &[Interface], g: IpAddr, explicit: Option<u16>) -> Result<(), String> {
     let own = |i: &Interface| i.v4.iter().any(|n| IpAddr::V4(n.addr()) == g) || i.v6.iter().any(|n| IpAddr::V6(n.addr()) == g);
     if let Some(o) = interfaces.iter().find(|i| own(i)) {
-        return Err(format!("via {g}: an address of this router (interface {:?}); a gateway is a neighbour", o.name));
+        return Err(format!("an address of this router (interface {:?}); a gateway is a neighbour", o.name));
     }
     let link_local = match g {
         IpAddr::V4(a) => {
             if a.is_multicast() || a.is_broadcast() || a.is_unspecified() || a.is_loopback() {
-                return Err(format!("via {g}: not a unicast address"));
+                return Err("not a unicast address".to_string());
             }
             if let Some(n) = interfaces.iter().flat_map(|i| i.v4.iter()).find(|n| n.prefix_len() < 31 && (a == n.network() || a == n.broadcast())) {
-                return Err(format!("via {g}: the network or broadcast address of subnet {}, not a host", n.trunc()));
+                return Err(format!("the network or broadcast address of subnet {}, not a host", n.trunc()));
             }
             false
         }
         IpAddr::V6(a) => {
             if a.is_multicast() || a.is_unspecified() || a.is_loopback() {
-                return Err(format!("via {g}: not a unicast address"));
+                return Err("not a unicast address".to_string());
             }
             a.is_unicast_link_local()
         }
     };
     match explicit.and_then(|i| interfaces.get(usize::from(i))) {
-        None if link_local => Err(format!("via {g}: a link-local gateway is unique only on its link; give interface = \"...\"")),
+        None if link_local => Err("a link-local gateway is unique only on its link; give interface = \"...\"".to_string()),
         Some(i) if !link_local && !i.v4.iter().any(|n| matches!(g, IpAddr::V4(a) if n.contains(&a))) && !i.v6.iter().any(|n| matches!(g, IpAddr::V6(a) if n.contains(&a))) => {
-            Err(format!("via {g}: not on a subnet of interface {:?}", i.name))
+            Err(format!("not on a subnet of interface {:?}", i.name))
         }
         _ => Ok(()),
     }

@@ -381,7 +381,7 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
             let mac = config::parse_mac(mac).filter(|m| m[0] & 1 == 0 && *m != [0; 6]).ok_or_else(|| format!("{mac:?}: not a unicast MAC"))?;
             let i = iface_idx(dev).ok_or_else(|| format!("{dev:?}: no such interface"))?;
             // As a configured static neighbour: a station on that link.
-            config::gateway_is_a_neighbour(&c.topo.interfaces, ip, Some(i)).map_err(|why| format!("neighbour {ip} on {dev}: {}", why.trim_start_matches(&format!("via {ip}: "))))?;
+            config::gateway_is_a_neighbour(&c.topo.interfaces, ip, Some(i)).map_err(|why| format!("neighbour {ip} on {dev}: {why}"))?;
             c.neighbours.remove(i, ip);
             c.neighbours.learn(i, ip, mac, NeighSource::Static);
             c.push_neighbours();

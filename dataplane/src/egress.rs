@@ -560,7 +560,7 @@ impl<P, F: Copy> EgressQueue<P, F> {
     /// Empty the queue: every packet is handed to `f(pkt, len, flow,
     /// is_priority)`, the priority ones first, then the data in the order
     /// they would have left (a priority's held data before its newer data
-    /// in the queue); the data's bytes leave the queue depth one by one.
+    /// in the queue).
     pub fn drain_with(&mut self, mut f: impl FnMut(P, u32, Option<F>, bool)) {
         while let Some((p, len, _)) = self.prio.pop_front() {
             f(p, len, None, true);
@@ -568,7 +568,6 @@ impl<P, F: Copy> EgressQueue<P, F> {
         if let Some(h) = self.pfc.as_mut() {
             for c in h.held.iter_mut() {
                 while let Some(q) = c.pop_front() {
-                    self.bytes = self.bytes.saturating_sub(u64::from(q.len));
                     f(q.pkt, q.len, q.flow, false);
                 }
             }
@@ -576,7 +575,6 @@ impl<P, F: Copy> EgressQueue<P, F> {
             h.port.held_now.store(0, Ordering::Relaxed);
         }
         while let Some(q) = self.data.pop_front() {
-            self.bytes = self.bytes.saturating_sub(u64::from(q.len));
             f(q.pkt, q.len, q.flow, false);
         }
         self.bytes = 0;

@@ -1469,39 +1469,30 @@ impl PeControl {
             PeNote::Fann { code, msg } => (msg.originating_node, *code != CODE_RECOVERY),
             PeNote::Cnp { from, info } => (*from, info.action != Action::Resume),
         };
-        if event {
-            if let Some((_, b)) = self.node_buckets.iter_mut().find(|(n, _)| *n == node) {
-                if !b.take(now) {
-                    self.pe.stats.rate_limited += 1;
-                    counters.dropped(Drop::FannRxRateLimited);
-                    return PeOutcome { reaction: Reaction::RateLimited, table: due_table, copy: None, senders: Vec::new() };
-                }
-            }
-        }
+        let limited = event && self.node_buckets.iter_mut().find(|(n, _)| *n == node).is_some_and(|(_, b)| !b.take(now));
         let prev = self.states();
         let reaction = match note {
+            _ if limited => {
+                self.pe.stats.rate_limited += 1;
+                Reaction::RateLimited
+            }
             PeNote::Fann { code, msg } => self.pe.on_notification(*code, msg),
             PeNote::Cnp { from, info } => self.pe.on_cnp(*from, info),
         };
-        let changed = match &reaction {
-            Reaction::Dropped => {
-                counters.dropped(Drop::FannUnknownSource);
+        let taken = match &reaction {
+            Reaction::Applied { changed } => Ok(changed.clone()),
+            Reaction::Dropped => Err(Drop::FannUnknownSource),
+            Reaction::Duplicate => Err(Drop::FannDuplicate),
+            Reaction::Full => Err(Drop::FannStateFull),
+            Reaction::UnknownEvent => Err(Drop::FannUnknownEvent),
+            Reaction::RateLimited => Err(Drop::FannRxRateLimited),
+        };
+        let changed = match taken {
+            Ok(changed) => changed,
+            Err(why) => {
+                counters.dropped(why);
                 return PeOutcome { reaction, table: due_table, copy: None, senders: Vec::new() };
             }
-            Reaction::Duplicate => {
-                counters.dropped(Drop::FannDuplicate);
-                return PeOutcome { reaction, table: due_table, copy: None, senders: Vec::new() };
-            }
-            Reaction::Full => {
-                counters.dropped(Drop::FannStateFull);
-                return PeOutcome { reaction, table: due_table, copy: None, senders: Vec::new() };
-            }
-            Reaction::UnknownEvent => {
-                counters.dropped(Drop::FannUnknownEvent);
-                return PeOutcome { reaction, table: due_table, copy: None, senders: Vec::new() };
-            }
-            Reaction::RateLimited => return PeOutcome { reaction, table: due_table, copy: None, senders: Vec::new() },
-            Reaction::Applied { changed } => changed.clone(),
         };
         counters.local(Local::PeNotification);
         self.apply_changed(&changed, &prev, counters);
