@@ -971,6 +971,9 @@ pub struct PortSection {
     /// shaper (default: Ethernet's preamble, SFD, FCS and inter-frame gap,
     /// 24); only with `rate_mbps`.
     pub frame_overhead: Option<u32>,
+    /// The share of the port (1..=100 %) the priority queue (notifications,
+    /// ARP / ND) may take while data waits (default 10; 100: no bound).
+    pub priority_percent: Option<u32>,
     /// The congestion-aware node on this egress port (Long-haul CNP).
     pub congestion: Option<CongestionSection>,
     /// Received PAUSE / PFC frames honoured on this port.
@@ -1686,6 +1689,9 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
                 if let Some(n) = p.queue_packets {
                     return err(fld("queue_packets"), &n, "has no effect without rate_mbps (the port has no software queue)");
                 }
+                if let Some(n) = p.priority_percent {
+                    return err(fld("priority_percent"), &n, "has no effect without rate_mbps (the port has no software queue)");
+                }
                 None
             }
             Some(0) => return err(fld("rate_mbps"), &0, "must be > 0 (omit it for an unshaped port)"),
@@ -1735,6 +1741,11 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
                         None => dataplane::egress::ETHERNET_FRAME_OVERHEAD,
                         Some(n) if n > MAX_FRAME_OVERHEAD => return err(fld("frame_overhead"), &n, &format!("must be <= {MAX_FRAME_OVERHEAD} bytes")),
                         Some(n) => n,
+                    },
+                    priority_percent: match p.priority_percent {
+                        None => dataplane::egress::DEFAULT_PRIORITY_PERCENT,
+                        Some(n @ 1..=100) => n as u8,
+                        Some(n) => return err(fld("priority_percent"), &n, "must be 1..=100 (the share of the port's bytes, in %)"),
                     },
                 })
             }
@@ -4099,6 +4110,18 @@ mod refusals {
         refused(&format!("{GOOD}[[port]]\nname = \"x\"\ndevice = \"net_null0\"\nqueue_bytes = 1000000\n"), &["port[2].queue_bytes = 1000000", "without rate_mbps"]);
         refused(&format!("{GOOD}[[port]]\nname = \"x\"\ndevice = \"net_null0\"\nqueue_packets = 1\n"), &["port[2].queue_packets = 1", "without rate_mbps"]);
         refused(&format!("{GOOD}[[port]]\nname = \"x\"\ndevice = \"net_null0\"\nframe_overhead = 24\n"), &["port[2].frame_overhead = 24", "without rate_mbps"]);
+        refused(&format!("{GOOD}[[port]]\nname = \"x\"\ndevice = \"net_null0\"\npriority_percent = 20\n"), &["port[2].priority_percent = 20", "without rate_mbps"]);
+    }
+
+    #[test]
+    fn the_priority_queue_takes_a_tenth_of_a_busy_port_unless_told_otherwise() {
+        let port = |extra: &str| format!("{GOOD}[[port]]\nname = \"x\"\ndevice = \"net_null0\"\nrate_mbps = 1000\n{extra}");
+        let pct = |extra: &str| load_str(&port(extra)).unwrap().ports[2].egress.expect("shaped").priority_percent;
+        assert_eq!(pct(""), 10);
+        assert_eq!(pct("priority_percent = 1\n"), 1);
+        assert_eq!(pct("priority_percent = 100\n"), 100);
+        refused(&port("priority_percent = 0\n"), &["port[2].priority_percent = 0", "1..=100"]);
+        refused(&port("priority_percent = 101\n"), &["port[2].priority_percent = 101", "1..=100"]);
     }
 
     #[test]

@@ -39,6 +39,10 @@ reasons!(Drop, N_DROPS {
     VlanUnknown => "vlan-unknown",
     MalformedArp => "malformed-arp",
     ArpNotForUs => "arp-not-for-us",
+    // Another station claims one of the router's IPv4 addresses (RFC 5227
+    // s.2.4, a conflicting ARP packet), within DEFEND_INTERVAL of the last
+    // defence: not learned, not answered.
+    ArpAddressConflict => "arp-address-conflict",
     MultiSeg => "multi-segment",
     // IPv4
     MalformedIpv4 => "malformed-ipv4",
@@ -51,6 +55,13 @@ reasons!(Drop, N_DROPS {
     UrpfFailed => "urpf-failed",
     MalformedNd => "malformed-nd",
     NdAdvertOffLink => "nd-advert-off-link",
+    // A Neighbor Advertisement for one of the router's own addresses:
+    // another station has it (RFC 4862 s.5.4.4, "SHOULD log a system
+    // management error"); not learned.
+    NdAddressConflict => "nd-address-conflict",
+    // ND (ICMPv6 133..=137) in a fragmented packet (RFC 6980 s.5: "MUST
+    // silently ignore").
+    NdFragmented => "nd-fragmented",
     NdAdvertUnsolicited => "nd-advert-unsolicited-unknown",
     // An advertisement without Target Link-Layer Address for an address
     // being resolved (RFC 4861 s.7.2.5: silently discarded).
@@ -157,6 +168,9 @@ reasons!(Local, N_LOCAL {
     FastPath => "fast-path-forwarded",
     ArpReply => "arp-reply-sent",
     ArpLearned => "arp-learned",
+    // A broadcast ARP Announcement of an address another station claimed
+    // (RFC 5227 s.2.4 (c)), at most once per DEFEND_INTERVAL per interface.
+    ArpAddressDefended => "arp-address-defended",
     NdAdvert => "nd-advert-sent",
     NdLearned => "nd-learned",
     NdSourceOffLink => "nd-solicit-source-off-link",

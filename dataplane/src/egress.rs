@@ -3,7 +3,9 @@
 //! rate R_port, with NIC backpressure respected (what the NIC refuses goes
 //! back to the head of the queue, in order). Notifications (CNP, FANN, PFC)
 //! and ARP/ND go into a small priority queue that leaves ahead of the data
-//! queue. Queue depth QD is the bytes the data queue holds.
+//! queue, within a share of the port while data waits
+//! ([`EgressConfig::priority_percent`]). Queue depth QD is the bytes the
+//! data queue holds.
 //!
 //! One writer: the worker that owns the port. Generic over the packet type so
 //! the same code runs on mbufs in production and on byte buffers in tests and
@@ -37,12 +39,24 @@ pub struct EgressConfig {
     /// have no FCS yet). A frame shorter than [`MIN_FRAME`] counts as
     /// padded to it.
     pub frame_overhead: u32,
+    /// The share (1..=100 %) of the bytes leaving the port that the
+    /// priority queue may take while data waits to leave: beyond it, and
+    /// once its burst allowance ([`EgressConfig::burst_bytes`]) is spent,
+    /// a priority frame waits for data to leave first (the policer of a
+    /// low-latency queue, which applies under congestion only: with no
+    /// data waiting priority frames leave at once). 100: no bound.
+    pub priority_percent: u8,
 }
 
 /// Ethernet's cost of a frame beyond its bytes from destination MAC to
 /// payload: preamble and SFD (8), FCS (4) and the inter-frame gap (12)
 /// (IEEE 802.3; DPDK's rte_sched counts the same 24 by default).
 pub const ETHERNET_FRAME_OVERHEAD: u32 = 24;
+
+/// The priority queue's default share of the port while data waits:
+/// notifications are rate-limited at their sources far below it, so only
+/// a flood (of ARP / ND answers, say) meets the bound.
+pub const DEFAULT_PRIORITY_PERCENT: u8 = 10;
 
 /// The shortest Ethernet frame without its FCS (802.3: 64 with it); the
 /// NIC pads shorter ones.
@@ -59,7 +73,7 @@ impl EgressConfig {
 
 impl Default for EgressConfig {
     fn default() -> Self {
-        EgressConfig { rate_bps: 0, queue_bytes: 64 << 20, burst_bytes: 64 * 1024, max_packets: 16384, priority_packets: 256, frame_overhead: ETHERNET_FRAME_OVERHEAD }
+        EgressConfig { rate_bps: 0, queue_bytes: 64 << 20, burst_bytes: 64 * 1024, max_packets: 16384, priority_packets: 256, frame_overhead: ETHERNET_FRAME_OVERHEAD, priority_percent: DEFAULT_PRIORITY_PERCENT }
     }
 }
 
@@ -169,6 +183,15 @@ pub struct EgressQueue<P, F = u32> {
     /// on an empty bucket, a frame longer than the bucket).
     tokens: i128,
     last_ns: u64,
+    /// What the priority queue may still send while data waits
+    /// ([`EgressConfig::priority_percent`]), in bytes * 100: a data frame
+    /// adds its wire bytes * `priority_percent`, a priority frame takes its
+    /// wire bytes * (100 - `priority_percent`), so over a backlog the
+    /// priority frames get that share of the bytes. A priority frame may
+    /// leave while it is not negative. Bounded at the start of each dequeue
+    /// ([`EgressQueue::bound_share`]), so that what the NIC refuses can be
+    /// given back exactly.
+    share: i64,
     pub stats: EgressStats,
 }
 
@@ -193,6 +216,70 @@ pub const NEVER_HELD: u8 = 0xff;
 #[inline(always)]
 fn wire_cost(len: u32, cfg: &EgressConfig) -> i128 {
     (i128::from(len.max(MIN_FRAME)) + i128::from(cfg.frame_overhead)) * SCALE
+}
+
+/// The wire bytes of a frame of `len` bytes (what the share counts).
+#[inline(always)]
+fn wire_bytes(len: u32, cfg: &EgressConfig) -> i64 {
+    i64::from(len.max(MIN_FRAME)) + i64::from(cfg.frame_overhead)
+}
+
+/// The priority queue's burst allowance while data waits: one shaper
+/// bucket of priority frames back to back (`share` units).
+#[inline(always)]
+fn share_cap(cfg: &EgressConfig) -> i64 {
+    i64::try_from(cfg.burst_bytes).unwrap_or(i64::MAX / 200).min(i64::MAX / 200) * 100
+}
+
+/// May a priority frame leave now, with data waiting to leave or not
+/// (`data_waits`)? While data waits, only within the share.
+#[inline(always)]
+fn share_allows(share: i64, cfg: &EgressConfig, data_waits: bool) -> bool {
+    !data_waits || cfg.priority_percent >= 100 || share >= 0
+}
+
+/// Count a priority frame of `len` bytes sent against the share. Exactly
+/// undone by [`EgressQueue::requeue_priority_front`] (the limits apply at
+/// the start of the next dequeue, [`EgressQueue::bound_share`]).
+#[inline(always)]
+fn charge_share(share: &mut i64, cfg: &EgressConfig, len: u32) {
+    if cfg.priority_percent < 100 {
+        *share -= wire_bytes(len, cfg) * i64::from(100 - cfg.priority_percent);
+    }
+}
+
+/// Count a data frame of `len` bytes sent: it earns the priority queue
+/// its share of those bytes. Exactly undone by
+/// [`EgressQueue::requeue_front`].
+#[inline(always)]
+fn credit_share(share: &mut i64, cfg: &EgressConfig, len: u32) {
+    if cfg.priority_percent < 100 {
+        *share += wire_bytes(len, cfg) * i64::from(cfg.priority_percent);
+    }
+}
+
+/// The earlier of two departure times, either of which may be absent.
+#[inline]
+fn earliest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// May a priority frame take the shaper's tokens? It does not wait for
+/// them, but runs the shaper at most one bucket into debt: a flood of
+/// priority frames leaves at the port rate, not beyond it.
+#[inline(always)]
+fn priority_tokens_ok(tokens: i128, cfg: &EgressConfig) -> bool {
+    cfg.rate_bps == 0 || tokens >= -i128::from(cfg.burst_bytes) * SCALE
+}
+
+/// Does data wait to leave (in the data queue, or set aside under a
+/// priority that is no longer paused)?
+#[inline]
+fn data_waits<P, F>(data: &VecDeque<Queued<P, F>>, hold: Option<&Hold<P, F>>, paused: u8) -> bool {
+    !data.is_empty() || hold.is_some_and(|h| (0..8).any(|c| paused & (1 << c) == 0 && !h.held[c].is_empty()))
 }
 
 /// Hand a priority packet to `out`: it never waits for tokens but does
@@ -242,6 +329,7 @@ fn take_tokens(tokens: &mut i128, cfg: &EgressConfig, len: u32) -> bool {
 impl<P, F: Copy> EgressQueue<P, F> {
     pub fn new(mut cfg: EgressConfig) -> Self {
         cfg.priority_packets = cfg.priority_share();
+        cfg.priority_percent = cfg.priority_percent.clamp(1, 100);
         EgressQueue {
             data: VecDeque::with_capacity(cfg.max_packets),
             prio: VecDeque::with_capacity(cfg.priority_packets),
@@ -251,6 +339,7 @@ impl<P, F: Copy> EgressQueue<P, F> {
             tokens: i128::from(cfg.burst_bytes) * SCALE,
             bytes: 0,
             last_ns: 0,
+            share: share_cap(&cfg),
             stats: EgressStats::default(),
             cfg,
         }
@@ -310,6 +399,7 @@ impl<P, F: Copy> EgressQueue<P, F> {
         self.cfg.queue_bytes = cfg.queue_bytes;
         self.cfg.burst_bytes = cfg.burst_bytes;
         self.cfg.frame_overhead = cfg.frame_overhead;
+        self.cfg.priority_percent = cfg.priority_percent.clamp(1, 100);
         // max_packets / priority_packets fix the preallocated capacity.
     }
 
@@ -406,6 +496,19 @@ impl<P, F: Copy> EgressQueue<P, F> {
         Ok(())
     }
 
+    /// Bound the share at the start of a dequeue: at most one burst
+    /// allowance ([`share_cap`]); and, when no data waits, not negative:
+    /// the bound applies under congestion only, so what priority frames
+    /// sent while the data queue was empty is forgiven (but for the frames
+    /// of the dequeue that found data arriving since).
+    #[inline(always)]
+    fn bound_share(&mut self, data_waits: bool) {
+        if self.cfg.priority_percent < 100 {
+            let floor = if data_waits { i64::MIN } else { 0 };
+            self.share = self.share.clamp(floor, share_cap(&self.cfg));
+        }
+    }
+
     fn refill(&mut self, now_ns: u64) {
         if self.cfg.rate_bps == 0 {
             return;
@@ -433,15 +536,23 @@ impl<P, F: Copy> EgressQueue<P, F> {
             }
             self.paused_seen = paused;
             if paused != 0 || self.held != 0 {
+                self.bound_share(data_waits(&self.data, self.pfc.as_deref(), paused));
                 return self.dequeue_paused(paused, max, out);
             }
         }
+        self.bound_share(!self.data.is_empty());
         let mut n = 0;
         while n < max {
-            if let Some((p, len, _)) = self.prio.pop_front() {
-                send_priority(p, len, &mut self.tokens, &self.cfg, &mut out);
-                n += 1;
-                continue;
+            if !self.prio.is_empty() {
+                let waits = !self.data.is_empty();
+                if share_allows(self.share, &self.cfg, waits) && priority_tokens_ok(self.tokens, &self.cfg) {
+                    if let Some((p, len, _)) = self.prio.pop_front() {
+                        charge_share(&mut self.share, &self.cfg, len);
+                        send_priority(p, len, &mut self.tokens, &self.cfg, &mut out);
+                        n += 1;
+                        continue;
+                    }
+                }
             }
             let Some(front) = self.data.front() else { break };
             let len = front.len;
@@ -449,6 +560,7 @@ impl<P, F: Copy> EgressQueue<P, F> {
                 break;
             }
             let Some(q) = self.data.pop_front() else { break };
+            credit_share(&mut self.share, &self.cfg, len);
             send_data(q, &mut self.bytes, &mut self.stats, &mut out);
             n += 1;
         }
@@ -480,7 +592,9 @@ impl<P, F: Copy> EgressQueue<P, F> {
                 }
                 _ => None,
             };
-            if let Some((p, len, _)) = next.and_then(|i| self.prio.remove(i)) {
+            let waits = next.is_some() && data_waits(&self.data, Some(&**h), paused);
+            if let Some((p, len, _)) = next.filter(|_| share_allows(self.share, &self.cfg, waits) && priority_tokens_ok(self.tokens, &self.cfg)).and_then(|i| self.prio.remove(i)) {
+                charge_share(&mut self.share, &self.cfg, len);
                 send_priority(p, len, &mut self.tokens, &self.cfg, &mut out);
                 n += 1;
                 continue;
@@ -493,6 +607,7 @@ impl<P, F: Copy> EgressQueue<P, F> {
                     }
                     let Some(q) = h.held[c].pop_front() else { break };
                     self.held -= 1;
+                    credit_share(&mut self.share, &self.cfg, len);
                     send_data(q, &mut self.bytes, &mut self.stats, &mut out);
                     n += 1;
                     continue;
@@ -511,6 +626,7 @@ impl<P, F: Copy> EgressQueue<P, F> {
                 break;
             }
             let Some(q) = self.data.pop_front() else { break };
+            credit_share(&mut self.share, &self.cfg, len);
             send_data(q, &mut self.bytes, &mut self.stats, &mut out);
             n += 1;
         }
@@ -528,6 +644,10 @@ impl<P, F: Copy> EgressQueue<P, F> {
     pub fn requeue_front(&mut self, q: Queued<P, F>) {
         if self.cfg.rate_bps != 0 {
             self.tokens += wire_cost(q.len, &self.cfg);
+        }
+        // Not sent: the share it earned back.
+        if self.cfg.priority_percent < 100 {
+            self.share -= wire_bytes(q.len, &self.cfg) * i64::from(self.cfg.priority_percent);
         }
         self.bytes += u64::from(q.len);
         self.stats.dequeued -= 1;
@@ -548,6 +668,10 @@ impl<P, F: Copy> EgressQueue<P, F> {
         // Not sent: its tokens back, as a data packet's.
         if self.cfg.rate_bps != 0 {
             self.tokens += wire_cost(len, &self.cfg);
+        }
+        // And its share back.
+        if self.cfg.priority_percent < 100 {
+            self.share += wire_bytes(len, &self.cfg) * i64::from(100 - self.cfg.priority_percent);
         }
         self.prio.push_front((p, len, class));
     }
@@ -583,25 +707,28 @@ impl<P, F: Copy> EgressQueue<P, F> {
     /// When the next data packet may leave (for a simulation's event clock).
     pub fn next_departure_ns(&self, now_ns: u64) -> Option<u64> {
         let Some(h) = self.pfc.as_ref() else {
-            if !self.prio.is_empty() {
-                return Some(now_ns);
-            }
-            return self.next_data_departure(now_ns);
+            // A priority frame beyond its share waits for data to leave.
+            let prio = (!self.prio.is_empty() && share_allows(self.share, &self.cfg, !self.data.is_empty())).then(|| self.priority_at(now_ns));
+            return earliest(prio, self.next_data_departure(now_ns));
         };
         let paused = h.port.paused(now_ns);
         let free = |c: u8| c == NEVER_HELD || paused & (1 << (c & 7)) == 0;
+        let head_moves = self.data.front().is_some_and(|q| !free(q.class));
+        if head_moves {
+            return Some(now_ns);
+        }
+        let prio = (self.prio.iter().any(|f| free(f.2)) && share_allows(self.share, &self.cfg, data_waits(&self.data, Some(&**h), paused))).then(|| self.priority_at(now_ns));
+        earliest(prio, self.next_held_or_data(h, paused, now_ns))
+    }
+
+    /// [`EgressQueue::next_departure_ns`] of the data (held or queued)
+    /// and of the priority frames a pause holds.
+    fn next_held_or_data(&self, h: &Hold<P, F>, paused: u8, now_ns: u64) -> Option<u64> {
         // Held data of a priority no longer paused leaves when the shaper
         // has the tokens for its head.
         let ready = (0..8).filter(|&c| paused & (1 << c) == 0).filter_map(|c| h.held[c].front()).map(|q| self.tokens_at(q.len, now_ns)).min();
-        let head_moves = self.data.front().is_some_and(|q| !free(q.class));
-        if head_moves || self.prio.iter().any(|f| free(f.2)) {
-            return Some(now_ns);
-        }
-        if let Some(t) = ready {
-            return Some(match self.next_data_departure(now_ns) {
-                Some(d) => t.min(d),
-                None => t,
-            });
+        if ready.is_some() {
+            return earliest(ready, self.next_data_departure(now_ns));
         }
         if self.data.is_empty() {
             // Everything waits for a pause to end.
@@ -610,10 +737,7 @@ impl<P, F: Copy> EgressQueue<P, F> {
         }
         // Held priority frames may be free before the data's tokens are.
         let prio_waiting = self.prio.iter().fold(0u8, |m, f| m | 1 << (f.2 & 7));
-        match (self.next_data_departure(now_ns), h.port.next_end(prio_waiting, now_ns)) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        earliest(self.next_data_departure(now_ns), h.port.next_end(prio_waiting, now_ns))
     }
 
     /// When the head of the data queue may leave (the shaper's tokens).
@@ -625,11 +749,21 @@ impl<P, F: Copy> EgressQueue<P, F> {
     /// When the shaper has the tokens for a data frame of `len` bytes,
     /// asked at `now_ns`.
     fn tokens_at(&self, len: u32, now_ns: u64) -> u64 {
+        let cap = i128::from(self.cfg.burst_bytes) * SCALE;
+        self.tokens_reach(tokens_needed(wire_cost(len, &self.cfg), cap), now_ns)
+    }
+
+    /// When a priority frame may leave ([`priority_tokens_ok`]).
+    fn priority_at(&self, now_ns: u64) -> u64 {
+        self.tokens_reach(-i128::from(self.cfg.burst_bytes) * SCALE, now_ns)
+    }
+
+    /// When the shaper holds `need` tokens, asked at `now_ns`.
+    fn tokens_reach(&self, need: i128, now_ns: u64) -> u64 {
         if self.cfg.rate_bps == 0 {
             return now_ns;
         }
         let cap = i128::from(self.cfg.burst_bytes) * SCALE;
-        let need = tokens_needed(wire_cost(len, &self.cfg), cap);
         // The tokens as of `now_ns`, as `refill` would make them (the last
         // refill may be older).
         let dt = now_ns.saturating_sub(self.last_ns);

@@ -194,6 +194,9 @@ pub struct Pipeline {
     /// time (a pass that frees nothing would otherwise be repeated for
     /// every packet to a new unresolved address).
     solicit_prune_at: u64,
+    /// (interface, time) of the last defence of an IPv4 address against a
+    /// conflicting ARP packet (RFC 5227 s.2.4), at most [`MAX_DEFENDED`].
+    arp_defended: Vec<(u16, u64)>,
     /// Neighbours this worker learned that are not yet in a snapshot from
     /// the control thread, so that forwarding to them works at once; with
     /// the snapshot generation they were learned in (an entry the control
@@ -250,6 +253,9 @@ pub struct Pipeline {
     pub(crate) reasm: crate::reasm::Reassembly,
     /// Local SIDs processed for the current packet.
     pub(crate) srv6_depth: u8,
+    /// `local6` is handed a datagram that arrived in fragments (RFC 6980:
+    /// no ND in it).
+    pub(crate) in_reassembly: bool,
     /// End.MT reverse-path groups this worker aggregates (one writer: this
     /// pipeline's worker; see [`crate::multicast`]).
     pub(crate) mc: crate::multicast::GroupTable,
@@ -303,6 +309,10 @@ const EVENTS_CAP: usize = 256;
 /// Window CNPs one `poll_multicast` can queue (one per group at most).
 const MC_PENDING_CAP: usize = 1024;
 const MAX_LEARNED: usize = 1024;
+/// Interfaces whose last ARP defence a worker remembers.
+const MAX_DEFENDED: usize = 64;
+/// RFC 5227 s.1.1: DEFEND_INTERVAL, 10 seconds.
+const DEFEND_INTERVAL_NS: u64 = 10_000_000_000;
 /// Neighbour snapshots an overlay entry (`Pipeline::learned`) waits for
 /// the control thread to take it up before it is dropped.
 const OVERLAY_SNAPSHOTS: u32 = 4;
@@ -325,6 +335,7 @@ impl Pipeline {
             solicits: Vec::with_capacity(EVENTS_CAP),
             solicit_last,
             solicit_prune_at: 0,
+            arp_defended: Vec::with_capacity(MAX_DEFENDED),
             learned: {
                 let mut m = KeyedMap::default();
                 m.reserve(MAX_LEARNED);
@@ -351,6 +362,7 @@ impl Pipeline {
             },
             reasm: Default::default(),
             srv6_depth: 0,
+            in_reassembly: false,
             mc: crate::multicast::GroupTable::default(),
             mc_pending: Vec::with_capacity(MC_PENDING_CAP),
             adj_gen: 0,
@@ -409,7 +421,7 @@ impl Pipeline {
         match ethertype {
             EtherType::IPV4 => self.ipv4(p, l2, now_ns),
             EtherType::IPV6 => self.ipv6(p, l2, now_ns),
-            EtherType::ARP => self.arp(p, l2),
+            EtherType::ARP => self.arp(p, l2, now_ns),
             EtherType::MAC_CONTROL => self.mac_control(p, port, l2, now_ns),
             _ => Err(Drop::UnknownEthertype),
         }
@@ -451,13 +463,13 @@ impl Pipeline {
 
     // ------------------------------------------------------------------ ARP
 
-    fn arp<P: PacketBuffer>(&mut self, p: &mut P, l2: L2) -> Result<Verdict, Drop> {
+    fn arp<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, now_ns: u64) -> Result<Verdict, Drop> {
         let req = {
             let a = ArpPacket::new_checked(&p.data()[l2.l3..]).map_err(|_| Drop::MalformedArp)?;
             ArpRepr::parse(&a).map_err(|_| Drop::MalformedArp)?
         };
         let sender = req.source_protocol_addr;
-        let (mac, port, ours, valid_sender) = {
+        let (mac, port, ours, valid_sender, claimed) = {
             let ifc = self.topo.iface(l2.iface).ok_or(Drop::VlanUnknown)?;
             (
                 ifc.mac,
@@ -466,8 +478,12 @@ impl Pipeline {
                 // In one of the interface's subnets, and not its broadcast
                 // address (RFC 1122 s.3.2.1.3: never a source).
                 !sender.is_unspecified() && ifc.v4.iter().any(|n| n.contains(&sender) && (n.prefix_len() >= 31 || n.broadcast() != sender)),
+                ifc.v4.iter().any(|n| n.addr() == sender),
             )
         };
+        if claimed && req.source_hardware_addr != mac {
+            return self.arp_conflict(p, l2, sender, mac, port, now_ns);
+        }
         let known = self.neigh.get(l2.iface, IpAddr::V4(sender)).is_some();
         if valid_sender && (ours || known) && ethernet::is_unicast(&req.source_hardware_addr) {
             // A reply to one of our addresses answers our request.
@@ -491,6 +507,43 @@ impl Pipeline {
             eth.set_src_addr(mac);
         }
         self.counters.local(Local::ArpReply);
+        self.reply = true;
+        Ok(Verdict::Tx(port))
+    }
+
+    /// Another station claims `own`, one of the interface's addresses, in
+    /// an ARP packet (RFC 5227 s.2.4): a router does not give up its
+    /// address, nor learn it as a neighbour; it defends it (c) with one
+    /// broadcast ARP Announcement, at most once per DEFEND_INTERVAL on the
+    /// interface (a pair of stations defending the same address must not
+    /// loop), built in the received frame.
+    fn arp_conflict<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, own: Ipv4Addr, mac: MacAddr, port: u16, now_ns: u64) -> Result<Verdict, Drop> {
+        let now = now_ns.max(1);
+        match self.arp_defended.iter().position(|e| e.0 == l2.iface) {
+            Some(i) if now.saturating_sub(self.arp_defended[i].1) < DEFEND_INTERVAL_NS => return Err(Drop::ArpAddressConflict),
+            Some(i) => self.arp_defended[i].1 = now,
+            None if self.arp_defended.len() < MAX_DEFENDED => self.arp_defended.push((l2.iface, now)),
+            None => return Err(Drop::ArpAddressConflict),
+        }
+        // An ARP Announcement: a request with our address as sender and
+        // target, target hardware address zero (RFC 5227 s.2.3), to the
+        // broadcast address.
+        let ann = ArpRepr {
+            operation: ArpOperation::REQUEST,
+            source_hardware_addr: mac,
+            source_protocol_addr: own,
+            target_hardware_addr: [0; 6],
+            target_protocol_addr: own,
+        };
+        {
+            let d = p.data_mut();
+            let mut a = ArpPacket::new_unchecked(&mut d[l2.l3..]);
+            ann.emit(&mut a);
+            let mut eth = EthernetFrame::new_unchecked(&mut d[..]);
+            eth.set_dst_addr([0xff; 6]);
+            eth.set_src_addr(mac);
+        }
+        self.counters.local(Local::ArpAddressDefended);
         self.reply = true;
         Ok(Verdict::Tx(port))
     }
@@ -939,6 +992,8 @@ impl Pipeline {
                 };
                 self.echo_reply(IpAddr::V6(src), ident, seq, data, now_ns)
             }
+            // RFC 6980 s.5: ND in a fragmented packet is ignored.
+            133..=137 if self.in_reassembly => Err(Drop::NdFragmented),
             135 => self.neighbour_solicit(p, l2, src, dst, hop, off, total),
             136 => self.neighbour_advert(p, l2, dst, hop, off, total),
             t if self.sids.pe_known.is_some() && (t == self.sids.params.icmpv6_fann_type || t == self.sids.params.icmpv6_lhcnp_type) => {
@@ -1107,9 +1162,17 @@ impl Pipeline {
             return Err(Drop::MalformedNd);
         }
         let ifc = self.topo.iface(l2.iface).ok_or(Drop::VlanUnknown)?;
-        if target != ifc.link_local && !ifc.v6.iter().any(|n| n.addr() == target) {
+        // Our unicast addresses, and the Subnet-Router anycast addresses of
+        // the interface's prefixes (RFC 4291 s.2.6.1), answered with
+        // Override clear (RFC 4861 s.7.2.4) from a unicast address of the
+        // interface. (Without the random delay of up to
+        // MAX_ANYCAST_DELAY_TIME s.7.2.7 suggests: only this router answers
+        // for it on this link.)
+        let unicast = target == ifc.link_local || ifc.v6.iter().any(|n| n.addr() == target);
+        if !unicast && !ifc.v6.iter().any(|n| n.prefix_len() < 127 && n.network() == target) {
             return Err(Drop::LocalUnsupported);
         }
+        let na_src = if unicast { target } else { ifc.v6_for(src) };
         let our_mac = ifc.mac;
         let port = ifc.port;
         let vlan = ifc.vlan;
@@ -1143,13 +1206,13 @@ impl Pipeline {
             m[1] = 0;
             m[2] = 0;
             m[3] = 0;
-            m[4] = 0x80 | if solicited { 0x40 } else { 0 } | 0x20;
+            m[4] = 0x80 | if solicited { 0x40 } else { 0 } | if unicast { 0x20 } else { 0 };
             m[5..8].fill(0);
             m[8..24].copy_from_slice(&target.octets());
             m[24] = 2;
             m[25] = 1;
             m[26..32].copy_from_slice(&our_mac);
-            write_ipv6_header(&mut d[l2.l3..], target, to, 58, body_len as u16, 255);
+            write_ipv6_header(&mut d[l2.l3..], na_src, to, 58, body_len as u16, 255);
             fill_icmpv6_checksum(&mut d[l2.l3..l2.l3 + 40 + body_len]);
         }
         write_l2(p, l2, to_mac, our_mac, vlan, EtherType::IPV6)?;
@@ -1186,6 +1249,12 @@ impl Pipeline {
         let ifc = self.topo.iface(l2.iface).ok_or(Drop::VlanUnknown)?;
         if !on_link6(ifc, &target) {
             return Err(Drop::NdAdvertOffLink);
+        }
+        // Another station advertises one of our addresses: a duplicate
+        // the router's own DAD did not see (RFC 4862 s.5.4.4), not a
+        // neighbour.
+        if target == ifc.link_local || ifc.v6.iter().any(|n| n.addr() == target) {
+            return Err(Drop::NdAddressConflict);
         }
         // RFC 4861 s.7.2.5: an unsolicited advertisement for an address
         // with no entry is discarded; one that answers a solicitation (this

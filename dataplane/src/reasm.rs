@@ -308,6 +308,13 @@ impl crate::pipeline::Pipeline {
         self.reasm.due(now_ns)
     }
 
+    /// Discard a datagram that ran out of time without building the Time
+    /// Exceeded its source may be owed (no buffer to build it in): counted
+    /// as `reassembly-timeout`. False when no datagram was due.
+    pub fn reassembly_discard(&mut self, now_ns: u64) -> bool {
+        self.reasm.expire(now_ns, &mut [], &self.counters).is_some()
+    }
+
     /// Discard a datagram that ran out of time. When its first fragment
     /// had arrived, build in `p` the ICMP Time Exceeded, code 1 (fragment
     /// reassembly time exceeded) to its source (RFC 792, RFC 1122 s.3.3.2;
@@ -426,15 +433,20 @@ impl crate::pipeline::Pipeline {
                     ip.set_payload_len((total - 48) as u16);
                     (ip.src_addr(), ip.dst_addr(), ip.hop_limit())
                 };
-                let v = self.local6(p, l2, src, dst, hop, total - 8, now_ns)?;
-                self.fit_reply(p.data(), v, None)
+                self.in_reassembly = true;
+                let v = self.local6(p, l2, src, dst, hop, total - 8, now_ns);
+                self.in_reassembly = false;
+                self.fit_reply(p.data(), v?, None)
             }
             Some(None) => Ok(Verdict::Consumed),
             Some(Some((slot, mut q))) => {
                 let r = {
                     let ip = Ipv6Packet::new_unchecked(&q.data()[l2.l3..]);
                     let (src, dst, hop, total) = (ip.src_addr(), ip.dst_addr(), ip.hop_limit(), q.len() - l2.l3);
-                    self.local6(&mut q, l2, src, dst, hop, total, now_ns)
+                    self.in_reassembly = true;
+                    let r = self.local6(&mut q, l2, src, dst, hop, total, now_ns);
+                    self.in_reassembly = false;
+                    r
                 };
                 self.send_reassembled(p, q, slot, r)
             }

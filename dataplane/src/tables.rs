@@ -283,7 +283,9 @@ impl Topology {
         self.interfaces.iter().any(|i| i.v6.iter().any(|n| n.prefix_len() < 127 && n.network() == *a))
     }
     /// True when `a` is one of our addresses or a multicast group we listen
-    /// to (all-nodes, all-routers, our solicited-node groups).
+    /// to (all-nodes, all-routers, our solicited-node groups, those of the
+    /// Subnet-Router anycast addresses among them: on-link hosts resolve
+    /// those too, RFC 4861 s.7.2.4).
     #[inline]
     pub fn accepts6(&self, a: &Ipv6Addr) -> bool {
         if self.is_local6(a) || self.is_subnet_anycast6(a) {
@@ -295,7 +297,8 @@ impl Topology {
                 return true;
             }
             if s[5] == 1 && s[6] & 0xff00 == 0xff00 {
-                return self.local6.iter().any(|l| solicited_node(&Ipv6Addr::from(*l)) == *a);
+                return self.local6.iter().any(|l| solicited_node(&Ipv6Addr::from(*l)) == *a)
+                    || self.interfaces.iter().any(|i| i.v6.iter().any(|n| n.prefix_len() < 127 && solicited_node(&n.network()) == *a));
             }
         }
         false

@@ -447,7 +447,9 @@ impl Worker {
         for (i, &raw) in rx.iter().enumerate() {
             // SAFETY: rx_burst handed us ownership of each mbuf.
             let Some(m) = (unsafe { Mbuf::from_raw(raw) }) else { continue };
-            bytes += m.len() as u64;
+            // The whole frame, as the TX counters count it (a chained frame
+            // is dropped as multi-seg further on, but it was received).
+            bytes += m.pkt_len() as u64;
             if self.observe_reverse && crate::classify::maybe_response(m.data()) {
                 // Responses (ACK, read responses) and standard CNPs carry
                 // the requester's QP as DestQP: the congestion stages learn
@@ -1103,9 +1105,14 @@ impl Worker {
                 return;
             }
             let Some(mut m) = self.spec.pool.alloc() else {
-                // Tried again at the next poll.
-                self.counters.dropped(Drop::NoMbuf);
-                return;
+                // No buffer for the Time Exceeded: the datagram is
+                // discarded all the same (not tried again at every poll,
+                // which counted one no-mbuf per poll), and the error it
+                // may have been owed counted once.
+                if self.pipeline.reassembly_discard(now) {
+                    self.counters.dropped(Drop::NoMbuf);
+                }
+                continue;
             };
             m.reset_len(0);
             match self.pipeline.reassembly_timeout(&mut m, now) {

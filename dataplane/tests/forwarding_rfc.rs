@@ -427,6 +427,17 @@ fn ipv6_reassembly_timeout_sends_time_exceeded_code_1() {
     let mut p = VecPacket::with_capacity(VecPacket::CAPACITY);
     assert_eq!(pl.reassembly_timeout(&mut p, REASM_OVER), Some(Err(Drop::ReasmTimeout)));
     assert_eq!(pl.counters.drops[Drop::ReasmTimeout as usize].get(), 2);
+
+    // With no buffer for the error (the worker's pool is empty) the
+    // datagram still leaves reassembly, once: the worker does not find it
+    // due again at every poll (and count a no-mbuf each time, as it did).
+    let first = frag6(src, ours, 58, 0, true, 0x0a0b0c0f, &m[..8]);
+    assert_eq!(run(&mut pl, &eth(R0, H0, None, 0x86dd, &first), 0).0, Verdict::Consumed);
+    assert!(pl.reassembly_due(REASM_OVER));
+    assert!(pl.reassembly_discard(REASM_OVER));
+    assert!(!pl.reassembly_due(REASM_OVER));
+    assert!(!pl.reassembly_discard(REASM_OVER), "nothing more was due");
+    assert_eq!(pl.counters.drops[Drop::ReasmTimeout as usize].get(), 3);
 }
 
 // RFC 1122 s.3.3.2: "If the reassembly timeout expires, ... if fragment zero

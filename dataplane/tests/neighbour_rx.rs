@@ -4,12 +4,12 @@
 //! "Was:" says how).
 
 mod support;
-use std::net::{IpAddr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 use support::{conn, iface, icmpv6};
 
-use dataplane::counters::WorkerCounters;
-use dataplane::packet::VecPacket;
+use dataplane::counters::{Drop, Local, WorkerCounters};
+use dataplane::packet::{PacketBuffer, VecPacket};
 use dataplane::pipeline::{Event, Pipeline, PipelineConfig, Verdict};
 use dataplane::tables::{Fib, MacAddr, NeighSource, Neighbours, Topology};
 use dataplane::wire::checksum;
@@ -53,12 +53,17 @@ fn pipeline() -> Pipeline {
 }
 
 fn run(pl: &mut Pipeline, frame: &[u8], port: u16) -> Verdict {
+    run_at(pl, frame, port, T0).0
+}
+
+/// [`run`] at `now`, with the frame as the pipeline left it.
+fn run_at(pl: &mut Pipeline, frame: &[u8], port: u16, now: u64) -> (Verdict, Vec<u8>) {
     let mut p = VecPacket::from_bytes(frame);
-    let v = pl.process(&mut p, port, T0);
+    let v = pl.process(&mut p, port, now);
     if let Verdict::Drop(r) = v {
         pl.counters.dropped(r);
     }
-    v
+    (v, p.data().to_vec())
 }
 
 fn eth(dst: MacAddr, src: MacAddr, et: u16, payload: &[u8]) -> Vec<u8> {
@@ -295,4 +300,149 @@ fn subnet_broadcast_of_another_interface_is_not_resolved() {
     let asked: Vec<IpAddr> = pl.solicits.iter().map(|s| s.target).collect();
     assert!(!asked.contains(&IpAddr::V4(bcast)), "the router ARPs for the subnet broadcast address 10.1.0.255 (verdict {v:?})");
     assert_eq!(v, Verdict::Drop(dataplane::counters::Drop::MulticastNotRouted));
+}
+
+fn sol_node(a: Ipv6Addr) -> Ipv6Addr {
+    let o = a.octets();
+    Ipv6Addr::from([0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, o[13], o[14], o[15]])
+}
+
+fn mc_mac(g: Ipv6Addr) -> MacAddr {
+    let o = g.octets();
+    [0x33, 0x33, o[12], o[13], o[14], o[15]]
+}
+
+/// An NS body after type / code / checksum: reserved, target, SLLAO.
+fn ns_body(target: Ipv6Addr, sllao: Option<MacAddr>) -> Vec<u8> {
+    let mut b = vec![0, 0, 0, 0];
+    b.extend_from_slice(&target.octets());
+    if let Some(m) = sllao {
+        b.extend_from_slice(&[1, 1]);
+        b.extend_from_slice(&m);
+    }
+    b
+}
+
+/// RFC 6980 s.5 (updating RFC 4861): "Nodes MUST silently ignore NDP
+/// messages if the packet carrying them is fragmented" (so that ND
+/// inspection / RA-Guard style filters cannot be evaded with fragments).
+/// Was (a review): the NS, reassembled, was answered and its SLLAO
+/// learned; an atomic fragment too.
+#[test]
+fn fragmented_neighbor_solicitation_is_ignored() {
+    let mut pl = pipeline();
+    let ours = v6("2001:db8:1::1");
+    let src = v6("fe80::1234");
+    let group = sol_node(ours);
+    let ns = icmpv6(src, group, 135, 0, &ns_body(ours, Some(EVIL)));
+    assert_eq!(ns.len(), 32);
+    // Fragment header: next header 58, offset | M, identification.
+    let frag = |off: u16, more: bool, id: u32, data: &[u8]| {
+        let mut fh = vec![58, 0];
+        fh.extend_from_slice(&(off | u16::from(more)).to_be_bytes());
+        fh.extend_from_slice(&id.to_be_bytes());
+        fh.extend_from_slice(data);
+        eth(mc_mac(group), EVIL, 0x86dd, &ipv6(src, group, 255, 44, &fh))
+    };
+    assert_eq!(run(&mut pl, &frag(0, true, 1, &ns[..16]), 1), Verdict::Consumed);
+    assert_eq!(run(&mut pl, &frag(16, false, 1, &ns[16..]), 1), Verdict::Drop(Drop::NdFragmented));
+    // An atomic fragment (offset 0, M clear): the same.
+    assert_eq!(run(&mut pl, &frag(0, false, 2, &ns), 1), Verdict::Drop(Drop::NdFragmented));
+    assert!(learned_events(&pl).is_empty(), "{:?}", pl.events);
+    assert_eq!(pl.counters.drops[Drop::NdFragmented as usize].get(), 2);
+    assert_eq!(pl.counters.local[Local::NdAdvert as usize].get(), 0, "no NA sent");
+    // The same NS in one piece is answered (the control).
+    let whole = eth(mc_mac(group), EVIL, 0x86dd, &ipv6(src, group, 255, 58, &ns));
+    assert_eq!(run(&mut pl, &whole, 1), Verdict::Tx(1));
+}
+
+/// RFC 5227 s.2.4: an ARP packet whose sender IP address is one of the
+/// router's addresses, from another hardware address, is a conflicting
+/// ARP packet. A router keeps its address: it does not learn it as a
+/// neighbour and defends it (c) with one broadcast ARP Announcement, at
+/// most once per DEFEND_INTERVAL (10 s). Was (a review): the gratuitous
+/// ARP put the router's own address into the neighbour table with the
+/// other station's MAC, and the request was answered unicast to it, which
+/// leaves every other host's cache poisoned.
+#[test]
+fn gratuitous_arp_claiming_the_routers_own_address_is_defended_not_learned() {
+    let mut pl = pipeline();
+    let own = Ipv4Addr::new(10, 1, 0, 1);
+    let f = eth([0xff; 6], EVIL, 0x0806, &arp(1, EVIL, own, [0; 6], own));
+    let (v, out) = run_at(&mut pl, &f, 1, T0);
+    assert_eq!(v, Verdict::Tx(1));
+    assert_eq!(&out[0..6], &[0xff; 6], "broadcast");
+    assert_eq!(&out[6..12], &R1);
+    assert_eq!(&out[12..14], &[0x08, 0x06]);
+    // An ARP Announcement: request, sender = target = 10.1.0.1 with our MAC,
+    // target hardware address zero (RFC 5227 s.2.3).
+    assert_eq!(&out[14..22], &[0, 1, 8, 0, 6, 4, 0, 1]);
+    assert_eq!(&out[22..28], &R1);
+    assert_eq!(&out[28..32], &own.octets());
+    assert_eq!(&out[32..38], &[0; 6]);
+    assert_eq!(&out[38..42], &own.octets());
+    assert!(learned_events(&pl).is_empty(), "{:?}", pl.events);
+    assert_eq!(pl.neighbour_mac(1, IpAddr::V4(own)), None);
+    assert_eq!(pl.counters.local[Local::ArpAddressDefended as usize].get(), 1);
+    // Within 10 s: not defended again (two stations must not loop), counted.
+    let reply = eth(R1, EVIL, 0x0806, &arp(2, EVIL, own, R1, own));
+    assert_eq!(run_at(&mut pl, &reply, 1, T0 + 9_999_000_000).0, Verdict::Drop(Drop::ArpAddressConflict));
+    assert_eq!(run_at(&mut pl, &f, 1, T0 + 10_000_000_000).0, Verdict::Tx(1), "defended again after DEFEND_INTERVAL");
+    assert!(learned_events(&pl).is_empty());
+    // Our own MAC (a looped-back announcement of ours) is no conflict.
+    let mut pl = pipeline();
+    let looped = eth([0xff; 6], R1, 0x0806, &arp(1, R1, own, [0; 6], own));
+    let _ = run(&mut pl, &looped, 1);
+    assert_eq!(pl.counters.local[Local::ArpAddressDefended as usize].get(), 0);
+    assert_eq!(pl.counters.drops[Drop::ArpAddressConflict as usize].get(), 0);
+}
+
+/// The same for ND: a solicited NA whose target is the router's own
+/// address is a duplicate-address indication (RFC 4862 s.5.4.4), not a
+/// neighbour to learn; counted (its "system management error"). Was: the
+/// target is on link and S set, so the router learned its own address.
+#[test]
+fn na_for_the_routers_own_address_is_counted_not_learned() {
+    let mut pl = pipeline();
+    for own in [v6("2001:db8:1::1"), dataplane::tables::eui64_link_local(&R1)] {
+        let f = na(v6("2001:db8:1::1"), R1, EVIL, own, 0x60, Some(EVIL));
+        assert_eq!(run(&mut pl, &f, 1), Verdict::Drop(Drop::NdAddressConflict), "{own}");
+    }
+    assert!(learned_events(&pl).is_empty(), "{:?}", pl.events);
+    assert_eq!(pl.counters.drops[Drop::NdAddressConflict as usize].get(), 2);
+}
+
+/// RFC 4291 s.2.6.1: routers MUST support the Subnet-Router anycast
+/// address of their subnets; an on-link host reaches it only through
+/// Neighbor Discovery, and RFC 4861 s.7.2.4 has the router answer an NS
+/// for it with Override clear (an anycast target). Was: the NS to
+/// ff02::1:ff00:0 was dropped (`multicast-not-routed`: not a group the
+/// router listened to), and sent to the anycast address itself refused
+/// (`local-unsupported`).
+#[test]
+fn ns_for_the_subnet_router_anycast_address_is_answered_without_override() {
+    let anycast = v6("2001:db8:1::");
+    let src = v6("2001:db8:1::55");
+    for dst in [sol_node(anycast), anycast] {
+        let mut pl = pipeline();
+        let dmac = if dst.is_multicast() { mc_mac(dst) } else { R1 };
+        let f = eth(dmac, EVIL, 0x86dd, &ipv6(src, dst, 255, 58, &icmpv6(src, dst, 135, 0, &ns_body(anycast, Some(EVIL)))));
+        let (v, out) = run_at(&mut pl, &f, 1, T0);
+        assert_eq!(v, Verdict::Tx(1), "NS to {dst}");
+        let ip = &out[14..];
+        assert_eq!(ip[40], 136, "an NA");
+        assert_eq!(ip[44], 0x80 | 0x40, "R and S; Override clear for an anycast target");
+        assert_eq!(&ip[48..64], &anycast.octets(), "target");
+        assert_eq!(&ip[8..24], &v6("2001:db8:1::1").octets(), "from the interface's unicast address");
+        assert_eq!(&ip[24..40], &src.octets());
+        assert_eq!(&ip[64..66], &[2, 1], "TLLAO");
+        assert_eq!(&ip[66..72], &R1);
+        let sum = checksum::combine(checksum::pseudo_v6(&ip[8..24].try_into().unwrap(), &src.octets(), 58, 32), checksum::sum(&ip[40..72]));
+        assert_eq!(checksum::fold(sum), 0xffff);
+    }
+    // A host's address in the subnet is still nobody's here.
+    let mut pl = pipeline();
+    let other = v6("2001:db8:1::99");
+    let f = eth(R1, EVIL, 0x86dd, &ipv6(src, v6("2001:db8:1::1"), 255, 58, &icmpv6(src, v6("2001:db8:1::1"), 135, 0, &ns_body(other, Some(EVIL)))));
+    assert_eq!(run(&mut pl, &f, 1), Verdict::Drop(Drop::LocalUnsupported));
 }

@@ -208,7 +208,7 @@ fn build(sc: &Sc) -> Sim {
     // draft's section 7 example does.
     let plain = |addr: &str| PortSpec {
         addr: addr.parse().unwrap(),
-        egress: EgressConfig { rate_bps: r, queue_bytes: 64 << 20, burst_bytes: burst, max_packets: 16384, priority_packets: 256, frame_overhead: 0 },
+        egress: EgressConfig { rate_bps: r, queue_bytes: 64 << 20, burst_bytes: burst, max_packets: 16384, priority_packets: 256, frame_overhead: 0, ..EgressConfig::default() },
         congestion: None,
     };
     let cong = |addr: &str, p: PortParams, buffer: u64| PortSpec {
@@ -220,6 +220,7 @@ fn build(sc: &Sc) -> Sim {
             max_packets: (buffer / 1000) as usize + 4096,
             priority_packets: 256,
             frame_overhead: 0,
+            ..EgressConfig::default()
         },
         congestion: Some(CongestionSpec { params: p, source_v4: None, source_v6: None, end_e_sid: None, notify_sids: Vec::new(), tunnel_pes: Vec::new(), source_qps: Vec::new(), source_formats: Vec::new(), auth: Default::default() }),
     };

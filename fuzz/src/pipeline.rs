@@ -142,7 +142,7 @@ fn egress() -> EgressPort<VecPacket> {
     // Flows in tunnels from 2001:db8:1::99 are tagged with that PE.
     let tunnel_pes = vec![("2001:db8:1::99/128".parse().unwrap(), a6("fc00:0:99::e"))];
     let spec = CongestionSpec { params, source_v4: None, source_v6: None, end_e_sid: None, notify_sids, tunnel_pes, source_qps: Vec::new(), source_formats: Vec::new(), auth: Default::default() };
-    let cfg = EgressConfig { rate_bps: 100_000_000, queue_bytes: 64 * 1024, burst_bytes: 2048, max_packets: 256, priority_packets: 32, frame_overhead: dataplane::egress::ETHERNET_FRAME_OVERHEAD };
+    let cfg = EgressConfig { rate_bps: 100_000_000, queue_bytes: 64 * 1024, burst_bytes: 2048, max_packets: 256, priority_packets: 32, frame_overhead: dataplane::egress::ETHERNET_FRAME_OVERHEAD, priority_percent: dataplane::egress::DEFAULT_PRIORITY_PERCENT };
     EgressPort::new(cfg, Some(spec))
 }
 
