@@ -2342,6 +2342,66 @@ tlv_receivers = "learn"
     assert_eq!(mempool_in_use(&so), 0);
 }
 
+/// The SRv6 commands of the management socket refuse what the
+/// configuration refuses, with the value and why (a review found each of
+/// these accepted, `OK`, while `check-config` refused the same file): a
+/// SID that is an interface's address, an End.X next hop that is no
+/// neighbour on its interface, an End.MT receiver listed twice, removing
+/// the HMAC key an SR policy signs with, and a route to delete named with
+/// host bits (which deleted the route it falls in). Re-keying the policy's
+/// key ID says which policies sign with the new secret.
+#[test]
+fn srv6_commands_at_run_time_refuse_what_the_configuration_refuses() {
+    let dir = workdir("srv6ctl");
+    control::demo::write_pcap(&dir.join("dc-in.pcap"), &[]).unwrap();
+    control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
+    let cfg = dir.join("r.toml");
+    let mut text = config(&dir);
+    text += r#"
+[srv6]
+locator = "2001:db8:1::/48"
+[[srv6.hmac_key]]
+key_id = 5
+secret_hex = "00112233445566778899aabbccddeeff"
+[[srv6.hmac_key]]
+key_id = 6
+secret_hex = "ffeeddccbbaa99887766554433221100"
+[[srv6.policy]]
+prefix = "10.0.77.0/24"
+segments = [["2001:db8:3::1"]]
+hmac_key_id = 5
+"#;
+    std::fs::write(&cfg, text).unwrap();
+    let sock = dir.join("ctl.sock");
+    let (mut child, out) = start_with_ctl("srv6ctl", &cfg, &dir, &sock, &["--duration", "60"]);
+    let s = sock.to_str().unwrap();
+    let req = |c: &str| control::ctl::request(s, c).unwrap();
+    let r = req("sid add 2001:db8:1::1 end");
+    assert!(r.starts_with("ERR 2001:db8:1::1: an address of interface \"dc\""), "{r}");
+    for (via, why) in [("ff02::1", "not a unicast address"), ("2001:db8:1::1", "an address of this router"), ("2001:db8:2::5", "not on a subnet of interface \"dc\"")] {
+        let r = req(&format!("sid add 2001:db8:1:ff::5 end.x interface dc via {via}"));
+        assert!(r.starts_with(&format!("ERR via {via}: ")) && r.contains(why), "{via}: {r}");
+    }
+    assert_eq!(req("sid add 2001:db8:1:ff::5 end.x interface dc via 2001:db8:1::9"), "OK\n", "a neighbour on dc");
+    let r = req("sid add 2001:db8:1:ff::6 end.mt receiver fc00::1 5 receiver fc00::1 6");
+    assert!(r.starts_with("ERR receiver fc00::1: listed twice"), "{r}");
+    let r = req("hmac-key del 5");
+    assert!(r.starts_with("ERR HMAC key 5 signs the SRH of the SR policies for 10.0.77.0/24"), "{r}");
+    assert_eq!(req("hmac-key del 6"), "OK\n", "a key no policy signs with");
+    let r = req("hmac-key add 5 0102030405060708090a0b0c0d0e0f10");
+    assert_eq!(r, "the SR policies for 10.0.77.0/24 sign with it from now on\nOK\n");
+    let r = req("show policies");
+    assert!(r.contains("hmac key 5"), "{r}");
+    let r = req("route del 10.0.3.1/24");
+    assert!(r.starts_with("ERR prefix 10.0.3.1/24: host bits set (did you mean 10.0.3.0/24?)"), "{r}");
+    let r = req("route get 10.0.3.9");
+    assert!(r.contains("via 10.0.2.2") && r.ends_with("OK\n"), "the route is still there: {r}");
+    let st = stop_deadline(&mut child, RUN_DEADLINE);
+    let so = std::fs::read_to_string(&out).unwrap();
+    assert!(st.success(), "{so}");
+    assert_eq!(mempool_in_use(&so), 0);
+}
+
 /// The ingress PE (draft-hzh-fantel-wan-tunnel s.4.1) on real DPDK: a FANN
 /// link-failure notification from R1 arrives over the WAN; subsequent IPv4
 /// traffic to the policy's prefix leaves H.Encaps'ed with the backup SID

@@ -365,6 +365,10 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
         }
         ["route", "del", prefix] => {
             let prefix: IpNet = prefix.parse().map_err(|_| format!("prefix {prefix:?}: not an IP prefix"))?;
+            // As route add: the route named, not the one it falls in.
+            if prefix.trunc() != prefix {
+                return Err(format!("prefix {prefix}: host bits set (did you mean {}?)", prefix.trunc()));
+            }
             if let Some(ifc) = config::connected_owner(&c.topo.interfaces, prefix) {
                 return Err(format!("prefix {prefix}: the connected subnet of interface {} (it goes with the interface's address)", ifc.name));
             }
@@ -670,15 +674,22 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
             let mut keys = t.hmac_keys().clone();
             keys.insert(key);
             t.set_hmac_keys(keys);
+            let users = t.policies_signing_with(id);
+            let prefixes: Vec<String> = t.policy_prefixes().into_iter().filter(|(_, i)| users.contains(i)).map(|(p, _)| p.to_string()).collect();
             let snap = Arc::new(t.clone());
             c.push_sids(snap);
-            Ok(String::new())
+            Ok(if prefixes.is_empty() { String::new() } else { format!("the SR policies for {} sign with it from now on\n", prefixes.join(", ")) })
         }
         ["hmac-key", "del", id] => {
             let id: u32 = id.parse().map_err(|_| format!("key id {id:?}: not a number"))?;
             let t = c.sids.as_mut().ok_or("no [srv6] section")?;
             let mut keys = t.hmac_keys().clone();
             keys.remove(id).ok_or_else(|| format!("no HMAC key {id}"))?;
+            let users = t.policies_signing_with(id);
+            if !users.is_empty() {
+                let prefixes: Vec<String> = t.policy_prefixes().into_iter().filter(|(_, i)| users.contains(i)).map(|(p, _)| p.to_string()).collect();
+                return Err(format!("HMAC key {id} signs the SRH of the SR policies for {} (configured with hmac_key_id = {id}); re-key it with hmac-key add {id} SECRET instead", prefixes.join(", ")));
+            }
             if keys.is_empty() {
                 if let Some((sid, _)) = t.iter().find(|(_, b)| matches!(b, Behaviour::EndMT { hmac_required: true, .. })) {
                     return Err(format!("HMAC key {id} is the last one and SID {sid} requires the SRH HMAC (its packets would all be dropped); add another key or change the SID first"));
@@ -857,6 +868,9 @@ fn sid_in_locator(c: &Control, sid: &str) -> Result<Ipv6Addr, String> {
     if !s6.locator.contains(&a) {
         return Err(format!("{a}: outside the locator {}", s6.locator));
     }
+    if let Some(x) = c.cfg.interfaces.iter().find(|x| x.v6.iter().any(|n| n.addr() == a)) {
+        return Err(format!("{a}: an address of interface {:?}; packets to it (ND, ping) would be taken as SRv6", x.name));
+    }
     Ok(a)
 }
 
@@ -873,6 +887,9 @@ fn parse_behaviour(c: &Control, behaviour: &str, rest: &[&str]) -> Result<Behavi
             if nexthop.is_ipv4() {
                 return Err(format!("via {nexthop}: end.x forwards IPv6, the next hop must be an IPv6 address"));
             }
+            // RFC 8986 s.4.2: the Layer-3 adjacency, a neighbour on the
+            // interface (as the configuration checks it).
+            config::gateway_is_a_neighbour(&c.cfg.interfaces, nexthop, Some(iface)).map_err(|why| format!("via {nexthop}: {why}"))?;
             Ok(Behaviour::EndX { iface, nexthop })
         }
         ("end.mt", r) => {
@@ -885,6 +902,10 @@ fn parse_behaviour(c: &Control, behaviour: &str, rest: &[&str]) -> Result<Behavi
                         let (Some(a), Some(q)) = (it.next(), it.next()) else { return Err(format!("receiver ADDR QPN; {HELP}")) };
                         let a: Ipv6Addr = a.parse().map_err(|_| format!("receiver {a:?}: not an IPv6 address"))?;
                         let q = parse_u32(q).filter(|q| *q <= 0x00ff_ffff).ok_or_else(|| format!("receiver {a} QPN {q:?}: 24 bits"))?;
+                        // Responses are told apart by receiver address.
+                        if receivers_extra.iter().any(|(x, _)| *x == a) {
+                            return Err(format!("receiver {a}: listed twice"));
+                        }
                         receivers_extra.push((a, q));
                     }
                     "downstream" => {

@@ -538,9 +538,27 @@ impl SidTable {
         self.node_addr
     }
 
-    /// The keys for SRH HMAC verification.
+    /// The keys for SRH HMAC verification, and for the HMAC TLV of the
+    /// policies that sign with one: a policy whose key ID is in `k` signs
+    /// with `k`'s secret from now on (a re-keyed ID takes effect at the
+    /// headend too); one whose key ID is not keeps its key (refuse removing
+    /// a key a policy uses, [`SidTable::policies_signing_with`]).
     pub fn set_hmac_keys(&mut self, k: HmacKeyTable) {
+        for p in &mut self.policies {
+            if let Some(new) = p.extras.hmac.as_ref().and_then(|old| k.lookup(old.key_id())) {
+                // The SRHs carry the HMAC computed with the key: built anew.
+                let extras = SrhExtras { hmac: Some(new.clone()), ..p.extras.clone() };
+                if let Ok(q) = p.clone().with_extras(extras) {
+                    *p = q;
+                }
+            }
+        }
         self.hmac_keys = k;
+    }
+
+    /// The SR policies (by index) whose SRH carries an HMAC under `key_id`.
+    pub fn policies_signing_with(&self, key_id: u32) -> Vec<u32> {
+        (0..self.policies.len() as u32).filter(|&i| self.policies[i as usize].extras.hmac.as_ref().is_some_and(|k| k.key_id() == key_id)).collect()
     }
 
     pub fn hmac_keys(&self) -> &HmacKeyTable {

@@ -2140,6 +2140,41 @@ fn a_multicast_route_transit_node_observes_the_groups_data() {
     assert_eq!(plain.counters.local[Local::McDataSeen as usize].get(), 0);
 }
 
+/// Re-keying an HMAC key ID (`hmac-key add ID SECRET` over the management
+/// socket, the same ID with a new secret, as every node of the domain
+/// takes it) re-keys the SR policies that sign with that ID: the headend
+/// signs with the new secret, which an edge holding it accepts and one
+/// holding the old refuses. Was (a review): the policy kept the copy of
+/// the key it was configured with, so after a re-key across the domain
+/// every edge dropped the headend's packets (`srh-hmac-bad`).
+#[test]
+fn rekeying_an_hmac_key_id_rekeys_the_policies_that_sign_with_it() {
+    use dataplane::srv6::SrhExtras;
+    let rs = [(a6("2001:db8:2::10"), 0x000501)];
+    let ours = EndMtRepr { tlv_type: MT, edge_node_address: node_addr(), receivers: rs.iter().map(|(a, q)| EndMtReceiver { address: *a, qpn: *q }).collect() };
+    let pol = SrPolicy::new(a6("fc00:0:9::1"), EncapMode::Encaps, vec![(vec![sid_mt_hmac(), proxy()], 1)]).unwrap().with_extras(SrhExtras { end_mt: vec![ours], hmac: Some(hmac_key()), h_flag: false }).unwrap();
+    let mut t = SidTable::new(&Params::DEFAULT);
+    t.set_hmac_keys([hmac_key()].into_iter().collect::<HmacKeyTable>());
+    t.add_policy("2001:db8:ff::1/128".parse().unwrap(), pol);
+    assert_eq!(t.policies_signing_with(7), vec![0]);
+    assert!(t.policies_signing_with(8).is_empty());
+    let new = HmacKey::new(7, b"the secret after the re-key", 32).unwrap();
+    t.set_hmac_keys([new.clone()].into_iter().collect::<HmacKeyTable>());
+    let mut head = pipeline();
+    head.set_sids(Arc::new(t));
+    let mut p = VecPacket::from_bytes(&eth(0x86dd, &roce6(0, 200)));
+    assert_eq!(run(&mut head, &mut p), Verdict::Tx(1));
+    let mut f = p.to_vec();
+    f[0..6].copy_from_slice(&R0);
+    // An edge with the new key takes it; one with the old refuses it.
+    let mut edge = pipeline();
+    let mut keyed = sid_table();
+    keyed.set_hmac_keys([new].into_iter().collect::<HmacKeyTable>());
+    edge.set_sids(Arc::new(keyed));
+    assert_eq!(run(&mut edge, &mut VecPacket::from_bytes(&f)), Verdict::Replicate(1), "signed with the new secret");
+    expect_drop(&mut pipeline(), f, Drop::SrhHmacBad);
+}
+
 /// The headend of an RDMA multicast tree for an unmodified RoCE source
 /// (draft-li s.5.2 step 1: "S1 MUST encode ... End.MT TLVs"; s.9: "SHOULD
 /// protect SRH integrity using the HMAC TLV"): an SR policy for the Proxy
