@@ -1691,7 +1691,12 @@ fn end_c_pauses_the_gateway_link_of_the_sender() {
     assert_eq!(mempool_in_use(&so), 0);
     assert_eq!(counter(&so, "pfc-on-every-interface"), 1, "the sender behind the WAN");
     assert_eq!(counter(&so, "pfc-pause-sent"), 2);
-    assert_eq!(counter(&so, "pfc-resume-sent"), 3);
+    // The WAN sender's Resume goes to every link: dc2's pause ends; dc got
+    // its RESUME a moment before (the four notifications arrive in one
+    // burst), so none again (at most one per refresh interval, 2.7 ms at
+    // the 10 Gb/s net_pcap reports, for a priority not paused).
+    assert_eq!(counter(&so, "pfc-resume-sent"), 2);
+    assert_eq!(counter(&so, "pfc-resume-coalesced"), 1);
     let script = r#"
 import sys
 from scapy.all import rdpcap, Ether
@@ -1704,7 +1709,7 @@ for p in rdpcap(sys.argv[1]):
 "#;
     // 60 ms is more than one frame holds: 65535 quanta, then RESUME.
     let dc = python(script, &[dir.join("dc-out.pcap").to_str().unwrap()]);
-    assert_eq!(dc.lines().collect::<Vec<_>>(), vec!["02:dc:00:00:00:01 1 65535", "02:dc:00:00:00:01 1 0", "02:dc:00:00:00:01 1 0"], "dc: its sender's PAUSE and RESUME, then the WAN sender's RESUME");
+    assert_eq!(dc.lines().collect::<Vec<_>>(), vec!["02:dc:00:00:00:01 1 65535", "02:dc:00:00:00:01 1 0"], "dc: its sender's PAUSE and RESUME (the WAN sender's RESUME coalesced with it)");
     let dc2 = python(script, &[dir.join("dc2-out.pcap").to_str().unwrap()]);
     assert_eq!(dc2.lines().collect::<Vec<_>>(), vec!["02:dc:00:00:00:03 1 65535", "02:dc:00:00:00:03 1 0"], "dc2: its sender's PAUSE, then the WAN sender's RESUME");
     let wan = read_pcap(&dir.join("wan-out.pcap")).unwrap();

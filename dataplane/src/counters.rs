@@ -245,6 +245,9 @@ reasons!(Local, N_LOCAL {
     // A Resume from one notifying node while another node's pause on the
     // priority is still in force (END.C keeps pausing for it).
     PfcResumeHeld => "pfc-resume-held",
+    // A Resume for a priority not paused, within a refresh interval of the
+    // last RESUME sent for it: no frame.
+    PfcResumeCoalesced => "pfc-resume-coalesced",
     // Received PAUSE / PFC frames that paused or resumed a priority of the
     // port (`[port.pfc]`), and those that named none it honours.
     PfcReceived => "pfc-received",

@@ -224,6 +224,12 @@ struct PrioState {
     asked_ns: u64,
     /// The last PAUSE frame holds the priority until here.
     covered_ns: u64,
+    /// A cause was forgotten (more than [`MAX_ASKERS`] at once): a Resume
+    /// that pairs with none of those tracked may be that cause's, and
+    /// ends nothing else.
+    overflowed: bool,
+    /// Send the pause again at the next timer run (the link speed changed).
+    resend: bool,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -236,21 +242,42 @@ pub struct EndCStats {
     pub watchdog_resumes: u64,
     /// Resumes that did not end the pause: another node's is in force.
     pub resume_held: u64,
+    /// Resumes of a priority not paused within a refresh interval of the
+    /// last RESUME: no frame.
+    pub resumes_coalesced: u64,
 }
 
 pub struct EndC {
     cfg: EndCConfig,
     prio: [PrioState; 8],
+    /// When each priority's last RESUME was sent (0: never): one for a
+    /// priority that is not paused goes at most once per refresh interval.
+    resumed_ns: [u64; 8],
     pub stats: EndCStats,
 }
 
 impl EndC {
     pub fn new(cfg: EndCConfig) -> Self {
-        EndC { cfg, prio: [PrioState::default(); 8], stats: EndCStats::default() }
+        EndC { cfg, prio: [PrioState::default(); 8], resumed_ns: [0; 8], stats: EndCStats::default() }
     }
 
     pub fn config(&self) -> &EndCConfig {
         &self.cfg
+    }
+
+    /// The link toward the DC gateway runs at `bps` now (the NIC reported
+    /// another speed): the pauses in force stay, and are sent again at
+    /// once in quanta of the new speed (802.3 Annex 31B: 512 bit times at
+    /// the link's rate), since the frame in force is counted by the
+    /// gateway at the speed the link has now.
+    pub fn set_link_bps(&mut self, bps: u64) {
+        if bps == self.cfg.link_bps || bps == 0 {
+            return;
+        }
+        self.cfg.link_bps = bps;
+        for p in self.prio.iter_mut().filter(|p| p.paused) {
+            p.resend = true;
+        }
     }
 
     /// The PFC priority to pause / resume for a notification (the rules in
@@ -306,8 +333,11 @@ impl EndC {
                         p.n += 1;
                     }
                     None => {
-                        // Full: forget the pause that ends first.
-                        if let Some(a) = p.askers.iter_mut().min_by_key(|a| a.until_ns) {
+                        // Full: forget the pause that ends first (this one,
+                        // when it ends before all the others). Its Resume
+                        // will pair with nothing then.
+                        p.overflowed = true;
+                        if let Some(a) = p.askers.iter_mut().min_by_key(|a| a.until_ns).filter(|a| a.until_ns < until) {
                             *a = Asker { from, cause, until_ns: until, asked_ns: now };
                         }
                     }
@@ -331,9 +361,12 @@ impl EndC {
                 // cause, all of the node's causes of this kind); the others
                 // that are still in force (not run out, not past the
                 // watchdog) go on.
+                // An unpaired Resume after a cause was forgotten may be
+                // that cause's: it ends nothing else.
                 let n = p.n;
                 let paired = p.askers[..n].iter().any(|a| a.from == from && a.cause == cause);
-                let ends = |a: &Asker| a.from == from && if paired { a.cause == cause } else { a.cause & CAUSE_KIND == cause & CAUSE_KIND };
+                let widen = !paired && !p.overflowed;
+                let ends = |a: &Asker| a.from == from && if widen { a.cause & CAUSE_KIND == cause & CAUSE_KIND } else { a.cause == cause };
                 let mut keep = [Asker::default(); MAX_ASKERS];
                 let mut k = 0;
                 for a in &p.askers[..n] {
@@ -350,7 +383,16 @@ impl EndC {
                     self.stats.resume_held += 1;
                     return None;
                 }
-                // RESUME even if we think it is not paused: cheap and safe.
+                // RESUME even if we think it is not paused (safe: a pause
+                // we lost track of ends), but for a priority not paused at
+                // most once per refresh interval: a flood of Resumes is
+                // not a flood of frames.
+                let last = &mut self.resumed_ns[usize::from(prio & 7)];
+                if !p.paused && *last != 0 && now.saturating_sub(*last) < self.cfg.refresh() {
+                    self.stats.resumes_coalesced += 1;
+                    return None;
+                }
+                *last = now.max(1);
                 *p = PrioState::default();
                 self.stats.resumes += 1;
                 Some(PfcAction::resume(bit))
@@ -412,19 +454,22 @@ impl EndC {
             if now.saturating_sub(p.asked_ns) >= self.cfg.max_pause_ns {
                 *p = PrioState::default();
                 resume_bits |= bit;
+                self.resumed_ns[i] = now.max(1);
                 self.stats.watchdog_resumes += 1;
                 continue;
             }
             if now >= p.until_ns {
                 *p = PrioState::default();
                 resume_bits |= bit;
+                self.resumed_ns[i] = now.max(1);
                 self.stats.resumes += 1;
                 continue;
             }
             // Refresh on schedule, or when the frame in force is about to
             // lapse (its last fifth) while the pause goes on.
             let lapsing = p.until_ns > p.covered_ns && now + (p.covered_ns.saturating_sub(p.sent_ns)) / 5 >= p.covered_ns;
-            if now.saturating_sub(p.sent_ns) >= refresh || lapsing {
+            if p.resend || now.saturating_sub(p.sent_ns) >= refresh || lapsing {
+                p.resend = false;
                 let left_us = (p.until_ns - now).div_ceil(1000);
                 // Each priority its own time: a frame replaces the time in
                 // force of every priority it enables.

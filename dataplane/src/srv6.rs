@@ -788,11 +788,19 @@ impl Pipeline {
         // whatever it had paused), the others keep theirs.
         // The same settings (every table the ingress PE pushes when it
         // reroutes): nothing to do.
+        // Another link speed alone (the NIC reported the link to the DC
+        // gateway at another rate) is no other setting: the state stays,
+        // its pauses sent again in quanta of the new speed.
+        let same_but_speed = |e: &crate::endc::EndC, c: &crate::endc::EndCConfig| crate::endc::EndCConfig { link_bps: c.link_bps, ..e.config().clone() } == *c;
         let same = self.endc.len() == s.endc.len() && self.endc.iter().zip(&s.endc).all(|((i, e), (j, c))| i == j && e.config() == c);
         if !same {
             let mut old: Vec<Option<(u16, crate::endc::EndC)>> = std::mem::take(&mut self.endc).into_iter().map(Some).collect();
             for (i, c) in &s.endc {
-                let kept = old.iter_mut().find(|o| o.as_ref().is_some_and(|(j, e)| j == i && e.config() == c)).and_then(Option::take);
+                let kept = old.iter_mut().find(|o| o.as_ref().is_some_and(|(j, e)| j == i && same_but_speed(e, c))).and_then(Option::take);
+                let kept = kept.map(|(j, mut e)| {
+                    e.set_link_bps(c.link_bps);
+                    (j, e)
+                });
                 self.endc.push(kept.unwrap_or_else(|| (*i, crate::endc::EndC::new(c.clone()))));
             }
             for (iface, e) in old.into_iter().flatten() {
@@ -999,6 +1007,7 @@ impl Pipeline {
                 for (iface, e) in &mut self.endc[range] {
                     let prio = e.priority_for(&class);
                     // A Resume goes to the priorities its cause paused.
+                    let coalesced = e.stats.resumes_coalesced;
                     let done = if req == crate::endc::Request::Resume {
                         let (a, held) = e.on_resume(u128::from(src), cause, prio, now_ns);
                         if held && a.is_some() {
@@ -1009,9 +1018,12 @@ impl Pipeline {
                         e.on_notification_about(u128::from(src), cause, prio, req, now_ns)
                     };
                     match done {
-                        // A PAUSE in force already covers this request, or
+                        // A PAUSE in force already covers this request, a
+                        // RESUME went for this priority a moment ago, or
                         // another node's pause goes on past this Resume.
-                        None => self.counters.local(if req == crate::endc::Request::Resume { Local::PfcResumeHeld } else { Local::PfcCoalesced }),
+                        None if req != crate::endc::Request::Resume => self.counters.local(Local::PfcCoalesced),
+                        None if e.stats.resumes_coalesced != coalesced => self.counters.local(Local::PfcResumeCoalesced),
+                        None => self.counters.local(Local::PfcResumeHeld),
                         Some(a) if first.is_none() => first = Some((*iface, a)),
                         // The other links' frames go out from the worker's
                         // next poll (room reserved in `set_sids`).

@@ -9,7 +9,7 @@ use std::net::{IpAddr, Ipv6Addr};
 use std::sync::Arc;
 
 use dataplane::counters::{Drop, WorkerCounters};
-use dataplane::endc::EndCConfig;
+use dataplane::endc::{flow_cause, EndC, EndCConfig, PfcAction, Request};
 use dataplane::fann::{notification_packet, roce_flow_id, Detector, DetectorConfig, Notification};
 use dataplane::packet::VecPacket;
 use dataplane::pipeline::{Pipeline, PipelineConfig, Verdict};
@@ -17,6 +17,7 @@ use dataplane::srv6::{Behaviour, SidTable};
 use dataplane::tables::{Fib, MacAddr, NeighSource, Neighbours, NextHop, Topology};
 use dataplane::wire::fann::{event, CODE_EVENT, CODE_RECOVERY};
 use dataplane::wire::params::Params;
+use dataplane::wire::pfc::quanta_from_micros;
 use dataplane::wire::srh::{Srh, SrhRepr};
 
 const R0: MacAddr = [0x02, 0, 0, 0, 0, 0x10];
@@ -240,4 +241,103 @@ fn end_c_refuses_a_fann_message_of_an_undefined_code() {
         let (v, pfc) = endc(&mut pl, &inner, T0);
         assert_eq!(v, Verdict::Drop(Drop::EndCNotNotification), "Code {code}: PFC frame {pfc:?}");
     }
+}
+
+const US: u64 = 1_000;
+
+/// Rule: endc.rs `on_notification_about` ("A flood of notifications thus
+/// costs at most about two frames per pause duration per priority, not one
+/// frame each"): a RESUME for a priority that is not paused goes at most
+/// once per refresh interval. Was (a review): every Resume notification
+/// (Long-haul CNP Resume, FANN recovery) made a RESUME frame toward the DC
+/// gateway, 1000 for 1000.
+#[test]
+fn a_flood_of_resume_notifications_is_not_one_frame_each() {
+    let mut e = EndC::new(EndCConfig::default());
+    let sender = [10, 0, 0, 1];
+    let mut frames = 0;
+    // 1000 Resumes in 1 ms, priority 3 never paused.
+    for i in 0..1000u64 {
+        let (a, _) = e.on_resume(0xa1, flow_cause(&sender, 7), 3, MS + i * US);
+        frames += usize::from(a.is_some());
+        if let Some((_, y)) = e.poll(MS + i * US) {
+            frames += 1 + usize::from(y.is_some());
+        }
+    }
+    assert!(frames <= 10, "{frames} RESUME frames for 1000 Resume notifications on a priority that was never paused");
+}
+
+/// Rule: a Resume ends its own cause's pause; the node-wide reading of an
+/// unpaired Resume (for a node that restarted) does not apply once END.C
+/// itself forgot a cause (more than 32 at once). Was (a review): one WAN
+/// node paused priority 3 for 33 flows, the 33rd evicted the first, whose
+/// Resume then paired with nothing, was taken node-wide and ended the 32
+/// other flows' pauses: RESUME while 32 flows were still congested.
+#[test]
+fn an_evicted_causes_resume_does_not_lift_the_other_flows_pauses() {
+    let node = 0xa1u128;
+    let sender = [0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2];
+    let mut e = EndC::new(EndCConfig::default());
+    let pause = Request::Pause { micros: Some(5000) };
+    for qp in 0..33u32 {
+        e.on_notification_about(node, flow_cause(&sender, 0x100 + qp), 3, pause, u64::from(qp) * US);
+    }
+    assert!(e.is_paused(3));
+    let (a, held) = e.on_resume(node, flow_cause(&sender, 0x100), 3, 100 * US);
+    assert_eq!(a, None, "RESUME sent although flows 0x101..0x120 of the same node still ask for the pause (held = {held})");
+    assert!(e.is_paused(3));
+}
+
+fn endc_table(c: EndCConfig) -> Arc<SidTable> {
+    let mut t = SidTable::new(&Params::DEFAULT);
+    t.insert(a6("fc00:0:1::c"), Behaviour::EndC);
+    t.set_node_address(Some(a6("fc00:0:1::")));
+    t.endc = vec![(0, c)];
+    Arc::new(t)
+}
+
+/// Rule: 802.3 Annex 31B (pause quanta are 512 bit times at the link's
+/// rate) and control/src/router.rs ("END.C's PAUSE quanta follow the speed
+/// the link to the DC gateway came up at"): a new link speed changes the
+/// quanta, not the pauses in force, which are sent again at once in
+/// quanta of the new speed. Was (a review): the speed change was pushed as
+/// a new END.C configuration, which threw the state away after queueing a
+/// RESUME for every paused priority: the gateway resumed into a congested
+/// WAN and nothing paused it again.
+#[test]
+fn a_link_speed_change_does_not_lift_the_end_c_pause_in_force() {
+    const R0: MacAddr = [0x02, 0, 0, 0, 0, 0x10];
+    let topo = Topology::new(vec![iface("p0", 0, None, R0, 1500, &["2001:db8::1/64"])]);
+    let mut fib = Fib::default();
+    fib.insert6("2001:db8::/64".parse().unwrap(), conn(0));
+    let mut pl = Pipeline::new(Arc::new(topo), Arc::new(fib), Arc::new(Neighbours::default()), Arc::new(WorkerCounters::default()), PipelineConfig::default());
+    let c = EndCConfig::default();
+    pl.set_sids(endc_table(c.clone()));
+    // A WAN node asks for a 5 ms pause of priority 3.
+    let a = pl.endc[0].1.on_notification_about(0xa1, 1, 3, Request::Pause { micros: Some(5000) }, MS);
+    assert!(a.is_some_and(|a| !a.is_resume()));
+    // 100 us later the control thread sees the link run at 25 Gb/s and
+    // pushes the table with link_bps updated, nothing else changed.
+    pl.set_sids(endc_table(EndCConfig { link_bps: 25_000_000_000, ..c }));
+    let resumes: Vec<&(u16, PfcAction)> = pl.pfc_pending.iter().filter(|(_, a)| a.is_resume()).collect();
+    assert!(resumes.is_empty(), "RESUME queued by a link speed change while the 5 ms pause is in force: {resumes:?}");
+    assert!(pl.endc[0].1.is_paused(3), "END.C forgot the pause in force");
+    assert_eq!(pl.endc[0].1.config().link_bps, 25_000_000_000);
+    // The next timer run sends the pause again, in 25 Gb/s quanta.
+    pl.pfc_pending.clear();
+    pl.poll_endc(MS + 100 * US);
+    let again: Vec<PfcAction> = pl.pfc_pending.iter().map(|(_, a)| *a).collect();
+    assert_eq!(again.len(), 1, "{again:?}");
+    assert_eq!(again[0].prios, 1 << 3);
+    assert_eq!(again[0].times[3], 65535, "4.9 ms is more than a frame covers at 25 Gb/s (2.68 ms)");
+    // A short pause shows the quanta: 200 us asked, 150 us left at 25 Gb/s.
+    let mut pl = Pipeline::new(pl.topo.clone(), pl.fib.clone(), Arc::new(Neighbours::default()), Arc::new(WorkerCounters::default()), PipelineConfig::default());
+    pl.set_sids(endc_table(c.clone()));
+    assert!(pl.endc[0].1.on_notification_about(0xa1, 1, 3, Request::Pause { micros: Some(200) }, MS).is_some());
+    pl.set_sids(endc_table(EndCConfig { link_bps: 25_000_000_000, ..c }));
+    pl.poll_endc(MS + 50 * US);
+    let again: Vec<PfcAction> = pl.pfc_pending.iter().map(|(_, a)| *a).collect();
+    assert_eq!(again.len(), 1, "{again:?}");
+    assert_eq!(again[0].times[3], quanta_from_micros(150, 25_000_000_000), "{again:?}");
+    assert_eq!(quanta_from_micros(150, 25_000_000_000), 7325);
 }
