@@ -685,6 +685,9 @@ impl Pipeline {
         if proto != IpProtocol::ICMP {
             return Err(Drop::LocalUnsupported);
         }
+        // Octets after the datagram (Ethernet padding, or anything else) are
+        // no part of the reply built in place.
+        trim_to_datagram(p, l2, total);
         {
             let d = p.data_mut();
             let end = l2.l3 + total;

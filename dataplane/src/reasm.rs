@@ -486,7 +486,13 @@ impl crate::pipeline::Pipeline {
         }
         let (l3, vlan) = if frame[12..14] == [0x81, 0x00] { (18, Some(u16::from_be_bytes([frame[14], frame[15]]) & 0x0fff)) } else { (14, None) };
         let Some(mtu) = self.topo.iface_of(port, vlan).and_then(|i| self.topo.iface(i)).map(|i| usize::from(i.mtu)) else { return Ok(v) };
-        if frame.len() - l3 <= mtu {
+        // The datagram's length, not the frame's (which may have padding).
+        let datagram = match (frame[l3 - 2..l3] == [0x86, 0xdd], frame.get(l3 + 2..l3 + 6)) {
+            (true, Some(h)) => 40 + usize::from(u16::from_be_bytes([h[2], h[3]])),
+            (false, Some(h)) => usize::from(u16::from_be_bytes([h[0], h[1]])),
+            (_, None) => frame.len() - l3,
+        };
+        if datagram.min(frame.len() - l3) <= mtu {
             return Ok(v);
         }
         self.fragment_local(frame, l3, port, mtu, src_slot)

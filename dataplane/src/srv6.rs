@@ -1562,27 +1562,7 @@ impl Pipeline {
     /// H.Encaps / H.Encaps.Red of a transit packet (the IP packet at
     /// `l2.l3`, `total` octets, IPv4 or IPv6) under policy `pi`.
     pub(crate) fn srv6_encap<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, pi: u32, total: usize, v6: bool, now_ns: u64) -> Result<Verdict, Drop> {
-        // The ingress PE's rate reduction (FANN draft s.4.2): traffic over
-        // the policy's share is marked CE (before the outer header copies
-        // the ECN field, RFC 6040 s.4.1).
-        let permille = self.sids.policy(pi).and_then(|x| x.rate_permille);
-        let i = pi as usize;
-        if self.policy_meters.len() <= i {
-            self.policy_meters.resize(i + 1, PolicyMeter::default());
-        }
-        if self.policy_meters[i].over(permille, total as u32, now_ns, self.sids.pe_rate_window_ns) {
-            let inner = p.data_mut().get_mut(l2.l3..l2.l3 + total).ok_or(Drop::MalformedIpv6)?;
-            if crate::classify::set_ce_ip(inner, v6) {
-                self.counters.local(Local::PeRateCeMarked);
-            } else {
-                self.counters.local(Local::PeRateOverNotEct);
-            }
-        }
-        let (h, tc) = {
-            let inner = p.data().get(l2.l3..l2.l3 + total).ok_or(Drop::MalformedIpv6)?;
-            let tc = if v6 { (inner[0] << 4) | (inner[1] >> 4) } else { inner[1] };
-            (crate::tables::flow_hash(inner, v6, 0), tc)
-        };
+        let h = crate::tables::flow_hash(p.data().get(l2.l3..l2.l3 + total).ok_or(Drop::MalformedIpv6)?, v6, 0);
         let (source, da, srh_len, li) = {
             let pol = self.sids.policy(pi).ok_or(Drop::NoRoute)?;
             let list = pol.select(h);
@@ -1630,6 +1610,28 @@ impl Pipeline {
             return Err(Drop::MtuExceeded);
         }
         let (port, out_mac, vlan) = (ifc.port, ifc.mac, ifc.vlan);
+        // The ingress PE's rate reduction (FANN draft s.4.2): traffic over
+        // the policy's share is marked CE (before the outer header copies
+        // the ECN field, RFC 6040 s.4.1). Metered here, once it is sure to
+        // leave whole: a packet fragmented to fit the tunnel is metered as
+        // its fragments, which come through here each.
+        let permille = self.sids.policy(pi).and_then(|x| x.rate_permille);
+        let i = pi as usize;
+        if self.policy_meters.len() <= i {
+            self.policy_meters.resize(i + 1, PolicyMeter::default());
+        }
+        if self.policy_meters[i].over(permille, total as u32, now_ns, self.sids.pe_rate_window_ns) {
+            let inner = p.data_mut().get_mut(l2.l3..l2.l3 + total).ok_or(Drop::MalformedIpv6)?;
+            if crate::classify::set_ce_ip(inner, v6) {
+                self.counters.local(Local::PeRateCeMarked);
+            } else {
+                self.counters.local(Local::PeRateOverNotEct);
+            }
+        }
+        let tc = {
+            let inner = &p.data()[l2.l3..l2.l3 + total];
+            if v6 { (inner[0] << 4) | (inner[1] >> 4) } else { inner[1] }
+        };
         // Drop any Ethernet padding, then make room for the outer headers
         // (moving the packet back when they are longer than the headroom).
         if !p.set_len(l2.l3 + total) || !p.prepend_shift(add) {
