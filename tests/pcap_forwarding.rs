@@ -3302,7 +3302,7 @@ fn churn(workers: usize) {
 /// Neighbour learning on real DPDK with scapy's frames: ARP senders beyond
 /// `neighbour_learn_limit` are answered but not added to the router's
 /// table, an NS from an off-link source is answered without learning it,
-/// and unsolicited or off-link NAs are dropped by name.
+/// and unsolicited, unasked-for or off-link NAs are dropped by name.
 #[test]
 fn neighbour_learning_is_bounded_and_on_link_only() {
     python_ok().expect("the scapy oracle is required");
@@ -3321,6 +3321,8 @@ h = "02:00:00:00:10:99"
 f.append(Ether(src=h, dst="33:33:ff:00:00:01") / IPv6(src="2001:db8:77::5", dst="ff02::1:ff00:1", hlim=255) / ICMPv6ND_NS(tgt="2001:db8:1::1") / ICMPv6NDOptSrcLLAddr(lladdr=h))
 # Unsolicited NA (S clear) for an on-link address nobody asked about.
 f.append(Ether(src=h, dst=r) / IPv6(src="2001:db8:1::50", dst="2001:db8:1::1", hlim=255) / ICMPv6ND_NA(tgt="2001:db8:1::50", R=0, S=0, O=1) / ICMPv6NDOptDstLLAddr(lladdr=h))
+# Solicited NA (S set) for an on-link address the router never solicited.
+f.append(Ether(src=h, dst=r) / IPv6(src="2001:db8:1::52", dst="2001:db8:1::1", hlim=255) / ICMPv6ND_NA(tgt="2001:db8:1::52", R=0, S=1, O=1) / ICMPv6NDOptDstLLAddr(lladdr=h))
 # Solicited NA for an off-link target.
 f.append(Ether(src=h, dst=r) / IPv6(src="2001:db8:1::51", dst="2001:db8:1::1", hlim=255) / ICMPv6ND_NA(tgt="2001:db8:99::7", R=0, S=1, O=1) / ICMPv6NDOptDstLLAddr(lladdr=h))
 wrpcap(sys.argv[1], f)
@@ -3341,7 +3343,9 @@ wrpcap(sys.argv[1], f)
     assert_eq!(counter(&so, "nd-advert-sent"), 1, "{so}");
     assert_eq!(counter(&so, "nd-solicit-source-off-link"), 1, "{so}");
     assert_eq!(counter(&so, "nd-learned"), 0, "{so}");
-    assert_eq!(counter(&so, "nd-advert-unsolicited-unknown"), 1, "{so}");
+    // The NA with S clear, and the one with S set that answers nothing
+    // (RFC 4861 s.7.2.5).
+    assert_eq!(counter(&so, "nd-advert-unsolicited-unknown"), 2, "{so}");
     assert_eq!(counter(&so, "nd-advert-off-link"), 1, "{so}");
     assert_eq!(mempool_in_use(&so), 0, "{so}");
     let dc = read_pcap(&dir.join("dc-out.pcap")).unwrap();

@@ -761,6 +761,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     let neigh0 = neighbours.published();
     // The neighbours the workers forward to, for reachability detection.
     let used = Arc::new(dataplane::nud::UsedBits::default());
+    let solicit_log = Arc::new(dataplane::nud::SolicitLog::default());
     let pcfg = PipelineConfig {
         icmp_error_rate_pps: cfg.dataplane.icmp_error_rate_pps,
         icmp_error_burst: cfg.dataplane.icmp_error_burst,
@@ -958,6 +959,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         let (up_tx, up_rx) = bounded::<Update>(64);
         let mut pipeline = Pipeline::new(topo.clone(), fib0.clone(), neigh0.clone(), counters.clone(), pcfg);
         pipeline.set_used(used.clone());
+        pipeline.set_solicit_log(solicit_log.clone());
         // Local SIDs are in place before the first packet.
         if let Some(t) = &sids0 {
             pipeline.set_sids(t.clone());

@@ -120,19 +120,76 @@ impl Default for UsedBits {
     }
 }
 
+/// A hash of a neighbour (interface and address), good in its top bits.
+#[inline]
+fn neighbour_hash(iface: u16, ip: IpAddr) -> u64 {
+    let a = match ip {
+        IpAddr::V4(v) => u64::from(u32::from(v)) | 1 << 40,
+        IpAddr::V6(v) => {
+            let x = v.to_bits();
+            ((x >> 64) as u64).rotate_left(23) ^ x as u64
+        }
+    };
+    (a ^ u64::from(iface) << 48).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+/// The neighbour solicitations every worker sent lately (shared by all,
+/// like [`UsedBits`]): RFC 4861 s.7.2.5 has a solicited Neighbor
+/// Advertisement for an address with no cache entry create one only when
+/// it answers a solicitation (the entry is INCOMPLETE then); another one
+/// "SHOULD be silently discarded". The answer may reach any worker (RSS),
+/// so the record is shared: one slot per (interface, address) hash, the
+/// time of the last solicitation and a tag of the hash. A collision at
+/// most takes an advertisement for an answer.
+#[derive(Debug)]
+pub struct SolicitLog {
+    slots: Box<[AtomicU64]>,
+}
+
+const SOLICIT_LOG_LOG2: u32 = 12;
+
+/// How long after a solicitation an advertisement answers it: RFC 4861
+/// s.10's MAX_MULTICAST_SOLICIT (3) x RETRANS_TIMER (1 s), the time an
+/// INCOMPLETE entry waits.
+pub const SOLICIT_ANSWER_WINDOW_NS: u64 = 3_000_000_000;
+
+impl Default for SolicitLog {
+    fn default() -> Self {
+        SolicitLog { slots: (0..1usize << SOLICIT_LOG_LOG2).map(|_| AtomicU64::new(0)).collect() }
+    }
+}
+
+impl SolicitLog {
+    fn slot(iface: u16, ip: IpAddr) -> (usize, u64) {
+        let h = neighbour_hash(iface, ip);
+        ((h >> (64 - SOLICIT_LOG_LOG2)) as usize, (h >> 24) & 0xffff)
+    }
+
+    /// A solicitation for `ip` on `iface` went out at `now_ns`.
+    pub fn record(&self, iface: u16, ip: IpAddr, now_ns: u64) {
+        let (i, tag) = Self::slot(iface, ip);
+        // Milliseconds, + 1 so that a slot in use is never 0.
+        self.slots[i].store(((now_ns / 1_000_000 + 1) << 16) | tag, Ordering::Relaxed);
+    }
+
+    /// Was `ip` on `iface` solicited within [`SOLICIT_ANSWER_WINDOW_NS`]
+    /// before `now_ns`?
+    pub fn recent(&self, iface: u16, ip: IpAddr, now_ns: u64) -> bool {
+        let (i, tag) = Self::slot(iface, ip);
+        let v = self.slots[i].load(Ordering::Relaxed);
+        if v == 0 || v & 0xffff != tag {
+            return false;
+        }
+        let at_ms = (v >> 16) - 1;
+        (now_ns / 1_000_000).saturating_sub(at_ms) <= SOLICIT_ANSWER_WINDOW_NS / 1_000_000
+    }
+}
+
 impl UsedBits {
     /// The bit of a neighbour.
     #[inline]
     pub fn bit(iface: u16, ip: IpAddr) -> u32 {
-        let a = match ip {
-            IpAddr::V4(v) => u64::from(u32::from(v)) | 1 << 40,
-            IpAddr::V6(v) => {
-                let x = v.to_bits();
-                ((x >> 64) as u64).rotate_left(23) ^ x as u64
-            }
-        };
-        let h = (a ^ u64::from(iface) << 48).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        (h >> (64 - USED_LOG2)) as u32
+        (neighbour_hash(iface, ip) >> (64 - USED_LOG2)) as u32
     }
 
     /// A worker forwarded to the neighbour of `bit`.

@@ -222,6 +222,8 @@ pub struct Pipeline {
     /// Where the neighbours forwarded to are marked for the control
     /// thread's reachability checks ([`crate::nud`]).
     pub(crate) used: Arc<UsedBits>,
+    /// The solicitations of every worker ([`crate::nud::SolicitLog`]).
+    solicit_log: Arc<crate::nud::SolicitLog>,
     /// Set by `process` when its `Tx` verdict is a locally generated reply
     /// (ARP, ND, echo, ICMP error), which leaves ahead of queued data.
     pub reply: bool,
@@ -347,6 +349,7 @@ impl Pipeline {
             held: None,
             adj: Vec::new(),
             used: Arc::default(),
+            solicit_log: Arc::default(),
             reply: false,
             state_owner: true,
             sids: Arc::new(SidTable::default()),
@@ -998,7 +1001,7 @@ impl Pipeline {
             // RFC 6980 s.5: ND in a fragmented packet is ignored.
             133..=137 if self.in_reassembly => Err(Drop::NdFragmented),
             135 => self.neighbour_solicit(p, l2, src, dst, hop, off, total),
-            136 => self.neighbour_advert(p, l2, dst, hop, off, total),
+            136 => self.neighbour_advert(p, l2, dst, hop, off, total, now_ns),
             t if self.sids.pe_known.is_some() && (t == self.sids.params.icmpv6_fann_type || t == self.sids.params.icmpv6_lhcnp_type) => {
                 let note = {
                     let m = &p.data()[l2.l3 + off..l2.l3 + total];
@@ -1230,7 +1233,7 @@ impl Pipeline {
     /// change a known entry's address is not learned, and tells the
     /// control thread to make a REACHABLE entry STALE.
     #[allow(clippy::too_many_arguments)]
-    fn neighbour_advert<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, dst: Ipv6Addr, hop: u8, off: usize, total: usize) -> Result<Verdict, Drop> {
+    fn neighbour_advert<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, dst: Ipv6Addr, hop: u8, off: usize, total: usize, now_ns: u64) -> Result<Verdict, Drop> {
         if hop != 255 || total - off < 24 {
             return Err(Drop::MalformedNd);
         }
@@ -1259,13 +1262,13 @@ impl Pipeline {
         if target == ifc.link_local || ifc.v6.iter().any(|n| n.addr() == target) {
             return Err(Drop::NdAddressConflict);
         }
-        // RFC 4861 s.7.2.5: an unsolicited advertisement for an address
-        // with no entry is discarded; one that answers a solicitation (this
-        // worker's or another's: the reply may arrive on any RX queue)
-        // creates it.
+        // RFC 4861 s.7.2.5: an advertisement for an address with no entry
+        // is discarded unless it answers a solicitation (this worker's or
+        // another's: the reply may arrive on any RX queue), sent within
+        // the time an INCOMPLETE entry waits; then it creates the entry.
         let key = (l2.iface, IpAddr::V6(target));
         let cached = self.neigh.get(key.0, key.1).map(|n| n.mac).or_else(|| self.learned.get(&key).map(|e| e.0));
-        if !solicited && cached.is_none() {
+        if cached.is_none() && !(solicited && self.solicit_log.recent(key.0, key.1, now_ns)) {
             return Err(Drop::NdAdvertUnsolicited);
         }
         let mac = match (tllao, cached) {
@@ -1408,6 +1411,11 @@ impl Pipeline {
     /// control thread's [`crate::nud::Nud`]).
     pub fn set_used(&mut self, used: Arc<UsedBits>) {
         self.used = used;
+    }
+
+    /// Share the record of solicitations with the other workers.
+    pub fn set_solicit_log(&mut self, log: Arc<crate::nud::SolicitLog>) {
+        self.solicit_log = log;
     }
 
     /// The marks of the neighbours forwarded to.
@@ -1634,8 +1642,9 @@ impl Pipeline {
 
     /// Build the ARP request or Neighbor Solicitation for `s` into `p` (a
     /// fresh buffer). Returns the port to send it on.
-    pub fn build_solicit<P: PacketBuffer>(&self, p: &mut P, s: &Solicit) -> Option<u16> {
+    pub fn build_solicit<P: PacketBuffer>(&self, p: &mut P, s: &Solicit, now_ns: u64) -> Option<u16> {
         let ifc = self.topo.iface(s.iface)?;
+        self.solicit_log.record(s.iface, s.target, now_ns);
         let l2len = if ifc.vlan.is_some() { 18 } else { 14 };
         match s.target {
             IpAddr::V4(t) => {

@@ -1084,7 +1084,7 @@ impl Worker {
                 continue;
             };
             m.reset_len(0);
-            match self.pipeline.build_solicit(&mut m, s) {
+            match self.pipeline.build_solicit(&mut m, s, self.now) {
                 Some(port) => self.output(port, m, true),
                 None => {
                     // The interface has no address of that family to ask from.

@@ -8,6 +8,11 @@
 //! from valid transit packets with fields mutated. The output bytes of the
 //! common case are also checked directly (MACs, TTL / Hop Limit, IPv4
 //! checksum recomputed over the header).
+//!
+//! At the end, the paths where fragmentation (`crate::frag`) meets local
+//! replies and SRv6 policies, from a review of the fast path and the
+//! fragmentation code (which found no disagreement between fast path and
+//! pipeline, nor fault in the fragments themselves).
 
 mod support;
 use support::{conn, iface, via};
@@ -806,4 +811,130 @@ fn forwarding_marks_the_neighbours_it_uses_on_both_paths() {
     let mut p = VecPacket::from_bytes(&frame4(R0, src4, v4("203.0.113.1"), 64, 100));
     assert!(matches!(pl.process(&mut p, 0, T0), Verdict::Drop(_)));
     assert!(marks(&pl).is_empty());
+}
+
+fn eth(dst: MacAddr, et: [u8; 2], ip: &[u8]) -> Vec<u8> {
+    let mut f = Vec::new();
+    f.extend_from_slice(&dst);
+    f.extend_from_slice(&HOST);
+    f.extend_from_slice(&et);
+    f.extend_from_slice(ip);
+    f
+}
+
+/// An ICMP Echo Request (IPv4, `data` octets) from `src` to `dst`.
+fn echo4(src: [u8; 4], dst: [u8; 4], data: usize, df: bool) -> Vec<u8> {
+    let total = 20 + 8 + data;
+    let mut h = [0u8; 20];
+    h[0] = 0x45;
+    h[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+    h[4..6].copy_from_slice(&[0x42, 0x42]);
+    h[6] = if df { 0x40 } else { 0 };
+    h[8] = 64;
+    h[9] = 1;
+    h[12..16].copy_from_slice(&src);
+    h[16..20].copy_from_slice(&dst);
+    let c = checksum::checksum(&h);
+    h[10..12].copy_from_slice(&c.to_be_bytes());
+    let mut m = vec![8u8, 0, 0, 0, 0x12, 0x34, 0, 1];
+    m.extend((0..data).map(|i| i as u8));
+    let c = checksum::checksum(&m);
+    m[2..4].copy_from_slice(&c.to_be_bytes());
+    let mut ip = h.to_vec();
+    ip.extend_from_slice(&m);
+    ip
+}
+
+/// Rule: a local reply is fragmented only when the datagram exceeds the
+/// egress MTU (RFC 791), and octets after the request's datagram (RFC
+/// 894 padding or anything else) are no part of it. Was: an Echo Reply
+/// that fit was "fragmented" (one fragment, DF cleared, ipv4-fragmented)
+/// because `fit_reply` measured the frame, and `local4` sent the
+/// requester's trailing octets back.
+#[test]
+fn an_echo_reply_that_fits_is_not_fragmented_because_of_trailing_octets() {
+    let mut pl = pipeline_urpf(Urpf::Off);
+    // From behind p3 (MTU 600) to p0's address; 100-octet datagram in a
+    // frame with 600 octets after it.
+    let mut ip = echo4([198, 51, 100, 9], [10, 0, 0, 1], 72, true);
+    let plain = eth(R0, [8, 0], &ip);
+    ip.extend(std::iter::repeat_n(0xee, 600));
+    let padded = eth(R0, [8, 0], &ip);
+    let mut p = VecPacket::from_bytes(&plain);
+    assert_eq!(pl.process(&mut p, 0, T0), Verdict::Tx(3), "the same reply without the trailing octets");
+    let mut p = VecPacket::from_bytes(&padded);
+    let v = pl.process(&mut p, 0, T0);
+    let frag = pl.counters.local[dataplane::counters::Local::Fragmented4 as usize].get();
+    assert_eq!((v, frag), (Verdict::Tx(3), 0), "a 100-octet reply over a 600-octet MTU needs no fragmentation");
+    let out = p.data();
+    assert_eq!(out.len(), 14 + 100, "the reply without the requester's trailing octets");
+    assert_eq!(&out[14 + 12..14 + 20], &[10, 0, 0, 1, 198, 51, 100, 9]);
+    assert_eq!(out[14 + 20], 0, "Echo Reply");
+    assert_eq!(checksum::checksum(&out[14..34]), 0, "IPv4 header checksum");
+    assert_eq!(checksum::checksum(&out[34..]), 0, "ICMP checksum");
+}
+
+/// Rule: crate::frag's module doc (the SRv6 policy and encapsulation
+/// happen "exactly once") and the ingress PE's rate meter (FANN draft
+/// s.4.2): an IPv4 packet an SR policy steers and that is fragmented
+/// before encapsulation (RFC 4459 s.3.4) is metered once, as its
+/// fragments. Ten 1400-octet packets (14000 octets) at one instant are
+/// inside the meter's minimum burst (2 x 9216 octets). Was: metered whole
+/// in `srv6_encap` before `fragment4`, then each fragment again: counted
+/// twice, the later ones went over the limit and were CE-marked.
+#[test]
+fn fragmented_steered_packets_are_metered_once() {
+    use dataplane::counters::Local;
+    use dataplane::srv6::{EncapMode, SrPolicy};
+    let run = |df: bool| {
+        let mut pl = pipeline_urpf(Urpf::Off);
+        let mut f = fib();
+        f.insert6("fc00:0:9::/48".parse().unwrap(), via(3, "2001:db8:3::fe"));
+        pl.set_fib(Arc::new(f));
+        // p3's MTU large enough for the whole packet when DF is set (the
+        // control case), 600 when fragmenting.
+        if df {
+            let mut t = (*pl.topo).clone();
+            t.interfaces[3].mtu = 1500;
+            pl.set_topology(Arc::new(Topology::new(t.interfaces)));
+        }
+        let mut t = SidTable::new(&Params::DEFAULT);
+        let mut pol = SrPolicy::new("2001:db8:1::1".parse().unwrap(), EncapMode::Encaps, vec![(vec!["fc00:0:9::1".parse().unwrap()], 1)]).unwrap();
+        pol.rate_permille = Some(1000);
+        t.add_policy("203.0.113.0/24".parse().unwrap(), pol);
+        let w = t.pe_rate_window_ns;
+        pl.set_sids(Arc::new(t));
+        let mut pkt = |now: u64| {
+            let mut ip = echo4([10, 0, 0, 2], [203, 0, 113, 7], 1372, df);
+            ip[1] = 0x02; // ECT(0)
+            ip[10] = 0;
+            ip[11] = 0;
+            let c = checksum::checksum(&ip[..20]);
+            ip[10..12].copy_from_slice(&c.to_be_bytes());
+            let f = eth(R0, [8, 0], &ip);
+            let mut p = VecPacket::from_bytes(&f);
+            match pl.process(&mut p, 0, now) {
+                Verdict::Tx(_) => {}
+                Verdict::Replicate(n) => {
+                    for i in 0..usize::from(n) {
+                        let mut c = VecPacket::from_bytes(&[]);
+                        pl.build_replica(i, &p, &mut c, now).unwrap();
+                    }
+                }
+                v => panic!("{v:?}"),
+            }
+        };
+        // A first window measures the rate; then ten packets at once.
+        pkt(T0);
+        for _ in 0..10 {
+            pkt(T0 + w);
+        }
+        let c = &pl.counters.local;
+        (c[Local::PeRateCeMarked as usize].get() + c[Local::PeRateOverNotEct as usize].get(), c[Local::Fragmented4 as usize].get())
+    };
+    let (over_whole, frag_whole) = run(true);
+    let (over_frag, frag_frag) = run(false);
+    assert_eq!((over_whole, frag_whole), (0, 0), "control: unfragmented, the same octets are within the limit");
+    assert_eq!(frag_frag, 11, "every packet fragmented");
+    assert_eq!(over_frag, 0, "fragmented: the same octets metered twice went over the limit");
 }

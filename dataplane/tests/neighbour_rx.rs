@@ -446,3 +446,41 @@ fn ns_for_the_subnet_router_anycast_address_is_answered_without_override() {
     let f = eth(R1, EVIL, 0x86dd, &ipv6(src, v6("2001:db8:1::1"), 255, 58, &icmpv6(src, v6("2001:db8:1::1"), 135, 0, &ns_body(other, Some(EVIL)))));
     assert_eq!(run(&mut pl, &f, 1), Verdict::Drop(Drop::LocalUnsupported));
 }
+
+/// RFC 4861 s.7.2.5: "If no entry exists, the advertisement SHOULD be
+/// silently discarded": a solicited advertisement creates an entry only
+/// when it answers a solicitation (an INCOMPLETE entry in the RFC's
+/// terms), sent within the 3 s such an entry waits, by any worker (the
+/// answer may reach another RX queue: the record is shared). Was (a
+/// review): any NA with S set created an entry, REACHABLE at once, for an
+/// address nobody asked about (a station could fill the neighbour table,
+/// or claim addresses before the router ever resolved them).
+#[test]
+fn a_solicited_na_creates_an_entry_only_for_an_address_solicited_lately() {
+    let target = v6("2001:db8:1::99");
+    let ad = na(v6("2001:db8:1::1"), R1, EVIL, target, 0x60, Some(EVIL));
+    let mut pl = pipeline();
+    assert_eq!(run_at(&mut pl, &ad, 1, T0).0, Verdict::Drop(Drop::NdAdvertUnsolicited), "never solicited");
+    assert!(learned_events(&pl).is_empty(), "{:?}", pl.events);
+
+    // Worker A solicits; the answer reaches worker B, which shares A's
+    // record of solicitations.
+    let log = Arc::new(dataplane::nud::SolicitLog::default());
+    let (mut a, mut b) = (pipeline(), pipeline());
+    a.set_solicit_log(log.clone());
+    b.set_solicit_log(log.clone());
+    let mut ns = VecPacket::from_bytes(&[]);
+    let s = dataplane::pipeline::Solicit { iface: 1, target: IpAddr::V6(target), unicast: None };
+    assert_eq!(a.build_solicit(&mut ns, &s, T0), Some(1));
+    assert_eq!(run_at(&mut b, &ad, 1, T0 + 2_900_000_000).0, Verdict::Consumed);
+    assert_eq!(learned_events(&b), vec![(IpAddr::V6(target), EVIL)]);
+    assert!(b.events.iter().any(|e| matches!(e, Event::NeighbourLearned { answer: true, .. })), "an answer: {:?}", b.events);
+    // Too late: the solicitation was 3.1 s before.
+    let mut c = pipeline();
+    c.set_solicit_log(log.clone());
+    assert_eq!(run_at(&mut c, &ad, 1, T0 + 3_100_000_000).0, Verdict::Drop(Drop::NdAdvertUnsolicited));
+    // Another address, on another interface: no answer to that solicitation.
+    let other = na(v6("2001:db8:1::1"), R1, EVIL, v6("2001:db8:1::98"), 0x60, Some(EVIL));
+    assert_eq!(run_at(&mut c, &other, 1, T0 + 1).0, Verdict::Drop(Drop::NdAdvertUnsolicited));
+    assert!(!log.recent(0, IpAddr::V6(target), T0 + 1), "solicited on p1, not p0");
+}

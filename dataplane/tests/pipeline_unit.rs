@@ -1127,7 +1127,7 @@ fn build_solicit_arp_request() {
     let pl = pipeline();
     let s = Solicit { iface: 1, target: IpAddr::V4(v4("10.1.0.99")), unicast: None };
     let mut p = VecPacket::from_bytes(&[]);
-    assert_eq!(pl.build_solicit(&mut p, &s), Some(1));
+    assert_eq!(pl.build_solicit(&mut p, &s, T0), Some(1));
     let d = p.data();
     assert_eq!(d.len(), 14 + 28);
     assert_eth(d, [0xff; 6], R1, 0x0806);
@@ -1144,7 +1144,7 @@ fn build_solicit_arp_request() {
     // On a VLAN interface: tagged, sender from that subnet.
     let s = Solicit { iface: 2, target: IpAddr::V4(v4("10.2.0.50")), unicast: None };
     let mut p = VecPacket::from_bytes(&[]);
-    assert_eq!(pl.build_solicit(&mut p, &s), Some(2));
+    assert_eq!(pl.build_solicit(&mut p, &s, T0), Some(2));
     let d = p.data();
     assert_eq!(d.len(), 18 + 28);
     assert_eq!(&d[12..18], &[0x81, 0x00, 0x00, 100, 0x08, 0x06]);
@@ -1175,7 +1175,7 @@ fn neighbour_miss_v6_and_ns() {
     let target = v6("2001:db8:1::abcd:ef77");
     let s = Solicit { iface: 1, target: IpAddr::V6(target), unicast: None };
     let mut p = VecPacket::from_bytes(&[]);
-    assert_eq!(pl.build_solicit(&mut p, &s), Some(1));
+    assert_eq!(pl.build_solicit(&mut p, &s, T0), Some(1));
     let d = p.data();
     assert_eq!(d.len(), 14 + 40 + 32);
     assert_eth(d, [0x33, 0x33, 0xff, 0xcd, 0xef, 0x77], R1, 0x86dd);
@@ -1203,7 +1203,7 @@ fn neighbour_miss_v6_and_ns() {
     // For a link-local target the source is our link-local address.
     let s = Solicit { iface: 0, target: IpAddr::V6(v6("fe80::1234")), unicast: None };
     let mut p = VecPacket::from_bytes(&[]);
-    assert_eq!(pl.build_solicit(&mut p, &s), Some(0));
+    assert_eq!(pl.build_solicit(&mut p, &s, T0), Some(0));
     let ip = &p.data()[14..];
     assert_eq!(Ipv6Addr::from(<[u8; 16]>::try_from(&ip[8..24]).unwrap()), pl.topo.interfaces[0].link_local);
     icmpv6_ok(ip);
@@ -1485,6 +1485,9 @@ fn na_is_learned_and_consumed() {
     body.extend_from_slice(&NEW);
     let m = icmpv6(src, ours, 136, 0, &body);
     let ip = ipv6(src, ours, 255, 58, &m);
+    // The answer to a solicitation of ours (RFC 4861 s.7.2.5).
+    let s = dataplane::pipeline::Solicit { iface: 1, target: IpAddr::V6(src), unicast: None };
+    assert_eq!(pl.build_solicit(&mut VecPacket::from_bytes(&[]), &s, T0), Some(1));
     let mut p = VecPacket::from_bytes(&frame6(R1, NEW2, None, &ip));
     assert_eq!(run(&mut pl, &mut p, 1, T0), Verdict::Consumed);
     assert_eq!(pl.events, vec![Event::NeighbourLearned { iface: 1, ip: IpAddr::V6(src), mac: NEW, answer: true }]);
@@ -1627,8 +1630,10 @@ fn nd_learns_only_on_link_and_unsolicited_na_only_for_known() {
     let t = v6("2001:db8:1::78");
     assert_drop(&mut pl, &na(t, 0x20, NEW), 1, Drop::NdAdvertUnsolicited, "nd-advert-unsolicited-unknown");
     assert!(pl.events.is_empty());
-    // Solicited: learned; then an unsolicited one (the host's new MAC)
-    // updates it.
+    // Solicited, answering our solicitation: learned; then an unsolicited
+    // one (the host's new MAC) updates it.
+    let s = dataplane::pipeline::Solicit { iface: 1, target: IpAddr::V6(t), unicast: None };
+    assert_eq!(pl.build_solicit(&mut VecPacket::from_bytes(&[]), &s, T0), Some(1));
     let mut p = VecPacket::from_bytes(&na(t, 0x60, NEW));
     assert_eq!(run(&mut pl, &mut p, 1, T0), Verdict::Consumed);
     let mut p = VecPacket::from_bytes(&na(t, 0x20, NEW2));
@@ -2752,7 +2757,7 @@ fn build_solicit_unicast_probes() {
     let pl = pipeline_with_learned();
     let s = Solicit { iface: 1, target: IpAddr::V4(v4("10.1.0.77")), unicast: Some(NEW) };
     let mut p = VecPacket::from_bytes(&[]);
-    assert_eq!(pl.build_solicit(&mut p, &s), Some(1));
+    assert_eq!(pl.build_solicit(&mut p, &s, T0), Some(1));
     let d = p.data();
     assert_eq!(d.len(), 14 + 28);
     assert_eth(d, NEW, R1, 0x0806);
@@ -2765,7 +2770,7 @@ fn build_solicit_unicast_probes() {
     let target = v6("2001:db8:1::77");
     let s = Solicit { iface: 1, target: IpAddr::V6(target), unicast: Some(NEW) };
     let mut p = VecPacket::from_bytes(&[]);
-    assert_eq!(pl.build_solicit(&mut p, &s), Some(1));
+    assert_eq!(pl.build_solicit(&mut p, &s, T0), Some(1));
     let d = p.data();
     assert_eq!(d.len(), 14 + 40 + 32);
     assert_eth(d, NEW, R1, 0x86dd);

@@ -286,7 +286,7 @@ fn worker_loop(st: &mut State, now: u64) {
     let solicits = std::mem::take(&mut st.pl.solicits);
     for so in &solicits {
         let mut c = VecPacket::from_bytes(&[]);
-        if let Some(o) = st.pl.build_solicit(&mut c, so) {
+        if let Some(o) = st.pl.build_solicit(&mut c, so, st.now) {
             out(st, o, c, true);
         }
     }
