@@ -834,12 +834,13 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         owner[id] = pi % nworkers;
         if let Some(e) = p.egress {
             eprintln!(
-                "port {}: egress {}, queue {} bytes / {} packets ({} kept for notifications), owned by worker {}",
+                "port {}: egress {}, queue {} bytes / {} packets ({} kept for notifications, which take at most {} % of the port while data waits), owned by worker {}",
                 p.name,
                 if e.rate_bps == 0 { "not shaped (drained as fast as the NIC takes packets)".to_string() } else { format!("shaped at {} Mb/s", e.rate_bps / 1_000_000) },
                 e.queue_bytes,
                 e.max_packets,
                 e.priority_share(),
+                e.priority_percent,
                 pi % nworkers
             );
         }
