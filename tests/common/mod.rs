@@ -43,13 +43,16 @@ pub fn start_with_ctl(prefix: &str, config: &Path, dir: &Path, sock: &Path, extr
     let out = dir.join("router.out");
     let mut args = vec!["--ctl-socket", sock.to_str().unwrap()];
     args.extend_from_slice(extra);
-    let child = command(prefix, config, &args)
+    let mut child = command(prefix, config, &args)
         .stdout(std::fs::File::create(&out).unwrap())
         .stderr(std::fs::File::create(out.with_extension("err")).unwrap())
         .spawn()
         .unwrap();
     let t0 = std::time::Instant::now();
     while !sock.exists() {
+        if let Ok(Some(st)) = child.try_wait() {
+            panic!("router exited ({st}) before its socket came up:\n{}", std::fs::read_to_string(out.with_extension("err")).unwrap_or_default());
+        }
         assert!(t0.elapsed() < std::time::Duration::from_secs(20), "router did not come up");
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
