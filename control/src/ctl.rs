@@ -693,7 +693,11 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
             let t = c.sids.as_mut().ok_or("no [srv6] section")?;
             let mut keys = t.hmac_keys().clone();
             keys.insert(key);
-            t.set_hmac_keys(keys);
+            if let Err(failed) = t.set_hmac_keys(keys) {
+                let names = t.policy_prefixes();
+                let why: Vec<String> = failed.iter().map(|(i, e)| format!("the SR policy for {}: {e}", names.iter().filter(|(_, j)| j == i).map(|(p, _)| p.to_string()).collect::<Vec<_>>().join(", "))).collect();
+                return Err(format!("key {id} not changed: {} cannot sign with it", why.join("; ")));
+            }
             let users = t.policies_signing_with(id);
             let prefixes: Vec<String> = t.policy_prefixes().into_iter().filter(|(_, i)| users.contains(i)).map(|(p, _)| p.to_string()).collect();
             let snap = Arc::new(t.clone());
@@ -715,7 +719,8 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
                     return Err(format!("HMAC key {id} is the last one and SID {sid} requires the SRH HMAC (its packets would all be dropped); add another key or change the SID first"));
                 }
             }
-            t.set_hmac_keys(keys);
+            // No policy signs with it (above): nothing to rebuild.
+            t.set_hmac_keys(keys).map_err(|f| format!("HMAC key {id}: {} SR policies could not be rebuilt", f.len()))?;
             let snap = Arc::new(t.clone());
             c.push_sids(snap);
             Ok(String::new())

@@ -542,18 +542,31 @@ impl SidTable {
     /// policies that sign with one: a policy whose key ID is in `k` signs
     /// with `k`'s secret from now on (a re-keyed ID takes effect at the
     /// headend too); one whose key ID is not keeps its key (refuse removing
-    /// a key a policy uses, [`SidTable::policies_signing_with`]).
-    pub fn set_hmac_keys(&mut self, k: HmacKeyTable) {
-        for p in &mut self.policies {
+    /// a key a policy uses, [`SidTable::policies_signing_with`]). All or
+    /// nothing: when a policy's SRH cannot be built with its new key (a
+    /// longer HMAC past the SRH's 2048 octets), nothing changes and the
+    /// error lists each such policy (by index) with the reason.
+    pub fn set_hmac_keys(&mut self, k: HmacKeyTable) -> Result<(), Vec<(u32, String)>> {
+        let mut rebuilt = Vec::new();
+        let mut failed = Vec::new();
+        for (i, p) in self.policies.iter().enumerate() {
             if let Some(new) = p.extras.hmac.as_ref().and_then(|old| k.lookup(old.key_id())) {
                 // The SRHs carry the HMAC computed with the key: built anew.
                 let extras = SrhExtras { hmac: Some(new.clone()), ..p.extras.clone() };
-                if let Ok(q) = p.clone().with_extras(extras) {
-                    *p = q;
+                match p.clone().with_extras(extras) {
+                    Ok(q) => rebuilt.push((i, q)),
+                    Err(e) => failed.push((i as u32, e)),
                 }
             }
         }
+        if !failed.is_empty() {
+            return Err(failed);
+        }
+        for (i, q) in rebuilt {
+            self.policies[i] = q;
+        }
         self.hmac_keys = k;
+        Ok(())
     }
 
     /// The SR policies (by index) whose SRH carries an HMAC under `key_id`.

@@ -166,7 +166,7 @@ fn sid_table() -> SidTable {
     t.insert(a6("fc00:0:1::c"), Behaviour::EndC);
     t.insert(a6("fc00:0:1::e"), Behaviour::EndE);
     t.set_node_address(Some(node_addr()));
-    t.set_hmac_keys([hmac_key()].into_iter().collect::<HmacKeyTable>());
+    t.set_hmac_keys([hmac_key()].into_iter().collect::<HmacKeyTable>()).unwrap();
     t
 }
 
@@ -2158,12 +2158,12 @@ fn rekeying_an_hmac_key_id_rekeys_the_policies_that_sign_with_it() {
     let ours = EndMtRepr { tlv_type: MT, edge_node_address: node_addr(), receivers: rs.iter().map(|(a, q)| EndMtReceiver { address: *a, qpn: *q }).collect() };
     let pol = SrPolicy::new(a6("fc00:0:9::1"), EncapMode::Encaps, vec![(vec![sid_mt_hmac(), proxy()], 1)]).unwrap().with_extras(SrhExtras { end_mt: vec![ours], hmac: Some(hmac_key()), h_flag: false }).unwrap();
     let mut t = SidTable::new(&Params::DEFAULT);
-    t.set_hmac_keys([hmac_key()].into_iter().collect::<HmacKeyTable>());
+    t.set_hmac_keys([hmac_key()].into_iter().collect::<HmacKeyTable>()).unwrap();
     t.add_policy("2001:db8:ff::1/128".parse().unwrap(), pol);
     assert_eq!(t.policies_signing_with(7), vec![0]);
     assert!(t.policies_signing_with(8).is_empty());
     let new = HmacKey::new(7, b"the secret after the re-key", 32).unwrap();
-    t.set_hmac_keys([new.clone()].into_iter().collect::<HmacKeyTable>());
+    t.set_hmac_keys([new.clone()].into_iter().collect::<HmacKeyTable>()).unwrap();
     let mut head = pipeline();
     head.set_sids(Arc::new(t));
     let mut p = VecPacket::from_bytes(&eth(0x86dd, &roce6(0, 200)));
@@ -2173,10 +2173,40 @@ fn rekeying_an_hmac_key_id_rekeys_the_policies_that_sign_with_it() {
     // An edge with the new key takes it; one with the old refuses it.
     let mut edge = pipeline();
     let mut keyed = sid_table();
-    keyed.set_hmac_keys([new].into_iter().collect::<HmacKeyTable>());
+    keyed.set_hmac_keys([new].into_iter().collect::<HmacKeyTable>()).unwrap();
     edge.set_sids(Arc::new(keyed));
     assert_eq!(run(&mut edge, &mut VecPacket::from_bytes(&f)), Verdict::Replicate(1), "signed with the new secret");
     expect_drop(&mut pipeline(), f, Drop::SrhHmacBad);
+}
+
+/// Rule: re-keying is all or nothing. When a policy's SRH cannot be built
+/// with the new key (here 126 SIDs and an 8-octet HMAC, 2040 octets, where
+/// a 32-octet HMAC passes the SRH's 2048), the table is left as it was
+/// and the error names the policy: its SRH, its key and the key table are
+/// unchanged. Was: that policy silently kept the old key while the table
+/// took the new one, and `hmac-key add` said it signed with the new.
+#[test]
+fn a_rekey_a_policy_cannot_take_changes_nothing_and_names_the_policy() {
+    let short = HmacKey::new(7, b"sixteen octets!!", 8).unwrap();
+    let sids: Vec<Ipv6Addr> = (0..126u16).map(|i| Ipv6Addr::new(0xfc00, 0, 9, 0, 0, 0, 0, i + 1)).collect();
+    let pol = SrPolicy::new(a6("fc00:0:9::1"), EncapMode::Encaps, vec![(sids, 1)]).unwrap().with_extras(SrhExtras { end_mt: vec![], hmac: Some(short.clone()), h_flag: false }).unwrap();
+    let before = pol.lists()[0].srh_template().to_vec();
+    assert_eq!(before.len(), 2040);
+    let mut t = SidTable::new(&Params::DEFAULT);
+    t.set_hmac_keys([short.clone()].into_iter().collect::<HmacKeyTable>()).unwrap();
+    t.add_policy("2001:db8:ff::1/128".parse().unwrap(), pol);
+    let long = HmacKey::new(7, b"the secret after the re-key", 32).unwrap();
+    let err = t.set_hmac_keys([long].into_iter().collect::<HmacKeyTable>()).unwrap_err();
+    assert_eq!(err.len(), 1);
+    assert_eq!(err[0].0, 0, "{err:?}");
+    assert!(err[0].1.contains("SID list 0: cannot build its SRH"), "{err:?}");
+    assert_eq!(t.policy(0).unwrap().lists()[0].srh_template(), &before[..], "the SRH as it was");
+    assert_eq!(t.hmac_keys().lookup(7).unwrap().len(), 8, "the key table as it was");
+    // The same secret at the length the policy fits is taken.
+    let fits = HmacKey::new(7, b"the secret after the re-key", 16).unwrap();
+    t.set_hmac_keys([fits].into_iter().collect::<HmacKeyTable>()).unwrap();
+    assert_eq!(t.policy(0).unwrap().lists()[0].srh_template().len(), 2048);
+    assert_eq!(t.hmac_keys().lookup(7).unwrap().len(), 16);
 }
 
 /// The headend of an RDMA multicast tree for an unmodified RoCE source
