@@ -319,8 +319,8 @@ fn ack_script(net: &mut Net) {
 }
 
 /// The NAK phase of both reference tests: S1 sends PSN 5..=8 (every
-/// receiver gets them), then R3 acks 5,
-/// R5 NAKs 7, R3 NAKs 6 and recovers, R5 recovers. Returns when the
+/// receiver gets them), then R3 acks 5, R5 NAKs 7, R3 NAKs 6, S1 goes
+/// back to 6 and sends 6..=8 again, R3 recovers, R5 recovers. Returns when the
 /// responses started (for `at_source`).
 fn nak_script(net: &mut Net) -> u64 {
     let t0 = net.sim.now;
@@ -334,7 +334,20 @@ fn nak_script(net: &mut Net) -> u64 {
     }
     let mut t = t0 + 100 * US;
     let since = t;
-    for (who, r) in [(0, ack(8)), (1, ack(8)), (3, ack(8)), (2, ack(5)), (4, nak(7)), (2, nak(6)), (2, ack(8)), (4, ack(8))] {
+    for (who, r) in [(0, ack(8)), (1, ack(8)), (3, ack(8)), (2, ack(5)), (4, nak(7)), (2, nak(6))] {
+        net.sim.send(net.r[who], t, &response(rcv(who).0, r));
+        t += 10 * US;
+    }
+    // S1 answers the NAK of 6 going back to it: 6..=8 pass down again (so
+    // R5's NAK of 7, which did not go up, is answered too).
+    net.sim.run_until(t);
+    for psn in 6..=8u32 {
+        net.sim.send(net.s1, t, &srv6_data(psn));
+        t += US;
+    }
+    net.sim.run_until(t + 50 * US);
+    t += 50 * US;
+    for (who, r) in [(2, ack(8)), (4, ack(8))] {
         net.sim.send(net.r[who], t, &response(rcv(who).0, r));
         t += 10 * US;
     }

@@ -461,6 +461,11 @@ pub struct Branch {
     acked: u32,
     /// ePSN of the NAK (sequence error or RNR) not yet resolved by an ACK.
     nak_epsn: Option<u32>,
+    /// The sequence-error NAK at `nak_epsn` has not gone up (a smaller
+    /// ePSN went up instead, or it was suppressed) and its PSN has not
+    /// passed down since: it goes up once it is the minimum (see
+    /// `Group::ack`). Only where the data path reports the data.
+    nak_unanswered: bool,
     /// Last MSN seen.
     msn: u32,
     /// Last ACK credit code (31 = invalid/unlimited until the first ACK).
@@ -481,6 +486,7 @@ impl Branch {
             node,
             acked,
             nak_epsn: None,
+            nak_unanswered: false,
             msn: 0,
             credits: 31,
             ccount: 0,
@@ -535,6 +541,10 @@ pub struct Group {
     up_psn: u32,
     /// Last ePSN sent in an upstream sequence-error NAK.
     up_nak: Option<u32>,
+    /// The ePSN of the last upstream RNR NAK, until that PSN passes down
+    /// again (the source's retry): one RNR NAK up per retry, however many
+    /// branches refuse it.
+    up_rnr: Option<u32>,
     /// `up_psn` went to the source (an ACK or a NAK was sent).
     up_told: bool,
     /// The credit code the last upstream ACK carried.
@@ -568,6 +578,7 @@ impl Group {
         }
         self.up_psn = old.up_psn;
         self.up_nak = old.up_nak;
+        self.up_rnr = old.up_rnr;
         self.up_told = old.up_told;
         self.up_credits = old.up_credits;
         self.highest_sent = old.highest_sent;
@@ -677,6 +688,7 @@ impl Group {
             scratch: Vec::with_capacity(if learn { MAX_TLV_RECEIVERS } else { 0 }),
             up_psn: start,
             up_nak: None,
+            up_rnr: None,
             up_told: false,
             up_credits: 31,
             highest_sent: None,
@@ -765,6 +777,18 @@ impl Group {
             return;
         }
         let retransmitted = self.highest_sent.is_some_and(|h| psn_diff(h, self.up_psn) >= d && psn_diff(h, self.up_psn) < PSN_HALF);
+        // A branch's NAKed PSN passing down again is the retransmission
+        // its NAK asked for (a NAKed PSN was sent before: a pass after the
+        // NAK is a retransmission), and an RNR-refused PSN the source's
+        // retry.
+        for b in self.branches.iter_mut() {
+            if b.nak_unanswered && b.nak_epsn == Some(psn) {
+                b.nak_unanswered = false;
+            }
+        }
+        if self.up_rnr == Some(psn) {
+            self.up_rnr = None;
+        }
         if !retransmitted {
             self.highest_sent = Some(psn);
             if self.cfg.cnp_window_max_ns.is_some() && self.rtt_probe.is_none() && d > 0 {
@@ -985,6 +1009,26 @@ impl Group {
                 self.up_nak = None;
             }
         }
+        self.up_rnr = None;
+        // s.5.3.2: the new minimum is a branch's NAK that never went up (a
+        // smaller ePSN went up for another branch, and the PSN this one
+        // asks for has not passed down since, e.g. its retransmission was
+        // lost again): it goes up now, in place of the ACK it implies. A
+        // receiver NAKs a sequence error once; without this the source
+        // would wait for its ACK timeout.
+        let e = psn_add(self.up_psn, 1);
+        let mut pending = false;
+        for b in self.branches.iter_mut() {
+            if b.nak_unanswered && b.nak_epsn == Some(e) {
+                b.nak_unanswered = false;
+                pending = true;
+            }
+        }
+        if pending {
+            self.up_nak = Some(e);
+            self.counters.inc(Counter::NakUp);
+            return Ok(Some(Upstream::Nak { psn: e, msn: self.branches[mi].msn, kind: NakKind::PsnSequenceError }));
+        }
         self.counters.inc(Counter::AckUp);
         Ok(Some(Upstream::Ack { psn: self.up_psn, msn: self.branches[mi].msn, credits: cr }))
     }
@@ -1007,15 +1051,21 @@ impl Group {
         if d <= self.off(self.branches[i].acked) {
             return Err(Counter::StalePsn);
         }
+        let tracks_data = self.highest_sent.is_some();
         let b = &mut self.branches[i];
         b.acked = psn_sub(e, 1);
         b.nak_epsn = Some(e);
+        b.nak_unanswered = false;
         b.msn = msn;
         let (min_off, mi, _) = self.min_acked();
         let min_acked = psn_add(self.up_psn, min_off);
         let min_epsn = psn_add(min_acked, 1);
         let up_msn = self.branches[mi].msn;
         if kind == NakKind::PsnSequenceError {
+            // Beyond the minimum this branch's ePSN does not go up now;
+            // remember it until its PSN passes down again (the go-back-N
+            // retransmission from the minimum carries it), see `ack`.
+            self.branches[i].nak_unanswered = tracks_data && e != min_epsn;
             if self.up_nak == Some(min_epsn) {
                 self.counters.inc(Counter::NakSuppressed);
                 return Ok(None);
@@ -1023,10 +1073,21 @@ impl Group {
             self.up_nak = Some(min_epsn);
             self.up_psn = min_acked;
             self.up_told = true;
+            for b in self.branches.iter_mut() {
+                if b.nak_epsn == Some(min_epsn) {
+                    b.nak_unanswered = false;
+                }
+            }
             self.counters.inc(Counter::NakUp);
         } else {
             // RNR NAK: every retry the source makes is refused anew, so each
-            // one is forwarded.
+            // one is forwarded, once: other branches refusing the same try
+            // (the PSN has not passed down again since) add nothing.
+            if tracks_data && self.up_rnr == Some(min_epsn) {
+                self.counters.inc(Counter::NakSuppressed);
+                return Ok(None);
+            }
+            self.up_rnr = Some(min_epsn);
             self.up_psn = min_acked;
             self.up_told = true;
             self.counters.inc(Counter::RnrUp);

@@ -55,7 +55,7 @@
 //! | branch without NACK: ePSN = AckPSN + 1 | kept literally: `effective ePSN = acked + 1` for every branch; after a NAK `acked = ePSN - 1`, so the rule holds for NAKed branches too. |
 //! | MSN | AETH MSN (24 bits). Stored per branch (the last one seen); an upstream ACK / NAK carries the MSN of the branch that supplied its PSN (the minimum), so PSN and MSN stay consistent. |
 //! | credits | AETH ACK credit code (5 bits, 31 = invalid/unlimited); upstream: the minimum code over branches (codes grow with the credit count, 31 sorts last), i.e. the most constrained receive queue. |
-//! | RNR NAK (not in the draft) | syndrome `001ttttt` with PSN = the refused request: treated like a NAK for the ePSN rule (the branch's acked = PSN - 1) and always forwarded with PSN = min ePSN and the RNR timer. |
+//! | RNR NAK (not in the draft) | syndrome `001ttttt` with PSN = the refused request: treated like a NAK for the ePSN rule (the branch's acked = PSN - 1) and forwarded with PSN = min ePSN and the RNR timer, once per retry: further branches refusing the same try (the PSN has not passed down again since) are `mc-nak-suppressed`. |
 //! | other NAK codes (not in the draft) | invalid request, remote access / operational error: fatal for the responder's QP; forwarded unchanged (PSN and code) so the source sees what a unicast peer would have told it; counted. |
 //! | CNP | opcode 0x81, BECN set, DestQP = the QP to slow down; upstream CNP DestQP = the source's QPN, PSN 0, 16 reserved octets. |
 //! | "Initial value: 0" of AckPSN (s.8) | `GroupConfig::initial_psn - 1` (the PSN before the first one the source sends; with the default `initial_psn = 1` this is the draft's 0). A branch "that has not acked yet" sits at that value, so no upstream ACK goes out until every branch has acked something. |
@@ -89,7 +89,12 @@
 //!   is not beyond the last NAK forwarded (one NAK per retransmission point,
 //!   like a responder that NAKs a sequence error once). It also
 //!   acknowledges `min ePSN - 1` at the source, so the group's upstream PSN
-//!   moves there.
+//!   moves there. A branch's NAK whose ePSN did not go up (a smaller one
+//!   did, for another branch) is remembered until its PSN passes down
+//!   again (the source's go-back-N from the smaller ePSN carries it); if
+//!   it has not when an ACK makes it the minimum (its retransmission was
+//!   lost too), it goes up then, in place of that ACK. Only where the node
+//!   sees the data (`highest sent` known).
 //! * CNP: counted per branch (`CCount`) after a per-branch token bucket
 //!   (s.9; over-rate CNPs are `mc-cnp-rate-limited`). At the end of every
 //!   window `T` ([`Group::poll`], or a CNP arriving after the window end)

@@ -211,8 +211,13 @@ impl Pipeline {
             }
             Ok((key, resp)) => self.mc.on_response(&key, resp, now_ns),
         };
+        // The reason the verdict itself reports is counted by the caller;
+        // a rate-limited CNP that closed a window leaves as the window's
+        // CNP (transmitted), so it is no drop either (the group keeps its
+        // count for `show multicast`).
         let skip = match v {
             McVerdict::Dropped { reason, .. } => Some(reason),
+            McVerdict::Upstream { up: Upstream::Cnp { .. }, .. } => Some(Counter::CnpRateLimited),
             _ => None,
         };
         if let Some(grp) = self.mc.get(g) {
