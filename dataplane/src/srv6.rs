@@ -33,8 +33,11 @@
 //!   from a hash of the inner flow) and an SRH; `.Red` leaves the first SID
 //!   out of the SRH (Last Entry n-2, SL n-1) and omits the SRH entirely for
 //!   a one-SID list. A policy holds one or more SID lists with weights; the
-//!   flow hash picks one, so a flow stays on one list. The inner packet is
-//!   not modified (its TTL / hop limit included).
+//!   flow hash picks one, so a flow stays on one list. The headend is a
+//!   routed hop of the inner packet: its TTL / hop limit is decremented
+//!   (Time Exceeded when it would reach 0, as on any route; the ICRC masks
+//!   it), otherwise it is not modified (CE set by the PE's rate meter
+//!   aside).
 //!
 //! # End.MT
 //!
@@ -1623,6 +1626,18 @@ impl Pipeline {
             return Err(Drop::MtuExceeded);
         }
         let (port, out_mac, vlan) = (ifc.port, ifc.mac, ifc.vlan);
+        // The headend forwards the inner packet, a routed hop: its TTL /
+        // hop limit is decremented as on any route (RFC 1812 s.5.3.1, RFC
+        // 8200 s.3; what Linux's seg6 encapsulation does after forwarding).
+        // The callers sent Time Exceeded for 1 or 0. The ICRC masks both.
+        {
+            let inner = p.data_mut().get_mut(l2.l3..l2.l3 + total).ok_or(Drop::MalformedIpv6)?;
+            if v6 {
+                Ipv6Packet::new_unchecked(inner).decrement_hop_limit();
+            } else {
+                Ipv4Packet::new_unchecked(inner).decrement_ttl_incremental();
+            }
+        }
         // The ingress PE's rate reduction (FANN draft s.4.2): traffic over
         // the policy's share is marked CE (before the outer header copies
         // the ECN field, RFC 6040 s.4.1). Metered here, once it is sure to

@@ -224,6 +224,14 @@ fn ipv6(src: Ipv6Addr, dst: Ipv6Addr, nh: u8, hop: u8, tc: u8, payload: &[u8]) -
     h
 }
 
+/// An IPv6 packet as the next hop receives it after a router forwarded
+/// it (H.Encaps included): the hop limit one less, nothing else changed.
+fn routed6(ip: &[u8]) -> Vec<u8> {
+    let mut v = ip.to_vec();
+    v[7] -= 1;
+    v
+}
+
 fn ipv4(src: Ipv4Addr, dst: Ipv4Addr, proto: u8, ttl: u8, tos: u8, payload: &[u8]) -> Vec<u8> {
     let mut h = vec![0u8; 20];
     h[0] = 0x45;
@@ -1225,7 +1233,7 @@ fn check_replica(frame: &[u8], addr: Ipv6Addr, qpn: u32, orig_inner: &[u8]) {
     let ip = Ipv6Packet::new_checked(d).unwrap();
     assert_eq!(ip.dst_addr(), addr);
     assert_eq!(ip.src_addr(), s1());
-    assert_eq!(ip.hop_limit(), 63);
+    assert_eq!(ip.hop_limit(), orig_inner[7] - 1, "a routed hop");
     let bth = roce::Bth::new_checked(&d[48..]).unwrap();
     assert_eq!(bth.dest_qp(), qpn);
     assert_eq!(bth.psn(), 5);
@@ -1526,7 +1534,7 @@ fn h_encaps_ipv6() {
     assert_eq!(r.next_header, 41);
     assert_eq!(r.segments, vec![remote(4), remote(3), remote(2)]);
     assert_eq!(r.segments_left, 2);
-    assert_eq!(&d[40 + sr.header_len()..], &inner[..], "inner packet unchanged");
+    assert_eq!(&d[40 + sr.header_len()..], &routed6(&inner)[..], "inner packet unchanged but for its hop limit");
     assert_eq!(pl.counters.local[Local::Srv6Encap as usize].get(), 1);
     // Same flow, same flow label.
     let mut p2 = VecPacket::from_bytes(&eth(0x86dd, &inner));
@@ -1548,7 +1556,7 @@ fn h_encaps_red() {
     assert_eq!(sr.last_entry(), 1);
     assert_eq!(sr.segments_left(), 2);
     assert_eq!(sr.segments().collect::<Vec<_>>(), vec![remote(4), remote(3)]);
-    assert_eq!(&d[40 + sr.header_len()..], &inner[..]);
+    assert_eq!(&d[40 + sr.header_len()..], &routed6(&inner)[..]);
     // The next End node handles SL = Last Entry + 1.
     let mut mid = pipeline();
     let mut t = sid_table();
@@ -1567,7 +1575,7 @@ fn h_encaps_red() {
     let ip = Ipv6Packet::new_checked(l3(&o)).unwrap();
     assert_eq!(ip.next_header().0, 41);
     assert_eq!(ip.dst_addr(), remote(5));
-    assert_eq!(&l3(&o)[40..], &inner[..]);
+    assert_eq!(&l3(&o)[40..], &routed6(&inner)[..]);
 }
 
 #[test]
@@ -1589,7 +1597,9 @@ fn h_encaps_ipv4_with_weighted_lists() {
         assert_eq!(ip.ecn(), 3, "ECN copied (RFC 6040 normal mode)");
         let sr = Srh::new_checked(&d[40..]).unwrap();
         assert_eq!(sr.next_header(), 4);
-        assert_eq!(&d[40 + sr.header_len()..], &inner[..], "inner IPv4 unchanged");
+        // A routed hop: TTL 63, the header checksum computed anew.
+        let expect = ipv4(Ipv4Addr::new(10, 0, 0, 2), Ipv4Addr::new(198, 51, 100, 9), 17, 63, 0x03, &udp);
+        assert_eq!(&d[40 + sr.header_len()..], &expect[..], "inner IPv4 unchanged but for its TTL");
         *seen.entry(ip.dst_addr()).or_insert(0) += 1;
     }
     let a = seen[&remote(6)];
@@ -2243,7 +2253,7 @@ fn a_headend_policy_writes_end_mt_tlvs_and_the_hmac_the_edge_checks() {
     assert_eq!(tlvs.len(), 3);
     assert_eq!((tlvs[0], tlvs[1]), (&TlvRepr::EndMt(other), &TlvRepr::EndMt(ours)));
     assert!(matches!(r.tlvs.last(), Some(TlvRepr::Hmac(h)) if h.key_id == 7 && h.hmac.len() == 32), "the HMAC TLV last: {:?}", r.tlvs);
-    assert_eq!(&d[40 + sr.header_len()..], &inner[..], "the source's packet, unchanged");
+    assert_eq!(&d[40 + sr.header_len()..], &routed6(&inner)[..], "the source's packet, one hop on (the ICRC masks the hop limit)");
     // The edge node: End.MT with the HMAC required.
     let mut edge = pipeline();
     let mut f = o.clone();
@@ -2252,7 +2262,8 @@ fn a_headend_policy_writes_end_mt_tlvs_and_the_hmac_the_edge_checks() {
     assert_eq!(run(&mut edge, &mut q), Verdict::Replicate(2));
     for (i, (port, frame)) in replicas(&mut edge, &q, 2).into_iter().map(Result::unwrap).enumerate() {
         assert_eq!(port, 2);
-        check_replica(&frame, rs[i].0, rs[i].1, &inner);
+        // Two routed hops: the headend's and the edge's (62).
+        check_replica(&frame, rs[i].0, rs[i].1, &routed6(&inner));
     }
     // The HMAC is the last octets of the SRH: flip one.
     let mut bad = f.clone();
