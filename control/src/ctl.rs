@@ -523,8 +523,10 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
         ["congestion", port, "rtt_probe", onoff] => {
             let pi = port_index(c, port)?;
             let on = on_off("rtt_probe", onoff)?;
+            let now = c.clock.now();
             let slot = c.rtt_probes.iter_mut().find(|s| s.pi == pi).ok_or_else(|| format!("port {port}: no [port.congestion.rtt_probe]"))?;
-            slot.on = on;
+            let lost = slot.set_on(on, now);
+            c.own.local_n(dataplane::counters::Local::RttProbeLost, lost);
             Ok(format!("port {port}: RTT probes to {} {}\n", slot.probe.cfg.target, if on { "on: RTT_est follows them" } else { "off: RTT_est stays as it is" }))
         }
         ["congestion", port, "rtt_acks", onoff] => {

@@ -207,7 +207,7 @@ pub fn rtt_probe(slot: &crate::router::RttProbeSlot) -> String {
         None => format!("none of the last {filled} probes answered ({lost} lost): RTT_est stays"),
     };
     format!(
-        "RTT probe: Echo Requests from {} to {} every {} ms (timeout {} ms, window {}); {est}; sent {}, answered {}, lost {}, late {}, forged {}, answers to probes sent unresolved {}, RTT_est moved {} time(s)",
+        "RTT probe: Echo Requests from {} to {} every {} ms (timeout {} ms, window {}); {est}; sent {}, answered {}, lost {}, late {}, forged {}, answers to probes sent unresolved {}, dated before their probe {}, RTT_est moved {} time(s)",
         c.source,
         c.target,
         c.interval_ns / 1_000_000,
@@ -219,6 +219,7 @@ pub fn rtt_probe(slot: &crate::router::RttProbeSlot) -> String {
         st.late,
         st.forged,
         st.held,
+        st.clock_skew,
         st.changes
     )
 }

@@ -172,6 +172,14 @@ impl FannAgent {
         top_flow: impl Fn(u16) -> Option<dataplane::wire::fann::FlowId>,
     ) -> Vec<Vec<u8>> {
         let mut notes: Vec<Notification> = Vec::new();
+        // The node-wide limit is served oldest first: the port whose
+        // notification has waited longest retries before any port's new
+        // observations take the tokens. In port order alone, a port whose
+        // state keeps changing would take every refill and another port's
+        // held recovery would never go.
+        if let Some((_, k)) = self.ports.iter().enumerate().filter_map(|(k, p)| p.1.held_since().map(|t| (t, k))).min() {
+            self.ports[k].1.retry_held(now, &mut notes);
+        }
         for ((id, d, last, last_mb), seen) in self.ports.iter_mut().zip(self.last_top.iter_mut()) {
             // s.4.1: a link failure names the affected traffic: the flow
             // with the most bytes queued now, else the last one seen in

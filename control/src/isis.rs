@@ -35,10 +35,21 @@ pub fn tlvs(cfg: &RouterConfig) -> Result<Vec<(String, Vec<u8>, String)>, String
         format!("flags {:#06x}: O={} C={} (C = congestion handling: END.C / END.E; flag bit {:#06x})", caps.flags, caps.o_flag(), caps.c_flag(p), p.isis_srv6_cap_c_flag),
     )];
     let loc_bits = s6.locator.prefix_len();
-    let structure = SidStructure { locator_block_len: loc_bits.min(48), locator_node_len: loc_bits.saturating_sub(48), function_len: 128 - loc_bits.clamp(48, 128), argument_len: 0 };
+    // LB + LN is the locator, the function takes the rest: every bit of
+    // a SID lies in one of them (RFC 8986 s.3.1: bits beyond L + F + A
+    // must be zero, and the SIDs' function bits are in the low-order end).
+    let structure = SidStructure { locator_block_len: loc_bits.min(48), locator_node_len: loc_bits.saturating_sub(48), function_len: 128 - loc_bits, argument_len: 0 };
     let mut subs = Vec::new();
     let mut decoded = String::new();
     for sid in &s6.sids {
+        // RFC 9352 s.7.2: an End SID must fall within its locator (and
+        // receivers ignore one that does not). The one the configuration
+        // lets lie outside is an End.MT SID that is a multicast group,
+        // which multicast routing reaches, not the IGP's locator.
+        if !s6.locator.contains(&sid.sid) {
+            let _ = writeln!(decoded, "  ({} {}: outside the locator, not advertised in it (RFC 9352 s.7.2){})", sid.sid, sid.behaviour.to_uppercase(), if sid.sid.is_multicast() { "; a multicast group, reached by multicast routing" } else { "" });
+            continue;
+        }
         let r = match sid.behaviour.as_str() {
             "end.c" => EndSidRepr::end_c(sid.sid, Some(structure), p),
             "end.e" => EndSidRepr::end_e(sid.sid, Some(structure), p),

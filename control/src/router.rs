@@ -155,7 +155,7 @@ pub struct RttProbeSlot {
     pub pi: usize,
     pub probe: dataplane::rttprobe::RttProbe,
     /// Probing and following the measurement (`ctl congestion PORT
-    /// rtt_probe off` stops both).
+    /// rtt_probe off` stops both); switched with [`RttProbeSlot::set_on`].
     pub on: bool,
     /// A refused measurement was said on stderr (again only after RTT_est
     /// moved).
@@ -165,6 +165,19 @@ pub struct RttProbeSlot {
 impl RttProbeSlot {
     pub fn new(pi: usize, probe: dataplane::rttprobe::RttProbe) -> Self {
         RttProbeSlot { pi, probe, on: true, refused_said: false }
+    }
+
+    /// Probing on or off at `now`. Back on after off, the probe starts a
+    /// new window ([`dataplane::rttprobe::RttProbe::restart`]): round
+    /// trips from before the pause, however old, are not followed. The
+    /// probes still waiting then, given up: their number.
+    pub fn set_on(&mut self, on: bool, now: u64) -> u64 {
+        let lost = self.probe.stats.lost;
+        if on && !self.on {
+            self.probe.restart(now);
+        }
+        self.on = on;
+        self.probe.stats.lost - lost
     }
 
     /// The congestion parameters `params` of port `name` (a queue of
@@ -212,11 +225,16 @@ impl Control {
             // Switched off since: not followed.
             return self.own.local(Local::RttProbeLate);
         }
-        match self.rtt_probes[k].probe.on_reply(from, seq, data, at) {
+        let lost = self.rtt_probes[k].probe.stats.lost;
+        let r = self.rtt_probes[k].probe.on_reply(from, seq, data, at);
+        // A reply past the timeout, or dated before its probe, loses it.
+        self.own.local_n(Local::RttProbeLost, self.rtt_probes[k].probe.stats.lost - lost);
+        match r {
             Reply::Sample(_) => self.own.local(Local::RttProbeAnswered),
             Reply::Late => return self.own.local(Local::RttProbeLate),
             Reply::Forged => return self.own.local(Local::RttProbeForged),
             Reply::Held => return self.own.local(Local::RttProbeHeld),
+            Reply::ClockSkew => return self.own.local(Local::RttProbeClockSkew),
         }
         self.follow_rtt_probe(k);
     }

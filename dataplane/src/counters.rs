@@ -225,7 +225,8 @@ reasons!(Local, N_LOCAL {
     Injected => "control-plane-sent",
     // RTT_est by active probing (rttprobe, control thread): Echo Requests
     // sent, replies that gave a round trip, probes given up, replies for a
-    // probe answered or given up already, replies whose tag did not
+    // probe answered or given up already or later than the timeout,
+    // replies whose tag did not
     // verify, replies to probes sent before their next hop was resolved
     // (they may have waited for ARP / ND: no sample); times RTT_est moved,
     // and measured values the port's
@@ -236,6 +237,9 @@ reasons!(Local, N_LOCAL {
     RttProbeLate => "rtt-probe-late",
     RttProbeForged => "rtt-probe-forged",
     RttProbeHeld => "rtt-probe-held",
+    // A reply dated at or before its probe's send time (the worker's and
+    // the control thread's clocks disagree): the probe is lost, no sample.
+    RttProbeClockSkew => "rtt-probe-clock-skew",
     RttEstChanged => "rtt-est-changed",
     RttEstRefused => "rtt-est-refused",
     EndEForwarded => "end-e-forwarded",

@@ -221,6 +221,9 @@ struct Slot {
     next: Option<Notification>,
     /// `next` was counted as rate-limited.
     held: bool,
+    /// Since when `next` waits (its first refusal; a newer state that
+    /// replaces it keeps the place).
+    held_at: u64,
 }
 
 /// FANN generation for one port.
@@ -342,6 +345,7 @@ impl Detector {
         if !self.take(now) {
             if !self.slots[k].held {
                 self.slots[k].held = true;
+                self.slots[k].held_at = now;
                 self.stats.rate_limited += 1;
             }
             return;
@@ -386,6 +390,18 @@ impl Detector {
     /// `per_notification` tokens (one per ingress PE) from `gate`.
     pub fn set_gate(&mut self, gate: Arc<parking_lot::Mutex<TokenBucket>>, per_notification: u32) {
         self.gate = Some((gate, per_notification));
+    }
+
+    /// Since when the notification held back longest has waited (None:
+    /// none waits). The node's ports share its limit oldest first (see
+    /// `control::fann_agent`).
+    pub fn held_since(&self) -> Option<u64> {
+        self.slots.iter().filter(|s| s.next.is_some() && s.held).map(|s| s.held_at).min()
+    }
+
+    /// Send what the rate limits held back, as far as they now allow.
+    pub fn retry_held(&mut self, now: u64, out: &mut Vec<Notification>) {
+        self.retry(now, out);
     }
 
     /// Notifications the rate limits hold back (at most one per event

@@ -78,6 +78,12 @@ pub struct ProbeStats {
     /// Replies to probes sent before their next hop was resolved (not
     /// samples).
     pub held: u64,
+    /// Replies dated at or before their probe's send time: the worker's
+    /// clock and the control thread's disagree (TSCs not in step), so no
+    /// round trip can be read; the probe counts as lost, not as a 1 us
+    /// sample that would set RTT_est (the window's minimum) and with it
+    /// K_max to nothing.
+    pub clock_skew: u64,
     /// Times the estimate moved RTT_est.
     pub changes: u64,
 }
@@ -91,6 +97,8 @@ pub enum Reply {
     Forged,
     /// The probe went before its next hop was resolved.
     Held,
+    /// Dated at or before its probe's send time ([`ProbeStats::clock_skew`]).
+    ClockSkew,
 }
 
 pub struct RttProbe {
@@ -133,6 +141,20 @@ impl RttProbe {
             jitter_ns: 0,
             stats: ProbeStats::default(),
         }
+    }
+
+    /// Probing switched back on at `now` (`ctl congestion PORT rtt_probe
+    /// on`): what was measured before it was off, however long ago, is
+    /// forgotten (the window, the last round trip, the jitter, the probes
+    /// still waiting, counted lost), so RTT_est follows only new probes;
+    /// the next one goes at once. The counters go on.
+    pub fn restart(&mut self, now: u64) {
+        self.stats.lost += self.outstanding.len() as u64;
+        self.outstanding.clear();
+        self.samples.clear();
+        self.last_rtt_ns = None;
+        self.jitter_ns = 0;
+        self.next_due = now;
     }
 
     fn tag(&self, seq: u16, sent: u64) -> u64 {
@@ -207,11 +229,29 @@ impl RttProbe {
             self.stats.late += 1;
             return Reply::Late;
         };
-        if let Some((_, _, false)) = self.outstanding.remove(i) {
+        let resolved = self.outstanding.remove(i).is_some_and(|(_, _, r)| r);
+        // Later than the timeout: late and the probe lost, whether or not
+        // the control thread's poll has given it up yet (it handles the
+        // workers' events first).
+        if at.saturating_sub(sent) >= self.cfg.timeout_ns {
+            self.stats.late += 1;
+            self.stats.lost += 1;
+            if resolved {
+                self.record(None);
+            }
+            return Reply::Late;
+        }
+        if !resolved {
             self.stats.held += 1;
             return Reply::Held;
         }
-        let rtt = at.saturating_sub(sent).clamp(MIN_RTT_NS, MAX_RTT_NS);
+        if at <= sent {
+            self.stats.clock_skew += 1;
+            self.stats.lost += 1;
+            self.record(None);
+            return Reply::ClockSkew;
+        }
+        let rtt = (at - sent).clamp(MIN_RTT_NS, MAX_RTT_NS);
         self.stats.answered += 1;
         if let Some(prev) = self.last_rtt_ns {
             let d = rtt.abs_diff(prev);
