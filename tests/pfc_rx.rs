@@ -349,13 +349,13 @@ fn the_pfc_watchdog_releases_a_pause_that_does_not_end() {
 /// Each kind of received MAC Control frame lands under its own counter, is
 /// never forwarded or answered, and its mbuf comes back:
 /// on a port without `[port.pfc]` PFC and PAUSE are `pfc-not-enabled`; on
-/// `wan` (priority 3 and 802.3x PAUSE honoured) PFC for priority 3 (pause
-/// and XON) is `pfc-received`, PFC for priority 5 only
-/// `pfc-received-ignored`, PAUSE to 01:80:c2:00:00:01 or to the port's own
-/// MAC `pause-received`; PFC to the broadcast or the LLDP address, tagged
-/// with the port's VLAN 200, or cut to 10 octets is `malformed-mac-control`;
-/// opcode 0x0002 (GATE) is `mac-control-unsupported`; on `edge` (priority 3
-/// only) PAUSE is `pfc-received-ignored`, and its quanta follow the link
+/// `wan` (802.3x PAUSE honoured) PAUSE to 01:80:c2:00:00:01 or to the
+/// port's own MAC is `pause-received` and PFC `pfc-received-ignored`; PFC
+/// to the broadcast or the LLDP address, tagged with the port's VLAN 200,
+/// or cut to 10 octets is `malformed-mac-control`; opcode 0x0002 (GATE) is
+/// `mac-control-unsupported`; on `edge` (PFC priority 3 honoured) PFC for
+/// priority 3 (pause, XON, pause) is `pfc-received`, PFC for priority 5
+/// only and PAUSE `pfc-received-ignored`, and its quanta follow the link
 /// speed net_pcap reports (10 Gb/s) since no link_mbps is given.
 #[test]
 fn pause_frames_are_counted_by_kind() {
@@ -368,48 +368,52 @@ fn pause_frames_are_counted_by_kind() {
     control_pcap(
         &dir,
         "wan-in.pcap",
-        &["pfc:3=10", "pfc:3=0", "pfc:5=100", "pause:100", "pause-to:02:dc:00:00:00:02:100", "pfc-bcast:3=100", "pfc-lldp:3=100", "pfc-vlan:200:3=100", "pfc-short", "gate"],
+        &["pfc:3=10", "pause:100", "pause-to:02:dc:00:00:00:02:100", "pfc-bcast:3=100", "pfc-lldp:3=100", "pfc-vlan:200:3=100", "pfc-short", "gate"],
     );
-    control_pcap(&dir, "edge-in.pcap", &["pause:100", "pfc:3=1"]);
+    control_pcap(&dir, "edge-in.pcap", &["pause:100", "pfc:3=10", "pfc:3=0", "pfc:5=100", "pfc:3=1"]);
     let cfg = dir.join("r.toml");
     let d = dir.display();
     let edge = format!(
         "[[port]]\nname = \"edge\"\ndevice = \"net_pcap2,rx_pcap={d}/edge-in.pcap,tx_pcap={d}/edge-out.pcap\"\nmac = \"02:dc:00:00:00:03\"\naddresses = [\"10.0.5.1/24\"]\n[port.pfc]\npriorities = [3]\n"
     );
-    let text = config(&dir, "[port.pfc]\npriorities = [3]\npause = true\nlink_mbps = 1000", &edge);
+    // wan honours PAUSE, edge PFC: one or the other per port (802.3
+    // Annex 31D); each ignores the other kind.
+    let text = config(&dir, "[port.pfc]\npause = true\nlink_mbps = 1000", &edge);
     std::fs::write(&cfg, text).unwrap();
     let out = run("pfc-kinds", &cfg, &["--exit-when-idle", "400", "--duration", "20"]);
     assert!(out.status.success(), "dcirouter exited with {:?}", out.status);
     let so = String::from_utf8_lossy(&out.stdout).to_string();
     let se = String::from_utf8_lossy(&out.stderr).to_string();
-    assert!(se.contains("port wan: honours received PFC for priorities [3] and 802.3x PAUSE; pause quanta at 1000 Mb/s"), "{se}");
+    assert!(se.contains("port wan: honours received 802.3x PAUSE (every priority); pause quanta at 1000 Mb/s"), "{se}");
     assert!(se.contains("port edge: honours received PFC for priorities [3]; pause quanta at 10000 Mb/s (the link speed, followed)"), "{se}");
 
     let got: Vec<(&str, u64)> =
         ["pfc-received", "pause-received", "pfc-received-ignored", "pfc-not-enabled", "malformed-mac-control", "mac-control-unsupported"].iter().map(|c| (*c, counter(&so, c))).collect();
     assert_eq!(
         got,
-        vec![("pfc-received", 3), ("pause-received", 2), ("pfc-received-ignored", 2), ("pfc-not-enabled", 2), ("malformed-mac-control", 4), ("mac-control-unsupported", 1)],
+        vec![("pfc-received", 3), ("pause-received", 2), ("pfc-received-ignored", 3), ("pfc-not-enabled", 2), ("malformed-mac-control", 4), ("mac-control-unsupported", 1)],
         "{so}"
     );
     assert_eq!(drop_total(&so), 2 + 4 + 1, "no other drop: {so}");
     assert_eq!(port_packets(&so, "dc"), (2, 0));
-    assert_eq!(port_packets(&so, "wan"), (10, 0), "nothing answered");
-    assert_eq!(port_packets(&so, "edge"), (2, 0));
+    assert_eq!(port_packets(&so, "wan"), (8, 0), "nothing answered");
+    assert_eq!(port_packets(&so, "edge"), (5, 0));
     for p in ["dc-out.pcap", "wan-out.pcap", "edge-out.pcap"] {
         assert!(control::demo::read_pcap(&dir.join(p)).unwrap().is_empty(), "{p}: nothing sent");
     }
 
     let (head, prios) = pfc_block(&so, "wan");
-    assert_eq!(head, "pfc 'wan': priorities [3], 802.3x pause honoured, quanta at 1000 Mb/s; received pfc 2 pause 2 ignored 1; data held now 0, held so far 0", "{so}");
-    // PAUSE stops every priority: all eight are honoured; each was paused
-    // by the two PAUSE frames, priority 3 also by a PFC frame and resumed
-    // by the XON. Every pause (at most 100 x 512 bits at 1 Gb/s) is over.
-    let want: Vec<String> = (0..8).map(|p| if p == 3 { "  priority 3: sending; pauses 3, resumes 1".to_string() } else { format!("  priority {p}: sending; pauses 2, resumes 0") }).collect();
+    assert_eq!(head, "pfc 'wan': priorities [], 802.3x pause honoured, quanta at 1000 Mb/s; received pfc 0 pause 2 ignored 1; data held now 0, held so far 0", "{so}");
+    // PAUSE stops every priority: all eight are honoured, each paused by
+    // the two PAUSE frames; the PFC frame changed nothing. Every pause (at
+    // most 100 x 512 bits at 1 Gb/s) is over.
+    let want: Vec<String> = (0..8).map(|p| format!("  priority {p}: sending; pauses 2, resumes 0")).collect();
     assert_eq!(prios, want, "{so}");
     let (head, prios) = pfc_block(&so, "edge");
-    assert_eq!(head, "pfc 'edge': priorities [3], 802.3x pause ignored, quanta at 10000 Mb/s; received pfc 1 pause 0 ignored 1; data held now 0, held so far 0", "{so}");
-    assert_eq!(prios, vec!["  priority 3: sending; pauses 1, resumes 0".to_string()], "{so}");
+    // Priority 3 paused, resumed by the XON, paused again; the PAUSE and
+    // the PFC frame for priority 5 ignored.
+    assert_eq!(head, "pfc 'edge': priorities [3], 802.3x pause ignored, quanta at 10000 Mb/s; received pfc 3 pause 0 ignored 2; data held now 0, held so far 0", "{so}");
+    assert_eq!(prios, vec!["  priority 3: sending; pauses 2, resumes 1".to_string()], "{so}");
     assert!(!so.contains("pfc 'dc'"), "{so}");
     assert_eq!(mempool_in_use(&so), 0, "every mbuf back in its pool");
 }

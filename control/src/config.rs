@@ -2870,6 +2870,13 @@ fn pfc_plan(c: &PfcSection, at: &str) -> Result<dataplane::pfcrx::PfcRxConfig, S
     if mask == 0 && !c.pause {
         return err(format!("{at}.priorities"), &"[]", "honours nothing: name the priorities whose PFC frames hold traffic, or set pause = true");
     }
+    // IEEE 802.3 Annex 31D: "When MAC Control PFC operation has been
+    // enabled, MAC Control PAUSE operation shall be disabled" (switches
+    // and NIC MACs make the two exclusive). Honouring both, a PAUSE with
+    // time 0 would also lift the PFC pauses in force.
+    if mask != 0 && c.pause {
+        return err(format!("{at}.pause"), &true, "with PFC priorities honoured, 802.3x PAUSE must be off (IEEE 802.3 Annex 31D): one or the other per port");
+    }
     if c.default_priority > 7 {
         return err(format!("{at}.default_priority"), &c.default_priority, "must be 0..=7");
     }
@@ -3334,6 +3341,7 @@ mod tests {
             ("priorities = [8]", "port[1].pfc.priorities = 8: a priority is 0..=7"),
             ("priorities = [3, 3]", "port[1].pfc.priorities = 3: given twice"),
             ("priorities = []", "port[1].pfc.priorities = []: honours nothing"),
+            ("priorities = [3]\npause = true", "port[1].pfc.pause = true: with PFC priorities honoured, 802.3x PAUSE must be off (IEEE 802.3 Annex 31D)"),
             ("priorities = [3]\ndefault_priority = 9", "port[1].pfc.default_priority = 9: must be 0..=7"),
             ("priorities = [3]\ndscp_priority = { 64 = 3 }", "port[1].pfc.dscp_priority.\"64\" = 3: the key must be a DSCP 0..=63"),
             ("priorities = [3]\ndscp_priority = { 26 = 8 }", "port[1].pfc.dscp_priority.26 = 8: must be 0..=7"),

@@ -877,10 +877,9 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             pp.set_link_speed(ports[pi].link_bps());
             let prios: Vec<String> = (0..8).filter(|b| c.priorities & (1 << b) != 0).map(|b| b.to_string()).collect();
             eprintln!(
-                "port {}: honours received PFC for priorities [{}]{}; pause quanta at {} Mb/s{}",
+                "port {}: honours received {}; pause quanta at {} Mb/s{}",
                 p.name,
-                prios.join(", "),
-                if c.pause { " and 802.3x PAUSE" } else { "" },
+                if c.pause { "802.3x PAUSE (every priority)".to_string() } else { format!("PFC for priorities [{}]", prios.join(", ")) },
                 pp.link_bps() / 1_000_000,
                 if c.link_bps == 0 { " (the link speed, followed)" } else { "" }
             );
