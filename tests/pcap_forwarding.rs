@@ -13,6 +13,19 @@ const HOST: [u8; 6] = [0x02, 0, 0, 0, 1, 2];
 const GW: [u8; 6] = [0x02, 0, 0, 0, 2, 2];
 const GW200: [u8; 6] = [0x02, 0, 0, 0, 2, 0x20];
 
+/// A router with nothing to read (empty inputs) and `extra` after the
+/// base configuration, driven over its management socket `ctl.sock`:
+/// (the child, its stdout file, the socket path).
+fn idle_with_ctl(name: &str, dir: &std::path::Path, extra: &str) -> (std::process::Child, std::path::PathBuf, String) {
+    control::demo::write_pcap(&dir.join("dc-in.pcap"), &[]).unwrap();
+    control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
+    let cfg = dir.join("r.toml");
+    std::fs::write(&cfg, config(dir) + extra).unwrap();
+    let sock = dir.join("ctl.sock");
+    let (child, out) = start_with_ctl(name, &cfg, dir, &sock, &["--duration", "60"]);
+    (child, out, sock.to_str().unwrap().to_string())
+}
+
 fn config(dir: &std::path::Path) -> String {
     format!(
         r#"
@@ -2235,11 +2248,7 @@ via = "2001:db8:2::2"
 #[test]
 fn multicast_receivers_change_at_run_time() {
     let dir = workdir("mcctl");
-    control::demo::write_pcap(&dir.join("dc-in.pcap"), &[]).unwrap();
-    control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
-    let cfg = dir.join("r.toml");
-    let mut text = config(&dir);
-    text += r#"
+    let (mut child, out, s) = idle_with_ctl("mcctl", &dir, r#"
 [srv6]
 locator = "fc00:0:1::/48"
 [[srv6.sid]]
@@ -2261,11 +2270,8 @@ designated_qpn = 1
 source = "2001:db8:3::5"
 source_qpn = 0x101
 tlv_receivers = "learn"
-"#;
-    std::fs::write(&cfg, text).unwrap();
-    let sock = dir.join("ctl.sock");
-    let (mut child, out) = start_with_ctl("mcctl", &cfg, &dir, &sock, &["--duration", "60"]);
-    let s = sock.to_str().unwrap();
+"#);
+    let s = s.as_str();
     let req = |c: &str| control::ctl::request(s, c).unwrap();
     let r = req("show multicast");
     assert!(r.contains("group g: proxy 2001:db8:ff::1 designated-qpn 0x1 source 2001:db8:3::5 qpn 0x100") && r.contains("receiver 2001:db8:1::10 qpn 0x500") && r.ends_with("OK\n"), "{r}");
@@ -2358,11 +2364,7 @@ tlv_receivers = "learn"
 #[test]
 fn srv6_commands_at_run_time_refuse_what_the_configuration_refuses() {
     let dir = workdir("srv6ctl");
-    control::demo::write_pcap(&dir.join("dc-in.pcap"), &[]).unwrap();
-    control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
-    let cfg = dir.join("r.toml");
-    let mut text = config(&dir);
-    text += r#"
+    let (mut child, out, s) = idle_with_ctl("srv6ctl", &dir, r#"
 [srv6]
 locator = "2001:db8:1::/48"
 [[srv6.hmac_key]]
@@ -2375,11 +2377,8 @@ secret_hex = "ffeeddccbbaa99887766554433221100"
 prefix = "10.0.77.0/24"
 segments = [["2001:db8:3::1"]]
 hmac_key_id = 5
-"#;
-    std::fs::write(&cfg, text).unwrap();
-    let sock = dir.join("ctl.sock");
-    let (mut child, out) = start_with_ctl("srv6ctl", &cfg, &dir, &sock, &["--duration", "60"]);
-    let s = sock.to_str().unwrap();
+"#);
+    let s = s.as_str();
     let req = |c: &str| control::ctl::request(s, c).unwrap();
     let r = req("sid add 2001:db8:1::1 end");
     assert!(r.starts_with("ERR 2001:db8:1::1: an address of interface \"dc\""), "{r}");

@@ -6,7 +6,7 @@
 mod support;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
-use support::{conn, iface, icmpv6};
+use support::{conn, iface, icmpv6, ns_body, solicited_node_of};
 
 use dataplane::counters::{Drop, Local, WorkerCounters};
 use dataplane::packet::{PacketBuffer, VecPacket};
@@ -302,25 +302,9 @@ fn subnet_broadcast_of_another_interface_is_not_resolved() {
     assert_eq!(v, Verdict::Drop(dataplane::counters::Drop::MulticastNotRouted));
 }
 
-fn sol_node(a: Ipv6Addr) -> Ipv6Addr {
-    let o = a.octets();
-    Ipv6Addr::from([0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, o[13], o[14], o[15]])
-}
-
 fn mc_mac(g: Ipv6Addr) -> MacAddr {
     let o = g.octets();
     [0x33, 0x33, o[12], o[13], o[14], o[15]]
-}
-
-/// An NS body after type / code / checksum: reserved, target, SLLAO.
-fn ns_body(target: Ipv6Addr, sllao: Option<MacAddr>) -> Vec<u8> {
-    let mut b = vec![0, 0, 0, 0];
-    b.extend_from_slice(&target.octets());
-    if let Some(m) = sllao {
-        b.extend_from_slice(&[1, 1]);
-        b.extend_from_slice(&m);
-    }
-    b
 }
 
 /// RFC 6980 s.5 (updating RFC 4861): "Nodes MUST silently ignore NDP
@@ -333,7 +317,7 @@ fn fragmented_neighbor_solicitation_is_ignored() {
     let mut pl = pipeline();
     let ours = v6("2001:db8:1::1");
     let src = v6("fe80::1234");
-    let group = sol_node(ours);
+    let group = solicited_node_of(ours);
     let ns = icmpv6(src, group, 135, 0, &ns_body(ours, Some(EVIL)));
     assert_eq!(ns.len(), 32);
     // Fragment header: next header 58, offset | M, identification.
@@ -423,7 +407,7 @@ fn na_for_the_routers_own_address_is_counted_not_learned() {
 fn ns_for_the_subnet_router_anycast_address_is_answered_without_override() {
     let anycast = v6("2001:db8:1::");
     let src = v6("2001:db8:1::55");
-    for dst in [sol_node(anycast), anycast] {
+    for dst in [solicited_node_of(anycast), anycast] {
         let mut pl = pipeline();
         let dmac = if dst.is_multicast() { mc_mac(dst) } else { R1 };
         let f = eth(dmac, EVIL, 0x86dd, &ipv6(src, dst, 255, 58, &icmpv6(src, dst, 135, 0, &ns_body(anycast, Some(EVIL)))));

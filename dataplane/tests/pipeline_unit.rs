@@ -12,7 +12,7 @@
 //! the tests can assert counters by name exactly as the CLI shows them.
 
 mod support;
-use support::{conn, eth, iface, icmpv6, via};
+use support::{conn, eth, iface, icmpv6, ns_body, solicited_node_of, via};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
@@ -227,29 +227,6 @@ fn frame4(rmac: MacAddr, smac: MacAddr, tag: Option<(u8, u16)>, ip: &[u8]) -> Ve
 }
 fn frame6(rmac: MacAddr, smac: MacAddr, tag: Option<(u8, u16)>, ip: &[u8]) -> Vec<u8> {
     eth(rmac, smac, tag, 0x86dd, ip)
-}
-
-fn solicited_node_of(a: Ipv6Addr) -> Ipv6Addr {
-    let o = a.octets();
-    let mut b = [0u8; 16];
-    b[0] = 0xff;
-    b[1] = 0x02;
-    b[11] = 0x01;
-    b[12] = 0xff;
-    b[13..16].copy_from_slice(&o[13..16]);
-    Ipv6Addr::from(b)
-}
-
-/// The Neighbor Solicitation body (after type/code/checksum): reserved,
-/// target, optional SLLAO.
-fn ns_body(target: Ipv6Addr, sllao: Option<MacAddr>) -> Vec<u8> {
-    let mut b = vec![0, 0, 0, 0];
-    b.extend_from_slice(&target.octets());
-    if let Some(m) = sllao {
-        b.extend_from_slice(&[1, 1]);
-        b.extend_from_slice(&m);
-    }
-    b
 }
 
 // ---------------------------------------------------------- output checks

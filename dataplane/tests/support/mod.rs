@@ -53,3 +53,21 @@ pub fn icmpv6(src: Ipv6Addr, dst: Ipv6Addr, ty: u8, code: u8, rest: &[u8]) -> Ve
     m[2..4].copy_from_slice(&c.to_be_bytes());
     m
 }
+
+/// The solicited-node multicast group of `a` (RFC 4291 s.2.7.1).
+pub fn solicited_node_of(a: Ipv6Addr) -> Ipv6Addr {
+    let o = a.octets();
+    Ipv6Addr::from([0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, o[13], o[14], o[15]])
+}
+
+/// The Neighbor Solicitation body (after type / code / checksum):
+/// reserved, target, optional SLLAO.
+pub fn ns_body(target: Ipv6Addr, sllao: Option<MacAddr>) -> Vec<u8> {
+    let mut b = vec![0, 0, 0, 0];
+    b.extend_from_slice(&target.octets());
+    if let Some(m) = sllao {
+        b.extend_from_slice(&[1, 1]);
+        b.extend_from_slice(&m);
+    }
+    b
+}
