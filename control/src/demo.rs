@@ -777,11 +777,18 @@ fn mld_reports() -> Vec<Vec<u8>> {
 pub fn mld_outcome(dc_out: &[Vec<u8>]) -> (usize, usize, usize, usize, usize) {
     let p = |s: &str| -> [u8; 16] { s.parse::<Ipv6Addr>().map(|a| a.octets()).unwrap_or([0; 16]) };
     let v6 = |f: &&Vec<u8>| f.len() >= 14 + 48 && f[12..14] == [0x86, 0xdd];
-    let query = |f: &&Vec<u8>| v6(f) && f[14 + 6] == 0 && f[14 + 40] == 58 && f[14 + 48] == dataplane::wire::mld::QUERY && f.len() >= 14 + 72;
+    let query = |f: &&Vec<u8>| v6(f) && f.len() >= 14 + 72 && f[14 + 6] == 0 && f[14 + 40] == 58 && f[14 + 48] == dataplane::wire::mld::QUERY;
     let general = dc_out.iter().filter(|f| query(f) && f[14 + 56..14 + 72] == [0; 16]).count();
     let left = dc_out.iter().filter(|f| query(f) && f[14 + 56..14 + 72] == p(MLD_LEFT_GROUP)).count();
     let copies = |src: &str, g: &str| dc_out.iter().filter(|f| v6(f) && f[14 + 6] == 17 && f[14 + 8..14 + 24] == p(src) && f[14 + 24..14 + 40] == p(g)).count();
     (general, left, copies(MLD_SOURCE, MLD_ASM_GROUP), copies(MLD_SOURCE, MLD_SSM_GROUP), copies(MLD_OTHER_SOURCE, MLD_SSM_GROUP))
+}
+
+/// The copies of the static route's group ([`MC_GROUP`] from
+/// [`MC_SOURCE`]) in the DC output.
+pub fn mc_copies(dc_out: &[Vec<u8>]) -> usize {
+    let p = |s: &str| -> [u8; 16] { s.parse::<Ipv6Addr>().map(|a| a.octets()).unwrap_or([0; 16]) };
+    dc_out.iter().filter(|f| f.len() >= 14 + 40 && f[12..14] == [0x86, 0xdd] && f[14 + 8..14 + 24] == p(MC_SOURCE) && f[14 + 24..14 + 40] == p(MC_GROUP)).count()
 }
 
 /// Hosts on the WAN link that the router resolves only when the DC sends
@@ -801,7 +808,7 @@ pub fn unresolved_outcome(wan_out: &[Vec<u8>]) -> (usize, usize, usize) {
     let arp = wan_out.iter().filter(|f| f.len() >= 42 && f[12..14] == [8, 6] && f[20..22] == [0, 1] && f[38..42] == UNRESOLVED4.octets()).count();
     let ns = wan_out.iter().filter(|f| f.len() >= 14 + 64 && f[12..14] == [0x86, 0xdd] && f[14 + 40] == 135 && f[14 + 48..14 + 64] == t6.octets()).count();
     let mut psns = Vec::new();
-    for f in wan_out.iter().filter(|f| f[..6] == UNRESOLVED_MAC && f.len() > 14 + 60) {
+    for f in wan_out.iter().filter(|f| f.len() > 14 + 60 && f[..6] == UNRESOLVED_MAC) {
         let (dst_ok, l4) = match f[12..14] {
             [8, 0] => (f[14 + 16..14 + 20] == UNRESOLVED4.octets(), 14 + 20),
             [0x86, 0xdd] => (f[14 + 24..14 + 40] == t6.octets(), 14 + 40),
@@ -1187,7 +1194,7 @@ pub fn describe(f: &[u8]) -> String {
                     t => format!("ICMP type {t}"),
                 },
                 17 if p.len() >= hl + 20 && u16::from_be_bytes([p[hl + 2], p[hl + 3]]) == 4791 && p[hl + 8] == 0x81 && p[hl + 12] & 0x20 != 0 => "Long-haul CNP (RoCEv2, E=1)".to_string(),
-                17 if p.len() >= hl + 8 && u16::from_be_bytes([p[hl + 2], p[hl + 3]]) == 4791 => format!("RoCEv2 DestQP {:#x}{}", u32::from_be_bytes([0, p[hl + 13], p[hl + 14], p[hl + 15]]), if p[1] & 3 == 3 { " CE" } else { "" }),
+                17 if p.len() >= hl + 20 && u16::from_be_bytes([p[hl + 2], p[hl + 3]]) == 4791 => format!("RoCEv2 DestQP {:#x}{}", u32::from_be_bytes([0, p[hl + 13], p[hl + 14], p[hl + 15]]), if p[1] & 3 == 3 { " CE" } else { "" }),
                 17 => "UDP".to_string(),
                 n => format!("proto {n}"),
             };
@@ -1323,7 +1330,7 @@ fn summarize(frames: &[Vec<u8>]) -> String {
             // encapsulations come from its H.Encaps source.
             let head = d.split(" (inner").next().unwrap_or(&d);
             if d.starts_with(&format!("IPv6 {HEADEND_SRC} ")) {
-                format!("{head} (DC2 traffic{})", if d.contains("inner IPv6") { ", IPv6" } else { "" })
+                format!("{head} (this router's H.Encaps, inner {})", if d.contains("inner IPv6") { "IPv6" } else { "IPv4" })
             } else {
                 format!("{} (in transit: another PE's SRv6 tunnel)", head.replacen("SRv6 H.Encaps SID list", "SRv6 SID list", 1))
             }
@@ -1370,6 +1377,7 @@ pub fn run(out: &Path) -> Result<(), String> {
     write_pcap(&dir.join("dc2-in.pcap"), &dc2)?;
     write_pcap(&dir.join("wan-in.pcap"), &wan)?;
     write_pcap(&dir.join("wan2-in.pcap"), &wan2)?;
+    let wan2_pacing = wan2.iter().filter(|f| f.get(..6) == Some(&OTHER_MAC[..])).count();
     let text = DEFAULT_CONFIG.replace("{dir}", &dir.display().to_string());
     std::fs::write(dir.join("demo.toml"), &text).map_err(|e| e.to_string())?;
     std::fs::write(dir.join("dcirouter.lua"), WIRESHARK_DISSECTOR).map_err(|e| e.to_string())?;
@@ -1399,7 +1407,7 @@ pub fn run(out: &Path) -> Result<(), String> {
     println!("\n== in short");
     println!(
         "  forwarded {} packets (the burst fast path routed {} received packets, including ones later tail-dropped on a shaped port); answered ARP {} / ND {} / ping {} + {}; ICMP errors: Time Exceeded {} + {}, unreachable (no route) {} + {}, fragmentation needed {}, packet too big {}; fragmentation: {} IPv4 packets cut into {} fragments (transit without DF and the router's own replies), {} IPv6 reply fragments; datagrams to the router reassembled {}; dropped: no-route {}, ipv4-bad-checksum {}, runt {}",
-        c.total_tx() - (c.local_count(Local::ArpReply) + c.local_count(Local::NdAdvert) + c.local_count(Local::EchoReply4) + c.local_count(Local::EchoReply6) + c.local_count(Local::TimeExceeded4) + c.local_count(Local::TimeExceeded6) + c.local_count(Local::Unreachable4) + c.local_count(Local::Unreachable6) + c.local_count(Local::FragNeeded4) + c.local_count(Local::TooBig6) + c.local_count(Local::ArpRequestSent) + c.local_count(Local::NsSent) + c.local_count(Local::CnpRateReduce) + c.local_count(Local::CnpPause) + c.local_count(Local::CnpNotify) + c.local_count(Local::CnpResume) + c.local_count(Local::McAckUp) + c.local_count(Local::McNakUp) + c.local_count(Local::McRnrUp) + c.local_count(Local::McFatalNakUp) + c.local_count(Local::McCnpUp) + c.local_count(Local::MldQuerySent) + c.local_count(Local::RttProbeSent)),
+        c.total_tx() - (c.local_count(Local::ArpReply) + c.local_count(Local::NdAdvert) + c.local_count(Local::EchoReply4) + c.local_count(Local::EchoReply6) + c.local_count(Local::TimeExceeded4) + c.local_count(Local::TimeExceeded6) + c.local_count(Local::Unreachable4) + c.local_count(Local::Unreachable6) + c.local_count(Local::FragNeeded4) + c.local_count(Local::TooBig6) + c.local_count(Local::ArpRequestSent) + c.local_count(Local::NsSent) + c.local_count(Local::CnpRateReduce) + c.local_count(Local::CnpPause) + c.local_count(Local::CnpNotify) + c.local_count(Local::CnpResume) + c.local_count(Local::McAckUp) + c.local_count(Local::McNakUp) + c.local_count(Local::McRnrUp) + c.local_count(Local::McFatalNakUp) + c.local_count(Local::McCnpUp) + c.local_count(Local::MldQuerySent) + c.local_count(Local::RttProbeSent) + c.local_count(Local::FannSent) + c.local_count(Local::PeControllerCopy) + c.local_count(Local::PfcPause) + c.local_count(Local::PfcResume) + c.local_count(Local::ParamProblem6) + c.local_count(Local::ReplyFragments).saturating_sub(c.local_count(Local::RepliesFragmented))),
         c.local_count(Local::FastPath),
         c.local_count(Local::ArpReply),
         c.local_count(Local::NdAdvert),
@@ -1483,7 +1491,7 @@ pub fn run(out: &Path) -> Result<(), String> {
         c.local_count(Local::PfcResume),
         c.local_count(Local::PfcResumeHeld),
         c.local_count(Local::ParamProblem6),
-        c.local_count(Local::Injected).saturating_sub(c.local_count(Local::PeControllerCopy)),
+        c.local_count(Local::FannSent),
         c.local_count(Local::PeViaSid),
         c.local_count(Local::PeViaSidRefused)
     );
@@ -1502,7 +1510,7 @@ pub fn run(out: &Path) -> Result<(), String> {
             (Some(h), Some(p)) => format!("the first of the held left {} ms after the first at DSCP 0", ms(h.saturating_sub(*p))),
             _ => "not every class left".to_string(),
         };
-        let order = if !held.is_empty() && held.iter().min() >= passed.iter().max() { "every one after" } else { "not every one after" };
+        let order = if !held.is_empty() && !passed.is_empty() && held.iter().min() >= passed.iter().max() { "every one after" } else { "not every one after" };
         println!(
             "  PFC from the second DC gateway (802.1Qbb, [port.pfc] on 'dc2'): {pfc_in} PAUSE frame(s) received for priority 3 (65535 quanta, 335 ms at the 100 Mb/s configured); of the RoCEv2 packets from {DC2_SENDER} to {DC2_HOST}, {} at DSCP 26 (priority 3) waited in the queue ({held_so_far} set aside) while the {} at DSCP 0 passed them: {gap}, {order} the last at DSCP 0 (pfc-received {})",
             held.len(),
@@ -1552,7 +1560,7 @@ pub fn run(out: &Path) -> Result<(), String> {
     );
     println!(
         "  IP multicast (the End.MT tree's underlay, static route for ({MC_SOURCE}, {MC_GROUP}) from 'wan' to 'dc'): {} copies sent on 'dc' to 33:33:00:00:01:00 (Hop Limit - 1); refused by the RPF check (the group's packets from 'dc') {}",
-        c.local_count(Local::MrouteReplica),
+        mc_copies(&dc_out),
         c.drop_count(Drop::MrouteRpfFailed)
     );
     let (general, left, any, ssm, other) = mld_outcome(&dc_out);
@@ -1636,7 +1644,13 @@ pub fn run(out: &Path) -> Result<(), String> {
         c.drop_count(Drop::NeighbourQueueFull),
         c.drop_count(Drop::NeighbourMiss)
     );
-    println!("  ({} frames for another MAC pace the DC replay so the control thread reacts first, {} the WAN's: l2-not-for-us {})", PACING_FRAMES, WAN_PACING_FRAMES, c.drop_count(Drop::NotForUs));
+    println!(
+        "  ({} frames for another MAC pace the DC replay so the control thread reacts first, {} the WAN's and {} the second WAN's: l2-not-for-us {})",
+        PACING_FRAMES,
+        WAN_PACING_FRAMES + MLD_PACING_FRAMES,
+        wan2_pacing,
+        c.drop_count(Drop::NotForUs)
+    );
     println!("  mempool: {} of {} mbufs in use after shutdown", rep.mempool_in_use_after, rep.mempool_size);
     println!(
         "  open the pcaps in Wireshark, with the dissectors of the drafts' messages (display filters lhcnp, fann, srv6_endmt): wireshark -X lua_script:{d}/dcirouter.lua {d}/dc-out.pcap",

@@ -34,18 +34,20 @@ pub fn counter_table(s: &Snapshot, names: &[(u16, String)], stats: &[(u16, PortS
             name, id, s.rx_pkts[i], s.rx_bytes[i], s.tx_pkts[i], s.tx_bytes[i], st.imissed + st.rx_nombuf, st.ierrors + st.oerrors
         );
     }
+    // One value column for every counter: as wide as the longest name.
+    let w = Drop::ALL.iter().map(|r| r.name().len()).chain(Local::ALL.iter().map(|l| l.name().len())).max().unwrap_or(28);
     let _ = writeln!(o, "drops (total {}):", s.total_drops());
     for r in Drop::ALL {
         let n = s.drop_count(*r);
         if n > 0 {
-            let _ = writeln!(o, "  {:<28} {:>12}", r.name(), n);
+            let _ = writeln!(o, "  {:<w$} {:>12}", r.name(), n);
         }
     }
     let _ = writeln!(o, "local:");
     for l in Local::ALL {
         let n = s.local_count(*l);
         if n > 0 {
-            let _ = writeln!(o, "  {:<28} {:>12}", l.name(), n);
+            let _ = writeln!(o, "  {:<w$} {:>12}", l.name(), n);
         }
     }
     o.trim_end().to_string()
@@ -349,11 +351,15 @@ pub fn congestion(views: &[(u16, CongestionView)], names: &[(u16, String)], prob
             ("flows-aged", s.flows_aged.to_string()),
             ("flow-table-full", s.flow_table_full.to_string()),
             ("drops-counted-for-flows", s.drops_counted.to_string()),
-            ("source-qps-from-responses", format!("{} (unmatched {}, ambiguous {}, walk-limited {})", s.reverse_learned, s.reverse_unmatched, s.reverse_ambiguous, s.reverse_walk_limited)),
+            ("source-qps-from-responses", s.reverse_learned.to_string()),
+            ("source-qps-unmatched", s.reverse_unmatched.to_string()),
+            ("source-qps-ambiguous", s.reverse_ambiguous.to_string()),
+            ("source-qps-walk-limited", s.reverse_walk_limited.to_string()),
             ("source-qps-from-cnps", s.reverse_learned_from_cnp.to_string()),
         ];
+        let w = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(28);
         for (k, val) in rows {
-            let _ = writeln!(o, "  {k:<28} {val:>12}");
+            let _ = writeln!(o, "  {k:<w$} {val:>12}");
         }
     }
     o

@@ -208,6 +208,11 @@ reasons!(Local, N_LOCAL {
     Fragmented4 => "ipv4-fragmented",
     Fragment4 => "ipv4-fragments-created",
     Fragment6 => "ipv6-fragments-created",
+    // The router's own replies sent as fragments (an Echo Reply to a
+    // reassembled request), and the fragments they became (part of the
+    // two counts above).
+    RepliesFragmented => "replies-fragmented",
+    ReplyFragments => "reply-fragments-sent",
     ReasmFragment => "reassembly-fragments-in",
     Reassembled => "reassembled",
     ArpRequestSent => "arp-request-sent",

@@ -151,12 +151,14 @@ impl Pipeline {
             }
             self.frag_ident = self.frag_ident.wrapping_add(1);
             self.frag = FragJob { n, l2, hl: 40, rest_hl: 40, total, chunk, v6: true, ident6: self.frag_ident, out: Some(port), src_slot, ..Default::default() };
+            self.counters.local(Local::RepliesFragmented);
             return Ok(Verdict::Replicate(n as u16));
         }
         let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
         let v = self.fragment4(frame, l2, total, mtu)?;
         self.frag.out = Some(port);
         self.frag.src_slot = src_slot;
+        self.counters.local(Local::RepliesFragmented);
         Ok(v)
     }
 
@@ -191,6 +193,7 @@ impl Pipeline {
             f.emit(&mut Ipv6FragmentHeader::new_unchecked(&mut d[l3 + 40..l3 + 48]));
             d[l3 + 48..].copy_from_slice(&payload[at..at + len]);
             self.counters.local(Local::Fragment6);
+            self.counters.local(Local::ReplyFragments);
             return job.out.ok_or(Drop::ReplicaInvalid);
         }
         let hl = if i == 0 { job.hl } else { job.rest_hl };
@@ -223,6 +226,7 @@ impl Pipeline {
         }
         if let Some(port) = job.out {
             self.counters.local(Local::Fragment4);
+            self.counters.local(Local::ReplyFragments);
             return Ok(port);
         }
         // Forward it like any received packet; it fits the MTU now.
