@@ -178,7 +178,7 @@ impl FannAgent {
         // state keeps changing would take every refill and another port's
         // held recovery would never go.
         if let Some((_, k)) = self.ports.iter().enumerate().filter_map(|(k, p)| p.1.held_since().map(|t| (t, k))).min() {
-            self.ports[k].1.retry_held(now, &mut notes);
+            self.ports[k].1.retry(now, &mut notes);
         }
         for ((id, d, last, last_mb), seen) in self.ports.iter_mut().zip(self.last_top.iter_mut()) {
             // s.4.1: a link failure names the affected traffic: the flow

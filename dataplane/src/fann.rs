@@ -379,7 +379,7 @@ impl Detector {
     }
 
     /// Send what the rate limits held back, as far as they now allow.
-    fn retry(&mut self, now: u64, out: &mut Vec<Notification>) {
+    pub fn retry(&mut self, now: u64, out: &mut Vec<Notification>) {
         for k in 0..SLOTS {
             self.send(k, now, out);
         }
@@ -397,11 +397,6 @@ impl Detector {
     /// `control::fann_agent`).
     pub fn held_since(&self) -> Option<u64> {
         self.slots.iter().filter(|s| s.next.is_some() && s.held).map(|s| s.held_at).min()
-    }
-
-    /// Send what the rate limits held back, as far as they now allow.
-    pub fn retry_held(&mut self, now: u64, out: &mut Vec<Notification>) {
-        self.retry(now, out);
     }
 
     /// Notifications the rate limits hold back (at most one per event

@@ -545,6 +545,9 @@ pub struct Group {
     /// again (the source's retry): one RNR NAK up per retry, however many
     /// branches refuse it.
     up_rnr: Option<u32>,
+    /// Some branch may have `nak_unanswered` set: without one, the data
+    /// path looks at no branch.
+    nak_waiting: bool,
     /// `up_psn` went to the source (an ACK or a NAK was sent).
     up_told: bool,
     /// The credit code the last upstream ACK carried.
@@ -579,6 +582,7 @@ impl Group {
         self.up_psn = old.up_psn;
         self.up_nak = old.up_nak;
         self.up_rnr = old.up_rnr;
+        self.nak_waiting = old.nak_waiting;
         self.up_told = old.up_told;
         self.up_credits = old.up_credits;
         self.highest_sent = old.highest_sent;
@@ -689,6 +693,7 @@ impl Group {
             up_psn: start,
             up_nak: None,
             up_rnr: None,
+            nak_waiting: false,
             up_told: false,
             up_credits: 31,
             highest_sent: None,
@@ -781,11 +786,7 @@ impl Group {
         // its NAK asked for (a NAKed PSN was sent before: a pass after the
         // NAK is a retransmission), and an RNR-refused PSN the source's
         // retry.
-        for b in self.branches.iter_mut() {
-            if b.nak_unanswered && b.nak_epsn == Some(psn) {
-                b.nak_unanswered = false;
-            }
-        }
+        self.take_unanswered(psn);
         if self.up_rnr == Some(psn) {
             self.up_rnr = None;
         }
@@ -1017,20 +1018,32 @@ impl Group {
         // receiver NAKs a sequence error once; without this the source
         // would wait for its ACK timeout.
         let e = psn_add(self.up_psn, 1);
-        let mut pending = false;
-        for b in self.branches.iter_mut() {
-            if b.nak_unanswered && b.nak_epsn == Some(e) {
-                b.nak_unanswered = false;
-                pending = true;
-            }
-        }
-        if pending {
+        if self.take_unanswered(e) {
             self.up_nak = Some(e);
             self.counters.inc(Counter::NakUp);
             return Ok(Some(Upstream::Nak { psn: e, msn: self.branches[mi].msn, kind: NakKind::PsnSequenceError }));
         }
         self.counters.inc(Counter::AckUp);
         Ok(Some(Upstream::Ack { psn: self.up_psn, msn: self.branches[mi].msn, credits: cr }))
+    }
+
+    /// The branches whose unanswered NAK asks for `psn` are answered (it
+    /// passed down, or goes up now): whether there was one.
+    fn take_unanswered(&mut self, psn: u32) -> bool {
+        if !self.nak_waiting {
+            return false;
+        }
+        let (mut hit, mut left) = (false, false);
+        for b in self.branches.iter_mut().filter(|b| b.nak_unanswered) {
+            if b.nak_epsn == Some(psn) {
+                b.nak_unanswered = false;
+                hit = true;
+            } else {
+                left = true;
+            }
+        }
+        self.nak_waiting = left;
+        hit
     }
 
     fn nak(&mut self, i: usize, e: u32, msn: u32, kind: NakKind, now: u64) -> Result<Option<Upstream>, Counter> {
@@ -1066,6 +1079,7 @@ impl Group {
             // remember it until its PSN passes down again (the go-back-N
             // retransmission from the minimum carries it), see `ack`.
             self.branches[i].nak_unanswered = tracks_data && e != min_epsn;
+            self.nak_waiting |= self.branches[i].nak_unanswered;
             if self.up_nak == Some(min_epsn) {
                 self.counters.inc(Counter::NakSuppressed);
                 return Ok(None);
