@@ -429,7 +429,7 @@ pub fn pfc(ports: &[(u16, std::sync::Arc<dataplane::pfcrx::PortPause>)], names: 
         let prios: Vec<String> = (0..8).filter(|b| c.priorities & (1 << b) != 0).map(|b| b.to_string()).collect();
         let _ = writeln!(
             o,
-            "pfc '{name}': priorities [{}], 802.3x pause {}, quanta at {} Mb/s{}; received pfc {} pause {} ignored {}; data held now {}, held so far {}",
+            "pfc '{name}': priorities [{}], 802.3x pause {}, quanta at {} Mb/s{}; received pfc {} pause {} ignored {} (partly {}); data held now {}, held so far {}",
             prios.join(", "),
             if c.pause { "honoured" } else { "ignored" },
             pp.link_bps() / 1_000_000,
@@ -437,6 +437,7 @@ pub fn pfc(ports: &[(u16, std::sync::Arc<dataplane::pfcrx::PortPause>)], names: 
             pp.pfc_frames.load(Relaxed),
             pp.pause_frames.load(Relaxed),
             pp.ignored_frames.load(Relaxed),
+            pp.partly_ignored_frames.load(Relaxed),
             pp.held_now.load(Relaxed),
             pp.held_packets.load(Relaxed),
         );

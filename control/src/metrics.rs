@@ -222,12 +222,12 @@ pub fn render(c: &Control, ports: &[Port], names: &[(u16, String)]) -> String {
             for prio in (0..8u8).filter(|p| honoured >> p & 1 == 1) {
                 paused.push((format!("{},priority=\"{prio}\"", port_label(*id)), (on >> prio & 1).to_string()));
             }
-            for (kind, n) in [("pfc", &pp.pfc_frames), ("pause", &pp.pause_frames), ("ignored", &pp.ignored_frames)] {
+            for (kind, n) in [("pfc", &pp.pfc_frames), ("pause", &pp.pause_frames), ("ignored", &pp.ignored_frames), ("partly-ignored", &pp.partly_ignored_frames)] {
                 frames.push((format!("{},kind=\"{kind}\"", port_label(*id)), n.load(Relaxed).to_string()));
             }
         }
         family(&mut o, "dcirouter_pfc_paused", "gauge", "1 while a received PFC / PAUSE holds the honoured priority.", paused);
-        family(&mut o, "dcirouter_pfc_frames_received_total", "counter", "PAUSE / PFC frames received, by kind (ignored: naming no honoured priority).", frames);
+        family(&mut o, "dcirouter_pfc_frames_received_total", "counter", "PAUSE / PFC frames received, by kind (ignored: naming no honoured priority; partly-ignored: honoured, with times for other priorities ignored, also counted as pfc / pause).", frames);
         family(&mut o, "dcirouter_pfc_held_packets", "gauge", "Data packets a pause holds now.", c.pfc_rx.iter().map(|(id, pp)| (port_label(*id), pp.held_now.load(Relaxed).to_string())));
         family(&mut o, "dcirouter_pfc_held_packets_total", "counter", "Data packets a pause set aside so far.", c.pfc_rx.iter().map(|(id, pp)| (port_label(*id), pp.held_packets.load(Relaxed).to_string())));
     }

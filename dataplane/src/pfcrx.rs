@@ -107,6 +107,11 @@ pub struct PortPause {
     pub pfc_frames: AtomicU64,
     pub pause_frames: AtomicU64,
     pub ignored_frames: AtomicU64,
+    /// Frames honoured for some priorities whose times for others were
+    /// ignored (a PFC frame enabling a priority not configured, or one the
+    /// watchdog is restoring); counted in `pfc_frames` / `pause_frames`
+    /// too.
+    pub partly_ignored_frames: AtomicU64,
     /// Written by the egress queue's owner: data packets a pause set aside
     /// so far, and those held now.
     pub held_packets: AtomicU64,
@@ -140,6 +145,7 @@ impl PortPause {
             pfc_frames: AtomicU64::new(0),
             pause_frames: AtomicU64::new(0),
             ignored_frames: AtomicU64::new(0),
+            partly_ignored_frames: AtomicU64::new(0),
             held_packets: AtomicU64::new(0),
             held_now: AtomicU64::new(0),
         }
@@ -169,9 +175,9 @@ impl PortPause {
     /// paused for the frame's time from now, or resumed by a zero time.
     pub fn receive(&self, c: &MacControlRepr, now: u64) -> Received {
         let bps = self.link_bps();
-        let (mut mask, times, kind) = match c {
-            MacControlRepr::Pfc(p) => (p.class_enable & self.cfg.priorities, p.times, Received::Pfc),
-            MacControlRepr::Pause { quanta } => (if self.cfg.pause { 0xff } else { 0 }, [*quanta; 8], Received::Pause),
+        let (asked, mut mask, times, kind) = match c {
+            MacControlRepr::Pfc(p) => (p.class_enable, p.class_enable & self.cfg.priorities, p.times, Received::Pfc),
+            MacControlRepr::Pause { quanta } => (0xff, if self.cfg.pause { 0xff } else { 0 }, [*quanta; 8], Received::Pause),
         };
         if self.cfg.watchdog_ns != 0 {
             // Priorities the watchdog is restoring take no pause.
@@ -184,6 +190,9 @@ impl PortPause {
         if mask == 0 {
             self.ignored_frames.fetch_add(1, Ordering::Relaxed);
             return Received::Ignored;
+        }
+        if asked & !mask != 0 {
+            self.partly_ignored_frames.fetch_add(1, Ordering::Relaxed);
         }
         for (prio, &t) in times.iter().enumerate() {
             if mask & (1 << prio) == 0 {
@@ -299,6 +308,12 @@ mod tests {
         let s = p.snapshot(1_000);
         assert_eq!((s[3].pauses, s[5].pauses, s[3].remaining_ns), (1, 0, 512_000));
         assert!(s[4].honoured && !s[5].honoured);
+        // Priority 5's time was ignored: the frame counts as partly ignored
+        // (and as a PFC frame), not as an ignored one.
+        let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        assert_eq!((n(&p.pfc_frames), n(&p.partly_ignored_frames), n(&p.ignored_frames)), (1, 1, 0));
+        p.receive(&MacControlRepr::Pfc(PfcRepr::pause(1 << 3 | 1 << 4, 1000)), 2_000);
+        assert_eq!((n(&p.pfc_frames), n(&p.partly_ignored_frames)), (2, 1), "a frame asking only for honoured priorities is whole");
     }
 
     #[test]
@@ -360,8 +375,10 @@ mod tests {
         // Restoring: its frames are ignored, other priorities are not.
         assert_eq!(p.receive(&storm, 12_000_000), Received::Ignored);
         assert_eq!(p.paused(12_000_000), 0);
+        let partly = p.partly_ignored_frames.load(Ordering::Relaxed);
         p.receive(&MacControlRepr::Pfc(PfcRepr::pause(1 << 3 | 1 << 4, 100)), 13_000_000);
         assert_eq!(p.paused(13_000_000), 1 << 4);
+        assert_eq!(p.partly_ignored_frames.load(Ordering::Relaxed), partly + 1, "priority 3's time, ignored while restoring, is counted");
         // After the restoration it is honoured again, with a fresh clock.
         p.receive(&storm, 16_000_000);
         assert_eq!(p.watchdog(16_000_001, p.paused(16_000_001)), 1 << 3);
