@@ -3604,7 +3604,8 @@ wrpcap(sys.argv[2], wan)
 /// is asked again while packets wait; they are dropped after
 /// `neighbour_queue_ms`, each answered with ICMP host unreachable /
 /// ICMPv6 address unreachable to its source (RFC 1812 s.5.2.7.1, RFC 4861
-/// s.7.2.2), and beyond `neighbour_queue_packets` dropped at once.
+/// s.7.2.2); beyond `neighbour_queue_packets` the newest replaces the
+/// oldest (s.7.2.2), so the last ones are those that wait.
 /// Inputs written by scapy; tshark dissects the output.
 #[test]
 fn packets_wait_for_address_resolution_instead_of_being_dropped() {
@@ -3622,7 +3623,9 @@ fn packets_wait_for_address_resolution_instead_of_being_dropped() {
     let out = run("unres", &cfg, &["--exit-when-idle", "800", "--duration", "20"]);
     let so = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(out.status.success(), "dcirouter exited with {:?}: {so}", out.status);
-    assert_eq!(counter(&so, "neighbour-held"), 5 + 5 + 8 + 2, "{so}");
+    // Every packet waited: beyond 8 for 10.0.2.8, each new one took the
+    // place of the oldest (RFC 4861 s.7.2.2), 12 of them dropped.
+    assert_eq!(counter(&so, "neighbour-held"), 5 + 5 + 20 + 2, "{so}");
     assert_eq!(counter(&so, "neighbour-released"), 10, "{so}");
     assert_eq!(counter(&so, "neighbour-queue-full"), 12, "{so}");
     assert_eq!(counter(&so, "neighbour-timeout"), 8 + 2, "{so}");
@@ -3685,7 +3688,8 @@ fn packets_wait_for_address_resolution_instead_of_being_dropped() {
         assert_eq!(f[35], 1, "code 1, host unreachable");
         assert_eq!(&f[42 + 16..42 + 20], &[10, 0, 2, 8], "quotes the packet to 10.0.2.8");
         assert_eq!(f[42 + 8], 63, "as forwarded");
-        assert!(is_data(f, format!("silent-{i}").as_bytes()), "silent-{i} quoted in order");
+        // The newest 8 (silent-12..19) waited to the end.
+        assert!(is_data(f, format!("silent-{}", 12 + i).as_bytes()), "silent-{} quoted in order", 12 + i);
         assert!(ipv4_checksum_ok(&f[14..]));
     }
     let un6: Vec<_> = dc.iter().filter(|f| f[12..14] == [0x86, 0xdd] && f[14 + 6] == 58 && f[54] == 1).collect();
@@ -3730,7 +3734,9 @@ fn held_packets_are_released_by_the_control_threads_table() {
     let out = run("unres2", &path, &["--exit-when-idle", "800", "--duration", "20"]);
     let so = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(out.status.success(), "dcirouter exited with {:?}: {so}", out.status);
-    assert_eq!(counter(&so, "neighbour-held"), 5 + 5 + 8 + 2, "{so}");
+    // Every packet waited: beyond 8 for 10.0.2.8, each new one took the
+    // place of the oldest (RFC 4861 s.7.2.2), 12 of them dropped.
+    assert_eq!(counter(&so, "neighbour-held"), 5 + 5 + 20 + 2, "{so}");
     assert_eq!(counter(&so, "neighbour-released"), 10, "{so}");
     assert_eq!(counter(&so, "neighbour-timeout"), 10, "{so}");
     assert_eq!(counter(&so, "neighbour-queue-full"), 12, "{so}");

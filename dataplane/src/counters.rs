@@ -78,6 +78,9 @@ reasons!(Drop, N_DROPS {
     ReasmTimeout => "reassembly-timeout",
     ReasmEvicted => "reassembly-evicted",
     ReasmMalformed => "reassembly-malformed",
+    // An IPv6 first fragment without the whole header chain through the
+    // upper-layer header (RFC 7112 s.5): Parameter Problem code 3.
+    ReasmChainIncomplete => "reassembly-first-fragment-incomplete",
     MulticastNotRouted => "multicast-not-routed",
     // A multicast packet that arrived on another interface than its
     // route's RPF interface (`iif`).

@@ -951,7 +951,21 @@ impl Pipeline {
             let d = p.data();
             let pkt = d.get(l2.l3..l2.l3 + total).ok_or(Drop::MalformedIpv6)?;
             let nh = Ipv6Packet::new_unchecked(pkt).next_header();
-            let chain = walk_ext_chain(nh, pkt, 40).map_err(|_| Drop::MalformedIpv6)?;
+            // RFC 8200 s.4.5, RFC 7112 s.5: a first fragment must hold the
+            // whole header chain through the upper-layer header; one that
+            // does not is discarded with Parameter Problem code 3, pointer
+            // 0 (only for a Fragment header right after the IPv6 header:
+            // no other is reassembled).
+            let first_fragment = nh == IpProtocol::IPV6_FRAG && pkt.get(42..44).is_some_and(|o| u16::from_be_bytes([o[0], o[1]]) & 0xfff8 == 0);
+            let incomplete = Icmp6Error::ParamProblem { code: 3, pointer: 0, why: Drop::ReasmChainIncomplete };
+            let chain = match walk_ext_chain(nh, pkt, 40) {
+                Ok(c) => c,
+                Err(crate::wire::Error::Truncated) if first_fragment && pkt.len() >= 48 => return self.icmp_error6(p, l2, src, total, now_ns, incomplete),
+                Err(_) => return Err(Drop::MalformedIpv6),
+            };
+            if first_fragment && chain.fragment.is_some_and(|f| f.offset == 40) && pkt.len() < chain.upper_offset + upper_header_len(chain.upper_protocol) {
+                return self.icmp_error6(p, l2, src, total, now_ns, incomplete);
+            }
             // A routing header with segments left, at an address that is no
             // SID: RFC 8754 s.4.3.2 (an SRH: Parameter Problem code 0 at
             // the Segments Left), RFC 8200 s.4.4 (another type: at the
@@ -1589,6 +1603,13 @@ impl Pipeline {
     pub fn unreachable_for_held<P: PacketBuffer>(&mut self, p: &mut P, now_ns: u64) -> Result<u16, Drop> {
         let now_ns = now_ns.max(1);
         self.reply = false;
+        // The held frame was already rewritten for its egress port: its
+        // Ethernet source is the router's own MAC there, no address of the
+        // packet's source to fall back to (the zero MAC is refused), so the
+        // error goes where the FIB and neighbour table say.
+        if let Some(h) = p.data_mut().get_mut(..12) {
+            h.fill(0);
+        }
         let d = p.data();
         let (l3, et) = match d.get(12..14) {
             Some([0x81, 0x00]) => (18, d.get(16..18)),
@@ -1739,6 +1760,16 @@ fn icmp4_error_allowed(ip: &[u8]) -> bool {
     matches!(ip.get(usize::from(ip[0] & 0x0f) * 4), Some(0 | 8 | 9 | 10 | 13..=18))
 }
 
+/// The octets of an upper-layer header a first fragment must hold (RFC
+/// 7112 s.5; the headers Linux checks: TCP, UDP, ICMPv6); 0 for others.
+fn upper_header_len(proto: IpProtocol) -> usize {
+    match proto {
+        IpProtocol::TCP => 20,
+        IpProtocol::UDP | IpProtocol::ICMPV6 => 8,
+        _ => 0,
+    }
+}
+
 /// RFC 4443 s.2.4 (e.1): no ICMPv6 error about an ICMPv6 error message.
 /// `pkt` is the IPv6 packet up to its payload length.
 fn icmp6_error_allowed(pkt: &[u8]) -> bool {
@@ -1746,7 +1777,9 @@ fn icmp6_error_allowed(pkt: &[u8]) -> bool {
         return false;
     }
     match walk_ext_chain(Ipv6Packet::new_unchecked(pkt).next_header(), pkt, 40) {
-        Ok(c) if c.upper_protocol == IpProtocol::ICMPV6 && c.fragment.is_none() => pkt.get(c.upper_offset).is_some_and(|t| *t >= 128),
+        // A first fragment shows its ICMPv6 type as well as a whole packet;
+        // one cut before the type is no known error message.
+        Ok(c) if c.upper_protocol == IpProtocol::ICMPV6 && c.fragment.is_none_or(|f| f.frag_offset == 0) => pkt.get(c.upper_offset).is_none_or(|t| *t >= 128),
         _ => true,
     }
 }

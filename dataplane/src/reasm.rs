@@ -18,7 +18,14 @@
 //! fragments discard the whole datagram (`reassembly-overlap`; RFC 5722 for
 //! IPv6, and the same for IPv4 as RFC 8900 recommends); a non-last
 //! fragment whose length is not a multiple of 8, one beyond 65535 octets or
-//! beyond the end a last fragment set is dropped (`reassembly-malformed`).
+//! beyond the end a last fragment set is dropped (`reassembly-malformed`;
+//! for IPv6 the first two draw a Parameter Problem code 0 at the Payload
+//! Length / the Fragment Offset, RFC 8200 s.4.5). An IPv6 first fragment
+//! without the whole header chain through the upper-layer header is
+//! discarded with Parameter Problem code 3 (RFC 7112 s.5,
+//! `reassembly-first-fragment-incomplete`). A datagram that timed out is
+//! left to the worker's timeout step, which owes its source the Time
+//! Exceeded, even when a fragment arrives first.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -147,25 +154,25 @@ impl Reassembly {
     /// datagram: [`take`](Self::take) it. Datagrams that time out or are
     /// evicted on the way are counted in `counters`.
     pub(crate) fn add(&mut self, f: &Fragment, now: u64, counters: &WorkerCounters) -> Result<Option<usize>, Drop> {
-        for s in &mut self.slots {
-            if s.key.is_some() && now.saturating_sub(s.started) > REASM_TIMEOUT_NS {
-                s.key = None;
-                counters.dropped(Drop::ReasmTimeout);
-            }
-        }
+        // A datagram that ran out of time is left for `expire` (the worker
+        // calls it after the burst), which owes its source a Time
+        // Exceeded: a fragment of it now starts a new datagram.
+        let due = |s: &Slot| now.saturating_sub(s.started) > REASM_TIMEOUT_NS;
         let len = f.data.len();
         let stop = f.offset + len;
         if (f.more && (len == 0 || !len.is_multiple_of(8))) || stop > REASM_MAX_PAYLOAD || !f.offset.is_multiple_of(8) || f.header.is_some_and(|h| h.len() > 60) {
             return Err(Drop::ReasmMalformed);
         }
-        let i = match self.slots.iter().position(|s| s.key == Some(f.key)) {
+        let i = match self.slots.iter().position(|s| s.key == Some(f.key) && !due(s)) {
             Some(i) => i,
             None => {
                 let i = match self.slots.iter().position(|s| s.key.is_none()) {
                     Some(i) => i,
                     None => {
+                        // The oldest goes; if it ran out of time already, it
+                        // goes as timed out, without its Time Exceeded.
                         let (i, _) = self.slots.iter().enumerate().min_by_key(|(_, s)| s.started).unwrap_or((0, &self.slots[0]));
-                        counters.dropped(Drop::ReasmEvicted);
+                        counters.dropped(if due(&self.slots[i]) { Drop::ReasmTimeout } else { Drop::ReasmEvicted });
                         i
                     }
                 };
@@ -391,6 +398,23 @@ impl crate::pipeline::Pipeline {
     /// header right after the IPv6 header.
     pub(crate) fn reassemble6<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, total: usize, frag: FragmentInfo, now_ns: u64) -> Result<Verdict, Drop> {
         let offset = usize::from(frag.frag_offset);
+        // RFC 8200 s.4.5: a fragment whose length is not a multiple of 8
+        // with M set, or that would take the datagram past 65535 octets,
+        // is discarded with Parameter Problem code 0 pointing at the
+        // Payload Length / the Fragment Offset.
+        let len = total.saturating_sub(48);
+        let pointer = if frag.more_frags && !len.is_multiple_of(8) {
+            Some(4)
+        } else if offset + len > REASM_MAX_PAYLOAD {
+            Some(42)
+        } else {
+            None
+        };
+        if let Some(pointer) = pointer {
+            let src = p.data().get(l2.l3 + 8..l2.l3 + 24).and_then(|a| <[u8; 16]>::try_from(a).ok()).ok_or(Drop::MalformedIpv6)?;
+            let e = crate::pipeline::Icmp6Error::ParamProblem { code: 0, pointer, why: Drop::ReasmMalformed };
+            return self.icmp_error6(p, l2, Ipv6Addr::from(src), total, now_ns, e);
+        }
         let (next, done) = {
             let d = p.data().get(l2.l3..l2.l3 + total).ok_or(Drop::MalformedIpv6)?;
             let fh = Ipv6FragmentHeader::new_checked(d.get(40..).ok_or(Drop::MalformedIpv6)?).map_err(|_| Drop::MalformedIpv6)?;

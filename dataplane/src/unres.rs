@@ -13,10 +13,14 @@
 //! waits for; the worker parks it here. When the address is known (an
 //! answer this worker saw, or a table from the control thread) the held
 //! frames get their destination MAC and leave in arrival order. A frame
-//! that waited `timeout_ns` is dropped (`neighbour-timeout`); one for a
-//! neighbour that already has `per_neighbour` frames waiting, or when
-//! `total` frames wait, is dropped at once (`neighbour-queue-full`), so a
-//! scan of unresolvable addresses cannot take the mempool.
+//! that waited `timeout_ns` is dropped (`neighbour-timeout`). When a
+//! neighbour already has `per_neighbour` frames waiting, the new one takes
+//! the place of its oldest, which is dropped (RFC 4861 s.7.2.2: "the new
+//! arrival SHOULD replace the oldest entry"; RFC 1122 s.2.3.2.2 keeps the
+//! latest: a retransmission is worth more than what it repeats); when
+//! `total` mbufs wait, the new frame is dropped at once. Either drop is
+//! `neighbour-queue-full`, so a scan of unresolvable addresses cannot take
+//! the mempool.
 //!
 //! No allocation on the packet path: the queue and the per-neighbour counts
 //! have their capacity from the start.
@@ -135,14 +139,28 @@ impl<T> HeldFrames<T> {
     }
 
     /// Park `item` (`weight` mbufs, at least 1) until `key` is resolved;
-    /// gives it back when refused.
-    pub fn hold(&mut self, key: Key, port: u16, priority: bool, now: u64, weight: u16, item: T) -> Result<(), (T, Refused)> {
+    /// gives it back when refused. With `per_neighbour` frames waiting
+    /// for `key` already, it replaces the oldest of them, which is
+    /// returned (`Ok(Some(..))`) to be dropped.
+    pub fn hold(&mut self, key: Key, port: u16, priority: bool, now: u64, weight: u16, item: T) -> Result<Option<T>, (T, Refused)> {
         if !self.enabled() {
             return Err((item, Refused::Off));
         }
         let weight = weight.max(1);
         let n = self.waiting(&key);
-        if n >= self.cfg.per_neighbour || self.mbufs + usize::from(weight) > self.cfg.total {
+        if n >= self.cfg.per_neighbour {
+            // The oldest of the neighbour's frames: walks keep arrival
+            // order, so the first in the queue.
+            let Some(i) = self.q.iter().position(|h| h.key == key) else { return Err((item, Refused::Full)) };
+            if self.mbufs - usize::from(self.q[i].weight) + usize::from(weight) > self.cfg.total {
+                return Err((item, Refused::Full));
+            }
+            let Some(old) = self.q.remove(i) else { return Err((item, Refused::Full)) };
+            self.mbufs = self.mbufs - usize::from(old.weight) + usize::from(weight);
+            self.q.push_back(Held { key, port, priority, since: now, weight, item });
+            return Ok(Some(old.item));
+        }
+        if self.mbufs + usize::from(weight) > self.cfg.total {
             return Err((item, Refused::Full));
         }
         self.per_key.insert(key, n + 1);
@@ -151,7 +169,7 @@ impl<T> HeldFrames<T> {
         }
         self.mbufs += usize::from(weight);
         self.q.push_back(Held { key, port, priority, since: now, weight, item });
-        Ok(())
+        Ok(None)
     }
 
     /// A walk is due: the neighbours changed since the last one, or
@@ -245,15 +263,19 @@ mod tests {
     #[test]
     fn limits_per_neighbour_and_per_worker() {
         let mut h = HeldFrames::new(HoldConfig { per_neighbour: 2, total: 3, timeout_ns: 3000 * MS });
-        assert!(h.hold(k(1), 0, false, 0, 1, 1).is_ok());
-        assert!(h.hold(k(1), 0, false, 0, 1, 2).is_ok());
-        assert_eq!(h.hold(k(1), 0, false, 0, 1, 3).unwrap_err(), (3, Refused::Full));
-        assert!(h.hold(k(2), 0, false, 0, 1, 4).is_ok());
+        assert_eq!(h.hold(k(1), 0, false, 0, 1, 1).unwrap(), None);
+        assert_eq!(h.hold(k(1), 0, false, 0, 1, 2).unwrap(), None);
+        assert_eq!(h.hold(k(2), 0, false, 0, 1, 4).unwrap(), None);
+        // k(1)'s queue is full: the new frame replaces its oldest (RFC 4861
+        // s.7.2.2), which comes back to be dropped; the others stay.
+        assert_eq!(h.hold(k(1), 0, false, 0, 1, 3).unwrap(), Some(1));
+        assert_eq!((h.len(), h.waiting(&k(1)), h.mbufs()), (3, 2, 3));
+        // The worker's total is reached: a new neighbour's frame is refused.
         assert_eq!(h.hold(k(3), 0, false, 0, 1, 5).unwrap_err(), (5, Refused::Full));
         let off: HeldFrames<u32> = HeldFrames::new(HoldConfig::OFF);
         let mut off = off;
         assert_eq!(off.hold(k(1), 0, false, 0, 1, 9).unwrap_err(), (9, Refused::Off));
-        assert_eq!(h.drain().collect::<Vec<_>>(), vec![1, 2, 4]);
+        assert_eq!(h.drain().collect::<Vec<_>>(), vec![2, 4, 3]);
         assert_eq!((h.len(), h.waiting(&k(1)), h.mbufs()), (0, 0, 0));
     }
 
@@ -277,6 +299,13 @@ mod tests {
         });
         assert_eq!((gone, h.mbufs()), (vec![2], 5));
         assert!(h.hold(k(4), 0, false, MS, 3, 7).is_ok());
+        // A replacement that would take the worker past its total is
+        // refused, and the oldest stays.
+        let mut h = HeldFrames::new(HoldConfig { per_neighbour: 1, total: 2, timeout_ns: 3000 * MS });
+        assert_eq!(h.hold(k(1), 0, false, 0, 1, 1).unwrap(), None);
+        assert_eq!(h.hold(k(1), 0, false, 0, 3, 2).unwrap_err(), (2, Refused::Full));
+        assert_eq!(h.hold(k(1), 0, false, 0, 2, 3).unwrap(), Some(1));
+        assert_eq!((h.len(), h.mbufs()), (1, 2));
     }
 
     #[test]

@@ -316,8 +316,12 @@ impl Worker {
             observe_reverse: false,
             tx: (0..MAX_PORTS).map(|_| TxBuf::new()).collect(),
             tx_dirty: 0,
-            // A walk over the held frames may free all of them at once.
-            free: Vec::with_capacity(2 * MAX_BURST + held_cap),
+            // Room for a loop iteration's frees without growing: every
+            // received mbuf (twice: a packet and what it makes), every
+            // port's egress drops and hand-off drain, and a walk over the
+            // held frames that frees all of them at once. Past half of it,
+            // the worker frees right after an RX burst.
+            free: Vec::with_capacity(2 * spec.rx_queues.len().max(1) * MAX_BURST + MAX_PORTS * MAX_BURST + held_cap),
             // Groups installed before start-up steer from the first burst.
             mc_steer: spec.mc_owner != spec.id && !pipeline.groups().is_empty(),
             endc_steer: spec.mc_owner != spec.id && pipeline.has_endc(),
@@ -372,6 +376,10 @@ impl Worker {
                     c.add(n as u64);
                 }
                 self.handle_burst(port, &rx[..n], now);
+                if self.free.len() > self.free.capacity() / 2 {
+                    free_bulk(&mut self.free);
+                    self.free.clear();
+                }
             }
             self.release_held(now);
             self.send_solicits();
@@ -1219,7 +1227,13 @@ impl Worker {
     fn hold(&mut self, key: Key, port: u16, m: Mbuf, priority: bool) {
         let segs = m.nb_segs();
         match self.held.hold(key, port, priority, self.now, segs, m) {
-            Ok(()) => self.counters.local(crate::counters::Local::NeighbourHeld),
+            Ok(None) => self.counters.local(crate::counters::Local::NeighbourHeld),
+            Ok(Some(oldest)) => {
+                // It gave way to the new frame.
+                self.counters.local(crate::counters::Local::NeighbourHeld);
+                self.counters.dropped(Drop::NeighbourQueueFull);
+                self.free.push(oldest.into_raw());
+            }
             Err((m, why)) => {
                 self.counters.dropped(if why == Refused::Full { Drop::NeighbourQueueFull } else { Drop::NeighbourMiss });
                 self.free.push(m.into_raw());

@@ -2647,11 +2647,23 @@ fn reassembly_drops_overlaps_malformed_and_stale_datagrams() {
     // Slots: the overlap test's new datagram, then 0x6000..0x6002; 0x6003
     // evicts that first one (oldest), 0x6004 evicts 0x6000.
     assert_eq!(drops(&pl, Drop::ReasmEvicted), before + 2, "the oldest datagrams were evicted");
-    // 30 s later every one of them has timed out.
+    // 30 s later every one of them has timed out. A new datagram's
+    // fragment finds the four slots busy and takes the oldest's, which
+    // goes as timed out; the worker's timeout step (after the burst) takes
+    // the other three, each owed its Time Exceeded (its first fragment
+    // came).
     req[4..6].copy_from_slice(&[0x70, 0x00]);
     let f = frag(&req, &[1000]);
     let mut p = VecPacket::from_bytes(&frame4(R0, H0, None, &f[0]));
     assert_eq!(run(&mut pl, &mut p, 0, T0 + 31 * SEC), Verdict::Consumed);
+    assert_eq!(drops(&pl, Drop::ReasmTimeout), 1, "the slot taken");
+    let mut sent = Vec::new();
+    for _ in 0..8 {
+        let mut q = VecPacket::with_capacity(VecPacket::CAPACITY);
+        let Some(r) = pl.reassembly_timeout(&mut q, T0 + 31 * SEC) else { break };
+        sent.push(r.map(|port| (port, q.data()[14 + 20], q.data()[14 + 21])));
+    }
+    assert_eq!(sent, vec![Ok((0, 11, 1)); 3], "Time Exceeded, code 1, to each source");
     assert_eq!(drops(&pl, Drop::ReasmTimeout), 4, "four datagrams expired");
     assert_eq!(Drop::ReasmTimeout.name(), "reassembly-timeout");
     assert_eq!(Drop::ReasmEvicted.name(), "reassembly-evicted");

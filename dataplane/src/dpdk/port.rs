@@ -143,14 +143,17 @@ impl Port {
                 return Err(format!("tx queue {q} of {}: {}", cfg.device_name, strerror(r)));
             }
         }
+        let mut promiscuous = cfg.promiscuous;
         if let Some(mac) = cfg.mac {
             let mut a = dpdk_sys::rte_ether_addr { addr_bytes: mac };
             // SAFETY: valid port and address.
             let r = unsafe { dpdk_sys::rte_eth_dev_default_mac_addr_set(id, &mut a) };
             if r != 0 {
-                // Some virtual devices cannot change their MAC; we still
-                // source from the configured one, and run promiscuous.
-                eprintln!("note: {}: cannot set MAC ({}), using it in software only", cfg.device_name, strerror(r));
+                // Some devices cannot change their MAC; we still source
+                // from the configured one, and run promiscuous so that
+                // frames to it are received.
+                eprintln!("note: {}: cannot set MAC ({}), using it in software only (promiscuous)", cfg.device_name, strerror(r));
+                promiscuous = true;
             }
         }
         // SAFETY: valid port. MTU errors are reported but net_pcap ignores MTU.
@@ -163,11 +166,16 @@ impl Port {
         if r != 0 {
             return Err(format!("rte_eth_dev_start({}): {}", cfg.device_name, strerror(r)));
         }
-        if cfg.promiscuous {
+        if promiscuous {
             // SAFETY: valid port.
-            unsafe {
-                dpdk_sys::rte_eth_promiscuous_enable(id);
-                dpdk_sys::rte_eth_allmulticast_enable(id);
+            let r = unsafe { dpdk_sys::rte_eth_promiscuous_enable(id) };
+            // SAFETY: valid port.
+            let m = unsafe { dpdk_sys::rte_eth_allmulticast_enable(id) };
+            for (what, r) in [("promiscuous", r), ("all-multicast", m)] {
+                // -ENOTSUP: a virtual device that receives every frame.
+                if r != 0 && r != -95 {
+                    eprintln!("warning: {}: cannot enable {what} mode ({}): frames to other addresses than the port's may not be received", cfg.device_name, strerror(r));
+                }
             }
         }
         let mac = match cfg.mac {
@@ -206,14 +214,18 @@ impl Port {
     }
 
     /// Link status right now (non-blocking); up when unknown
-    /// ([`Port::link_known`]).
+    /// ([`Port::link_known`]) or when the driver cannot read it now (a
+    /// failed read is no link down: its traffic would all be dropped as
+    /// `link-down`).
     pub fn link_up(&self) -> bool {
         if !self.link_known() {
             return true;
         }
         let mut link = dpdk_sys::rte_eth_link::default();
         // SAFETY: valid port and out pointer.
-        unsafe { dpdk_sys::rte_eth_link_get_nowait(self.id, &mut link) };
+        if unsafe { dpdk_sys::rte_eth_link_get_nowait(self.id, &mut link) } != 0 {
+            return true;
+        }
         link.link_status() != 0
     }
 
