@@ -21,7 +21,8 @@
 //! 6298 s.3): the timing is abandoned when the flow's receiver answers with
 //! a NAK or RNR NAK, when the sender sends the timed PSN or an earlier one
 //! again (a retransmission), when the flow's entry is reused, and when no
-//! ACK came within the timeout (a UC flow, a lost ACK). Nor is a
+//! ACK came within the timeout of the packet leaving the queue (a UC flow,
+//! a lost ACK). Nor is a
 //! retransmission ever timed: once a timing of a flow is abandoned, that
 //! flow's packets up to the highest PSN it had sent by then (what a
 //! go-back-N sender sends again) are not timed, and the same when any flow
@@ -37,6 +38,9 @@ pub const BUCKETS: usize = 8;
 /// Flows fenced at once (retransmitting, not to be timed).
 pub const FENCES: usize = 16;
 const NO_FLOW: u32 = u32::MAX;
+/// A timed packet still in the queue after this many timeouts is given up
+/// (its queue was cleared without its dequeue).
+const QUEUED_TIMEOUTS: u64 = 64;
 /// The BTH AckReq bit, carried in bit 31 of the PSN the packet path reads
 /// ([`crate::congestion::RoceInfo::psn`]).
 pub const ACK_REQ: u32 = 1 << 31;
@@ -188,6 +192,23 @@ impl AckRtt {
     /// the flow now has queued, these packets included.
     #[inline]
     pub(crate) fn on_data(&mut self, flow: u32, psn: u32, n: u32, prev: Option<u32>, queued: u64, now: u64) {
+        self.observe(flow, psn, n, prev, Some(queued), now);
+    }
+
+    /// A data packet of flow `flow` (PSN `psn`, the flow's before it
+    /// `prev`) that the full queue dropped at `now`: never timed, but what
+    /// it says about the flow counts as for a queued one. A PSN that does
+    /// not advance the flow's is a go-back whose packets are not to be
+    /// timed, even when its first packet is the one dropped; and the
+    /// sender will send the dropped PSN again.
+    #[cold]
+    pub(crate) fn on_drop(&mut self, flow: u32, psn: u32, prev: Option<u32>, now: u64) {
+        self.observe(flow, psn, 1, prev, None, now);
+    }
+
+    /// [`Self::on_data`] (`queued`: Some) and [`Self::on_drop`] (None).
+    #[inline(always)]
+    fn observe(&mut self, flow: u32, psn: u32, n: u32, prev: Option<u32>, queued: Option<u64>, now: u64) {
         let p = psn & PSN_MASK;
         // A PSN that does not advance the flow's, by the train's length
         // (its packets in order would end at prev + n): the sender went
@@ -202,6 +223,7 @@ impl AckRtt {
         }
         match self.timing {
             Timing::Idle if psn & ACK_REQ != 0 => {
+                let Some(queued) = queued else { return };
                 if self.fenced(flow, p, now) {
                     self.stats.retransmissions_skipped += 1;
                 } else {
@@ -301,15 +323,21 @@ impl AckRtt {
         }
     }
 
-    /// Every poll: a timing older than the timeout is given up; the
+    /// Every poll: a timing whose packet left longer than the timeout ago
+    /// is given up (the time it waits in our own queue does not count: a
+    /// standing queue longer than the timeout would leave no sample); the
     /// published estimate follows the window.
     pub(crate) fn poll(&mut self, now: u64) {
-        if let Timing::Queued { flow, since, .. } | Timing::InFlight { flow, since, .. } = self.timing {
-            if now.saturating_sub(since) >= self.p.timeout_ns {
+        match self.timing {
+            Timing::InFlight { flow, since, .. } if now.saturating_sub(since) >= self.p.timeout_ns => {
                 // Lost, or its ACK was: the sender will send it again.
                 self.abandon(flow, now);
                 self.stats.timeouts += 1;
             }
+            // Still queued after QUEUED_TIMEOUTS timeouts: a queue cleared
+            // without its dequeue; no round trip to wait for.
+            Timing::Queued { flow, since, .. } if now.saturating_sub(since) >= self.p.timeout_ns.saturating_mul(QUEUED_TIMEOUTS) => self.discard(flow, now),
+            _ => {}
         }
         self.stats.estimate_ns = self.estimate(now).unwrap_or(0);
     }
@@ -332,6 +360,22 @@ mod tests {
 
     fn rtt() -> AckRtt {
         AckRtt::new(AckRttParams { window_ns: 800 * MS, timeout_ns: 100 * MS })
+    }
+
+    /// The timeout runs from the departure; a packet that never leaves
+    /// (its queue cleared without its dequeue) is given up after
+    /// QUEUED_TIMEOUTS timeouts, and the next one is timed.
+    #[test]
+    fn a_timed_packet_that_never_leaves_the_queue_is_given_up_at_last() {
+        let mut a = rtt();
+        a.on_data(3, 10 | ACK_REQ, 1, None, 1000, 0);
+        a.poll(99 * 100 * MS / 2);
+        assert!(matches!(a.timing, Timing::Queued { .. }), "waiting in the queue is no timeout");
+        a.poll(QUEUED_TIMEOUTS * 100 * MS);
+        assert_eq!((a.timing, a.stats.discarded, a.stats.timeouts), (Timing::Idle, 1, 0));
+        // Its flow is fenced to PSN 10; PSN 11 is timed.
+        a.on_data(3, 11 | ACK_REQ, 1, Some(10), 1000, QUEUED_TIMEOUTS * 100 * MS + 1);
+        assert!(matches!(a.timing, Timing::Queued { psn: 11, .. }));
     }
 
     #[test]

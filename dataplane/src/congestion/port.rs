@@ -534,8 +534,13 @@ impl CongestionPort {
         self.resolve();
         let hash = self.flows.hash(&roce.key);
         if let Some(s) = self.flows.lookup_hint(&roce.key, hash, NONE).or_else(|| self.learn_new(&roce.key, hash, roce.sport, now)) {
-            self.touch(s, roce.psn, len, now);
+            let prev = self.touch(s, roce.psn, len, now);
             self.stats.drops_counted += 1;
+            // Karn's rule across the drop: a go-back whose first packet is
+            // dropped is still one.
+            if let Some(a) = self.ack.as_mut() {
+                a.on_drop(s, roce.psn, (prev != NO_PSN).then_some(prev), now);
+            }
         }
     }
 
@@ -735,8 +740,13 @@ impl CongestionPort {
                     self.stats.reverse_learned_from_cnp += 1;
                 } else {
                     self.stats.reverse_learned += 1;
-                    if let Some(a) = self.ack.as_mut() {
-                        a.on_response_at(pick, info.opcode, info.psn, info.syndrome, now, || self.clock.as_ref().map_or(now, |c| c()));
+                    // Only the pair's one flow is surely this ACK's: one
+                    // chosen by its PSN may be another's, whose timing it
+                    // would end early (the estimate is a minimum).
+                    if n == 1 {
+                        if let Some(a) = self.ack.as_mut() {
+                            a.on_response_at(pick, info.opcode, info.psn, info.syndrome, now, || self.clock.as_ref().map_or(now, |c| c()));
+                        }
                     }
                 }
             }
