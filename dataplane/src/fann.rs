@@ -1233,7 +1233,8 @@ pub enum PeNote {
     /// FANN (ICMPv6 with its Code, or UDP where a Recovery event type means
     /// Code 1).
     Fann { code: u8, msg: MessageRepr },
-    /// ICMPv6 Long-haul CNP from `from`.
+    /// Long-haul CNP from `from` (ICMPv6; or the RoCEv2 format, E set,
+    /// decapsulated by END.C / END.E).
     Cnp { from: Ipv6Addr, info: CnpInfo },
 }
 

@@ -327,9 +327,16 @@ impl<P: PacketBuffer> EgressPort<P> {
     /// port to send it on; counts it by action.
     pub fn build_cnp_packet(&self, pipeline: &mut Pipeline, wire: &Params, r: &CnpRequest, m: &mut P, now: u64) -> Result<u16, Drop> {
         let spec = self.spec.as_ref().ok_or(Drop::CnpBuildFailed)?;
+        let sid = spec.notify_sid(r.to, r.via);
+        // The CNP's source: the configured one, else an address of the
+        // interface toward the sender, else (a P node inside the SRv6 WAN,
+        // whose CNP goes in a tunnel to the ingress PE's END.E SID and
+        // which needs no route to the DC, draft-hu s.4.2) of the interface
+        // toward the SID.
+        let toward = |a: IpAddr| pipeline.egress_iface(a).or_else(|| sid.and_then(|sid| pipeline.egress_iface(IpAddr::V6(sid))));
         let src: IpAddr = match r.to {
-            IpAddr::V4(a) => spec.source_v4.or_else(|| pipeline.egress_iface(r.to).and_then(|i| i.v4_for(a))).map(IpAddr::V4).ok_or(Drop::NoRoute)?,
-            IpAddr::V6(a) => spec.source_v6.or_else(|| pipeline.egress_iface(r.to).map(|i| i.v6_for(a))).map(IpAddr::V6).ok_or(Drop::NoRoute)?,
+            IpAddr::V4(a) => spec.source_v4.or_else(|| toward(r.to).and_then(|i| i.v4_for(a))).map(IpAddr::V4).ok_or(Drop::NoRoute)?,
+            IpAddr::V6(a) => spec.source_v6.or_else(|| toward(r.to).map(|i| i.v6_for(a))).map(IpAddr::V6).ok_or(Drop::NoRoute)?,
         };
         if !m.set_len(14 + 512) {
             return Err(Drop::NoHeadroom);
@@ -348,7 +355,7 @@ impl<P: PacketBuffer> EgressPort<P> {
             }
         }
         m.set_len(14 + n);
-        let to = match spec.notify_sid(r.to, r.via) {
+        let to = match sid {
             None => r.to,
             Some(sid) => {
                 // Outer IPv6 (next header 41 for an IPv6 CNP, 4 for IPv4),

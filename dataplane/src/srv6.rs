@@ -969,12 +969,13 @@ impl Pipeline {
                     // message to this node reaches it by being routed here).
                     self.sid_note_for_pe(ip, inner, n, l2.iface, false);
                 }
-                self.counters.local(Local::EndEForwarded);
-                if inner == IpProtocol::IPV6 {
-                    self.ipv6(p, l2, now_ns)
-                } else {
-                    self.ipv4(p, l2, now_ns)
+                let v = if inner == IpProtocol::IPV6 { self.ipv6(p, l2, now_ns) } else { self.ipv4(p, l2, now_ns) };
+                // Forwarded: what leaves toward the sender (not what the
+                // inner packet's routing drops or answers itself).
+                if matches!(v, Ok(Verdict::Tx(_))) && !self.reply {
+                    self.counters.local(Local::EndEForwarded);
                 }
+                v
             }
             Kind::EndC => {
                 // draft-hu-acn-rocev2 s.4.1: decapsulate, read the
@@ -1087,10 +1088,19 @@ impl Pipeline {
         let (Some(src), Some(dst)) = (ip.get(8..24), ip.get(24..40)) else { return false };
         let src = Ipv6Addr::from(<[u8; 16]>::try_from(src).unwrap_or([0; 16]));
         let dst = Ipv6Addr::from(<[u8; 16]>::try_from(dst).unwrap_or([0; 16]));
+        // END.E routes a notification to one of this node's addresses
+        // here, where it is handed over as received: not twice.
+        if !endc && self.topo.accepts6(&dst) {
+            return false;
+        }
         let local = || endc && self.topo.accepts6(&dst);
         let note = match n {
             // Code 0, flow-level, is the only one defined.
             Notification::LhCnpIcmp(0, b) => Body::new_checked(b).ok().and_then(|b| CnpInfo::parse(&b).ok()).map(|info| PeNote::Cnp { from: src, info }),
+            // The RoCEv2 format (E set) carries the same fields (s.6.2.4).
+            Notification::RoceCnp(bth) if bth.get(4).is_some_and(|b| b & 0x20 != 0) => {
+                bth.get(12..).and_then(|b| Body::new_checked(b).ok()).and_then(|b| CnpInfo::parse(&b).ok()).map(|info| PeNote::Cnp { from: src, info })
+            }
             Notification::FannIcmp(s, _, m) if local() => PeNote::from_icmpv6(m, s, &self.sids.params),
             Notification::FannUdp(m) if local() => PeNote::from_udp_payload(m, src),
             _ => None,
@@ -1789,10 +1799,15 @@ pub fn notification<'a>(ip: &'a [u8], proto: IpProtocol, params: &Params) -> Opt
             if proto != IpProtocol::IPV6 || !sum_ok(58) {
                 return None;
             }
+            // The message's fixed part at least (draft-tian s.6.1: the
+            // 12-octet body; draft-hzh s.5.1: Version to Bitmap and the
+            // items its bits name): a header alone is no notification.
             let t = *body.first()?;
             if t == params.icmpv6_lhcnp_type {
+                crate::wire::lhcnp::Icmpv6LhCnp::new_checked(body).ok()?;
                 Some(Notification::LhCnpIcmp(*body.get(1)?, body.get(4..)?))
             } else if t == params.icmpv6_fann_type {
+                crate::wire::fann::Packet::new_checked(body).ok()?;
                 let src = Ipv6Addr::from(<[u8; 16]>::try_from(&ip[8..24]).ok()?);
                 let dst = Ipv6Addr::from(<[u8; 16]>::try_from(&ip[24..40]).ok()?);
                 Some(Notification::FannIcmp(src, dst, body))
@@ -1808,14 +1823,17 @@ pub fn notification<'a>(ip: &'a [u8], proto: IpProtocol, params: &Params) -> Opt
             let dport = u16::from_be_bytes([body[2], body[3]]);
             if dport == ROCEV2_UDP_PORT {
                 let u = body.get(..8 + 12)?;
-                if u[8] != 0x81 || roce::icrc_check(ip).is_err() {
+                // BTH, then the Long-haul CNP body (E set, draft-tian
+                // s.6.2) or a CNP's 16 reserved octets, then the ICRC.
+                let rest = if u[12] & 0x20 != 0 { crate::wire::lhcnp::BODY_LEN } else { 16 };
+                if u[8] != 0x81 || body.len() < 8 + 12 + rest + 4 || roce::icrc_check(ip).is_err() {
                     return None;
                 }
                 Some(Notification::RoceCnp(&body[8..]))
             } else if dport == params.fann_udp_port {
                 // FANN over UDP (s.5.2), IPv6 only; the checksum is
                 // mandatory over IPv6 (RFC 8200 s.8.1).
-                if proto != IpProtocol::IPV6 || body[6..8] == [0, 0] || !sum_ok(17) {
+                if proto != IpProtocol::IPV6 || body[6..8] == [0, 0] || !sum_ok(17) || crate::wire::fann::Message::new_checked(&body[8..]).is_err() {
                     return None;
                 }
                 Some(Notification::FannUdp(&body[8..]))
