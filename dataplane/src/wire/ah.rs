@@ -16,7 +16,8 @@
 //!   HMAC-SHA-512-256 (512-bit key, 32-octet ICV).
 //! * Over IPv6 the header is a multiple of 8 octets (RFC 4302 s.2.2,
 //!   s.3.3.3.2.1): 12 + 16 = 28 becomes 32, 12 + 32 = 44 becomes 48. The
-//!   padding is zeros, sent and covered by the ICV.
+//!   padding is covered by the ICV as sent: zeros in what we send, what the
+//!   sender chose in what we verify (s.3.3.3.2.1).
 //! * The ICV covers (RFC 4302 s.3.3.3.1.1) the IPv6 header with its mutable
 //!   fields (Traffic Class, Flow Label, Hop Limit) zeroed, the AH with the
 //!   ICV field zeroed, and everything after the AH. No extended sequence
@@ -153,10 +154,13 @@ impl AhKey {
         ip[2] = 0;
         ip[3] = 0;
         ip[7] = 0;
+        let n = self.alg.icv_len();
+        // The ICV field zeroed; the padding after the ICV as sent (RFC
+        // 4302 s.3.3.3.2.1: the sender chooses it, and it is covered).
         let mut ah = [0u8; 48];
         ah[..FIXED_LEN].copy_from_slice(&pkt[IPV6_LEN..IPV6_LEN + FIXED_LEN]);
+        ah[FIXED_LEN + n..hl].copy_from_slice(&pkt[IPV6_LEN + FIXED_LEN + n..IPV6_LEN + hl]);
         let parts: [&[u8]; 3] = [&ip, &ah[..hl], &pkt[IPV6_LEN + hl..]];
-        let n = self.alg.icv_len();
         match &self.mac {
             Keyed::S256(m) => {
                 let mut m = m.clone();
@@ -246,12 +250,9 @@ pub fn verify_ipv6<'k>(pkt: &[u8], lookup: impl Fn(u32) -> Option<&'k AhKey>) ->
     let got = &pkt[IPV6_LEN + FIXED_LEN..IPV6_LEN + hl];
     let mut want = [0u8; 32];
     key.icv(pkt, &mut want);
-    // The ICV and then the padding, which the sender set to zero.
-    let diff = got[..n]
-        .iter()
-        .zip(&want[..n])
-        .fold(0u8, |d, (a, b)| d | (a ^ b))
-        | got[n..].iter().fold(0u8, |d, a| d | a);
+    // The ICV (the padding after it, whatever the sender chose, is
+    // covered by it).
+    let diff = got[..n].iter().zip(&want[..n]).fold(0u8, |d, (a, b)| d | (a ^ b));
     if diff != 0 {
         return Err(Error::Checksum);
     }

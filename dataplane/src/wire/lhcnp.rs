@@ -380,9 +380,11 @@ impl<T: AsRef<[u8]>> ExtStructure<T> {
         let b = &self.buffer.as_ref()[field::EXT_CHECKSUM];
         u16::from_be_bytes([b[0], b[1]])
     }
-    /// Whether the checksum over the whole structure verifies.
+    /// Whether the checksum over the whole structure verifies; an
+    /// all-zero checksum means none was sent (RFC 4884 s.7), which is
+    /// accepted.
     pub fn verify_checksum(&self) -> bool {
-        checksum::fold(checksum::sum(self.buffer.as_ref())) == 0xffff
+        self.checksum() == 0 || checksum::fold(checksum::sum(self.buffer.as_ref())) == 0xffff
     }
 }
 
@@ -413,7 +415,12 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> ExtStructure<T> {
     /// Compute and write the structure checksum.
     pub fn fill_checksum(&mut self) {
         self.set_checksum(0);
-        let c = checksum::checksum(self.buffer.as_ref());
+        // A sum that comes out 0 is sent as 0xffff (the same in one's
+        // complement): 0 says no checksum was sent (RFC 4884 s.7).
+        let c = match checksum::checksum(self.buffer.as_ref()) {
+            0 => 0xffff,
+            c => c,
+        };
         self.set_checksum(c);
     }
 }
