@@ -603,7 +603,7 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
         }
         ["show", "sids"] => {
             let t = c.sids.as_ref().ok_or("no [srv6] section")?;
-            Ok(display::sids(t))
+            Ok(display::sids(t, &c.topo))
         }
         ["show", "fann"] => {
             let pe = c.pe.as_ref().ok_or("no [ingress_pe] section")?;

@@ -24,15 +24,29 @@ pub fn status_line(prev: &Snapshot, now: &Snapshot, dt: Duration) -> String {
 
 pub fn counter_table(s: &Snapshot, names: &[(u16, String)], stats: &[(u16, PortStats)]) -> String {
     let mut o = String::new();
-    let _ = writeln!(o, "{:<10} {:>5} {:>12} {:>14} {:>12} {:>14} {:>10} {:>10}", "port", "id", "rx-packets", "rx-bytes", "tx-packets", "tx-bytes", "nic-missed", "nic-errors");
-    for (id, name) in names {
-        let i = usize::from(*id);
-        let st = stats.iter().find(|(p, _)| p == id).map(|(_, s)| *s).unwrap_or_default();
-        let _ = writeln!(
-            o,
-            "{:<10} {:>5} {:>12} {:>14} {:>12} {:>14} {:>10} {:>10}",
-            name, id, s.rx_pkts[i], s.rx_bytes[i], s.tx_pkts[i], s.tx_bytes[i], st.imissed + st.rx_nombuf, st.ierrors + st.oerrors
-        );
+    // Each column as wide as its header and its widest value (a long port
+    // name, a day of 100G in bytes), at least the usual widths.
+    let head = ["port", "id", "rx-packets", "rx-bytes", "tx-packets", "tx-bytes", "nic-missed", "nic-errors"];
+    let rows: Vec<[String; 8]> = names
+        .iter()
+        .map(|(id, name)| {
+            let i = usize::from(*id);
+            let st = stats.iter().find(|(p, _)| p == id).map(|(_, s)| *s).unwrap_or_default();
+            [name.clone(), id.to_string(), s.rx_pkts[i].to_string(), s.rx_bytes[i].to_string(), s.tx_pkts[i].to_string(), s.tx_bytes[i].to_string(), (st.imissed + st.rx_nombuf).to_string(), (st.ierrors + st.oerrors).to_string()]
+        })
+        .collect();
+    let min = [10, 5, 12, 14, 12, 14, 10, 10];
+    let w: [usize; 8] = std::array::from_fn(|c| rows.iter().map(|r| r[c].len()).chain([head[c].len(), min[c]]).max().unwrap_or(min[c]));
+    let line = |o: &mut String, r: [&str; 8]| {
+        let _ = write!(o, "{:<w0$}", r[0], w0 = w[0]);
+        for c in 1..8 {
+            let _ = write!(o, " {:>wc$}", r[c], wc = w[c]);
+        }
+        o.push('\n');
+    };
+    line(&mut o, head);
+    for r in &rows {
+        line(&mut o, std::array::from_fn(|c| r[c].as_str()));
     }
     // One value column for every counter: as wide as the longest name.
     let w = Drop::ALL.iter().map(|r| r.name().len()).chain(Local::ALL.iter().map(|l| l.name().len())).max().unwrap_or(28);
@@ -134,16 +148,17 @@ pub fn interfaces(t: &Topology, link: impl Fn(u16) -> &'static str) -> String {
 }
 
 /// `show sids`: the local SIDs, the SR policies and the HMAC key IDs.
-pub fn sids(t: &dataplane::srv6::SidTable) -> String {
+pub fn sids(t: &dataplane::srv6::SidTable, topo: &Topology) -> String {
     use dataplane::srv6::Behaviour;
     use std::fmt::Write;
+    let name = |i: u16| topo.iface(i).map(|x| x.name.clone()).unwrap_or_else(|| format!("#{i}"));
     let mut v: Vec<_> = t.iter().collect();
     v.sort_by_key(|(a, _)| *a);
     let mut out = String::new();
     for (sid, b) in v {
         let what = match b {
             Behaviour::End => "End".to_string(),
-            Behaviour::EndX { iface, nexthop } => format!("End.X interface {iface} via {nexthop}"),
+            Behaviour::EndX { iface, nexthop } => format!("End.X interface {} via {nexthop}", name(*iface)),
             Behaviour::EndDT4 => "End.DT4".to_string(),
             Behaviour::EndDT6 => "End.DT6".to_string(),
             Behaviour::EndMT { receivers_extra, hmac_required, downstream } => {

@@ -72,9 +72,15 @@ impl Client {
         let now = Instant::now();
         if self.out.is_none() {
             let mut chunk = [0u8; 2048];
+            // The client's end of writing ends its request, not the
+            // connection: a complete head still gets its reply.
+            let mut ended = false;
             loop {
                 match self.s.read(&mut chunk) {
-                    Ok(0) => return false,
+                    Ok(0) => {
+                        ended = true;
+                        break;
+                    }
                     Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
@@ -84,10 +90,15 @@ impl Client {
                     break;
                 }
             }
-            let reply = if self.buf.len() > MAX_REQUEST {
-                response("431 Request Header Fields Too Large", "text/plain", &format!("request longer than {MAX_REQUEST} bytes\n"), true)
-            } else if let Some(end) = find(&self.buf, b"\r\n\r\n") {
+            // The head's end within the limit (a body after it does not
+            // count toward the head's size).
+            let head_end = find(&self.buf[..self.buf.len().min(MAX_REQUEST + 4)], b"\r\n\r\n").filter(|&e| e <= MAX_REQUEST);
+            let reply = if let Some(end) = head_end {
                 answer(&self.buf[..end], render)
+            } else if self.buf.len() > MAX_REQUEST {
+                response("431 Request Header Fields Too Large", "text/plain", &format!("request head longer than {MAX_REQUEST} bytes\n"), true)
+            } else if ended {
+                return false;
             } else {
                 // Not all here yet: wait, up to the deadline.
                 return now < self.deadline;
@@ -127,6 +138,12 @@ fn answer(head: &[u8], render: &mut dyn FnMut() -> String) -> Vec<u8> {
     let line = String::from_utf8_lossy(line);
     let mut w = line.split(' ');
     let (method, target) = (w.next().unwrap_or(""), w.next().unwrap_or(""));
+    // The absolute form (RFC 9112 s.3.2.2: a server MUST accept it): the
+    // path after the scheme and authority.
+    let target = match target.strip_prefix("http://").or_else(|| target.strip_prefix("https://")) {
+        Some(rest) => rest.find('/').map_or("/", |i| &rest[i..]),
+        None => target,
+    };
     let path = target.split('?').next().unwrap_or("");
     match (method, path) {
         ("GET" | "HEAD", "/metrics") => response("200 OK", "text/plain; version=0.0.4; charset=utf-8", &render(), method == "GET"),
