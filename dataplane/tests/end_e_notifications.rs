@@ -4,7 +4,7 @@
 //! the code before its fix, for the reason its doc comment gives ("Was").
 
 mod support;
-use support::{conn, iface, via};
+use support::{conn, iface, udp6, via};
 use std::net::{IpAddr, Ipv6Addr};
 use std::sync::Arc;
 
@@ -16,7 +16,6 @@ use dataplane::packet::VecPacket;
 use dataplane::pipeline::{Event, Pipeline, PipelineConfig, Verdict};
 use dataplane::srv6::{Behaviour, SidTable};
 use dataplane::tables::{Fib, MacAddr, NeighSource, Neighbours, Topology};
-use dataplane::wire::checksum;
 use dataplane::wire::lhcnp::{emit_icmpv6_packet, Action, CnpInfo, Icmpv6LhCnpRepr, MetricType, Objects};
 use dataplane::wire::params::Params;
 use dataplane::wire::srh::{Srh, SrhRepr};
@@ -83,33 +82,9 @@ fn local(pl: &Pipeline, l: Local) -> u64 {
 }
 
 fn ipv6(src: Ipv6Addr, dst: Ipv6Addr, nh: u8, hop: u8, payload: &[u8]) -> Vec<u8> {
-    let mut h = vec![0u8; 40];
-    h[0] = 0x60;
-    h[4..6].copy_from_slice(&(payload.len() as u16).to_be_bytes());
-    h[6] = nh;
-    h[7] = hop;
-    h[8..24].copy_from_slice(&src.octets());
-    h[24..40].copy_from_slice(&dst.octets());
-    h.extend_from_slice(payload);
-    h
+    support::ipv6(src, dst, nh, hop, 0, payload)
 }
 
-/// A UDP datagram with a valid checksum.
-fn udp6(src: Ipv6Addr, dst: Ipv6Addr, sport: u16, dport: u16, data: &[u8]) -> Vec<u8> {
-    let len = 8 + data.len();
-    let mut u = vec![0u8; 8];
-    u[0..2].copy_from_slice(&sport.to_be_bytes());
-    u[2..4].copy_from_slice(&dport.to_be_bytes());
-    u[4..6].copy_from_slice(&(len as u16).to_be_bytes());
-    u.extend_from_slice(data);
-    let s = checksum::combine(checksum::pseudo_v6(&src.octets(), &dst.octets(), 17, len as u32), checksum::sum(&u));
-    let mut c = !checksum::fold(s);
-    if c == 0 {
-        c = 0xffff;
-    }
-    u[6..8].copy_from_slice(&c.to_be_bytes());
-    u
-}
 
 /// The frame a WAN node sends to END.E: Ethernet, outer IPv6 from the WAN
 /// node to the SID with an SRH of one segment (SL 0), the notification.

@@ -79,15 +79,7 @@ fn endc_pipeline(c: EndCConfig) -> Pipeline {
 }
 
 fn ipv6(src: Ipv6Addr, dst: Ipv6Addr, nh: u8, hop: u8, payload: &[u8]) -> Vec<u8> {
-    let mut h = vec![0u8; 40];
-    h[0] = 0x60;
-    h[4..6].copy_from_slice(&(payload.len() as u16).to_be_bytes());
-    h[6] = nh;
-    h[7] = hop;
-    h[8..24].copy_from_slice(&src.octets());
-    h[24..40].copy_from_slice(&dst.octets());
-    h.extend_from_slice(payload);
-    h
+    support::ipv6(src, dst, nh, hop, 0, payload)
 }
 
 /// The WAN node's notification wrapped toward END.C (outer IPv6 + SRH with

@@ -76,14 +76,7 @@ fn eth(dst: MacAddr, src: MacAddr, et: u16, payload: &[u8]) -> Vec<u8> {
 }
 
 fn ipv6(src: Ipv6Addr, dst: Ipv6Addr, hop: u8, nh: u8, payload: &[u8]) -> Vec<u8> {
-    let mut h = vec![0x60, 0, 0, 0];
-    h.extend_from_slice(&(payload.len() as u16).to_be_bytes());
-    h.push(nh);
-    h.push(hop);
-    h.extend_from_slice(&src.octets());
-    h.extend_from_slice(&dst.octets());
-    h.extend_from_slice(payload);
-    h
+    support::ipv6(src, dst, nh, hop, 0, payload)
 }
 
 

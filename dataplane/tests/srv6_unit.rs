@@ -5,7 +5,7 @@
 //! End.MT replicas independently.
 
 mod support;
-use support::{conn, iface};
+use support::{conn, iface, ipv6, udp6};
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
@@ -211,18 +211,6 @@ fn eth(et: u16, payload: &[u8]) -> Vec<u8> {
     f
 }
 
-fn ipv6(src: Ipv6Addr, dst: Ipv6Addr, nh: u8, hop: u8, tc: u8, payload: &[u8]) -> Vec<u8> {
-    let mut h = vec![0u8; 40];
-    h[0] = 0x60 | (tc >> 4);
-    h[1] = tc << 4;
-    h[4..6].copy_from_slice(&(payload.len() as u16).to_be_bytes());
-    h[6] = nh;
-    h[7] = hop;
-    h[8..24].copy_from_slice(&src.octets());
-    h[24..40].copy_from_slice(&dst.octets());
-    h.extend_from_slice(payload);
-    h
-}
 
 /// An IPv6 packet as the next hop receives it after a router forwarded
 /// it (H.Encaps included): the hop limit one less, nothing else changed.
@@ -247,21 +235,6 @@ fn ipv4(src: Ipv4Addr, dst: Ipv4Addr, proto: u8, ttl: u8, tos: u8, payload: &[u8
     h
 }
 
-fn udp6(src: Ipv6Addr, dst: Ipv6Addr, sport: u16, dport: u16, data: &[u8]) -> Vec<u8> {
-    let len = 8 + data.len();
-    let mut u = vec![0u8; 8];
-    u[0..2].copy_from_slice(&sport.to_be_bytes());
-    u[2..4].copy_from_slice(&dport.to_be_bytes());
-    u[4..6].copy_from_slice(&(len as u16).to_be_bytes());
-    u.extend_from_slice(data);
-    let s = checksum::combine(checksum::pseudo_v6(&src.octets(), &dst.octets(), 17, len as u32), checksum::sum(&u));
-    let mut c = !checksum::fold(s);
-    if c == 0 {
-        c = 0xffff;
-    }
-    u[6..8].copy_from_slice(&c.to_be_bytes());
-    u
-}
 
 /// A plain UDP/IPv6 packet (not RoCE).
 fn plain6(src: Ipv6Addr, dst: Ipv6Addr, tc: u8) -> Vec<u8> {

@@ -71,3 +71,34 @@ pub fn ns_body(target: Ipv6Addr, sllao: Option<MacAddr>) -> Vec<u8> {
     }
     b
 }
+
+/// An IPv6 header (flow label 0) with traffic class `tc`, then `payload`.
+pub fn ipv6(src: Ipv6Addr, dst: Ipv6Addr, nh: u8, hop: u8, tc: u8, payload: &[u8]) -> Vec<u8> {
+    let mut h = vec![0u8; 40];
+    h[0] = 0x60 | (tc >> 4);
+    h[1] = tc << 4;
+    h[4..6].copy_from_slice(&(payload.len() as u16).to_be_bytes());
+    h[6] = nh;
+    h[7] = hop;
+    h[8..24].copy_from_slice(&src.octets());
+    h[24..40].copy_from_slice(&dst.octets());
+    h.extend_from_slice(payload);
+    h
+}
+
+/// A UDP datagram with a valid checksum for `src` -> `dst`.
+pub fn udp6(src: Ipv6Addr, dst: Ipv6Addr, sport: u16, dport: u16, data: &[u8]) -> Vec<u8> {
+    let len = 8 + data.len();
+    let mut u = vec![0u8; 8];
+    u[0..2].copy_from_slice(&sport.to_be_bytes());
+    u[2..4].copy_from_slice(&dport.to_be_bytes());
+    u[4..6].copy_from_slice(&(len as u16).to_be_bytes());
+    u.extend_from_slice(data);
+    let s = checksum::combine(checksum::pseudo_v6(&src.octets(), &dst.octets(), 17, len as u32), checksum::sum(&u));
+    let mut c = !checksum::fold(s);
+    if c == 0 {
+        c = 0xffff;
+    }
+    u[6..8].copy_from_slice(&c.to_be_bytes());
+    u
+}
