@@ -27,6 +27,9 @@ pub struct FannPlan {
 }
 
 /// How long the last top flow of a port stands for its traffic when the
+/// A counter not read yet.
+const NO_READING: u64 = u64::MAX;
+
 /// queue is empty at a link failure.
 const LAST_TOP_FLOW_NS: u64 = 1_000_000_000;
 
@@ -71,7 +74,9 @@ impl FannAgent {
                 let cfg = DetectorConfig { link_bps: if *bps > 0 { *bps } else { plan.detector.link_bps }, microburst_external: true, ..plan.detector.clone() };
                 let mut d = Detector::with_ids(cfg, u32::from(*id), ids.clone());
                 d.set_gate(bucket.clone(), per_note);
-                (*id, d, 0, 0)
+                // No reading yet: the first is the baseline (what went
+                // before the first poll is no interval's traffic).
+                (*id, d, NO_READING, NO_READING)
             })
             .collect();
         let last_errors = vec![None; ports.len()];
@@ -113,6 +118,16 @@ impl FannAgent {
             }
         }
         self.packets(&notes)
+    }
+
+    /// Port `port`'s link runs at `bps` now (utilisation of an unshaped
+    /// port is measured against it; 0: not known).
+    pub fn set_link_bps(&mut self, port: u16, bps: u64, now: u64) {
+        for (p, d, _, _) in self.ports.iter_mut() {
+            if *p == port {
+                d.set_link_bps(bps, now);
+            }
+        }
     }
 
     /// The round trip at or above which port `port` has a Performance
@@ -190,12 +205,13 @@ impl FannAgent {
             }
             let affected = top.or(seen.filter(|(_, t)| now.saturating_sub(*t) <= LAST_TOP_FLOW_NS).map(|(f, _)| f));
             d.on_link_with_flow(link_up(*id), affected, now, &mut notes);
+            let since = |v: u64, last: u64| if last == NO_READING { 0 } else { v.saturating_sub(last) };
             let tx = tx_bytes(*id);
             let qd = queue_depth(*id);
-            d.on_tx(tx.saturating_sub(*last), qd, top_flow(*id), now, &mut notes);
+            d.on_tx(since(tx, *last), qd, top_flow(*id), now, &mut notes);
             *last = tx;
             let mb = microbursts(*id);
-            d.on_microbursts(mb.saturating_sub(*last_mb), qd, now, &mut notes);
+            d.on_microbursts(since(mb, *last_mb), qd, now, &mut notes);
             *last_mb = mb;
         }
         // The detectors took the tokens of the node-wide limit: one per

@@ -1220,7 +1220,14 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             let snap = control.snapshot();
             let now_ns = started.elapsed().as_nanos() as u64;
             let held = agent.rate_limited;
-            let pkts = agent.poll_with_flows(now_ns, |p| snap.tx_bytes[usize::from(p) % dataplane::counters::MAX_PORTS], |p| control.queue_depth(p), |p| control.microbursts(p), |p| ports.iter().find(|x| x.id == p).map(|x| x.link_up()).unwrap_or(false), |p| control.top_flow(p));
+            // Utilisation counts what the wire carries (the link's and the
+            // shaper's rates do): each frame with its FCS, preamble and
+            // inter-frame gap (24 octets).
+            let wire = |p: u16| {
+                let i = usize::from(p) % dataplane::counters::MAX_PORTS;
+                snap.tx_bytes[i].saturating_add(24 * snap.tx_pkts[i])
+            };
+            let pkts = agent.poll_with_flows(now_ns, wire, |p| control.queue_depth(p), |p| control.microbursts(p), |p| ports.iter().find(|x| x.id == p).map(|x| x.link_up()).unwrap_or(false), |p| control.top_flow(p));
             control.own.local_n(dataplane::counters::Local::FannRateLimited, agent.rate_limited - held);
             for ip in pkts {
                 control.own.local(dataplane::counters::Local::FannSent);
@@ -1239,6 +1246,14 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             // Performance degradation events.
             if last_fann_errors.elapsed() >= Duration::from_millis(10) {
                 last_fann_errors = Instant::now();
+                // An unshaped port's utilisation follows the speed its link
+                // runs at (not known before it is up; another after a
+                // renegotiation).
+                for (p, c) in ports.iter().zip(control.cfg.ports.iter()) {
+                    if c.egress.map(|e| e.rate_bps).filter(|r| *r > 0).is_none() {
+                        agent.set_link_bps(p.id, p.link_bps(), now_ns);
+                    }
+                }
                 let held = agent.rate_limited;
                 let pkts = agent.poll_errors(now_ns, |p| {
                     let s = ports.iter().find(|x| x.id == p)?.try_stats()?;

@@ -124,9 +124,11 @@ impl MicroburstWatch {
         if dt >= half {
             // A bucket (or more) closed: what came before is the previous
             // bucket, or nothing but the current depth when more passed.
+            // The buckets stay on their grid (a bucket opened at the first
+            // sample after its time would reach back more than a window).
             self.min_prev = if dt >= 2 * half { qd } else { self.min_cur };
             self.min_cur = qd;
-            self.bucket_start = now;
+            self.bucket_start += dt - dt % half;
         } else if qd < self.min_cur {
             self.min_cur = qd;
         }

@@ -73,6 +73,8 @@ pub struct DetectorConfig {
     /// the only source of its notifications.
     pub node: Ipv6Addr,
     pub hop_limit: u8,
+    /// The rate utilisation is measured against (bit/s); 0: not known
+    /// (no utilisation events until [`Detector::set_link_bps`]).
     pub link_bps: u64,
     /// Utilisation measurement interval.
     pub interval_ns: u64,
@@ -518,6 +520,17 @@ impl Detector {
                 let id = self.fresh_id();
                 self.perf = Some(Active { id, subtype: 0 });
                 let mut md = self.base_md(now);
+                if self.perf_loss.is_some() {
+                    // Receive losses are seen on the ingress side (s.5.1.3
+                    // bits 0 and 2); a round trip over the link, on the
+                    // egress side (bits 1 and 3).
+                    md.ingress_port_id = md.egress_port_id;
+                    md.ingress_timestamp = md.egress_timestamp;
+                    if self.perf_latency.is_none() {
+                        md.egress_port_id = None;
+                        md.egress_timestamp = None;
+                    }
+                }
                 md.packet_loss = self.perf_loss.map(sat32);
                 md.latency = self.perf_latency.map(|l| l.0);
                 md.jitter = self.perf_latency.map(|l| l.1);
@@ -610,6 +623,16 @@ impl Detector {
         self.retry(now, out);
     }
 
+    /// The rate utilisation is measured against (bit/s; 0: not known,
+    /// no utilisation measured), from the next interval on.
+    pub fn set_link_bps(&mut self, bps: u64, now: u64) {
+        if bps != self.cfg.link_bps {
+            self.cfg.link_bps = bps;
+            self.win_start = now;
+            self.win_bytes = 0;
+        }
+    }
+
     /// Bytes transmitted on the port (call per burst) and its queue depth.
     /// `top_flow`: the flow contributing most, if known.
     pub fn on_tx(&mut self, bytes: u64, qd: u64, top_flow: Option<FannFlowId>, now: u64, out: &mut Vec<Notification>) {
@@ -639,18 +662,34 @@ impl Detector {
             }
             _ => {}
         }
-        // Utilisation per interval.
+        // Utilisation per interval, against the link's (or the shaper's)
+        // rate; nothing while that rate is not known (0: a link not up
+        // yet), which is no measure of congestion.
         self.win_bytes += bytes;
         let dt = now.saturating_sub(self.win_start);
-        if dt >= self.cfg.interval_ns {
-            let util = (u128::from(self.win_bytes) * 8 * 1_000_000_000 * 100 / (u128::from(dt) * u128::from(self.cfg.link_bps.max(1)))).min(100) as u32;
+        if dt >= self.cfg.interval_ns.max(1) {
+            // Bits sent x 100 against the bits the link could send: the
+            // thresholds compared exactly (s.5.1.2: severe is "> 90%",
+            // 90.9 % is severe), the item in whole percent.
+            let sent = u128::from(self.win_bytes) * 8 * 1_000_000_000 * 100;
+            let cap = u128::from(dt) * u128::from(self.cfg.link_bps);
             self.win_start = now;
             self.win_bytes = 0;
-            let raw = match util {
-                u if u > 90 => 3,
-                u if u > 70 => 2,
-                u if u > 50 => 1,
-                _ => 0,
+            if cap == 0 {
+                self.retry(now, out);
+                return;
+            }
+            let util = (sent / cap).min(100) as u32;
+            let over = |pct: u128| sent > pct * cap;
+            let at_least = |pct: u128| sent >= pct * cap;
+            let raw = if over(90) {
+                3
+            } else if over(70) {
+                2
+            } else if over(50) {
+                1
+            } else {
+                0
             };
             // Hysteresis: a higher sub-type is announced at once; a lower
             // one only once utilisation is 10 points under the current
@@ -667,10 +706,10 @@ impl Detector {
             // not a recovery.
             let sub = if raw >= cur {
                 raw
-            } else if util >= floor(cur) {
+            } else if at_least(floor(cur)) {
                 cur
             } else {
-                (1..cur).rev().find(|&s| util >= floor(s)).unwrap_or(0)
+                (1..cur).rev().find(|&s| at_least(floor(s))).unwrap_or(0)
             };
             match (sub, self.congestion) {
                 (0, Some(a)) => {
