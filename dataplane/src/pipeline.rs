@@ -1742,7 +1742,7 @@ pub(crate) enum Icmp6Error {
 
 /// ::ffff:0:0/96, the IPv4-mapped addresses (RFC 4291 s.2.5.5.2): RFC 6890
 /// lists them as neither source nor destination, not forwardable.
-fn is_v4_mapped(a: &Ipv6Addr) -> bool {
+pub(crate) fn is_v4_mapped(a: &Ipv6Addr) -> bool {
     let s = a.segments();
     s[..5] == [0; 5] && s[5] == 0xffff
 }

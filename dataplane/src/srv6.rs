@@ -1431,6 +1431,10 @@ impl Pipeline {
     /// ([`crate::frag`]).
     pub fn build_replica<P: PacketBuffer, Q: PacketBuffer>(&mut self, i: usize, original: &P, copy: &mut Q, now_ns: u64) -> Result<u16, Drop> {
         self.held = None;
+        // A copy is data unless this call makes it an error message (a
+        // previous copy's Packet Too Big must not make the next one a
+        // priority reply).
+        self.reply = false;
         if self.frag.n > 0 {
             return self.build_fragment(i, original.data(), copy, now_ns);
         }
@@ -1464,7 +1468,13 @@ impl Pipeline {
         let (addr, qpn) = self.replica_receiver(&job, i - job.down, src)?;
         let inner = src.get(job.inner_off..job.inner_off + job.inner_len).ok_or(Drop::ReplicaInvalid)?;
         if inner[7] <= 1 {
-            return Err(Drop::TtlExpired);
+            // The inner packet's hop limit runs out here, a routed hop of
+            // it (RFC 4443 s.3.3): one Time Exceeded to its source per
+            // packet, in the first receiver copy's place.
+            if i > job.down {
+                return Err(Drop::TtlExpired);
+            }
+            return self.replica_time_exceeded(&job, src, inner, copy, now_ns);
         }
         if !copy.set_len(14 + job.inner_len) {
             return Err(Drop::NoHeadroom);
@@ -1484,7 +1494,41 @@ impl Pipeline {
 
     /// Receiver `r` (address, QPN) of the job: the End.MT TLV's, then the
     /// provisioned ones.
+    /// The Time Exceeded for an End.MT packet whose inner hop limit runs
+    /// out, to the inner source, quoting the inner packet as received.
+    fn replica_time_exceeded<Q: PacketBuffer>(&mut self, job: &ReplicaJob, src: &[u8], inner: &[u8], copy: &mut Q, now_ns: u64) -> Result<u16, Drop> {
+        if !copy.set_len(14 + job.inner_len) {
+            return Err(Drop::NoHeadroom);
+        }
+        {
+            let d = copy.data_mut();
+            d[14..].copy_from_slice(inner);
+            // The received frame's addresses (the error's own header is
+            // written where the FIB says; this is the fallback of an
+            // on-link source), IPv6.
+            d[..12].copy_from_slice(src.get(..12).ok_or(Drop::ReplicaInvalid)?);
+            d[12..14].copy_from_slice(&[0x86, 0xdd]);
+        }
+        let source = Ipv6Packet::new_unchecked(inner).src_addr();
+        let l2 = L2 { iface: job.in_iface, l3: 14, pcp: 0, mcast: false };
+        match self.icmp_error6(copy, l2, source, job.inner_len, now_ns, Icmp6Error::TimeExceeded)? {
+            Verdict::Tx(port) => Ok(port),
+            _ => Err(Drop::TtlExpired),
+        }
+    }
+
     fn replica_receiver(&self, job: &ReplicaJob, r: usize, src: &[u8]) -> Result<(Ipv6Addr, u32), Drop> {
+        let (addr, qpn) = self.replica_receiver_any(job, r, src)?;
+        // A receiver is a unicast address (draft-li s.7.2) a router may
+        // forward to (RFC 4291 s.2.5.2, s.2.5.3): no copy to loopback, ::,
+        // multicast, IPv4-mapped or link-local, as for any packet.
+        if addr.is_loopback() || addr.is_unspecified() || addr.is_multicast() || crate::pipeline::is_v4_mapped(&addr) || crate::tables::is_link_local(&addr) {
+            return Err(Drop::Ipv6Martian);
+        }
+        Ok((addr, qpn))
+    }
+
+    fn replica_receiver_any(&self, job: &ReplicaJob, r: usize, src: &[u8]) -> Result<(Ipv6Addr, u32), Drop> {
         if r < job.tlv_n {
             let (addr, qpn) = tlv_receiver_at(src, job.tlv_off, r).ok_or(Drop::ReplicaInvalid)?;
             // Only the group's own receiver QPs (draft-li s.9: a TLV changed
@@ -1537,7 +1581,9 @@ impl Pipeline {
         let (addr, qpn) = self.replica_receiver(&job, i - job.down, original)?;
         let inner = original.get(job.inner_off..job.inner_off + job.inner_len).ok_or(Drop::ReplicaInvalid)?;
         if inner[7] <= 1 {
-            return Err(Drop::TtlExpired);
+            // The first receiver's place becomes the Time Exceeded, built
+            // in a full buffer (`build_replica`).
+            return if i == job.down { Ok(None) } else { Err(Drop::TtlExpired) };
         }
         let ic = job.inner_len - roce::ICRC_LEN;
         let mut icrc = [inner[ic], inner[ic + 1], inner[ic + 2], inner[ic + 3]];
