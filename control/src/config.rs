@@ -1514,6 +1514,14 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
     if m.header_mbufs != 0 && m.header_mbufs < 1024 {
         return err("mempool.header_mbufs".into(), &m.header_mbufs, "must be 0 (off) or at least 1024");
     }
+    // Checked whether packets wait or not: a value out of range is one
+    // either way, and a total with nothing waiting has no effect.
+    if !(50..=60_000).contains(&d.neighbour_queue_ms) {
+        return err("dataplane.neighbour_queue_ms".into(), &d.neighbour_queue_ms, "must be 50..=60000 (waiting packets are looked at every 50 ms)");
+    }
+    if let (0, Some(t)) = (d.neighbour_queue_packets, d.neighbour_queue_total) {
+        return err("dataplane.neighbour_queue_total".into(), &t, "has no effect with neighbour_queue_packets = 0 (no packet waits)");
+    }
     if d.neighbour_queue_packets > 0 {
         // Held packets are mbufs: the workers' shares must leave most of
         // the pool to traffic.
@@ -1526,9 +1534,6 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
             if t.saturating_mul(workers) > room {
                 return err("dataplane.neighbour_queue_total".into(), &t, &format!("x {workers} worker(s) must be at most a quarter of mempool.mbufs_per_socket ({room})"));
             }
-        }
-        if !(50..=60_000).contains(&d.neighbour_queue_ms) {
-            return err("dataplane.neighbour_queue_ms".into(), &d.neighbour_queue_ms, "must be 50..=60000 (waiting packets are looked at every 50 ms)");
         }
     }
 
@@ -2430,6 +2435,8 @@ fn ingress_pe_plan(s: &IngressPeSection, srv6: Option<&Srv6Plan>, interfaces: &[
     };
     let source_v4 = match &s.source_v4 {
         None => None,
+        // Only the notifications to the senders come from it.
+        Some(a) if !s.notify_senders => return Err(format!("ingress_pe.source_v4 = {a}: has no effect without notify_senders = true (only the notifications to IPv4 senders come from it)")),
         Some(a) => {
             let v: std::net::Ipv4Addr = a.parse().map_err(|_| format!("ingress_pe.source_v4 = {a:?}: not an IPv4 address"))?;
             if !interfaces.iter().any(|i| i.v4.iter().any(|n| n.addr() == v)) {
@@ -4040,9 +4047,9 @@ controller = "2001:db8:1::c"
         assert!(e.contains("srv6.policy[0].backup_elements") && e.contains("no backup SID lists"), "{e}");
         let e = pe_bad(("controller = \"2001:db8:1::c\"", "controller = \"2001:db8:1::c\"\nsource = \"2001:db8:1::1\""));
         assert!(e.contains("ingress_pe.source = 2001:db8:1::1: the address of data-plane interface \"dc\""), "{e}");
-        let e = pe_bad(("controller = \"2001:db8:1::c\"", "controller = \"2001:db8:1::c\"\nsource_v4 = \"10.9.9.9\""));
+        let e = pe_bad(("controller = \"2001:db8:1::c\"", "controller = \"2001:db8:1::c\"\nnotify_senders = true\nsource_v4 = \"10.9.9.9\""));
         assert!(e.contains("ingress_pe.source_v4 = 10.9.9.9: not an address of any interface"), "{e}");
-        let e = pe_bad(("controller = \"2001:db8:1::c\"", "controller = \"2001:db8:1::c\"\nsource_v4 = \"2001:db8:1::1\""));
+        let e = pe_bad(("controller = \"2001:db8:1::c\"", "controller = \"2001:db8:1::c\"\nnotify_senders = true\nsource_v4 = \"2001:db8:1::1\""));
         assert!(e.contains("ingress_pe.source_v4 = \"2001:db8:1::1\": not an IPv4 address"), "{e}");
         let e = pe_bad(("controller = \"2001:db8:1::c\"", "controller = \"2001:db8:1::c\"\ninterfaces = [\"wan\", \"nope\"]"));
         assert!(e.contains("ingress_pe.interfaces[1] = \"nope\": no such interface"), "{e}");
