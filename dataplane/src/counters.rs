@@ -270,6 +270,9 @@ reasons!(Local, N_LOCAL {
     // them, answered on every END.C interface.
     PfcEveryInterface => "pfc-on-every-interface",
     Srv6Encap => "srv6-h-encaps",
+    // An IPv6 packet of at most 1280 octets whose tunnel MTU is below
+    // 1280: the tunnel packet leaves as fragments (RFC 2473 s.7.1 (b)).
+    Srv6EncapFragmented => "srv6-h-encaps-fragmented",
     Srv6Decap => "srv6-decap",
     Srv6End => "srv6-end",
     EndMtReplica => "endmt-replica-built",

@@ -73,11 +73,13 @@ pub(crate) struct FragJob {
     /// The datagram is in this reassembly slot's buffer, not in the
     /// received packet.
     src_slot: Option<usize>,
+    /// An SRv6 tunnel packet the headend fragments (not a reply).
+    tunnel: bool,
 }
 
 impl Default for FragJob {
     fn default() -> Self {
-        FragJob { n: 0, l2: L2::default(), hl: 20, rest_hl: 20, total: 0, chunk: 8, copied: [0; 40], v6: false, ident6: 0, out: None, src_slot: None }
+        FragJob { n: 0, l2: L2::default(), hl: 20, rest_hl: 20, total: 0, chunk: 8, copied: [0; 40], v6: false, ident6: 0, out: None, src_slot: None, tunnel: false }
     }
 }
 
@@ -162,6 +164,31 @@ impl Pipeline {
         Ok(v)
     }
 
+    /// An SRv6 tunnel packet the headend built (`frame`, routed to `port`,
+    /// its outer IPv6 header at `l3`, `hl` octets of unfragmentable part:
+    /// the outer header and its SRH) that the egress `mtu` cannot carry:
+    /// its tunnel MTU is below the IPv6 minimum of 1280 and the inner
+    /// packet is not over 1280, so the tunnel packet is fragmented (RFC
+    /// 2473 s.7.1 (b)), the Fragment header after the SRH (RFC 8200 s.4.5;
+    /// the tunnel's exit reassembles).
+    pub(crate) fn fragment_tunnel6(&mut self, frame: &[u8], l3: usize, hl: usize, port: u16, mtu: usize) -> Result<Verdict, Drop> {
+        let ip = frame.get(l3..).ok_or(Drop::ReplicaInvalid)?;
+        let total = 40 + usize::from(u16::from_be_bytes([*ip.get(4).ok_or(Drop::ReplicaInvalid)?, *ip.get(5).ok_or(Drop::ReplicaInvalid)?]));
+        if mtu < hl + 8 + 8 || total > ip.len() || hl < 40 || hl > total {
+            return Err(Drop::MtuExceeded);
+        }
+        let chunk = (mtu - hl - 8) & !7;
+        let n = (total - hl).div_ceil(chunk);
+        if n > MAX_FRAGMENTS {
+            return Err(Drop::TooManyFragments);
+        }
+        self.frag_ident = self.frag_ident.wrapping_add(1);
+        let l2 = L2 { l3, ..Default::default() };
+        self.frag = FragJob { n, l2, hl, rest_hl: hl, total, chunk, v6: true, ident6: self.frag_ident, out: Some(port), tunnel: true, ..Default::default() };
+        self.counters.local(Local::Srv6EncapFragmented);
+        Ok(Verdict::Replicate(n as u16))
+    }
+
     /// Write fragment `i` of the recorded job into `copy` (fresh, empty)
     /// from the `original` frame and forward it. Returns the egress port.
     pub(crate) fn build_fragment<Q: PacketBuffer>(&mut self, i: usize, original: &[u8], copy: &mut Q, now_ns: u64) -> Result<u16, Drop> {
@@ -179,21 +206,27 @@ impl Pipeline {
         let at = i * job.chunk;
         let len = job.chunk.min(payload.len() - at);
         if job.v6 {
-            if !copy.set_len(l3 + 48 + len) {
+            // The unfragmentable part: the IPv6 header, and a tunnel
+            // packet's SRH (whose Next Header then names the Fragment
+            // header).
+            let hl = job.hl;
+            if !copy.set_len(l3 + hl + FRAGMENT_HEADER_LEN + len) {
                 return Err(Drop::NoHeadroom);
             }
             let d = copy.data_mut();
-            d[..l3 + 40].copy_from_slice(&orig[..l3 + 40]);
-            let mut ip = Ipv6Packet::new_unchecked(&mut d[l3..]);
-            let next_header = ip.next_header();
-            ip.set_payload_len((FRAGMENT_HEADER_LEN + len) as u16);
-            ip.set_next_header(IpProtocol::IPV6_FRAG);
+            d[..l3 + hl].copy_from_slice(&orig[..l3 + hl]);
+            let nh_at = if hl > 40 { l3 + 40 } else { l3 + 6 };
+            let next_header = IpProtocol(d[nh_at]);
+            d[nh_at] = IpProtocol::IPV6_FRAG.0;
+            Ipv6Packet::new_unchecked(&mut d[l3..]).set_payload_len((hl - 40 + FRAGMENT_HEADER_LEN + len) as u16);
             // The Fragment header (RFC 8200 s.4.5).
             let f = Ipv6FragmentRepr { next_header, frag_offset: at as u16, more_frags: i + 1 < job.n, ident: job.ident6 };
-            f.emit(&mut Ipv6FragmentHeader::new_unchecked(&mut d[l3 + 40..l3 + 48]));
-            d[l3 + 48..].copy_from_slice(&payload[at..at + len]);
+            f.emit(&mut Ipv6FragmentHeader::new_unchecked(&mut d[l3 + hl..l3 + hl + FRAGMENT_HEADER_LEN]));
+            d[l3 + hl + FRAGMENT_HEADER_LEN..].copy_from_slice(&payload[at..at + len]);
             self.counters.local(Local::Fragment6);
-            self.counters.local(Local::ReplyFragments);
+            if !job.tunnel {
+                self.counters.local(Local::ReplyFragments);
+            }
             return job.out.ok_or(Drop::ReplicaInvalid);
         }
         let hl = if i == 0 { job.hl } else { job.rest_hl };

@@ -1650,18 +1650,25 @@ impl Pipeline {
         // Label is made from it too), with this router's seed.
         let hop = self.fib.route_ip(IpAddr::V6(da), &p.data()[l2.l3..l2.l3 + total]).ok_or(Drop::NoRoute)?;
         let (ifc, mac) = self.resolve_hop(hop, IpAddr::V6(da), now_ns)?;
+        // The egress MTU the tunnel packet is fragmented to (IPv6 only).
+        let mut frag_mtu = None;
         if out_total > usize::from(ifc.mtu) {
             // The tunnel's MTU is the egress MTU less the outer headers
-            // (RFC 2473 s.7.1): tell the inner packet's source. An IPv6
-            // tunnel MTU below 1280 cannot be reported (RFC 8200 s.5).
+            // (RFC 2473 s.7.1): tell the inner packet's source.
             let tunnel_mtu = usize::from(ifc.mtu).saturating_sub(add);
+            let egress_mtu = usize::from(ifc.mtu);
             // The callers checked the inner header.
             let inner = &p.data()[l2.l3..];
             if v6 {
                 let src = Ipv6Packet::new_unchecked(inner).src_addr();
-                if tunnel_mtu >= 1280 {
-                    return self.icmp_error6(p, l2, src, total, now_ns, Icmp6Error::TooBig(tunnel_mtu as u32));
+                // Below the IPv6 minimum (a long SRH: an End.MT TLV, an
+                // HMAC), RFC 2473 s.7.1: a packet over 1280 is told 1280;
+                // one of at most 1280 is encapsulated and the tunnel
+                // packet fragmented (below).
+                if tunnel_mtu >= 1280 || total > 1280 {
+                    return self.icmp_error6(p, l2, src, total, now_ns, Icmp6Error::TooBig(tunnel_mtu.max(1280) as u32));
                 }
+                frag_mtu = Some(egress_mtu);
             } else {
                 let ip = Ipv4Packet::new_unchecked(inner);
                 if tunnel_mtu >= 68 {
@@ -1678,10 +1685,16 @@ impl Pipeline {
                     let src = ip.src_addr();
                     return self.icmp_error4(p, l2, src, total, now_ns, Icmp4Error::FragNeeded(tunnel_mtu as u16));
                 }
+                return Err(Drop::MtuExceeded);
             }
-            return Err(Drop::MtuExceeded);
         }
         let (port, out_mac, vlan) = (ifc.port, ifc.mac, ifc.vlan);
+        // Fragments are sent as built: one waiting for its neighbour
+        // cannot be held (the next packet finds it resolved).
+        if frag_mtu.is_some() && self.held.is_some() {
+            self.held = None;
+            return Err(Drop::NeighbourMiss);
+        }
         // The headend forwards the inner packet, a routed hop: its TTL /
         // hop limit is decremented as on any route (RFC 1812 s.5.3.1, RFC
         // 8200 s.3; what Linux's seg6 encapsulation does after forwarding).
@@ -1743,6 +1756,10 @@ impl Pipeline {
         }
         write_l2(p, l2, mac, out_mac, vlan, EtherType::IPV6)?;
         self.counters.local(Local::Srv6Encap);
+        if let Some(mtu) = frag_mtu {
+            let l3 = p.len() - out_total;
+            return self.fragment_tunnel6(p.data(), l3, add, port, mtu);
+        }
         Ok(Verdict::Tx(port))
     }
 }
