@@ -1431,13 +1431,15 @@ impl Pipeline {
     /// ([`crate::frag`]).
     pub fn build_replica<P: PacketBuffer, Q: PacketBuffer>(&mut self, i: usize, original: &P, copy: &mut Q, now_ns: u64) -> Result<u16, Drop> {
         self.held = None;
+        // (The fragments of the router's own reply keep its reply flag:
+        // they leave ahead of queued data, as the reply would.)
+        if self.frag.n > 0 {
+            return self.build_fragment(i, original.data(), copy, now_ns);
+        }
         // A copy is data unless this call makes it an error message (a
         // previous copy's Packet Too Big must not make the next one a
         // priority reply).
         self.reply = false;
-        if self.frag.n > 0 {
-            return self.build_fragment(i, original.data(), copy, now_ns);
-        }
         let job = self.rep;
         if i >= job.n {
             return Err(Drop::ReplicaInvalid);

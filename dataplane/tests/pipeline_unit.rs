@@ -2491,6 +2491,9 @@ fn fragmented_echo_to_the_router_is_reassembled_and_the_reply_fragmented() {
         .map(|i| {
             let mut c = VecPacket::with_headroom(&[], 128);
             assert_eq!(pl.build_replica(i, &p, &mut c, T0), Ok(0));
+            // The reply's fragments leave ahead of queued data, as the
+            // reply would (the worker reads the flag per fragment).
+            assert!(pl.reply, "fragment {i} of the router's reply is a reply");
             c.to_vec()
         })
         .collect();
