@@ -150,9 +150,10 @@ local lf = {
     obj_class = ProtoField.uint8("lhcnp.obj.class", "Class-Num", base.DEC),
     obj_ctype = ProtoField.uint8("lhcnp.obj.ctype", "C-Type", base.DEC, ctypes),
     obj_timestamp = ProtoField.uint64("lhcnp.obj.timestamp", "Timestamp (NTP)", base.HEX),
-    obj_device = ProtoField.string("lhcnp.obj.device_id", "Device Identifier"),
+    obj_device = ProtoField.string("lhcnp.obj.device_id", "Device Identifier", base.UNICODE),
     obj_path = ProtoField.bytes("lhcnp.obj.path_id", "Path Identifier"),
     obj_data = ProtoField.bytes("lhcnp.obj.data", "Data"),
+    obj_ctype_raw = ProtoField.uint8("lhcnp.obj.ctype_other", "C-Type (another class)", base.DEC),
     obj_flow_dst = ProtoField.ipv6("lhcnp.obj.flow_dst", "Flow destination"),
     obj_flow_dst4 = ProtoField.ipv4("lhcnp.obj.flow_dst4", "Flow destination (IPv4)"),
     obj_flow_qp = ProtoField.uint32("lhcnp.obj.flow_dest_qp", "Flow DestQP", base.HEX),
@@ -190,8 +191,9 @@ local function dissect_ext(r, tree, pinfo)
     local et = tree:add(r, "Extension structure (RFC 4884)")
     et:add(lf.ext_version, r:range(0, 1))
     local ck = et:add(lf.ext_checksum, r:range(2, 2))
-    local ok = fold(ones_sum(0, r)) == 0xffff
-    et:add(lf.ext_checksum_status, r:range(2, 2), ok and 1 or 2):set_generated()
+    local none = r:range(2, 2):uint() == 0
+    local ok = none or fold(ones_sum(0, r)) == 0xffff
+    et:add(lf.ext_checksum_status, r:range(2, 2), none and 0 or (ok and 1 or 2)):set_generated()
     if not ok then
         ck:add_proto_expert_info(le.bad_checksum, "extension checksum does not verify")
     end
@@ -211,17 +213,25 @@ local function dissect_ext(r, tree, pinfo)
             break
         end
         local cls, ct = r:range(o + 2, 1):uint(), r:range(o + 3, 1):uint()
-        local ot = et:add(r:range(o, padded), string.format("Object: %s (class %d, length %d)", ctypes[ct] or ("C-Type " .. ct), cls, len))
+        local ours = cls == lhcnp.prefs.ext_class
+        local ot = et:add(r:range(o, padded), string.format("Object: %s (class %d, length %d)", (ours and ctypes[ct]) or ("C-Type " .. ct), cls, len))
         ot:add(lf.obj_length, r:range(o, 2))
         ot:add(lf.obj_class, r:range(o + 2, 1))
-        ot:add(lf.obj_ctype, r:range(o + 3, 1))
+        if ours then
+            ot:add(lf.obj_ctype, r:range(o + 3, 1))
+        else
+            ot:add(lf.obj_ctype_raw, r:range(o + 3, 1))
+        end
+        if ours and ct == 1 and len - 4 ~= 8 then
+            ot:add_proto_expert_info(le.bad_ext, "Timestamp object is not 8 octets")
+        end
         local d = len - 4
         if d > 0 then
             local dr = r:range(o + 4, d)
             if cls == lhcnp.prefs.ext_class and ct == 1 and d == 8 then
                 ot:add(lf.obj_timestamp, dr):append_text(" (" .. ntp_text(dr) .. ")")
             elseif cls == lhcnp.prefs.ext_class and ct == 2 then
-                ot:add(lf.obj_device, dr)
+                ot:add(lf.obj_device, dr, dr:string(ENC_UTF_8))
             elseif cls == lhcnp.prefs.ext_class and ct == 3 then
                 ot:add(lf.obj_path, dr)
             elseif cls == lhcnp.prefs.ext_class and ct == 254 and d == 20 then
@@ -236,6 +246,9 @@ local function dissect_ext(r, tree, pinfo)
         end
         o = o + padded
         objs = objs + 1
+    end
+    if n == 4 then
+        et:add_proto_expert_info(le.bad_ext, "extension header without objects (s.6.1.1: MUST be omitted)")
     end
     et:append_text(string.format(", %d object(s)", objs))
     return objs
@@ -427,17 +440,15 @@ local function dissect_fann_message(r, tree, pinfo)
     local bt = tree:add(ff.bitmap, r:range(33, 4))
     if band(bm, 0x1ffff) ~= 0 then
         bt:add_proto_expert_info(fe.reserved_bit)
-        if n > 37 then
-            tree:add(r:range(37), "Metadata stack (not sized: reserved bit set)")
-        end
-    else
+    end
+    do
         local need = 37
         for b = 0, 14 do
             if band(bm, rshift(0x80000000, b)) ~= 0 then
                 need = need + items[b][3]
             end
         end
-        if need ~= n then
+        if need > n then
             tree:add_proto_expert_info(fe.length, string.format("the bitmap implies %d octets from Version on, the message has %d", need, n))
         end
         local mt = n > 37 and tree:add(r:range(37), "Metadata stack") or nil
