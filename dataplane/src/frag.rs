@@ -142,19 +142,9 @@ impl Pipeline {
         let ip = frame.get(l3..).ok_or(Drop::ReplicaInvalid)?;
         let l2 = L2 { l3, ..Default::default() };
         if ip.first().is_some_and(|v| v >> 4 == 6) {
-            let total = 40 + usize::from(u16::from_be_bytes([ip[4], ip[5]]));
-            if mtu < 48 + 8 || total > ip.len() {
-                return Err(Drop::MtuExceeded);
-            }
-            let chunk = (mtu - 48) & !7;
-            let n = (total - 40).div_ceil(chunk);
-            if n > MAX_FRAGMENTS {
-                return Err(Drop::TooManyFragments);
-            }
-            self.frag_ident = self.frag_ident.wrapping_add(1);
-            self.frag = FragJob { n, l2, hl: 40, rest_hl: 40, total, chunk, v6: true, ident6: self.frag_ident, out: Some(port), src_slot, ..Default::default() };
+            let v = self.fragment6(ip, l3, 40, port, mtu, src_slot, false)?;
             self.counters.local(Local::RepliesFragmented);
-            return Ok(Verdict::Replicate(n as u16));
+            return Ok(v);
         }
         let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
         let v = self.fragment4(frame, l2, total, mtu)?;
@@ -173,19 +163,27 @@ impl Pipeline {
     /// the tunnel's exit reassembles).
     pub(crate) fn fragment_tunnel6(&mut self, frame: &[u8], l3: usize, hl: usize, port: u16, mtu: usize) -> Result<Verdict, Drop> {
         let ip = frame.get(l3..).ok_or(Drop::ReplicaInvalid)?;
+        let v = self.fragment6(ip, l3, hl, port, mtu, None, true)?;
+        self.counters.local(Local::Srv6EncapFragmented);
+        Ok(v)
+    }
+
+    /// Record the IPv6 fragmentation of `ip` (at `l3` in its frame, `hl`
+    /// octets of unfragmentable part) for `port` and `mtu`.
+    #[allow(clippy::too_many_arguments)]
+    fn fragment6(&mut self, ip: &[u8], l3: usize, hl: usize, port: u16, mtu: usize, src_slot: Option<usize>, tunnel: bool) -> Result<Verdict, Drop> {
         let total = 40 + usize::from(u16::from_be_bytes([*ip.get(4).ok_or(Drop::ReplicaInvalid)?, *ip.get(5).ok_or(Drop::ReplicaInvalid)?]));
-        if mtu < hl + 8 + 8 || total > ip.len() || hl < 40 || hl > total {
+        if mtu < hl + FRAGMENT_HEADER_LEN + 8 || total > ip.len() || hl < 40 || hl > total {
             return Err(Drop::MtuExceeded);
         }
-        let chunk = (mtu - hl - 8) & !7;
+        let chunk = (mtu - hl - FRAGMENT_HEADER_LEN) & !7;
         let n = (total - hl).div_ceil(chunk);
         if n > MAX_FRAGMENTS {
             return Err(Drop::TooManyFragments);
         }
         self.frag_ident = self.frag_ident.wrapping_add(1);
         let l2 = L2 { l3, ..Default::default() };
-        self.frag = FragJob { n, l2, hl, rest_hl: hl, total, chunk, v6: true, ident6: self.frag_ident, out: Some(port), tunnel: true, ..Default::default() };
-        self.counters.local(Local::Srv6EncapFragmented);
+        self.frag = FragJob { n, l2, hl, rest_hl: hl, total, chunk, v6: true, ident6: self.frag_ident, out: Some(port), src_slot, tunnel, ..Default::default() };
         Ok(Verdict::Replicate(n as u16))
     }
 
