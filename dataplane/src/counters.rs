@@ -81,6 +81,9 @@ reasons!(Drop, N_DROPS {
     // An IPv6 first fragment without the whole header chain through the
     // upper-layer header (RFC 7112 s.5): Parameter Problem code 3.
     ReasmChainIncomplete => "reassembly-first-fragment-incomplete",
+    // A tunnel packet reassembled at a decapsulating SID that no packet
+    // buffer can hold (larger than the mempool's data room).
+    ReasmTooLarge => "reassembly-too-large",
     MulticastNotRouted => "multicast-not-routed",
     // A multicast packet that arrived on another interface than its
     // route's RPF interface (`iif`).
@@ -274,6 +277,9 @@ reasons!(Local, N_LOCAL {
     // 1280: the tunnel packet leaves as fragments (RFC 2473 s.7.1 (b)).
     Srv6EncapFragmented => "srv6-h-encaps-fragmented",
     Srv6Decap => "srv6-decap",
+    // A tunnel packet its headend fragmented (RFC 2473 s.7.1), reassembled
+    // at this tunnel exit's decapsulating SID.
+    Srv6Reassembled => "srv6-tunnel-reassembled",
     Srv6End => "srv6-end",
     EndMtReplica => "endmt-replica-built",
     // Copies of a multicast packet sent by a multicast route.

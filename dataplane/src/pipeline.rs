@@ -976,11 +976,10 @@ impl Pipeline {
                 return self.icmp_error6(p, l2, src, total, now_ns, Icmp6Error::ParamProblem { code: 0, pointer, why });
             }
             if let Some(f) = chain.fragment {
-                // Only right after the IPv6 header (what hosts send).
-                if f.offset != 40 {
-                    return Err(Drop::LocalUnsupported);
-                }
-                return self.reassemble6(p, l2, total, f, now_ns);
+                // Right after the IPv6 header (what hosts send) or after
+                // the extension headers of the unfragmentable part (an SRH
+                // at its last segment, options).
+                return self.reassemble6(p, l2, total, f, crate::reasm::ReasmFor::Local, now_ns);
             }
             (chain.upper_protocol, chain.upper_offset)
         };

@@ -32,7 +32,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use crate::counters::{Drop, Local, WorkerCounters};
 use crate::packet::{PacketBuffer, VecPacket};
 use crate::pipeline::{Verdict, L2};
-use crate::wire::ipv4::{IpProtocol, Ipv4Packet};
+use crate::wire::ipv4::Ipv4Packet;
 use crate::wire::ipv6::{FragmentInfo, Ipv6FragmentHeader, Ipv6Packet};
 
 /// Datagrams in reassembly at once, per worker.
@@ -42,9 +42,13 @@ pub const REASM_MAX_PAYLOAD: usize = 65535;
 /// How long a datagram may take to complete (Linux's `ipfrag_time`).
 pub const REASM_TIMEOUT_NS: u64 = 30_000_000_000;
 
+/// The largest unfragmentable part kept: an IPv6 header followed by a
+/// routing header of the largest size (2048 octets) and room for the
+/// options headers before it (an IPv4 header with options is at most 60).
+pub const REASM_MAX_UNFRAG: usize = 2560;
 /// Room before the payload in a slot's buffer: headroom for the L2 header
-/// (and a VLAN tag the reply may gain) and the largest IPv4 header.
-const PAY: usize = 128 + 60;
+/// (and a VLAN tag the reply may gain) and the largest unfragmentable part.
+const PAY: usize = 128 + REASM_MAX_UNFRAG;
 const BLOCKS: usize = REASM_MAX_PAYLOAD.div_ceil(8);
 const WORDS: usize = BLOCKS.div_ceil(64);
 
@@ -65,10 +69,13 @@ pub(crate) struct Key {
 struct Slot {
     key: Option<Key>,
     started: u64,
-    /// The unfragmentable part (IPv4 header with options / IPv6 header),
-    /// copied from the first fragment; `hl` 0 until it arrived.
-    hdr: [u8; 60],
+    /// The unfragmentable part (IPv4 header with options / IPv6 header and
+    /// the extension headers before the Fragment header), copied from the
+    /// first fragment; `hl` 0 until it arrived.
+    hdr: Box<[u8; REASM_MAX_UNFRAG]>,
     hl: usize,
+    /// IPv6: where in `hdr` the Next Header naming the Fragment header is.
+    nh_at: usize,
     /// IPv6: the first fragment's Fragment header Next Header.
     next: u8,
     /// Octets of data the first fragment carried.
@@ -90,8 +97,9 @@ impl Slot {
         Slot {
             key: None,
             started: 0,
-            hdr: [0; 60],
+            hdr: Box::new([0; REASM_MAX_UNFRAG]),
             hl: 0,
+            nh_at: 6,
             next: 0,
             first: 0,
             end: None,
@@ -144,6 +152,9 @@ pub(crate) struct Fragment<'a> {
     pub(crate) more: bool,
     /// The unfragmentable part, when this is the first fragment.
     pub(crate) header: Option<&'a [u8]>,
+    /// IPv6: the offset in `header` of the Next Header octet that names the
+    /// Fragment header (6 when it follows the IPv6 header; 0 for IPv4).
+    pub(crate) nh_at: usize,
     /// IPv6: the Fragment header's Next Header (0 for IPv4).
     pub(crate) next: u8,
     pub(crate) data: &'a [u8],
@@ -160,7 +171,7 @@ impl Reassembly {
         let due = |s: &Slot| now.saturating_sub(s.started) > REASM_TIMEOUT_NS;
         let len = f.data.len();
         let stop = f.offset + len;
-        if (f.more && (len == 0 || !len.is_multiple_of(8))) || stop > REASM_MAX_PAYLOAD || !f.offset.is_multiple_of(8) || f.header.is_some_and(|h| h.len() > 60) {
+        if (f.more && (len == 0 || !len.is_multiple_of(8))) || stop > REASM_MAX_PAYLOAD || !f.offset.is_multiple_of(8) || f.header.is_some_and(|h| h.len() > REASM_MAX_UNFRAG || (f.key.v6 && (h.len() < 40 || f.nh_at >= h.len()))) {
             return Err(Drop::ReasmMalformed);
         }
         let i = match self.slots.iter().position(|s| s.key == Some(f.key) && !due(s)) {
@@ -203,6 +214,7 @@ impl Reassembly {
         if let Some(h) = f.header {
             s.hdr[..h.len()].copy_from_slice(h);
             s.hl = h.len();
+            s.nh_at = f.nh_at;
             s.next = f.next;
             s.first = len;
         }
@@ -264,9 +276,9 @@ impl Reassembly {
         let s = self.slots.get_mut(slot)?;
         let key = s.key.take()?;
         let (hl, end) = (s.hl, s.end?);
-        // The length fields: IPv6 payload (the base header is the whole
-        // unfragmentable part) or IPv4 total length.
-        if (key.v6 && end > usize::from(u16::MAX)) || (!key.v6 && hl + end > usize::from(u16::MAX)) || l2.len() > PAY - hl {
+        // The length fields: IPv6 payload (the extension headers of the
+        // unfragmentable part and the data) or IPv4 total length.
+        if (key.v6 && hl - 40 + end > usize::from(u16::MAX)) || (!key.v6 && hl + end > usize::from(u16::MAX)) || l2.len() > PAY - hl {
             return None;
         }
         let mut pkt = s.pkt.take()?;
@@ -277,10 +289,10 @@ impl Reassembly {
             let h = &mut b[PAY - hl..PAY];
             h.copy_from_slice(&s.hdr[..hl]);
             if key.v6 {
-                // Base header + data: the Fragment header is gone.
-                let mut ip = Ipv6Packet::new_unchecked(h);
-                ip.set_payload_len(end as u16);
-                ip.set_next_header(IpProtocol(s.next));
+                // The unfragmentable part + data: the Fragment header is
+                // gone, the header before it names what it named.
+                h[s.nh_at] = s.next;
+                Ipv6Packet::new_unchecked(h).set_payload_len((hl - 40 + end) as u16);
             } else {
                 // No longer a fragment (DF as received), checksum again.
                 let mut ip = Ipv4Packet::new_unchecked(h);
@@ -306,6 +318,35 @@ impl Reassembly {
     pub(crate) fn data(&self, slot: usize) -> &[u8] {
         self.slots.get(slot).and_then(|s| s.pkt.as_ref()).map_or(&[], |p| p.data())
     }
+}
+
+/// What a reassembled IPv6 datagram was sent to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReasmFor {
+    /// One of the router's addresses.
+    Local,
+    /// A SID that decapsulates (End.DT4, End.DT6, END.C, END.E): a tunnel
+    /// packet fragmented by its headend (RFC 2473 s.7.1), reassembled at
+    /// the tunnel's exit.
+    Sid,
+}
+
+/// The offset (from the IPv6 header) of the Next Header octet that names
+/// the header at `at`: 6 when it follows the IPv6 header, else the first
+/// octet of the extension header before it. None when no header of the
+/// chain in `ip` ends at `at`.
+fn next_header_before(ip: &[u8], at: usize) -> Option<usize> {
+    let (mut nh_at, mut off) = (6, 40);
+    while off < at {
+        let len = match *ip.get(nh_at)? {
+            // Authentication Header: (Payload Len + 2) 4-octet units.
+            51 => (usize::from(*ip.get(off + 1)?) + 2) * 4,
+            _ => (usize::from(*ip.get(off + 1)?) + 1) * 8,
+        };
+        nh_at = off;
+        off += len;
+    }
+    (off == at).then_some(nh_at)
 }
 
 impl crate::pipeline::Pipeline {
@@ -381,7 +422,7 @@ impl crate::pipeline::Pipeline {
             key.src[..4].copy_from_slice(&d[12..16]);
             key.dst[..4].copy_from_slice(&d[16..20]);
             let offset = usize::from(ip.frag_offset());
-            let f = Fragment { key, offset, more: ip.more_frags(), header: (offset == 0).then(|| &d[..hl]), next: 0, data: &d[hl..] };
+            let f = Fragment { key, offset, more: ip.more_frags(), header: (offset == 0).then(|| &d[..hl]), nh_at: 0, next: 0, data: &d[hl..] };
             self.reassembly_step(p.data(), l2, &f, now_ns)?
         };
         let Some((slot, mut q)) = done else { return Ok(Verdict::Consumed) };
@@ -394,19 +435,22 @@ impl crate::pipeline::Pipeline {
         self.send_reassembled(p, q, slot, r)
     }
 
-    /// An IPv6 fragment to one of the router's addresses, its Fragment
-    /// header right after the IPv6 header.
-    pub(crate) fn reassemble6<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, total: usize, frag: FragmentInfo, now_ns: u64) -> Result<Verdict, Drop> {
+    /// An IPv6 fragment to one of the router's addresses or to one of its
+    /// decapsulating SIDs (`then`), its Fragment header at `frag.offset`
+    /// (right after the IPv6 header, or after the extension headers of
+    /// the unfragmentable part: a tunnel packet's SRH, RFC 2473 s.7.1).
+    pub(crate) fn reassemble6<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, total: usize, frag: FragmentInfo, then: ReasmFor, now_ns: u64) -> Result<Verdict, Drop> {
+        let at = frag.offset;
         let offset = usize::from(frag.frag_offset);
         // RFC 8200 s.4.5: a fragment whose length is not a multiple of 8
-        // with M set, or that would take the datagram past 65535 octets,
-        // is discarded with Parameter Problem code 0 pointing at the
-        // Payload Length / the Fragment Offset.
-        let len = total.saturating_sub(48);
+        // with M set, or whose datagram's Payload Length would pass 65535
+        // octets, is discarded with Parameter Problem code 0 pointing at
+        // the Payload Length / the Fragment Offset.
+        let len = total.saturating_sub(at + 8);
         let pointer = if frag.more_frags && !len.is_multiple_of(8) {
             Some(4)
-        } else if offset + len > REASM_MAX_PAYLOAD {
-            Some(42)
+        } else if at - 40 + offset + len > REASM_MAX_PAYLOAD {
+            u32::try_from(at + 2).ok()
         } else {
             None
         };
@@ -415,9 +459,9 @@ impl crate::pipeline::Pipeline {
             let e = crate::pipeline::Icmp6Error::ParamProblem { code: 0, pointer, why: Drop::ReasmMalformed };
             return self.icmp_error6(p, l2, Ipv6Addr::from(src), total, now_ns, e);
         }
-        let (next, done) = {
+        let (next, nh_at, done) = {
             let d = p.data().get(l2.l3..l2.l3 + total).ok_or(Drop::MalformedIpv6)?;
-            let fh = Ipv6FragmentHeader::new_checked(d.get(40..).ok_or(Drop::MalformedIpv6)?).map_err(|_| Drop::MalformedIpv6)?;
+            let fh = Ipv6FragmentHeader::new_checked(d.get(at..).ok_or(Drop::MalformedIpv6)?).map_err(|_| Drop::MalformedIpv6)?;
             let next = fh.next_header().0;
             // A fragment of a fragment: the reassembled datagram would need
             // a second reassembly from inside this one, whose buffer is
@@ -425,8 +469,9 @@ impl crate::pipeline::Pipeline {
             if next == 44 {
                 return Err(Drop::ReasmMalformed);
             }
+            let nh_at = next_header_before(d, at).ok_or(Drop::MalformedIpv6)?;
             if offset == 0 && !frag.more_frags {
-                (next, None)
+                (next, nh_at, None)
             } else {
                 // Keyed by source, destination and Identification; the
                 // Next Header of the first fragment is the datagram's
@@ -434,8 +479,8 @@ impl crate::pipeline::Pipeline {
                 let mut key = Key { v6: true, src: [0; 16], dst: [0; 16], id: frag.ident, proto: 0 };
                 key.src.copy_from_slice(&d[8..24]);
                 key.dst.copy_from_slice(&d[24..40]);
-                let f = Fragment { key, offset, more: frag.more_frags, header: (offset == 0).then(|| &d[..40]), next, data: &d[48..] };
-                (next, Some(self.reassembly_step(p.data(), l2, &f, now_ns)?))
+                let f = Fragment { key, offset, more: frag.more_frags, header: (offset == 0).then(|| &d[..at]), nh_at, next, data: &d[at + 8..] };
+                (next, nh_at, Some(self.reassembly_step(p.data(), l2, &f, now_ns)?))
             }
         };
         match done {
@@ -447,34 +492,56 @@ impl crate::pipeline::Pipeline {
                 // Counted as a fragment that completed a datagram.
                 self.counters.local(Local::ReasmFragment);
                 self.counters.local(Local::Reassembled);
-                p.data_mut().copy_within(0..l2.l3 + 40, 8);
+                p.data_mut().copy_within(0..l2.l3 + at, 8);
                 if !p.adj(8) {
                     return Err(Drop::NoHeadroom);
                 }
-                let (src, dst, hop) = {
-                    let mut ip = Ipv6Packet::new_unchecked(&mut p.data_mut()[l2.l3..]);
-                    ip.set_next_header(IpProtocol(next));
-                    ip.set_payload_len((total - 48) as u16);
-                    (ip.src_addr(), ip.dst_addr(), ip.hop_limit())
-                };
-                self.in_reassembly = true;
-                let v = self.local6(p, l2, src, dst, hop, total - 8, now_ns);
-                self.in_reassembly = false;
-                self.fit_reply(p.data(), v?, None)
+                {
+                    let d = &mut p.data_mut()[l2.l3..];
+                    d[nh_at] = next;
+                    Ipv6Packet::new_unchecked(d).set_payload_len((total - 48) as u16);
+                }
+                let v = self.reassembled6(p, l2, then, now_ns)?;
+                match then {
+                    ReasmFor::Local => self.fit_reply(p.data(), v, None),
+                    ReasmFor::Sid => Ok(v),
+                }
             }
             Some(None) => Ok(Verdict::Consumed),
+            Some(Some((slot, q))) if then == ReasmFor::Sid => {
+                // The tunnel packet goes on whole in the received buffer
+                // (decapsulated, its inner packet is forwarded like any
+                // other): what a buffer cannot hold is dropped.
+                let fits = p.set_len(q.len());
+                if fits {
+                    p.data_mut().copy_from_slice(q.data());
+                }
+                self.reasm.put_back(slot, q);
+                if !fits {
+                    return Err(Drop::ReasmTooLarge);
+                }
+                self.counters.local(Local::Srv6Reassembled);
+                self.reassembled6(p, l2, then, now_ns)
+            }
             Some(Some((slot, mut q))) => {
-                let r = {
-                    let ip = Ipv6Packet::new_unchecked(&q.data()[l2.l3..]);
-                    let (src, dst, hop, total) = (ip.src_addr(), ip.dst_addr(), ip.hop_limit(), q.len() - l2.l3);
-                    self.in_reassembly = true;
-                    let r = self.local6(&mut q, l2, src, dst, hop, total, now_ns);
-                    self.in_reassembly = false;
-                    r
-                };
+                let r = self.reassembled6(&mut q, l2, then, now_ns);
                 self.send_reassembled(p, q, slot, r)
             }
         }
+    }
+
+    /// Process a reassembled IPv6 datagram (in `p`) as what it was sent
+    /// to: the router (`local6`) or a SID.
+    fn reassembled6<P: PacketBuffer>(&mut self, p: &mut P, l2: L2, then: ReasmFor, now_ns: u64) -> Result<Verdict, Drop> {
+        let ip = Ipv6Packet::new_unchecked(&p.data()[l2.l3..]);
+        let (src, dst, hop, total) = (ip.src_addr(), ip.dst_addr(), ip.hop_limit(), 40 + usize::from(ip.payload_len()));
+        self.in_reassembly = true;
+        let r = match then {
+            ReasmFor::Local => self.local6(p, l2, src, dst, hop, total, now_ns),
+            ReasmFor::Sid => self.srv6_local(p, l2, src, dst, hop, total, now_ns),
+        };
+        self.in_reassembly = false;
+        r
     }
 
     /// What the router did with a reassembled datagram (`q`, from `slot`):

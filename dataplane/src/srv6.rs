@@ -882,6 +882,14 @@ impl Pipeline {
             Err((why, Some(pointer))) => return self.icmp_error6(p, l2, src, total, now_ns, Icmp6Error::ParamProblem { code: 0, pointer, why }),
             Err((why, None)) => return Err(why),
         };
+        // A tunnel packet its headend fragmented (RFC 2473 s.7.1, the
+        // Fragment header after the SRH) is reassembled at the SID that
+        // ends the tunnel, then decapsulated whole.
+        if let Some(f) = chain.fragment {
+            if matches!(kind, Kind::DT4 | Kind::DT6 | Kind::EndC | Kind::EndE) && srh.is_none_or(|s| s.sl == 0) {
+                return self.reassemble6(p, l2, total, f, crate::reasm::ReasmFor::Sid, now_ns);
+            }
+        }
         match kind {
             Kind::End | Kind::EndX(_) => {
                 let s = match srh {
