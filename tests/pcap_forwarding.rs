@@ -1617,21 +1617,48 @@ fn wan_node_sends_each_flows_cnps_to_the_pe_of_its_tunnel() {
     tshark_clean(&dir.join("dc-out.pcap"));
 }
 
+/// A tunnel frame (Ethernet, outer IPv6 without extension headers) as the
+/// IPv6 fragments of its tunnel packet, `chunk` octets of the inner packet
+/// each (a multiple of 8), as a headend fragments it (RFC 2473 s.7.1).
+fn tunnel_fragments(frame: &[u8], chunk: usize, ident: u32) -> Vec<Vec<u8>> {
+    let inner = &frame[14 + 40..];
+    let parts: Vec<&[u8]> = inner.chunks(chunk).collect();
+    parts
+        .iter()
+        .enumerate()
+        .map(|(i, part)| {
+            let mut f = frame[..14 + 40].to_vec();
+            f[14 + 6] = 44;
+            f[14 + 4..14 + 6].copy_from_slice(&((8 + part.len()) as u16).to_be_bytes());
+            let more = u16::from(i + 1 < parts.len());
+            f.extend_from_slice(&[frame[14 + 6], 0]);
+            f.extend_from_slice(&(((i * chunk) as u16) | more).to_be_bytes());
+            f.extend_from_slice(&ident.to_be_bytes());
+            f.extend_from_slice(part);
+            f
+        })
+        .collect()
+}
+
 /// END.E and END.C on real DPDK: notifications arriving over the WAN to
 /// the router's END.E SID are decapsulated and routed to the sender in the
 /// DC; to its END.C SID they become 802.1Qbb PAUSE / RESUME frames on the
-/// DC port, checked by scapy's MAC Control layer.
+/// DC port, checked by scapy's MAC Control layer. A notification whose
+/// tunnel packet its headend fragmented is reassembled at END.E (RFC 2473
+/// s.7.1) and forwarded like the whole one.
 #[test]
 fn end_e_routes_and_end_c_pauses() {
     use control::demo::{lhcnp, to_sid};
     use dataplane::wire::lhcnp::Action;
     let dir = workdir("endce");
     control::demo::write_pcap(&dir.join("dc-in.pcap"), &[]).unwrap();
-    let wan_in = vec![
-        to_sid("fc00:0:1::e", &lhcnp(Action::RateReduce, 30)),
-        to_sid("fc00:0:1::c", &lhcnp(Action::Pause, 100)),
-        to_sid("fc00:0:1::c", &lhcnp(Action::Resume, 50)),
-    ];
+    let whole = to_sid("fc00:0:1::e", &lhcnp(Action::RateReduce, 30));
+    let mut frags = tunnel_fragments(&whole, 48, 0x0dc1_0001);
+    assert!(frags.len() >= 2);
+    // The last fragment first.
+    frags.rotate_right(1);
+    let mut wan_in = vec![whole, to_sid("fc00:0:1::c", &lhcnp(Action::Pause, 100)), to_sid("fc00:0:1::c", &lhcnp(Action::Resume, 50))];
+    wan_in.extend(frags);
     control::demo::write_pcap(&dir.join("empty.pcap"), &wan_in).unwrap();
     let cfg = dir.join("r.toml");
     let text = config(&dir)
@@ -1640,16 +1667,20 @@ fn end_e_routes_and_end_c_pauses() {
     let out = run("endce", &cfg, &["--exit-when-idle", "600", "--duration", "20"]);
     assert!(out.status.success());
     let so = String::from_utf8_lossy(&out.stdout).to_string();
-    assert_eq!(counter(&so, "end-e-forwarded"), 1);
+    assert_eq!(counter(&so, "end-e-forwarded"), 2, "the whole CNP and the reassembled one");
+    assert_eq!(counter(&so, "srv6-tunnel-reassembled"), 1);
     assert_eq!(counter(&so, "pfc-pause-sent"), 1);
     assert_eq!(counter(&so, "pfc-resume-sent"), 1);
     assert_eq!(mempool_in_use(&so), 0);
     let dc = read_pcap(&dir.join("dc-out.pcap")).unwrap();
-    let cnp = dc.iter().find(|f| f[12..14] == [0x86, 0xdd]).expect("the decapsulated CNP");
+    let cnps: Vec<&Vec<u8>> = dc.iter().filter(|f| f[12..14] == [0x86, 0xdd]).collect();
+    assert_eq!(cnps.len(), 2, "the decapsulated CNPs");
+    let cnp = cnps[0];
     assert_eq!(&cnp[0..6], &HOST);
     assert_eq!(cnp[14 + 6], 58, "no outer header left");
     assert_eq!(cnp[14 + 40], 200, "Long-haul CNP");
     assert_eq!(&cnp[14 + 24..14 + 40], &"2001:db8:1::2".parse::<std::net::Ipv6Addr>().unwrap().octets());
+    assert_eq!(cnps[1], cnp, "the reassembled CNP leaves as the whole one did");
     let pfc: Vec<_> = dc.iter().filter(|f| f[12..14] == [0x88, 0x08]).collect();
     assert_eq!(pfc.len(), 2);
     // scapy decodes our PFC frames independently.
