@@ -1617,29 +1617,6 @@ fn wan_node_sends_each_flows_cnps_to_the_pe_of_its_tunnel() {
     tshark_clean(&dir.join("dc-out.pcap"));
 }
 
-/// A tunnel frame (Ethernet, outer IPv6 without extension headers) as the
-/// IPv6 fragments of its tunnel packet, `chunk` octets of the inner packet
-/// each (a multiple of 8), as a headend fragments it (RFC 2473 s.7.1).
-fn tunnel_fragments(frame: &[u8], chunk: usize, ident: u32) -> Vec<Vec<u8>> {
-    let inner = &frame[14 + 40..];
-    let parts: Vec<&[u8]> = inner.chunks(chunk).collect();
-    parts
-        .iter()
-        .enumerate()
-        .map(|(i, part)| {
-            let mut f = frame[..14 + 40].to_vec();
-            f[14 + 6] = 44;
-            f[14 + 4..14 + 6].copy_from_slice(&((8 + part.len()) as u16).to_be_bytes());
-            let more = u16::from(i + 1 < parts.len());
-            f.extend_from_slice(&[frame[14 + 6], 0]);
-            f.extend_from_slice(&(((i * chunk) as u16) | more).to_be_bytes());
-            f.extend_from_slice(&ident.to_be_bytes());
-            f.extend_from_slice(part);
-            f
-        })
-        .collect()
-}
-
 /// END.E and END.C on real DPDK: notifications arriving over the WAN to
 /// the router's END.E SID are decapsulated and routed to the sender in the
 /// DC; to its END.C SID they become 802.1Qbb PAUSE / RESUME frames on the
@@ -1653,7 +1630,7 @@ fn end_e_routes_and_end_c_pauses() {
     let dir = workdir("endce");
     control::demo::write_pcap(&dir.join("dc-in.pcap"), &[]).unwrap();
     let whole = to_sid("fc00:0:1::e", &lhcnp(Action::RateReduce, 30));
-    let mut frags = tunnel_fragments(&whole, 48, 0x0dc1_0001);
+    let mut frags = control::demo::tunnel_fragments(&whole, 48, 0x0dc1_0001);
     assert!(frags.len() >= 2);
     // The last fragment first.
     frags.rotate_right(1);
@@ -2757,8 +2734,13 @@ fn demo_runs_and_its_pcaps_are_sound() {
     assert_eq!(mempool_in_use(&so), 0, "every mbuf back in its pool");
     // The fragmentation scenarios: the 1500-byte packet without DF into the
     // tunnel (2 fragments), the 3000-byte pings to the router (reassembled;
-    // replies of 3 + 3 fragments).
-    assert_eq!(counter(&so, "reassembled"), 2);
+    // replies of 3 + 3 fragments), the fragmented tunnel packet from the WAN.
+    assert_eq!(counter(&so, "reassembled"), 3);
+    // The tunnel packet its headend fragmented, reassembled at End.DT6 (one
+    // of the three above) and its inner packet routed to the DC host.
+    assert_eq!(counter(&so, "srv6-tunnel-reassembled"), 1);
+    assert_eq!(control::demo::tunnel_exit_outcome(&read_pcap(&dir.join("dc-out.pcap")).unwrap()), 1, "the inner packet in dc-out.pcap");
+    assert!(so.contains("reassembled at End.DT6 SID fc00:0:1::d6 1 time(s), its inner packet routed to the DC host 1 time(s)"), "the summary line");
     assert_eq!(counter(&so, "ipv4-fragmented"), 2);
     assert_eq!(counter(&so, "ipv4-fragments-created"), 5);
     assert_eq!(counter(&so, "ipv6-fragments-created"), 3);

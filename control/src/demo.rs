@@ -287,6 +287,13 @@ behaviour = "end.mt"
 sid = "fc00:0:1::e"
 behaviour = "end.e"
 
+# End.DT6: the exit of SRv6 tunnels from the WAN (the inner IPv6 packet is
+# routed on; a tunnel packet its headend fragmented, RFC 2473 s.7.1, is
+# reassembled here first).
+[[srv6.sid]]
+sid = "fc00:0:1::d6"
+behaviour = "end.dt6"
+
 # END.C toward both DC gateways (draft-hu s.4.1, "to upstream device"):
 # a notification pauses the link its sender's route leaves by.
 [[srv6.sid]]
@@ -646,6 +653,12 @@ pub fn traffic() -> (Replay, Replay, Replay) {
     // A CNP for the host behind the second DC gateway: END.C pauses the
     // link toward it ('dc2') for 1 ms, and 'dc' not for it.
     wan.push(to_sid("fc00:0:1::c", &lhcnp_to(dataplane::wire::lhcnp::Action::Pause, 1000, DC2_HOST.parse().unwrap())));
+    // A tunnel packet its headend fragmented (below a tunnel MTU of 1280),
+    // the last fragment first: reassembled at the End.DT6 SID and its
+    // inner packet routed to the DC host.
+    let mut frags = fragmented_tunnel_packet();
+    frags.rotate_right(1);
+    wan.extend(frags);
     // Two RoCEv2 packets to the multicast group ff3e::100 (the tree's
     // underlay): replicated onto the DC.
     let to_group = L2 { src: WAN_GW_MAC, dst: [0x33, 0x33, 0, 0, 1, 0] };
@@ -1123,6 +1136,50 @@ pub fn to_sid(sid: &str, inner: &[u8]) -> Vec<u8> {
     outer6(sid, 41, inner)
 }
 
+/// The End.DT6 SID of the demo, the exit of a tunnel whose packet arrives
+/// fragmented.
+pub const DT6_SID: &str = "fc00:0:1::d6";
+/// The fragments of [`fragmented_tunnel_packet`].
+pub const DT6_FRAGMENTS: usize = 2;
+
+/// A tunnel frame (Ethernet, outer IPv6 without extension headers) as the
+/// IPv6 fragments of its tunnel packet, `chunk` octets of the inner packet
+/// each (a multiple of 8), as a headend fragments it (RFC 2473 s.7.1, RFC
+/// 8200 s.4.5), Identification `ident`.
+pub fn tunnel_fragments(frame: &[u8], chunk: usize, ident: u32) -> Vec<Vec<u8>> {
+    let Some(inner) = frame.get(14 + 40..) else { return Vec::new() };
+    let parts: Vec<&[u8]> = inner.chunks(chunk.max(8) & !7).collect();
+    parts
+        .iter()
+        .enumerate()
+        .map(|(i, part)| {
+            let mut f = frame[..14 + 40].to_vec();
+            f[14 + 6] = 44;
+            f[14 + 4..14 + 6].copy_from_slice(&((8 + part.len()) as u16).to_be_bytes());
+            let more = u16::from(i + 1 < parts.len());
+            f.extend_from_slice(&[frame[14 + 6], 0]);
+            f.extend_from_slice(&(((i * (chunk.max(8) & !7)) as u16) | more).to_be_bytes());
+            f.extend_from_slice(&ident.to_be_bytes());
+            f.extend_from_slice(part);
+            f
+        })
+        .collect()
+}
+
+/// The inner packets of [`fragmented_tunnel_packet`] in `dc_out`: whole
+/// (1400 octets of IPv6), from the WAN host's port 40100, to the DC host.
+pub fn tunnel_exit_outcome(dc_out: &[Vec<u8>]) -> usize {
+    let host: Ipv6Addr = "2001:db8:1::2".parse().unwrap_or(Ipv6Addr::UNSPECIFIED);
+    dc_out.iter().filter(|f| f.len() == 14 + 1400 && f[12..14] == [0x86, 0xdd] && f[14 + 6] == 17 && f[14 + 24..14 + 40] == host.octets() && f[54..56] == 40100u16.to_be_bytes()).count()
+}
+
+/// A 1400-octet UDP/IPv6 packet from a WAN host to the DC host, in a tunnel
+/// to [`DT6_SID`] whose headend sent it as [`DT6_FRAGMENTS`] fragments.
+pub fn fragmented_tunnel_packet() -> Vec<Vec<u8>> {
+    let inner = gen::udp6(&L2 { src: [0; 6], dst: [0; 6] }, "2001:db8:3::2".parse().unwrap(), "2001:db8:1::2".parse().unwrap(), 40100, 5001, &[0x7e; 1352], 64);
+    tunnel_fragments(&to_sid(DT6_SID, &inner[14..]), 704, 0xd6d6_0001)
+}
+
 /// An SRv6 frame (from the WAN) to the END.E SID whose SRH says Segments
 /// Left 5 of a one-segment list: the router answers with an ICMPv6
 /// Parameter Problem (code 0) pointing at the Segments Left field.
@@ -1479,6 +1536,11 @@ pub fn run(out: &Path) -> Result<(), String> {
             v.stats.k_max / 1024
         );
     }
+    println!(
+        "  SRv6 tunnel exit (RFC 2473 s.7.1): a 1400-octet packet whose tunnel headend sent it as {DT6_FRAGMENTS} fragments (wan-in.pcap, `ipv6.frag`) reassembled at End.DT6 SID {DT6_SID} {} time(s), its inner packet routed to the DC host {} time(s) (dc-out.pcap, `udp.srcport == 40100`)",
+        c.local_count(Local::Srv6Reassembled),
+        tunnel_exit_outcome(&dc_out)
+    );
     println!(
         "  WAN P node (draft-hu s.4): the RoCEv2 flow from {TUNNEL_SENDER} came in the SRv6 tunnel of ingress PE {TUNNEL_PE}; {} of its Long-haul CNPs went back to that PE, inside an outer IPv6 header to its END.E SID {TUNNEL_PE_SID} (in dc-out.pcap)",
         cnps_toward_sid(&dc_out, TUNNEL_PE_SID, TUNNEL_SENDER)
