@@ -717,14 +717,21 @@ fn srh_of(pkt: &[u8]) -> Result<(ExtChain, Option<SrhAt>), (Drop, Option<u32>)> 
         return if rh.segments_left > 0 { Err((Drop::SrhRoutingType, at(2))) } else { Ok((chain, None)) };
     }
     let bytes = pkt.get(rh.offset..rh.offset + rh.len).ok_or((Drop::SrhMalformed, None))?;
+    // RFC 8754 s.4.3.1.1 S01-S02: with Segments Left 0 the SRH's other
+    // fields are not processed; the next header is. An SRH that would not
+    // pass the checks below is then no SRH to the SID (End.MT, the only
+    // behaviour that reads one, wants Segments Left > 0 anyway).
+    if rh.segments_left == 0 {
+        let le_ok = bytes.len() >= srh::HEADER_LEN && i32::from(bytes[4]) <= i32::from(bytes[1]) / 2 - 1;
+        return Ok((chain, (le_ok && Srh::new_checked(bytes).is_ok()).then_some(SrhAt { off: rh.offset, len: rh.len, sl: 0 })));
+    }
     if bytes.len() >= srh::HEADER_LEN && usize::from(bytes[3]) > usize::from(bytes[4]) + 1 {
         return Err((Drop::SrhSlExceeds, at(3)));
     }
     // RFC 8754 s.4.3.1.1 S06-S08 (RFC 8986 s.4.1): Last Entry beyond
     // max_LE = (Hdr Ext Len / 2) - 1 is a Parameter Problem at the Segments
-    // Left too. (With Segments Left 0 the SRH would be skipped, S02; it is
-    // dropped as malformed instead, since End.MT and HMAC read it at SL 0.)
-    if bytes.len() >= srh::HEADER_LEN && rh.segments_left > 0 && i32::from(bytes[4]) > i32::from(bytes[1]) / 2 - 1 {
+    // Left too.
+    if bytes.len() >= srh::HEADER_LEN && i32::from(bytes[4]) > i32::from(bytes[1]) / 2 - 1 {
         return Err((Drop::SrhMalformed, at(3)));
     }
     match Srh::new_checked(bytes) {

@@ -2474,6 +2474,42 @@ fn last_entry_beyond_hdr_ext_len_is_a_parameter_problem_at_segments_left() {
 // 2. Segments Left = 0: the SRH's other fields are not processed.
 // ------------------------------------------------------------------------
 
+/// RFC 8754 s.4.3.1.1:
+///
+/// ```text
+///   S01. if Segments Left is equal to zero {
+///   S02.    Proceed to process the next header in the packet,
+///           whose type is identified by the Next Header field in
+///           the Routing header.
+/// ```
+///
+/// The Last Entry check (S08-S13) is in the other branch: an SRH at its
+/// last segment whose Last Entry is beyond max_last_entry is skipped, not
+/// refused. Was: `srh_of` dropped it (`srh-sl-exceeds` from
+/// `Srh::new_checked`), so End.DT6 lost the packet and End a ping.
+#[test]
+fn an_srh_at_segments_left_0_is_skipped_whatever_its_last_entry() {
+    let mut pl = pipeline();
+    let inner = plain6(s1(), a6("2001:db8:2::10"), 0);
+    // End.DT6, SL 0, Last Entry 2 > max_LE 1: decapsulated and routed.
+    let s = srh_le_over_max(&[sid_dt6(), remote(2), remote(3)], 0);
+    let mut p = VecPacket::from_bytes(&srv6_frame(s1(), sid_dt6(), 64, 0, &s, &inner));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(2), "End.DT6 processes the next header");
+    let mut want = inner.clone();
+    want[7] -= 1;
+    assert_eq!(l3(&p.to_vec()), &want[..], "the inner packet, one hop on");
+    // End, SL 0, the same SRH before an Echo Request: answered (RFC 8986
+    // s.4.1.1, upper-layer header processing).
+    let s = {
+        let mut s = srh_le_over_max(&[sid_end(), remote(2), remote(3)], 0);
+        s[0] = 58;
+        s
+    };
+    let mut p = VecPacket::from_bytes(&echo_behind(&s, sid_end(), sid_end()));
+    assert_eq!(run(&mut pl, &mut p), Verdict::Tx(0), "End answers the ping");
+    assert_eq!(l3(&p.to_vec())[40], 129, "Echo Reply");
+}
+
 // ------------------------------------------------------------------------
 // 3. A routing header with Segments Left > 0 to a local interface address.
 // ------------------------------------------------------------------------
