@@ -861,6 +861,9 @@ pub struct PeStats {
     pub unknown_event: u64,
     /// Events over their node's rate limit.
     pub rate_limited: u64,
+    /// Events detected before the event of their element and type that
+    /// stands, arriving late: ignored (also in `duplicates`).
+    pub stale: u64,
     /// Moves to the backup on congestion (part of `switched_to_backup`),
     /// and those that found the hold-down doubled (a flap damped).
     pub congestion_switches: u64,
@@ -901,11 +904,12 @@ pub struct IngressPe {
     policies: Vec<PolicySpec>,
     state: Vec<PolicyState>,
     known: Vec<Ipv6Addr>,
-    /// Failed elements and congested elements (with divisor), by event.
-    failed: Vec<(Place, Ipv6Addr, u32)>,
-    /// (element, Event Type, divisor, node, Event ID): one entry per
-    /// element and type; the element's divisor is the largest.
-    congested: Vec<(Place, u8, u32, Ipv6Addr, u32)>,
+    /// Failed elements and congested elements (with divisor), by event:
+    /// (element, node, Event ID, Timestamp).
+    failed: Vec<(Place, Ipv6Addr, u32, u64)>,
+    /// (element, Event Type, divisor, node, Event ID, Timestamp): one entry
+    /// per element and type; the element's divisor is the largest.
+    congested: Vec<(Place, u8, u32, Ipv6Addr, u32, u64)>,
     /// Nodes congested according to Long-haul CNPs, with the divisor and
     /// the Event Identifier this PE gave that congestion (a CNP carries
     /// none; see [`IngressPe::last_cnp_event`]).
@@ -967,8 +971,8 @@ impl IngressPe {
             event::SIGNAL_DEGRADATION => "signal-degradation",
             _ => "event",
         };
-        let mut v: Vec<String> = self.failed.iter().map(|(p, _, id)| format!("{} link-failure event {id:#010x}", at(p))).collect();
-        v.extend(self.congested.iter().map(|(p, t, d, _, id)| format!("{} {} divisor {d} event {id:#010x}", at(p), name(*t))));
+        let mut v: Vec<String> = self.failed.iter().map(|(p, _, id, _)| format!("{} link-failure event {id:#010x}", at(p))).collect();
+        v.extend(self.congested.iter().map(|(p, t, d, _, id, _)| format!("{} {} divisor {d} event {id:#010x}", at(p), name(*t))));
         v.extend(self.cnp.iter().map(|(n, d, id)| format!("{n} long-haul-cnp divisor {d} event {id:#010x}")));
         v
     }
@@ -981,8 +985,8 @@ impl IngressPe {
     pub fn clear(&mut self, node: Option<Ipv6Addr>) -> (usize, Vec<usize>) {
         let keep = |n: &Ipv6Addr| node.is_some_and(|x| x != *n);
         let before = self.failed.len() + self.congested.len() + self.cnp.len();
-        self.failed.retain(|(_, n, _)| keep(n));
-        self.congested.retain(|(_, _, _, n, _)| keep(n));
+        self.failed.retain(|(_, n, _, _)| keep(n));
+        self.congested.retain(|(_, _, _, n, _, _)| keep(n));
         self.cnp.retain(|(n, _, _)| keep(n));
         let cleared = before - (self.failed.len() + self.congested.len() + self.cnp.len());
         (cleared, self.recompute())
@@ -1016,6 +1020,39 @@ impl IngressPe {
         at.path.is_some_and(|p| path.segments.contains(&p)) || path.elements.iter().any(|x| x.node == e.node && (x.port.is_none() || e.port.is_none() || x.port == e.port))
     }
 
+    /// An Event Type the PE acts on.
+    fn known_type(t: u8) -> bool {
+        matches!(t, event::LINK_FAILURE | event::CONGESTION | event::QUEUE_BUILDUP | event::MICROBURST | event::PERFORMANCE_DEGRADATION | event::SIGNAL_DEGRADATION)
+    }
+
+    /// An event detected before the one of its element and type that
+    /// stands, arriving late (reordered on the way): it changes nothing,
+    /// and is remembered so that a copy of it is a duplicate too.
+    fn stale(&mut self, key: (Ipv6Addr, u8, u32, u64)) -> Reaction {
+        if self.seen.len() == DEDUP {
+            self.seen.pop_front();
+        }
+        self.seen.push_back(key);
+        self.stats.duplicates += 1;
+        self.stats.stale += 1;
+        Reaction::Duplicate
+    }
+
+    /// A full table of events makes room for a new one by dropping an
+    /// event that is on no path of any policy (it changes nothing), so
+    /// that one node's events off every path cannot lock out a failure on
+    /// one. False when every event stands on some path.
+    fn make_room<T>(policies: &[PolicySpec], v: &mut Vec<T>, place: impl Fn(&T) -> &Place) -> bool {
+        let on_a_path = |at: &Place| policies.iter().any(|p| p.primary.iter().chain(p.backup.iter().flatten()).any(|l| Self::hits(l, at)));
+        match v.iter().position(|x| !on_a_path(place(x))) {
+            Some(i) => {
+                v.swap_remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// React to a notification (already parsed and checksum-verified).
     pub fn on_notification(&mut self, code: u8, m: &MessageRepr) -> Reaction {
         if !self.known.contains(&m.originating_node) {
@@ -1035,8 +1072,7 @@ impl IngressPe {
             self.stats.duplicates += 1;
             return Reaction::Duplicate;
         }
-        let known_type = matches!(m.event_type, event::LINK_FAILURE | event::CONGESTION | event::QUEUE_BUILDUP | event::MICROBURST | event::PERFORMANCE_DEGRADATION | event::SIGNAL_DEGRADATION);
-        if code != CODE_RECOVERY && !known_type {
+        if code != CODE_RECOVERY && !Self::known_type(m.event_type) {
             self.stats.unknown_event += 1;
             return Reaction::UnknownEvent;
         }
@@ -1047,27 +1083,42 @@ impl IngressPe {
             // this PE started) clears that type of event for the element.
             // One whose event was seen and has been replaced since (the
             // link failed again: a newer event stands) ends nothing.
+            // The recovery names the type of event it clears (its
+            // Sub-Type): it ends only an event of that type, so that
+            // another event the node happened to give the same
+            // identifier stands (a Sub-Type the draft does not define:
+            // any type).
+            let sub = m.event_subtype;
+            let names = |t: u8| sub == t || !Self::known_type(sub);
             let (nf, nc) = (self.failed.len(), self.congested.len());
-            self.failed.retain(|(_, n, i)| !(*n == node && *i == id));
-            self.congested.retain(|(_, _, _, n, i)| !(*n == node && *i == id));
+            self.failed.retain(|(_, n, i, _)| !(*n == node && *i == id && names(event::LINK_FAILURE)));
+            self.congested.retain(|(_, t, _, n, i, _)| !(*n == node && *i == id && names(*t)));
             let known = self.seen.iter().any(|&(n, c, i, _)| (n, c, i) == (node, CODE_EVENT, id));
             if (nf, nc) == (self.failed.len(), self.congested.len()) && !known {
-                match m.event_subtype {
-                    event::LINK_FAILURE => self.failed.retain(|(x, _, _)| *x != e),
-                    t => self.congested.retain(|(x, ty, _, _, _)| !(*x == e && *ty == t)),
+                // Only what was detected before the recovery: a newer
+                // event of the element stands (the link failed again).
+                let ts = m.timestamp;
+                match sub {
+                    event::LINK_FAILURE => self.failed.retain(|(x, _, _, t)| !(*x == e && *t <= ts)),
+                    ty => self.congested.retain(|(x, y, _, _, _, t)| !(*x == e && *y == ty && *t <= ts)),
                 }
             }
         } else {
             match m.event_type {
                 event::LINK_FAILURE => {
                     // One failure per element: a new one (the node
-                    // restarted and lost the old one's recovery) replaces.
-                    self.failed.retain(|(x, _, _)| *x != e);
-                    if self.failed.len() >= MAX_PE_EVENTS {
+                    // restarted and lost the old one's recovery) replaces;
+                    // an older one arriving late (detected before the one
+                    // that stands) does not.
+                    if self.failed.iter().any(|(x, _, _, t)| *x == e && *t > m.timestamp) {
+                        return self.stale(key);
+                    }
+                    self.failed.retain(|(x, _, _, _)| *x != e);
+                    if self.failed.len() >= MAX_PE_EVENTS && !Self::make_room(&self.policies, &mut self.failed, |f| &f.0) {
                         self.stats.state_full += 1;
                         return Reaction::Full;
                     }
-                    self.failed.push((e, m.originating_node, m.event_id));
+                    self.failed.push((e, m.originating_node, m.event_id, m.timestamp));
                 }
                 event::CONGESTION | event::QUEUE_BUILDUP | event::MICROBURST | event::PERFORMANCE_DEGRADATION | event::SIGNAL_DEGRADATION => {
                     // A link with errors loses RoCEv2 packets (a
@@ -1083,12 +1134,15 @@ impl IngressPe {
                     // (a congestion sub-type change) replaces the older;
                     // events of other types stand until their own
                     // recovery (a microburst does not end a congestion).
-                    self.congested.retain(|(x, t, _, _, _)| !(*x == e && *t == m.event_type));
-                    if self.congested.len() >= MAX_PE_EVENTS {
+                    if self.congested.iter().any(|(x, ty, _, _, _, t)| *x == e && *ty == m.event_type && *t > m.timestamp) {
+                        return self.stale(key);
+                    }
+                    self.congested.retain(|(x, t, _, _, _, _)| !(*x == e && *t == m.event_type));
+                    if self.congested.len() >= MAX_PE_EVENTS && !Self::make_room(&self.policies, &mut self.congested, |c| &c.0) {
                         self.stats.state_full += 1;
                         return Reaction::Full;
                     }
-                    self.congested.push((e, m.event_type, div, m.originating_node, m.event_id));
+                    self.congested.push((e, m.event_type, div, m.originating_node, m.event_id, m.timestamp));
                 }
                 // Unknown types were turned away above.
                 _ => {}
@@ -1163,10 +1217,10 @@ impl IngressPe {
         let mut changed = Vec::new();
         let now = self.now;
         let f = self.failover;
-        let failed = |x: &PathSpec| self.failed.iter().any(|(e, _, _)| Self::hits(x, e));
+        let failed = |x: &PathSpec| self.failed.iter().any(|(e, _, _, _)| Self::hits(x, e));
         // The largest divisor of the congestion standing on a path (1: none).
         let divisor = |x: &PathSpec| {
-            let div = self.congested.iter().filter(|(e, _, _, _, _)| Self::hits(x, e)).map(|(_, _, d, _, _)| *d).max().unwrap_or(1);
+            let div = self.congested.iter().filter(|(e, _, _, _, _, _)| Self::hits(x, e)).map(|(_, _, d, _, _, _)| *d).max().unwrap_or(1);
             let by_cnp = self.cnp.iter().filter(|(n, _, _)| Self::hits(x, &Place { element: Element { node: *n, port: None }, path: None })).map(|(_, d, _)| *d).max().unwrap_or(1);
             div.max(by_cnp)
         };
@@ -1518,7 +1572,9 @@ impl PeControl {
         // a token of that node's rate limit.
         let (node, event) = match note {
             PeNote::Fann { code, msg } => (msg.originating_node, *code != CODE_RECOVERY),
-            PeNote::Cnp { from, info } => (*from, info.action != Action::Resume),
+            // A CNP of Congestion Level 0 ("no congestion", draft-tian
+            // s.6.1) ends a congestion as a Resume does.
+            PeNote::Cnp { from, info } => (*from, info.action != Action::Resume && info.congestion_level != 0),
         };
         let limited = event && self.node_buckets.iter_mut().find(|(n, _)| *n == node).is_some_and(|(_, b)| !b.take(now));
         let prev = self.states();

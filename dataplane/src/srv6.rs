@@ -272,13 +272,27 @@ impl PolicyMeter {
     /// Account `bytes` sent at `now` under `permille` (None: no limit);
     /// true when they are over the limit.
     pub fn over(&mut self, permille: Option<u16>, bytes: u32, now: u64, window_ns: u64) -> bool {
+        let window_ns = window_ns.max(1);
         let el = now.saturating_sub(self.win_start);
         if el >= window_ns {
             if self.win_start != 0 {
-                // A window that ran long (idle) counts as one at its
-                // length.
+                // The rate over the time since the window began; a window
+                // that ran long (idle) weighs as the windows it spans, so
+                // that an idle spell brings the average down as that many
+                // empty windows would ((7/8)^n; after 256 the old average
+                // is gone).
                 let r = (u128::from(self.win_bytes) * 8 * 1_000_000_000 / u128::from(el)) as u64;
-                self.rate_bps = if self.rate_bps == 0 { r } else { self.rate_bps - self.rate_bps / 8 + r / 8 };
+                if self.rate_bps == 0 {
+                    self.rate_bps = r;
+                } else {
+                    for _ in 0..(el / window_ns).min(256) {
+                        let next = self.rate_bps - self.rate_bps / 8 + r / 8;
+                        if next == self.rate_bps {
+                            break;
+                        }
+                        self.rate_bps = next;
+                    }
+                }
             }
             self.win_start = now;
             self.win_bytes = 0;
