@@ -736,7 +736,7 @@ fn srh_of(pkt: &[u8]) -> Result<(ExtChain, Option<SrhAt>), (Drop, Option<u32>)> 
     // pass the checks below is then no SRH to the SID (End.MT, the only
     // behaviour that reads one, wants Segments Left > 0 anyway).
     if rh.segments_left == 0 {
-        let le_ok = bytes.len() >= srh::HEADER_LEN && i32::from(bytes[4]) <= i32::from(bytes[1]) / 2 - 1;
+        let le_ok = bytes.len() >= srh::HEADER_LEN && usize::from(bytes[4]) < usize::from(bytes[1]) / 2; // max_LE = Hdr Ext Len / 2 - 1
         return Ok((chain, (le_ok && Srh::new_checked(bytes).is_ok()).then_some(SrhAt { off: rh.offset, len: rh.len, sl: 0 })));
     }
     if bytes.len() >= srh::HEADER_LEN && usize::from(bytes[3]) > usize::from(bytes[4]) + 1 {
