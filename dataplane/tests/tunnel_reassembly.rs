@@ -363,3 +363,51 @@ for f in fragment6(p, 1000):
     let sum = checksum::combine(checksum::pseudo_v6(&a6("2001:db8:1::fe").octets(), &headend_src().octets(), 58, data.len() as u32), checksum::sum(&data));
     assert_eq!(checksum::fold(sum), 0xffff, "ICMPv6 checksum");
 }
+
+/// Rule: a bad or oversized input never crashes the router and is counted
+/// under a named reason: a tunnel packet whose reassembly no packet buffer
+/// can hold (here 14 + 40 + 3000 octets against a buffer of 2048 after
+/// its headroom, as an mbuf of the default data room) is dropped as
+/// `reassembly-too-large`, and the reassembly slot is free again.
+#[test]
+fn a_tunnel_packet_no_buffer_can_hold_is_dropped_as_too_large() {
+    let mut big = vec![0u8; 14];
+    big[12..14].copy_from_slice(&[0x86, 0xdd]);
+    big.extend_from_slice(&ipv6(headend_src(), sid_dt6(), 41, 64, 0, &inner(3000)));
+    big[..6].copy_from_slice(&R0);
+    let frags = split_tunnel_frame(&big, 1400);
+    assert_eq!(frags.len(), 3);
+    let mut pl = exit();
+    let out = feed(&mut pl, &frags);
+    assert_eq!(out[0].0, Verdict::Consumed);
+    assert_eq!(out[1].0, Verdict::Consumed);
+    assert_eq!(out[2].0, Verdict::Drop(Drop::ReasmTooLarge));
+    assert_eq!(local(&pl, Local::Srv6Reassembled), 0);
+    // The slot is free: a whole tunnel packet of the right size after it
+    // is reassembled from its fragments.
+    let out = feed(&mut pl, &headend_fragments(&inner(1280)));
+    assert_eq!(out.last().unwrap().0, Verdict::Tx(1));
+    assert_eq!(local(&pl, Local::Srv6Reassembled), 1);
+}
+
+/// The fragments of a tunnel frame (outer IPv6 without extension headers)
+/// of `chunk` octets each (what `control::demo::tunnel_fragments` does,
+/// written again here: dataplane's tests do not use the control crate).
+fn split_tunnel_frame(frame: &[u8], chunk: usize) -> Vec<Vec<u8>> {
+    let inner = &frame[14 + 40..];
+    let parts: Vec<&[u8]> = inner.chunks(chunk).collect();
+    parts
+        .iter()
+        .enumerate()
+        .map(|(i, part)| {
+            let mut f = frame[..14 + 40].to_vec();
+            f[14 + 6] = 44;
+            f[14 + 4..14 + 6].copy_from_slice(&((8 + part.len()) as u16).to_be_bytes());
+            f.extend_from_slice(&[frame[14 + 6], 0]);
+            f.extend_from_slice(&(((i * chunk) as u16) | u16::from(i + 1 < parts.len())).to_be_bytes());
+            f.extend_from_slice(&0x7700_0001u32.to_be_bytes());
+            f.extend_from_slice(part);
+            f
+        })
+        .collect()
+}
