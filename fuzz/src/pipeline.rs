@@ -378,6 +378,18 @@ fn echo_reply(src: &str, dst: &str) -> Vec<u8> {
     dataplane::rttprobe::echo_reply(src.parse().unwrap(), dst.parse().unwrap(), ECHO_ID, 1, &[7; dataplane::rttprobe::PROBE_DATA])
 }
 
+/// Fragment `i` (of 2, 32 octets of the inner packet in the first) of a
+/// tunnel packet to the End.DT6 SID carrying `udp` to the DC host.
+fn tunnel_fragment(udp: &[u8], i: usize) -> Vec<u8> {
+    let inner = ipv6("2001:db8:3::5", "2001:db8:1::2", 17, 64, udp);
+    let part = if i == 0 { &inner[..32] } else { &inner[32..] };
+    let mut fh = vec![41, 0];
+    fh.extend_from_slice(&(((i * 32) as u16) | u16::from(i == 0)).to_be_bytes());
+    fh.extend_from_slice(&0xf00d_0001u32.to_be_bytes());
+    fh.extend_from_slice(part);
+    ipv6("2001:db8:3::5", "fc00:0:1::6", 44, 64, &fh)
+}
+
 pub fn seeds_pipeline() -> Vec<Vec<u8>> {
     let ack = Upstream::Ack { psn: 1, msn: 1, credits: 31 };
     let udp = [0x30, 0x39, 0x30, 0x39, 0, 12, 0, 0, 1, 2, 3, 4];
@@ -425,6 +437,10 @@ pub fn seeds_pipeline() -> Vec<Vec<u8>> {
         // Echo Replies to the RTT probes, over IPv6 and IPv4.
         (1, eth(R1, 0x86dd, &echo_reply("2001:db8:2::2", "2001:db8:2::1"))),
         (1, eth(R1, 0x0800, &echo_reply("10.0.2.2", "10.0.2.1"))),
+        // A tunnel packet to End.DT6 that its headend fragmented (RFC 2473
+        // s.7.1): its two fragments, reassembled at the SID.
+        (1, eth(R1, 0x86dd, &tunnel_fragment(&udp, 0))),
+        (1, eth(R1, 0x86dd, &tunnel_fragment(&udp, 1))),
     ];
     frames
         .into_iter()

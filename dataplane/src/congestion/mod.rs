@@ -134,9 +134,15 @@
 //! forward source QP as DestQP. Two kinds of reverse packets are used:
 //!
 //! * RC/RD responses (ACK, read response, atomic ACK; `reverse_learned`):
-//!   with several flows between the two hosts, the one whose last PSN is
-//!   closest at or after the response's PSN (ACKs acknowledge forward PSNs)
-//!   takes it; a tie is `reverse_ambiguous`.
+//!   the flow of the two hosts whose last PSN is closest to the
+//!   response's, at most [`RESPONSE_PSN_WINDOW`] at or after it (ACKs
+//!   acknowledge forward PSNs) or, for an RDMA READ response, before it
+//!   (the responses of a READ carry the PSNs after the request's) takes
+//!   it; a tie, or a guess among several flows that would replace a QP
+//!   one of them learned already, is `reverse_ambiguous`; a response no
+//!   flow's PSN admits is `reverse_unmatched`, even for a pair's only flow
+//!   (the response of another QP of the two hosts, leaving by another
+//!   port).
 //! * Standard RoCEv2 CNPs (BTH opcode 0x81, E bit clear), which the
 //!   destination's NIC sends to the source for CE-marked packets (DCQCN):
 //!   they come back precisely while a queue marks, and they are the only
@@ -148,8 +154,8 @@
 //!   set, [`crate::wire::lhcnp::is_roce_lhcnp`]) come from congestion
 //!   points, not from the destination, and are not used.
 //!
-//! With a single flow between the two hosts, either kind sets its source QP
-//! (a learned one is replaced). A reverse packet examines at most
+//! A response that passes the PSN test replaces the learned QP of a pair's
+//! only flow (the QP was created anew); a CNP never replaces one. A reverse packet examines at most
 //! [`MAX_REVERSE_WALK`] (64) of the pair's flows (its first, then the
 //! newest); when the pair has more it learns nothing
 //! (`reverse_walk_limited`): configure the source QPs of host pairs with
@@ -205,7 +211,7 @@ pub use ackrtt::{AckRttParams, AckRttStats, ACK_REQ};
 pub use auth::{CnpAuth, CnpSa, MAX_CNP_SAS};
 pub use build::{build_cnp, CTYPE_FLOW_ID, FLOW_ID_LEN};
 pub use flows::PackedKey;
-pub use port::{CongestionPort, ReactionSummary, MAX_PENDING, MAX_REVERSE_WALK};
+pub use port::{CongestionPort, ReactionSummary, MAX_PENDING, MAX_REVERSE_WALK, RESPONSE_PSN_WINDOW};
 pub use show::{CongestionView, FlowView, TopScan, MAX_SHOW_FLOWS, SCAN_STEP};
 pub use source::{parse_cnp, SourceModel, SourceParams, SourceReject};
 

@@ -25,6 +25,12 @@ pub const MAX_PENDING: usize = 64;
 /// response costs a bounded number of entry reads however many QPs the
 /// two hosts use (or a sender with spoofed DestQPs made up).
 pub const MAX_REVERSE_WALK: usize = 64;
+/// How far a response's PSN may be from its flow's last PSN (below it; an
+/// RDMA READ response also above it): 2^17 packets, a long-haul path's
+/// packets in flight (100 Gb/s over 10 ms at a 1 KiB MTU is about 122 000)
+/// with room. A response of another QP of the same two hosts, whose PSNs
+/// are unrelated, falls within it by chance once in 128.
+pub const RESPONSE_PSN_WINDOW: u32 = 1 << 17;
 
 /// A packet whose flow is not looked up yet.
 #[derive(Debug, Clone, Copy)]
@@ -681,11 +687,17 @@ impl CongestionPort {
             return;
         }
         let mut n = 0usize;
-        let mut only = NONE;
         // A response names the flow whose last PSN its own is closest
-        // below (a tie: ambiguous). A standard CNP's PSN says nothing
-        // (usually 0): it names the pair's one flow without a source QP
-        // yet (neither learned nor configured).
+        // to: at most RESPONSE_PSN_WINDOW below it (an ACK acknowledges
+        // what the flow sent), or, for an RDMA READ response, at most that
+        // far above it (the responses of a READ request carry the PSNs
+        // after the request's, IBA 9.7). A tie is ambiguous; a response
+        // no flow's PSN admits names none of them, not even the pair's
+        // only flow (the response of another QP of the two hosts whose
+        // packets leave by another port). A standard CNP's PSN says
+        // nothing (usually 0): it names the pair's one flow without a
+        // source QP yet (neither learned nor configured).
+        let read = (opcode::RC | opcode::RDMA_READ_RESPONSE_FIRST..=opcode::RC | opcode::RDMA_READ_RESPONSE_ONLY).contains(&info.opcode);
         let (mut best, mut best_d, mut tie) = (NONE, u32::MAX, false);
         let (mut unknown, mut unknowns) = (NONE, 0usize);
         while s != NONE {
@@ -698,15 +710,22 @@ impl CongestionPort {
                 return;
             }
             n += 1;
-            only = s;
             if cnp {
                 if f.src_qp().is_none() {
                     unknowns += 1;
                     unknown = s;
                 }
             } else if !f.src_qp_configured() {
-                let d = f.last_psn.wrapping_sub(info.psn) & PSN_MASK;
-                if d < (1 << 23) {
+                let below = f.last_psn.wrapping_sub(info.psn) & PSN_MASK;
+                let above = info.psn.wrapping_sub(f.last_psn) & PSN_MASK;
+                let d = if below < RESPONSE_PSN_WINDOW {
+                    Some(below)
+                } else if read && above < RESPONSE_PSN_WINDOW {
+                    Some(above)
+                } else {
+                    None
+                };
+                if let Some(d) = d {
                     if d < best_d {
                         best_d = d;
                         best = s;
@@ -724,16 +743,21 @@ impl CongestionPort {
                 return;
             }
         }
-        let pick = match (n, cnp) {
-            (1, _) => only,
-            (_, true) if unknowns <= 1 => unknown,
-            (_, false) if !tie => best,
+        let pick = match cnp {
+            // The one flow of the pair without a source QP (when every
+            // one has one, the CNP's QP is none of theirs: unmatched).
+            true if unknowns <= 1 => unknown,
+            false if !tie => best,
             _ => {
                 self.stats.reverse_ambiguous += 1;
                 return;
             }
         };
         match self.flows.get_mut(pick) {
+            // A source QP a response proved is not replaced by a guess
+            // among several flows (n > 1: its PSN may be near another
+            // flow's by chance).
+            Some(f) if n > 1 && f.src_qp().is_some() => self.stats.reverse_ambiguous += 1,
             Some(f) if !f.src_qp_configured() => {
                 f.set_src_qp(qp, false);
                 if cnp {

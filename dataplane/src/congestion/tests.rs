@@ -1013,9 +1013,18 @@ fn source_qp_single_flow_and_ambiguity() {
     let mut c = CongestionPort::new(sec7());
     let (a, b) = (ip6(1), ip6(4));
     c.on_enqueue(Some(&data(a, b, 200, 10)), 1500, true, 0, 0);
-    // One flow between the hosts: learned whatever the PSN.
-    c.on_reverse(&ack(b, a, 77, 9_000_000), 1);
+    // One flow between the hosts: an ACK of a PSN it did not send (9e6,
+    // the flow is at 10: another QP of the two hosts) teaches nothing...
+    c.on_reverse(&ack(b, a, 76, 9_000_000), 1);
+    assert_eq!(c.flow_source_qp(a, b, 200), None);
+    assert_eq!(c.stats().reverse_unmatched, 1);
+    // ... one of a PSN it sent does.
+    c.on_reverse(&ack(b, a, 77, 8), 1);
     assert_eq!(c.flow_source_qp(a, b, 200), Some(77));
+    // A later ACK of the flow with another QP (the QP was created anew)
+    // replaces it: the pair has one flow and the PSN is the flow's.
+    c.on_reverse(&ack(b, a, 79, 10), 1);
+    assert_eq!(c.flow_source_qp(a, b, 200), Some(79));
     // Two flows at the same PSN: ambiguous.
     let mut c = CongestionPort::new(sec7());
     c.on_enqueue(Some(&data(a, b, 200, 10)), 1500, true, 0, 0);
@@ -1027,8 +1036,8 @@ fn source_qp_single_flow_and_ambiguity() {
 }
 
 /// A standard RoCEv2 CNP from the destination names the forward flow's
-/// source QP: with one flow between the hosts it is learned, whatever its
-/// PSN, also for a UC flow (no responses at all), counted apart from
+/// source QP: with one flow between the hosts (without a source QP yet)
+/// it is learned, whatever its PSN, also for a UC flow (no responses at all), counted apart from
 /// responses; the Long-haul CNPs that follow name it.
 #[test]
 fn source_qp_from_cnp_single_flow() {
@@ -1055,10 +1064,12 @@ fn source_qp_from_cnp_single_flow() {
     assert_eq!(c.stats().flows_active, 1);
     c.on_reverse(&std_cnp(ip4(7), ip4(8), 5), IV + 2);
     assert_eq!(c.stats().reverse_unmatched, 1);
-    // The pair's only flow takes a new QP, as from a response.
+    // A CNP naming another QP does not replace a learned one (its PSN
+    // cannot tell this flow from another QP of the two hosts on another
+    // path): the QP is none of the pair's flows', unmatched.
     c.on_reverse(&std_cnp(b, a, 78), 5);
-    assert_eq!(c.flow_source_qp(a, b, 200), Some(78));
-    assert_eq!(c.stats().reverse_learned_from_cnp, 2);
+    assert_eq!(c.flow_source_qp(a, b, 200), Some(77));
+    assert_eq!((c.stats().reverse_learned_from_cnp, c.stats().reverse_unmatched), (1, 2));
 }
 
 /// Two flows between the hosts, one of which knows its source QP: a CNP
