@@ -6,6 +6,9 @@ use crate::config;
 use crate::gen::{self, L2};
 use crate::router::{self, RunOptions};
 use dataplane::counters::{Drop, Local};
+/// A tunnel frame as the IPv6 fragments of its tunnel packet (for the
+/// demo's tunnel exit and the tests).
+pub use dataplane::frag::tunnel_fragments;
 use dataplane::wire::ethernet::Mac;
 use pcap_file::pcap::{PcapPacket, PcapReader, PcapWriter};
 use std::fmt::Write as _;
@@ -1141,30 +1144,6 @@ pub fn to_sid(sid: &str, inner: &[u8]) -> Vec<u8> {
 pub const DT6_SID: &str = "fc00:0:1::d6";
 /// The fragments of [`fragmented_tunnel_packet`].
 pub const DT6_FRAGMENTS: usize = 2;
-
-/// A tunnel frame (Ethernet, outer IPv6 without extension headers) as the
-/// IPv6 fragments of its tunnel packet, `chunk` octets of the inner packet
-/// each (a multiple of 8), as a headend fragments it (RFC 2473 s.7.1, RFC
-/// 8200 s.4.5), Identification `ident`.
-pub fn tunnel_fragments(frame: &[u8], chunk: usize, ident: u32) -> Vec<Vec<u8>> {
-    let Some(inner) = frame.get(14 + 40..) else { return Vec::new() };
-    let parts: Vec<&[u8]> = inner.chunks(chunk.max(8) & !7).collect();
-    parts
-        .iter()
-        .enumerate()
-        .map(|(i, part)| {
-            let mut f = frame[..14 + 40].to_vec();
-            f[14 + 6] = 44;
-            f[14 + 4..14 + 6].copy_from_slice(&((8 + part.len()) as u16).to_be_bytes());
-            let more = u16::from(i + 1 < parts.len());
-            f.extend_from_slice(&[frame[14 + 6], 0]);
-            f.extend_from_slice(&(((i * (chunk.max(8) & !7)) as u16) | more).to_be_bytes());
-            f.extend_from_slice(&ident.to_be_bytes());
-            f.extend_from_slice(part);
-            f
-        })
-        .collect()
-}
 
 /// The inner packets of [`fragmented_tunnel_packet`] in `dc_out`: whole
 /// (1400 octets of IPv6), from the WAN host's port 40100, to the DC host.

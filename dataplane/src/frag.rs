@@ -270,3 +270,29 @@ impl Pipeline {
         }
     }
 }
+
+/// The IPv6 fragments a tunnel headend sends for `frame` (Ethernet, then
+/// an outer IPv6 header without extension headers): a Fragment header
+/// with Identification `ident` after the outer header, `chunk` octets
+/// (rounded down to a multiple of 8, at least 8) of the tunnel packet's
+/// payload each (RFC 2473 s.7.1, RFC 8200 s.4.5). For demos and tests of a
+/// tunnel exit; empty when `frame` is shorter than its headers.
+pub fn tunnel_fragments(frame: &[u8], chunk: usize, ident: u32) -> Vec<Vec<u8>> {
+    let Some(payload) = frame.get(14 + 40..) else { return Vec::new() };
+    let chunk = chunk.max(8) & !7;
+    let n = payload.len().div_ceil(chunk);
+    payload
+        .chunks(chunk)
+        .enumerate()
+        .map(|(i, part)| {
+            let mut f = frame[..14 + 40].to_vec();
+            f[14 + 6] = IpProtocol::IPV6_FRAG.0;
+            f[14 + 4..14 + 6].copy_from_slice(&((FRAGMENT_HEADER_LEN + part.len()) as u16).to_be_bytes());
+            f.extend_from_slice(&[frame[14 + 6], 0]);
+            f.extend_from_slice(&(((i * chunk) as u16) | u16::from(i + 1 < n)).to_be_bytes());
+            f.extend_from_slice(&ident.to_be_bytes());
+            f.extend_from_slice(part);
+            f
+        })
+        .collect()
+}

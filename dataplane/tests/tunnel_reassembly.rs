@@ -375,7 +375,7 @@ fn a_tunnel_packet_no_buffer_can_hold_is_dropped_as_too_large() {
     big[12..14].copy_from_slice(&[0x86, 0xdd]);
     big.extend_from_slice(&ipv6(headend_src(), sid_dt6(), 41, 64, 0, &inner(3000)));
     big[..6].copy_from_slice(&R0);
-    let frags = split_tunnel_frame(&big, 1400);
+    let frags = dataplane::frag::tunnel_fragments(&big, 1400, 0x7700_0001);
     assert_eq!(frags.len(), 3);
     let mut pl = exit();
     let out = feed(&mut pl, &frags);
@@ -388,26 +388,4 @@ fn a_tunnel_packet_no_buffer_can_hold_is_dropped_as_too_large() {
     let out = feed(&mut pl, &headend_fragments(&inner(1280)));
     assert_eq!(out.last().unwrap().0, Verdict::Tx(1));
     assert_eq!(local(&pl, Local::Srv6Reassembled), 1);
-}
-
-/// The fragments of a tunnel frame (outer IPv6 without extension headers)
-/// of `chunk` octets each (what `control::demo::tunnel_fragments` does,
-/// written again here: dataplane's tests do not use the control crate).
-fn split_tunnel_frame(frame: &[u8], chunk: usize) -> Vec<Vec<u8>> {
-    let inner = &frame[14 + 40..];
-    let parts: Vec<&[u8]> = inner.chunks(chunk).collect();
-    parts
-        .iter()
-        .enumerate()
-        .map(|(i, part)| {
-            let mut f = frame[..14 + 40].to_vec();
-            f[14 + 6] = 44;
-            f[14 + 4..14 + 6].copy_from_slice(&((8 + part.len()) as u16).to_be_bytes());
-            f.extend_from_slice(&[frame[14 + 6], 0]);
-            f.extend_from_slice(&(((i * chunk) as u16) | u16::from(i + 1 < parts.len())).to_be_bytes());
-            f.extend_from_slice(&0x7700_0001u32.to_be_bytes());
-            f.extend_from_slice(part);
-            f
-        })
-        .collect()
 }
