@@ -20,7 +20,21 @@
 //! * **Links** join two endpoints (a node's port or a host) and are full
 //!   duplex: each direction serialises at its rate (a transmitter busy until
 //!   the previous frame has left) and then delays every frame by the
-//!   propagation delay. The NIC takes whatever the shaper releases.
+//!   propagation delay. A frame occupies the wire for its bytes padded to
+//!   [`MIN_FRAME`] plus a per-frame overhead (Ethernet's preamble, SFD,
+//!   FCS and inter-frame gap:
+//!   [`ETHERNET_FRAME_OVERHEAD`](crate::egress::ETHERNET_FRAME_OVERHEAD)),
+//!   the cost the egress shaper charges (`EgressConfig::frame_overhead`): a
+//!   link at a node's port carries that port's framing (so a port shaped at
+//!   its link's rate fills the link exactly), a link between two hosts the
+//!   default one, and [`Sim::link_with_overhead`] sets it. A node port's NIC
+//!   holds at most [`SimConfig::tx_ring`] frames waiting for the wire (its
+//!   TX descriptors: a frame takes one from the moment it is handed over
+//!   until its last bit has left); what the shaper releases beyond that is
+//!   put back at the head of the egress queue (`EgressPort::requeue`, as the
+//!   worker does with what `tx_burst` refused) and waits there, where queue
+//!   depth counts it, until the ring has room. A host's NIC has no ring: its
+//!   flows wait for the wire before sending.
 //! * **Hosts**: RoCEv2 sources (RC SEND-only packets of a fixed size, ECT(0),
 //!   paced at the QP's current rate from [`SourceModel`], which also
 //!   validates and applies the Long-haul CNPs that reach the host, parsed
@@ -41,17 +55,22 @@
 //! a queue of 130 MB is ~31 000 packets / ~135 MB of heap: scenarios with
 //! deep buffers should use large payloads (or scale rates and buffers down
 //! together, keeping the BDP ratios).
+//!
+//! The topology (nodes, hosts, links) is fixed when the simulation starts
+//! ([`Sim::build`], the first [`Sim::run_until`]): the nodes' neighbour
+//! tables and the hosts' gateways are made from it. Routes, flows, source
+//! models and ACK settings may be added between two `run_until` calls.
 
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
 use ipnet::Ipv4Net;
 
-use crate::congestion::{parse_cnp, CnpRequest, SourceModel, SourceParams, SourceReject};
+use crate::congestion::{parse_cnp, CnpRequest, FlowId, SourceModel, SourceParams, SourceReject};
 use crate::counters::{Drop, WorkerCounters};
-use crate::egress::EgressConfig;
+use crate::egress::{EgressConfig, MIN_FRAME};
 use crate::node::{CongestionSpec, EgressPort};
 use crate::packet::{PacketBuffer, VecPacket};
 use crate::pipeline::{Pipeline, PipelineConfig, Verdict};
@@ -82,12 +101,31 @@ pub struct SimConfig {
     /// Most events [`Sim::run_until`] processes (a guard against runaway
     /// scenarios).
     pub max_events: u64,
+    /// The TX ring of every node port: how many frames its NIC holds
+    /// waiting for the wire (at least 1). Default: the router's default
+    /// `tx_desc`, [`DEFAULT_TX_RING`].
+    pub tx_ring: usize,
 }
+
+/// The router's default TX descriptors per port queue (control/src/config.rs
+/// `tx_desc`).
+pub const DEFAULT_TX_RING: usize = 1024;
 
 impl Default for SimConfig {
     fn default() -> Self {
-        SimConfig { tick_ns: 10 * US, sample_ns: 100 * US, wire: Params::DEFAULT, max_events: 200_000_000 }
+        SimConfig { tick_ns: 10 * US, sample_ns: 100 * US, wire: Params::DEFAULT, max_events: 200_000_000, tx_ring: DEFAULT_TX_RING }
     }
+}
+
+/// The MTU of every node interface in the harnesses.
+pub(crate) const NODE_MTU: u16 = 9000;
+
+/// A fresh buffer for a frame a node builds from another (an End.MT copy,
+/// a fragment): like an mbuf of the router's pool it holds a whole frame of
+/// the interface MTU behind the default headroom (control/src/config.rs:
+/// `mtu + 18 + 128 <= data_room`).
+pub(crate) fn frame_buffer() -> VecPacket {
+    VecPacket::with_capacity(usize::from(NODE_MTU) + 18 + VecPacket::DEFAULT_HEADROOM)
 }
 
 /// One port of a node.
@@ -131,7 +169,8 @@ pub struct Entry {
     pub rec: Record,
 }
 
-/// How a host flow is paced.
+/// How a host flow is paced (bits of frames; whatever the pace, a host
+/// never sends faster than its link takes frames, framing included).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Pace {
     /// The host's [`SourceModel`] rate for the flow's source QP.
@@ -230,11 +269,43 @@ pub struct Node {
 struct Wire {
     rate_bps: u64,
     delay_ns: u64,
+    /// What each frame costs the wire beyond its bytes (padded to
+    /// [`MIN_FRAME`]), octets.
+    frame_overhead: u32,
     /// When the transmitter is free, in picoseconds (exact serialisation:
     /// no rounding drift against the shapers).
     busy_until_ps: u64,
     to: Endpoint,
     frames: u64,
+    /// The TX ring of a node port's NIC: most frames handed over and not
+    /// yet sent (0: no ring, a host's NIC).
+    ring: usize,
+    /// When each frame handed over finishes leaving, ps, oldest first
+    /// (those of the ring only; at most `ring` not yet sent).
+    pending_ps: VecDeque<u64>,
+}
+
+impl Wire {
+    /// Room in the TX ring at `now_ps` (`usize::MAX`: no ring); forgets
+    /// the frames that have left.
+    fn ring_room(&mut self, now_ps: u64) -> usize {
+        if self.ring == 0 {
+            return usize::MAX;
+        }
+        let gone = self.pending_ps.partition_point(|&t| t <= now_ps);
+        self.pending_ps.drain(..gone);
+        self.ring.saturating_sub(self.pending_ps.len())
+    }
+
+    /// When a TX ring full at `now_ps` next has room (its oldest frame has
+    /// left), ns; `None` when it has room now.
+    fn ring_free_ns(&self, now_ps: u64) -> Option<u64> {
+        if self.ring == 0 {
+            return None;
+        }
+        let gone = self.pending_ps.partition_point(|&t| t <= now_ps);
+        (self.pending_ps.len() - gone >= self.ring).then(|| self.pending_ps[gone].div_ceil(1000))
+    }
 }
 
 enum Ev {
@@ -308,6 +379,8 @@ pub struct Sim {
     pub events: u64,
     pub timeline: Vec<Entry>,
     built: bool,
+    /// What a port's shaper released, reused by every `service`.
+    released: Vec<(VecPacket, u32, Option<FlowId>, bool)>,
 }
 
 fn node_mac(n: usize, p: u16) -> MacAddr {
@@ -330,12 +403,14 @@ impl Sim {
             events: 0,
             timeline: Vec::new(),
             built: false,
+            released: Vec::new(),
         }
     }
 
     /// A node with the given ports (port `i` is interface `i`, untagged,
-    /// MTU 9000).
+    /// MTU 9000). Before the simulation starts.
     pub fn add_node(&mut self, name: &str, ports: Vec<PortSpec>) -> usize {
+        assert!(!self.built, "Sim::add_node({name}) after the simulation started: the topology is fixed by Sim::build");
         let id = self.nodes.len();
         let n = ports.len();
         self.nodes.push(Node {
@@ -354,7 +429,9 @@ impl Sim {
         id
     }
 
+    /// A host. Before the simulation starts.
     pub fn add_host(&mut self, name: &str, ip: Ipv4Addr) -> usize {
+        assert!(!self.built, "Sim::add_host({name}) after the simulation started: the topology is fixed by Sim::build");
         let id = self.hosts.len();
         self.hosts.push(Host {
             name: name.to_owned(),
@@ -372,19 +449,65 @@ impl Sim {
         id
     }
 
-    /// A full-duplex link, `rate_bps` and `delay_ns` in each direction.
+    /// A full-duplex link, `rate_bps` and `delay_ns` in each direction,
+    /// between endpoints that exist (before the simulation starts). Each
+    /// direction's per-frame overhead is the `frame_overhead` of the
+    /// transmitting node port's egress configuration (a host transmits with
+    /// the framing of the node port it is linked to; between two hosts:
+    /// `EgressConfig::default()`'s), so that a shaper and its wire count the
+    /// same octets.
     pub fn link(&mut self, a: Endpoint, b: Endpoint, rate_bps: u64, delay_ns: u64) {
         for (from, to) in [(a, b), (b, a)] {
-            assert!(!self.wire_of.iter().any(|(e, _)| *e == from), "{from:?} already linked");
-            self.wire_of.push((from, self.wires.len()));
-            self.wires.push(Wire { rate_bps: rate_bps.max(1), delay_ns, busy_until_ps: 0, to, frames: 0 });
+            let overhead = self.port_framing(from).or_else(|| self.port_framing(to)).unwrap_or(EgressConfig::default().frame_overhead);
+            self.add_wire(from, to, rate_bps, delay_ns, overhead);
         }
     }
 
+    /// [`Sim::link`] with `frame_overhead` octets per frame (frames padded
+    /// to [`MIN_FRAME`]) in both directions, whatever the ports' egress
+    /// configurations say.
+    pub fn link_with_overhead(&mut self, a: Endpoint, b: Endpoint, rate_bps: u64, delay_ns: u64, frame_overhead: u32) {
+        for (from, to) in [(a, b), (b, a)] {
+            self.add_wire(from, to, rate_bps, delay_ns, frame_overhead);
+        }
+    }
+
+    /// The framing of a node port's egress configuration (`None`: a host).
+    fn port_framing(&self, e: Endpoint) -> Option<u32> {
+        match e {
+            Endpoint::Node(n, p) => {
+                let spec = self.nodes.get(n).and_then(|x| x.specs.get(usize::from(p)));
+                Some(spec.unwrap_or_else(|| panic!("Sim::link: node {n} has no port {p} (add the node before linking it)")).egress.frame_overhead)
+            }
+            Endpoint::Host(_) => None,
+        }
+    }
+
+    fn add_wire(&mut self, from: Endpoint, to: Endpoint, rate_bps: u64, delay_ns: u64, frame_overhead: u32) {
+        assert!(!self.built, "Sim::link({from:?}, {to:?}) after the simulation started: the nodes' neighbours and the hosts' gateways are made from the links by Sim::build");
+        assert!(!self.wire_of.iter().any(|(e, _)| *e == from), "{from:?} already linked");
+        // A node port's NIC has its TX ring (allocated once, here).
+        let ring = if matches!(from, Endpoint::Node(..)) { self.cfg.tx_ring.max(1) } else { 0 };
+        self.wire_of.push((from, self.wires.len()));
+        self.wires.push(Wire { rate_bps: rate_bps.max(1), delay_ns, frame_overhead, busy_until_ps: 0, to, frames: 0, ring, pending_ps: VecDeque::with_capacity(ring) });
+    }
+
+    /// The wire `e` transmits on.
+    fn wire_from(&self, e: Endpoint) -> Option<usize> {
+        self.wire_of.iter().find(|(x, _)| *x == e).map(|&(_, w)| w)
+    }
+
     /// A route on a node: `prefix` via `port` (gateway: the peer node's
-    /// port address; connected when the peer is a host).
+    /// port address; connected when the peer is a host). Once the
+    /// simulation runs, the node's FIB is rebuilt with it.
     pub fn route(&mut self, node: usize, prefix: &str, port: u16) {
         self.nodes[node].routes.push((prefix.parse().expect("prefix"), port));
+        if self.built {
+            let fib = Arc::new(self.fib_of(node));
+            if let Some(pl) = self.nodes[node].pipeline.as_mut() {
+                pl.set_fib(fib);
+            }
+        }
     }
 
     /// Give a host the reference source model (s.5.6), accepting CNPs from
@@ -408,12 +531,28 @@ impl Sim {
         h.ack_peers.push((local_qp, peer, peer_qp));
     }
 
-    /// A traffic flow from `host`; returns its index on the host.
+    /// A traffic flow from `host`; returns its index on the host. It
+    /// starts at `start_ns`, or at once when added to a running simulation
+    /// after that.
     pub fn add_flow(&mut self, host: usize, spec: FlowSpec) -> usize {
         let h = &mut self.hosts[host];
         let i = h.flows.len();
         h.flows.push(Flow { spec, template: Vec::new(), psn: 0, sent_pkts: 0, sent_bytes: 0, last_rate: None, next_ps: spec.start_ns * 1000, ack_req_every: 0 });
+        if self.built {
+            self.start_flow(host, i);
+        }
         i
+    }
+
+    /// Build a flow's frame template and schedule its first send (at its
+    /// start, never before now).
+    fn start_flow(&mut self, h: usize, f: usize) {
+        let (src, mac, gw) = (self.hosts[h].ip, self.hosts[h].mac, self.hosts[h].gw_mac);
+        let fl = &mut self.hosts[h].flows[f];
+        fl.template = data_frame(mac, gw, src, fl.spec.dst, fl.spec.sport, &fl.spec.kind, fl.spec.payload);
+        let t = fl.spec.start_ns.max(self.now);
+        fl.next_ps = t * 1000;
+        self.push(t, Ev::Send(h, f));
     }
 
     /// RoCEv2 flow `flow` of `host` asks for an ACK (BTH AckReq) on every
@@ -425,8 +564,7 @@ impl Sim {
     }
 
     fn peer_of(&self, e: Endpoint) -> Option<Endpoint> {
-        let w = self.wire_of.iter().find(|(x, _)| *x == e)?.1;
-        Some(self.wires[w].to)
+        Some(self.wires[self.wire_from(e)?].to)
     }
 
     fn endpoint_ip_mac(&self, e: Endpoint) -> (Ipv4Addr, MacAddr) {
@@ -447,7 +585,7 @@ impl Sim {
             let mut ifs = Vec::new();
             let mut neigh = Neighbours::default();
             for (p, s) in self.nodes[n].specs.iter().enumerate() {
-                let mut i = Interface::new(&format!("p{p}"), p as u16, None, node_mac(n, p as u16), 9000);
+                let mut i = Interface::new(&format!("p{p}"), p as u16, None, node_mac(n, p as u16), NODE_MTU);
                 i.v4.push(s.addr);
                 ifs.push(i);
             }
@@ -457,14 +595,7 @@ impl Sim {
                     neigh.learn(p as u16, IpAddr::V4(ip), mac, NeighSource::Static);
                 }
             }
-            let mut fib = Fib::default();
-            for &(pfx, port) in &self.nodes[n].routes.clone() {
-                let gw = match self.peer_of(Endpoint::Node(n, port)) {
-                    Some(e @ Endpoint::Node(..)) => Some(IpAddr::V4(self.endpoint_ip_mac(e).0)),
-                    _ => None,
-                };
-                fib.insert4(pfx, NextHop { iface: port, gateway: gw });
-            }
+            let fib = self.fib_of(n);
             let node = &mut self.nodes[n];
             node.pipeline = Some(Pipeline::new(
                 Arc::new(Topology::new(ifs)),
@@ -479,11 +610,7 @@ impl Sim {
                 self.hosts[h].gw_mac = node_mac(n, p);
             }
             for f in 0..self.hosts[h].flows.len() {
-                let (src, mac, gw) = (self.hosts[h].ip, self.hosts[h].mac, self.hosts[h].gw_mac);
-                let fl = &mut self.hosts[h].flows[f];
-                fl.template = data_frame(mac, gw, src, fl.spec.dst, fl.spec.sport, &fl.spec.kind, fl.spec.payload);
-                let t = fl.spec.start_ns;
-                self.push(t, Ev::Send(h, f));
+                self.start_flow(h, f);
             }
         }
         for n in 0..self.nodes.len() {
@@ -492,6 +619,20 @@ impl Sim {
         if self.cfg.sample_ns > 0 {
             self.push(0, Ev::Sample);
         }
+    }
+
+    /// A node's FIB: its routes, each via the peer of its port (a gateway
+    /// when the peer is a node, connected when it is a host).
+    fn fib_of(&self, n: usize) -> Fib {
+        let mut fib = Fib::default();
+        for &(pfx, port) in &self.nodes[n].routes {
+            let gw = match self.peer_of(Endpoint::Node(n, port)) {
+                Some(e @ Endpoint::Node(..)) => Some(IpAddr::V4(self.endpoint_ip_mac(e).0)),
+                _ => None,
+            };
+            fib.insert4(pfx, NextHop { iface: port, gateway: gw });
+        }
+        fib
     }
 
     fn push(&mut self, t: u64, ev: Ev) {
@@ -546,19 +687,28 @@ impl Sim {
         }
     }
 
+    /// Hand a frame to the wire of `from` (a node port's only when its TX
+    /// ring has room: `service` sees to it).
     fn transmit(&mut self, from: Endpoint, pkt: VecPacket) {
-        let Some(&(_, w)) = self.wire_of.iter().find(|(e, _)| *e == from) else {
+        let Some(w) = self.wire_from(from) else {
             return; // unlinked: the frame is lost
         };
         let now = self.now;
         let wire = &mut self.wires[w];
-        let ser_ps = (u128::from(pkt.len() as u64) * 8 * 1_000_000_000_000 / u128::from(wire.rate_bps)) as u64;
+        // The frame's time on the wire: its bytes padded to the minimum
+        // frame, plus the per-frame overhead.
+        let octets = (pkt.len() as u64).max(u64::from(MIN_FRAME)) + u64::from(wire.frame_overhead);
+        let ser_ps = (u128::from(octets) * 8 * 1_000_000_000_000 / u128::from(wire.rate_bps)) as u64;
         // Back-to-back frames stay back to back: event times are whole
         // nanoseconds, so a frame handed over less than 1 ns after the wire
         // became free starts when it became free (no rounding drift).
         let start = if wire.busy_until_ps + 1000 > now * 1000 { wire.busy_until_ps } else { now * 1000 };
         wire.busy_until_ps = start + ser_ps.max(1);
         wire.frames += 1;
+        if wire.ring > 0 {
+            debug_assert!(wire.ring_free_ns(now * 1000).is_none(), "{from:?}: TX ring full");
+            wire.pending_ps.push_back(wire.busy_until_ps);
+        }
         let (t, to) = (wire.busy_until_ps.div_ceil(1000) + wire.delay_ns, wire.to);
         self.push(t, Ev::Arrive(to, pkt));
     }
@@ -590,13 +740,19 @@ impl Sim {
             // One pipeline per node: it owns everything.
             Verdict::Consumed | Verdict::ToOwner => {}
             Verdict::Replicate(k) => {
-                // End.MT: one fresh buffer per copy, then the original goes.
+                // End.MT copies or IPv4 fragments, as the worker builds
+                // them: one fresh buffer per copy (room for a frame of the
+                // MTU), then the original goes. Fragments of the node's
+                // own reply leave ahead of queued data, like the reply.
                 for i in 0..usize::from(k) {
-                    let mut c = VecPacket::from_bytes(&[]);
+                    let mut c = frame_buffer();
                     let node = &mut self.nodes[n];
                     let Some(pl) = node.pipeline.as_mut() else { break };
                     match pl.build_replica(i, &pkt, &mut c, now) {
-                        Ok(out) => self.output(n, out, c, false),
+                        Ok(out) => {
+                            let reply = pl.reply;
+                            self.output(n, out, c, reply);
+                        }
                         Err(r) => node.counters.dropped(r),
                     }
                 }
@@ -682,8 +838,15 @@ impl Sim {
         if any {
             self.service(n);
         }
-        // Next shaper release.
-        let next = self.nodes[n].ports.iter().filter_map(|e| e.queue.next_departure_ns(now)).min();
+        // Next shaper release; from a port whose TX ring is full, not
+        // before the ring has room.
+        let mut next: Option<u64> = None;
+        for p in 0..self.nodes[n].ports.len() {
+            let Some(t) = self.nodes[n].ports[p].queue.next_departure_ns(now) else { continue };
+            let ring = self.wire_from(Endpoint::Node(n, p as u16)).and_then(|w| self.wires[w].ring_free_ns(now * 1000));
+            let t = ring.map_or(t, |r| t.max(r));
+            next = Some(next.map_or(t, |x| x.min(t)));
+        }
         if let Some(t) = next {
             let t = t.max(now + 1);
             if t < self.nodes[n].wake_at {
@@ -693,30 +856,47 @@ impl Sim {
         }
     }
 
+    /// `service_egress`: each port hands what its shaper releases to its
+    /// NIC, which takes as many as its TX ring has room for (`tx_burst`);
+    /// the rest goes back to the head of the queue (`requeue`, last first)
+    /// and waits for the ring to drain.
     fn service(&mut self, n: usize) {
         let now = self.now;
+        let mut out = std::mem::take(&mut self.released);
         for p in 0..self.nodes[n].ports.len() {
-            let mut out: Vec<(VecPacket, u32, Option<crate::congestion::FlowId>, bool)> = Vec::new();
+            let from = Endpoint::Node(n, p as u16);
+            let wire = self.wire_from(from);
             // Bounded: a dequeue call hands out at most 256 packets and the
             // shaper's bucket bounds how many calls release anything.
             for _ in 0..1024 {
+                let room = wire.map_or(usize::MAX, |w| self.wires[w].ring_room(now * 1000));
+                if room == 0 {
+                    break;
+                }
                 let k = self.nodes[n].ports[p].dequeue(now, 256, |m, len, flow, prio| out.push((m, len, flow, prio)));
                 if k == 0 {
                     break;
                 }
-                for (m, len, flow, prio) in out.drain(..) {
+                let taken = room.min(out.len());
+                for (m, len, flow, prio) in out.drain(..taken) {
                     let node = &mut self.nodes[n];
                     node.counters.ports[p].tx_pkts.add(1);
                     node.counters.ports[p].tx_bytes.add(u64::from(len));
                     if !prio {
                         node.ports[p].sent(flow, len, now);
                     }
-                    self.transmit(Endpoint::Node(n, p as u16), m);
+                    self.transmit(from, m);
+                }
+                // Backpressure: what the ring refused, back in order.
+                let e = &mut self.nodes[n].ports[p];
+                for (m, len, flow, prio) in out.drain(..).rev() {
+                    e.requeue(m, len, flow, prio);
                 }
             }
             let node = &self.nodes[n];
             node.counters.queue_depth[p].set(node.ports[p].queue.depth_bytes());
         }
+        self.released = out;
     }
 
     // ------------------------------------------------------------ hosts
@@ -763,7 +943,7 @@ impl Sim {
         self.transmit(Endpoint::Host(h), pkt);
         // Never queue at the host beyond its NIC: the next packet waits for
         // the wire too.
-        let wire_free = self.wire_of.iter().find(|(e, _)| *e == Endpoint::Host(h)).map(|&(_, w)| self.wires[w].busy_until_ps).unwrap_or(0);
+        let wire_free = self.wire_from(Endpoint::Host(h)).map_or(0, |w| self.wires[w].busy_until_ps);
         let fl = &mut self.hosts[h].flows[f];
         // Pacing in picoseconds from the previous send time (not from the
         // rounded event time) so the rate is exact on average; a late start

@@ -18,6 +18,10 @@
 //! * **Hosts** have one IPv6 address on one link. They send IP datagrams
 //!   (the harness adds Ethernet toward the attached node) at given times and
 //!   record every frame they receive with its arrival time.
+//!
+//! Virtual time never goes backwards: nothing is scheduled before the
+//! present (a datagram handed to [`Sim6::send`] for a time already past is
+//! sent now) and [`Sim6::run_until`] to a time already past does nothing.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -30,6 +34,7 @@ use crate::counters::{Drop, WorkerCounters};
 use crate::multicast::GroupConfig;
 use crate::packet::VecPacket;
 use crate::pipeline::{Pipeline, PipelineConfig, Verdict};
+use crate::sim::{frame_buffer, NODE_MTU};
 use crate::srv6::SidTable;
 use crate::tables::{Fib, Interface, MacAddr, NeighSource, Neighbours, NextHop, Topology};
 
@@ -166,7 +171,7 @@ impl Sim6 {
             let mut fib = Fib::default();
             let mut neigh = Neighbours::default();
             for (p, (net, mac)) in self.nodes[n].ports.iter().enumerate() {
-                let mut ifc = Interface::new(&format!("{}-p{p}", self.nodes[n].name), p as u16, None, *mac, 9000);
+                let mut ifc = Interface::new(&format!("{}-p{p}", self.nodes[n].name), p as u16, None, *mac, NODE_MTU);
                 ifc.v6.push(*net);
                 ifs.push(ifc);
                 fib.insert6(net.trunc(), NextHop { iface: p as u16, gateway: None });
@@ -200,14 +205,17 @@ impl Sim6 {
         self.built = true;
     }
 
+    /// Schedule `ev` at `at`, or now if that is past.
     fn schedule(&mut self, at: u64, ev: Ev) {
+        let at = at.max(self.now);
         let idx = self.evs.len();
         self.evs.push(Some(ev));
         self.queue.push(Reverse((at, self.seq, idx)));
         self.seq += 1;
     }
 
-    /// Host `h` sends the IP datagram `ip` at time `at`.
+    /// Host `h` sends the IP datagram `ip` at time `at` (now, if that is
+    /// past: it reaches the peer one link delay later).
     pub fn send(&mut self, h: usize, at: u64, ip: &[u8]) {
         let (peer, delay) = self.peer(End6::Host(h)).unwrap_or_else(|| panic!("host {} has no link", self.hosts[h].name));
         let (_, pmac) = self.addr_mac(peer);
@@ -216,7 +224,7 @@ impl Sim6 {
         f.extend_from_slice(&self.hosts[h].mac);
         f.extend_from_slice(&0x86ddu16.to_be_bytes());
         f.extend_from_slice(ip);
-        self.schedule(at + delay, Ev::Frame { to: peer, frame: f });
+        self.schedule(at.max(self.now) + delay, Ev::Frame { to: peer, frame: f });
     }
 
     fn transmit(&mut self, node: usize, port: u16, frame: Vec<u8>) {
@@ -243,8 +251,10 @@ impl Sim6 {
             // One pipeline per node: it owns everything.
             Verdict::Consumed | Verdict::ToOwner => {}
             Verdict::Replicate(k) => {
+                // Each copy in a fresh buffer with room for a frame of the
+                // MTU (an mbuf of the router's pool).
                 for i in 0..usize::from(k) {
-                    let mut c = VecPacket::from_bytes(&[]);
+                    let mut c = frame_buffer();
                     match self.nodes[n].pipeline.build_replica(i, &p, &mut c, now) {
                         Ok(out) => self.transmit(n, out, c.to_vec()),
                         Err(r) => self.nodes[n].counters.dropped(r),
@@ -283,14 +293,16 @@ impl Sim6 {
                 break;
             }
             self.queue.pop();
-            self.now = t;
+            // (Nothing is scheduled in the past: `schedule`.)
+            debug_assert!(t >= self.now);
+            self.now = self.now.max(t);
             let Some(ev) = self.evs[idx].take() else { continue };
             match ev {
-                Ev::Frame { to: End6::Host(h), frame } => self.hosts[h].received.push((t, frame)),
+                Ev::Frame { to: End6::Host(h), frame } => self.hosts[h].received.push((self.now, frame)),
                 Ev::Frame { to: End6::Node(n, p), frame } => self.node_rx(n, p, frame),
                 Ev::Tick { node } => {
                     self.node_loop(node);
-                    self.schedule(t + self.tick_ns, Ev::Tick { node });
+                    self.schedule(self.now + self.tick_ns, Ev::Tick { node });
                 }
             }
         }

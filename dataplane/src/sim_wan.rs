@@ -6,12 +6,19 @@
 //! observes them), and the ingress PE's [`PeControl`] fed from the pipeline's
 //! `Event::PeNotification`s exactly as the router's control thread is.
 //!
-//! Virtual time in nanoseconds, one event heap, no threads. Links are full
-//! duplex; each direction serialises frames at its rate (a transmitter is
-//! busy until the previous frame has left, no queue limit: scenarios keep
-//! offered load near the link rate) and then delays them by the propagation
-//! delay. A link that is down drops what is sent into it (counted per link).
-//! Nodes "tick" every `tick_ns` (the FANN agent's observation round).
+//! Virtual time in nanoseconds (never going backwards: nothing is scheduled
+//! before the present), one event heap, no threads. Links are full duplex;
+//! each direction serialises frames at its rate, `len * 8 / rate` kept in
+//! picoseconds (a transmitter is busy until the previous frame has left, no
+//! queue limit: scenarios keep offered load near the link rate) and then
+//! delays them by the propagation delay. A link that is down drops what is
+//! sent into it, and a link that goes down loses what is on it (being
+//! serialised, waiting for its transmitter or propagating): both counted
+//! per link. Host flows are paced in picoseconds too.
+//! Nodes "tick" every `tick_ns` (the FANN agent's observation round). A
+//! `Replicate` verdict (IPv4 fragments at an ingress PE, End.MT copies) is
+//! what the worker makes of it: each packet built with `build_replica` in a
+//! fresh buffer of the MTU's size, and sent.
 //! The control thread's reaction is modelled by `control_delay_ns`: a new
 //! SID table snapshot reaches the PE's pipeline that long after the
 //! notification was handed over; the controller copy leaves at the same time.
@@ -23,10 +30,11 @@ use crate::sim::EventQueue;
 use std::net::{IpAddr, Ipv6Addr};
 use std::sync::Arc;
 
-use crate::counters::{Drop, WorkerCounters};
+use crate::counters::WorkerCounters;
 use crate::fann::{notification_packet, Detector, DetectorConfig, Notification, PeConfig, PeControl};
 use crate::packet::VecPacket;
 use crate::pipeline::{Event, Pipeline, PipelineConfig, Verdict};
+use crate::sim::{frame_buffer, NODE_MTU};
 use crate::srv6::SidTable;
 use crate::tables::{Fib, Interface, MacAddr, NeighSource, Neighbours, NextHop, Topology};
 use crate::wire::checksum;
@@ -108,8 +116,16 @@ struct Link {
     rate_bps: u64,
     delay_ns: u64,
     up: bool,
-    busy: [u64; 2],
-    /// Frames sent into the link while it was down.
+    /// When each direction's transmitter is free, ps (exact serialisation:
+    /// no rounding drift).
+    busy_ps: [u64; 2],
+    /// Frames handed to the link (both directions) and not yet arrived.
+    in_flight: u64,
+    /// Bumped when the link goes down: frames that were on it when it did
+    /// (an older generation) never arrive.
+    generation: u64,
+    /// Frames lost on the link: sent into it while it was down, or on it
+    /// when it went down.
     lost: u64,
     /// The /64 of the link: end 0 is ::1, end 1 is ::2.
     net: Ipv6Addr,
@@ -121,6 +137,8 @@ struct Host {
     link: Option<usize>,
     flows: Vec<Flow>,
     sent: Vec<u64>,
+    /// Per flow: when its next packet is due, ps.
+    next_ps: Vec<u64>,
     /// (arrival time, source address, UDP destination port) per UDP packet.
     rx: Vec<(u64, Ipv6Addr, u16)>,
     /// Other IPv6 frames received (e.g. ICMPv6 FANN copies), whole.
@@ -128,7 +146,8 @@ struct Host {
 }
 
 enum Ev {
-    Arrive(Endpoint, Vec<u8>),
+    /// A frame reaches `to` over `link`, sent in its `generation`.
+    Arrive { to: Endpoint, frame: Vec<u8>, link: usize, generation: u64 },
     HostSend(usize, usize),
     Tick(usize),
     Apply(usize, Arc<SidTable>),
@@ -192,7 +211,7 @@ impl WanSim {
     }
 
     pub fn add_host(&mut self, name: &str, addr: &str) -> usize {
-        self.hosts.push(Host { name: name.into(), addr: addr.parse().expect("host address"), link: None, flows: Vec::new(), sent: Vec::new(), rx: Vec::new(), other: Vec::new() });
+        self.hosts.push(Host { name: name.into(), addr: addr.parse().expect("host address"), link: None, flows: Vec::new(), sent: Vec::new(), next_ps: Vec::new(), rx: Vec::new(), other: Vec::new() });
         self.hosts.len() - 1
     }
 
@@ -207,7 +226,7 @@ impl WanSim {
                 Endpoint::Host(h) => self.hosts[h].link = Some(i),
             }
         }
-        self.links.push(Link { ends: [a, b], rate_bps, delay_ns, up: true, busy: [0, 0], lost: 0, net });
+        self.links.push(Link { ends: [a, b], rate_bps, delay_ns, up: true, busy_ps: [0, 0], in_flight: 0, generation: 0, lost: 0, net });
         i
     }
 
@@ -239,12 +258,15 @@ impl WanSim {
         self.nodes[node].trace = true;
     }
 
+    /// A flow from `host`, starting at `f.start` (now, if that is past).
     pub fn add_flow(&mut self, host: usize, f: Flow) {
+        let start = f.start.max(self.now);
         let h = &mut self.hosts[host];
         h.flows.push(f);
         h.sent.push(0);
+        h.next_ps.push(start * 1000);
         let i = h.flows.len() - 1;
-        self.push(f.start, Ev::HostSend(host, i));
+        self.push(start, Ev::HostSend(host, i));
     }
 
     /// Take link `link` down (`up == false`) or up at time `t`.
@@ -252,8 +274,9 @@ impl WanSim {
         self.push(t, Ev::Link(link, up));
     }
 
+    /// Schedule `ev` at `t`, or now if that is past.
     fn push(&mut self, t: u64, ev: Ev) {
-        self.queue.push(t, ev);
+        self.queue.push(t.max(self.now), ev);
     }
 
     /// Build the nodes' tables and pipelines (called by `run_until`).
@@ -268,7 +291,7 @@ impl WanSim {
             let mut fib = Fib::default();
             let mut peer_of = Vec::new();
             for p in 0..self.nodes[n].ports.len() {
-                let mut ifc = Interface::new(&format!("{}-p{p}", self.nodes[n].name), p as u16, None, node_mac(n, p as u16), 9000);
+                let mut ifc = Interface::new(&format!("{}-p{p}", self.nodes[n].name), p as u16, None, node_mac(n, p as u16), NODE_MTU);
                 if p == 0 {
                     ifc.v6.push(ipnet::Ipv6Net::new(self.nodes[n].addr, 128).expect("/128"));
                 }
@@ -314,12 +337,23 @@ impl WanSim {
     pub fn run_until(&mut self, t_end: u64) {
         self.build();
         while let Some((t, ev)) = self.queue.pop_until(t_end) {
-            self.now = t;
+            // (Nothing is scheduled in the past: `push`.)
+            debug_assert!(t >= self.now);
+            self.now = self.now.max(t);
             self.events += 1;
             assert!(self.events < self.cfg.max_events, "event budget exhausted at t = {} ns", self.now);
             match ev {
-                Ev::Arrive(Endpoint::Node(n, p), f) => self.node_rx(n, p, f),
-                Ev::Arrive(Endpoint::Host(h), f) => self.host_rx(h, f),
+                Ev::Arrive { to, frame, link, generation } => {
+                    let l = &mut self.links[link];
+                    if l.generation != generation {
+                        continue; // lost when the link went down (counted then)
+                    }
+                    l.in_flight -= 1;
+                    match to {
+                        Endpoint::Node(n, p) => self.node_rx(n, p, frame),
+                        Endpoint::Host(h) => self.host_rx(h, frame),
+                    }
+                }
                 Ev::HostSend(h, f) => self.host_send(h, f),
                 Ev::Tick(n) => self.tick(n),
                 Ev::Apply(n, t) => {
@@ -329,10 +363,27 @@ impl WanSim {
                     self.applied.push((self.now, n));
                 }
                 Ev::Inject(n, ip) => self.inject(n, &ip),
-                Ev::Link(l, up) => self.links[l].up = up,
+                Ev::Link(l, up) => self.set_link_state(l, up),
             }
         }
-        self.now = t_end;
+        self.now = self.now.max(t_end);
+    }
+
+    /// Link `l` goes up or down now. Going down, it loses every frame on
+    /// it (a cut fibre delivers no more bits): those being serialised or
+    /// waiting for the transmitter, and those propagating.
+    fn set_link_state(&mut self, l: usize, up: bool) {
+        let now_ps = self.now * 1000;
+        let link = &mut self.links[l];
+        if link.up && !up {
+            link.lost += link.in_flight;
+            link.in_flight = 0;
+            link.generation += 1;
+            for b in link.busy_ps.iter_mut() {
+                *b = (*b).min(now_ps);
+            }
+        }
+        link.up = up;
     }
 
     fn transmit(&mut self, from: Endpoint, frame: Vec<u8>) {
@@ -357,12 +408,17 @@ impl WanSim {
             return;
         }
         let dir = if link.ends[0] == from { 0 } else { 1 };
-        let start = self.now.max(link.busy[dir]);
-        let done = start + (frame.len() as u64 * 8 * 1_000_000_000).div_ceil(link.rate_bps.max(1));
-        link.busy[dir] = done;
-        let to = link.ends[1 - dir];
-        let at = done + link.delay_ns;
-        self.push(at, Ev::Arrive(to, frame));
+        let now_ps = self.now * 1000;
+        let ser_ps = (u128::from(frame.len() as u64) * 8 * 1_000_000_000_000 / u128::from(link.rate_bps.max(1))) as u64;
+        // Back-to-back frames stay back to back (as in `crate::sim`): a
+        // frame handed over less than 1 ns after the transmitter became
+        // free starts when it became free.
+        let start = if link.busy_ps[dir] + 1000 > now_ps { link.busy_ps[dir] } else { now_ps };
+        link.busy_ps[dir] = start + ser_ps.max(1);
+        link.in_flight += 1;
+        let (to, generation) = (link.ends[1 - dir], link.generation);
+        let at = link.busy_ps[dir].div_ceil(1000) + link.delay_ns;
+        self.push(at, Ev::Arrive { to, frame, link: l, generation });
     }
 
     fn node_rx(&mut self, n: usize, port: u16, frame: Vec<u8>) {
@@ -376,7 +432,19 @@ impl WanSim {
             Verdict::Drop(r) => counters.dropped(r),
             // One pipeline per node: it owns everything.
             Verdict::Consumed | Verdict::ToOwner => {}
-            Verdict::Replicate(_) => counters.dropped(Drop::ReplicaInvalid),
+            Verdict::Replicate(k) => {
+                // As the worker: each packet (an IPv4 fragment, an End.MT
+                // copy) built from the unchanged original in a fresh buffer
+                // with room for a frame of the MTU, and sent.
+                for i in 0..usize::from(k) {
+                    let mut c = frame_buffer();
+                    let Some(pl) = self.nodes[n].pipeline.as_mut() else { break };
+                    match pl.build_replica(i, &pkt, &mut c, now) {
+                        Ok(out) => self.transmit(Endpoint::Node(n, out), c.to_vec()),
+                        Err(r) => counters.dropped(r),
+                    }
+                }
+            }
         }
         self.control(n);
     }
@@ -464,8 +532,16 @@ impl WanSim {
         let sport = 10_000 + (seq % u64::from(f.ports.max(1))) as u16;
         let frame = udp6_frame(host_mac(h), node_mac_, self.hosts[h].addr, f.dst, f.tc, sport, 5000 + fi as u16, f.len.max(48) - 48);
         self.transmit(Endpoint::Host(h), frame);
-        let gap = (f.len as u64 * 8 * 1_000_000_000).div_ceil(f.rate_bps.max(1));
-        self.push(self.now + gap, Ev::HostSend(h, fi));
+        // Paced in picoseconds from the previous send time (not the rounded
+        // event time), so the rate is exact on average; a late start
+        // restarts from now.
+        let now = self.now;
+        let gap_ps = (u128::from(f.len as u64) * 8 * 1_000_000_000_000 / u128::from(f.rate_bps.max(1))) as u64;
+        let next = &mut self.hosts[h].next_ps[fi];
+        let base = if *next + 1000 >= now * 1000 { *next } else { now * 1000 };
+        *next = base + gap_ps.max(1);
+        let t = next.div_ceil(1000).max(now + 1);
+        self.push(t, Ev::HostSend(h, fi));
     }
 
     fn host_rx(&mut self, h: usize, f: Vec<u8>) {

@@ -313,7 +313,6 @@ fn ack_script(net: &mut Net) {
         net.sim.send(net.r[who], t, &response(rcv(who).0, ack(psn)));
         t += 10 * US;
     }
-    net.sim.run_until(t + 20 * US);
     net.sim.send(net.x, t, &response(x_host(), ack(4)));
     net.sim.run_until(t + 20 * US);
 }
