@@ -460,6 +460,11 @@ impl PortParams {
             return err("alpha", self.alpha, "must be a positive number, at most 100");
         }
         let kmax = self.k_max();
+        // The thresholds and the queue are kept in 32-bit counts of 16
+        // octets where a flow remembers them (a deferral's QD).
+        if kmax > MAX_THRESHOLD_BYTES {
+            return err("rtt_est_ns", self.rtt_est_ns, &format!("K_max = alpha * R_port * RTT_est / 8 = {kmax} bytes must be at most 64 GiB"));
+        }
         if let Some(k) = self.k_min_bytes {
             if k == 0 || k > MAX_THRESHOLD_BYTES {
                 return err("k_min_bytes", k, "must be positive and at most 64 GiB");
@@ -492,6 +497,9 @@ impl PortParams {
         let p = &self.policy;
         if p.buffer_bytes != 0 && p.buffer_bytes <= kmax {
             return err("policy.buffer_bytes", p.buffer_bytes, &format!("must exceed K_max = {kmax} (or be 0)"));
+        }
+        if self.buffer_bytes() > MAX_THRESHOLD_BYTES {
+            return err("policy.buffer_bytes", self.buffer_bytes(), "the queue B (0: 2 * K_max) must be at most 64 GiB");
         }
         if !(p.pause_at.is_finite() && p.pause_at > 0.0 && p.pause_at <= 1.0) {
             return err("policy.pause_at", p.pause_at, "must be in (0, 1]");

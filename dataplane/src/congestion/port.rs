@@ -109,6 +109,17 @@ pub struct CongestionPort {
     /// QD was above K_max at the last poll (the trigger has fired for
     /// this excursion).
     qd_acted: bool,
+    /// The deepest QD seen above K_max since the last poll and since the
+    /// interval began (0: none): an excursion that packets leaving ended
+    /// before the poll still triggers (s.5.4 (a)).
+    peak_poll: u64,
+    peak_iv: u64,
+    /// When the observation window last changed length (RTT_est or the
+    /// policy at run time; taken at the next poll): a flow's windows that
+    /// began before it were counted over the old length and say nothing
+    /// about a fall of its rate (s.5.7).
+    win_changed_at: u64,
+    win_change_pending: bool,
     /// CNP reaction times (ns): from the packet that took QD above K_max
     /// to the first CNP after it.
     /// Off the packet path: boxed, so that the port's hot fields stay
@@ -192,6 +203,10 @@ impl CongestionPort {
             stats: CongestionStats::default(),
             cross: 0,
             qd_acted: false,
+            peak_poll: 0,
+            peak_iv: 0,
+            win_changed_at: 0,
+            win_change_pending: false,
             // 1 us to 60 s at 2 significant digits: about 2300 counters,
             // allocated here, never on the packet path.
             ack: p.ack_rtt.map(|a| Box::new(AckRtt::new(a))),
@@ -225,6 +240,9 @@ impl CongestionPort {
         let bucket_changed =
             p.cnp_port_max_pps != self.p.cnp_port_max_pps || p.cnp_port_burst != self.p.cnp_port_burst;
         let cap = self.p.flow_capacity;
+        if p.observation_window_ns() != self.p.observation_window_ns() {
+            self.win_change_pending = true;
+        }
         self.p = p;
         self.p.flow_capacity = cap;
         if bucket_changed {
@@ -236,6 +254,8 @@ impl CongestionPort {
             (Some(a), None) => self.ack = Some(Box::new(AckRtt::new(a))),
             (None, _) => self.ack = None,
         }
+        // The Resume's time follows the RTT_est now in force.
+        self.resume_next = 0;
         self.recompute();
     }
 
@@ -320,8 +340,12 @@ impl CongestionPort {
     /// K_max).
     #[inline(always)]
     fn watch_crossing(&mut self, qd: u64, now: u64) {
-        if qd > self.k_max && self.cross == 0 {
-            self.cross = now.saturating_add(1).min(REACTED - 1);
+        if qd > self.k_max {
+            if self.cross == 0 {
+                self.cross = now.saturating_add(1).min(REACTED - 1);
+            }
+            self.peak_poll = self.peak_poll.max(qd);
+            self.peak_iv = self.peak_iv.max(qd);
         }
     }
 
@@ -813,7 +837,15 @@ impl CongestionPort {
         self.cfg_qp.reserve(n.saturating_sub(self.cfg_qp.len()));
     }
 
+    /// The Congestion Level of a CNP for congestion at `qd`: at least 1
+    /// (s.6.1: 0 is "no congestion", what only a Resume says).
     fn level_for(&self, qd: u64) -> u8 {
+        self.level_at(qd).max(1)
+    }
+
+    /// QD as a share of the buffer, 0..=255 (a Resume's level: 0 when the
+    /// queue is about empty).
+    fn level_at(&self, qd: u64) -> u8 {
         let b = self.buffer as f64;
         (255.0 * qd.min(self.buffer) as f64 / b).round().clamp(0.0, 255.0) as u8
     }
@@ -1038,6 +1070,10 @@ impl CongestionPort {
     /// Once per burst: interval logic when due, triggers, Resume, aging.
     pub fn poll(&mut self, qd: u64, now: u64, out: &mut Vec<CnpRequest>) {
         self.resolve();
+        if self.win_change_pending {
+            self.win_change_pending = false;
+            self.win_changed_at = now;
+        }
         self.observe_qd(qd, now);
         self.watch_crossing(qd, now);
         // With `qd_immediate`, the first poll (every loop of the worker)
@@ -1046,7 +1082,12 @@ impl CongestionPort {
         // conditions is satisfied"), not at the end of the monitoring
         // interval, so an excursion that ends within one interval is not
         // missed; EMR and QGR are rates over the interval and wait for it.
-        let crossed = self.p.qd_immediate && qd > self.k_max && !self.qd_acted;
+        // An excursion above K_max since the last poll that packets leaving
+        // ended before it (the worker sends between admitting and
+        // polling) counts as one that stands: acted on with its deepest
+        // QD.
+        let missed = qd <= self.k_max && self.peak_poll > 0 && self.cross != REACTED;
+        let crossed = self.p.qd_immediate && ((qd > self.k_max && !self.qd_acted) || missed);
         if !self.iv_started {
             self.iv_started = true;
             self.iv_start = now;
@@ -1065,11 +1106,22 @@ impl CongestionPort {
 
         let el = now.saturating_sub(self.iv_start);
         if el >= self.p.interval_ns.max(1) {
+            // QD above K_max now, or (interval mode) at some time in the
+            // interval; the immediate mode acted on those at once.
+            let peak = if qd > self.k_max {
+                qd
+            } else if self.p.qd_immediate {
+                0
+            } else {
+                self.peak_iv
+            };
             self.close_interval(qd, now, el);
-            self.evaluate(qd, now, out, qd > self.k_max, true);
+            self.evaluate(qd.max(peak), now, out, peak > self.k_max, true);
+            self.peak_iv = 0;
         } else if crossed {
-            self.evaluate(qd, now, out, true, false);
+            self.evaluate(qd.max(self.peak_poll), now, out, true, false);
         }
+        self.peak_poll = 0;
         self.qd_acted = qd > self.k_max;
         if qd <= self.k_max {
             self.cross = 0;
@@ -1100,7 +1152,9 @@ impl CongestionPort {
             };
             self.avg_qd = Some(avg);
             let step = ((a.step_frac * self.k_max as f64) as u64).max(1);
-            let floor = ((a.k_min_floor_frac * self.k_max as f64) as u64).min(self.k_min_cfg);
+            // At least one octet: a K_min of 0 could never be raised
+            // again (nothing is below low_frac * 0).
+            let floor = ((a.k_min_floor_frac * self.k_max as f64) as u64).min(self.k_min_cfg).max(1);
             if avg > self.k_min as f64 {
                 self.k_min = self.k_min.saturating_sub(step).max(floor);
             } else if avg < a.low_frac * self.k_min as f64 {
@@ -1186,7 +1240,9 @@ impl CongestionPort {
                 // Our own CNP's effect: the two windows compared plus the
                 // feedback delay.
                 let ours = f.last_cnp().is_some_and(|t| now.saturating_sub(t) < 2 * win + rtt);
-                let fell = !ours && f.rate_fell(self.p.policy.rate_drop_frac);
+                // Both windows compared counted at the window's length now.
+                let same_length = f.win_start.saturating_sub(2 * win) >= self.win_changed_at;
+                let fell = !ours && same_length && f.rate_fell(self.p.policy.rate_drop_frac);
                 match f.deferred() {
                     Some((since, _)) if now.saturating_sub(since) < win => continue,
                     Some((_, qd_then)) if qd > qd_then => {
@@ -1217,7 +1273,7 @@ impl CongestionPort {
     }
 
     fn send_resumes(&mut self, qd: u64, now: u64, out: &mut Vec<CnpRequest>) {
-        let level = self.level_for(qd);
+        let level = self.level_at(qd);
         let (metric_type, metric_value) = self.qd_metric(qd);
         let d = Decision {
             action: Action::Resume,
