@@ -84,6 +84,9 @@ reasons!(Drop, N_DROPS {
     // A tunnel packet reassembled at a decapsulating SID that no packet
     // buffer can hold (larger than the mempool's data room).
     ReasmTooLarge => "reassembly-too-large",
+    // RFC 3168 s.5.3: a datagram some of whose fragments were CE and some
+    // Not-ECT (it cannot carry the congestion indication).
+    ReasmEcnMixed => "reassembly-ecn-mixed",
     MulticastNotRouted => "multicast-not-routed",
     // A multicast packet that arrived on another interface than its
     // route's RPF interface (`iif`).

@@ -78,6 +78,8 @@ struct Slot {
     nh_at: usize,
     /// IPv6: the first fragment's Fragment header Next Header.
     next: u8,
+    /// The ECN codepoints the fragments carried, one bit each (1 << ECN).
+    ecn_seen: u8,
     /// Octets of data the first fragment carried.
     first: usize,
     /// Fragmentable part's length, once the last fragment arrived.
@@ -101,6 +103,7 @@ impl Slot {
             hl: 0,
             nh_at: 6,
             next: 0,
+            ecn_seen: 0,
             first: 0,
             end: None,
             max_seen: 0,
@@ -114,6 +117,7 @@ impl Slot {
         self.key = Some(key);
         self.started = now;
         self.hl = 0;
+        self.ecn_seen = 0;
         self.end = None;
         self.max_seen = 0;
         self.got = 0;
@@ -157,6 +161,8 @@ pub(crate) struct Fragment<'a> {
     pub(crate) nh_at: usize,
     /// IPv6: the Fragment header's Next Header (0 for IPv4).
     pub(crate) next: u8,
+    /// The fragment's ECN field.
+    pub(crate) ecn: u8,
     pub(crate) data: &'a [u8],
 }
 
@@ -220,6 +226,7 @@ impl Reassembly {
         }
         s.max_seen = s.max_seen.max(stop);
         s.got += len;
+        s.ecn_seen |= 1 << (f.ecn & 3);
         Ok((s.hl > 0 && s.end == Some(s.got)).then_some(i))
     }
 
@@ -272,16 +279,26 @@ impl Reassembly {
     /// fragment's L2 header), the unfragmentable part with its length,
     /// fragment fields and checksum fixed, then the data. The slot is free
     /// again; give the buffer back with [`put_back`](Self::put_back).
-    pub(crate) fn take(&mut self, slot: usize, l2: &[u8]) -> Option<VecPacket> {
-        let s = self.slots.get_mut(slot)?;
-        let key = s.key.take()?;
-        let (hl, end) = (s.hl, s.end?);
+    ///
+    /// RFC 3168 s.5.3: reassembly must not lose a congestion indication. A
+    /// datagram of which some fragment was CE is CE (the first fragment's
+    /// header carries it; the others' ECT is the same news); if another
+    /// fragment was Not-ECT it cannot be, and the datagram is dropped
+    /// (`reassembly-ecn-mixed`, as Linux's ip_frag_ecn_table).
+    pub(crate) fn take(&mut self, slot: usize, l2: &[u8]) -> Result<VecPacket, Drop> {
+        let s = self.slots.get_mut(slot).ok_or(Drop::ReasmMalformed)?;
+        let key = s.key.take().ok_or(Drop::ReasmMalformed)?;
+        let (hl, end) = (s.hl, s.end.ok_or(Drop::ReasmMalformed)?);
         // The length fields: IPv6 payload (the extension headers of the
         // unfragmentable part and the data) or IPv4 total length.
         if (key.v6 && hl - 40 + end > usize::from(u16::MAX)) || (!key.v6 && hl + end > usize::from(u16::MAX)) || l2.len() > PAY - hl {
-            return None;
+            return Err(Drop::ReasmMalformed);
         }
-        let mut pkt = s.pkt.take()?;
+        let (ce, not_ect) = (s.ecn_seen & (1 << 3) != 0, s.ecn_seen & 1 != 0);
+        if ce && not_ect {
+            return Err(Drop::ReasmEcnMixed);
+        }
+        let mut pkt = s.pkt.take().ok_or(Drop::ReasmMalformed)?;
         let at = PAY - hl - l2.len();
         {
             let b = pkt.raw_mut();
@@ -292,9 +309,16 @@ impl Reassembly {
                 // The unfragmentable part + data: the Fragment header is
                 // gone, the header before it names what it named.
                 h[s.nh_at] = s.next;
+                if ce {
+                    // The Traffic Class's ECN bits (octet 1, bits 4-5).
+                    h[1] |= 0x30;
+                }
                 Ipv6Packet::new_unchecked(h).set_payload_len((hl - 40 + end) as u16);
             } else {
                 // No longer a fragment (DF as received), checksum again.
+                if ce {
+                    h[1] |= 3;
+                }
                 let mut ip = Ipv4Packet::new_unchecked(h);
                 ip.set_total_len((hl + end) as u16);
                 ip.set_more_frags(false);
@@ -303,7 +327,7 @@ impl Reassembly {
             }
         }
         pkt.set_window(at, PAY + end);
-        Some(pkt)
+        Ok(pkt)
     }
 
     /// Return a slot's buffer after [`take`](Self::take).
@@ -407,7 +431,7 @@ impl crate::pipeline::Pipeline {
         let done = self.reasm.add(f, now_ns, &self.counters)?;
         self.counters.local(Local::ReasmFragment);
         let Some(slot) = done else { return Ok(None) };
-        let q = self.reasm.take(slot, &frame[..l2.l3]).ok_or(Drop::ReasmMalformed)?;
+        let q = self.reasm.take(slot, &frame[..l2.l3])?;
         self.counters.local(Local::Reassembled);
         Ok(Some((slot, q)))
     }
@@ -422,7 +446,7 @@ impl crate::pipeline::Pipeline {
             key.src[..4].copy_from_slice(&d[12..16]);
             key.dst[..4].copy_from_slice(&d[16..20]);
             let offset = usize::from(ip.frag_offset());
-            let f = Fragment { key, offset, more: ip.more_frags(), header: (offset == 0).then(|| &d[..hl]), nh_at: 0, next: 0, data: &d[hl..] };
+            let f = Fragment { key, offset, more: ip.more_frags(), header: (offset == 0).then(|| &d[..hl]), nh_at: 0, next: 0, ecn: d[1] & 3, data: &d[hl..] };
             self.reassembly_step(p.data(), l2, &f, now_ns)?
         };
         let Some((slot, mut q)) = done else { return Ok(Verdict::Consumed) };
@@ -479,7 +503,7 @@ impl crate::pipeline::Pipeline {
                 let mut key = Key { v6: true, src: [0; 16], dst: [0; 16], id: frag.ident, proto: 0 };
                 key.src.copy_from_slice(&d[8..24]);
                 key.dst.copy_from_slice(&d[24..40]);
-                let f = Fragment { key, offset, more: frag.more_frags, header: (offset == 0).then(|| &d[..at]), nh_at, next, data: &d[at + 8..] };
+                let f = Fragment { key, offset, more: frag.more_frags, header: (offset == 0).then(|| &d[..at]), nh_at, next, ecn: (d[1] >> 4) & 3, data: &d[at + 8..] };
                 (next, nh_at, Some(self.reassembly_step(p.data(), l2, &f, now_ns)?))
             }
         };

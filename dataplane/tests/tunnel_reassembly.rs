@@ -389,3 +389,25 @@ fn a_tunnel_packet_no_buffer_can_hold_is_dropped_as_too_large() {
     assert_eq!(out.last().unwrap().0, Verdict::Tx(1));
     assert_eq!(local(&pl, Local::Srv6Reassembled), 1);
 }
+
+/// Rule: RFC 3168 s.5.3: reassembly "MUST NOT" lose a congestion
+/// indication; a datagram one fragment of which was CE and another
+/// Not-ECT cannot carry it and is dropped (as Linux's ip_frag_ecn_table),
+/// counted as `reassembly-ecn-mixed`. (CE with ECT fragments: the
+/// datagram is CE, `ecn_marking.rs`.)
+#[test]
+fn a_tunnel_packet_of_ce_and_not_ect_fragments_is_dropped() {
+    let mut whole = vec![0u8; 14];
+    whole[..6].copy_from_slice(&R0);
+    whole[12..14].copy_from_slice(&[0x86, 0xdd]);
+    whole.extend_from_slice(&ipv6(headend_src(), sid_dt6(), 41, 64, 0, &inner(1200)));
+    let mut frags = dataplane::frag::tunnel_fragments(&whole, 600, 0x7700_0002);
+    assert_eq!(frags.len(), 2);
+    // The first Not-ECT (as sent), the second CE-marked on the way.
+    frags[1][14 + 1] |= 0x30;
+    let mut pl = exit();
+    let out = feed(&mut pl, &frags);
+    assert_eq!(out[0].0, Verdict::Consumed);
+    assert_eq!(out[1].0, Verdict::Drop(Drop::ReasmEcnMixed));
+    assert_eq!(local(&pl, Local::Srv6Reassembled), 0);
+}

@@ -1381,6 +1381,6 @@ fn is_data(op: u8) -> bool {
     }
     !matches!(
         (opcode::transport(op), opcode::operation(op)),
-        (opcode::RC | opcode::RD, opcode::ACKNOWLEDGE | opcode::ATOMIC_ACKNOWLEDGE)
+        (opcode::RC | opcode::RD | opcode::XRC, opcode::ACKNOWLEDGE | opcode::ATOMIC_ACKNOWLEDGE)
     )
 }

@@ -41,6 +41,9 @@ pub mod opcode {
     pub const UC: u8 = 0x20;
     pub const RD: u8 = 0x40;
     pub const UD: u8 = 0x60;
+    /// Extended Reliable Connection (IBA Vol. 1 9.2, Table 38): opcodes
+    /// 0xA0-0xB7, its responses as RC's (0xAD-0xB2).
+    pub const XRC: u8 = 0xa0;
 
     pub const SEND_FIRST: u8 = 0x00;
     pub const SEND_MIDDLE: u8 = 0x01;
@@ -128,10 +131,11 @@ pub mod opcode {
             )
     }
 
-    /// Whether this opcode is a response (ACK, read response, atomic ACK).
+    /// Whether this opcode is a response (ACK, read response, atomic ACK)
+    /// of RC, RD or XRC.
     #[inline]
     pub const fn is_response(op: u8) -> bool {
-        matches!(transport(op), RC | RD)
+        matches!(transport(op), RC | RD | XRC)
             && matches!(
                 operation(op),
                 RDMA_READ_RESPONSE_FIRST
