@@ -6,8 +6,13 @@
 //! [`crate::frag`]).
 //!
 //! Transit fragments are never reassembled: only datagrams to one of the
-//! router's own addresses, and only IPv6 fragments whose Fragment header
-//! follows the IPv6 header directly (what hosts send).
+//! router's own addresses, and SRv6 tunnel packets at the SID that ends
+//! their tunnel (End.DT4 / End.DT6 / END.C / END.E at Segments Left 0: a
+//! headend fragments the tunnel packet, RFC 2473 s.7.1, the exit
+//! reassembles), the Fragment header after the IPv6 header or after the
+//! extension headers of the unfragmentable part (an SRH). A datagram keeps
+//! its fragments' congestion indication (RFC 3168 s.5.3): one of them CE
+//! makes it CE, CE mixed with Not-ECT drops it (`reassembly-ecn-mixed`).
 //!
 //! Bounded, and with no allocation on the packet path: each worker has
 //! [`REASM_SLOTS`] datagrams in progress at most, each in a buffer
