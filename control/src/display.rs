@@ -395,6 +395,7 @@ pub fn flows(port: &str, v: &CongestionView, flows: &[FlowView], tunnel_pes: &[s
     let _ = writeln!(o, "{:<40} {:<40} {:>8} {:>19} {:>12} {:>10} {:>10} {:>12} {:>9}  state", "source", "destination", "dest-qp", "src-qp", "queued-bytes", "last-psn", "idle-us", "last-cnp-us", "udp-sport");
     for f in flows {
         let src_qp = match (f.src_qp, f.src_qp_configured) {
+            (Some(q), _) if f.ud => format!("{q:#08x} ud-deth"),
             (Some(q), true) => format!("{q:#08x} configured"),
             (Some(q), false) => format!("{q:#08x} learned"),
             (None, _) => "unknown".to_string(),
@@ -483,6 +484,7 @@ mod tests {
             dest_qp: 0x100,
             src_qp: None,
             src_qp_configured: false,
+            ud: false,
             queued_bytes: 5000,
             last_psn: 9,
             idle_ns: 0,

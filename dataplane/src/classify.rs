@@ -85,12 +85,30 @@ pub fn set_ce_ip(ip: &mut [u8], v6: bool) -> bool {
     }
 }
 
+/// Whether a packet of BTH opcode `op` carries a DETH after its BTH: the
+/// UD sends (IBA 9.8.2; the other UD opcodes are reserved).
+#[inline(always)]
+fn has_deth(op: u8) -> bool {
+    use crate::wire::roce::opcode;
+    op == opcode::UD | opcode::SEND_ONLY || op == opcode::UD | opcode::SEND_ONLY_WITH_IMMEDIATE
+}
+
+/// The DETH's source QP of the UD send whose BTH is at `bth` (Q_Key 4,
+/// reserved 1, SrcQP 3 octets); None when the datagram ends before it.
+#[cold]
+fn deth_src_qp(d: &[u8], bth: usize) -> Option<u32> {
+    let x = d.get(bth + 12..bth + 20)?;
+    Some(u32::from_be_bytes([0, x[5], x[6], x[7]]))
+}
+
 fn bth_at(d: &[u8], udp: usize, src: IpAddr, dst: IpAddr) -> Option<RoceInfo> {
     let u = d.get(udp..udp + 8 + 12)?;
     if u16::from_be_bytes([u[2], u[3]]) != ROCEV2_UDP_PORT {
         return None;
     }
     let b = &u[8..];
+    // A UD send without its DETH is not a flow's packet.
+    let ud_src_qp = if has_deth(b[0]) { Some(deth_src_qp(d, udp + 8)?) } else { None };
     Some(RoceInfo {
         src,
         dst,
@@ -103,6 +121,7 @@ fn bth_at(d: &[u8], udp: usize, src: IpAddr, dst: IpAddr) -> Option<RoceInfo> {
         ext: b[4] & 0x20 != 0,
         // An ACK's AETH follows the BTH.
         syndrome: if b[0] == crate::wire::roce::opcode::RC_ACKNOWLEDGE { d.get(udp + 20).copied().unwrap_or(0) } else { 0 },
+        ud_src_qp,
     })
 }
 
@@ -173,6 +192,17 @@ fn bth_fields(d: &[u8], udp: usize) -> Option<(u32, u8, u32, u16)> {
     Some((u32::from_be_bytes([0, b[5], b[6], b[7]]), b[0], u32::from_be_bytes([b[8] & 0x80, b[9], b[10], b[11]]), u16::from_be_bytes([u[0], u[1]])))
 }
 
+/// `key`, for a UD send also keyed by its DETH's source QP; None when
+/// the DETH is cut off.
+#[inline(always)]
+fn with_deth(key: PackedKey, op: u8, d: &[u8], udp: usize) -> Option<PackedKey> {
+    if has_deth(op) {
+        Some(key.with_ud_source(deth_src_qp(d, udp + 8)?))
+    } else {
+        Some(key)
+    }
+}
+
 /// Whether `frame` may be a RoCEv2 response (ACK, NAK, read response,
 /// atomic ACK) or standard CNP (opcode 0x81, E clear), the packets reverse
 /// source-QP learning reads ([`RoceInfo::teaches_source_qp`]): false only
@@ -223,7 +253,7 @@ pub fn roce_fast(frame: &[u8]) -> Option<RoceFast> {
             // The datagram only: no BTH read from link-layer padding.
             let dgram = frame.get(..l3 + usize::from(u16::from_be_bytes([h[2], h[3]])))?;
             let (qp, opcode, psn, sport) = bth_fields(dgram, l3 + ihl)?;
-            let key = PackedKey::v4([h[12], h[13], h[14], h[15]], [h[16], h[17], h[18], h[19]], qp);
+            let key = with_deth(PackedKey::v4([h[12], h[13], h[14], h[15]], [h[16], h[17], h[18], h[19]], qp), opcode, dgram, l3 + ihl)?;
             Some(RoceFast { roce: RoceKey { key, opcode, psn, sport }, ecn: h[1] & 3, tunnelled: false })
         }
         0x86dd => {
@@ -241,7 +271,8 @@ pub fn roce_fast(frame: &[u8]) -> Option<RoceFast> {
             let dgram = &frame[..(l3 + 40 + usize::from(u16::from_be_bytes([h[4], h[5]]))).min(frame.len())];
             let (qp, opcode, psn, sport) = bth_fields(dgram, l3 + 40)?;
             let addrs: &[u8; 32] = h[8..40].try_into().ok()?;
-            Some(RoceFast { roce: RoceKey { key: PackedKey::v6(addrs, qp), opcode, psn, sport }, ecn, tunnelled: false })
+            let key = with_deth(PackedKey::v6(addrs, qp), opcode, dgram, l3 + 40)?;
+            Some(RoceFast { roce: RoceKey { key, opcode, psn, sport }, ecn, tunnelled: false })
         }
         _ => None,
     }

@@ -16,7 +16,7 @@ fn ip6(x: u16) -> IpAddr {
 }
 
 fn data(src: IpAddr, dst: IpAddr, dest_qp: u32, psn: u32) -> RoceInfo {
-    RoceInfo { src, dst, dest_qp, opcode: opcode::RC | opcode::SEND_ONLY, psn, sport: 0xc000, ext: false, syndrome: 0 }
+    RoceInfo { src, dst, dest_qp, opcode: opcode::RC | opcode::SEND_ONLY, psn, sport: 0xc000, ext: false, syndrome: 0, ud_src_qp: None }
 }
 
 fn ack(src: IpAddr, dst: IpAddr, dest_qp: u32, psn: u32) -> RoceInfo {

@@ -16,7 +16,7 @@ fn ip6(x: u16) -> IpAddr {
 }
 
 fn pkt(src: IpAddr, dst: IpAddr, op: u8, dest_qp: u32, psn: u32) -> RoceInfo {
-    RoceInfo { src, dst, dest_qp, opcode: op, psn, sport: 0xc000, ext: false, syndrome: 0 }
+    RoceInfo { src, dst, dest_qp, opcode: op, psn, sport: 0xc000, ext: false, syndrome: 0, ud_src_qp: None }
 }
 
 /// The draft's section 7 port (100 Gbit/s, RTT_est 10 ms, K_max 125 MB);

@@ -34,16 +34,22 @@ pub(crate) const NONE: u32 = u32::MAX;
 
 const SRC_V4: u32 = 1 << 31;
 const DST_V4: u32 = 1 << 30;
+/// A UD flow: its source QP (from the DETH) is part of the key.
+const UD: u32 = 1 << 29;
 const QP_MASK: u32 = 0x00ff_ffff;
 
-/// A flow key, packed: (src IP, dst IP, DestQP).
+/// A flow key, packed: (src IP, dst IP, DestQP), and for a UD datagram
+/// also its source QP, which its DETH carries (IBA 9.8.2; draft-tian
+/// s.5.2 keys a flow by both QPs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PackedKey {
     /// Source address words 0-1, destination words 2-3 (an IPv4 address
     /// in the low half of word 0 / 2, the rest zero).
     pub(crate) w: [u64; 4],
-    /// DestQP (24 bits) | SRC_V4 | DST_V4.
+    /// DestQP (24 bits) | SRC_V4 | DST_V4 | UD.
     pub(crate) qpf: u32,
+    /// The DETH's source QP when `qpf` has UD, else 0.
+    pub(crate) sqp: u32,
 }
 
 fn pack_addr(a: IpAddr) -> (u64, u64, bool) {
@@ -121,7 +127,19 @@ impl PackedKey {
         PackedKey {
             w: [a, b, c, d],
             qpf: (dest_qp & QP_MASK) | if s4 { SRC_V4 } else { 0 } | if d4 { DST_V4 } else { 0 },
+            sqp: 0,
         }
+    }
+
+    /// The key of a UD flow: also keyed by the source QP its DETH carries.
+    #[inline(always)]
+    pub fn with_ud_source(self, src_qp: u32) -> PackedKey {
+        PackedKey { qpf: self.qpf | UD, sqp: src_qp & QP_MASK, ..self }
+    }
+
+    /// The source QP of a UD flow's key (from its DETH).
+    pub fn ud_source(&self) -> Option<u32> {
+        (self.qpf & UD != 0).then_some(self.sqp)
     }
 
     /// From header fields: IPv4 addresses as read (network order bytes).
@@ -130,6 +148,7 @@ impl PackedKey {
         PackedKey {
             w: [u64::from(u32::from_ne_bytes(src)), 0, u64::from(u32::from_ne_bytes(dst)), 0],
             qpf: (dest_qp & QP_MASK) | SRC_V4 | DST_V4,
+            sqp: 0,
         }
     }
 
@@ -141,7 +160,7 @@ impl PackedKey {
             b.copy_from_slice(&addrs[i * 8..i * 8 + 8]);
             u64::from_ne_bytes(b)
         };
-        PackedKey { w: [w(0), w(1), w(2), w(3)], qpf: dest_qp & QP_MASK }
+        PackedKey { w: [w(0), w(1), w(2), w(3)], qpf: dest_qp & QP_MASK, sqp: 0 }
     }
 
     pub fn src(&self) -> IpAddr {
@@ -165,7 +184,7 @@ impl PackedKey {
     /// Hash of the whole key, keyed by `k`.
     #[inline(always)]
     pub(crate) fn hash(&self, k: &HashKey) -> u64 {
-        fold(self.pair_part(k) ^ u64::from(self.qpf), k.0[4])
+        fold(self.pair_part(k) ^ (u64::from(self.qpf) | u64::from(self.sqp) << 32), k.0[4])
     }
 
     /// Hash of (src, dst), keyed by `k`.
@@ -180,14 +199,15 @@ impl PackedKey {
     }
 }
 
-// Flow flags, in bits 24-29 of `qpf` (not part of the key).
+// Flow flags, in bits 24-28 of `qpf` (not part of the key).
 const LIVE: u32 = 1 << 24;
 const HAS_SRC_QP: u32 = 1 << 25;
 const CONFIGURED: u32 = 1 << 26;
 const THROTTLED: u32 = 1 << 27;
 const HAS_CNP: u32 = 1 << 28;
-const DEFERRED: u32 = 1 << 29;
-const KEY_BITS: u32 = QP_MASK | SRC_V4 | DST_V4;
+const KEY_BITS: u32 = QP_MASK | SRC_V4 | DST_V4 | UD;
+/// In `src_qp` above the QP's 24 bits: deferring (s.5.7).
+const DEFERRED: u32 = 1 << 31;
 
 /// One learned RoCEv2 flow: three cache lines. The first holds all that a
 /// packet reads or writes (key, flags, last PSN, position in `nz`, last
@@ -218,6 +238,8 @@ pub(crate) struct Flow {
     pair_prev: u32,
     /// Position in the live list.
     live_pos: u32,
+    /// The source QP (24 bits; a UD flow's is its key's) and the
+    /// DEFERRED flag.
     src_qp: u32,
     last_cnp: u64,
     /// Deferring (s.5.7): since when, and the queue depth then in 16-byte
@@ -265,11 +287,17 @@ impl Flow {
 
     #[inline(always)]
     fn key_is(&self, k: &PackedKey) -> bool {
-        self.w == k.w && (self.qpf ^ k.qpf) & KEY_BITS == 0
+        self.w == k.w && (self.qpf ^ k.qpf) & KEY_BITS == 0 && (k.qpf & UD == 0 || self.src_qp & QP_MASK == k.sqp)
     }
 
     pub fn key(&self) -> PackedKey {
-        PackedKey { w: self.w, qpf: self.qpf & KEY_BITS }
+        let qpf = self.qpf & KEY_BITS;
+        PackedKey { w: self.w, qpf, sqp: if qpf & UD != 0 { self.src_qp & QP_MASK } else { 0 } }
+    }
+
+    /// A UD flow: its source QP is its DETH's, part of its key.
+    pub fn is_ud(&self) -> bool {
+        self.qpf & UD != 0
     }
 
     #[inline(always)]
@@ -286,25 +314,38 @@ impl Flow {
     }
 
     pub fn src_qp(&self) -> Option<u32> {
-        (self.qpf & HAS_SRC_QP != 0).then_some(self.src_qp)
+        (self.qpf & HAS_SRC_QP != 0).then_some(self.src_qp & QP_MASK)
     }
 
+    /// Set the source QP, learned or `configured`. A UD flow's is its
+    /// key's and stays.
     pub fn set_src_qp(&mut self, qp: u32, configured: bool) {
-        self.src_qp = qp;
+        if self.is_ud() {
+            return;
+        }
+        self.src_qp = (qp & QP_MASK) | (self.src_qp & DEFERRED);
         self.qpf |= HAS_SRC_QP;
         if configured {
             self.qpf |= CONFIGURED;
         }
     }
 
-    /// Forget the source QP (learned or configured).
+    /// Forget the source QP (learned or configured; not a UD flow's).
     pub fn clear_src_qp(&mut self) {
-        self.qpf &= !(HAS_SRC_QP | CONFIGURED);
+        if !self.is_ud() {
+            self.qpf &= !(HAS_SRC_QP | CONFIGURED);
+        }
     }
 
     /// `src_qp` came from configuration: reverse learning does not touch it.
     pub fn src_qp_configured(&self) -> bool {
         self.qpf & CONFIGURED != 0
+    }
+
+    /// Reverse learning may not change `src_qp`: configured, or a UD
+    /// flow's own.
+    pub fn src_qp_fixed(&self) -> bool {
+        self.qpf & (CONFIGURED | UD) != 0
     }
 
     /// A Notify / Rate Reduce / Pause was sent and no Resume since.
@@ -324,11 +365,15 @@ impl Flow {
     }
 
     pub fn deferred(&self) -> Option<(u64, u64)> {
-        (self.qpf & DEFERRED != 0).then_some((self.def_since, u64::from(self.def_qd16) * 16))
+        (self.src_qp & DEFERRED != 0).then_some((self.def_since, u64::from(self.def_qd16) * 16))
     }
 
     pub fn set_deferred(&mut self, d: Option<(u64, u64)>) {
-        self.set_flag(DEFERRED, d.is_some());
+        if d.is_some() {
+            self.src_qp |= DEFERRED;
+        } else {
+            self.src_qp &= !DEFERRED;
+        }
         if let Some((a, b)) = d {
             self.def_since = a;
             // Rounded up: a queue that did not grow never looks worse.
@@ -797,6 +842,10 @@ impl FlowTable {
         let mut f = Flow::EMPTY;
         f.w = key.w;
         f.qpf = (key.qpf & KEY_BITS) | LIVE;
+        if key.qpf & UD != 0 {
+            f.src_qp = key.sqp & QP_MASK;
+            f.qpf |= HAS_SRC_QP;
+        }
         f.live_pos = self.live.len() as u32;
         f.last_seen = now;
         f.win_start = now;

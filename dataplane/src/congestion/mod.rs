@@ -575,6 +575,9 @@ pub struct RoceInfo {
     pub ext: bool,
     /// An RC ACK's AETH syndrome (0: an ACK, and every other packet).
     pub syndrome: u8,
+    /// A UD datagram's source QP, from its DETH (IBA 9.8.2): part of the
+    /// flow key. None for every other packet.
+    pub ud_src_qp: Option<u32>,
 }
 
 impl RoceInfo {
@@ -584,6 +587,16 @@ impl RoceInfo {
     /// 0x81, E clear) that the destination's NIC sends to the source for
     /// CE-marked packets. A Long-haul CNP (E set) does not: it is a
     /// congestion point's, not the destination's.
+    /// The key of the flow this packet belongs to, as a data packet.
+    #[inline]
+    pub fn key(&self) -> PackedKey {
+        let k = PackedKey::new(self.src, self.dst, self.dest_qp);
+        match self.ud_src_qp {
+            Some(q) => k.with_ud_source(q),
+            None => k,
+        }
+    }
+
     #[inline]
     pub fn teaches_source_qp(&self) -> bool {
         use crate::wire::roce::opcode;
@@ -605,7 +618,7 @@ pub struct RoceKey {
 
 impl RoceKey {
     pub fn from_info(i: &RoceInfo) -> RoceKey {
-        RoceKey { key: PackedKey::new(i.src, i.dst, i.dest_qp), opcode: i.opcode, psn: i.psn, sport: i.sport }
+        RoceKey { key: i.key(), opcode: i.opcode, psn: i.psn, sport: i.sport }
     }
 }
 

@@ -320,7 +320,18 @@ impl CongestionPort {
 
     /// The slot of a flow, if learned.
     pub fn flow_id(&self, src: IpAddr, dst: IpAddr, dest_qp: u32) -> Option<FlowId> {
-        self.flows.lookup(&PackedKey::new(src, dst, dest_qp)).map(FlowId)
+        self.flow_id_of(&PackedKey::new(src, dst, dest_qp))
+    }
+
+    /// The slot of the flow of `key` (a UD flow's has its source QP), if
+    /// learned.
+    pub fn flow_id_of(&self, key: &PackedKey) -> Option<FlowId> {
+        self.flows.lookup(key).map(FlowId)
+    }
+
+    /// A flow's source QP (learned, configured, or a UD flow's own).
+    pub fn flow_src_qp(&self, f: FlowId) -> Option<u32> {
+        self.flows.get(f.0)?.src_qp()
     }
 
     #[inline(always)]
@@ -402,7 +413,7 @@ impl CongestionPort {
         let mark = self.enqueue_mark(ecn_capable, info.is_none_or(|i| is_data(i.opcode)), qd_after, now);
         let flow = match info {
             Some(i) if is_data(i.opcode) => {
-                let key = PackedKey::new(i.src, i.dst, i.dest_qp);
+                let key = i.key();
                 self.learn(&key, self.flows.hash(&key), i.psn, i.sport, len, now)
             }
             _ => None,
@@ -645,7 +656,9 @@ impl CongestionPort {
         self.age_lb = self.age_lb.min(now);
         self.age_pass_min = self.age_pass_min.min(now);
         self.stats.flows_active = self.flows.len() as u64;
-        if !self.cfg_qp.is_empty() {
+        // A UD flow's source QP is its DETH's (in its key), whatever is
+        // configured.
+        if !self.cfg_qp.is_empty() && key.ud_source().is_none() {
             if let Some(&q) = self.cfg_qp.get(&(key.src(), key.dst(), key.dest_qp())) {
                 if let Some(f) = self.flows.get_mut(s) {
                     f.set_src_qp(q, true);
@@ -739,7 +752,7 @@ impl CongestionPort {
                     unknowns += 1;
                     unknown = s;
                 }
-            } else if !f.src_qp_configured() {
+            } else if !f.src_qp_fixed() {
                 let below = f.last_psn.wrapping_sub(info.psn) & PSN_MASK;
                 let above = info.psn.wrapping_sub(f.last_psn) & PSN_MASK;
                 let d = if below < RESPONSE_PSN_WINDOW {
@@ -782,7 +795,7 @@ impl CongestionPort {
             // among several flows (n > 1: its PSN may be near another
             // flow's by chance).
             Some(f) if n > 1 && f.src_qp().is_some() => self.stats.reverse_ambiguous += 1,
-            Some(f) if !f.src_qp_configured() => {
+            Some(f) if !f.src_qp_fixed() => {
                 f.set_src_qp(qp, false);
                 if cnp {
                     self.stats.reverse_learned_from_cnp += 1;

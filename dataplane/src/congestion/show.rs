@@ -60,6 +60,8 @@ pub struct FlowView {
     /// carry the Flow ID object instead).
     pub src_qp: Option<u32>,
     pub src_qp_configured: bool,
+    /// A UD flow: `src_qp` is its DETH's, part of its key.
+    pub ud: bool,
     pub queued_bytes: u64,
     pub last_psn: u32,
     /// Time since its last packet, and since the last CNP sent to it.
@@ -187,6 +189,7 @@ impl CongestionPort {
                 dest_qp: k.dest_qp(),
                 src_qp: f.src_qp(),
                 src_qp_configured: f.src_qp_configured(),
+                ud: f.is_ud(),
                 queued_bytes: t.queued(s),
                 last_psn: f.last_psn,
                 idle_ns: now.saturating_sub(f.last_seen),
@@ -220,6 +223,7 @@ mod tests {
             sport: 49152,
             ext: false,
             syndrome: 0,
+            ud_src_qp: None,
         }
     }
 

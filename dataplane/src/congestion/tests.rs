@@ -29,6 +29,7 @@ fn data(src: IpAddr, dst: IpAddr, dest_qp: u32, psn: u32) -> RoceInfo {
         sport: 0xc000 | (dest_qp & 0x3fff) as u16,
         ext: false,
         syndrome: 0,
+        ud_src_qp: None,
     }
 }
 fn ack(src: IpAddr, dst: IpAddr, dest_qp: u32, psn: u32) -> RoceInfo {
