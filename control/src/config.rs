@@ -1554,6 +1554,24 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
     if [0, 4, 5].contains(&params.srh_tlv_end_mt) {
         return err("wire.srh_tlv_end_mt".into(), &params.srh_tlv_end_mt, "is an RFC 8754 TLV type (0 Pad1, 4 PadN, 5 HMAC)");
     }
+    // RFC 8986 s.10.2 codepoints that a node advertises for other
+    // behaviours (`dcirouter isis`: End, End.DT6, End.DT4; End.X with its
+    // adjacency), the reserved 0 and Opaque: END.C / END.E / End.MT under
+    // one of them would read as that behaviour.
+    for (name, v) in [("wire.behaviour_end_mt", params.behaviour_end_mt), ("wire.behaviour_end_c", params.behaviour_end_c), ("wire.behaviour_end_e", params.behaviour_end_e)] {
+        let taken = match v {
+            0 => Some("reserved"),
+            1 => Some("End"),
+            5 => Some("End.X"),
+            18 => Some("End.DT6"),
+            19 => Some("End.DT4"),
+            65535 => Some("Opaque"),
+            _ => None,
+        };
+        if let Some(what) = taken {
+            return err(name.into(), &v, &format!("is RFC 8986's SRv6 Endpoint Behavior codepoint for {what} (s.10.2); the drafts' behaviours need codepoints of their own (private use: 65280..=65534)"));
+        }
+    }
     for (name, v, other, ov) in [
         ("wire.behaviour_end_c", params.behaviour_end_c, "wire.behaviour_end_mt", params.behaviour_end_mt),
         ("wire.behaviour_end_e", params.behaviour_end_e, "wire.behaviour_end_mt", params.behaviour_end_mt),
@@ -4200,6 +4218,12 @@ mod refusals {
         refused(&format!("{GOOD}[wire]\nicmpv6_fann_type = 135\n"), &["wire.icmpv6_fann_type = 135", "Neighbor Discovery"]);
         refused(&format!("{GOOD}[wire]\nsrh_tlv_end_mt = 5\n"), &["wire.srh_tlv_end_mt = 5", "HMAC"]);
         refused(&format!("{GOOD}[wire]\nbehaviour_end_e = 65281\n"), &["wire.behaviour_end_e = 65281", "wire.behaviour_end_c"]);
+        // RFC 8986 codepoints of behaviours `dcirouter isis` advertises
+        // (an END.C advertised as 1 read as End; was accepted).
+        refused(&format!("{GOOD}[wire]\nbehaviour_end_c = 1\n"), &["wire.behaviour_end_c = 1", "End (s.10.2)"]);
+        refused(&format!("{GOOD}[wire]\nbehaviour_end_mt = 18\n"), &["wire.behaviour_end_mt = 18", "End.DT6"]);
+        refused(&format!("{GOOD}[wire]\nbehaviour_end_e = 65535\n"), &["wire.behaviour_end_e = 65535", "Opaque"]);
+        refused(&format!("{GOOD}[wire]\nbehaviour_end_e = 0\n"), &["wire.behaviour_end_e = 0", "reserved"]);
         refused(&GOOD.replace("worker_cores = [0]", "worker_cores = [0]\nicmp_error_rate_pps = 0"), &["dataplane.icmp_error_rate_pps = 0", "set both to 0"]);
         refused(&GOOD.replace("worker_cores = [0]", "worker_cores = [0]\nneighbour_reachable_ms = 0\nneighbour_solicit_interval_ms = 0"), &["dataplane.neighbour_solicit_interval_ms = 0", "50..=60000"]);
     }

@@ -70,13 +70,37 @@ pub fn tlvs(cfg: &RouterConfig) -> Result<Vec<(String, Vec<u8>, String)>, String
         let _ = writeln!(decoded, "  End SID sub-TLV: {} behaviour {} ({}), SID structure LB {} LN {} F {} A {}", sid.sid, r.behavior, sid.behaviour.to_uppercase(), structure.locator_block_len, structure.locator_node_len, structure.function_len, structure.argument_len);
         subs.push(LocatorSubTlv::EndSid(r));
     }
-    let loc = LocatorTlvRepr {
+    // A TLV holds at most 255 octets of value: 9 End SIDs with their
+    // structures do not fit in one. The End SIDs are spread over as many
+    // Locator TLVs as they need, each with the same locator entry (IS-IS
+    // carries several TLVs of one type in an LSP; RFC 9352 s.7.1 lets
+    // the End SIDs of a locator go in any of its entries).
+    let entry = |sub_tlvs: Vec<LocatorSubTlv>| LocatorTlvRepr {
         mt_id: 0,
-        entries: vec![LocatorEntryRepr { metric: 0, flags: 0, algorithm: 0, loc_size: loc_bits, locator: s6.locator.network(), sub_tlvs: subs }],
+        entries: vec![LocatorEntryRepr { metric: 0, flags: 0, algorithm: 0, loc_size: loc_bits, locator: s6.locator.network(), sub_tlvs }],
     };
-    let mut buf = vec![0u8; loc.buffer_len()];
-    loc.emit(&mut buf).map_err(|e| e.to_string())?;
-    out.push((format!("SRv6 Locator TLV (type 27) {}", s6.locator), buf, decoded.trim_end().to_string()));
+    let mut parts: Vec<Vec<LocatorSubTlv>> = vec![Vec::new()];
+    for sub in subs {
+        let last = parts.last_mut().expect("one part at least");
+        last.push(sub);
+        if entry(last.clone()).buffer_len() > 2 + 255 && last.len() > 1 {
+            let sub = last.pop().expect("just pushed");
+            parts.push(vec![sub]);
+        }
+    }
+    let mut lines = decoded.lines().filter(|l| l.contains("End SID sub-TLV"));
+    let skipped: Vec<&str> = decoded.lines().filter(|l| !l.contains("End SID sub-TLV")).collect();
+    let n = parts.len();
+    for (i, part) in parts.into_iter().enumerate() {
+        let mut d: Vec<&str> = lines.by_ref().take(part.len()).collect();
+        if i + 1 == n {
+            d.extend(skipped.iter().copied());
+        }
+        let loc = entry(part);
+        let buf = loc.to_bytes().map_err(|e| format!("SRv6 Locator TLV {}: {e}", s6.locator))?;
+        let name = if n == 1 { format!("SRv6 Locator TLV (type 27) {}", s6.locator) } else { format!("SRv6 Locator TLV (type 27) {}, part {} of {n}", s6.locator, i + 1) };
+        out.push((name, buf, d.join("\n").trim_end().to_string()));
+    }
     Ok(out)
 }
 
@@ -158,6 +182,38 @@ mod tests {
         );
         assert!(t[1].2.contains("END.C") && t[1].2.contains("END.E") && t[1].2.contains("behaviour 65280 (END.MT)"), "{}", t[1].2);
         assert!(t[1].2.contains("fc00:0:1::b END.X: advertised with its adjacency"), "{}", t[1].2);
+    }
+
+    /// A TLV's value holds at most 255 octets, and an End SID sub-TLV with
+    /// its SID Structure takes 28 of them (16 for the locator entry): 20
+    /// End SIDs go in three Locator TLVs of the same locator, every one
+    /// within 255 octets and checked by the decoder, together all 20 in
+    /// order. Was: one Locator TLV for every SID, so from 9 SIDs on
+    /// `dcirouter isis` failed with "bad length" and printed nothing.
+    #[test]
+    fn many_sids_are_spread_over_several_locator_tlvs() {
+        let mut t = String::from("[[port]]\nname = \"p\"\ndevice = \"net_null0\"\naddresses = [\"10.0.0.1/24\"]\n[srv6]\nlocator = \"fc00:0:1::/48\"\n");
+        for i in 1..=20 {
+            t.push_str(&format!("[[srv6.sid]]\nsid = \"fc00:0:1::{i:x}\"\nbehaviour = \"end\"\n"));
+        }
+        let cfg = crate::config::load_str(&t).unwrap();
+        let out = tlvs(&cfg).unwrap();
+        assert_eq!(out.len(), 1 + 3, "{:?}", out.iter().map(|o| &o.0).collect::<Vec<_>>());
+        let mut sids = Vec::new();
+        for (i, (name, b, d)) in out[1..].iter().enumerate() {
+            assert!(name.ends_with(&format!("part {} of 3", i + 1)), "{name}");
+            assert!(b.len() <= 2 + 255 && usize::from(b[1]) + 2 == b.len(), "{name}: {} octets", b.len());
+            let loc = LocatorTlvRepr::parse(&LocatorTlv::new_checked(&b[..]).unwrap()).unwrap();
+            assert_eq!((loc.entries.len(), loc.entries[0].locator, loc.entries[0].loc_size), (1, "fc00:0:1::".parse().unwrap(), 48));
+            for s in &loc.entries[0].sub_tlvs {
+                if let LocatorSubTlv::EndSid(e) = s {
+                    sids.push(e.sid);
+                    assert!(d.contains(&e.sid.to_string()), "{name}: {d}");
+                }
+            }
+        }
+        let want: Vec<std::net::Ipv6Addr> = (1..=20u16).map(|i| std::net::Ipv6Addr::new(0xfc00, 0, 1, 0, 0, 0, 0, i)).collect();
+        assert_eq!(sids, want);
     }
 
     /// The C-flag announces the congestion handling END.E needs as well

@@ -392,7 +392,9 @@ impl<T: AsRef<[u8]>> EndSidTlv<T> {
     /// `Unrecognized` unless type 5; `Truncated` if shorter than 2 + Length;
     /// `BadLength` if Length < 20, Length != 20 + Sub-sub-TLV-len, a
     /// sub-sub-TLV overruns or a SID Structure is not 4 octets; `Malformed`
-    /// if a SID Structure adds up to more than 128 bits.
+    /// if a SID Structure adds up to more than 128 bits or there are two
+    /// (RFC 9352 s.9: "MUST NOT appear more than once"; the receiver
+    /// ignores the End SID).
     pub fn check_len(&self) -> Result<()> {
         let d = self.buffer.as_ref();
         let total = check_tlv_header(d, SUBTLV_SRV6_END_SID)?;
@@ -403,10 +405,15 @@ impl<T: AsRef<[u8]>> EndSidTlv<T> {
             return Err(Error::BadLength);
         }
         let mut it = RawTlvs::new(&d[sid_field::SUBSUB..total]);
+        let mut structures = 0;
         while let Some(s) = it.next_checked()? {
             if s.tlv_type == SUBSUBTLV_SID_STRUCTURE {
                 SidStructure::from_value(s.value)?;
+                structures += 1;
             }
+        }
+        if structures > 1 {
+            return Err(Error::Malformed);
         }
         Ok(())
     }
@@ -586,8 +593,12 @@ impl EndSidRepr {
                 .sum::<usize>()
     }
 
-    /// Emit at the start of `buf`; returns the octets written.
+    /// Emit at the start of `buf`; returns the octets written. `Malformed`
+    /// for two SID Structures (RFC 9352 s.9).
     pub fn emit(&self, buf: &mut [u8]) -> Result<usize> {
+        if self.sub_tlvs.iter().filter(|s| matches!(s, EndSidSubTlv::Structure(_))).count() > 1 {
+            return Err(Error::Malformed);
+        }
         let len = self.buffer_len();
         let l = u8::try_from(len - 2).map_err(|_| Error::BadLength)?;
         let b = buf.get_mut(..len).ok_or(Error::Truncated)?;
@@ -632,6 +643,21 @@ pub const fn locator_octets(bits: u8) -> usize {
     (bits as usize).div_ceil(8)
 }
 
+/// The first `bits` bits of `a`, the rest zero (RFC 9352 s.7.1: a
+/// Locator's trailing bits are zero on the wire and ignored when
+/// received).
+pub fn locator_prefix(a: Ipv6Addr, bits: u8) -> Ipv6Addr {
+    let bits = u32::from(bits.min(128));
+    let mask = if bits == 0 { 0 } else { u128::MAX << (128 - bits) };
+    Ipv6Addr::from(u128::from(a) & mask)
+}
+
+/// Whether `sid` lies inside the locator `loc` / `bits` (RFC 9352 s.7.2:
+/// an End SID is a subnet of its locator).
+pub fn sid_in_locator(sid: Ipv6Addr, loc: Ipv6Addr, bits: u8) -> bool {
+    locator_prefix(sid, bits) == locator_prefix(loc, bits)
+}
+
 /// View of an SRv6 Locator TLV (the buffer may continue past it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LocatorTlv<T: AsRef<[u8]>> {
@@ -670,8 +696,11 @@ impl<T: AsRef<[u8]>> LocatorTlv<T> {
 
     /// `Unrecognized` unless type 27; `Truncated` if shorter than 2 +
     /// Length; `BadLength` if Length < 2 or an entry / sub-TLV overruns;
-    /// `Malformed` for a Loc Size of 0 or over 128; End SID sub-TLVs are
-    /// checked as [`EndSidTlv::check_len`].
+    /// `Malformed` for a Loc Size of 0 or over 128 (RFC 9352 s.7.1, the
+    /// only rule that discards the whole TLV). An End SID sub-TLV that
+    /// [`EndSidTlv::check_len`] refuses, or whose SID lies outside its
+    /// locator, is ignored on its own ([`LocatorEntry::end_sids`]; s.7.2,
+    /// s.9).
     pub fn check_len(&self) -> Result<()> {
         let d = self.buffer.as_ref();
         let total = check_tlv_header(d, TLV_SRV6_LOCATOR)?;
@@ -682,11 +711,7 @@ impl<T: AsRef<[u8]>> LocatorTlv<T> {
         while !rest.is_empty() {
             let (e, n) = split_entry(rest)?;
             let mut it = RawTlvs::new(e.sub_tlv_bytes());
-            while let Some(s) = it.next_checked()? {
-                if s.tlv_type == SUBTLV_SRV6_END_SID {
-                    EndSidTlv::new_checked(s.bytes)?;
-                }
-            }
+            while it.next_checked()?.is_some() {}
             rest = &rest[n..];
         }
         Ok(())
@@ -737,12 +762,13 @@ impl<'a> LocatorEntry<'a> {
     pub fn loc_size(&self) -> u8 {
         self.bytes[loc_field::LOC_SIZE]
     }
-    /// The locator, zero-extended to 128 bits.
+    /// The locator's Loc Size bits, zero-extended to 128 bits (trailing
+    /// bits ignored, RFC 9352 s.7.1).
     pub fn locator(&self) -> Ipv6Addr {
         let mut b = [0u8; 16];
         let n = locator_octets(self.loc_size());
         b[..n].copy_from_slice(&self.bytes[loc_field::LOCATOR..loc_field::LOCATOR + n]);
-        Ipv6Addr::from(b)
+        locator_prefix(Ipv6Addr::from(b), self.loc_size())
     }
     fn sub_tlv_bytes(&self) -> &'a [u8] {
         &self.bytes[self.sub_at..]
@@ -750,11 +776,16 @@ impl<'a> LocatorEntry<'a> {
     pub fn sub_tlvs(&self) -> RawTlvs<'a> {
         RawTlvs::new(self.sub_tlv_bytes())
     }
-    /// The End SID sub-TLVs of this locator.
+    /// The End SID sub-TLVs of this locator that a receiver takes: well
+    /// formed (RFC 9352 s.9: one SID Structure at most, of at most 128
+    /// bits) and inside the locator (s.7.2: "SRv6 End SIDs that are NOT a
+    /// subnet of the associated Locator MUST be ignored").
     pub fn end_sids(&self) -> impl Iterator<Item = EndSidTlv<&'a [u8]>> + 'a {
+        let (loc, bits) = (self.locator(), self.loc_size());
         self.sub_tlvs()
             .filter(|s| s.tlv_type == SUBTLV_SRV6_END_SID)
             .filter_map(|s| EndSidTlv::new_checked(s.bytes).ok())
+            .filter(move |s| sid_in_locator(s.sid(), loc, bits))
     }
 }
 
@@ -825,11 +856,17 @@ pub struct LocatorEntryRepr {
 }
 
 impl LocatorEntryRepr {
+    /// The entry as a receiver takes it: the End SIDs that
+    /// [`LocatorEntry::end_sids`] ignores are left out.
     fn parse(e: &LocatorEntry<'_>) -> Result<Self> {
+        let (loc, bits) = (e.locator(), e.loc_size());
         let mut sub_tlvs = Vec::new();
         for s in e.sub_tlvs() {
             sub_tlvs.push(if s.tlv_type == SUBTLV_SRV6_END_SID {
-                LocatorSubTlv::EndSid(EndSidRepr::parse(&EndSidTlv::new_checked(s.bytes)?)?)
+                match EndSidTlv::new_checked(s.bytes) {
+                    Ok(t) if sid_in_locator(t.sid(), loc, bits) => LocatorSubTlv::EndSid(EndSidRepr::parse(&t)?),
+                    _ => continue,
+                }
             } else {
                 LocatorSubTlv::Other(RawTlvRepr {
                     tlv_type: s.tlv_type,
@@ -855,8 +892,15 @@ impl LocatorEntryRepr {
         loc_field::LOCATOR + locator_octets(self.loc_size) + 1 + self.sub_len()
     }
 
+    /// `Malformed` for a Loc Size outside 1..=128 or an End SID outside
+    /// the locator (RFC 9352 s.7.2); the locator's trailing bits go out as
+    /// zero (s.7.1).
     fn emit(&self, buf: &mut [u8]) -> Result<usize> {
         if self.loc_size == 0 || self.loc_size > 128 {
+            return Err(Error::Malformed);
+        }
+        let locator = locator_prefix(self.locator, self.loc_size);
+        if self.sub_tlvs.iter().any(|s| matches!(s, LocatorSubTlv::EndSid(e) if !sid_in_locator(e.sid, locator, self.loc_size))) {
             return Err(Error::Malformed);
         }
         let sub_len = u8::try_from(self.sub_len()).map_err(|_| Error::BadLength)?;
@@ -867,7 +911,7 @@ impl LocatorEntryRepr {
         b[loc_field::ALGORITHM] = self.algorithm;
         b[loc_field::LOC_SIZE] = self.loc_size;
         let n = locator_octets(self.loc_size);
-        b[loc_field::LOCATOR..loc_field::LOCATOR + n].copy_from_slice(&self.locator.octets()[..n]);
+        b[loc_field::LOCATOR..loc_field::LOCATOR + n].copy_from_slice(&locator.octets()[..n]);
         let mut at = loc_field::LOCATOR + n;
         b[at] = sub_len;
         at += 1;
@@ -1159,6 +1203,7 @@ mod tests {
             .prop_map(|(tlv_type, value)| RawTlvRepr { tlv_type, value })
     }
 
+    /// Valid End SIDs: at most one SID Structure (RFC 9352 s.9).
     fn arb_end_sid() -> impl Strategy<Value = EndSidRepr> {
         (
             any::<u8>(),
@@ -1185,6 +1230,7 @@ mod tests {
                 sid: Ipv6Addr::from(sid),
                 sub_tlvs,
             })
+            .prop_filter("one SID Structure at most", |r| r.sub_tlvs.iter().filter(|s| matches!(s, EndSidSubTlv::Structure(_))).count() <= 1)
     }
 
     fn arb_locator() -> impl Strategy<Value = LocatorTlvRepr> {
@@ -1202,16 +1248,22 @@ mod tests {
                 0..3,
             ),
         )
-            .prop_map(|(metric, flags, algorithm, loc_size, mut l, sub_tlvs)| {
-                for b in l.iter_mut().skip(locator_octets(loc_size)) {
-                    *b = 0;
+            .prop_map(|(metric, flags, algorithm, loc_size, l, mut sub_tlvs)| {
+                // Valid entries: trailing bits zero, End SIDs inside the
+                // locator (their bits past it as generated).
+                let l = locator_prefix(Ipv6Addr::from(l), loc_size);
+                let host = if loc_size == 128 { 0 } else { u128::MAX >> loc_size };
+                for s in &mut sub_tlvs {
+                    if let LocatorSubTlv::EndSid(e) = s {
+                        e.sid = Ipv6Addr::from(u128::from(l) | (u128::from(e.sid) & host));
+                    }
                 }
                 LocatorEntryRepr {
                     metric,
                     flags,
                     algorithm,
                     loc_size,
-                    locator: Ipv6Addr::from(l),
+                    locator: l,
                     sub_tlvs,
                 }
             });
