@@ -70,8 +70,33 @@ struct Limits {
 
 const LIMITS: Limits = Limits { read: READ_DEADLINE, write: WRITE_DEADLINE, stall: WRITE_STALL };
 
+/// Remove the socket at `path`, and nothing else that may be there.
 pub fn remove_socket(path: &str) {
-    let _ = std::fs::remove_file(path);
+    use std::os::unix::fs::FileTypeExt;
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket()) {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// What may be at `path` before binding: nothing, or a stale socket
+/// (nobody listens on it: a router killed without its clean-up), which
+/// is removed. Anything else is refused: a file that is not a socket (a
+/// mistyped path, say the configuration's) is never deleted, and a socket
+/// another process serves (another router) is not taken from it.
+fn clear_stale(path: &str) -> Result<(), String> {
+    use std::os::unix::fs::FileTypeExt;
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!("ctl socket {path}: {e}")),
+        Ok(m) if !m.file_type().is_socket() => Err(format!("ctl socket {path}: exists and is not a socket; not replaced (remove it or choose another path)")),
+        Ok(_) => match UnixStream::connect(path) {
+            Ok(_) => Err(format!("ctl socket {path}: another process listens on it (another router?); not taken over")),
+            Err(_) => {
+                let _ = std::fs::remove_file(path);
+                Ok(())
+            }
+        },
+    }
 }
 
 impl CtlServer {
@@ -83,7 +108,7 @@ impl CtlServer {
     /// socket is bound at `path` directly.
     pub fn bind(path: &str) -> Result<CtlServer, String> {
         let err = |e: std::io::Error| format!("ctl socket {path}: {e}");
-        remove_socket(path);
+        clear_stale(path)?;
         let tmp = format!("{path}.{}.new", std::process::id());
         remove_socket(&tmp);
         let listener = match UnixListener::bind(&tmp) {
@@ -198,7 +223,9 @@ enum State {
 enum Command {
     Line(String),
     TooLong,
-    /// Nothing usable: closed, cut off, failed, or not UTF-8.
+    /// A complete line that is not UTF-8: refused with `ERR`, where.
+    NotUtf8(std::str::Utf8Error),
+    /// Nothing usable: closed, cut off or failed.
     None,
 }
 
@@ -221,12 +248,14 @@ impl Client {
                 Some(true) if *too_long => Command::TooLong,
                 Some(true) => match std::str::from_utf8(buf) {
                     Ok(l) if !l.is_empty() => Command::Line(l.to_string()),
-                    _ => Command::None,
+                    Ok(_) => Command::None,
+                    Err(e) => Command::NotUtf8(e),
                 },
             };
             let bytes = match cmd {
                 Command::Line(l) => run(&l).into_bytes(),
                 Command::TooLong => format!("ERR command longer than {MAX_LINE} bytes\n").into_bytes(),
+                Command::NotUtf8(e) => format!("ERR the command line is not UTF-8 text (from byte {} on)\n", e.valid_up_to()).into_bytes(),
                 Command::None => return false,
             };
             let now = Instant::now();

@@ -17,6 +17,14 @@ struct Cli {
     cmd: Cmd,
 }
 
+/// `--duration`: a finite number of seconds, 0 or more, that a
+/// `Duration` holds (`nan`, `inf`, `-1`, `1e30` are refused by name, not
+/// a panic).
+fn seconds(s: &str) -> Result<Duration, String> {
+    let v: f64 = s.trim().parse().map_err(|_| "not a number of seconds".to_string())?;
+    Duration::try_from_secs_f64(v).map_err(|_| "a finite number of seconds >= 0 is required".to_string())
+}
+
 #[derive(Subcommand, Debug)]
 enum Cmd {
     /// Run the router.
@@ -28,8 +36,8 @@ enum Cmd {
         #[arg(long)]
         exit_when_idle: Option<u64>,
         /// Stop after this many seconds.
-        #[arg(long)]
-        duration: Option<f64>,
+        #[arg(long, value_parser = seconds)]
+        duration: Option<Duration>,
         /// Management socket (see `dcirouter ctl`).
         #[arg(long)]
         ctl_socket: Option<String>,
@@ -79,7 +87,7 @@ fn main() {
             Ok(cfg) => {
                 let opts = router::RunOptions {
                     exit_when_idle: exit_when_idle.map(Duration::from_millis),
-                    duration: duration.map(Duration::from_secs_f64),
+                    duration,
                     ctl_socket,
                     quiet: false,
                 };

@@ -1071,6 +1071,11 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
             }
             Err(e) => {
                 stop_workers(&stop, &mut workers);
+                // The socket exists only while the router listens on it.
+                if let Some(p) = &opts.ctl_socket {
+                    drop(ctl_server.take());
+                    ctl::remove_socket(p);
+                }
                 return Err(e);
             }
         },
