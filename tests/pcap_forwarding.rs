@@ -3912,10 +3912,10 @@ fn prometheus_scrapes_the_counters_show_counters_gives() {
     let q99 = get("dcirouter_congestion_cnp_reaction_seconds{port=wan,quantile=0.99}");
     assert!(q99 > 0.0 && (q99 * 1e6 - p99).abs() < 0.1, "{q99} s against show congestion's {p99} us");
     // Other paths and methods.
-    assert!(http(&addr, "GET / HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 404 Not Found\r\n"));
-    let r = http(&addr, "DELETE /metrics HTTP/1.1\r\n\r\n");
+    assert!(http(&addr, "GET / HTTP/1.1\r\nHost: router\r\n\r\n").starts_with("HTTP/1.1 404 Not Found\r\n"));
+    let r = http(&addr, "DELETE /metrics HTTP/1.1\r\nHost: router\r\n\r\n");
     assert!(r.starts_with("HTTP/1.1 405 Method Not Allowed\r\n") && r.contains("Allow: GET, HEAD"), "{r}");
-    let r = http(&addr, &format!("GET /metrics HTTP/1.1\r\nX: {}\r\n\r\n", "a".repeat(9000)));
+    let r = http(&addr, &format!("GET /metrics HTTP/1.1\r\nHost: router\r\nX: {}\r\n\r\n", "a".repeat(9000)));
     assert!(r.starts_with("HTTP/1.1 431"), "{r}");
     let st = stop_deadline(&mut child, RUN_DEADLINE);
     assert!(st.success());

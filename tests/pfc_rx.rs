@@ -469,12 +469,12 @@ fn show_pfc_while_paused_and_held_data_freed_at_shutdown() {
         std::thread::sleep(Duration::from_millis(50));
     }
     eprintln!("{show}");
-    let r = http(&addr, "GET /metrics HTTP/1.1\r\n\r\n");
+    let r = http(&addr, "GET /metrics HTTP/1.1\r\nHost: router\r\n\r\n");
     let m = prometheus_oracle(r.split_once("\r\n\r\n").unwrap().1);
     let get = |k: &str| *m.get(k).unwrap_or_else(|| panic!("{k} not on the page:\n{r}"));
     assert_eq!(get("dcirouter_pfc_paused{port=wan,priority=3}"), 1.0, "priority 3 paused");
     assert!(!m.contains_key("dcirouter_pfc_paused{port=wan,priority=0}"), "only honoured priorities");
-    assert_eq!((get("dcirouter_pfc_held_packets{port=wan}"), get("dcirouter_pfc_held_packets_total{port=wan}")), (f64::from(N), f64::from(N)));
+    assert_eq!((get("dcirouter_pfc_held_now_packets{port=wan}"), get("dcirouter_pfc_held_packets_total{port=wan}")), (f64::from(N), f64::from(N)));
     assert_eq!((get("dcirouter_pfc_frames_received_total{kind=pfc,port=wan}"), get("dcirouter_pfc_frames_received_total{kind=ignored,port=wan}")), (1.0, 0.0));
     let workers = ok("show workers");
     let counters = ok("show counters");

@@ -1366,7 +1366,7 @@ fn rtt_est_follows_the_receivers_acks() {
     let num = |k: &str| line.split(k).nth(1).and_then(|x| x.split([',', ' ']).find(|w| !w.is_empty())).and_then(|x| x.parse::<u64>().ok()).unwrap_or_else(|| panic!("{k} in {line}"));
     assert!(num("measured ") >= 1 && num("abandoned (NAK, retransmission) ") >= 1, "the NAK abandoned a timing: {line}");
     assert!(num("RTT_est moved ") >= 1, "{line}");
-    let page = http(&addr, "GET /metrics HTTP/1.1\r\n\r\n");
+    let page = http(&addr, "GET /metrics HTTP/1.1\r\nHost: router\r\n\r\n");
     let m = prometheus_oracle(page.split_once("\r\n\r\n").unwrap().1);
     let get = |k: &str| *m.get(k).unwrap_or_else(|| panic!("{k} not on the page:\n{page}"));
     assert!((0.030..0.045).contains(&get("dcirouter_rtt_acks_estimate_seconds{port=b}")), "{page}");

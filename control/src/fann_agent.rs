@@ -74,6 +74,9 @@ impl FannAgent {
                 let cfg = DetectorConfig { link_bps: if *bps > 0 { *bps } else { plan.detector.link_bps }, microburst_external: true, ..plan.detector.clone() };
                 let mut d = Detector::with_ids(cfg, u32::from(*id), ids.clone());
                 d.set_gate(bucket.clone(), per_note);
+                // Every port observed first, then sent oldest first
+                // (`flush`).
+                d.set_batched(true);
                 // No reading yet: the first is the baseline (what went
                 // before the first poll is no interval's traffic).
                 (*id, d, NO_READING, NO_READING)
@@ -100,6 +103,7 @@ impl FannAgent {
             *last = Some((e, l));
             d.on_errors(de, dl, now, &mut notes);
         }
+        self.flush(now, &mut notes);
         self.packets(&notes)
     }
 
@@ -117,6 +121,7 @@ impl FannAgent {
                 None => d.latency_unmeasured(now, &mut notes),
             }
         }
+        self.flush(now, &mut notes);
         self.packets(&notes)
     }
 
@@ -187,14 +192,6 @@ impl FannAgent {
         top_flow: impl Fn(u16) -> Option<dataplane::wire::fann::FlowId>,
     ) -> Vec<Vec<u8>> {
         let mut notes: Vec<Notification> = Vec::new();
-        // The node-wide limit is served oldest first: the port whose
-        // notification has waited longest retries before any port's new
-        // observations take the tokens. In port order alone, a port whose
-        // state keeps changing would take every refill and another port's
-        // held recovery would never go.
-        if let Some((_, k)) = self.ports.iter().enumerate().filter_map(|(k, p)| p.1.held_since().map(|t| (t, k))).min() {
-            self.ports[k].1.retry(now, &mut notes);
-        }
         for ((id, d, last, last_mb), seen) in self.ports.iter_mut().zip(self.last_top.iter_mut()) {
             // s.4.1: a link failure names the affected traffic: the flow
             // with the most bytes queued now, else the last one seen in
@@ -214,9 +211,24 @@ impl FannAgent {
             d.on_microbursts(since(mb, *last_mb), qd, now, &mut notes);
             *last_mb = mb;
         }
+        self.flush(now, &mut notes);
         // The detectors took the tokens of the node-wide limit: one per
         // PE for each notification.
         self.packets(&notes)
+    }
+
+    /// Send what the ports' detectors queued, once every port has seen
+    /// this round's observations (an event that cleared meanwhile is
+    /// never sent: the detector forgot it), the port whose notification
+    /// waited longest first. In port order alone, a port whose state
+    /// keeps changing would take every refill of the node-wide limit and
+    /// another port's held recovery would never go.
+    fn flush(&mut self, now: u64, notes: &mut Vec<Notification>) {
+        let mut order: Vec<(u64, usize)> = self.ports.iter().enumerate().filter_map(|(k, p)| p.1.waiting_since().map(|t| (t, k))).collect();
+        order.sort_unstable();
+        for (_, k) in order {
+            self.ports[k].1.flush(now, notes);
+        }
     }
 
     /// The IPv6 packet carrying `n` to `pe`; inside an outer IPv6 header

@@ -97,6 +97,9 @@ impl Client {
                 answer(&self.buf[..end], render)
             } else if self.buf.len() > MAX_REQUEST {
                 response("431 Request Header Fields Too Large", "text/plain", &format!("request head longer than {MAX_REQUEST} bytes\n"), true)
+            } else if ended && self.buf.iter().any(|&b| !b.is_ascii_whitespace()) {
+                // The head ended by the client's end of writing.
+                answer(&self.buf, render)
             } else if ended {
                 return false;
             } else {
@@ -137,7 +140,17 @@ fn answer(head: &[u8], render: &mut dyn FnMut() -> String) -> Vec<u8> {
     let line = head.split(|&b| b == b'\r').next().unwrap_or_default();
     let line = String::from_utf8_lossy(line);
     let mut w = line.split(' ');
-    let (method, target) = (w.next().unwrap_or(""), w.next().unwrap_or(""));
+    let (method, target, version) = (w.next().unwrap_or(""), w.next().unwrap_or(""), w.next().unwrap_or(""));
+    // RFC 9112 s.3.2: 400 to an HTTP/1.1 request without a Host header
+    // field, and to any request with more than one.
+    let hosts = head
+        .split(|&b| b == b'\n')
+        .skip(1)
+        .filter(|l| l.len() >= 5 && l[..5].eq_ignore_ascii_case(b"host:"))
+        .count();
+    if hosts > 1 || (hosts == 0 && version.trim_end() == "HTTP/1.1") {
+        return response("400 Bad Request", "text/plain", "an HTTP/1.1 request needs one Host header field (RFC 9112 s.3.2)\n", true);
+    }
     // The absolute form (RFC 9112 s.3.2.2: a server MUST accept it): the
     // path after the scheme and authority.
     let target = match target.strip_prefix("http://").or_else(|| target.strip_prefix("https://")) {
@@ -245,7 +258,7 @@ pub fn render(c: &Control, ports: &[Port], names: &[(u16, String)]) -> String {
         }
         family(&mut o, "dcirouter_pfc_paused", "gauge", "1 while a received PFC / PAUSE holds the honoured priority.", paused);
         family(&mut o, "dcirouter_pfc_frames_received_total", "counter", "PAUSE / PFC frames received, by kind (ignored: naming no honoured priority; partly-ignored: honoured, with times for other priorities ignored, also counted as pfc / pause).", frames);
-        family(&mut o, "dcirouter_pfc_held_packets", "gauge", "Data packets a pause holds now.", c.pfc_rx.iter().map(|(id, pp)| (port_label(*id), pp.held_now.load(Relaxed).to_string())));
+        family(&mut o, "dcirouter_pfc_held_now_packets", "gauge", "Data packets a pause holds now.", c.pfc_rx.iter().map(|(id, pp)| (port_label(*id), pp.held_now.load(Relaxed).to_string())));
         family(&mut o, "dcirouter_pfc_held_packets_total", "counter", "Data packets a pause set aside so far.", c.pfc_rx.iter().map(|(id, pp)| (port_label(*id), pp.held_packets.load(Relaxed).to_string())));
     }
     let acks: Vec<(u16, dataplane::congestion::AckRttStats)> = c.congestion_views().into_iter().filter_map(|(id, v)| v.ack_rtt.map(|a| (id, a))).collect();
@@ -281,11 +294,11 @@ mod tests {
         assert!(r.starts_with("HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: 15\r\nConnection: close\r\n\r\n") && r.ends_with("\r\n\r\ndcirouter_up 1\n"), "{r}");
         let r = String::from_utf8(answer(b"GET /metrics?x=1 HTTP/1.0", &mut { page })).unwrap();
         assert!(r.starts_with("HTTP/1.1 200 OK"), "{r}");
-        let r = String::from_utf8(answer(b"HEAD /metrics HTTP/1.1", &mut { page })).unwrap();
+        let r = String::from_utf8(answer(b"HEAD /metrics HTTP/1.1\r\nhost: x", &mut { page })).unwrap();
         assert!(r.starts_with("HTTP/1.1 200 OK") && r.ends_with("Content-Length: 15\r\nConnection: close\r\n\r\n"), "HEAD: the length, no body: {r}");
-        let r = String::from_utf8(answer(b"GET / HTTP/1.1", &mut { page })).unwrap();
+        let r = String::from_utf8(answer(b"GET / HTTP/1.1\r\nhost: x", &mut { page })).unwrap();
         assert!(r.starts_with("HTTP/1.1 404 Not Found"), "{r}");
-        let r = String::from_utf8(answer(b"POST /metrics HTTP/1.1", &mut { page })).unwrap();
+        let r = String::from_utf8(answer(b"POST /metrics HTTP/1.1\r\nhost: x", &mut { page })).unwrap();
         assert!(r.starts_with("HTTP/1.1 405 Method Not Allowed") && r.contains("Allow: GET, HEAD\r\n"), "{r}");
         let r = String::from_utf8(answer(b"\xff\xfe", &mut { page })).unwrap();
         assert!(r.starts_with("HTTP/1.1 405"), "{r}");

@@ -240,6 +240,10 @@ pub struct Detector {
     /// notification takes from it.
     gate: Option<(Arc<parking_lot::Mutex<TokenBucket>>, u32)>,
     slots: [Slot; SLOTS],
+    /// Batched (a node's agent, [`Detector::set_batched`]): observations
+    /// only change state and queue what to tell; [`Detector::flush`]
+    /// sends.
+    batched: bool,
     link_down: Option<Active>,
     congestion: Option<Active>,
     buildup: Option<Active>,
@@ -284,6 +288,7 @@ impl Detector {
             ids,
             gate: None,
             slots: Default::default(),
+            batched: false,
             link_down: None,
             congestion: None,
             buildup: None,
@@ -335,8 +340,15 @@ impl Detector {
                 Some(id) => m.event_id = id,
             }
         }
+        if slot.next.is_none() {
+            // Waiting from now (a newer state that replaces a waiting one
+            // keeps its place).
+            slot.held_at = now;
+        }
         slot.next = Some(Notification { code, message: m });
-        self.send(k, now, out);
+        if !self.batched {
+            self.send(k, now, out);
+        }
     }
 
     /// Send slot `k`'s notification if the limits allow.
@@ -380,11 +392,35 @@ impl Detector {
         true
     }
 
-    /// Send what the rate limits held back, as far as they now allow.
+    /// Send what the rate limits held back, as far as they now allow
+    /// (batched: nothing, the agent flushes once all is observed).
     pub fn retry(&mut self, now: u64, out: &mut Vec<Notification>) {
+        if !self.batched {
+            self.flush(now, out);
+        }
+    }
+
+    /// Send what waits, as far as the rate limits allow.
+    pub fn flush(&mut self, now: u64, out: &mut Vec<Notification>) {
         for k in 0..SLOTS {
             self.send(k, now, out);
         }
+    }
+
+    /// Batched: the observation calls (`on_link`, `on_tx`, ...) change
+    /// state and queue the latest of each event type without sending;
+    /// [`Detector::flush`] sends. A node's agent observes all its ports
+    /// first, so an event that cleared in the same round is never sent,
+    /// and then flushes them oldest first ([`Detector::waiting_since`]),
+    /// so that the node-wide limit goes to what waited longest.
+    pub fn set_batched(&mut self, on: bool) {
+        self.batched = on;
+    }
+
+    /// Since when the notification waiting longest waits (held back by
+    /// the limits, or queued in batched mode; None: nothing waits).
+    pub fn waiting_since(&self) -> Option<u64> {
+        self.slots.iter().filter(|s| s.next.is_some()).map(|s| s.held_at).min()
     }
 
     /// Share the node's limit on what it originates (RFC 4443 s.2.4 (f),
@@ -392,13 +428,6 @@ impl Detector {
     /// `per_notification` tokens (one per ingress PE) from `gate`.
     pub fn set_gate(&mut self, gate: Arc<parking_lot::Mutex<TokenBucket>>, per_notification: u32) {
         self.gate = Some((gate, per_notification));
-    }
-
-    /// Since when the notification held back longest has waited (None:
-    /// none waits). The node's ports share its limit oldest first (see
-    /// `control::fann_agent`).
-    pub fn held_since(&self) -> Option<u64> {
-        self.slots.iter().filter(|s| s.next.is_some() && s.held).map(|s| s.held_at).min()
     }
 
     /// Notifications the rate limits hold back (at most one per event
