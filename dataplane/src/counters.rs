@@ -335,6 +335,9 @@ reasons!(Local, N_LOCAL {
     PeReweighted => "pe-reweighted",
     PeRateReduced => "pe-rate-reduced",
     PeRateRestored => "pe-rate-restored",
+    // A new event found the PE's table of standing events full and took
+    // the place of one on no policy's path (which changed nothing).
+    PeEventEvicted => "pe-event-evicted-off-path",
     PeRateCeMarked => "pe-rate-ce-marked",
     PeRateOverNotEct => "pe-rate-over-not-ect",
     PeControllerCopy => "pe-controller-copy",

@@ -885,6 +885,9 @@ pub struct PeStats {
     pub reweighted: u64,
     /// New events refused because [`MAX_PE_EVENTS`] stood.
     pub state_full: u64,
+    /// Standing events on no policy's path dropped to make room for a
+    /// new one in a full table (`pe-event-evicted-off-path`).
+    pub evicted_off_path: u64,
     /// Events of a type the draft does not define (or not yet):
     /// ignored.
     pub unknown_event: u64,
@@ -1143,9 +1146,12 @@ impl IngressPe {
                         return self.stale(key);
                     }
                     self.failed.retain(|(x, _, _, _)| *x != e);
-                    if self.failed.len() >= MAX_PE_EVENTS && !Self::make_room(&self.policies, &mut self.failed, |f| &f.0) {
-                        self.stats.state_full += 1;
-                        return Reaction::Full;
+                    if self.failed.len() >= MAX_PE_EVENTS {
+                        if !Self::make_room(&self.policies, &mut self.failed, |f| &f.0) {
+                            self.stats.state_full += 1;
+                            return Reaction::Full;
+                        }
+                        self.stats.evicted_off_path += 1;
                     }
                     self.failed.push((e, m.originating_node, m.event_id, m.timestamp));
                 }
@@ -1167,9 +1173,12 @@ impl IngressPe {
                         return self.stale(key);
                     }
                     self.congested.retain(|(x, t, _, _, _, _)| !(*x == e && *t == m.event_type));
-                    if self.congested.len() >= MAX_PE_EVENTS && !Self::make_room(&self.policies, &mut self.congested, |c| &c.0) {
-                        self.stats.state_full += 1;
-                        return Reaction::Full;
+                    if self.congested.len() >= MAX_PE_EVENTS {
+                        if !Self::make_room(&self.policies, &mut self.congested, |c| &c.0) {
+                            self.stats.state_full += 1;
+                            return Reaction::Full;
+                        }
+                        self.stats.evicted_off_path += 1;
                     }
                     self.congested.push((e, m.event_type, div, m.originating_node, m.event_id, m.timestamp));
                 }
@@ -1607,6 +1616,7 @@ impl PeControl {
         };
         let limited = event && self.node_buckets.iter_mut().find(|(n, _)| *n == node).is_some_and(|(_, b)| !b.take(now));
         let prev = self.states();
+        let evicted = self.pe.stats.evicted_off_path;
         let reaction = match note {
             _ if limited => {
                 self.pe.stats.rate_limited += 1;
@@ -1615,6 +1625,9 @@ impl PeControl {
             PeNote::Fann { code, msg } => self.pe.on_notification(*code, msg),
             PeNote::Cnp { from, info } => self.pe.on_cnp(*from, info),
         };
+        if self.pe.stats.evicted_off_path > evicted {
+            counters.local(Local::PeEventEvicted);
+        }
         let taken = match &reaction {
             Reaction::Applied { changed } => Ok(changed.clone()),
             Reaction::Dropped => Err(Drop::FannUnknownSource),

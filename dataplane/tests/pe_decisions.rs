@@ -5,7 +5,7 @@
 //! code did ("Was"); each failed on the code before its fix.
 //! Virtual time only (`on_note_at`, the meter's `now`).
 
-use dataplane::counters::{Drop, Snapshot, WorkerCounters};
+use dataplane::counters::{Drop, Local, Snapshot, WorkerCounters};
 use dataplane::fann::{Element, Failover, PathSpec, PeConfig, PeControl, PeNote, PolicySpec, Reaction, RECOVERY};
 use dataplane::srv6::{EncapMode, PolicyMeter, SidTable, SrPolicy};
 use dataplane::wire::fann::{event, Metadata, MessageRepr, CODE_EVENT, CODE_RECOVERY};
@@ -200,6 +200,9 @@ fn one_nodes_failures_off_every_path_do_not_lock_out_a_path_failure() {
     assert!(c.pe.state(0).unwrap().on_backup);
     assert_eq!(c.pe.state(1).unwrap().weights, vec![0, 64]);
     assert_eq!(Snapshot::sum([&k]).drop_count(Drop::FannStateFull), 0);
+    // The table held 4096: R1's failure took the place of one off every
+    // path, and that is counted (it was not, before).
+    assert_eq!((c.pe.stats.evicted_off_path, Snapshot::sum([&k]).local_count(Local::PeEventEvicted)), (1, 1));
 }
 
 /// Rule: README `congestion_rate_window_us`: each worker measures each
