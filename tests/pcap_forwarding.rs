@@ -499,12 +499,17 @@ fn congested_run(name: &str, ipv4_roce: bool, congestion_extra: &str) -> (std::p
 
 /// [`congested_run`] with `top` (top-level tables) added to the configuration.
 fn congested_run_with(name: &str, ipv4_roce: bool, congestion_extra: &str, top: &str) -> (std::path::PathBuf, String, String) {
+    congested_run_from(name, [10, 0, 1, 2], ipv4_roce, congestion_extra, top)
+}
+
+/// [`congested_run_with`] with the IPv4 flow from `src4`.
+fn congested_run_from(name: &str, src4: [u8; 4], ipv4_roce: bool, congestion_extra: &str, top: &str) -> (std::path::PathBuf, String, String) {
     let dir = workdir(name);
     let to_router = control::gen::L2 { src: HOST, dst: R_DC };
     let mut frames = Vec::new();
     for i in 0..400u32 {
         frames.push(control::gen::roce6(&to_router, "2001:db8:1::2".parse().unwrap(), "2001:db8:3::7".parse().unwrap(), 49152, 0x100, i, 960, 64));
-        frames.push(control::gen::roce4(&to_router, [10, 0, 1, 2].into(), [10, 0, 3, 7].into(), 49153, 0x200, i, 960, 64));
+        frames.push(control::gen::roce4(&to_router, src4.into(), [10, 0, 3, 7].into(), 49153, 0x200, i, 960, 64));
     }
     control::demo::write_pcap(&dir.join("dc-in.pcap"), &frames).unwrap();
     control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
@@ -694,6 +699,32 @@ fn cnps_carry_an_ah_that_scapy_verifies() {
         assert_eq!(*r, format!("0x00001234\t{}\t200", i + 1));
     }
     tshark_clean(&dir.join("dc-out.pcap"));
+}
+
+/// A CNP the port decides but the worker cannot build is not counted as
+/// sent: here the IPv4 flow comes from 10.0.77.2, configured for the
+/// RoCEv2 format, to which the router has no route (the congestion stage
+/// sees the packet on its way out, not where it came from). Its CNPs are
+/// dropped as `no-route` and counted as `cnp-not-built`, and the counts by
+/// action are those of the CNPs that left (the IPv6 host's). Was: the
+/// port counted every CNP it decided by its action (`cnp-rate-reduce` in
+/// `show congestion`, the Prometheus `cnp_sent_total`, the demo's "sent"),
+/// whether or not it was built.
+#[test]
+fn a_cnp_that_cannot_be_built_is_not_counted_as_sent() {
+    let fmt = "[[port.congestion.source_format]]\nprefix = \"10.0.77.0/24\"\nformat = \"roce\"\n";
+    let (dir, so, _) = congested_run_from("cong-noroute", [10, 0, 77, 2], false, fmt, "");
+    let (roce_cnps, icmp_cnps) = cnps_to_the_dc(&dir);
+    assert_eq!(roce_cnps, 0, "no route to 10.0.77.2");
+    assert!(icmp_cnps > 0, "the IPv6 host still gets its CNPs");
+    let ct = congestion_table(&so);
+    let not_built = value(ct, "cnp-not-built");
+    assert!(not_built > 0, "{ct}");
+    assert!(counter(&so, "no-route") >= not_built, "dropped as no-route: {ct}");
+    let by_action = value(ct, "cnp-rate-reduce") + value(ct, "cnp-pause") + value(ct, "cnp-notify") + value(ct, "cnp-resume");
+    assert_eq!(by_action as usize, icmp_cnps, "the counts by action are the CNPs that left: {ct}");
+    assert_eq!(lhcnps_sent(&so), icmp_cnps);
+    assert_eq!(mempool_in_use(&so), 0);
 }
 
 /// The Long-haul CNPs in the congestion case's DC output: (RoCEv2 format

@@ -351,6 +351,7 @@ pub fn congestion(views: &[(u16, CongestionView)], names: &[(u16, String)], prob
             ("cnp-flow-rate-limited", s.rate_limited.to_string()),
             ("cnp-port-capped", s.port_capped.to_string()),
             ("cnp-output-full", s.out_full.to_string()),
+            ("cnp-not-built", s.cnp_not_built.to_string()),
             ("cnp-format-unconfigured", s.format_unconfigured.to_string()),
             ("cnp-source-qp-unknown", s.source_qp_unknown.to_string()),
             ("cnp-source-qp-unknown-skipped", s.source_qp_unknown_skipped.to_string()),

@@ -939,28 +939,41 @@ impl Worker {
                 continue;
             }
             e.poll(now, &mut self.cnp_reqs);
-            self.show(p, now, publish);
-            if self.cnp_reqs.is_empty() {
-                continue;
-            }
-            let reqs = std::mem::take(&mut self.cnp_reqs);
-            for r in &reqs {
-                let Some(mut m) = self.spec.pool.alloc() else {
-                    self.counters.dropped(Drop::NoMbuf);
-                    continue;
-                };
-                m.reset_len(0);
-                let Some(e) = self.egress[p].as_ref() else { break };
-                match e.build_cnp_packet(&mut self.pipeline, &self.spec.wire, r, &mut m, now) {
-                    Ok(out) => self.output(out, m, true),
-                    Err(why) => {
+            if !self.cnp_reqs.is_empty() {
+                let reqs = std::mem::take(&mut self.cnp_reqs);
+                for r in &reqs {
+                    let built = match self.spec.pool.alloc() {
+                        None => Err(Drop::NoMbuf),
+                        Some(mut m) => {
+                            m.reset_len(0);
+                            let Some(e) = self.egress[p].as_ref() else { break };
+                            match e.build_cnp_packet(&mut self.pipeline, &self.spec.wire, r, &mut m, now) {
+                                Ok(out) => {
+                                    self.output(out, m, true);
+                                    Ok(())
+                                }
+                                Err(why) => {
+                                    self.free.push(m.into_raw());
+                                    Err(why)
+                                }
+                            }
+                        }
+                    };
+                    if let Err(why) = built {
+                        // Not sent: counted as such by the port, not by
+                        // its action.
                         self.counters.dropped(why);
-                        self.free.push(m.into_raw());
+                        if let Some(c) = self.egress[p].as_mut().and_then(|e| e.cong.as_mut()) {
+                            c.cnp_not_built(r);
+                        }
                     }
                 }
+                self.cnp_reqs = reqs;
+                self.cnp_reqs.clear();
             }
-            self.cnp_reqs = reqs;
-            self.cnp_reqs.clear();
+            // Published after the CNPs were built: the counts by action
+            // are of CNPs that left.
+            self.show(p, now, publish);
         }
     }
 

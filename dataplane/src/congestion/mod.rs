@@ -688,6 +688,11 @@ pub struct CongestionStats {
     pub no_flow: u64,
     /// CNPs dropped: `out` was at capacity.
     pub out_full: u64,
+    /// CNPs decided but not built (no route to the source, no mbuf, the
+    /// AH sequence numbers used up: the worker's drop counters say which),
+    /// taken back out of the counts by action
+    /// ([`CongestionPort::cnp_not_built`]).
+    pub cnp_not_built: u64,
     /// CNPs not sent: the source is IPv4 and not configured to accept
     /// the RoCEv2 format (s.4, s.10.5).
     pub format_unconfigured: u64,

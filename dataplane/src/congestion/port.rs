@@ -312,6 +312,21 @@ impl CongestionPort {
         self.flows.get(f.0).map(|e| e.via)
     }
 
+    /// The CNP of `r`, which [`CongestionPort::poll`] decided, could not be
+    /// built or sent: it is counted as not built instead of by its action.
+    /// (The flow keeps the CNP's time, so the next one waits RTT_est as
+    /// after any CNP.)
+    pub fn cnp_not_built(&mut self, r: &CnpRequest) {
+        let n = match r.info.action {
+            Action::Notify => &mut self.stats.cnp_notify,
+            Action::Pause => &mut self.stats.cnp_pause,
+            Action::RateReduce => &mut self.stats.cnp_rate_reduce,
+            Action::Resume => &mut self.stats.cnp_resume,
+        };
+        *n = n.saturating_sub(1);
+        self.stats.cnp_not_built += 1;
+    }
+
     /// The learned source QP of a flow.
     pub fn flow_source_qp(&self, src: IpAddr, dst: IpAddr, dest_qp: u32) -> Option<u32> {
         let s = self.flows.lookup(&PackedKey::new(src, dst, dest_qp))?;
