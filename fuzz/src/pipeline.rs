@@ -370,6 +370,21 @@ fn roce_transit(psn: u32) -> Vec<u8> {
     d
 }
 
+/// [`roce_transit`] as a UD SEND ONLY (opcode 0x64) with its DETH
+/// (Q_Key, source QP `src_qp`): a flow keyed by both QPs.
+fn roce_ud(psn: u32, src_qp: u32) -> Vec<u8> {
+    let mut d = roce_transit(psn);
+    d[40 + 8] = 0x64;
+    let mut deth = vec![0x80, 0x01, 0, 0, 0];
+    deth.extend_from_slice(&src_qp.to_be_bytes()[1..]);
+    d.splice(40 + 8 + 12..40 + 8 + 12, deth);
+    let plen = (d.len() - 40) as u16;
+    d[4..6].copy_from_slice(&plen.to_be_bytes());
+    d[40 + 4..40 + 6].copy_from_slice(&plen.to_be_bytes());
+    let _ = roce::icrc_fill(&mut d);
+    d
+}
+
 /// The identifier of the RTT probes ([`build`]).
 const ECHO_ID: u16 = 0x4242;
 
@@ -415,6 +430,9 @@ pub fn seeds_pipeline() -> Vec<Vec<u8>> {
         (1, eth(R1, 0x86dd, &data(1))),
         (0xf2, eth(R0, 0x86dd, &roce_transit(7))),
         (0xf0, eth(R0, 0x86dd, &roce_transit(8))),
+        // Two UD QPs of one host to one QP: two flows (DETH source QPs).
+        (0xf2, eth(R0, 0x86dd, &roce_ud(1, 0x11))),
+        (0xf2, eth(R0, 0x86dd, &roce_ud(1, 0x12))),
         (1, eth(R1, 0x86dd, &ipv6("2001:db8:3::5", "fc00:0:1::6", 41, 64, &ipv6("2001:db8:3::5", "2001:db8:1::2", 17, 64, &udp)))),
         (0, eth([0xff; 6], 0x0806, &[0, 1, 8, 0, 6, 4, 0, 1, 2, 0, 0, 0, 1, 2, 10, 0, 1, 2, 0, 0, 0, 0, 0, 0, 10, 0, 1, 1])),
         // The WAN neighbour's PFC (priority 3 for 40 quanta, priority 5
