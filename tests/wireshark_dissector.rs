@@ -251,7 +251,7 @@ fn tshark_reads_the_isis_tlvs_dcirouter_prints() {
         .filter_map(|l| l.trim().strip_prefix("hex: "))
         .map(|h| h.split_whitespace().map(|b| u8::from_str_radix(b, 16).unwrap()).collect())
         .collect();
-    assert_eq!(hexes.len(), 2, "{so}");
+    assert_eq!(hexes.len(), 3, "{so}");
     // The Capabilities sub-TLV goes inside a Router Capability TLV (242:
     // Router ID 192.0.2.1, flags 0); the Locator TLV is top level.
     let mut cap = vec![242, 0, 192, 0, 2, 1, 0];
@@ -270,7 +270,7 @@ fn tshark_reads_the_isis_tlvs_dcirouter_prints() {
     {
         use std::io::Write as _;
         let mut i = py.stdin.take().unwrap();
-        writeln!(i, "{}\n{}", hex(&cap), hex(&hexes[1])).unwrap();
+        writeln!(i, "{}\n{}\n{}", hex(&cap), hex(&hexes[1]), hex(&hexes[2])).unwrap();
     }
     let out = py.wait_with_output().unwrap();
     assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).starts_with("ok"), "{}", String::from_utf8_lossy(&out.stdout));
@@ -282,4 +282,9 @@ fn tshark_reads_the_isis_tlvs_dcirouter_prints() {
     let behaviours: Vec<u128> = f[0][2].iter().map(|s| number(s).unwrap()).collect();
     assert_eq!(behaviours, [p.behaviour_end_c, p.behaviour_end_e, 1, p.behaviour_end_mt, 18, 19].map(u128::from));
     assert_eq!(f[0][3], ["fc00:0:1::c", "fc00:0:1::e", "fc00:0:1::1", "fc00:0:1::a", "fc00:0:1::d6", "fc00:0:1::d4"]);
+    // The locator in an IPv6 Reachability TLV too (RFC 9352 s.7.1), for
+    // routers without SRv6.
+    let r = tshark_fields(&pcap, None, &["isis.lsp.ipv6_reachability.ipv6_prefix", "isis.lsp.ipv6_reachability.prefix_length", "isis.lsp.ipv6_reachability.metric", "_ws.malformed"]);
+    assert_eq!((r[0][0].clone(), r[0][1].clone(), r[0][2].clone()), (vec!["fc00:0:1::".to_string()], vec!["48".to_string()], vec!["0".to_string()]), "{r:?}");
+    assert!(r[0][3].is_empty(), "tshark: malformed: {r:?}");
 }

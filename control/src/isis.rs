@@ -10,7 +10,7 @@
 //! codepoints of `[params]`. Printed in hex and decoded.
 
 use crate::config::RouterConfig;
-use dataplane::wire::isis::{EndSidRepr, LocatorEntryRepr, LocatorSubTlv, LocatorTlvRepr, SidStructure, Srv6CapsRepr};
+use dataplane::wire::isis::{EndSidRepr, Ipv6ReachEntry, Ipv6ReachRepr, LocatorEntryRepr, LocatorSubTlv, LocatorTlvRepr, SidStructure, Srv6CapsRepr};
 use std::fmt::Write;
 
 /// RFC 8986 s.10.2 SRv6 Endpoint Behavior codepoints (without flavours).
@@ -101,6 +101,16 @@ pub fn tlvs(cfg: &RouterConfig) -> Result<Vec<(String, Vec<u8>, String)>, String
         let name = if n == 1 { format!("SRv6 Locator TLV (type 27) {}", s6.locator) } else { format!("SRv6 Locator TLV (type 27) {}, part {} of {n}", s6.locator, i + 1) };
         out.push((name, buf, d.join("\n").trim_end().to_string()));
     }
+    // RFC 9352 s.7.1: an algorithm-0 locator SHOULD be advertised in a
+    // Prefix Reachability TLV as well, so that routers without SRv6
+    // install a route to it; same metric as the locator entry.
+    let reach = Ipv6ReachRepr { entries: vec![Ipv6ReachEntry { metric: 0, flags: 0, prefix_len: loc_bits, prefix: s6.locator.network(), sub_tlvs: Vec::new() }] };
+    let buf = reach.to_bytes().map_err(|e| format!("IPv6 Reachability TLV {}: {e}", s6.locator))?;
+    out.push((
+        format!("IPv6 Reachability TLV (type 236) {}", s6.locator),
+        buf,
+        "the locator as a prefix, metric 0, for routers without SRv6 (RFC 9352 s.7.1; RFC 5308 s.2)".to_string(),
+    ));
     Ok(out)
 }
 
@@ -198,9 +208,9 @@ mod tests {
         }
         let cfg = crate::config::load_str(&t).unwrap();
         let out = tlvs(&cfg).unwrap();
-        assert_eq!(out.len(), 1 + 3, "{:?}", out.iter().map(|o| &o.0).collect::<Vec<_>>());
+        assert_eq!(out.len(), 1 + 3 + 1, "{:?}", out.iter().map(|o| &o.0).collect::<Vec<_>>());
         let mut sids = Vec::new();
-        for (i, (name, b, d)) in out[1..].iter().enumerate() {
+        for (i, (name, b, d)) in out[1..4].iter().enumerate() {
             assert!(name.ends_with(&format!("part {} of 3", i + 1)), "{name}");
             assert!(b.len() <= 2 + 255 && usize::from(b[1]) + 2 == b.len(), "{name}: {} octets", b.len());
             let loc = LocatorTlvRepr::parse(&LocatorTlv::new_checked(&b[..]).unwrap()).unwrap();

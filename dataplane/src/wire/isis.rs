@@ -60,6 +60,14 @@ pub const SUBSUBTLV_SID_STRUCTURE: u8 = 1;
 pub const CAP_FLAG_O: u16 = 0x4000;
 /// D-flag of a locator entry (RFC 9352 s.7.1).
 pub const LOCATOR_FLAG_D: u8 = 0x80;
+/// IPv6 Reachability TLV (RFC 5308 s.2), in which RFC 9352 s.7.1 has an
+/// algorithm-0 locator advertised too, so that routers without SRv6
+/// forward to it.
+pub const TLV_IPV6_REACH: u8 = 236;
+/// Its control octet: Up/Down, eXternal, Sub-TLVs present.
+pub const IPV6_REACH_U: u8 = 0x80;
+pub const IPV6_REACH_X: u8 = 0x40;
+pub const IPV6_REACH_S: u8 = 0x20;
 
 #[inline]
 fn addr16(d: &[u8]) -> Ipv6Addr {
@@ -167,6 +175,121 @@ fn check_tlv_header(d: &[u8], tlv_type: u8) -> Result<usize> {
         return Err(Error::Truncated);
     }
     Ok(total)
+}
+
+// ---------------------------------------------------------------------------
+// IPv6 Reachability TLV (RFC 5308 s.2)
+// ---------------------------------------------------------------------------
+
+/// One prefix of an IPv6 Reachability TLV:
+///
+/// ```text
+/// |                          Metric                               |
+/// |U|X|S| Reserve |  Prefix Len   |  Prefix (ceil(len / 8) octets) ...
+/// | Sub-TLV len   |  Sub-TLVs ...          (only with S)
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Ipv6ReachEntry {
+    pub metric: u32,
+    /// `IPV6_REACH_U` / `IPV6_REACH_X` (S follows `sub_tlvs`).
+    pub flags: u8,
+    /// 0..=128.
+    pub prefix_len: u8,
+    /// Only its first `prefix_len` bits are sent; the rest reads as zero.
+    pub prefix: Ipv6Addr,
+    pub sub_tlvs: Vec<RawTlvRepr>,
+}
+
+/// An IPv6 Reachability TLV (type 236).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Ipv6ReachRepr {
+    pub entries: Vec<Ipv6ReachEntry>,
+}
+
+impl Ipv6ReachEntry {
+    fn sub_len(&self) -> usize {
+        self.sub_tlvs.iter().map(RawTlvRepr::buffer_len).sum()
+    }
+
+    pub fn buffer_len(&self) -> usize {
+        6 + locator_octets(self.prefix_len) + if self.sub_tlvs.is_empty() { 0 } else { 1 + self.sub_len() }
+    }
+}
+
+impl Ipv6ReachRepr {
+    pub fn buffer_len(&self) -> usize {
+        2 + self.entries.iter().map(Ipv6ReachEntry::buffer_len).sum::<usize>()
+    }
+
+    /// `Malformed` for a prefix length over 128; `BadLength` when the TLV
+    /// or an entry's sub-TLVs pass 255 octets. The prefix's bits past
+    /// its length go out as zero (RFC 5308 s.2: the prefix is packed in
+    /// the minimal number of octets).
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        let len = u8::try_from(self.buffer_len() - 2).map_err(|_| Error::BadLength)?;
+        let mut v = vec![TLV_IPV6_REACH, len];
+        for e in &self.entries {
+            if e.prefix_len > 128 {
+                return Err(Error::Malformed);
+            }
+            v.extend_from_slice(&e.metric.to_be_bytes());
+            let s = if e.sub_tlvs.is_empty() { 0 } else { IPV6_REACH_S };
+            v.push((e.flags & (IPV6_REACH_U | IPV6_REACH_X)) | s);
+            v.push(e.prefix_len);
+            let n = locator_octets(e.prefix_len);
+            v.extend_from_slice(&locator_prefix(e.prefix, e.prefix_len).octets()[..n]);
+            if !e.sub_tlvs.is_empty() {
+                v.push(u8::try_from(e.sub_len()).map_err(|_| Error::BadLength)?);
+                for t in &e.sub_tlvs {
+                    let at = v.len();
+                    v.resize(at + t.buffer_len(), 0);
+                    t.emit(&mut v[at..])?;
+                }
+            }
+        }
+        Ok(v)
+    }
+
+    /// The TLV at the start of `d`: `Unrecognized` unless type 236,
+    /// `Truncated` / `BadLength` when an entry overruns it, `Malformed`
+    /// for a prefix length over 128. Prefix bits past the length are
+    /// ignored.
+    pub fn parse(d: &[u8]) -> Result<Self> {
+        let total = check_tlv_header(d, TLV_IPV6_REACH)?;
+        let mut rest = &d[2..total];
+        let mut entries = Vec::new();
+        while !rest.is_empty() {
+            let h = rest.get(..6).ok_or(Error::BadLength)?;
+            let (flags, prefix_len) = (h[4], h[5]);
+            if prefix_len > 128 {
+                return Err(Error::Malformed);
+            }
+            let n = locator_octets(prefix_len);
+            let p = rest.get(6..6 + n).ok_or(Error::BadLength)?;
+            let mut b = [0u8; 16];
+            b[..n].copy_from_slice(p);
+            let mut at = 6 + n;
+            let mut sub_tlvs = Vec::new();
+            if flags & IPV6_REACH_S != 0 {
+                let sl = usize::from(*rest.get(at).ok_or(Error::BadLength)?);
+                let subs = rest.get(at + 1..at + 1 + sl).ok_or(Error::BadLength)?;
+                let mut it = RawTlvs::new(subs);
+                while let Some(t) = it.next_checked()? {
+                    sub_tlvs.push(RawTlvRepr { tlv_type: t.tlv_type, value: t.value.to_vec() });
+                }
+                at += 1 + sl;
+            }
+            entries.push(Ipv6ReachEntry {
+                metric: u32::from_be_bytes([h[0], h[1], h[2], h[3]]),
+                flags: flags & (IPV6_REACH_U | IPV6_REACH_X),
+                prefix_len,
+                prefix: locator_prefix(Ipv6Addr::from(b), prefix_len),
+                sub_tlvs,
+            });
+            rest = &rest[at..];
+        }
+        Ok(Ipv6ReachRepr { entries })
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -1193,6 +1316,29 @@ mod tests {
         );
     }
 
+    /// RFC 5308 s.2: metric, control octet, prefix length, the prefix in
+    /// ceil(len / 8) octets with the bits past the length zero; a prefix
+    /// length over 128 is refused both ways.
+    #[test]
+    fn ipv6_reach_byte_exact() {
+        let r = Ipv6ReachRepr { entries: vec![Ipv6ReachEntry { metric: 10, flags: 0, prefix_len: 36, prefix: a("fc00:0:ffff::"), sub_tlvs: vec![] }] };
+        let b = r.to_bytes().unwrap();
+        assert_eq!(b, [236, 11, 0, 0, 0, 10, 0, 36, 0xfc, 0, 0, 0, 0xf0]);
+        let back = Ipv6ReachRepr::parse(&b).unwrap();
+        assert_eq!(back.entries[0].prefix, a("fc00:0:f000::"));
+        let mut bad = b.clone();
+        bad[7] = 129;
+        assert_eq!(Ipv6ReachRepr::parse(&bad), Err(Error::Malformed));
+        assert_eq!(Ipv6ReachRepr { entries: vec![Ipv6ReachEntry { prefix_len: 129, ..r.entries[0].clone() }] }.to_bytes(), Err(Error::Malformed));
+        // S set: the sub-TLVs follow their length.
+        let s = Ipv6ReachRepr { entries: vec![Ipv6ReachEntry { flags: IPV6_REACH_U, sub_tlvs: vec![RawTlvRepr { tlv_type: 4, value: vec![0x40] }], ..r.entries[0].clone() }] };
+        let b = s.to_bytes().unwrap();
+        assert_eq!(&b[6..8], &[IPV6_REACH_U | IPV6_REACH_S, 36]);
+        assert_eq!(&b[13..], &[3, 4, 1, 0x40]);
+        assert_eq!(Ipv6ReachRepr::parse(&b).unwrap().entries[0].sub_tlvs, s.entries[0].sub_tlvs);
+        assert!(Ipv6ReachRepr::parse(&b[..b.len() - 1]).is_err());
+    }
+
     // --- proptest ---
 
     fn arb_raw(excl: u8) -> impl Strategy<Value = RawTlvRepr> {
@@ -1322,7 +1468,24 @@ mod tests {
         }
 
         #[test]
+        fn ipv6_reach_roundtrip(metric in any::<u32>(), flags in 0u8..4, len in 0u8..=128, p in any::<[u8; 16]>(), cut in any::<prop::sample::Index>()) {
+            let r = Ipv6ReachRepr { entries: vec![Ipv6ReachEntry { metric, flags: flags << 6, prefix_len: len, prefix: locator_prefix(Ipv6Addr::from(p), len), sub_tlvs: vec![] }] };
+            let b = r.to_bytes().unwrap();
+            prop_assert_eq!(Ipv6ReachRepr::parse(&b).unwrap(), r);
+            // Cut short: an error, never a panic; with Length cut to
+            // match, an entry overruns it.
+            let c = cut.index(b.len());
+            prop_assert!(Ipv6ReachRepr::parse(&b[..c]).is_err());
+            if c > 2 {
+                let mut t = b[..c].to_vec();
+                t[1] = (c - 2) as u8;
+                prop_assert!(Ipv6ReachRepr::parse(&t).is_err());
+            }
+        }
+
+        #[test]
         fn random_bytes_never_panic(b in prop::collection::vec(any::<u8>(), 0..120)) {
+            let _ = Ipv6ReachRepr::parse(&b);
             if let Ok(t) = LocatorTlv::new_checked(&b[..]) { let _ = LocatorTlvRepr::parse(&t); }
             if let Ok(t) = EndSidTlv::new_checked(&b[..]) { let _ = EndSidRepr::parse(&t); }
             if let Ok(t) = Srv6CapsTlv::new_checked(&b[..]) { let _ = Srv6CapsRepr::parse(&t); }
