@@ -607,6 +607,11 @@ fn policy_extras(p: &PolicySection, f: &dyn Fn(&str) -> String, keys: &dataplane
     for (j, t) in p.end_mt.iter().enumerate() {
         let k = |x: &str| f(&format!("end_mt[{j}].{x}"));
         let edge: std::net::Ipv6Addr = t.edge.parse().map_err(|_| format!("{} = {:?}: not an IPv6 address", k("edge"), t.edge))?;
+        // The edge node's unicast address, or its End.MT SID that is a
+        // multicast group wider than link-local scope (draft-li s.6.1).
+        if !unicast6(edge) && !dataplane::tables::routable_multicast6(&edge) {
+            return Err(format!("{} = {edge}: an edge node's address: unicast, or a multicast group of wider than link-local scope (its End.MT SID)", k("edge")));
+        }
         if let Some(o) = end_mt.iter().position(|x| x.edge_node_address == edge) {
             return Err(format!("{} = {edge}: end_mt[{o}] is the same edge node (one TLV per edge node, draft-li s.6)", k("edge")));
         }
@@ -621,6 +626,9 @@ fn policy_extras(p: &PolicySection, f: &dyn Fn(&str) -> String, keys: &dataplane
             }
             if x.qpn > 0xff_ffff {
                 return Err(format!("{} = {}: a QPN has 24 bits", k(&format!("receivers[{r}].qpn")), x.qpn));
+            }
+            if receivers.iter().any(|y: &EndMtReceiver| y.address == a) {
+                return Err(format!("{} = {a}: listed twice (it would get every packet twice)", k(&format!("receivers[{r}].address"))));
             }
             receivers.push(EndMtReceiver { address: a, qpn: x.qpn });
         }
@@ -1683,6 +1691,18 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
             ipv6_min(&vi)?;
             interfaces.push(vi);
         }
+        // The port's rate and queue before the congestion stage, whose
+        // thresholds come from them (checked there, a rate over the range
+        // overflowed and a queue over it was reported as shallower than
+        // K_max).
+        match p.rate_mbps {
+            Some(0) => return err(fld("rate_mbps"), &0, "must be > 0 (omit it for an unshaped port)"),
+            Some(r) if r > 1_600_000 => return err(fld("rate_mbps"), &r, "must be <= 1600000 (1.6 Tb/s)"),
+            _ => {}
+        }
+        if (p.rate_mbps.is_some() || p.congestion.is_some() || p.pfc.is_some()) && (p.queue_bytes() < 64 * 1024 || p.queue_bytes() > (64u64 << 30)) {
+            return err(fld("queue_bytes"), &p.queue_bytes(), "must be 64 KiB ..= 64 GiB");
+        }
         let congestion = match &p.congestion {
             None => None,
             Some(c) => Some(congestion_plan(c, p, &fld("congestion"), &interfaces[port_if..])?),
@@ -1717,14 +1737,10 @@ pub fn validate(f: FileConfig) -> Result<RouterConfig, String> {
                 }
                 None
             }
-            Some(0) => return err(fld("rate_mbps"), &0, "must be > 0 (omit it for an unshaped port)"),
-            Some(r) if r > 1_600_000 && r != LINK_SPEED => return err(fld("rate_mbps"), &r, "must be <= 1600000 (1.6 Tb/s)"),
             Some(r) => {
                 // LINK_SPEED: not shaped (rate 0: the NIC's line rate).
+                // The rate and the queue were checked above.
                 let r = if r == LINK_SPEED { 0 } else { r };
-                if p.queue_bytes() < 64 * 1024 || p.queue_bytes() > (64u64 << 30) {
-                    return err(fld("queue_bytes"), &p.queue_bytes(), "must be 64 KiB ..= 64 GiB");
-                }
                 let max_packets = match p.queue_packets {
                     Some(n) if n < MIN_QUEUE_PACKETS => {
                         return err(fld("queue_packets"), &n, &format!("must be at least {MIN_QUEUE_PACKETS}"));
@@ -2076,8 +2092,10 @@ fn wan_notify_plan(w: &[WanNotifySection], fann: Option<&crate::fann_agent::Fann
         let f = |k: &str| format!("wan_notify[{i}].{k}");
         let addr = |k: &str, v: &str| -> Result<Ipv6Addr, String> {
             let a: Ipv6Addr = v.parse().map_err(|_| format!("{} = {v:?}: not an IPv6 address", f(k)))?;
-            if a.is_unspecified() || a.is_multicast() || a.is_loopback() {
-                return Err(format!("{} = {a}: must be a unicast address", f(k)));
+            // Link-local: unique on one link only (RFC 4007), no address
+            // of a PE or SID across the WAN.
+            if !unicast6(a) {
+                return Err(format!("{} = {a}: must be a unicast address of wider than link-local scope", f(k)));
             }
             Ok(a)
         };
@@ -2683,6 +2701,9 @@ fn srv6_plan(s: &Srv6Section, interfaces: &[Interface], has_ingress_pe: bool, en
             if a == sid {
                 return Err(format!("{}[{j}] = {a}: the SID itself (a replication loop)", f("downstream")));
             }
+            if downstream.contains(&a) {
+                return Err(format!("{}[{j}] = {a}: listed twice (its subtree would get every packet twice)", f("downstream")));
+            }
             downstream.push(a);
         }
         let mut dscp_priority = Vec::new();
@@ -2793,6 +2814,11 @@ fn srv6_plan(s: &Srv6Section, interfaces: &[Interface], has_ingress_pe: bool, en
                 return Err(format!("{}[{j}] = []: a backup SID list needs at least one SID", f("backup")));
             }
             backup_lists.push(sids);
+        }
+        // The backup lists must build as a policy of the same source, mode
+        // and SRH extras (the ingress PE switches to them at run time).
+        for (j, l) in backup_lists.iter().enumerate() {
+            dataplane::srv6::SrPolicy::new(source, mode, vec![(l.clone(), 1)]).and_then(|x| x.with_extras(pol.extras().clone())).map_err(|e| format!("{}[{j}]: {e}", f("backup")))?;
         }
         let backup = if backup_lists.is_empty() {
             if !p.backup_elements.is_empty() {
