@@ -1468,7 +1468,7 @@ pub fn run(out: &Path) -> Result<(), String> {
         let name = crate::display::port_name(&rep.port_names, *id);
         let s = &v.stats;
         println!(
-            "  congestion on '{name}' ({} Mb/s, RTT_est {} ms: K_min {} KiB, K_max {} KiB): peak queue {} KiB; {} packets CE-marked, {} tail-dropped; second-level triggers (evaluations every {} us): QD > K_max {}, EMR > V_ecn {}, QGR > V_growth {}; reaction from the packet that crossed K_max to the first CNP: p50 {:.0} us, max {:.0} us over {} crossings; Long-haul CNPs sent: rate-reduce {}, pause {}, notify {}, resume {} (not sent for want of a format the source is configured for {}, without a known source QP {}); held back by the per-flow limit of one per RTT_est {}; flows learned {} (see `show congestion` / `show flows` on a running router)",
+            "  congestion on '{name}' ({} Mb/s, RTT_est {} ms: K_min {} KiB, K_max {} KiB): peak queue {} KiB; {} packets CE-marked, {} tail-dropped; second-level triggers (evaluations every {} us): QD > K_max {}, EMR > V_ecn {}, QGR > V_growth {}; reaction from the packet that crossed K_max to the first CNP: p50 {:.0} us, max {:.0} us over {} crossings; Long-haul CNPs sent: rate-reduce {}, pause {}, notify {}, resume {}, of them {} with Source QP 0 (the flow's source QP unknown) (not sent: for want of a format the source is configured for {}, held back without a known source QP {}, not built {}); held back by the per-flow limit of one per RTT_est {}; flows learned {} (see `show congestion` / `show flows` on a running router)",
             v.params.rate_bps / 1_000_000,
             v.params.rtt_est_ns as f64 / 1e6,
             s.k_min / 1024,
@@ -1487,8 +1487,10 @@ pub fn run(out: &Path) -> Result<(), String> {
             s.cnp_pause,
             s.cnp_notify,
             s.cnp_resume,
-            s.format_unconfigured,
             s.source_qp_unknown,
+            s.format_unconfigured,
+            s.source_qp_unknown_skipped,
+            s.cnp_not_built,
             s.rate_limited,
             v.flows_live
         );
@@ -1605,8 +1607,13 @@ pub fn run(out: &Path) -> Result<(), String> {
         c.drop_count(Drop::MrouteRpfFailed)
     );
     let (general, left, any, ssm, other) = mld_outcome(&dc_out);
+    // The host's MLD messages as dc-in.pcap has them (behind the Router
+    // Alert option): Reports (MLDv2 143, MLDv1 131) and Done (132).
+    let dc_in = read_pcap(&dir.join("dc-in.pcap"))?;
+    let mld_in = |t: u8| dc_in.iter().filter(|f| f.len() >= 14 + 49 && f[12..14] == [0x86, 0xdd] && f[14 + 6] == 0 && f[14 + 40] == 58 && f[14 + 48] == t).count();
+    let (reports, dones) = (mld_in(143) + mld_in(131), mld_in(132));
     println!(
-        "  MLD on 'dc' (RFC 9777; no static route for these groups): the DC host's {} reports; the router sent {general} General Query(ies) and {left} Multicast Address Specific Queries for {MLD_LEFT_GROUP} after its MLDv1 Done (then forgot it); copied onto 'dc' from the WAN: {any} packets to {MLD_ASM_GROUP} (any source), {ssm} to {MLD_SSM_GROUP} from {MLD_SOURCE} (the source asked for), {other} from {MLD_OTHER_SOURCE} (not asked for; multicast-not-routed {})",
+        "  MLD on 'dc' (RFC 9777; no static route for these groups): the DC host's {reports} reports and {dones} Done ({} MLD messages taken in); the router sent {general} General Query(ies) and {left} Multicast Address Specific Queries for {MLD_LEFT_GROUP} after its MLDv1 Done (then forgot it); copied onto 'dc' from the WAN: {any} packets to {MLD_ASM_GROUP} (any source), {ssm} to {MLD_SSM_GROUP} from {MLD_SOURCE} (the source asked for), {other} from {MLD_OTHER_SOURCE} (not asked for; multicast-not-routed {})",
         c.local_count(Local::MldReportReceived),
         c.drop_count(Drop::MulticastNotRouted)
     );
