@@ -28,18 +28,9 @@ use std::time::{Duration, Instant};
 
 // ------------------------------------------------------------ helpers --
 
-/// Two virtual ports, nothing else: accepted as it stands.
-const PORTS: &str = r#"
-[[port]]
-name = "dc"
-device = "net_null0"
-addresses = ["10.0.1.1/24", "2001:db8:1::1/64"]
-
-[[port]]
-name = "wan"
-device = "net_null1"
-addresses = ["10.0.2.1/24", "2001:db8:2::1/64"]
-"#;
+#[path = "support/config_ports.rs"]
+mod config_ports;
+use config_ports::PORTS;
 
 /// `load_str`, a panic turned into a test failure that says so (the rule:
 /// bad input never crashes the loader).

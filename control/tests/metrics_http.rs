@@ -94,6 +94,42 @@ fn an_absolute_form_request_target_is_the_metrics_page() {
 
 // ------------------------------------------------------------------ show
 
+/// Rule: README "Metrics (Prometheus)": the request head is "ended by its
+/// blank line or by the client's end of writing" (as the management
+/// socket's line ends "with a newline, or with the client's end of
+/// writing"). Was: `Client::step` (metrics.rs:100-101) closes the
+/// connection without a word when the client ends its writing after a
+/// request line and headers without the blank line (`printf 'GET /metrics
+/// HTTP/1.0\r\n' | nc -q0 ...`): the client gets neither the page nor an
+/// error status.
+#[test]
+fn a_head_ended_by_the_clients_end_of_writing_is_answered() {
+    let mut srv = server();
+    let mut c = TcpStream::connect(srv.local_addr().unwrap()).unwrap();
+    c.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n").unwrap();
+    c.shutdown(Shutdown::Write).unwrap();
+    let (got, err) = pump(&mut srv, &mut c, Duration::from_secs(3));
+    let r = String::from_utf8_lossy(&got);
+    assert!(r.starts_with("HTTP/1.1 200 OK\r\n") && r.ends_with(PAGE), "request line and a header, then the client's FIN: got {r:?} ({err:?})");
+}
+
+/// Rule: RFC 9112 s.3.2: "A server MUST respond with a 400 (Bad Request)
+/// status code to any HTTP/1.1 request message that lacks a Host header
+/// field and to any request message that contains more than one Host
+/// header field line". Was: `answer` (metrics.rs:136-152) reads only the
+/// request line and serves the page (200) to both.
+#[test]
+fn an_http_1_1_request_without_one_host_is_a_bad_request() {
+    for req in ["GET /metrics HTTP/1.1\r\n\r\n", "GET /metrics HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"] {
+        let mut srv = server();
+        let mut c = TcpStream::connect(srv.local_addr().unwrap()).unwrap();
+        c.write_all(req.as_bytes()).unwrap();
+        let (got, err) = pump(&mut srv, &mut c, Duration::from_secs(3));
+        let r = String::from_utf8_lossy(&got);
+        assert!(r.starts_with("HTTP/1.1 400 "), "{req:?}: got {:?} ({err:?})", r.lines().next());
+    }
+}
+
 fn snapshot(pkts: u64, bytes: u64) -> Snapshot {
     Snapshot { rx_pkts: [pkts; MAX_PORTS], rx_bytes: [bytes; MAX_PORTS], tx_pkts: [pkts; MAX_PORTS], tx_bytes: [bytes; MAX_PORTS], drops: vec![0; Drop::ALL.len()], local: vec![0; Local::ALL.len()] }
 }

@@ -1,81 +1,15 @@
-//! The Prometheus endpoint (`control::metrics`) and the FANN agent
-//! (`control::fann_agent`), from a review: each test failed on the code
-//! before its fix, for the reason in its "Was". The end-to-end one
-//! runs the real `dcirouter` binary on net_pcap with the helpers of the
-//! top-level integration tests (`tests/common`).
+//! The Prometheus page and the FANN agent (`control::fann_agent`), from
+//! a review: each test failed on the code before its fix, for the reason
+//! in its "Was". The end-to-end one runs the real `dcirouter` binary on
+//! net_pcap with the helpers of the top-level integration tests
+//! (`tests/common`). The HTTP handling's tests are in metrics_http.rs.
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
 
-use control::metrics::MetricsServer;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
-use std::time::{Duration, Instant};
-
-const PAGE: &str = "# HELP dcirouter_up 1 while the router runs.\n# TYPE dcirouter_up gauge\ndcirouter_up 1\n";
-
-fn server() -> MetricsServer {
-    MetricsServer::bind("127.0.0.1:0".parse().unwrap()).unwrap()
-}
-
-/// Serve (as the control thread does, every millisecond) until the
-/// client's side is closed or fails, or `limit` passes; what the client
-/// read, and the read error that ended it, if any.
-fn pump(srv: &mut MetricsServer, c: &mut TcpStream, limit: Duration) -> (Vec<u8>, Option<std::io::Error>) {
-    c.set_nonblocking(true).unwrap();
-    let t0 = Instant::now();
-    let mut got = Vec::new();
-    let mut b = [0u8; 4096];
-    while t0.elapsed() < limit {
-        srv.poll(&mut || PAGE.to_string());
-        loop {
-            match c.read(&mut b) {
-                Ok(0) => return (got, None),
-                Ok(n) => got.extend_from_slice(&b[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                Err(e) => return (got, Some(e)),
-            }
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    (got, None)
-}
-
-/// Rule: README "Metrics (Prometheus)": the request head is "ended by its
-/// blank line or by the client's end of writing" (as the management
-/// socket's line ends "with a newline, or with the client's end of
-/// writing"). Was: `Client::step` (metrics.rs:100-101) closes the
-/// connection without a word when the client ends its writing after a
-/// request line and headers without the blank line (`printf 'GET /metrics
-/// HTTP/1.0\r\n' | nc -q0 ...`): the client gets neither the page nor an
-/// error status.
-#[test]
-fn a_head_ended_by_the_clients_end_of_writing_is_answered() {
-    let mut srv = server();
-    let mut c = TcpStream::connect(srv.local_addr().unwrap()).unwrap();
-    c.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n").unwrap();
-    c.shutdown(std::net::Shutdown::Write).unwrap();
-    let (got, err) = pump(&mut srv, &mut c, Duration::from_secs(3));
-    let r = String::from_utf8_lossy(&got);
-    assert!(r.starts_with("HTTP/1.1 200 OK\r\n") && r.ends_with(PAGE), "request line and a header, then the client's FIN: got {r:?} ({err:?})");
-}
-
-/// Rule: RFC 9112 s.3.2: "A server MUST respond with a 400 (Bad Request)
-/// status code to any HTTP/1.1 request message that lacks a Host header
-/// field and to any request message that contains more than one Host
-/// header field line". Was: `answer` (metrics.rs:136-152) reads only the
-/// request line and serves the page (200) to both.
-#[test]
-fn an_http_1_1_request_without_one_host_is_a_bad_request() {
-    for req in ["GET /metrics HTTP/1.1\r\n\r\n", "GET /metrics HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"] {
-        let mut srv = server();
-        let mut c = TcpStream::connect(srv.local_addr().unwrap()).unwrap();
-        c.write_all(req.as_bytes()).unwrap();
-        let (got, err) = pump(&mut srv, &mut c, Duration::from_secs(3));
-        let r = String::from_utf8_lossy(&got);
-        assert!(r.starts_with("HTTP/1.1 400 "), "{req:?}: got {:?} ({err:?})", r.lines().next());
-    }
-}
+use std::time::Duration;
 
 /// The metric families of a Prometheus text page as the independent
 /// `prometheus_client` parser (PyPI) reads it: one `TYPE NAME` line per
