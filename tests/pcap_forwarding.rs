@@ -429,6 +429,53 @@ fn packets_queued_at_shutdown_are_counted() {
     assert_eq!(mempool_in_use(&so), 0);
 }
 
+/// Stopped while a shaped port's priority queue still holds the router's
+/// own frames behind data (1 % of the port's bytes for them while data
+/// waits): those frames leave at shutdown, each one the counters say was
+/// sent is in the output pcap; only the queued data is discarded.
+///
+/// Rule: a frame the router counted as sent (here an echo reply; in the
+/// demo an RTT probe) is on the wire. Was: the shutdown freed the priority
+/// queue with the data, as `shutdown-discard`, and the demo's count of RTT
+/// probes in wan-out.pcap fell one short of `rtt-probe-sent` now and then.
+#[test]
+fn the_routers_own_frames_queued_at_shutdown_still_leave() {
+    let dir = workdir("shutprio");
+    let to_router = control::gen::L2 { src: HOST, dst: R_DC };
+    let mut frames: Vec<Vec<u8>> = (0..300u32).map(|i| control::gen::udp4(&to_router, [10, 0, 1, 2].into(), [10, 0, 3, 5].into(), 1000, 2000, &[i as u8; 958], 64)).collect();
+    // Pings from a host behind the WAN gateway (it reaches the DC port):
+    // the replies go out of the shaped WAN port, behind the data.
+    const PINGS: u16 = 250;
+    frames.extend((0..PINGS).map(|i| control::gen::echo4(&to_router, [10, 0, 3, 7].into(), [10, 0, 1, 1].into(), 0x5151, i)));
+    control::demo::write_pcap(&dir.join("dc-in.pcap"), &frames).unwrap();
+    control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
+    let cfg = dir.join("r.toml");
+    // 1 Mb/s: the 300 KB take 2.4 s to leave; the run stops after 1 s,
+    // when about half the replies have left (a 9216-byte allowance, then
+    // 1 % of the bytes).
+    let text = config(&dir).replace("mac = \"02:dc:00:00:00:02\"", "mac = \"02:dc:00:00:00:02\"\nrate_mbps = 1\nqueue_bytes = 600000\npriority_percent = 1");
+    std::fs::write(&cfg, text).unwrap();
+    let out = run("shutprio", &cfg, &["--duration", "1"]);
+    assert!(out.status.success());
+    let so = String::from_utf8_lossy(&out.stdout).to_string();
+    let wan = read_pcap(&dir.join("wan-out.pcap")).unwrap();
+    let replies: Vec<&Vec<u8>> = wan.iter().filter(|f| f.len() >= 42 && f[12..14] == [8, 0] && f[23] == 1 && f[34] == 0 && f[26..30] == [10, 0, 1, 1] && f[30..34] == [10, 0, 3, 7]).collect();
+    assert_eq!(counter(&so, "icmp-echo-reply"), u64::from(PINGS), "{so}");
+    assert_eq!(replies.len(), usize::from(PINGS), "every reply counted is in wan-out.pcap: {so}");
+    let seqs: Vec<u16> = replies.iter().map(|f| u16::from_be_bytes([f[40], f[41]])).collect();
+    assert_eq!(seqs, (0..PINGS).collect::<Vec<_>>(), "in order");
+    assert!(replies.iter().all(|f| f[..12] == [GW, R_WAN].concat()[..]), "to the gateway's MAC from the WAN port");
+    // Data did wait: most of it is discarded, as before, and counted.
+    let (rx, _) = port_packets(&so, "dc");
+    let (_, tx) = port_packets(&so, "wan");
+    let left = counter(&so, "shutdown-discard");
+    assert_eq!(rx, 300 + u64::from(PINGS));
+    assert!(left > 100, "most of the data was still queued: {left}");
+    assert_eq!(wan.len() as u64, tx, "the port's tx count is what the pcap holds");
+    assert_eq!(tx - u64::from(PINGS) + left, 300, "the data: sent or counted: {so}");
+    assert_eq!(mempool_in_use(&so), 0);
+}
+
 /// The deep-buffer egress stage: a port shaped at 20 Mb/s with a 100 KB
 /// queue receives a 600 KB burst at pcap replay speed. The queue fills and
 /// tail-drops (counted), what leaves is paced at no more than R_port

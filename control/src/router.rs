@@ -693,10 +693,14 @@ fn stop_workers(stop: &AtomicBool, workers: &mut [WorkerHandle]) {
 
 /// Run the router until a signal (or an exit condition in `opts`).
 pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Result<RunReport, String> {
+    // A signal stops the control thread; the control thread stops the
+    // workers (`workers_stop`) once it has handed over the packets it
+    // originated, so none counted as sent is lost between the two.
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone()).map_err(|e| format!("signal handler: {e}"))?;
     }
+    let workers_stop = Arc::new(AtomicBool::new(false));
     // The CPUs we may pin workers to, read before rte_eal_init pins this
     // thread to the main lcore (worker threads inherit that mask).
     let core_ids = core_affinity::get_core_ids().unwrap_or_default();
@@ -1015,7 +1019,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
                 timeout_ns: cfg.dataplane.neighbour_queue_ms * 1_000_000,
             },
         };
-        let links = WorkerLinks { updates: up_rx, events: ev_tx.clone(), garbage: garbage_tx.clone(), stop: stop.clone() };
+        let links = WorkerLinks { updates: up_rx, events: ev_tx.clone(), garbage: garbage_tx.clone(), stop: workers_stop.clone() };
         let mut worker = Worker::new(spec, links, pipeline);
         let core = cfg.dataplane.worker_cores.get(w).copied();
         let core_id = core.and_then(|c| core_ids.iter().find(|id| id.id == c).copied());
@@ -1044,7 +1048,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
                 dpdk::unregister_thread();
             })
             .map_err(|e| {
-                stop_workers(&stop, started_workers);
+                stop_workers(&workers_stop, started_workers);
                 format!("spawn worker {w}: {e}")
             })?;
         workers.push(WorkerHandle { counters, queues, core, updates: up_tx, join: Some(join) });
@@ -1057,7 +1061,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         Some(p) => match CtlServer::bind(p) {
             Ok(s) => Some(s),
             Err(e) => {
-                stop_workers(&stop, &mut workers);
+                stop_workers(&workers_stop, &mut workers);
                 return Err(e);
             }
         },
@@ -1070,7 +1074,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
                 Some(m)
             }
             Err(e) => {
-                stop_workers(&stop, &mut workers);
+                stop_workers(&workers_stop, &mut workers);
                 // The socket exists only while the router listens on it.
                 if let Some(p) = &opts.ctl_socket {
                     drop(ctl_server.take());
@@ -1385,8 +1389,18 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
         std::thread::sleep(Duration::from_millis(1));
     }
 
-    // Shutdown: stop workers (they drain), close ports, then count.
-    stop.store(true, Ordering::Relaxed);
+    // Shutdown. The packets this thread originated and counted (RTT
+    // probes, FANN notifications, the PE's copies) still waiting for room
+    // go to worker 0 as far as its channel takes them, the rest counted as
+    // discarded; then the workers stop (they apply what they were handed
+    // and drain), the ports close, and the counters are read.
+    let w = control.worker_updates().next().filter(|_| worker_died != Some(0));
+    while let Some(ip) = injects.pop_front() {
+        if w.is_none_or(|w| w.try_send(Update::Inject(ip)).is_err()) {
+            control.own.dropped(dataplane::counters::Drop::ShutdownDiscard);
+        }
+    }
+    workers_stop.store(true, Ordering::Relaxed);
     for w in control.workers.iter_mut() {
         if let Some(j) = w.join.take() {
             let _ = j.join();

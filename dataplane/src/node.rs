@@ -400,6 +400,13 @@ impl<P: PacketBuffer> EgressPort<P> {
         self.queue.drain(f);
     }
 
+    /// Empty the queue (shutdown): `f(pkt, len, priority)`, the priority
+    /// queue's frames first.
+    pub fn drain_split(&mut self, mut f: impl FnMut(P, u32, bool)) {
+        self.flush();
+        self.queue.drain_with(|p, len, _, prio| f(p, len, prio));
+    }
+
     /// Empty the queue, the port's link being down (a router drops what
     /// it cannot send rather than send it seconds late once the link is
     /// back, as Linux resets an interface's queue on carrier loss): every

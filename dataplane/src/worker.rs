@@ -1311,6 +1311,12 @@ impl Worker {
 
     /// After stop: transmit what is buffered, free the rest.
     fn drain(&mut self) {
+        // What the control thread handed over before it stopped the
+        // workers (packets it originated and counted as sent: RTT probes,
+        // FANN notifications, MLD queries) still leaves.
+        self.now = self.clock.now();
+        self.apply_updates();
+        self.send_solicits();
         // Frames still waiting for a neighbour never got one.
         self.counters.drops[Drop::NeighbourMiss as usize].add(self.held.len() as u64);
         for m in self.held.drain() {
@@ -1326,10 +1332,33 @@ impl Worker {
                 *self.counters.congestion[p].lock() = Some(c.view(limit, qstats, self.now));
             }
         }
+        // A shaped port's priority queue holds the router's own frames
+        // (replies, CNPs, PFC frames, probes), each counted as sent when it
+        // was built: they leave now, past the shaper, so what the counters
+        // say was sent is on the wire. The data still queued is discarded.
         let before = self.free.len();
-        for q in self.egress.iter_mut().flatten() {
+        let mut own: Vec<(*mut rte_mbuf, u32)> = Vec::new();
+        for p in 0..MAX_PORTS {
+            let Some(q) = self.egress[p].as_mut() else { continue };
+            let up = !self.spec.link_down.get(p).is_some_and(|d| d.load(Ordering::Relaxed));
             let free = &mut self.free;
-            q.drain(|m| free.push(m.into_raw()));
+            own.clear();
+            q.drain_split(|m, len, prio| if prio && up { own.push((m.into_raw(), len)) } else { free.push(m.into_raw()) });
+            for chunk in own.chunks(MAX_BURST) {
+                let mut pkts: Vec<*mut rte_mbuf> = chunk.iter().map(|(m, _)| *m).collect();
+                // A few tries for a TX ring that is full; what it still
+                // refuses is discarded.
+                let mut sent = 0;
+                for _ in 0..4 {
+                    sent += tx_burst(p as u16, self.spec.tx_queue, &mut pkts[sent..]);
+                    if sent == pkts.len() {
+                        break;
+                    }
+                }
+                self.counters.ports[p].tx_pkts.add(sent as u64);
+                self.counters.ports[p].tx_bytes.add(chunk[..sent].iter().map(|(_, l)| u64::from(*l)).sum());
+                self.free.extend_from_slice(&pkts[sent..]);
+            }
         }
         self.counters.drops[Drop::ShutdownDiscard as usize].add((self.free.len() - before) as u64);
         if self.mc_owner {
