@@ -787,7 +787,15 @@ pub(crate) struct ReplicaJob {
     /// The group of the inner packet wants copies only for its branches
     /// (`TlvReceivers::Strict`).
     tlv_strict: bool,
+    /// The Packet Too Big this packet got already, one per kind of copy
+    /// ([`TOO_BIG_DOWNSTREAM`], [`TOO_BIG_RECEIVER`]).
+    too_big_sent: u8,
 }
+
+/// A copy to a downstream SID (the whole outer packet) did not fit.
+const TOO_BIG_DOWNSTREAM: u8 = 1;
+/// A receiver copy (the inner RoCEv2 packet) did not fit.
+const TOO_BIG_RECEIVER: u8 = 2;
 
 /// Octets of the inner datagram in a zero-copy replica's private header
 /// segment: IPv6 (40), UDP (8) and BTH (12), the fields End.MT rewrites.
@@ -1494,7 +1502,10 @@ impl Pipeline {
             let mut ip = Ipv6Packet::new_unchecked(&mut d[14..]);
             ip.set_dst_addr(to);
             ip.decrement_hop_limit();
-            return self.route_copy(copy, to, job.total, job.pcp, now_ns);
+            return match self.route_copy_or_mtu(copy, to, job.total, job.pcp, now_ns)? {
+                Ok(port) => Ok(port),
+                Err(mtu) => self.replica_too_big(&job, src, job.l3..job.l3 + job.total, TOO_BIG_DOWNSTREAM, mtu, copy, now_ns),
+            };
         }
         let (addr, qpn) = self.replica_receiver(&job, i - job.down, src)?;
         let inner = src.get(job.inner_off..job.inner_off + job.inner_len).ok_or(Drop::ReplicaInvalid)?;
@@ -1520,7 +1531,46 @@ impl Pipeline {
             roce::rewrite_v6_dst_qpn(dg, &addr.octets(), qpn & 0x00ff_ffff).map_err(|_| Drop::EndMtNotRoce)?;
         }
         self.counters.local(Local::EndMtReplica);
-        self.route_copy(copy, addr, job.inner_len, job.pcp, now_ns)
+        match self.route_copy_or_mtu(copy, addr, job.inner_len, job.pcp, now_ns)? {
+            Ok(port) => Ok(port),
+            Err(mtu) => self.replica_too_big(&job, src, job.inner_off..job.inner_off + job.inner_len, TOO_BIG_RECEIVER, mtu, copy, now_ns),
+        }
+    }
+
+    /// A copy does not fit the MTU `mtu` of the link it leaves by (RFC
+    /// 4443 s.3.2: a router MUST answer a packet it cannot forward for
+    /// that with a Packet Too Big, to the packet's source). The packet
+    /// forwarded is `src[quoted]`: for a receiver copy the inner RoCEv2
+    /// packet, to its sender; for a copy to a downstream SID the outer
+    /// packet, to the node that encapsulated it. One Packet Too Big per
+    /// received packet and kind of copy (with the MTU of the first copy
+    /// that did not fit; under the ICMP error rate limit), in that copy's
+    /// place, built in `copy`; the other copies that do not fit are
+    /// dropped as `mtu-exceeded`.
+    #[allow(clippy::too_many_arguments)]
+    fn replica_too_big<Q: PacketBuffer>(&mut self, job: &ReplicaJob, src: &[u8], quoted: std::ops::Range<usize>, kind: u8, mtu: u16, copy: &mut Q, now_ns: u64) -> Result<u16, Drop> {
+        if job.too_big_sent & kind != 0 || self.rep.too_big_sent & kind != 0 {
+            return Err(Drop::MtuExceeded);
+        }
+        self.rep.too_big_sent |= kind;
+        let body = src.get(quoted).ok_or(Drop::ReplicaInvalid)?;
+        if !copy.set_len(14 + body.len()) {
+            return Err(Drop::NoHeadroom);
+        }
+        {
+            let d = copy.data_mut();
+            d[14..].copy_from_slice(body);
+            // The received frame's addresses: the fallback of an on-link
+            // source not in the neighbour table, as for any error.
+            d[..12].copy_from_slice(src.get(..12).ok_or(Drop::ReplicaInvalid)?);
+            d[12..14].copy_from_slice(&[0x86, 0xdd]);
+        }
+        let source = Ipv6Packet::new_unchecked(body).src_addr();
+        let l2 = L2 { iface: job.in_iface, l3: 14, pcp: 0, mcast: false };
+        match self.icmp_error6(copy, l2, source, body.len(), now_ns, Icmp6Error::TooBig(u32::from(mtu)))? {
+            Verdict::Tx(port) => Ok(port),
+            _ => Err(Drop::MtuExceeded),
+        }
     }
 
     /// Receiver `r` (address, QPN) of the job: the End.MT TLV's, then the
@@ -1633,22 +1683,32 @@ impl Pipeline {
                 Err(_) => return Err(Drop::EndMtNotRoce),
             }
         }
+        let routed = self.route_copy_or_mtu(head, addr, job.inner_len, job.pcp, now_ns);
+        if let Ok(Err(_)) = routed {
+            // Too big for its link: the full copy's place answers it
+            // (`build_replica`, a Packet Too Big).
+            return Ok(None);
+        }
         self.counters.local(Local::EndMtReplica);
-        let port = self.route_copy(head, addr, job.inner_len, job.pcp, now_ns)?;
+        let port = routed?.map_err(|_| Drop::MtuExceeded)?;
         Ok(Some(ReplicaHead { port, payload_off: job.inner_off + REPLICA_HEAD, payload_len: ic - REPLICA_HEAD, icrc }))
     }
 
-    /// Route a built copy (IPv6 packet at offset 14) to `dst`.
-    fn route_copy<Q: PacketBuffer>(&mut self, copy: &mut Q, dst: Ipv6Addr, len: usize, pcp: u8, now_ns: u64) -> Result<u16, Drop> {
+    /// Route a built copy (IPv6 packet at offset 14, `len` octets) to
+    /// `dst`: its port, or `Ok(Err(mtu))` when it is longer than the MTU
+    /// of the link it would leave by.
+    fn route_copy_or_mtu<Q: PacketBuffer>(&mut self, copy: &mut Q, dst: Ipv6Addr, len: usize, pcp: u8, now_ns: u64) -> Result<Result<u16, u16>, Drop> {
         let hop = self.fib.route_ip(IpAddr::V6(dst), crate::pipeline::ip_at(copy.data(), 14)).ok_or(Drop::NoRoute)?;
-        let (ifc, mac) = self.resolve_hop(hop, IpAddr::V6(dst), now_ns)?;
-        if len > usize::from(ifc.mtu) {
-            return Err(Drop::MtuExceeded);
+        // Before the neighbour is looked up (or asked for).
+        let iface = self.fib.hop(hop).map(|h| h.iface).ok_or(Drop::NoRoute)?;
+        if let Some(mtu) = self.topo.iface(iface).map(|i| i.mtu).filter(|m| len > usize::from(*m)) {
+            return Ok(Err(mtu));
         }
+        let (ifc, mac) = self.resolve_hop(hop, IpAddr::V6(dst), now_ns)?;
         let (port, out_mac, vlan) = (ifc.port, ifc.mac, ifc.vlan);
         let l2 = L2 { iface: 0, l3: 14, pcp, mcast: false };
         write_l2(copy, l2, mac, out_mac, vlan, EtherType::IPV6)?;
-        Ok(port)
+        Ok(Ok(port))
     }
 
     /// The tunnel MTU the fragments of IPv4 packet `inner` meet under

@@ -285,3 +285,92 @@ fn end_mt_inner_hop_limit_expiring_sends_time_exceeded() {
     let r = build(&mut pl, &p, 0);
     assert!(local(&pl, Local::TimeExceeded6) >= 1, "no Time Exceeded to S1; copy: {:?}", r.map(|x| x.0));
 }
+
+/// An independent ones' complement sum over an ICMPv6 message and its
+/// pseudo-header: 0xffff when the checksum is right.
+fn icmp6_sum_ok(ip: &[u8]) -> bool {
+    let len = ip.len() - 40;
+    let mut s: u32 = ip[8..40].chunks(2).map(|w| u32::from(u16::from_be_bytes([w[0], w[1]]))).sum::<u32>() + 58 + len as u32;
+    s += ip[40..].chunks(2).map(|w| u32::from(u16::from_be_bytes([w[0], *w.get(1).unwrap_or(&0)]))).sum::<u32>();
+    while s > 0xffff {
+        s = (s & 0xffff) + (s >> 16);
+    }
+    s == 0xffff
+}
+
+/// Rule: RFC 4443 s.3.2: "A Packet Too Big MUST be sent by a router in
+/// response to a packet that it cannot forward because the packet is
+/// larger than the MTU of the outgoing link"; the MTU field is "the
+/// Maximum Transmission Unit of the next-hop link". An End.MT receiver
+/// copy is the inner packet routed to the receiver (draft-li s.5.2 step
+/// 3.f): the error goes to its source, S1, quoting it as received. One
+/// per received packet: the next copy that does not fit is dropped as
+/// `mtu-exceeded`, without asking for its neighbour; a copy that fits
+/// still leaves. Was: `route_copy` dropped every such copy as
+/// `mtu-exceeded` and S1 was never told.
+#[test]
+fn an_end_mt_receiver_copy_too_big_for_its_link_sends_one_packet_too_big() {
+    let mut t = topology(1500, 1280);
+    t.interfaces[0].mtu = 9000;
+    let mut pl = pipeline_on(t);
+    // Two receivers behind p2 (MTU 1280; the second not resolved), one on p1.
+    let rs = [(a6("2001:db8:2::11"), 0x21), (a6("2001:db8:2::12"), 0x22), (a6("2001:db8:1::fe"), 0x23)];
+    let inner = roce6(0x02, 64, 1300);
+    let f = eth(R0, &mt_packet(sid_mt(), sid_mt(), &rs, &inner));
+    let (v, p) = process(&mut pl, &f, 0);
+    assert_eq!(v, Verdict::Replicate(3));
+    let (port, c) = build(&mut pl, &p, 0).unwrap();
+    assert_eq!(port, 0, "back toward S1");
+    assert_eq!(&c[..12], &[&H0[..], &R0[..]].concat()[..], "to S1's MAC from p0");
+    let ip = &c[14..];
+    assert_eq!((ip[6], ip[7]), (58, 64), "ICMPv6, hop limit 64");
+    assert_eq!(ip[8..24], a6("2001:db8::1").octets(), "from p0's address");
+    assert_eq!(ip[24..40], s1().octets(), "to the inner packet's source");
+    assert_eq!((ip[40], ip[41], &ip[44..48]), (2, 0, &[0, 0, 0x05, 0x00][..]), "Packet Too Big, MTU 1280");
+    assert!(icmp6_sum_ok(ip), "ICMPv6 checksum");
+    let quoted = &ip[48..];
+    assert_eq!(quoted.len(), 1280 - 48, "as much of the packet as fits in 1280");
+    assert_eq!(quoted, &inner[..1280 - 48], "the inner packet as received (DA, DestQP, hop limit unchanged)");
+    assert!(pl.reply, "an error: ahead of queued data");
+    assert_eq!(local(&pl, Local::TooBig6), 1);
+    let solicits = pl.solicits.len();
+    assert_eq!(build(&mut pl, &p, 1).map(|x| x.0), Err(Drop::MtuExceeded), "one Packet Too Big per packet");
+    assert_eq!(pl.solicits.len(), solicits, "no neighbour asked for a copy that cannot leave");
+    let (port, c) = build(&mut pl, &p, 2).unwrap();
+    assert_eq!(port, 1, "the copy that fits leaves");
+    assert_eq!(Ipv6Packet::new_checked(&c[14..]).unwrap().dst_addr(), rs[2].0);
+    assert!(!pl.reply);
+    assert_eq!(local(&pl, Local::TooBig6), 1);
+    // The next packet is told again.
+    let (_, p) = process(&mut pl, &f, 0);
+    assert_eq!(build(&mut pl, &p, 0).map(|x| x.0), Ok(0));
+    assert_eq!(local(&pl, Local::TooBig6), 2);
+    // Zero-copy replicas leave an oversized copy to the full copy's place.
+    let (_, p) = process(&mut pl, &f, 0);
+    let mut head = VecPacket::from_bytes(&[]);
+    assert_eq!(pl.build_replica_head(0, &p.to_vec(), &mut head, T0), Ok(None));
+}
+
+/// Rule: as above, for a copy to a downstream End.MT SID (draft-li s.5.2
+/// step 3.e): the packet forwarded is the whole outer packet, so its
+/// source (the node that encapsulated it) is told, quoting the outer
+/// packet as received. Was: dropped as `mtu-exceeded`, no error.
+#[test]
+fn an_end_mt_downstream_copy_too_big_for_its_link_sends_a_packet_too_big() {
+    let mut t = topology(1400, 1500);
+    t.interfaces[0].mtu = 9000;
+    let mut pl = pipeline_on(t);
+    let outer = mt_packet(sid_mt_tree(), sid_mt_tree(), &[], &roce6(0x02, 64, 1300));
+    assert!(outer.len() > 1400);
+    let (v, p) = process(&mut pl, &eth(R0, &outer), 0);
+    assert_eq!(v, Verdict::Replicate(2));
+    let (port, c) = build(&mut pl, &p, 0).unwrap();
+    assert_eq!(port, 0);
+    let ip = &c[14..];
+    assert_eq!(ip[24..40], s1().octets(), "to the outer packet's source");
+    assert_eq!((ip[40], ip[41], &ip[44..48]), (2, 0, &[0, 0, 0x05, 0x78][..]), "Packet Too Big, MTU 1400");
+    assert!(icmp6_sum_ok(ip));
+    assert_eq!(&ip[48..], &outer[..1280 - 48], "the outer packet as received (DA the End.MT SID, SRH)");
+    assert_eq!(build(&mut pl, &p, 1).map(|x| x.0), Err(Drop::MtuExceeded), "one per packet");
+    assert_eq!(local(&pl, Local::TooBig6), 1);
+}
