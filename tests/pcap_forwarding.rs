@@ -2996,13 +2996,15 @@ fn demo_runs_and_its_pcaps_are_sound() {
     let (resume, pause) = pfc.split_last().expect("PFC frames");
     assert!(*resume == 0 && !pause.is_empty() && pause.iter().all(|&q| q > 0), "PAUSE..., then one RESUME: {pfc:?}");
     // END.C with two DC gateways (draft-hu s.4.1): the CNP for the host
-    // behind the second gateway paused 'dc2' alone, for its 1 ms (19532
-    // quanta of 512 bit times at the 10 Gb/s net_pcap reports), then
+    // behind the second gateway paused 'dc2' alone, for its 1 ms (196
+    // quanta of 512 bit times at the 100 Mb/s of its `[port.pfc]
+    // link_mbps`: one link, one speed for the quanta received and sent;
+    // 19532, at the 10 Gb/s net_pcap reports, before), then
     // resumed it when the pause ran out; the other notifications were for
     // the host on 'dc', and none paused both links.
     let dc2 = read_pcap(&dir.join("dc2-out.pcap")).unwrap();
     let pfc2: Vec<u16> = dc2.iter().filter(|f| f.len() >= 60 && f[12..14] == [0x88, 0x08] && f[14..16] == [0x01, 0x01]).map(|f| u16::from_be_bytes([f[14 + 4 + 6], f[14 + 5 + 6]])).collect();
-    assert_eq!(pfc2, vec![19532, 0], "dc2: one PAUSE, one RESUME");
+    assert_eq!(pfc2, vec![196, 0], "dc2: one PAUSE, one RESUME");
     assert_eq!(control::demo::pfc_frames(&dc2), (1, 1));
     assert_eq!((pause.len() as u64 + 1, 2), (counter(&so, "pfc-pause-sent"), counter(&so, "pfc-resume-sent")), "{pfc:?}");
     assert_eq!(counter(&so, "pfc-on-every-interface"), 0, "{so}");

@@ -160,8 +160,9 @@ addresses = ["10.0.6.1/24", "2001:db8:6::1/64"]
 # lossless class fill (802.1Qbb): the RoCEv2 traffic toward it (DSCP 26,
 # priority 3) then waits in this port's queue while other traffic passes.
 # Its link is counted at 100 Mb/s here, so one PAUSE (65535 quanta) lasts
-# 335 ms, long enough to see in the pcap's timestamps; without link_mbps
-# the quanta follow the speed the NIC reports.
+# 335 ms, long enough to see in the pcap's timestamps; END.C's PAUSE
+# frames toward this gateway count their quanta at that speed too. Without
+# link_mbps the quanta follow the speed the NIC reports.
 queue_packets = 512
 [port.pfc]
 priorities = [3]

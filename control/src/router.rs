@@ -801,7 +801,10 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
     }
     let hz = dpdk::tsc_hz();
     let mut sids0 = sid_table(&cfg).map(Arc::new);
-    let endc_follows_link = cfg.srv6.as_ref().is_some_and(|s| s.sids.iter().any(|x| x.behaviour == "end.c" && x.pfc_link_bps.is_none()));
+    // The END.C interfaces whose PAUSE quanta follow the link's speed (no
+    // speed configured for them).
+    let endc_following: Vec<u16> = cfg.srv6.as_ref().map(|s| s.sids.iter().filter(|x| x.behaviour == "end.c").flat_map(|x| x.endc_ifaces.iter().copied().filter(|&i| endc_configured_bps(&cfg, x, i).is_none())).collect()).unwrap_or_default();
+    let endc_follows_link = !endc_following.is_empty();
     // Ingress PE: the control thread owns the SR policies from here on.
     let mut pe = match (&cfg.ingress_pe, &sids0) {
         (Some(pc), Some(t)) => {
@@ -1338,7 +1341,7 @@ pub fn run(mut cfg: RouterConfig, cli_eal: &[String], opts: &RunOptions) -> Resu
                     let port = control.topo.interfaces.get(usize::from(iface)).map(|i| i.port);
                     ports.iter().find(|p| Some(p.id) == port).map(|p| p.link_bps()).unwrap_or(0)
                 };
-                let changed: Vec<(u16, u64)> = control.sids.as_ref().map(|t| t.endc.iter().map(|(i, c)| (*i, c.link_bps, speed(*i))).filter(|(_, was, now)| *now > 0 && now != was).map(|(i, _, now)| (i, now)).collect()).unwrap_or_default();
+                let changed: Vec<(u16, u64)> = control.sids.as_ref().map(|t| t.endc.iter().filter(|(i, _)| endc_following.contains(i)).map(|(i, c)| (*i, c.link_bps, speed(*i))).filter(|(_, was, now)| *now > 0 && now != was).map(|(i, _, now)| (i, now)).collect()).unwrap_or_default();
                 if !changed.is_empty() {
                     if let Some(mut t) = control.sids.clone() {
                         for (iface, now_bps) in changed {
@@ -1493,6 +1496,14 @@ fn inject_later(q: &mut std::collections::VecDeque<Vec<u8>>, ip: Vec<u8>, own: &
     }
 }
 
+/// The link speed END.C SID `s` counts its PAUSE quanta at on interface
+/// `iface` when one is configured: the SID's `pfc_link_mbps`, else the
+/// port's `[port.pfc] link_mbps` (the speed the router reads the quanta
+/// of the PFC frames it receives on that link at: one link, one speed).
+fn endc_configured_bps(cfg: &RouterConfig, s: &crate::config::SidPlan, iface: u16) -> Option<u64> {
+    s.pfc_link_bps.or_else(|| endc_port(cfg, iface).and_then(|p| p.pfc.as_ref()).map(|p| p.link_bps).filter(|b| *b > 0))
+}
+
 /// The port of interface `iface`.
 fn endc_port(cfg: &RouterConfig, iface: u16) -> Option<&crate::config::PortPlan> {
     let port = cfg.interfaces.get(usize::from(iface)).map(|i| i.port);
@@ -1532,7 +1543,7 @@ pub fn sid_table(cfg: &RouterConfig) -> Option<dataplane::srv6::SidTable> {
                     // (802.3 Annex 31D), the physical link's, not a shaped
                     // rate: configured, else as the NIC reports it, else
                     // 100 Gb/s.
-                    let bps = s.pfc_link_bps.or_else(|| endc_port(cfg, iface).map(|p| p.link_bps).filter(|b| *b > 0)).unwrap_or(100_000_000_000);
+                    let bps = endc_configured_bps(cfg, s, iface).or_else(|| endc_port(cfg, iface).map(|p| p.link_bps).filter(|b| *b > 0)).unwrap_or(100_000_000_000);
                     let mut c = dataplane::endc::EndCConfig {
                         link_bps: bps,
                         default_priority: s.pfc_priority,
