@@ -209,7 +209,7 @@ const KEY_BITS: u32 = QP_MASK | SRC_V4 | DST_V4 | UD;
 /// In `src_qp` above the QP's 24 bits: deferring (s.5.7).
 const DEFERRED: u32 = 1 << 31;
 
-/// One learned RoCEv2 flow: three cache lines. The first holds all that a
+/// One learned RoCEv2 flow: two cache lines. The first holds all that a
 /// packet reads or writes (key, flags, last PSN, position in `nz`, last
 /// seen, the observation window and its byte count up to 4 GB), the others
 /// the rest of the rate estimate, the pair list and the Long-haul CNP state.
@@ -230,9 +230,14 @@ pub(crate) struct Flow {
     pub win_start: u64,
     // ---- second line
     win_hi: u64,
-    /// Bytes in the two completed windows before the current one.
-    pub prev_bytes: u64,
-    pub prev2_bytes: u64,
+    /// The two completed windows before the current one: their bytes in
+    /// 16-byte units, rounded up (64 GiB a window).
+    prev16: u32,
+    prev2_16: u32,
+    /// The last Long-haul CNP that throttled the flow (Notify, Rate
+    /// Reduce, Pause; not a Resume): what a fall of its arrival rate may
+    /// be the effect of (s.5.7).
+    last_throttle: u64,
     /// Intrusive list of the flows with the same (src, dst).
     pair_next: u32,
     pair_prev: u32,
@@ -272,8 +277,9 @@ impl Flow {
         last_seen: 0,
         win_start: 0,
         win_hi: 0,
-        prev_bytes: 0,
-        prev2_bytes: 0,
+        prev16: 0,
+        prev2_16: 0,
+        last_throttle: 0,
         pair_next: NONE,
         pair_prev: NONE,
         live_pos: NONE,
@@ -364,6 +370,12 @@ impl Flow {
         (self.qpf & HAS_CNP != 0).then_some(self.last_cnp)
     }
 
+    /// When the last Long-haul CNP that throttled the flow was sent (a
+    /// Resume follows one, so there is one whenever a CNP was sent).
+    pub fn last_throttle(&self) -> Option<u64> {
+        (self.qpf & HAS_CNP != 0).then_some(self.last_throttle)
+    }
+
     pub fn deferred(&self) -> Option<(u64, u64)> {
         (self.src_qp & DEFERRED != 0).then_some((self.def_since, u64::from(self.def_qd16) * 16))
     }
@@ -385,6 +397,9 @@ impl Flow {
     /// whether it throttled the flow).
     pub fn record_cnp(&mut self, now: u64, action: Action) {
         self.last_cnp = now;
+        if action != Action::Resume {
+            self.last_throttle = now;
+        }
         self.qpf |= HAS_CNP;
         self.set_flag(THROTTLED, action != Action::Resume);
         self.set_deferred(None);
@@ -434,19 +449,19 @@ impl Flow {
         } else {
             el / win
         };
-        let wb = self.win_bytes();
+        let wb = u32::try_from(self.win_bytes().div_ceil(16)).unwrap_or(u32::MAX);
         match n {
             1 => {
-                self.prev2_bytes = self.prev_bytes;
-                self.prev_bytes = wb;
+                self.prev2_16 = self.prev16;
+                self.prev16 = wb;
             }
             2 => {
-                self.prev2_bytes = wb;
-                self.prev_bytes = 0;
+                self.prev2_16 = wb;
+                self.prev16 = 0;
             }
             _ => {
-                self.prev2_bytes = 0;
-                self.prev_bytes = 0;
+                self.prev2_16 = 0;
+                self.prev16 = 0;
             }
         }
         self.win_lo = 0;
@@ -457,7 +472,7 @@ impl Flow {
     /// Whether the arrival rate fell by at least `frac` from the window
     /// before the last completed one to the last completed one.
     pub fn rate_fell(&self, frac: f64) -> bool {
-        self.prev2_bytes > 0 && (self.prev_bytes as f64) <= (self.prev2_bytes as f64) * (1.0 - frac)
+        self.prev2_16 > 0 && f64::from(self.prev16) <= f64::from(self.prev2_16) * (1.0 - frac)
     }
 }
 

@@ -1266,8 +1266,10 @@ impl CongestionPort {
             let mut d = base;
             if self.p.suppression {
                 // Our own CNP's effect: the two windows compared plus the
-                // feedback delay.
-                let ours = f.last_cnp().is_some_and(|t| now.saturating_sub(t) < 2 * win + rtt);
+                // feedback delay. Only a CNP that throttled the flow slows
+                // it: a Resume lets it speed up, so a fall after one is
+                // someone else's doing.
+                let ours = f.last_throttle().is_some_and(|t| now.saturating_sub(t) < 2 * win + rtt);
                 // Both windows compared counted at the window's length now.
                 let same_length = f.win_start.saturating_sub(2 * win) >= self.win_changed_at;
                 let fell = !ours && same_length && f.rate_fell(self.p.policy.rate_drop_frac);
