@@ -2418,7 +2418,7 @@ tlv_receivers = "learn"
     assert!(r.lines().any(|l| l.contains("10.0.1.77") && l.contains("02:00:00:00:00:77")), "{r}");
     // A command line without end is refused, and the socket still serves.
     let r = req(&"x".repeat(10_000));
-    assert_eq!(r, "ERR command longer than 4096 bytes\n");
+    assert_eq!(r, "ERR command line longer than 4096 bytes with its newline\n");
     let r = req("show multicast");
     assert!(r.contains("receiver 2001:db8:1::11 qpn 0x501") && r.ends_with("OK\n"), "{r}");
     // Child nodes (hop-by-hop aggregation): a branch each; the group

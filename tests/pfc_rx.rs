@@ -512,3 +512,47 @@ fn show_pfc_while_paused_and_held_data_freed_at_shutdown() {
     assert_eq!(sent, (0..N).map(|i| ("N0".to_string(), i)).collect::<Vec<_>>(), "only priority 0 left, in order");
     assert_eq!(mempool_in_use(&so), 0, "the held mbufs came back");
 }
+
+/// Rule: README "Metrics": `dcirouter_pfc_paused` has a series "per port
+/// with `[port.pfc]` and honoured priority", as `show pfc` lists them; an
+/// 802.3x PAUSE port (`pause = true`) honours all eight. Was: the series
+/// were taken from the PFC priority list alone, empty on such a port: the
+/// family had no sample while `show pfc` said every priority was paused.
+#[test]
+fn a_pause_port_has_its_eight_paused_series() {
+    let name = "a_pause_port_has_its_eight_paused_series";
+    if !scapy_here(name) {
+        return;
+    }
+    let dir = workdir("pfc-pause-metrics");
+    control::demo::write_pcap(&dir.join("dc-in.pcap"), &[]).unwrap();
+    // 65535 quanta at 1 Mb/s: paused for the whole run.
+    control_pcap(&dir, "wan-in.pcap", &["pause:65535"]);
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let addr = format!("127.0.0.1:{port}");
+    let text = config(&dir, "[port.pfc]\npause = true\nlink_mbps = 1", "") + &format!("[metrics]\nlisten = \"{addr}\"\n");
+    let cfg = dir.join("r.toml");
+    std::fs::write(&cfg, text).unwrap();
+    let sock = dir.join("ctl.sock");
+    let (mut child, _out) = start_with_ctl("pfc-pause-metrics", &cfg, &dir, &sock, &["--duration", "60"]);
+    let s = sock.to_str().unwrap().to_string();
+    // Until the PAUSE was received (bounded: 200 x 50 ms).
+    let mut show = String::new();
+    for _ in 0..200 {
+        show = control::ctl::request(&s, "show pfc").unwrap();
+        if show.contains("pause 1 ignored") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let r = http(&addr, "GET /metrics HTTP/1.1\r\nHost: router\r\n\r\n");
+    let st = stop_deadline(&mut child, RUN_DEADLINE);
+    assert!(st.success(), "{st:?}");
+    let (_, prios) = pfc_block(&show, "wan");
+    assert_eq!(prios.len(), 8, "show pfc lists the eight priorities: {show}");
+    assert!(prios.iter().all(|l| l.contains(": paused, ")), "{show}");
+    let m = prometheus_oracle(r.split_once("\r\n\r\n").unwrap().1);
+    for p in 0..8 {
+        assert_eq!(m.get(&format!("dcirouter_pfc_paused{{port=wan,priority={p}}}")).copied(), Some(1.0), "priority {p} on the page:\n{r}");
+    }
+}

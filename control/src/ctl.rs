@@ -254,7 +254,7 @@ impl Client {
             };
             let bytes = match cmd {
                 Command::Line(l) => run(&l).into_bytes(),
-                Command::TooLong => format!("ERR command longer than {MAX_LINE} bytes\n").into_bytes(),
+                Command::TooLong => format!("ERR command line longer than {MAX_LINE} bytes with its newline\n").into_bytes(),
                 Command::NotUtf8(e) => format!("ERR the command line is not UTF-8 text (from byte {} on)\n", e.valid_up_to()).into_bytes(),
                 Command::None => return false,
             };
@@ -337,7 +337,7 @@ fn execute(c: &mut Control, ports: &[Port], names: &[(u16, String)], line: &str)
         ["show", "congestion"] => {
             let v = c.congestion_views();
             if v.is_empty() {
-                return Err("no congestion-aware port ([port.congestion] with rate_mbps)".into());
+                return Err("no congestion-aware port ([port.congestion])".into());
             }
             Ok(display::congestion(&v, names, &c.rtt_probes, &c.rtt_acks))
         }
@@ -1342,7 +1342,7 @@ mod tests {
         });
         let (ran, _) = drive(&mut client(server, Duration::from_secs(5), WRITE_DEADLINE), &|_| "OK\n".into());
         assert!(ran.is_empty());
-        assert_eq!(w.join().unwrap(), format!("ERR command longer than {MAX_LINE} bytes\n"));
+        assert_eq!(w.join().unwrap(), format!("ERR command line longer than {MAX_LINE} bytes with its newline\n"));
         // Exactly MAX_LINE octets with the newline is a command.
         let (server, mut peer) = UnixStream::pair().unwrap();
         let mut l = vec![b'b'; MAX_LINE as usize - 1];

@@ -248,7 +248,9 @@ pub fn render(c: &Control, ports: &[Port], names: &[(u16, String)]) -> String {
         let mut paused = Vec::new();
         let mut frames = Vec::new();
         for (id, pp) in &c.pfc_rx {
-            let (on, honoured) = (pp.paused(now), pp.config().priorities);
+            // 802.3x PAUSE stops every priority: all eight are honoured.
+            let honoured = if pp.config().pause { 0xff } else { pp.config().priorities };
+            let on = pp.paused(now);
             for prio in (0..8u8).filter(|p| honoured >> p & 1 == 1) {
                 paused.push((format!("{},priority=\"{prio}\"", port_label(*id)), (on >> prio & 1).to_string()));
             }
