@@ -3690,6 +3690,82 @@ wrpcap(sys.argv[2], wan)
     );
 }
 
+/// Rule: RFC 4861 s.7.2.2: when address resolution fails, "the sender
+/// MUST return ICMP destination unreachable indications with code 3
+/// (Address Unreachable) for each packet queued awaiting address
+/// resolution"; RFC 1812 s.5.2.7.1 (host unreachable) for IPv4. The
+/// packets' source here never asked for the router's address (nothing
+/// learned it), so the error itself needs resolving: the router asks for
+/// the source (ARP, NS on 'dc') and the error waits, as a forwarded packet
+/// does; once the source is known (`neighbour add` here), the errors leave
+/// to its MAC. Was: `unreachable_for_held` built the error only toward a
+/// resolved source and freed the packet otherwise: no error at all.
+#[test]
+fn a_timed_out_packets_error_waits_for_its_unresolved_source() {
+    python_ok().expect("the scapy oracle is required");
+    let dir = workdir("unres-src");
+    python(
+        r#"
+import sys
+from scapy.all import Ether, IP, IPv6, UDP, wrpcap
+host, r_dc = "02:00:00:00:01:02", "02:dc:00:00:00:01"
+dc = [Ether(src=host, dst=r_dc) / IP(src="10.0.1.2", dst="10.0.2.8", ttl=64) / UDP(sport=1000, dport=9) / b"silent4",
+      Ether(src=host, dst=r_dc) / IPv6(src="2001:db8:1::2", dst="2001:db8:2::8", hlim=64) / UDP(sport=1000, dport=9) / b"silent6"]
+wrpcap(sys.argv[1], dc)
+"#,
+        &[dir.join("dc-in.pcap").to_str().unwrap()],
+    );
+    control::demo::write_pcap(&dir.join("empty.pcap"), &[]).unwrap();
+    let cfg = dir.join("r.toml");
+    std::fs::write(&cfg, config(&dir).replacen("[dataplane]\n", "[dataplane]\nneighbour_queue_ms = 300\nneighbour_solicit_interval_ms = 50\n", 1)).unwrap();
+    let sock = dir.join("ctl.sock");
+    let (mut child, out) = start_with_ctl("unres-src", &cfg, &dir, &sock, &["--duration", "30"]);
+    let s = sock.to_str().unwrap().to_string();
+    // Until both errors wait for the source (bounded: 200 x 50 ms).
+    let mut show = String::new();
+    for _ in 0..200 {
+        show = control::ctl::request(&s, "show neighbours").unwrap();
+        if show.contains("10.0.1.2 dev dc INCOMPLETE (1 packets waiting)") && show.contains("2001:db8:1::2 dev dc INCOMPLETE (1 packets waiting)") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(show.contains("10.0.1.2 dev dc INCOMPLETE (1 packets waiting)") && show.contains("2001:db8:1::2 dev dc INCOMPLETE (1 packets waiting)"), "the errors wait for the source: {show}");
+    for c in ["neighbour add 10.0.1.2 02:00:00:00:01:02 dc", "neighbour add 2001:db8:1::2 02:00:00:00:01:02 dc"] {
+        let r = control::ctl::request(&s, c).unwrap();
+        assert!(r.ends_with("OK\n"), "{c}: {r}");
+    }
+    // Until they left (bounded).
+    for _ in 0..100 {
+        if control::ctl::request(&s, "show counters").unwrap().lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["neighbour-released", "2"]) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let st = stop_deadline(&mut child, RUN_DEADLINE);
+    assert!(st.success(), "{st:?}");
+    let so = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(counter(&so, "neighbour-timeout"), 2, "the two packets to the silent 10.0.2.8 / 2001:db8:2::8: {so}");
+    assert_eq!((counter(&so, "icmp-host-unreachable-sent"), counter(&so, "icmpv6-address-unreachable-sent")), (1, 1), "{so}");
+    assert_eq!(counter(&so, "neighbour-released"), 2, "{so}");
+    assert_eq!(mempool_in_use(&so), 0, "{so}");
+    let dc = read_pcap(&dir.join("dc-out.pcap")).unwrap();
+    // The router asked for the source on 'dc' ...
+    assert!(dc.iter().any(|f| f[12..14] == [8, 6] && f[20..22] == [0, 1] && f[38..42] == [10, 0, 1, 2]), "ARP request for 10.0.1.2");
+    let src6 = "2001:db8:1::2".parse::<std::net::Ipv6Addr>().unwrap().octets();
+    assert!(dc.iter().any(|f| f[12..14] == [0x86, 0xdd] && f[14 + 6] == 58 && f[14 + 40] == 135 && f[14 + 48..14 + 64] == src6), "NS for 2001:db8:1::2");
+    // ... and the errors went to its MAC, quoting the packets as forwarded.
+    let un4: Vec<_> = dc.iter().filter(|f| f[12..14] == [8, 0] && f[14 + 9] == 1 && f[34] == 3).collect();
+    assert_eq!(un4.len(), 1);
+    assert_eq!((&un4[0][0..6], &un4[0][6..12]), (&HOST[..], &R_DC[..]));
+    assert_eq!((un4[0][35], &un4[0][42 + 16..42 + 20], un4[0][42 + 8]), (1, &[10, 0, 2, 8][..], 63), "host unreachable about 10.0.2.8, TTL as forwarded");
+    assert!(ipv4_checksum_ok(&un4[0][14..]));
+    let un6: Vec<_> = dc.iter().filter(|f| f[12..14] == [0x86, 0xdd] && f[14 + 6] == 58 && f[54] == 1).collect();
+    assert_eq!(un6.len(), 1);
+    assert_eq!((&un6[0][0..6], un6[0][55], &un6[0][14 + 24..14 + 40]), (&HOST[..], 3, &src6[..]), "address unreachable to the source's MAC");
+    tshark_clean(&dir.join("dc-out.pcap"));
+}
+
 /// Packets to a neighbour whose address is not known yet wait for it (RFC
 /// 4861 s.7.2.2, Linux's unres_qlen) instead of being dropped: the router
 /// asks (ARP request, NS), and when the answer arrives the waiting packets

@@ -215,6 +215,12 @@ pub struct Pipeline {
     /// The neighbour the last `resolve` that missed waited for (reset by
     /// every entry point that builds frames).
     pub(crate) held: Option<crate::unres::Key>,
+    /// Set while an ICMP error about a held packet that timed out is built
+    /// ([`Pipeline::unreachable_for_held`]): its source's address is
+    /// resolved (and the error held) like a forwarded packet's, at this
+    /// time; 0: an error goes back to the received frame's Ethernet
+    /// source when the FIB's next hop is not resolved.
+    reply_resolve_at: u64,
     /// Per FIB next hop (by index): egress interface, gateway MAC and the
     /// gateway's [`UsedBits`] bit when the gateway is resolved; None for
     /// connected routes and unresolved gateways.
@@ -347,6 +353,7 @@ impl Pipeline {
             neigh_epoch: 0,
             hold: false,
             held: None,
+            reply_resolve_at: 0,
             adj: Vec::new(),
             used: Arc::default(),
             solicit_log: Arc::default(),
@@ -732,7 +739,7 @@ impl Pipeline {
     fn reply_path4<P: PacketBuffer>(&mut self, p: &P, l2: L2, dst: Ipv4Addr) -> Result<ReplyPath, Drop> {
         let hop = self.fib.route_ip(IpAddr::V4(dst), ip_at(p.data(), l2.l3)).ok_or(Drop::NoRoute)?;
         let nh = *self.fib.hop(hop).ok_or(Drop::NoRoute)?;
-        match self.resolve(&nh, IpAddr::V4(dst), 0) {
+        match self.resolve(&nh, IpAddr::V4(dst), self.reply_resolve_at) {
             Ok((ifc, mac)) => Ok(ReplyPath { iface: nh.iface, port: ifc.port, src_mac: ifc.mac, vlan: ifc.vlan, mac }),
             Err(_) => self.back_to_sender(p, l2),
         }
@@ -1319,7 +1326,7 @@ impl Pipeline {
             self.fib.route_ip(IpAddr::V6(dst), ip_at(p.data(), l2.l3)).and_then(|h| self.fib.hop(h)).copied()
         };
         if let Some(nh) = nh {
-            if let Ok((ifc, mac)) = self.resolve(&nh, IpAddr::V6(dst), 0) {
+            if let Ok((ifc, mac)) = self.resolve(&nh, IpAddr::V6(dst), self.reply_resolve_at) {
                 return Ok(ReplyPath { iface: nh.iface, port: ifc.port, src_mac: ifc.mac, vlan: ifc.vlan, mac });
             }
         }
@@ -1598,10 +1605,24 @@ impl Pipeline {
     /// / address unreachable (IPv6), to its source, from the router's
     /// address on the interface toward the source. Returns the port; an
     /// error when none is due (the source is the router itself, the
-    /// packet an ICMP error, rate limit) or the source is not resolved.
+    /// packet an ICMP error, rate limit). A source not resolved is asked
+    /// for and the error built for the worker to hold (`held` set, the
+    /// frame to [`crate::unres::HOLD_MAC`]), as a forwarded packet's.
     pub fn unreachable_for_held<P: PacketBuffer>(&mut self, p: &mut P, now_ns: u64) -> Result<u16, Drop> {
         let now_ns = now_ns.max(1);
         self.reply = false;
+        self.held = None;
+        // RFC 4861 s.7.2.2 wants the error "for each packet queued": a
+        // source not resolved (a host that never asked for the router's
+        // address) is asked for, and the error waits for it as a
+        // forwarded packet would.
+        self.reply_resolve_at = now_ns;
+        let r = self.unreachable_for_held_at(p, now_ns);
+        self.reply_resolve_at = 0;
+        r
+    }
+
+    fn unreachable_for_held_at<P: PacketBuffer>(&mut self, p: &mut P, now_ns: u64) -> Result<u16, Drop> {
         // The held frame was already rewritten for its egress port: its
         // Ethernet source is the router's own MAC there, no address of the
         // packet's source to fall back to (the zero MAC is refused), so the

@@ -510,7 +510,8 @@ fn ipv4_mapped_ipv6_addresses_are_not_forwarded() {
 /// on p0 the router never resolved) has no neighbour entry, `back_to_sender`
 /// compares that Ethernet source with p0's MAC only, accepts it, and the
 /// Destination Unreachable leaves by port 0 addressed to R1, the router's
-/// own p1 MAC: no station on p0 receives it.
+/// own p1 MAC: no station on p0 receives it. (Now such an error waits for
+/// the source's address instead, as a forwarded packet does.)
 #[test]
 fn unreachable_for_a_held_frame_is_not_sent_to_the_routers_own_mac() {
     let mut pl = pipeline();
@@ -529,7 +530,15 @@ fn unreachable_for_a_held_frame_is_not_sent_to_the_routers_own_mac() {
         assert_eq!(&p.data()[6..12], &R1, "{src}: the held frame carries the egress MAC as its source");
         let r = pl.unreachable_for_held(&mut p, T0 + 3 * SEC);
         if src.ends_with('3') {
-            assert_eq!(r, Err(Drop::NeighbourMiss), "{src}: no address to send the error to: {:02x?}", &p.data()[..6]);
+            // (Since a_timed_out_packets_error_waits_for_its_unresolved_source:
+            // the source is asked for and the error built to be held, RFC
+            // 4861 s.7.2.2 "for each packet queued"; it was dropped as
+            // neighbour-miss before.)
+            let at: std::net::IpAddr = src.parse().unwrap();
+            assert_eq!(r, Ok(0), "{src}: the error is built toward the source's interface");
+            assert_eq!(&p.data()[0..6], &dataplane::unres::HOLD_MAC[..], "{src}: held for the source's address, not sent to {:02x?}", &p.data()[..6]);
+            assert_eq!(pl.held(), Some((0, at)), "{src}: waits for the source on p0");
+            assert!(pl.solicits.iter().any(|s| s.iface == 0 && s.target == at), "{src}: the source is asked for");
         } else {
             assert_eq!(r, Ok(0), "{src}: the error leaves toward the source");
             assert_eq!((&p.data()[0..6], &p.data()[6..12]), (&H0[..], &R0[..]), "{src}: to the source's MAC, from p0's");
